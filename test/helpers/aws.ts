@@ -1,0 +1,39 @@
+/**
+ * Per-test-file AWS fixtures against the shared emulator stack: unique resource names (so files
+ * running in parallel never share a table, queue or bucket), created the same way `init` does.
+ */
+import { randomBytes } from 'node:crypto';
+import { inject } from 'vitest';
+import { type AwsClients, createClients } from '../../src/aws/clients.js';
+import { loadConfig, type WorldConfig } from '../../src/config.js';
+import { reconcile } from '../../src/resources.js';
+
+export function stackEnv(): Record<string, string> {
+  return inject('stack').env;
+}
+
+/** A unique lowercase prefix, e.g. `t-3fa9c1`. */
+export function uniquePrefix(tag = 't'): string {
+  return `${tag}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Config for a fresh set of resource names on the emulator stack. */
+export function testConfig(extraEnv: Record<string, string> = {}, tag = 't'): WorldConfig {
+  return loadConfig({ ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix(tag), ...extraEnv });
+}
+
+export interface Fixture {
+  config: WorldConfig;
+  clients: AwsClients;
+  /** The env a child process needs to use the same resources. */
+  env: Record<string, string>;
+}
+
+/** Create a table, queues and bucket with unique names and return config + clients. */
+export async function createFixture(extraEnv: Record<string, string> = {}, tag = 't'): Promise<Fixture> {
+  const env = { ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix(tag), ...extraEnv };
+  const config = loadConfig(env);
+  const clients = createClients(config);
+  await reconcile(clients, config, 'apply');
+  return { config, clients, env };
+}
