@@ -8,13 +8,15 @@
  * RUN#<runId>             RUN#meta           run view
  * RUN#<runId>             STEP#<stepId>      step view
  * RUN#<runId>             WAIT#<waitId>      wait view
- * RUN#<runId>             RESUME#<resumeId>  hook_received dedupe claim (resumeId -> slot)
+ * RUN#<runId>             RUNRESUME#<rid>    hook_received dedupe claim (resumeId -> slot); sorts after
+ *                                            RUN#meta so EVT#..RUN#meta is exactly log + run view
  * RUN#<runId>             ATTR#<corrId>      attr_set workflow-writer dedupe claim
  * HOOK#<token>            HOOK#meta          hook by token (global uniqueness claim)
  * STREAM#<runId>#<name>   CHUNK#<index:20>   stream chunk
  * STREAM#<runId>#<name>   STREAM#meta        { tailIndex, done }
  * QKEY#<idempotencyKey>   QKEY               queue dedupe claim, with a TTL attribute
  * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (events by correlation)
+ *                      WF#<workflowName> / <createdAt>#<runId>      (runs by workflow name)
  *                      RUNHOOKS#<runId> / <hookId>                  (hooks of a run)
  *                      RUNSTREAMS#<runId> / <name>                  (streams of a run)
  * GSI2: GSI2PK/GSI2SK  "RUN" / <createdAt ISO>#<runId>              (global run listing by time)
@@ -51,7 +53,6 @@ export const keys = {
   stepSkPrefix: 'STEP#',
   wait: (runId: string, waitId: string) => ({ PK: `RUN#${runId}`, SK: `WAIT#${waitId}` }),
   waitSkPrefix: 'WAIT#',
-  resume: (runId: string, resumeId: string) => ({ PK: `RUN#${runId}`, SK: `RESUME#${resumeId}` }),
   attrClaim: (runId: string, correlationId: string) => ({ PK: `RUN#${runId}`, SK: `ATTR#${correlationId}` }),
   hook: (token: string) => ({ PK: `HOOK#${token}`, SK: 'HOOK#meta' }),
   stream: (runId: string, name: string) => `STREAM#${runId}#${name}`,
@@ -89,4 +90,22 @@ export const TABLE_SCHEMA = {
     { name: GSI2, pk: ATTR.gsi2pk, sk: ATTR.gsi2sk },
   ],
   ttlAttribute: ATTR.ttl,
+} as const;
+
+/**
+ * Storage additions (appended by the storage component).
+ *
+ * - `resumeClaim`: the `(runId, resumeId)` dedupe claim of `hook_received`. Its sort key sorts
+ *   *after* `RUN#meta` (`RUNRESUME#` > `RUN#meta`), so the range `EVT#` .. `RUN#meta` of a run's
+ *   partition holds exactly the event log followed by the run view: one Query returns the log
+ *   tail and the run together.
+ * - `workflowRunsGsi`: GSI1 partition of a run view, so runs are listed by workflow name without
+ *   filtering the global `RUN` partition of GSI2.
+ */
+export const storageKeys = {
+  resumeClaim: (runId: string, resumeId: string) => ({ PK: `RUN#${runId}`, SK: `RUNRESUME#${resumeId}` }),
+  runMetaSk: 'RUN#meta',
+  workflowRunsGsi: (workflowName: string) => `WF#${workflowName}`,
+  hookMetaSk: 'HOOK#meta',
+  hookIdGsiSk: 'HOOK',
 } as const;

@@ -51,8 +51,11 @@ export interface ResourceReport {
 
 export type ReconcileMode = 'apply' | 'dry-run' | 'verify';
 
-/** Offloaded payloads live under these prefixes; the lifecycle rule expires them. */
-export const PAYLOAD_PREFIXES = ['runs/', 'queue/'] as const;
+/**
+ * Transient objects (queue bodies over the SQS size limit) live under these prefixes and expire.
+ * Run payloads (`runs/`) do not: the event log keeps pointers to them for as long as the run exists.
+ */
+export const PAYLOAD_PREFIXES = ['queue/'] as const;
 export const PAYLOAD_EXPIRY_DAYS = 30;
 /** Message retention: the maximum, so that long-wait hops and DLQ triage have room. */
 export const RETENTION_SECONDS = 1_209_600;
@@ -306,7 +309,7 @@ async function reconcileBucket(s3: S3Client, bucket: string, mode: ReconcileMode
   if (!exists) {
     if (mode !== 'apply') {
       report.state = mode === 'dry-run' ? 'would-create' : 'missing';
-      report.details.push(`create bucket ${bucket} (private, SSE-S3, expire ${PAYLOAD_PREFIXES.join(' ')} after ${PAYLOAD_EXPIRY_DAYS} days)`);
+      report.details.push(`create bucket ${bucket} (private, SSE-S3, expire ${PAYLOAD_PREFIXES.join(' ')} objects after ${PAYLOAD_EXPIRY_DAYS} days)`);
       if (mode === 'verify') report.fix = 'run `eve-world-aws init`';
       return report;
     }
@@ -345,7 +348,7 @@ async function reconcileBucket(s3: S3Client, bucket: string, mode: ReconcileMode
           ),
       ],
       [
-        `lifecycle: expire offloaded payloads after ${PAYLOAD_EXPIRY_DAYS} days`,
+        `lifecycle: expire offloaded queue bodies after ${PAYLOAD_EXPIRY_DAYS} days`,
         () =>
           s3.send(
             new PutBucketLifecycleConfigurationCommand({

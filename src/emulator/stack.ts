@@ -39,6 +39,8 @@ export interface Stack {
   readonly sqsEndpoint: string;
   readonly s3Endpoint: string;
   readonly dynamodbPid: number;
+  /** Settles when the java child exits, for whatever reason (lets `emulate` notice a crash). */
+  readonly dynamodbExited: Promise<number | null>;
   /** Environment a client process needs to reach this stack. */
   readonly env: Record<string, string>;
   stop(): Promise<void>;
@@ -112,6 +114,8 @@ async function waitForDynamo(endpoint: string, child: ChildProcess, timeoutMs: n
   child.once('exit', onExit);
   try {
     while (Date.now() < deadline) {
+      // exitCode covers a child that died before this function attached its listener.
+      if (exited === null && (child.exitCode !== null || child.signalCode !== null)) exited = child.exitCode ?? -1;
       if (exited !== null) throw new EmulatorError(`DynamoDB Local exited with code ${exited} during start-up.\n${stderr()}`);
       try {
         const res = await fetch(endpoint, {
@@ -205,7 +209,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const spawnError = new Promise<never>((_, reject) =>
       child.once('error', (e) => reject(new EmulatorError(`Cannot start DynamoDB Local: ${e.message}. ${JAVA_HELP}`))),
     );
+    spawnError.catch(() => {}); // raced below; a spawn error before that must not be unhandled
     const dynamodbEndpoint = `http://127.0.0.1:${dynamodbPort}`;
+    const dynamodbExited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
     const { buildApp } = await import('fauxqs');
     const app = buildApp({ logger: false, host: 'localhost', defaultRegion: 'us-east-1' });
@@ -226,6 +232,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       sqsEndpoint: awsEndpoint,
       s3Endpoint: awsEndpoint,
       dynamodbPid: child.pid ?? -1,
+      dynamodbExited,
       env: {
         AWS_REGION: 'us-east-1',
         AWS_ACCESS_KEY_ID: 'local',

@@ -1,7 +1,19 @@
 /**
  * Starts the embedded emulator stack once per test run (free loopback ports, so parallel runs do
  * not collide) and always stops it. Test files read the endpoints with `inject('stack')`.
+ *
+ * In parallel with the stack start it also
+ * - compiles src/ to dist/, because the CLI tests spawn the real `bin/eve-world-aws`, which runs
+ *   dist/. Incremental (a no-op when nothing changed), only when the run includes test/cli/, and
+ *   skipped with EVE_WORLD_AWS_SKIP_BUILD=1 (e.g. right after `npm run build` in CI);
+ * - compiles the e2e workflows (test/e2e/app) with the Workflow DevKit builder, only when the run
+ *   includes test/e2e/, and only when a workflow source is newer than the bundle. Doing it here,
+ *   once, keeps e2e files that run in parallel from building the same bundle at the same time.
  */
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { type Stack, startStack } from '../../src/emulator/stack.js';
 
@@ -11,10 +23,75 @@ declare module 'vitest' {
   }
 }
 
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * Whether this run includes a test file under test/<subdir>/. Vitest keeps the CLI filters on an
+ * internal field; when it is not there, assume yes.
+ */
+function runsTestsIn(project: TestProject, subdir: string): boolean {
+  const filters = (project.vitest as unknown as { filenamePattern?: string[] }).filenamePattern;
+  if (!Array.isArray(filters) || filters.length === 0) return true;
+  const dir = path.join(root, 'test', subdir);
+  const files = readdirSync(dir)
+    .filter((f) => /\.test\.tsx?$/.test(f))
+    .map((f) => path.join(dir, f));
+  return files.some((abs) => {
+    const rel = path.relative(root, abs);
+    return filters.some((f) => abs.includes(f) || rel.includes(f.replace(/^\.\//, '')));
+  });
+}
+
+/** Build dist/ once per run. Type errors do not stop the tests (typecheck is its own CI step). */
+async function build(project: TestProject): Promise<void> {
+  if (process.env.EVE_WORLD_AWS_SKIP_BUILD === '1' || !runsTestsIn(project, 'cli')) return;
+  const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  // Build info outside dist/ (dist/ is published); forget it when dist/ is gone, or tsc would
+  // think the deleted outputs are up to date.
+  const info = path.join(root, 'node_modules', '.cache', 'eve-world-aws', 'tsbuildinfo');
+  if (!existsSync(path.join(root, 'dist', 'cli', 'main.js'))) rmSync(info, { force: true });
+  const args = [tsc, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', info];
+  let out = '';
+  const code = await new Promise<number | null>((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.once('error', reject);
+    child.once('exit', resolve);
+  });
+  if (!existsSync(path.join(root, 'dist', 'cli', 'main.js'))) {
+    throw new Error(`Building dist/ failed (tsc exit ${code}):\n${out}`);
+  }
+  if (code !== 0) {
+    const errors = out.split('\n').filter((l) => /error TS\d+/.test(l));
+    console.warn(`[global setup] tsc: ${errors.length} type error(s), dist/ emitted anyway (npm run typecheck has the details):\n${errors.slice(0, 5).map((l) => l.slice(0, 200)).join('\n')}`);
+  }
+}
+
+async function buildE2e(project: TestProject): Promise<void> {
+  if (!runsTestsIn(project, 'e2e')) return;
+  const { buildE2eApp } = (await import(path.join(root, 'test', 'e2e', 'build.mjs'))) as {
+    buildE2eApp: () => Promise<string>;
+  };
+  await buildE2eApp();
+}
+
 let stack: Stack | undefined;
 
 export async function setup(project: TestProject) {
+  const built = Promise.all([build(project), buildE2e(project)]);
+  built.catch(() => {}); // awaited below; do not let an early failure become unhandled
   stack = await startStack({ dynamodbPort: 0, awsPort: 0, startTimeoutSeconds: 60 });
+  try {
+    await built;
+  } catch (err) {
+    await stack.stop();
+    throw err;
+  }
   project.provide('stack', { env: stack.env, dynamodbPid: stack.dynamodbPid });
   return async () => {
     await stack?.stop();

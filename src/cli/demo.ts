@@ -1,0 +1,148 @@
+/**
+ * `eve-world-aws demo`: the whole product in one command on a fresh machine. It starts the
+ * embedded emulator, creates the resources, compiles and runs a sample workflow (parallel steps,
+ * a sleep, a hook it approves itself, a stream) on this World through real SQS deliveries, prints
+ * progress as events land, then stops everything and exits.
+ *
+ * DynamoDB data is kept in `--data-dir` (default `.emulate/dynamodb`) so the run can be inspected
+ * afterwards with `emulate --data-dir ...` and `tail <runId>`.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Command } from 'commander';
+import { createClients, destroyClients } from '../aws/clients.js';
+import { loadConfig } from '../config.js';
+import { buildDemo } from '../demo/build.js';
+import { startStack } from '../emulator/stack.js';
+import { createWorld } from '../index.js';
+import { reconcile } from '../resources.js';
+import { CliError, EXIT_FAILURE, palette, printJson } from './output.js';
+
+interface DemoOptions {
+  dataDir: string;
+  json?: boolean;
+}
+
+function polyfillWithResolvers(): void {
+  // @workflow/core uses Promise.withResolvers (Node >= 22); this CLI supports Node 20.
+  const P = Promise as unknown as { withResolvers?: unknown };
+  if (typeof P.withResolvers === 'function') return;
+  P.withResolvers = <T>() => {
+    let resolve!: (v: T) => void;
+    let reject!: (e: unknown) => void;
+    const promise = new Promise<T>((a, b) => {
+      resolve = a;
+      reject = b;
+    });
+    return { promise, resolve, reject };
+  };
+}
+
+async function runDemo(opts: DemoOptions): Promise<number> {
+  polyfillWithResolvers();
+  const c = palette();
+  const log = (line: string) => {
+    if (!opts.json) process.stdout.write(`${line}\n`);
+  };
+  const t0 = Date.now();
+  const stamp = () => `${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s`;
+
+  log(c.dim('starting DynamoDB Local + SQS/S3 emulator on 127.0.0.1 …'));
+  const stack = await startStack({ dynamodbPort: 0, awsPort: 0, dataDir: opts.dataDir });
+  let world: ReturnType<typeof createWorld> | undefined;
+  try {
+    const config = loadConfig({ ...process.env, ...stack.env, EVE_WORLD_AWS_PREFIX: process.env.EVE_WORLD_AWS_PREFIX ?? 'eve-world-demo' });
+    const clients = createClients(config);
+    await reconcile(clients, config, 'apply');
+    log(`${c.dim(stamp())} resources ready: table ${config.tableName}, queue ${config.queue}, bucket ${config.bucket}`);
+
+    const buildDir = path.resolve(path.dirname(opts.dataDir), 'demo-build');
+    const built = await buildDemo(buildDir);
+    log(`${c.dim(stamp())} ${built.built ? 'compiled' : 'reused'} the demo workflow (${path.relative(process.cwd(), built.flowPath)})`);
+
+    const flow = (await import(pathToFileURL(built.flowPath).href)) as { POST: (r: Request) => Promise<Response> };
+    const manifest = JSON.parse(readFileSync(built.manifestPath, 'utf8'));
+    const meta = manifest.workflows['workflows/demo.ts'].forecastDemo;
+
+    const { setWorld } = await import('workflow/runtime');
+    const { start, resumeHook } = await import('workflow/api');
+    world = createWorld({ config, clients });
+    world.registerHandler('__wkf_workflow_', flow.POST);
+    await world.start();
+    setWorld(world);
+
+    const token = `demo-approval-${Date.now()}`;
+    const run = await start(meta, [['Lisbon', 'Oslo', 'Osaka'], token]);
+    log(`${c.dim(stamp())} started run ${c.bold(run.runId)}`);
+
+    // Progress: print events as they are committed.
+    let seen = 0;
+    let approved = false;
+    const printed: string[] = [];
+    const poll = async () => {
+      const page = await world!.events.list({ runId: run.runId, pagination: { cursor: undefined }, resolveData: 'none' });
+      for (const e of page.data.slice(seen)) {
+        const name = (e as { eventData?: { stepName?: string } }).eventData?.stepName;
+        const line = `${c.dim(stamp())} ${String(seen + 1).padStart(3)} ${e.eventType}${name ? ` ${c.dim(name.split('//').pop() ?? name)}` : ''}`;
+        printed.push(line);
+        log(line);
+        seen++;
+        if (e.eventType === 'hook_created' && !approved) {
+          approved = true;
+          await resumeHook(token, { approved: true, by: 'the demo' });
+          log(`${c.dim(stamp())}     resumed hook ${token}`);
+        }
+      }
+    };
+    const reader = (async () => {
+      const chunks: string[] = [];
+      const r = run.getReadable<Uint8Array>().getReader();
+      for (;;) {
+        const { done, value } = await r.read();
+        if (done) break;
+        const text = typeof value === 'string' ? value : new TextDecoder().decode(value);
+        chunks.push(text);
+        for (const line of text.split('\n').filter(Boolean)) log(`${c.dim(stamp())}     ${c.cyan('stream')} ${line}`);
+      }
+      return chunks.join('');
+    })();
+    let finished = false;
+    const result = run.returnValue.finally(() => {
+      finished = true;
+    });
+    while (!finished) {
+      await poll();
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    await poll();
+    const value = await result;
+    const streamText = await reader;
+    const status = (await world.runs.get(run.runId, { resolveData: 'none' })).status;
+    const tail = `npx eve-world-aws emulate --data-dir ${opts.dataDir}   # then, with its exports: npx eve-world-aws tail ${run.runId}`;
+    if (opts.json) {
+      printJson({ runId: run.runId, status, result: value, stream: streamText, events: seen, seconds: (Date.now() - t0) / 1000 });
+    } else {
+      log(`${c.dim(stamp())} ${c.green('run completed')}: ${JSON.stringify(value)}`);
+      log('');
+      log(`run id: ${run.runId}`);
+      log(`inspect it later: ${tail}`);
+    }
+    destroyClients(clients);
+    return status === 'completed' ? 0 : EXIT_FAILURE;
+  } finally {
+    await world?.close().catch(() => {});
+    await stack.stop();
+  }
+}
+
+export function demoCommand(): Command {
+  return new Command('demo')
+    .description('Start the embedded emulator, run a sample workflow (steps, sleep, hook, stream) on this World, and exit.')
+    .option('--data-dir <dir>', 'keep DynamoDB data here, to inspect the run afterwards', '.emulate/dynamodb')
+    .option('--json', 'print one JSON summary instead of progress lines')
+    .action(async (opts: DemoOptions) => {
+      const code = await runDemo(opts);
+      if (code !== 0) throw new CliError('the demo run did not complete', code);
+    });
+}

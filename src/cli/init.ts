@@ -1,0 +1,136 @@
+/**
+ * `eve-world-aws init`: create or verify the table, the queue + DLQ and the bucket the World uses.
+ *
+ * Idempotent (a second run reports everything present and changes nothing); drift is an error with
+ * the fix, never silently accepted. The reconciler lives in src/resources.ts and is shared with
+ * `emulate` (and later `doctor`), so this file is only flags and presentation.
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { createClients, destroyClients } from '../aws/clients.js';
+import { loadConfig, type WorldConfig } from '../config.js';
+import { hasProblems, iamPolicy, type ReconcileMode, type ResourceReport, reconcile } from '../resources.js';
+import { CliError, EXIT_FAILURE, EXIT_USAGE, palette, printJson, progress, renderTable } from './output.js';
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH']);
+
+/** Turn the AWS errors a user can fix (nothing listening, no credentials) into one-line messages. */
+export function explainAwsError(err: unknown, config: WorldConfig): unknown {
+  const e = err as { code?: string; name?: string; message?: string; errors?: Array<{ code?: string }> };
+  const code = e?.code ?? e?.errors?.[0]?.code;
+  if (code && NETWORK_CODES.has(code)) {
+    const eps = Object.entries(config.endpoints)
+      .filter(([, v]) => v)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+    return new CliError(
+      `Cannot reach AWS (${e.message ?? code}).` +
+        (eps
+          ? ` Endpoints in use: ${eps}. Is the emulator running? Start it with \`eve-world-aws emulate\` and export the lines it prints.`
+          : ' Check your network and AWS_REGION.'),
+    );
+  }
+  if (e?.message === 'Region is missing') {
+    return new CliError(
+      'No AWS region configured. Set AWS_REGION (e.g. AWS_REGION=us-east-1) or a profile region, ' +
+        'or use the env lines `eve-world-aws emulate` prints.',
+      EXIT_USAGE,
+    );
+  }
+  if (e?.name === 'CredentialsProviderError') {
+    return new CliError(
+      `No AWS credentials found (${e.message}). Set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ` +
+        'or point AWS_ENDPOINT_URL_* at a local emulator (`eve-world-aws emulate`).',
+    );
+  }
+  return err;
+}
+
+/** Create (apply) or plan (dry-run) every resource with a spinner; maps fixable AWS errors. */
+export async function runReconcile(config: WorldConfig, mode: ReconcileMode): Promise<ResourceReport[]> {
+  const clients = createClients(config);
+  const spin = progress(mode === 'dry-run' ? 'Checking resources (dry run)...' : 'Creating or verifying resources...');
+  try {
+    return await reconcile(clients, config, mode);
+  } catch (err) {
+    throw explainAwsError(err, config);
+  } finally {
+    spin.done();
+    destroyClients(clients);
+  }
+}
+
+const STATE_LABEL: Record<ResourceReport['state'], string> = {
+  present: 'present',
+  created: 'created',
+  'would-create': 'would create',
+  missing: 'missing',
+  drift: 'DRIFT',
+};
+
+/** Human report: a table, the fix for every problem, and a one-line summary. */
+export function renderReports(reports: ResourceReport[], mode: ReconcileMode): string {
+  const p = palette();
+  const paint = (s: ResourceReport['state']) =>
+    s === 'drift' || s === 'missing' ? p.red(STATE_LABEL[s]) : s === 'created' ? p.green(STATE_LABEL[s]) : s === 'would-create' ? p.yellow(STATE_LABEL[s]) : STATE_LABEL[s];
+  const out = [renderTable(['Resource', 'Name', 'State', 'Details'], reports.map((r) => [r.kind, r.name, paint(r.state), r.details.join('\n')]))];
+  for (const r of reports.filter((x) => x.fix)) out.push(`${p.red('x')} ${r.kind} ${r.name}: ${r.details.join('; ')}\n  fix: ${r.fix}`);
+  out.push(summary(reports, mode));
+  return `${out.join('\n')}\n`;
+}
+
+export function summary(reports: ResourceReport[], mode: ReconcileMode): string {
+  const count = (s: ResourceReport['state']) => reports.filter((r) => r.state === s).length;
+  const n = (k: number) => `${k} resource${k === 1 ? '' : 's'}`;
+  const bad = count('drift') + count('missing');
+  if (bad > 0) return `${n(bad)} need attention (see the fix above).`;
+  if (mode === 'dry-run') {
+    const todo = count('would-create');
+    return todo === 0 ? `Dry run: all ${n(reports.length)} present; nothing to do.` : `Dry run: would create ${n(todo)}; nothing was changed.`;
+  }
+  const created = count('created');
+  return created === 0 ? `All ${n(reports.length)} present; nothing changed.` : `Created ${n(created)}; ${count('present')} already present.`;
+}
+
+function parseAccount(v: string): string {
+  if (!/^\d{12}$/.test(v)) throw new InvalidArgumentError('must be a 12-digit AWS account id, e.g. 123456789012.');
+  return v;
+}
+
+interface InitOptions {
+  dryRun?: boolean;
+  json?: boolean;
+  printIamPolicy?: boolean;
+  account?: string;
+}
+
+export function initCommand(): Command {
+  return new Command('init')
+    .description('Create or verify the DynamoDB table, the SQS queue and its DLQ, and the S3 bucket (idempotent)')
+    .option('--dry-run', 'print what would be created and change nothing')
+    .option('--json', 'print the result as JSON (for scripts)')
+    .option('--print-iam-policy', 'print the least-privilege IAM policy the World needs at run time, and exit')
+    .option('--account <id>', 'AWS account id to put in the IAM policy ARNs (default: <account-id>)', parseAccount)
+    .addHelpText(
+      'after',
+      `
+Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from
+AWS_ENDPOINT_URL_* (set by \`eve-world-aws emulate\`), credentials from the standard AWS chain.
+
+Exit codes: 0 every resource present or created; 1 drift or missing (the fix is printed);
+2 bad usage or configuration.`,
+    )
+    .action(async (opts: InitOptions) => {
+      const config = loadConfig(process.env);
+      if (opts.printIamPolicy) {
+        printJson(iamPolicy(config, opts.account));
+        return;
+      }
+      const mode: ReconcileMode = opts.dryRun ? 'dry-run' : 'apply';
+      const reports = await runReconcile(config, mode);
+      const ok = !hasProblems(reports);
+      if (opts.json) printJson({ ok, mode, resources: reports });
+      else process.stdout.write(renderReports(reports, mode));
+      // The report already explains the problem; only the exit code is left to set.
+      if (!ok) throw new CliError('', EXIT_FAILURE);
+    });
+}

@@ -1,0 +1,93 @@
+/**
+ * The `eve-world-aws` program: registers the commands and turns errors into exit codes.
+ *
+ * Exit codes: 0 ok; 1 failure (drift, emulator failed, run failed); 2 usage or configuration
+ * error. User errors print one line without a stack trace (EVE_WORLD_AWS_DEBUG=1 shows it).
+ */
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../config.js';
+import { EmulatorError } from '../emulator/stack.js';
+import { demoCommand } from './demo.js';
+import { doctorCommand } from './doctor.js';
+import { emulateCommand } from './emulate.js';
+import { initCommand } from './init.js';
+import { redriveCommand } from './redrive.js';
+import { runsCommand } from './runs.js';
+import { tailCommand } from './tail.js';
+import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
+
+/** One line per command; each factory returns a fully configured commander `Command`. */
+const COMMANDS: Array<() => Command> = [initCommand, emulateCommand, demoCommand, tailCommand, runsCommand, redriveCommand, doctorCommand];
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** Settings every command shares; `addCommand` does not inherit them, so apply them recursively. */
+function configure(cmd: Command): void {
+  cmd.exitOverride().showHelpAfterError('(add --help for usage)');
+  for (const sub of cmd.commands) configure(sub);
+}
+
+export function buildProgram(): Command {
+  const program = new Command('eve-world-aws')
+    .description('Workflow DevKit World on DynamoDB + SQS + S3: set up AWS resources and run a local emulator.')
+    .version(version(), '-V, --version')
+    .addHelpText(
+      'after',
+      `
+Configuration comes from the environment (EVE_WORLD_AWS_*, AWS_REGION, AWS_ENDPOINT_URL_*, AWS_PROFILE).
+Exit codes: 0 ok, 1 failure, 2 usage or configuration error.
+
+Quick start (no Docker, needs Java 17):
+  eve-world-aws emulate          # shell 1: local DynamoDB + SQS + S3; prints export lines
+  eve-world-aws init             # shell 2, after pasting them: reports every resource present`,
+    );
+  for (const make of COMMANDS) program.addCommand(make());
+  configure(program);
+  return program;
+}
+
+/** Map an error to an exit code, printing it as one line unless it was already reported. */
+export function reportError(err: unknown): number {
+  if (err instanceof CommanderError) {
+    // Commander has already printed help / the usage error.
+    return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+  }
+  const debug = process.env.EVE_WORLD_AWS_DEBUG === '1';
+  let code = EXIT_FAILURE;
+  let message: string;
+  if (err instanceof ConfigError) {
+    code = EXIT_USAGE;
+    message = err.message;
+  } else if (err instanceof CliError) {
+    code = err.exitCode;
+    message = err.message;
+  } else if (err instanceof EmulatorError) {
+    message = err.message;
+  } else {
+    const e = err as Error;
+    message = `${e?.message ?? String(err)}${debug ? '' : ' (set EVE_WORLD_AWS_DEBUG=1 for details)'}`;
+  }
+  if (message) process.stderr.write(`error: ${message}\n`);
+  if (debug && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+  return code;
+}
+
+/** Entry point used by bin/eve-world-aws. Exits the process when the command is done. */
+export async function run(argv: string[] = process.argv): Promise<void> {
+  let code = EXIT_OK;
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (err) {
+    code = reportError(err);
+  }
+  // Exit explicitly (long-running commands may leave idle sockets) once stdout has drained.
+  process.stdout.write('', () => process.exit(code));
+}

@@ -1,0 +1,124 @@
+/**
+ * Shared CLI output: colours (only on a TTY, never with NO_COLOR), tables, JSON, progress and the
+ * error type commands throw to choose their exit code.
+ *
+ * Convention: results go to stdout (a table or, with --json, one JSON document), progress and
+ * diagnostics to stderr, so `--json | jq` and `> file` always get clean output.
+ */
+import Table from 'cli-table3';
+
+/** Exit codes shared by every command. */
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+/** A user-facing failure: printed as one line (no stack trace) and mapped to `exitCode`. */
+export class CliError extends Error {
+  override name = 'CliError';
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT_FAILURE,
+  ) {
+    super(message);
+  }
+}
+
+interface TtyLike {
+  isTTY?: boolean;
+}
+
+/** Colours only when the stream is a terminal and the user has not opted out. */
+export function colorEnabled(stream: TtyLike = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
+  return stream.isTTY === true && env.TERM !== 'dumb';
+}
+
+type Paint = (s: string) => string;
+
+function sgr(open: number, close: number, on: boolean): Paint {
+  return on ? (s) => `\u001b[${open}m${s}\u001b[${close}m` : (s) => s;
+}
+
+export interface Palette {
+  bold: Paint;
+  dim: Paint;
+  red: Paint;
+  green: Paint;
+  yellow: Paint;
+  cyan: Paint;
+}
+
+export function palette(on: boolean = colorEnabled()): Palette {
+  return {
+    bold: sgr(1, 22, on),
+    dim: sgr(2, 22, on),
+    red: sgr(31, 39, on),
+    green: sgr(32, 39, on),
+    yellow: sgr(33, 39, on),
+    cyan: sgr(36, 39, on),
+  };
+}
+
+/** Render rows as a table (plain borders, no colours unless stdout is a colour terminal). */
+export function renderTable(head: string[], rows: string[][], color = colorEnabled()): string {
+  const p = palette(color);
+  const table = new Table({
+    head: head.map((h) => p.bold(h)),
+    style: { head: [], border: [], compact: true },
+    wordWrap: true,
+  });
+  for (const r of rows) table.push(r);
+  return table.toString();
+}
+
+/** Print one JSON document on stdout (the only thing --json writes there). */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+export interface Progress {
+  /** Replace the current progress message. */
+  update(message: string): void;
+  /** Clear the progress line. */
+  done(): void;
+}
+
+const FRAMES = ['|', '/', '-', '\\'];
+
+/**
+ * A one-line spinner on stderr for slow steps. It draws only when stderr is a terminal, so logs,
+ * pipes and tests see nothing from it.
+ */
+export function progress(initial: string, stream: NodeJS.WriteStream = process.stderr): Progress {
+  if (!stream.isTTY) return { update() {}, done() {} };
+  let message = initial;
+  let frame = 0;
+  const draw = () => {
+    stream.write(`\r\u001b[2K${FRAMES[frame++ % FRAMES.length]} ${message}`);
+  };
+  draw();
+  const timer = setInterval(draw, 120);
+  timer.unref();
+  return {
+    update(m) {
+      message = m;
+      draw();
+    },
+    done() {
+      clearInterval(timer);
+      stream.write('\r\u001b[2K');
+    },
+  };
+}
+
+/** Quote a value for POSIX shells only when it needs it (URLs and names stay readable). */
+export function shellQuote(value: string): string {
+  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(value)) return value;
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** `export K=V` lines, in the given order. */
+export function exportLines(env: Record<string, string>): string[] {
+  return Object.entries(env).map(([k, v]) => `export ${k}=${shellQuote(v)}`);
+}

@@ -1,0 +1,302 @@
+/**
+ * The records `tail` produces (one NDJSON line each with --json) and the follow loop that reads
+ * them from the World: run status changes, new events, step changes, stream chunks.
+ *
+ * The loop only uses the public World API (runs/events/steps/streams), so it shows exactly what
+ * the runtime and `wf inspect` see. It polls: the event log is append-only with a slot cursor, and
+ * stream chunks are paged with their own cursors, so each round reads only what is new.
+ */
+import type { Event, Step, WorkflowRun, WorkflowRunWithoutData, World } from '@workflow/world';
+import { eventIdToSlot } from '@workflow/world';
+import { encodeEventCursor } from '../storage/index.js';
+import { errorText, hex, jsonSafe, previewValue, truncate, utf8 } from './format.js';
+
+export interface RunRecord {
+  kind: 'run';
+  runId: string;
+  workflowName: string;
+  status: WorkflowRun['status'];
+  createdAt: string;
+  startedAt?: string;
+  completedAt?: string;
+  /** completedAt (or now, while running) minus startedAt. */
+  durationMs?: number;
+  error?: string;
+}
+
+export interface EventRecord {
+  kind: 'event';
+  runId: string;
+  slot: number;
+  eventId: string;
+  eventType: string;
+  correlationId?: string;
+  stepName?: string;
+  createdAt: string;
+  /** One-line preview of eventData (S3 pointers shown as `<s3 key>` unless --data). */
+  preview: string;
+  /** eventData as JSON (bytes as {bytes, text|base64}, pointers as {s3, size}). */
+  data?: unknown;
+}
+
+export interface StepRecord {
+  kind: 'step';
+  runId: string;
+  stepId: string;
+  stepName: string;
+  status: Step['status'];
+  attempt: number;
+  startedAt?: string;
+  completedAt?: string;
+  durationMs?: number;
+  error?: string;
+}
+
+export interface ChunkRecord {
+  kind: 'chunk';
+  runId: string;
+  stream: string;
+  index: number;
+  bytes: number;
+  /** The chunk as text when it is valid UTF-8 ... */
+  text?: string;
+  /** ... else as hex. */
+  hex?: string;
+}
+
+/** A stream appeared (`done: false`) or was closed (`done: true`). */
+export interface StreamRecord {
+  kind: 'stream';
+  runId: string;
+  stream: string;
+  done: boolean;
+}
+
+export type TailRecord = RunRecord | EventRecord | StepRecord | ChunkRecord | StreamRecord;
+
+const iso = (d: Date | undefined) => (d === undefined ? undefined : new Date(d).toISOString());
+const isTerminal = (s: string) => s === 'completed' || s === 'failed' || s === 'cancelled';
+
+export function runRecord(run: WorkflowRun | WorkflowRunWithoutData, now = Date.now()): RunRecord {
+  const started = run.startedAt ? new Date(run.startedAt).getTime() : undefined;
+  const end = run.completedAt ? new Date(run.completedAt).getTime() : isTerminal(run.status) ? undefined : now;
+  const rec: RunRecord = {
+    kind: 'run',
+    runId: run.runId,
+    workflowName: run.workflowName,
+    status: run.status,
+    createdAt: new Date(run.createdAt).toISOString(),
+    startedAt: iso(run.startedAt),
+    completedAt: iso(run.completedAt),
+    durationMs: started !== undefined && end !== undefined ? Math.max(0, end - started) : undefined,
+    error: run.status === 'failed' ? errorText((run as { error?: unknown }).error) : undefined,
+  };
+  return dropUndefined(rec);
+}
+
+export function stepRecord(step: Step): StepRecord {
+  const started = step.startedAt ? new Date(step.startedAt).getTime() : undefined;
+  const ended = step.completedAt ? new Date(step.completedAt).getTime() : undefined;
+  return dropUndefined({
+    kind: 'step',
+    runId: step.runId,
+    stepId: step.stepId,
+    stepName: step.stepName,
+    status: step.status,
+    attempt: step.attempt,
+    startedAt: iso(step.startedAt),
+    completedAt: iso(step.completedAt),
+    durationMs: started !== undefined && ended !== undefined ? Math.max(0, ended - started) : undefined,
+    error: step.status === 'failed' ? errorText(step.error) : undefined,
+  } satisfies StepRecord);
+}
+
+/** Fields shown elsewhere on the line are left out of the preview. */
+const PREVIEW_SKIP = new Set(['stepName', 'workflowName']);
+
+export function eventRecord(ev: Event, stepNames: ReadonlyMap<string, string>): EventRecord {
+  const data = (ev as { eventData?: unknown }).eventData;
+  const stepName =
+    (data && typeof data === 'object' && typeof (data as { stepName?: unknown }).stepName === 'string'
+      ? (data as { stepName: string }).stepName
+      : undefined) ?? (ev.correlationId ? stepNames.get(ev.correlationId) : undefined);
+  const shown =
+    data && typeof data === 'object' && !Array.isArray(data) && !(data instanceof Uint8Array)
+      ? Object.fromEntries(Object.entries(data as Record<string, unknown>).filter(([k]) => !PREVIEW_SKIP.has(k)))
+      : data;
+  return dropUndefined({
+    kind: 'event',
+    runId: ev.runId,
+    slot: eventIdToSlot(ev.eventId) ?? 0,
+    eventId: ev.eventId,
+    eventType: ev.eventType,
+    correlationId: ev.correlationId,
+    stepName,
+    createdAt: new Date(ev.createdAt).toISOString(),
+    preview: truncate(previewValue(shown), 120),
+    data: data === undefined ? undefined : jsonSafe(data),
+  } satisfies EventRecord);
+}
+
+export function chunkRecord(runId: string, stream: string, index: number, bytes: Uint8Array): ChunkRecord {
+  const text = utf8(bytes);
+  return text !== undefined
+    ? { kind: 'chunk', runId, stream, index, bytes: bytes.byteLength, text }
+    : { kind: 'chunk', runId, stream, index, bytes: bytes.byteLength, hex: hex(bytes) };
+}
+
+export interface FollowOptions {
+  /** false: one snapshot round, then stop. */
+  follow: boolean;
+  /** First event slot to show (1-based). */
+  since?: number;
+  /** Only these streams (default: all of the run's streams). */
+  streams?: string[];
+  /** Fastest poll interval while data flows (ms); idle polling backs off to 1 s. */
+  intervalMs?: number;
+  /**
+   * After the run is terminal, how long to keep waiting for streams that are still open (a
+   * writer that died never closes its stream) before giving up on them (ms).
+   */
+  streamGraceMs?: number;
+  signal?: AbortSignal;
+  /** Told about streams abandoned after the grace period. */
+  onNotice?: (message: string) => void;
+}
+
+export type TailWorld = Pick<World, 'runs' | 'events' | 'steps' | 'streams'>;
+
+interface StreamCursor {
+  cursor?: string;
+  done: boolean;
+}
+
+/**
+ * Yield records for `runId` until the run is terminal and its streams are closed (follow), or
+ * after one round (snapshot). The caller has checked that the run exists.
+ */
+export async function* followRun(world: TailWorld, runId: string, opts: FollowOptions): AsyncGenerator<TailRecord> {
+  const idleMaxMs = 1000;
+  const fastMs = opts.intervalMs ?? 200;
+  const graceMs = opts.streamGraceMs ?? 10_000;
+  let eventCursor: string | undefined = opts.since !== undefined && opts.since > 1 ? encodeEventCursor(opts.since - 1) : undefined;
+  let lastRun: string | undefined;
+  const stepSeen = new Map<string, string>();
+  const stepNames = new Map<string, string>();
+  const streams = new Map<string, StreamCursor>();
+  let terminalSince: number | undefined;
+  let sleepMs = fastMs;
+  let firstRound = true;
+
+  while (!opts.signal?.aborted) {
+    let activity = false;
+
+    const run = await world.runs.get(runId, { resolveData: 'none' });
+    const rec = runRecord(run);
+    const runKey = `${rec.status}|${rec.startedAt ?? ''}|${rec.completedAt ?? ''}`;
+    if (runKey !== lastRun) {
+      lastRun = runKey;
+      activity = true;
+      yield rec;
+    }
+
+    // Events since the cursor (all pages). resolveData 'all' shows inline payloads; whether S3
+    // pointers are followed is decided by how the World was opened (--data).
+    const fresh: Event[] = [];
+    for (;;) {
+      const page = await world.events.list({ runId, pagination: { cursor: eventCursor, limit: 1000 }, resolveData: 'all' });
+      fresh.push(...page.data);
+      if (page.cursor) eventCursor = page.cursor;
+      if (!page.hasMore || page.data.length === 0) break;
+    }
+    const stepsChanged = firstRound || fresh.some((e) => e.eventType.startsWith('step_'));
+    let stepRecords: StepRecord[] = [];
+    if (stepsChanged) {
+      const all: Step[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await world.steps.list({ runId, pagination: { cursor, limit: 1000, sortOrder: 'asc' }, resolveData: 'none' });
+        all.push(...page.data);
+        cursor = page.hasMore ? (page.cursor ?? undefined) : undefined;
+      } while (cursor);
+      for (const s of all) stepNames.set(s.stepId, s.stepName);
+      stepRecords = all.map(stepRecord).filter((s) => {
+        const key = `${s.status}|${s.attempt}|${s.completedAt ?? ''}`;
+        if (stepSeen.get(s.stepId) === key) return false;
+        stepSeen.set(s.stepId, key);
+        return true;
+      });
+    }
+    for (const e of fresh) {
+      if (e.eventType === 'step_created' && e.correlationId) {
+        const name = (e as { eventData?: { stepName?: string } }).eventData?.stepName;
+        if (name) stepNames.set(e.correlationId, name);
+      }
+      activity = true;
+      yield eventRecord(e, stepNames);
+    }
+    for (const s of stepRecords) {
+      activity = true;
+      yield s;
+    }
+
+    // Streams: discover new ones, then page each open one from its cursor.
+    const names = await world.streams.list(runId);
+    for (const name of names) {
+      if (streams.has(name) || (opts.streams && !opts.streams.includes(name))) continue;
+      streams.set(name, { done: false });
+      activity = true;
+      yield { kind: 'stream', runId, stream: name, done: false };
+    }
+    for (const [name, st] of streams) {
+      if (st.done) continue;
+      for (;;) {
+        const page = await world.streams.getChunks(runId, name, { cursor: st.cursor, limit: 1000 });
+        for (const c of page.data) {
+          activity = true;
+          yield chunkRecord(runId, name, c.index, c.data);
+        }
+        if (page.cursor) st.cursor = page.cursor;
+        if (page.done) {
+          st.done = true;
+          activity = true;
+          yield { kind: 'stream', runId, stream: name, done: true };
+          break;
+        }
+        if (!page.hasMore) break;
+      }
+    }
+    firstRound = false;
+
+    if (!opts.follow) return;
+    if (isTerminal(rec.status)) {
+      const open = [...streams].filter(([, s]) => !s.done).map(([n]) => n);
+      if (open.length === 0) return;
+      terminalSince ??= Date.now();
+      if (Date.now() - terminalSince >= graceMs) {
+        opts.onNotice?.(`the run is ${rec.status} but stream${open.length === 1 ? '' : 's'} ${open.join(', ')} never closed; stopped waiting after ${graceMs} ms`);
+        return;
+      }
+    }
+    sleepMs = activity ? fastMs : Math.min(idleMaxMs, sleepMs * 2);
+    await sleep(sleepMs, opts.signal);
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+function dropUndefined<T extends object>(o: T): T {
+  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k];
+  return o;
+}

@@ -1,0 +1,251 @@
+/**
+ * The live `tail` view (ink): Header, EventLog, StepsTable and Streams, rendered from a
+ * {@link TailState} that {@link reduceTail} folds records into. The view is a pure function of
+ * (state, now, size), so tests render it with ink-testing-library from real records.
+ */
+import { Box, Text } from 'ink';
+import type { ReactNode } from 'react';
+import { formatClock, formatDuration, formatTime, truncate } from './format.js';
+import type { ChunkRecord, EventRecord, RunRecord, StepRecord, TailRecord } from './tail-records.js';
+
+export interface StreamState {
+  name: string;
+  done: boolean;
+  chunks: ChunkRecord[];
+}
+
+export interface TailState {
+  run?: RunRecord;
+  events: EventRecord[];
+  /** By step id, in first-seen order. */
+  steps: Map<string, StepRecord>;
+  streams: Map<string, StreamState>;
+  /** The follow loop has ended. */
+  finished: boolean;
+  notice?: string;
+}
+
+export function emptyTailState(): TailState {
+  return { events: [], steps: new Map(), streams: new Map(), finished: false };
+}
+
+/** Fold one record into the state (returns a new top-level object so React sees a change). */
+export function reduceTail(state: TailState, rec: TailRecord): TailState {
+  switch (rec.kind) {
+    case 'run':
+      return { ...state, run: rec };
+    case 'event':
+      return { ...state, events: [...state.events, rec] };
+    case 'step': {
+      const steps = new Map(state.steps);
+      steps.set(rec.stepId, rec);
+      return { ...state, steps };
+    }
+    case 'stream': {
+      const streams = new Map(state.streams);
+      const cur = streams.get(rec.stream) ?? { name: rec.stream, done: false, chunks: [] };
+      streams.set(rec.stream, { ...cur, done: rec.done || cur.done });
+      return { ...state, streams };
+    }
+    case 'chunk': {
+      const streams = new Map(state.streams);
+      const cur = streams.get(rec.stream) ?? { name: rec.stream, done: false, chunks: [] };
+      streams.set(rec.stream, { ...cur, chunks: [...cur.chunks, rec] });
+      return { ...state, streams };
+    }
+  }
+}
+
+const STATUS_COLOR: Record<string, string> = {
+  pending: 'yellow',
+  running: 'cyan',
+  completed: 'green',
+  failed: 'red',
+  cancelled: 'magenta',
+};
+
+interface Style {
+  color: boolean;
+}
+
+function Status({ status, color }: { status: string } & Style) {
+  return (
+    <Text bold color={color ? STATUS_COLOR[status] : undefined}>
+      {status}
+    </Text>
+  );
+}
+
+function Label({ children, color }: { children: ReactNode } & Style) {
+  return <Text dimColor={color}>{children}</Text>;
+}
+
+export function Header({ run, runId, now, color }: { run?: RunRecord; runId: string; now: number } & Style) {
+  if (!run) return <Text>run {runId}: loading…</Text>;
+  const running = run.status === 'running' || run.status === 'pending';
+  const duration =
+    run.startedAt === undefined
+      ? undefined
+      : run.completedAt !== undefined
+        ? Date.parse(run.completedAt) - Date.parse(run.startedAt)
+        : running
+          ? now - Date.parse(run.startedAt)
+          : run.durationMs;
+  return (
+    <Box flexDirection="column">
+      <Text>
+        <Text bold>run {run.runId}</Text>
+        <Label color={color}> · workflow </Label>
+        <Text>{run.workflowName}</Text>
+      </Text>
+      <Text>
+        <Label color={color}>status </Label>
+        <Status status={run.status} color={color} />
+        <Label color={color}> · started </Label>
+        <Text>{formatTime(run.startedAt ?? run.createdAt)}</Text>
+        <Label color={color}> · duration </Label>
+        <Text>{formatDuration(duration)}</Text>
+      </Text>
+      {run.error ? <Text color={color ? 'red' : undefined}>error: {truncate(run.error, 200)}</Text> : null}
+    </Box>
+  );
+}
+
+const COL = { slot: 5, type: 16, corr: 28, step: 18, time: 13 };
+
+export function EventLog({ events, max, width, color }: { events: EventRecord[]; max: number; width: number } & Style) {
+  const shown = events.length > max ? events.slice(events.length - max) : events;
+  const hidden = events.length - shown.length;
+  const previewWidth = Math.max(10, width - (COL.slot + COL.type + COL.corr + COL.step + COL.time + 5));
+  return (
+    <Box flexDirection="column">
+      <Text bold>
+        {'#'.padStart(COL.slot)} {'event'.padEnd(COL.type)} {'correlation id'.padEnd(COL.corr)} {'step'.padEnd(COL.step)}{' '}
+        {'time'.padEnd(COL.time)} data
+      </Text>
+      {hidden > 0 ? <Label color={color}>{`${''.padStart(COL.slot)} … ${hidden} earlier event${hidden === 1 ? '' : 's'}`}</Label> : null}
+      {shown.length === 0 ? <Label color={color}>{''.padStart(COL.slot)} (no events yet)</Label> : null}
+      {shown.map((e) => (
+        <Text key={e.slot} wrap="truncate">
+          {String(e.slot).padStart(COL.slot)} <Text color={color ? eventColor(e.eventType) : undefined}>{cell(e.eventType, COL.type)}</Text>{' '}
+          {cell(e.correlationId ?? '-', COL.corr)} {cell(e.stepName ?? '-', COL.step)} {cell(formatClock(e.createdAt), COL.time)}{' '}
+          {truncate(e.preview, previewWidth)}
+        </Text>
+      ))}
+    </Box>
+  );
+}
+
+function eventColor(type: string): string | undefined {
+  if (/failed|conflict/.test(type)) return 'red';
+  if (/retrying|cancelled/.test(type)) return 'yellow';
+  if (/completed/.test(type)) return 'green';
+  if (type.startsWith('run_')) return 'cyan';
+  return undefined;
+}
+
+/** Pad or cut to exactly `n` columns (cut from the left for ids: their tail is the unique part). */
+function cell(s: string, n: number): string {
+  if (s.length <= n) return s.padEnd(n);
+  return `…${s.slice(s.length - n + 1)}`;
+}
+
+export function StepsTable({ steps, max, color }: { steps: StepRecord[]; max: number } & Style) {
+  if (steps.length === 0) return null;
+  const shown = steps.length > max ? steps.slice(steps.length - max) : steps;
+  const w = { name: Math.min(28, Math.max(4, ...shown.map((s) => s.stepName.length))), id: 28, status: 10 };
+  return (
+    <Box flexDirection="column">
+      <Text bold>
+        {'step'.padEnd(w.name)} {'id'.padEnd(w.id)} {'status'.padEnd(w.status)} {'attempt'.padEnd(7)} duration
+      </Text>
+      {steps.length > shown.length ? <Label color={color}>… {steps.length - shown.length} earlier steps</Label> : null}
+      {shown.map((s) => (
+        <Text key={s.stepId} wrap="truncate">
+          {cell(s.stepName, w.name)} {cell(s.stepId, w.id)} <Text color={color ? STATUS_COLOR[s.status] : undefined}>{s.status.padEnd(w.status)}</Text>{' '}
+          {String(s.attempt).padEnd(7)} {formatDuration(s.durationMs)}
+          {s.error ? ` ${truncate(s.error, 60)}` : ''}
+        </Text>
+      ))}
+    </Box>
+  );
+}
+
+/** A chunk as display lines: its text (split on newlines), or hex. */
+export function chunkLines(c: ChunkRecord): string[] {
+  if (c.text !== undefined) return c.text.replace(/\n$/, '').split('\n');
+  return [`0x${c.hex}`];
+}
+
+export function Streams({ streams, maxLines, color }: { streams: StreamState[]; maxLines: number } & Style) {
+  if (streams.length === 0) return null;
+  return (
+    <Box flexDirection="column">
+      {streams.map((s) => {
+        const lines = s.chunks.flatMap(chunkLines);
+        const shown = lines.length > maxLines ? lines.slice(lines.length - maxLines) : lines;
+        return (
+          <Box key={s.name} flexDirection="column">
+            <Text>
+              <Text bold>stream {s.name}</Text>
+              <Label color={color}>
+                {' '}
+                ({s.chunks.length} chunk{s.chunks.length === 1 ? '' : 's'}, {s.done ? 'closed' : 'open'})
+              </Label>
+            </Text>
+            {lines.length > shown.length ? <Label color={color}> … {lines.length - shown.length} earlier lines</Label> : null}
+            {shown.map((l, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: lines have no identity beyond their position
+              <Text key={i} wrap="truncate">
+                {'  '}
+                {l}
+              </Text>
+            ))}
+          </Box>
+        );
+      })}
+    </Box>
+  );
+}
+
+export interface TailViewProps {
+  runId: string;
+  state: TailState;
+  /** Clock for a running run's duration. */
+  now: number;
+  /** Terminal size; `rows: Infinity` shows everything (snapshots). */
+  columns?: number;
+  rows?: number;
+  color?: boolean;
+}
+
+export function TailView({ runId, state, now, columns = 120, rows = Number.POSITIVE_INFINITY, color = false }: TailViewProps) {
+  const steps = [...state.steps.values()];
+  const streams = [...state.streams.values()];
+  const finite = Number.isFinite(rows);
+  const maxSteps = finite ? 8 : Number.POSITIVE_INFINITY;
+  const maxLines = finite ? 6 : Number.POSITIVE_INFINITY;
+  // What is left of the screen after the header, tables, streams and spacing goes to the event log.
+  const reserved = 4 + (steps.length ? Math.min(steps.length, maxSteps) + 2 : 0) + streams.reduce((n, s) => n + 2 + Math.min(maxLines, s.chunks.length * 2), 0);
+  const maxEvents = finite ? Math.max(5, rows - reserved - 3) : Number.POSITIVE_INFINITY;
+  return (
+    <Box flexDirection="column" width={columns}>
+      <Header run={state.run} runId={runId} now={now} color={color} />
+      <Box marginTop={1}>
+        <EventLog events={state.events} max={maxEvents} width={columns} color={color} />
+      </Box>
+      {steps.length > 0 ? (
+        <Box marginTop={1}>
+          <StepsTable steps={steps} max={maxSteps} color={color} />
+        </Box>
+      ) : null}
+      {streams.length > 0 ? (
+        <Box marginTop={1}>
+          <Streams streams={streams} maxLines={maxLines} color={color} />
+        </Box>
+      ) : null}
+      {state.notice ? <Text color={color ? 'yellow' : undefined}>note: {state.notice}</Text> : null}
+      {!state.finished ? <Label color={color}>following… (Ctrl-C to stop)</Label> : null}
+    </Box>
+  );
+}

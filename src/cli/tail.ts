@@ -1,0 +1,178 @@
+/**
+ * `eve-world-aws tail <runId>`: follow one run live until it is terminal and its streams are
+ * closed. Three presentations of the same records (src/cli/tail-records.ts):
+ * - a terminal: the ink view (src/cli/tail-view.tsx), redrawn as records arrive;
+ * - a pipe or file: one plain line per record;
+ * - `--json`: one NDJSON record per line (`kind: run | event | step | stream | chunk`).
+ *
+ * Exit codes: 0 the run completed (or, with --no-follow, is not failed/cancelled); 1 the run failed
+ * or was cancelled, or the run id is unknown; 2 usage or configuration error; 130 interrupted.
+ */
+import { Command } from 'commander';
+import { render } from 'ink';
+import { createElement } from 'react';
+import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './format.js';
+import { CliError, colorEnabled, EXIT_FAILURE, palette } from './output.js';
+import { followRun, type RunRecord, type TailRecord } from './tail-records.js';
+import { chunkLines, emptyTailState, reduceTail, type TailState, TailView } from './tail-view.js';
+import { getRunOrFail, withWorld } from './world.js';
+
+export const EXIT_INTERRUPTED = 130;
+
+interface TailOptions {
+  follow: boolean;
+  json?: boolean;
+  since?: number;
+  stream: string[];
+  data?: boolean;
+  interval?: number;
+}
+
+/** Where records go: written as they arrive, then ended once. */
+export interface TailSink {
+  write(rec: TailRecord): void;
+  notice(message: string): void;
+  end(): Promise<void>;
+}
+
+export function ndjsonSink(out: NodeJS.WritableStream = process.stdout): TailSink {
+  return {
+    write: (rec) => void out.write(ndjson(rec)),
+    notice: (m) => void process.stderr.write(`note: ${m}\n`),
+    end: async () => {},
+  };
+}
+
+/** One human line per record (stdout is not a terminal). */
+export function plainLine(rec: TailRecord, color = false): string[] {
+  const p = palette(color);
+  switch (rec.kind) {
+    case 'run':
+      return [
+        `${p.bold(`run ${rec.runId}`)} workflow=${rec.workflowName} status=${rec.status} started=${formatTime(rec.startedAt ?? rec.createdAt)}` +
+          ` duration=${formatDuration(rec.durationMs)}${rec.error ? ` error=${JSON.stringify(rec.error)}` : ''}`,
+      ];
+    case 'event':
+      return [
+        `#${rec.slot} ${rec.eventType} ${rec.correlationId ?? '-'} ${rec.stepName ?? '-'} ${formatClock(rec.createdAt)}${rec.preview ? ` ${rec.preview}` : ''}`,
+      ];
+    case 'step':
+      return [
+        `step ${rec.stepName} ${rec.stepId} ${rec.status} attempt=${rec.attempt} duration=${formatDuration(rec.durationMs)}${rec.error ? ` error=${JSON.stringify(rec.error)}` : ''}`,
+      ];
+    case 'stream':
+      return [`stream ${rec.stream} ${rec.done ? 'closed' : 'opened'}`];
+    case 'chunk':
+      return chunkLines(rec).map((l) => `[${rec.stream}#${rec.index}] ${l}`);
+  }
+}
+
+export function plainSink(out: NodeJS.WritableStream = process.stdout): TailSink {
+  const color = colorEnabled();
+  return {
+    write: (rec) => void out.write(`${plainLine(rec, color).join('\n')}\n`),
+    notice: (m) => void process.stderr.write(`note: ${m}\n`),
+    end: async () => {},
+  };
+}
+
+/** The live ink view; `follow: false` renders everything once (no height limit). */
+export function inkSink(runId: string, follow: boolean, stdout: NodeJS.WriteStream = process.stdout): TailSink {
+  let state: TailState = emptyTailState();
+  const color = colorEnabled(stdout);
+  const view = () =>
+    createElement(TailView, {
+      runId,
+      state,
+      now: Date.now(),
+      columns: stdout.columns || 120,
+      rows: follow ? stdout.rows || 40 : Number.POSITIVE_INFINITY,
+      color,
+    });
+  const instance = render(view(), { stdout, exitOnCtrlC: false, patchConsole: false });
+  // Keeps a running run's duration ticking between records.
+  const tick = setInterval(() => instance.rerender(view()), 1000);
+  tick.unref();
+  return {
+    write(rec) {
+      state = reduceTail(state, rec);
+      instance.rerender(view());
+    },
+    notice(m) {
+      state = { ...state, notice: m };
+      instance.rerender(view());
+    },
+    async end() {
+      clearInterval(tick);
+      state = { ...state, finished: true };
+      instance.rerender(view());
+      instance.unmount();
+      await instance.waitUntilExit();
+    },
+  };
+}
+
+export async function runTail(runId: string, opts: TailOptions): Promise<void> {
+  await withWorld({ resolvePayloads: opts.data === true }, async (w) => {
+    await getRunOrFail(w, runId);
+    const ac = new AbortController();
+    const stop = () => ac.abort();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    const sink = opts.json ? ndjsonSink() : process.stdout.isTTY ? inkSink(runId, opts.follow) : plainSink();
+    let last: RunRecord | undefined;
+    try {
+      for await (const rec of followRun(w.world, runId, {
+        follow: opts.follow,
+        since: opts.since,
+        streams: opts.stream.length > 0 ? opts.stream : undefined,
+        intervalMs: opts.interval,
+        signal: ac.signal,
+        onNotice: (m) => sink.notice(m),
+      })) {
+        if (rec.kind === 'run') last = rec;
+        sink.write(rec);
+      }
+    } finally {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      await sink.end();
+    }
+    if (ac.signal.aborted) throw new CliError('', EXIT_INTERRUPTED);
+    if (last && (last.status === 'failed' || last.status === 'cancelled')) {
+      throw new CliError(`run ${runId} ${last.status}${last.error ? `: ${last.error}` : ''}`, EXIT_FAILURE);
+    }
+  });
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export function tailCommand(): Command {
+  return new Command('tail')
+    .description('Follow a run live: status, event log, steps and stream chunks, until it is terminal')
+    .argument('<runId>', 'the run id (wrun_...)')
+    .option('--no-follow', 'print a snapshot of the run now and exit')
+    .option('--json', 'print NDJSON records (kind: run, event, step, stream, chunk) for jq')
+    .option('--since <slot>', 'start the event log at this slot (1 = the first event)', parsePositiveInt)
+    .option('--stream <name>', 'show only this stream (repeatable; default: every stream of the run)', collect, [] as string[])
+    .option('--data', 'resolve S3 pointers in event data (reads S3); without it large values show as <s3 key>')
+    .option('--interval <ms>', 'fastest poll interval while data flows (idle polling backs off to 1 s)', parsePositiveInt)
+    .addHelpText(
+      'after',
+      `
+On a terminal the view redraws in place; piped, it prints one line per record.
+
+Examples:
+  eve-world-aws tail wrun_01JD...                 # follow until the run finishes
+  eve-world-aws tail wrun_01JD... --no-follow     # snapshot
+  eve-world-aws tail wrun_01JD... --json | jq -c 'select(.kind=="chunk") | .text'
+
+Exit codes: 0 the run completed (a snapshot: the run has not failed); 1 the run failed or was
+cancelled, or no such run; 2 bad usage or configuration; 130 interrupted (Ctrl-C).`,
+    )
+    .action(async (runId: string, opts: TailOptions) => {
+      await runTail(runId, opts);
+    });
+}

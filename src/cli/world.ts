@@ -1,0 +1,81 @@
+/**
+ * The World for read-mostly operator commands (tail, runs, redrive): built from the environment
+ * like `createWorld()` under eve, but never `start()`ed, so no consumer competes with the real
+ * ones for queue messages. Callers close it when done.
+ */
+import { WorkflowRunNotFoundError } from '@workflow/errors';
+import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
+import { loadConfig, type WorldConfig } from '../config.js';
+import { type AwsWorld, createWorld } from '../index.js';
+import { explainAwsError } from './init.js';
+import { CliError, EXIT_FAILURE } from './output.js';
+
+export interface CliWorld {
+  world: AwsWorld;
+  config: WorldConfig;
+  clients: AwsClients;
+  close(): Promise<void>;
+}
+
+export interface OpenWorldOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Clients to use instead of building them from config (tests inject middleware this way). */
+  clients?: AwsClients;
+  /**
+   * false: S3 pointers in run/step/event payloads come back as the pointers themselves instead of
+   * being downloaded, so a preview never reads S3. Stream chunks are unaffected.
+   */
+  resolvePayloads?: boolean;
+}
+
+export function openWorld(options: OpenWorldOptions = {}): CliWorld {
+  const config = loadConfig(options.env ?? process.env);
+  const ownsClients = options.clients === undefined;
+  const clients = options.clients ?? createClients(config);
+  const world = createWorld({ config, clients });
+  if (options.resolvePayloads === false) {
+    // Storage follows a pointer only through PayloadStore#resolve (src/storage/items.ts), and
+    // each World has its own store instance, so overriding it here affects this World alone.
+    world.context.payloads.resolve = async <T>(value: unknown) => value as T;
+  }
+  let closed: Promise<void> | undefined;
+  return {
+    world,
+    config,
+    clients,
+    close() {
+      closed ??= (async () => {
+        await world.close();
+        if (ownsClients) destroyClients(clients);
+      })();
+      return closed;
+    },
+  };
+}
+
+/** Run `fn` with a World and always close it; maps unreachable endpoints/credentials to one line. */
+export async function withWorld<T>(options: OpenWorldOptions, fn: (w: CliWorld) => Promise<T>): Promise<T> {
+  const w = openWorld(options);
+  try {
+    return await fn(w);
+  } catch (err) {
+    throw explainAwsError(err, w.config);
+  } finally {
+    await w.close();
+  }
+}
+
+/** `runs.get` with a CLI error for an unknown id (exit 1, naming the table that was searched). */
+export async function getRunOrFail(w: CliWorld, runId: string) {
+  try {
+    return await w.world.runs.get(runId, { resolveData: 'none' });
+  } catch (err) {
+    if (WorkflowRunNotFoundError.is(err) || (err as { name?: string })?.name === 'WorkflowRunNotFoundError') {
+      throw new CliError(`run ${runId} not found in table ${w.config.tableName} (check the id and EVE_WORLD_AWS_PREFIX / EVE_WORLD_AWS_TABLE)`, EXIT_FAILURE);
+    }
+    // An id the World rejects outright (e.g. bad characters) is also "no such run" for the user.
+    const e = err as { status?: number; field?: string; message?: string };
+    if (e?.status === 400 && e.field === 'runId') throw new CliError(`run ${runId} not found: ${e.message}`, EXIT_FAILURE);
+    throw err;
+  }
+}

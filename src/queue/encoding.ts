@@ -1,0 +1,185 @@
+/**
+ * Wire encoding of queue messages.
+ *
+ * Payload body: "typed JSON", the same tagged form the reference Worlds use, so a payload survives
+ * JSON while keeping its `Uint8Array`s byte for byte: every `Uint8Array` (including `Buffer`) is
+ * written as `{"__type":"Uint8Array","data":"<base64>"}` and revived as a plain `Uint8Array`.
+ *
+ * Message metadata (logical queue name, stable message id, attempt offset, due time, S3 pointer,
+ * pass-through headers) travels in SQS message attributes ({@link MSG_ATTR}). EventBridge Scheduler
+ * cannot set message attributes on its SQS target, so a scheduled message instead carries the same
+ * fields in a JSON envelope body ({@link encodeEnvelope}). The consumer accepts both forms and
+ * normalises them to one {@link Envelope}.
+ */
+
+/** SQS message attribute names (String data type). At most 10 attributes per message in SQS. */
+export const MSG_ATTR = {
+  /** Logical queue name, e.g. `__wkf_workflow_x` (not an SQS queue name). */
+  queue: 'eve.queue',
+  /** Stable logical message id (`msg_<ulid>`), the same on every re-send of the message. */
+  id: 'eve.id',
+  /** Deliveries the handler already saw on earlier SQS copies of this logical message. */
+  attemptOffset: 'eve.attemptOffset',
+  /** Epoch ms before which the message must not reach the handler (long waits). */
+  deliverAt: 'eve.deliverAt',
+  /** S3 key of the body when it was too large for SQS. */
+  s3: 'eve.s3',
+  /** JSON object of extra HTTP headers from `QueueOptions.headers`. */
+  headers: 'eve.headers',
+} as const;
+
+export const ENVELOPE_TAG = 'eve-world-aws/v1';
+
+/** One logical queue message, independent of how SQS carried it. */
+export interface Envelope {
+  queueName: string;
+  messageId: string;
+  attemptOffset: number;
+  /** Epoch ms; undefined = deliver as soon as received. */
+  deliverAt?: number;
+  /** Inline wire body (typed JSON text); undefined when {@link s3Key} is set. */
+  body?: string;
+  s3Key?: string;
+  headers?: Record<string, string>;
+}
+
+function replacer(this: unknown, key: string, value: unknown): unknown {
+  // `Buffer#toJSON` runs before the replacer, so look at the holder's original value.
+  const raw = (this as Record<string, unknown>)[key];
+  if (raw instanceof Uint8Array) value = raw;
+  if (value instanceof Uint8Array) {
+    return { __type: 'Uint8Array', data: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64') };
+  }
+  return value;
+}
+
+function reviver(_key: string, value: unknown): unknown {
+  if (
+    value !== null &&
+    typeof value === 'object' &&
+    (value as { __type?: unknown }).__type === 'Uint8Array' &&
+    typeof (value as { data?: unknown }).data === 'string'
+  ) {
+    return new Uint8Array(Buffer.from((value as { data: string }).data, 'base64'));
+  }
+  return value;
+}
+
+/**
+ * Typed-JSON text of a payload. U+FFFE / U+FFFF are valid in JSON strings but rejected by SQS, so
+ * they are written as `\u` escapes (they can only occur inside string literals, where the escape
+ * means the same character).
+ */
+export function encodePayload(payload: unknown): string {
+  const text = JSON.stringify(payload, replacer);
+  if (text === undefined) throw new TypeError('queue payload is not JSON-serialisable');
+  return text.replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
+/** Inverse of {@link encodePayload}. Throws `SyntaxError` on malformed text. */
+export function decodePayload(text: string): unknown {
+  return JSON.parse(text, reviver);
+}
+
+/** Scheduler-target body: the envelope itself as JSON. */
+export function encodeEnvelope(env: Envelope): string {
+  return JSON.stringify({
+    tag: ENVELOPE_TAG,
+    q: env.queueName,
+    id: env.messageId,
+    ao: env.attemptOffset || undefined,
+    at: env.deliverAt,
+    s3: env.s3Key,
+    h: env.headers,
+    b: env.body,
+  }).replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
+/** Parse an envelope body, or return undefined when `text` is not one. */
+export function decodeEnvelope(text: string): Envelope | undefined {
+  if (!text.startsWith('{"tag":"eve-world-aws/v1"')) return undefined;
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof raw.q !== 'string' || typeof raw.id !== 'string') return undefined;
+  if (typeof raw.b !== 'string' && typeof raw.s3 !== 'string') return undefined;
+  return {
+    queueName: raw.q,
+    messageId: raw.id,
+    attemptOffset: typeof raw.ao === 'number' ? raw.ao : 0,
+    deliverAt: typeof raw.at === 'number' ? raw.at : undefined,
+    body: typeof raw.b === 'string' ? raw.b : undefined,
+    s3Key: typeof raw.s3 === 'string' ? raw.s3 : undefined,
+    headers: isStringRecord(raw.h) ? raw.h : undefined,
+  };
+}
+
+function isStringRecord(v: unknown): v is Record<string, string> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string');
+}
+
+/** SQS message attributes for an envelope sent directly to SQS. */
+export function envelopeAttributes(env: Envelope): Record<string, { DataType: 'String'; StringValue: string }> {
+  const attrs: Record<string, { DataType: 'String'; StringValue: string }> = {
+    [MSG_ATTR.queue]: { DataType: 'String', StringValue: env.queueName },
+    [MSG_ATTR.id]: { DataType: 'String', StringValue: env.messageId },
+  };
+  if (env.attemptOffset > 0) attrs[MSG_ATTR.attemptOffset] = { DataType: 'String', StringValue: String(env.attemptOffset) };
+  if (env.deliverAt !== undefined) attrs[MSG_ATTR.deliverAt] = { DataType: 'String', StringValue: String(env.deliverAt) };
+  if (env.s3Key !== undefined) attrs[MSG_ATTR.s3] = { DataType: 'String', StringValue: env.s3Key };
+  if (env.headers && Object.keys(env.headers).length > 0) {
+    attrs[MSG_ATTR.headers] = { DataType: 'String', StringValue: JSON.stringify(env.headers) };
+  }
+  return attrs;
+}
+
+/** Placeholder body for an S3-offloaded message (SQS requires a non-empty body). */
+export function s3PlaceholderBody(key: string): string {
+  return JSON.stringify({ __s3: key });
+}
+
+/**
+ * Rebuild the envelope of a received SQS message from its (string) attributes and body, or from an
+ * envelope body (scheduler path). Returns an error string when neither form is present.
+ */
+export function envelopeFromMessage(body: string, attrs: Record<string, string | undefined>): Envelope | string {
+  const queueName = attrs[MSG_ATTR.queue];
+  if (queueName === undefined) {
+    return decodeEnvelope(body) ?? 'message has no eve.queue attribute and is not an eve-world-aws envelope';
+  }
+  const messageId = attrs[MSG_ATTR.id];
+  if (!messageId) return 'message has no eve.id attribute';
+  const num = (name: string): number | undefined | string => {
+    const raw = attrs[name];
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    return Number.isFinite(n) ? n : `attribute ${name} is not a number ("${raw}")`;
+  };
+  const attemptOffset = num(MSG_ATTR.attemptOffset);
+  const deliverAt = num(MSG_ATTR.deliverAt);
+  if (typeof attemptOffset === 'string') return attemptOffset;
+  if (typeof deliverAt === 'string') return deliverAt;
+  let headers: Record<string, string> | undefined;
+  const rawHeaders = attrs[MSG_ATTR.headers];
+  if (rawHeaders !== undefined) {
+    try {
+      const h = JSON.parse(rawHeaders);
+      if (isStringRecord(h)) headers = h;
+    } catch {
+      // Extra headers are advisory; a broken value is dropped rather than failing delivery.
+    }
+  }
+  const s3Key = attrs[MSG_ATTR.s3];
+  return {
+    queueName,
+    messageId,
+    attemptOffset: attemptOffset ?? 0,
+    deliverAt,
+    s3Key,
+    body: s3Key === undefined ? body : undefined,
+    headers,
+  };
+}

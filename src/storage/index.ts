@@ -1,0 +1,39 @@
+/**
+ * Storage for the World on one DynamoDB table (+ S3 for large values).
+ *
+ * `events.create` is the only mutation: each call commits one `TransactWriteItems` (the event at
+ * its slot plus the view writes and their guards), see `create.ts`. Everything else reads.
+ *
+ * ```ts
+ * const storage = createStorage(createContext(loadConfig()));
+ * const world = { ...storage, capabilities: { ...storageCapabilities }, specVersion: SPEC_VERSION_CURRENT, ... };
+ * ```
+ */
+import type { Storage, WorldCapabilities } from '@workflow/world';
+import type { WorldContext } from '../context.js';
+import { createEvents } from './create.js';
+import type { StorageCtx } from './items.js';
+import { createEventReads, createHookReads, createRunReads, createStepReads } from './reads.js';
+import { SlotHints } from './slots.js';
+
+/**
+ * Capabilities this storage honours, for the World composer to declare:
+ * - `hookResumeDedup`: `hook_received` with a `resumeId` is deduplicated on `(runId, resumeId)`
+ *   by a claim item written in the event's transaction, and `resumeId` is persisted on the event.
+ */
+export const storageCapabilities = { hookResumeDedup: true } as const satisfies WorldCapabilities;
+
+export function createStorage(ctx: WorldContext): Storage {
+  const sctx: StorageCtx = { config: ctx.config, ddb: ctx.clients.ddb, payloads: ctx.payloads, table: ctx.config.tableName };
+  const hints = new SlotHints();
+  const runs = createRunReads(sctx);
+  const events = createEventReads(sctx, hints);
+  return {
+    runs: runs as unknown as Storage['runs'],
+    steps: createStepReads(sctx) as unknown as Storage['steps'],
+    hooks: createHookReads(sctx),
+    events: { create: createEvents(sctx, hints) as Storage['events']['create'], ...events },
+  };
+}
+
+export { encodeEventCursor } from './slots.js';

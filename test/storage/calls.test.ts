@@ -1,0 +1,151 @@
+/**
+ * AWS calls per `events.create`, by event type, counted by SDK middleware on dedicated clients
+ * (counting only; every call is real). The counts reached are pinned, so a regression fails.
+ *
+ * "warm" = this process already knows the run's tail slot (it wrote or read it), the normal
+ * case for the step executor after the replay that scheduled the step; "cold" = a fresh
+ * process with no snapshot, which pays one keys-only Query to find the tail.
+ */
+import type { Storage } from '@workflow/world';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createClients, destroyClients } from '../../src/aws/clients.js';
+import { createContext } from '../../src/context.js';
+import { createStorage } from '../../src/storage/index.js';
+import { bytes, type StorageFixture, storageFixture, sv } from './helpers.js';
+
+let f: StorageFixture;
+const calls: string[] = [];
+let counted: ReturnType<typeof createClients>;
+
+function countingStorage(): Storage {
+  return createStorage(createContext(f.config, counted));
+}
+
+beforeAll(async () => {
+  f = await storageFixture();
+  counted = createClients(f.config);
+  for (const c of [counted.ddb, counted.s3] as { middlewareStack: { add: (...a: any[]) => void } }[]) {
+    c.middlewareStack.add(
+      (next: any, context: any) => async (args: any) => {
+        calls.push(context.commandName.replace(/Command$/, ''));
+        return next(args);
+      },
+      { step: 'initialize', name: 'countCalls' },
+    );
+  }
+});
+afterAll(() => {
+  destroyClients(counted);
+  f?.close();
+});
+
+async function count(fn: () => Promise<unknown>): Promise<Record<string, number>> {
+  calls.length = 0;
+  await fn();
+  const out: Record<string, number> = {};
+  for (const c of calls) out[c] = (out[c] ?? 0) + 1;
+  return out;
+}
+
+it('pins the calls of every event type on the main path', async () => {
+  const s = countingStorage();
+  let runId = '';
+  let cursor = '';
+  const got: Record<string, Record<string, number>> = {};
+
+  got.run_created = await count(async () => {
+    runId = (await s.events.create(null, { eventType: 'run_created', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') } })).run.runId;
+  });
+  got.run_started = await count(async () => {
+    cursor = (await s.events.create(runId, { eventType: 'run_started', specVersion: sv })).cursor!;
+  });
+  got['step_started (lazy, warm)'] = await count(async () => {
+    const r = await s.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_1', eventData: { stepName: 's', input: bytes('in') } });
+    expect(r.stepCreated).toBe(true);
+  });
+  got['step_completed (sinceCursor)'] = await count(async () => {
+    const r = await s.events.create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_1', eventData: { result: bytes('out') } }, { sinceCursor: cursor });
+    // The delta replaces the runtime's events.list: the lazy pair plus the completion.
+    expect(r.events?.map((e) => e.eventType)).toEqual(['step_created', 'step_started', 'step_completed']);
+    expect(r.hasMore).toBe(false);
+    cursor = r.cursor!;
+  });
+  got['step_created (eventCount)'] = await count(() =>
+    s.events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 'step_2', eventData: { stepName: 's', input: bytes('in') } }, { eventCount: 5 }),
+  );
+  got['step_started (bare, warm)'] = await count(() => s.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_2', eventData: { stepName: 's' } }));
+  got.step_retrying = await count(() => s.events.create(runId, { eventType: 'step_retrying', specVersion: sv, correlationId: 'step_2', eventData: { error: bytes('e') } }));
+  await s.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_2' });
+  got.step_failed = await count(() => s.events.create(runId, { eventType: 'step_failed', specVersion: sv, correlationId: 'step_2', eventData: { error: bytes('e') } }));
+  got['hook_created (eventCount + sinceCursor)'] = await count(() =>
+    s.events.create(runId, { eventType: 'hook_created', specVersion: sv, correlationId: 'hook_1', eventData: { token: `t-${runId}` } }, { eventCount: 10, sinceCursor: 'evc:10' }),
+  );
+  got['hook_received (raw, resumeId)'] = await count(() =>
+    s.events.create(runId, { eventType: 'hook_received', specVersion: sv, correlationId: 'hook_1', eventData: { token: `t-${runId}`, payload: bytes('p') } }, { resumeId: 'r1' }),
+  );
+  got.hook_disposed = await count(() => s.events.create(runId, { eventType: 'hook_disposed', specVersion: sv, correlationId: 'hook_1', eventData: { token: `t-${runId}` } }));
+  got.wait_created = await count(() => s.events.create(runId, { eventType: 'wait_created', specVersion: sv, correlationId: 'wait_1', eventData: { resumeAt: new Date() } }));
+  got.wait_completed = await count(() => s.events.create(runId, { eventType: 'wait_completed', specVersion: sv, correlationId: 'wait_1' }));
+  got.attr_set = await count(() =>
+    s.events.create(runId, { eventType: 'attr_set', specVersion: sv, eventData: { changes: [{ key: 'a', value: '1' }], writer: { type: 'step', stepId: 's', attempt: 1 } } }),
+  );
+  await s.events.create(runId, { eventType: 'hook_created', specVersion: sv, correlationId: 'hook_2', eventData: { token: `t2-${runId}` } });
+  got['run_completed (1 live hook)'] = await count(() => s.events.create(runId, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } }));
+
+  const T = 'TransactWriteItems';
+  expect(got).toEqual({
+    run_created: { [T]: 1 },
+    // One Query returns the log and the run (preload + state), then the write.
+    run_started: { Query: 1, [T]: 1 },
+    'step_started (lazy, warm)': { [T]: 1 },
+    // The read is the step (the result must carry it). The delta (the lazy pair this process
+    // wrote, plus the completion) comes from the events this process just committed.
+    'step_completed (sinceCursor)': { GetItem: 1, [T]: 1 },
+    'step_created (eventCount)': { [T]: 1 },
+    'step_started (bare, warm)': { GetItem: 1, [T]: 1 },
+    step_retrying: { GetItem: 1, [T]: 1 },
+    step_failed: { GetItem: 1, [T]: 1 },
+    'hook_created (eventCount + sinceCursor)': { [T]: 1 },
+    'hook_received (raw, resumeId)': { [T]: 1 },
+    hook_disposed: { [T]: 1 },
+    wait_created: { [T]: 1 },
+    wait_completed: { GetItem: 1, [T]: 1 },
+    // Run + tail in one Query (attributes are merged against what the write is conditioned on).
+    attr_set: { Query: 1, [T]: 1 },
+    // Read + write, then the release: hooks (GSI) and waiting waits, one delete per live hook.
+    'run_completed (1 live hook)': { Query: 3, [T]: 1, DeleteItem: 1 },
+  });
+});
+
+it('pins the cold (no snapshot) and large-value paths', async () => {
+  const warm = countingStorage();
+  const runId = (await warm.events.create(null, { eventType: 'run_created', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') } })).run.runId;
+  await warm.events.create(runId, { eventType: 'run_started', specVersion: sv });
+  const got: Record<string, Record<string, number>> = {};
+  got['step_started (lazy, cold)'] = await count(() =>
+    countingStorage().events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_1', eventData: { stepName: 's', input: bytes('in') } }),
+  );
+  got['step_completed (cold, no cursor)'] = await count(() =>
+    countingStorage().events.create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_1', eventData: { result: bytes('r') } }),
+  );
+  got['step_created (stale eventCount: bump + report)'] = await count(() =>
+    countingStorage().events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 'step_2', eventData: { stepName: 's', input: bytes('in') } }, { eventCount: 2 }),
+  );
+  const big = new Uint8Array(400_000).fill(7);
+  const fresh = (await warm.events.create(null, { eventType: 'run_created', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') } })).run.runId;
+  got['step_created (400 KB input)'] = await count(() =>
+    warm.events.create(fresh, { eventType: 'step_created', specVersion: sv, correlationId: 'step_3', eventData: { stepName: 's', input: big } }),
+  );
+  got['run_completed (400 KB output, no hooks)'] = await count(() => warm.events.create(fresh, { eventType: 'run_completed', specVersion: sv, eventData: { output: big } }));
+  const T = 'TransactWriteItems';
+  expect(got).toEqual({
+    'step_started (lazy, cold)': { Query: 1, [T]: 1 },
+    // Tail read overlapped with the step read; still one write.
+    'step_completed (cold, no cursor)': { GetItem: 1, Query: 1, [T]: 1 },
+    // Lost the slot: one failed attempt, one read of what was skipped (the report), the commit.
+    'step_created (stale eventCount: bump + report)': { [T]: 2, Query: 1 },
+    // The input goes to S3 once; the step and the event share the pointer.
+    'step_created (400 KB input)': { PutObject: 1, [T]: 1 },
+    'run_completed (400 KB output, no hooks)': { PutObject: 1, Query: 3, [T]: 1 },
+  });
+});
