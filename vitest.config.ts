@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
+    // The eve end-to-end test needs its own app install and Node 24: `npm run test:eve`.
+    exclude: [...configDefaults.exclude, 'test/eve/**'],
     globalSetup: ['test/setup/global.ts'],
     setupFiles: ['test/setup/polyfills.ts'],
     testTimeout: 60_000,

@@ -1,6 +1,6 @@
 /**
  * `eve-world-aws doctor`: is this environment ready to run the World? Checks, in order:
- * configuration, credentials (one cheap signed call), the table schema, the queue + DLQ and the
+ * configuration, endpoint reachability (custom endpoints only), credentials (one cheap signed call), the table schema, the queue + DLQ and the
  * redrive policy, the bucket (the same verifier `init` uses, in 'verify' mode: nothing is
  * created), and clock skew against the AWS (or emulator) server. Prints a pass/fail table with the
  * fix for each failure; exit 1 on any failure.
@@ -8,6 +8,7 @@
  * Clock skew matters twice: AWS rejects signatures more than 5 minutes off, and long waits are
  * released by comparing `deliverAt` (stamped by the sender's clock) with the consumer's clock.
  */
+import { connect } from 'node:net';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { Command } from 'commander';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
@@ -92,6 +93,42 @@ function sampleClock(clients: AwsClients): ClockSample[] {
   return samples;
 }
 
+/** True when a TCP connection to the URL's host:port opens within `timeoutMs`. */
+function reachable(url: string, timeoutMs = 2000): Promise<boolean> {
+  const u = new URL(url);
+  const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+  return new Promise((resolve) => {
+    const sock = connect({ host: u.hostname, port, timeout: timeoutMs });
+    const done = (ok: boolean) => {
+      sock.destroy();
+      resolve(ok);
+    };
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+    sock.once('timeout', () => done(false));
+  });
+}
+
+/**
+ * Custom endpoints (emulators, VPC endpoints) are probed with a plain TCP connect first: the SDK
+ * retries a refused connection with backoff for many seconds before it gives up, and it would not
+ * say which of the endpoints is down.
+ */
+async function checkEndpoints(config: WorldConfig): Promise<Check> {
+  const check = 'endpoints';
+  const { dynamodb, sqs, s3 } = config.endpoints;
+  const eps = Object.entries({ dynamodb, sqs, s3 }).filter((e): e is [string, string] => typeof e[1] === 'string');
+  if (eps.length === 0) return { check, status: 'pass', details: `AWS default endpoints${config.region ? ` in ${config.region}` : ''}` };
+  const down = (await Promise.all(eps.map(async ([k, v]) => ((await reachable(v)) ? undefined : `${k} ${v}`)))).filter((x): x is string => !!x);
+  if (down.length === 0) return { check, status: 'pass', details: `${eps.map(([k, v]) => `${k} ${v}`).join(', ')} reachable` };
+  return {
+    check,
+    status: 'fail',
+    details: `cannot connect to ${down.join(', ')}`,
+    fix: 'start the emulator (`eve-world-aws emulate`) and export the lines it prints, or fix AWS_ENDPOINT_URL_*',
+  };
+}
+
 async function checkCredentials(clients: AwsClients, config: WorldConfig): Promise<Check> {
   const check = 'credentials';
   try {
@@ -161,7 +198,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     checks.push({ check: 'configuration', status: 'fail', details: err.message, fix: `set ${err.variable} to a valid value (example in the message)` });
-    for (const c of ['credentials', 'table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket', 'clock skew']) {
+    for (const c of ['endpoints', 'credentials', 'table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket', 'clock skew']) {
       checks.push({ check: c, status: 'skip', details: 'needs a valid configuration' });
     }
     return checks;
@@ -171,6 +208,15 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
     status: 'pass',
     details: `region ${config.region ?? '(SDK default)'}; table ${config.tableName}; queue ${config.queue}; dlq ${config.deadLetterQueue}; bucket ${config.bucket}`,
   });
+
+  const eps = await checkEndpoints(config);
+  checks.push(eps);
+  if (eps.status !== 'pass') {
+    for (const c of ['credentials', 'table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket', 'clock skew']) {
+      checks.push({ check: c, status: 'skip', details: 'needs reachable endpoints' });
+    }
+    return checks;
+  }
 
   const clients = createClients(config);
   const samples = sampleClock(clients);

@@ -84,16 +84,94 @@ export function hex(bytes: Uint8Array): string {
 /** Serialization format prefixes of @workflow/core payloads (4 ASCII bytes). */
 const OPAQUE_FORMATS = new Set(['encr', 'encp', 'gzip', 'zstd']);
 
+const DEVALUE_SPECIAL: Record<number, unknown> = { [-1]: undefined, [-2]: undefined, [-3]: Number.NaN, [-4]: Number.POSITIVE_INFINITY, [-5]: Number.NEGATIVE_INFINITY, [-6]: -0 };
+
 /**
- * One-line preview of a serialized payload: devalue text without its `devl` prefix, a marker for
- * encrypted or compressed payloads, UTF-8 text, or hex.
+ * Display-only reading of devalue text (the runtime's `devl` payloads): devalue stores values in
+ * one array and refers to them by index, so `{ok: true}` is `[{"ok":1},true]`; this rebuilds a
+ * plain value for previews and `--json`. Tagged values (`["Date", iso]`, custom classes such as
+ * errors) become `{Tag: value}`. Returns undefined when the text is not devalue.
+ */
+export function fromDevalue(text: string): { value: unknown } | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed === 'number') return parsed in DEVALUE_SPECIAL ? { value: DEVALUE_SPECIAL[parsed] } : undefined;
+  if (!Array.isArray(parsed) || parsed.length === 0) return undefined;
+  const values = parsed as unknown[];
+  const memo = new Map<number, unknown>();
+  let valid = true;
+  const hydrate = (i: unknown, depth: number): unknown => {
+    if (depth > 64) return '…';
+    // Text that merely looks like JSON (not devalue) refers to indices that do not exist.
+    if (typeof i !== 'number' || !Number.isInteger(i) || i >= values.length || (i < 0 && !(i in DEVALUE_SPECIAL))) {
+      valid = false;
+      return undefined;
+    }
+    if (i < 0) return DEVALUE_SPECIAL[i];
+    if (memo.has(i)) return memo.get(i);
+    const v = values[i];
+    let out: unknown = v;
+    if (Array.isArray(v)) {
+      if (typeof v[0] === 'string') {
+        const [tag, ...args] = v as [string, ...unknown[]];
+        if (tag === 'Date' || tag === 'BigInt' || tag === 'RegExp' || tag === 'ArrayBuffer' || tag === 'URL') out = tag === 'BigInt' ? `${args[0]}n` : args[0];
+        else if (tag === 'Map') {
+          const m: Record<string, unknown> = {};
+          for (let k = 0; k + 1 < args.length; k += 2) m[String(hydrate(args[k], depth + 1))] = hydrate(args[k + 1], depth + 1);
+          out = { Map: m };
+        } else if (tag === 'Set') out = { Set: args.map((a) => hydrate(a, depth + 1)) };
+        else if (tag === 'null') {
+          // A null-prototype object: ["null", key, index, key, index, ...].
+          const o: Record<string, unknown> = {};
+          for (let k = 0; k + 1 < args.length; k += 2) o[String(args[k])] = hydrate(args[k + 1], depth + 1);
+          out = o;
+        }
+        else out = { [tag]: args.length === 1 ? hydrate(args[0], depth + 1) : args.map((a) => hydrate(a, depth + 1)) };
+      } else {
+        out = v.map((x) => hydrate(x, depth + 1));
+      }
+    } else if (v !== null && typeof v === 'object') {
+      const o: Record<string, unknown> = {};
+      memo.set(i, o);
+      for (const [k, x] of Object.entries(v as Record<string, unknown>)) o[k] = hydrate(x, depth + 1);
+      out = o;
+    }
+    memo.set(i, out);
+    return out;
+  };
+  const value = hydrate(0, 0);
+  return valid ? { value } : undefined;
+}
+
+/** A value as compact JSON for previews (undefined shown as `undefined`). */
+function compactJson(v: unknown): string {
+  if (v === undefined) return 'undefined';
+  try {
+    return JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? `${x}n` : x)) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+/**
+ * One-line preview of a serialized payload: the devalue value of a `devl` payload as compact
+ * JSON, a marker for encrypted or compressed payloads, other UTF-8 text as is, or hex.
  */
 export function previewBytes(bytes: Uint8Array): string {
   const prefix = bytes.byteLength >= 4 ? String.fromCharCode(...bytes.subarray(0, 4)) : '';
   if (OPAQUE_FORMATS.has(prefix)) return `<${prefix} ${bytes.byteLength} B>`;
   const body = prefix === 'devl' ? bytes.subarray(4) : bytes;
   const text = utf8(body);
-  return text !== undefined ? text : `0x${hex(body.subarray(0, 32))}${body.byteLength > 32 ? '…' : ''}`;
+  if (text === undefined) return `0x${hex(body.subarray(0, 32))}${body.byteLength > 32 ? '…' : ''}`;
+  if (prefix === 'devl') {
+    const d = fromDevalue(text);
+    if (d) return compactJson(d.value);
+  }
+  return text;
 }
 
 /** Short one-line preview of any stored value (event data fields, errors). */
@@ -126,7 +204,10 @@ export function jsonSafe(v: unknown): unknown {
   if (v === undefined || v === null) return v;
   if (v instanceof Uint8Array) {
     const text = utf8(v);
-    return text !== undefined ? { bytes: v.byteLength, text } : { bytes: v.byteLength, base64: Buffer.from(v).toString('base64') };
+    if (text === undefined) return { bytes: v.byteLength, base64: Buffer.from(v).toString('base64') };
+    // A `devl` payload also carries its decoded value, so jq can reach into it.
+    const decoded = text.startsWith('devl') ? fromDevalue(text.slice(4)) : undefined;
+    return decoded ? { bytes: v.byteLength, text, value: jsonSafe(decoded.value) } : { bytes: v.byteLength, text };
   }
   if (v instanceof Date) return v.toISOString();
   if (isS3Pointer(v)) return { s3: v.__s3, size: v.size };

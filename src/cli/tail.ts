@@ -119,6 +119,14 @@ export async function runTail(runId: string, opts: TailOptions): Promise<void> {
     const stop = () => ac.abort();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
+    // `tail ... | head`: the reader went away; stop quietly instead of crashing on EPIPE. The
+    // listener stays for the rest of the process (later writes would fail the same way).
+    let pipeClosed = false;
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+      pipeClosed = true;
+      ac.abort();
+    });
     const sink = opts.json ? ndjsonSink() : process.stdout.isTTY ? inkSink(runId, opts.follow) : plainSink();
     let last: RunRecord | undefined;
     try {
@@ -131,13 +139,14 @@ export async function runTail(runId: string, opts: TailOptions): Promise<void> {
         onNotice: (m) => sink.notice(m),
       })) {
         if (rec.kind === 'run') last = rec;
-        sink.write(rec);
+        if (!pipeClosed) sink.write(rec);
       }
     } finally {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
       await sink.end();
     }
+    if (pipeClosed) return;
     if (ac.signal.aborted) throw new CliError('', EXIT_INTERRUPTED);
     if (last && (last.status === 'failed' || last.status === 'cancelled')) {
       throw new CliError(`run ${runId} ${last.status}${last.error ? `: ${last.error}` : ''}`, EXIT_FAILURE);

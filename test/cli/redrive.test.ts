@@ -237,6 +237,11 @@ describe('redrive --stranded', () => {
       expect(again).toMatchObject({ stranded: 4, enqueued: 0 });
       expect(again.runs.flatMap((r: { continuations: { result: string }[] }) => r.continuations.map((c) => c.result))).toEqual(Array(4).fill('already-enqueued'));
 
+      const human = await runCli(['redrive', '--stranded', '--older-than', '0s', '--dry-run', '--namespace', 'eveabc'], fx.env);
+      expect(human.stdout).toMatch(/Run\s+│\s+Workflow\s+│\s+Status\s+│\s+Last event\s+│\s+Verdict\s+│\s+Reason\s+│\s+Action/);
+      expect(human.stdout).toMatch(/step fetch: would enqueue/);
+      expect(human.stdout).toMatch(/Dry run: 4 of 7 active runs stranded \(idle > 0ms\); nothing was enqueued\./);
+
       const sent = await drain(q, fx.fixture.clients.sqs);
       expect(sent).toHaveLength(4);
       for (const m of sent) expect(m.MessageAttributes?.['eve.queue']?.StringValue).toBe('__wkf_workflow_wf-s');
@@ -248,8 +253,6 @@ describe('redrive --stranded', () => {
       // The DLQ peek left the dead-lettered message where it was.
       expect((await drain(dlq, fx.fixture.clients.sqs)).length).toBe(1);
 
-      const human = await runCli(['redrive', '--stranded', '--older-than', '0s', '--dry-run', '--namespace', 'eveabc'], fx.env);
-      expect(human.stdout).toMatch(/Dry run: 4 of 7 active runs stranded \(idle > 0ms\); nothing was enqueued\./);
     } finally {
       await fx.close();
     }

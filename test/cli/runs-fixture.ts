@@ -3,13 +3,14 @@
  * same calls the runtime makes), so tail/runs/redrive read exactly what a workflow leaves behind.
  */
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
+import { stringify } from 'devalue';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 
 export const sv = SPEC_VERSION_CURRENT;
 export const bytes = (s: string) => new TextEncoder().encode(s);
 /** What the runtime stores: devalue text behind the 4-byte `devl` format prefix. */
-export const devl = (value: unknown) => bytes(`devl${JSON.stringify([value])}`);
+export const devl = (value: unknown) => bytes(`devl${stringify(value)}`);
 
 export interface OpsFixture {
   fixture: Fixture;

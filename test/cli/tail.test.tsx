@@ -55,8 +55,8 @@ describe('tail (CLI)', () => {
     expect(events.map((e) => e.eventType)).toEqual(['run_created', 'run_started', 'step_created', 'step_started', 'step_completed', 'run_completed']);
     expect(events.map((e) => e.slot)).toEqual([1, 2, 3, 4, 5, 6]);
     const completed = events.find((e) => e.eventType === 'step_completed');
-    expect(completed).toMatchObject({ correlationId: 'step_01', stepName: 'add', preview: 'result=[6]' });
-    expect(completed?.data).toEqual({ stepName: 'add', result: { bytes: 7, text: 'devl[6]' } });
+    expect(completed).toMatchObject({ correlationId: 'step_01', stepName: 'add', preview: 'result=6' });
+    expect(completed?.data).toEqual({ stepName: 'add', result: { bytes: 7, text: 'devl[6]', value: 6 } });
     expect(recs.filter((x) => x.kind === 'step')).toEqual([expect.objectContaining({ stepId: 'step_01', stepName: 'add', status: 'completed', attempt: 1 })]);
     const chunks = recs.filter((x) => x.kind === 'chunk');
     expect(chunks).toEqual([
@@ -77,7 +77,7 @@ describe('tail (CLI)', () => {
     expect(lines[0]).toMatch(new RegExp(`^run ${done} workflow=wf-demo status=completed started=\\S+ \\S+Z duration=`));
     expect(lines).toContain('[default#0] hello');
     expect(lines).toContain('[default#1] 0x000102ff');
-    expect(lines.some((l) => /^#5 step_completed step_01 add \d\d:\d\d:\d\d\.\d{3} result=\[6\]$/.test(l))).toBe(true);
+    expect(lines.some((l) => /^#5 step_completed step_01 add \d\d:\d\d:\d\d\.\d{3} result=6$/.test(l))).toBe(true);
     expect(lines).toContain('stream default closed');
   });
 
@@ -91,8 +91,8 @@ describe('tail (CLI)', () => {
     expect(ptr?.data.result).toEqual({ s3: expect.stringMatching(/^runs\//), size: expect.any(Number) });
     const full = parse((await runCli(['tail', runId, '--no-follow', '--json', '--data'], f.env)).stdout);
     const resolved = full.find((x) => x.kind === 'event' && x.eventType === 'step_completed');
-    expect(resolved?.preview).toMatch(/^result=\["xxxx/);
-    expect(resolved?.data.result.text).toBe(`devl["${'x'.repeat(3000)}"]`);
+    expect(resolved?.preview).toMatch(/^result="xxxx/);
+    expect(resolved?.data.result).toMatchObject({ text: `devl["${'x'.repeat(3000)}"]`, value: 'x'.repeat(3000) });
   });
 
   it('--since and --stream narrow the output', async () => {
@@ -184,9 +184,9 @@ describe('tail (ink view)', () => {
     expect(frame).toContain(`run ${runId} · workflow wf-ink`);
     expect(frame).toMatch(/status running · started \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ · duration 1m05s/);
     expect(frame).toMatch(/#\s+event\s+correlation id\s+step\s+time\s+data/);
-    expect(frame).toMatch(/ 1 run_created\s+-\s+-\s+\d\d:\d\d:\d\d\.\d{3} .*input=\[1\]/);
+    expect(frame).toMatch(/ 1 run_created\s+-\s+-\s+\d\d:\d\d:\d\d\.\d{3} .*input=1/);
     expect(frame).toMatch(/ 1 run_created .*deploymentId=test/);
-    expect(frame).toMatch(/ 5 step_completed\s+step_x\s+fetchData\s+\S+ result=\[\{"ok":true\}\]/);
+    expect(frame).toMatch(/ 5 step_completed\s+step_x\s+fetchData\s+\S+\s+result=\{"ok":true\}/);
     expect(frame).toMatch(/ 7 step_started\s+step_y\s+summarize/);
     expect(frame).toMatch(/step\s+id\s+status\s+attempt\s+duration/);
     expect(frame).toMatch(/fetchData\s+step_x\s+completed\s+1/);

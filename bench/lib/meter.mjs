@@ -1,0 +1,163 @@
+// Measurement plumbing shared by the workflow benches: SDK middleware that records every AWS call
+// (service, command, start/end, consumed capacity) and a wrapper that records every World call.
+// Middleware is used for measurement only: the one change it makes to a request is to ask
+// DynamoDB for ConsumedCapacity, which does not change what the request does.
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** Calls made inside `observe()` (the bench's own reads) are recorded as observer calls. */
+const observerScope = new AsyncLocalStorage();
+export const observe = (fn) => observerScope.run(true, fn);
+
+/** DynamoDB commands that accept ReturnConsumedCapacity. */
+export const CAPACITY_COMMANDS = new Set([
+  'PutItemCommand',
+  'UpdateItemCommand',
+  'DeleteItemCommand',
+  'GetItemCommand',
+  'QueryCommand',
+  'ScanCommand',
+  'TransactWriteItemsCommand',
+  'TransactGetItemsCommand',
+  'BatchWriteItemCommand',
+  'BatchGetItemCommand',
+]);
+
+/** A recorder: one entry per AWS call (retries inside the SDK are one call). */
+export function createRecorder() {
+  const calls = [];
+  const t0 = performance.now();
+  return {
+    calls,
+    now: () => performance.now() - t0,
+    /** Calls recorded since `mark` (an index returned by `mark()`). */
+    mark: () => calls.length,
+    since: (mark) => calls.slice(mark),
+  };
+}
+
+function sumCapacity(cc) {
+  // cc: one ConsumedCapacity or an array (transactions / batches), INDEXES detail.
+  const list = Array.isArray(cc) ? cc : cc ? [cc] : [];
+  let total = 0;
+  let table = 0;
+  let gsi = 0;
+  for (const c of list) {
+    total += c.CapacityUnits ?? 0;
+    table += c.Table?.CapacityUnits ?? 0;
+    for (const g of Object.values(c.GlobalSecondaryIndexes ?? {})) gsi += g.CapacityUnits ?? 0;
+  }
+  return list.length ? { total, table, gsi } : undefined;
+}
+
+/** Add the recording middleware to every client of an AwsClients bag. */
+export function instrumentClients(clients, recorder) {
+  for (const [service, client] of Object.entries(clients)) {
+    if (!client?.middlewareStack) continue;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const command = context.commandName.replace(/Command$/, '');
+        const entry = {
+          service,
+          command,
+          start: recorder.now(),
+          end: undefined,
+          ok: true,
+          error: undefined,
+          observer: observerScope.getStore() === true,
+          capacity: undefined,
+          input: undefined,
+          received: undefined,
+        };
+        if (service === 'ddb' && CAPACITY_COMMANDS.has(context.commandName) && args.input && !args.input.ReturnConsumedCapacity) {
+          // INDEXES = TOTAL plus the table / per-GSI split.
+          args.input.ReturnConsumedCapacity = 'INDEXES';
+        }
+        if (service === 'sqs' && command === 'ReceiveMessage') entry.waitSeconds = args.input?.WaitTimeSeconds;
+        entry.input = args.input;
+        recorder.calls.push(entry);
+        try {
+          const out = await next(args);
+          entry.capacity = sumCapacity(out.output?.ConsumedCapacity);
+          if (command === 'ReceiveMessage') entry.received = out.output?.Messages?.length ?? 0;
+          return out;
+        } catch (err) {
+          entry.ok = false;
+          entry.error = err?.name ?? String(err);
+          entry.capacity = sumCapacity(err?.ConsumedCapacity);
+          throw err;
+        } finally {
+          entry.end = recorder.now();
+        }
+      },
+      { step: 'initialize', name: 'benchRecorder', priority: 'high' },
+    );
+  }
+}
+
+const WORLD_METHODS = {
+  runs: ['get', 'list', 'cancel', 'waitForTerminalStatus'],
+  steps: ['get', 'list'],
+  events: ['create', 'get', 'list', 'listByCorrelationId'],
+  hooks: ['get', 'getByToken', 'list'],
+};
+
+/**
+ * Wrap a World's storage and queue methods in place to record each call (name, event type) and
+ * to notice terminal run events, so the bench can await completion without polling the World.
+ */
+export function instrumentWorld(world, recorder) {
+  const worldCalls = [];
+  const waiters = new Map(); // runId -> resolve
+  const finished = new Map(); // runId -> eventType
+  const record = (name) => {
+    const e = { name, start: recorder.now(), end: undefined, observer: observerScope.getStore() === true };
+    worldCalls.push(e);
+    return e;
+  };
+  for (const [ns, methods] of Object.entries(WORLD_METHODS)) {
+    const target = world[ns];
+    if (!target) continue;
+    for (const m of methods) {
+      const orig = target[m];
+      if (typeof orig !== 'function') continue;
+      target[m] = async function (...args) {
+        let name = `${ns}.${m}`;
+        if (ns === 'events' && m === 'create') name += `:${args[1]?.eventType}`;
+        const e = record(name);
+        try {
+          const out = await orig.apply(this, args);
+          if (ns === 'events' && m === 'create') {
+            const type = args[1]?.eventType;
+            if (type === 'run_completed' || type === 'run_failed' || type === 'run_cancelled') {
+              const runId = args[0];
+              finished.set(runId, type);
+              waiters.get(runId)?.(type);
+            }
+          }
+          return out;
+        } finally {
+          e.end = recorder.now();
+        }
+      };
+    }
+  }
+  const origQueue = world.queue;
+  world.queue = async function (...args) {
+    const e = record(`queue:${String(args[0]).split('_').slice(0, 3).join('_')}`);
+    try {
+      return await origQueue.apply(this, args);
+    } finally {
+      e.end = recorder.now();
+    }
+  };
+  return {
+    worldCalls,
+    mark: () => worldCalls.length,
+    since: (mark) => worldCalls.slice(mark),
+    /** Resolves with the terminal event type once the run's terminal event was written. */
+    finished(runId) {
+      if (finished.has(runId)) return Promise.resolve(finished.get(runId));
+      return new Promise((resolve) => waiters.set(runId, resolve));
+    },
+  };
+}
