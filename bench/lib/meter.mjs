@@ -103,16 +103,23 @@ const WORLD_METHODS = {
 
 /**
  * Wrap a World's storage and queue methods in place to record each call (name, event type) and
- * to notice terminal run events, so the bench can await completion without polling the World.
+ * to notice events as they are written, so the bench can await a run's progress (hook created,
+ * run finished) without polling the World itself.
  */
 export function instrumentWorld(world, recorder) {
   const worldCalls = [];
-  const waiters = new Map(); // runId -> resolve
-  const finished = new Map(); // runId -> eventType
+  const seen = new Map(); // `${runId} ${eventType}` -> true
+  const waiters = new Map(); // same key -> [resolve]
   const record = (name) => {
     const e = { name, start: recorder.now(), end: undefined, observer: observerScope.getStore() === true };
     worldCalls.push(e);
     return e;
+  };
+  const notify = (runId, type) => {
+    const key = `${runId} ${type}`;
+    seen.set(key, recorder.now());
+    for (const resolve of waiters.get(key) ?? []) resolve(seen.get(key));
+    waiters.delete(key);
   };
   for (const [ns, methods] of Object.entries(WORLD_METHODS)) {
     const target = world[ns];
@@ -128,22 +135,21 @@ export function instrumentWorld(world, recorder) {
           const out = await orig.apply(this, args);
           if (ns === 'events' && m === 'create') {
             const type = args[1]?.eventType;
-            if (type === 'run_completed' || type === 'run_failed' || type === 'run_cancelled') {
-              const runId = args[0];
-              finished.set(runId, type);
-              waiters.get(runId)?.(type);
-            }
+            const runId = args[0] ?? out?.run?.runId;
+            e.end = recorder.now();
+            if (type === 'run_completed' || type === 'run_failed' || type === 'run_cancelled') notify(runId, 'terminal');
+            notify(runId, type);
           }
           return out;
         } finally {
-          e.end = recorder.now();
+          e.end ??= recorder.now();
         }
       };
     }
   }
   const origQueue = world.queue;
   world.queue = async function (...args) {
-    const e = record(`queue:${String(args[0]).split('_').slice(0, 3).join('_')}`);
+    const e = record('queue');
     try {
       return await origQueue.apply(this, args);
     } finally {
@@ -154,10 +160,13 @@ export function instrumentWorld(world, recorder) {
     worldCalls,
     mark: () => worldCalls.length,
     since: (mark) => worldCalls.slice(mark),
-    /** Resolves with the terminal event type once the run's terminal event was written. */
-    finished(runId) {
-      if (finished.has(runId)) return Promise.resolve(finished.get(runId));
-      return new Promise((resolve) => waiters.set(runId, resolve));
+    /** Resolves (with the recorder time) once an event of `type` was written for the run; `terminal` = any run end. */
+    event(runId, type) {
+      const key = `${runId} ${type}`;
+      if (seen.has(key)) return Promise.resolve(seen.get(key));
+      return new Promise((resolve) => waiters.set(key, [...(waiters.get(key) ?? []), resolve]));
     },
+    /** Calls not yet returned. */
+    inFlight: () => worldCalls.filter((c) => c.end === undefined).length,
   };
 }

@@ -62,16 +62,18 @@ export interface ClockSample {
 }
 
 /**
- * Skew = server time - local time at the middle of the request. The Date header has whole
- * seconds (truncated), so the server time lies in [date, date + 1 s); together with half the
- * round trip that is the uncertainty, and only skew beyond it counts against the limit.
+ * Skew = server time - local time. The Date header has whole seconds (truncated), so the server's
+ * time at the moment it answered lies in [date, date + 1 s), and that moment lies in the local
+ * request window [sentAt, receivedAt]. That bounds the skew to an interval; `skewMs` is the end of
+ * it nearest zero (0 when the interval contains zero: no skew measurable at this resolution), so
+ * only skew that is certain counts against the limit.
  */
-export function assessSkew(sample: ClockSample, maxSkewMs: number): { skewMs: number; uncertaintyMs: number; ok: boolean } {
-  const server = Date.parse(sample.serverDate) + 500;
-  const local = (sample.sentAt + sample.receivedAt) / 2;
-  const skewMs = server - local;
-  const uncertaintyMs = 500 + (sample.receivedAt - sample.sentAt) / 2;
-  return { skewMs, uncertaintyMs, ok: Math.abs(skewMs) - uncertaintyMs <= maxSkewMs };
+export function assessSkew(sample: ClockSample, maxSkewMs: number): { skewMs: number; lowMs: number; highMs: number; ok: boolean } {
+  const date = Date.parse(sample.serverDate);
+  const lowMs = date - sample.receivedAt;
+  const highMs = date + 1000 - sample.sentAt;
+  const skewMs = lowMs > 0 ? lowMs : Math.min(highMs, 0);
+  return { skewMs, lowMs, highMs, ok: Math.abs(skewMs) <= maxSkewMs };
 }
 
 /** Records the Date header and timing of every raw HTTP response of `clients`' DynamoDB client. */
@@ -251,8 +253,12 @@ export function clockCheck(samples: ClockSample[], maxSkewMs: number): Check {
   if (samples.length === 0) return { check: 'clock skew', status: 'skip', details: 'the server sent no Date header' };
   // The fastest round trip gives the tightest bound.
   const best = samples.reduce((a, b) => (b.receivedAt - b.sentAt < a.receivedAt - a.sentAt ? b : a));
-  const { skewMs, uncertaintyMs, ok } = assessSkew(best, maxSkewMs);
-  const text = `${skewMs >= 0 ? 'local clock behind' : 'local clock ahead'} by ${(Math.abs(skewMs) / 1000).toFixed(1)} s (±${(uncertaintyMs / 1000).toFixed(1)} s)`;
+  const { skewMs, ok } = assessSkew(best, maxSkewMs);
+  const resolution = ((best.receivedAt - best.sentAt + 1000) / 1000).toFixed(1);
+  const text =
+    skewMs === 0
+      ? `in sync with the server (to within ${resolution} s, the Date header's resolution)`
+      : `local clock ${skewMs > 0 ? 'behind' : 'ahead'} by at least ${(Math.abs(skewMs) / 1000).toFixed(1)} s`;
   return ok
     ? { check: 'clock skew', status: 'pass', details: text }
     : {

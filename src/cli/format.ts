@@ -225,10 +225,34 @@ export function jsonSafe(v: unknown): unknown {
 export function errorText(e: unknown): string | undefined {
   if (e === undefined || e === null) return undefined;
   if (typeof e === 'string') return e;
-  if (e instanceof Uint8Array) return previewBytes(e);
+  if (e instanceof Uint8Array) {
+    // A serialized error: its message when the payload decodes to something that has one.
+    const text = e.byteLength > 4 ? utf8(e) : undefined;
+    const decoded = text?.startsWith('devl') ? fromDevalue(text.slice(4)) : undefined;
+    const found = decoded && findMessage(decoded.value);
+    return found ?? previewBytes(e);
+  }
   const o = e as { message?: unknown; code?: unknown };
   if (typeof o.message === 'string') return typeof o.code === 'string' ? `${o.code}: ${o.message}` : o.message;
   return previewValue(e);
+}
+
+/** The first `message` string in a decoded error (errors may be wrapped as `{Error: {...}}`). */
+function findMessage(v: unknown, depth = 0): string | undefined {
+  if (v === null || typeof v !== 'object' || depth > 3) return undefined;
+  const m = (v as { message?: unknown }).message;
+  if (typeof m === 'string') return m;
+  for (const x of Object.values(v as Record<string, unknown>)) {
+    const found = findMessage(x, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** `step//./src/workflows/order//chargeCard` -> `chargeCard` (for narrow columns; JSON keeps the full name). */
+export function shortName(name: string): string {
+  const i = name.lastIndexOf('//');
+  return i >= 0 && i + 2 < name.length ? name.slice(i + 2) : name;
 }
 
 /** One NDJSON line. */

@@ -145,6 +145,12 @@ export function chunkRecord(runId: string, stream: string, index: number, bytes:
     : { kind: 'chunk', runId, stream, index, bytes: bytes.byteLength, hex: hex(bytes) };
 }
 
+/** A chunk as display lines: its text (split on newlines), or hex. */
+export function chunkLines(c: ChunkRecord): string[] {
+  if (c.text !== undefined) return c.text.replace(/\n$/, '').split('\n');
+  return [`0x${c.hex}`];
+}
+
 export interface FollowOptions {
   /** false: one snapshot round, then stop. */
   follow: boolean;

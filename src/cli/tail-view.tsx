@@ -5,8 +5,8 @@
  */
 import { Box, Text } from 'ink';
 import type { ReactNode } from 'react';
-import { formatClock, formatDuration, formatTime, truncate } from './format.js';
-import type { ChunkRecord, EventRecord, RunRecord, StepRecord, TailRecord } from './tail-records.js';
+import { formatClock, formatDuration, formatTime, shortName, truncate } from './format.js';
+import { type ChunkRecord, chunkLines, type EventRecord, type RunRecord, type StepRecord, type TailRecord } from './tail-records.js';
 
 export interface StreamState {
   name: string;
@@ -128,7 +128,7 @@ export function EventLog({ events, max, width, color }: { events: EventRecord[];
       {shown.map((e) => (
         <Text key={e.slot} wrap="truncate">
           {String(e.slot).padStart(COL.slot)} <Text color={color ? eventColor(e.eventType) : undefined}>{cell(e.eventType, COL.type)}</Text>{' '}
-          {cell(e.correlationId ?? '-', COL.corr)} {cell(e.stepName ?? '-', COL.step)} {cell(formatClock(e.createdAt), COL.time)}{' '}
+          {cell(e.correlationId ?? '-', COL.corr)} {cell(e.stepName ? shortName(e.stepName) : '-', COL.step)} {cell(formatClock(e.createdAt), COL.time)}{' '}
           {truncate(e.preview, previewWidth)}
         </Text>
       ))}
@@ -153,7 +153,7 @@ function cell(s: string, n: number): string {
 export function StepsTable({ steps, max, color }: { steps: StepRecord[]; max: number } & Style) {
   if (steps.length === 0) return null;
   const shown = steps.length > max ? steps.slice(steps.length - max) : steps;
-  const w = { name: Math.min(28, Math.max(4, ...shown.map((s) => s.stepName.length))), id: 28, status: 10 };
+  const w = { name: Math.min(28, Math.max(4, ...shown.map((s) => shortName(s.stepName).length))), id: 28, status: 10 };
   return (
     <Box flexDirection="column">
       <Text bold>
@@ -162,19 +162,13 @@ export function StepsTable({ steps, max, color }: { steps: StepRecord[]; max: nu
       {steps.length > shown.length ? <Label color={color}>… {steps.length - shown.length} earlier steps</Label> : null}
       {shown.map((s) => (
         <Text key={s.stepId} wrap="truncate">
-          {cell(s.stepName, w.name)} {cell(s.stepId, w.id)} <Text color={color ? STATUS_COLOR[s.status] : undefined}>{s.status.padEnd(w.status)}</Text>{' '}
+          {cell(shortName(s.stepName), w.name)} {cell(s.stepId, w.id)} <Text color={color ? STATUS_COLOR[s.status] : undefined}>{s.status.padEnd(w.status)}</Text>{' '}
           {String(s.attempt).padEnd(7)} {formatDuration(s.durationMs)}
           {s.error ? ` ${truncate(s.error, 60)}` : ''}
         </Text>
       ))}
     </Box>
   );
-}
-
-/** A chunk as display lines: its text (split on newlines), or hex. */
-export function chunkLines(c: ChunkRecord): string[] {
-  if (c.text !== undefined) return c.text.replace(/\n$/, '').split('\n');
-  return [`0x${c.hex}`];
 }
 
 export function Streams({ streams, maxLines, color }: { streams: StreamState[]; maxLines: number } & Style) {

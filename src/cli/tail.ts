@@ -9,12 +9,9 @@
  * or was cancelled, or the run id is unknown; 2 usage or configuration error; 130 interrupted.
  */
 import { Command } from 'commander';
-import { render } from 'ink';
-import { createElement } from 'react';
 import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './output.js';
-import { followRun, type RunRecord, type TailRecord } from './tail-records.js';
-import { chunkLines, emptyTailState, reduceTail, type TailState, TailView } from './tail-view.js';
+import { chunkLines, followRun, type RunRecord, type TailRecord } from './tail-records.js';
 import { getRunOrFail, withWorld } from './world.js';
 
 export const EXIT_INTERRUPTED = 130;
@@ -76,12 +73,16 @@ export function plainSink(out: NodeJS.WritableStream = process.stdout): TailSink
   };
 }
 
-/** The live ink view; `follow: false` renders everything once (no height limit). */
-export function inkSink(runId: string, follow: boolean, stdout: NodeJS.WriteStream = process.stdout): TailSink {
-  let state: TailState = emptyTailState();
+/**
+ * The live ink view; `follow: false` renders everything once (no height limit). ink and React are
+ * loaded only here, so the other commands (and piped tails) do not pay for them at startup.
+ */
+export async function inkSink(runId: string, follow: boolean, stdout: NodeJS.WriteStream = process.stdout): Promise<TailSink> {
+  const [{ render }, { createElement }, view] = await Promise.all([import('ink'), import('react'), import('./tail-view.js')]);
+  let state = view.emptyTailState();
   const color = colorEnabled(stdout);
-  const view = () =>
-    createElement(TailView, {
+  const tree = () =>
+    createElement(view.TailView, {
       runId,
       state,
       now: Date.now(),
@@ -89,23 +90,23 @@ export function inkSink(runId: string, follow: boolean, stdout: NodeJS.WriteStre
       rows: follow ? stdout.rows || 40 : Number.POSITIVE_INFINITY,
       color,
     });
-  const instance = render(view(), { stdout, exitOnCtrlC: false, patchConsole: false });
+  const instance = render(tree(), { stdout, exitOnCtrlC: false, patchConsole: false });
   // Keeps a running run's duration ticking between records.
-  const tick = setInterval(() => instance.rerender(view()), 1000);
+  const tick = setInterval(() => instance.rerender(tree()), 1000);
   tick.unref();
   return {
     write(rec) {
-      state = reduceTail(state, rec);
-      instance.rerender(view());
+      state = view.reduceTail(state, rec);
+      instance.rerender(tree());
     },
     notice(m) {
       state = { ...state, notice: m };
-      instance.rerender(view());
+      instance.rerender(tree());
     },
     async end() {
       clearInterval(tick);
       state = { ...state, finished: true };
-      instance.rerender(view());
+      instance.rerender(tree());
       instance.unmount();
       await instance.waitUntilExit();
     },
@@ -127,7 +128,7 @@ export async function runTail(runId: string, opts: TailOptions): Promise<void> {
       pipeClosed = true;
       ac.abort();
     });
-    const sink = opts.json ? ndjsonSink() : process.stdout.isTTY ? inkSink(runId, opts.follow) : plainSink();
+    const sink = opts.json ? ndjsonSink() : process.stdout.isTTY ? await inkSink(runId, opts.follow) : plainSink();
     let last: RunRecord | undefined;
     try {
       for await (const rec of followRun(w.world, runId, {

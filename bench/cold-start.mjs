@@ -1,0 +1,120 @@
+// Table 5: cold start. A fresh Node process imports a World and calls createWorld() (what a
+// Lambda cold start pays before its first delivery), 10 times; and the size of the import graph.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { median, pct } from './lib/format.mjs';
+
+const HOOKS = pathToFileURL(fileURLToPath(new URL('./lib/graph-hooks.mjs', import.meta.url))).href;
+
+function runNode(code, { env, cwd }) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(process.execPath, ['--no-warnings', '--input-type=module', '-e', code], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const wall = performance.now() - t0;
+      if (code !== 0) return reject(new Error(`cold-start child exited ${code}: ${err.slice(-2000)}`));
+      resolve({ wall, result: JSON.parse(out.trim().split('\n').pop()) });
+    });
+  });
+}
+
+/** The timed child: import + createWorld(), timed inside the process. */
+const timedCode = (url, factory) => `
+const boot = performance.now();
+const t = performance.now();
+const m = await import(${JSON.stringify(url)});
+const world = m.${factory}();
+const ms = performance.now() - t;
+console.log(JSON.stringify({ ms, boot }));
+process.exit(0);
+`;
+
+/** The graph child: same, with a loader hook recording ESM files and require.cache for CJS files. */
+const graphCode = (url, factory, out) => `
+import { register, createRequire } from 'node:module';
+register(${JSON.stringify(HOOKS)}, { data: { out: ${JSON.stringify(out)} } });
+const m = await import(${JSON.stringify(url)});
+m.${factory}();
+const cjs = Object.keys(createRequire(import.meta.url).cache);
+console.log(JSON.stringify({ cjs }));
+process.exit(0);
+`;
+
+function packageOf(file) {
+  const i = file.lastIndexOf('node_modules/');
+  if (i < 0) return '(this package)';
+  const rest = file.slice(i + 'node_modules/'.length).split('/');
+  return rest[0].startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0];
+}
+
+async function graph(url, factory, opts) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'eve-bench-graph-'));
+  const out = path.join(dir, 'esm.txt');
+  try {
+    const { result } = await runNode(graphCode(url, factory, out), opts);
+    let esm = [];
+    try {
+      esm = readFileSync(out, 'utf8').split('\n').filter(Boolean).map((u) => fileURLToPath(u));
+    } catch {}
+    const files = new Set([...esm, ...result.cjs.filter((f) => path.isAbsolute(f))]);
+    const byPackage = {};
+    let bytes = 0;
+    for (const f of files) {
+      let size = 0;
+      try {
+        size = statSync(f).size;
+      } catch {}
+      bytes += size;
+      const p = packageOf(f);
+      byPackage[p] ??= { files: 0, bytes: 0 };
+      byPackage[p].files++;
+      byPackage[p].bytes += size;
+    }
+    const top = Object.entries(byPackage).sort((a, b) => b[1].bytes - a[1].bytes);
+    return { files: files.size, esmFiles: esm.length, cjsFiles: files.size - esm.length, bytes, packages: top.length, topPackages: top.slice(0, 8).map(([name, v]) => ({ name, ...v })) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * @param targets [{ name, url, factory, env }]: what to import (a file: URL or a package name
+ *   resolvable from `cwd`) and the factory to call with no arguments.
+ */
+export async function benchColdStart({ targets, runs = 10, log }) {
+  const results = [];
+  for (const t of targets) {
+    const cwd = mkdtempSync(path.join(tmpdir(), 'eve-bench-cold-'));
+    try {
+      const opts = { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...t.env }, cwd: t.cwd ?? cwd };
+      await runNode(timedCode(t.url, t.factory), opts); // warm the OS file cache once, untimed
+      const samples = [];
+      for (let i = 0; i < runs; i++) samples.push(await runNode(timedCode(t.url, t.factory), opts));
+      const importMs = samples.map((s) => s.result.ms);
+      const processMs = samples.map((s) => s.wall);
+      const g = await graph(t.url, t.factory, opts);
+      results.push({
+        name: t.name,
+        runs,
+        importAndCreateMs: importMs,
+        importAndCreateMsMedian: median(importMs),
+        importAndCreateMsP90: pct(importMs, 90),
+        processWallMs: processMs,
+        processWallMsMedian: median(processMs),
+        graph: g,
+      });
+      log(`  cold start ${t.name}: median ${median(importMs).toFixed(0)} ms, ${g.files} files`);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  }
+  return results;
+}

@@ -1,0 +1,386 @@
+// `npm run bench`: the benchmark suite (issue 8). Builds what it needs, starts one embedded
+// emulator stack (DynamoDB Local + fauxqs), runs real workflows on eve-world-aws and on
+// @workflow/world-local, measures cold start, runs the streams bench (bench/streams), prints five
+// tables and writes bench/results/<timestamp>.json and bench/results/latest.json.
+// Benchmarks print; they never assert. Method: bench/README.md.
+import './lib/polyfills.mjs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { benchColdStart } from './cold-start.mjs';
+import { fmt, table } from './lib/format.mjs';
+import { CALL_LATENCY_MS, dollars, PRICES } from './lib/model.mjs';
+import { benchStreams, pick } from './streams.mjs';
+import { benchLocal, benchOurs, SCENARIOS } from './workflows.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DIST = path.join(ROOT, 'dist');
+const WELL_KNOWN = path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1');
+const RESULTS = path.join(ROOT, 'bench/results');
+const log = (...a) => console.error(...a);
+const only = new Set((process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'workflows,cold,streams').split(','));
+
+function build() {
+  log('Building dist/ (npm run build)...');
+  const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  if (r.status !== 0) {
+    const why = `${r.stdout}\n${r.stderr}`.trim().split('\n').slice(-15).join('\n');
+    if (!existsSync(path.join(DIST, 'index.js'))) throw new Error(`npm run build failed and there is no dist/:\n${why}`);
+    log(`WARNING: npm run build failed; benchmarking the existing dist/ instead.\n${why}`);
+    return { ok: false, error: why };
+  }
+  return { ok: true };
+}
+
+function gitInfo() {
+  const git = (...args) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' }).stdout?.trim();
+  return { commit: git('rev-parse', 'HEAD') || undefined, dirty: (git('status', '--porcelain') ?? '').length > 0 };
+}
+
+const n0 = (n) => fmt(n, 0);
+const n1 = (n) => fmt(n, 1);
+const n2 = (n) => fmt(n, 2);
+const usd = (n) => (Number.isNaN(n) || n === undefined ? '—' : `$${n.toFixed(n < 1 ? 3 : 2)}`);
+
+// ------------------------------------------------------------------ table 1
+
+const CMD_ORDER = [
+  'TransactWriteItems',
+  'GetItem',
+  'Query',
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'BatchWriteItem',
+  'TransactGetItems',
+  'SendMessage',
+  'SendMessageBatch',
+  'ReceiveMessage (with messages)',
+  'DeleteMessage',
+  'DeleteMessageBatch',
+  'ChangeMessageVisibility',
+  'ChangeMessageVisibilityBatch',
+  'PutObject',
+  'GetObject',
+  'CreateSchedule',
+];
+const SHORT = {
+  TransactWriteItems: 'TxWrite',
+  GetItem: 'Get',
+  Query: 'Query',
+  PutItem: 'Put',
+  UpdateItem: 'Update',
+  DeleteItem: 'Delete',
+  BatchWriteItem: 'BatchW',
+  TransactGetItems: 'TxGet',
+  SendMessage: 'Send',
+  SendMessageBatch: 'SendB',
+  'ReceiveMessage (with messages)': 'Recv',
+  DeleteMessage: 'DelMsg',
+  DeleteMessageBatch: 'DelMsgB',
+  ChangeMessageVisibility: 'ChgVis',
+  ChangeMessageVisibilityBatch: 'ChgVisB',
+  PutObject: 'S3 Put',
+  GetObject: 'S3 Get',
+  CreateSchedule: 'Sched',
+};
+
+const total = (counts) => Object.values(counts).reduce((a, b) => a + b, 0);
+const writesPerRun = (world) => Object.entries(world).filter(([k]) => k.startsWith('events.create:')).reduce((a, [, v]) => a + v, 0);
+
+/** seq10 - seq1, per added step: the cost of one more sequential step. */
+function marginal(s10, s1, f) {
+  return (f(s10) - f(s1)) / 9;
+}
+
+function table1(ours, local) {
+  const sc = ours.scenarios;
+  const cmds = CMD_ORDER.filter((c) => Object.values(sc).some((s) => s.counts[c]));
+  const extra = [...new Set(Object.values(sc).flatMap((s) => Object.keys(s.counts)))].filter((c) => !cmds.includes(c));
+  const all = [...cmds, ...extra];
+  const cell = (s, c) => {
+    const v = s.counts[c];
+    if (!v) return '·';
+    const f = s.failed[c];
+    return f ? `${n1(v)} (${n1(f)}✗)` : n1(v);
+  };
+  const rows = SCENARIOS.map((d) => {
+    const s = sc[d.id];
+    const units = d.steps || d.hooks;
+    return [d.label, ...all.map((c) => cell(s, c)), n1(total(s.counts)), units ? n1(total(s.counts) / units) : '—'];
+  });
+  const m = (f) => marginal(sc.seq10, sc.seq1, f);
+  rows.push([
+    '→ one more sequential step (seq10 − seq1) / 9',
+    ...all.map((c) => {
+      const v = m((s) => s.counts[c] ?? 0);
+      return Math.abs(v) < 0.05 ? '·' : n1(v);
+    }),
+    n1(m((s) => total(s.counts))),
+    n1(m((s) => total(s.counts))),
+  ]);
+  const a = table(
+    'Table 1a. AWS calls per run, by command (eve-world-aws; mean of the measured runs)',
+    ['workflow', ...all.map((c) => SHORT[c] ?? c), 'total', 'per step¹'],
+    rows,
+    [
+      '(n✗) = of which failed (TransactionCanceled / ConditionalCheckFailed: retried by the World, billed by AWS).',
+      'Recv = ReceiveMessage calls that returned messages; empty long polls are per idle consumer-second (Table 2).',
+      '¹ per step body; for the hook workflow, per hook payload.',
+    ],
+  );
+
+  // 1b: versus the floor for a sequential inline step.
+  const lsc = local.scenarios;
+  const mw = (x) => marginal(x.seq10, x.seq1, (s) => writesPerRun(s.world));
+  const ml = (x) => marginal(x.seq10, x.seq1, (s) => s.world['events.list'] ?? 0);
+  const reads = (s) => (s.counts.GetItem ?? 0) + (s.counts.Query ?? 0) + (s.counts.TransactGetItems ?? 0);
+  const b = table(
+    'Table 1b. One more sequential inline step, against the floor',
+    ['per added step', 'floor', 'eve-world-aws', `world-local ${local.version}`],
+    [
+      ['World writes (events.create)', '2', n1(mw(sc)), n1(mw(lsc))],
+      ['events.list calls', '0', n1(ml(sc)), n1(ml(lsc))],
+      ['AWS calls', '2', n1(m((s) => total(s.counts))), 'n/a'],
+      ['  of which DynamoDB writes (TxWrite)', '2', n1(m((s) => s.counts.TransactWriteItems ?? 0)), 'n/a'],
+      ['  of which DynamoDB reads (Get/Query)', '0', n1(m(reads)), 'n/a'],
+      ['Write request units', '—', n1(m((s) => s.wru)), 'n/a'],
+      ['Read request units', '0', n1(m((s) => s.rru)), 'n/a'],
+      ['Per-run overhead (seq1 minus one step): AWS calls', '—', n1(total(sc.seq1.counts) - m((s) => total(s.counts))), 'n/a'],
+      ['Per-run overhead: events.list', '0', n1((sc.seq1.world['events.list'] ?? 0) - ml(sc)), n1((lsc.seq1.world['events.list'] ?? 0) - ml(lsc))],
+    ],
+    [
+      'Floor: a lazy step_started and a step_completed (two single-transaction writes), no events.list (the inline delta fast path).',
+    ],
+  );
+  return `${a}\n${b}`;
+}
+
+// ------------------------------------------------------------------ table 2
+
+function costOf(s) {
+  return dollars({ wru: s.wru + s.failedWru, rru: s.rru, sqsRequests: s.sqsRequests, s3: s.s3 });
+}
+
+function table2(ours) {
+  const sc = ours.scenarios;
+  const rows = SCENARIOS.map((d) => {
+    const s = sc[d.id];
+    const c = costOf(s);
+    const st = s.stored;
+    const s3req = total(s.s3);
+    return [
+      d.label,
+      n1(s.wru),
+      n1(s.gsiWru),
+      s.failedWru ? n1(s.failedWru) : '0',
+      n1(s.rru),
+      n1(s.sqsRequests),
+      n0(s3req),
+      `${n1(st.itemBytesPerRun / 1024)} / ${n1(st.billedBytesPerRun / 1024)}`,
+      n1(st.s3BytesPerRun / 1024),
+      usd(c.total * 1e6),
+      d.steps ? usd((c.total * 1e6) / d.steps) : '—',
+    ];
+  });
+  const m = (f) => marginal(sc.seq10, sc.seq1, f);
+  const mc = m((s) => costOf(s).total);
+  rows.push([
+    '→ one more sequential step',
+    n1(m((s) => s.wru)),
+    n1(m((s) => s.gsiWru)),
+    n1(m((s) => s.failedWru)),
+    n1(m((s) => s.rru)),
+    n1(m((s) => s.sqsRequests)),
+    '0',
+    `${n1(m((s) => s.stored.itemBytesPerRun) / 1024)} / ${n1(m((s) => s.stored.billedBytesPerRun) / 1024)}`,
+    '0.0',
+    '—',
+    usd(mc * 1e6),
+  ]);
+  const idle = ours.idle;
+  const idleMonth = (30 * 24 * 3600) / (idle.waitTimeSeconds ?? 20);
+  return table(
+    'Table 2. Consumed capacity and cost per run (eve-world-aws)',
+    ['workflow', 'WRU', 'of which GSI', 'failed WRU²', 'RRU³', 'SQS req', 'S3 req', 'KB stored⁴', 'S3 KB', '$ / M runs', '$ / M steps'],
+    rows,
+    [
+      `Prices (${PRICES.region}, ${PRICES.asOf}): DynamoDB on-demand $${(PRICES.dynamodbWriteRequestUnit * 1e6).toFixed(3)} per million write request units, $${(PRICES.dynamodbReadRequestUnit * 1e6).toFixed(3)} per million read request units; SQS standard $${(PRICES.sqsRequest * 1e6).toFixed(2)} per million requests (64 KB chunks); S3 $${(PRICES.s3Put * 1e3).toFixed(3)} per 1,000 PUT, $${(PRICES.s3Get * 1e3).toFixed(4)} per 1,000 GET. Free tiers not applied; storage not included in $.`,
+      'WRU/RRU: ConsumedCapacity (ReturnConsumedCapacity=INDEXES) as returned by DynamoDB Local for every successful call; GSI = the part spent on index copies.',
+      '² failed writes: DynamoDB Local returns no capacity for them; estimated from the request (item size, x2 transactional, one copy per GSI key) as an upper bound, included in $.',
+      '³ DynamoDB Local reports 0 for a Query that matches nothing; AWS bills the minimum (0.5 eventual / 1 strong), which is added here.',
+      `⁴ item bytes left in the table by one run (DynamoDB size rules, approximate) / billed storage incl. 100 B per item and one copy per GSI the item is projected into. At $${PRICES.dynamodbStorageGbMonth}/GB-month, the seq10 run costs $${((sc.seq10.stored.billedBytesPerRun / 1024 ** 3) * PRICES.dynamodbStorageGbMonth * 1e6).toFixed(2)} per million runs per month kept.`,
+      `SQS req = sends + deletes + visibility changes + receives that returned messages. Idle consumer: one long poll per ${idle.waitTimeSeconds ?? 20} s (measured ${idle.receivesInWindow} receive(s) in a ${idle.windowSeconds} s idle window = ${n2(idle.perIdleConsumerSecond)}/s) ≈ ${Math.round(idleMonth).toLocaleString('en-US')} requests = ${usd(idleMonth * PRICES.sqsRequest)} per consumer-month, independent of runs.`,
+    ],
+  );
+}
+
+// ------------------------------------------------------------------ table 3
+
+function table3(ours, local) {
+  const sc = ours.scenarios;
+  const lsc = local.scenarios;
+  const rows = SCENARIOS.map((d) => {
+    const s = sc[d.id];
+    const l = lsc[d.id];
+    const units = d.steps || d.hooks;
+    return [
+      d.label,
+      n0(s.wallMsMedian),
+      n0(l.wallMsMedian),
+      n2(s.wallMsMedian / l.wallMsMedian),
+      units ? n1(s.wallMsMedian / units) : '—',
+      units ? n1(l.wallMsMedian / units) : '—',
+      n1(s.pathCalls),
+      n0(s.pathMs),
+      units ? n1(s.pathMs / units) : '—',
+    ];
+  });
+  const m = (x, f) => marginal(x.seq10, x.seq1, f);
+  const ms = m(sc, (s) => s.wallMsMedian);
+  const ml = m(lsc, (s) => s.wallMsMedian);
+  rows.push([
+    '→ one more sequential step',
+    n1(ms),
+    n1(ml),
+    n2(ms / ml),
+    n1(ms),
+    n1(ml),
+    n1(m(sc, (s) => s.pathCalls)),
+    n1(m(sc, (s) => s.pathMs)),
+    n1(m(sc, (s) => s.pathMs)),
+  ]);
+  const lat = Object.entries(CALL_LATENCY_MS)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+  return table(
+    `Table 3. Wall time, eve-world-aws (emulators) vs @workflow/world-local ${local.version}, and modelled AWS latency`,
+    ['workflow', 'ours ms/run', 'local ms/run', 'ours/local', 'ours ms/step¹', 'local ms/step¹', 'critical-path calls', 'modelled AWS ms/run', 'modelled ms/step¹'],
+    rows,
+    [
+      'Wall time: median over the measured runs, from start() to the terminal event being written, same process, same compiled workflows, one run at a time. The sleep row includes the 1 s sleep.',
+      'Emulator latency is not AWS latency (DynamoDB Local is a JVM on this machine; world-local writes files). Modelled AWS latency = the longest chain of calls that did not overlap in time (weighted interval scheduling over the recorded calls of the run) × the assumed in-region latency per call, excluding any sleep.',
+      `Assumed latency per call (ms): ${lat} (delivery = SendMessage returned → the long poll returns it).`,
+      '¹ per step body; for the hook workflow, per hook payload.',
+    ],
+  );
+}
+
+// ------------------------------------------------------------------ table 4
+
+function table4(streams) {
+  if (!streams) return '\nTable 4. Streams: not run.';
+  const lat = pick(streams.tables, 'latency');
+  const idle = pick(streams.tables, 'idle');
+  const thr = pick(streams.tables, 'throughput');
+  const rows = [];
+  for (const r of lat?.rows ?? []) {
+    if (r[0].startsWith('warm')) continue;
+    rows.push([`write→read, ${r[0]}, ${r[1]}`, `p50 ${r[3]} ms`, `p99 ${r[4]} ms`, `${r[6]} read req/s`]);
+  }
+  for (const r of idle?.rows ?? []) rows.push([`idle stream, one live reader: ${r[0]}`, `${r[3]} read req/s`, `${r[2]} requests in ${r[1]} s`, '']);
+  for (const r of thr?.rows ?? []) rows.push([`write throughput: ${r[0]} (${r[1]} writer(s), ${r[2]} chunks/call, ${r[3]} B)`, `${r[6]} chunks/s`, `${r[7]} DDB requests`, `${r[4]} chunks`]);
+  return table('Table 4. Streams (from bench/streams, run as `npm run bench:streams`)', ['measure', 'value', '', ''], rows, [
+    'In process: the reader shares the writer World\'s process (in-process signal). Other process: a reader in a child process, polling only. The streams bench starts its own emulator stack.',
+  ]);
+}
+
+// ------------------------------------------------------------------ table 5
+
+function table5(cold) {
+  if (!cold) return '\nTable 5. Cold start: not run.';
+  const rows = cold.map((c) => [
+    c.name,
+    n0(c.importAndCreateMsMedian),
+    n0(c.importAndCreateMsP90),
+    n0(c.processWallMsMedian),
+    c.graph.files,
+    n2(c.graph.bytes / 1024 / 1024),
+    c.graph.packages,
+    c.graph.topPackages
+      .slice(0, 3)
+      .map((p) => `${p.name} ${n0(p.bytes / 1024)} KB`)
+      .join(', '),
+  ]);
+  return table(
+    `Table 5. Cold start: fresh Node ${process.version} process, import + createWorld() (${cold[0]?.runs} runs each)`,
+    ['World', 'median ms', 'p90 ms', 'process wall ms', 'files loaded', 'MB loaded', 'packages', 'largest packages'],
+    rows,
+    [
+      'ms = performance.now() around `await import(world)` + `createWorld()` inside the child; process wall = spawn to exit (adds Node start-up). One untimed run first warms the OS file cache.',
+      'Import graph: a separate run with a module.register() load hook recording every ESM file plus require.cache for the CommonJS files (the AWS SDK is CommonJS); bytes = on-disk size of those files.',
+    ],
+  );
+}
+
+// ------------------------------------------------------------------ main
+
+async function main() {
+  const started = new Date();
+  const t0 = performance.now();
+  const buildInfo = build();
+  log('Building the e2e workflow bundle (test/e2e/build.mjs; skipped when fresh)...');
+  const { buildE2eApp } = await import(pathToFileURL(path.join(ROOT, 'test/e2e/build.mjs')).href);
+  await buildE2eApp();
+  const { startStack } = await import(pathToFileURL(path.join(DIST, 'emulator/stack.js')).href);
+
+  const results = {
+    startedAt: started.toISOString(),
+    machine: { node: process.version, platform: `${os.platform()} ${os.arch()}`, cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGb: Math.round(os.totalmem() / 1024 ** 3), loadAvgAtStart: os.loadavg() },
+    git: gitInfo(),
+    build: buildInfo,
+    prices: PRICES,
+    callLatencyMs: CALL_LATENCY_MS,
+  };
+
+  log('Starting the embedded emulator stack (DynamoDB Local + fauxqs)...');
+  const stack = await startStack({ dynamodbPort: 0, awsPort: 0, startTimeoutSeconds: 90 });
+  try {
+    if (only.has('workflows')) {
+      log('Workflows on eve-world-aws...');
+      results.ours = await benchOurs({ stackEnv: stack.env, wellKnown: WELL_KNOWN, dist: pathToFileURL(DIST).href, log });
+      log('Workflows on @workflow/world-local...');
+      results.local = await benchLocal({ wellKnown: WELL_KNOWN, log });
+    }
+    if (only.has('cold')) {
+      log('Cold start...');
+      const env = { ...stack.env, EVE_WORLD_AWS_PREFIX: 'bench-cold' };
+      results.coldStart = await benchColdStart({
+        log,
+        targets: [
+          { name: 'eve-world-aws (dist/index.js)', url: pathToFileURL(path.join(DIST, 'index.js')).href, factory: 'createWorld', env },
+          { name: `@workflow/world-local`, url: import.meta.resolve('@workflow/world-local'), factory: 'createWorld', env: {} },
+        ],
+      });
+    }
+  } finally {
+    await stack.stop();
+  }
+  if (only.has('streams')) {
+    log('Streams (npm run bench:streams)...');
+    results.streams = await benchStreams({ log });
+  }
+  results.seconds = (performance.now() - t0) / 1000;
+  results.machine.loadAvgAtEnd = os.loadavg();
+
+  const out = [];
+  if (results.ours) out.push(table1(results.ours, results.local), table2(results.ours), table3(results.ours, results.local));
+  out.push(table4(results.streams), table5(results.coldStart));
+  console.log(out.join('\n'));
+  const la = (l) => l.map((x) => x.toFixed(1)).join(' ');
+  console.log(
+    `\nTotal ${results.seconds.toFixed(0)} s. Node ${process.version}, ${results.machine.cpus} × ${results.machine.cpuModel}; load average ${la(results.machine.loadAvgAtStart)} at start, ${la(results.machine.loadAvgAtEnd)} at end (timings are sensitive to other work on the machine).`,
+  );
+
+  mkdirSync(RESULTS, { recursive: true });
+  const stamp = started.toISOString().replace(/[:.]/g, '-');
+  const json = `${JSON.stringify(results, null, 2)}\n`;
+  const file = path.join(RESULTS, `${stamp}.json`);
+  writeFileSync(file, json);
+  writeFileSync(path.join(RESULTS, 'latest.json'), json);
+  console.log(`Results: ${path.relative(ROOT, file)} (and bench/results/latest.json)`);
+}
+
+await main();
