@@ -5,7 +5,7 @@
 // Benchmarks print; they never assert. Method: bench/README.md.
 import './lib/polyfills.mjs';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -155,7 +155,20 @@ function table1(ours, local) {
       'Floor: a lazy step_started and a step_completed (two single-transaction writes), no events.list (the inline delta fast path).',
     ],
   );
-  return `${a}\n${b}`;
+  // 1c: World calls per run, both Worlds (the runtime's side of the contract).
+  const kinds = [
+    ['events.create', (w) => writesPerRun(w)],
+    ['events.list', (w) => w['events.list'] ?? 0],
+    ['other reads', (w) => Object.entries(w).filter(([k]) => !k.startsWith('events.create') && k !== 'events.list' && k !== 'queue').reduce((x, [, v]) => x + v, 0)],
+    ['queue()', (w) => w.queue ?? 0],
+  ];
+  const c = table(
+    'Table 1c. World calls per run (what @workflow/core asked of the World): eve-world-aws / world-local',
+    ['workflow', ...kinds.map(([k]) => k)],
+    SCENARIOS.map((d) => [d.label, ...kinds.map(([, f]) => `${n1(f(sc[d.id].world))} / ${n1(f(lsc[d.id].world))}`)]),
+    ['Equal columns mean the runtime drove both Worlds the same way; the AWS calls above are what eve-world-aws spends per World call.'],
+  );
+  return `${a}\n${b}\n${c}`;
 }
 
 // ------------------------------------------------------------------ table 2
@@ -272,19 +285,13 @@ function table3(ours, local) {
 
 function table4(streams) {
   if (!streams) return '\nTable 4. Streams: not run.';
-  const lat = pick(streams.tables, 'latency');
-  const idle = pick(streams.tables, 'idle');
-  const thr = pick(streams.tables, 'throughput');
-  const rows = [];
-  for (const r of lat?.rows ?? []) {
-    if (r[0].startsWith('warm')) continue;
-    rows.push([`write→read, ${r[0]}, ${r[1]}`, `p50 ${r[3]} ms`, `p99 ${r[4]} ms`, `${r[6]} read req/s`]);
-  }
-  for (const r of idle?.rows ?? []) rows.push([`idle stream, one live reader: ${r[0]}`, `${r[3]} read req/s`, `${r[2]} requests in ${r[1]} s`, '']);
-  for (const r of thr?.rows ?? []) rows.push([`write throughput: ${r[0]} (${r[1]} writer(s), ${r[2]} chunks/call, ${r[3]} B)`, `${r[6]} chunks/s`, `${r[7]} DDB requests`, `${r[4]} chunks`]);
-  return table('Table 4. Streams (from bench/streams, run as `npm run bench:streams`)', ['measure', 'value', '', ''], rows, [
-    'In process: the reader shares the writer World\'s process (in-process signal). Other process: a reader in a child process, polling only. The streams bench starts its own emulator stack.',
-  ]);
+  const parts = streams.tables.map((t, i) =>
+    table(`Table 4${'abc'[i] ?? i}. ${t.title}`, t.head, t.rows.filter((r) => !r[0].startsWith('warm'))),
+  );
+  parts.push(
+    '\nTable 4 is bench/streams (`npm run bench:streams`, its own emulator stack) run as a child process and re-printed. In-process reader: same process as the writer (in-process signal); other process: a child-process reader that only polls.',
+  );
+  return parts.join('\n');
 }
 
 // ------------------------------------------------------------------ table 5
@@ -317,7 +324,24 @@ function table5(cold) {
 
 // ------------------------------------------------------------------ main
 
+function printTables(results) {
+  const out = [];
+  if (results.ours && results.local) out.push(table1(results.ours, results.local), table2(results.ours), table3(results.ours, results.local));
+  out.push(table4(results.streams), table5(results.coldStart));
+  console.log(out.join('\n'));
+  const la = (l) => (l ?? []).map((x) => x.toFixed(1)).join(' ');
+  console.log(
+    `\nTotal ${results.seconds.toFixed(0)} s. Node ${results.machine.node}, ${results.machine.cpus} × ${results.machine.cpuModel}; load average ${la(results.machine.loadAvgAtStart)} at start, ${la(results.machine.loadAvgAtEnd)} at end (timings are sensitive to other work on the machine).`,
+  );
+}
+
 async function main() {
+  const from = process.argv.find((a) => a.startsWith('--from='))?.slice(7);
+  if (from) {
+    // Re-print the tables of a saved result file (no measuring).
+    printTables(JSON.parse(readFileSync(from, 'utf8')));
+    return;
+  }
   const started = new Date();
   const t0 = performance.now();
   const buildInfo = build();
@@ -365,14 +389,7 @@ async function main() {
   results.seconds = (performance.now() - t0) / 1000;
   results.machine.loadAvgAtEnd = os.loadavg();
 
-  const out = [];
-  if (results.ours) out.push(table1(results.ours, results.local), table2(results.ours), table3(results.ours, results.local));
-  out.push(table4(results.streams), table5(results.coldStart));
-  console.log(out.join('\n'));
-  const la = (l) => l.map((x) => x.toFixed(1)).join(' ');
-  console.log(
-    `\nTotal ${results.seconds.toFixed(0)} s. Node ${process.version}, ${results.machine.cpus} × ${results.machine.cpuModel}; load average ${la(results.machine.loadAvgAtStart)} at start, ${la(results.machine.loadAvgAtEnd)} at end (timings are sensitive to other work on the machine).`,
-  );
+  printTables(results);
 
   mkdirSync(RESULTS, { recursive: true });
   const stamp = started.toISOString().replace(/[:.]/g, '-');

@@ -16,6 +16,7 @@ import { loadConfig } from '../config.js';
 import { buildDemo } from '../demo/build.js';
 import { startStack } from '../emulator/stack.js';
 import { createWorld } from '../index.js';
+import { installPromiseWithResolvers } from '../polyfills.js';
 import { reconcile } from '../resources.js';
 import { CliError, EXIT_FAILURE, palette, printJson } from './output.js';
 
@@ -24,23 +25,8 @@ interface DemoOptions {
   json?: boolean;
 }
 
-function polyfillWithResolvers(): void {
-  // @workflow/core uses Promise.withResolvers (Node >= 22); this CLI supports Node 20.
-  const P = Promise as unknown as { withResolvers?: unknown };
-  if (typeof P.withResolvers === 'function') return;
-  P.withResolvers = <T>() => {
-    let resolve!: (v: T) => void;
-    let reject!: (e: unknown) => void;
-    const promise = new Promise<T>((a, b) => {
-      resolve = a;
-      reject = b;
-    });
-    return { promise, resolve, reject };
-  };
-}
-
 async function runDemo(opts: DemoOptions): Promise<number> {
-  polyfillWithResolvers();
+  installPromiseWithResolvers();
   const c = palette();
   const log = (line: string) => {
     if (!opts.json) process.stdout.write(`${line}\n`);
