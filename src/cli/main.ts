@@ -37,7 +37,7 @@ function configure(cmd: Command): void {
 
 export function buildProgram(): Command {
   const program = new Command('eve-world-aws')
-    .description('Workflow DevKit World on DynamoDB + SQS + S3: set up AWS resources and run a local emulator.')
+    .description('Workflow DevKit World on DynamoDB + SQS + S3: set up and check AWS resources, run a local emulator, follow runs, replay dead letters.')
     .version(version(), '-V, --version')
     .addHelpText(
       'after',
@@ -46,8 +46,10 @@ Configuration comes from the environment (EVE_WORLD_AWS_*, AWS_REGION, AWS_ENDPO
 Exit codes: 0 ok, 1 failure, 2 usage or configuration error.
 
 Quick start (no Docker, needs Java 17):
+  eve-world-aws demo             # everything in one command: emulator, resources, a sample run
   eve-world-aws emulate          # shell 1: local DynamoDB + SQS + S3; prints export lines
-  eve-world-aws init             # shell 2, after pasting them: reports every resource present`,
+  eve-world-aws init             # shell 2, after pasting them: reports every resource present
+  eve-world-aws tail <runId>     # follow a run's events and streams live`,
     );
   for (const make of COMMANDS) program.addCommand(make());
   configure(program);

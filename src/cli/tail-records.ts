@@ -111,8 +111,11 @@ export function stepRecord(step: Step): StepRecord {
   } satisfies StepRecord);
 }
 
-/** Fields shown elsewhere on the line are left out of the preview. */
-const PREVIEW_SKIP = new Set(['stepName', 'workflowName']);
+/**
+ * Left out of the one-line preview (still in `data`): fields shown in their own column, and the
+ * runtime's step-latency telemetry, which would crowd out the payload.
+ */
+const PREVIEW_SKIP = new Set(['stepName', 'workflowName', 'ttfs', 'stso', 'stepCount', 'eventCount', 'rsfs', 'finalSchedulingReplay', 'optimizations']);
 
 export function eventRecord(ev: Event, stepNames: ReadonlyMap<string, string>): EventRecord {
   const data = (ev as { eventData?: unknown }).eventData;

@@ -111,7 +111,8 @@ export function Header({ run, runId, now, color }: { run?: RunRecord; runId: str
   );
 }
 
-const COL = { slot: 5, type: 16, corr: 28, step: 18, time: 13 };
+// Correlation ids from the runtime are `step_`/`wait_`/`hook_` + a 26-character ULID: 31 columns.
+const COL = { slot: 5, type: 16, corr: 31, step: 18, time: 13 };
 
 export function EventLog({ events, max, width, color }: { events: EventRecord[]; max: number; width: number } & Style) {
   const shown = events.length > max ? events.slice(events.length - max) : events;
@@ -153,7 +154,7 @@ function cell(s: string, n: number): string {
 export function StepsTable({ steps, max, color }: { steps: StepRecord[]; max: number } & Style) {
   if (steps.length === 0) return null;
   const shown = steps.length > max ? steps.slice(steps.length - max) : steps;
-  const w = { name: Math.min(28, Math.max(4, ...shown.map((s) => shortName(s.stepName).length))), id: 28, status: 10 };
+  const w = { name: Math.min(28, Math.max(4, ...shown.map((s) => shortName(s.stepName).length))), id: 31, status: 10 };
   return (
     <Box flexDirection="column">
       <Text bold>
@@ -211,9 +212,11 @@ export interface TailViewProps {
   columns?: number;
   rows?: number;
   color?: boolean;
+  /** false for a snapshot: no "following" hint. */
+  follow?: boolean;
 }
 
-export function TailView({ runId, state, now, columns = 120, rows = Number.POSITIVE_INFINITY, color = false }: TailViewProps) {
+export function TailView({ runId, state, now, columns = 120, rows = Number.POSITIVE_INFINITY, color = false, follow = true }: TailViewProps) {
   const steps = [...state.steps.values()];
   const streams = [...state.streams.values()];
   const finite = Number.isFinite(rows);
@@ -239,7 +242,7 @@ export function TailView({ runId, state, now, columns = 120, rows = Number.POSIT
         </Box>
       ) : null}
       {state.notice ? <Text color={color ? 'yellow' : undefined}>note: {state.notice}</Text> : null}
-      {!state.finished ? <Label color={color}>following… (Ctrl-C to stop)</Label> : null}
+      {follow && !state.finished ? <Label color={color}>following… (Ctrl-C to stop)</Label> : null}
     </Box>
   );
 }

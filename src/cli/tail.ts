@@ -89,6 +89,7 @@ export async function inkSink(runId: string, follow: boolean, stdout: NodeJS.Wri
       columns: stdout.columns || 120,
       rows: follow ? stdout.rows || 40 : Number.POSITIVE_INFINITY,
       color,
+      follow,
     });
   const instance = render(tree(), { stdout, exitOnCtrlC: false, patchConsole: false });
   // Keeps a running run's duration ticking between records.

@@ -57,7 +57,37 @@ const NEEDS_CORRELATION = new Set([
   'wait_completed',
 ]);
 
+/**
+ * Runs `fn` after every earlier create for the same run in this process has settled.
+ *
+ * Why: a fan-out runs its steps inline in one process, and their creates would all claim the
+ * same next slot; every loser then pays a cancelled transaction (billed) plus a tail Query and
+ * retries, so attempts grow with the square of the parallelism. Queued behind each other, each
+ * create starts from the slot the previous one committed (the in-process hint) and lands first
+ * time. Creates from other processes still race, which bump-and-report handles.
+ */
+function perRunQueue() {
+  const tails = new Map<string, Promise<unknown>>();
+  return <T>(runId: string, fn: () => Promise<T>): Promise<T> => {
+    const prev = tails.get(runId);
+    const next = prev ? prev.then(fn, fn) : fn();
+    tails.set(runId, next);
+    const clear = () => {
+      if (tails.get(runId) === next) tails.delete(runId);
+    };
+    next.then(clear, clear);
+    return next;
+  };
+}
+
 export function createEvents(ctx: StorageCtx, hints: SlotHints) {
+  const queue = perRunQueue();
+  const createOne = createUnqueued(ctx, hints);
+  return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
+    typeof runId === 'string' && runId !== '' ? queue(runId, () => createOne(runId, data, params)) : createOne(runId, data, params);
+}
+
+function createUnqueued(ctx: StorageCtx, hints: SlotHints) {
   return async function create(runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> {
     if (!data || typeof data !== 'object' || typeof data.eventType !== 'string') {
       throw invalidArgument('eventType', 'event request must have an eventType');

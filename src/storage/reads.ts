@@ -75,7 +75,7 @@ async function keyedPage(
   scan = false,
 ): Promise<{ items: Attrs[]; cursor: string | null; hasMore: boolean }> {
   const items: Attrs[] = [];
-  let start: Attrs | undefined = cursor ? decodeKeyCursor(cursor, keyNames) : undefined;
+  let start: Attrs | undefined = cursor ? decodeKeyCursor(cursor, keyNames) : undefined; // '' = from the start
   do {
     const req = { TableName: ctx.table, ...input, Limit: Math.max(limit + 1 - items.length, 25), ExclusiveStartKey: start };
     const res = scan ? await ctx.ddb.send(new ScanCommand(req as never)) : await ctx.ddb.send(new QueryCommand(req));
@@ -280,7 +280,8 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     assertId('runId', params.runId);
     const p = params.pagination ?? {};
     const asc = p.sortOrder !== 'desc';
-    const after = p.cursor === undefined || p.cursor === null ? undefined : decodeEventCursor(p.cursor);
+    // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
+    const after = p.cursor ? decodeEventCursor(p.cursor) : undefined;
     const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
     const [lo, hi] = asc
       ? [keys.eventSk((after ?? 0) + 1), EVT_END]
@@ -299,7 +300,8 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     assertId('correlationId', params.correlationId);
     const p = params.pagination ?? {};
     const asc = p.sortOrder !== 'desc';
-    const after = p.cursor === undefined || p.cursor === null ? undefined : decodeEventCursor(p.cursor);
+    // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
+    const after = p.cursor ? decodeEventCursor(p.cursor) : undefined;
     const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
     const values: Attrs = { ':p': { S: keys.corrGsi(params.runId, params.correlationId) } };
     let cond = `${ATTR.gsi1pk} = :p`;

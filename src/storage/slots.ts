@@ -18,7 +18,7 @@
 import { QueryCommand, type QueryCommandInput, type TransactWriteItem, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { keys, storageKeys } from '../ddb.js';
-import { type Attrs, valueSize } from './codec.js';
+import { type Attrs, itemSize, valueSize } from './codec.js';
 import { backoff, type Cancellation, cancellationOf, exhausted, failedCondition, invalidArgument, transientCancellation } from './errors.js';
 import { type EventRecord, parseEvent, type StorageCtx } from './items.js';
 
@@ -42,6 +42,8 @@ export function decodeEventCursor(cursor: string, field = 'cursor'): number {
 
 const RECENT_PER_RUN = 64;
 const RECENT_MAX_BYTES = 32_768;
+/** Larger step items (big inline inputs) are not remembered: memory over one saved read. */
+const STEP_ITEM_MAX_BYTES = 65_536;
 
 /**
  * What this process knows about a run's log: the highest slot known to exist, and the most
@@ -52,7 +54,25 @@ const RECENT_MAX_BYTES = 32_768;
  */
 export class SlotHints {
   private readonly m = new Map<string, { tail: number; recent: Map<number, EventRecord> }>();
+  /**
+   * Step items as this process last committed them. A transition that starts from a remembered
+   * item skips its read: the write is conditioned on the item's version, so a stale memory
+   * costs one cancelled transaction (which returns the current item) and never a wrong write.
+   */
+  private readonly stepItems = new Map<string, Attrs>();
   constructor(private readonly maxRuns = 2_000) {}
+
+  rememberStep(runId: string, stepId: string, item: Attrs): void {
+    const k = `${runId}\u0000${stepId}`;
+    this.stepItems.delete(k);
+    if (itemSize(item) > STEP_ITEM_MAX_BYTES) return;
+    this.stepItems.set(k, item);
+    if (this.stepItems.size > this.maxRuns * 4) this.stepItems.delete(this.stepItems.keys().next().value as string);
+  }
+
+  knownStep(runId: string, stepId: string): Attrs | undefined {
+    return this.stepItems.get(`${runId}\u0000${stepId}`);
+  }
 
   get(runId: string): number | undefined {
     return this.m.get(runId)?.tail;

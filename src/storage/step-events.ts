@@ -84,6 +84,7 @@ export async function stepCreated(env: Env, runId: string, data: Data): Promise<
       throw new EntityConflictError(`Step "${stepId}" already created`);
     },
   });
+  env.hints.rememberStep(runId, stepId, stepItem(rec));
   return { own: [{ ...ev, slot: done.slot }], pos, step: await toStep(ctx, { ...rec, input: ed.input }, env.rd) };
 }
 
@@ -134,6 +135,7 @@ export async function stepStartedLazy(env: Env, runId: string, data: Data): Prom
       throw runGuardError(runId, oldItem(c, 1), terminalRunConflict);
     },
   });
+  env.hints.rememberStep(runId, stepId, stepItem(rec));
   return {
     own: [
       { ...created, slot: done.slot },
@@ -161,7 +163,11 @@ type Decide = (s: StepRecord, raw: Attrs) => Transition | Promise<Transition>;
 async function transition(env: Env, runId: string, data: Data, decide: Decide, plain: (next: StepRecord) => StepRecord): Promise<Outcome> {
   const { ctx } = env;
   const stepId: string = data.correlationId;
-  const [item, pos] = await Promise.all([getItem(ctx, keys.step(runId, stepId)), knownPosition(env, runId, startPosition(env.params))]);
+  const known = env.hints.knownStep(runId, stepId);
+  const [item, pos] = await Promise.all([
+    known ?? getItem(ctx, keys.step(runId, stepId)),
+    knownPosition(env, runId, startPosition(env.params)),
+  ]);
   if (!item) throw notFound(`Step "${stepId}" not found`);
   let cur = parseStep(item);
   let t = await decide(cur, item);
@@ -194,6 +200,7 @@ async function transition(env: Env, runId: string, data: Data, decide: Decide, p
       return 'retry' as const;
     },
   });
+  env.hints.rememberStep(runId, stepId, stepItem(t.next));
   return { own: [{ ...ev, slot: done.slot, eventData: data.eventData }], pos, step: await toStep(ctx, plain(t.next), env.rd) };
 }
 

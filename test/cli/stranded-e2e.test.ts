@@ -113,7 +113,6 @@ describe.skipIf(!built)('redrive --stranded on real workflows', () => {
     const view = render(createElement(TailView, { runId: run.runId, state: { ...state, finished: true }, now: Date.now(), columns: 140 }));
     const frame = view.lastFrame() ?? '';
     view.unmount();
-    console.log(frame);
     expect(frame).toMatch(/status completed/);
     expect(frame).toMatch(/run_completed\s+-\s+-\s+\S+\s+output=\[0,2,4,6\]/);
     expect(frame.match(/^add\s+step_\S+\s+completed/gm)).toHaveLength(4);

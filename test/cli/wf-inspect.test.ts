@@ -66,10 +66,9 @@ describe('wf inspect --backend (the Workflow DevKit CLI on our data)', () => {
     expect(steps).toEqual([expect.objectContaining({ stepId: 'step_01', stepName: 'add', status: 'completed' })]);
   });
 
-  // Known World bug (storage): `wf inspect events` passes `pagination.cursor: ''` when no --cursor
-  // is given, and events.list rejects '' ("Invalid events cursor") instead of reading from the
-  // start as world-local does. Flip `it.fails` to `it` once src/storage accepts an empty cursor.
-  it.fails('wf inspect events --runId --json lists the events', async () => {
+  // `wf inspect events` passes `pagination.cursor: ''` when no --cursor is given: '' must read
+  // from the start, as in world-local.
+  it('wf inspect events --runId --json lists the events', async () => {
     const r = await wf(['inspect', 'events', '--runId', runId, '--json'], f.env);
     expect(r.code, r.stderr + r.stdout).toBe(0);
     expect(jsonData<{ eventType: string }>(r.stdout).map((e) => e.eventType)).toContain('run_completed');

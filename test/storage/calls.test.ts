@@ -98,13 +98,15 @@ it('pins the calls of every event type on the main path', async () => {
     // One Query returns the log and the run (preload + state), then the write.
     run_started: { Query: 1, [T]: 1 },
     'step_started (lazy, warm)': { [T]: 1 },
-    // The read is the step (the result must carry it). The delta (the lazy pair this process
-    // wrote, plus the completion) comes from the events this process just committed.
-    'step_completed (sinceCursor)': { GetItem: 1, [T]: 1 },
+    // No read: the step item is the one this process committed in the lazy start (the write is
+    // conditioned on its version), and the delta (the lazy pair plus the completion) comes from
+    // the events this process just committed. The floor: 2 writes per inline step.
+    'step_completed (sinceCursor)': { [T]: 1 },
     'step_created (eventCount)': { [T]: 1 },
-    'step_started (bare, warm)': { GetItem: 1, [T]: 1 },
-    step_retrying: { GetItem: 1, [T]: 1 },
-    step_failed: { GetItem: 1, [T]: 1 },
+    // Warm: this process created / last moved the step, so its item is known.
+    'step_started (bare, warm)': { [T]: 1 },
+    step_retrying: { [T]: 1 },
+    step_failed: { [T]: 1 },
     'hook_created (eventCount + sinceCursor)': { [T]: 1 },
     'hook_received (raw, resumeId)': { [T]: 1 },
     hook_disposed: { [T]: 1 },
@@ -148,4 +150,27 @@ it('pins the cold (no snapshot) and large-value paths', async () => {
     'step_created (400 KB input)': { PutObject: 1, [T]: 1 },
     'run_completed (400 KB output, no hooks)': { PutObject: 1, Query: 3, [T]: 1 },
   });
+});
+
+it('a remembered step item that another process moved on costs a retry, never a wrong write', async () => {
+  const a = countingStorage();
+  const b = countingStorage();
+  const runId = (await a.events.create(null, { eventType: 'run_created', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') } })).run.runId;
+  await a.events.create(runId, { eventType: 'run_started', specVersion: sv });
+  await a.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_x', eventData: { stepName: 's', input: bytes('in') } });
+  // Process b finishes the step; a still remembers it as running.
+  await b.events.create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_x', eventData: { result: bytes('b') } });
+  let err: unknown;
+  const got = await count(async () => {
+    err = await a.events
+      .create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_x', eventData: { result: bytes('a') } })
+      .then(() => undefined, (e: unknown) => e);
+  });
+  expect((err as Error)?.name).toBe('EntityConflictError');
+  // The conditioned write was cancelled and returned the current item: no extra read needed.
+  expect(got.TransactWriteItems).toBe(1);
+  expect(got.GetItem ?? 0).toBe(0);
+  const step = await a.steps.get(runId, 'step_x');
+  expect(step.status).toBe('completed');
+  expect(Buffer.from(step.output as Uint8Array).toString()).toBe('b');
 });
