@@ -203,7 +203,7 @@ async function listBucket(s3, bucket) {
 }
 
 async function snapshot(clients, config) {
-  return { items: await scanTable(clients.ddb, config.tableName), objects: await listBucket(clients.s3, config.bucket) };
+  return { items: await scanTable(clients.ddb, config.tableName), objects: await listBucket(await clients.s3(), config.bucket) };
 }
 
 /** What the runs between two snapshots left behind (new or grown items and objects). */
@@ -331,7 +331,7 @@ export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
   await reconcile(clients, config, 'apply');
   const observer = createClients(config); // the bench's own reads (scans, listings): not counted
   const rec = createRecorder();
-  instrumentClients(clients, rec);
+  await instrumentClients(clients, rec);
   const world = createWorld({ config, clients });
   const wr = instrumentWorld(world, rec);
   world.registerHandler('__wkf_workflow_', app.flow.POST);

@@ -13,7 +13,7 @@
  *   sees a pointer to a missing object. An orphaned object (the write then lost a race) costs
  *   storage only; the bucket's lifecycle rule expires it.
  */
-import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 
 export interface S3Pointer {
   readonly __s3: string;
@@ -27,7 +27,8 @@ export function isS3Pointer(v: unknown): v is S3Pointer {
 
 export class PayloadStore {
   constructor(
-    readonly s3: S3Client,
+    /** The S3 client, created on first use (see AwsClients.s3). */
+    readonly s3: () => Promise<S3Client>,
     readonly bucket: string,
     readonly thresholdBytes: number,
   ) {}
@@ -54,7 +55,8 @@ export class PayloadStore {
   async putBlob(key: string, value: unknown): Promise<S3Pointer> {
     const isBytes = value instanceof Uint8Array;
     const body = isBytes ? value : Buffer.from(JSON.stringify(value), 'utf8');
-    await this.s3.send(
+    const [s3, { PutObjectCommand }] = await Promise.all([this.s3(), import('@aws-sdk/client-s3')]);
+    await s3.send(
       new PutObjectCommand({
         Bucket: this.bucket,
         Key: key,
@@ -73,7 +75,8 @@ export class PayloadStore {
   }
 
   async getBytes(key: string): Promise<Uint8Array> {
-    const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+    const [s3, { GetObjectCommand }] = await Promise.all([this.s3(), import('@aws-sdk/client-s3')]);
+    const out = await s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
     if (!out.Body) throw new Error(`S3 object s3://${this.bucket}/${key} has no body`);
     return new Uint8Array(await out.Body.transformToByteArray());
   }

@@ -392,7 +392,7 @@ async function reconcileBucket(s3: S3Client, bucket: string, mode: ReconcileMode
 export async function reconcile(clients: AwsClients, config: WorldConfig, mode: ReconcileMode): Promise<ResourceReport[]> {
   const table = await reconcileTable(clients.ddb, config.tableName, mode);
   const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);
-  const bucket = await reconcileBucket(clients.s3, config.bucket, mode, config.region);
+  const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region);
   return [table, dlq, queue, bucket];
 }
 

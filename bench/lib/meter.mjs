@@ -49,9 +49,13 @@ function sumCapacity(cc) {
   return list.length ? { total, table, gsi } : undefined;
 }
 
-/** Add the recording middleware to every client of an AwsClients bag. */
-export function instrumentClients(clients, recorder) {
-  for (const [service, client] of Object.entries(clients)) {
+/**
+ * Add the recording middleware to every client of an AwsClients bag. S3 and Scheduler are lazy
+ * (`clients.s3()`), so they are created here to be instrumented before the World uses them.
+ */
+export async function instrumentClients(clients, recorder) {
+  for (const [service, entry] of Object.entries(clients)) {
+    const client = typeof entry === 'function' ? await entry() : entry;
     if (!client?.middlewareStack) continue;
     client.middlewareStack.add(
       (next, context) => async (args) => {

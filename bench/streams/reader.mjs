@@ -1,6 +1,7 @@
 // Child process of bench/streams/run.mjs: a live reader in another process (so it has no
 // in-process signal and relies on polling alone). Env: the stack env + BENCH_RUN_ID, BENCH_STREAM.
 // Prints "ready" once the reader is open, then one JSON line {latencies, requests} at EOF.
+import { destroyClients } from '../../.tmp/bench-streams/aws/clients.js';
 import { countingStreamer, readLatencies } from './shared.mjs';
 
 const { streamer, counts, clients } = countingStreamer(process.env);
@@ -10,5 +11,4 @@ process.stdout.write('ready\n');
 const latencies = await reading;
 process.stdout.write(`${JSON.stringify({ latencies, requests: counts.total })}\n`);
 await streamer.close();
-clients.ddb.destroy();
-clients.s3.destroy();
+destroyClients(clients);

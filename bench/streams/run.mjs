@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startStack } from '../../.tmp/bench-streams/emulator/stack.js';
 import { reconcile } from '../../.tmp/bench-streams/resources.js';
+import { destroyClients } from '../../.tmp/bench-streams/aws/clients.js';
 import { countingStreamer, nowMs, readLatencies } from './shared.mjs';
 
 const READER = fileURLToPath(new URL('./reader.mjs', import.meta.url));
@@ -73,8 +74,7 @@ async function latencyScenario(env, writer, label, count, gapMs) {
   const localLat = await localRead;
   const remoteRes = await remote.result;
   await local.streamer.close();
-  local.clients.ddb.destroy();
-  local.clients.s3.destroy();
+  destroyClients(local.clients);
   const row = (reader, lat, requests) => [
     label,
     reader,
@@ -102,8 +102,7 @@ async function idleScenario(env, writer, seconds) {
   const steady = (reader.counts.total - total) / (seconds / 2);
   await r.cancel();
   await pending;
-  reader.clients.ddb.destroy();
-  reader.clients.s3.destroy();
+  destroyClients(reader.clients);
   return [
     ['first 10 s after open (backoff ramp)', seconds, total, (total / seconds).toFixed(2)],
     ['steady state (next 5 s)', seconds / 2, Math.round(steady * (seconds / 2)), steady.toFixed(2)],
@@ -131,8 +130,7 @@ async function throughputScenario(writerFactory, label, { writers, calls, perCal
   const requests = instances.reduce((n, i) => n + i.counts.total, 0);
   for (const i of instances) {
     await i.streamer.close();
-    i.clients.ddb.destroy();
-    i.clients.s3.destroy();
+    destroyClients(i.clients);
   }
   return [label, writers, perCall, bytes, chunks, seconds.toFixed(2), Math.round(chunks / seconds), requests];
 }
@@ -176,8 +174,7 @@ async function main() {
       ],
     );
     await writer.streamer.close();
-    writer.clients.ddb.destroy();
-    writer.clients.s3.destroy();
+    destroyClients(writer.clients);
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill();
     await stack.stop();

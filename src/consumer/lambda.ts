@@ -20,6 +20,7 @@
 import { loadConfig, type WorldConfig } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
 import { consoleLogger, DEFAULT_FLOW_PATH, deliverMessage, type DeliveryOutcome, type Dispatch, type InboundMessage, type Logger } from '../queue/delivery.js';
+import { schedulerPort } from '../queue/delays.js';
 import { SqsTransport } from '../queue/transport.js';
 
 /** The parts of the Lambda SQS event this handler reads (structurally compatible with @types/aws-lambda). */
@@ -97,7 +98,7 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
       config,
       inFlight: new Set<string>(),
       // Long re-sends (`timeoutSeconds` over 12 h) use the Scheduler when one is configured.
-      transport: new SqsTransport(ctx, config.schedulerRoleArn ? ctx.clients.scheduler : undefined),
+      transport: new SqsTransport(ctx, config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined),
       dispatch: opts.flow ?? ((req) => fetch(req)),
       url: opts.flow ? `http://localhost${DEFAULT_FLOW_PATH}` : (flowUrl as string),
     };

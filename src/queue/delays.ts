@@ -10,7 +10,8 @@
  * Both long paths stamp `deliverAt`, and the consumer re-checks it on every receive, so neither an
  * early schedule invocation nor a short hop ever hands the message to the handler before it is due.
  */
-import { CreateScheduleCommand } from '@aws-sdk/client-scheduler';
+import type { CreateScheduleCommand } from '@aws-sdk/client-scheduler';
+import type { AwsClients } from '../aws/clients.js';
 
 /** SQS's own limits. */
 export const SQS_MAX_DELAY_SECONDS = 900;
@@ -55,6 +56,11 @@ export interface SchedulerPort {
   send(command: CreateScheduleCommand): Promise<unknown>;
 }
 
+/** The World's Scheduler client as a port; the SDK loads on the first long wait. */
+export function schedulerPort(clients: AwsClients): SchedulerPort {
+  return { send: async (command) => (await clients.scheduler()).send(command) };
+}
+
 export interface OneTimeSchedule {
   /** Unique within the group and stable for one send, so a retried create is a no-op. */
   name: string;
@@ -77,6 +83,7 @@ export function scheduleName(messageId: string, at: Date): string {
 }
 
 export async function createOneTimeSchedule(scheduler: SchedulerPort, s: OneTimeSchedule): Promise<void> {
+  const { CreateScheduleCommand } = await import('@aws-sdk/client-scheduler');
   try {
     await scheduler.send(
       new CreateScheduleCommand({

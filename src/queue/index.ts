@@ -24,7 +24,7 @@ import { connect } from 'node:net';
 import { monotonicFactory } from 'ulid';
 import { SqsPoller } from '../consumer/poller.js';
 import type { WorldContext } from '../context.js';
-import type { SchedulerPort } from './delays.js';
+import { type SchedulerPort, schedulerPort } from './delays.js';
 import { consoleLogger, DEFAULT_FLOW_PATH, type DeliveryOutcome, type Dispatch, type InboundMessage, type Logger } from './delivery.js';
 import { encodePayload } from './encoding.js';
 import { createQueueHandler } from './handler.js';
@@ -100,7 +100,7 @@ function canConnect(url: string, timeoutMs = 1000): Promise<boolean> {
 export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {}): QueueComponent {
   const { config } = ctx;
   const logger = options.logger ?? consoleLogger;
-  const scheduler = options.scheduler ?? (config.schedulerRoleArn ? ctx.clients.scheduler : undefined);
+  const scheduler = options.scheduler ?? (config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined);
   const transport = new SqsTransport(ctx, scheduler);
   const nextUlid = monotonicFactory();
   const directHandlers = new Map<string, DirectHandler>();

@@ -44,7 +44,7 @@ describe('eve-world-aws init', () => {
       await expect(c.ddb.send(new DescribeTableCommand({ TableName: config.tableName }))).rejects.toThrow();
       await expect(c.sqs.send(new GetQueueUrlCommand({ QueueName: `${config.prefix}-queue` }))).rejects.toThrow();
       await expect(c.sqs.send(new GetQueueUrlCommand({ QueueName: `${config.prefix}-dlq` }))).rejects.toThrow();
-      await expect(c.s3.send(new HeadBucketCommand({ Bucket: config.bucket }))).rejects.toThrow();
+      await expect((await c.s3()).send(new HeadBucketCommand({ Bucket: config.bucket }))).rejects.toThrow();
     } finally {
       destroyClients(c);
     }

@@ -205,7 +205,7 @@ describe.concurrent('SQS queue', () => {
     const got = w.deliveries[0].body.input as Uint8Array;
     expect(got.byteLength).toBe(big.byteLength);
     expect(createHash('sha256').update(got).digest('hex')).toBe(createHash('sha256').update(big).digest('hex'));
-    const head = await w.fixture.clients.s3.send(new HeadObjectCommand({ Bucket: w.fixture.config.bucket, Key: `queue/${messageId}` }));
+    const head = await (await w.fixture.clients.s3()).send(new HeadObjectCommand({ Bucket: w.fixture.config.bucket, Key: `queue/${messageId}` }));
     expect(head.ContentLength).toBeGreaterThan(2 * 1024 * 1024);
   });
 

@@ -24,7 +24,7 @@ function countingStorage(): Storage {
 beforeAll(async () => {
   f = await storageFixture();
   counted = createClients(f.config);
-  for (const c of [counted.ddb, counted.s3] as { middlewareStack: { add: (...a: any[]) => void } }[]) {
+  for (const c of [counted.ddb, await counted.s3()] as { middlewareStack: { add: (...a: any[]) => void } }[]) {
     c.middlewareStack.add(
       (next: any, context: any) => async (args: any) => {
         calls.push(context.commandName.replace(/Command$/, ''));

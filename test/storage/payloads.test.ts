@@ -22,7 +22,7 @@ let storage: Storage;
 beforeAll(async () => {
   f = await storageFixture();
   watched = createClients(f.config);
-  (watched.s3.middlewareStack as any).add(
+  ((await watched.s3()).middlewareStack as any).add(
     (next: any, context: any) => async (args: any) => {
       if (context.commandName === 'GetObjectCommand') s3Gets++;
       return next(args);
