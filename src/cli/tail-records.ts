@@ -9,7 +9,7 @@
 import type { Event, Step, WorkflowRun, WorkflowRunWithoutData, World } from '@workflow/world';
 import { eventIdToSlot } from '@workflow/world';
 import { encodeEventCursor } from '../storage/index.js';
-import { errorText, hex, jsonSafe, previewValue, truncate, utf8 } from './format.js';
+import { errorText, fromDevalue, hex, jsonSafe, previewValue, truncate, utf8 } from './format.js';
 
 export interface RunRecord {
   kind: 'run';
@@ -142,7 +142,7 @@ export function eventRecord(ev: Event, stepNames: ReadonlyMap<string, string>): 
 }
 
 export function chunkRecord(runId: string, stream: string, index: number, bytes: Uint8Array): ChunkRecord {
-  const text = utf8(bytes);
+  const text = framedText(bytes) ?? utf8(bytes);
   return text !== undefined
     ? { kind: 'chunk', runId, stream, index, bytes: bytes.byteLength, text }
     : { kind: 'chunk', runId, stream, index, bytes: bytes.byteLength, hex: hex(bytes) };
@@ -308,4 +308,35 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 function dropUndefined<T extends object>(o: T): T {
   for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k];
   return o;
+}
+
+/**
+ * The text of a chunk written through the runtime's `getWritable()`: one or more frames of a 4-byte
+ * big-endian length and a serialized value (`devl` + devalue). A `Uint8Array` value shows as its
+ * UTF-8 text, a string as itself, anything else as compact JSON. Undefined when the chunk is not
+ * framed that way (raw bytes written by another writer), so the caller falls back to UTF-8 / hex.
+ */
+export function framedText(bytes: Uint8Array): string | undefined {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const parts: string[] = [];
+  let at = 0;
+  while (at < bytes.byteLength) {
+    if (at + 8 > bytes.byteLength) return undefined;
+    const len = view.getUint32(at);
+    const end = at + 4 + len;
+    if (len < 4 || end > bytes.byteLength) return undefined;
+    const frame = bytes.subarray(at + 4, end);
+    if (Buffer.from(frame.subarray(0, 4)).toString('latin1') !== 'devl') return undefined;
+    const decoded = fromDevalue(Buffer.from(frame.subarray(4)).toString('utf8'));
+    if (!decoded) return undefined;
+    const v = decoded.value as { Uint8Array?: unknown } | string;
+    if (typeof v === 'string') parts.push(v);
+    else if (v && typeof v === 'object' && typeof v.Uint8Array === 'string') {
+      const text = utf8(new Uint8Array(Buffer.from(v.Uint8Array, 'base64')));
+      if (text === undefined) return undefined;
+      parts.push(text);
+    } else parts.push(JSON.stringify(v));
+    at = end;
+  }
+  return parts.join('');
 }

@@ -2,6 +2,7 @@
 import { stringify } from 'devalue';
 import { describe, expect, it } from 'vitest';
 import { errorText, formatDuration, fromDevalue, jsonSafe, parseDuration, previewBytes, previewValue, shortName } from '../../src/cli/format.js';
+import { framedText } from '../../src/cli/tail-records.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const devl = (v: unknown) => enc(`devl${stringify(v)}`);
@@ -54,5 +55,24 @@ describe('format', () => {
   it('shortens runtime step names for narrow columns', () => {
     expect(shortName('step//./workflows/order//chargeCard')).toBe('chargeCard');
     expect(shortName('add')).toBe('add');
+  });
+});
+
+describe('framedText (stream chunks written through getWritable)', () => {
+  const frame = (value: unknown) => {
+    const body = Buffer.concat([Buffer.from('devl'), Buffer.from(stringify(value))]);
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(body.byteLength);
+    return Buffer.concat([len, body]);
+  };
+
+  it('shows a framed Uint8Array as its UTF-8 text and a string as itself, across frames', () => {
+    const bytes = new Uint8Array(Buffer.concat([frame(new TextEncoder().encode('Lisbon: 15 °C\n')), frame('and more')]));
+    expect(framedText(bytes)).toBe('Lisbon: 15 °C\nand more');
+  });
+
+  it('leaves unframed bytes to the caller', () => {
+    expect(framedText(new TextEncoder().encode('plain text chunk'))).toBeUndefined();
+    expect(framedText(new Uint8Array([0, 0, 0, 9, 1, 2]))).toBeUndefined();
   });
 });
