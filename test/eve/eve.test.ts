@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { destroyClients } from '../../src/aws/clients.js';
 import { freePort } from '../../src/emulator/stack.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 
@@ -301,7 +302,7 @@ describe('eve 0.80.1 on eve-world-aws (Node 24, embedded emulators)', () => {
         .map(([k, v]) => `${k}=${Math.round(v)}`)
         .join(' ')}`,
     );
-    if (fixture?.clients) for (const c of Object.values(fixture.clients)) c.destroy();
+    if (fixture?.clients) destroyClients(fixture.clients);
     if (stateDir && process.env.EVE_E2E_KEEP !== '1') rmSync(stateDir, { recursive: true, force: true });
   });
 
