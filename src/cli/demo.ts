@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig } from '../config.js';
@@ -43,7 +43,9 @@ async function runDemo(opts: DemoOptions): Promise<number> {
     await reconcile(clients, config, 'apply');
     log(`${c.dim(stamp())} resources ready: table ${config.tableName}, queue ${config.queue}, bucket ${config.bucket}`);
 
-    const buildDir = path.resolve(path.dirname(opts.dataDir), 'demo-build');
+    // Inside this package, whatever the working directory: the compiled bundle resolves `workflow`
+    // from the package's own node_modules.
+    const buildDir = fileURLToPath(new URL('../../.emulate/demo-build', import.meta.url));
     const built = await buildDemo(buildDir);
     log(`${c.dim(stamp())} ${built.built ? 'compiled' : 'reused'} the demo workflow (${path.relative(process.cwd(), built.flowPath)})`);
 
@@ -105,7 +107,7 @@ async function runDemo(opts: DemoOptions): Promise<number> {
     const value = await result;
     const streamText = await reader;
     const status = (await world.runs.get(run.runId, { resolveData: 'none' })).status;
-    const tail = `npx eve-world-aws emulate --data-dir ${opts.dataDir}   # then, with its exports: npx eve-world-aws tail ${run.runId}`;
+    const tail = `EVE_WORLD_AWS_PREFIX=${config.prefix} npx eve-world-aws emulate --data-dir ${opts.dataDir}   # then, with the exports it prints: npx eve-world-aws tail ${run.runId}`;
     if (opts.json) {
       printJson({ runId: run.runId, status, result: value, stream: streamText, events: seen, seconds: (Date.now() - t0) / 1000 });
     } else {
