@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { benchColdStart } from './cold-start.mjs';
 import { fmt, table } from './lib/format.mjs';
 import { CALL_LATENCY_MS, dollars, PRICES } from './lib/model.mjs';
-import { benchStreams, pick } from './streams.mjs';
+import { benchStreams } from './streams.mjs';
 import { benchLocal, benchOurs, SCENARIOS } from './workflows.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -294,7 +294,7 @@ async function runOnce(app, rec, wr, sc) {
 }
 
 /** Run every scenario on one World; `measureStorage` snapshots what the measured runs stored. */
-async function runScenarios(app, world, rec, wr, { measureStorage, log, label }) {
+async function runScenarios(app, _world, rec, wr, { measureStorage, log, label }) {
   const out = {};
   for (const sc of SCENARIOS) {
     await runOnce(app, rec, wr, sc); // warm-up: JIT, connections, first-delivery paths

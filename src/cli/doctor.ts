@@ -8,7 +8,7 @@
  * Clock skew matters twice: AWS rejects signatures more than 5 minutes off, and long waits are
  * released by comparing `deliverAt` (stamped by the sender's clock) with the consumer's clock.
  */
-import { connect } from 'node:net';
+import { canConnect } from '../aws/net.js';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { Command } from 'commander';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
@@ -95,21 +95,6 @@ function sampleClock(clients: AwsClients): ClockSample[] {
   return samples;
 }
 
-/** True when a TCP connection to the URL's host:port opens within `timeoutMs`. */
-function reachable(url: string, timeoutMs = 2000): Promise<boolean> {
-  const u = new URL(url);
-  const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
-  return new Promise((resolve) => {
-    const sock = connect({ host: u.hostname, port, timeout: timeoutMs });
-    const done = (ok: boolean) => {
-      sock.destroy();
-      resolve(ok);
-    };
-    sock.once('connect', () => done(true));
-    sock.once('error', () => done(false));
-    sock.once('timeout', () => done(false));
-  });
-}
 
 /**
  * Custom endpoints (emulators, VPC endpoints) are probed with a plain TCP connect first: the SDK
@@ -121,7 +106,7 @@ async function checkEndpoints(config: WorldConfig): Promise<Check> {
   const { dynamodb, sqs, s3 } = config.endpoints;
   const eps = Object.entries({ dynamodb, sqs, s3 }).filter((e): e is [string, string] => typeof e[1] === 'string');
   if (eps.length === 0) return { check, status: 'pass', details: `AWS default endpoints${config.region ? ` in ${config.region}` : ''}` };
-  const down = (await Promise.all(eps.map(async ([k, v]) => ((await reachable(v)) ? undefined : `${k} ${v}`)))).filter((x): x is string => !!x);
+  const down = (await Promise.all(eps.map(async ([k, v]) => ((await canConnect(v, 2000)) ? undefined : `${k} ${v}`)))).filter((x): x is string => !!x);
   if (down.length === 0) return { check, status: 'pass', details: `${eps.map(([k, v]) => `${k} ${v}`).join(', ')} reachable` };
   return {
     check,

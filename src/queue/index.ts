@@ -20,7 +20,7 @@
  * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message.
  */
 import type { MessageId, Queue, QueueBatchResult, QueueOptions, QueuePayload, QueuePrefix, ValidQueueName } from '@workflow/world';
-import { connect } from 'node:net';
+import { canConnect } from '../aws/net.js';
 import { monotonicFactory } from 'ulid';
 import { SqsPoller } from '../consumer/poller.js';
 import type { WorldContext } from '../context.js';
@@ -81,21 +81,6 @@ export function defaultFlowUrl(flowUrl: string | undefined, env: Record<string, 
 const PREFIX_RE = /^(__(?:[a-z][a-z0-9]*_)?wkf_workflow_)/;
 const QUEUE_NAME_RE = /^__(?:[a-z][a-z0-9]*_)?wkf_workflow_.+$/;
 
-/** Resolves once a TCP connection to the URL's host:port succeeds (false on failure). */
-function canConnect(url: string, timeoutMs = 1000): Promise<boolean> {
-  const u = new URL(url);
-  const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
-  return new Promise((resolve) => {
-    const sock = connect({ host: u.hostname, port, timeout: timeoutMs });
-    const done = (ok: boolean) => {
-      sock.destroy();
-      resolve(ok);
-    };
-    sock.once('connect', () => done(true));
-    sock.once('error', () => done(false));
-    sock.once('timeout', () => done(false));
-  });
-}
 
 export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {}): QueueComponent {
   const { config } = ctx;

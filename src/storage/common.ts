@@ -7,12 +7,12 @@ import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
 import type { CreateEventParams, EventResult, Hook, ResolveData, Step, Wait, WorkflowRun } from '@workflow/world';
-import { SPEC_VERSION_MAX_SUPPORTED, requiresNewerWorld } from '@workflow/world';
+import { SPEC_VERSION_CURRENT, SPEC_VERSION_MAX_SUPPORTED, requiresNewerWorld } from '@workflow/world';
 import { keys } from '../ddb.js';
 import type { Attrs } from './codec.js';
 import { num, str } from './codec.js';
 import type { EventRecord, StorageCtx } from './items.js';
-import { keysOf } from './items.js';
+import { extraFields, keysOf } from './items.js';
 import { advance, decodeEventCursor, type Position, type SlotHints } from './slots.js';
 
 export interface Env {
@@ -117,4 +117,30 @@ export function putNew(ctx: StorageCtx, item: Attrs): TransactWriteItem {
 /** The slot claim: an event put that fails if the slot is taken. */
 export function putEvent(ctx: StorageCtx, item: Attrs): TransactWriteItem {
   return { Put: { TableName: ctx.table, Item: item, ConditionExpression: 'attribute_not_exists(PK)' } };
+}
+
+/**
+ * The record of an event this create is about to write: the request's own fields (unknown ones
+ * kept in `extra`, so newer cores' fields round-trip), `occurredAt` from the params, and the slot
+ * filled in at commit.
+ */
+export function newEvent(
+  env: Env,
+  runId: string,
+  data: Record<string, any>,
+  eventType: string,
+  eventData: Record<string, any> | undefined,
+  slot = 0,
+): EventRecord {
+  return {
+    runId,
+    slot,
+    eventType,
+    correlationId: data.correlationId,
+    eventData,
+    createdAt: env.now,
+    occurredAt: env.params?.occurredAt,
+    specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
+    extra: extraFields(data),
+  };
 }

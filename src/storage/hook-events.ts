@@ -13,12 +13,11 @@ import { EntityConflictError, HookNotFoundError, RunExpiredError } from '@workfl
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { ATTR, GSI1, keys, storageKeys } from '../ddb.js';
 import { num, str } from './codec.js';
-import { type Env, getItem, knownPosition, type Outcome, putEvent, putNew, Resolved, runGuard, runGuardError, startPosition } from './common.js';
+import { type Env, getItem, knownPosition, newEvent, type Outcome, putEvent, putNew, Resolved, runGuard, runGuardError, startPosition } from './common.js';
 import { assertId, failedCondition, notFound, oldItem } from './errors.js';
 import {
   type EventRecord,
   eventItem,
-  extraFields,
   type HookRecord,
   hookItem,
   isTerminal,
@@ -40,19 +39,6 @@ import { commit, type Position, readRunTail } from './slots.js';
 
 type Data = Record<string, any>;
 
-function event(env: Env, runId: string, data: Data, eventType: string, eventData: Data | undefined): EventRecord {
-  return {
-    runId,
-    slot: 0,
-    eventType,
-    correlationId: data.correlationId,
-    eventData,
-    createdAt: env.now,
-    occurredAt: env.params?.occurredAt,
-    specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
-    extra: extraFields(data),
-  };
-}
 
 const hookOwnedBy = (runId: string, hookId: string) => ({
   ConditionExpression: 'runId = :r AND hookId = :h',
@@ -116,7 +102,7 @@ export async function hookCreated(env: Env, runId: string, data: Data): Promise<
     isSystem: ed.isSystem ?? false,
     tokenRetentionUntil: ed.tokenRetentionUntil === undefined ? undefined : new Date(ed.tokenRetentionUntil),
   };
-  const created = event(env, runId, data, 'hook_created', ed);
+  const created = newEvent(env, runId, data, 'hook_created', ed);
   let takeover: HookRecord | undefined;
   let conflictWith: string | undefined;
   const pos = startPosition(env.params);
@@ -126,7 +112,7 @@ export async function hookCreated(env: Env, runId: string, data: Data): Promise<
     what: 'hook_created',
     build: (slot) => {
       if (conflictWith !== undefined) {
-        const ev = event(env, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
+        const ev = newEvent(env, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
         return { items: [runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))], eventIdx: [1] };
       }
       const claim = takeover
@@ -150,7 +136,7 @@ export async function hookCreated(env: Env, runId: string, data: Data): Promise<
     },
   });
   if (conflictWith !== undefined) {
-    const ev = event(env, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
+    const ev = newEvent(env, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
     return { own: [{ ...ev, slot: done.slot }], pos, hook: undefined };
   }
   return { own: [{ ...created, slot: done.slot }], pos, hook: await toHook(ctx, { ...rec, metadata: ed.metadata }, env.rd) };
@@ -167,7 +153,7 @@ export async function hookReceived(env: Env, runId: string, data: Data): Promise
   const resumeId = typeof params?.resumeId === 'string' && params.resumeId !== '' ? params.resumeId : undefined;
   const digest = typeof params?.resumePayloadDigest === 'string' ? params.resumePayloadDigest : undefined;
   const stored = await placeEventData(ctx, runId, 'hook_received', ed);
-  const ev: EventRecord = { ...event(env, runId, data, 'hook_received', ed), resumeId };
+  const ev: EventRecord = { ...newEvent(env, runId, data, 'hook_received', ed), resumeId };
 
   let pos: Position = startPosition(params);
   let preload: EventRecord[] | undefined;
@@ -237,7 +223,7 @@ export async function hookDisposed(env: Env, runId: string, data: Data): Promise
     throw new HookNotFoundError(hookId);
   };
   if (!token) return gone();
-  const ev = event(env, runId, data, 'hook_disposed', ed);
+  const ev = newEvent(env, runId, data, 'hook_disposed', ed);
   const pos = startPosition(env.params);
   const done = await commit(ctx, env.hints, pos, {
     runId,
@@ -267,7 +253,7 @@ export async function waitCreated(env: Env, runId: string, data: Data): Promise<
     updatedAt: env.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
   };
-  const ev = event(env, runId, data, 'wait_created', ed);
+  const ev = newEvent(env, runId, data, 'wait_created', ed);
   const pos = startPosition(env.params);
   const done = await commit(ctx, env.hints, pos, {
     runId,
@@ -293,7 +279,7 @@ export async function waitCompleted(env: Env, runId: string, data: Data): Promis
   };
   const cur = check(item);
   const next = { ...cur, correlationId: cid, status: 'completed' as const, completedAt: env.now, updatedAt: env.now };
-  const ev = event(env, runId, data, 'wait_completed', data.eventData);
+  const ev = newEvent(env, runId, data, 'wait_completed', data.eventData);
   const done = await commit(ctx, env.hints, pos, {
     runId,
     what: 'wait_completed',

@@ -33,12 +33,12 @@ import {
   runGuardError,
   startPosition,
   TERMINAL_VALUES,
+  newEvent,
 } from './common.js';
 import { backoff, cancellationOf, failedCondition, oldItem, transientCancellation } from './errors.js';
 import {
   type EventRecord,
   eventItem,
-  extraFields,
   isTerminal,
   itemSize,
   keysOf,
@@ -75,19 +75,6 @@ function validateSeedAttributes(ed: Data): void {
   validateAttributeChanges(changes, { allowReservedAttributes: ed.allowReservedAttributes === true });
 }
 
-function baseEvent(env: Env, runId: string, data: Data, eventType: string, eventData?: Data): EventRecord {
-  return {
-    runId,
-    slot: 0,
-    eventType,
-    correlationId: data.correlationId,
-    eventData,
-    createdAt: env.now,
-    occurredAt: env.params?.occurredAt,
-    specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
-    extra: extraFields(data),
-  };
-}
 
 const at = (e: EventRecord, slot: number): EventRecord => ({ ...e, slot });
 
@@ -128,7 +115,7 @@ export async function runCreated(env: Env, runIdArg: string | null, data: Data):
   const sv = data.specVersion ?? SPEC_VERSION_CURRENT;
   const placed = await placePayloads(ctx, { input: ed.input }, runPrefix(runId), 1024 + valueSize({ ...ed, input: undefined }));
   const run = newRun(env, runId, ed, sv, placed.input);
-  const ev = at(baseEvent(env, runId, data, 'run_created', ed), 1);
+  const ev = at(newEvent(env, runId, data, 'run_created', ed), 1);
   // A new run's first event is slot 1; the run put is the exclusive create.
   for (let attempt = 0; ; attempt++) {
     try {
@@ -162,7 +149,7 @@ async function runStartedOnce(env: Env, runId: string, data: Data): Promise<Outc
   const ec = startPosition(params).last;
   const read = await readRunTail(ctx, runId, preload ? 0 : ec);
   const pos: Position = { last: read.tail, collect: preload || ec === undefined ? [] : [...read.events] };
-  const ev = baseEvent(env, runId, data, 'run_started'); // eventData belongs on run_created only
+  const ev = newEvent(env, runId, data, 'run_started', undefined); // eventData belongs on run_created only
 
   if (!read.run) {
     const ed: Data | undefined = data.eventData;
@@ -224,7 +211,7 @@ async function resilientStart(
   const sv = data.specVersion ?? SPEC_VERSION_CURRENT;
   const placed = await placePayloads(ctx, { input: ed.input }, runPrefix(runId), 1024 + valueSize({ ...ed, input: undefined }));
   const run: RunRecord = { ...newRun(env, runId, ed, sv, placed.input), status: 'running', startedAt: env.now };
-  const created: EventRecord = { ...baseEvent(env, runId, { specVersion: data.specVersion }, 'run_created', ed) };
+  const created: EventRecord = { ...newEvent(env, runId, { specVersion: data.specVersion }, 'run_created', ed) };
   const done = await commit(ctx, env.hints, pos, {
     runId,
     what: 'run_started',
@@ -279,7 +266,7 @@ async function runTerminalOnce(env: Env, runId: string, data: Data): Promise<Out
       throw new EntityConflictError(`Cannot transition run from terminal state "${rec.status}"`);
     }
     // Idempotent cancel: the event is appended, the run is returned unchanged.
-    const ev = baseEvent(env, runId, data, type, data.eventData);
+    const ev = newEvent(env, runId, data, type, data.eventData);
     const done = await commit(ctx, env.hints, pos, {
       runId,
       what: type,
@@ -336,7 +323,7 @@ async function runTerminalOnce(env: Env, runId: string, data: Data): Promise<Out
     set += ', errorCode = :ec';
     values[':ec'] = { S: ed.errorCode };
   }
-  const ev = baseEvent(env, runId, data, type, data.eventData);
+  const ev = newEvent(env, runId, data, type, data.eventData);
   const storedEv = field ? { ...ev, eventData: { ...ed, [field]: stored } } : ev;
   const done = await commit(ctx, env.hints, pos, {
     runId,
@@ -444,7 +431,7 @@ async function attrSetOnce(env: Env, runId: string, data: Data, ed: Data, change
   const merged = applyAttributeChanges(rec.attributes, changes);
   const claim = data.correlationId && ed.writer?.type === 'workflow' ? (data.correlationId as string) : undefined;
   const pos: Position = { last: read.tail, collect: ec === undefined ? undefined : [...read.events] };
-  const ev = baseEvent(env, runId, data, 'attr_set', ed);
+  const ev = newEvent(env, runId, data, 'attr_set', ed);
   const done = await commit(ctx, env.hints, pos, {
     runId,
     what: 'attr_set',

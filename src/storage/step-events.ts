@@ -14,12 +14,10 @@ import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { keys } from '../ddb.js';
 import { type Attrs, valueSize } from './codec.js';
 import { isS3Pointer } from '../payloads.js';
-import { type Env, getItem, knownPosition, type Outcome, putEvent, putNew, runGuard, runGuardError, startPosition } from './common.js';
+import { type Env, getItem, knownPosition, newEvent, type Outcome, putEvent, putNew, runGuard, runGuardError, startPosition } from './common.js';
 import { failedCondition, notFound, oldItem } from './errors.js';
 import {
-  type EventRecord,
   eventItem,
-  extraFields,
   isTerminal,
   itemSize,
   parseStep,
@@ -35,19 +33,6 @@ type Data = Record<string, any>;
 
 const stepPrefix = (runId: string, stepId: string) => `${runPrefix(runId)}/steps/${stepId}`;
 
-function event(env: Env, runId: string, data: Data, eventType: string, eventData: Data | undefined, slot = 0): EventRecord {
-  return {
-    runId,
-    slot,
-    eventType,
-    correlationId: data.correlationId,
-    eventData,
-    createdAt: env.now,
-    occurredAt: env.params?.occurredAt,
-    specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
-    extra: extraFields(data),
-  };
-}
 
 const terminalRunConflict = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
 
@@ -70,7 +55,7 @@ export async function stepCreated(env: Env, runId: string, data: Data): Promise<
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
     ver: 1,
   };
-  const ev = event(env, runId, data, 'step_created', ed);
+  const ev = newEvent(env, runId, data, 'step_created', ed);
   const pos = startPosition(env.params);
   const done = await commit(ctx, env.hints, pos, {
     runId,
@@ -113,9 +98,9 @@ export async function stepStartedLazy(env: Env, runId: string, data: Data): Prom
   };
   const createdData: Data = { stepName: startedData.stepName, input };
   if (startedData.workflowName !== undefined) createdData.workflowName = startedData.workflowName;
-  const created = event(env, runId, { correlationId: stepId, specVersion: data.specVersion }, 'step_created', createdData);
+  const created = newEvent(env, runId, { correlationId: stepId, specVersion: data.specVersion }, 'step_created', createdData);
   // The input rides the synthetic step_created; stepName stays for replay's divergence check.
-  const started = event(env, runId, data, 'step_started', startedData);
+  const started = newEvent(env, runId, data, 'step_started', startedData);
   const pos = startPosition(env.params);
   const done = await commit(ctx, env.hints, pos, {
     runId,
@@ -171,7 +156,7 @@ async function transition(env: Env, runId: string, data: Data, decide: Decide, p
   if (!item) throw notFound(`Step "${stepId}" not found`);
   let cur = parseStep(item);
   let t = await decide(cur, item);
-  const ev = event(env, runId, data, data.eventType, undefined);
+  const ev = newEvent(env, runId, data, data.eventType, undefined);
   const done = await commit(ctx, env.hints, pos, {
     runId,
     what: data.eventType,
