@@ -41,6 +41,15 @@ export async function buildDemo(outDir: string): Promise<{ flowPath: string; man
     webhookBundlePath: './.well-known/workflow/v1/webhook.mjs',
     workflowManifestPath: './.well-known/workflow/v1/manifest.json',
   } as never);
-  await builder.build();
+  // The builder reports progress with console.log: keep stdout for the command's own output
+  // (e.g. `demo --json`), and send the builder's lines to stderr.
+  const { log, info } = console;
+  console.log = console.info = (...args: unknown[]) => console.error(...args);
+  try {
+    await builder.build();
+  } finally {
+    console.log = log;
+    console.info = info;
+  }
   return { flowPath, manifestPath, built: true };
 }
