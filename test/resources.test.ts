@@ -1,9 +1,9 @@
-import { DeleteTableCommand, CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../src/aws/clients.js';
 import { reconcile, hasProblems } from '../src/resources.js';
-import { testConfig } from './helpers/aws.js';
+import { createTableWithoutIndexes, testConfig } from './helpers/aws.js';
 
 describe('reconcile (init)', () => {
   const config = testConfig();
@@ -35,20 +35,7 @@ describe('reconcile (init)', () => {
     const drifted = testConfig();
     const c = createClients(drifted);
     try {
-      await c.ddb.send(
-        new CreateTableCommand({
-          TableName: drifted.tableName,
-          BillingMode: 'PAY_PER_REQUEST',
-          KeySchema: [
-            { AttributeName: 'PK', KeyType: 'HASH' },
-            { AttributeName: 'SK', KeyType: 'RANGE' },
-          ],
-          AttributeDefinitions: [
-            { AttributeName: 'PK', AttributeType: 'S' },
-            { AttributeName: 'SK', AttributeType: 'S' },
-          ],
-        }),
-      );
+      await createTableWithoutIndexes(c, drifted.tableName);
       await c.sqs.send(new CreateQueueCommand({ QueueName: `${drifted.prefix}-queue` }));
       const out = await reconcile(c, drifted, 'apply');
       const table = out.find((r) => r.kind === 'table')!;

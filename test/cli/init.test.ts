@@ -2,13 +2,13 @@
  * `eve-world-aws init` through the real CLI against the shared emulator stack, each case with its
  * own EVE_WORLD_AWS_PREFIX.
  */
-import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { HeadBucketCommand } from '@aws-sdk/client-s3';
 import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../src/aws/clients.js';
 import { loadConfig } from '../../src/config.js';
-import { stackEnv, uniquePrefix } from '../helpers/aws.js';
+import { createTableWithoutIndexes, stackEnv, uniquePrefix } from '../helpers/aws.js';
 import { freePort } from '../../src/emulator/stack.js';
 import { runCli } from './helpers.js';
 
@@ -75,21 +75,7 @@ describe('eve-world-aws init', () => {
     const config = loadConfig(env);
     const c = createClients(config);
     try {
-      // A table someone else made: right keys, but no GSIs and no TTL.
-      await c.ddb.send(
-        new CreateTableCommand({
-          TableName: config.tableName,
-          BillingMode: 'PAY_PER_REQUEST',
-          KeySchema: [
-            { AttributeName: 'PK', KeyType: 'HASH' },
-            { AttributeName: 'SK', KeyType: 'RANGE' },
-          ],
-          AttributeDefinitions: [
-            { AttributeName: 'PK', AttributeType: 'S' },
-            { AttributeName: 'SK', AttributeType: 'S' },
-          ],
-        }),
-      );
+      await createTableWithoutIndexes(c, config.tableName);
       const r = await runCli(['init'], env);
       expect(r.code).toBe(1);
       expect(r.stdout).toMatch(/DRIFT/);

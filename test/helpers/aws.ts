@@ -3,6 +3,7 @@
  * running in parallel never share a table, queue or bucket), created the same way `init` does.
  */
 import { randomBytes } from 'node:crypto';
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { type AwsClients, createClients } from '../../src/aws/clients.js';
 import { loadConfig, type WorldConfig } from '../../src/config.js';
@@ -36,4 +37,22 @@ export async function createFixture(extraEnv: Record<string, string> = {}, tag =
   const clients = createClients(config);
   await reconcile(clients, config, 'apply');
   return { config, clients, env };
+}
+
+/** A table someone else made: the right keys, but no GSIs and no TTL (drift for `init`). */
+export async function createTableWithoutIndexes(clients: AwsClients, tableName: string): Promise<void> {
+  await clients.ddb.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [
+        { AttributeName: 'PK', KeyType: 'HASH' },
+        { AttributeName: 'SK', KeyType: 'RANGE' },
+      ],
+      AttributeDefinitions: [
+        { AttributeName: 'PK', AttributeType: 'S' },
+        { AttributeName: 'SK', AttributeType: 'S' },
+      ],
+    }),
+  );
 }
