@@ -44,6 +44,12 @@ const RECENT_PER_RUN = 64;
 const RECENT_MAX_BYTES = 32_768;
 /** Larger step items (big inline inputs) are not remembered: memory over one saved read. */
 const STEP_ITEM_MAX_BYTES = 65_536;
+/**
+ * Byte budgets for what a process remembers (a small Lambda has 128 MB in all); past them the
+ * least recently used runs / step items are forgotten, which costs reads, never correctness.
+ */
+const STEP_ITEMS_BUDGET_BYTES = 8 * 1024 * 1024;
+const RECENT_EVENTS_BUDGET_BYTES = 16 * 1024 * 1024;
 
 /**
  * What this process knows about a run's log: the highest slot known to exist, and the most
@@ -53,25 +59,37 @@ const STEP_ITEM_MAX_BYTES = 65_536;
  * is exactly what a read of its slot would return: a writer's delta can come from here.
  */
 export class SlotHints {
-  private readonly m = new Map<string, { tail: number; recent: Map<number, EventRecord> }>();
+  private readonly m = new Map<string, { tail: number; recent: Map<number, { ev: EventRecord; size: number }>; bytes: number }>();
+  private recentBytes = 0;
   /**
    * Step items as this process last committed them. A transition that starts from a remembered
    * item skips its read: the write is conditioned on the item's version, so a stale memory
    * costs one cancelled transaction (which returns the current item) and never a wrong write.
    */
-  private readonly stepItems = new Map<string, Attrs>();
+  private readonly stepItems = new Map<string, { item: Attrs; size: number }>();
+  private stepBytes = 0;
   constructor(private readonly maxRuns = 2_000) {}
 
   rememberStep(runId: string, stepId: string, item: Attrs): void {
     const k = `${runId}\u0000${stepId}`;
-    this.stepItems.delete(k);
-    if (itemSize(item) > STEP_ITEM_MAX_BYTES) return;
-    this.stepItems.set(k, item);
-    if (this.stepItems.size > this.maxRuns * 4) this.stepItems.delete(this.stepItems.keys().next().value as string);
+    this.forgetStep(k);
+    const size = itemSize(item);
+    if (size > STEP_ITEM_MAX_BYTES) return;
+    this.stepItems.set(k, { item, size });
+    this.stepBytes += size;
+    // Oldest first, until the memory is back under its byte budget.
+    while (this.stepBytes > STEP_ITEMS_BUDGET_BYTES) this.forgetStep(this.stepItems.keys().next().value as string);
   }
 
   knownStep(runId: string, stepId: string): Attrs | undefined {
-    return this.stepItems.get(`${runId}\u0000${stepId}`);
+    return this.stepItems.get(`${runId}\u0000${stepId}`)?.item;
+  }
+
+  private forgetStep(k: string): void {
+    const e = this.stepItems.get(k);
+    if (!e) return;
+    this.stepItems.delete(k);
+    this.stepBytes -= e.size;
   }
 
   get(runId: string): number | undefined {
@@ -81,15 +99,29 @@ export class SlotHints {
   note(runId: string, slot: number, events: readonly EventRecord[] = []): void {
     let e = this.m.get(runId);
     if (e) this.m.delete(runId);
-    else e = { tail: 0, recent: new Map() };
+    else e = { tail: 0, recent: new Map(), bytes: 0 };
     this.m.set(runId, e); // most recently used last
     e.tail = Math.max(e.tail, slot);
     const floor = e.tail - RECENT_PER_RUN;
     for (const ev of events) {
-      if (ev.slot > floor && valueSize(ev.eventData) <= RECENT_MAX_BYTES) e.recent.set(ev.slot, ev);
+      if (ev.slot <= floor || e.recent.has(ev.slot)) continue;
+      const size = valueSize(ev.eventData) + 256;
+      if (size > RECENT_MAX_BYTES) continue;
+      e.recent.set(ev.slot, { ev, size });
+      e.bytes += size;
+      this.recentBytes += size;
     }
-    for (const k of e.recent.keys()) if (k <= floor) e.recent.delete(k);
-    if (this.m.size > this.maxRuns) this.m.delete(this.m.keys().next().value as string);
+    for (const [k, r] of e.recent) {
+      if (k > floor) continue;
+      e.recent.delete(k);
+      e.bytes -= r.size;
+      this.recentBytes -= r.size;
+    }
+    while (this.m.size > this.maxRuns || (this.recentBytes > RECENT_EVENTS_BUDGET_BYTES && this.m.size > 1)) {
+      const oldest = this.m.keys().next().value as string;
+      this.recentBytes -= this.m.get(oldest)!.bytes;
+      this.m.delete(oldest);
+    }
   }
 
   /** The events of slots `after+1 .. to`, if every one of them is remembered. */
@@ -98,9 +130,9 @@ export class SlotHints {
     if (!e) return undefined;
     const out: EventRecord[] = [];
     for (let s = after + 1; s <= to; s++) {
-      const ev = e.recent.get(s);
-      if (!ev) return undefined;
-      out.push(ev);
+      const r = e.recent.get(s);
+      if (!r) return undefined;
+      out.push(r.ev);
     }
     return out;
   }
