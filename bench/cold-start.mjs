@@ -1,29 +1,17 @@
 // Table 5: cold start. A fresh Node process imports a World and calls createWorld() (what a
 // Lambda cold start pays before its first delivery), 10 times; and the size of the import graph.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { runChild } from './lib/child.mjs';
 import { median, pct } from './lib/format.mjs';
 
 const HOOKS = pathToFileURL(fileURLToPath(new URL('./lib/graph-hooks.mjs', import.meta.url))).href;
 
-function runNode(code, { env, cwd }) {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn(process.execPath, ['--no-warnings', '--input-type=module', '-e', code], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      const wall = performance.now() - t0;
-      if (code !== 0) return reject(new Error(`cold-start child exited ${code}: ${err.slice(-2000)}`));
-      resolve({ wall, result: JSON.parse(out.trim().split('\n').pop()) });
-    });
-  });
+async function runNode(code, { env, cwd }) {
+  const { ms, out } = await runChild(process.execPath, ['--no-warnings', '--input-type=module', '-e', code], { env, cwd, what: 'cold-start child' });
+  return { wall: ms, result: JSON.parse(out.trim().split('\n').pop()) };
 }
 
 /** The timed child: import + createWorld(), timed inside the process. */

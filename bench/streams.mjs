@@ -1,7 +1,7 @@
 // Table 4: streams. Reuses the streams benchmark in bench/streams (its own script,
 // `npm run bench:streams`, with its own emulator stack) as a child process, and picks its
 // numbers out of the markdown tables it prints.
-import { spawn } from 'node:child_process';
+import { runChild } from './lib/child.mjs';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -27,23 +27,12 @@ export function parseTables(text) {
   return tables;
 }
 
-export function benchStreams({ log }) {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-    const child = spawn(npm, ['run', '--silent', 'bench:streams'], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      const seconds = (performance.now() - t0) / 1000;
-      if (code !== 0) return reject(new Error(`npm run bench:streams exited ${code}:\n${err.slice(-3000)}`));
-      log(`  streams bench finished in ${seconds.toFixed(0)} s`);
-      resolve({ seconds, tables: parseTables(out), raw: out });
-    });
-  });
+export async function benchStreams({ log }) {
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const { ms, out } = await runChild(npm, ['run', '--silent', 'bench:streams'], { cwd: ROOT, env: process.env, what: 'npm run bench:streams' });
+  const seconds = ms / 1000;
+  log(`  streams bench finished in ${seconds.toFixed(0)} s`);
+  return { seconds, tables: parseTables(out), raw: out };
 }
 
 /** Find a table by a word in its title, and rows by their first cells. */

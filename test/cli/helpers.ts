@@ -31,10 +31,15 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Run the CLI to completion. */
-export function runCli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 60_000): Promise<CliResult> {
+/** Run a command to completion with the CLI tests' clean environment; SIGKILL after the timeout. */
+export function runCommand(
+  command: string,
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  timeoutMs = 60_000,
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -45,7 +50,7 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
     });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`eve-world-aws ${args.join(' ')} timed out after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(new Error(`${path.basename(command)} ${args.join(' ')} timed out after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
     }, timeoutMs);
     child.once('error', reject);
     child.once('close', (code, signal) => {
@@ -53,6 +58,11 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
       resolve({ code, signal, stdout, stderr });
     });
   });
+}
+
+/** Run the CLI to completion. */
+export function runCli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 60_000): Promise<CliResult> {
+  return runCommand(process.execPath, [BIN, ...args], env, timeoutMs);
 }
 
 /** A long-running CLI process (emulate) with its output collected as it arrives. */

@@ -3,33 +3,16 @@
  * the built World through its no-argument `createWorld()` (config from the environment), exactly
  * as the README documents.
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanEnv, ROOT } from './helpers.js';
+import { ROOT, runCommand } from './helpers.js';
 import { finishedRun, type OpsFixture, opsFixture } from './runs-fixture.js';
 
 const WF = path.join(ROOT, 'node_modules', '.bin', 'wf');
 const BACKEND = path.join(ROOT, 'dist', 'index.js');
 
-function wf(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(WF, [...args, '--backend', BACKEND], { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 40_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function wf(args: string[], env: Record<string, string>) {
+  return runCommand(WF, [...args, '--backend', BACKEND], env, 40_000);
 }
 
 /** wf prints a JSON array (steps, events) or `{data: [...]}` (runs) after any banner lines. */
