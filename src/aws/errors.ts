@@ -1,0 +1,145 @@
+/**
+ * The one module that recognises AWS SDK errors. Every other module asks these predicates instead
+ * of comparing `err.name` strings, so a renamed exception or an emulator's variant spelling is
+ * handled in one place.
+ *
+ * SDK v3 errors are classes, but `instanceof` fails across duplicated SDK copies (and some
+ * emulators answer with names the modelled classes do not know), so recognition goes by `name`
+ * (and `Code` / `__type` for query-protocol errors) plus the HTTP status in `$metadata`.
+ */
+import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
+
+interface AwsLikeError {
+  name?: string;
+  Code?: string;
+  code?: string;
+  __type?: string;
+  message?: string;
+  $metadata?: { httpStatusCode?: number };
+  $retryable?: { throttling?: boolean };
+  CancellationReasons?: { Code?: string; Message?: string; Item?: unknown }[];
+}
+
+const asAws = (err: unknown): AwsLikeError => (err && typeof err === 'object' ? (err as AwsLikeError) : {});
+
+/** Every name the error answers to (SDK name, query-protocol code, JSON `__type` suffix). */
+function namesOf(err: unknown): string[] {
+  const e = asAws(err);
+  const out: string[] = [];
+  for (const n of [e.name, e.Code, e.code, e.__type]) {
+    if (typeof n === 'string' && n) out.push(n.includes('#') ? n.slice(n.lastIndexOf('#') + 1) : n);
+  }
+  return out;
+}
+
+const hasName = (err: unknown, names: ReadonlySet<string>): boolean => namesOf(err).some((n) => names.has(n));
+
+/** The HTTP status the service answered with, when there was an answer. */
+export function httpStatusOf(err: unknown): number | undefined {
+  const s = asAws(err).$metadata?.httpStatusCode;
+  return typeof s === 'number' ? s : undefined;
+}
+
+/** A DynamoDB condition expression failed (single-item write). */
+export function isConditionalCheckFailed(err: unknown): boolean {
+  return hasName(err, new Set(['ConditionalCheckFailedException']));
+}
+
+/** A `TransactWriteItems` / `TransactGetItems` was cancelled; see {@link cancellationReasons}. */
+export function isTransactionCanceled(err: unknown): boolean {
+  return hasName(err, new Set(['TransactionCanceledException']));
+}
+
+/**
+ * One reason per transaction action, in action order (`Code: 'None'` for actions that were fine).
+ * With `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` a failed condition also carries `Item`.
+ * Empty when the error is not a cancellation.
+ */
+export function cancellationReasons(err: unknown): { Code?: string; Message?: string; Item?: Record<string, unknown> }[] {
+  if (!isTransactionCanceled(err)) return [];
+  return (asAws(err).CancellationReasons ?? []) as { Code?: string; Message?: string; Item?: Record<string, unknown> }[];
+}
+
+const THROTTLING = new Set([
+  'ThrottlingException',
+  'Throttling',
+  'ThrottledException',
+  'TooManyRequestsException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'RequestThrottled',
+  'RequestThrottledException',
+  'SlowDown',
+  'KMSThrottlingException',
+  'AWS.SimpleQueueService.RequestThrottled',
+]);
+
+/** The service (or a proxy in front of it) asked us to slow down. */
+export function isThrottling(err: unknown): boolean {
+  return hasName(err, THROTTLING) || asAws(err).$retryable?.throttling === true || httpStatusOf(err) === 429;
+}
+
+const NOT_FOUND = new Set([
+  'ResourceNotFoundException',
+  'QueueDoesNotExist',
+  'AWS.SimpleQueueService.NonExistentQueue',
+  'NonExistentQueue',
+  'NoSuchBucket',
+  'NotFound',
+  'NoSuchKey',
+]);
+
+/** The table, queue, bucket, key or schedule does not exist. */
+export function isNotFound(err: unknown): boolean {
+  return hasName(err, NOT_FOUND) || httpStatusOf(err) === 404;
+}
+
+/** The request was malformed or broke a service limit (e.g. a DynamoDB item over 400 KB). */
+export function isValidation(err: unknown): boolean {
+  return hasName(err, new Set(['ValidationException', 'ValidationError', 'InvalidParameterValue', 'InvalidParameterValueException']));
+}
+
+/** The endpoint does not implement the call (emulators): callers skip optional features. */
+export function isUnsupported(err: unknown): boolean {
+  const status = httpStatusOf(err);
+  return hasName(err, new Set(['NotImplemented', 'InvalidAction', 'UnknownOperationException'])) || status === 501 || status === 405;
+}
+
+/** The service failed on its side (5xx), i.e. worth retrying later. */
+export function isServerError(err: unknown): boolean {
+  const status = httpStatusOf(err);
+  return status !== undefined && status >= 500;
+}
+
+/**
+ * A failure of the connection rather than an answer: refused, reset, timed out, DNS. These have no
+ * `$metadata.httpStatusCode`.
+ */
+export function isTransportError(err: unknown): boolean {
+  if (httpStatusOf(err) !== undefined) return false;
+  const e = asAws(err);
+  const n = `${e.name ?? ''} ${e.code ?? ''}`;
+  return /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|TimeoutError|RequestTimeout|socket hang up|AbortError/i.test(
+    `${n} ${e.message ?? ''}`,
+  );
+}
+
+/**
+ * The contract's error for an AWS call that failed after the SDK's own retries: throttling becomes
+ * `ThrottleError` (core backs off and retries), a `ValidationException` becomes a 400
+ * `WorkflowWorldError` naming `field` when the caller knows it; anything else is returned as is.
+ * Use as `catch (err) { throw toWorldError(err, 'events.create') }`.
+ */
+export function toWorldError(err: unknown, what: string, field?: string): unknown {
+  if (err instanceof ThrottleError || err instanceof WorkflowWorldError) return err;
+  if (isThrottling(err)) {
+    return new ThrottleError(`${what}: AWS kept throttling after the SDK's retries (${namesOf(err)[0] ?? 'HTTP 429'})`, {
+      retryAfter: 1,
+    });
+  }
+  if (isValidation(err)) {
+    const msg = asAws(err).message ?? 'request rejected';
+    return new WorkflowWorldError(`${what}: ${field ? `${field}: ` : ''}${msg}`, { status: 400, code: 'INVALID_ARGUMENT', field });
+  }
+  return err;
+}
