@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig } from '../config.js';
@@ -19,6 +19,7 @@ import { createWorld } from '../index.js';
 import { installPromiseWithResolvers } from '../polyfills.js';
 import { reconcile } from '../resources.js';
 import { CliError, EXIT_FAILURE, palette, printJson } from './output.js';
+import { DEMO_PEERS, requirePeers } from './peers.js';
 
 interface DemoOptions {
   dataDir: string;
@@ -26,6 +27,7 @@ interface DemoOptions {
 }
 
 async function runDemo(opts: DemoOptions): Promise<number> {
+  requirePeers('demo', DEMO_PEERS);
   installPromiseWithResolvers();
   const c = palette();
   const log = (line: string) => {
@@ -43,10 +45,8 @@ async function runDemo(opts: DemoOptions): Promise<number> {
     await reconcile(clients, config, 'apply');
     log(`${c.dim(stamp())} resources ready: table ${config.tableName}, queue ${config.queue}, bucket ${config.bucket}`);
 
-    // Inside this package, whatever the working directory: the compiled bundle resolves `workflow`
-    // from the package's own node_modules.
-    const buildDir = fileURLToPath(new URL('../../.emulate/demo-build', import.meta.url));
-    const built = await buildDemo(buildDir);
+    // Next to the `workflow` package this command loads (see src/demo/build.ts), whatever the cwd.
+    const built = await buildDemo();
     log(`${c.dim(stamp())} ${built.built ? 'compiled' : 'reused'} the demo workflow (${path.relative(process.cwd(), built.flowPath)})`);
 
     const flow = (await import(pathToFileURL(built.flowPath).href)) as { POST: (r: Request) => Promise<Response> };

@@ -2,7 +2,7 @@
  * `eve-world-aws emulate`: a local AWS stack in the foreground.
  *
  * Embedded (default, no Docker): DynamoDB Local (java child) + fauxqs (SQS + S3, in this process)
- * via src/emulator/stack.ts. `--docker`: docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO).
+ * via src/emulator/stack.ts; both are optional peer dependencies (see ./peers.ts), checked first. `--docker`: docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO).
  * Either way it creates the resources like `init`, prints the env a shell needs, and on
  * SIGINT/SIGTERM/SIGHUP stops everything it started and exits 0.
  *
@@ -28,6 +28,7 @@ import {
 import { hasProblems, type ResourceReport } from '../resources.js';
 import { renderReports, runReconcile } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './output.js';
+import { EMULATOR_PEERS, requirePeers } from './peers.js';
 
 export const DEFAULT_DOCKER_S3_PORT = 4567;
 /** Docker Compose project name: fixed, so `down` always finds what `up` started. */
@@ -287,6 +288,7 @@ async function runDocker(opts: EmulateOptions, shutdown: Shutdown): Promise<void
 
 export async function runEmulate(opts: EmulateOptions): Promise<void> {
   opts.envFile ??= opts.envOut;
+  if (!opts.docker) requirePeers('emulate', EMULATOR_PEERS);
   // Validate the env-derived names before starting anything (ConfigError -> exit 2).
   loadConfig(process.env);
   const shutdown = new Shutdown();

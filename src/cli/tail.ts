@@ -13,6 +13,7 @@ import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } fro
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './output.js';
 import { chunkLines, followRun, type RunRecord, type TailRecord } from './tail-records.js';
 import { getRunOrFail, withWorld } from './world.js';
+import { isInstalled, TUI_PEERS } from './peers.js';
 
 export const EXIT_INTERRUPTED = 130;
 
@@ -129,7 +130,7 @@ export async function runTail(runId: string, opts: TailOptions): Promise<void> {
       pipeClosed = true;
       ac.abort();
     });
-    const sink = opts.json ? ndjsonSink() : process.stdout.isTTY ? await inkSink(runId, opts.follow) : plainSink();
+    const sink = opts.json ? ndjsonSink() : process.stdout.isTTY && TUI_PEERS.every(isInstalled) ? await inkSink(runId, opts.follow) : plainSink();
     let last: RunRecord | undefined;
     try {
       for await (const rec of followRun(w.world, runId, {

