@@ -11,16 +11,20 @@
 import { WorkflowWorldError } from '@workflow/errors';
 import type { CreateEventParams, EventResult, ResolveData } from '@workflow/world';
 import { getMaxEventsPerRun } from '@workflow/world';
-import { type Env, type Outcome, Resolved } from './common.js';
+import type { StorageCtx } from './context.js';
+import { type CreateCall, type Outcome, Resolved } from './create-call.js';
 import { assertId, invalidArgument } from './errors.js';
 import { hookCreated, hookDisposed, hookReceived, waitCompleted, waitCreated } from './hook-events.js';
-import { type EventRecord, type StorageCtx, toEvent } from './items.js';
+import { encodeEventCursor } from './pagination.js';
+import { dropUndefined } from './records/attrs.js';
+import { type EventRecord, toEvent } from './records/event.js';
 import { attrSet, runCreated, runStarted, runTerminal } from './run-events.js';
-import { encodeEventCursor, type SlotHints } from './slots.js';
+import type { SlotHints } from './slot-hints.js';
+import type { StepItemCache } from './step-item-cache.js';
 import { stepCreated, stepFinished, stepRetrying, stepStartedBare, stepStartedLazy } from './step-events.js';
 
 type Data = Record<string, any>;
-type Handler = (env: Env, runId: string, data: Data) => Promise<Outcome>;
+type Handler = (call: CreateCall, runId: string, data: Data) => Promise<Outcome>;
 
 const HANDLERS: Record<string, Handler> = {
   run_started: runStarted,
@@ -29,10 +33,10 @@ const HANDLERS: Record<string, Handler> = {
   run_cancelled: runTerminal,
   attr_set: attrSet,
   step_created: stepCreated,
-  step_started: (env, runId, data) =>
+  step_started: (call, runId, data) =>
     typeof data.eventData?.stepName === 'string' && data.eventData.input !== undefined
-      ? stepStartedLazy(env, runId, data)
-      : stepStartedBare(env, runId, data),
+      ? stepStartedLazy(call, runId, data)
+      : stepStartedBare(call, runId, data),
   step_completed: stepFinished,
   step_failed: stepFinished,
   step_retrying: stepRetrying,
@@ -80,32 +84,32 @@ function perRunQueue() {
   };
 }
 
-export function createEvents(ctx: StorageCtx, hints: SlotHints) {
+export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache) {
   const queue = perRunQueue();
-  const createOne = createUnqueued(ctx, hints);
+  const createOne = createUnqueued(ctx, hints, steps);
   return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
     typeof runId === 'string' && runId !== '' ? queue(runId, () => createOne(runId, data, params)) : createOne(runId, data, params);
 }
 
-function createUnqueued(ctx: StorageCtx, hints: SlotHints) {
+function createUnqueued(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache) {
   return async function create(runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> {
     if (!data || typeof data !== 'object' || typeof data.eventType !== 'string') {
       throw invalidArgument('eventType', 'event request must have an eventType');
     }
     const rd: ResolveData = params?.resolveData ?? 'all';
-    const env: Env = { ctx, hints, params, rd, now: new Date() };
+    const call: CreateCall = { ctx, hints, steps, params, rd, now: new Date() };
     const type = data.eventType;
     if (NEEDS_CORRELATION.has(type)) assertId('correlationId', data.correlationId);
     if (data.correlationId !== undefined && data.correlationId !== null) assertId('correlationId', data.correlationId);
     try {
       if (type === 'run_created') {
-        const out = await runCreated(env, runId, data);
-        return assemble(env, out.runId, out);
+        const out = await runCreated(call, runId, data);
+        return assemble(call, out.runId, out);
       }
       assertId('runId', runId);
       const handler = HANDLERS[type];
       if (!handler) throw invalidArgument('eventType', `Unsupported event type "${type}"`);
-      return await assemble(env, runId, await handler(env, runId, data));
+      return await assemble(call, runId, await handler(call, runId, data));
     } catch (e) {
       if (e instanceof Resolved) return withMaxEvents(e.result);
       throw e;
@@ -117,13 +121,13 @@ function withMaxEvents(r: EventResult): EventResult {
   return r.run ? { ...r, maxEvents: getMaxEventsPerRun() } : r;
 }
 
-async function assemble(env: Env, runId: string, out: Outcome): Promise<EventResult> {
-  const { ctx, rd, params } = env;
+async function assemble(call: CreateCall, runId: string, out: Outcome): Promise<EventResult> {
+  const { ctx, rd, params } = call;
   const own = out.own;
   if (own.length === 0) throw new WorkflowWorldError(`events.create committed nothing for run "${runId}"`);
   const last = own[own.length - 1];
   const events = (list: EventRecord[]) => Promise.all(list.map((e) => toEvent(ctx, e, rd)));
-  const result: EventResult = dropUndefinedKeys({
+  const result: EventResult = dropUndefined({
     event: await toEvent(ctx, last, rd),
     run: out.run,
     step: out.step,
@@ -141,11 +145,6 @@ async function assemble(env: Env, runId: string, out: Outcome): Promise<EventRes
     // Report: the skipped slots only; no cursor, it must not move the caller's read position.
     page = { events: await events(collected.filter((e) => e.slot < own[0].slot)), cursor: null, hasMore: false };
   }
-  env.hints.note(runId, last.slot, [...(out.preload ?? []), ...collected, ...own]);
+  call.hints.note(runId, last.slot, [...(out.preload ?? []), ...collected, ...own]);
   return withMaxEvents(page ? ({ ...result, ...page } as EventResult) : result);
-}
-
-function dropUndefinedKeys<T extends Record<string, unknown>>(o: T): T {
-  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
-  return o;
 }

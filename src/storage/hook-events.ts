@@ -12,33 +12,26 @@ import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, HookNotFoundError, RunExpiredError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { ATTR, GSI1, keys, storageKeys } from '../ddb.js';
+import { failedCondition, oldItem } from './cancellation.js';
+import { putEvent, putNew } from './claims.js';
 import { num, str } from './codec.js';
-import { type Env, getItem, knownPosition, newEvent, type Outcome, putEvent, putNew, Resolved, runGuard, runGuardError, startPosition } from './common.js';
-import { assertId, failedCondition, notFound, oldItem } from './errors.js';
-import {
-  type EventRecord,
-  eventItem,
-  type HookRecord,
-  hookItem,
-  isTerminal,
-  keysOf,
-  parseEvent,
-  parseHook,
-  parseRun,
-  parseWait,
-  placeEventData,
-  placePayloads,
-  runPrefix,
-  type StorageCtx,
-  toEvent,
-  toHook,
-  toRun,
-  waitItem,
-} from './items.js';
-import { commit, type Position, readRunTail } from './slots.js';
+import { commit } from './commit.js';
+import type { StorageCtx } from './context.js';
+import { type CreateCall, type Outcome, Resolved } from './create-call.js';
+import { assertId, notFound } from './errors.js';
+import { readRunTail } from './log-tail.js';
+import { placeEventData, placePayloads, runPrefix } from './payload-placement.js';
+import { advance, type Position, startPosition } from './position.js';
+import { keysOf } from './records/attrs.js';
+import { type EventRecord, eventItem, newEvent, parseEvent, toEvent } from './records/event.js';
+import { type HookRecord, hookItem, parseHook, toHook } from './records/hook.js';
+import { parseRun, toRun } from './records/run.js';
+import { parseWait, waitItem } from './records/wait.js';
+import { runGuard, runGuardError } from './run-guard.js';
+import { getItem } from './table-reads.js';
+import { isTerminal } from './terminal.js';
 
 type Data = Record<string, any>;
-
 
 const hookOwnedBy = (runId: string, hookId: string) => ({
   ConditionExpression: 'runId = :r AND hookId = :h',
@@ -84,8 +77,8 @@ async function claimReleasable(ctx: StorageCtx, holder: HookRecord, now: Date): 
 
 // ---------------------------------------------------------------- hook_created
 
-export async function hookCreated(env: Env, runId: string, data: Data): Promise<Outcome> {
-  const { ctx } = env;
+export async function hookCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
   const hookId: string = data.correlationId;
   const ed: Data = data.eventData ?? {};
   const token = ed.token;
@@ -96,23 +89,23 @@ export async function hookCreated(env: Env, runId: string, data: Data): Promise<
     hookId,
     token,
     metadata: placed.metadata,
-    createdAt: env.now,
+    createdAt: call.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
     isWebhook: ed.isWebhook ?? false,
     isSystem: ed.isSystem ?? false,
     tokenRetentionUntil: ed.tokenRetentionUntil === undefined ? undefined : new Date(ed.tokenRetentionUntil),
   };
-  const created = newEvent(env, runId, data, 'hook_created', ed);
+  const created = newEvent(call, runId, data, 'hook_created', ed);
   let takeover: HookRecord | undefined;
   let conflictWith: string | undefined;
-  const pos = startPosition(env.params);
+  const pos = startPosition(call.params);
   const terminal = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
-  const done = await commit(ctx, env.hints, pos, {
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'hook_created',
     build: (slot) => {
       if (conflictWith !== undefined) {
-        const ev = newEvent(env, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
+        const ev = newEvent(call, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
         return { items: [runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))], eventIdx: [1] };
       }
       const claim = takeover
@@ -130,22 +123,22 @@ export async function hookCreated(env: Env, runId: string, data: Data): Promise<
       }
       const holder = parseHook(old);
       if (holder.runId === runId && holder.hookId === hookId) throw new EntityConflictError(`Hook "${hookId}" already created`);
-      if (await claimReleasable(ctx, holder, env.now)) takeover = holder;
+      if (await claimReleasable(ctx, holder, call.now)) takeover = holder;
       else conflictWith = holder.runId;
       return 'retry' as const;
     },
   });
   if (conflictWith !== undefined) {
-    const ev = newEvent(env, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
+    const ev = newEvent(call, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
     return { own: [{ ...ev, slot: done.slot }], pos, hook: undefined };
   }
-  return { own: [{ ...created, slot: done.slot }], pos, hook: await toHook(ctx, { ...rec, metadata: ed.metadata }, env.rd) };
+  return { own: [{ ...created, slot: done.slot }], pos, hook: await toHook(ctx, { ...rec, metadata: ed.metadata }, call.rd) };
 }
 
 // ---------------------------------------------------------------- hook_received
 
-export async function hookReceived(env: Env, runId: string, data: Data): Promise<Outcome> {
-  const { ctx, params } = env;
+export async function hookReceived(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx, params } = call;
   const hookId: string = data.correlationId;
   const ed: Data = data.eventData ?? {};
   const token = typeof ed.token === 'string' ? ed.token : await tokenOf(ctx, runId, hookId);
@@ -153,7 +146,7 @@ export async function hookReceived(env: Env, runId: string, data: Data): Promise
   const resumeId = typeof params?.resumeId === 'string' && params.resumeId !== '' ? params.resumeId : undefined;
   const digest = typeof params?.resumePayloadDigest === 'string' ? params.resumePayloadDigest : undefined;
   const stored = await placeEventData(ctx, runId, 'hook_received', ed);
-  const ev: EventRecord = { ...newEvent(env, runId, data, 'hook_received', ed), resumeId };
+  const ev: EventRecord = { ...newEvent(call, runId, data, 'hook_received', ed), resumeId };
 
   let pos: Position = startPosition(params);
   let preload: EventRecord[] | undefined;
@@ -170,7 +163,7 @@ export async function hookReceived(env: Env, runId: string, data: Data): Promise
     }
     pos = { last: read.tail, collect: [] };
   }
-  const done = await commit(ctx, env.hints, pos, {
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'hook_received',
     build: (slot) => {
@@ -194,7 +187,7 @@ export async function hookReceived(env: Env, runId: string, data: Data): Promise
         const had = str(claim, 'digest');
         if (digest && had && had !== digest) throw new EntityConflictError(`hook_received resumeId "${resumeId}" already recorded with a different payload`);
         const item = await getItem(ctx, keys.event(runId, num(claim, 'slot')!));
-        throw new Resolved({ event: await toEvent(ctx, parseEvent(item!), env.rd) });
+        throw new Resolved({ event: await toEvent(ctx, parseEvent(item!), call.rd) });
       }
       if (failedCondition(c, 0)) throw new HookNotFoundError(hookId);
       throw runGuardError(runId, oldItem(c, 1), (s) => new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s));
@@ -202,7 +195,7 @@ export async function hookReceived(env: Env, runId: string, data: Data): Promise
   });
   const out: Outcome = { own: [{ ...ev, slot: done.slot }], pos };
   if (preload && run) {
-    out.run = await toRun(ctx, run, env.rd);
+    out.run = await toRun(ctx, run, call.rd);
     out.preload = preload;
     out.fullLog = true;
   }
@@ -213,8 +206,8 @@ type HookRunView = ReturnType<typeof parseRun>;
 
 // ---------------------------------------------------------------- hook_disposed
 
-export async function hookDisposed(env: Env, runId: string, data: Data): Promise<Outcome> {
-  const { ctx } = env;
+export async function hookDisposed(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
   const hookId: string = data.correlationId;
   const ed: Data | undefined = data.eventData;
   const token = typeof ed?.token === 'string' ? ed.token : await tokenOf(ctx, runId, hookId);
@@ -223,9 +216,9 @@ export async function hookDisposed(env: Env, runId: string, data: Data): Promise
     throw new HookNotFoundError(hookId);
   };
   if (!token) return gone();
-  const ev = newEvent(env, runId, data, 'hook_disposed', ed);
-  const pos = startPosition(env.params);
-  const done = await commit(ctx, env.hints, pos, {
+  const ev = newEvent(call, runId, data, 'hook_disposed', ed);
+  const pos = startPosition(call.params);
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'hook_disposed',
     build: (slot) => ({
@@ -239,8 +232,8 @@ export async function hookDisposed(env: Env, runId: string, data: Data): Promise
 
 // ---------------------------------------------------------------- waits
 
-export async function waitCreated(env: Env, runId: string, data: Data): Promise<Outcome> {
-  const { ctx } = env;
+export async function waitCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
   const cid: string = data.correlationId;
   const ed: Data = data.eventData ?? {};
   const wait = {
@@ -249,13 +242,13 @@ export async function waitCreated(env: Env, runId: string, data: Data): Promise<
     runId,
     status: 'waiting' as const,
     resumeAt: ed.resumeAt === undefined ? undefined : new Date(ed.resumeAt),
-    createdAt: env.now,
-    updatedAt: env.now,
+    createdAt: call.now,
+    updatedAt: call.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
   };
-  const ev = newEvent(env, runId, data, 'wait_created', ed);
-  const pos = startPosition(env.params);
-  const done = await commit(ctx, env.hints, pos, {
+  const ev = newEvent(call, runId, data, 'wait_created', ed);
+  const pos = startPosition(call.params);
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'wait_created',
     build: (slot) => ({ items: [putNew(ctx, waitItem(wait)), runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))], eventIdx: [2] }),
@@ -268,19 +261,19 @@ export async function waitCreated(env: Env, runId: string, data: Data): Promise<
   return { own: [{ ...ev, slot: done.slot }], pos, wait: w };
 }
 
-export async function waitCompleted(env: Env, runId: string, data: Data): Promise<Outcome> {
-  const { ctx } = env;
+export async function waitCompleted(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
   const cid: string = data.correlationId;
-  const [item, pos] = await Promise.all([getItem(ctx, keys.wait(runId, cid)), knownPosition(env, runId, startPosition(env.params))]);
+  const [item, pos] = await Promise.all([getItem(ctx, keys.wait(runId, cid)), advance(call.ctx, call.hints, runId, startPosition(call.params))]);
   const check = (it: typeof item) => {
     if (!it) throw notFound(`Wait "${cid}" not found`);
     if (str(it, 'status') !== 'waiting') throw new EntityConflictError(`Wait "${cid}" already completed`);
     return parseWait(it);
   };
   const cur = check(item);
-  const next = { ...cur, correlationId: cid, status: 'completed' as const, completedAt: env.now, updatedAt: env.now };
-  const ev = newEvent(env, runId, data, 'wait_completed', data.eventData);
-  const done = await commit(ctx, env.hints, pos, {
+  const next = { ...cur, correlationId: cid, status: 'completed' as const, completedAt: call.now, updatedAt: call.now };
+  const ev = newEvent(call, runId, data, 'wait_completed', data.eventData);
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'wait_completed',
     build: (slot) => ({

@@ -11,10 +11,14 @@
  */
 import type { Storage, WorldCapabilities } from '@workflow/world';
 import type { WorldContext } from '../context.js';
+import type { StorageCtx } from './context.js';
 import { createEvents } from './create.js';
-import type { StorageCtx } from './items.js';
-import { createEventReads, createHookReads, createRunReads, createStepReads } from './reads.js';
-import { SlotHints } from './slots.js';
+import { createEventReads } from './event-reads.js';
+import { createHookReads } from './hook-reads.js';
+import { createRunReads } from './run-reads.js';
+import { SlotHints } from './slot-hints.js';
+import { StepItemCache } from './step-item-cache.js';
+import { createStepReads } from './step-reads.js';
 
 /**
  * Capabilities this storage honours, for the World composer to declare:
@@ -32,8 +36,8 @@ export function createStorage(ctx: WorldContext): Storage {
     runs: runs as unknown as Storage['runs'],
     steps: createStepReads(sctx) as unknown as Storage['steps'],
     hooks: createHookReads(sctx),
-    events: { create: createEvents(sctx, hints) as Storage['events']['create'], ...events },
+    events: { create: createEvents(sctx, hints, new StepItemCache()) as Storage['events']['create'], ...events },
   };
 }
 
-export { encodeEventCursor } from './slots.js';
+export { encodeEventCursor } from './pagination.js';

@@ -6,8 +6,7 @@
  * state, and commits one transaction whose `RUN#meta` condition restates the decision; if the
  * state moved in between, the ALL_OLD item names the new state and the handler starts over.
  */
-import { BatchWriteItemCommand, DeleteItemCommand, TransactWriteItemsCommand, type TransactWriteItem } from '@aws-sdk/client-dynamodb';
-import { randomUUID } from 'node:crypto';
+import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, RunExpiredError, WorkflowRunNotFoundError, WorkflowWorldError } from '@workflow/errors';
 import type { AttributeChange, EventResult, WorkflowRun } from '@workflow/world';
 import {
@@ -19,39 +18,23 @@ import {
   validateUlidTimestamp,
 } from '@workflow/world';
 import { ulid } from 'ulid';
-import { ATTR, GSI1, keys, storageKeys } from '../ddb.js';
-import { type Attrs, num, str, toAttr, valueSize } from './codec.js';
-import {
-  assertSpec,
-  type Env,
-  NOT_TERMINAL,
-  type Outcome,
-  putEvent,
-  putNew,
-  Restart,
-  Resolved,
-  runGuardError,
-  startPosition,
-  TERMINAL_VALUES,
-  newEvent,
-} from './common.js';
-import { backoff, cancellationOf, failedCondition, oldItem, transientCancellation } from './errors.js';
-import {
-  type EventRecord,
-  eventItem,
-  isTerminal,
-  itemSize,
-  keysOf,
-  parseRun,
-  placePayloads,
-  type RunRecord,
-  runItem,
-  runPrefix,
-  type StorageCtx,
-  toEvent,
-  toRun,
-} from './items.js';
-import { commit, encodeEventCursor, type Position, queryAll, readRunTail } from './slots.js';
+import { keys } from '../ddb.js';
+import { backoff } from './backoff.js';
+import { failedCondition, oldItem } from './cancellation.js';
+import { putEvent, putNew } from './claims.js';
+import { type Attrs, itemSize, str, toAttr, valueSize } from './codec.js';
+import { commit } from './commit.js';
+import { type CreateCall, type Outcome, Resolved, Restart } from './create-call.js';
+import { readRunTail } from './log-tail.js';
+import { encodeEventCursor } from './pagination.js';
+import { placePayloads, runPrefix } from './payload-placement.js';
+import { type Position, startPosition } from './position.js';
+import { keysOf } from './records/attrs.js';
+import { atSlot as at, type EventRecord, eventItem, newEvent, toEvent } from './records/event.js';
+import { parseRun, type RunRecord, runItem, toRun } from './records/run.js';
+import { assertSpec, runGuardError } from './run-guard.js';
+import { releaseRun } from './run-release.js';
+import { isTerminal, NOT_TERMINAL, TERMINAL_VALUES } from './terminal.js';
 
 type Data = Record<string, any>;
 
@@ -75,11 +58,8 @@ function validateSeedAttributes(ed: Data): void {
   validateAttributeChanges(changes, { allowReservedAttributes: ed.allowReservedAttributes === true });
 }
 
-
-const at = (e: EventRecord, slot: number): EventRecord => ({ ...e, slot });
-
 /** A new run record (pending) from run_created / resilient run_started data. */
-function newRun(env: Env, runId: string, ed: Data, specVersion: number, input: unknown): RunRecord {
+function newRun(call: CreateCall, runId: string, ed: Data, specVersion: number, input: unknown): RunRecord {
   return {
     runId,
     status: 'pending',
@@ -90,16 +70,16 @@ function newRun(env: Env, runId: string, ed: Data, specVersion: number, input: u
     input,
     attributes: { ...(ed.attributes ?? {}) },
     encryptionPublicKey: ed.encryptionPublicKey,
-    createdAt: env.now,
-    updatedAt: env.now,
+    createdAt: call.now,
+    updatedAt: call.now,
     attrVer: 0,
   };
 }
 
 // ---------------------------------------------------------------- run_created
 
-export async function runCreated(env: Env, runIdArg: string | null, data: Data): Promise<Outcome & { runId: string }> {
-  const { ctx } = env;
+export async function runCreated(call: CreateCall, runIdArg: string | null, data: Data): Promise<Outcome & { runId: string }> {
+  const { ctx } = call;
   let runId: string;
   if (runIdArg === null || runIdArg === undefined || runIdArg === '') runId = `wrun_${ulid()}`;
   else {
@@ -114,49 +94,46 @@ export async function runCreated(env: Env, runIdArg: string | null, data: Data):
   validateSeedAttributes(ed);
   const sv = data.specVersion ?? SPEC_VERSION_CURRENT;
   const placed = await placePayloads(ctx, { input: ed.input }, runPrefix(runId), 1024 + valueSize({ ...ed, input: undefined }));
-  const run = newRun(env, runId, ed, sv, placed.input);
-  const ev = at(newEvent(env, runId, data, 'run_created', ed), 1);
-  // A new run's first event is slot 1; the run put is the exclusive create.
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ctx.ddb.send(
-        new TransactWriteItemsCommand({
-          ClientRequestToken: randomUUID(),
-          TransactItems: [putNew(ctx, runItem(run)), putEvent(ctx, eventItem({ ...ev, eventData: { ...ed, input: placed.input } }))],
-        }),
-      );
-      break;
-    } catch (err) {
-      const c = cancellationOf(err);
-      if (c && (failedCondition(c, 0) || failedCondition(c, 1))) throw new EntityConflictError(`Workflow run "${runId}" already exists`);
-      if (!c || !transientCancellation(c) || attempt >= 10) throw err;
-      await backoff(attempt);
-    }
-  }
-  env.hints.note(runId, 1);
-  return { runId, own: [ev], pos: {}, run: await toRun(ctx, { ...run, input: ed.input }, env.rd) };
+  const run = newRun(call, runId, ed, sv, placed.input);
+  const ev = at(newEvent(call, runId, data, 'run_created', ed), 1);
+  // A new run's first event is slot 1 and the run put is the exclusive create: either claim
+  // failing means the run exists.
+  const exists = (): never => {
+    throw new EntityConflictError(`Workflow run "${runId}" already exists`);
+  };
+  await commit(ctx, call.hints, { last: 0 }, {
+    runId,
+    what: 'run_created',
+    build: (slot) => ({
+      items: [putNew(ctx, runItem(run)), putEvent(ctx, eventItem({ ...at(ev, slot), eventData: { ...ed, input: placed.input } }))],
+      eventIdx: [1],
+    }),
+    onGuard: exists,
+    onSlotTaken: exists,
+  });
+  return { runId, own: [ev], pos: {}, run: await toRun(ctx, { ...run, input: ed.input }, call.rd) };
 }
 
 // ---------------------------------------------------------------- run_started
 
-export function runStarted(env: Env, runId: string, data: Data): Promise<Outcome> {
-  return restartable(() => runStartedOnce(env, runId, data));
+export function runStarted(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  return restartable(() => runStartedOnce(call, runId, data));
 }
 
-async function runStartedOnce(env: Env, runId: string, data: Data): Promise<Outcome> {
-  const { ctx, params } = env;
+async function runStartedOnce(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx, params } = call;
   const preload = params?.skipPreload !== true;
   const ec = startPosition(params).last;
   const read = await readRunTail(ctx, runId, preload ? 0 : ec);
   const pos: Position = { last: read.tail, collect: preload || ec === undefined ? [] : [...read.events] };
-  const ev = newEvent(env, runId, data, 'run_started', undefined); // eventData belongs on run_created only
+  const ev = newEvent(call, runId, data, 'run_started', undefined); // eventData belongs on run_created only
 
   if (!read.run) {
     const ed: Data | undefined = data.eventData;
     if (!ed || typeof ed.deploymentId !== 'string' || typeof ed.workflowName !== 'string' || ed.input === undefined) {
       throw new WorkflowRunNotFoundError(runId);
     }
-    return resilientStart(env, runId, data, ed, pos, preload ? read.events : undefined, ev);
+    return resilientStart(call, runId, data, ed, pos, preload ? read.events : undefined, ev);
   }
   const rec = parseRun(read.run);
   assertSpec(rec);
@@ -165,10 +142,10 @@ async function runStartedOnce(env: Env, runId: string, data: Data): Promise<Outc
   }
   if (rec.status === 'running') {
     // Idempotent: no new event.
-    throw new Resolved({ run: await toRun(ctx, rec, env.rd), ...(preload ? await logPage(env, read.events) : {}) } as EventResult);
+    throw new Resolved({ run: await toRun(ctx, rec, call.rd), ...(preload ? await logPage(call, read.events) : {}) } as EventResult);
   }
-  const next: RunRecord = { ...rec, status: 'running', startedAt: rec.startedAt ?? env.now, updatedAt: env.now };
-  const done = await commit(ctx, env.hints, pos, {
+  const next: RunRecord = { ...rec, status: 'running', startedAt: rec.startedAt ?? call.now, updatedAt: call.now };
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'run_started',
     build: (slot) => ({
@@ -180,7 +157,7 @@ async function runStartedOnce(env: Env, runId: string, data: Data): Promise<Outc
             UpdateExpression: 'SET #st = :run, startedAt = if_not_exists(startedAt, :now), updatedAt = :now',
             ConditionExpression: '#st = :pending',
             ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: { ':run': { S: 'running' }, ':pending': { S: 'pending' }, ':now': { N: String(env.now.getTime()) } },
+            ExpressionAttributeValues: { ':run': { S: 'running' }, ':pending': { S: 'pending' }, ':now': { N: String(call.now.getTime()) } },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
         },
@@ -193,12 +170,12 @@ async function runStartedOnce(env: Env, runId: string, data: Data): Promise<Outc
       throw new Restart(); // started or finished concurrently: re-read and answer from that state
     },
   });
-  return { own: [at(ev, done.slot)], pos, run: await toRun(ctx, next, env.rd), preload: preload ? read.events : undefined, fullLog: preload };
+  return { own: [at(ev, done.slot)], pos, run: await toRun(ctx, next, call.rd), preload: preload ? read.events : undefined, fullLog: preload };
 }
 
 /** Run missing but the start carries its creation data: create it, with a synthetic run_created. */
 async function resilientStart(
-  env: Env,
+  call: CreateCall,
   runId: string,
   data: Data,
   ed: Data,
@@ -206,13 +183,13 @@ async function resilientStart(
   before: EventRecord[] | undefined,
   started: EventRecord,
 ): Promise<Outcome> {
-  const { ctx } = env;
+  const { ctx } = call;
   validateSeedAttributes(ed);
   const sv = data.specVersion ?? SPEC_VERSION_CURRENT;
   const placed = await placePayloads(ctx, { input: ed.input }, runPrefix(runId), 1024 + valueSize({ ...ed, input: undefined }));
-  const run: RunRecord = { ...newRun(env, runId, ed, sv, placed.input), status: 'running', startedAt: env.now };
-  const created: EventRecord = { ...newEvent(env, runId, { specVersion: data.specVersion }, 'run_created', ed) };
-  const done = await commit(ctx, env.hints, pos, {
+  const run: RunRecord = { ...newRun(call, runId, ed, sv, placed.input), status: 'running', startedAt: call.now };
+  const created: EventRecord = { ...newEvent(call, runId, { specVersion: data.specVersion }, 'run_created', ed) };
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'run_started',
     build: (slot) => ({
@@ -230,15 +207,15 @@ async function resilientStart(
   return {
     own: [at(created, done.slot), at(started, done.slot + 1)],
     pos,
-    run: await toRun(ctx, { ...run, input: ed.input }, env.rd),
+    run: await toRun(ctx, { ...run, input: ed.input }, call.rd),
     preload: before,
     fullLog: before !== undefined,
   };
 }
 
-async function logPage(env: Env, events: EventRecord[]) {
+async function logPage(call: CreateCall, events: EventRecord[]) {
   return {
-    events: await Promise.all(events.map((e) => toEvent(env.ctx, e, env.rd))),
+    events: await Promise.all(events.map((e) => toEvent(call.ctx, e, call.rd))),
     cursor: events.length > 0 ? encodeEventCursor(events[events.length - 1].slot) : null,
     hasMore: false,
   };
@@ -246,12 +223,12 @@ async function logPage(env: Env, events: EventRecord[]) {
 
 // ---------------------------------------------------------------- terminal
 
-export function runTerminal(env: Env, runId: string, data: Data): Promise<Outcome> {
-  return restartable(() => runTerminalOnce(env, runId, data));
+export function runTerminal(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  return restartable(() => runTerminalOnce(call, runId, data));
 }
 
-async function runTerminalOnce(env: Env, runId: string, data: Data): Promise<Outcome> {
-  const { ctx, params } = env;
+async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx, params } = call;
   const type = data.eventType as 'run_completed' | 'run_failed' | 'run_cancelled';
   const ec = startPosition(params).last;
   const read = await readRunTail(ctx, runId, ec);
@@ -266,8 +243,8 @@ async function runTerminalOnce(env: Env, runId: string, data: Data): Promise<Out
       throw new EntityConflictError(`Cannot transition run from terminal state "${rec.status}"`);
     }
     // Idempotent cancel: the event is appended, the run is returned unchanged.
-    const ev = newEvent(env, runId, data, type, data.eventData);
-    const done = await commit(ctx, env.hints, pos, {
+    const ev = newEvent(call, runId, data, type, data.eventData);
+    const done = await commit(ctx, call.hints, pos, {
       runId,
       what: type,
       build: (slot) => ({
@@ -289,7 +266,7 @@ async function runTerminalOnce(env: Env, runId: string, data: Data): Promise<Out
         throw new Restart();
       },
     });
-    return { own: [at(ev, done.slot)], pos, run: await toRun(ctx, rec, env.rd) };
+    return { own: [at(ev, done.slot)], pos, run: await toRun(ctx, rec, call.rd) };
   }
 
   const field = type === 'run_completed' ? 'output' : type === 'run_failed' ? 'error' : undefined;
@@ -308,11 +285,11 @@ async function runTerminalOnce(env: Env, runId: string, data: Data): Promise<Out
     output: field === 'output' ? stored : undefined,
     error: field === 'error' ? stored : undefined,
     errorCode: type === 'run_failed' ? ed.errorCode : undefined,
-    completedAt: env.now,
-    updatedAt: env.now,
+    completedAt: call.now,
+    updatedAt: call.now,
   };
   const names: Record<string, string> = { '#st': 'status' };
-  const values: Attrs = { ...TERMINAL_VALUES, ':new': { S: status }, ':now': { N: String(env.now.getTime()) } };
+  const values: Attrs = { ...TERMINAL_VALUES, ':new': { S: status }, ':now': { N: String(call.now.getTime()) } };
   let set = 'SET #st = :new, completedAt = :now, updatedAt = :now';
   if (field && stored !== undefined) {
     set += `, #f = :v`;
@@ -323,9 +300,9 @@ async function runTerminalOnce(env: Env, runId: string, data: Data): Promise<Out
     set += ', errorCode = :ec';
     values[':ec'] = { S: ed.errorCode };
   }
-  const ev = newEvent(env, runId, data, type, data.eventData);
+  const ev = newEvent(call, runId, data, type, data.eventData);
   const storedEv = field ? { ...ev, eventData: { ...ed, [field]: stored } } : ev;
-  const done = await commit(ctx, env.hints, pos, {
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: type,
     build: (slot) => ({
@@ -351,75 +328,23 @@ async function runTerminalOnce(env: Env, runId: string, data: Data): Promise<Out
     },
   });
   await releaseRun(ctx, runId);
-  const run = await toRun(ctx, { ...next, output: field === 'output' ? value : undefined, error: field === 'error' ? value : undefined }, env.rd);
+  const run = await toRun(ctx, { ...next, output: field === 'output' ? value : undefined, error: field === 'error' ? value : undefined }, call.rd);
   return { own: [at(ev, done.slot)], pos, run };
-}
-
-/**
- * A terminal run gives up its hooks (releasing their tokens) and its pending waits. Runs after
- * the terminal transaction committed, so no new hook or wait can appear (their creates carry a
- * run guard); idempotent, and a token missed here (GSI lag) is taken over by the next claimant,
- * which checks that the holder's run is terminal.
- */
-export async function releaseRun(ctx: StorageCtx, runId: string): Promise<void> {
-  const [hooks, waits] = await Promise.all([
-    queryAll(ctx, {
-      IndexName: GSI1,
-      KeyConditionExpression: `${ATTR.gsi1pk} = :h`,
-      ExpressionAttributeValues: { ':h': { S: keys.runHooksGsi(runId) } },
-      ProjectionExpression: 'PK, runId, hookId, tokenRetentionUntil',
-    }),
-    queryAll(ctx, {
-      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :w)',
-      FilterExpression: '#st = :waiting',
-      ExpressionAttributeNames: { '#st': 'status' },
-      ExpressionAttributeValues: { ':pk': { S: keys.runPk(runId) }, ':w': { S: keys.waitSkPrefix }, ':waiting': { S: 'waiting' } },
-      ProjectionExpression: 'PK, SK',
-      ConsistentRead: true,
-    }),
-  ]);
-  const now = Date.now();
-  await Promise.all(
-    hooks
-      .filter((h) => (num(h, 'tokenRetentionUntil') ?? 0) <= now)
-      .map((h) =>
-        ctx.ddb
-          .send(
-            new DeleteItemCommand({
-              TableName: ctx.table,
-              Key: { PK: h.PK, SK: { S: storageKeys.hookMetaSk } },
-              ConditionExpression: 'runId = :r AND hookId = :h',
-              ExpressionAttributeValues: { ':r': { S: runId }, ':h': { S: str(h, 'hookId')! } },
-            }),
-          )
-          .catch((e) => {
-            if ((e as { name?: string }).name !== 'ConditionalCheckFailedException') throw e;
-          }),
-      ),
-  );
-  for (let i = 0; i < waits.length; i += 25) {
-    let req = waits.slice(i, i + 25).map((w) => ({ DeleteRequest: { Key: { PK: w.PK, SK: w.SK } } }));
-    for (let attempt = 0; req.length > 0; attempt++) {
-      const res = await ctx.ddb.send(new BatchWriteItemCommand({ RequestItems: { [ctx.table]: req } }));
-      req = (res.UnprocessedItems?.[ctx.table] ?? []) as typeof req;
-      if (req.length > 0) await backoff(attempt);
-    }
-  }
 }
 
 // ---------------------------------------------------------------- attr_set
 
-export function attrSet(env: Env, runId: string, data: Data): Promise<Outcome> {
+export function attrSet(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const ed: Data = data.eventData ?? {};
   const changes: AttributeChange[] = Array.isArray(ed.changes) ? ed.changes : [];
   const allowReservedAttributes = ed.allowReservedAttributes === true;
   validateAttributeEventDataSize(ed as never);
   validateAttributeChanges(changes, { allowReservedAttributes });
-  return restartable(() => attrSetOnce(env, runId, data, ed, changes, allowReservedAttributes));
+  return restartable(() => attrSetOnce(call, runId, data, ed, changes, allowReservedAttributes));
 }
 
-async function attrSetOnce(env: Env, runId: string, data: Data, ed: Data, changes: AttributeChange[], allowReservedAttributes: boolean) {
-  const { ctx, params } = env;
+async function attrSetOnce(call: CreateCall, runId: string, data: Data, ed: Data, changes: AttributeChange[], allowReservedAttributes: boolean) {
+  const { ctx, params } = call;
   const ec = startPosition(params).last;
   const read = await readRunTail(ctx, runId, ec);
   if (!read.run) throw new WorkflowRunNotFoundError(runId);
@@ -431,8 +356,8 @@ async function attrSetOnce(env: Env, runId: string, data: Data, ed: Data, change
   const merged = applyAttributeChanges(rec.attributes, changes);
   const claim = data.correlationId && ed.writer?.type === 'workflow' ? (data.correlationId as string) : undefined;
   const pos: Position = { last: read.tail, collect: ec === undefined ? undefined : [...read.events] };
-  const ev = newEvent(env, runId, data, 'attr_set', ed);
-  const done = await commit(ctx, env.hints, pos, {
+  const ev = newEvent(call, runId, data, 'attr_set', ed);
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'attr_set',
     build: (slot) => {
@@ -449,7 +374,7 @@ async function attrSetOnce(env: Env, runId: string, data: Data, ed: Data, change
               ':a': toAttr(merged)!,
               ':v': { N: String(rec.attrVer) },
               ':nv': { N: String(rec.attrVer + 1) },
-              ':now': { N: String(env.now.getTime()) },
+              ':now': { N: String(call.now.getTime()) },
             },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
@@ -467,6 +392,6 @@ async function attrSetOnce(env: Env, runId: string, data: Data, ed: Data, change
       throw new Restart(); // another attr_set moved the version: re-validate against it
     },
   });
-  const run: WorkflowRun = await toRun(ctx, { ...rec, attributes: merged, attrVer: rec.attrVer + 1, updatedAt: env.now }, env.rd);
+  const run: WorkflowRun = await toRun(ctx, { ...rec, attributes: merged, attrVer: rec.attrVer + 1, updatedAt: call.now }, call.rd);
   return { own: [at(ev, done.slot)], pos, run };
 }

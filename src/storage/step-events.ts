@@ -12,34 +12,31 @@ import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, RunExpiredError, TooEarlyError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { keys } from '../ddb.js';
-import { type Attrs, valueSize } from './codec.js';
 import { isS3Pointer } from '../payloads.js';
-import { type Env, getItem, knownPosition, newEvent, type Outcome, putEvent, putNew, runGuard, runGuardError, startPosition } from './common.js';
-import { failedCondition, notFound, oldItem } from './errors.js';
-import {
-  eventItem,
-  isTerminal,
-  itemSize,
-  parseStep,
-  placePayloads,
-  runPrefix,
-  type StepRecord,
-  stepItem,
-  toStep,
-} from './items.js';
-import { commit } from './slots.js';
+import { failedCondition, oldItem } from './cancellation.js';
+import { putEvent, putNew } from './claims.js';
+import { type Attrs, itemSize, valueSize } from './codec.js';
+import { commit } from './commit.js';
+import type { CreateCall, Outcome } from './create-call.js';
+import { notFound } from './errors.js';
+import { placePayloads, runPrefix } from './payload-placement.js';
+import { advance, startPosition } from './position.js';
+import { eventItem, newEvent } from './records/event.js';
+import { parseStep, type StepRecord, stepItem, toStep } from './records/step.js';
+import { runGuard, runGuardError } from './run-guard.js';
+import { getItem } from './table-reads.js';
+import { isTerminal } from './terminal.js';
 
 type Data = Record<string, any>;
 
 const stepPrefix = (runId: string, stepId: string) => `${runPrefix(runId)}/steps/${stepId}`;
 
-
 const terminalRunConflict = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
 
 // ---------------------------------------------------------------- creates
 
-export async function stepCreated(env: Env, runId: string, data: Data): Promise<Outcome> {
-  const { ctx } = env;
+export async function stepCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
   const stepId: string = data.correlationId;
   const ed: Data = data.eventData ?? {};
   const placed = await placePayloads(ctx, { input: ed.input }, stepPrefix(runId, stepId), 1024 + valueSize({ ...ed, input: undefined }));
@@ -50,14 +47,14 @@ export async function stepCreated(env: Env, runId: string, data: Data): Promise<
     status: 'pending',
     input: placed.input,
     attempt: 0,
-    createdAt: env.now,
-    updatedAt: env.now,
+    createdAt: call.now,
+    updatedAt: call.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
     ver: 1,
   };
-  const ev = newEvent(env, runId, data, 'step_created', ed);
-  const pos = startPosition(env.params);
-  const done = await commit(ctx, env.hints, pos, {
+  const ev = newEvent(call, runId, data, 'step_created', ed);
+  const pos = startPosition(call.params);
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'step_created',
     build: (slot) => ({
@@ -69,8 +66,8 @@ export async function stepCreated(env: Env, runId: string, data: Data): Promise<
       throw new EntityConflictError(`Step "${stepId}" already created`);
     },
   });
-  env.hints.rememberStep(runId, stepId, stepItem(rec));
-  return { own: [{ ...ev, slot: done.slot }], pos, step: await toStep(ctx, { ...rec, input: ed.input }, env.rd) };
+  call.steps.remember(runId, stepId, stepItem(rec));
+  return { own: [{ ...ev, slot: done.slot }], pos, step: await toStep(ctx, { ...rec, input: ed.input }, call.rd) };
 }
 
 /**
@@ -78,8 +75,8 @@ export async function stepCreated(env: Env, runId: string, data: Data): Promise<
  * creates the step (running, attempt 1), the synthetic step_created at the lower slot and the
  * step_started above it. Only the caller whose claim won gets `stepCreated: true`.
  */
-export async function stepStartedLazy(env: Env, runId: string, data: Data): Promise<Outcome> {
-  const { ctx } = env;
+export async function stepStartedLazy(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
   const stepId: string = data.correlationId;
   const { input, ...startedData } = data.eventData as Data;
   const placed = await placePayloads(ctx, { input }, stepPrefix(runId, stepId), 1024 + valueSize(startedData));
@@ -90,19 +87,19 @@ export async function stepStartedLazy(env: Env, runId: string, data: Data): Prom
     status: 'running',
     input: placed.input,
     attempt: 1,
-    startedAt: env.now,
-    createdAt: env.now,
-    updatedAt: env.now,
+    startedAt: call.now,
+    createdAt: call.now,
+    updatedAt: call.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
     ver: 1,
   };
   const createdData: Data = { stepName: startedData.stepName, input };
   if (startedData.workflowName !== undefined) createdData.workflowName = startedData.workflowName;
-  const created = newEvent(env, runId, { correlationId: stepId, specVersion: data.specVersion }, 'step_created', createdData);
+  const created = newEvent(call, runId, { correlationId: stepId, specVersion: data.specVersion }, 'step_created', createdData);
   // The input rides the synthetic step_created; stepName stays for replay's divergence check.
-  const started = newEvent(env, runId, data, 'step_started', startedData);
-  const pos = startPosition(env.params);
-  const done = await commit(ctx, env.hints, pos, {
+  const started = newEvent(call, runId, data, 'step_started', startedData);
+  const pos = startPosition(call.params);
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'step_started',
     build: (slot) => ({
@@ -120,14 +117,14 @@ export async function stepStartedLazy(env: Env, runId: string, data: Data): Prom
       throw runGuardError(runId, oldItem(c, 1), terminalRunConflict);
     },
   });
-  env.hints.rememberStep(runId, stepId, stepItem(rec));
+  call.steps.remember(runId, stepId, stepItem(rec));
   return {
     own: [
       { ...created, slot: done.slot },
       { ...started, slot: done.slot + 1 },
     ],
     pos,
-    step: await toStep(ctx, { ...rec, input }, env.rd),
+    step: await toStep(ctx, { ...rec, input }, call.rd),
     stepCreated: true,
   };
 }
@@ -145,19 +142,19 @@ interface Transition {
 
 type Decide = (s: StepRecord, raw: Attrs) => Transition | Promise<Transition>;
 
-async function transition(env: Env, runId: string, data: Data, decide: Decide, plain: (next: StepRecord) => StepRecord): Promise<Outcome> {
-  const { ctx } = env;
+async function transition(call: CreateCall, runId: string, data: Data, decide: Decide, plain: (next: StepRecord) => StepRecord): Promise<Outcome> {
+  const { ctx } = call;
   const stepId: string = data.correlationId;
-  const known = env.hints.knownStep(runId, stepId);
+  const known = call.steps.known(runId, stepId);
   const [item, pos] = await Promise.all([
     known ?? getItem(ctx, keys.step(runId, stepId)),
-    knownPosition(env, runId, startPosition(env.params)),
+    advance(call.ctx, call.hints, runId, startPosition(call.params)),
   ]);
   if (!item) throw notFound(`Step "${stepId}" not found`);
   let cur = parseStep(item);
   let t = await decide(cur, item);
-  const ev = newEvent(env, runId, data, data.eventType, undefined);
-  const done = await commit(ctx, env.hints, pos, {
+  const ev = newEvent(call, runId, data, data.eventType, undefined);
+  const done = await commit(ctx, call.hints, pos, {
     runId,
     what: data.eventType,
     build: (slot) => {
@@ -185,8 +182,8 @@ async function transition(env: Env, runId: string, data: Data, decide: Decide, p
       return 'retry' as const;
     },
   });
-  env.hints.rememberStep(runId, stepId, stepItem(t.next));
-  return { own: [{ ...ev, slot: done.slot, eventData: data.eventData }], pos, step: await toStep(ctx, plain(t.next), env.rd) };
+  call.steps.remember(runId, stepId, stepItem(t.next));
+  return { own: [{ ...ev, slot: done.slot, eventData: data.eventData }], pos, step: await toStep(ctx, plain(t.next), call.rd) };
 }
 
 function assertLive(s: StepRecord): void {
@@ -197,23 +194,23 @@ function assertLive(s: StepRecord): void {
  * Place one new payload field of a step: inline if the step item still fits with it, else S3.
  * An object already uploaded for this call is reused when the decision is taken again.
  */
-function payloadPlacer(env: Env, runId: string, stepId: string, field: string, value: unknown) {
+function payloadPlacer(call: CreateCall, runId: string, stepId: string, field: string, value: unknown) {
   let pointer: unknown;
   return async (raw: Attrs): Promise<unknown> => {
     if (pointer !== undefined) return pointer;
     const rest = { ...raw };
     delete rest[field];
-    const placed = (await placePayloads(env.ctx, { [field]: value }, stepPrefix(runId, stepId), itemSize(rest) + 512))[field];
+    const placed = (await placePayloads(call.ctx, { [field]: value }, stepPrefix(runId, stepId), itemSize(rest) + 512))[field];
     if (isS3Pointer(placed)) pointer = placed;
     return placed;
   };
 }
 
 /** Bare start: attempt += 1, `startedAt ??= now`, retryAfter cleared; refused before retryAfter. */
-export function stepStartedBare(env: Env, runId: string, data: Data): Promise<Outcome> {
-  const now = env.now;
+export function stepStartedBare(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const now = call.now;
   return transition(
-    env,
+    call,
     runId,
     data,
     (s) => {
@@ -237,21 +234,21 @@ export function stepStartedBare(env: Env, runId: string, data: Data): Promise<Ou
  * step_completed / step_failed: only from a live step. The run is not checked for a running
  * step (it may finish after its run ended); a step that is not running needs a live run.
  */
-export function stepFinished(env: Env, runId: string, data: Data): Promise<Outcome> {
+export function stepFinished(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const completed = data.eventType === 'step_completed';
   const ed: Data = data.eventData ?? {};
   const eventField = completed ? 'result' : 'error';
   const field = completed ? 'output' : 'error';
-  const place = payloadPlacer(env, runId, data.correlationId, field, ed[eventField]);
+  const place = payloadPlacer(call, runId, data.correlationId, field, ed[eventField]);
   return transition(
-    env,
+    call,
     runId,
     data,
     async (s, raw) => {
       assertLive(s);
       const stored = await place(raw);
       return {
-        next: { ...s, status: completed ? 'completed' : 'failed', [field]: stored, completedAt: env.now, updatedAt: env.now, ver: s.ver + 1 },
+        next: { ...s, status: completed ? 'completed' : 'failed', [field]: stored, completedAt: call.now, updatedAt: call.now, ver: s.ver + 1 },
         eventData: { ...ed, [eventField]: stored },
         runTerminal: s.status === 'running' ? undefined : (st) => new RunExpiredError(`Cannot modify non-running step on run in terminal state "${st}"`, runId, st),
       };
@@ -261,18 +258,18 @@ export function stepFinished(env: Env, runId: string, data: Data): Promise<Outco
 }
 
 /** step_retrying: back to pending with the error and an optional retryAfter. */
-export function stepRetrying(env: Env, runId: string, data: Data): Promise<Outcome> {
+export function stepRetrying(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const ed: Data = data.eventData ?? {};
   const retryAfter = ed.retryAfter === undefined || ed.retryAfter === null ? undefined : new Date(ed.retryAfter);
-  const place = payloadPlacer(env, runId, data.correlationId, 'error', ed.error);
+  const place = payloadPlacer(call, runId, data.correlationId, 'error', ed.error);
   return transition(
-    env,
+    call,
     runId,
     data,
     async (s, raw) => {
       assertLive(s);
       const stored = await place(raw);
-      return { next: { ...s, status: 'pending', error: stored, retryAfter, updatedAt: env.now, ver: s.ver + 1 }, eventData: { ...ed, error: stored } };
+      return { next: { ...s, status: 'pending', error: stored, retryAfter, updatedAt: call.now, ver: s.ver + 1 }, eventData: { ...ed, error: stored } };
     },
     (n) => ({ ...n, error: ed.error }),
   );

@@ -1,7 +1,8 @@
 /** What a storage instance remembers stays within its byte budgets (unit test, no AWS). */
 import { expect, it } from 'vitest';
-import type { EventRecord } from '../../src/storage/items.js';
-import { SlotHints } from '../../src/storage/slots.js';
+import type { EventRecord } from '../../src/storage/records/event.js';
+import { SlotHints } from '../../src/storage/slot-hints.js';
+import { StepItemCache } from '../../src/storage/step-item-cache.js';
 
 const ev = (runId: string, slot: number, bytes: number): EventRecord => ({
   runId,
@@ -28,14 +29,14 @@ it('forgets the least recently used runs once remembered events pass 16 MB, neve
 });
 
 it('remembers step items up to 8 MB in all, oldest forgotten first', () => {
-  const hints = new SlotHints();
+  const steps = new StepItemCache();
   const item = { PK: { S: 'RUN#r' }, SK: { S: 'STEP#s' }, input: { B: new Uint8Array(60_000) } };
-  for (let i = 0; i < 200; i++) hints.rememberStep('run_x', `step_${i}`, item);
-  expect(hints.knownStep('run_x', 'step_199')).toBe(item);
-  expect(hints.knownStep('run_x', 'step_0')).toBeUndefined();
-  const kept = Array.from({ length: 200 }, (_, i) => hints.knownStep('run_x', `step_${i}`)).filter(Boolean).length;
+  for (let i = 0; i < 200; i++) steps.remember('run_x', `step_${i}`, item);
+  expect(steps.known('run_x', 'step_199')).toBe(item);
+  expect(steps.known('run_x', 'step_0')).toBeUndefined();
+  const kept = Array.from({ length: 200 }, (_, i) => steps.known('run_x', `step_${i}`)).filter(Boolean).length;
   expect(kept * 60_000).toBeLessThanOrEqual(8 * 1024 * 1024);
   // An item over 64 KB is not remembered at all.
-  hints.rememberStep('run_x', 'big', { PK: { S: 'x' }, SK: { S: 'y' }, input: { B: new Uint8Array(70_000) } });
-  expect(hints.knownStep('run_x', 'big')).toBeUndefined();
+  steps.remember('run_x', 'big', { PK: { S: 'x' }, SK: { S: 'y' }, input: { B: new Uint8Array(70_000) } });
+  expect(steps.known('run_x', 'big')).toBeUndefined();
 });

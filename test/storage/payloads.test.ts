@@ -143,6 +143,21 @@ describe('opaque event data', () => {
   });
 });
 
+describe('items DynamoDB refuses', () => {
+  it('an event item over 400 KB is a 400 naming the field, and burns no slot', async () => {
+    const runId = await startedRun(storage);
+    // Two non-payload fields, each under the inline threshold (300 KB), together over 400 KB.
+    const eventData = { stepName: 's', input: bytes('i'), notesA: 'a'.repeat(250_000), notesB: 'b'.repeat(200_000) };
+    const err = await storage.events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 'big', eventData }).catch((e) => e);
+    expect(err.name).toBe('WorkflowWorldError');
+    expect(err.status).toBe(400);
+    expect(err.field).toBe('eventData.notesA');
+    expect(err.message).toMatch(/eventData\.notesA makes the event item \d+ KB, over DynamoDB's 400 KB item limit/);
+    const next = await storage.events.create(runId, { eventType: 'wait_created', specVersion: sv, correlationId: 'w', eventData: { resumeAt: new Date() } });
+    expect(next.event?.eventId).toBe('evnt_00000000000000000000000003');
+  });
+});
+
 describe('unknown and malformed ids', () => {
   it('gives the contract errors', async () => {
     const runId = await startedRun(storage);

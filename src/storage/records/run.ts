@@ -1,0 +1,123 @@
+/**
+ * The run view item `RUN#<runId> / RUN#meta` <-> `RunRecord` <-> the contract's `WorkflowRun`.
+ *
+ * A record is the *stored* form (payload fields may be S3 pointers); `toRun` is the only place a
+ * run's pointer is followed, and it returns the contract's shape: `output` only when completed,
+ * `error` only when failed.
+ */
+import type { ResolveData, WorkflowRun } from '@workflow/world';
+import { ATTR, keys, storageKeys } from '../../ddb.js';
+import { isS3Pointer } from '../../payloads.js';
+import { type Attrs, date, num, str, toItem, val } from '../codec.js';
+import type { StorageCtx } from '../context.js';
+import { loadPayload, payloadFor } from '../payload-placement.js';
+import { dropUndefined, epochMs, keysOf } from './attrs.js';
+
+const iso = (d: Date) => d.toISOString();
+
+export interface RunRecord {
+  runId: string;
+  status: WorkflowRun['status'];
+  deploymentId: string;
+  workflowName: string;
+  specVersion?: number;
+  executionContext?: Record<string, unknown>;
+  input?: unknown;
+  output?: unknown;
+  error?: unknown;
+  errorCode?: string;
+  attributes: Record<string, string>;
+  encryptionPublicKey?: string;
+  expiredAt?: Date;
+  startedAt?: Date;
+  completedAt?: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  /** Bumped by every attr_set: the optimistic guard for the post-merge key count. */
+  attrVer: number;
+}
+
+export function runItem(r: RunRecord): Attrs {
+  const sortKey = `${iso(r.createdAt)}#${r.runId}`;
+  return {
+    ...keysOf(keys.runMeta(r.runId)),
+    ...toItem({
+      runId: r.runId,
+      status: r.status,
+      deploymentId: r.deploymentId,
+      workflowName: r.workflowName,
+      specVersion: r.specVersion,
+      executionContext: r.executionContext,
+      input: r.input,
+      output: r.output,
+      error: r.error,
+      errorCode: r.errorCode,
+      encryptionPublicKey: r.encryptionPublicKey,
+      expiredAt: epochMs(r.expiredAt),
+      startedAt: epochMs(r.startedAt),
+      completedAt: epochMs(r.completedAt),
+      createdAt: epochMs(r.createdAt),
+      updatedAt: epochMs(r.updatedAt),
+      attrVer: r.attrVer,
+      [ATTR.gsi1pk]: storageKeys.workflowRunsGsi(r.workflowName),
+      [ATTR.gsi1sk]: sortKey,
+      [ATTR.gsi2pk]: keys.runsGsi,
+      [ATTR.gsi2sk]: sortKey,
+    }),
+    attributes: { M: Object.fromEntries(Object.entries(r.attributes).map(([k, v]) => [k, { S: v }])) },
+  };
+}
+
+export function parseRun(it: Attrs): RunRecord {
+  const attrs: Record<string, string> = {};
+  for (const [k, v] of Object.entries(it.attributes?.M ?? {})) if (v.S !== undefined) attrs[k] = v.S;
+  return {
+    runId: str(it, 'runId')!,
+    status: str(it, 'status') as RunRecord['status'],
+    deploymentId: str(it, 'deploymentId') ?? '',
+    workflowName: str(it, 'workflowName') ?? '',
+    specVersion: num(it, 'specVersion'),
+    executionContext: val(it, 'executionContext') as Record<string, unknown> | undefined,
+    input: val(it, 'input'),
+    output: val(it, 'output'),
+    error: val(it, 'error'),
+    errorCode: str(it, 'errorCode'),
+    attributes: attrs,
+    encryptionPublicKey: str(it, 'encryptionPublicKey'),
+    expiredAt: date(it, 'expiredAt'),
+    startedAt: date(it, 'startedAt'),
+    completedAt: date(it, 'completedAt'),
+    createdAt: date(it, 'createdAt')!,
+    updatedAt: date(it, 'updatedAt')!,
+    attrVer: num(it, 'attrVer') ?? 0,
+  };
+}
+
+/** The contract shape: `output` only when completed, `error` only when failed. */
+export async function toRun(ctx: StorageCtx, r: RunRecord, rd: ResolveData): Promise<WorkflowRun> {
+  const [input, output] = await Promise.all([
+    payloadFor(ctx, r.input, rd),
+    r.status === 'completed' ? payloadFor(ctx, r.output, rd) : undefined,
+  ]);
+  // 'none' keeps the error (as world-local does) unless it lives in S3.
+  const error = r.status !== 'failed' ? undefined : rd === 'none' && isS3Pointer(r.error) ? undefined : await loadPayload(ctx, r.error);
+  return dropUndefined({
+    runId: r.runId,
+    status: r.status,
+    deploymentId: r.deploymentId,
+    workflowName: r.workflowName,
+    specVersion: r.specVersion,
+    executionContext: r.executionContext,
+    input,
+    output,
+    error,
+    errorCode: r.status === 'failed' ? r.errorCode : undefined,
+    attributes: { ...r.attributes },
+    encryptionPublicKey: r.encryptionPublicKey,
+    expiredAt: r.expiredAt,
+    startedAt: r.startedAt,
+    completedAt: r.completedAt,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+  }) as WorkflowRun;
+}

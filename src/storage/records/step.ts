@@ -1,0 +1,94 @@
+/**
+ * The step view item `RUN#<runId> / STEP#<stepId>` <-> `StepRecord` <-> the contract's `Step`.
+ * `ver` is bumped by every write: the optimistic guard of the read-then-write transitions.
+ */
+import type { ResolveData, Step } from '@workflow/world';
+import { keys } from '../../ddb.js';
+import { isS3Pointer } from '../../payloads.js';
+import { type Attrs, date, num, str, toItem, val } from '../codec.js';
+import type { StorageCtx } from '../context.js';
+import { loadPayload, payloadFor } from '../payload-placement.js';
+import { dropUndefined, epochMs, keysOf } from './attrs.js';
+
+export interface StepRecord {
+  runId: string;
+  stepId: string;
+  stepName: string;
+  status: Step['status'];
+  input?: unknown;
+  output?: unknown;
+  error?: unknown;
+  attempt: number;
+  startedAt?: Date;
+  completedAt?: Date;
+  retryAfter?: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  specVersion?: number;
+  /** Bumped by every write: the optimistic guard of the read-then-write transitions. */
+  ver: number;
+}
+
+export function stepItem(s: StepRecord): Attrs {
+  return {
+    ...keysOf(keys.step(s.runId, s.stepId)),
+    ...toItem({
+      runId: s.runId,
+      stepId: s.stepId,
+      stepName: s.stepName,
+      status: s.status,
+      input: s.input,
+      output: s.output,
+      error: s.error,
+      attempt: s.attempt,
+      startedAt: epochMs(s.startedAt),
+      completedAt: epochMs(s.completedAt),
+      retryAfter: epochMs(s.retryAfter),
+      createdAt: epochMs(s.createdAt),
+      updatedAt: epochMs(s.updatedAt),
+      specVersion: s.specVersion,
+      ver: s.ver,
+    }),
+  };
+}
+
+export function parseStep(it: Attrs): StepRecord {
+  return {
+    runId: str(it, 'runId')!,
+    stepId: str(it, 'stepId')!,
+    stepName: str(it, 'stepName') ?? '',
+    status: str(it, 'status') as Step['status'],
+    input: val(it, 'input'),
+    output: val(it, 'output'),
+    error: val(it, 'error'),
+    attempt: num(it, 'attempt') ?? 0,
+    startedAt: date(it, 'startedAt'),
+    completedAt: date(it, 'completedAt'),
+    retryAfter: date(it, 'retryAfter'),
+    createdAt: date(it, 'createdAt')!,
+    updatedAt: date(it, 'updatedAt')!,
+    specVersion: num(it, 'specVersion'),
+    ver: num(it, 'ver') ?? 0,
+  };
+}
+
+export async function toStep(ctx: StorageCtx, s: StepRecord, rd: ResolveData): Promise<Step> {
+  const [input, output] = await Promise.all([payloadFor(ctx, s.input, rd), payloadFor(ctx, s.output, rd)]);
+  const error = rd === 'none' && isS3Pointer(s.error) ? undefined : await loadPayload(ctx, s.error);
+  return dropUndefined({
+    runId: s.runId,
+    stepId: s.stepId,
+    stepName: s.stepName,
+    status: s.status,
+    input,
+    output,
+    error,
+    attempt: s.attempt,
+    startedAt: s.startedAt,
+    completedAt: s.completedAt,
+    retryAfter: s.retryAfter,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+    specVersion: s.specVersion,
+  }) as Step;
+}

@@ -1,0 +1,40 @@
+/**
+ * The run guard most child events carry: a ConditionCheck on `RUN#meta` that the run exists, is
+ * not terminal and has a spec this World serves. Both the guard and every terminal transition
+ * touch `RUN#meta`, so an event is ordered against the run's end. A failed guard maps to the
+ * exact contract error through {@link runGuardError}.
+ */
+import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
+import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
+import { requiresNewerWorld, SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
+import { keys } from '../ddb.js';
+import { type Attrs, num, str } from './codec.js';
+import type { StorageCtx } from './context.js';
+import { keysOf } from './records/attrs.js';
+import { NOT_TERMINAL, TERMINAL_VALUES } from './terminal.js';
+
+export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
+  return {
+    ConditionCheck: {
+      TableName: ctx.table,
+      Key: keysOf(keys.runMeta(runId)),
+      ConditionExpression: `attribute_exists(PK) AND ${NOT_TERMINAL} AND (attribute_not_exists(specVersion) OR specVersion <= :maxsv)`,
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ...TERMINAL_VALUES, ':maxsv': { N: String(SPEC_VERSION_MAX_SUPPORTED) } },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  };
+}
+
+/** The error a failed {@link runGuard} stands for. */
+export function runGuardError(runId: string, old: Attrs | undefined, onTerminal: (status: string) => Error): Error {
+  if (!old) return new WorkflowRunNotFoundError(runId);
+  const sv = num(old, 'specVersion');
+  if (requiresNewerWorld(sv)) return new RunNotSupportedError(sv!, SPEC_VERSION_MAX_SUPPORTED);
+  return onTerminal(str(old, 'status') ?? 'unknown');
+}
+
+/** The same check on a run already read. */
+export function assertSpec(run: { specVersion?: number }): void {
+  if (requiresNewerWorld(run.specVersion)) throw new RunNotSupportedError(run.specVersion!, SPEC_VERSION_MAX_SUPPORTED);
+}
