@@ -51,8 +51,23 @@ export interface WorldConfig {
   readonly maxDelayHopSeconds: number;
   /** How long a used idempotency key keeps deduping (s). */
   readonly idempotencyTtlSeconds: number;
-  /** SQS visibility timeout (s) the consumer and `init` use. */
+  /**
+   * The queue's SQS visibility timeout (s), set by `init`: what the Lambda event source mapping's
+   * copies are hidden for (keep it >= the function timeout). Also caps the failure backoff.
+   */
   readonly visibilityTimeoutSeconds: number;
+  /**
+   * Visibility (s) the in-process consumer receives with (ReceiveMessage `VisibilityTimeout`) and
+   * extends by heartbeat while a delivery runs: how long a crashed process delays its messages.
+   */
+  readonly consumerVisibilitySeconds: number;
+  /** SDK: how long to wait for a TCP/TLS connection (ms). */
+  readonly connectTimeoutMs: number;
+  /**
+   * SDK: how long a request may sit with no bytes moving (ms) before it is abandoned and retried.
+   * SQS long polls get at least 30 s on top of their wait, so a poll is never cut short.
+   */
+  readonly requestTimeoutMs: number;
   /** Receives before SQS moves a message to the DLQ. */
   readonly maxReceiveCount: number;
   /** EventBridge Scheduler role for long waits; undefined -> 900 s SQS hops. */
@@ -91,6 +106,9 @@ export const ENV_DOCS: readonly EnvDoc[] = [
   { name: 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS', default: '900', description: 'Longest SQS delay hop for long waits without a scheduler (1-900).' },
   { name: 'EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS', default: '604800', description: 'How long a used idempotency key keeps deduping.' },
   { name: 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS', default: '900', description: 'SQS visibility timeout; keep it >= your Lambda timeout.' },
+  { name: 'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS', default: '30', description: 'Visibility of copies the in-process consumer receives, extended by heartbeat while a delivery runs; a crashed process delays its messages by at most this (5-43200).' },
+  { name: 'EVE_WORLD_AWS_CONNECT_TIMEOUT_MS', default: '3000', description: 'AWS SDK connection timeout (TCP + TLS) per attempt.' },
+  { name: 'EVE_WORLD_AWS_REQUEST_TIMEOUT_MS', default: '15000', description: 'AWS SDK request timeout: a request with no bytes moving for this long is abandoned and retried (SQS long polls get 30 s more than their wait).' },
   { name: 'EVE_WORLD_AWS_MAX_RECEIVE_COUNT', default: '10', description: 'Receives before a message moves to the DLQ.' },
   { name: 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN', default: '-', description: 'IAM role EventBridge Scheduler assumes to send to the queue; enables scheduler-based long waits.' },
   { name: 'EVE_WORLD_AWS_SCHEDULER_GROUP', default: 'default', description: 'Schedule group for long-wait schedules.' },
@@ -201,6 +219,9 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     maxDelayHopSeconds: int(env, 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS', 900, 1, 900, '900'),
     idempotencyTtlSeconds: int(env, 'EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS', 604_800, 60, 31_536_000, '604800'),
     visibilityTimeoutSeconds: int(env, 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS', 900, 1, 43_200, '900'),
+    consumerVisibilitySeconds: int(env, 'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS', 30, 5, 43_200, '30'),
+    connectTimeoutMs: int(env, 'EVE_WORLD_AWS_CONNECT_TIMEOUT_MS', 3000, 100, 60_000, '3000'),
+    requestTimeoutMs: int(env, 'EVE_WORLD_AWS_REQUEST_TIMEOUT_MS', 15_000, 1000, 600_000, '15000'),
     maxReceiveCount: int(env, 'EVE_WORLD_AWS_MAX_RECEIVE_COUNT', 10, 1, 1000, '10'),
     schedulerRoleArn,
     schedulerGroup: str(env, 'EVE_WORLD_AWS_SCHEDULER_GROUP') ?? 'default',

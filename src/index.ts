@@ -5,9 +5,13 @@
  * arguments, so everything comes from the environment (see src/config.ts and the README table);
  * tests and embedders may pass an explicit config and clients instead.
  *
- * The World is composed flat, as the runtime expects: `Storage` (runs/steps/events/hooks, the
- * event log on one DynamoDB table), `Queue` (one standard SQS queue + DLQ, durable idempotency,
- * long waits) and `Streamer` (chunk items with polling and an in-process fast path).
+ * Composition, flat as the runtime expects, one hop to each part:
+ * - storage   src/storage/   runs/steps/events/hooks: the event log on one DynamoDB table
+ * - queue     src/queue/     send side: queue(), queueBatch(), idempotency, long delays
+ * - consumer  src/consumer/  receive side: createQueueHandler, registerHandler, the poller start()s
+ * - streams   src/streamer   chunk items with polling and an in-process fast path
+ * The object literal is checked against `AwsWorld` with `satisfies`, so a member that is missing
+ * or has the wrong shape is a compile error (no cast).
  *
  * Why `start()` does not re-enqueue every active run (as world-local does): SQS is durable, so a
  * restart loses no delivery, and a Lambda cold start that scanned every active run would cost a
@@ -15,17 +19,21 @@
  * purged queue) are found and resumed by `eve-world-aws redrive --stranded`.
  */
 import { SPEC_VERSION_CURRENT, type World } from '@workflow/world';
-import type { AwsClients } from './aws/clients.js';
-import { destroyClients } from './aws/clients.js';
+import { type AwsClients, destroyClients } from './aws/clients.js';
 import { getConfig, type WorldConfig } from './config.js';
+import { type CreateConsumerOptions, createConsumer } from './consumer/index.js';
+import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext, type WorldContext } from './context.js';
 import { createQueue } from './queue/index.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streamer.js';
 
+export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, type WorldConfig } from './config.js';
-
-type FlowHandler = (req: Request) => Promise<Response>;
+export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
+export type { WorldContext } from './context.js';
+export type { Logger } from './log.js';
+export { StreamWriteAbandonedError } from './streamer.js';
 
 export interface AwsWorld extends World {
   /**
@@ -44,6 +52,8 @@ export interface CreateWorldOptions {
   config?: WorldConfig;
   /** Explicit clients (e.g. with fault-injection middleware); the World then does not destroy them. */
   clients?: AwsClients;
+  /** Tuning of the in-process consumer (tests, embedders). */
+  consumer?: CreateConsumerOptions;
 }
 
 export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
@@ -51,11 +61,12 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const ownsClients = options.clients === undefined;
   const context = createContext(config, options.clients);
   const storage = createStorage(context);
-  const queue = createQueue(context);
+  const queue = createQueue(context, { logger: options.consumer?.logger });
+  const consumer = createConsumer(context, queue.transport, options.consumer);
   const streamer = createStreamer(context);
   let closed: Promise<void> | undefined;
 
-  return {
+  const world = {
     specVersion: SPEC_VERSION_CURRENT,
     capabilities: { ...storageCapabilities },
     context,
@@ -64,25 +75,28 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     steps: storage.steps,
     events: storage.events,
     hooks: storage.hooks,
-    // Queue
-    getDeploymentId: () => queue.getDeploymentId(),
-    queue: (name, payload, opts) => queue.queue(name, payload, opts),
-    createQueueHandler: (prefix, handler) => queue.createQueueHandler(prefix, handler),
-    registerHandler: (prefix, handler) => queue.registerHandler(prefix, handler),
+    // Queue: send side
+    getDeploymentId: queue.getDeploymentId,
+    queue: queue.queue,
+    queueBatch: queue.queueBatch,
+    // Queue: receive side
+    createQueueHandler: consumer.createQueueHandler,
+    registerHandler: consumer.registerHandler,
     // Streams
     streams: streamer.streams,
     async start() {
-      await queue.start();
+      await consumer.start();
     },
     close() {
       closed ??= (async () => {
-        await queue.close();
-        await streamer.close?.();
+        await consumer.close();
+        await streamer.close();
         if (ownsClients) destroyClients(context.clients);
       })();
       return closed;
     },
-  } as AwsWorld;
+  } satisfies AwsWorld;
+  return world;
 }
 
 export default createWorld;

@@ -4,6 +4,12 @@
  * Retries: the SDK's standard retry strategy (exponential backoff with jitter) covers throttling
  * and transient 5xx on every call; `maxAttempts` is raised because a World call that gives up
  * surfaces as a failed delivery, which is more expensive than waiting a little longer.
+ *
+ * Timeouts (every client, documented in the README): `connectTimeoutMs` (default 3 s) bounds the
+ * TCP/TLS handshake, `requestTimeoutMs` (default 15 s) abandons a request whose socket moves no
+ * bytes for that long, e.g. a half-open connection, so the SDK retries on a fresh one instead of
+ * blocking a run for minutes. SQS gets 30 s more than the request timeout, so a 20 s long poll is
+ * never cut short (an abandoned receive may still take a message, hiding it for its visibility).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -45,13 +51,20 @@ function localCredentials(endpoint: string | undefined) {
   return { accessKeyId: 'local', secretAccessKey: 'local' };
 }
 
+/** SQS long polls wait up to 20 s with no bytes moving; their socket timeout must exceed that. */
+const LONG_POLL_ALLOWANCE_MS = 30_000;
+
+function timeouts(config: Pick<WorldConfig, 'connectTimeoutMs' | 'requestTimeoutMs'>, extraMs = 0) {
+  return { requestHandler: { connectionTimeout: config.connectTimeoutMs, requestTimeout: config.requestTimeoutMs + extraMs } };
+}
+
 export function createClients(config: WorldConfig): AwsClients {
   const region = config.region ?? (Object.values(config.endpoints).some(Boolean) ? 'us-east-1' : undefined);
-  const base = { region, maxAttempts: MAX_ATTEMPTS };
+  const base = { region, maxAttempts: MAX_ATTEMPTS, ...timeouts(config) };
   const { dynamodb, sqs, s3, scheduler } = config.endpoints;
   return {
     ddb: new DynamoDBClient({ ...base, endpoint: dynamodb, credentials: localCredentials(dynamodb) }),
-    sqs: new SQSClient({ ...base, endpoint: sqs, credentials: localCredentials(sqs) }),
+    sqs: new SQSClient({ ...base, ...timeouts(config, LONG_POLL_ALLOWANCE_MS), endpoint: sqs, credentials: localCredentials(sqs) }),
     s3: lazy(async () => {
       const { S3Client } = await import('@aws-sdk/client-s3');
       return new S3Client({
@@ -59,7 +72,7 @@ export function createClients(config: WorldConfig): AwsClients {
         endpoint: s3,
         credentials: localCredentials(s3),
         // Emulators serve path-style only; checksum-on-demand avoids aws-chunked uploads that some
-        // emulators store verbatim (see reference/emulators.md).
+        // emulators store verbatim (fauxqs and MinIO).
         forcePathStyle: s3 !== undefined,
         requestChecksumCalculation: s3 !== undefined ? 'WHEN_REQUIRED' : undefined,
         responseChecksumValidation: s3 !== undefined ? 'WHEN_REQUIRED' : undefined,

@@ -99,6 +99,17 @@ export function isValidation(err: unknown): boolean {
   return hasName(err, new Set(['ValidationException', 'ValidationError', 'InvalidParameterValue', 'InvalidParameterValueException']));
 }
 
+/** SQS refused a body over the queue's MaximumMessageSize. */
+export function isMessageTooLong(err: unknown): boolean {
+  const e = asAws(err);
+  return hasName(err, new Set(['MessageTooLong'])) || /shorter than|too long/i.test(`${e.message ?? ''}`);
+}
+
+/** A resource with this name exists already (e.g. a retried CreateSchedule). */
+export function isConflict(err: unknown): boolean {
+  return hasName(err, new Set(['ConflictException', 'ResourceInUseException', 'QueueAlreadyExists'])) || httpStatusOf(err) === 409;
+}
+
 /** The endpoint does not implement the call (emulators): callers skip optional features. */
 export function isUnsupported(err: unknown): boolean {
   const status = httpStatusOf(err);

@@ -8,10 +8,11 @@
  * Clock skew matters twice: AWS rejects signatures more than 5 minutes off, and long waits are
  * released by comparing `deliverAt` (stamped by the sender's clock) with the consumer's clock.
  */
-import { canConnect } from '../aws/net.js';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { Command } from 'commander';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
+import { isNotFound } from '../aws/errors.js';
+import { canConnect } from '../aws/net.js';
 import { ConfigError, loadConfig, type WorldConfig } from '../config.js';
 import { type ResourceReport, reconcile } from '../resources.js';
 import { parsePositiveInt } from './format.js';
@@ -124,7 +125,7 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
   } catch (err) {
     const e = err as { name?: string; message?: string };
     const code = errCode(err);
-    if (e?.name === 'ResourceNotFoundException') return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
+    if (isNotFound(err)) return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
     if (code && NETWORK_CODES.has(code)) {
       return {
         check,

@@ -59,11 +59,6 @@ export function parsePositiveInt(value: string): number {
   return Number(value);
 }
 
-export function parseNonNegativeInt(value: string): number {
-  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('must be a whole number >= 0.');
-  return Number(value);
-}
-
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /** UTF-8 text of `bytes`, or undefined when they are not valid UTF-8 (or hold control bytes). */

@@ -9,7 +9,7 @@ import type { WorkflowRun } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { formatDuration, formatTime, parsePositiveInt } from './format.js';
 import { colorEnabled, palette, printJson, renderTable } from './output.js';
-import { runRecord } from './tail-records.js';
+import { runRow } from './tail-rows.js';
 import { withWorld } from './world.js';
 
 export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
@@ -66,7 +66,7 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
   if (runs.length === 0) return 'No runs found.\n';
   const p = palette(color);
   const rows = runs.map((r) => {
-    const rec = runRecord(r, now);
+    const rec = runRow(r, now);
     return [rec.runId, rec.workflowName, p[STATUS_PAINT[rec.status]](rec.status), formatTime(rec.startedAt ?? rec.createdAt), formatDuration(rec.durationMs)];
   });
   const more = hasMore ? `\n${p.dim(`More runs exist; raise --limit (showing ${runs.length}).`)}` : '';
@@ -95,7 +95,7 @@ Exit codes: 0 listed (also when nothing matches); 1 AWS error; 2 bad usage or co
           const now = Date.now();
           printJson({
             runs: runs.map((r) => {
-              const { kind: _kind, ...rest } = runRecord(r, now);
+              const { kind: _kind, ...rest } = runRow(r, now);
               return rest;
             }),
             hasMore,

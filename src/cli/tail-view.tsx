@@ -6,19 +6,19 @@
 import { Box, Text } from 'ink';
 import type { ReactNode } from 'react';
 import { formatClock, formatDuration, formatTime, shortName, truncate } from './format.js';
-import { type ChunkRecord, chunkLines, type EventRecord, type RunRecord, type StepRecord, type TailRecord } from './tail-records.js';
+import { type ChunkRow, chunkLines, type EventRow, type RunRow, type StepRow, type TailRow } from './tail-rows.js';
 
 export interface StreamState {
   name: string;
   done: boolean;
-  chunks: ChunkRecord[];
+  chunks: ChunkRow[];
 }
 
 export interface TailState {
-  run?: RunRecord;
-  events: EventRecord[];
+  run?: RunRow;
+  events: EventRow[];
   /** By step id, in first-seen order. */
-  steps: Map<string, StepRecord>;
+  steps: Map<string, StepRow>;
   streams: Map<string, StreamState>;
   /** The follow loop has ended. */
   finished: boolean;
@@ -30,7 +30,7 @@ export function emptyTailState(): TailState {
 }
 
 /** Fold one record into the state (returns a new top-level object so React sees a change). */
-export function reduceTail(state: TailState, rec: TailRecord): TailState {
+export function reduceTail(state: TailState, rec: TailRow): TailState {
   switch (rec.kind) {
     case 'run':
       return { ...state, run: rec };
@@ -80,7 +80,7 @@ function Label({ children, color }: { children: ReactNode } & Style) {
   return <Text dimColor={color}>{children}</Text>;
 }
 
-export function Header({ run, runId, now, color }: { run?: RunRecord; runId: string; now: number } & Style) {
+export function Header({ run, runId, now, color }: { run?: RunRow; runId: string; now: number } & Style) {
   if (!run) return <Text>run {runId}: loading…</Text>;
   const running = run.status === 'running' || run.status === 'pending';
   const duration =
@@ -114,7 +114,7 @@ export function Header({ run, runId, now, color }: { run?: RunRecord; runId: str
 // Correlation ids from the runtime are `step_`/`wait_`/`hook_` + a 26-character ULID: 31 columns.
 const COL = { slot: 5, type: 16, corr: 31, step: 18, time: 13 };
 
-export function EventLog({ events, max, width, color }: { events: EventRecord[]; max: number; width: number } & Style) {
+export function EventLog({ events, max, width, color }: { events: EventRow[]; max: number; width: number } & Style) {
   const shown = events.length > max ? events.slice(events.length - max) : events;
   const hidden = events.length - shown.length;
   const previewWidth = Math.max(10, width - (COL.slot + COL.type + COL.corr + COL.step + COL.time + 5));
@@ -151,7 +151,7 @@ function cell(s: string, n: number): string {
   return `…${s.slice(s.length - n + 1)}`;
 }
 
-export function StepsTable({ steps, max, color }: { steps: StepRecord[]; max: number } & Style) {
+export function StepsTable({ steps, max, color }: { steps: StepRow[]; max: number } & Style) {
   if (steps.length === 0) return null;
   const shown = steps.length > max ? steps.slice(steps.length - max) : steps;
   const w = { name: Math.min(28, Math.max(4, ...shown.map((s) => shortName(s.stepName).length))), id: 31, status: 10 };

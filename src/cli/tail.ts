@@ -1,6 +1,6 @@
 /**
  * `eve-world-aws tail <runId>`: follow one run live until it is terminal and its streams are
- * closed. Three presentations of the same records (src/cli/tail-records.ts):
+ * closed. Three presentations of the same records (src/cli/tail-rows.ts):
  * - a terminal: the ink view (src/cli/tail-view.tsx), redrawn as records arrive;
  * - a pipe or file: one plain line per record;
  * - `--json`: one NDJSON record per line (`kind: run | event | step | stream | chunk`).
@@ -11,7 +11,7 @@
 import { Command } from 'commander';
 import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './output.js';
-import { chunkLines, followRun, type RunRecord, type TailRecord } from './tail-records.js';
+import { chunkLines, followRun, type RunRow, type TailRow } from './tail-rows.js';
 import { getRunOrFail, withWorld } from './world.js';
 import { isInstalled, TUI_PEERS } from './peers.js';
 
@@ -28,7 +28,7 @@ interface TailOptions {
 
 /** Where records go: written as they arrive, then ended once. */
 export interface TailSink {
-  write(rec: TailRecord): void;
+  write(rec: TailRow): void;
   notice(message: string): void;
   end(): Promise<void>;
 }
@@ -42,7 +42,7 @@ export function ndjsonSink(out: NodeJS.WritableStream = process.stdout): TailSin
 }
 
 /** One human line per record (stdout is not a terminal). */
-export function plainLine(rec: TailRecord, color = false): string[] {
+export function plainLine(rec: TailRow, color = false): string[] {
   const p = palette(color);
   switch (rec.kind) {
     case 'run':
@@ -131,7 +131,7 @@ export async function runTail(runId: string, opts: TailOptions): Promise<void> {
       ac.abort();
     });
     const sink = opts.json ? ndjsonSink() : process.stdout.isTTY && TUI_PEERS.every(isInstalled) ? await inkSink(runId, opts.follow) : plainSink();
-    let last: RunRecord | undefined;
+    let last: RunRow | undefined;
     try {
       for await (const rec of followRun(w.world, runId, {
         follow: opts.follow,

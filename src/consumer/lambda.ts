@@ -12,16 +12,25 @@
  * import { POST } from './.well-known/workflow/v1/flow.mjs';
  * export const handler = createSqsHandler({ flow: POST });
  * ```
- * Record fate: ack, or a replacement sent (next long-wait hop, long `timeoutSeconds`) -> success,
- * so Lambda deletes it. `{timeoutSeconds}` within 12 h -> visibility changed, reported as a failure
- * so Lambda leaves it. Handler error, 4xx/5xx, unreachable route, malformed message -> failure
- * (retried through the visibility timeout, then the DLQ). Nothing is acked that did not succeed.
+ * Record fate (the pipeline in ./pipeline.ts decides): ack, or a replacement sent (next long-wait
+ * hop, long `timeoutSeconds`, an outage copy on its last receive) -> success, so Lambda deletes it.
+ * `{timeoutSeconds}` within 12 h -> visibility changed, reported as a failure so Lambda leaves it.
+ * Handler error, 4xx, malformed message -> failure (retried with backoff, then the DLQ after
+ * `maxReceiveCount` receives). Outages of the flow route (unreachable, 502-504, 429, 408, or 5xx
+ * while the circuit is open) are kept hidden for the cool-down and never reach the DLQ.
+ *
+ * Visibility: the event source mapping receives with the queue's own VisibilityTimeout (it must
+ * be >= the function timeout); the heartbeat reads that value from the queue (GetQueueAttributes,
+ * once per container) rather than trusting the config. Nothing is acked that did not succeed.
  */
 import { loadConfig, type WorldConfig } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
-import { consoleLogger, DEFAULT_FLOW_PATH, deliverMessage, type DeliveryOutcome, type Dispatch, type InboundMessage, type Logger } from '../queue/delivery.js';
+import { consoleLogger, type Logger } from '../log.js';
 import { schedulerPort } from '../queue/delays.js';
 import { SqsTransport } from '../queue/transport.js';
+import { CircuitBreaker } from './breaker.js';
+import { DEFAULT_FLOW_PATH, type DeliveryOutcome, deliverMessage, type FlowHandler, type InboundMessage } from './pipeline.js';
+import { SqsReceipts } from './receipts.js';
 
 /** The parts of the Lambda SQS event this handler reads (structurally compatible with @types/aws-lambda). */
 export interface SQSRecord {
@@ -48,7 +57,7 @@ export interface LambdaContextLike {
 
 export interface SqsHandlerOptions {
   /** In-process flow route (the compiled `flow.mjs` `POST`). When absent, deliveries go over HTTP. */
-  flow?: Dispatch;
+  flow?: FlowHandler;
   /** Flow route URL for HTTP delivery. Default: `config.flowUrl` (EVE_WORLD_AWS_FLOW_URL). */
   flowUrl?: string;
   /** World context (config, clients). Default: built from `process.env` on the first event. */
@@ -78,7 +87,16 @@ export function inboundFromRecord(r: SQSRecord): InboundMessage {
 export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent, context?: LambdaContextLike) => Promise<SQSBatchResponse> {
   const logger = opts.logger ?? consoleLogger;
   let state:
-    | { ctx: WorldContext; config: WorldConfig; transport: SqsTransport; dispatch: Dispatch; url: string; inFlight: Set<string> }
+    | {
+        ctx: WorldContext;
+        config: WorldConfig;
+        transport: SqsTransport;
+        receipts: SqsReceipts;
+        breaker: CircuitBreaker;
+        handler: FlowHandler;
+        url: string;
+        inFlight: Set<string>;
+      }
     | undefined;
 
   // Built on the first event, so importing the module never throws on a bad environment.
@@ -93,13 +111,17 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
           `(https://<host>${DEFAULT_FLOW_PATH}), or pass { flow } to createSqsHandler for in-process delivery`,
       );
     }
+    // Long re-sends (`timeoutSeconds` over 12 h) use the Scheduler when one is configured.
+    const transport = new SqsTransport(ctx, config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined);
     state = {
       ctx,
       config,
       inFlight: new Set<string>(),
-      // Long re-sends (`timeoutSeconds` over 12 h) use the Scheduler when one is configured.
-      transport: new SqsTransport(ctx, config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined),
-      dispatch: opts.flow ?? ((req) => fetch(req)),
+      transport,
+      receipts: new SqsReceipts(transport),
+      // Per container: a warm container that saw the route fail stops burning receives.
+      breaker: new CircuitBreaker(logger, 'the flow route'),
+      handler: opts.flow ?? ((req) => fetch(req)),
       url: opts.flow ? `http://localhost${DEFAULT_FLOW_PATH}` : (flowUrl as string),
     };
     return state;
@@ -107,6 +129,8 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
 
   return async (event, context) => {
     const s = init();
+    // The visibility the event source mapping's copies really have (the queue's attribute).
+    const visibilitySeconds = await s.receipts.visibilityInForce().catch(() => s.config.visibilityTimeoutSeconds);
     const records = event.Records ?? [];
     const abort = new AbortController();
     const remaining = context?.getRemainingTimeInMillis?.();
@@ -126,10 +150,13 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
           outcome = await deliverMessage(msg, {
             config: s.config,
             transport: s.transport,
-            dispatchFor: () => ({ dispatch: s.dispatch, url: s.url }),
+            receipts: s.receipts,
+            route: () => ({ handler: s.handler, url: s.url }),
             signingSecret: s.config.signingSecret,
             logger,
             signal: abort.signal,
+            visibilitySeconds,
+            breaker: s.breaker,
             inFlight: s.inFlight,
           });
         } catch (err) {

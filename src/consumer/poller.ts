@@ -4,22 +4,26 @@
  *
  * Invariants:
  * - At most `concurrency` deliveries run at once; a receive asks only for free slots (<= 10).
- * - A message is deleted only when the shared delivery core says so (ack, or its replacement was
- *   sent); anything else stays in SQS and reappears after its visibility timeout.
- * - `close()` stops receiving (aborting the current long poll), waits up to `drainTimeoutMs` for
- *   in-flight deliveries, then aborts what is left; those messages simply reappear later.
+ * - Copies are received with the consumer's own short visibility (`visibilitySeconds`, default
+ *   30 s) and the pipeline's heartbeat extends it while the handler runs, so a process killed
+ *   mid-delivery delays its messages by at most that visibility, not the queue's 900 s.
+ * - A copy is deleted only when the pipeline says so (ack, or its replacement was sent).
+ * - `close()` never strands a received copy: it lets the current long poll finish (it is not
+ *   aborted: SQS may hand a message to an abandoned receive) and releases (visibility 0) whatever
+ *   that poll returns; deliveries still running after `drainTimeoutMs` are aborted and released.
+ * - The loop survives any error (receive, `ready()`, the pipeline): it logs, backs off, goes on.
+ * - While the circuit breaker is open (the flow route is down) nothing is received.
  * - `close()` is idempotent; `start()` after `close()` is refused.
  */
-import { type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { consoleLogger, type DeliveryDeps, type DeliveryOutcome, deliverMessage, type InboundMessage, type Logger } from '../queue/delivery.js';
-import type { SqsTransport } from '../queue/transport.js';
+import type { Message } from '@aws-sdk/client-sqs';
+import { sleep } from '../aws/sleep.js';
+import { consoleLogger, type Logger } from '../log.js';
+import { type DeliveryDeps, type DeliveryOutcome, deliverMessage, type InboundMessage } from './pipeline.js';
 
-export interface PollerOptions extends Omit<DeliveryDeps, 'signal' | 'transport'> {
-  transport: SqsTransport;
+export interface PollerOptions extends Omit<DeliveryDeps, 'signal'> {
   concurrency: number;
   /** Long-poll wait (s), 0..20. */
-  waitTimeSeconds?: number;
+  waitTimeSeconds: number;
   drainTimeoutMs?: number;
   /**
    * Resolves true when deliveries can be attempted (e.g. the HTTP flow route accepts
@@ -46,8 +50,11 @@ export function inboundFromSdk(m: Message): InboundMessage {
 export class SqsPoller {
   private readonly logger: Logger;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Receipt handles of the copies being delivered, released if still running at shutdown. */
+  private readonly receiptsHeld = new Set<string>();
   /** Logical message ids being handled, so a duplicate copy never runs concurrently. */
   private readonly handling = new Set<string>();
+  /** Wakes sleeps of the loop at close; never aborts a receive. */
   private readonly stopController = new AbortController();
   /** Aborts deliveries still running when the drain timeout passes. */
   private readonly deliveryController = new AbortController();
@@ -69,7 +76,7 @@ export class SqsPoller {
 
   start(): void {
     if (this.closed) throw new Error('SqsPoller was closed; create a new one');
-    this.loop ??= this.run().catch((err) => this.logger.error(`[eve-world-aws] SQS consumer stopped: ${String(err)}`));
+    this.loop ??= this.run();
   }
 
   async close(): Promise<void> {
@@ -80,56 +87,60 @@ export class SqsPoller {
     await this.loop;
     if (this.inFlight.size > 0) {
       const drained = Promise.allSettled([...this.inFlight]).then(() => true);
-      const timedOut = sleep(this.opts.drainTimeoutMs ?? 30_000, false, { ref: false });
+      const timedOut = sleep(this.opts.drainTimeoutMs ?? 30_000).then(() => false);
       if (!(await Promise.race([drained, timedOut]))) {
-        this.logger.warn(
-          `[eve-world-aws] ${this.inFlight.size} deliveries still running at shutdown; they will be redelivered after the visibility timeout`,
-        );
+        this.logger.warn(`[eve-world-aws] ${this.inFlight.size} deliveries still running at shutdown; releasing them for redelivery`);
         this.deliveryController.abort();
+        // An in-process handler may ignore the abort: release its copy now instead of waiting.
+        await Promise.all([...this.receiptsHeld].map((r) => this.opts.receipts.release(r).catch(() => undefined)));
       }
     }
   }
 
   private async run(): Promise<void> {
-    const { transport } = this.opts;
     const signal = this.stopController.signal;
     const concurrency = Math.max(1, this.opts.concurrency);
     let failures = 0;
     while (!signal.aborted) {
-      while (this.inFlight.size >= concurrency && !signal.aborted) {
-        await new Promise<void>((r) => {
-          this.slotFreed = r;
-        });
-      }
-      if (signal.aborted) break;
-      if (this.opts.ready && !(await this.opts.ready())) {
-        await sleep(500, undefined, { signal }).catch(() => undefined);
-        continue;
-      }
-      let messages: Message[] = [];
       try {
-        const out = await transport.ctx.clients.sqs.send(
-          new ReceiveMessageCommand({
-            QueueUrl: await transport.queueUrl(),
-            MaxNumberOfMessages: Math.min(10, concurrency - this.inFlight.size),
-            WaitTimeSeconds: this.opts.waitTimeSeconds ?? 20,
-            MessageAttributeNames: ['All'],
-            MessageSystemAttributeNames: ['ApproximateReceiveCount'],
-          }),
-          { abortSignal: signal },
-        );
-        messages = out.Messages ?? [];
+        while (this.inFlight.size >= concurrency && !signal.aborted) {
+          await new Promise<void>((r) => {
+            this.slotFreed = r;
+          });
+        }
+        if (signal.aborted) break;
+        const breaker = this.opts.breaker;
+        if (breaker && !breaker.tryAcquire()) {
+          await sleep(Math.max(100, breaker.waitMs()), signal);
+          continue;
+        }
+        const probing = breaker?.isOpen === true;
+        if (this.opts.ready && !(await this.opts.ready())) {
+          breaker?.neutral();
+          await sleep(500, signal);
+          continue;
+        }
+        // Not aborted on close: the poll finishes and what it returns is released below.
+        const messages = await this.opts.receipts.receive({
+          max: probing ? 1 : concurrency - this.inFlight.size,
+          waitTimeSeconds: this.opts.waitTimeSeconds,
+          visibilitySeconds: this.opts.visibilitySeconds,
+        });
         failures = 0;
+        if (probing && messages.length === 0) breaker?.neutral();
+        if (this.closed) {
+          await Promise.all(messages.map((m) => this.opts.receipts.release(m.ReceiptHandle ?? '').catch(() => undefined)));
+          break;
+        }
+        for (const m of messages) this.track(this.handle(inboundFromSdk(m)));
       } catch (err) {
         if (signal.aborted) break;
         failures++;
         if (failures === 1 || failures % 30 === 0) {
-          this.logger.warn(`[eve-world-aws] SQS receive failed (${failures}x), retrying: ${String(err)}`);
+          this.logger.warn(`[eve-world-aws] SQS consumer loop failed (${failures}x), retrying: ${String(err)}`);
         }
-        await sleep(Math.min(10_000, 250 * 2 ** Math.min(failures, 6)), undefined, { signal }).catch(() => undefined);
-        continue;
+        await sleep(Math.min(10_000, 250 * 2 ** Math.min(failures, 6)), signal);
       }
-      for (const m of messages) this.track(this.handle(inboundFromSdk(m)));
     }
   }
 
@@ -144,22 +155,37 @@ export class SqsPoller {
   }
 
   private async handle(msg: InboundMessage): Promise<void> {
+    this.receiptsHeld.add(msg.receiptHandle);
+    try {
+      await this.deliver(msg);
+    } finally {
+      this.receiptsHeld.delete(msg.receiptHandle);
+    }
+  }
+
+  private async deliver(msg: InboundMessage): Promise<void> {
     let outcome: DeliveryOutcome;
     try {
       outcome = await deliverMessage(msg, { ...this.opts, signal: this.deliveryController.signal, inFlight: this.handling });
     } catch (err) {
-      // An SQS/S3 call inside the core failed (e.g. sending the next hop): keep the message.
+      // An SQS/S3 call inside the pipeline failed (e.g. sending the next hop): keep the copy.
       this.logger.warn(`[eve-world-aws] delivery of SQS message ${msg.sqsMessageId} failed, it will be retried: ${String(err)}`);
       outcome = { action: 'keep', reason: 'failed', detail: String(err) };
     }
+    // A probe that ended neither in success nor in failure (a hop, a poison message) frees the slot.
+    this.opts.breaker?.neutral();
     if (outcome.action === 'delete') {
       try {
-        await this.opts.transport.deleteMessage(msg.receiptHandle);
+        await this.opts.receipts.delete(msg.receiptHandle);
       } catch (err) {
         // Worst case the message is delivered again: at-least-once, never lost.
         this.logger.warn(`[eve-world-aws] could not delete SQS message ${msg.sqsMessageId}: ${String(err)}`);
       }
     }
-    this.opts.onOutcome?.(outcome, msg);
+    try {
+      this.opts.onOutcome?.(outcome, msg);
+    } catch (err) {
+      this.logger.warn(`[eve-world-aws] delivery outcome observer threw: ${String(err)}`);
+    }
   }
 }

@@ -12,6 +12,7 @@
  */
 import type { CreateScheduleCommand } from '@aws-sdk/client-scheduler';
 import type { AwsClients } from '../aws/clients.js';
+import { isConflict } from '../aws/errors.js';
 
 /** SQS's own limits. */
 export const SQS_MAX_DELAY_SECONDS = 900;
@@ -107,7 +108,7 @@ export async function createOneTimeSchedule(scheduler: SchedulerPort, s: OneTime
     );
   } catch (err) {
     // Same name = this very message was already scheduled by an earlier attempt of this send.
-    if ((err as { name?: string })?.name === 'ConflictException') return;
+    if (isConflict(err)) return;
     throw err;
   }
 }

@@ -13,8 +13,9 @@
  *   a key is never burned without a message behind it by this process.
  */
 import { createHash } from 'node:crypto';
-import { ConditionalCheckFailedException, DeleteItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { type ConditionalCheckFailedException, DeleteItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { isConditionalCheckFailed } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
 
@@ -52,7 +53,7 @@ export async function claimIdempotencyKey(
     );
     return { claimed: true };
   } catch (err) {
-    if (err instanceof ConditionalCheckFailedException || (err as { name?: string })?.name === 'ConditionalCheckFailedException') {
+    if (isConditionalCheckFailed(err)) {
       const old = (err as ConditionalCheckFailedException).Item;
       const existing = old ? (unmarshall(old).messageId as string | undefined) : undefined;
       if (existing) return { claimed: false, messageId: existing };
@@ -75,6 +76,6 @@ export async function releaseIdempotencyKey(ctx: WorldContext, idempotencyKey: s
       }),
     );
   } catch (err) {
-    if ((err as { name?: string })?.name !== 'ConditionalCheckFailedException') throw err;
+    if (!isConditionalCheckFailed(err)) throw err;
   }
 }

@@ -1,16 +1,7 @@
 /**
- * The World's `Queue` on one standard SQS queue (+ DLQ), with durable idempotency keys, long
- * delays (EventBridge Scheduler or SQS hops) and the in-process consumer.
- *
- * Composition (src/index.ts):
- * ```ts
- * const queue = createQueue(ctx);            // Queue members + registerHandler/start/close
- * const world = { ...storage, ...streamer,
- *   getDeploymentId: queue.getDeploymentId, queue: queue.queue, queueBatch: queue.queueBatch,
- *   createQueueHandler: queue.createQueueHandler, registerHandler: queue.registerHandler,
- *   start: async () => { await queue.start(); ... }, close: async () => { await queue.close(); ... } };
- * ```
- * All members are bound functions, so they can be spread or passed around freely.
+ * The send side of the World's `Queue`: `queue()` / `queueBatch()` onto one standard SQS queue,
+ * with durable idempotency keys (./idempotency.ts), long delays (./delays.ts: SQS, Scheduler or
+ * hops) and the wire encoding (./encoding.ts). Receiving is the consumer's job (src/consumer/).
  *
  * Invariants:
  * - Logical queue names (any length, with `/`) travel in the `eve.queue` message attribute; the
@@ -19,28 +10,14 @@
  *   that its idempotency key was already used (then it returns the first message's id).
  * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message.
  */
-import type { MessageId, Queue, QueueBatchResult, QueueOptions, QueuePayload, QueuePrefix, ValidQueueName } from '@workflow/world';
-import { canConnect } from '../aws/net.js';
+import { type MessageId, type Queue, type QueueBatchResult, type QueueOptions, type QueuePayload, ValidQueueName } from '@workflow/world';
 import { monotonicFactory } from 'ulid';
-import { SqsPoller } from '../consumer/poller.js';
 import type { WorldContext } from '../context.js';
+import { consoleLogger, type Logger } from '../log.js';
 import { type SchedulerPort, schedulerPort } from './delays.js';
-import { consoleLogger, DEFAULT_FLOW_PATH, type DeliveryOutcome, type Dispatch, type InboundMessage, type Logger } from './delivery.js';
 import { encodePayload } from './encoding.js';
-import { createQueueHandler } from './handler.js';
 import { claimIdempotencyKey, releaseIdempotencyKey } from './idempotency.js';
 import { SqsTransport } from './transport.js';
-
-export type { SchedulerPort } from './delays.js';
-export type { DeliveryOutcome, Dispatch, InboundMessage, Logger } from './delivery.js';
-export { deliverMessage } from './delivery.js';
-export { decodePayload, encodePayload, MSG_ATTR } from './encoding.js';
-export { createQueueHandler } from './handler.js';
-export { SIGNATURE_HEADER, signatureHeaders, TIMESTAMP_HEADER, verifySignature } from './signing.js';
-export { SqsTransport } from './transport.js';
-
-/** A flow route handler registered in process (same shape as world-local's). */
-export type DirectHandler = (req: Request) => Promise<Response>;
 
 export interface CreateQueueOptions {
   /**
@@ -48,60 +25,22 @@ export interface CreateQueueOptions {
    * Default: `ctx.clients.scheduler`.
    */
   scheduler?: SchedulerPort;
-  /**
-   * `'poll'`: `start()` runs the in-process SQS consumer. `'none'`: `start()` does nothing (a
-   * Lambda, where the SQS event source mapping consumes). Default: `'none'` inside AWS Lambda
-   * (`AWS_LAMBDA_FUNCTION_NAME` set), else `'poll'`.
-   */
-  consumer?: 'poll' | 'none';
   logger?: Logger;
-  /** Long-poll wait of the in-process consumer (s). Default 20. */
-  waitTimeSeconds?: number;
-  /** How long `close()` waits for running deliveries (ms). Default 30 000. */
-  drainTimeoutMs?: number;
-  /** Observes every delivery outcome of the in-process consumer. */
-  onDeliveryOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
 }
 
-export interface QueueComponent extends Required<Pick<Queue, 'getDeploymentId' | 'queue' | 'queueBatch' | 'createQueueHandler'>> {
-  /** Deliver messages of `prefix` queues to `handler` in process instead of over HTTP. */
-  registerHandler(prefix: QueuePrefix | string, handler: DirectHandler): void;
-  /** Starts the in-process consumer (unless `consumer: 'none'`). Idempotent. */
-  start(): Promise<void>;
-  /** Stops receiving and drains running deliveries. Idempotent. */
-  close(): Promise<void>;
+export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'queue' | 'queueBatch'>> {
   readonly transport: SqsTransport;
 }
 
-/** Where deliveries go over HTTP: `config.flowUrl`, else the local `eve start` flow route. */
-export function defaultFlowUrl(flowUrl: string | undefined, env: Record<string, string | undefined> = process.env): string {
-  return flowUrl ?? `http://127.0.0.1:${env.PORT ?? '3000'}${DEFAULT_FLOW_PATH}`;
-}
-
-const PREFIX_RE = /^(__(?:[a-z][a-z0-9]*_)?wkf_workflow_)/;
-const QUEUE_NAME_RE = /^__(?:[a-z][a-z0-9]*_)?wkf_workflow_.+$/;
-
-
-export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {}): QueueComponent {
+export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {}): QueueSender {
   const { config } = ctx;
   const logger = options.logger ?? consoleLogger;
   const scheduler = options.scheduler ?? (config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined);
   const transport = new SqsTransport(ctx, scheduler);
   const nextUlid = monotonicFactory();
-  const directHandlers = new Map<string, DirectHandler>();
-  const consumerMode = options.consumer ?? (process.env.AWS_LAMBDA_FUNCTION_NAME ? 'none' : 'poll');
-  let poller: SqsPoller | undefined;
-  let closed = false;
-
-  const dispatchFor = (queueName: string): { dispatch: Dispatch; url: string } => {
-    const prefix = PREFIX_RE.exec(queueName)?.[1];
-    const direct = prefix !== undefined ? directHandlers.get(prefix) : undefined;
-    if (direct) return { dispatch: direct, url: `http://localhost${DEFAULT_FLOW_PATH}` };
-    return { dispatch: (req) => fetch(req), url: defaultFlowUrl(config.flowUrl) };
-  };
 
   const queue = async (queueName: ValidQueueName, payload: QueuePayload, opts?: QueueOptions): Promise<{ messageId: MessageId | null }> => {
-    if (!QUEUE_NAME_RE.test(queueName)) throw new Error(`Invalid queue name: ${queueName}`);
+    if (!ValidQueueName.safeParse(queueName).success) throw new Error(`Invalid queue name: ${queueName}`);
     // Encode first: a payload that cannot be encoded must not burn its idempotency key.
     const body = encodePayload(payload);
     const messageId = `msg_${nextUlid()}`;
@@ -149,58 +88,10 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     return results;
   };
 
-  let flowReachable = false;
-  let waitingSince: number | undefined;
-  const ready = async (): Promise<boolean> => {
-    // In-process handlers need no network; over HTTP, wait for the flow route to listen so that
-    // early receives (before `eve start` serves) do not burn receive counts.
-    if (directHandlers.size > 0 || flowReachable) return true;
-    const url = defaultFlowUrl(config.flowUrl);
-    flowReachable = await canConnect(url);
-    if (flowReachable) {
-      if (waitingSince !== undefined) logger.info(`[eve-world-aws] flow route ${url} is reachable; consuming the queue`);
-      waitingSince = undefined;
-    } else if (waitingSince === undefined) {
-      waitingSince = Date.now();
-      logger.warn(
-        `[eve-world-aws] waiting for the flow route at ${url} before consuming the queue ` +
-          '(set EVE_WORLD_AWS_FLOW_URL or PORT, or register an in-process handler)',
-      );
-    }
-    return flowReachable;
-  };
-
   return {
     transport,
     getDeploymentId: async () => config.deploymentId,
     queue,
     queueBatch,
-    createQueueHandler: (prefix, handler) => createQueueHandler(prefix, handler, { signingSecret: config.signingSecret }),
-    registerHandler(prefix, handler) {
-      directHandlers.set(prefix, handler);
-    },
-    async start() {
-      if (closed || consumerMode === 'none' || poller) return;
-      poller = new SqsPoller({
-        config,
-        transport,
-        dispatchFor,
-        signingSecret: config.signingSecret,
-        logger,
-        concurrency: config.consumerConcurrency,
-        waitTimeSeconds: options.waitTimeSeconds,
-        drainTimeoutMs: options.drainTimeoutMs,
-        ready,
-        onOutcome: (outcome, msg) => {
-          if (outcome.reason === 'transport') flowReachable = false;
-          options.onDeliveryOutcome?.(outcome, msg);
-        },
-      });
-      poller.start();
-    },
-    async close() {
-      closed = true;
-      await poller?.close();
-    },
   };
 }

@@ -1,6 +1,7 @@
 /**
- * SQS plumbing for the queue: resolves the queue and DLQ (name or URL, as configured), sends one
- * logical message ({@link Envelope}) with its delay, and the per-receipt calls the consumers need.
+ * SQS plumbing of the send side: resolves the queue and DLQ (name or URL, as configured) and sends
+ * one logical message ({@link Envelope}) with its delay. The per-receipt calls of the receive side
+ * are in src/consumer/receipts.ts.
  *
  * Invariants:
  * - A body larger than `payloadThresholdBytes` (or one SQS rejects as too long) is written to S3
@@ -8,13 +9,8 @@
  * - `send` resolves only once SQS (or the Scheduler) accepted the message; it throws otherwise, so
  *   callers can keep the original message until its replacement exists.
  */
-import {
-  ChangeMessageVisibilityCommand,
-  DeleteMessageCommand,
-  GetQueueAttributesCommand,
-  GetQueueUrlCommand,
-  SendMessageCommand,
-} from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { isMessageTooLong } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import {
   createOneTimeSchedule,
@@ -36,11 +32,6 @@ export interface SendResult {
 }
 
 const isUrl = (ref: string) => /^https?:\/\//.test(ref);
-
-function isTooLong(err: unknown): boolean {
-  const e = err as { name?: string; message?: string };
-  return /shorter than|too long|MessageTooLong/i.test(`${e?.name ?? ''} ${e?.message ?? ''}`);
-}
 
 export class SqsTransport {
   private urls = new Map<string, Promise<string>>();
@@ -129,7 +120,7 @@ export class SqsTransport {
       return await this.sendSqs(withDue, delaySeconds);
     } catch (err) {
       // The queue may be configured below 1 MiB (e.g. the 256 KiB default): retry through S3.
-      if (withDue.body === undefined || !isTooLong(err)) throw err;
+      if (withDue.body === undefined || !isMessageTooLong(err)) throw err;
       return this.sendSqs(await this.offload(withDue), delaySeconds);
     }
   }
@@ -167,21 +158,5 @@ export class SqsTransport {
       deadLetterArn,
     });
     return { via: 'scheduler', scheduleName: name, s3Key: withDue.s3Key };
-  }
-
-  async changeVisibility(receiptHandle: string, seconds: number): Promise<void> {
-    await this.ctx.clients.sqs.send(
-      new ChangeMessageVisibilityCommand({ QueueUrl: await this.queueUrl(), ReceiptHandle: receiptHandle, VisibilityTimeout: seconds }),
-    );
-  }
-
-  async deleteMessage(receiptHandle: string): Promise<void> {
-    await this.ctx.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: await this.queueUrl(), ReceiptHandle: receiptHandle }));
-  }
-
-  /** Wire body of an envelope: inline, or fetched from S3. */
-  async bodyOf(env: Envelope): Promise<string> {
-    if (env.s3Key === undefined) return env.body ?? '';
-    return Buffer.from(await this.ctx.payloads.getBytes(env.s3Key)).toString('utf8');
   }
 }

@@ -2,7 +2,7 @@
 import { stringify } from 'devalue';
 import { describe, expect, it } from 'vitest';
 import { errorText, formatDuration, fromDevalue, jsonSafe, parseDuration, previewBytes, previewValue, shortName } from '../../src/cli/format.js';
-import { framedText } from '../../src/cli/tail-records.js';
+import { framedText } from '../../src/cli/tail-rows.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const devl = (v: unknown) => enc(`devl${stringify(v)}`);

@@ -5,7 +5,7 @@
  */
 import { type Message, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { moveDlqMessages } from '../../src/cli/redrive.js';
+import { moveDlqMessages } from '../../src/cli/redrive/dlq-mover.js';
 import { decodePayload, encodePayload, envelopeAttributes } from '../../src/queue/encoding.js';
 import { SqsTransport } from '../../src/queue/transport.js';
 import { runCli } from './helpers.js';

@@ -5,7 +5,7 @@
  */
 import { render } from 'ink-testing-library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { followRun, type TailRecord } from '../../src/cli/tail-records.js';
+import { followRun, type TailRow } from '../../src/cli/tail-rows.js';
 import { emptyTailState, reduceTail, TailView } from '../../src/cli/tail-view.js';
 import { openWorld } from '../../src/cli/world.js';
 import { CliProcess, runCli } from './helpers.js';
@@ -29,7 +29,7 @@ const parse = (stdout: string) =>
     .trim()
     .split('\n')
     .filter(Boolean)
-    .map((l) => JSON.parse(l) as TailRecord & Record<string, any>);
+    .map((l) => JSON.parse(l) as TailRow & Record<string, any>);
 
 async function snapshot(runId: string) {
   const state = { s: emptyTailState() };

@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { atExpression, planDelay, planHop, scheduleName } from '../../src/queue/delays.js';
 import { decodeEnvelope, decodePayload, encodeEnvelope, encodePayload, envelopeFromMessage } from '../../src/queue/encoding.js';
-import { createQueueHandler } from '../../src/queue/handler.js';
-import { computeSignature, signatureHeaders } from '../../src/queue/signing.js';
+import { createQueueHandler } from '../../src/consumer/handler.js';
+import { computeSignature, signatureHeaders } from '../../src/consumer/signing.js';
 
 const SECRET = 'test-secret-0123456789abcdef';
 const Q = '__wkf_workflow_demo';

@@ -9,8 +9,9 @@ import type { MessageId, ValidQueueName } from '@workflow/world';
 import { destroyClients } from '../../src/aws/clients.js';
 import { loadConfig } from '../../src/config.js';
 import { createContext, type WorldContext } from '../../src/context.js';
-import { type CreateQueueOptions, createQueue, type QueueComponent } from '../../src/queue/index.js';
-import type { Logger } from '../../src/queue/delivery.js';
+import { type Consumer, type CreateConsumerOptions, createConsumer } from '../../src/consumer/index.js';
+import type { Logger } from '../../src/log.js';
+import { type CreateQueueOptions, createQueue, type QueueSender } from '../../src/queue/index.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 
 export const PREFIX = '__wkf_workflow_';
@@ -31,10 +32,13 @@ export class MemoryLogger implements Logger {
   error = (m: string) => void this.lines.push(`ERROR ${m}`);
 }
 
+/** The World's queue as the runtime sees it: the send side and the receive side together. */
+export type QueueUnderTest = QueueSender & Omit<Consumer, 'receipts'>;
+
 export interface World {
   fixture: Fixture;
   ctx: WorldContext;
-  queue: QueueComponent;
+  queue: QueueUnderTest;
   logger: MemoryLogger;
   deliveries: Delivery[];
   /** Decides what the handler does with each delivery (default: ack). */
@@ -48,7 +52,7 @@ export interface World {
  * second World instance on the same table and queue, with its own clients).
  */
 export async function makeWorld(
-  opts: { env?: Record<string, string>; sameAs?: World; register?: boolean; start?: boolean; queueOptions?: CreateQueueOptions } = {},
+  opts: { env?: Record<string, string>; sameAs?: World; register?: boolean; start?: boolean; queueOptions?: CreateConsumerOptions & CreateQueueOptions } = {},
 ): Promise<World> {
   const fixture = opts.sameAs
     ? (() => {
@@ -59,7 +63,18 @@ export async function makeWorld(
     : await createFixture(opts.env ?? {}, 'q');
   const ctx = createContext(fixture.config, fixture.clients);
   const logger = new MemoryLogger();
-  const queue = createQueue(ctx, { consumer: 'poll', waitTimeSeconds: 1, drainTimeoutMs: 2000, logger, ...opts.queueOptions });
+  const sender = createQueue(ctx, { logger, scheduler: opts.queueOptions?.scheduler });
+  const consumer = createConsumer(ctx, sender.transport, { consumer: 'poll', waitTimeSeconds: 1, drainTimeoutMs: 2000, logger, ...opts.queueOptions });
+  const queue: QueueUnderTest = {
+    transport: sender.transport,
+    getDeploymentId: sender.getDeploymentId,
+    queue: sender.queue,
+    queueBatch: sender.queueBatch,
+    createQueueHandler: consumer.createQueueHandler,
+    registerHandler: consumer.registerHandler,
+    start: consumer.start,
+    close: consumer.close,
+  };
   const world: World = {
     fixture,
     ctx,

@@ -10,8 +10,9 @@ import type { Event, Step, WorkflowRun, WorkflowRunWithoutData, World } from '@w
 import { eventIdToSlot } from '@workflow/world';
 import { encodeEventCursor } from '../storage/index.js';
 import { errorText, fromDevalue, hex, jsonSafe, previewValue, truncate, utf8 } from './format.js';
+import { sleep } from '../aws/sleep.js';
 
-export interface RunRecord {
+export interface RunRow {
   kind: 'run';
   runId: string;
   workflowName: string;
@@ -24,7 +25,7 @@ export interface RunRecord {
   error?: string;
 }
 
-export interface EventRecord {
+export interface EventRow {
   kind: 'event';
   runId: string;
   slot: number;
@@ -39,7 +40,7 @@ export interface EventRecord {
   data?: unknown;
 }
 
-export interface StepRecord {
+export interface StepRow {
   kind: 'step';
   runId: string;
   stepId: string;
@@ -52,7 +53,7 @@ export interface StepRecord {
   error?: string;
 }
 
-export interface ChunkRecord {
+export interface ChunkRow {
   kind: 'chunk';
   runId: string;
   stream: string;
@@ -65,22 +66,22 @@ export interface ChunkRecord {
 }
 
 /** A stream appeared (`done: false`) or was closed (`done: true`). */
-export interface StreamRecord {
+export interface StreamRow {
   kind: 'stream';
   runId: string;
   stream: string;
   done: boolean;
 }
 
-export type TailRecord = RunRecord | EventRecord | StepRecord | ChunkRecord | StreamRecord;
+export type TailRow = RunRow | EventRow | StepRow | ChunkRow | StreamRow;
 
 const iso = (d: Date | undefined) => (d === undefined ? undefined : new Date(d).toISOString());
 const isTerminal = (s: string) => s === 'completed' || s === 'failed' || s === 'cancelled';
 
-export function runRecord(run: WorkflowRun | WorkflowRunWithoutData, now = Date.now()): RunRecord {
+export function runRow(run: WorkflowRun | WorkflowRunWithoutData, now = Date.now()): RunRow {
   const started = run.startedAt ? new Date(run.startedAt).getTime() : undefined;
   const end = run.completedAt ? new Date(run.completedAt).getTime() : isTerminal(run.status) ? undefined : now;
-  const rec: RunRecord = {
+  const rec: RunRow = {
     kind: 'run',
     runId: run.runId,
     workflowName: run.workflowName,
@@ -94,7 +95,7 @@ export function runRecord(run: WorkflowRun | WorkflowRunWithoutData, now = Date.
   return dropUndefined(rec);
 }
 
-export function stepRecord(step: Step): StepRecord {
+export function stepRow(step: Step): StepRow {
   const started = step.startedAt ? new Date(step.startedAt).getTime() : undefined;
   const ended = step.completedAt ? new Date(step.completedAt).getTime() : undefined;
   return dropUndefined({
@@ -108,7 +109,7 @@ export function stepRecord(step: Step): StepRecord {
     completedAt: iso(step.completedAt),
     durationMs: started !== undefined && ended !== undefined ? Math.max(0, ended - started) : undefined,
     error: step.status === 'failed' ? errorText(step.error) : undefined,
-  } satisfies StepRecord);
+  } satisfies StepRow);
 }
 
 /**
@@ -117,7 +118,7 @@ export function stepRecord(step: Step): StepRecord {
  */
 const PREVIEW_SKIP = new Set(['stepName', 'workflowName', 'ttfs', 'stso', 'stepCount', 'eventCount', 'rsfs', 'finalSchedulingReplay', 'optimizations']);
 
-export function eventRecord(ev: Event, stepNames: ReadonlyMap<string, string>): EventRecord {
+export function eventRow(ev: Event, stepNames: ReadonlyMap<string, string>): EventRow {
   const data = (ev as { eventData?: unknown }).eventData;
   const stepName =
     (data && typeof data === 'object' && typeof (data as { stepName?: unknown }).stepName === 'string'
@@ -138,10 +139,10 @@ export function eventRecord(ev: Event, stepNames: ReadonlyMap<string, string>): 
     createdAt: new Date(ev.createdAt).toISOString(),
     preview: truncate(previewValue(shown), 120),
     data: data === undefined ? undefined : jsonSafe(data),
-  } satisfies EventRecord);
+  } satisfies EventRow);
 }
 
-export function chunkRecord(runId: string, stream: string, index: number, bytes: Uint8Array): ChunkRecord {
+export function chunkRow(runId: string, stream: string, index: number, bytes: Uint8Array): ChunkRow {
   const text = framedText(bytes) ?? utf8(bytes);
   return text !== undefined
     ? { kind: 'chunk', runId, stream, index, bytes: bytes.byteLength, text }
@@ -149,7 +150,7 @@ export function chunkRecord(runId: string, stream: string, index: number, bytes:
 }
 
 /** A chunk as display lines: its text (split on newlines), or hex. */
-export function chunkLines(c: ChunkRecord): string[] {
+export function chunkLines(c: ChunkRow): string[] {
   if (c.text !== undefined) return c.text.replace(/\n$/, '').split('\n');
   return [`0x${c.hex}`];
 }
@@ -184,7 +185,7 @@ interface StreamCursor {
  * Yield records for `runId` until the run is terminal and its streams are closed (follow), or
  * after one round (snapshot). The caller has checked that the run exists.
  */
-export async function* followRun(world: TailWorld, runId: string, opts: FollowOptions): AsyncGenerator<TailRecord> {
+export async function* followRun(world: TailWorld, runId: string, opts: FollowOptions): AsyncGenerator<TailRow> {
   const idleMaxMs = 1000;
   const fastMs = opts.intervalMs ?? 200;
   const graceMs = opts.streamGraceMs ?? 10_000;
@@ -201,7 +202,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
     let activity = false;
 
     const run = await world.runs.get(runId, { resolveData: 'none' });
-    const rec = runRecord(run);
+    const rec = runRow(run);
     const runKey = `${rec.status}|${rec.startedAt ?? ''}|${rec.completedAt ?? ''}`;
     if (runKey !== lastRun) {
       lastRun = runKey;
@@ -219,7 +220,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
       if (!page.hasMore || page.data.length === 0) break;
     }
     const stepsChanged = firstRound || fresh.some((e) => e.eventType.startsWith('step_'));
-    let stepRecords: StepRecord[] = [];
+    let stepRecords: StepRow[] = [];
     if (stepsChanged) {
       const all: Step[] = [];
       let cursor: string | undefined;
@@ -229,7 +230,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
         cursor = page.hasMore ? (page.cursor ?? undefined) : undefined;
       } while (cursor);
       for (const s of all) stepNames.set(s.stepId, s.stepName);
-      stepRecords = all.map(stepRecord).filter((s) => {
+      stepRecords = all.map(stepRow).filter((s) => {
         const key = `${s.status}|${s.attempt}|${s.completedAt ?? ''}`;
         if (stepSeen.get(s.stepId) === key) return false;
         stepSeen.set(s.stepId, key);
@@ -242,7 +243,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
         if (name) stepNames.set(e.correlationId, name);
       }
       activity = true;
-      yield eventRecord(e, stepNames);
+      yield eventRow(e, stepNames);
     }
     for (const s of stepRecords) {
       activity = true;
@@ -263,7 +264,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
         const page = await world.streams.getChunks(runId, name, { cursor: st.cursor, limit: 1000 });
         for (const c of page.data) {
           activity = true;
-          yield chunkRecord(runId, name, c.index, c.data);
+          yield chunkRow(runId, name, c.index, c.data);
         }
         if (page.cursor) st.cursor = page.cursor;
         if (page.done) {
@@ -290,19 +291,6 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
     sleepMs = activity ? fastMs : Math.min(idleMaxMs, sleepMs * 2);
     await sleep(sleepMs, opts.signal);
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
 
 function dropUndefined<T extends object>(o: T): T {

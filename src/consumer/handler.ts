@@ -12,8 +12,8 @@
  * - 200 `{"result":...}` for `invoke: true` payloads; 200 `{"ok":true}` otherwise (ack).
  * - 500 with the error text when the handler threw (redelivered after the visibility timeout).
  */
-import type { MessageId, Queue, QueuePrefix, ValidQueueName } from '@workflow/world';
-import { decodePayload } from './encoding.js';
+import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@workflow/world';
+import { decodePayload } from '../queue/encoding.js';
 import { ReplayGuard, verifySignature } from './signing.js';
 
 export type QueueMessageHandler = Parameters<Queue['createQueueHandler']>[1];
@@ -23,8 +23,6 @@ export interface HandlerOptions {
   signingSecret?: string;
   now?: () => number;
 }
-
-const QUEUE_NAME_RE = /^__(?:[a-z][a-z0-9]*_)?wkf_workflow_.+$/;
 
 const json = (value: unknown, status = 200) => Response.json(value, { status });
 
@@ -55,7 +53,7 @@ export function createQueueHandler(
     const messageId = req.headers.get('x-vqs-message-id');
     const attemptRaw = req.headers.get('x-vqs-message-attempt');
     const attempt = Number(attemptRaw);
-    if (!queueName || !QUEUE_NAME_RE.test(queueName) || !messageId || !attemptRaw || !Number.isInteger(attempt) || attempt < 1) {
+    if (!queueName || !ValidQueueName.safeParse(queueName).success || !messageId || !attemptRaw || !Number.isInteger(attempt) || attempt < 1) {
       return json({ error: 'Missing required headers' }, 400);
     }
     if (!queueName.startsWith(prefix)) return json({ error: 'Unhandled queue' }, 400);

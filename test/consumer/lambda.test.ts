@@ -7,9 +7,9 @@ import type { Message } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createSqsHandler, type SQSEvent, type SQSRecord } from '../../src/consumer/lambda.js';
-import type { DeliveryOutcome } from '../../src/queue/delivery.js';
+import type { DeliveryOutcome } from '../../src/consumer/pipeline.js';
 import { MSG_ATTR } from '../../src/queue/encoding.js';
-import { makeWorld, MemoryLogger, receiveAll, serve, sleep, type World } from './support.js';
+import { makeWorld, MemoryLogger, receiveAll, serve, sleep, type World } from '../queue/support.js';
 
 const Q = '__wkf_workflow_lambda' as ValidQueueName;
 

@@ -1,0 +1,257 @@
+/**
+ * The DLQ mover of `eve-world-aws redrive`: moves dead-lettered messages back to the queue in the
+ * order receive -> send -> delete. A crash (or error) between send and delete leaves the message in
+ * both queues: the next redrive delivers it twice, which is harmless because every World write is
+ * idempotent, whereas delete-before-send could lose it. The World's `eve.*` attributes are copied
+ * unchanged.
+ */
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  type Message,
+  type MessageAttributeValue,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { PayloadStore } from '../../payloads.js';
+import { decodePayload, envelopeFromMessage } from '../../queue/encoding.js';
+import { queueNameOf } from '../../resources.js';
+import { formatTime } from '../format.js';
+import { colorEnabled, palette, renderTable } from '../output.js';
+
+export type MoveResult = 'moved' | 'would-move' | 'skipped' | 'send-failed' | 'delete-failed';
+
+export interface MovedMessage {
+  sqsMessageId: string;
+  /** Logical id (`eve.id`) and queue name (`eve.queue`), when the message carries them. */
+  messageId?: string;
+  queueName?: string;
+  runId?: string;
+  /** When the message was first sent (SQS SentTimestamp, kept across the dead-lettering). */
+  sentAt?: string;
+  result: MoveResult;
+  /** SQS id of the copy sent to the queue. */
+  newSqsMessageId?: string;
+  error?: string;
+}
+
+export interface MoveSummary {
+  source: string;
+  target: string;
+  dryRun: boolean;
+  runId?: string;
+  moved: number;
+  matched: number;
+  skipped: number;
+  failed: number;
+  messages: MovedMessage[];
+}
+
+export interface MoveOptions {
+  sqs: SQSClient;
+  sourceUrl: string;
+  targetUrl: string;
+  /** Only messages of this run (others stay in the DLQ untouched). */
+  runId?: string;
+  dryRun?: boolean;
+  /** Stop after this many matching messages. */
+  limit?: number;
+  /**
+   * How long received messages stay hidden while the pass runs (s). Messages are released
+   * (made visible) at the end; after a crash they reappear by themselves after this long.
+   */
+  visibilityTimeoutSeconds?: number;
+  /** Long-poll wait of each receive (s); one empty receive ends the pass. */
+  waitTimeSeconds?: number;
+  /** Reads S3-offloaded bodies to find their run id. */
+  payloads?: Pick<PayloadStore, 'getBytes'>;
+  /** Called after a message's copy was sent and before the original is deleted (tests). */
+  onSent?: (msg: MovedMessage) => Promise<void> | void;
+}
+
+const stringAttrs = (m: Message): Record<string, string | undefined> =>
+  Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue]));
+
+/** Run id of a World message: from the payload body (inline, envelope or S3), else undefined. */
+export async function runIdOfMessage(m: Message, payloads?: Pick<PayloadStore, 'getBytes'>): Promise<{ runId?: string; queueName?: string; messageId?: string }> {
+  const env = envelopeFromMessage(m.Body ?? '', stringAttrs(m));
+  if (typeof env === 'string') return {};
+  let text = env.body;
+  if (text === undefined && env.s3Key !== undefined && payloads) {
+    try {
+      text = Buffer.from(await payloads.getBytes(env.s3Key)).toString('utf8');
+    } catch {
+      text = undefined; // a missing body object does not stop the redrive; the run is just unknown
+    }
+  }
+  let runId: string | undefined;
+  if (text !== undefined) {
+    try {
+      const p = decodePayload(text) as { runId?: unknown };
+      if (typeof p?.runId === 'string') runId = p.runId;
+    } catch {
+      // not a World payload
+    }
+  }
+  return { runId, queueName: env.queueName, messageId: env.messageId };
+}
+
+/**
+ * The World's own attributes, unchanged. Anything else on a dead-lettered message (e.g. the
+ * diagnostics EventBridge Scheduler adds to the messages it dead-letters) describes the failure,
+ * not the message, and is not copied.
+ */
+export function copiedAttributes(m: Message): Record<string, MessageAttributeValue> | undefined {
+  const out: Record<string, MessageAttributeValue> = {};
+  for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
+    if (!k.startsWith('eve.')) continue;
+    out[k] = { DataType: v.DataType, ...(v.StringValue !== undefined ? { StringValue: v.StringValue } : {}), ...(v.BinaryValue !== undefined ? { BinaryValue: v.BinaryValue } : {}) };
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+function errText(err: unknown): string {
+  const e = err as { name?: string; message?: string };
+  return `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`;
+}
+
+/**
+ * Move messages from `sourceUrl` to `targetUrl` (receive -> send -> delete). Stops at the first
+ * failure and reports it; every message it holds but did not move is released back to the
+ * source at the end, so nothing is hidden for longer than the pass.
+ */
+export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
+  const { sqs } = opts;
+  const vt = opts.visibilityTimeoutSeconds ?? 300;
+  const summary: MoveSummary = {
+    source: opts.sourceUrl,
+    target: opts.targetUrl,
+    dryRun: opts.dryRun === true,
+    runId: opts.runId,
+    moved: 0,
+    matched: 0,
+    skipped: 0,
+    failed: 0,
+    messages: [],
+  };
+  const held: string[] = []; // receipt handles to release at the end
+  const seen = new Set<string>();
+  let stop = false;
+  try {
+    while (!stop) {
+      const out = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: opts.sourceUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: opts.waitTimeSeconds ?? 1,
+          VisibilityTimeout: vt,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['SentTimestamp'],
+        }),
+      );
+      const batch = out.Messages ?? [];
+      if (batch.length === 0) break;
+      for (const m of batch) {
+        const sqsMessageId = m.MessageId ?? '';
+        // Past the limit or a failure: hold the rest of the batch only to release it untouched.
+        if (stop || seen.has(sqsMessageId)) {
+          if (m.ReceiptHandle) held.push(m.ReceiptHandle);
+          continue;
+        }
+        seen.add(sqsMessageId);
+        const info = await runIdOfMessage(m, opts.payloads);
+        const sent = m.Attributes?.SentTimestamp;
+        const rec: MovedMessage = {
+          sqsMessageId,
+          ...info,
+          sentAt: sent ? new Date(Number(sent)).toISOString() : undefined,
+          result: 'skipped',
+        };
+        summary.messages.push(rec);
+        const matches = opts.runId === undefined || info.runId === opts.runId;
+        if (!matches) {
+          summary.skipped++;
+          if (m.ReceiptHandle) held.push(m.ReceiptHandle);
+          continue;
+        }
+        summary.matched++;
+        if (opts.dryRun) {
+          rec.result = 'would-move';
+          if (m.ReceiptHandle) held.push(m.ReceiptHandle);
+        } else {
+          try {
+            const res = await sqs.send(
+              new SendMessageCommand({ QueueUrl: opts.targetUrl, MessageBody: m.Body ?? '', MessageAttributes: copiedAttributes(m) }),
+            );
+            rec.newSqsMessageId = res.MessageId;
+          } catch (err) {
+            rec.result = 'send-failed';
+            rec.error = errText(err);
+            summary.failed++;
+            if (m.ReceiptHandle) held.push(m.ReceiptHandle);
+            stop = true;
+            continue;
+          }
+          try {
+            await opts.onSent?.(rec);
+            await sqs.send(new DeleteMessageCommand({ QueueUrl: opts.sourceUrl, ReceiptHandle: m.ReceiptHandle }));
+            rec.result = 'moved';
+            summary.moved++;
+          } catch (err) {
+            // The copy is on the queue and the original is still in the DLQ: a duplicate, never a loss.
+            rec.result = 'delete-failed';
+            rec.error = errText(err);
+            summary.failed++;
+            if (m.ReceiptHandle) held.push(m.ReceiptHandle);
+            stop = true;
+            continue;
+          }
+        }
+        if (opts.limit !== undefined && summary.matched >= opts.limit) stop = true;
+      }
+    }
+  } finally {
+    await release(sqs, opts.sourceUrl, held);
+  }
+  return summary;
+}
+
+/** Make held messages visible again at once (best effort: they reappear after the timeout anyway). */
+async function release(sqs: SQSClient, url: string, receipts: string[]): Promise<void> {
+  await Promise.all(
+    receipts.map((r) => sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: r, VisibilityTimeout: 0 })).catch(() => undefined)),
+  );
+}
+
+const RESULT_LABEL: Record<MoveResult, string> = {
+  moved: 'moved',
+  'would-move': 'would move',
+  skipped: 'skipped (other run)',
+  'send-failed': 'FAILED to send (left in the DLQ)',
+  'delete-failed': 'sent, NOT deleted (duplicate)',
+};
+
+export function renderMoveSummary(s: MoveSummary, color = colorEnabled()): string {
+  const p = palette(color);
+  const from = queueNameOf(s.source);
+  const to = queueNameOf(s.target);
+  if (s.messages.length === 0) return `The DLQ ${from} is empty; nothing to redrive.\n`;
+  const paint = (r: MoveResult) =>
+    r === 'moved' ? p.green(RESULT_LABEL[r]) : r === 'would-move' ? p.yellow(RESULT_LABEL[r]) : r === 'skipped' ? p.dim(RESULT_LABEL[r]) : p.red(RESULT_LABEL[r]);
+  const rows = s.messages.map((m) => [m.messageId ?? m.sqsMessageId, m.queueName ?? '?', m.runId ?? '?', formatTime(m.sentAt), paint(m.result)]);
+  const out = [renderTable(['Message', 'Queue (logical)', 'Run', 'First sent', 'Result'], rows, color)];
+  const filter = s.runId ? ` of run ${s.runId}` : '';
+  if (s.dryRun) out.push(`Dry run: would move ${s.matched} message${s.matched === 1 ? '' : 's'}${filter} from ${from} to ${to}; nothing was changed.`);
+  else out.push(`Moved ${s.moved} message${s.moved === 1 ? '' : 's'}${filter} from ${from} to ${to}.`);
+  for (const m of s.messages.filter((x) => x.error)) {
+    out.push(
+      p.red(`x ${m.messageId ?? m.sqsMessageId}: ${m.error}`) +
+        (m.result === 'delete-failed'
+          ? '\n  The copy was sent but the original is still in the DLQ; a second redrive delivers it twice (harmless: the World is idempotent).'
+          : '\n  Nothing was sent; the message is still in the DLQ. Fix the error and run redrive again.'),
+    );
+  }
+  return `${out.join('\n')}\n`;
+}
+

@@ -1,0 +1,119 @@
+/**
+ * Circuit breaker in front of the flow route. When the route is down (connection errors, 5xx,
+ * 429, 408), delivering more messages only burns their receive counts toward the DLQ, so the
+ * consumer stops receiving while the breaker is open and probes with one delivery after a
+ * cool-down (doubling up to `maxCooldownMs`). One log line when it opens, one when it closes.
+ *
+ * Opening needs `threshold` outage failures in a row, and a plain HTTP 500 (which is also what a
+ * handler that throws returns) counts only when the streak spans at least two different messages:
+ * one poison message failing over and over must reach the DLQ, not pause the whole consumer.
+ */
+import type { Logger } from '../log.js';
+
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
+export interface BreakerOptions {
+  threshold?: number;
+  cooldownMs?: number;
+  maxCooldownMs?: number;
+  now?: () => number;
+}
+
+export class CircuitBreaker {
+  private state: BreakerState = 'closed';
+  private streak = 0;
+  private streakMessages = new Set<string>();
+  private cooldownMs: number;
+  private openedAt = 0;
+  private probing = false;
+  private readonly threshold: number;
+  private readonly baseCooldownMs: number;
+  private readonly maxCooldownMs: number;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly what: string,
+    opts: BreakerOptions = {},
+  ) {
+    this.threshold = opts.threshold ?? 3;
+    this.baseCooldownMs = opts.cooldownMs ?? 5_000;
+    this.maxCooldownMs = opts.maxCooldownMs ?? 60_000;
+    this.cooldownMs = this.baseCooldownMs;
+    this.now = opts.now ?? Date.now;
+  }
+
+  get isOpen(): boolean {
+    return this.state !== 'closed';
+  }
+
+  /** Seconds a parked message should stay hidden: the current cool-down. */
+  get cooldownSeconds(): number {
+    return Math.ceil(this.cooldownMs / 1000);
+  }
+
+  /** ms until a probe may run (0 = deliveries may go ahead now). */
+  waitMs(): number {
+    if (this.state === 'closed') return 0;
+    if (this.probing) return 250;
+    return Math.max(0, this.openedAt + this.cooldownMs - this.now());
+  }
+
+  /**
+   * Take permission for one delivery: always while closed; one probe at a time once the
+   * cool-down has passed while open.
+   */
+  tryAcquire(): boolean {
+    if (this.state === 'closed') return true;
+    if (this.probing || this.now() < this.openedAt + this.cooldownMs) return false;
+    this.state = 'half-open';
+    this.probing = true;
+    return true;
+  }
+
+  succeeded(): void {
+    this.streak = 0;
+    this.streakMessages.clear();
+    this.probing = false;
+    if (this.state !== 'closed') {
+      this.logger.info(`[eve-world-aws] ${this.what} answers again; circuit closed, consuming the queue`);
+      this.state = 'closed';
+      this.cooldownMs = this.baseCooldownMs;
+    }
+  }
+
+  /**
+   * Record an outage-class failure. `ambiguous` marks a plain 500 (maybe the handler threw).
+   * Returns true when the failure should be treated as an outage (the breaker is open now).
+   */
+  failed(messageId: string, detail: string, ambiguous = false): boolean {
+    this.streak++;
+    this.streakMessages.add(messageId);
+    if (this.state === 'half-open') {
+      this.probing = false;
+      this.cooldownMs = Math.min(this.maxCooldownMs, this.cooldownMs * 2);
+      this.state = 'open';
+      this.openedAt = this.now();
+      return true;
+    }
+    if (this.state === 'open') return true;
+    const enough = this.streak >= this.threshold && (!ambiguous || this.streakMessages.size >= 2);
+    if (!enough) return false;
+    this.state = 'open';
+    this.openedAt = this.now();
+    this.logger.warn(
+      `[eve-world-aws] ${this.what} is failing (${this.streak} deliveries in a row, last: ${detail.slice(0, 200)}); ` +
+        'circuit open, pausing consumption (messages are kept, not dead-lettered)',
+    );
+    return true;
+  }
+
+  /** A delivery that ended neither way (e.g. a poison 4xx): frees a probe slot. */
+  neutral(): void {
+    if (this.state === 'half-open') {
+      this.probing = false;
+      this.state = 'open';
+      this.openedAt = this.now() - this.cooldownMs; // probe again at once
+    }
+  }
+}

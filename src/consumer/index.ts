@@ -1,0 +1,129 @@
+/**
+ * The receive side of the World: the flow-route handler (`createQueueHandler`), in-process
+ * handlers (`registerHandler`), and the in-process SQS consumer that `start()` runs on plain Node
+ * hosts. The Lambda SQS handler (./lambda.ts) shares the same pipeline (./pipeline.ts).
+ *
+ * Where a delivery goes: a handler registered for the queue name's prefix (in process), else
+ * `config.flowUrl`, else the local `eve start` flow route (`http://127.0.0.1:$PORT/...`).
+ */
+import { parseQueueName, type Queue, type QueuePrefix, type ValidQueueName } from '@workflow/world';
+import { canConnect } from '../aws/net.js';
+import type { WorldContext } from '../context.js';
+import { consoleLogger, type Logger } from '../log.js';
+import type { SqsTransport } from '../queue/transport.js';
+import { CircuitBreaker } from './breaker.js';
+import { createQueueHandler } from './handler.js';
+import { DEFAULT_FLOW_PATH, type DeliveryOutcome, type FlowHandler, type InboundMessage } from './pipeline.js';
+import { SqsPoller } from './poller.js';
+import { SqsReceipts } from './receipts.js';
+
+export interface CreateConsumerOptions {
+  /**
+   * `'poll'`: `start()` runs the in-process SQS consumer. `'none'`: `start()` does nothing (a
+   * Lambda, where the SQS event source mapping consumes). Default: `'none'` inside AWS Lambda
+   * (`AWS_LAMBDA_FUNCTION_NAME` set), else `'poll'`.
+   */
+  consumer?: 'poll' | 'none';
+  logger?: Logger;
+  /** Long-poll wait of the in-process consumer (s, 0..20). Default 5; `close()` waits for it. */
+  waitTimeSeconds?: number;
+  /** How long `close()` waits for running deliveries (ms). Default 30 000. */
+  drainTimeoutMs?: number;
+  /** Circuit breaker cool-down (ms), doubling up to 60 s. Default 5 000. */
+  breakerCooldownMs?: number;
+  /** Observes every delivery outcome of the in-process consumer. */
+  onDeliveryOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
+}
+
+export interface Consumer extends Pick<Queue, 'createQueueHandler'> {
+  /** Deliver messages of `prefix` queues to `handler` in process instead of over HTTP. */
+  registerHandler(prefix: QueuePrefix | string, handler: FlowHandler): void;
+  /** Starts the in-process consumer (unless `consumer: 'none'`). Idempotent. */
+  start(): Promise<void>;
+  /** Stops receiving (releasing what the last poll returned) and drains deliveries. Idempotent. */
+  close(): Promise<void>;
+  readonly receipts: SqsReceipts;
+}
+
+/** Where deliveries go over HTTP: `config.flowUrl`, else the local `eve start` flow route. */
+export function defaultFlowUrl(flowUrl: string | undefined, env: Record<string, string | undefined> = process.env): string {
+  return flowUrl ?? `http://127.0.0.1:${env.PORT ?? '3000'}${DEFAULT_FLOW_PATH}`;
+}
+
+export function createConsumer(ctx: WorldContext, transport: SqsTransport, options: CreateConsumerOptions = {}): Consumer {
+  const { config } = ctx;
+  const logger = options.logger ?? consoleLogger;
+  const receipts = new SqsReceipts(transport);
+  const handlers = new Map<string, FlowHandler>();
+  const mode = options.consumer ?? (process.env.AWS_LAMBDA_FUNCTION_NAME ? 'none' : 'poll');
+  let poller: SqsPoller | undefined;
+  let closed = false;
+
+  const route = (queueName: string): { handler: FlowHandler; url: string } => {
+    let prefix: string | undefined;
+    try {
+      prefix = parseQueueName(queueName as ValidQueueName).prefix;
+    } catch {
+      prefix = undefined;
+    }
+    const registered = prefix !== undefined ? handlers.get(prefix) : undefined;
+    if (registered) return { handler: registered, url: `http://localhost${DEFAULT_FLOW_PATH}` };
+    return { handler: (req) => fetch(req), url: defaultFlowUrl(config.flowUrl) };
+  };
+
+  let flowReachable = false;
+  let waitingSince: number | undefined;
+  const ready = async (): Promise<boolean> => {
+    // In-process handlers need no network; over HTTP, wait for the flow route to listen so that
+    // early receives (before `eve start` serves) do not burn receive counts.
+    if (handlers.size > 0 || flowReachable) return true;
+    const url = defaultFlowUrl(config.flowUrl);
+    flowReachable = await canConnect(url);
+    if (flowReachable) {
+      if (waitingSince !== undefined) logger.info(`[eve-world-aws] flow route ${url} is reachable; consuming the queue`);
+      waitingSince = undefined;
+    } else if (waitingSince === undefined) {
+      waitingSince = Date.now();
+      logger.warn(
+        `[eve-world-aws] waiting for the flow route at ${url} before consuming the queue ` +
+          '(set EVE_WORLD_AWS_FLOW_URL or PORT, or register an in-process handler)',
+      );
+    }
+    return flowReachable;
+  };
+
+  return {
+    receipts,
+    createQueueHandler: (prefix, handler) => createQueueHandler(prefix, handler, { signingSecret: config.signingSecret }),
+    registerHandler(prefix, handler) {
+      handlers.set(prefix, handler);
+    },
+    async start() {
+      if (closed || mode === 'none' || poller) return;
+      const waitTimeSeconds = Math.max(0, Math.min(20, options.waitTimeSeconds ?? 5));
+      poller = new SqsPoller({
+        config,
+        transport,
+        receipts,
+        route,
+        signingSecret: config.signingSecret,
+        logger,
+        concurrency: config.consumerConcurrency,
+        waitTimeSeconds,
+        visibilitySeconds: config.consumerVisibilitySeconds,
+        drainTimeoutMs: options.drainTimeoutMs,
+        breaker: new CircuitBreaker(logger, 'the flow route', { cooldownMs: options.breakerCooldownMs }),
+        ready,
+        onOutcome: (outcome, msg) => {
+          if (outcome.action === 'keep' && outcome.reason === 'transport') flowReachable = false;
+          options.onDeliveryOutcome?.(outcome, msg);
+        },
+      });
+      poller.start();
+    },
+    async close() {
+      closed = true;
+      await poller?.close();
+    },
+  };
+}

@@ -1,0 +1,377 @@
+/**
+ * The delivery pipeline: what happens to one received SQS message, shared by the in-process
+ * poller and the Lambda SQS handler. It runs in four steps, each once, in this order:
+ *
+ *   decode   the SQS copy -> one {@link Envelope} (attributes or scheduler envelope), or malformed
+ *   decide   deliver now | hop (long wait not due: send the next hop) | defer (a copy of the same
+ *            logical message is running here already)
+ *   dispatch signed `createQueueHandler` request to the flow route (in process or over HTTP),
+ *            with a visibility heartbeat while it runs -> a {@link Verdict}
+ *   settle   ack (caller deletes) | keep (visibility set for the retry) | re-send (a replacement
+ *            copy was accepted, caller deletes this one)
+ *
+ * Invariants:
+ * - A copy is deleted only after its handler acked it, or after its replacement (next hop, long
+ *   `timeoutSeconds`, parked outage copy) has been accepted by SQS or the Scheduler.
+ * - The handler never sees a message before its `deliverAt` (by this process's clock).
+ * - `x-vqs-message-id` is the logical id, identical on every SQS copy; the attempt is the carried
+ *   attempt offset plus SQS's ApproximateReceiveCount.
+ * - Outages of the flow route (unreachable, 502/503/504, 429, 408, or any 5xx while the circuit is
+ *   open) never push a message into the DLQ: the copy is parked (hidden for the cool-down) and, on
+ *   its last allowed receive, replaced by a fresh copy.
+ * - Poison (malformed, 4xx, a handler that keeps failing) is retried with backoff and dead-lettered
+ *   after `maxReceiveCount` receives; the last failing receive logs exactly one DLQ line.
+ */
+import type { WorldConfig } from '../config.js';
+import { consoleLogger, type Logger } from '../log.js';
+import { planHop, SQS_MAX_VISIBILITY_SECONDS } from '../queue/delays.js';
+import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
+import type { SqsTransport } from '../queue/transport.js';
+import { sleep } from '../aws/sleep.js';
+import type { CircuitBreaker } from './breaker.js';
+import type { SqsReceipts } from './receipts.js';
+import { signatureHeaders } from './signing.js';
+
+/** A flow route: the compiled route's `POST`, a registered in-process handler, or `fetch`. */
+export type FlowHandler = (req: Request) => Promise<Response>;
+
+/** A received SQS message, normalised from the SDK's `Message` or a Lambda `SQSRecord`. */
+export interface InboundMessage {
+  sqsMessageId: string;
+  receiptHandle: string;
+  body: string;
+  /** String values of the message attributes. */
+  attributes: Record<string, string | undefined>;
+  /** SQS ApproximateReceiveCount (1 on first receive). */
+  receiveCount: number;
+}
+
+export type DeliveryOutcome =
+  | { action: 'delete'; reason: 'ack' | 'rescheduled' | 'redelayed' | 'parked'; messageId?: string }
+  | {
+      action: 'keep';
+      reason: 'deferred' | 'failed' | 'malformed' | 'unauthorized' | 'transport' | 'unavailable' | 'released';
+      messageId?: string;
+      detail?: string;
+    };
+
+export interface DeliveryDeps {
+  config: WorldConfig;
+  /** Send side: next hops and replacement copies. */
+  transport: SqsTransport;
+  receipts: SqsReceipts;
+  /** The flow route for a logical queue name. */
+  route(queueName: string): { handler: FlowHandler; url: string };
+  signingSecret?: string;
+  logger?: Logger;
+  /** Aborts an HTTP delivery (shutdown, Lambda deadline); the copy is then released. */
+  signal?: AbortSignal;
+  /**
+   * Visibility (s) the received copy is hidden for: the heartbeat extends it by this much every
+   * third of it while the handler runs.
+   */
+  visibilitySeconds: number;
+  /** Pauses consumption during a flow-route outage (see breaker.ts). */
+  breaker?: CircuitBreaker;
+  /**
+   * Logical message ids this consumer is handling right now. Core treats a delivery that carries
+   * the message id of a step's inline owner as that owner's crash-redelivery and re-runs the
+   * step, so two copies of one message (SQS standard queues occasionally deliver twice) must not
+   * be handled at the same time: the second copy is deferred and then replays what the first
+   * committed.
+   */
+  inFlight?: Set<string>;
+  now?: () => number;
+}
+
+export const DEFAULT_FLOW_PATH = '/.well-known/workflow/v1/flow';
+
+/** Largest "not yet due" gap that is waited out in process instead of re-sent (ms). */
+const MAX_INLINE_WAIT_MS = 1000;
+
+/** How long a copy of a message that is already being handled in this process waits (s). */
+const BUSY_RETRY_SECONDS = 5;
+
+/** Backoff before SQS shows a failed delivery again: 2, 4, 8 … 64 s, never above visibility. */
+export function failureBackoffSeconds(receiveCount: number, visibilityTimeoutSeconds: number): number {
+  return Math.min(visibilityTimeoutSeconds, 2 ** Math.min(Math.max(1, receiveCount), 6));
+}
+
+/** What dispatch (or decode) concluded; settle turns it into SQS calls. */
+type Verdict =
+  | { kind: 'ack' }
+  | { kind: 'hop'; delaySeconds: number; deliverAt: number }
+  | { kind: 'later'; seconds: number }
+  | { kind: 'poison'; reason: 'malformed' | 'unauthorized' | 'failed'; detail: string }
+  | { kind: 'outage'; reason: 'transport' | 'unavailable'; detail: string; ambiguous: boolean }
+  | { kind: 'aborted' };
+
+export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): Promise<DeliveryOutcome> {
+  const logger = deps.logger ?? consoleLogger;
+  const now = deps.now ?? Date.now;
+
+  // 1. decode
+  const decoded = envelopeFromMessage(msg.body, msg.attributes);
+  if (typeof decoded === 'string') {
+    logger.error(`[eve-world-aws] SQS message ${msg.sqsMessageId} cannot be delivered: ${decoded}; it is kept (SQS retries it, then dead-letters it)`);
+    return settle(msg, undefined, 0, { kind: 'poison', reason: 'malformed', detail: decoded }, deps, logger);
+  }
+  const envelope = decoded;
+  const attempt = envelope.attemptOffset + Math.max(1, msg.receiveCount);
+
+  // 2. decide
+  if (envelope.deliverAt !== undefined) {
+    const remaining = envelope.deliverAt - now();
+    if (remaining > MAX_INLINE_WAIT_MS) {
+      const hop = planHop(envelope.deliverAt, now(), deps.config.maxDelayHopSeconds);
+      return settle(msg, envelope, attempt, { kind: 'hop', ...hop }, deps, logger);
+    }
+    if (remaining > 0) await sleep(remaining, deps.signal);
+  }
+  if (deps.inFlight?.has(envelope.messageId)) {
+    return settle(msg, envelope, attempt, { kind: 'later', seconds: BUSY_RETRY_SECONDS }, deps, logger);
+  }
+
+  // 3. dispatch
+  deps.inFlight?.add(envelope.messageId);
+  let verdict: Verdict;
+  try {
+    verdict = await dispatch(msg, envelope, attempt, deps, logger, now);
+  } finally {
+    deps.inFlight?.delete(envelope.messageId);
+  }
+
+  // 4. settle
+  return settle(msg, envelope, attempt, verdict, deps, logger);
+}
+
+async function dispatch(
+  msg: InboundMessage,
+  envelope: Envelope,
+  attempt: number,
+  deps: DeliveryDeps,
+  logger: Logger,
+  now: () => number,
+): Promise<Verdict> {
+  let body: string;
+  try {
+    body =
+      envelope.s3Key === undefined
+        ? (envelope.body ?? '')
+        : Buffer.from(await deps.transport.ctx.payloads.getBytes(envelope.s3Key)).toString('utf8');
+  } catch (err) {
+    return { kind: 'poison', reason: 'failed', detail: `cannot read offloaded body ${envelope.s3Key}: ${String(err)}` };
+  }
+
+  const headers: Record<string, string> = {
+    ...envelope.headers,
+    'content-type': 'application/json',
+    'x-vqs-queue-name': envelope.queueName,
+    'x-vqs-message-id': envelope.messageId,
+    'x-vqs-message-attempt': String(attempt),
+  };
+  if (deps.signingSecret !== undefined) {
+    const parts = { queueName: envelope.queueName, messageId: envelope.messageId, attempt, body };
+    Object.assign(headers, signatureHeaders(deps.signingSecret, parts, now()));
+  }
+
+  const { handler, url } = deps.route(envelope.queueName);
+  const stopHeartbeat = startHeartbeat(msg.receiptHandle, deps, logger);
+  let status: number;
+  let text: string;
+  try {
+    const res = await handler(new Request(url, { method: 'POST', headers, body, signal: deps.signal }));
+    status = res.status;
+    text = await res.text();
+  } catch (err) {
+    if (deps.signal?.aborted) return { kind: 'aborted' };
+    return { kind: 'outage', reason: 'transport', ambiguous: false, detail: `flow route unreachable (${url}): ${String((err as Error)?.cause ?? err)}` };
+  } finally {
+    stopHeartbeat();
+  }
+
+  if (status >= 200 && status < 300) {
+    const seconds = parseTimeout(text);
+    return seconds === undefined ? { kind: 'ack' } : { kind: 'later', seconds };
+  }
+  const detail = `HTTP ${status}: ${text.slice(0, 500)}`;
+  if (status === 408 || status === 429 || status >= 500) {
+    // 500 is also what createQueueHandler answers when the handler threw: ambiguous.
+    return { kind: 'outage', reason: 'unavailable', detail, ambiguous: status === 500 || status === 501 };
+  }
+  if (status === 401) return { kind: 'poison', reason: 'unauthorized', detail };
+  return { kind: 'poison', reason: status === 400 ? 'malformed' : 'failed', detail };
+}
+
+async function settle(
+  msg: InboundMessage,
+  envelope: Envelope | undefined,
+  attempt: number,
+  verdict: Verdict,
+  deps: DeliveryDeps,
+  logger: Logger,
+): Promise<DeliveryOutcome> {
+  const messageId = envelope?.messageId;
+  const where = envelope ? `message ${envelope.messageId} on ${envelope.queueName}` : `SQS message ${msg.sqsMessageId}`;
+  switch (verdict.kind) {
+    case 'ack':
+      deps.breaker?.succeeded();
+      return { action: 'delete', reason: 'ack', messageId };
+
+    case 'hop':
+      await deps.transport.sendPlanned(envelope as Envelope, { kind: 'sqs', delaySeconds: verdict.delaySeconds, deliverAt: verdict.deliverAt });
+      return { action: 'delete', reason: 'redelayed', messageId };
+
+    case 'later':
+      deps.breaker?.succeeded();
+      return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger);
+
+    case 'aborted':
+      // Shutdown or deadline: hand the copy back at once instead of hiding it for the visibility.
+      await deps.receipts.release(msg.receiptHandle).catch(() => undefined);
+      return { action: 'keep', reason: 'released', messageId };
+
+    case 'outage': {
+      // Unreachable, 502-504, 429 and 408 are always an outage; a plain 500 only while the circuit
+      // is open (several messages failing in a row), otherwise it is the handler failing.
+      const open = deps.breaker?.failed(messageId ?? msg.sqsMessageId, verdict.detail, verdict.ambiguous) ?? false;
+      const outage = open || !verdict.ambiguous;
+      if (!outage) return keepFailed(msg, envelope, attempt, 'failed', verdict.detail, deps, logger);
+      logger.warn(`[eve-world-aws] ${where}: ${verdict.detail}; kept for retry (an outage does not count toward the DLQ)`);
+      return park(msg, envelope as Envelope, attempt, verdict.reason, verdict.detail, deps);
+    }
+
+    case 'poison':
+      deps.breaker?.neutral();
+      if (verdict.reason === 'unauthorized') {
+        logger.error(
+          `[eve-world-aws] flow route refused ${where} as unauthorized; check EVE_WORLD_AWS_SIGNING_SECRET is the same on both sides (${verdict.detail})`,
+        );
+      } else if (envelope) {
+        logger.warn(`[eve-world-aws] ${where} attempt ${attempt} failed: ${verdict.detail}`);
+      }
+      return keepFailed(msg, envelope, attempt, verdict.reason, verdict.detail, deps, logger);
+  }
+}
+
+/** A real failure: retried after a short backoff, dead-lettered after `maxReceiveCount` receives. */
+async function keepFailed(
+  msg: InboundMessage,
+  envelope: Envelope | undefined,
+  _attempt: number,
+  reason: 'malformed' | 'unauthorized' | 'failed',
+  detail: string,
+  deps: DeliveryDeps,
+  logger: Logger,
+): Promise<DeliveryOutcome> {
+  reportLastReceive(msg, envelope, deps.config, logger, detail);
+  // Back after a short backoff rather than a whole visibility timeout: most failures are transient.
+  const seconds = failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
+  await deps.receipts.changeVisibility(msg.receiptHandle, seconds).catch(() => undefined);
+  return { action: 'keep', reason, messageId: envelope?.messageId, detail };
+}
+
+/**
+ * An outage: hide the copy for the breaker's cool-down (or the failure backoff). On its last
+ * allowed receive the copy is replaced by a fresh one (same logical id, attempt carried), so an
+ * outage of any length never moves a message to the DLQ.
+ */
+async function park(
+  msg: InboundMessage,
+  envelope: Envelope,
+  attempt: number,
+  reason: 'transport' | 'unavailable',
+  detail: string,
+  deps: DeliveryDeps,
+): Promise<DeliveryOutcome> {
+  const seconds = deps.breaker?.isOpen ? deps.breaker.cooldownSeconds : failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
+  if (msg.receiveCount >= deps.config.maxReceiveCount - 1) {
+    await deps.transport.send({ ...envelope, attemptOffset: attempt }, seconds, { allowScheduler: false });
+    return { action: 'delete', reason: 'parked', messageId: envelope.messageId };
+  }
+  await deps.receipts.changeVisibility(msg.receiptHandle, seconds).catch(() => undefined);
+  return { action: 'keep', reason, messageId: envelope.messageId, detail };
+}
+
+/** `{timeoutSeconds: N}` from a 2xx body, else undefined (an ack). */
+function parseTimeout(text: string): number | undefined {
+  try {
+    const n = (JSON.parse(text) as { timeoutSeconds?: unknown })?.timeoutSeconds;
+    return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Redeliver the same logical message after `seconds`. Preferred: keep the SQS copy and change its
+ * visibility (same copy, receive count continues). A re-send (same logical id, attempt offset
+ * carried) is used when the wait exceeds SQS's 12 h visibility cap, when SQS refuses the change,
+ * or when the receive count has reached maxReceiveCount: a `timeoutSeconds` is not a failure and
+ * must never push the message into the DLQ.
+ */
+async function defer(
+  msg: InboundMessage,
+  envelope: Envelope,
+  attempt: number,
+  timeoutSeconds: number,
+  deps: DeliveryDeps,
+  logger: Logger,
+): Promise<DeliveryOutcome> {
+  const seconds = Math.ceil(timeoutSeconds);
+  if (seconds <= SQS_MAX_VISIBILITY_SECONDS && msg.receiveCount < deps.config.maxReceiveCount) {
+    try {
+      await deps.receipts.changeVisibility(msg.receiptHandle, seconds);
+      return { action: 'keep', reason: 'deferred', messageId: envelope.messageId };
+    } catch (err) {
+      logger.warn(`[eve-world-aws] ChangeMessageVisibility(${seconds}) failed for ${envelope.messageId}, re-sending instead: ${String(err)}`);
+    }
+  }
+  await deps.transport.send({ ...envelope, attemptOffset: attempt, deliverAt: undefined }, seconds);
+  return { action: 'delete', reason: 'rescheduled', messageId: envelope.messageId };
+}
+
+/**
+ * Keeps the copy hidden while the handler runs: every third of the visibility in force, extend it
+ * by that visibility. Returns the stop function. Stops on abort, so an abandoned copy reappears.
+ */
+function startHeartbeat(receiptHandle: string, deps: DeliveryDeps, logger: Logger): () => void {
+  const signal = deps.signal;
+  if (!receiptHandle || signal?.aborted) return () => {};
+  const seconds = Math.max(1, deps.visibilitySeconds);
+  const timer = setInterval(
+    () => {
+      deps.receipts.changeVisibility(receiptHandle, seconds).catch((err) => {
+        logger.warn(`[eve-world-aws] could not extend visibility of a running delivery: ${String(err)}`);
+      });
+    },
+    Math.max(500, (seconds * 1000) / 3),
+  );
+  timer.unref?.();
+  const stop = () => clearInterval(timer);
+  signal?.addEventListener('abort', stop, { once: true });
+  return () => {
+    stop();
+    signal?.removeEventListener('abort', stop);
+  };
+}
+
+function runIdOf(body: string | undefined): string | undefined {
+  if (!body) return undefined;
+  try {
+    const p = decodePayload(body) as { runId?: unknown };
+    return typeof p?.runId === 'string' ? p.runId : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The single DLQ line: emitted when the failing receive is the last one SQS allows. */
+function reportLastReceive(msg: InboundMessage, envelope: Envelope | undefined, config: WorldConfig, logger: Logger, detail: string): void {
+  if (msg.receiveCount < config.maxReceiveCount) return;
+  const runId = runIdOf(envelope?.body ?? msg.body) ?? 'unknown';
+  logger.error(
+    `[eve-world-aws] DLQ: run ${runId} on queue ${envelope?.queueName ?? 'unknown'} (message ${envelope?.messageId ?? msg.sqsMessageId}) ` +
+      `failed ${msg.receiveCount}/${config.maxReceiveCount} receives; it moves to ${config.deadLetterQueue} (last error: ${detail.slice(0, 300)})`,
+  );
+}

@@ -1,0 +1,82 @@
+/**
+ * The receive side's SQS calls: receive a batch, and per received copy (its receipt handle) extend
+ * or release its visibility, or delete it. Addresses come from the send side's {@link SqsTransport},
+ * which resolves the queue once per process.
+ */
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  type Message,
+  ReceiveMessageCommand,
+} from '@aws-sdk/client-sqs';
+import type { SqsTransport } from '../queue/transport.js';
+
+export interface ReceiveOptions {
+  max: number;
+  waitTimeSeconds: number;
+  /** Visibility of the received copies (s); undefined = the queue's own. */
+  visibilitySeconds?: number;
+}
+
+export class SqsReceipts {
+  private queueVisibility?: Promise<number>;
+
+  constructor(private readonly transport: SqsTransport) {}
+
+  private get sqs() {
+    return this.transport.ctx.clients.sqs;
+  }
+
+  async receive(opts: ReceiveOptions): Promise<Message[]> {
+    const out = await this.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: await this.transport.queueUrl(),
+        MaxNumberOfMessages: Math.max(1, Math.min(10, opts.max)),
+        WaitTimeSeconds: opts.waitTimeSeconds,
+        VisibilityTimeout: opts.visibilitySeconds,
+        MessageAttributeNames: ['All'],
+        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+      }),
+    );
+    return out.Messages ?? [];
+  }
+
+  async changeVisibility(receiptHandle: string, seconds: number): Promise<void> {
+    await this.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: await this.transport.queueUrl(),
+        ReceiptHandle: receiptHandle,
+        VisibilityTimeout: Math.max(0, Math.ceil(seconds)),
+      }),
+    );
+  }
+
+  /** Make a received copy visible again at once (another consumer may take it). */
+  release(receiptHandle: string): Promise<void> {
+    return this.changeVisibility(receiptHandle, 0);
+  }
+
+  async delete(receiptHandle: string): Promise<void> {
+    await this.sqs.send(new DeleteMessageCommand({ QueueUrl: await this.transport.queueUrl(), ReceiptHandle: receiptHandle }));
+  }
+
+  /**
+   * The queue's `VisibilityTimeout` as SQS has it (not as configured): what a copy received
+   * without an explicit visibility (the Lambda event source mapping) is hidden for. Read once.
+   */
+  visibilityInForce(): Promise<number> {
+    this.queueVisibility ??= (async () => {
+      const out = await this.sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: await this.transport.queueUrl(), AttributeNames: ['VisibilityTimeout'] }),
+      );
+      const v = Number(out.Attributes?.VisibilityTimeout);
+      if (!Number.isFinite(v) || v <= 0) throw new Error('GetQueueAttributes returned no VisibilityTimeout');
+      return v;
+    })();
+    this.queueVisibility.catch(() => {
+      this.queueVisibility = undefined;
+    });
+    return this.queueVisibility;
+  }
+}
