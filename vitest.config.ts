@@ -1,16 +1,40 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
+/**
+ * Two projects; `npm test` runs both, `npm run test:unit` only the first.
+ *
+ * - unit: test/unit/**, pure logic. No Java, no emulator, no dist/ build: seconds.
+ * - integration: every other test under test/ (test/integration/**, test/e2e/**, test/package/**).
+ *   The global setup starts ONE embedded emulator stack (DynamoDB Local + fauxqs) on free ports for
+ *   the whole run, builds dist/ and the e2e workflows when the selected files need them, and always
+ *   stops the stack.
+ * The eve end-to-end test needs its own app install and Node 24: `npm run test:eve`.
+ */
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
-    // The eve end-to-end test needs its own app install and Node 24: `npm run test:eve`.
-    exclude: [...configDefaults.exclude, 'test/eve/**'],
-    globalSetup: ['test/setup/global.ts'],
     setupFiles: ['test/setup/polyfills.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
-    // Two cores: files run two at a time against one shared emulator stack.
+    // Two cores: files run two at a time (integration files against one shared emulator stack).
     maxWorkers: 2,
     pool: 'forks',
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.{ts,tsx}'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/**/*.test.{ts,tsx}'],
+          exclude: [...configDefaults.exclude, 'test/unit/**', 'test/eve/**'],
+          globalSetup: ['test/setup/global.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
   },
 });

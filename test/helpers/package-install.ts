@@ -37,6 +37,7 @@ interface PackageJson {
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
   peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  bin?: Record<string, string>;
   [k: string]: unknown;
 }
 
@@ -91,6 +92,8 @@ export function lockFor(
     [self]: {
       version: pkg.version,
       resolved: `file:${tarballName}`,
+      // npm ci links bins from the lock entry, not from the unpacked package.json.
+      bin: pkg.bin,
       dependencies: pkg.dependencies,
       peerDependencies: pkg.peerDependencies,
       peerDependenciesMeta: pkg.peerDependenciesMeta,

@@ -4,7 +4,8 @@
  *
  * In parallel with the stack start it also
  * - compiles src/ to dist/, because the CLI tests spawn the real `bin/eve-world-aws`, which runs
- *   dist/. Incremental (a no-op when nothing changed), only when the run includes test/cli/, and
+ *   dist/, and the package test packs dist/. Incremental (a no-op when nothing changed), only when
+ *   the run includes a test under a cli/ or package/ folder, and
  *   skipped with EVE_WORLD_AWS_SKIP_BUILD=1 (e.g. right after `npm run build` in CI);
  * - compiles the e2e workflows (test/e2e/app) with the Workflow DevKit builder, only when the run
  *   includes test/e2e/, and only when a workflow source is newer than the bundle. Doing it here,
@@ -26,25 +27,31 @@ declare module 'vitest' {
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
- * Whether this run includes a test file under test/<subdir>/. Vitest keeps the CLI filters on an
- * internal field; when it is not there, assume yes.
+ * Whether this run includes a test file whose path (relative to test/) matches `re`. Vitest keeps
+ * the CLI filters on an internal field; when it is not there (or there are none), assume yes.
  */
-function runsTestsIn(project: TestProject, subdir: string): boolean {
+function runsTestsMatching(project: TestProject, re: RegExp): boolean {
   const filters = (project.vitest as unknown as { filenamePattern?: string[] }).filenamePattern;
   if (!Array.isArray(filters) || filters.length === 0) return true;
-  const dir = path.join(root, 'test', subdir);
-  const files = readdirSync(dir)
-    .filter((f) => /\.test\.tsx?$/.test(f))
-    .map((f) => path.join(dir, f));
+  const testDir = path.join(root, 'test');
+  const files = (readdirSync(testDir, { recursive: true }) as string[])
+    .filter((f) => /\.test\.tsx?$/.test(f) && !f.includes('node_modules'))
+    .map((f) => path.join(testDir, f));
   return files.some((abs) => {
     const rel = path.relative(root, abs);
-    return filters.some((f) => abs.includes(f) || rel.includes(f.replace(/^\.\//, '')));
+    const selected = filters.some((f) => abs.includes(f) || rel.includes(f.replace(/^\.\//, '')));
+    return selected && re.test(path.relative(testDir, abs).split(path.sep).join('/'));
   });
 }
 
+/** Tests that run the real CLI (bin/eve-world-aws runs dist/) or pack the package (ships dist/). */
+const NEEDS_DIST = /(^|\/)cli\/|(^|\/)package\//;
+/** Tests that load the e2e workflows compiled from test/e2e/app. */
+const NEEDS_E2E_APP = /^e2e\//;
+
 /** Build dist/ once per run. Type errors do not stop the tests (typecheck is its own CI step). */
 async function build(project: TestProject): Promise<void> {
-  if (process.env.EVE_WORLD_AWS_SKIP_BUILD === '1' || !runsTestsIn(project, 'cli')) return;
+  if (process.env.EVE_WORLD_AWS_SKIP_BUILD === '1' || !runsTestsMatching(project, NEEDS_DIST)) return;
   const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
   // Build info outside dist/ (dist/ is published); forget it when dist/ is gone, or tsc would
   // think the deleted outputs are up to date.
@@ -73,7 +80,7 @@ async function build(project: TestProject): Promise<void> {
 }
 
 async function buildE2e(project: TestProject): Promise<void> {
-  if (!runsTestsIn(project, 'e2e')) return;
+  if (!runsTestsMatching(project, NEEDS_E2E_APP)) return;
   const { buildE2eApp } = (await import(path.join(root, 'test', 'e2e', 'build.mjs'))) as {
     buildE2eApp: () => Promise<string>;
   };

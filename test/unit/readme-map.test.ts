@@ -1,0 +1,92 @@
+/**
+ * The README's "Where things are" map matches the tree.
+ *
+ * The section is a list with one line per folder or file group: `- \`path\`, \`path\` — what`.
+ * The backticked names before the first " — " are the paths. Checks: every path exists; every
+ * folder and file directly under src/ and every tracked top-level entry (but .gitignore) is listed; the test tree
+ * mirrors src/ (a folder under test/unit or test/integration has a src/ folder of the same name).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+const HEADING = '## Where things are';
+
+/** The listed paths, in order, from the README's map section. */
+export function mapPaths(readme: string): string[] {
+  const start = readme.indexOf(`\n${HEADING}\n`);
+  if (start < 0) throw new Error(`README.md has no "${HEADING}" section`);
+  const body = readme.slice(start + HEADING.length + 2);
+  const end = body.search(/^## /m);
+  const section = end < 0 ? body : body.slice(0, end);
+  const paths: string[] = [];
+  for (const line of section.split('\n')) {
+    if (!line.startsWith('- ')) continue;
+    const sep = line.indexOf(' — ');
+    if (sep < 0) throw new Error(`map line without " — ": ${line}`);
+    const names = [...line.slice(2, sep).matchAll(/`([^`]+)`/g)].map((m) => m[1]);
+    if (names.length === 0) throw new Error(`map line without a backticked path: ${line}`);
+    paths.push(...names);
+  }
+  return paths;
+}
+
+/** `name/` for a folder, `name` for a file. */
+function entry(dir: string, name: string): string {
+  return statSync(path.join(ROOT, dir, name)).isDirectory() ? `${path.posix.join(dir, name)}/` : path.posix.join(dir, name);
+}
+
+function subfolders(dir: string): string[] {
+  if (!existsSync(path.join(ROOT, dir))) return [];
+  return (readdirSync(path.join(ROOT, dir), { recursive: true }) as string[])
+    .filter((p) => statSync(path.join(ROOT, dir, p)).isDirectory())
+    .map((p) => p.split(path.sep).join('/'));
+}
+
+describe('README "Where things are"', () => {
+  const listed = mapPaths(readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
+
+  it('lists only paths that exist', () => {
+    const missing = listed.filter((p) => !existsSync(path.join(ROOT, p)) || p.endsWith('/') !== statSync(path.join(ROOT, p)).isDirectory());
+    expect(missing, 'listed in README.md but not in the tree (folders end with /)').toEqual([]);
+  });
+
+  it('lists every folder and file directly under src/', () => {
+    const entries = readdirSync(path.join(ROOT, 'src')).map((n) => entry('src', n));
+    expect(entries.filter((e) => !listed.includes(e)), 'in src/ but not in the README map').toEqual([]);
+  });
+
+  it('lists every tracked top-level entry', () => {
+    const tracked = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map((f) => f.split('/')[0]);
+    const top = [...new Set(tracked)].filter((n) => n !== '.gitignore' && existsSync(path.join(ROOT, n))).map((n) => entry('', n));
+    // A folder counts as listed when it, or something inside it (src/'s lines), is listed.
+    const covered = (e: string) => listed.some((p) => p === e || (e.endsWith('/') && p.startsWith(e)));
+    expect(top.filter((e) => !covered(e)), 'tracked at the top level but not in the README map').toEqual([]);
+  });
+
+  it('test/unit and test/integration mirror src/', () => {
+    const strays = ['unit', 'integration'].flatMap((kind) =>
+      subfolders(`test/${kind}`)
+        .filter((d) => !existsSync(path.join(ROOT, 'src', d)))
+        .map((d) => `test/${kind}/${d}/`),
+    );
+    expect(strays, 'test folders without a src/ folder of the same name').toEqual([]);
+  });
+});
+
+describe('mapPaths', () => {
+  it('reads the backticked names before the dash, and stops at the next section', () => {
+    const md = `# x\n\n${HEADING}\n\nIntro \`not/this\`.\n\n- \`src/a/\`, \`src/b.ts\` — two things, \`not/this\` either\n- \`bin/\` — launcher\n\n## Next\n- \`nope/\` — no\n`;
+    expect(mapPaths(md)).toEqual(['src/a/', 'src/b.ts', 'bin/']);
+  });
+
+  it('rejects a list line without a path or without the separator', () => {
+    expect(() => mapPaths(`${HEADING}\n- src/a/ — bare\n`.replace(/^/, '\n'))).toThrow(/without a backticked path/);
+    expect(() => mapPaths(`\n${HEADING}\n- \`src/a/\` and more\n`)).toThrow(/without " — "/);
+  });
+});
