@@ -15,7 +15,7 @@ const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const HEADING = '## Where things are';
 
 /** The listed paths, in order, from the README's map section. */
-export function mapPaths(readme: string): string[] {
+function mapPaths(readme: string): string[] {
   const start = readme.indexOf(`\n${HEADING}\n`);
   if (start < 0) throw new Error(`README.md has no "${HEADING}" section`);
   const body = readme.slice(start + HEADING.length + 2);
