@@ -1,6 +1,6 @@
 /** Unit tests for src/config.ts: defaults, derived names, validation messages, immutability. */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, ENV_DOCS, loadConfig } from '../src/config.js';
+import { ConfigError, ENV_DOCS, loadConfig } from '../../src/config.js';
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -30,6 +30,9 @@ describe('loadConfig', () => {
       maxDelayHopSeconds: 900,
       idempotencyTtlSeconds: 604_800,
       visibilityTimeoutSeconds: 900,
+      consumerVisibilitySeconds: 30,
+      connectTimeoutMs: 3000,
+      requestTimeoutMs: 15_000,
       maxReceiveCount: 10,
       schedulerRoleArn: undefined,
       schedulerGroup: 'default',

@@ -1,0 +1,82 @@
+/** src/aws/errors.ts: recognition by name, code, `__type` and HTTP status; mapping to contract errors. */
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { QueueDoesNotExist } from '@aws-sdk/client-sqs';
+import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
+import { describe, expect, it } from 'vitest';
+import {
+  cancellationReasons,
+  httpStatusOf,
+  isConditionalCheckFailed,
+  isNotFound,
+  isThrottling,
+  isTransactionCanceled,
+  isTransportError,
+  isValidation,
+  toWorldError,
+} from '../../src/aws/errors.js';
+import { sleep } from '../../src/aws/sleep.js';
+
+const meta = { $metadata: { httpStatusCode: 400 } };
+
+describe('aws/errors', () => {
+  it('recognises SDK classes and plain objects with the same name', () => {
+    expect(isConditionalCheckFailed(new ConditionalCheckFailedException({ message: 'x', $metadata: {} }))).toBe(true);
+    expect(isConditionalCheckFailed({ name: 'ConditionalCheckFailedException' })).toBe(true);
+    expect(isConditionalCheckFailed({ name: 'ValidationException' })).toBe(false);
+    expect(isConditionalCheckFailed(undefined)).toBe(false);
+    expect(isNotFound(new QueueDoesNotExist({ message: 'x', $metadata: {} }))).toBe(true);
+    expect(isNotFound({ Code: 'AWS.SimpleQueueService.NonExistentQueue' })).toBe(true);
+    expect(isNotFound({ __type: 'com.amazonaws.dynamodb.v20120810#ResourceNotFoundException' })).toBe(true);
+    expect(isNotFound({ name: 'Whatever', $metadata: { httpStatusCode: 404 } })).toBe(true);
+    expect(isValidation({ name: 'ValidationException', ...meta })).toBe(true);
+  });
+
+  it('reads cancellation reasons only from a cancelled transaction', () => {
+    const err = new TransactionCanceledException({
+      message: 'x',
+      $metadata: {},
+      CancellationReasons: [{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Message: 'm' }],
+    });
+    expect(isTransactionCanceled(err)).toBe(true);
+    expect(cancellationReasons(err).map((r) => r.Code)).toEqual(['None', 'ConditionalCheckFailed']);
+    expect(cancellationReasons({ name: 'ValidationException' })).toEqual([]);
+  });
+
+  it('throttling: by name, by the SDK flag and by HTTP 429', () => {
+    expect(isThrottling({ name: 'ProvisionedThroughputExceededException' })).toBe(true);
+    expect(isThrottling({ name: 'SlowDown' })).toBe(true);
+    expect(isThrottling({ name: 'X', $retryable: { throttling: true } })).toBe(true);
+    expect(isThrottling({ name: 'X', $metadata: { httpStatusCode: 429 } })).toBe(true);
+    expect(isThrottling({ name: 'ValidationException', ...meta })).toBe(false);
+    expect(httpStatusOf({ $metadata: { httpStatusCode: 503 } })).toBe(503);
+    expect(httpStatusOf(new Error('x'))).toBeUndefined();
+  });
+
+  it('transport errors have no HTTP status', () => {
+    expect(isTransportError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }))).toBe(true);
+    expect(isTransportError({ name: 'TimeoutError', message: 'socket timed out' })).toBe(true);
+    expect(isTransportError({ name: 'InternalServerError', $metadata: { httpStatusCode: 500 } })).toBe(false);
+  });
+
+  it('toWorldError: throttling after retries -> ThrottleError; validation -> 400 naming the field; else unchanged', () => {
+    const t = toWorldError({ name: 'ThrottlingException', message: 'slow' }, 'events.create');
+    expect(t).toBeInstanceOf(ThrottleError);
+    expect((t as ThrottleError).retryAfter).toBe(1);
+    const v = toWorldError({ name: 'ValidationException', message: 'Item size has exceeded the maximum allowed size' }, 'events.create', 'eventData');
+    expect(v).toBeInstanceOf(WorkflowWorldError);
+    expect(v).toMatchObject({ status: 400, code: 'INVALID_ARGUMENT', field: 'eventData' });
+    expect((v as Error).message).toContain('eventData');
+    const other = new Error('boom');
+    expect(toWorldError(other, 'x')).toBe(other);
+  });
+});
+
+describe('aws/sleep', () => {
+  it('resolves early (never rejects) when the signal aborts, and at once when already aborted', async () => {
+    const c = new AbortController();
+    const p = sleep(60_000, c.signal);
+    c.abort();
+    await expect(p).resolves.toBeUndefined();
+    await expect(sleep(60_000, c.signal)).resolves.toBeUndefined();
+  });
+});

@@ -1,0 +1,69 @@
+/**
+ * How `createWorld()` is put together: the optional contract members it implements are wired
+ * (listed here, so adding or dropping one is a visible change), and the public entry exports
+ * what a caller needs. Building a World opens no connection, so this needs no emulator.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import * as entry from '../../src/index.js';
+import { loadConfig } from '../../src/config.js';
+
+const world = entry.createWorld({ config: loadConfig({ AWS_REGION: 'us-east-1' }), consumer: { consumer: 'none' } });
+afterAll(() => world.close());
+
+/** Optional members of `World` (see @workflow/world interfaces.d.ts), as paths. */
+const OPTIONAL = [
+  'queueBatch',
+  'start',
+  'close',
+  'capabilities',
+  'streamFlushIntervalMs',
+  'getRuntimeDeadline',
+  'resolveLatestDeploymentId',
+  'getEncryptionKeyForRun',
+  'createRunId',
+  'getEnvironment',
+  'describeRun',
+  'analytics',
+  'runs.getMany',
+  'runs.waitForTerminalStatus',
+  'runs.experimentalSetAttributes',
+  'runs.cancelMany',
+  'events.createBatch',
+  'streams.writeMulti',
+  'streams.createWriteSession',
+] as const;
+
+const at = (path: string): unknown => path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], world);
+
+describe('createWorld', () => {
+  it('wires every optional member it implements', () => {
+    const wired = OPTIONAL.filter((p) => at(p) !== undefined);
+    expect(wired).toEqual([
+      'queueBatch',
+      'start',
+      'close',
+      'capabilities',
+      'runs.getMany',
+      'runs.waitForTerminalStatus',
+      'streams.writeMulti',
+      'streams.createWriteSession',
+    ]);
+    for (const p of wired.filter((x) => x !== 'capabilities')) expect(typeof at(p), p).toBe('function');
+    expect(world.capabilities).toEqual({ hookResumeDedup: true });
+  });
+
+  it('queueBatch is the real implementation: a bad queue name is reported per entry, not thrown', async () => {
+    await expect(world.queueBatch?.('nope' as never, [{ message: { runId: 'r' } as never }])).resolves.toEqual([
+      { messageId: null, error: 'Error: Invalid queue name: nope', retryable: true },
+    ]);
+  });
+
+  it('exports the public types and errors a caller needs', () => {
+    expect(typeof entry.createWorld).toBe('function');
+    expect(entry.default).toBe(entry.createWorld);
+    expect(new entry.ConfigError('X', 'is bad', '1')).toBeInstanceOf(Error);
+    expect(new entry.StreamWriteAbandonedError('x').name).toBe('StreamWriteAbandonedError');
+    expect(Array.isArray(entry.ENV_DOCS)).toBe(true);
+    expect(typeof entry.loadConfig).toBe('function');
+  });
+});
