@@ -12,7 +12,6 @@ import {
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
   type DynamoDBClient,
-  ResourceNotFoundException,
   type TableDescription,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
@@ -29,15 +28,18 @@ import {
   CreateQueueCommand,
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
-  QueueDoesNotExist,
+  SetQueueAttributesCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { AwsClients } from './aws/clients.js';
+import { isNotFound, isUnsupported } from './aws/errors.js';
+import { sleep } from './aws/sleep.js';
 import type { WorldConfig } from './config.js';
 import { GSI1, GSI2, TABLE_SCHEMA } from './ddb.js';
 
 export type ResourceKind = 'table' | 'queue' | 'dlq' | 'bucket';
-export type ResourceState = 'present' | 'created' | 'would-create' | 'missing' | 'drift';
+/** `updated`: apply fixed drift in place; `would-update`: the dry run's plan for it. */
+export type ResourceState = 'present' | 'created' | 'would-create' | 'updated' | 'would-update' | 'missing' | 'drift';
 
 export interface ResourceReport {
   kind: ResourceKind;
@@ -63,27 +65,6 @@ export const MAX_MESSAGE_SIZE = 1_048_576;
 
 export function queueNameOf(ref: string): string {
   return /^https?:\/\//.test(ref) ? ref.split('/').pop()! : ref;
-}
-
-function isMissing(err: unknown): boolean {
-  const name = (err as { name?: string })?.name ?? '';
-  const status = (err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
-  return (
-    err instanceof ResourceNotFoundException ||
-    err instanceof QueueDoesNotExist ||
-    name === 'ResourceNotFoundException' ||
-    name === 'QueueDoesNotExist' ||
-    name === 'AWS.SimpleQueueService.NonExistentQueue' ||
-    name === 'NotFound' ||
-    name === 'NoSuchBucket' ||
-    status === 404
-  );
-}
-
-function isUnsupported(err: unknown): boolean {
-  const name = (err as { name?: string })?.name ?? '';
-  const status = (err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
-  return name === 'NotImplemented' || name === 'InvalidAction' || status === 501 || status === 405;
 }
 
 // ---------- table ----------
@@ -118,7 +99,7 @@ async function reconcileTable(ddb: DynamoDBClient, table: string, mode: Reconcil
   try {
     desc = (await ddb.send(new DescribeTableCommand({ TableName: table }))).Table;
   } catch (err) {
-    if (!isMissing(err)) throw err;
+    if (!isNotFound(err)) throw err;
   }
   if (!desc) {
     if (mode !== 'apply') {
@@ -147,7 +128,7 @@ async function reconcileTable(ddb: DynamoDBClient, table: string, mode: Reconcil
     for (let i = 0; i < 120; i++) {
       const t = (await ddb.send(new DescribeTableCommand({ TableName: table }))).Table;
       if (t?.TableStatus === 'ACTIVE') break;
-      await new Promise((r) => setTimeout(r, 1000));
+      await sleep(1000);
     }
     await ddb.send(
       new UpdateTimeToLiveCommand({
@@ -184,14 +165,14 @@ async function queueUrl(sqs: SQSClient, ref: string): Promise<string | undefined
       await sqs.send(new GetQueueAttributesCommand({ QueueUrl: ref, AttributeNames: ['QueueArn'] }));
       return ref;
     } catch (err) {
-      if (isMissing(err)) return undefined;
+      if (isNotFound(err)) return undefined;
       throw err;
     }
   }
   try {
     return (await sqs.send(new GetQueueUrlCommand({ QueueName: ref }))).QueueUrl;
   } catch (err) {
-    if (isMissing(err)) return undefined;
+    if (isNotFound(err)) return undefined;
     throw err;
   }
 }
@@ -199,11 +180,6 @@ async function queueUrl(sqs: SQSClient, ref: string): Promise<string | undefined
 async function queueAttrs(sqs: SQSClient, url: string): Promise<Record<string, string>> {
   const out = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }));
   return out.Attributes ?? {};
-}
-
-export interface QueueAttrsWanted {
-  visibilityTimeoutSeconds: number;
-  maxReceiveCount: number;
 }
 
 async function reconcileQueues(
@@ -269,7 +245,38 @@ async function reconcileQueues(
     queue.details.push(`created, redrive to ${dlqName} after ${config.maxReceiveCount} receives`);
     return { dlq, queue };
   }
-  const attrs = await queueAttrs(sqs, url);
+  const drift = queueDrift(await queueAttrs(sqs, url), config, dlqArn);
+  if (drift.problems.length === 0) {
+    queue.details.push(`visibility ${config.visibilityTimeoutSeconds} s; redrive to ${dlqName} after ${config.maxReceiveCount} receives`);
+    return { dlq, queue };
+  }
+  queue.details.push(...drift.problems);
+  const fixable = !drift.unfixable && dlqArn !== undefined;
+  if (fixable && mode === 'apply') {
+    await sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: drift.wanted }));
+    queue.state = 'updated';
+    queue.details.push('fixed: queue attributes set to the configured values');
+  } else if (fixable && mode === 'dry-run') {
+    queue.state = 'would-update';
+  } else {
+    queue.state = 'drift';
+    queue.fix = drift.unfixable
+      ? 'create a standard (non-FIFO) queue and point EVE_WORLD_AWS_QUEUE at it'
+      : `run \`eve-world-aws init\`, or \`aws sqs set-queue-attributes --queue-url ${url} --attributes '${JSON.stringify(drift.wanted)}'\``;
+  }
+  return { dlq, queue };
+}
+
+/**
+ * Where the queue differs from the config. The consumer relies on these: the visibility is what
+ * Lambda's copies are hidden for (and what the heartbeat reads), the redrive policy bounds poison
+ * retries, the retention must outlast long-wait hops and DLQ triage.
+ */
+export function queueDrift(
+  attrs: Record<string, string>,
+  config: Pick<WorldConfig, 'visibilityTimeoutSeconds' | 'maxReceiveCount'>,
+  dlqArn: string | undefined,
+): { problems: string[]; wanted: Record<string, string>; unfixable: boolean } {
   const problems: string[] = [];
   let redrive: { deadLetterTargetArn?: string; maxReceiveCount?: number | string } | undefined;
   try {
@@ -278,21 +285,30 @@ async function reconcileQueues(
     redrive = undefined;
   }
   if (!redrive) problems.push('has no redrive policy (failed messages would be retried until retention expires)');
-  else if (dlqArn && redrive.deadLetterTargetArn !== dlqArn)
-    problems.push(`redrives to ${redrive.deadLetterTargetArn}, expected ${dlqArn}`);
-  if (Number(attrs.MaximumMessageSize) < MAX_MESSAGE_SIZE)
-    problems.push(`maximum message size is ${attrs.MaximumMessageSize} bytes, expected ${MAX_MESSAGE_SIZE}`);
-  if (attrs.FifoQueue === 'true') problems.push('is a FIFO queue; eve-world-aws needs a standard queue');
-  if (problems.length > 0) {
-    queue.state = 'drift';
-    queue.details.push(...problems);
-    queue.fix =
-      `set the queue attributes, e.g. \`aws sqs set-queue-attributes --queue-url ${url} --attributes ` +
-      `'{"MaximumMessageSize":"${MAX_MESSAGE_SIZE}","RedrivePolicy":"{\\"deadLetterTargetArn\\":\\"${dlqArn ?? '<dlq-arn>'}\\",\\"maxReceiveCount\\":\\"${config.maxReceiveCount}\\"}"}'\``;
-  } else {
-    queue.details.push(`redrive to ${dlqName} after ${redrive?.maxReceiveCount} receives; max message ${attrs.MaximumMessageSize} bytes`);
+  else {
+    if (dlqArn && redrive.deadLetterTargetArn !== dlqArn) problems.push(`redrives to ${redrive.deadLetterTargetArn}, expected ${dlqArn}`);
+    if (Number(redrive.maxReceiveCount) !== config.maxReceiveCount) {
+      problems.push(`redrives after ${redrive.maxReceiveCount} receives, configured ${config.maxReceiveCount}`);
+    }
   }
-  return { dlq, queue };
+  if (Number(attrs.VisibilityTimeout) !== config.visibilityTimeoutSeconds) {
+    problems.push(`visibility timeout is ${attrs.VisibilityTimeout} s, configured ${config.visibilityTimeoutSeconds} s`);
+  }
+  if (Number(attrs.MessageRetentionPeriod) !== RETENTION_SECONDS) {
+    problems.push(`message retention is ${attrs.MessageRetentionPeriod} s, expected ${RETENTION_SECONDS} s (14 days)`);
+  }
+  if (Number(attrs.MaximumMessageSize) < MAX_MESSAGE_SIZE) {
+    problems.push(`maximum message size is ${attrs.MaximumMessageSize} bytes, expected ${MAX_MESSAGE_SIZE}`);
+  }
+  const unfixable = attrs.FifoQueue === 'true';
+  if (unfixable) problems.push('is a FIFO queue; eve-world-aws needs a standard queue');
+  const wanted: Record<string, string> = {
+    VisibilityTimeout: String(config.visibilityTimeoutSeconds),
+    MessageRetentionPeriod: String(RETENTION_SECONDS),
+    MaximumMessageSize: String(MAX_MESSAGE_SIZE),
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn ?? '<dlq-arn>', maxReceiveCount: config.maxReceiveCount }),
+  };
+  return { problems, wanted, unfixable };
 }
 
 // ---------- bucket ----------
@@ -303,7 +319,7 @@ async function reconcileBucket(s3: S3Client, bucket: string, mode: ReconcileMode
   try {
     await s3.send(new HeadBucketCommand({ Bucket: bucket }));
   } catch (err) {
-    if (!isMissing(err)) throw err;
+    if (!isNotFound(err)) throw err;
     exists = false;
   }
   if (!exists) {

@@ -1,5 +1,5 @@
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../src/aws/clients.js';
 import { reconcile, hasProblems } from '../src/resources.js';
@@ -31,7 +31,7 @@ describe('reconcile (init)', () => {
     expect(hasProblems(second)).toBe(false);
   });
 
-  it('reports drift: a table without its GSIs and a queue without a redrive policy', async () => {
+  it('reports drift: a table without its GSIs; fixes a queue without a redrive policy', async () => {
     const drifted = testConfig();
     const c = createClients(drifted);
     try {
@@ -43,12 +43,49 @@ describe('reconcile (init)', () => {
       expect(table.state).toBe('drift');
       expect(table.details.join('\n')).toMatch(/GSI1 is missing/);
       expect(table.fix).toBeTruthy();
-      expect(queue.state).toBe('drift');
+      expect(queue.state).toBe('updated');
       expect(queue.details.join('\n')).toMatch(/no redrive policy/);
-      expect(queue.fix).toMatch(/set-queue-attributes/);
-      expect(hasProblems(out)).toBe(true);
+      expect(hasProblems(out)).toBe(true); // the table
+      const again = await reconcile(c, drifted, 'verify');
+      expect(again.find((r) => r.kind === 'queue')?.state).toBe('present');
     } finally {
       await c.ddb.send(new DeleteTableCommand({ TableName: drifted.tableName })).catch(() => {});
+      destroyClients(c);
+    }
+  });
+
+  it('detects queue visibility, redrive and retention drift; dry run plans the fix, apply fixes it', async () => {
+    const drifted = testConfig();
+    const c = createClients(drifted);
+    try {
+      await reconcile(c, drifted, 'apply');
+      const url = (await c.sqs.send(new GetQueueUrlCommand({ QueueName: `${drifted.prefix}-queue` }))).QueueUrl!;
+      const dlqUrl = (await c.sqs.send(new GetQueueUrlCommand({ QueueName: `${drifted.prefix}-dlq` }))).QueueUrl!;
+      const dlqArn = (await c.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+      await c.sqs.send(
+        new SetQueueAttributesCommand({
+          QueueUrl: url,
+          Attributes: {
+            VisibilityTimeout: '30',
+            MessageRetentionPeriod: '345600',
+            RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 3 }),
+          },
+        }),
+      );
+      const verify = (await reconcile(c, drifted, 'verify')).find((r) => r.kind === 'queue')!;
+      expect(verify.state).toBe('drift');
+      const text = verify.details.join('\n');
+      expect(text).toMatch(/visibility timeout is 30 s, configured 900 s/);
+      expect(text).toMatch(/redrives after 3 receives, configured 10/);
+      expect(text).toMatch(/message retention is 345600 s/);
+      expect(verify.fix).toMatch(/eve-world-aws init/);
+      expect((await reconcile(c, drifted, 'dry-run')).find((r) => r.kind === 'queue')?.state).toBe('would-update');
+      expect((await reconcile(c, drifted, 'apply')).find((r) => r.kind === 'queue')?.state).toBe('updated');
+      const attrs = (await c.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }))).Attributes!;
+      expect(attrs.VisibilityTimeout).toBe('900');
+      expect(JSON.parse(attrs.RedrivePolicy!).maxReceiveCount).toBe(10);
+      expect((await reconcile(c, drifted, 'verify')).every((r) => r.state === 'present')).toBe(true);
+    } finally {
       destroyClients(c);
     }
   });

@@ -63,6 +63,8 @@ const STATE_LABEL: Record<ResourceReport['state'], string> = {
   present: 'present',
   created: 'created',
   'would-create': 'would create',
+  updated: 'fixed',
+  'would-update': 'would fix',
   missing: 'missing',
   drift: 'DRIFT',
 };
@@ -71,7 +73,7 @@ const STATE_LABEL: Record<ResourceReport['state'], string> = {
 export function renderReports(reports: ResourceReport[], mode: ReconcileMode): string {
   const p = palette();
   const paint = (s: ResourceReport['state']) =>
-    s === 'drift' || s === 'missing' ? p.red(STATE_LABEL[s]) : s === 'created' ? p.green(STATE_LABEL[s]) : s === 'would-create' ? p.yellow(STATE_LABEL[s]) : STATE_LABEL[s];
+    s === 'drift' || s === 'missing' ? p.red(STATE_LABEL[s]) : s === 'created' || s === 'updated' ? p.green(STATE_LABEL[s]) : s === 'would-create' || s === 'would-update' ? p.yellow(STATE_LABEL[s]) : STATE_LABEL[s];
   const out = [renderTable(['Resource', 'Name', 'State', 'Details'], reports.map((r) => [r.kind, r.name, paint(r.state), r.details.join('\n')]))];
   for (const r of reports.filter((x) => x.fix)) out.push(`${p.red('x')} ${r.kind} ${r.name}: ${r.details.join('; ')}\n  fix: ${r.fix}`);
   out.push(summary(reports, mode));
@@ -85,10 +87,14 @@ export function summary(reports: ResourceReport[], mode: ReconcileMode): string 
   if (bad > 0) return `${n(bad)} need attention (see the fix above).`;
   if (mode === 'dry-run') {
     const todo = count('would-create');
-    return todo === 0 ? `Dry run: all ${n(reports.length)} present; nothing to do.` : `Dry run: would create ${n(todo)}; nothing was changed.`;
+    const fixes = count('would-update');
+    if (todo + fixes === 0) return `Dry run: all ${n(reports.length)} present; nothing to do.`;
+    return `Dry run: would ${[todo && `create ${n(todo)}`, fixes && `fix ${n(fixes)}`].filter(Boolean).join(' and ')}; nothing was changed.`;
   }
   const created = count('created');
-  return created === 0 ? `All ${n(reports.length)} present; nothing changed.` : `Created ${n(created)}; ${count('present')} already present.`;
+  const fixed = count('updated');
+  if (created + fixed === 0) return `All ${n(reports.length)} present; nothing changed.`;
+  return `${[created && `Created ${n(created)}`, fixed && `fixed ${n(fixed)}`].filter(Boolean).join('; ')}; ${count('present')} already present.`;
 }
 
 function parseAccount(v: string): string {
