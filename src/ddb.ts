@@ -15,16 +15,25 @@
  * STREAM#<runId>#<name>   CHUNK#<index:20>   stream chunk
  * STREAM#<runId>#<name>   STREAM#meta        { tailIndex, done }
  * QKEY#<idempotencyKey>   QKEY               queue dedupe claim, with a TTL attribute
- * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (events by correlation)
- *                      WF#<workflowName> / <createdAt>#<runId>      (runs by workflow name)
+ * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (first event of a hook/wait
+ *                                                                   correlation; see below)
+ *                      WF#<workflowName>#<shard> / <createdAt>#<runId>  (runs by workflow name)
  *                      RUNHOOKS#<runId> / <hookId>                  (hooks of a run)
  *                      RUNSTREAMS#<runId> / <name>                  (streams of a run)
- * GSI2: GSI2PK/GSI2SK  "RUN" / <createdAt ISO>#<runId>              (global run listing by time)
- *                      "HOOKID#<hookId>" / "HOOK"                   (hook by id)
+ * GSI2: GSI2PK/GSI2SK  RUNS#<shard> / <createdAt ISO>#<runId>       (all runs by time)
+ *                      HOOKS#<shard> / <hookId>                     (hook by id; all hooks)
  * ```
  *
  * Slots and chunk indices are zero-padded to 20 digits so that string order is numeric order
  * and `CHUNK#` sorts before `STREAM#meta` (one Query returns chunks and the meta row together).
+ *
+ * **No hot index partition.** DynamoDB serves about 1,000 WCU/s per partition-key value, and a
+ * throttled index pushes back on the base table's transactions. List keys are therefore sharded
+ * over {@link LIST_SHARDS} values by a hash of the run id (hook id), so no key takes more than
+ * about 1/16 of an index's writes whatever the mix of workflow names; readers merge the shards'
+ * sorted pages. **Small index items.** Both indexes project only the keys and `status` (the run
+ * listing's filter); readers fetch the items by key. Large inputs and outputs never land in an
+ * index, and an update that changes neither a key nor `status` writes no index copy.
  */
 
 export const ATTR = {
@@ -66,12 +75,31 @@ export const keys = {
   corrGsi: (runId: string, correlationId: string) => `CORR#${runId}#${correlationId}`,
   runHooksGsi: (runId: string) => `RUNHOOKS#${runId}`,
   runStreamsGsi: (runId: string) => `RUNSTREAMS#${runId}`,
-  runsGsi: 'RUN',
-  hookIdGsi: (hookId: string) => `HOOKID#${hookId}`,
+  runsGsi: (shard: number) => `RUNS#${shard}`,
+  hooksGsi: (shard: number) => `HOOKS#${shard}`,
   pad,
 } as const;
 
-/** Table definition shared by `init`, `doctor` and the test harness. */
+/** Number of shards of each list key (runs, runs of one workflow, hooks). */
+export const LIST_SHARDS = 16;
+
+/** The list shard of an id: FNV-1a (32-bit) of its UTF-8 bytes, modulo {@link LIST_SHARDS}. */
+export function shardOf(id: string): number {
+  let h = 0x811c9dc5;
+  for (const b of Buffer.from(id, 'utf8')) {
+    h ^= b;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h % LIST_SHARDS;
+}
+
+/** Attributes each index copies besides the keys (see "small index items" above). */
+export const INDEX_PROJECTED_ATTRIBUTES = ['status'] as const;
+
+/**
+ * The table definition, as data: the one source of truth for `init`, `doctor`, the test harness
+ * and the CDK construct. Projections use the shape of DynamoDB's `Projection`.
+ */
 export const TABLE_SCHEMA = {
   keySchema: [
     { AttributeName: ATTR.pk, KeyType: 'HASH' as const },
@@ -86,8 +114,18 @@ export const TABLE_SCHEMA = {
     { AttributeName: ATTR.gsi2sk, AttributeType: 'S' as const },
   ],
   gsis: [
-    { name: GSI1, pk: ATTR.gsi1pk, sk: ATTR.gsi1sk },
-    { name: GSI2, pk: ATTR.gsi2pk, sk: ATTR.gsi2sk },
+    {
+      name: GSI1,
+      pk: ATTR.gsi1pk,
+      sk: ATTR.gsi1sk,
+      projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...INDEX_PROJECTED_ATTRIBUTES] },
+    },
+    {
+      name: GSI2,
+      pk: ATTR.gsi2pk,
+      sk: ATTR.gsi2sk,
+      projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...INDEX_PROJECTED_ATTRIBUTES] },
+    },
   ],
   ttlAttribute: ATTR.ttl,
 } as const;
@@ -99,13 +137,13 @@ export const TABLE_SCHEMA = {
  *   *after* `RUN#meta` (`RUNRESUME#` > `RUN#meta`), so the range `EVT#` .. `RUN#meta` of a run's
  *   partition holds exactly the event log followed by the run view: one Query returns the log
  *   tail and the run together.
- * - `workflowRunsGsi`: GSI1 partition of a run view, so runs are listed by workflow name without
- *   filtering the global `RUN` partition of GSI2.
+ * - `workflowRunsGsi`: GSI1 partition of a run view (sharded like the run listing), so runs are
+ *   listed by workflow name without filtering every run.
  */
 export const storageKeys = {
   resumeClaim: (runId: string, resumeId: string) => ({ PK: `RUN#${runId}`, SK: `RUNRESUME#${resumeId}` }),
   runMetaSk: 'RUN#meta',
-  workflowRunsGsi: (workflowName: string) => `WF#${workflowName}`,
+  workflowRunsGsi: (workflowName: string, shard: number) => `WF#${workflowName}#${shard}`,
   hookMetaSk: 'HOOK#meta',
-  hookIdGsiSk: 'HOOK',
+  hookPkPrefix: 'HOOK#',
 } as const;

@@ -81,7 +81,15 @@ function tableDrift(t: TableDescription, ttlOn: boolean): string[] {
     }
     const gks = (found.KeySchema ?? []).map((k) => `${k.AttributeName}:${k.KeyType}`).join(',');
     if (gks !== `${g.pk}:HASH,${g.sk}:RANGE`) problems.push(`index ${g.name} has keys ${gks}, expected ${g.pk} + ${g.sk}`);
-    if (found.Projection?.ProjectionType !== 'ALL') problems.push(`index ${g.name} projects ${found.Projection?.ProjectionType}, expected ALL`);
+    const want = g.projection;
+    const got = found.Projection;
+    const attrs = (a: readonly string[] | undefined) => [...(a ?? [])].sort().join(',');
+    if (got?.ProjectionType !== want.ProjectionType || attrs(got?.NonKeyAttributes) !== attrs(want.NonKeyAttributes)) {
+      problems.push(
+        `index ${g.name} projects ${got?.ProjectionType}${got?.NonKeyAttributes ? ` (${attrs(got.NonKeyAttributes)})` : ''}, ` +
+          `expected ${want.ProjectionType} (${attrs(want.NonKeyAttributes)})`,
+      );
+    }
   }
   if (!ttlOn) problems.push(`time to live is not enabled on attribute "${TABLE_SCHEMA.ttlAttribute}"`);
   return problems;
@@ -120,7 +128,7 @@ async function reconcileTable(ddb: DynamoDBClient, table: string, mode: Reconcil
             { AttributeName: g.pk, KeyType: 'HASH' },
             { AttributeName: g.sk, KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'ALL' },
+          Projection: { ProjectionType: g.projection.ProjectionType, NonKeyAttributes: [...g.projection.NonKeyAttributes] },
         })),
       }),
     );

@@ -1,12 +1,12 @@
 /**
  * `events.*` reads: get by slot id, list (ascending by default; no `limit` = every remaining
- * event, capped at the per-run maximum), and listByCorrelationId (through the correlation
- * index). The returned cursor is the last event's slot even on the final page, so an incremental
+ * event, capped at the per-run maximum), and listByCorrelationId (see `correlation.ts`). The returned cursor is the last event's slot even on the final page, so an incremental
  * reader can resume from it.
  */
 import type { Event, GetEventParams, ListEventsByCorrelationIdParams, ListEventsParams, PaginatedResponse, ResolveData } from '@workflow/world';
 import { eventIdToSlot, getMaxEventsPerRun } from '@workflow/world';
-import { ATTR, GSI1, keys } from '../ddb.js';
+import { keys } from '../ddb.js';
+import { correlationEvents } from './correlation.js';
 import type { Attrs } from './codec.js';
 import type { StorageCtx } from './context.js';
 import { assertId, invalidArgument, notFound } from './errors.js';
@@ -58,13 +58,7 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
     const after = p.cursor ? decodeEventCursor(p.cursor) : undefined;
     const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
-    const values: Attrs = { ':p': { S: keys.corrGsi(params.runId, params.correlationId) } };
-    let cond = `${ATTR.gsi1pk} = :p`;
-    if (after !== undefined) {
-      cond += ` AND ${ATTR.gsi1sk} ${asc ? '>' : '<'} :c`;
-      values[':c'] = { S: keys.eventSk(after) };
-    }
-    const items = await queryPage(ctx, { IndexName: GSI1, KeyConditionExpression: cond, ExpressionAttributeValues: values, ScanIndexForward: asc }, limit);
+    const items = await correlationEvents(ctx, { runId: params.runId, correlationId: params.correlationId, after, ascending: asc, limit });
     return eventPage(items, limit, p.cursor, params.resolveData);
   }
 

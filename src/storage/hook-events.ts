@@ -16,6 +16,7 @@ import { failedCondition, oldItem } from './cancellation.js';
 import { putEvent, putNew } from './claims.js';
 import { num, str } from './codec.js';
 import { commit } from './commit.js';
+import { correlationEvents } from './correlation.js';
 import type { StorageCtx } from './context.js';
 import { type CreateCall, type Outcome, Resolved } from './create-call.js';
 import { assertId, notFound } from './errors.js';
@@ -24,10 +25,10 @@ import { placeEventData, placePayloads, runPrefix } from './payload-placement.js
 import { advance, type Position, startPosition } from './position.js';
 import { keysOf } from './records/attrs.js';
 import { type EventRecord, eventItem, newEvent, parseEvent, toEvent } from './records/event.js';
-import { type HookRecord, hookItem, parseHook, toHook } from './records/hook.js';
+import { type HookRecord, hookItem, parseHook, toHook, tokenOfHookPk } from './records/hook.js';
 import { parseRun, toRun } from './records/run.js';
 import { parseWait, waitItem } from './records/wait.js';
-import { runGuard, runGuardError } from './run-guard.js';
+import { checkRunGuard, runGuard, runGuardError } from './run-guard.js';
 import { getItem } from './table-reads.js';
 import { isTerminal } from './terminal.js';
 
@@ -46,26 +47,15 @@ async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<
       IndexName: GSI1,
       KeyConditionExpression: `${ATTR.gsi1pk} = :p AND ${ATTR.gsi1sk} = :h`,
       ExpressionAttributeValues: { ':p': { S: keys.runHooksGsi(runId) }, ':h': { S: hookId } },
-      ProjectionExpression: '#t',
-      ExpressionAttributeNames: { '#t': 'token' },
     }),
   );
-  return res.Items?.[0]?.token?.S;
+  const pk = res.Items?.[0]?.PK?.S;
+  return pk === undefined ? undefined : tokenOfHookPk(pk);
 }
 
-/** Whether the log of `runId` holds an event of `type` for `correlationId` (GSI1 `CORR#`). */
+/** Whether the log of `runId` holds an event of `type` for `correlationId`. */
 async function hasEvent(ctx: StorageCtx, runId: string, correlationId: string, type: string): Promise<boolean> {
-  const res = await ctx.ddb.send(
-    new QueryCommand({
-      TableName: ctx.table,
-      IndexName: GSI1,
-      KeyConditionExpression: `${ATTR.gsi1pk} = :p`,
-      FilterExpression: 't = :t',
-      ExpressionAttributeValues: { ':p': { S: keys.corrGsi(runId, correlationId) }, ':t': { S: type } },
-      ProjectionExpression: 't',
-    }),
-  );
-  return (res.Items?.length ?? 0) > 0;
+  return (await correlationEvents(ctx, { runId, correlationId, ascending: true, limit: 1, eventType: type })).length > 0;
 }
 
 /** A claim may be taken over once its run is terminal (or gone) and its retention has passed. */
@@ -83,7 +73,8 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
   const ed: Data = data.eventData ?? {};
   const token = ed.token;
   assertId('token', token);
-  const placed = await placePayloads(ctx, { metadata: ed.metadata }, `${runPrefix(runId)}/hooks/${hookId}`, 4096);
+  const terminal = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
+  const placed = await placePayloads(ctx, { metadata: ed.metadata }, `${runPrefix(runId)}/hooks/${hookId}`, 4096, () => checkRunGuard(ctx, runId, terminal));
   const rec: HookRecord = {
     runId,
     hookId,
@@ -99,7 +90,6 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
   let takeover: HookRecord | undefined;
   let conflictWith: string | undefined;
   const pos = startPosition(call.params);
-  const terminal = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'hook_created',
@@ -145,7 +135,8 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
   if (!token) throw new HookNotFoundError(hookId);
   const resumeId = typeof params?.resumeId === 'string' && params.resumeId !== '' ? params.resumeId : undefined;
   const digest = typeof params?.resumePayloadDigest === 'string' ? params.resumePayloadDigest : undefined;
-  const stored = await placeEventData(ctx, runId, 'hook_received', ed);
+  const expired = (s: string) => new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s);
+  const stored = await placeEventData(ctx, runId, 'hook_received', ed, () => checkRunGuard(ctx, runId, expired));
   const ev: EventRecord = { ...newEvent(call, runId, data, 'hook_received', ed), resumeId };
 
   let pos: Position = startPosition(params);

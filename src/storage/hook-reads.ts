@@ -1,14 +1,19 @@
-/** `hooks.*` reads: by id (hook-id index), by token (the claim item), and listings. */
+/**
+ * `hooks.*` reads: by token (the claim item), by id (the hook-id index, then the item by key), and
+ * listings (one run's hooks, or all hooks merged from the sharded hook index; never a Scan).
+ * Indexes hold only keys, so every hook is read from its item, strongly consistent.
+ */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { HookNotFoundError } from '@workflow/errors';
 import type { Hook, ListHooksParams, PaginatedResponse, ResolveData } from '@workflow/world';
-import { ATTR, GSI1, GSI2, keys, storageKeys } from '../ddb.js';
+import { ATTR, GSI1, GSI2, keys, shardOf } from '../ddb.js';
 import type { Attrs } from './codec.js';
 import type { StorageCtx } from './context.js';
 import { assertId } from './errors.js';
 import { pageLimit } from './pagination.js';
 import { parseHook, toHook } from './records/hook.js';
-import { getItem, keyedPage } from './table-reads.js';
+import { shardedPage } from './sharded-page.js';
+import { getItem, getItems, keyedPage } from './table-reads.js';
 
 export function createHookReads(ctx: StorageCtx) {
   async function get(hookId: string, params?: { resolveData?: ResolveData }): Promise<Hook> {
@@ -17,13 +22,14 @@ export function createHookReads(ctx: StorageCtx) {
       new QueryCommand({
         TableName: ctx.table,
         IndexName: GSI2,
-        KeyConditionExpression: `${ATTR.gsi2pk} = :h`,
-        ExpressionAttributeValues: { ':h': { S: keys.hookIdGsi(hookId) } },
-        Limit: 1,
+        KeyConditionExpression: '#pk = :p AND #sk = :h',
+        ExpressionAttributeNames: { '#pk': ATTR.gsi2pk, '#sk': ATTR.gsi2sk },
+        ExpressionAttributeValues: { ':p': { S: keys.hooksGsi(shardOf(hookId)) }, ':h': { S: hookId } },
       }),
     );
-    const item = res.Items?.[0] as Attrs | undefined;
-    if (!item) throw new HookNotFoundError(hookId);
+    const key = res.Items?.[0] as Attrs | undefined;
+    const item = key && (await getItem(ctx, { PK: key.PK.S!, SK: key.SK.S! }));
+    if (!item || item.hookId?.S !== hookId) throw new HookNotFoundError(hookId);
     return toHook(ctx, parseHook(item), params?.resolveData ?? 'all');
   }
 
@@ -34,9 +40,11 @@ export function createHookReads(ctx: StorageCtx) {
     return toHook(ctx, parseHook(item), params?.resolveData ?? 'all');
   }
 
+  /** Ascending by hook id by default (core's hook ids are ULIDs: creation order). */
   async function list(params: ListHooksParams = {}): Promise<PaginatedResponse<Hook>> {
     const limit = pageLimit(params.pagination?.limit);
     const rd = params.resolveData ?? 'all';
+    const ascending = params.pagination?.sortOrder !== 'desc';
     const page =
       params.runId !== undefined
         ? await keyedPage(
@@ -45,21 +53,20 @@ export function createHookReads(ctx: StorageCtx) {
               IndexName: GSI1,
               KeyConditionExpression: `${ATTR.gsi1pk} = :p`,
               ExpressionAttributeValues: { ':p': { S: keys.runHooksGsi(params.runId) } },
-              ScanIndexForward: params.pagination?.sortOrder !== 'desc',
+              ScanIndexForward: ascending,
             },
             limit,
             params.pagination?.cursor,
             ['PK', 'SK', ATTR.gsi1pk, ATTR.gsi1sk],
           )
-        : await keyedPage(
+        : await shardedPage(
             ctx,
-            { FilterExpression: 'SK = :m', ExpressionAttributeValues: { ':m': { S: storageKeys.hookMetaSk } } },
+            { index: GSI2, pkName: ATTR.gsi2pk, skName: ATTR.gsi2sk, pk: keys.hooksGsi, ascending },
             limit,
             params.pagination?.cursor,
-            ['PK', 'SK'],
-            true,
           );
-    return { data: await Promise.all(page.items.map((i) => toHook(ctx, parseHook(i), rd))), cursor: page.cursor, hasMore: page.hasMore };
+    const items = (await getItems(ctx, page.items)).filter((i): i is Attrs => i !== undefined);
+    return { data: await Promise.all(items.map((i) => toHook(ctx, parseHook(i), rd))), cursor: page.cursor, hasMore: page.hasMore };
   }
 
   return { get, getByToken, list };

@@ -5,11 +5,17 @@
  * - Write side: a field above the configured threshold always goes to S3; then, while the item
  *   would exceed {@link ITEM_BUDGET}, the largest inline field goes too. The S3 put happens before
  *   the DynamoDB write that publishes the pointer, so a reader never sees a dangling pointer.
+ * - Deterministic keys: `runs/<runId>/<entity>/<field>-<sha256 of the bytes>`. A redelivered
+ *   create overwrites its own object instead of leaving a copy; the content hash keeps two
+ *   *different* values for one field (e.g. two racing completions, only one of which commits)
+ *   from overwriting the object the committed pointer names.
+ * - Guard first: when something is about to be uploaded, `guard` runs before the upload (the
+ *   create's run guard, read ahead), so a create the run guard will refuse uploads nothing.
  * - Read side: a pointer is followed only for `resolveData: 'all'`; `'none'` never reads S3.
  */
 import type { ResolveData } from '@workflow/world';
 import { getEventDataRefFields } from '@workflow/world';
-import { ulid } from 'ulid';
+import { createHash } from 'node:crypto';
 import { isS3Pointer, PayloadStore } from '../payloads.js';
 import { valueSize } from './codec.js';
 import type { StorageCtx } from './context.js';
@@ -28,6 +34,7 @@ export async function placePayloads(
   fields: Record<string, unknown>,
   keyPrefix: string,
   otherBytes: number,
+  guard?: () => Promise<void>,
 ): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = { ...fields };
   const toS3 = new Set<string>();
@@ -43,13 +50,20 @@ export async function placePayloads(
     total -= sizeOf(largest) - POINTER_BYTES;
     toS3.add(largest);
   }
-  const stamp = ulid();
+  if (toS3.size === 0) return out;
+  await guard?.();
   await Promise.all(
     [...toS3].map(async (k) => {
-      out[k] = await ctx.payloads.putBlob(`${keyPrefix}/${stamp}-${k}`, fields[k]);
+      out[k] = await ctx.payloads.putBlob(`${keyPrefix}/${k}-${contentHash(fields[k])}`, fields[k]);
     }),
   );
   return out;
+}
+
+/** SHA-256 (hex, first 32 chars) of the value's stored bytes. */
+function contentHash(value: unknown): string {
+  const bytes = value instanceof Uint8Array ? value : Buffer.from(JSON.stringify(value), 'utf8');
+  return createHash('sha256').update(bytes).digest('hex').slice(0, 32);
 }
 
 /**
@@ -61,13 +75,14 @@ export async function placeEventData(
   runId: string,
   eventType: string,
   data: Record<string, unknown> | undefined,
+  guard?: () => Promise<void>,
 ): Promise<Record<string, unknown> | undefined> {
   if (data === undefined || data === null || typeof data !== 'object') return data;
   const refs = new Set<string>(getEventDataRefFields(eventType));
   const large = Object.keys(data).filter((k) => refs.has(k) || valueSize(data[k]) > ctx.payloads.thresholdBytes);
   if (large.length === 0) return data;
   const rest = Object.fromEntries(Object.entries(data).filter(([k]) => !large.includes(k)));
-  const placed = await placePayloads(ctx, Object.fromEntries(large.map((k) => [k, data[k]])), `${runPrefix(runId)}/events`, 512 + valueSize(rest));
+  const placed = await placePayloads(ctx, Object.fromEntries(large.map((k) => [k, data[k]])), `${runPrefix(runId)}/events/${eventType}`, 512 + valueSize(rest), guard);
   return { ...data, ...placed };
 }
 

@@ -19,6 +19,7 @@ import {
 } from '@workflow/world';
 import { ulid } from 'ulid';
 import { keys } from '../ddb.js';
+import { getItem } from './table-reads.js';
 import { backoff } from './backoff.js';
 import { failedCondition, oldItem } from './cancellation.js';
 import { putEvent, putNew } from './claims.js';
@@ -93,7 +94,11 @@ export async function runCreated(call: CreateCall, runIdArg: string | null, data
   }
   validateSeedAttributes(ed);
   const sv = data.specVersion ?? SPEC_VERSION_CURRENT;
-  const placed = await placePayloads(ctx, { input: ed.input }, runPrefix(runId), 1024 + valueSize({ ...ed, input: undefined }));
+  // Nothing is uploaded for a run that exists already (a redelivered create).
+  const unclaimed = async () => {
+    if (await getItem(ctx, keys.runMeta(runId))) throw new EntityConflictError(`Workflow run "${runId}" already exists`);
+  };
+  const placed = await placePayloads(ctx, { input: ed.input }, `${runPrefix(runId)}/run`, 1024 + valueSize({ ...ed, input: undefined }), unclaimed);
   const run = newRun(call, runId, ed, sv, placed.input);
   const ev = at(newEvent(call, runId, data, 'run_created', ed), 1);
   // A new run's first event is slot 1 and the run put is the exclusive create: either claim
@@ -186,7 +191,7 @@ async function resilientStart(
   const { ctx } = call;
   validateSeedAttributes(ed);
   const sv = data.specVersion ?? SPEC_VERSION_CURRENT;
-  const placed = await placePayloads(ctx, { input: ed.input }, runPrefix(runId), 1024 + valueSize({ ...ed, input: undefined }));
+  const placed = await placePayloads(ctx, { input: ed.input }, `${runPrefix(runId)}/run`, 1024 + valueSize({ ...ed, input: undefined }));
   const run: RunRecord = { ...newRun(call, runId, ed, sv, placed.input), status: 'running', startedAt: call.now };
   const created: EventRecord = { ...newEvent(call, runId, { specVersion: data.specVersion }, 'run_created', ed) };
   const done = await commit(ctx, call.hints, pos, {
@@ -276,7 +281,7 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
     const rest = { ...read.run };
     delete rest.output;
     delete rest.error;
-    stored = (await placePayloads(ctx, { [field]: value }, runPrefix(runId), itemSize(rest) + 512))[field];
+    stored = (await placePayloads(ctx, { [field]: value }, `${runPrefix(runId)}/run`, itemSize(rest) + 512))[field];
   }
   const status = type === 'run_completed' ? 'completed' : type === 'run_failed' ? 'failed' : 'cancelled';
   const next: RunRecord = {

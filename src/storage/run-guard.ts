@@ -11,7 +11,8 @@ import { keys } from '../ddb.js';
 import { type Attrs, num, str } from './codec.js';
 import type { StorageCtx } from './context.js';
 import { keysOf } from './records/attrs.js';
-import { NOT_TERMINAL, TERMINAL_VALUES } from './terminal.js';
+import { getItem } from './table-reads.js';
+import { isTerminal, NOT_TERMINAL, TERMINAL_VALUES } from './terminal.js';
 
 export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
   return {
@@ -32,6 +33,15 @@ export function runGuardError(runId: string, old: Attrs | undefined, onTerminal:
   const sv = num(old, 'specVersion');
   if (requiresNewerWorld(sv)) return new RunNotSupportedError(sv!, SPEC_VERSION_MAX_SUPPORTED);
   return onTerminal(str(old, 'status') ?? 'unknown');
+}
+
+/**
+ * The run guard read ahead (strongly consistent): throws what the guard would. Used before an
+ * upload to S3, so a create the guard will refuse leaves no object behind.
+ */
+export async function checkRunGuard(ctx: StorageCtx, runId: string, onTerminal: (status: string) => Error): Promise<void> {
+  const run = await getItem(ctx, keys.runMeta(runId));
+  if (!run || isTerminal(str(run, 'status')) || requiresNewerWorld(num(run, 'specVersion'))) throw runGuardError(runId, run, onTerminal);
 }
 
 /** The same check on a run already read. */

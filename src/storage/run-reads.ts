@@ -1,22 +1,32 @@
 /**
- * `runs.*` reads: get, list (newest first through the run-listing index, with workflowName and
- * status filters), getMany, and the long poll `waitForTerminalStatus`. Gets are strongly
- * consistent; listings through an index are eventually consistent, as GSIs are.
+ * `runs.*` reads: get, list (newest first, merged from the sharded run-listing index, with
+ * workflowName and status filters), getMany, and the long poll `waitForTerminalStatus`. Items are
+ * always read strongly consistent; which runs a listing sees is eventually consistent, as GSIs are.
  */
-import { BatchGetItemCommand } from '@aws-sdk/client-dynamodb';
 import { WorkflowRunNotFoundError } from '@workflow/errors';
 import type { ListWorkflowRunsParams, PaginatedResponse, ResolveData, WaitForTerminalRunStatusParams, WorkflowRun } from '@workflow/world';
 import { sleep } from '../aws/sleep.js';
 import { ATTR, GSI1, GSI2, keys, storageKeys } from '../ddb.js';
-import { backoff } from './backoff.js';
 import type { Attrs } from './codec.js';
 import type { StorageCtx } from './context.js';
 import { assertId } from './errors.js';
 import { pageLimit } from './pagination.js';
 import { keysOf } from './records/attrs.js';
 import { parseRun, toRun } from './records/run.js';
-import { getItem, keyedPage } from './table-reads.js';
+import { shardedPage } from './sharded-page.js';
+import { getItem, getItems } from './table-reads.js';
 import { isTerminal } from './terminal.js';
+
+/**
+ * A run item without `input` and `output` (`resolveData: 'none'` returns neither). `error` stays:
+ * 'none' keeps an inline error, as world-local does.
+ */
+const RUN_FIELDS = ['runId', 'status', 'deploymentId', 'workflowName', 'specVersion', 'executionContext', 'error', 'errorCode', 'attributes'];
+const RUN_TIMES = ['encryptionPublicKey', 'expiredAt', 'startedAt', 'completedAt', 'createdAt', 'updatedAt', 'attrVer'];
+const WITHOUT_PAYLOADS = {
+  expression: ['PK', 'SK', ...RUN_FIELDS, ...RUN_TIMES].map((_, i) => `#p${i}`).join(', '),
+  names: Object.fromEntries(['PK', 'SK', ...RUN_FIELDS, ...RUN_TIMES].map((n, i) => [`#p${i}`, n])),
+};
 
 export function createRunReads(ctx: StorageCtx) {
   async function get(id: string, params?: { resolveData?: ResolveData }): Promise<WorkflowRun> {
@@ -26,45 +36,46 @@ export function createRunReads(ctx: StorageCtx) {
     return toRun(ctx, parseRun(item), params?.resolveData ?? 'all');
   }
 
+  /**
+   * Newest first by default. The index holds only keys and `status` (the filter), so the page's
+   * runs are then read by key; for `resolveData: 'none'` without their payload attributes.
+   */
   async function list(params: ListWorkflowRunsParams = {}): Promise<PaginatedResponse<WorkflowRun>> {
     const statuses = params.status === undefined ? undefined : Array.isArray(params.status) ? params.status : [params.status];
     if (statuses && statuses.length === 0) return { data: [], cursor: null, hasMore: false };
     const rd = params.resolveData ?? 'all';
-    const byName = params.workflowName !== undefined;
-    const [pk, sk] = byName ? [ATTR.gsi1pk, ATTR.gsi1sk] : [ATTR.gsi2pk, ATTR.gsi2sk];
-    const values: Attrs = { ':p': { S: byName ? storageKeys.workflowRunsGsi(params.workflowName!) : keys.runsGsi } };
+    const name = params.workflowName;
+    const values: Attrs = {};
     for (const [i, s] of (statuses ?? []).entries()) values[`:s${i}`] = { S: s };
-    const page = await keyedPage(
+    const page = await shardedPage(
       ctx,
       {
-        IndexName: byName ? GSI1 : GSI2,
-        KeyConditionExpression: `${pk} = :p`,
-        ExpressionAttributeValues: values,
-        ...(statuses ? { FilterExpression: `#st IN (${statuses.map((_, i) => `:s${i}`).join(', ')})`, ExpressionAttributeNames: { '#st': 'status' } } : {}),
-        ScanIndexForward: params.pagination?.sortOrder === 'asc',
+        index: name !== undefined ? GSI1 : GSI2,
+        pkName: name !== undefined ? ATTR.gsi1pk : ATTR.gsi2pk,
+        skName: name !== undefined ? ATTR.gsi1sk : ATTR.gsi2sk,
+        pk: name !== undefined ? (shard) => storageKeys.workflowRunsGsi(name, shard) : keys.runsGsi,
+        filter: statuses ? { expression: `#st IN (${statuses.map((_, i) => `:s${i}`).join(', ')})`, names: { '#st': 'status' }, values } : undefined,
+        ascending: params.pagination?.sortOrder === 'asc',
       },
       pageLimit(params.pagination?.limit),
       params.pagination?.cursor,
-      ['PK', 'SK', pk, sk],
     );
-    return { data: await Promise.all(page.items.map((i) => toRun(ctx, parseRun(i), rd))), cursor: page.cursor, hasMore: page.hasMore };
+    const items = await getItems(ctx, page.items, rd === 'none' ? WITHOUT_PAYLOADS : undefined);
+    const runs = items.filter((i): i is Attrs => i !== undefined);
+    return { data: await Promise.all(runs.map((i) => toRun(ctx, parseRun(i), rd))), cursor: page.cursor, hasMore: page.hasMore };
   }
 
   /** Input order kept; `null` for ids that do not exist. */
   async function getMany(ids: readonly string[], params?: { resolveData?: ResolveData }): Promise<(WorkflowRun | null)[]> {
-    const found = new Map<string, Attrs>();
-    const unique = [...new Set(ids.filter((id) => typeof id === 'string' && id.length > 0))];
-    for (let i = 0; i < unique.length; i += 100) {
-      let keysLeft = unique.slice(i, i + 100).map((id) => keysOf(keys.runMeta(id)));
-      for (let attempt = 0; keysLeft.length > 0; attempt++) {
-        const res = await ctx.ddb.send(new BatchGetItemCommand({ RequestItems: { [ctx.table]: { Keys: keysLeft, ConsistentRead: true } } }));
-        for (const it of (res.Responses?.[ctx.table] ?? []) as Attrs[]) found.set(it.runId.S!, it);
-        keysLeft = (res.UnprocessedKeys?.[ctx.table]?.Keys ?? []) as Attrs[];
-        if (keysLeft.length > 0) await backoff(attempt);
-      }
-    }
+    const valid = ids.map((id) => (typeof id === 'string' && id.length > 0 ? id : undefined));
     const rd = params?.resolveData ?? 'all';
-    return Promise.all(ids.map((id) => (found.has(id) ? toRun(ctx, parseRun(found.get(id)!), rd) : null)));
+    const items = await getItems(
+      ctx,
+      valid.filter((id): id is string => id !== undefined).map((id) => keysOf(keys.runMeta(id))),
+      rd === 'none' ? WITHOUT_PAYLOADS : undefined,
+    );
+    const byId = new Map(items.filter((i): i is Attrs => i !== undefined).map((i) => [i.runId.S!, i]));
+    return Promise.all(ids.map((id) => (byId.has(id) ? toRun(ctx, parseRun(byId.get(id)!), rd) : null)));
   }
 
   /** Poll-based long poll: returns once terminal, or with the latest snapshot at the deadline. */

@@ -10,7 +10,7 @@ import { BatchWriteItemCommand, DeleteItemCommand } from '@aws-sdk/client-dynamo
 import { isConditionalCheckFailed } from '../aws/errors.js';
 import { ATTR, GSI1, keys, storageKeys } from '../ddb.js';
 import { backoff } from './backoff.js';
-import { num, str } from './codec.js';
+import { str } from './codec.js';
 import type { StorageCtx } from './context.js';
 import { queryAll } from './table-reads.js';
 
@@ -20,7 +20,6 @@ export async function releaseRun(ctx: StorageCtx, runId: string): Promise<void> 
       IndexName: GSI1,
       KeyConditionExpression: `${ATTR.gsi1pk} = :h`,
       ExpressionAttributeValues: { ':h': { S: keys.runHooksGsi(runId) } },
-      ProjectionExpression: 'PK, runId, hookId, tokenRetentionUntil',
     }),
     queryAll(ctx, {
       KeyConditionExpression: 'PK = :pk AND begins_with(SK, :w)',
@@ -33,16 +32,15 @@ export async function releaseRun(ctx: StorageCtx, runId: string): Promise<void> 
   ]);
   const now = Date.now();
   await Promise.all(
-    hooks
-      .filter((h) => (num(h, 'tokenRetentionUntil') ?? 0) <= now)
-      .map((h) =>
+    hooks.map((h) =>
         ctx.ddb
           .send(
             new DeleteItemCommand({
               TableName: ctx.table,
               Key: { PK: h.PK, SK: { S: storageKeys.hookMetaSk } },
-              ConditionExpression: 'runId = :r AND hookId = :h',
-              ExpressionAttributeValues: { ':r': { S: runId }, ':h': { S: str(h, 'hookId')! } },
+              // Kept while its token retention lasts (the condition reads it; the index does not hold it).
+              ConditionExpression: 'runId = :r AND hookId = :h AND (attribute_not_exists(tokenRetentionUntil) OR tokenRetentionUntil <= :now)',
+              ExpressionAttributeValues: { ':r': { S: runId }, ':h': { S: str(h, ATTR.gsi1sk)! }, ':now': { N: String(now) } },
             }),
           )
           .catch((e) => {

@@ -23,7 +23,7 @@ import { placePayloads, runPrefix } from './payload-placement.js';
 import { advance, startPosition } from './position.js';
 import { eventItem, newEvent } from './records/event.js';
 import { parseStep, type StepRecord, stepItem, toStep } from './records/step.js';
-import { runGuard, runGuardError } from './run-guard.js';
+import { checkRunGuard, runGuard, runGuardError } from './run-guard.js';
 import { getItem } from './table-reads.js';
 import { isTerminal } from './terminal.js';
 
@@ -39,7 +39,9 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
   const { ctx } = call;
   const stepId: string = data.correlationId;
   const ed: Data = data.eventData ?? {};
-  const placed = await placePayloads(ctx, { input: ed.input }, stepPrefix(runId, stepId), 1024 + valueSize({ ...ed, input: undefined }));
+  const placed = await placePayloads(ctx, { input: ed.input }, stepPrefix(runId, stepId), 1024 + valueSize({ ...ed, input: undefined }), () =>
+    checkRunGuard(ctx, runId, terminalRunConflict),
+  );
   const rec: StepRecord = {
     runId,
     stepId,
@@ -79,7 +81,7 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
   const { ctx } = call;
   const stepId: string = data.correlationId;
   const { input, ...startedData } = data.eventData as Data;
-  const placed = await placePayloads(ctx, { input }, stepPrefix(runId, stepId), 1024 + valueSize(startedData));
+  const placed = await placePayloads(ctx, { input }, stepPrefix(runId, stepId), 1024 + valueSize(startedData), () => checkRunGuard(ctx, runId, terminalRunConflict));
   const rec: StepRecord = {
     runId,
     stepId,

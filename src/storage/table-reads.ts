@@ -1,9 +1,10 @@
 /**
- * The primitive reads of the table: a strongly consistent get, and Query paging (all items, or
- * one page of `limit` with `hasMore` decided by seeing one item past the page). Every other read
- * is built from these.
+ * The primitive reads of the table: strongly consistent gets (one item, or many by key in input
+ * order), and Query paging (all items, or one page of `limit` with `hasMore` decided by seeing one
+ * item past the page). Every other read is built from these.
  */
-import { GetItemCommand, QueryCommand, type QueryCommandInput, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, GetItemCommand, QueryCommand, type QueryCommandInput } from '@aws-sdk/client-dynamodb';
+import { backoff } from './backoff.js';
 import type { Attrs } from './codec.js';
 import type { StorageCtx } from './context.js';
 import { decodeKeyCursor, encodeKeyCursor } from './pagination.js';
@@ -14,6 +15,40 @@ export type QueryInput = Omit<QueryCommandInput, 'TableName'>;
 export async function getItem(ctx: StorageCtx, key: { PK: string; SK: string }): Promise<Attrs | undefined> {
   const res = await ctx.ddb.send(new GetItemCommand({ TableName: ctx.table, Key: keysOf(key), ConsistentRead: true }));
   return res.Item as Attrs | undefined;
+}
+
+/**
+ * The items at `keys`, strongly consistent, in input order (`undefined` where none exists).
+ * `projection` (a ProjectionExpression with `#n` names) leaves large attributes unread.
+ */
+export async function getItems(
+  ctx: StorageCtx,
+  keys: readonly Attrs[],
+  projection?: { expression: string; names: Record<string, string> },
+): Promise<(Attrs | undefined)[]> {
+  const found = new Map<string, Attrs>();
+  const id = (k: Attrs) => `${k.PK.S}\u0000${k.SK.S}`;
+  const unique = [...new Map(keys.map((k) => [id(k), { PK: k.PK, SK: k.SK }])).values()];
+  for (let i = 0; i < unique.length; i += 100) {
+    let left: Attrs[] = unique.slice(i, i + 100);
+    for (let attempt = 0; left.length > 0; attempt++) {
+      const res = await ctx.ddb.send(
+        new BatchGetItemCommand({
+          RequestItems: {
+            [ctx.table]: {
+              Keys: left,
+              ConsistentRead: true,
+              ...(projection ? { ProjectionExpression: projection.expression, ExpressionAttributeNames: projection.names } : {}),
+            },
+          },
+        }),
+      );
+      for (const it of (res.Responses?.[ctx.table] ?? []) as Attrs[]) found.set(id(it), it);
+      left = (res.UnprocessedKeys?.[ctx.table]?.Keys ?? []) as Attrs[];
+      if (left.length > 0) await backoff(attempt);
+    }
+  }
+  return keys.map((k) => found.get(id(k)));
 }
 
 /** All items of one Query, following `LastEvaluatedKey`, up to `max` items. */
@@ -41,7 +76,7 @@ export async function queryPage(ctx: StorageCtx, input: QueryInput, limit: numbe
 }
 
 /**
- * One page of `limit` matching items from a (possibly filtered) Query or Scan: pages DynamoDB until one
+ * One page of `limit` matching items from a (possibly filtered) Query: pages DynamoDB until one
  * item past the page is seen (that is `hasMore`), and cursors at the last returned item's key.
  */
 export async function keyedPage(
@@ -50,13 +85,12 @@ export async function keyedPage(
   limit: number,
   cursor: string | undefined,
   keyNames: string[],
-  scan = false,
 ): Promise<{ items: Attrs[]; cursor: string | null; hasMore: boolean }> {
   const items: Attrs[] = [];
   let start: Attrs | undefined = cursor ? decodeKeyCursor(cursor, keyNames) : undefined; // '' = from the start
   do {
     const req = { TableName: ctx.table, ...input, Limit: Math.max(limit + 1 - items.length, 25), ExclusiveStartKey: start };
-    const res = scan ? await ctx.ddb.send(new ScanCommand(req as never)) : await ctx.ddb.send(new QueryCommand(req));
+    const res = await ctx.ddb.send(new QueryCommand(req));
     items.push(...((res.Items ?? []) as Attrs[]));
     start = res.LastEvaluatedKey as Attrs | undefined;
   } while (start && items.length <= limit);

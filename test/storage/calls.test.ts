@@ -146,8 +146,9 @@ it('pins the cold (no snapshot) and large-value paths', async () => {
     'step_completed (cold, no cursor)': { GetItem: 1, Query: 1, [T]: 1 },
     // Lost the slot: one failed attempt, one read of what was skipped (the report), the commit.
     'step_created (stale eventCount: bump + report)': { [T]: 2, Query: 1 },
-    // The input goes to S3 once; the step and the event share the pointer.
-    'step_created (400 KB input)': { PutObject: 1, [T]: 1 },
+    // The input goes to S3 once; the step and the event share the pointer. The run guard is read
+    // before the upload, so a refused create leaves no object behind.
+    'step_created (400 KB input)': { GetItem: 1, PutObject: 1, [T]: 1 },
     'run_completed (400 KB output, no hooks)': { PutObject: 1, Query: 3, [T]: 1 },
   });
 });

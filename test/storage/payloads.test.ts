@@ -143,6 +143,50 @@ describe('opaque event data', () => {
   });
 });
 
+async function objectsUnder(prefix: string): Promise<string[]> {
+  const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
+  const out = await (await f.clients.s3()).send(new ListObjectsV2Command({ Bucket: f.config.bucket, Prefix: prefix }));
+  return (out.Contents ?? []).map((o) => o.Key!);
+}
+
+describe('no orphaned objects', () => {
+  it('a large step_created redelivered 3 times leaves one object (deterministic key)', async () => {
+    const runId = await startedRun(storage);
+    const input = randomBytes(400_000);
+    const req = { eventType: 'step_created' as const, specVersion: sv, correlationId: 'step_big', eventData: { stepName: 's', input } };
+    await storage.events.create(runId, req);
+    await rejectsWith(storage.events.create(runId, req), 'EntityConflictError');
+    await rejectsWith(f.storage.events.create(runId, req), 'EntityConflictError'); // another process
+    const keys = await objectsUnder(`runs/${runId}/`);
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatch(new RegExp(`^runs/${runId}/steps/step_big/input-[0-9a-f]{32}$`));
+    expect(Buffer.compare((await storage.steps.get(runId, 'step_big')).input as Uint8Array, input)).toBe(0);
+  });
+
+  it('uploads nothing for a create the run guard refuses (terminal or unknown run, existing run)', async () => {
+    const runId = await startedRun(storage);
+    await storage.events.create(runId, { eventType: 'run_cancelled', specVersion: sv });
+    const big = randomBytes(400_000);
+    await rejectsWith(storage.events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 's1', eventData: { stepName: 's', input: big } }), 'EntityConflictError');
+    await rejectsWith(
+      storage.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 's2', eventData: { stepName: 's', input: big } }),
+      'EntityConflictError',
+    );
+    await rejectsWith(storage.events.create(runId, { eventType: 'hook_created', specVersion: sv, correlationId: 'h', eventData: { token: `t-${runId}`, metadata: big } }), 'EntityConflictError');
+    expect(await objectsUnder(`runs/${runId}/`)).toEqual([]);
+    const unknown = 'wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+    await rejectsWith(storage.events.create(unknown, { eventType: 'step_created', specVersion: sv, correlationId: 's', eventData: { stepName: 's', input: big } }), 'WorkflowRunNotFoundError');
+    expect(await objectsUnder(`runs/${unknown}/`)).toEqual([]);
+    // A redelivered run_created with a large input: the run exists, nothing more is uploaded.
+    const { run } = await storage.events.create(null, { eventType: 'run_created', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: big } });
+    const before = await objectsUnder(`runs/${run!.runId}/`);
+    expect(before).toHaveLength(1);
+    const again = { eventType: 'run_created' as const, specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: randomBytes(400_000) } };
+    await rejectsWith(storage.events.create(run!.runId, again), 'EntityConflictError');
+    expect(await objectsUnder(`runs/${run!.runId}/`)).toEqual(before);
+  });
+});
+
 describe('items DynamoDB refuses', () => {
   it('an event item over 400 KB is a 400 naming the field, and burns no slot', async () => {
     const runId = await startedRun(storage);

@@ -32,6 +32,12 @@ export interface EventRecord {
   extra?: Record<string, unknown>;
 }
 
+/**
+ * Event types that open a correlation and so carry the correlation index key: at most one index
+ * write per step, hook or wait (see `correlation.ts`).
+ */
+export const OPENS_CORRELATION: ReadonlySet<string> = new Set(['step_created', 'hook_created', 'hook_conflict', 'wait_created']);
+
 const KNOWN_REQUEST_FIELDS = new Set(['eventType', 'correlationId', 'eventData', 'specVersion']);
 
 /** Unknown top-level fields of an event request (kept so newer cores round-trip). */
@@ -54,7 +60,7 @@ export function eventItem(e: EventRecord): Attrs {
   };
   if (e.eventData !== undefined) item.ed = toAttr(e.eventData)!;
   if (e.extra !== undefined) item.xt = toAttr(e.extra)!;
-  if (e.correlationId !== undefined) {
+  if (e.correlationId !== undefined && OPENS_CORRELATION.has(e.eventType)) {
     item[ATTR.gsi1pk] = { S: keys.corrGsi(e.runId, e.correlationId) };
     item[ATTR.gsi1sk] = { S: keys.eventSk(e.slot) };
   }

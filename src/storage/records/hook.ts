@@ -1,9 +1,10 @@
 /**
  * The hook item `HOOK#<token> / HOOK#meta` (the token's global claim) <-> `HookRecord` <-> the
- * contract's `Hook`. Its index keys list a run's hooks and find a hook by id.
+ * contract's `Hook`. Its index keys list a run's hooks (GSI1) and find a hook by id or list all
+ * hooks (GSI2, sharded by the hook id).
  */
 import type { Hook, ResolveData } from '@workflow/world';
-import { ATTR, keys, storageKeys } from '../../ddb.js';
+import { ATTR, keys, shardOf, storageKeys } from '../../ddb.js';
 import { type Attrs, bool, date, num, str, toItem, val } from '../codec.js';
 import type { StorageCtx } from '../context.js';
 import { payloadFor } from '../payload-placement.js';
@@ -39,8 +40,8 @@ export function hookItem(h: HookRecord): Attrs {
       tokenRetentionUntil: epochMs(h.tokenRetentionUntil),
       [ATTR.gsi1pk]: keys.runHooksGsi(h.runId),
       [ATTR.gsi1sk]: h.hookId,
-      [ATTR.gsi2pk]: keys.hookIdGsi(h.hookId),
-      [ATTR.gsi2sk]: storageKeys.hookIdGsiSk,
+      [ATTR.gsi2pk]: keys.hooksGsi(shardOf(h.hookId)),
+      [ATTR.gsi2sk]: h.hookId,
     }),
   };
 }
@@ -73,3 +74,6 @@ export async function toHook(ctx: StorageCtx, h: HookRecord, rd: ResolveData): P
     tokenRetentionUntil: h.tokenRetentionUntil,
   }) as Hook;
 }
+
+/** The token a hook item's partition key names (`HOOK#<token>`). */
+export const tokenOfHookPk = (pk: string) => pk.slice(storageKeys.hookPkPrefix.length);

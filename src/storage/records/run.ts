@@ -3,10 +3,11 @@
  *
  * A record is the *stored* form (payload fields may be S3 pointers); `toRun` is the only place a
  * run's pointer is followed, and it returns the contract's shape: `output` only when completed,
- * `error` only when failed.
+ * `error` only when failed. The item's index keys put it in the run listing by time and by workflow
+ * name, each sharded by the run id (see `ddb.ts`).
  */
 import type { ResolveData, WorkflowRun } from '@workflow/world';
-import { ATTR, keys, storageKeys } from '../../ddb.js';
+import { ATTR, keys, shardOf, storageKeys } from '../../ddb.js';
 import { isS3Pointer } from '../../payloads.js';
 import { type Attrs, date, num, str, toItem, val } from '../codec.js';
 import type { StorageCtx } from '../context.js';
@@ -59,9 +60,9 @@ export function runItem(r: RunRecord): Attrs {
       createdAt: epochMs(r.createdAt),
       updatedAt: epochMs(r.updatedAt),
       attrVer: r.attrVer,
-      [ATTR.gsi1pk]: storageKeys.workflowRunsGsi(r.workflowName),
+      [ATTR.gsi1pk]: storageKeys.workflowRunsGsi(r.workflowName, shardOf(r.runId)),
       [ATTR.gsi1sk]: sortKey,
-      [ATTR.gsi2pk]: keys.runsGsi,
+      [ATTR.gsi2pk]: keys.runsGsi(shardOf(r.runId)),
       [ATTR.gsi2sk]: sortKey,
     }),
     attributes: { M: Object.fromEntries(Object.entries(r.attributes).map(([k, v]) => [k, { S: v }])) },
