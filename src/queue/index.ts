@@ -12,6 +12,7 @@
  */
 import { type MessageId, type Queue, type QueueBatchResult, type QueueOptions, type QueuePayload, ValidQueueName } from '@workflow/world';
 import { monotonicFactory } from 'ulid';
+import { toWorldError } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { type SchedulerPort, schedulerPort } from './delays.js';
@@ -46,7 +47,10 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     const messageId = `msg_${nextUlid()}`;
     const key = opts?.idempotencyKey;
     if (key !== undefined) {
-      const claim = await claimIdempotencyKey(ctx, key, messageId, queueName);
+      // Throttling that outlasted the SDK's retries surfaces as the contract's ThrottleError.
+      const claim = await claimIdempotencyKey(ctx, key, messageId, queueName).catch((err) => {
+        throw toWorldError(err, 'queue: idempotency claim');
+      });
       // A duplicate: the first sender's id (null if the store could not say which it was).
       if (!claim.claimed) return { messageId: (claim.messageId || null) as MessageId | null };
     }
@@ -61,7 +65,7 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
           logger.error(`[eve-world-aws] could not release idempotency key ${key} after a failed send: ${String(e)}`),
         );
       }
-      throw err;
+      throw toWorldError(err, 'queue: send');
     }
     return { messageId: messageId as MessageId };
   };
