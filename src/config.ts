@@ -51,6 +51,8 @@ export interface WorldConfig {
   readonly maxDelayHopSeconds: number;
   /** How long a used idempotency key keeps deduping (s). */
   readonly idempotencyTtlSeconds: number;
+  /** Days a terminal run's items and objects are kept (DynamoDB TTL); undefined = kept forever. */
+  readonly retentionDays?: number;
   /**
    * The queue's SQS visibility timeout (s), set by `init`: what the Lambda event source mapping's
    * copies are hidden for (keep it >= the function timeout). Also caps the failure backoff.
@@ -85,34 +87,106 @@ export interface EnvDoc {
 
 /** The documented environment; README's table mirrors this list. */
 export const ENV_DOCS: readonly EnvDoc[] = [
-  { name: 'AWS_REGION', default: 'SDK default chain', description: 'Region for all clients (`AWS_DEFAULT_REGION` is also read).' },
+  {
+    name: 'AWS_REGION',
+    default: 'SDK default chain',
+    description: 'Region for all clients (`AWS_DEFAULT_REGION` is also read).',
+  },
   { name: 'AWS_PROFILE', default: '-', description: 'Shared-config profile, read by the AWS SDK.' },
-  { name: 'AWS_ENDPOINT_URL', default: '-', description: 'Endpoint for every service (emulators). Per-service variables win.' },
+  {
+    name: 'AWS_ENDPOINT_URL',
+    default: '-',
+    description: 'Endpoint for every service (emulators). Per-service variables win.',
+  },
   { name: 'AWS_ENDPOINT_URL_DYNAMODB', default: '-', description: 'DynamoDB endpoint, e.g. DynamoDB Local.' },
   { name: 'AWS_ENDPOINT_URL_SQS', default: '-', description: 'SQS endpoint, e.g. fauxqs or ElasticMQ.' },
-  { name: 'AWS_ENDPOINT_URL_S3', default: '-', description: 'S3 endpoint (path-style is used whenever an endpoint is set).' },
+  {
+    name: 'AWS_ENDPOINT_URL_S3',
+    default: '-',
+    description: 'S3 endpoint (path-style is used whenever an endpoint is set).',
+  },
   { name: 'AWS_ENDPOINT_URL_SCHEDULER', default: '-', description: 'EventBridge Scheduler endpoint.' },
   { name: 'EVE_WORLD_AWS_PREFIX', default: 'eve-world', description: 'Prefix for the default resource names below.' },
   { name: 'EVE_WORLD_AWS_TABLE', default: '<prefix>', description: 'DynamoDB table name.' },
   { name: 'EVE_WORLD_AWS_QUEUE', default: '<prefix>-queue', description: 'SQS queue name or URL.' },
   { name: 'EVE_WORLD_AWS_DLQ', default: '<prefix>-dlq', description: 'Dead-letter queue name or URL.' },
   { name: 'EVE_WORLD_AWS_BUCKET', default: '<prefix>-payloads', description: 'S3 bucket for large payloads.' },
-  { name: 'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES', default: '300000', description: 'Values larger than this are stored in S3 (max 350000).' },
+  {
+    name: 'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES',
+    default: '300000',
+    description: 'Values larger than this are stored in S3 (max 350000).',
+  },
   { name: 'EVE_WORLD_AWS_STREAM_POLL_MS', default: '50', description: 'Live stream poll interval while chunks flow.' },
-  { name: 'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS', default: '1000', description: 'Live stream poll interval after backing off on an idle stream.' },
-  { name: 'EVE_WORLD_AWS_SIGNING_SECRET', default: '-', description: 'HMAC-SHA256 secret for deliveries over HTTP (>= 16 chars). Unset: unsigned.' },
-  { name: 'EVE_WORLD_AWS_FLOW_URL', default: 'http://127.0.0.1:$PORT/.well-known/workflow/v1/flow', description: 'Flow route the in-process consumer POSTs to when no handler is registered.' },
+  {
+    name: 'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS',
+    default: '1000',
+    description: 'Live stream poll interval after backing off on an idle stream.',
+  },
+  {
+    name: 'EVE_WORLD_AWS_SIGNING_SECRET',
+    default: '-',
+    description: 'HMAC-SHA256 secret for deliveries over HTTP (>= 16 chars). Unset: unsigned.',
+  },
+  {
+    name: 'EVE_WORLD_AWS_FLOW_URL',
+    default: 'http://127.0.0.1:$PORT/.well-known/workflow/v1/flow',
+    description: 'Flow route the in-process consumer POSTs to when no handler is registered.',
+  },
   { name: 'EVE_WORLD_AWS_CONCURRENCY', default: '8', description: 'Deliveries the in-process consumer runs at once.' },
-  { name: 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS', default: '900', description: 'Longest SQS delay hop for long waits without a scheduler (1-900).' },
-  { name: 'EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS', default: '604800', description: 'How long a used idempotency key keeps deduping.' },
-  { name: 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS', default: '900', description: 'SQS visibility timeout; keep it >= your Lambda timeout.' },
-  { name: 'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS', default: '30', description: 'Visibility of copies the in-process consumer receives, extended by heartbeat while a delivery runs; a crashed process delays its messages by at most this (5-43200).' },
-  { name: 'EVE_WORLD_AWS_CONNECT_TIMEOUT_MS', default: '3000', description: 'AWS SDK connection timeout (TCP + TLS) per attempt.' },
-  { name: 'EVE_WORLD_AWS_REQUEST_TIMEOUT_MS', default: '15000', description: 'AWS SDK request timeout: a request with no bytes moving for this long is abandoned and retried (SQS long polls get 30 s more than their wait).' },
-  { name: 'EVE_WORLD_AWS_MAX_RECEIVE_COUNT', default: '10', description: 'Receives before a message moves to the DLQ.' },
-  { name: 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN', default: '-', description: 'IAM role EventBridge Scheduler assumes to send to the queue; enables scheduler-based long waits.' },
+  {
+    name: 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS',
+    default: '900',
+    description: 'Longest SQS delay hop for long waits without a scheduler (1-900).',
+  },
+  {
+    name: 'EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS',
+    default: '604800',
+    description: 'How long a used idempotency key keeps deduping.',
+  },
+  {
+    name: 'EVE_WORLD_AWS_RETENTION_DAYS',
+    default: '-',
+    description:
+      "Days a finished run's items (and S3 objects) are kept before they expire (DynamoDB TTL). Unset: kept. A run's own $retention '0' expires it at once.",
+  },
+  {
+    name: 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS',
+    default: '900',
+    description: 'SQS visibility timeout; keep it >= your Lambda timeout.',
+  },
+  {
+    name: 'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS',
+    default: '30',
+    description:
+      'Visibility of copies the in-process consumer receives, extended by heartbeat while a delivery runs; a crashed process delays its messages by at most this (5-43200).',
+  },
+  {
+    name: 'EVE_WORLD_AWS_CONNECT_TIMEOUT_MS',
+    default: '3000',
+    description: 'AWS SDK connection timeout (TCP + TLS) per attempt.',
+  },
+  {
+    name: 'EVE_WORLD_AWS_REQUEST_TIMEOUT_MS',
+    default: '15000',
+    description:
+      'AWS SDK request timeout: a request with no bytes moving for this long is abandoned and retried (SQS long polls get 30 s more than their wait).',
+  },
+  {
+    name: 'EVE_WORLD_AWS_MAX_RECEIVE_COUNT',
+    default: '10',
+    description: 'Receives before a message moves to the DLQ.',
+  },
+  {
+    name: 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',
+    default: '-',
+    description: 'IAM role EventBridge Scheduler assumes to send to the queue; enables scheduler-based long waits.',
+  },
   { name: 'EVE_WORLD_AWS_SCHEDULER_GROUP', default: 'default', description: 'Schedule group for long-wait schedules.' },
-  { name: 'EVE_WORLD_AWS_DEPLOYMENT_ID', default: 'eve-world-aws', description: 'Deployment id reported to the runtime.' },
+  {
+    name: 'EVE_WORLD_AWS_DEPLOYMENT_ID',
+    default: 'eve-world-aws',
+    description: 'Deployment id reported to the runtime.',
+  },
 ];
 
 type Env = Record<string, string | undefined>;
@@ -155,9 +229,14 @@ const PREFIX_RE = /^[a-z0-9][a-z0-9-]{0,39}$/;
 
 function queueRef(env: Env, name: string, def: string): string {
   const raw = str(env, name) ?? def;
-  if (/^https?:\/\//.test(raw)) return url(env, name, 'https://sqs.us-east-1.amazonaws.com/123456789012/eve-world-queue') ?? raw;
+  if (/^https?:\/\//.test(raw))
+    return url(env, name, 'https://sqs.us-east-1.amazonaws.com/123456789012/eve-world-queue') ?? raw;
   if (!QUEUE_RE.test(raw)) {
-    throw new ConfigError(name, `is not a valid SQS queue name or URL ("${raw}": 1-80 letters, digits, - or _)`, 'eve-world-queue');
+    throw new ConfigError(
+      name,
+      `is not a valid SQS queue name or URL ("${raw}": 1-80 letters, digits, - or _)`,
+      'eve-world-queue',
+    );
   }
   return raw;
 }
@@ -166,15 +245,27 @@ function queueRef(env: Env, name: string, def: string): string {
 export function loadConfig(env: Env = process.env): WorldConfig {
   const prefix = str(env, 'EVE_WORLD_AWS_PREFIX') ?? 'eve-world';
   if (!PREFIX_RE.test(prefix)) {
-    throw new ConfigError('EVE_WORLD_AWS_PREFIX', `must be 1-40 lowercase letters, digits or hyphens, got "${prefix}"`, 'my-agent');
+    throw new ConfigError(
+      'EVE_WORLD_AWS_PREFIX',
+      `must be 1-40 lowercase letters, digits or hyphens, got "${prefix}"`,
+      'my-agent',
+    );
   }
   const tableName = str(env, 'EVE_WORLD_AWS_TABLE') ?? prefix;
   if (!TABLE_RE.test(tableName)) {
-    throw new ConfigError('EVE_WORLD_AWS_TABLE', `is not a valid DynamoDB table name ("${tableName}": 3-255 letters, digits, _ . -)`, 'eve-world');
+    throw new ConfigError(
+      'EVE_WORLD_AWS_TABLE',
+      `is not a valid DynamoDB table name ("${tableName}": 3-255 letters, digits, _ . -)`,
+      'eve-world',
+    );
   }
   const bucket = str(env, 'EVE_WORLD_AWS_BUCKET') ?? `${prefix}-payloads`;
   if (!BUCKET_RE.test(bucket) || bucket.includes('..')) {
-    throw new ConfigError('EVE_WORLD_AWS_BUCKET', `is not a valid S3 bucket name ("${bucket}": 3-63 lowercase letters, digits, . or -)`, 'my-agent-payloads');
+    throw new ConfigError(
+      'EVE_WORLD_AWS_BUCKET',
+      `is not a valid S3 bucket name ("${bucket}": 3-63 lowercase letters, digits, . or -)`,
+      'my-agent-payloads',
+    );
   }
   const region = str(env, 'AWS_REGION') ?? str(env, 'AWS_DEFAULT_REGION');
   if (region !== undefined && !/^[a-z]{2}(-[a-z]+)+-\d+$/.test(region)) {
@@ -194,11 +285,19 @@ export function loadConfig(env: Env = process.env): WorldConfig {
   const streamPollMs = int(env, 'EVE_WORLD_AWS_STREAM_POLL_MS', 50, 5, 60_000, '50');
   const streamIdlePollMs = int(env, 'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS', 1000, 5, 60_000, '1000');
   if (streamIdlePollMs < streamPollMs) {
-    throw new ConfigError('EVE_WORLD_AWS_STREAM_IDLE_POLL_MS', `must be >= EVE_WORLD_AWS_STREAM_POLL_MS (${streamPollMs})`, String(Math.max(1000, streamPollMs)));
+    throw new ConfigError(
+      'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS',
+      `must be >= EVE_WORLD_AWS_STREAM_POLL_MS (${streamPollMs})`,
+      String(Math.max(1000, streamPollMs)),
+    );
   }
   const schedulerRoleArn = str(env, 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN');
   if (schedulerRoleArn !== undefined && !/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/.test(schedulerRoleArn)) {
-    throw new ConfigError('EVE_WORLD_AWS_SCHEDULER_ROLE_ARN', `is not an IAM role ARN, got "${schedulerRoleArn}"`, 'arn:aws:iam::123456789012:role/eve-world-scheduler');
+    throw new ConfigError(
+      'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',
+      `is not an IAM role ARN, got "${schedulerRoleArn}"`,
+      'arn:aws:iam::123456789012:role/eve-world-scheduler',
+    );
   }
   const flowUrl = url(env, 'EVE_WORLD_AWS_FLOW_URL', 'http://127.0.0.1:3000/.well-known/workflow/v1/flow');
 
@@ -218,6 +317,10 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     consumerConcurrency: int(env, 'EVE_WORLD_AWS_CONCURRENCY', 8, 1, 1000, '8'),
     maxDelayHopSeconds: int(env, 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS', 900, 1, 900, '900'),
     idempotencyTtlSeconds: int(env, 'EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS', 604_800, 60, 31_536_000, '604800'),
+    retentionDays:
+      str(env, 'EVE_WORLD_AWS_RETENTION_DAYS') === undefined
+        ? undefined
+        : int(env, 'EVE_WORLD_AWS_RETENTION_DAYS', 0, 0, 36_500, '30'),
     visibilityTimeoutSeconds: int(env, 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS', 900, 1, 43_200, '900'),
     consumerVisibilitySeconds: int(env, 'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS', 30, 5, 43_200, '30'),
     connectTimeoutMs: int(env, 'EVE_WORLD_AWS_CONNECT_TIMEOUT_MS', 3000, 100, 60_000, '3000'),

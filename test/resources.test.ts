@@ -1,5 +1,10 @@
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  SetQueueAttributesCommand,
+} from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../src/aws/clients.js';
 import { reconcile, hasProblems } from '../src/resources.js';
@@ -61,7 +66,9 @@ describe('reconcile (init)', () => {
       await reconcile(c, drifted, 'apply');
       const url = (await c.sqs.send(new GetQueueUrlCommand({ QueueName: `${drifted.prefix}-queue` }))).QueueUrl!;
       const dlqUrl = (await c.sqs.send(new GetQueueUrlCommand({ QueueName: `${drifted.prefix}-dlq` }))).QueueUrl!;
-      const dlqArn = (await c.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+      const dlqArn = (
+        await c.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))
+      ).Attributes!.QueueArn!;
       await c.sqs.send(
         new SetQueueAttributesCommand({
           QueueUrl: url,
@@ -81,7 +88,8 @@ describe('reconcile (init)', () => {
       expect(verify.fix).toMatch(/eve-world-aws init/);
       expect((await reconcile(c, drifted, 'dry-run')).find((r) => r.kind === 'queue')?.state).toBe('would-update');
       expect((await reconcile(c, drifted, 'apply')).find((r) => r.kind === 'queue')?.state).toBe('updated');
-      const attrs = (await c.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }))).Attributes!;
+      const attrs = (await c.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] })))
+        .Attributes!;
       expect(attrs.VisibilityTimeout).toBe('900');
       expect(JSON.parse(attrs.RedrivePolicy!).maxReceiveCount).toBe(10);
       expect((await reconcile(c, drifted, 'verify')).every((r) => r.state === 'present')).toBe(true);

@@ -55,7 +55,9 @@ function localCredentials(endpoint: string | undefined) {
 const LONG_POLL_ALLOWANCE_MS = 30_000;
 
 function timeouts(config: Pick<WorldConfig, 'connectTimeoutMs' | 'requestTimeoutMs'>, extraMs = 0) {
-  return { requestHandler: { connectionTimeout: config.connectTimeoutMs, requestTimeout: config.requestTimeoutMs + extraMs } };
+  return {
+    requestHandler: { connectionTimeout: config.connectTimeoutMs, requestTimeout: config.requestTimeoutMs + extraMs },
+  };
 }
 
 export function createClients(config: WorldConfig): AwsClients {
@@ -64,7 +66,12 @@ export function createClients(config: WorldConfig): AwsClients {
   const { dynamodb, sqs, s3, scheduler } = config.endpoints;
   return {
     ddb: new DynamoDBClient({ ...base, endpoint: dynamodb, credentials: localCredentials(dynamodb) }),
-    sqs: new SQSClient({ ...base, ...timeouts(config, LONG_POLL_ALLOWANCE_MS), endpoint: sqs, credentials: localCredentials(sqs) }),
+    sqs: new SQSClient({
+      ...base,
+      ...timeouts(config, LONG_POLL_ALLOWANCE_MS),
+      endpoint: sqs,
+      credentials: localCredentials(sqs),
+    }),
     s3: lazy(async () => {
       const { S3Client } = await import('@aws-sdk/client-s3');
       return new S3Client({

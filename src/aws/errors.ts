@@ -55,9 +55,15 @@ export function isTransactionCanceled(err: unknown): boolean {
  * With `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` a failed condition also carries `Item`.
  * Empty when the error is not a cancellation.
  */
-export function cancellationReasons(err: unknown): { Code?: string; Message?: string; Item?: Record<string, unknown> }[] {
+export function cancellationReasons(
+  err: unknown,
+): { Code?: string; Message?: string; Item?: Record<string, unknown> }[] {
   if (!isTransactionCanceled(err)) return [];
-  return (asAws(err).CancellationReasons ?? []) as { Code?: string; Message?: string; Item?: Record<string, unknown> }[];
+  return (asAws(err).CancellationReasons ?? []) as {
+    Code?: string;
+    Message?: string;
+    Item?: Record<string, unknown>;
+  }[];
 }
 
 const THROTTLING = new Set([
@@ -96,7 +102,10 @@ export function isNotFound(err: unknown): boolean {
 
 /** The request was malformed or broke a service limit (e.g. a DynamoDB item over 400 KB). */
 export function isValidation(err: unknown): boolean {
-  return hasName(err, new Set(['ValidationException', 'ValidationError', 'InvalidParameterValue', 'InvalidParameterValueException']));
+  return hasName(
+    err,
+    new Set(['ValidationException', 'ValidationError', 'InvalidParameterValue', 'InvalidParameterValueException']),
+  );
 }
 
 /** SQS refused a body over the queue's MaximumMessageSize. */
@@ -107,13 +116,20 @@ export function isMessageTooLong(err: unknown): boolean {
 
 /** A resource with this name exists already (e.g. a retried CreateSchedule). */
 export function isConflict(err: unknown): boolean {
-  return hasName(err, new Set(['ConflictException', 'ResourceInUseException', 'QueueAlreadyExists'])) || httpStatusOf(err) === 409;
+  return (
+    hasName(err, new Set(['ConflictException', 'ResourceInUseException', 'QueueAlreadyExists'])) ||
+    httpStatusOf(err) === 409
+  );
 }
 
 /** The endpoint does not implement the call (emulators): callers skip optional features. */
 export function isUnsupported(err: unknown): boolean {
   const status = httpStatusOf(err);
-  return hasName(err, new Set(['NotImplemented', 'InvalidAction', 'UnknownOperationException'])) || status === 501 || status === 405;
+  return (
+    hasName(err, new Set(['NotImplemented', 'InvalidAction', 'UnknownOperationException'])) ||
+    status === 501 ||
+    status === 405
+  );
 }
 
 /** The service failed on its side (5xx), i.e. worth retrying later. */
@@ -144,13 +160,20 @@ export function isTransportError(err: unknown): boolean {
 export function toWorldError(err: unknown, what: string, field?: string): unknown {
   if (err instanceof ThrottleError || err instanceof WorkflowWorldError) return err;
   if (isThrottling(err)) {
-    return new ThrottleError(`${what}: AWS kept throttling after the SDK's retries (${namesOf(err)[0] ?? 'HTTP 429'})`, {
-      retryAfter: 1,
-    });
+    return new ThrottleError(
+      `${what}: AWS kept throttling after the SDK's retries (${namesOf(err)[0] ?? 'HTTP 429'})`,
+      {
+        retryAfter: 1,
+      },
+    );
   }
   if (isValidation(err)) {
     const msg = asAws(err).message ?? 'request rejected';
-    return new WorkflowWorldError(`${what}: ${field ? `${field}: ` : ''}${msg}`, { status: 400, code: 'INVALID_ARGUMENT', field });
+    return new WorkflowWorldError(`${what}: ${field ? `${field}: ` : ''}${msg}`, {
+      status: 400,
+      code: 'INVALID_ARGUMENT',
+      field,
+    });
   }
   return err;
 }

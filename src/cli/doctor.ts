@@ -33,7 +33,15 @@ export interface DoctorOptions {
   maxSkewSeconds?: number;
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 const REJECTED = new Set([
   'UnrecognizedClientException',
   'InvalidClientTokenId',
@@ -69,7 +77,10 @@ export interface ClockSample {
  * it nearest zero (0 when the interval contains zero: no skew measurable at this resolution), so
  * only skew that is certain counts against the limit.
  */
-export function assessSkew(sample: ClockSample, maxSkewMs: number): { skewMs: number; lowMs: number; highMs: number; ok: boolean } {
+export function assessSkew(
+  sample: ClockSample,
+  maxSkewMs: number,
+): { skewMs: number; lowMs: number; highMs: number; ok: boolean } {
   const date = Date.parse(sample.serverDate);
   const lowMs = date - sample.receivedAt;
   const highMs = date + 1000 - sample.sentAt;
@@ -96,7 +107,6 @@ function sampleClock(clients: AwsClients): ClockSample[] {
   return samples;
 }
 
-
 /**
  * Custom endpoints (emulators, VPC endpoints) are probed with a plain TCP connect first: the SDK
  * retries a refused connection with backoff for many seconds before it gives up, and it would not
@@ -106,9 +116,13 @@ async function checkEndpoints(config: WorldConfig): Promise<Check> {
   const check = 'endpoints';
   const { dynamodb, sqs, s3 } = config.endpoints;
   const eps = Object.entries({ dynamodb, sqs, s3 }).filter((e): e is [string, string] => typeof e[1] === 'string');
-  if (eps.length === 0) return { check, status: 'pass', details: `AWS default endpoints${config.region ? ` in ${config.region}` : ''}` };
-  const down = (await Promise.all(eps.map(async ([k, v]) => ((await canConnect(v, 2000)) ? undefined : `${k} ${v}`)))).filter((x): x is string => !!x);
-  if (down.length === 0) return { check, status: 'pass', details: `${eps.map(([k, v]) => `${k} ${v}`).join(', ')} reachable` };
+  if (eps.length === 0)
+    return { check, status: 'pass', details: `AWS default endpoints${config.region ? ` in ${config.region}` : ''}` };
+  const down = (
+    await Promise.all(eps.map(async ([k, v]) => ((await canConnect(v, 2000)) ? undefined : `${k} ${v}`)))
+  ).filter((x): x is string => !!x);
+  if (down.length === 0)
+    return { check, status: 'pass', details: `${eps.map(([k, v]) => `${k} ${v}`).join(', ')} reachable` };
   return {
     check,
     status: 'fail',
@@ -137,7 +151,12 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
       };
     }
     if (e?.message === 'Region is missing') {
-      return { check, status: 'fail', details: 'no AWS region configured', fix: 'set AWS_REGION (e.g. us-east-1) or a profile region' };
+      return {
+        check,
+        status: 'fail',
+        details: 'no AWS region configured',
+        fix: 'set AWS_REGION (e.g. us-east-1) or a profile region',
+      };
     }
     if (e?.name === 'CredentialsProviderError') {
       return {
@@ -148,7 +167,12 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
       };
     }
     if (e?.name && REJECTED.has(e.name)) {
-      return { check, status: 'fail', details: `credentials rejected (${e.name}: ${e.message})`, fix: 'refresh or replace the credentials (an expired session, a wrong key or a wrong account)' };
+      return {
+        check,
+        status: 'fail',
+        details: `credentials rejected (${e.name}: ${e.message})`,
+        fix: 'refresh or replace the credentials (an expired session, a wrong key or a wrong account)',
+      };
     }
     if (e?.name === 'AccessDeniedException' || e?.name === 'AccessDenied') {
       return {
@@ -158,7 +182,12 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
         fix: 'attach the policy printed by `eve-world-aws init --print-iam-policy` (plus Describe* for doctor)',
       };
     }
-    return { check, status: 'fail', details: `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`, fix: 'see the error; EVE_WORLD_AWS_DEBUG=1 shows details' };
+    return {
+      check,
+      status: 'fail',
+      details: `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`,
+      fix: 'see the error; EVE_WORLD_AWS_DEBUG=1 shows details',
+    };
   }
 }
 
@@ -185,8 +214,21 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
     config = loadConfig(opts.env ?? process.env);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    checks.push({ check: 'configuration', status: 'fail', details: err.message, fix: `set ${err.variable} to a valid value (example in the message)` });
-    for (const c of ['endpoints', 'credentials', 'table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket', 'clock skew']) {
+    checks.push({
+      check: 'configuration',
+      status: 'fail',
+      details: err.message,
+      fix: `set ${err.variable} to a valid value (example in the message)`,
+    });
+    for (const c of [
+      'endpoints',
+      'credentials',
+      'table schema',
+      'dead-letter queue',
+      'queue + redrive policy',
+      'bucket',
+      'clock skew',
+    ]) {
       checks.push({ check: c, status: 'skip', details: 'needs a valid configuration' });
     }
     return checks;
@@ -200,7 +242,14 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
   const eps = await checkEndpoints(config);
   checks.push(eps);
   if (eps.status !== 'pass') {
-    for (const c of ['credentials', 'table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket', 'clock skew']) {
+    for (const c of [
+      'credentials',
+      'table schema',
+      'dead-letter queue',
+      'queue + redrive policy',
+      'bucket',
+      'clock skew',
+    ]) {
       checks.push({ check: c, status: 'skip', details: 'needs reachable endpoints' });
     }
     return checks;
@@ -258,10 +307,21 @@ export function clockCheck(samples: ClockSample[], maxSkewMs: number): Check {
 export function renderChecks(checks: Check[], color = colorEnabled()): string {
   const p = palette(color);
   const paint = (s: CheckStatus) => (s === 'pass' ? p.green('pass') : s === 'fail' ? p.red('FAIL') : p.dim('skip'));
-  const out = [renderTable(['Check', 'Result', 'Details'], checks.map((c) => [c.check, paint(c.status), c.details]), color)];
-  for (const c of checks.filter((x) => x.status === 'fail')) out.push(`${p.red('x')} ${c.check}: ${c.details}\n  fix: ${c.fix ?? 'see the details'}`);
+  const out = [
+    renderTable(
+      ['Check', 'Result', 'Details'],
+      checks.map((c) => [c.check, paint(c.status), c.details]),
+      color,
+    ),
+  ];
+  for (const c of checks.filter((x) => x.status === 'fail'))
+    out.push(`${p.red('x')} ${c.check}: ${c.details}\n  fix: ${c.fix ?? 'see the details'}`);
   const failed = checks.filter((c) => c.status === 'fail').length;
-  out.push(failed === 0 ? `All ${checks.filter((c) => c.status === 'pass').length} checks passed.` : `${failed} check${failed === 1 ? '' : 's'} failed (see the fix above).`);
+  out.push(
+    failed === 0
+      ? `All ${checks.filter((c) => c.status === 'pass').length} checks passed.`
+      : `${failed} check${failed === 1 ? '' : 's'} failed (see the fix above).`,
+  );
   return `${out.join('\n')}\n`;
 }
 

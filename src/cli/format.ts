@@ -79,7 +79,14 @@ export function hex(bytes: Uint8Array): string {
 /** Serialization format prefixes of @workflow/core payloads (4 ASCII bytes). */
 const OPAQUE_FORMATS = new Set(['encr', 'encp', 'gzip', 'zstd']);
 
-const DEVALUE_SPECIAL: Record<number, unknown> = { [-1]: undefined, [-2]: undefined, [-3]: Number.NaN, [-4]: Number.POSITIVE_INFINITY, [-5]: Number.NEGATIVE_INFINITY, [-6]: -0 };
+const DEVALUE_SPECIAL: Record<number, unknown> = {
+  [-1]: undefined,
+  [-2]: undefined,
+  [-3]: Number.NaN,
+  [-4]: Number.POSITIVE_INFINITY,
+  [-5]: Number.NEGATIVE_INFINITY,
+  [-6]: -0,
+};
 
 /**
  * Display-only reading of devalue text (the runtime's `devl` payloads): devalue stores values in
@@ -113,10 +120,12 @@ export function fromDevalue(text: string): { value: unknown } | undefined {
     if (Array.isArray(v)) {
       if (typeof v[0] === 'string') {
         const [tag, ...args] = v as [string, ...unknown[]];
-        if (tag === 'Date' || tag === 'BigInt' || tag === 'RegExp' || tag === 'ArrayBuffer' || tag === 'URL') out = tag === 'BigInt' ? `${args[0]}n` : args[0];
+        if (tag === 'Date' || tag === 'BigInt' || tag === 'RegExp' || tag === 'ArrayBuffer' || tag === 'URL')
+          out = tag === 'BigInt' ? `${args[0]}n` : args[0];
         else if (tag === 'Map') {
           const m: Record<string, unknown> = {};
-          for (let k = 0; k + 1 < args.length; k += 2) m[String(hydrate(args[k], depth + 1))] = hydrate(args[k + 1], depth + 1);
+          for (let k = 0; k + 1 < args.length; k += 2)
+            m[String(hydrate(args[k], depth + 1))] = hydrate(args[k + 1], depth + 1);
           out = { Map: m };
         } else if (tag === 'Set') out = { Set: args.map((a) => hydrate(a, depth + 1)) };
         else if (tag === 'null') {
@@ -124,8 +133,8 @@ export function fromDevalue(text: string): { value: unknown } | undefined {
           const o: Record<string, unknown> = {};
           for (let k = 0; k + 1 < args.length; k += 2) o[String(args[k])] = hydrate(args[k + 1], depth + 1);
           out = o;
-        }
-        else out = { [tag]: args.length === 1 ? hydrate(args[0], depth + 1) : args.map((a) => hydrate(a, depth + 1)) };
+        } else
+          out = { [tag]: args.length === 1 ? hydrate(args[0], depth + 1) : args.map((a) => hydrate(a, depth + 1)) };
       } else {
         out = v.map((x) => hydrate(x, depth + 1));
       }

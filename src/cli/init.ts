@@ -73,9 +73,21 @@ const STATE_LABEL: Record<ResourceReport['state'], string> = {
 export function renderReports(reports: ResourceReport[], mode: ReconcileMode): string {
   const p = palette();
   const paint = (s: ResourceReport['state']) =>
-    s === 'drift' || s === 'missing' ? p.red(STATE_LABEL[s]) : s === 'created' || s === 'updated' ? p.green(STATE_LABEL[s]) : s === 'would-create' || s === 'would-update' ? p.yellow(STATE_LABEL[s]) : STATE_LABEL[s];
-  const out = [renderTable(['Resource', 'Name', 'State', 'Details'], reports.map((r) => [r.kind, r.name, paint(r.state), r.details.join('\n')]))];
-  for (const r of reports.filter((x) => x.fix)) out.push(`${p.red('x')} ${r.kind} ${r.name}: ${r.details.join('; ')}\n  fix: ${r.fix}`);
+    s === 'drift' || s === 'missing'
+      ? p.red(STATE_LABEL[s])
+      : s === 'created' || s === 'updated'
+        ? p.green(STATE_LABEL[s])
+        : s === 'would-create' || s === 'would-update'
+          ? p.yellow(STATE_LABEL[s])
+          : STATE_LABEL[s];
+  const out = [
+    renderTable(
+      ['Resource', 'Name', 'State', 'Details'],
+      reports.map((r) => [r.kind, r.name, paint(r.state), r.details.join('\n')]),
+    ),
+  ];
+  for (const r of reports.filter((x) => x.fix))
+    out.push(`${p.red('x')} ${r.kind} ${r.name}: ${r.details.join('; ')}\n  fix: ${r.fix}`);
   out.push(summary(reports, mode));
   return `${out.join('\n')}\n`;
 }

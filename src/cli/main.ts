@@ -18,11 +18,21 @@ import { tailCommand } from './tail.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
 
 /** One line per command; each factory returns a fully configured commander `Command`. */
-const COMMANDS: Array<() => Command> = [initCommand, emulateCommand, demoCommand, tailCommand, runsCommand, redriveCommand, doctorCommand];
+const COMMANDS: Array<() => Command> = [
+  initCommand,
+  emulateCommand,
+  demoCommand,
+  tailCommand,
+  runsCommand,
+  redriveCommand,
+  doctorCommand,
+];
 
 function version(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
     return pkg.version ?? '0.0.0';
   } catch {
     return '0.0.0';
@@ -37,7 +47,9 @@ function configure(cmd: Command): void {
 
 export function buildProgram(): Command {
   const program = new Command('eve-world-aws')
-    .description('Workflow DevKit World on DynamoDB + SQS + S3: set up and check AWS resources, run a local emulator, follow runs, replay dead letters.')
+    .description(
+      'Workflow DevKit World on DynamoDB + SQS + S3: set up and check AWS resources, run a local emulator, follow runs, replay dead letters.',
+    )
     .version(version(), '-V, --version')
     .addHelpText(
       'after',

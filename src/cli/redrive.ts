@@ -14,7 +14,6 @@ import { moveDlqMessages, renderMoveSummary } from './redrive/dlq-mover.js';
 import { redriveStranded, renderStranded } from './redrive/stranded.js';
 import { withWorld } from './world.js';
 
-
 interface RedriveOptions {
   run?: string;
   dryRun?: boolean;
@@ -26,7 +25,10 @@ interface RedriveOptions {
 }
 
 function parseNamespace(v: string): string {
-  if (!/^[a-z][a-z0-9]*$/.test(v)) throw new InvalidArgumentError('must be lowercase letters and digits, starting with a letter (e.g. eve6576652d64656d6f).');
+  if (!/^[a-z][a-z0-9]*$/.test(v))
+    throw new InvalidArgumentError(
+      'must be lowercase letters and digits, starting with a letter (e.g. eve6576652d64656d6f).',
+    );
   return v;
 }
 
@@ -37,9 +39,21 @@ export function redriveCommand(): Command {
     .option('--dry-run', 'show what would be moved or enqueued and change nothing')
     .option('--limit <n>', 'move at most this many messages', parsePositiveInt)
     .option('--json', 'print the result as JSON')
-    .option('--stranded', 'instead of the DLQ: find active runs that nothing will wake and re-enqueue their continuation')
-    .option('--older-than <duration>', 'with --stranded: only runs idle (no new event) for this long', parseDuration, 3_600_000)
-    .option('--namespace <ns>', 'with --stranded: queue namespace of the app (default: $WORKFLOW_QUEUE_NAMESPACE; eve agents use eve<hex of the agent name>)', parseNamespace)
+    .option(
+      '--stranded',
+      'instead of the DLQ: find active runs that nothing will wake and re-enqueue their continuation',
+    )
+    .option(
+      '--older-than <duration>',
+      'with --stranded: only runs idle (no new event) for this long',
+      parseDuration,
+      3_600_000,
+    )
+    .option(
+      '--namespace <ns>',
+      'with --stranded: queue namespace of the app (default: $WORKFLOW_QUEUE_NAMESPACE; eve agents use eve<hex of the agent name>)',
+      parseNamespace,
+    )
     .addHelpText(
       'after',
       `
@@ -60,10 +74,15 @@ Examples:
 Exit codes: 0 done; 1 a message could not be moved or an AWS error; 2 bad usage or configuration.`,
     )
     .action(async (opts: RedriveOptions) => {
-      if (opts.stranded && (opts.run || opts.limit)) throw new CliError('--run and --limit apply to the DLQ mode, not --stranded', 2);
+      if (opts.stranded && (opts.run || opts.limit))
+        throw new CliError('--run and --limit apply to the DLQ mode, not --stranded', 2);
       await withWorld({}, async (w) => {
         if (opts.stranded) {
-          const s = await redriveStranded(w, { olderThanMs: opts.olderThan, dryRun: opts.dryRun, namespace: opts.namespace });
+          const s = await redriveStranded(w, {
+            olderThanMs: opts.olderThan,
+            dryRun: opts.dryRun,
+            namespace: opts.namespace,
+          });
           if (opts.json) printJson({ mode: 'stranded', ...s });
           else process.stdout.write(renderStranded(s));
           return;

@@ -25,8 +25,12 @@ interface RunsOptions {
 /** `--status failed,cancelled` (and repeatable) -> validated list. */
 function parseStatus(value: string, previous: RunStatus[] | undefined): RunStatus[] {
   const out = [...(previous ?? [])];
-  for (const s of value.split(',').map((x) => x.trim()).filter(Boolean)) {
-    if (!(RUN_STATUSES as readonly string[]).includes(s)) throw new InvalidArgumentError(`must be one of ${RUN_STATUSES.join(', ')} (got "${s}").`);
+  for (const s of value
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)) {
+    if (!(RUN_STATUSES as readonly string[]).includes(s))
+      throw new InvalidArgumentError(`must be one of ${RUN_STATUSES.join(', ')} (got "${s}").`);
     if (!out.includes(s as RunStatus)) out.push(s as RunStatus);
   }
   return out;
@@ -67,7 +71,13 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
   const p = palette(color);
   const rows = runs.map((r) => {
     const rec = runRow(r, now);
-    return [rec.runId, rec.workflowName, p[STATUS_PAINT[rec.status]](rec.status), formatTime(rec.startedAt ?? rec.createdAt), formatDuration(rec.durationMs)];
+    return [
+      rec.runId,
+      rec.workflowName,
+      p[STATUS_PAINT[rec.status]](rec.status),
+      formatTime(rec.startedAt ?? rec.createdAt),
+      formatDuration(rec.durationMs),
+    ];
   });
   const more = hasMore ? `\n${p.dim(`More runs exist; raise --limit (showing ${runs.length}).`)}` : '';
   return `${renderTable(['Run', 'Workflow', 'Status', 'Started', 'Duration'], rows, color)}${more}\n`;
@@ -76,8 +86,15 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
 export function runsCommand(): Command {
   return new Command('runs')
     .description('List recent runs (newest first): id, workflow, status, started, duration')
-    .option('--status <status>', `only runs with this status: ${RUN_STATUSES.join(', ')} (comma-separated or repeated)`, parseStatus)
-    .option('--workflow <name>', 'only runs of this workflow (the workflow name the runtime records, e.g. workflow//./src/x//fn)')
+    .option(
+      '--status <status>',
+      `only runs with this status: ${RUN_STATUSES.join(', ')} (comma-separated or repeated)`,
+      parseStatus,
+    )
+    .option(
+      '--workflow <name>',
+      'only runs of this workflow (the workflow name the runtime records, e.g. workflow//./src/x//fn)',
+    )
     .option('--limit <n>', 'how many runs to show', parsePositiveInt, 20)
     .option('--json', 'print {runs: [...], hasMore} as JSON')
     .addHelpText(

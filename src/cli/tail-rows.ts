@@ -116,7 +116,17 @@ export function stepRow(step: Step): StepRow {
  * Left out of the one-line preview (still in `data`): fields shown in their own column, and the
  * runtime's step-latency telemetry, which would crowd out the payload.
  */
-const PREVIEW_SKIP = new Set(['stepName', 'workflowName', 'ttfs', 'stso', 'stepCount', 'eventCount', 'rsfs', 'finalSchedulingReplay', 'optimizations']);
+const PREVIEW_SKIP = new Set([
+  'stepName',
+  'workflowName',
+  'ttfs',
+  'stso',
+  'stepCount',
+  'eventCount',
+  'rsfs',
+  'finalSchedulingReplay',
+  'optimizations',
+]);
 
 export function eventRow(ev: Event, stepNames: ReadonlyMap<string, string>): EventRow {
   const data = (ev as { eventData?: unknown }).eventData;
@@ -189,7 +199,8 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
   const idleMaxMs = 1000;
   const fastMs = opts.intervalMs ?? 200;
   const graceMs = opts.streamGraceMs ?? 10_000;
-  let eventCursor: string | undefined = opts.since !== undefined && opts.since > 1 ? encodeEventCursor(opts.since - 1) : undefined;
+  let eventCursor: string | undefined =
+    opts.since !== undefined && opts.since > 1 ? encodeEventCursor(opts.since - 1) : undefined;
   let lastRun: string | undefined;
   const stepSeen = new Map<string, string>();
   const stepNames = new Map<string, string>();
@@ -214,7 +225,11 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
     // pointers are followed is decided by how the World was opened (--data).
     const fresh: Event[] = [];
     for (;;) {
-      const page = await world.events.list({ runId, pagination: { cursor: eventCursor, limit: 1000 }, resolveData: 'all' });
+      const page = await world.events.list({
+        runId,
+        pagination: { cursor: eventCursor, limit: 1000 },
+        resolveData: 'all',
+      });
       fresh.push(...page.data);
       if (page.cursor) eventCursor = page.cursor;
       if (!page.hasMore || page.data.length === 0) break;
@@ -225,7 +240,11 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
       const all: Step[] = [];
       let cursor: string | undefined;
       do {
-        const page = await world.steps.list({ runId, pagination: { cursor, limit: 1000, sortOrder: 'asc' }, resolveData: 'none' });
+        const page = await world.steps.list({
+          runId,
+          pagination: { cursor, limit: 1000, sortOrder: 'asc' },
+          resolveData: 'none',
+        });
         all.push(...page.data);
         cursor = page.hasMore ? (page.cursor ?? undefined) : undefined;
       } while (cursor);
@@ -284,7 +303,9 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
       if (open.length === 0) return;
       terminalSince ??= Date.now();
       if (Date.now() - terminalSince >= graceMs) {
-        opts.onNotice?.(`the run is ${rec.status} but stream${open.length === 1 ? '' : 's'} ${open.join(', ')} never closed; stopped waiting after ${graceMs} ms`);
+        opts.onNotice?.(
+          `the run is ${rec.status} but stream${open.length === 1 ? '' : 's'} ${open.join(', ')} never closed; stopped waiting after ${graceMs} ms`,
+        );
         return;
       }
     }

@@ -121,16 +121,19 @@ export function EventLog({ events, max, width, color }: { events: EventRow[]; ma
   return (
     <Box flexDirection="column">
       <Text bold>
-        {'#'.padStart(COL.slot)} {'event'.padEnd(COL.type)} {'correlation id'.padEnd(COL.corr)} {'step'.padEnd(COL.step)}{' '}
-        {'time'.padEnd(COL.time)} data
+        {'#'.padStart(COL.slot)} {'event'.padEnd(COL.type)} {'correlation id'.padEnd(COL.corr)}{' '}
+        {'step'.padEnd(COL.step)} {'time'.padEnd(COL.time)} data
       </Text>
-      {hidden > 0 ? <Label color={color}>{`${''.padStart(COL.slot)} … ${hidden} earlier event${hidden === 1 ? '' : 's'}`}</Label> : null}
+      {hidden > 0 ? (
+        <Label color={color}>{`${''.padStart(COL.slot)} … ${hidden} earlier event${hidden === 1 ? '' : 's'}`}</Label>
+      ) : null}
       {shown.length === 0 ? <Label color={color}>{''.padStart(COL.slot)} (no events yet)</Label> : null}
       {shown.map((e) => (
         <Text key={e.slot} wrap="truncate">
-          {String(e.slot).padStart(COL.slot)} <Text color={color ? eventColor(e.eventType) : undefined}>{cell(e.eventType, COL.type)}</Text>{' '}
-          {cell(e.correlationId ?? '-', COL.corr)} {cell(e.stepName ? shortName(e.stepName) : '-', COL.step)} {cell(formatClock(e.createdAt), COL.time)}{' '}
-          {truncate(e.preview, previewWidth)}
+          {String(e.slot).padStart(COL.slot)}{' '}
+          <Text color={color ? eventColor(e.eventType) : undefined}>{cell(e.eventType, COL.type)}</Text>{' '}
+          {cell(e.correlationId ?? '-', COL.corr)} {cell(e.stepName ? shortName(e.stepName) : '-', COL.step)}{' '}
+          {cell(formatClock(e.createdAt), COL.time)} {truncate(e.preview, previewWidth)}
         </Text>
       ))}
     </Box>
@@ -163,7 +166,8 @@ export function StepsTable({ steps, max, color }: { steps: StepRow[]; max: numbe
       {steps.length > shown.length ? <Label color={color}>… {steps.length - shown.length} earlier steps</Label> : null}
       {shown.map((s) => (
         <Text key={s.stepId} wrap="truncate">
-          {cell(shortName(s.stepName), w.name)} {cell(s.stepId, w.id)} <Text color={color ? STATUS_COLOR[s.status] : undefined}>{s.status.padEnd(w.status)}</Text>{' '}
+          {cell(shortName(s.stepName), w.name)} {cell(s.stepId, w.id)}{' '}
+          <Text color={color ? STATUS_COLOR[s.status] : undefined}>{s.status.padEnd(w.status)}</Text>{' '}
           {String(s.attempt).padEnd(7)} {formatDuration(s.durationMs)}
           {s.error ? ` ${truncate(s.error, 60)}` : ''}
         </Text>
@@ -188,7 +192,9 @@ export function Streams({ streams, maxLines, color }: { streams: StreamState[]; 
                 ({s.chunks.length} chunk{s.chunks.length === 1 ? '' : 's'}, {s.done ? 'closed' : 'open'})
               </Label>
             </Text>
-            {lines.length > shown.length ? <Label color={color}> … {lines.length - shown.length} earlier lines</Label> : null}
+            {lines.length > shown.length ? (
+              <Label color={color}> … {lines.length - shown.length} earlier lines</Label>
+            ) : null}
             {shown.map((l, i) => (
               // biome-ignore lint/suspicious/noArrayIndexKey: lines have no identity beyond their position
               <Text key={i} wrap="truncate">
@@ -216,14 +222,25 @@ export interface TailViewProps {
   follow?: boolean;
 }
 
-export function TailView({ runId, state, now, columns = 120, rows = Number.POSITIVE_INFINITY, color = false, follow = true }: TailViewProps) {
+export function TailView({
+  runId,
+  state,
+  now,
+  columns = 120,
+  rows = Number.POSITIVE_INFINITY,
+  color = false,
+  follow = true,
+}: TailViewProps) {
   const steps = [...state.steps.values()];
   const streams = [...state.streams.values()];
   const finite = Number.isFinite(rows);
   const maxSteps = finite ? 8 : Number.POSITIVE_INFINITY;
   const maxLines = finite ? 6 : Number.POSITIVE_INFINITY;
   // What is left of the screen after the header, tables, streams and spacing goes to the event log.
-  const reserved = 4 + (steps.length ? Math.min(steps.length, maxSteps) + 2 : 0) + streams.reduce((n, s) => n + 2 + Math.min(maxLines, s.chunks.length * 2), 0);
+  const reserved =
+    4 +
+    (steps.length ? Math.min(steps.length, maxSteps) + 2 : 0) +
+    streams.reduce((n, s) => n + 2 + Math.min(maxLines, s.chunks.length * 2), 0);
   const maxEvents = finite ? Math.max(5, rows - reserved - 3) : Number.POSITIVE_INFINITY;
   return (
     <Box flexDirection="column" width={columns}>

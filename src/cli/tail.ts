@@ -78,8 +78,16 @@ export function plainSink(out: NodeJS.WritableStream = process.stdout): TailSink
  * The live ink view; `follow: false` renders everything once (no height limit). ink and React are
  * loaded only here, so the other commands (and piped tails) do not pay for them at startup.
  */
-export async function inkSink(runId: string, follow: boolean, stdout: NodeJS.WriteStream = process.stdout): Promise<TailSink> {
-  const [{ render }, { createElement }, view] = await Promise.all([import('ink'), import('react'), import('./tail-view.js')]);
+export async function inkSink(
+  runId: string,
+  follow: boolean,
+  stdout: NodeJS.WriteStream = process.stdout,
+): Promise<TailSink> {
+  const [{ render }, { createElement }, view] = await Promise.all([
+    import('ink'),
+    import('react'),
+    import('./tail-view.js'),
+  ]);
   let state = view.emptyTailState();
   const color = colorEnabled(stdout);
   const tree = () =>
@@ -130,7 +138,11 @@ export async function runTail(runId: string, opts: TailOptions): Promise<void> {
       pipeClosed = true;
       ac.abort();
     });
-    const sink = opts.json ? ndjsonSink() : process.stdout.isTTY && TUI_PEERS.every(isInstalled) ? await inkSink(runId, opts.follow) : plainSink();
+    const sink = opts.json
+      ? ndjsonSink()
+      : process.stdout.isTTY && TUI_PEERS.every(isInstalled)
+        ? await inkSink(runId, opts.follow)
+        : plainSink();
     let last: RunRow | undefined;
     try {
       for await (const rec of followRun(w.world, runId, {
@@ -168,9 +180,18 @@ export function tailCommand(): Command {
     .option('--no-follow', 'print a snapshot of the run now and exit')
     .option('--json', 'print NDJSON records (kind: run, event, step, stream, chunk) for jq')
     .option('--since <slot>', 'start the event log at this slot (1 = the first event)', parsePositiveInt)
-    .option('--stream <name>', 'show only this stream (repeatable; default: every stream of the run)', collect, [] as string[])
+    .option(
+      '--stream <name>',
+      'show only this stream (repeatable; default: every stream of the run)',
+      collect,
+      [] as string[],
+    )
     .option('--data', 'resolve S3 pointers in event data (reads S3); without it large values show as <s3 key>')
-    .option('--interval <ms>', 'fastest poll interval while data flows (idle polling backs off to 1 s)', parsePositiveInt)
+    .option(
+      '--interval <ms>',
+      'fastest poll interval while data flows (idle polling backs off to 1 s)',
+      parsePositiveInt,
+    )
     .addHelpText(
       'after',
       `

@@ -46,11 +46,18 @@ export interface Consumer extends Pick<Queue, 'createQueueHandler'> {
 }
 
 /** Where deliveries go over HTTP: `config.flowUrl`, else the local `eve start` flow route. */
-export function defaultFlowUrl(flowUrl: string | undefined, env: Record<string, string | undefined> = process.env): string {
+export function defaultFlowUrl(
+  flowUrl: string | undefined,
+  env: Record<string, string | undefined> = process.env,
+): string {
   return flowUrl ?? `http://127.0.0.1:${env.PORT ?? '3000'}${DEFAULT_FLOW_PATH}`;
 }
 
-export function createConsumer(ctx: WorldContext, transport: SqsTransport, options: CreateConsumerOptions = {}): Consumer {
+export function createConsumer(
+  ctx: WorldContext,
+  transport: SqsTransport,
+  options: CreateConsumerOptions = {},
+): Consumer {
   const { config } = ctx;
   const logger = options.logger ?? consoleLogger;
   const receipts = new SqsReceipts(transport);
@@ -80,7 +87,8 @@ export function createConsumer(ctx: WorldContext, transport: SqsTransport, optio
     const url = defaultFlowUrl(config.flowUrl);
     flowReachable = await canConnect(url);
     if (flowReachable) {
-      if (waitingSince !== undefined) logger.info(`[eve-world-aws] flow route ${url} is reachable; consuming the queue`);
+      if (waitingSince !== undefined)
+        logger.info(`[eve-world-aws] flow route ${url} is reachable; consuming the queue`);
       waitingSince = undefined;
     } else if (waitingSince === undefined) {
       waitingSince = Date.now();
@@ -94,7 +102,8 @@ export function createConsumer(ctx: WorldContext, transport: SqsTransport, optio
 
   return {
     receipts,
-    createQueueHandler: (prefix, handler) => createQueueHandler(prefix, handler, { signingSecret: config.signingSecret }),
+    createQueueHandler: (prefix, handler) =>
+      createQueueHandler(prefix, handler, { signingSecret: config.signingSecret }),
     registerHandler(prefix, handler) {
       handlers.set(prefix, handler);
     },

@@ -29,7 +29,13 @@ import { consoleLogger, type Logger } from '../log.js';
 import { schedulerPort } from '../queue/delays.js';
 import { SqsTransport } from '../queue/transport.js';
 import { CircuitBreaker } from './breaker.js';
-import { DEFAULT_FLOW_PATH, type DeliveryOutcome, deliverMessage, type FlowHandler, type InboundMessage } from './pipeline.js';
+import {
+  DEFAULT_FLOW_PATH,
+  type DeliveryOutcome,
+  deliverMessage,
+  type FlowHandler,
+  type InboundMessage,
+} from './pipeline.js';
 import { SqsReceipts } from './receipts.js';
 
 /** The parts of the Lambda SQS event this handler reads (structurally compatible with @types/aws-lambda). */
@@ -38,7 +44,10 @@ export interface SQSRecord {
   receiptHandle: string;
   body: string;
   attributes: { ApproximateReceiveCount?: string; [k: string]: string | undefined };
-  messageAttributes: Record<string, { stringValue?: string; binaryValue?: string; dataType: string; [k: string]: unknown }>;
+  messageAttributes: Record<
+    string,
+    { stringValue?: string; binaryValue?: string; dataType: string; [k: string]: unknown }
+  >;
   eventSourceARN?: string;
   [k: string]: unknown;
 }
@@ -84,7 +93,9 @@ export function inboundFromRecord(r: SQSRecord): InboundMessage {
   };
 }
 
-export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent, context?: LambdaContextLike) => Promise<SQSBatchResponse> {
+export function createSqsHandler(
+  opts: SqsHandlerOptions = {},
+): (event: SQSEvent, context?: LambdaContextLike) => Promise<SQSBatchResponse> {
   const logger = opts.logger ?? consoleLogger;
   let state:
     | {
@@ -135,7 +146,9 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
     const abort = new AbortController();
     const remaining = context?.getRemainingTimeInMillis?.();
     const deadline =
-      remaining !== undefined ? setTimeout(() => abort.abort(), Math.max(0, remaining - (opts.deadlineMarginMs ?? 2000))) : undefined;
+      remaining !== undefined
+        ? setTimeout(() => abort.abort(), Math.max(0, remaining - (opts.deadlineMarginMs ?? 2000)))
+        : undefined;
 
     // Only records whose outcome is known and positive are reported as successes; anything still
     // running at the deadline (or never started) is a failure, so Lambda never deletes it.
@@ -160,7 +173,9 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
             inFlight: s.inFlight,
           });
         } catch (err) {
-          logger.warn(`[eve-world-aws] delivery of SQS message ${record.messageId} failed, it will be retried: ${String(err)}`);
+          logger.warn(
+            `[eve-world-aws] delivery of SQS message ${record.messageId} failed, it will be retried: ${String(err)}`,
+          );
           outcome = { action: 'keep', reason: 'failed', detail: String(err) };
         }
         if (outcome.action === 'delete' && !abort.signal.aborted) succeeded.add(record.messageId);
@@ -168,13 +183,16 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
       }
     };
     const concurrency = Math.max(1, Math.min(opts.concurrency ?? s.config.consumerConcurrency, records.length || 1));
-    const aborted = new Promise<void>((resolve) => abort.signal.addEventListener('abort', () => resolve(), { once: true }));
+    const aborted = new Promise<void>((resolve) =>
+      abort.signal.addEventListener('abort', () => resolve(), { once: true }),
+    );
     try {
       await Promise.race([Promise.all(Array.from({ length: concurrency }, worker)), aborted]);
     } finally {
       if (deadline) clearTimeout(deadline);
     }
-    if (abort.signal.aborted) logger.warn('[eve-world-aws] Lambda deadline reached; unfinished records are reported as failures');
+    if (abort.signal.aborted)
+      logger.warn('[eve-world-aws] Lambda deadline reached; unfinished records are reported as failures');
     const failures = records.filter((r) => !succeeded.has(r.messageId)).map((r) => r.messageId);
     return { batchItemFailures: failures.map((itemIdentifier) => ({ itemIdentifier })) };
   };

@@ -113,7 +113,9 @@ export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): P
   // 1. decode
   const decoded = envelopeFromMessage(msg.body, msg.attributes);
   if (typeof decoded === 'string') {
-    logger.error(`[eve-world-aws] SQS message ${msg.sqsMessageId} cannot be delivered: ${decoded}; it is kept (SQS retries it, then dead-letters it)`);
+    logger.error(
+      `[eve-world-aws] SQS message ${msg.sqsMessageId} cannot be delivered: ${decoded}; it is kept (SQS retries it, then dead-letters it)`,
+    );
     return settle(msg, undefined, 0, { kind: 'poison', reason: 'malformed', detail: decoded }, deps, logger);
   }
   const envelope = decoded;
@@ -185,7 +187,12 @@ async function dispatch(
     text = await res.text();
   } catch (err) {
     if (deps.signal?.aborted) return { kind: 'aborted' };
-    return { kind: 'outage', reason: 'transport', ambiguous: false, detail: `flow route unreachable (${url}): ${String((err as Error)?.cause ?? err)}` };
+    return {
+      kind: 'outage',
+      reason: 'transport',
+      ambiguous: false,
+      detail: `flow route unreachable (${url}): ${String((err as Error)?.cause ?? err)}`,
+    };
   } finally {
     stopHeartbeat();
   }
@@ -219,7 +226,11 @@ async function settle(
       return { action: 'delete', reason: 'ack', messageId };
 
     case 'hop':
-      await deps.transport.sendPlanned(envelope as Envelope, { kind: 'sqs', delaySeconds: verdict.delaySeconds, deliverAt: verdict.deliverAt });
+      await deps.transport.sendPlanned(envelope as Envelope, {
+        kind: 'sqs',
+        delaySeconds: verdict.delaySeconds,
+        deliverAt: verdict.deliverAt,
+      });
       return { action: 'delete', reason: 'redelayed', messageId };
 
     case 'later':
@@ -237,7 +248,9 @@ async function settle(
       const open = deps.breaker?.failed(messageId ?? msg.sqsMessageId, verdict.detail, verdict.ambiguous) ?? false;
       const outage = open || !verdict.ambiguous;
       if (!outage) return keepFailed(msg, envelope, attempt, 'failed', verdict.detail, deps, logger);
-      logger.warn(`[eve-world-aws] ${where}: ${verdict.detail}; kept for retry (an outage does not count toward the DLQ)`);
+      logger.warn(
+        `[eve-world-aws] ${where}: ${verdict.detail}; kept for retry (an outage does not count toward the DLQ)`,
+      );
       return park(msg, envelope as Envelope, attempt, verdict.reason, verdict.detail, deps);
     }
 
@@ -284,7 +297,9 @@ async function park(
   detail: string,
   deps: DeliveryDeps,
 ): Promise<DeliveryOutcome> {
-  const seconds = deps.breaker?.isOpen ? deps.breaker.cooldownSeconds : failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
+  const seconds = deps.breaker?.isOpen
+    ? deps.breaker.cooldownSeconds
+    : failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
   if (msg.receiveCount >= deps.config.maxReceiveCount - 1) {
     await deps.transport.send({ ...envelope, attemptOffset: attempt }, seconds, { allowScheduler: false });
     return { action: 'delete', reason: 'parked', messageId: envelope.messageId };
@@ -324,7 +339,9 @@ async function defer(
       await deps.receipts.changeVisibility(msg.receiptHandle, seconds);
       return { action: 'keep', reason: 'deferred', messageId: envelope.messageId };
     } catch (err) {
-      logger.warn(`[eve-world-aws] ChangeMessageVisibility(${seconds}) failed for ${envelope.messageId}, re-sending instead: ${String(err)}`);
+      logger.warn(
+        `[eve-world-aws] ChangeMessageVisibility(${seconds}) failed for ${envelope.messageId}, re-sending instead: ${String(err)}`,
+      );
     }
   }
   await deps.transport.send({ ...envelope, attemptOffset: attempt, deliverAt: undefined }, seconds);
@@ -367,7 +384,13 @@ function runIdOf(body: string | undefined): string | undefined {
 }
 
 /** The single DLQ line: emitted when the failing receive is the last one SQS allows. */
-function reportLastReceive(msg: InboundMessage, envelope: Envelope | undefined, config: WorldConfig, logger: Logger, detail: string): void {
+function reportLastReceive(
+  msg: InboundMessage,
+  envelope: Envelope | undefined,
+  config: WorldConfig,
+  logger: Logger,
+  detail: string,
+): void {
   if (msg.receiveCount < config.maxReceiveCount) return;
   const runId = runIdOf(envelope?.body ?? msg.body) ?? 'unknown';
   logger.error(

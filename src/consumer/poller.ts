@@ -89,7 +89,9 @@ export class SqsPoller {
       const drained = Promise.allSettled([...this.inFlight]).then(() => true);
       const timedOut = sleep(this.opts.drainTimeoutMs ?? 30_000).then(() => false);
       if (!(await Promise.race([drained, timedOut]))) {
-        this.logger.warn(`[eve-world-aws] ${this.inFlight.size} deliveries still running at shutdown; releasing them for redelivery`);
+        this.logger.warn(
+          `[eve-world-aws] ${this.inFlight.size} deliveries still running at shutdown; releasing them for redelivery`,
+        );
         this.deliveryController.abort();
         // An in-process handler may ignore the abort: release its copy now instead of waiting.
         await Promise.all([...this.receiptsHeld].map((r) => this.opts.receipts.release(r).catch(() => undefined)));
@@ -129,7 +131,9 @@ export class SqsPoller {
         failures = 0;
         if (probing && messages.length === 0) breaker?.neutral();
         if (this.closed) {
-          await Promise.all(messages.map((m) => this.opts.receipts.release(m.ReceiptHandle ?? '').catch(() => undefined)));
+          await Promise.all(
+            messages.map((m) => this.opts.receipts.release(m.ReceiptHandle ?? '').catch(() => undefined)),
+          );
           break;
         }
         for (const m of messages) this.track(this.handle(inboundFromSdk(m)));
@@ -166,10 +170,16 @@ export class SqsPoller {
   private async deliver(msg: InboundMessage): Promise<void> {
     let outcome: DeliveryOutcome;
     try {
-      outcome = await deliverMessage(msg, { ...this.opts, signal: this.deliveryController.signal, inFlight: this.handling });
+      outcome = await deliverMessage(msg, {
+        ...this.opts,
+        signal: this.deliveryController.signal,
+        inFlight: this.handling,
+      });
     } catch (err) {
       // An SQS/S3 call inside the pipeline failed (e.g. sending the next hop): keep the copy.
-      this.logger.warn(`[eve-world-aws] delivery of SQS message ${msg.sqsMessageId} failed, it will be retried: ${String(err)}`);
+      this.logger.warn(
+        `[eve-world-aws] delivery of SQS message ${msg.sqsMessageId} failed, it will be retried: ${String(err)}`,
+      );
       outcome = { action: 'keep', reason: 'failed', detail: String(err) };
     }
     // A probe that ended neither in success nor in failure (a hop, a poison message) frees the slot.

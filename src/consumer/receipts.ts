@@ -58,7 +58,9 @@ export class SqsReceipts {
   }
 
   async delete(receiptHandle: string): Promise<void> {
-    await this.sqs.send(new DeleteMessageCommand({ QueueUrl: await this.transport.queueUrl(), ReceiptHandle: receiptHandle }));
+    await this.sqs.send(
+      new DeleteMessageCommand({ QueueUrl: await this.transport.queueUrl(), ReceiptHandle: receiptHandle }),
+    );
   }
 
   /**
@@ -68,7 +70,10 @@ export class SqsReceipts {
   visibilityInForce(): Promise<number> {
     this.queueVisibility ??= (async () => {
       const out = await this.sqs.send(
-        new GetQueueAttributesCommand({ QueueUrl: await this.transport.queueUrl(), AttributeNames: ['VisibilityTimeout'] }),
+        new GetQueueAttributesCommand({
+          QueueUrl: await this.transport.queueUrl(),
+          AttributeNames: ['VisibilityTimeout'],
+        }),
       );
       const v = Number(out.Attributes?.VisibilityTimeout);
       if (!Number.isFinite(v) || v <= 0) throw new Error('GetQueueAttributes returned no VisibilityTimeout');

@@ -27,7 +27,12 @@ export type DelayPlan =
  * Decide how to delay a message by `delaySeconds` from `now` (epoch ms).
  * `hopSeconds` is `config.maxDelayHopSeconds` (1..900).
  */
-export function planDelay(delaySeconds: number | undefined, now: number, hopSeconds: number, schedulerEnabled: boolean): DelayPlan {
+export function planDelay(
+  delaySeconds: number | undefined,
+  now: number,
+  hopSeconds: number,
+  schedulerEnabled: boolean,
+): DelayPlan {
   const d = Number.isFinite(delaySeconds) && (delaySeconds as number) > 0 ? (delaySeconds as number) : 0;
   if (d === 0) return { kind: 'now' };
   const hop = Math.max(1, Math.min(hopSeconds, SQS_MAX_DELAY_SECONDS));
@@ -41,7 +46,11 @@ export function planDelay(delaySeconds: number | undefined, now: number, hopSeco
  * Next hop for a received message that is not yet due: SQS only (the message is already in the
  * queue, and a hop of at most 900 s is cheap), never longer than the remaining time, rounded up.
  */
-export function planHop(deliverAt: number, now: number, hopSeconds: number): { delaySeconds: number; deliverAt: number } {
+export function planHop(
+  deliverAt: number,
+  now: number,
+  hopSeconds: number,
+): { delaySeconds: number; deliverAt: number } {
   const hop = Math.max(1, Math.min(hopSeconds, SQS_MAX_DELAY_SECONDS));
   const remaining = Math.max(1, Math.ceil((deliverAt - now) / 1000));
   return { delaySeconds: Math.min(hop, remaining), deliverAt };
@@ -80,7 +89,10 @@ export const SCHEDULER_INPUT_LIMIT = 8192;
 
 export function scheduleName(messageId: string, at: Date): string {
   // [0-9a-zA-Z-_.]{1,64}: "eve_" + 26-char ULID + "_" + epoch seconds = 41 chars.
-  return `eve_${messageId.replace(/^msg_/, '').replace(/[^0-9A-Za-z_.-]/g, '').slice(0, 40)}_${Math.floor(at.getTime() / 1000)}`;
+  return `eve_${messageId
+    .replace(/^msg_/, '')
+    .replace(/[^0-9A-Za-z_.-]/g, '')
+    .slice(0, 40)}_${Math.floor(at.getTime() / 1000)}`;
 }
 
 export async function createOneTimeSchedule(scheduler: SchedulerPort, s: OneTimeSchedule): Promise<void> {

@@ -48,7 +48,10 @@ function replacer(this: unknown, key: string, value: unknown): unknown {
   const raw = (this as Record<string, unknown>)[key];
   if (raw instanceof Uint8Array) value = raw;
   if (value instanceof Uint8Array) {
-    return { __type: 'Uint8Array', data: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64') };
+    return {
+      __type: 'Uint8Array',
+      data: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64'),
+    };
   }
   return value;
 }
@@ -118,7 +121,9 @@ export function decodeEnvelope(text: string): Envelope | undefined {
 }
 
 function isStringRecord(v: unknown): v is Record<string, string> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string');
+  return (
+    typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string')
+  );
 }
 
 /** SQS message attributes for an envelope sent directly to SQS. */
@@ -127,8 +132,10 @@ export function envelopeAttributes(env: Envelope): Record<string, { DataType: 'S
     [MSG_ATTR.queue]: { DataType: 'String', StringValue: env.queueName },
     [MSG_ATTR.id]: { DataType: 'String', StringValue: env.messageId },
   };
-  if (env.attemptOffset > 0) attrs[MSG_ATTR.attemptOffset] = { DataType: 'String', StringValue: String(env.attemptOffset) };
-  if (env.deliverAt !== undefined) attrs[MSG_ATTR.deliverAt] = { DataType: 'String', StringValue: String(env.deliverAt) };
+  if (env.attemptOffset > 0)
+    attrs[MSG_ATTR.attemptOffset] = { DataType: 'String', StringValue: String(env.attemptOffset) };
+  if (env.deliverAt !== undefined)
+    attrs[MSG_ATTR.deliverAt] = { DataType: 'String', StringValue: String(env.deliverAt) };
   if (env.s3Key !== undefined) attrs[MSG_ATTR.s3] = { DataType: 'String', StringValue: env.s3Key };
   if (env.headers && Object.keys(env.headers).length > 0) {
     attrs[MSG_ATTR.headers] = { DataType: 'String', StringValue: JSON.stringify(env.headers) };

@@ -10,7 +10,14 @@
  *   that its idempotency key was already used (then it returns the first message's id).
  * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message.
  */
-import { type MessageId, type Queue, type QueueBatchResult, type QueueOptions, type QueuePayload, ValidQueueName } from '@workflow/world';
+import {
+  type MessageId,
+  type Queue,
+  type QueueBatchResult,
+  type QueueOptions,
+  type QueuePayload,
+  ValidQueueName,
+} from '@workflow/world';
 import { monotonicFactory } from 'ulid';
 import { toWorldError } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
@@ -40,7 +47,11 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
   const transport = new SqsTransport(ctx, scheduler);
   const nextUlid = monotonicFactory();
 
-  const queue = async (queueName: ValidQueueName, payload: QueuePayload, opts?: QueueOptions): Promise<{ messageId: MessageId | null }> => {
+  const queue = async (
+    queueName: ValidQueueName,
+    payload: QueuePayload,
+    opts?: QueueOptions,
+  ): Promise<{ messageId: MessageId | null }> => {
     if (!ValidQueueName.safeParse(queueName).success) throw new Error(`Invalid queue name: ${queueName}`);
     // Encode first: a payload that cannot be encoded must not burn its idempotency key.
     const body = encodePayload(payload);

@@ -67,7 +67,9 @@ export class SqsTransport {
     let p = this.arns.get(ref);
     if (!p) {
       p = this.resolveUrl(ref)
-        .then((url) => this.ctx.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] })))
+        .then((url) =>
+          this.ctx.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] })),
+        )
         .then((o) => {
           const arn = o.Attributes?.QueueArn;
           if (!arn) throw new Error(`GetQueueAttributes returned no QueueArn for ${ref}`);
@@ -99,9 +101,18 @@ export class SqsTransport {
    * Send `env` so that it is delivered no earlier than `delaySeconds` from now (see delays.ts).
    * `allowScheduler: false` forces SQS hops (the consumer's re-delays use that).
    */
-  async send(env: Envelope, delaySeconds?: number, opts: { allowScheduler?: boolean; now?: number } = {}): Promise<SendResult> {
+  async send(
+    env: Envelope,
+    delaySeconds?: number,
+    opts: { allowScheduler?: boolean; now?: number } = {},
+  ): Promise<SendResult> {
     const now = opts.now ?? Date.now();
-    const plan = planDelay(delaySeconds, now, this.ctx.config.maxDelayHopSeconds, this.schedulerEnabled && opts.allowScheduler !== false);
+    const plan = planDelay(
+      delaySeconds,
+      now,
+      this.ctx.config.maxDelayHopSeconds,
+      this.schedulerEnabled && opts.allowScheduler !== false,
+    );
     return this.sendPlanned(env, plan);
   }
 
@@ -147,7 +158,10 @@ export class SqsTransport {
       input = encodeEnvelope(withDue);
     }
     const name = scheduleName(env.messageId, at);
-    const [queueArn, deadLetterArn] = await Promise.all([this.resolveArn(config.queue), this.resolveArn(config.deadLetterQueue)]);
+    const [queueArn, deadLetterArn] = await Promise.all([
+      this.resolveArn(config.queue),
+      this.resolveArn(config.deadLetterQueue),
+    ]);
     await createOneTimeSchedule(this.scheduler as SchedulerPort, {
       name,
       group: config.schedulerGroup,

@@ -39,7 +39,9 @@ describe('doctor', () => {
       ['bucket', 'pass'],
       ['clock skew', 'pass'],
     ]);
-    expect(byName(out)['clock skew'].details).toMatch(/^in sync with the server \(to within \d+\.\d s, the Date header's resolution\)$/);
+    expect(byName(out)['clock skew'].details).toMatch(
+      /^in sync with the server \(to within \d+\.\d s, the Date header's resolution\)$/,
+    );
 
     const human = await runCli(['doctor'], fx.env);
     expect(human.code).toBe(0);
@@ -70,7 +72,9 @@ describe('doctor', () => {
     const fx = await createFixture({}, 'docd');
     const plain = `${fx.config.prefix}-plain`;
     try {
-      await fx.clients.sqs.send(new CreateQueueCommand({ QueueName: plain, Attributes: { MaximumMessageSize: '1048576' } }));
+      await fx.clients.sqs.send(
+        new CreateQueueCommand({ QueueName: plain, Attributes: { MaximumMessageSize: '1048576' } }),
+      );
     } finally {
       destroyClients(fx.clients);
     }
@@ -85,7 +89,11 @@ describe('doctor', () => {
 
   it('an unreachable endpoint fails fast, names it, and skips the rest (exit 1)', async () => {
     const port = await freePort();
-    const env = { ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix('docu'), AWS_ENDPOINT_URL_SQS: `http://127.0.0.1:${port}` };
+    const env = {
+      ...stackEnv(),
+      EVE_WORLD_AWS_PREFIX: uniquePrefix('docu'),
+      AWS_ENDPOINT_URL_SQS: `http://127.0.0.1:${port}`,
+    };
     const { code, out } = await doctorJson(env);
     expect(code).toBe(1);
     const c = byName(out);
@@ -98,7 +106,10 @@ describe('doctor', () => {
   it('a bad configuration is a failed check (exit 1), not a crash', async () => {
     const { code, out } = await doctorJson({ ...stackEnv(), EVE_WORLD_AWS_PREFIX: 'Bad_Prefix' });
     expect(code).toBe(1);
-    expect(byName(out).configuration).toMatchObject({ status: 'fail', details: expect.stringMatching(/^EVE_WORLD_AWS_PREFIX must be/) });
+    expect(byName(out).configuration).toMatchObject({
+      status: 'fail',
+      details: expect.stringMatching(/^EVE_WORLD_AWS_PREFIX must be/),
+    });
     expect(out.checks.filter((c) => c.status === 'skip')).toHaveLength(7);
   });
 
@@ -114,7 +125,12 @@ describe('doctor', () => {
             'content-type': 'application/x-amz-json-1.0',
             date: new Date(Date.now() + 600_000).toUTCString(),
           });
-          res.end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#ResourceNotFoundException', message: 'Requested resource not found' }));
+          res.end(
+            JSON.stringify({
+              __type: 'com.amazonaws.dynamodb.v20120810#ResourceNotFoundException',
+              message: 'Requested resource not found',
+            }),
+          );
         });
       });
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -125,19 +141,32 @@ describe('doctor', () => {
     });
 
     it('fails when the server clock is 10 minutes off, with the fix', async () => {
-      const checks = await runDoctor({ env: { ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix('docc'), AWS_ENDPOINT_URL_DYNAMODB: url } });
+      const checks = await runDoctor({
+        env: { ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix('docc'), AWS_ENDPOINT_URL_DYNAMODB: url },
+      });
       const skew = checks.find((c) => c.check === 'clock skew');
-      expect(skew).toMatchObject({ status: 'fail', details: expect.stringMatching(/^local clock behind by at least (599|600)\.\d s; limit 5 s$/) });
+      expect(skew).toMatchObject({
+        status: 'fail',
+        details: expect.stringMatching(/^local clock behind by at least (599|600)\.\d s; limit 5 s$/),
+      });
       expect(skew?.fix).toMatch(/NTP/);
     });
 
     it('assessSkew counts only the skew that is certain at the 1 s resolution of the Date header', () => {
       const at = Date.parse('2026-01-01T00:00:00Z');
       // Server said 00:00:00 while we were between +100 and +300 ms: consistent with no skew.
-      expect(assessSkew({ serverDate: new Date(at).toUTCString(), sentAt: at + 100, receivedAt: at + 300 }, 5000)).toMatchObject({ skewMs: 0, ok: true });
-      expect(assessSkew({ serverDate: new Date(at + 7000).toUTCString(), sentAt: at, receivedAt: at + 10 }, 5000)).toMatchObject({ skewMs: 6990, ok: false });
-      expect(assessSkew({ serverDate: new Date(at - 7000).toUTCString(), sentAt: at, receivedAt: at + 10 }, 5000)).toMatchObject({ skewMs: -6000, ok: false });
-      expect(assessSkew({ serverDate: new Date(at + 4000).toUTCString(), sentAt: at, receivedAt: at + 10 }, 5000).ok).toBe(true);
+      expect(
+        assessSkew({ serverDate: new Date(at).toUTCString(), sentAt: at + 100, receivedAt: at + 300 }, 5000),
+      ).toMatchObject({ skewMs: 0, ok: true });
+      expect(
+        assessSkew({ serverDate: new Date(at + 7000).toUTCString(), sentAt: at, receivedAt: at + 10 }, 5000),
+      ).toMatchObject({ skewMs: 6990, ok: false });
+      expect(
+        assessSkew({ serverDate: new Date(at - 7000).toUTCString(), sentAt: at, receivedAt: at + 10 }, 5000),
+      ).toMatchObject({ skewMs: -6000, ok: false });
+      expect(
+        assessSkew({ serverDate: new Date(at + 4000).toUTCString(), sentAt: at, receivedAt: at + 10 }, 5000).ok,
+      ).toBe(true);
     });
   });
 

@@ -1,7 +1,16 @@
 /** Pure formatting used by tail/runs/redrive/doctor: devalue previews, durations, bytes. */
 import { stringify } from 'devalue';
 import { describe, expect, it } from 'vitest';
-import { errorText, formatDuration, fromDevalue, jsonSafe, parseDuration, previewBytes, previewValue, shortName } from '../../src/cli/format.js';
+import {
+  errorText,
+  formatDuration,
+  fromDevalue,
+  jsonSafe,
+  parseDuration,
+  previewBytes,
+  previewValue,
+  shortName,
+} from '../../src/cli/format.js';
 import { framedText } from '../../src/cli/tail-rows.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -23,12 +32,14 @@ describe('format', () => {
   });
 
   it('keeps pointers, bytes and dates JSON-safe', () => {
-    expect(jsonSafe({ a: devl(1), p: { __s3: 'runs/x', size: 9 }, d: new Date(0), b: new Uint8Array([0xff]) })).toEqual({
-      a: { bytes: 7, text: 'devl[1]', value: 1 },
-      p: { s3: 'runs/x', size: 9 },
-      d: '1970-01-01T00:00:00.000Z',
-      b: { bytes: 1, base64: '/w==' },
-    });
+    expect(jsonSafe({ a: devl(1), p: { __s3: 'runs/x', size: 9 }, d: new Date(0), b: new Uint8Array([0xff]) })).toEqual(
+      {
+        a: { bytes: 7, text: 'devl[1]', value: 1 },
+        p: { s3: 'runs/x', size: 9 },
+        d: '1970-01-01T00:00:00.000Z',
+        b: { bytes: 1, base64: '/w==' },
+      },
+    );
     expect(previewValue({ result: { __s3: 'runs/r/x', size: 4000 } })).toBe('result=<s3 runs/r/x 4000 B>');
   });
 
@@ -67,7 +78,9 @@ describe('framedText (stream chunks written through getWritable)', () => {
   };
 
   it('shows a framed Uint8Array as its UTF-8 text and a string as itself, across frames', () => {
-    const bytes = new Uint8Array(Buffer.concat([frame(new TextEncoder().encode('Lisbon: 15 °C\n')), frame('and more')]));
+    const bytes = new Uint8Array(
+      Buffer.concat([frame(new TextEncoder().encode('Lisbon: 15 °C\n')), frame('and more')]),
+    );
     expect(framedText(bytes)).toBe('Lisbon: 15 °C\nand more');
   });
 

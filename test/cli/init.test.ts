@@ -92,7 +92,11 @@ describe('eve-world-aws init', () => {
       expect(table.details.join('\n')).toMatch(/GSI1 is missing/);
       expect(table.fix).toBeTruthy();
       // The rest was still reconciled: present after the first (failed) run.
-      expect(out.resources.filter((x) => x.kind !== 'table').map((x) => x.state)).toEqual(['present', 'present', 'present']);
+      expect(out.resources.filter((x) => x.kind !== 'table').map((x) => x.state)).toEqual([
+        'present',
+        'present',
+        'present',
+      ]);
     } finally {
       await c.ddb.send(new DeleteTableCommand({ TableName: config.tableName })).catch(() => {});
       destroyClients(c);
@@ -104,7 +108,10 @@ describe('eve-world-aws init', () => {
     const p = env.EVE_WORLD_AWS_PREFIX;
     const r = await runCli(['init', '--print-iam-policy', '--account', '123456789012'], env);
     expect(r.code).toBe(0);
-    const policy = JSON.parse(r.stdout) as { Version: string; Statement: Array<{ Action: string[]; Resource: string[] }> };
+    const policy = JSON.parse(r.stdout) as {
+      Version: string;
+      Statement: Array<{ Action: string[]; Resource: string[] }>;
+    };
     expect(policy.Version).toBe('2012-10-17');
     const resources = policy.Statement.flatMap((s) => s.Resource);
     expect(resources).toEqual(
@@ -117,7 +124,9 @@ describe('eve-world-aws init', () => {
       ]),
     );
     expect(resources.some((x) => x === '*')).toBe(false);
-    expect(policy.Statement.flatMap((s) => s.Action).some((a) => a.endsWith(':*') || a.startsWith('dynamodb:Create'))).toBe(false);
+    expect(
+      policy.Statement.flatMap((s) => s.Action).some((a) => a.endsWith(':*') || a.startsWith('dynamodb:Create')),
+    ).toBe(false);
 
     const bad = await runCli(['init', '--print-iam-policy', '--account', '12'], env);
     expect(bad.code).toBe(2);
@@ -128,7 +137,9 @@ describe('eve-world-aws init', () => {
     const r = await runCli(['init'], { ...envFor(), EVE_WORLD_AWS_QUEUE: 'not a queue!' });
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/^error: EVE_WORLD_AWS_QUEUE is not a valid SQS queue name or URL .* Example: EVE_WORLD_AWS_QUEUE=eve-world-queue/);
+    expect(r.stderr).toMatch(
+      /^error: EVE_WORLD_AWS_QUEUE is not a valid SQS queue name or URL .* Example: EVE_WORLD_AWS_QUEUE=eve-world-queue/,
+    );
     expect(r.stdout).toBe('');
   });
 

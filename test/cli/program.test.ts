@@ -16,7 +16,19 @@ describe('eve-world-aws (program)', () => {
 
   it.each([
     ['init', [/--dry-run/, /--json/, /--print-iam-policy/]],
-    ['emulate', [/--port <n>/, /--dynamodb-port <n>/, /--data-dir <dir>/, /--no-init/, /--env-file <path>/, /--docker/, /--json/, /in memory only/]],
+    [
+      'emulate',
+      [
+        /--port <n>/,
+        /--dynamodb-port <n>/,
+        /--data-dir <dir>/,
+        /--no-init/,
+        /--env-file <path>/,
+        /--docker/,
+        /--json/,
+        /in memory only/,
+      ],
+    ],
   ])('%s --help documents its flags', async (cmd, patterns) => {
     const r = await runCli([cmd as string, '--help']);
     expect(r.code).toBe(0);

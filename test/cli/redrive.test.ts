@@ -31,14 +31,24 @@ afterAll(async () => {
 
 let seq = 0;
 /** A dead-lettered World message for `runId`, as the queue would have sent it. */
-async function deadLetter(fx: OpsFixture, url: string, runId: string, extra: Record<string, string> = {}): Promise<string> {
+async function deadLetter(
+  fx: OpsFixture,
+  url: string,
+  runId: string,
+  extra: Record<string, string> = {},
+): Promise<string> {
   const messageId = `msg_test${++seq}`;
   await fx.fixture.clients.sqs.send(
     new SendMessageCommand({
       QueueUrl: url,
       MessageBody: encodePayload({ runId, requestedAt: '2026-01-01T00:00:00.000Z' }),
       MessageAttributes: {
-        ...envelopeAttributes({ queueName: '__wkf_workflow_wf', messageId, attemptOffset: 3, headers: { 'x-trace': 'abc' } }),
+        ...envelopeAttributes({
+          queueName: '__wkf_workflow_wf',
+          messageId,
+          attemptOffset: 3,
+          headers: { 'x-trace': 'abc' },
+        }),
         ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, { DataType: 'String', StringValue: v }])),
       },
     }),
@@ -51,7 +61,13 @@ async function drain(url: string, sqs: SQSClient = f.fixture.clients.sqs): Promi
   const out: Message[] = [];
   for (;;) {
     const r = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60, MessageAttributeNames: ['All'] }),
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        VisibilityTimeout: 60,
+        MessageAttributeNames: ['All'],
+      }),
     );
     if (!r.Messages?.length) return out;
     out.push(...r.Messages);
@@ -88,12 +104,20 @@ describe('redrive: DLQ -> queue', () => {
     const onQueue = await drain(queueUrl);
     expect(onQueue.map(eveId).sort()).toEqual([a1, a2, b1].sort());
     for (const m of onQueue) {
-      expect(decodePayload(m.Body ?? '')).toMatchObject({ runId: expect.stringMatching(/^wrun_[AB]$/), requestedAt: '2026-01-01T00:00:00.000Z' });
+      expect(decodePayload(m.Body ?? '')).toMatchObject({
+        runId: expect.stringMatching(/^wrun_[AB]$/),
+        requestedAt: '2026-01-01T00:00:00.000Z',
+      });
       expect(m.MessageAttributes?.['eve.queue']?.StringValue).toBe('__wkf_workflow_wf');
       expect(m.MessageAttributes?.['eve.attemptOffset']?.StringValue).toBe('3');
       expect(m.MessageAttributes?.['eve.headers']?.StringValue).toBe('{"x-trace":"abc"}');
       // Only the World's own attributes travel back.
-      expect(Object.keys(m.MessageAttributes ?? {}).sort()).toEqual(['eve.attemptOffset', 'eve.headers', 'eve.id', 'eve.queue']);
+      expect(Object.keys(m.MessageAttributes ?? {}).sort()).toEqual([
+        'eve.attemptOffset',
+        'eve.headers',
+        'eve.id',
+        'eve.queue',
+      ]);
     }
     expect(await drain(dlqUrl)).toEqual([]);
     const empty = await runCli(['redrive'], f.env);
@@ -105,22 +129,40 @@ describe('redrive: DLQ -> queue', () => {
     try {
       const id = await deadLetter(fx, dlq, 'wrun_F');
       // The fault: DeleteMessage fails after the copy was sent.
-      const faulty = new SQSClient({ region: 'us-east-1', endpoint: fx.fixture.config.endpoints.sqs, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+      const faulty = new SQSClient({
+        region: 'us-east-1',
+        endpoint: fx.fixture.config.endpoints.sqs,
+        credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      });
       const calls: string[] = [];
       faulty.middlewareStack.add(
         (next, context) => async (args) => {
           calls.push(context.commandName ?? '?');
-          if (context.commandName === 'DeleteMessageCommand') throw Object.assign(new Error('injected: connection reset'), { name: 'InjectedFault' });
+          if (context.commandName === 'DeleteMessageCommand')
+            throw Object.assign(new Error('injected: connection reset'), { name: 'InjectedFault' });
           return next(args);
         },
         { step: 'initialize', name: 'faultOnDelete' },
       );
-      const first = await moveDlqMessages({ sqs: faulty, sourceUrl: dlq, targetUrl: q, payloads: fx.world.context.payloads });
+      const first = await moveDlqMessages({
+        sqs: faulty,
+        sourceUrl: dlq,
+        targetUrl: q,
+        payloads: fx.world.context.payloads,
+      });
       faulty.destroy();
       expect(first).toMatchObject({ moved: 0, failed: 1 });
-      expect(first.messages[0]).toMatchObject({ messageId: id, result: 'delete-failed', error: 'InjectedFault: injected: connection reset' });
+      expect(first.messages[0]).toMatchObject({
+        messageId: id,
+        result: 'delete-failed',
+        error: 'InjectedFault: injected: connection reset',
+      });
       // Order: receive -> send -> delete.
-      expect(calls.filter((c) => c !== 'ChangeMessageVisibilityCommand')).toEqual(['ReceiveMessageCommand', 'SendMessageCommand', 'DeleteMessageCommand']);
+      expect(calls.filter((c) => c !== 'ChangeMessageVisibilityCommand')).toEqual([
+        'ReceiveMessageCommand',
+        'SendMessageCommand',
+        'DeleteMessageCommand',
+      ]);
 
       // The copy is on the queue and the original is back in the DLQ (released at once).
       // A second redrive moves it again: two deliveries of one logical message, no loss.
@@ -160,17 +202,28 @@ describe('redrive: DLQ -> queue', () => {
     const { fx, queueUrl: q, dlqUrl: dlq } = await freshFixture('redrs');
     try {
       const key = 'queue/msg_big';
-      await fx.world.context.payloads.putBlob(key, new TextEncoder().encode(encodePayload({ runId: 'wrun_S', big: 'x'.repeat(10) })));
+      await fx.world.context.payloads.putBlob(
+        key,
+        new TextEncoder().encode(encodePayload({ runId: 'wrun_S', big: 'x'.repeat(10) })),
+      );
       await fx.fixture.clients.sqs.send(
         new SendMessageCommand({
           QueueUrl: dlq,
           MessageBody: JSON.stringify({ __s3: key }),
-          MessageAttributes: envelopeAttributes({ queueName: '__wkf_workflow_wf', messageId: 'msg_big', attemptOffset: 0, s3Key: key }),
+          MessageAttributes: envelopeAttributes({
+            queueName: '__wkf_workflow_wf',
+            messageId: 'msg_big',
+            attemptOffset: 0,
+            s3Key: key,
+          }),
         }),
       );
       const r = await runCli(['redrive', '--run', 'wrun_S', '--json'], fx.env);
       expect(r.code).toBe(0);
-      expect(JSON.parse(r.stdout)).toMatchObject({ moved: 1, messages: [{ messageId: 'msg_big', runId: 'wrun_S', result: 'moved' }] });
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        moved: 1,
+        messages: [{ messageId: 'msg_big', runId: 'wrun_S', result: 'moved' }],
+      });
       const [m] = await drain(q, fx.fixture.clients.sqs);
       expect(m.MessageAttributes?.['eve.s3']?.StringValue).toBe(key);
     } finally {
@@ -193,13 +246,25 @@ describe('redrive --stranded', () => {
       await step(w, stepLost, 'step_lost', 'fetch', undefined, false);
       const sleeping = await createRun(w, 'wf-s'); // a wait due tomorrow: not stranded
       await startRun(w, sleeping);
-      await ev(w, sleeping, { eventType: 'wait_created', correlationId: 'wait_1', eventData: { resumeAt: new Date(Date.now() + 86_400_000) } });
+      await ev(w, sleeping, {
+        eventType: 'wait_created',
+        correlationId: 'wait_1',
+        eventData: { resumeAt: new Date(Date.now() + 86_400_000) },
+      });
       const hooked = await createRun(w, 'wf-s'); // waiting for a hook resume: not stranded
       await startRun(w, hooked);
-      await ev(w, hooked, { eventType: 'hook_created', correlationId: 'hook_1', eventData: { token: `tok-${hooked}` } });
+      await ev(w, hooked, {
+        eventType: 'hook_created',
+        correlationId: 'hook_1',
+        eventData: { token: `tok-${hooked}` },
+      });
       const elapsed = await createRun(w, 'wf-s'); // a wait that is due, its wake-up lost
       await startRun(w, elapsed);
-      await ev(w, elapsed, { eventType: 'wait_created', correlationId: 'wait_2', eventData: { resumeAt: new Date(Date.now() - 1000) } });
+      await ev(w, elapsed, {
+        eventType: 'wait_created',
+        correlationId: 'wait_2',
+        eventData: { resumeAt: new Date(Date.now() - 1000) },
+      });
       const dead = await createRun(w, 'wf-s'); // its message is in the DLQ: redrive that instead
       await startRun(w, dead);
       await deadLetter(fx, dlq, dead);
@@ -214,7 +279,9 @@ describe('redrive --stranded', () => {
       expect(youngOut).toMatchObject({ mode: 'stranded', examined: 7, stranded: 0, enqueued: 0 });
       expect(new Set(youngOut.runs.map((r: { verdict: string }) => r.verdict))).toEqual(new Set(['active', 'in-dlq']));
 
-      const dry = JSON.parse((await runCli(['redrive', '--stranded', '--older-than', '0s', '--dry-run', '--json'], fx.env)).stdout);
+      const dry = JSON.parse(
+        (await runCli(['redrive', '--stranded', '--older-than', '0s', '--dry-run', '--json'], fx.env)).stdout,
+      );
       expect(dry).toMatchObject({ dryRun: true, stranded: 4, enqueued: 0 });
       expect(await drain(q, fx.fixture.clients.sqs)).toEqual([]);
 
@@ -223,9 +290,19 @@ describe('redrive --stranded', () => {
       const out = JSON.parse(r1.stdout);
       const byRun = Object.fromEntries(out.runs.map((r: { runId: string }) => [r.runId, r]));
       expect(out).toMatchObject({ examined: 7, stranded: 4, enqueued: 4 });
-      expect(byRun[pending]).toMatchObject({ verdict: 'stranded', continuations: [{ payload: { runId: pending }, result: 'enqueued' }] });
-      expect(byRun[idle]).toMatchObject({ verdict: 'stranded', lastSlot: 5, continuations: [{ payload: { runId: idle }, idempotencyKey: `eve-world-aws:stranded:${idle}:5` }] });
-      expect(byRun[stepLost]).toMatchObject({ verdict: 'stranded', continuations: [{ payload: { runId: stepLost, stepId: 'step_lost', stepName: 'fetch' } }] });
+      expect(byRun[pending]).toMatchObject({
+        verdict: 'stranded',
+        continuations: [{ payload: { runId: pending }, result: 'enqueued' }],
+      });
+      expect(byRun[idle]).toMatchObject({
+        verdict: 'stranded',
+        lastSlot: 5,
+        continuations: [{ payload: { runId: idle }, idempotencyKey: `eve-world-aws:stranded:${idle}:5` }],
+      });
+      expect(byRun[stepLost]).toMatchObject({
+        verdict: 'stranded',
+        continuations: [{ payload: { runId: stepLost, stepId: 'step_lost', stepName: 'fetch' } }],
+      });
       expect(byRun[elapsed]).toMatchObject({ verdict: 'stranded', continuations: [{ payload: { runId: elapsed } }] });
       expect(byRun[sleeping]).toMatchObject({ verdict: 'waiting', reason: expect.stringMatching(/^next timer due /) });
       expect(byRun[hooked]).toMatchObject({ verdict: 'waiting', reason: 'waiting for 1 hook to be resumed' });
@@ -233,26 +310,39 @@ describe('redrive --stranded', () => {
       expect(byRun[finished]).toBeUndefined();
 
       // Running it again sends nothing new: the keys are derived from (run, last slot).
-      const again = JSON.parse((await runCli(['redrive', '--stranded', '--older-than', '0s', '--json'], fx.env)).stdout);
+      const again = JSON.parse(
+        (await runCli(['redrive', '--stranded', '--older-than', '0s', '--json'], fx.env)).stdout,
+      );
       expect(again).toMatchObject({ stranded: 4, enqueued: 0 });
-      expect(again.runs.flatMap((r: { continuations: { result: string }[] }) => r.continuations.map((c) => c.result))).toEqual(Array(4).fill('already-enqueued'));
+      expect(
+        again.runs.flatMap((r: { continuations: { result: string }[] }) => r.continuations.map((c) => c.result)),
+      ).toEqual(Array(4).fill('already-enqueued'));
 
-      const human = await runCli(['redrive', '--stranded', '--older-than', '0s', '--dry-run', '--namespace', 'eveabc'], fx.env);
-      expect(human.stdout).toMatch(/Run\s+│\s+Workflow\s+│\s+Status\s+│\s+Last event\s+│\s+Verdict\s+│\s+Reason\s+│\s+Action/);
+      const human = await runCli(
+        ['redrive', '--stranded', '--older-than', '0s', '--dry-run', '--namespace', 'eveabc'],
+        fx.env,
+      );
+      expect(human.stdout).toMatch(
+        /Run\s+│\s+Workflow\s+│\s+Status\s+│\s+Last event\s+│\s+Verdict\s+│\s+Reason\s+│\s+Action/,
+      );
       expect(human.stdout).toMatch(/step fetch: would enqueue/);
       expect(human.stdout).toMatch(/Dry run: 4 of 7 active runs stranded \(idle > 0ms\); nothing was enqueued\./);
 
       const sent = await drain(q, fx.fixture.clients.sqs);
       expect(sent).toHaveLength(4);
       for (const m of sent) expect(m.MessageAttributes?.['eve.queue']?.StringValue).toBe('__wkf_workflow_wf-s');
-      expect(sent.map((m) => decodePayload(m.Body ?? '')).sort((a: any, b: any) => a.runId.localeCompare(b.runId))).toEqual(
-        [{ runId: pending }, { runId: idle }, { runId: stepLost, stepId: 'step_lost', stepName: 'fetch' }, { runId: elapsed }].sort((a, b) =>
-          a.runId.localeCompare(b.runId),
-        ),
+      expect(
+        sent.map((m) => decodePayload(m.Body ?? '')).sort((a: any, b: any) => a.runId.localeCompare(b.runId)),
+      ).toEqual(
+        [
+          { runId: pending },
+          { runId: idle },
+          { runId: stepLost, stepId: 'step_lost', stepName: 'fetch' },
+          { runId: elapsed },
+        ].sort((a, b) => a.runId.localeCompare(b.runId)),
       );
       // The DLQ peek left the dead-lettered message where it was.
       expect((await drain(dlq, fx.fixture.clients.sqs)).length).toBe(1);
-
     } finally {
       await fx.close();
     }
@@ -263,6 +353,7 @@ describe('redrive --stranded', () => {
     expect((await runCli(['redrive', '--stranded', '--run', 'wrun_x'], f.env)).code).toBe(2);
     expect((await runCli(['redrive', '--stranded', '--namespace', 'Bad_NS'], f.env)).code).toBe(2);
     const help = await runCli(['redrive', '--help']);
-    for (const o of ['--run <runId>', '--dry-run', '--stranded', '--older-than <duration>', '--json', 'Exit codes']) expect(help.stdout).toContain(o);
+    for (const o of ['--run <runId>', '--dry-run', '--stranded', '--older-than <duration>', '--json', 'Exit codes'])
+      expect(help.stdout).toContain(o);
   });
 });

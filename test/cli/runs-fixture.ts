@@ -50,8 +50,19 @@ export async function startRun(world: AwsWorld, runId: string): Promise<void> {
 }
 
 /** step_created + step_started (+ step_completed with `result` unless `complete: false`). */
-export async function step(world: AwsWorld, runId: string, stepId: string, stepName: string, result?: unknown, complete = true): Promise<void> {
-  await ev(world, runId, { eventType: 'step_created', correlationId: stepId, eventData: { stepName, input: devl([1, 2]) } });
+export async function step(
+  world: AwsWorld,
+  runId: string,
+  stepId: string,
+  stepName: string,
+  result?: unknown,
+  complete = true,
+): Promise<void> {
+  await ev(world, runId, {
+    eventType: 'step_created',
+    correlationId: stepId,
+    eventData: { stepName, input: devl([1, 2]) },
+  });
   await ev(world, runId, { eventType: 'step_started', correlationId: stepId, eventData: { stepName } });
   if (complete) {
     await ev(world, runId, {
@@ -67,7 +78,10 @@ export async function completeRun(world: AwsWorld, runId: string, output: unknow
 }
 
 export async function failRun(world: AwsWorld, runId: string, message = 'boom'): Promise<void> {
-  await ev(world, runId, { eventType: 'run_failed', eventData: { error: { message, stack: `Error: ${message}` }, errorCode: 'USER_ERROR' } });
+  await ev(world, runId, {
+    eventType: 'run_failed',
+    eventData: { error: { message, stack: `Error: ${message}` }, errorCode: 'USER_ERROR' },
+  });
 }
 
 /** A finished run with one step, a text + binary stream, and a run output. */

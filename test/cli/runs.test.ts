@@ -28,7 +28,15 @@ afterAll(async () => {
   await f?.close();
 });
 
-type RunJson = { runId: string; workflowName: string; status: string; createdAt: string; startedAt?: string; completedAt?: string; durationMs?: number };
+type RunJson = {
+  runId: string;
+  workflowName: string;
+  status: string;
+  createdAt: string;
+  startedAt?: string;
+  completedAt?: string;
+  durationMs?: number;
+};
 
 async function runsJson(args: string[] = []): Promise<{ runs: RunJson[]; hasMore: boolean }> {
   const r = await runCli(['runs', '--json', ...args], f.env);
@@ -54,9 +62,14 @@ describe('runs', () => {
 
   it('filters by --status (comma-separated), --workflow, and pages with --limit', async () => {
     expect((await runsJson(['--status', 'failed'])).runs.map((r) => r.runId)).toEqual([ids.failed]);
-    expect((await runsJson(['--status', 'pending,running'])).runs.map((r) => r.runId)).toEqual([ids.pending, ids.running]);
+    expect((await runsJson(['--status', 'pending,running'])).runs.map((r) => r.runId)).toEqual([
+      ids.pending,
+      ids.running,
+    ]);
     expect((await runsJson(['--workflow', 'wf-a'])).runs.map((r) => r.runId)).toEqual([ids.running, ids.done]);
-    expect((await runsJson(['--workflow', 'wf-b', '--status', 'failed'])).runs.map((r) => r.runId)).toEqual([ids.failed]);
+    expect((await runsJson(['--workflow', 'wf-b', '--status', 'failed'])).runs.map((r) => r.runId)).toEqual([
+      ids.failed,
+    ]);
     const limited = await runsJson(['--limit', '2']);
     expect(limited.runs.map((r) => r.runId)).toEqual([ids.pending, ids.running]);
     expect(limited.hasMore).toBe(true);
@@ -82,6 +95,7 @@ describe('runs', () => {
     expect((await runCli(['runs', '--limit', '0'], f.env)).code).toBe(2);
     const help = await runCli(['runs', '--help']);
     expect(help.code).toBe(0);
-    for (const o of ['--status <status>', '--workflow <name>', '--limit <n>', '--json']) expect(help.stdout).toContain(o);
+    for (const o of ['--status <status>', '--workflow <name>', '--limit <n>', '--json'])
+      expect(help.stdout).toContain(o);
   });
 });

@@ -99,7 +99,10 @@ describe.skipIf(!built)('redrive --stranded on real workflows', () => {
 
     const out = await redrive();
     const mine = out.runs.find((r) => r.runId === run.runId);
-    expect(mine).toMatchObject({ verdict: 'stranded', continuations: [{ payload: { runId: run.runId, stepId: lost[0].stepId }, result: 'enqueued' }] });
+    expect(mine).toMatchObject({
+      verdict: 'stranded',
+      continuations: [{ payload: { runId: run.runId, stepId: lost[0].stepId }, result: 'enqueued' }],
+    });
     expect(await run.returnValue).toEqual([0, 2, 4, 6]);
 
     // The finished real run through the tail view.
@@ -110,7 +113,9 @@ describe.skipIf(!built)('redrive --stranded on real workflows', () => {
     } finally {
       await cli.close();
     }
-    const view = render(createElement(TailView, { runId: run.runId, state: { ...state, finished: true }, now: Date.now(), columns: 140 }));
+    const view = render(
+      createElement(TailView, { runId: run.runId, state: { ...state, finished: true }, now: Date.now(), columns: 140 }),
+    );
     const frame = view.lastFrame() ?? '';
     view.unmount();
     expect(frame).toMatch(/status completed/);
@@ -130,7 +135,10 @@ describe.skipIf(!built)('redrive --stranded on real workflows', () => {
     await settle(run.runId);
     expect((await world.runs.get(run.runId)).status).toBe('pending');
     const out = await redrive();
-    expect(out.runs.find((r) => r.runId === run.runId)).toMatchObject({ verdict: 'stranded', continuations: [{ payload: { runId: run.runId } }] });
+    expect(out.runs.find((r) => r.runId === run.runId)).toMatchObject({
+      verdict: 'stranded',
+      continuations: [{ payload: { runId: run.runId } }],
+    });
     expect(await run.returnValue).toBe(42);
     // Idempotent: a second pass finds nothing stranded for this run.
     const again = await redrive();

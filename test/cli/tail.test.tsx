@@ -9,7 +9,16 @@ import { followRun, type TailRow } from '../../src/cli/tail-rows.js';
 import { emptyTailState, reduceTail, TailView } from '../../src/cli/tail-view.js';
 import { openWorld } from '../../src/cli/world.js';
 import { CliProcess, runCli } from './helpers.js';
-import { completeRun, createRun, failRun, finishedRun, type OpsFixture, opsFixture, startRun, step } from './runs-fixture.js';
+import {
+  completeRun,
+  createRun,
+  failRun,
+  finishedRun,
+  type OpsFixture,
+  opsFixture,
+  startRun,
+  step,
+} from './runs-fixture.js';
 
 let f: OpsFixture;
 let done: string;
@@ -52,12 +61,21 @@ describe('tail (CLI)', () => {
     expect(run).toMatchObject({ runId: done, workflowName: 'wf-demo', status: 'completed' });
     expect(typeof run?.durationMs).toBe('number');
     const events = recs.filter((x) => x.kind === 'event');
-    expect(events.map((e) => e.eventType)).toEqual(['run_created', 'run_started', 'step_created', 'step_started', 'step_completed', 'run_completed']);
+    expect(events.map((e) => e.eventType)).toEqual([
+      'run_created',
+      'run_started',
+      'step_created',
+      'step_started',
+      'step_completed',
+      'run_completed',
+    ]);
     expect(events.map((e) => e.slot)).toEqual([1, 2, 3, 4, 5, 6]);
     const completed = events.find((e) => e.eventType === 'step_completed');
     expect(completed).toMatchObject({ correlationId: 'step_01', stepName: 'add', preview: 'result=6' });
     expect(completed?.data).toEqual({ stepName: 'add', result: { bytes: 7, text: 'devl[6]', value: 6 } });
-    expect(recs.filter((x) => x.kind === 'step')).toEqual([expect.objectContaining({ stepId: 'step_01', stepName: 'add', status: 'completed', attempt: 1 })]);
+    expect(recs.filter((x) => x.kind === 'step')).toEqual([
+      expect.objectContaining({ stepId: 'step_01', stepName: 'add', status: 'completed', attempt: 1 }),
+    ]);
     const chunks = recs.filter((x) => x.kind === 'chunk');
     expect(chunks).toEqual([
       expect.objectContaining({ stream: 'default', index: 0, text: 'hello\n', bytes: 6 }),
@@ -164,7 +182,8 @@ describe('tail (CLI)', () => {
   it('--help documents the options and exit codes', async () => {
     const r = await runCli(['tail', '--help']);
     expect(r.code).toBe(0);
-    for (const o of ['--no-follow', '--json', '--since <slot>', '--stream <name>', '--data', 'Exit codes']) expect(r.stdout).toContain(o);
+    for (const o of ['--no-follow', '--json', '--since <slot>', '--stream <name>', '--data', 'Exit codes'])
+      expect(r.stdout).toContain(o);
   });
 });
 
@@ -178,7 +197,9 @@ describe('tail (ink view)', () => {
     await f.world.streams.write(runId, 'log', new Uint8Array([0xff, 0xfe, 0x00]));
     const state = await snapshot(runId);
     const started = Date.parse(state.run?.startedAt ?? '');
-    const { lastFrame, unmount } = render(<TailView runId={runId} state={state} now={started + 65_000} columns={140} />);
+    const { lastFrame, unmount } = render(
+      <TailView runId={runId} state={state} now={started + 65_000} columns={140} />,
+    );
     const frame = lastFrame() ?? '';
     unmount();
     expect(frame).toContain(`run ${runId} · workflow wf-ink`);
@@ -212,7 +233,15 @@ describe('tail (ink view)', () => {
     // Events are appended live: a short terminal shows the tail of the log and how much is hidden.
     const many = Array.from({ length: 30 }, (_, i) => i).reduce(
       (s, i) =>
-        reduceTail(s, { kind: 'event', runId: done, slot: 7 + i, eventId: `x${i}`, eventType: 'attr_set', createdAt: new Date().toISOString(), preview: `n=${i}` }),
+        reduceTail(s, {
+          kind: 'event',
+          runId: done,
+          slot: 7 + i,
+          eventId: `x${i}`,
+          eventType: 'attr_set',
+          createdAt: new Date().toISOString(),
+          preview: `n=${i}`,
+        }),
       state,
     );
     const short = render(<TailView runId={done} state={many} now={Date.now()} rows={24} />);

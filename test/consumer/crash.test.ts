@@ -11,7 +11,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ValidQueueName } from '@workflow/world';
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, test } from 'vitest';
 import { SqsPoller } from '../../src/consumer/poller.js';
 import { SqsReceipts } from '../../src/consumer/receipts.js';
 import type { Fixture } from '../helpers/aws.js';
@@ -33,8 +33,15 @@ afterAll(async () => {
 
 /** Runs a .ts file in a child Node process (jiti transpiles it; no build step). */
 function spawnTs(file: string, env: Record<string, string>): { child: ChildProcess; lines: string[] } {
-  const jiti = path.join(path.dirname(createRequire(import.meta.url).resolve('jiti/package.json')), 'lib', 'jiti-cli.mjs');
-  const child = spawn(process.execPath, [jiti, file], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const jiti = path.join(
+    path.dirname(createRequire(import.meta.url).resolve('jiti/package.json')),
+    'lib',
+    'jiti-cli.mjs',
+  );
+  const child = spawn(process.execPath, [jiti, file], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   const lines: string[] = [];
   let buf = '';
@@ -49,9 +56,9 @@ function spawnTs(file: string, env: Record<string, string>): { child: ChildProce
 }
 
 describe.concurrent('crash-safe consumer', () => {
-  test('SIGKILL mid-delivery with default settings: the message is redelivered to another consumer', { timeout: 120_000 }, async ({
-    expect,
-  }) => {
+  test('SIGKILL mid-delivery with default settings: the message is redelivered to another consumer', {
+    timeout: 120_000,
+  }, async ({ expect }) => {
     const fixture: Fixture = await createFixture({}, 'kill'); // default visibility (900 s queue, 30 s consumer)
     const { child, lines } = spawnTs(path.join(__dirname, 'fixtures', 'hanging-consumer.ts'), fixture.env);
     await waitFor(() => lines.includes('started'), 30_000, 'child consumer start');
@@ -63,24 +70,36 @@ describe.concurrent('crash-safe consumer', () => {
 
     const next = await world({ sameAs: { fixture } as World });
     // Generous bound: the copy reappears within the consumer visibility (30 s) after the last heartbeat.
-    const d = await waitFor(() => next.deliveries.find((x) => x.meta.messageId === messageId), 75_000, 'redelivery after SIGKILL');
+    const d = await waitFor(
+      () => next.deliveries.find((x) => x.meta.messageId === messageId),
+      75_000,
+      'redelivery after SIGKILL',
+    );
     expect(d.meta.attempt).toBe(2);
     expect(d.body.runId).toBe('wrun_sigkill');
   });
 
-  test('close() during a long poll strands nothing: the next World gets a new message', { timeout: 60_000 }, async ({ expect }) => {
+  test('close() during a long poll strands nothing: the next World gets a new message', { timeout: 60_000 }, async ({
+    expect,
+  }) => {
     // Default long-poll wait (5 s): close() lets the poll finish and releases what it returns.
     const a = await world({ queueOptions: { waitTimeSeconds: undefined } });
     await sleep(1000); // a is inside a long poll now
     await a.queue.close();
     const b = await world({ sameAs: a });
     const { messageId } = await b.queue.queue(Q, { runId: 'wrun_after_close' });
-    const d = await waitFor(() => b.deliveries.find((x) => x.meta.messageId === messageId), 10_000, 'delivery to the next World');
+    const d = await waitFor(
+      () => b.deliveries.find((x) => x.meta.messageId === messageId),
+      10_000,
+      'delivery to the next World',
+    );
     expect(d.meta.attempt).toBe(1);
     expect(a.deliveries).toHaveLength(0);
   });
 
-  test('a flow-route outage (5xx, 429) pauses consumption and dead-letters nothing', { timeout: 120_000 }, async ({ expect }) => {
+  test('a flow-route outage (5xx, 429) pauses consumption and dead-letters nothing', { timeout: 120_000 }, async ({
+    expect,
+  }) => {
     const w = await world({
       env: { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '2', EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '2' },
       register: false,
@@ -135,7 +154,11 @@ describe.concurrent('crash-safe consumer', () => {
     const { messageId } = await w.queue.queue(Q, { runId: 'wrun_ready_throws' });
     poller.start();
     try {
-      await waitFor(() => w.deliveries.find((d) => d.meta.messageId === messageId), 20_000, 'delivery after ready() threw');
+      await waitFor(
+        () => w.deliveries.find((d) => d.meta.messageId === messageId),
+        20_000,
+        'delivery after ready() threw',
+      );
     } finally {
       await poller.close();
     }

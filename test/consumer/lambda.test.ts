@@ -22,13 +22,21 @@ afterAll(async () => {
 function toRecord(m: Message, arn: string): SQSRecord {
   const messageAttributes: SQSRecord['messageAttributes'] = {};
   for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
-    messageAttributes[k] = { stringValue: v.StringValue, dataType: v.DataType ?? 'String', stringListValues: [], binaryListValues: [] };
+    messageAttributes[k] = {
+      stringValue: v.StringValue,
+      dataType: v.DataType ?? 'String',
+      stringListValues: [],
+      binaryListValues: [],
+    };
   }
   return {
     messageId: m.MessageId!,
     receiptHandle: m.ReceiptHandle!,
     body: m.Body!,
-    attributes: { ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1', SentTimestamp: String(Date.now()) },
+    attributes: {
+      ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1',
+      SentTimestamp: String(Date.now()),
+    },
     messageAttributes,
     md5OfBody: m.MD5OfBody,
     eventSource: 'aws:sqs',
@@ -101,7 +109,9 @@ describe.concurrent('Lambda SQS handler', () => {
     expect(copies.some((m) => m.MessageId !== byRun.get('not-due'))).toBe(true);
   });
 
-  test('over HTTP: signed deliveries succeed; a wrong secret is refused (401) and reported as a failure', async ({ expect }) => {
+  test('over HTTP: signed deliveries succeed; a wrong secret is refused (401) and reported as a failure', async ({
+    expect,
+  }) => {
     const secret = 'lambda-secret-0123456789';
     const w = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_SIGNING_SECRET: secret } });
     worlds.push(w);
@@ -120,7 +130,12 @@ describe.concurrent('Lambda SQS handler', () => {
 
       await w.queue.queue(Q, { runId: 'http-bad' });
       const second = await eventOf(w, 1);
-      const wrong = await makeWorld({ sameAs: w, start: false, register: false, env: { EVE_WORLD_AWS_SIGNING_SECRET: 'not-the-same-secret-42' } });
+      const wrong = await makeWorld({
+        sameAs: w,
+        start: false,
+        register: false,
+        env: { EVE_WORLD_AWS_SIGNING_SECRET: 'not-the-same-secret-42' },
+      });
       worlds.push(wrong);
       const logger = new MemoryLogger();
       const bad = createSqsHandler({ flowUrl: server.url, context: wrong.ctx, logger });

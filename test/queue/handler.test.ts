@@ -5,7 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { atExpression, planDelay, planHop, scheduleName } from '../../src/queue/delays.js';
-import { decodeEnvelope, decodePayload, encodeEnvelope, encodePayload, envelopeFromMessage } from '../../src/queue/encoding.js';
+import {
+  decodeEnvelope,
+  decodePayload,
+  encodeEnvelope,
+  encodePayload,
+  envelopeFromMessage,
+} from '../../src/queue/encoding.js';
 import { createQueueHandler } from '../../src/consumer/handler.js';
 import { computeSignature, signatureHeaders } from '../../src/consumer/signing.js';
 
@@ -13,12 +19,25 @@ const SECRET = 'test-secret-0123456789abcdef';
 const Q = '__wkf_workflow_demo';
 
 function request(body: string | Uint8Array, headers: Record<string, string>): Request {
-  return new Request('http://127.0.0.1/.well-known/workflow/v1/flow', { method: 'POST', headers, body: body as BodyInit });
+  return new Request('http://127.0.0.1/.well-known/workflow/v1/flow', {
+    method: 'POST',
+    headers,
+    body: body as BodyInit,
+  });
 }
 
 function deliveryHeaders(body: string, extra: Record<string, string> = {}, now = Date.now()) {
-  const base = { 'content-type': 'application/json', 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_01ABC', 'x-vqs-message-attempt': '1' };
-  return { ...base, ...signatureHeaders(SECRET, { queueName: Q, messageId: 'msg_01ABC', attempt: 1, body }, now), ...extra };
+  const base = {
+    'content-type': 'application/json',
+    'x-vqs-queue-name': Q,
+    'x-vqs-message-id': 'msg_01ABC',
+    'x-vqs-message-attempt': '1',
+  };
+  return {
+    ...base,
+    ...signatureHeaders(SECRET, { queueName: Q, messageId: 'msg_01ABC', attempt: 1, body }, now),
+    ...extra,
+  };
 }
 
 function recorder(result: unknown = undefined) {
@@ -34,7 +53,11 @@ function recorder(result: unknown = undefined) {
 describe('typed JSON encoding', () => {
   it('round-trips Uint8Array (with null bytes), Buffer and nesting exactly', () => {
     const bytes = new Uint8Array([0, 1, 2, 0, 255, 0]);
-    const payload = { runId: 'wrun_1', runInput: { input: bytes, nested: [Buffer.from([0, 0, 7])] }, s: 'x\u0000y\uffff' };
+    const payload = {
+      runId: 'wrun_1',
+      runInput: { input: bytes, nested: [Buffer.from([0, 0, 7])] },
+      s: 'x\u0000y\uffff',
+    };
     const text = encodePayload(payload);
     expect(text).not.toMatch(/[\ufffe\uffff]/);
     const back = decodePayload(text) as any;
@@ -51,12 +74,21 @@ describe('typed JSON encoding', () => {
   });
 
   it('scheduler envelope round-trips and attribute-less bodies are recognised', () => {
-    const env = { queueName: Q, messageId: 'msg_1', attemptOffset: 2, deliverAt: 123, body: '{"a":1}', headers: { x: 'y' } };
+    const env = {
+      queueName: Q,
+      messageId: 'msg_1',
+      attemptOffset: 2,
+      deliverAt: 123,
+      body: '{"a":1}',
+      headers: { x: 'y' },
+    };
     const text = encodeEnvelope(env);
     expect(decodeEnvelope(text)).toEqual(env);
     expect(envelopeFromMessage(text, {})).toEqual(env);
     expect(typeof envelopeFromMessage('{"runId":"x"}', {})).toBe('string');
-    expect(typeof envelopeFromMessage('{}', { 'eve.queue': Q, 'eve.id': 'msg_1', 'eve.deliverAt': 'soon' })).toBe('string');
+    expect(typeof envelopeFromMessage('{}', { 'eve.queue': Q, 'eve.id': 'msg_1', 'eve.deliverAt': 'soon' })).toBe(
+      'string',
+    );
   });
 });
 
@@ -93,7 +125,9 @@ describe('createQueueHandler without a secret', () => {
     const r = recorder();
     const h = createQueueHandler('__wkf_workflow_', r.fn);
     const body = encodePayload({ runId: 'wrun_1', input: new Uint8Array([0, 1]) });
-    const res = await h(request(body, { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_1', 'x-vqs-message-attempt': '3' }));
+    const res = await h(
+      request(body, { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_1', 'x-vqs-message-attempt': '3' }),
+    );
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ ok: true });
     expect(r.calls[0].meta).toEqual({ attempt: 3, queueName: Q, messageId: 'msg_1' });
@@ -102,11 +136,20 @@ describe('createQueueHandler without a secret', () => {
 
   it('maps {timeoutSeconds}, invoke results and thrown errors', async () => {
     const headers = { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_1', 'x-vqs-message-attempt': '1' };
-    let res = await createQueueHandler('__wkf_workflow_', recorder({ timeoutSeconds: 7 }).fn)(request('{"runId":"r"}', headers));
+    let res = await createQueueHandler(
+      '__wkf_workflow_',
+      recorder({ timeoutSeconds: 7 }).fn,
+    )(request('{"runId":"r"}', headers));
     expect(await res.json()).toEqual({ timeoutSeconds: 7 });
-    res = await createQueueHandler('__wkf_workflow_', recorder({ timeoutSeconds: 7 }).fn)(request('{"runId":"r","invoke":true}', headers));
+    res = await createQueueHandler(
+      '__wkf_workflow_',
+      recorder({ timeoutSeconds: 7 }).fn,
+    )(request('{"runId":"r","invoke":true}', headers));
     expect(await res.json()).toEqual({ result: { timeoutSeconds: 7 } });
-    res = await createQueueHandler('__wkf_workflow_', recorder(new Error('boom')).fn)(request('{"runId":"r"}', headers));
+    res = await createQueueHandler(
+      '__wkf_workflow_',
+      recorder(new Error('boom')).fn,
+    )(request('{"runId":"r"}', headers));
     expect(res.status).toBe(500);
     expect(await res.text()).toContain('boom');
   });
@@ -133,7 +176,9 @@ describe('createQueueHandler with a signing secret', () => {
 
   it('accepts a correctly signed request', async () => {
     const r = recorder();
-    const res = await createQueueHandler('__wkf_workflow_', r.fn, { signingSecret: SECRET })(request(body, deliveryHeaders(body)));
+    const res = await createQueueHandler('__wkf_workflow_', r.fn, { signingSecret: SECRET })(
+      request(body, deliveryHeaders(body)),
+    );
     expect(res.status).toBe(200);
     expect(r.calls).toHaveLength(1);
   });

@@ -31,7 +31,10 @@ describe.concurrent('SQS queue', () => {
     const w = await world({ env: FAST });
     const sent: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const { messageId } = await w.queue.queue(EVE_QUEUE, { runId: `wrun_${i}`, input: new Uint8Array([0, i, 0, 255]) } as any);
+      const { messageId } = await w.queue.queue(EVE_QUEUE, {
+        runId: `wrun_${i}`,
+        input: new Uint8Array([0, i, 0, 255]),
+      } as any);
       expect(messageId).toMatch(/^msg_[0-9A-Z]{26}$/);
       sent.push(messageId as string);
     }
@@ -78,21 +81,29 @@ describe.concurrent('SQS queue', () => {
     expect(b.deliveries[0].meta).toMatchObject({ messageId, attempt: 2 });
   });
 
-  test('an idempotency key yields one message across two World instances, concurrently and later', async ({ expect }) => {
+  test('an idempotency key yields one message across two World instances, concurrently and later', async ({
+    expect,
+  }) => {
     const a = await world({ start: false });
     const b = await world({ sameAs: a, start: false });
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).queue.queue(Q, { runId: 'wrun_idem' }, { idempotencyKey: 'wait-1:hop-0' })),
+      Array.from({ length: 6 }, (_, i) =>
+        (i % 2 ? a : b).queue.queue(Q, { runId: 'wrun_idem' }, { idempotencyKey: 'wait-1:hop-0' }),
+      ),
     );
     const ids = new Set(results.map((r) => r.messageId));
     expect(ids.size).toBe(1);
     // Still deduped after the first copy was sent and even from a fresh instance.
     const c = await world({ sameAs: a, start: false });
-    expect((await c.queue.queue(Q, { runId: 'wrun_idem' }, { idempotencyKey: 'wait-1:hop-0' })).messageId).toBe([...ids][0]);
+    expect((await c.queue.queue(Q, { runId: 'wrun_idem' }, { idempotencyKey: 'wait-1:hop-0' })).messageId).toBe(
+      [...ids][0],
+    );
     const other = await b.queue.queue(Q, { runId: 'wrun_idem' }, { idempotencyKey: 'wait-1:hop-1' });
     expect(other.messageId).not.toBe([...ids][0]);
     const msgs = await receiveAll(a, await a.queue.transport.queueUrl());
-    expect(msgs.map((m) => m.MessageAttributes?.[MSG_ATTR.id]?.StringValue).sort()).toEqual([[...ids][0], other.messageId].sort());
+    expect(msgs.map((m) => m.MessageAttributes?.[MSG_ATTR.id]?.StringValue).sort()).toEqual(
+      [[...ids][0], other.messageId].sort(),
+    );
   });
 
   test('a failed send releases its idempotency key so a retry can send', async ({ expect }) => {
@@ -140,7 +151,9 @@ describe.concurrent('SQS queue', () => {
     expect(w.deliveries).toHaveLength(2);
   });
 
-  test('repeated {timeoutSeconds} never pushes a message into the DLQ; id stays, attempts keep counting', async ({ expect }) => {
+  test('repeated {timeoutSeconds} never pushes a message into the DLQ; id stays, attempts keep counting', async ({
+    expect,
+  }) => {
     const w = await world({ env: { ...FAST, EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '2' } });
     w.respond = (d) => (d.meta.attempt < 5 ? { timeoutSeconds: 1 } : undefined);
     const { messageId } = await w.queue.queue(Q, { runId: 'wrun_many' });
@@ -150,7 +163,9 @@ describe.concurrent('SQS queue', () => {
     expect(await receiveAll(w, await w.queue.transport.dlqUrl())).toHaveLength(0);
   });
 
-  test('after maxReceiveCount failures the message is in the DLQ and one log line names run and queue', async ({ expect }) => {
+  test('after maxReceiveCount failures the message is in the DLQ and one log line names run and queue', async ({
+    expect,
+  }) => {
     const w = await world({ env: { ...FAST, EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '2' } });
     w.respond = () => {
       throw new Error('always fails');
@@ -205,11 +220,15 @@ describe.concurrent('SQS queue', () => {
     const got = w.deliveries[0].body.input as Uint8Array;
     expect(got.byteLength).toBe(big.byteLength);
     expect(createHash('sha256').update(got).digest('hex')).toBe(createHash('sha256').update(big).digest('hex'));
-    const head = await (await w.fixture.clients.s3()).send(new HeadObjectCommand({ Bucket: w.fixture.config.bucket, Key: `queue/${messageId}` }));
+    const head = await (await w.fixture.clients.s3()).send(
+      new HeadObjectCommand({ Bucket: w.fixture.config.bucket, Key: `queue/${messageId}` }),
+    );
     expect(head.ContentLength).toBeGreaterThan(2 * 1024 * 1024);
   });
 
-  test('over HTTP, deliveries are signed and the flow route accepts them; forged requests get 401', async ({ expect }) => {
+  test('over HTTP, deliveries are signed and the flow route accepts them; forged requests get 401', async ({
+    expect,
+  }) => {
     let handler: (req: Request) => Promise<Response> = async () => new Response('not ready', { status: 503 });
     const server = await serve((req) => handler(req));
     try {

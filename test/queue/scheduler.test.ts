@@ -26,7 +26,9 @@ class RecordingScheduler implements SchedulerPort {
       throw Object.assign(new Error('schedule exists'), { name: 'ConflictException' });
     }
     this.calls.push(command.input);
-    return { ScheduleArn: `arn:aws:scheduler:us-east-1:123456789012:schedule/${command.input.GroupName}/${command.input.Name}` };
+    return {
+      ScheduleArn: `arn:aws:scheduler:us-east-1:123456789012:schedule/${command.input.GroupName}/${command.input.Name}`,
+    };
   }
 
   /** Deliver schedule `i`'s Input to its SQS target now, as the Scheduler would at its time. */
@@ -63,12 +65,16 @@ async function schedWorld(extra: Record<string, string> = {}) {
 }
 
 async function arnOf(w: World, url: string): Promise<string> {
-  const out = await w.fixture.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+  const out = await w.fixture.clients.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }),
+  );
   return out.Attributes!.QueueArn!;
 }
 
 describe.concurrent('EventBridge Scheduler long waits (recording fake)', () => {
-  test('creates one one-time schedule at the due time targeting the queue, deleted after completion', async ({ expect }) => {
+  test('creates one one-time schedule at the due time targeting the queue, deleted after completion', async ({
+    expect,
+  }) => {
     const { w, fake } = await schedWorld();
     const before = Date.now();
     const { messageId } = await w.queue.queue(Q, { runId: 'wrun_sched' }, { delaySeconds: 82_800 });
@@ -109,7 +115,9 @@ describe.concurrent('EventBridge Scheduler long waits (recording fake)', () => {
     const { w, fake } = await schedWorld();
     await w.queue.start();
     const sentAt = Date.now();
-    const { messageId } = await w.queue.queue(Q, { runId: 'wrun_early', input: new Uint8Array([0, 9]) } as any, { delaySeconds: 4 });
+    const { messageId } = await w.queue.queue(Q, { runId: 'wrun_early', input: new Uint8Array([0, 9]) } as any, {
+      delaySeconds: 4,
+    });
     expect(fake.calls).toHaveLength(1);
     await fake.fire(0); // about 4 s early
     await waitFor(() => w.deliveries.length === 1, 20_000, 'scheduled delivery');

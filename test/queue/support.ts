@@ -52,7 +52,13 @@ export interface World {
  * second World instance on the same table and queue, with its own clients).
  */
 export async function makeWorld(
-  opts: { env?: Record<string, string>; sameAs?: World; register?: boolean; start?: boolean; queueOptions?: CreateConsumerOptions & CreateQueueOptions } = {},
+  opts: {
+    env?: Record<string, string>;
+    sameAs?: World;
+    register?: boolean;
+    start?: boolean;
+    queueOptions?: CreateConsumerOptions & CreateQueueOptions;
+  } = {},
 ): Promise<World> {
   const fixture = opts.sameAs
     ? (() => {
@@ -64,7 +70,13 @@ export async function makeWorld(
   const ctx = createContext(fixture.config, fixture.clients);
   const logger = new MemoryLogger();
   const sender = createQueue(ctx, { logger, scheduler: opts.queueOptions?.scheduler });
-  const consumer = createConsumer(ctx, sender.transport, { consumer: 'poll', waitTimeSeconds: 1, drainTimeoutMs: 2000, logger, ...opts.queueOptions });
+  const consumer = createConsumer(ctx, sender.transport, {
+    consumer: 'poll',
+    waitTimeSeconds: 1,
+    drainTimeoutMs: 2000,
+    logger,
+    ...opts.queueOptions,
+  });
   const queue: QueueUnderTest = {
     transport: sender.transport,
     getDeploymentId: sender.getDeploymentId,
@@ -133,7 +145,9 @@ export async function receiveAll(world: World, url: string, waitSeconds = 1): Pr
 }
 
 /** Serve a Web `(Request) => Response` handler on 127.0.0.1:<free port>. */
-export async function serve(handler: (req: Request) => Promise<Response>): Promise<{ url: string; requests: number; close(): Promise<void> }> {
+export async function serve(
+  handler: (req: Request) => Promise<Response>,
+): Promise<{ url: string; requests: number; close(): Promise<void> }> {
   const state = { requests: 0 };
   const server: Server = createServer(async (req, res) => {
     state.requests++;

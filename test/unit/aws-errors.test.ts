@@ -53,7 +53,9 @@ describe('aws/errors', () => {
   });
 
   it('transport errors have no HTTP status', () => {
-    expect(isTransportError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }))).toBe(true);
+    expect(
+      isTransportError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' })),
+    ).toBe(true);
     expect(isTransportError({ name: 'TimeoutError', message: 'socket timed out' })).toBe(true);
     expect(isTransportError({ name: 'InternalServerError', $metadata: { httpStatusCode: 500 } })).toBe(false);
   });
@@ -62,7 +64,11 @@ describe('aws/errors', () => {
     const t = toWorldError({ name: 'ThrottlingException', message: 'slow' }, 'events.create');
     expect(t).toBeInstanceOf(ThrottleError);
     expect((t as ThrottleError).retryAfter).toBe(1);
-    const v = toWorldError({ name: 'ValidationException', message: 'Item size has exceeded the maximum allowed size' }, 'events.create', 'eventData');
+    const v = toWorldError(
+      { name: 'ValidationException', message: 'Item size has exceeded the maximum allowed size' },
+      'events.create',
+      'eventData',
+    );
     expect(v).toBeInstanceOf(WorkflowWorldError);
     expect(v).toMatchObject({ status: 400, code: 'INVALID_ARGUMENT', field: 'eventData' });
     expect((v as Error).message).toContain('eventData');

@@ -5,8 +5,17 @@ import { CircuitBreaker } from '../../src/consumer/breaker.js';
 function make() {
   const lines: string[] = [];
   let now = 0;
-  const log = { info: (m: string) => lines.push(`INFO ${m}`), warn: (m: string) => lines.push(`WARN ${m}`), error: (m: string) => lines.push(`ERROR ${m}`) };
-  const b = new CircuitBreaker(log, 'the flow route', { threshold: 3, cooldownMs: 5000, maxCooldownMs: 20_000, now: () => now });
+  const log = {
+    info: (m: string) => lines.push(`INFO ${m}`),
+    warn: (m: string) => lines.push(`WARN ${m}`),
+    error: (m: string) => lines.push(`ERROR ${m}`),
+  };
+  const b = new CircuitBreaker(log, 'the flow route', {
+    threshold: 3,
+    cooldownMs: 5000,
+    maxCooldownMs: 20_000,
+    now: () => now,
+  });
   return { b, lines, advance: (ms: number) => (now += ms) };
 }
 

@@ -49,7 +49,11 @@ describe('loadConfig', () => {
       bucket: 'my-agent-payloads',
     });
     expect(
-      loadConfig({ EVE_WORLD_AWS_PREFIX: 'my-agent', EVE_WORLD_AWS_TABLE: 'Runs_2024.v1', EVE_WORLD_AWS_BUCKET: 'org.payloads' }),
+      loadConfig({
+        EVE_WORLD_AWS_PREFIX: 'my-agent',
+        EVE_WORLD_AWS_TABLE: 'Runs_2024.v1',
+        EVE_WORLD_AWS_BUCKET: 'org.payloads',
+      }),
     ).toMatchObject({ tableName: 'Runs_2024.v1', queue: 'my-agent-queue', bucket: 'org.payloads' });
   });
 
@@ -63,7 +67,10 @@ describe('loadConfig', () => {
   it('reads region (AWS_DEFAULT_REGION as fallback) and endpoints (per-service over AWS_ENDPOINT_URL)', () => {
     expect(loadConfig({ AWS_DEFAULT_REGION: 'eu-central-1' }).region).toBe('eu-central-1');
     expect(loadConfig({ AWS_REGION: 'us-west-2', AWS_DEFAULT_REGION: 'eu-central-1' }).region).toBe('us-west-2');
-    const c = loadConfig({ AWS_ENDPOINT_URL: 'http://127.0.0.1:4566/', AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:8000' });
+    const c = loadConfig({
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:4566/',
+      AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:8000',
+    });
     expect(c.endpoints).toEqual({
       dynamodb: 'http://127.0.0.1:8000',
       sqs: 'http://127.0.0.1:4566',
@@ -73,36 +80,73 @@ describe('loadConfig', () => {
   });
 
   it('treats blank values as unset', () => {
-    expect(loadConfig({ EVE_WORLD_AWS_PREFIX: '  ', EVE_WORLD_AWS_CONCURRENCY: '' })).toMatchObject({ prefix: 'eve-world', consumerConcurrency: 8 });
+    expect(loadConfig({ EVE_WORLD_AWS_PREFIX: '  ', EVE_WORLD_AWS_CONCURRENCY: '' })).toMatchObject({
+      prefix: 'eve-world',
+      consumerConcurrency: 8,
+    });
   });
 
   it('parses numbers within their bounds', () => {
-    const c = loadConfig({ EVE_WORLD_AWS_CONCURRENCY: '32', EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '3', EVE_WORLD_AWS_STREAM_POLL_MS: '20' });
+    const c = loadConfig({
+      EVE_WORLD_AWS_CONCURRENCY: '32',
+      EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '3',
+      EVE_WORLD_AWS_STREAM_POLL_MS: '20',
+    });
     expect(c).toMatchObject({ consumerConcurrency: 32, maxReceiveCount: 3, streamPollMs: 20 });
   });
 
   it.each([
     [{ EVE_WORLD_AWS_PREFIX: 'My_Agent' }, 'EVE_WORLD_AWS_PREFIX', /must be 1-40 lowercase letters/, 'my-agent'],
     [{ EVE_WORLD_AWS_TABLE: 'ab' }, 'EVE_WORLD_AWS_TABLE', /not a valid DynamoDB table name/, 'eve-world'],
-    [{ EVE_WORLD_AWS_QUEUE: 'has space' }, 'EVE_WORLD_AWS_QUEUE', /not a valid SQS queue name or URL/, 'eve-world-queue'],
-    [{ EVE_WORLD_AWS_DLQ: 'x'.repeat(81) }, 'EVE_WORLD_AWS_DLQ', /not a valid SQS queue name or URL/, 'eve-world-queue'],
+    [
+      { EVE_WORLD_AWS_QUEUE: 'has space' },
+      'EVE_WORLD_AWS_QUEUE',
+      /not a valid SQS queue name or URL/,
+      'eve-world-queue',
+    ],
+    [
+      { EVE_WORLD_AWS_DLQ: 'x'.repeat(81) },
+      'EVE_WORLD_AWS_DLQ',
+      /not a valid SQS queue name or URL/,
+      'eve-world-queue',
+    ],
     [{ EVE_WORLD_AWS_BUCKET: 'a..b' }, 'EVE_WORLD_AWS_BUCKET', /not a valid S3 bucket name/, 'my-agent-payloads'],
     [{ EVE_WORLD_AWS_BUCKET: 'UPPER' }, 'EVE_WORLD_AWS_BUCKET', /not a valid S3 bucket name/, 'my-agent-payloads'],
     [{ AWS_REGION: 'mars' }, 'AWS_REGION', /is not a region name, got "mars"/, 'us-east-1'],
-    [{ AWS_ENDPOINT_URL_SQS: 'localhost:4566' }, 'AWS_ENDPOINT_URL_SQS', /must be an http\(s\) URL/, 'http://127.0.0.1:4566'],
+    [
+      { AWS_ENDPOINT_URL_SQS: 'localhost:4566' },
+      'AWS_ENDPOINT_URL_SQS',
+      /must be an http\(s\) URL/,
+      'http://127.0.0.1:4566',
+    ],
     [{ AWS_ENDPOINT_URL: 'ftp://x' }, 'AWS_ENDPOINT_URL', /must be an http\(s\) URL/, 'http://127.0.0.1:4566'],
     [{ EVE_WORLD_AWS_CONCURRENCY: 'eight' }, 'EVE_WORLD_AWS_CONCURRENCY', /must be a whole number, got "eight"/, '8'],
     [{ EVE_WORLD_AWS_CONCURRENCY: '0' }, 'EVE_WORLD_AWS_CONCURRENCY', /must be between 1 and 1000, got 0/, '8'],
     [{ EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '901' }, 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS', /between 1 and 900/, '900'],
-    [{ EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '-1' }, 'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES', /whole number/, '300000'],
-    [{ EVE_WORLD_AWS_SIGNING_SECRET: 'short' }, 'EVE_WORLD_AWS_SIGNING_SECRET', /at least 16 characters/, '$(openssl rand -hex 32)'],
+    [
+      { EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '-1' },
+      'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES',
+      /whole number/,
+      '300000',
+    ],
+    [
+      { EVE_WORLD_AWS_SIGNING_SECRET: 'short' },
+      'EVE_WORLD_AWS_SIGNING_SECRET',
+      /at least 16 characters/,
+      '$(openssl rand -hex 32)',
+    ],
     [
       { EVE_WORLD_AWS_STREAM_POLL_MS: '500', EVE_WORLD_AWS_STREAM_IDLE_POLL_MS: '100' },
       'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS',
       /must be >= EVE_WORLD_AWS_STREAM_POLL_MS \(500\)/,
       '1000',
     ],
-    [{ EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: 'my-role' }, 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN', /not an IAM role ARN/, 'arn:aws:iam::123456789012:role/eve-world-scheduler'],
+    [
+      { EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: 'my-role' },
+      'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',
+      /not an IAM role ARN/,
+      'arn:aws:iam::123456789012:role/eve-world-scheduler',
+    ],
   ])('%o -> ConfigError naming %s, the problem and an example', (env, variable, problem, example) => {
     const err = configError(env as Record<string, string>);
     expect(err.variable).toBe(variable);

@@ -19,9 +19,12 @@ const SRC = path.resolve(__dirname, '../../src');
 type Layer = { rank: number; name: string };
 
 /** The layer of a module, by its path relative to src/ (posix separators). */
-export function layerOf(rel: string): Layer {
+function layerOf(rel: string): Layer {
   const top = rel.split('/')[0];
-  if (['config.ts', 'log.ts', 'ddb.ts', 'payloads.ts', 'context.ts', 'polyfills.ts', 'resources.ts', 'aws'].includes(top)) return { rank: 0, name: 'base' };
+  if (
+    ['config.ts', 'log.ts', 'ddb.ts', 'payloads.ts', 'context.ts', 'polyfills.ts', 'resources.ts', 'aws'].includes(top)
+  )
+    return { rank: 0, name: 'base' };
   if (top === 'storage') return { rank: 1, name: 'storage' };
   if (top === 'queue') return { rank: 1, name: 'queue' };
   if (top === 'streams' || top === 'streamer' || top === 'streamer.ts') return { rank: 1, name: 'streams' };
@@ -39,10 +42,11 @@ function walk(dir: string): string[] {
 }
 
 /** Relative specifiers of every static import/export-from and dynamic import() in `text`. */
-export function importsOf(text: string): string[] {
+function importsOf(text: string): string[] {
   const out: string[] = [];
   const stripped = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
-  const re = /(?:\bimport\s+(?:type\s+)?(?:[\w*{}\s,$]+\s+from\s+)?|\bexport\s+(?:type\s+)?[\w*{}\s,$]+\s+from\s+|\bimport\s*\(\s*)['"]([^'"]+)['"]/g;
+  const re =
+    /(?:\bimport\s+(?:type\s+)?(?:[\w*{}\s,$]+\s+from\s+)?|\bexport\s+(?:type\s+)?[\w*{}\s,$]+\s+from\s+|\bimport\s*\(\s*)['"]([^'"]+)['"]/g;
   for (const m of stripped.matchAll(re)) out.push(m[1]);
   return out;
 }
@@ -61,7 +65,7 @@ function resolveRel(fromFile: string, spec: string): string | undefined {
 }
 
 /** Every edge that breaks the rule, as "from -> to (layer -> layer)". */
-export function violations(files: { rel: string; text: string }[]): string[] {
+function violations(files: { rel: string; text: string }[]): string[] {
   const bad: string[] = [];
   for (const f of files) {
     const from = layerOf(f.rel);
@@ -77,7 +81,10 @@ export function violations(files: { rel: string; text: string }[]): string[] {
   return bad;
 }
 
-const files = walk(SRC).map((p) => ({ rel: path.relative(SRC, p).split(path.sep).join('/'), text: readFileSync(p, 'utf8') }));
+const files = walk(SRC).map((p) => ({
+  rel: path.relative(SRC, p).split(path.sep).join('/'),
+  text: readFileSync(p, 'utf8'),
+}));
 
 describe('layers', () => {
   it('no module under src/ imports a higher layer (or a sibling part)', () => {
@@ -86,16 +93,24 @@ describe('layers', () => {
   });
 
   it('the queue (send side) does not import the consumer, and the consumer is used only by index.ts and tooling', () => {
-    const intoConsumer = files.filter((f) => importsOf(f.text).some((s) => /(^|\/)consumer\//.test(s) || s.endsWith('/consumer/index.js')));
+    const intoConsumer = files.filter((f) =>
+      importsOf(f.text).some((s) => /(^|\/)consumer\//.test(s) || s.endsWith('/consumer/index.js')),
+    );
     for (const f of intoConsumer) expect(layerOf(f.rel).rank >= 2, f.rel).toBe(true);
   });
 
   it('detects an upward import (the check can fail)', () => {
     const planted = [
       { rel: 'queue/index.ts', text: "import { SqsPoller } from '../consumer/poller.js';" },
-      { rel: 'aws/errors.ts', text: "export { x } from '../storage/index.js';\nconst m = await import('../index.js');" },
+      {
+        rel: 'aws/errors.ts',
+        text: "export { x } from '../storage/index.js';\nconst m = await import('../index.js');",
+      },
       { rel: 'storage/a.ts', text: "import type { Q } from '../queue/index.js'; // a sibling part" },
-      { rel: 'consumer/ok.ts', text: "import { createQueue } from '../queue/index.js';\n// import { x } from '../index.js';" },
+      {
+        rel: 'consumer/ok.ts',
+        text: "import { createQueue } from '../queue/index.js';\n// import { x } from '../index.js';",
+      },
     ];
     expect(violations(planted)).toEqual([
       'queue/index.ts -> consumer/poller.ts (queue -> consumer)',

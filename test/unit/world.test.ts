@@ -33,7 +33,8 @@ const OPTIONAL = [
   'streams.createWriteSession',
 ] as const;
 
-const at = (path: string): unknown => path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], world);
+const at = (path: string): unknown =>
+  path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], world);
 
 describe('createWorld', () => {
   it('wires every optional member it implements', () => {

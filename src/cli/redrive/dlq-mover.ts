@@ -74,7 +74,10 @@ const stringAttrs = (m: Message): Record<string, string | undefined> =>
   Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue]));
 
 /** Run id of a World message: from the payload body (inline, envelope or S3), else undefined. */
-export async function runIdOfMessage(m: Message, payloads?: Pick<PayloadStore, 'getBytes'>): Promise<{ runId?: string; queueName?: string; messageId?: string }> {
+export async function runIdOfMessage(
+  m: Message,
+  payloads?: Pick<PayloadStore, 'getBytes'>,
+): Promise<{ runId?: string; queueName?: string; messageId?: string }> {
   const env = envelopeFromMessage(m.Body ?? '', stringAttrs(m));
   if (typeof env === 'string') return {};
   let text = env.body;
@@ -106,7 +109,11 @@ export function copiedAttributes(m: Message): Record<string, MessageAttributeVal
   const out: Record<string, MessageAttributeValue> = {};
   for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
     if (!k.startsWith('eve.')) continue;
-    out[k] = { DataType: v.DataType, ...(v.StringValue !== undefined ? { StringValue: v.StringValue } : {}), ...(v.BinaryValue !== undefined ? { BinaryValue: v.BinaryValue } : {}) };
+    out[k] = {
+      DataType: v.DataType,
+      ...(v.StringValue !== undefined ? { StringValue: v.StringValue } : {}),
+      ...(v.BinaryValue !== undefined ? { BinaryValue: v.BinaryValue } : {}),
+    };
   }
   return Object.keys(out).length > 0 ? out : undefined;
 }
@@ -182,7 +189,11 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
         } else {
           try {
             const res = await sqs.send(
-              new SendMessageCommand({ QueueUrl: opts.targetUrl, MessageBody: m.Body ?? '', MessageAttributes: copiedAttributes(m) }),
+              new SendMessageCommand({
+                QueueUrl: opts.targetUrl,
+                MessageBody: m.Body ?? '',
+                MessageAttributes: copiedAttributes(m),
+              }),
             );
             rec.newSqsMessageId = res.MessageId;
           } catch (err) {
@@ -220,7 +231,11 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
 /** Make held messages visible again at once (best effort: they reappear after the timeout anyway). */
 async function release(sqs: SQSClient, url: string, receipts: string[]): Promise<void> {
   await Promise.all(
-    receipts.map((r) => sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: r, VisibilityTimeout: 0 })).catch(() => undefined)),
+    receipts.map((r) =>
+      sqs
+        .send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: r, VisibilityTimeout: 0 }))
+        .catch(() => undefined),
+    ),
   );
 }
 
@@ -238,11 +253,26 @@ export function renderMoveSummary(s: MoveSummary, color = colorEnabled()): strin
   const to = queueNameOf(s.target);
   if (s.messages.length === 0) return `The DLQ ${from} is empty; nothing to redrive.\n`;
   const paint = (r: MoveResult) =>
-    r === 'moved' ? p.green(RESULT_LABEL[r]) : r === 'would-move' ? p.yellow(RESULT_LABEL[r]) : r === 'skipped' ? p.dim(RESULT_LABEL[r]) : p.red(RESULT_LABEL[r]);
-  const rows = s.messages.map((m) => [m.messageId ?? m.sqsMessageId, m.queueName ?? '?', m.runId ?? '?', formatTime(m.sentAt), paint(m.result)]);
+    r === 'moved'
+      ? p.green(RESULT_LABEL[r])
+      : r === 'would-move'
+        ? p.yellow(RESULT_LABEL[r])
+        : r === 'skipped'
+          ? p.dim(RESULT_LABEL[r])
+          : p.red(RESULT_LABEL[r]);
+  const rows = s.messages.map((m) => [
+    m.messageId ?? m.sqsMessageId,
+    m.queueName ?? '?',
+    m.runId ?? '?',
+    formatTime(m.sentAt),
+    paint(m.result),
+  ]);
   const out = [renderTable(['Message', 'Queue (logical)', 'Run', 'First sent', 'Result'], rows, color)];
   const filter = s.runId ? ` of run ${s.runId}` : '';
-  if (s.dryRun) out.push(`Dry run: would move ${s.matched} message${s.matched === 1 ? '' : 's'}${filter} from ${from} to ${to}; nothing was changed.`);
+  if (s.dryRun)
+    out.push(
+      `Dry run: would move ${s.matched} message${s.matched === 1 ? '' : 's'}${filter} from ${from} to ${to}; nothing was changed.`,
+    );
   else out.push(`Moved ${s.moved} message${s.moved === 1 ? '' : 's'}${filter} from ${from} to ${to}.`);
   for (const m of s.messages.filter((x) => x.error)) {
     out.push(
@@ -254,4 +284,3 @@ export function renderMoveSummary(s: MoveSummary, color = colorEnabled()): strin
   }
   return `${out.join('\n')}\n`;
 }
-

@@ -35,8 +35,10 @@ export interface RunAnalysis {
   continuations: Continuation[];
 }
 
-const eventData = (e: Event) => ((e as { eventData?: Record<string, unknown> }).eventData ?? {}) as Record<string, unknown>;
-const timeOf = (v: unknown) => (v instanceof Date ? v.getTime() : typeof v === 'string' || typeof v === 'number' ? new Date(v).getTime() : Number.NaN);
+const eventData = (e: Event) =>
+  ((e as { eventData?: Record<string, unknown> }).eventData ?? {}) as Record<string, unknown>;
+const timeOf = (v: unknown) =>
+  v instanceof Date ? v.getTime() : typeof v === 'string' || typeof v === 'number' ? new Date(v).getTime() : Number.NaN;
 
 /**
  * Decide whether a non-terminal run is stranded and what to enqueue for it.
@@ -96,7 +98,11 @@ export function analyzeRun(
         steps.set(id, { name: (d.stepName as string | undefined) ?? step?.name, done: false });
         break;
       case 'step_retrying':
-        steps.set(id, { name: (d.stepName as string | undefined) ?? step?.name, done: false, retryAt: timeOf(d.retryAfter) });
+        steps.set(id, {
+          name: (d.stepName as string | undefined) ?? step?.name,
+          done: false,
+          retryAt: timeOf(d.retryAfter),
+        });
         break;
       case 'step_completed':
       case 'step_failed':
@@ -118,7 +124,8 @@ export function analyzeRun(
   }
 
   const timers: number[] = [];
-  for (const s of steps.values()) if (!s.done && s.retryAt !== undefined && s.retryAt > opts.now) timers.push(s.retryAt);
+  for (const s of steps.values())
+    if (!s.done && s.retryAt !== undefined && s.retryAt > opts.now) timers.push(s.retryAt);
   for (const w of waits.values()) if (!w.done && w.resumeAt > opts.now) timers.push(w.resumeAt);
   if (timers.length > 0) {
     return { ...base, verdict: 'waiting', reason: `next timer due ${formatTime(Math.min(...timers))}` };
@@ -129,7 +136,11 @@ export function analyzeRun(
   if (pending.length > 0) {
     const unnamed = pending.filter(([, s]) => !s.name);
     if (unnamed.length > 0) {
-      return { ...base, verdict: 'stranded', reason: `step ${unnamed[0][0]} has no recorded name; cannot re-dispatch it` };
+      return {
+        ...base,
+        verdict: 'stranded',
+        reason: `step ${unnamed[0][0]} has no recorded name; cannot re-dispatch it`,
+      };
     }
     return {
       ...base,
@@ -144,13 +155,19 @@ export function analyzeRun(
   }
   const openHooks = [...hooks].filter(([, open]) => open).length;
   if (openHooks > 0 && last?.eventType !== 'hook_received') {
-    return { ...base, verdict: 'waiting', reason: `waiting for ${openHooks} hook${openHooks === 1 ? '' : 's'} to be resumed` };
+    return {
+      ...base,
+      verdict: 'waiting',
+      reason: `waiting for ${openHooks} hook${openHooks === 1 ? '' : 's'} to be resumed`,
+    };
   }
   return {
     ...base,
     verdict: 'stranded',
     reason: last ? `no delivery since ${formatTime(lastAt)} (last event ${last.eventType})` : 'no events',
-    continuations: [{ queueName, payload: { runId: run.runId }, idempotencyKey: `eve-world-aws:stranded:${run.runId}:${lastSlot}` }],
+    continuations: [
+      { queueName, payload: { runId: run.runId }, idempotencyKey: `eve-world-aws:stranded:${run.runId}:${lastSlot}` },
+    ],
   };
 }
 
@@ -187,7 +204,14 @@ async function allEvents(w: CliWorld, runId: string): Promise<Event[]> {
 async function dlqRunIds(w: CliWorld): Promise<Set<string>> {
   const transport = new SqsTransport(w.world.context);
   const [dlq, queue] = await Promise.all([transport.dlqUrl(), transport.queueUrl()]);
-  const scan = await moveDlqMessages({ sqs: w.clients.sqs, sourceUrl: dlq, targetUrl: queue, dryRun: true, visibilityTimeoutSeconds: 60, payloads: w.world.context.payloads });
+  const scan = await moveDlqMessages({
+    sqs: w.clients.sqs,
+    sourceUrl: dlq,
+    targetUrl: queue,
+    dryRun: true,
+    visibilityTimeoutSeconds: 60,
+    payloads: w.world.context.payloads,
+  });
   return new Set(scan.messages.map((m) => m.runId).filter((x): x is string => x !== undefined));
 }
 
@@ -196,13 +220,29 @@ export async function redriveStranded(w: CliWorld, opts: StrandedOptions): Promi
   const namespace = resolveQueueNamespace(opts.namespace);
   const queuePrefix = getQueueTopicPrefix('workflow', namespace);
   const inDlq = opts.skipDlq ? new Set<string>() : await dlqRunIds(w);
-  const summary: StrandedSummary = { dryRun: opts.dryRun === true, olderThanMs: opts.olderThanMs, examined: 0, stranded: 0, enqueued: 0, runs: [] };
+  const summary: StrandedSummary = {
+    dryRun: opts.dryRun === true,
+    olderThanMs: opts.olderThanMs,
+    examined: 0,
+    stranded: 0,
+    enqueued: 0,
+    runs: [],
+  };
   let cursor: string | undefined;
   do {
-    const page = await w.world.runs.list({ status: ['pending', 'running'], resolveData: 'none', pagination: { cursor, limit: 100, sortOrder: 'asc' } });
+    const page = await w.world.runs.list({
+      status: ['pending', 'running'],
+      resolveData: 'none',
+      pagination: { cursor, limit: 100, sortOrder: 'asc' },
+    });
     for (const run of page.data) {
       summary.examined++;
-      const a = analyzeRun(run, await allEvents(w, run.runId), { now, olderThanMs: opts.olderThanMs, queuePrefix, inDlq: inDlq.has(run.runId) });
+      const a = analyzeRun(run, await allEvents(w, run.runId), {
+        now,
+        olderThanMs: opts.olderThanMs,
+        queuePrefix,
+        inDlq: inDlq.has(run.runId),
+      });
       summary.runs.push(a);
       if (a.verdict !== 'stranded') continue;
       summary.stranded++;
@@ -213,7 +253,13 @@ export async function redriveStranded(w: CliWorld, opts: StrandedOptions): Promi
         }
         // Read the claim first only to report it; the dedupe itself is the World's conditional
         // claim inside queue(), which holds even when two redrives race.
-        const prior = await w.clients.ddb.send(new GetItemCommand({ TableName: w.config.tableName, Key: marshall(keys.qkey(c.idempotencyKey)), ConsistentRead: true }));
+        const prior = await w.clients.ddb.send(
+          new GetItemCommand({
+            TableName: w.config.tableName,
+            Key: marshall(keys.qkey(c.idempotencyKey)),
+            ConsistentRead: true,
+          }),
+        );
         const res = await w.world.queue(c.queueName as never, c.payload, { idempotencyKey: c.idempotencyKey });
         c.messageId = res.messageId ?? undefined;
         c.result = prior.Item ? 'already-enqueued' : 'enqueued';
@@ -233,14 +279,28 @@ export function renderStranded(s: StrandedSummary, color = colorEnabled()): stri
     if (a.verdict !== 'stranded') return '-';
     if (a.continuations.length === 0) return p.red('cannot resume (see reason)');
     return a.continuations
-      .map((c) => `${c.payload.stepId ? `step ${c.payload.stepName}` : 'continue run'}: ${(c.result ?? '').replace('-', ' ')}`)
+      .map(
+        (c) =>
+          `${c.payload.stepId ? `step ${c.payload.stepName}` : 'continue run'}: ${(c.result ?? '').replace('-', ' ')}`,
+      )
       .join('\n');
   };
-  const rows = s.runs.map((a) => [a.runId, a.workflowName, a.status, formatTime(a.lastEventAt), verdict(a.verdict), a.reason, action(a)]);
+  const rows = s.runs.map((a) => [
+    a.runId,
+    a.workflowName,
+    a.status,
+    formatTime(a.lastEventAt),
+    verdict(a.verdict),
+    a.reason,
+    action(a),
+  ]);
   const out = [renderTable(['Run', 'Workflow', 'Status', 'Last event', 'Verdict', 'Reason', 'Action'], rows, color)];
   const older = formatDuration(s.olderThanMs);
-  if (s.dryRun) out.push(`Dry run: ${s.stranded} of ${s.examined} active runs stranded (idle > ${older}); nothing was enqueued.`);
-  else out.push(`${s.stranded} of ${s.examined} active runs stranded (idle > ${older}); enqueued ${s.enqueued} message${s.enqueued === 1 ? '' : 's'}.`);
+  if (s.dryRun)
+    out.push(`Dry run: ${s.stranded} of ${s.examined} active runs stranded (idle > ${older}); nothing was enqueued.`);
+  else
+    out.push(
+      `${s.stranded} of ${s.examined} active runs stranded (idle > ${older}); enqueued ${s.enqueued} message${s.enqueued === 1 ? '' : 's'}.`,
+    );
   return `${out.join('\n')}\n`;
 }
-
