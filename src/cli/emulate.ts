@@ -2,20 +2,21 @@
  * `eve-world-aws emulate`: a local AWS stack in the foreground.
  *
  * Embedded (default, no Docker): DynamoDB Local (java child) + fauxqs (SQS + S3, in this process)
- * via src/emulator/stack.ts; both are optional peer dependencies (see ./peers.ts), checked first. `--docker`: docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO).
+ * via src/emulator/stack.ts; both are optional peer dependencies (see ./peers.ts), checked first.
+ * `--docker`: docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) via src/emulator/docker.ts.
  * Either way it creates the resources like `init`, prints the env a shell needs, and on
- * SIGINT/SIGTERM/SIGHUP stops everything it started and exits 0.
+ * SIGINT/SIGTERM/SIGHUP, or when its parent process goes away, stops everything it started and
+ * exits 0.
  *
  * Child-process safety: the stack registers a synchronous process-exit hook that SIGKILLs the
  * java child, so even the "second Ctrl-C" path (immediate exit) and a signal during start-up
  * leave no JVM behind.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError } from 'commander';
 import { loadConfig } from '../config.js';
+import { composeStack, DEFAULT_DOCKER_S3_PORT, DOCKER_CREDENTIALS } from '../emulator/docker.js';
 import {
   assertPortFree,
   DEFAULT_AWS_PORT,
@@ -29,12 +30,6 @@ import { hasProblems, type ResourceReport } from '../resources.js';
 import { renderReports, runReconcile } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './output.js';
 import { EMULATOR_PEERS, requirePeers } from './peers.js';
-
-export const DEFAULT_DOCKER_S3_PORT = 4567;
-/** Docker Compose project name: fixed, so `down` always finds what `up` started. */
-export const COMPOSE_PROJECT = 'eve-world-aws';
-/** MinIO needs real-looking credentials (secret >= 8 chars); the other emulators accept any. */
-const DOCKER_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'eveworldlocal', AWS_SECRET_ACCESS_KEY: 'eveworldlocal' };
 
 export interface EmulateOptions {
   port: number;
@@ -51,11 +46,6 @@ export interface EmulateOptions {
 function parsePort(v: string): number {
   if (!/^\d+$/.test(v) || Number(v) > 65535) throw new InvalidArgumentError('must be a port number 0-65535 (0 = any free port).');
   return Number(v);
-}
-
-/** The repository / package root (this file is at <root>/{src,dist}/cli/emulate.*). */
-function packageRoot(): string {
-  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 }
 
 /** `EVE_WORLD_AWS_JAVA` (tests, unusual installs), then `$JAVA_HOME/bin/java`, then `java` on PATH. */
@@ -96,12 +86,23 @@ class Shutdown {
   };
   duringStartup = true;
 
+  private orphanWatch: NodeJS.Timeout | undefined;
+
   install(): void {
     for (const s of this.signals) process.on(s, this.onSignal);
+    // Launchers that wrap the command in a shell (`npx` -> `sh -c` -> node) pass a SIGTERM to the
+    // shell, which dies without passing it on. Orphaned, we would keep the emulators running
+    // forever; so a parent that goes away counts as a stop request, like SIGHUP.
+    const parent = process.ppid;
+    this.orphanWatch = setInterval(() => {
+      if (process.ppid !== parent && !this.requested) this.onSignal('SIGHUP');
+    }, 500);
+    this.orphanWatch.unref();
   }
 
   uninstall(): void {
     for (const s of this.signals) process.off(s, this.onSignal);
+    clearInterval(this.orphanWatch);
   }
 
   /** Resolves when a stop is requested. */
@@ -205,76 +206,20 @@ async function runEmbedded(opts: EmulateOptions, shutdown: Shutdown): Promise<vo
 
 // ---------- --docker ----------
 
-const NO_ENGINE_HINT = 'Start Docker, or run `eve-world-aws emulate` without --docker for the embedded stack (it needs only Java 17).';
-
-/** Fails with a clear message unless a Docker engine answers. */
-export function checkDocker(env: NodeJS.ProcessEnv = process.env): void {
-  const r = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8', timeout: 15_000, env });
-  if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') {
-    throw new EmulatorError(`No Docker engine answered: the \`docker\` command is not installed. ${NO_ENGINE_HINT}`);
-  }
-  if (r.error || r.status !== 0) {
-    const why = (r.stderr || r.error?.message || '').trim().split('\n').pop() ?? '';
-    throw new EmulatorError(`No Docker engine answered (\`docker info\` failed${why ? `: ${why}` : ''}). ${NO_ENGINE_HINT}`);
-  }
-}
-
-/** `docker compose` (plugin) or the older standalone `docker-compose`. */
-function composeCommand(): string[] {
-  if (spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0) return ['docker', 'compose'];
-  if (spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0) return ['docker-compose'];
-  throw new EmulatorError(`Docker is running but Docker Compose is not installed (neither \`docker compose\` nor \`docker-compose\`). ${NO_ENGINE_HINT}`);
-}
-
-function runCompose(cmd: string[], args: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  return new Promise((resolve, reject) => {
-    // Compose's own progress goes to our stderr; stdout stays for the env lines.
-    const child = spawn(cmd[0], [...cmd.slice(1), ...args], { stdio: ['ignore', 2, 2], env });
-    child.once('error', reject);
-    child.once('exit', (code) => resolve(code ?? 1));
-  });
-}
-
 async function runDocker(opts: EmulateOptions, shutdown: Shutdown): Promise<void> {
   if (opts.dataDir) throw new CliError('--data-dir is not supported with --docker: the Docker stack keeps its data in memory.', EXIT_USAGE);
-  checkDocker();
-  const compose = composeCommand();
-  const file = path.join(packageRoot(), 'docker-compose.yml');
   const dynamodbPort = opts.dynamodbPort || (await freePort());
   const sqsPort = opts.port || (await freePort());
   const s3Port = opts.s3Port || (opts.s3Port === undefined && opts.port ? opts.port + 1 : await freePort());
   await assertPortFree(dynamodbPort, 'DynamoDB Local', '--dynamodb-port');
   await assertPortFree(sqsPort, 'SQS (ElasticMQ)', '--port');
   await assertPortFree(s3Port, 'S3 (MinIO)', '--s3-port');
-  const composeEnv = {
-    ...process.env,
-    EVE_EMULATE_DYNAMODB_PORT: String(dynamodbPort),
-    EVE_EMULATE_SQS_PORT: String(sqsPort),
-    EVE_EMULATE_S3_PORT: String(s3Port),
-    EVE_EMULATE_S3_USER: DOCKER_CREDENTIALS.AWS_ACCESS_KEY_ID,
-    EVE_EMULATE_S3_PASSWORD: DOCKER_CREDENTIALS.AWS_SECRET_ACCESS_KEY,
-  };
-  const base = ['-f', file, '-p', COMPOSE_PROJECT];
-  const down = () => runCompose(compose, [...base, 'down', '--volumes', '--remove-orphans'], composeEnv).catch(() => 1);
+  const stack = composeStack({ dynamodb: dynamodbPort, sqs: sqsPort, s3: s3Port });
   shutdown.duringStartup = false; // from here on, stopping means `compose down`
   try {
-    if ((await runCompose(compose, [...base, 'up', '--detach', '--wait'], composeEnv)) !== 0) {
-      throw new EmulatorError('`docker compose up` failed (see its output above).');
-    }
+    const { endpoints, env: stackEnv } = await stack.up();
     if (shutdown.requested) return;
-    const endpoints = {
-      dynamodb: `http://127.0.0.1:${dynamodbPort}`,
-      sqs: `http://127.0.0.1:${sqsPort}`,
-      s3: `http://127.0.0.1:${s3Port}`,
-    };
-    const env = {
-      AWS_REGION: 'us-east-1',
-      ...DOCKER_CREDENTIALS,
-      AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
-      AWS_ENDPOINT_URL_SQS: endpoints.sqs,
-      AWS_ENDPOINT_URL_S3: endpoints.s3,
-      ...worldVars(process.env),
-    };
+    const env = { ...stackEnv, ...worldVars(process.env) };
     // MinIO checks signatures, so the in-process clients must sign with the same credentials.
     Object.assign(process.env, DOCKER_CREDENTIALS);
     const resources = await initResources(env, opts.init);
@@ -282,7 +227,7 @@ async function runDocker(opts: EmulateOptions, shutdown: Shutdown): Promise<void
     announce({ mode: 'docker', endpoints, env, resources, storage: 'everything in memory' }, opts);
     await shutdown.waitForStop();
   } finally {
-    await down();
+    await stack.down();
   }
 }
 

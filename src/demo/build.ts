@@ -14,12 +14,10 @@
  */
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(import.meta.url);
 
 /** The demo workflow source: src/demo/workflows/demo.ts, seen from src/demo/ or dist/demo/. */
 export function demoSource(): string {
@@ -29,10 +27,23 @@ export function demoSource(): string {
   throw new Error('The demo workflow source (src/demo/workflows/demo.ts) is missing from this install; reinstall @portfolio/eve-world-aws.');
 }
 
+/**
+ * The directory of the `workflow` package that `import('workflow/...')` from here loads: the first
+ * `node_modules/workflow` walking up, as Node resolves a bare name (its "exports" hide package.json).
+ */
+function workflowPackageDir(): string {
+  for (let dir = here; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'node_modules', 'workflow');
+    if (existsSync(path.join(candidate, 'package.json'))) return candidate;
+    if (path.dirname(dir) === dir) throw new Error('The demo needs the `workflow` package: `npm i -D workflow@5.0.0-beta.55`.');
+  }
+}
+
 /** The default build directory (see the module comment). */
 export function defaultDemoBuildDir(): string {
-  const workflowPkg = require.resolve('workflow/package.json');
-  const nodeModules = path.dirname(path.dirname(workflowPkg));
+  const workflowDir = workflowPackageDir();
+  const workflowPkg = path.join(workflowDir, 'package.json');
+  const nodeModules = path.dirname(workflowDir);
   const { version } = JSON.parse(readFileSync(workflowPkg, 'utf8')) as { version: string };
   const hash = createHash('sha256').update(version).update('\0').update(readFileSync(demoSource())).digest('hex').slice(0, 12);
   return path.join(nodeModules, '.cache', 'eve-world-aws', 'demo-build', hash);
