@@ -73,10 +73,10 @@ describe('.ci/run', () => {
     expect(statSync(path.join(ROOT, '.ci/run')).mode & 0o111).not.toBe(0);
   });
 
-  it('installs Java only when missing, then runs npm ci, build, typecheck, lint and npm test in order', () => {
+  it('installs Java only when missing, then runs npm ci, build, typecheck, lint + format check and npm test in order', () => {
     expect(script).toMatch(/if ! command -v java[^\n]*\n(?:.*\n){0,4}.*apt-get update\n.*apt-get install -y openjdk-17-jre-headless/);
     const lines = script.split('\n');
-    const order = [/^npm ci$/, /^npm run build$/, /^npm run typecheck$/, /^npm run lint$/, /\bnpm test$/].map((re) => lines.findIndex((l) => re.test(l)));
+    const order = [/^npm ci$/, /^npm run build$/, /^npm run typecheck$/, /^npm run check$/, /\bnpm test$/].map((re) => lines.findIndex((l) => re.test(l)));
     for (const i of order) expect(i).toBeGreaterThan(0);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
   });
