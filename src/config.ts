@@ -152,7 +152,7 @@ export const ENV_DOCS: readonly EnvDoc[] = [
   {
     name: 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS',
     default: '900',
-    description: 'SQS visibility timeout; keep it >= your Lambda timeout.',
+    description: "The queue's SQS visibility timeout (set by `init`); keep it >= your Lambda timeout.",
   },
   {
     name: 'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS',
