@@ -20,14 +20,21 @@ const DIST = path.join(ROOT, 'dist');
 const WELL_KNOWN = path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1');
 const RESULTS = path.join(ROOT, 'bench/results');
 const log = (...a) => console.error(...a);
-const only = new Set((process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'workflows,cold,streams').split(','));
+const only = new Set(
+  (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'workflows,cold,streams').split(','),
+);
 
 function build() {
   log('Building dist/ (npm run build)...');
-  const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  const r = spawnSync('npm', ['run', '--silent', 'build'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    encoding: 'utf8',
+  });
   if (r.status !== 0) {
     const why = `${r.stdout}\n${r.stderr}`.trim().split('\n').slice(-15).join('\n');
-    if (!existsSync(path.join(DIST, 'index.js'))) throw new Error(`npm run build failed and there is no dist/:\n${why}`);
+    if (!existsSync(path.join(DIST, 'index.js')))
+      throw new Error(`npm run build failed and there is no dist/:\n${why}`);
     log(`WARNING: npm run build failed; benchmarking the existing dist/ instead.\n${why}`);
     return { ok: false, error: why };
   }
@@ -88,7 +95,10 @@ const SHORT = {
 };
 
 const total = (counts) => Object.values(counts).reduce((a, b) => a + b, 0);
-const writesPerRun = (world) => Object.entries(world).filter(([k]) => k.startsWith('events.create:')).reduce((a, [, v]) => a + v, 0);
+const writesPerRun = (world) =>
+  Object.entries(world)
+    .filter(([k]) => k.startsWith('events.create:'))
+    .reduce((a, [, v]) => a + v, 0);
 
 /** seq10 - seq1, per added step: the cost of one more sequential step. */
 function marginal(s10, s1, f) {
@@ -148,8 +158,18 @@ function table1(ours, local) {
       ['  of which DynamoDB reads (Get/Query)', '0', n1(m(reads)), 'n/a'],
       ['Write request units', '—', n1(m((s) => s.wru)), 'n/a'],
       ['Read request units', '0', n1(m((s) => s.rru)), 'n/a'],
-      ['Per-run overhead (seq1 minus one step): AWS calls', '—', n1(total(sc.seq1.counts) - m((s) => total(s.counts))), 'n/a'],
-      ['Per-run overhead: events.list', '0', n1((sc.seq1.world['events.list'] ?? 0) - ml(sc)), n1((lsc.seq1.world['events.list'] ?? 0) - ml(lsc))],
+      [
+        'Per-run overhead (seq1 minus one step): AWS calls',
+        '—',
+        n1(total(sc.seq1.counts) - m((s) => total(s.counts))),
+        'n/a',
+      ],
+      [
+        'Per-run overhead: events.list',
+        '0',
+        n1((sc.seq1.world['events.list'] ?? 0) - ml(sc)),
+        n1((lsc.seq1.world['events.list'] ?? 0) - ml(lsc)),
+      ],
     ],
     [
       'Floor: a lazy step_started and a step_completed (two single-transaction writes), no events.list (the inline delta fast path).',
@@ -159,14 +179,22 @@ function table1(ours, local) {
   const kinds = [
     ['events.create', (w) => writesPerRun(w)],
     ['events.list', (w) => w['events.list'] ?? 0],
-    ['other reads', (w) => Object.entries(w).filter(([k]) => !k.startsWith('events.create') && k !== 'events.list' && k !== 'queue').reduce((x, [, v]) => x + v, 0)],
+    [
+      'other reads',
+      (w) =>
+        Object.entries(w)
+          .filter(([k]) => !k.startsWith('events.create') && k !== 'events.list' && k !== 'queue')
+          .reduce((x, [, v]) => x + v, 0),
+    ],
     ['queue()', (w) => w.queue ?? 0],
   ];
   const c = table(
     'Table 1c. World calls per run (what @workflow/core asked of the World): eve-world-aws / world-local',
     ['workflow', ...kinds.map(([k]) => k)],
     SCENARIOS.map((d) => [d.label, ...kinds.map(([, f]) => `${n1(f(sc[d.id].world))} / ${n1(f(lsc[d.id].world))}`)]),
-    ['Equal columns mean the runtime drove both Worlds the same way; the AWS calls above are what eve-world-aws spends per World call.'],
+    [
+      'Equal columns mean the runtime drove both Worlds the same way; the AWS calls above are what eve-world-aws spends per World call.',
+    ],
   );
   return `${a}\n${b}\n${c}`;
 }
@@ -217,7 +245,19 @@ function table2(ours) {
   const idleMonth = (30 * 24 * 3600) / (idle.waitTimeSeconds ?? 20);
   return table(
     'Table 2. Consumed capacity and cost per run (eve-world-aws)',
-    ['workflow', 'WRU', 'of which GSI', 'failed WRU²', 'RRU³', 'SQS req', 'S3 req', 'KB stored⁴', 'S3 KB', '$ / M runs', '$ / M steps'],
+    [
+      'workflow',
+      'WRU',
+      'of which GSI',
+      'failed WRU²',
+      'RRU³',
+      'SQS req',
+      'S3 req',
+      'KB stored⁴',
+      'S3 KB',
+      '$ / M runs',
+      '$ / M steps',
+    ],
     rows,
     [
       `Prices (${PRICES.region}, ${PRICES.asOf}): DynamoDB on-demand $${(PRICES.dynamodbWriteRequestUnit * 1e6).toFixed(3)} per million write request units, $${(PRICES.dynamodbReadRequestUnit * 1e6).toFixed(3)} per million read request units; SQS standard $${(PRICES.sqsRequest * 1e6).toFixed(2)} per million requests (64 KB chunks); S3 $${(PRICES.s3Put * 1e3).toFixed(3)} per 1,000 PUT, $${(PRICES.s3Get * 1e3).toFixed(4)} per 1,000 GET. Free tiers not applied; storage not included in $.`,
@@ -270,7 +310,17 @@ function table3(ours, local) {
     .join(', ');
   return table(
     `Table 3. Wall time, eve-world-aws (emulators) vs @workflow/world-local ${local.version}, and modelled AWS latency`,
-    ['workflow', 'ours ms/run', 'local ms/run', 'ours/local', 'ours ms/step¹', 'local ms/step¹', 'critical-path calls', 'modelled AWS ms/run', 'modelled ms/step¹'],
+    [
+      'workflow',
+      'ours ms/run',
+      'local ms/run',
+      'ours/local',
+      'ours ms/step¹',
+      'local ms/step¹',
+      'critical-path calls',
+      'modelled AWS ms/run',
+      'modelled ms/step¹',
+    ],
     rows,
     [
       'Wall time: median over the measured runs, from start() to the terminal event being written, same process, same compiled workflows, one run at a time. The sleep row includes the 1 s sleep.',
@@ -286,7 +336,11 @@ function table3(ours, local) {
 function table4(streams) {
   if (!streams) return '\nTable 4. Streams: not run.';
   const parts = streams.tables.map((t, i) =>
-    table(`Table 4${'abc'[i] ?? i}. ${t.title}`, t.head, t.rows.filter((r) => !r[0].startsWith('warm'))),
+    table(
+      `Table 4${'abc'[i] ?? i}. ${t.title}`,
+      t.head,
+      t.rows.filter((r) => !r[0].startsWith('warm')),
+    ),
   );
   parts.push(
     '\nTable 4 is bench/streams (`npm run bench:streams`, its own emulator stack) run as a child process and re-printed. In-process reader: same process as the writer (in-process signal); other process: a child-process reader that only polls.',
@@ -322,12 +376,57 @@ function table5(cold) {
   );
 }
 
+// ------------------------------------------------------------------ table 6
+
+function table6(ours) {
+  if (!ours?.indexSpread) return '\nTable 6. Index spread: not measured (result from an older bench).';
+  const sc = ours.scenarios;
+  const m = (f) => (f(sc.seq10) - f(sc.seq1)) / 9;
+  const pct = (x) => `${(100 * x).toFixed(1)}%`;
+  const rows = [
+    ['One more sequential inline step: write units, all', n1(m((s) => s.wru))],
+    ['  of which index copies', n1(m((s) => s.gsiWru))],
+    ...SCENARIOS.map((d) => [
+      `${d.label}: index write units per run (of all)`,
+      `${n1(sc[d.id].gsiWru)} (of ${n1(sc[d.id].wru)})`,
+    ]),
+    ...SCENARIOS.map((d) => [
+      `${d.label}: bytes copied into indexes per run`,
+      fmt(sc[d.id].stored?.indexBytesPerRun ?? 0, 0),
+    ]),
+  ];
+  for (const [g, v] of Object.entries(ours.indexSpread)) {
+    rows.push([
+      `${g}: run items / distinct keys / largest key's share`,
+      `${v.runItems.items} / ${v.runItems.keys} / ${pct(v.runItems.maxShare)}`,
+    ]);
+    rows.push([
+      `${g}: all items / distinct keys / largest key's share`,
+      `${v.all.items} / ${v.all.keys} / ${pct(v.all.maxShare)} (${v.all.maxKey})`,
+    ]);
+  }
+  const proj = Object.entries(ours.projections ?? {})
+    .map(([g, p]) => `${g} ${p.type}${p.attrs?.length ? ` [${p.attrs.join(', ')}]` : ''}`)
+    .join(', ');
+  return table(
+    'Table 6. Indexes: write units, bytes copied, and how the partition keys spread (eve-world-aws)',
+    ['measure', 'value'],
+    rows,
+    [
+      `Projections: ${proj}. Index write units are DynamoDB's ConsumedCapacity per GSI (ReturnConsumedCapacity INDEXES).`,
+      "Spread: after all scenarios, over the items of the bench's table. Run items are listed under 16 shard keys per list (RUNS#<n>, WF#<name>#<n>); with this few runs the largest share is 1/16 plus sampling noise. Before sharding, one key (GSI2PK RUN, and WF#<name> per workflow) held 100% of the run items.",
+    ],
+  );
+}
+
 // ------------------------------------------------------------------ main
 
 function printTables(results) {
   const out = [];
-  if (results.ours && results.local) out.push(table1(results.ours, results.local), table2(results.ours), table3(results.ours, results.local));
+  if (results.ours && results.local)
+    out.push(table1(results.ours, results.local), table2(results.ours), table3(results.ours, results.local));
   out.push(table4(results.streams), table5(results.coldStart));
+  if (results.ours) out.push(table6(results.ours));
   console.log(out.join('\n'));
   const la = (l) => (l ?? []).map((x) => x.toFixed(1)).join(' ');
   console.log(
@@ -352,7 +451,14 @@ async function main() {
 
   const results = {
     startedAt: started.toISOString(),
-    machine: { node: process.version, platform: `${os.platform()} ${os.arch()}`, cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGb: Math.round(os.totalmem() / 1024 ** 3), loadAvgAtStart: os.loadavg() },
+    machine: {
+      node: process.version,
+      platform: `${os.platform()} ${os.arch()}`,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      memGb: Math.round(os.totalmem() / 1024 ** 3),
+      loadAvgAtStart: os.loadavg(),
+    },
     git: gitInfo(),
     build: buildInfo,
     prices: PRICES,
@@ -364,7 +470,12 @@ async function main() {
   try {
     if (only.has('workflows')) {
       log('Workflows on eve-world-aws...');
-      results.ours = await benchOurs({ stackEnv: stack.env, wellKnown: WELL_KNOWN, dist: pathToFileURL(DIST).href, log });
+      results.ours = await benchOurs({
+        stackEnv: stack.env,
+        wellKnown: WELL_KNOWN,
+        dist: pathToFileURL(DIST).href,
+        log,
+      });
       log('Workflows on @workflow/world-local...');
       results.local = await benchLocal({ wellKnown: WELL_KNOWN, log });
     }
@@ -374,8 +485,18 @@ async function main() {
       results.coldStart = await benchColdStart({
         log,
         targets: [
-          { name: 'eve-world-aws (dist/index.js)', url: pathToFileURL(path.join(DIST, 'index.js')).href, factory: 'createWorld', env },
-          { name: `@workflow/world-local`, url: import.meta.resolve('@workflow/world-local'), factory: 'createWorld', env: {} },
+          {
+            name: 'eve-world-aws (dist/index.js)',
+            url: pathToFileURL(path.join(DIST, 'index.js')).href,
+            factory: 'createWorld',
+            env,
+          },
+          {
+            name: `@workflow/world-local`,
+            url: import.meta.resolve('@workflow/world-local'),
+            factory: 'createWorld',
+            env: {},
+          },
         ],
       });
     }

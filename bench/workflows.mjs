@@ -142,7 +142,23 @@ function summarizeRun(calls, worldCalls, t0, tEnd) {
   }
   const world = {};
   for (const w of worldCalls) if (!w.observer) world[w.name] = (world[w.name] ?? 0) + 1;
-  return { counts, failed, wru, gsiWru, failedWru, rru, rruAdjusted, sqsRequests, s3, world, path: criticalPath(calls.filter((c) => !c.observer), t0, tEnd) };
+  return {
+    counts,
+    failed,
+    wru,
+    gsiWru,
+    failedWru,
+    rru,
+    rruAdjusted,
+    sqsRequests,
+    s3,
+    world,
+    path: criticalPath(
+      calls.filter((c) => !c.observer),
+      t0,
+      tEnd,
+    ),
+  };
 }
 
 function averageRuns(runs) {
@@ -184,11 +200,68 @@ async function scanTable(ddb, table) {
     for (const it of res.Items ?? []) {
       const size = itemSize(it);
       const gsiCopies = GSI_KEYS.filter((k) => it[k] !== undefined).length;
-      items.set(`${it.PK?.S}|${it.SK?.S}`, { size, gsiCopies, pk: it.PK?.S ?? '' });
+      const indexKeys = Object.fromEntries(GSI_KEYS.filter((k) => it[k] !== undefined).map((k) => [k, it[k].S]));
+      items.set(`${it.PK?.S}|${it.SK?.S}`, {
+        size,
+        gsiCopies,
+        pk: it.PK?.S ?? '',
+        sk: it.SK?.S ?? '',
+        indexKeys,
+        indexBytes: indexCopyBytes(it),
+      });
     }
     start = res.LastEvaluatedKey;
   } while (start);
   return items;
+}
+
+/**
+ * Bytes one item copies into the indexes it is in: what the table's projection copies (keys and
+ * the projected attributes; the whole item for ALL), plus DynamoDB's 100 bytes of index overhead.
+ */
+const PROJECTION = { GSI1: { type: 'ALL', attrs: [] }, GSI2: { type: 'ALL', attrs: [] } };
+function indexCopyBytes(it) {
+  let n = 0;
+  for (const [g, pk, sk] of [
+    ['GSI1', 'GSI1PK', 'GSI1SK'],
+    ['GSI2', 'GSI2PK', 'GSI2SK'],
+  ]) {
+    if (it[pk] === undefined) continue;
+    const p = PROJECTION[g];
+    const copied =
+      p.type === 'ALL'
+        ? it
+        : Object.fromEntries(
+            ['PK', 'SK', pk, sk, ...p.attrs].filter((k) => it[k] !== undefined).map((k) => [k, it[k]]),
+          );
+    n += itemSize(copied) + 100;
+  }
+  return n;
+}
+
+/** How the index partition keys spread: per index, items, distinct keys, and the largest key's share. */
+function indexSpread(items) {
+  const out = {};
+  for (const [g, pk] of [
+    ['GSI1', 'GSI1PK'],
+    ['GSI2', 'GSI2PK'],
+  ]) {
+    const all = new Map();
+    const runs = new Map();
+    for (const v of items.values()) {
+      const key = v.indexKeys?.[pk];
+      if (key === undefined) continue;
+      all.set(key, (all.get(key) ?? 0) + 1);
+      if (v.sk === 'RUN#meta') runs.set(key, (runs.get(key) ?? 0) + 1);
+    }
+    const summary = (m) => {
+      const total = [...m.values()].reduce((a, b) => a + b, 0);
+      const [maxKey, max] = [...m.entries()].reduce((a, b) => (b[1] > a[1] ? b : a), ['', 0]);
+      return { items: total, keys: m.size, maxKey, maxShare: total ? max / total : 0 };
+    };
+    out[g] = { all: summary(all), runItems: summary(runs) };
+  }
+  return out;
 }
 
 async function listBucket(s3, bucket) {
@@ -203,21 +276,26 @@ async function listBucket(s3, bucket) {
 }
 
 async function snapshot(clients, config) {
-  return { items: await scanTable(clients.ddb, config.tableName), objects: await listBucket(await clients.s3(), config.bucket) };
+  return {
+    items: await scanTable(clients.ddb, config.tableName),
+    objects: await listBucket(await clients.s3(), config.bucket),
+  };
 }
 
 /** What the runs between two snapshots left behind (new or grown items and objects). */
 function storedBetween(before, after, runs) {
   let itemBytes = 0;
   let items = 0;
-  let billedBytes = 0; // + 100 bytes per item, and a copy per GSI the item is projected into
+  let billedBytes = 0; // + 100 bytes per item, and what its indexes copy (see indexCopyBytes)
+  let indexBytes = 0;
   const byKind = {};
   for (const [k, v] of after.items) {
     const old = before.items.get(k);
     if (old && old.size === v.size) continue;
     items++;
     itemBytes += v.size;
-    billedBytes += (v.size + 100) * (1 + v.gsiCopies);
+    indexBytes += v.indexBytes;
+    billedBytes += v.size + 100 + v.indexBytes;
     const kind = v.pk.split('#')[0];
     byKind[kind] = (byKind[kind] ?? 0) + v.size;
   }
@@ -233,6 +311,7 @@ function storedBetween(before, after, runs) {
     itemsPerRun: per(items),
     itemBytesPerRun: per(itemBytes),
     billedBytesPerRun: per(billedBytes),
+    indexBytesPerRun: per(indexBytes),
     s3ObjectsPerRun: per(objects),
     s3BytesPerRun: per(s3Bytes),
     itemBytesByPartitionKind: Object.fromEntries(Object.entries(byKind).map(([k, v]) => [k, per(v)])),
@@ -266,7 +345,13 @@ async function settle(rec, wr, quietMs = 250, maxMs = 5000) {
   for (;;) {
     await sleep(40);
     const busy = rec.calls.filter((c) => c.end === undefined && c.command !== 'ReceiveMessage');
-    const lastEnd = Math.max(0, ...rec.calls.filter((c) => c.command !== 'ReceiveMessage' && c.end !== undefined).slice(-50).map((c) => c.end));
+    const lastEnd = Math.max(
+      0,
+      ...rec.calls
+        .filter((c) => c.command !== 'ReceiveMessage' && c.end !== undefined)
+        .slice(-50)
+        .map((c) => c.end),
+    );
     const quietFor = rec.now() - Math.max(lastEnd, ...wr.worldCalls.slice(-50).map((c) => c.end ?? rec.now()));
     if ((busy.length === 0 && wr.inFlight() === 0 && quietFor >= quietMs) || rec.now() > deadline) return;
   }
@@ -329,6 +414,12 @@ export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-${randomBytes(3).toString('hex')}` });
   const clients = createClients(config);
   await reconcile(clients, config, 'apply');
+  const { TABLE_SCHEMA } = await import(`${dist}/ddb.js`);
+  for (const g of TABLE_SCHEMA.gsis)
+    PROJECTION[g.name] = {
+      type: g.projection?.ProjectionType ?? 'ALL',
+      attrs: [...(g.projection?.NonKeyAttributes ?? [])],
+    };
   const observer = createClients(config); // the bench's own reads (scans, listings): not counted
   const rec = createRecorder();
   await instrumentClients(clients, rec);
@@ -354,7 +445,9 @@ export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
     await sleep(idleSeconds * 1000);
     const idleEnd = rec.now();
     // Receives that returned inside the window (each is one billed request).
-    const idleReceives = rec.calls.filter((c) => c.command === 'ReceiveMessage' && c.end !== undefined && c.end >= idleStart && c.end <= idleEnd).length;
+    const idleReceives = rec.calls.filter(
+      (c) => c.command === 'ReceiveMessage' && c.end !== undefined && c.end >= idleStart && c.end <= idleEnd,
+    ).length;
     const receives = rec.calls.filter((c) => c.command === 'ReceiveMessage');
     const consumerSeconds = (rec.now() - consumerStarted) / 1000;
     const idle = {
@@ -368,7 +461,14 @@ export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
         emptyReceives: receives.filter((c) => c.end !== undefined && c.received === 0).length,
       },
     };
-    return { scenarios, idle, config: { consumerConcurrency: config.consumerConcurrency, payloadThresholdBytes: config.payloadThresholdBytes } };
+    const spread = indexSpread((await snapshot(observer, config)).items);
+    return {
+      scenarios,
+      idle,
+      indexSpread: spread,
+      projections: PROJECTION,
+      config: { consumerConcurrency: config.consumerConcurrency, payloadThresholdBytes: config.payloadThresholdBytes },
+    };
   } finally {
     app.runtime.setWorld(undefined);
     await world.close();
@@ -379,7 +479,9 @@ export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
 
 export async function benchLocal({ wellKnown, log }) {
   const { createWorld } = await import('@workflow/world-local');
-  const pkg = JSON.parse(readFileSync(new URL('../node_modules/@workflow/world-local/package.json', import.meta.url), 'utf8'));
+  const pkg = JSON.parse(
+    readFileSync(new URL('../node_modules/@workflow/world-local/package.json', import.meta.url), 'utf8'),
+  );
   const app = await loadApp(wellKnown);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'eve-bench-world-local-'));
   const rec = createRecorder();

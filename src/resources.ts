@@ -128,7 +128,10 @@ async function reconcileTable(ddb: DynamoDBClient, table: string, mode: Reconcil
             { AttributeName: g.pk, KeyType: 'HASH' },
             { AttributeName: g.sk, KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: g.projection.ProjectionType, NonKeyAttributes: [...g.projection.NonKeyAttributes] },
+          Projection: {
+            ProjectionType: g.projection.ProjectionType,
+            NonKeyAttributes: [...g.projection.NonKeyAttributes],
+          },
         })),
       }),
     );

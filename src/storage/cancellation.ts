@@ -25,7 +25,10 @@ export const oldItem = (c: Cancellation, i: number): Attrs | undefined => c.reas
 
 /** Reasons that are worth retrying the same transaction for. */
 export function transientCancellation(c: Cancellation): boolean {
-  return c.reasons.some((r) => r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded');
+  return c.reasons.some(
+    (r) =>
+      r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded',
+  );
 }
 
 /** A reason DynamoDB gives when an action is invalid (e.g. an item over 400 KB). */

@@ -10,7 +10,12 @@ import type { StorageCtx } from './context.js';
 /** Put with `attribute_not_exists`: the create-claim of a view item. */
 export function putNew(ctx: StorageCtx, item: Attrs): TransactWriteItem {
   return {
-    Put: { TableName: ctx.table, Item: item, ConditionExpression: 'attribute_not_exists(PK)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' },
+    Put: {
+      TableName: ctx.table,
+      Item: item,
+      ConditionExpression: 'attribute_not_exists(PK)',
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
   };
 }
 

@@ -110,7 +110,8 @@ function attrSize(a: AttributeValue): number {
   if (a.N !== undefined) return a.N.length + 1;
   if (a.BOOL !== undefined || a.NULL !== undefined) return 1;
   if (a.L !== undefined) return 3 + a.L.reduce((s, x) => s + 1 + attrSize(x), 0);
-  if (a.M !== undefined) return 3 + Object.entries(a.M).reduce((s, [k, x]) => s + 1 + Buffer.byteLength(k) + attrSize(x), 0);
+  if (a.M !== undefined)
+    return 3 + Object.entries(a.M).reduce((s, [k, x]) => s + 1 + Buffer.byteLength(k) + attrSize(x), 0);
   return 8;
 }
 

@@ -26,7 +26,13 @@ import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
 import { randomUUID } from 'node:crypto';
 import { isThrottling, isValidation, toWorldError } from '../aws/errors.js';
 import { backoff } from './backoff.js';
-import { type Cancellation, cancellationOf, failedCondition, transientCancellation, validationCancellation } from './cancellation.js';
+import {
+  type Cancellation,
+  cancellationOf,
+  failedCondition,
+  transientCancellation,
+  validationCancellation,
+} from './cancellation.js';
 import { type Attrs, itemSize } from './codec.js';
 import type { StorageCtx } from './context.js';
 import { eventsAfter, tailSlot } from './log-tail.js';
@@ -121,7 +127,9 @@ export async function commit(ctx: StorageCtx, hints: SlotHints, pos: Position, o
       throw err;
     }
   }
-  throw new ThrottleError(`${o.what}: DynamoDB kept cancelling the transaction (contention or throttling)`, { retryAfter: 1 });
+  throw new ThrottleError(`${o.what}: DynamoDB kept cancelling the transaction (contention or throttling)`, {
+    retryAfter: 1,
+  });
 }
 
 /** Items and their fields as the message names them: the event's data by key, views by attribute. */
@@ -136,7 +144,10 @@ function invalidWrite(what: string, items: TransactWriteItem[], err: unknown): W
   const largest = puts.map((item) => ({ item, size: itemSize(item) })).sort((a, b) => b.size - a.size)[0];
   const awsMessage = (err as { message?: string }).message ?? 'request rejected';
   if (!largest || largest.size < DYNAMODB_ITEM_LIMIT * 0.9) {
-    return new WorkflowWorldError(`${what}: DynamoDB refused the write: ${awsMessage}`, { status: 400, code: 'INVALID_ARGUMENT' });
+    return new WorkflowWorldError(`${what}: DynamoDB refused the write: ${awsMessage}`, {
+      status: 400,
+      code: 'INVALID_ARGUMENT',
+    });
   }
   const field = largestField(largest.item);
   const kb = (n: number) => `${Math.round(n / 1024)} KB`;

@@ -52,7 +52,12 @@ export async function correlationEvents(ctx: StorageCtx, q: CorrelationQuery): P
     if (q.after - 1 < first) return [];
     hi = keys.eventSk(q.after - 1);
   }
-  const values: Attrs = { ':pk': { S: keys.runPk(q.runId) }, ':lo': { S: lo }, ':hi': { S: hi }, ':c': { S: q.correlationId } };
+  const values: Attrs = {
+    ':pk': { S: keys.runPk(q.runId) },
+    ':lo': { S: lo },
+    ':hi': { S: hi },
+    ':c': { S: q.correlationId },
+  };
   let filter = 'cid = :c';
   if (q.eventType !== undefined) {
     filter += ' AND t = :t';

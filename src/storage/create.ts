@@ -88,7 +88,9 @@ export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemC
   const queue = perRunQueue();
   const createOne = createUnqueued(ctx, hints, steps);
   return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
-    typeof runId === 'string' && runId !== '' ? queue(runId, () => createOne(runId, data, params)) : createOne(runId, data, params);
+    typeof runId === 'string' && runId !== ''
+      ? queue(runId, () => createOne(runId, data, params))
+      : createOne(runId, data, params);
 }
 
 function createUnqueued(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache) {
@@ -138,7 +140,11 @@ async function assemble(call: CreateCall, runId: string, out: Outcome): Promise<
   const collected = out.pos.collect ?? [];
   let page: Pick<EventResult, 'events' | 'cursor' | 'hasMore'> | undefined;
   if (out.fullLog) {
-    page = { events: await events([...(out.preload ?? []), ...collected, ...own]), cursor: encodeEventCursor(last.slot), hasMore: false };
+    page = {
+      events: await events([...(out.preload ?? []), ...collected, ...own]),
+      cursor: encodeEventCursor(last.slot),
+      hasMore: false,
+    };
   } else if (typeof params?.sinceCursor === 'string') {
     page = { events: await events([...collected, ...own]), cursor: encodeEventCursor(last.slot), hasMore: false };
   } else if (collected.length > 0) {

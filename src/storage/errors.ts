@@ -14,6 +14,7 @@ export function notFound(message: string): WorkflowWorldError {
 
 /** Key parts must be non-empty strings that fit a DynamoDB key (2 KB partition, 1 KB sort). */
 export function assertId(field: string, value: unknown): asserts value is string {
-  if (typeof value !== 'string' || value.length === 0) throw invalidArgument(field, `${field} must be a non-empty string`);
+  if (typeof value !== 'string' || value.length === 0)
+    throw invalidArgument(field, `${field} must be a non-empty string`);
   if (Buffer.byteLength(value) > 900) throw invalidArgument(field, `${field} is longer than 900 bytes`);
 }

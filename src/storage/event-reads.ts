@@ -3,7 +3,14 @@
  * event, capped at the per-run maximum), and listByCorrelationId (see `correlation.ts`). The returned cursor is the last event's slot even on the final page, so an incremental
  * reader can resume from it.
  */
-import type { Event, GetEventParams, ListEventsByCorrelationIdParams, ListEventsParams, PaginatedResponse, ResolveData } from '@workflow/world';
+import type {
+  Event,
+  GetEventParams,
+  ListEventsByCorrelationIdParams,
+  ListEventsParams,
+  PaginatedResponse,
+  ResolveData,
+} from '@workflow/world';
 import { eventIdToSlot, getMaxEventsPerRun } from '@workflow/world';
 import { keys } from '../ddb.js';
 import { correlationEvents } from './correlation.js';
@@ -41,12 +48,16 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     const [lo, hi] = asc
       ? [keys.eventSk((after ?? 0) + 1), EVT_END]
       : [EVT_START, after === undefined ? EVT_END : after <= 1 ? `${EVT_START}0` : keys.eventSk(after - 1)];
-    const items = await queryPage(ctx, {
-      KeyConditionExpression: 'PK = :pk AND SK BETWEEN :lo AND :hi',
-      ExpressionAttributeValues: { ':pk': { S: keys.runPk(params.runId) }, ':lo': { S: lo }, ':hi': { S: hi } },
-      ScanIndexForward: asc,
-      ConsistentRead: true,
-    }, limit);
+    const items = await queryPage(
+      ctx,
+      {
+        KeyConditionExpression: 'PK = :pk AND SK BETWEEN :lo AND :hi',
+        ExpressionAttributeValues: { ':pk': { S: keys.runPk(params.runId) }, ':lo': { S: lo }, ':hi': { S: hi } },
+        ScanIndexForward: asc,
+        ConsistentRead: true,
+      },
+      limit,
+    );
     return eventPage(items, limit, p.cursor, params.resolveData, (max) => asc && hints.note(params.runId, max));
   }
 
@@ -58,11 +69,23 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
     const after = p.cursor ? decodeEventCursor(p.cursor) : undefined;
     const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
-    const items = await correlationEvents(ctx, { runId: params.runId, correlationId: params.correlationId, after, ascending: asc, limit });
+    const items = await correlationEvents(ctx, {
+      runId: params.runId,
+      correlationId: params.correlationId,
+      after,
+      ascending: asc,
+      limit,
+    });
     return eventPage(items, limit, p.cursor, params.resolveData);
   }
 
-  async function eventPage(items: Attrs[], limit: number, cursorIn: string | undefined, rd: ResolveData | undefined, note?: (max: number) => unknown) {
+  async function eventPage(
+    items: Attrs[],
+    limit: number,
+    cursorIn: string | undefined,
+    rd: ResolveData | undefined,
+    note?: (max: number) => unknown,
+  ) {
     const hasMore = items.length > limit;
     const recs = items.slice(0, limit).map(parseEvent);
     if (recs.length > 0) note?.(Math.max(...recs.map((r) => r.slot)));

@@ -55,7 +55,9 @@ async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<
 
 /** Whether the log of `runId` holds an event of `type` for `correlationId`. */
 async function hasEvent(ctx: StorageCtx, runId: string, correlationId: string, type: string): Promise<boolean> {
-  return (await correlationEvents(ctx, { runId, correlationId, ascending: true, limit: 1, eventType: type })).length > 0;
+  return (
+    (await correlationEvents(ctx, { runId, correlationId, ascending: true, limit: 1, eventType: type })).length > 0
+  );
 }
 
 /** A claim may be taken over once its run is terminal (or gone) and its retention has passed. */
@@ -74,7 +76,9 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
   const token = ed.token;
   assertId('token', token);
   const terminal = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
-  const placed = await placePayloads(ctx, { metadata: ed.metadata }, `${runPrefix(runId)}/hooks/${hookId}`, 4096, () => checkRunGuard(ctx, runId, terminal));
+  const placed = await placePayloads(ctx, { metadata: ed.metadata }, `${runPrefix(runId)}/hooks/${hookId}`, 4096, () =>
+    checkRunGuard(ctx, runId, terminal),
+  );
   const rec: HookRecord = {
     runId,
     hookId,
@@ -99,9 +103,23 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
         return { items: [runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))], eventIdx: [1] };
       }
       const claim = takeover
-        ? { Put: { TableName: ctx.table, Item: hookItem(rec), ...hookOwnedBy(takeover.runId, takeover.hookId), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } }
+        ? {
+            Put: {
+              TableName: ctx.table,
+              Item: hookItem(rec),
+              ...hookOwnedBy(takeover.runId, takeover.hookId),
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+            },
+          }
         : putNew(ctx, hookItem(rec));
-      return { items: [claim, runGuard(ctx, runId), putEvent(ctx, eventItem({ ...created, slot, eventData: { ...ed, metadata: placed.metadata } }))], eventIdx: [2] };
+      return {
+        items: [
+          claim,
+          runGuard(ctx, runId),
+          putEvent(ctx, eventItem({ ...created, slot, eventData: { ...ed, metadata: placed.metadata } })),
+        ],
+        eventIdx: [2],
+      };
     },
     onGuard: async (c) => {
       const runIdx = conflictWith !== undefined ? 0 : 1;
@@ -112,7 +130,8 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
         return 'retry' as const;
       }
       const holder = parseHook(old);
-      if (holder.runId === runId && holder.hookId === hookId) throw new EntityConflictError(`Hook "${hookId}" already created`);
+      if (holder.runId === runId && holder.hookId === hookId)
+        throw new EntityConflictError(`Hook "${hookId}" already created`);
       if (await claimReleasable(ctx, holder, call.now)) takeover = holder;
       else conflictWith = holder.runId;
       return 'retry' as const;
@@ -122,7 +141,11 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     const ev = newEvent(call, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
     return { own: [{ ...ev, slot: done.slot }], pos, hook: undefined };
   }
-  return { own: [{ ...created, slot: done.slot }], pos, hook: await toHook(ctx, { ...rec, metadata: ed.metadata }, call.rd) };
+  return {
+    own: [{ ...created, slot: done.slot }],
+    pos,
+    hook: await toHook(ctx, { ...rec, metadata: ed.metadata }, call.rd),
+  };
 }
 
 // ---------------------------------------------------------------- hook_received
@@ -135,7 +158,8 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
   if (!token) throw new HookNotFoundError(hookId);
   const resumeId = typeof params?.resumeId === 'string' && params.resumeId !== '' ? params.resumeId : undefined;
   const digest = typeof params?.resumePayloadDigest === 'string' ? params.resumePayloadDigest : undefined;
-  const expired = (s: string) => new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s);
+  const expired = (s: string) =>
+    new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s);
   const stored = await placeEventData(ctx, runId, 'hook_received', ed, () => checkRunGuard(ctx, runId, expired));
   const ev: EventRecord = { ...newEvent(call, runId, data, 'hook_received', ed), resumeId };
 
@@ -164,7 +188,11 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
         putEvent(ctx, eventItem({ ...ev, slot, eventData: stored })),
       ];
       if (resumeId) {
-        const claim = { ...keysOf(storageKeys.resumeClaim(runId, resumeId)), hookId: { S: hookId }, slot: { N: String(slot) } };
+        const claim = {
+          ...keysOf(storageKeys.resumeClaim(runId, resumeId)),
+          hookId: { S: hookId },
+          slot: { N: String(slot) },
+        };
         if (digest) Object.assign(claim, { digest: { S: digest } });
         items.push(putNew(ctx, claim));
       }
@@ -174,14 +202,22 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
       if (resumeId && failedCondition(c, 3)) {
         // This resume is already committed (or the id was reused): converge or refuse.
         const claim = oldItem(c, 3)!;
-        if (str(claim, 'hookId') !== hookId) throw new EntityConflictError(`hook_received resumeId "${resumeId}" already recorded for a different hook`);
+        if (str(claim, 'hookId') !== hookId)
+          throw new EntityConflictError(`hook_received resumeId "${resumeId}" already recorded for a different hook`);
         const had = str(claim, 'digest');
-        if (digest && had && had !== digest) throw new EntityConflictError(`hook_received resumeId "${resumeId}" already recorded with a different payload`);
+        if (digest && had && had !== digest)
+          throw new EntityConflictError(
+            `hook_received resumeId "${resumeId}" already recorded with a different payload`,
+          );
         const item = await getItem(ctx, keys.event(runId, num(claim, 'slot')!));
         throw new Resolved({ event: await toEvent(ctx, parseEvent(item!), call.rd) });
       }
       if (failedCondition(c, 0)) throw new HookNotFoundError(hookId);
-      throw runGuardError(runId, oldItem(c, 1), (s) => new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s));
+      throw runGuardError(
+        runId,
+        oldItem(c, 1),
+        (s) => new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s),
+      );
     },
   });
   const out: Outcome = { own: [{ ...ev, slot: done.slot }], pos };
@@ -203,7 +239,8 @@ export async function hookDisposed(call: CreateCall, runId: string, data: Data):
   const ed: Data | undefined = data.eventData;
   const token = typeof ed?.token === 'string' ? ed.token : await tokenOf(ctx, runId, hookId);
   const gone = async (): Promise<never> => {
-    if (await hasEvent(ctx, runId, hookId, 'hook_disposed')) throw new EntityConflictError(`Hook "${hookId}" already disposed`);
+    if (await hasEvent(ctx, runId, hookId, 'hook_disposed'))
+      throw new EntityConflictError(`Hook "${hookId}" already disposed`);
     throw new HookNotFoundError(hookId);
   };
   if (!token) return gone();
@@ -213,7 +250,10 @@ export async function hookDisposed(call: CreateCall, runId: string, data: Data):
     runId,
     what: 'hook_disposed',
     build: (slot) => ({
-      items: [{ Delete: { TableName: ctx.table, Key: keysOf(keys.hook(token)), ...hookOwnedBy(runId, hookId) } }, putEvent(ctx, eventItem({ ...ev, slot }))],
+      items: [
+        { Delete: { TableName: ctx.table, Key: keysOf(keys.hook(token)), ...hookOwnedBy(runId, hookId) } },
+        putEvent(ctx, eventItem({ ...ev, slot })),
+      ],
       eventIdx: [1],
     }),
     onGuard: gone,
@@ -242,9 +282,17 @@ export async function waitCreated(call: CreateCall, runId: string, data: Data): 
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'wait_created',
-    build: (slot) => ({ items: [putNew(ctx, waitItem(wait)), runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))], eventIdx: [2] }),
+    build: (slot) => ({
+      items: [putNew(ctx, waitItem(wait)), runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))],
+      eventIdx: [2],
+    }),
     onGuard: (c) => {
-      if (failedCondition(c, 1)) throw runGuardError(runId, oldItem(c, 1), (s) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`));
+      if (failedCondition(c, 1))
+        throw runGuardError(
+          runId,
+          oldItem(c, 1),
+          (s) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`),
+        );
       throw new EntityConflictError(`Wait "${cid}" already exists`);
     },
   });
@@ -255,7 +303,10 @@ export async function waitCreated(call: CreateCall, runId: string, data: Data): 
 export async function waitCompleted(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const { ctx } = call;
   const cid: string = data.correlationId;
-  const [item, pos] = await Promise.all([getItem(ctx, keys.wait(runId, cid)), advance(call.ctx, call.hints, runId, startPosition(call.params))]);
+  const [item, pos] = await Promise.all([
+    getItem(ctx, keys.wait(runId, cid)),
+    advance(call.ctx, call.hints, runId, startPosition(call.params)),
+  ]);
   const check = (it: typeof item) => {
     if (!it) throw notFound(`Wait "${cid}" not found`);
     if (str(it, 'status') !== 'waiting') throw new EntityConflictError(`Wait "${cid}" already completed`);

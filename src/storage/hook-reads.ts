@@ -66,7 +66,11 @@ export function createHookReads(ctx: StorageCtx) {
             params.pagination?.cursor,
           );
     const items = (await getItems(ctx, page.items)).filter((i): i is Attrs => i !== undefined);
-    return { data: await Promise.all(items.map((i) => toHook(ctx, parseHook(i), rd))), cursor: page.cursor, hasMore: page.hasMore };
+    return {
+      data: await Promise.all(items.map((i) => toHook(ctx, parseHook(i), rd))),
+      cursor: page.cursor,
+      hasMore: page.hasMore,
+    };
   }
 
   return { get, getByToken, list };

@@ -28,7 +28,12 @@ import { createStepReads } from './step-reads.js';
 export const storageCapabilities = { hookResumeDedup: true } as const satisfies WorldCapabilities;
 
 export function createStorage(ctx: WorldContext): Storage {
-  const sctx: StorageCtx = { config: ctx.config, ddb: ctx.clients.ddb, payloads: ctx.payloads, table: ctx.config.tableName };
+  const sctx: StorageCtx = {
+    config: ctx.config,
+    ddb: ctx.clients.ddb,
+    payloads: ctx.payloads,
+    table: ctx.config.tableName,
+  };
   const hints = new SlotHints();
   const runs = createRunReads(sctx);
   const events = createEventReads(sctx, hints);

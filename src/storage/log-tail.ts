@@ -20,7 +20,11 @@ export const EVT_END = `${keys.eventSkPrefix}~`;
 export async function eventsAfter(ctx: StorageCtx, runId: string, after: number): Promise<EventRecord[]> {
   const items = await queryAll(ctx, {
     KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :b',
-    ExpressionAttributeValues: { ':pk': { S: keys.runPk(runId) }, ':a': { S: keys.eventSk(after + 1) }, ':b': { S: EVT_END } },
+    ExpressionAttributeValues: {
+      ':pk': { S: keys.runPk(runId) },
+      ':a': { S: keys.eventSk(after + 1) },
+      ':b': { S: EVT_END },
+    },
     ConsistentRead: true,
   });
   return items.map(parseEvent);

@@ -14,7 +14,8 @@ export const MAX_LIMIT = 1000;
 
 export function pageLimit(limit: number | undefined, def = DEFAULT_LIMIT, max = MAX_LIMIT): number {
   if (limit === undefined) return def;
-  if (!Number.isInteger(limit) || limit < 1) throw invalidArgument('limit', `limit must be a positive integer, got ${limit}`);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw invalidArgument('limit', `limit must be a positive integer, got ${limit}`);
   return Math.min(limit, max);
 }
 

@@ -39,12 +39,15 @@ export async function placePayloads(
   const out: Record<string, unknown> = { ...fields };
   const toS3 = new Set<string>();
   for (const [k, v] of Object.entries(fields)) {
-    if (v !== undefined && v !== null && !isS3Pointer(v) && PayloadStore.sizeOf(v) > ctx.payloads.thresholdBytes) toS3.add(k);
+    if (v !== undefined && v !== null && !isS3Pointer(v) && PayloadStore.sizeOf(v) > ctx.payloads.thresholdBytes)
+      toS3.add(k);
   }
   const sizeOf = (k: string) => (toS3.has(k) ? POINTER_BYTES : valueSize(out[k]));
   let total = otherBytes + Object.keys(out).reduce((s, k) => s + k.length + sizeOf(k), 0);
   while (total > ITEM_BUDGET) {
-    const inline = Object.keys(out).filter((k) => !toS3.has(k) && out[k] !== undefined && out[k] !== null && !isS3Pointer(out[k]));
+    const inline = Object.keys(out).filter(
+      (k) => !toS3.has(k) && out[k] !== undefined && out[k] !== null && !isS3Pointer(out[k]),
+    );
     if (inline.length === 0) break;
     const largest = inline.reduce((a, b) => (sizeOf(a) >= sizeOf(b) ? a : b));
     total -= sizeOf(largest) - POINTER_BYTES;
@@ -82,7 +85,13 @@ export async function placeEventData(
   const large = Object.keys(data).filter((k) => refs.has(k) || valueSize(data[k]) > ctx.payloads.thresholdBytes);
   if (large.length === 0) return data;
   const rest = Object.fromEntries(Object.entries(data).filter(([k]) => !large.includes(k)));
-  const placed = await placePayloads(ctx, Object.fromEntries(large.map((k) => [k, data[k]])), `${runPrefix(runId)}/events/${eventType}`, 512 + valueSize(rest), guard);
+  const placed = await placePayloads(
+    ctx,
+    Object.fromEntries(large.map((k) => [k, data[k]])),
+    `${runPrefix(runId)}/events/${eventType}`,
+    512 + valueSize(rest),
+    guard,
+  );
   return { ...data, ...placed };
 }
 
@@ -92,4 +101,5 @@ export async function loadPayload(ctx: StorageCtx, v: unknown): Promise<unknown>
 }
 
 /** A payload field as returned: resolved for 'all', omitted for 'none'. */
-export const payloadFor = (ctx: StorageCtx, v: unknown, rd: ResolveData) => (rd === 'none' ? undefined : loadPayload(ctx, v));
+export const payloadFor = (ctx: StorageCtx, v: unknown, rd: ResolveData) =>
+  rd === 'none' ? undefined : loadPayload(ctx, v);

@@ -25,7 +25,8 @@ export interface Position {
  * `eventCount` is next; neither means the write reports nothing.
  */
 export function startPosition(params: CreateEventParams | undefined): Position {
-  if (typeof params?.sinceCursor === 'string') return { last: decodeEventCursor(params.sinceCursor, 'sinceCursor'), collect: [] };
+  if (typeof params?.sinceCursor === 'string')
+    return { last: decodeEventCursor(params.sinceCursor, 'sinceCursor'), collect: [] };
   const n = params?.eventCount;
   if (typeof n === 'number' && Number.isSafeInteger(n) && n >= 0) return { last: n, collect: [] };
   return {};

@@ -35,6 +35,7 @@ import { atSlot as at, type EventRecord, eventItem, newEvent, toEvent } from './
 import { parseRun, type RunRecord, runItem, toRun } from './records/run.js';
 import { assertSpec, runGuardError } from './run-guard.js';
 import { releaseRun } from './run-release.js';
+import { applyRetention } from './retention.js';
 import { isTerminal, NOT_TERMINAL, TERMINAL_VALUES } from './terminal.js';
 
 type Data = Record<string, any>;
@@ -55,7 +56,10 @@ async function restartable<T>(fn: () => Promise<T>): Promise<T> {
 function validateSeedAttributes(ed: Data): void {
   if (ed.attributes === undefined || ed.attributes === null) return;
   if (typeof ed.attributes !== 'object') throw new AttributeValidationError('attributes must be a record of strings');
-  const changes: AttributeChange[] = Object.entries(ed.attributes).map(([key, value]) => ({ key, value: value as string }));
+  const changes: AttributeChange[] = Object.entries(ed.attributes).map(([key, value]) => ({
+    key,
+    value: value as string,
+  }));
   validateAttributeChanges(changes, { allowReservedAttributes: ed.allowReservedAttributes === true });
 }
 
@@ -79,7 +83,11 @@ function newRun(call: CreateCall, runId: string, ed: Data, specVersion: number, 
 
 // ---------------------------------------------------------------- run_created
 
-export async function runCreated(call: CreateCall, runIdArg: string | null, data: Data): Promise<Outcome & { runId: string }> {
+export async function runCreated(
+  call: CreateCall,
+  runIdArg: string | null,
+  data: Data,
+): Promise<Outcome & { runId: string }> {
   const { ctx } = call;
   let runId: string;
   if (runIdArg === null || runIdArg === undefined || runIdArg === '') runId = `wrun_${ulid()}`;
@@ -90,15 +98,24 @@ export async function runCreated(call: CreateCall, runIdArg: string | null, data
   }
   const ed: Data = data.eventData ?? {};
   if (typeof ed.deploymentId !== 'string' || typeof ed.workflowName !== 'string') {
-    throw new WorkflowWorldError('run_created requires eventData.deploymentId and eventData.workflowName', { status: 400 });
+    throw new WorkflowWorldError('run_created requires eventData.deploymentId and eventData.workflowName', {
+      status: 400,
+    });
   }
   validateSeedAttributes(ed);
   const sv = data.specVersion ?? SPEC_VERSION_CURRENT;
   // Nothing is uploaded for a run that exists already (a redelivered create).
   const unclaimed = async () => {
-    if (await getItem(ctx, keys.runMeta(runId))) throw new EntityConflictError(`Workflow run "${runId}" already exists`);
+    if (await getItem(ctx, keys.runMeta(runId)))
+      throw new EntityConflictError(`Workflow run "${runId}" already exists`);
   };
-  const placed = await placePayloads(ctx, { input: ed.input }, `${runPrefix(runId)}/run`, 1024 + valueSize({ ...ed, input: undefined }), unclaimed);
+  const placed = await placePayloads(
+    ctx,
+    { input: ed.input },
+    `${runPrefix(runId)}/run`,
+    1024 + valueSize({ ...ed, input: undefined }),
+    unclaimed,
+  );
   const run = newRun(call, runId, ed, sv, placed.input);
   const ev = at(newEvent(call, runId, data, 'run_created', ed), 1);
   // A new run's first event is slot 1 and the run put is the exclusive create: either claim
@@ -106,16 +123,24 @@ export async function runCreated(call: CreateCall, runIdArg: string | null, data
   const exists = (): never => {
     throw new EntityConflictError(`Workflow run "${runId}" already exists`);
   };
-  await commit(ctx, call.hints, { last: 0 }, {
-    runId,
-    what: 'run_created',
-    build: (slot) => ({
-      items: [putNew(ctx, runItem(run)), putEvent(ctx, eventItem({ ...at(ev, slot), eventData: { ...ed, input: placed.input } }))],
-      eventIdx: [1],
-    }),
-    onGuard: exists,
-    onSlotTaken: exists,
-  });
+  await commit(
+    ctx,
+    call.hints,
+    { last: 0 },
+    {
+      runId,
+      what: 'run_created',
+      build: (slot) => ({
+        items: [
+          putNew(ctx, runItem(run)),
+          putEvent(ctx, eventItem({ ...at(ev, slot), eventData: { ...ed, input: placed.input } })),
+        ],
+        eventIdx: [1],
+      }),
+      onGuard: exists,
+      onSlotTaken: exists,
+    },
+  );
   return { runId, own: [ev], pos: {}, run: await toRun(ctx, { ...run, input: ed.input }, call.rd) };
 }
 
@@ -143,11 +168,18 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
   const rec = parseRun(read.run);
   assertSpec(rec);
   if (isTerminal(rec.status)) {
-    throw new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${rec.status}"`, runId, rec.status);
+    throw new RunExpiredError(
+      `Workflow run "${runId}" is already in terminal state "${rec.status}"`,
+      runId,
+      rec.status,
+    );
   }
   if (rec.status === 'running') {
     // Idempotent: no new event.
-    throw new Resolved({ run: await toRun(ctx, rec, call.rd), ...(preload ? await logPage(call, read.events) : {}) } as EventResult);
+    throw new Resolved({
+      run: await toRun(ctx, rec, call.rd),
+      ...(preload ? await logPage(call, read.events) : {}),
+    } as EventResult);
   }
   const next: RunRecord = { ...rec, status: 'running', startedAt: rec.startedAt ?? call.now, updatedAt: call.now };
   const done = await commit(ctx, call.hints, pos, {
@@ -162,7 +194,11 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
             UpdateExpression: 'SET #st = :run, startedAt = if_not_exists(startedAt, :now), updatedAt = :now',
             ConditionExpression: '#st = :pending',
             ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: { ':run': { S: 'running' }, ':pending': { S: 'pending' }, ':now': { N: String(call.now.getTime()) } },
+            ExpressionAttributeValues: {
+              ':run': { S: 'running' },
+              ':pending': { S: 'pending' },
+              ':now': { N: String(call.now.getTime()) },
+            },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
         },
@@ -175,7 +211,13 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
       throw new Restart(); // started or finished concurrently: re-read and answer from that state
     },
   });
-  return { own: [at(ev, done.slot)], pos, run: await toRun(ctx, next, call.rd), preload: preload ? read.events : undefined, fullLog: preload };
+  return {
+    own: [at(ev, done.slot)],
+    pos,
+    run: await toRun(ctx, next, call.rd),
+    preload: preload ? read.events : undefined,
+    fullLog: preload,
+  };
 }
 
 /** Run missing but the start carries its creation data: create it, with a synthetic run_created. */
@@ -191,7 +233,12 @@ async function resilientStart(
   const { ctx } = call;
   validateSeedAttributes(ed);
   const sv = data.specVersion ?? SPEC_VERSION_CURRENT;
-  const placed = await placePayloads(ctx, { input: ed.input }, `${runPrefix(runId)}/run`, 1024 + valueSize({ ...ed, input: undefined }));
+  const placed = await placePayloads(
+    ctx,
+    { input: ed.input },
+    `${runPrefix(runId)}/run`,
+    1024 + valueSize({ ...ed, input: undefined }),
+  );
   const run: RunRecord = { ...newRun(call, runId, ed, sv, placed.input), status: 'running', startedAt: call.now };
   const created: EventRecord = { ...newEvent(call, runId, { specVersion: data.specVersion }, 'run_created', ed) };
   const done = await commit(ctx, call.hints, pos, {
@@ -333,7 +380,12 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
     },
   });
   await releaseRun(ctx, runId);
-  const run = await toRun(ctx, { ...next, output: field === 'output' ? value : undefined, error: field === 'error' ? value : undefined }, call.rd);
+  await applyRetention(ctx, runId, rec.attributes, call.now);
+  const run = await toRun(
+    ctx,
+    { ...next, output: field === 'output' ? value : undefined, error: field === 'error' ? value : undefined },
+    call.rd,
+  );
   return { own: [at(ev, done.slot)], pos, run };
 }
 
@@ -348,14 +400,22 @@ export function attrSet(call: CreateCall, runId: string, data: Data): Promise<Ou
   return restartable(() => attrSetOnce(call, runId, data, ed, changes, allowReservedAttributes));
 }
 
-async function attrSetOnce(call: CreateCall, runId: string, data: Data, ed: Data, changes: AttributeChange[], allowReservedAttributes: boolean) {
+async function attrSetOnce(
+  call: CreateCall,
+  runId: string,
+  data: Data,
+  ed: Data,
+  changes: AttributeChange[],
+  allowReservedAttributes: boolean,
+) {
   const { ctx, params } = call;
   const ec = startPosition(params).last;
   const read = await readRunTail(ctx, runId, ec);
   if (!read.run) throw new WorkflowRunNotFoundError(runId);
   const rec = parseRun(read.run);
   assertSpec(rec);
-  if (isTerminal(rec.status)) throw new EntityConflictError(`Cannot set attributes on run in terminal state "${rec.status}"`);
+  if (isTerminal(rec.status))
+    throw new EntityConflictError(`Cannot set attributes on run in terminal state "${rec.status}"`);
   // Post-merge key count, exact against the attributes this transaction is conditioned on.
   validateAttributeChanges(changes, { existingKeys: Object.keys(rec.attributes), allowReservedAttributes });
   const merged = applyAttributeChanges(rec.attributes, changes);
@@ -393,10 +453,19 @@ async function attrSetOnce(call: CreateCall, runId: string, data: Data, ed: Data
       if (claim && failedCondition(c, 2)) throw new EntityConflictError(`Attribute event "${claim}" already exists`);
       const old = oldItem(c, 0);
       if (!old) throw new WorkflowRunNotFoundError(runId);
-      if (isTerminal(str(old, 'status'))) throw runGuardError(runId, old, (s) => new EntityConflictError(`Cannot set attributes on run in terminal state "${s}"`));
+      if (isTerminal(str(old, 'status')))
+        throw runGuardError(
+          runId,
+          old,
+          (s) => new EntityConflictError(`Cannot set attributes on run in terminal state "${s}"`),
+        );
       throw new Restart(); // another attr_set moved the version: re-validate against it
     },
   });
-  const run: WorkflowRun = await toRun(ctx, { ...rec, attributes: merged, attrVer: rec.attrVer + 1, updatedAt: call.now }, call.rd);
+  const run: WorkflowRun = await toRun(
+    ctx,
+    { ...rec, attributes: merged, attrVer: rec.attrVer + 1, updatedAt: call.now },
+    call.rd,
+  );
   return { own: [at(ev, done.slot)], pos, run };
 }

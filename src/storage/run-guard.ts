@@ -39,9 +39,14 @@ export function runGuardError(runId: string, old: Attrs | undefined, onTerminal:
  * The run guard read ahead (strongly consistent): throws what the guard would. Used before an
  * upload to S3, so a create the guard will refuse leaves no object behind.
  */
-export async function checkRunGuard(ctx: StorageCtx, runId: string, onTerminal: (status: string) => Error): Promise<void> {
+export async function checkRunGuard(
+  ctx: StorageCtx,
+  runId: string,
+  onTerminal: (status: string) => Error,
+): Promise<void> {
   const run = await getItem(ctx, keys.runMeta(runId));
-  if (!run || isTerminal(str(run, 'status')) || requiresNewerWorld(num(run, 'specVersion'))) throw runGuardError(runId, run, onTerminal);
+  if (!run || isTerminal(str(run, 'status')) || requiresNewerWorld(num(run, 'specVersion')))
+    throw runGuardError(runId, run, onTerminal);
 }
 
 /** The same check on a run already read. */

@@ -4,7 +4,13 @@
  * always read strongly consistent; which runs a listing sees is eventually consistent, as GSIs are.
  */
 import { WorkflowRunNotFoundError } from '@workflow/errors';
-import type { ListWorkflowRunsParams, PaginatedResponse, ResolveData, WaitForTerminalRunStatusParams, WorkflowRun } from '@workflow/world';
+import type {
+  ListWorkflowRunsParams,
+  PaginatedResponse,
+  ResolveData,
+  WaitForTerminalRunStatusParams,
+  WorkflowRun,
+} from '@workflow/world';
 import { sleep } from '../aws/sleep.js';
 import { ATTR, GSI1, GSI2, keys, storageKeys } from '../ddb.js';
 import type { Attrs } from './codec.js';
@@ -13,6 +19,7 @@ import { assertId } from './errors.js';
 import { pageLimit } from './pagination.js';
 import { keysOf } from './records/attrs.js';
 import { parseRun, toRun } from './records/run.js';
+import { expired } from './retention.js';
 import { shardedPage } from './sharded-page.js';
 import { getItem, getItems } from './table-reads.js';
 import { isTerminal } from './terminal.js';
@@ -21,8 +28,27 @@ import { isTerminal } from './terminal.js';
  * A run item without `input` and `output` (`resolveData: 'none'` returns neither). `error` stays:
  * 'none' keeps an inline error, as world-local does.
  */
-const RUN_FIELDS = ['runId', 'status', 'deploymentId', 'workflowName', 'specVersion', 'executionContext', 'error', 'errorCode', 'attributes'];
-const RUN_TIMES = ['encryptionPublicKey', 'expiredAt', 'startedAt', 'completedAt', 'createdAt', 'updatedAt', 'attrVer'];
+const RUN_FIELDS = [
+  'runId',
+  'status',
+  'deploymentId',
+  'workflowName',
+  'specVersion',
+  'executionContext',
+  'error',
+  'errorCode',
+  'attributes',
+];
+const RUN_TIMES = [
+  'encryptionPublicKey',
+  'expiredAt',
+  'startedAt',
+  'completedAt',
+  'createdAt',
+  'updatedAt',
+  'attrVer',
+  'ttl',
+];
 const WITHOUT_PAYLOADS = {
   expression: ['PK', 'SK', ...RUN_FIELDS, ...RUN_TIMES].map((_, i) => `#p${i}`).join(', '),
   names: Object.fromEntries(['PK', 'SK', ...RUN_FIELDS, ...RUN_TIMES].map((n, i) => [`#p${i}`, n])),
@@ -32,7 +58,8 @@ export function createRunReads(ctx: StorageCtx) {
   async function get(id: string, params?: { resolveData?: ResolveData }): Promise<WorkflowRun> {
     assertId('runId', id);
     const item = await getItem(ctx, keys.runMeta(id));
-    if (!item) throw new WorkflowRunNotFoundError(id);
+    // A run past its retention is gone, even before DynamoDB's TTL sweep deletes the item.
+    if (!item || expired(item)) throw new WorkflowRunNotFoundError(id);
     return toRun(ctx, parseRun(item), params?.resolveData ?? 'all');
   }
 
@@ -41,7 +68,8 @@ export function createRunReads(ctx: StorageCtx) {
    * runs are then read by key; for `resolveData: 'none'` without their payload attributes.
    */
   async function list(params: ListWorkflowRunsParams = {}): Promise<PaginatedResponse<WorkflowRun>> {
-    const statuses = params.status === undefined ? undefined : Array.isArray(params.status) ? params.status : [params.status];
+    const statuses =
+      params.status === undefined ? undefined : Array.isArray(params.status) ? params.status : [params.status];
     if (statuses && statuses.length === 0) return { data: [], cursor: null, hasMore: false };
     const rd = params.resolveData ?? 'all';
     const name = params.workflowName;
@@ -54,19 +82,32 @@ export function createRunReads(ctx: StorageCtx) {
         pkName: name !== undefined ? ATTR.gsi1pk : ATTR.gsi2pk,
         skName: name !== undefined ? ATTR.gsi1sk : ATTR.gsi2sk,
         pk: name !== undefined ? (shard) => storageKeys.workflowRunsGsi(name, shard) : keys.runsGsi,
-        filter: statuses ? { expression: `#st IN (${statuses.map((_, i) => `:s${i}`).join(', ')})`, names: { '#st': 'status' }, values } : undefined,
+        filter: statuses
+          ? {
+              expression: `#st IN (${statuses.map((_, i) => `:s${i}`).join(', ')})`,
+              names: { '#st': 'status' },
+              values,
+            }
+          : undefined,
         ascending: params.pagination?.sortOrder === 'asc',
       },
       pageLimit(params.pagination?.limit),
       params.pagination?.cursor,
     );
     const items = await getItems(ctx, page.items, rd === 'none' ? WITHOUT_PAYLOADS : undefined);
-    const runs = items.filter((i): i is Attrs => i !== undefined);
-    return { data: await Promise.all(runs.map((i) => toRun(ctx, parseRun(i), rd))), cursor: page.cursor, hasMore: page.hasMore };
+    const runs = items.filter((i): i is Attrs => i !== undefined && !expired(i));
+    return {
+      data: await Promise.all(runs.map((i) => toRun(ctx, parseRun(i), rd))),
+      cursor: page.cursor,
+      hasMore: page.hasMore,
+    };
   }
 
   /** Input order kept; `null` for ids that do not exist. */
-  async function getMany(ids: readonly string[], params?: { resolveData?: ResolveData }): Promise<(WorkflowRun | null)[]> {
+  async function getMany(
+    ids: readonly string[],
+    params?: { resolveData?: ResolveData },
+  ): Promise<(WorkflowRun | null)[]> {
     const valid = ids.map((id) => (typeof id === 'string' && id.length > 0 ? id : undefined));
     const rd = params?.resolveData ?? 'all';
     const items = await getItems(
@@ -74,7 +115,7 @@ export function createRunReads(ctx: StorageCtx) {
       valid.filter((id): id is string => id !== undefined).map((id) => keysOf(keys.runMeta(id))),
       rd === 'none' ? WITHOUT_PAYLOADS : undefined,
     );
-    const byId = new Map(items.filter((i): i is Attrs => i !== undefined).map((i) => [i.runId.S!, i]));
+    const byId = new Map(items.filter((i): i is Attrs => i !== undefined && !expired(i)).map((i) => [i.runId.S!, i]));
     return Promise.all(ids.map((id) => (byId.has(id) ? toRun(ctx, parseRun(byId.get(id)!), rd) : null)));
   }
 

@@ -25,7 +25,11 @@ export async function releaseRun(ctx: StorageCtx, runId: string): Promise<void> 
       KeyConditionExpression: 'PK = :pk AND begins_with(SK, :w)',
       FilterExpression: '#st = :waiting',
       ExpressionAttributeNames: { '#st': 'status' },
-      ExpressionAttributeValues: { ':pk': { S: keys.runPk(runId) }, ':w': { S: keys.waitSkPrefix }, ':waiting': { S: 'waiting' } },
+      ExpressionAttributeValues: {
+        ':pk': { S: keys.runPk(runId) },
+        ':w': { S: keys.waitSkPrefix },
+        ':waiting': { S: 'waiting' },
+      },
       ProjectionExpression: 'PK, SK',
       ConsistentRead: true,
     }),
@@ -33,20 +37,25 @@ export async function releaseRun(ctx: StorageCtx, runId: string): Promise<void> 
   const now = Date.now();
   await Promise.all(
     hooks.map((h) =>
-        ctx.ddb
-          .send(
-            new DeleteItemCommand({
-              TableName: ctx.table,
-              Key: { PK: h.PK, SK: { S: storageKeys.hookMetaSk } },
-              // Kept while its token retention lasts (the condition reads it; the index does not hold it).
-              ConditionExpression: 'runId = :r AND hookId = :h AND (attribute_not_exists(tokenRetentionUntil) OR tokenRetentionUntil <= :now)',
-              ExpressionAttributeValues: { ':r': { S: runId }, ':h': { S: str(h, ATTR.gsi1sk)! }, ':now': { N: String(now) } },
-            }),
-          )
-          .catch((e) => {
-            if (!isConditionalCheckFailed(e)) throw e;
+      ctx.ddb
+        .send(
+          new DeleteItemCommand({
+            TableName: ctx.table,
+            Key: { PK: h.PK, SK: { S: storageKeys.hookMetaSk } },
+            // Kept while its token retention lasts (the condition reads it; the index does not hold it).
+            ConditionExpression:
+              'runId = :r AND hookId = :h AND (attribute_not_exists(tokenRetentionUntil) OR tokenRetentionUntil <= :now)',
+            ExpressionAttributeValues: {
+              ':r': { S: runId },
+              ':h': { S: str(h, ATTR.gsi1sk)! },
+              ':now': { N: String(now) },
+            },
           }),
-      ),
+        )
+        .catch((e) => {
+          if (!isConditionalCheckFailed(e)) throw e;
+        }),
+    ),
   );
   for (let i = 0; i < waits.length; i += 25) {
     let req = waits.slice(i, i + 25).map((w) => ({ DeleteRequest: { Key: { PK: w.PK, SK: w.SK } } }));

@@ -54,7 +54,12 @@ interface Shard {
   done: boolean;
 }
 
-export async function shardedPage(ctx: StorageCtx, q: ShardedQuery, limit: number, cursor: string | undefined): Promise<ShardedPage> {
+export async function shardedPage(
+  ctx: StorageCtx,
+  q: ShardedQuery,
+  limit: number,
+  cursor: string | undefined,
+): Promise<ShardedPage> {
   const after = cursor ? decodeShardCursor(cursor) : undefined; // '' = from the start
   const want = limit + 1; // one past the page tells hasMore
   const perQuery = Math.min(want, Math.max(10, Math.ceil((want * 2) / LIST_SHARDS)));
@@ -73,7 +78,11 @@ export async function shardedPage(ctx: StorageCtx, q: ShardedQuery, limit: numbe
         TableName: ctx.table,
         IndexName: q.index,
         KeyConditionExpression: cond,
-        ExpressionAttributeNames: { '#pk': q.pkName, ...(after !== undefined ? { '#sk': q.skName } : {}), ...(q.filter?.names ?? {}) },
+        ExpressionAttributeNames: {
+          '#pk': q.pkName,
+          ...(after !== undefined ? { '#sk': q.skName } : {}),
+          ...(q.filter?.names ?? {}),
+        },
         ExpressionAttributeValues: values,
         ...(q.filter ? { FilterExpression: q.filter.expression } : {}),
         ScanIndexForward: q.ascending,

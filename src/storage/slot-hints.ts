@@ -18,7 +18,10 @@ const RECENT_MAX_BYTES = 32_768;
 const RECENT_EVENTS_BUDGET_BYTES = 16 * 1024 * 1024;
 
 export class SlotHints {
-  private readonly m = new Map<string, { tail: number; recent: Map<number, { ev: EventRecord; size: number }>; bytes: number }>();
+  private readonly m = new Map<
+    string,
+    { tail: number; recent: Map<number, { ev: EventRecord; size: number }>; bytes: number }
+  >();
   private recentBytes = 0;
   constructor(private readonly maxRuns = 2_000) {}
 

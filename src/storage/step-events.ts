@@ -31,7 +31,8 @@ type Data = Record<string, any>;
 
 const stepPrefix = (runId: string, stepId: string) => `${runPrefix(runId)}/steps/${stepId}`;
 
-const terminalRunConflict = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
+const terminalRunConflict = (s: string) =>
+  new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
 
 // ---------------------------------------------------------------- creates
 
@@ -39,8 +40,12 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
   const { ctx } = call;
   const stepId: string = data.correlationId;
   const ed: Data = data.eventData ?? {};
-  const placed = await placePayloads(ctx, { input: ed.input }, stepPrefix(runId, stepId), 1024 + valueSize({ ...ed, input: undefined }), () =>
-    checkRunGuard(ctx, runId, terminalRunConflict),
+  const placed = await placePayloads(
+    ctx,
+    { input: ed.input },
+    stepPrefix(runId, stepId),
+    1024 + valueSize({ ...ed, input: undefined }),
+    () => checkRunGuard(ctx, runId, terminalRunConflict),
   );
   const rec: StepRecord = {
     runId,
@@ -60,7 +65,11 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
     runId,
     what: 'step_created',
     build: (slot) => ({
-      items: [putNew(ctx, stepItem(rec)), runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot, eventData: { ...ed, input: placed.input } }))],
+      items: [
+        putNew(ctx, stepItem(rec)),
+        runGuard(ctx, runId),
+        putEvent(ctx, eventItem({ ...ev, slot, eventData: { ...ed, input: placed.input } })),
+      ],
       eventIdx: [2],
     }),
     onGuard: (c) => {
@@ -81,7 +90,9 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
   const { ctx } = call;
   const stepId: string = data.correlationId;
   const { input, ...startedData } = data.eventData as Data;
-  const placed = await placePayloads(ctx, { input }, stepPrefix(runId, stepId), 1024 + valueSize(startedData), () => checkRunGuard(ctx, runId, terminalRunConflict));
+  const placed = await placePayloads(ctx, { input }, stepPrefix(runId, stepId), 1024 + valueSize(startedData), () =>
+    checkRunGuard(ctx, runId, terminalRunConflict),
+  );
   const rec: StepRecord = {
     runId,
     stepId,
@@ -97,7 +108,13 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
   };
   const createdData: Data = { stepName: startedData.stepName, input };
   if (startedData.workflowName !== undefined) createdData.workflowName = startedData.workflowName;
-  const created = newEvent(call, runId, { correlationId: stepId, specVersion: data.specVersion }, 'step_created', createdData);
+  const created = newEvent(
+    call,
+    runId,
+    { correlationId: stepId, specVersion: data.specVersion },
+    'step_created',
+    createdData,
+  );
   // The input rides the synthetic step_created; stepName stays for replay's divergence check.
   const started = newEvent(call, runId, data, 'step_started', startedData);
   const pos = startPosition(call.params);
@@ -144,7 +161,13 @@ interface Transition {
 
 type Decide = (s: StepRecord, raw: Attrs) => Transition | Promise<Transition>;
 
-async function transition(call: CreateCall, runId: string, data: Data, decide: Decide, plain: (next: StepRecord) => StepRecord): Promise<Outcome> {
+async function transition(
+  call: CreateCall,
+  runId: string,
+  data: Data,
+  decide: Decide,
+  plain: (next: StepRecord) => StepRecord,
+): Promise<Outcome> {
   const { ctx } = call;
   const stepId: string = data.correlationId;
   const known = call.steps.known(runId, stepId);
@@ -185,7 +208,11 @@ async function transition(call: CreateCall, runId: string, data: Data, decide: D
     },
   });
   call.steps.remember(runId, stepId, stepItem(t.next));
-  return { own: [{ ...ev, slot: done.slot, eventData: data.eventData }], pos, step: await toStep(ctx, plain(t.next), call.rd) };
+  return {
+    own: [{ ...ev, slot: done.slot, eventData: data.eventData }],
+    pos,
+    step: await toStep(ctx, plain(t.next), call.rd),
+  };
 }
 
 function assertLive(s: StepRecord): void {
@@ -202,7 +229,9 @@ function payloadPlacer(call: CreateCall, runId: string, stepId: string, field: s
     if (pointer !== undefined) return pointer;
     const rest = { ...raw };
     delete rest[field];
-    const placed = (await placePayloads(call.ctx, { [field]: value }, stepPrefix(runId, stepId), itemSize(rest) + 512))[field];
+    const placed = (await placePayloads(call.ctx, { [field]: value }, stepPrefix(runId, stepId), itemSize(rest) + 512))[
+      field
+    ];
     if (isS3Pointer(placed)) pointer = placed;
     return placed;
   };
@@ -223,7 +252,15 @@ export function stepStartedBare(call: CreateCall, runId: string, data: Data): Pr
         });
       }
       return {
-        next: { ...s, status: 'running', attempt: s.attempt + 1, startedAt: s.startedAt ?? now, retryAfter: undefined, updatedAt: now, ver: s.ver + 1 },
+        next: {
+          ...s,
+          status: 'running',
+          attempt: s.attempt + 1,
+          startedAt: s.startedAt ?? now,
+          retryAfter: undefined,
+          updatedAt: now,
+          ver: s.ver + 1,
+        },
         eventData: data.eventData,
         runTerminal: (st) => new RunExpiredError(`Cannot start step on run in terminal state "${st}"`, runId, st),
       };
@@ -250,9 +287,19 @@ export function stepFinished(call: CreateCall, runId: string, data: Data): Promi
       assertLive(s);
       const stored = await place(raw);
       return {
-        next: { ...s, status: completed ? 'completed' : 'failed', [field]: stored, completedAt: call.now, updatedAt: call.now, ver: s.ver + 1 },
+        next: {
+          ...s,
+          status: completed ? 'completed' : 'failed',
+          [field]: stored,
+          completedAt: call.now,
+          updatedAt: call.now,
+          ver: s.ver + 1,
+        },
         eventData: { ...ed, [eventField]: stored },
-        runTerminal: s.status === 'running' ? undefined : (st) => new RunExpiredError(`Cannot modify non-running step on run in terminal state "${st}"`, runId, st),
+        runTerminal:
+          s.status === 'running'
+            ? undefined
+            : (st) => new RunExpiredError(`Cannot modify non-running step on run in terminal state "${st}"`, runId, st),
       };
     },
     (n) => ({ ...n, [field]: ed[eventField] }),
@@ -271,7 +318,10 @@ export function stepRetrying(call: CreateCall, runId: string, data: Data): Promi
     async (s, raw) => {
       assertLive(s);
       const stored = await place(raw);
-      return { next: { ...s, status: 'pending', error: stored, retryAfter, updatedAt: call.now, ver: s.ver + 1 }, eventData: { ...ed, error: stored } };
+      return {
+        next: { ...s, status: 'pending', error: stored, retryAfter, updatedAt: call.now, ver: s.ver + 1 },
+        eventData: { ...ed, error: stored },
+      };
     },
     (n) => ({ ...n, error: ed.error }),
   );

@@ -32,7 +32,11 @@ export function createStepReads(ctx: StorageCtx) {
       ['PK', 'SK'],
     );
     const rd = params.resolveData ?? 'all';
-    return { data: await Promise.all(page.items.map((i) => toStep(ctx, parseStep(i), rd))), cursor: page.cursor, hasMore: page.hasMore };
+    return {
+      data: await Promise.all(page.items.map((i) => toStep(ctx, parseStep(i), rd))),
+      cursor: page.cursor,
+      hasMore: page.hasMore,
+    };
   }
 
   return { get, list };

@@ -38,7 +38,9 @@ export async function getItems(
             [ctx.table]: {
               Keys: left,
               ConsistentRead: true,
-              ...(projection ? { ProjectionExpression: projection.expression, ExpressionAttributeNames: projection.names } : {}),
+              ...(projection
+                ? { ProjectionExpression: projection.expression, ExpressionAttributeNames: projection.names }
+                : {}),
             },
           },
         }),
@@ -68,7 +70,9 @@ export async function queryPage(ctx: StorageCtx, input: QueryInput, limit: numbe
   const out: Attrs[] = [];
   let start: Attrs | undefined;
   do {
-    const res = await ctx.ddb.send(new QueryCommand({ TableName: ctx.table, ...input, Limit: limit + 1 - out.length, ExclusiveStartKey: start }));
+    const res = await ctx.ddb.send(
+      new QueryCommand({ TableName: ctx.table, ...input, Limit: limit + 1 - out.length, ExclusiveStartKey: start }),
+    );
     out.push(...((res.Items ?? []) as Attrs[]));
     start = res.LastEvaluatedKey as Attrs | undefined;
   } while (start && out.length <= limit);
@@ -89,7 +93,12 @@ export async function keyedPage(
   const items: Attrs[] = [];
   let start: Attrs | undefined = cursor ? decodeKeyCursor(cursor, keyNames) : undefined; // '' = from the start
   do {
-    const req = { TableName: ctx.table, ...input, Limit: Math.max(limit + 1 - items.length, 25), ExclusiveStartKey: start };
+    const req = {
+      TableName: ctx.table,
+      ...input,
+      Limit: Math.max(limit + 1 - items.length, 25),
+      ExclusiveStartKey: start,
+    };
     const res = await ctx.ddb.send(new QueryCommand(req));
     items.push(...((res.Items ?? []) as Attrs[]));
     start = res.LastEvaluatedKey as Attrs | undefined;

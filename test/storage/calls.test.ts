@@ -54,43 +54,128 @@ it('pins the calls of every event type on the main path', async () => {
   const got: Record<string, Record<string, number>> = {};
 
   got.run_created = await count(async () => {
-    runId = (await s.events.create(null, { eventType: 'run_created', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') } })).run.runId;
+    runId = (
+      await s.events.create(null, {
+        eventType: 'run_created',
+        specVersion: sv,
+        eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+      })
+    ).run.runId;
   });
   got.run_started = await count(async () => {
     cursor = (await s.events.create(runId, { eventType: 'run_started', specVersion: sv })).cursor!;
   });
   got['step_started (lazy, warm)'] = await count(async () => {
-    const r = await s.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_1', eventData: { stepName: 's', input: bytes('in') } });
+    const r = await s.events.create(runId, {
+      eventType: 'step_started',
+      specVersion: sv,
+      correlationId: 'step_1',
+      eventData: { stepName: 's', input: bytes('in') },
+    });
     expect(r.stepCreated).toBe(true);
   });
   got['step_completed (sinceCursor)'] = await count(async () => {
-    const r = await s.events.create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_1', eventData: { result: bytes('out') } }, { sinceCursor: cursor });
+    const r = await s.events.create(
+      runId,
+      { eventType: 'step_completed', specVersion: sv, correlationId: 'step_1', eventData: { result: bytes('out') } },
+      { sinceCursor: cursor },
+    );
     // The delta replaces the runtime's events.list: the lazy pair plus the completion.
     expect(r.events?.map((e) => e.eventType)).toEqual(['step_created', 'step_started', 'step_completed']);
     expect(r.hasMore).toBe(false);
     cursor = r.cursor!;
   });
   got['step_created (eventCount)'] = await count(() =>
-    s.events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 'step_2', eventData: { stepName: 's', input: bytes('in') } }, { eventCount: 5 }),
+    s.events.create(
+      runId,
+      {
+        eventType: 'step_created',
+        specVersion: sv,
+        correlationId: 'step_2',
+        eventData: { stepName: 's', input: bytes('in') },
+      },
+      { eventCount: 5 },
+    ),
   );
-  got['step_started (bare, warm)'] = await count(() => s.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_2', eventData: { stepName: 's' } }));
-  got.step_retrying = await count(() => s.events.create(runId, { eventType: 'step_retrying', specVersion: sv, correlationId: 'step_2', eventData: { error: bytes('e') } }));
+  got['step_started (bare, warm)'] = await count(() =>
+    s.events.create(runId, {
+      eventType: 'step_started',
+      specVersion: sv,
+      correlationId: 'step_2',
+      eventData: { stepName: 's' },
+    }),
+  );
+  got.step_retrying = await count(() =>
+    s.events.create(runId, {
+      eventType: 'step_retrying',
+      specVersion: sv,
+      correlationId: 'step_2',
+      eventData: { error: bytes('e') },
+    }),
+  );
   await s.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_2' });
-  got.step_failed = await count(() => s.events.create(runId, { eventType: 'step_failed', specVersion: sv, correlationId: 'step_2', eventData: { error: bytes('e') } }));
+  got.step_failed = await count(() =>
+    s.events.create(runId, {
+      eventType: 'step_failed',
+      specVersion: sv,
+      correlationId: 'step_2',
+      eventData: { error: bytes('e') },
+    }),
+  );
   got['hook_created (eventCount + sinceCursor)'] = await count(() =>
-    s.events.create(runId, { eventType: 'hook_created', specVersion: sv, correlationId: 'hook_1', eventData: { token: `t-${runId}` } }, { eventCount: 10, sinceCursor: 'evc:10' }),
+    s.events.create(
+      runId,
+      { eventType: 'hook_created', specVersion: sv, correlationId: 'hook_1', eventData: { token: `t-${runId}` } },
+      { eventCount: 10, sinceCursor: 'evc:10' },
+    ),
   );
   got['hook_received (raw, resumeId)'] = await count(() =>
-    s.events.create(runId, { eventType: 'hook_received', specVersion: sv, correlationId: 'hook_1', eventData: { token: `t-${runId}`, payload: bytes('p') } }, { resumeId: 'r1' }),
+    s.events.create(
+      runId,
+      {
+        eventType: 'hook_received',
+        specVersion: sv,
+        correlationId: 'hook_1',
+        eventData: { token: `t-${runId}`, payload: bytes('p') },
+      },
+      { resumeId: 'r1' },
+    ),
   );
-  got.hook_disposed = await count(() => s.events.create(runId, { eventType: 'hook_disposed', specVersion: sv, correlationId: 'hook_1', eventData: { token: `t-${runId}` } }));
-  got.wait_created = await count(() => s.events.create(runId, { eventType: 'wait_created', specVersion: sv, correlationId: 'wait_1', eventData: { resumeAt: new Date() } }));
-  got.wait_completed = await count(() => s.events.create(runId, { eventType: 'wait_completed', specVersion: sv, correlationId: 'wait_1' }));
+  got.hook_disposed = await count(() =>
+    s.events.create(runId, {
+      eventType: 'hook_disposed',
+      specVersion: sv,
+      correlationId: 'hook_1',
+      eventData: { token: `t-${runId}` },
+    }),
+  );
+  got.wait_created = await count(() =>
+    s.events.create(runId, {
+      eventType: 'wait_created',
+      specVersion: sv,
+      correlationId: 'wait_1',
+      eventData: { resumeAt: new Date() },
+    }),
+  );
+  got.wait_completed = await count(() =>
+    s.events.create(runId, { eventType: 'wait_completed', specVersion: sv, correlationId: 'wait_1' }),
+  );
   got.attr_set = await count(() =>
-    s.events.create(runId, { eventType: 'attr_set', specVersion: sv, eventData: { changes: [{ key: 'a', value: '1' }], writer: { type: 'step', stepId: 's', attempt: 1 } } }),
+    s.events.create(runId, {
+      eventType: 'attr_set',
+      specVersion: sv,
+      eventData: { changes: [{ key: 'a', value: '1' }], writer: { type: 'step', stepId: 's', attempt: 1 } },
+    }),
   );
-  await s.events.create(runId, { eventType: 'hook_created', specVersion: sv, correlationId: 'hook_2', eventData: { token: `t2-${runId}` } });
-  got['run_completed (1 live hook)'] = await count(() => s.events.create(runId, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } }));
+  await s.events.create(runId, {
+    eventType: 'hook_created',
+    specVersion: sv,
+    correlationId: 'hook_2',
+    eventData: { token: `t2-${runId}` },
+  });
+  got['run_completed (1 live hook)'] = await count(() =>
+    s.events.create(runId, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } }),
+  );
 
   const T = 'TransactWriteItems';
   expect(got).toEqual({
@@ -121,24 +206,62 @@ it('pins the calls of every event type on the main path', async () => {
 
 it('pins the cold (no snapshot) and large-value paths', async () => {
   const warm = countingStorage();
-  const runId = (await warm.events.create(null, { eventType: 'run_created', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') } })).run.runId;
+  const runId = (
+    await warm.events.create(null, {
+      eventType: 'run_created',
+      specVersion: sv,
+      eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+    })
+  ).run.runId;
   await warm.events.create(runId, { eventType: 'run_started', specVersion: sv });
   const got: Record<string, Record<string, number>> = {};
   got['step_started (lazy, cold)'] = await count(() =>
-    countingStorage().events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_1', eventData: { stepName: 's', input: bytes('in') } }),
+    countingStorage().events.create(runId, {
+      eventType: 'step_started',
+      specVersion: sv,
+      correlationId: 'step_1',
+      eventData: { stepName: 's', input: bytes('in') },
+    }),
   );
   got['step_completed (cold, no cursor)'] = await count(() =>
-    countingStorage().events.create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_1', eventData: { result: bytes('r') } }),
+    countingStorage().events.create(runId, {
+      eventType: 'step_completed',
+      specVersion: sv,
+      correlationId: 'step_1',
+      eventData: { result: bytes('r') },
+    }),
   );
   got['step_created (stale eventCount: bump + report)'] = await count(() =>
-    countingStorage().events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 'step_2', eventData: { stepName: 's', input: bytes('in') } }, { eventCount: 2 }),
+    countingStorage().events.create(
+      runId,
+      {
+        eventType: 'step_created',
+        specVersion: sv,
+        correlationId: 'step_2',
+        eventData: { stepName: 's', input: bytes('in') },
+      },
+      { eventCount: 2 },
+    ),
   );
   const big = new Uint8Array(400_000).fill(7);
-  const fresh = (await warm.events.create(null, { eventType: 'run_created', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') } })).run.runId;
+  const fresh = (
+    await warm.events.create(null, {
+      eventType: 'run_created',
+      specVersion: sv,
+      eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+    })
+  ).run.runId;
   got['step_created (400 KB input)'] = await count(() =>
-    warm.events.create(fresh, { eventType: 'step_created', specVersion: sv, correlationId: 'step_3', eventData: { stepName: 's', input: big } }),
+    warm.events.create(fresh, {
+      eventType: 'step_created',
+      specVersion: sv,
+      correlationId: 'step_3',
+      eventData: { stepName: 's', input: big },
+    }),
   );
-  got['run_completed (400 KB output, no hooks)'] = await count(() => warm.events.create(fresh, { eventType: 'run_completed', specVersion: sv, eventData: { output: big } }));
+  got['run_completed (400 KB output, no hooks)'] = await count(() =>
+    warm.events.create(fresh, { eventType: 'run_completed', specVersion: sv, eventData: { output: big } }),
+  );
   const T = 'TransactWriteItems';
   expect(got).toEqual({
     'step_started (lazy, cold)': { Query: 1, [T]: 1 },
@@ -156,16 +279,40 @@ it('pins the cold (no snapshot) and large-value paths', async () => {
 it('a remembered step item that another process moved on costs a retry, never a wrong write', async () => {
   const a = countingStorage();
   const b = countingStorage();
-  const runId = (await a.events.create(null, { eventType: 'run_created', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') } })).run.runId;
+  const runId = (
+    await a.events.create(null, {
+      eventType: 'run_created',
+      specVersion: sv,
+      eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+    })
+  ).run.runId;
   await a.events.create(runId, { eventType: 'run_started', specVersion: sv });
-  await a.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_x', eventData: { stepName: 's', input: bytes('in') } });
+  await a.events.create(runId, {
+    eventType: 'step_started',
+    specVersion: sv,
+    correlationId: 'step_x',
+    eventData: { stepName: 's', input: bytes('in') },
+  });
   // Process b finishes the step; a still remembers it as running.
-  await b.events.create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_x', eventData: { result: bytes('b') } });
+  await b.events.create(runId, {
+    eventType: 'step_completed',
+    specVersion: sv,
+    correlationId: 'step_x',
+    eventData: { result: bytes('b') },
+  });
   let err: unknown;
   const got = await count(async () => {
     err = await a.events
-      .create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_x', eventData: { result: bytes('a') } })
-      .then(() => undefined, (e: unknown) => e);
+      .create(runId, {
+        eventType: 'step_completed',
+        specVersion: sv,
+        correlationId: 'step_x',
+        eventData: { result: bytes('a') },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
   });
   expect((err as Error)?.name).toBe('EntityConflictError');
   // The conditioned write was cancelled and returned the current item: no extra read needed.

@@ -36,7 +36,9 @@ beforeAll(async () => {
         pending.shift();
         const e = Object.assign(new Error('Transaction cancelled'), {
           name: 'TransactionCanceledException',
-          CancellationReasons: args.input.TransactItems.map((_: unknown, i: number) => ({ Code: i === 0 ? 'TransactionConflict' : 'None' })),
+          CancellationReasons: args.input.TransactItems.map((_: unknown, i: number) => ({
+            Code: i === 0 ? 'TransactionConflict' : 'None',
+          })),
         });
         throw e;
       }
@@ -51,7 +53,10 @@ beforeAll(async () => {
         sent++;
         if (pending[0] === 'throttle') {
           pending.shift();
-          throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException', $metadata: { httpStatusCode: 400 } });
+          throw Object.assign(new Error('Rate exceeded'), {
+            name: 'ThrottlingException',
+            $metadata: { httpStatusCode: 400 },
+          });
         }
       }
       return next(args);
@@ -69,7 +74,12 @@ it('retries contention cancellations and throttling; no slot is burned or duplic
   const runId = await startedRun(storage);
   pending.push('conflict', 'conflict', 'throttle', 'throttle');
   sent = 0;
-  const r = await storage.events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 'step_1', eventData: { stepName: 's', input: bytes('i') } });
+  const r = await storage.events.create(runId, {
+    eventType: 'step_created',
+    specVersion: sv,
+    correlationId: 'step_1',
+    eventData: { stepName: 's', input: bytes('i') },
+  });
   expect(r.event?.eventId).toBe(slotToEventId(3));
   expect(pending).toEqual([]);
   expect(sent).toBe(3); // two throttled sends retried by the SDK, then the commit
@@ -82,14 +92,24 @@ it('throttling that outlasts the SDK retries is ThrottleError (retryAfter), and 
   const runId = await startedRun(storage);
   pending.push('throttle-final');
   const err = await storage.events
-    .create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 'step_t', eventData: { stepName: 's', input: bytes('i') } })
+    .create(runId, {
+      eventType: 'step_created',
+      specVersion: sv,
+      correlationId: 'step_t',
+      eventData: { stepName: 's', input: bytes('i') },
+    })
     .catch((e) => e);
   expect(err.name).toBe('ThrottleError');
   expect(ThrottleError.is(err)).toBe(true);
   expect(err.retryAfter).toBeGreaterThan(0);
   expect(pending).toEqual([]);
   // Nothing was written: the retry lands on the next slot and the log stays dense.
-  const r = await storage.events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 'step_t', eventData: { stepName: 's', input: bytes('i') } });
+  const r = await storage.events.create(runId, {
+    eventType: 'step_created',
+    specVersion: sv,
+    correlationId: 'step_t',
+    eventData: { stepName: 's', input: bytes('i') },
+  });
   expect(r.event?.eventId).toBe(slotToEventId(3));
   const log = await f.storage.events.list({ runId });
   expect(log.data.map((e) => e.eventId)).toEqual([1, 2, 3].map(slotToEventId));

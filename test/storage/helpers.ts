@@ -20,7 +20,13 @@ export interface StorageFixture extends Fixture {
 export async function storageFixture(extraEnv: Record<string, string> = {}): Promise<StorageFixture> {
   const f = await createFixture(extraEnv, 'st');
   const ctx = createContext(f.config, f.clients);
-  return { ...f, ctx, storage: createStorage(ctx), other: () => createStorage(ctx), close: () => destroyClients(f.clients) };
+  return {
+    ...f,
+    ctx,
+    storage: createStorage(ctx),
+    other: () => createStorage(ctx),
+    close: () => destroyClients(f.clients),
+  };
 }
 
 export const bytes = (s: string) => new Uint8Array(Buffer.from(s));
@@ -42,7 +48,12 @@ export async function startedRun(storage: Storage, over: Record<string, unknown>
 }
 
 export async function createdStep(storage: Storage, runId: string, stepId: string, input = bytes('step-in')) {
-  return storage.events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: stepId, eventData: { stepName: 'step//a', input } });
+  return storage.events.create(runId, {
+    eventType: 'step_created',
+    specVersion: sv,
+    correlationId: stepId,
+    eventData: { stepName: 'step//a', input },
+  });
 }
 
 export async function eventTypes(storage: Storage, runId: string): Promise<string[]> {
@@ -55,7 +66,8 @@ export async function rejectsWith(p: Promise<unknown>, name: string): Promise<Er
   try {
     await p;
   } catch (e) {
-    if ((e as Error).name !== name) throw new Error(`expected ${name}, got ${(e as Error).name}: ${(e as Error).message}`);
+    if ((e as Error).name !== name)
+      throw new Error(`expected ${name}, got ${(e as Error).name}: ${(e as Error).message}`);
     return e as Error;
   }
   throw new Error(`expected ${name}, but it resolved`);

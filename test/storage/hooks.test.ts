@@ -25,7 +25,12 @@ const received = (hookId: string, token?: string, payload = bytes('payload')) =>
   correlationId: hookId,
   eventData: { ...(token ? { token } : {}), payload },
 });
-const disposed = (hookId: string, token?: string) => ({ eventType: 'hook_disposed' as const, specVersion: sv, correlationId: hookId, eventData: token ? { token } : undefined });
+const disposed = (hookId: string, token?: string) => ({
+  eventType: 'hook_disposed' as const,
+  specVersion: sv,
+  correlationId: hookId,
+  eventData: token ? { token } : undefined,
+});
 const tok = () => `tok-${ulid()}`;
 
 describe('hook_created', () => {
@@ -49,7 +54,11 @@ describe('hook_created', () => {
     await rejectsWith(f.storage.events.create(a, hook('hook_1', token)), 'EntityConflictError');
     const c = await f.storage.events.create(b, hook('hook_2', token));
     expect(c.hook).toBeUndefined();
-    expect(c.event).toMatchObject({ eventType: 'hook_conflict', correlationId: 'hook_2', eventData: { token, conflictingRunId: a } });
+    expect(c.event).toMatchObject({
+      eventType: 'hook_conflict',
+      correlationId: 'hook_2',
+      eventData: { token, conflictingRunId: a },
+    });
     expect(await eventTypes(f.storage, b)).toEqual(['run_created', 'run_started', 'hook_conflict']);
     expect((await f.storage.hooks.getByToken(token)).runId).toBe(a);
   });
@@ -89,7 +98,10 @@ describe('hook_received', () => {
   it('a terminal run -> RunExpiredError (hook kept by retention)', async () => {
     const runId = await startedRun(f.storage);
     const token = tok();
-    await f.storage.events.create(runId, hook('hook_1', token, { tokenRetentionUntil: new Date(Date.now() + 3600_000) }));
+    await f.storage.events.create(
+      runId,
+      hook('hook_1', token, { tokenRetentionUntil: new Date(Date.now() + 3600_000) }),
+    );
     await f.storage.events.create(runId, { eventType: 'run_cancelled', specVersion: sv });
     await rejectsWith(f.storage.events.create(runId, received('hook_1', token)), 'RunExpiredError');
   });
@@ -109,7 +121,10 @@ describe('hook_received', () => {
     const got = log.data.filter((e) => e.eventType === 'hook_received');
     expect(got).toHaveLength(1);
     expect(got[0].resumeId).toBe('req_1');
-    await rejectsWith(f.storage.events.create(runId, received('hook_1', token), { resumeId: 'req_1', resumePayloadDigest: 'd2' }), 'EntityConflictError');
+    await rejectsWith(
+      f.storage.events.create(runId, received('hook_1', token), { resumeId: 'req_1', resumePayloadDigest: 'd2' }),
+      'EntityConflictError',
+    );
     await f.storage.events.create(runId, hook('hook_2', `${token}-2`));
     await rejectsWith(f.storage.events.create(runId, received('hook_2', `${token}-2`), p), 'EntityConflictError');
     // A redelivery after disposal still converges on the committed event.
@@ -160,7 +175,12 @@ describe('waits', () => {
 
   it('wait_completed -> completed; twice -> EntityConflictError; missing -> WorkflowWorldError', async () => {
     const runId = await startedRun(f.storage);
-    await f.storage.events.create(runId, { eventType: 'wait_created', specVersion: sv, correlationId: 'wait_1', eventData: { resumeAt: new Date() } });
+    await f.storage.events.create(runId, {
+      eventType: 'wait_created',
+      specVersion: sv,
+      correlationId: 'wait_1',
+      eventData: { resumeAt: new Date() },
+    });
     const done = { eventType: 'wait_completed' as const, specVersion: sv, correlationId: 'wait_1' };
     const r = await f.storage.events.create(runId, done);
     expect(r.wait).toMatchObject({ status: 'completed' });

@@ -37,7 +37,9 @@ afterAll(() => {
 });
 
 async function rawItem(key: { PK: string; SK: string }) {
-  const out = await f.clients.ddb.send(new GetItemCommand({ TableName: f.config.tableName, Key: { PK: { S: key.PK }, SK: { S: key.SK } } }));
+  const out = await f.clients.ddb.send(
+    new GetItemCommand({ TableName: f.config.tableName, Key: { PK: { S: key.PK }, SK: { S: key.SK } } }),
+  );
   return out.Item!;
 }
 
@@ -47,8 +49,18 @@ describe('large values', () => {
     const input = randomBytes(1_000_000);
     const output = randomBytes(5 * 1024 * 1024);
     output[0] = 0;
-    await storage.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_1', eventData: { stepName: 's', input } });
-    const done = await storage.events.create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_1', eventData: { result: output } });
+    await storage.events.create(runId, {
+      eventType: 'step_started',
+      specVersion: sv,
+      correlationId: 'step_1',
+      eventData: { stepName: 's', input },
+    });
+    const done = await storage.events.create(runId, {
+      eventType: 'step_completed',
+      specVersion: sv,
+      correlationId: 'step_1',
+      eventData: { result: output },
+    });
     expect(Buffer.compare(done.step!.output as Uint8Array, output)).toBe(0);
 
     const item = await rawItem(keys.step(runId, 'step_1'));
@@ -80,20 +92,40 @@ describe('large values', () => {
   it('large run input/output, hook metadata and hook payload go to S3 and come back', async () => {
     const big = () => randomBytes(600_000);
     const input = big();
-    const { run } = await storage.events.create(null, { eventType: 'run_created', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input } });
+    const { run } = await storage.events.create(null, {
+      eventType: 'run_created',
+      specVersion: sv,
+      eventData: { deploymentId: 'd', workflowName: 'w', input },
+    });
     const runId = run.runId;
     expect((await rawItem(keys.runMeta(runId))).input.M?.__s3).toBeDefined();
     expect(Buffer.compare((await storage.runs.get(runId)).input as Uint8Array, input)).toBe(0);
     await storage.events.create(runId, { eventType: 'run_started', specVersion: sv });
     const metadata = big();
     const payload = big();
-    await storage.events.create(runId, { eventType: 'hook_created', specVersion: sv, correlationId: 'hook_1', eventData: { token: `t-${runId}`, metadata } });
-    await storage.events.create(runId, { eventType: 'hook_received', specVersion: sv, correlationId: 'hook_1', eventData: { token: `t-${runId}`, payload } });
+    await storage.events.create(runId, {
+      eventType: 'hook_created',
+      specVersion: sv,
+      correlationId: 'hook_1',
+      eventData: { token: `t-${runId}`, metadata },
+    });
+    await storage.events.create(runId, {
+      eventType: 'hook_received',
+      specVersion: sv,
+      correlationId: 'hook_1',
+      eventData: { token: `t-${runId}`, payload },
+    });
     expect(Buffer.compare((await storage.hooks.getByToken(`t-${runId}`)).metadata as Uint8Array, metadata)).toBe(0);
-    const rec = (await storage.events.list({ runId })).data.find((e) => e.eventType === 'hook_received') as { eventData: { payload: Uint8Array } };
+    const rec = (await storage.events.list({ runId })).data.find((e) => e.eventType === 'hook_received') as {
+      eventData: { payload: Uint8Array };
+    };
     expect(Buffer.compare(rec.eventData.payload, payload)).toBe(0);
     const output = big();
-    const fin = await storage.events.create(runId, { eventType: 'run_completed', specVersion: sv, eventData: { output } });
+    const fin = await storage.events.create(runId, {
+      eventType: 'run_completed',
+      specVersion: sv,
+      eventData: { output },
+    });
     expect(Buffer.compare(fin.run!.output as Uint8Array, output)).toBe(0);
     expect(Buffer.compare((await storage.runs.get(runId)).output as Uint8Array, output)).toBe(0);
     const lean = await storage.runs.get(runId, { resolveData: 'none' });
@@ -105,8 +137,18 @@ describe('large values', () => {
     const runId = await startedRun(storage);
     const a = randomBytes(250_000);
     const b = randomBytes(250_000);
-    await storage.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_1', eventData: { stepName: 's', input: a } });
-    const r = await storage.events.create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_1', eventData: { result: b } });
+    await storage.events.create(runId, {
+      eventType: 'step_started',
+      specVersion: sv,
+      correlationId: 'step_1',
+      eventData: { stepName: 's', input: a },
+    });
+    const r = await storage.events.create(runId, {
+      eventType: 'step_completed',
+      specVersion: sv,
+      correlationId: 'step_1',
+      eventData: { result: b },
+    });
     expect(r.step?.status).toBe('completed');
     const step = await storage.steps.get(runId, 'step_1');
     expect(Buffer.compare(step.input as Uint8Array, a)).toBe(0);
@@ -118,8 +160,17 @@ describe('opaque event data', () => {
   it('unknown eventData fields and unknown top-level fields survive a round trip; Dates stay Dates', async () => {
     const runId = await startedRun(storage);
     const when = new Date('2030-01-02T03:04:05.006Z');
-    const extra = { nested: { list: [1, 'two', null, { deep: bytes('\0x') }], at: when, flag: false }, ttfs: 12, optimizations: ['turbo'] };
-    await storage.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_1', eventData: { stepName: 's', input: bytes('i') } });
+    const extra = {
+      nested: { list: [1, 'two', null, { deep: bytes('\0x') }], at: when, flag: false },
+      ttfs: 12,
+      optimizations: ['turbo'],
+    };
+    await storage.events.create(runId, {
+      eventType: 'step_started',
+      specVersion: sv,
+      correlationId: 'step_1',
+      eventData: { stepName: 's', input: bytes('i') },
+    });
     await storage.events.create(runId, {
       eventType: 'step_completed',
       specVersion: sv,
@@ -137,7 +188,11 @@ describe('opaque event data', () => {
   it('persists occurredAt', async () => {
     const runId = await startedRun(storage);
     const occurredAt = new Date('2026-01-01T00:00:00.000Z');
-    const r = await storage.events.create(runId, { eventType: 'wait_created', specVersion: sv, correlationId: 'w', eventData: { resumeAt: new Date() } }, { occurredAt });
+    const r = await storage.events.create(
+      runId,
+      { eventType: 'wait_created', specVersion: sv, correlationId: 'w', eventData: { resumeAt: new Date() } },
+      { occurredAt },
+    );
     expect(r.event?.occurredAt).toEqual(occurredAt);
     expect((await storage.events.get(runId, r.event!.eventId)).occurredAt).toEqual(occurredAt);
   });
@@ -153,7 +208,12 @@ describe('no orphaned objects', () => {
   it('a large step_created redelivered 3 times leaves one object (deterministic key)', async () => {
     const runId = await startedRun(storage);
     const input = randomBytes(400_000);
-    const req = { eventType: 'step_created' as const, specVersion: sv, correlationId: 'step_big', eventData: { stepName: 's', input } };
+    const req = {
+      eventType: 'step_created' as const,
+      specVersion: sv,
+      correlationId: 'step_big',
+      eventData: { stepName: 's', input },
+    };
     await storage.events.create(runId, req);
     await rejectsWith(storage.events.create(runId, req), 'EntityConflictError');
     await rejectsWith(f.storage.events.create(runId, req), 'EntityConflictError'); // another process
@@ -167,21 +227,58 @@ describe('no orphaned objects', () => {
     const runId = await startedRun(storage);
     await storage.events.create(runId, { eventType: 'run_cancelled', specVersion: sv });
     const big = randomBytes(400_000);
-    await rejectsWith(storage.events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 's1', eventData: { stepName: 's', input: big } }), 'EntityConflictError');
     await rejectsWith(
-      storage.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 's2', eventData: { stepName: 's', input: big } }),
+      storage.events.create(runId, {
+        eventType: 'step_created',
+        specVersion: sv,
+        correlationId: 's1',
+        eventData: { stepName: 's', input: big },
+      }),
       'EntityConflictError',
     );
-    await rejectsWith(storage.events.create(runId, { eventType: 'hook_created', specVersion: sv, correlationId: 'h', eventData: { token: `t-${runId}`, metadata: big } }), 'EntityConflictError');
+    await rejectsWith(
+      storage.events.create(runId, {
+        eventType: 'step_started',
+        specVersion: sv,
+        correlationId: 's2',
+        eventData: { stepName: 's', input: big },
+      }),
+      'EntityConflictError',
+    );
+    await rejectsWith(
+      storage.events.create(runId, {
+        eventType: 'hook_created',
+        specVersion: sv,
+        correlationId: 'h',
+        eventData: { token: `t-${runId}`, metadata: big },
+      }),
+      'EntityConflictError',
+    );
     expect(await objectsUnder(`runs/${runId}/`)).toEqual([]);
     const unknown = 'wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV';
-    await rejectsWith(storage.events.create(unknown, { eventType: 'step_created', specVersion: sv, correlationId: 's', eventData: { stepName: 's', input: big } }), 'WorkflowRunNotFoundError');
+    await rejectsWith(
+      storage.events.create(unknown, {
+        eventType: 'step_created',
+        specVersion: sv,
+        correlationId: 's',
+        eventData: { stepName: 's', input: big },
+      }),
+      'WorkflowRunNotFoundError',
+    );
     expect(await objectsUnder(`runs/${unknown}/`)).toEqual([]);
     // A redelivered run_created with a large input: the run exists, nothing more is uploaded.
-    const { run } = await storage.events.create(null, { eventType: 'run_created', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: big } });
+    const { run } = await storage.events.create(null, {
+      eventType: 'run_created',
+      specVersion: sv,
+      eventData: { deploymentId: 'd', workflowName: 'w', input: big },
+    });
     const before = await objectsUnder(`runs/${run!.runId}/`);
     expect(before).toHaveLength(1);
-    const again = { eventType: 'run_created' as const, specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: randomBytes(400_000) } };
+    const again = {
+      eventType: 'run_created' as const,
+      specVersion: sv,
+      eventData: { deploymentId: 'd', workflowName: 'w', input: randomBytes(400_000) },
+    };
     await rejectsWith(storage.events.create(run!.runId, again), 'EntityConflictError');
     expect(await objectsUnder(`runs/${run!.runId}/`)).toEqual(before);
   });
@@ -192,12 +289,19 @@ describe('items DynamoDB refuses', () => {
     const runId = await startedRun(storage);
     // Two non-payload fields, each under the inline threshold (300 KB), together over 400 KB.
     const eventData = { stepName: 's', input: bytes('i'), notesA: 'a'.repeat(250_000), notesB: 'b'.repeat(200_000) };
-    const err = await storage.events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 'big', eventData }).catch((e) => e);
+    const err = await storage.events
+      .create(runId, { eventType: 'step_created', specVersion: sv, correlationId: 'big', eventData })
+      .catch((e) => e);
     expect(err.name).toBe('WorkflowWorldError');
     expect(err.status).toBe(400);
     expect(err.field).toBe('eventData.notesA');
     expect(err.message).toMatch(/eventData\.notesA makes the event item \d+ KB, over DynamoDB's 400 KB item limit/);
-    const next = await storage.events.create(runId, { eventType: 'wait_created', specVersion: sv, correlationId: 'w', eventData: { resumeAt: new Date() } });
+    const next = await storage.events.create(runId, {
+      eventType: 'wait_created',
+      specVersion: sv,
+      correlationId: 'w',
+      eventData: { resumeAt: new Date() },
+    });
     expect(next.event?.eventId).toBe('evnt_00000000000000000000000003');
   });
 });
@@ -213,8 +317,24 @@ describe('unknown and malformed ids', () => {
     await rejectsWith(storage.steps.get(runId, 'nope'), 'WorkflowWorldError');
     await rejectsWith(storage.hooks.get('nope'), 'HookNotFoundError');
     await rejectsWith(storage.hooks.getByToken('nope'), 'HookNotFoundError');
-    await rejectsWith(storage.events.create('', { eventType: 'step_created', specVersion: sv, correlationId: 's', eventData: { stepName: 's', input: bytes('i') } }), 'WorkflowWorldError');
-    await rejectsWith(storage.events.create(runId, { eventType: 'step_created', specVersion: sv, correlationId: '', eventData: { stepName: 's', input: bytes('i') } }), 'WorkflowWorldError');
+    await rejectsWith(
+      storage.events.create('', {
+        eventType: 'step_created',
+        specVersion: sv,
+        correlationId: 's',
+        eventData: { stepName: 's', input: bytes('i') },
+      }),
+      'WorkflowWorldError',
+    );
+    await rejectsWith(
+      storage.events.create(runId, {
+        eventType: 'step_created',
+        specVersion: sv,
+        correlationId: '',
+        eventData: { stepName: 's', input: bytes('i') },
+      }),
+      'WorkflowWorldError',
+    );
     await rejectsWith(storage.events.create(runId, { eventType: 'bogus' } as never), 'WorkflowWorldError');
     const e = await storage.events.list({ runId, pagination: { cursor: 'garbage' } }).catch((x) => x);
     expect(e.status).toBe(400);

@@ -14,7 +14,8 @@ beforeAll(async () => {
 afterAll(() => f?.close());
 
 const settle = <T>(ps: Promise<T>[]) => Promise.allSettled(ps);
-const names = (rs: PromiseSettledResult<unknown>[]) => rs.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as Error).name)).sort();
+const names = (rs: PromiseSettledResult<unknown>[]) =>
+  rs.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as Error).name)).sort();
 
 async function assertDense(runId: string, n: number) {
   const log = await f.storage.events.list({ runId });
@@ -27,7 +28,18 @@ describe('slot races', () => {
     const runId = await startedRun(f.storage);
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        f.other().events.create(runId, { eventType: 'wait_created', specVersion: sv, correlationId: `wait_${i}`, eventData: { resumeAt: new Date() } }, { eventCount: 2 }),
+        f
+          .other()
+          .events.create(
+            runId,
+            {
+              eventType: 'wait_created',
+              specVersion: sv,
+              correlationId: `wait_${i}`,
+              eventData: { resumeAt: new Date() },
+            },
+            { eventCount: 2 },
+          ),
       ),
     );
     const log = await assertDense(runId, 22);
@@ -64,7 +76,12 @@ describe('slot races', () => {
 describe('exactly-once races', () => {
   it('two lazy step_started for one step: exactly one stepCreated, the other EntityConflictError', async () => {
     const runId = await startedRun(f.storage);
-    const lazy = { eventType: 'step_started' as const, specVersion: sv, correlationId: 'step_x', eventData: { stepName: 's', input: bytes('i') } };
+    const lazy = {
+      eventType: 'step_started' as const,
+      specVersion: sv,
+      correlationId: 'step_x',
+      eventData: { stepName: 's', input: bytes('i') },
+    };
     const rs = await settle([f.other().events.create(runId, lazy), f.other().events.create(runId, lazy)]);
     expect(names(rs)).toEqual(['EntityConflictError', 'ok']);
     const won = rs.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ stepCreated?: true }>;
@@ -78,7 +95,16 @@ describe('exactly-once races', () => {
     const [a, b] = await Promise.all([startedRun(f.storage), startedRun(f.storage)]);
     const token = `tok-${ulid()}`;
     const rs = await Promise.all(
-      [a, b].map((runId, i) => f.other().events.create(runId, { eventType: 'hook_created', specVersion: sv, correlationId: `hook_${i}`, eventData: { token } })),
+      [a, b].map((runId, i) =>
+        f
+          .other()
+          .events.create(runId, {
+            eventType: 'hook_created',
+            specVersion: sv,
+            correlationId: `hook_${i}`,
+            eventData: { token },
+          }),
+      ),
     );
     expect(rs.map((r) => r.event?.eventType).sort()).toEqual(['hook_conflict', 'hook_created']);
     const winner = rs.find((r) => r.hook)!;
@@ -89,27 +115,70 @@ describe('exactly-once races', () => {
 
   it('the same create delivered twice at once: no-op or EntityConflictError, one event', async () => {
     const runId = await startedRun(f.storage);
-    const step = { eventType: 'step_created' as const, specVersion: sv, correlationId: 'step_d', eventData: { stepName: 's', input: bytes('i') } };
-    expect(names(await settle([f.other().events.create(runId, step), f.other().events.create(runId, step)]))).toEqual(['EntityConflictError', 'ok']);
-    const wait = { eventType: 'wait_created' as const, specVersion: sv, correlationId: 'wait_d', eventData: { resumeAt: new Date() } };
-    expect(names(await settle([f.other().events.create(runId, wait), f.other().events.create(runId, wait)]))).toEqual(['EntityConflictError', 'ok']);
+    const step = {
+      eventType: 'step_created' as const,
+      specVersion: sv,
+      correlationId: 'step_d',
+      eventData: { stepName: 's', input: bytes('i') },
+    };
+    expect(names(await settle([f.other().events.create(runId, step), f.other().events.create(runId, step)]))).toEqual([
+      'EntityConflictError',
+      'ok',
+    ]);
+    const wait = {
+      eventType: 'wait_created' as const,
+      specVersion: sv,
+      correlationId: 'wait_d',
+      eventData: { resumeAt: new Date() },
+    };
+    expect(names(await settle([f.other().events.create(runId, wait), f.other().events.create(runId, wait)]))).toEqual([
+      'EntityConflictError',
+      'ok',
+    ]);
     await f.storage.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_d' });
-    const done = { eventType: 'step_completed' as const, specVersion: sv, correlationId: 'step_d', eventData: { result: bytes('r') } };
-    expect(names(await settle([f.other().events.create(runId, done), f.other().events.create(runId, done)]))).toEqual(['EntityConflictError', 'ok']);
+    const done = {
+      eventType: 'step_completed' as const,
+      specVersion: sv,
+      correlationId: 'step_d',
+      eventData: { result: bytes('r') },
+    };
+    expect(names(await settle([f.other().events.create(runId, done), f.other().events.create(runId, done)]))).toEqual([
+      'EntityConflictError',
+      'ok',
+    ]);
     const fin = { eventType: 'run_completed' as const, specVersion: sv, eventData: { output: bytes('o') } };
-    expect(names(await settle([f.other().events.create(runId, fin), f.other().events.create(runId, fin)]))).toEqual(['EntityConflictError', 'ok']);
+    expect(names(await settle([f.other().events.create(runId, fin), f.other().events.create(runId, fin)]))).toEqual([
+      'EntityConflictError',
+      'ok',
+    ]);
     const log = await assertDense(runId, 7);
-    expect(log.map((e) => e.eventType)).toEqual(['run_created', 'run_started', 'step_created', 'wait_created', 'step_started', 'step_completed', 'run_completed']);
+    expect(log.map((e) => e.eventType)).toEqual([
+      'run_created',
+      'run_started',
+      'step_created',
+      'wait_created',
+      'step_started',
+      'step_completed',
+      'run_completed',
+    ]);
   });
 
   it('run_started twice at once: both succeed, one event; a resilient start racing run_created writes one run_created', async () => {
     const { run } = await f.storage.events.create(null, runCreatedReq());
-    const rs = await Promise.all([0, 1].map(() => f.other().events.create(run.runId, { eventType: 'run_started', specVersion: sv })));
+    const rs = await Promise.all(
+      [0, 1].map(() => f.other().events.create(run.runId, { eventType: 'run_started', specVersion: sv })),
+    );
     expect(rs.every((r) => r.run.status === 'running')).toBe(true);
     expect((await assertDense(run.runId, 2)).map((e) => e.eventType)).toEqual(['run_created', 'run_started']);
 
     const id = `wrun_${ulid()}`;
-    const resilient = f.other().events.create(id, { eventType: 'run_started', specVersion: sv, eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') } });
+    const resilient = f
+      .other()
+      .events.create(id, {
+        eventType: 'run_started',
+        specVersion: sv,
+        eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+      });
     const created = f.other().events.create(id, runCreatedReq());
     const out = await settle<unknown>([resilient, created]);
     expect(out[0].status).toBe('fulfilled');

@@ -13,7 +13,9 @@ beforeAll(async () => {
 });
 afterAll(() => f?.close());
 
-async function collect<T>(page: (cursor?: string) => Promise<{ data: T[]; cursor: string | null; hasMore: boolean }>): Promise<T[][]> {
+async function collect<T>(
+  page: (cursor?: string) => Promise<{ data: T[]; cursor: string | null; hasMore: boolean }>,
+): Promise<T[][]> {
   const pages: T[][] = [];
   let cursor: string | undefined;
   for (;;) {
@@ -36,7 +38,9 @@ describe('events', () => {
     const asc = await collect((cursor) => f.storage.events.list({ runId, pagination: { limit: 3, cursor } }));
     expect(asc.map((p) => p.length)).toEqual([3, 3, 1]);
     expect(asc.flat().map((e) => e.eventId)).toEqual(ids);
-    const desc = await collect((cursor) => f.storage.events.list({ runId, pagination: { limit: 2, cursor, sortOrder: 'desc' } }));
+    const desc = await collect((cursor) =>
+      f.storage.events.list({ runId, pagination: { limit: 2, cursor, sortOrder: 'desc' } }),
+    );
     expect(desc.flat().map((e) => e.eventId)).toEqual([...ids].reverse());
     // Incremental: nothing new after the last cursor, then exactly the new event.
     const empty = await f.storage.events.list({ runId, pagination: { cursor: all.cursor! } });
@@ -54,7 +58,12 @@ describe('events', () => {
     for (const runId of [a, b]) {
       await createdStep(f.storage, runId, 'step_1');
       await f.storage.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_1' });
-      await f.storage.events.create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_1', eventData: { result: bytes('r') } });
+      await f.storage.events.create(runId, {
+        eventType: 'step_completed',
+        specVersion: sv,
+        correlationId: 'step_1',
+        eventData: { result: bytes('r') },
+      });
     }
     const all = await f.storage.events.listByCorrelationId({ runId: a, correlationId: 'step_1' });
     expect(all.data.map((e) => [e.runId, e.eventType])).toEqual([
@@ -62,9 +71,15 @@ describe('events', () => {
       [a, 'step_started'],
       [a, 'step_completed'],
     ]);
-    const pages = await collect((cursor) => f.storage.events.listByCorrelationId({ runId: a, correlationId: 'step_1', pagination: { limit: 2, cursor } }));
+    const pages = await collect((cursor) =>
+      f.storage.events.listByCorrelationId({ runId: a, correlationId: 'step_1', pagination: { limit: 2, cursor } }),
+    );
     expect(pages.flat().map((e) => e.eventId)).toEqual(all.data.map((e) => e.eventId));
-    const desc = await f.storage.events.listByCorrelationId({ runId: a, correlationId: 'step_1', pagination: { sortOrder: 'desc' } });
+    const desc = await f.storage.events.listByCorrelationId({
+      runId: a,
+      correlationId: 'step_1',
+      pagination: { sortOrder: 'desc' },
+    });
     expect(desc.data.map((e) => e.eventType)).toEqual(['step_completed', 'step_started', 'step_created']);
   });
 });
@@ -73,16 +88,28 @@ describe('runs', () => {
   it('lists by workflow name and status (single or array), newest first, with pagination', async () => {
     const wf = `wf-${ulid()}`;
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await f.storage.events.create(null, runCreatedReq({ workflowName: wf }))).run.runId);
+    for (let i = 0; i < 5; i++)
+      ids.push((await f.storage.events.create(null, runCreatedReq({ workflowName: wf }))).run.runId);
     await f.storage.events.create(ids[0], { eventType: 'run_started', specVersion: sv });
     await f.storage.events.create(ids[1], { eventType: 'run_cancelled', specVersion: sv });
-    const byName = await collect((cursor) => f.storage.runs.list({ workflowName: wf, pagination: { limit: 2, cursor } }));
+    const byName = await collect((cursor) =>
+      f.storage.runs.list({ workflowName: wf, pagination: { limit: 2, cursor } }),
+    );
     expect(byName.flat().map((r) => r.runId)).toEqual([...ids].reverse());
     for (const r of byName.flat()) WorkflowRunSchema.parse(r);
     const asc = await f.storage.runs.list({ workflowName: wf, pagination: { sortOrder: 'asc' } });
     expect(asc.data.map((r) => r.runId)).toEqual(ids);
-    expect((await f.storage.runs.list({ workflowName: wf, status: 'running' })).data.map((r) => r.runId)).toEqual([ids[0]]);
-    const active = await collect((cursor) => f.storage.runs.list({ workflowName: wf, status: ['pending', 'running'], pagination: { limit: 1, cursor }, resolveData: 'none' }));
+    expect((await f.storage.runs.list({ workflowName: wf, status: 'running' })).data.map((r) => r.runId)).toEqual([
+      ids[0],
+    ]);
+    const active = await collect((cursor) =>
+      f.storage.runs.list({
+        workflowName: wf,
+        status: ['pending', 'running'],
+        pagination: { limit: 1, cursor },
+        resolveData: 'none',
+      }),
+    );
     expect(active.flat().map((r) => r.runId)).toEqual([ids[4], ids[3], ids[2], ids[0]]);
     expect(active.flat().every((r) => r.input === undefined)).toBe(true);
     expect((await f.storage.runs.list({ workflowName: wf, status: [] })).data).toEqual([]);
@@ -96,10 +123,16 @@ describe('runs', () => {
     const missing = `wrun_${ulid()}`;
     const many = await f.storage.runs.getMany!([b, missing, a]);
     expect(many.map((r) => r?.runId ?? null)).toEqual([b, null, a]);
-    await f.storage.events.create(a, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } });
+    await f.storage.events.create(a, {
+      eventType: 'run_completed',
+      specVersion: sv,
+      eventData: { output: bytes('o') },
+    });
     expect((await f.storage.runs.waitForTerminalStatus!(a, { timeoutMs: 30_000 })).status).toBe('completed');
     expect((await f.storage.runs.waitForTerminalStatus!(b, { timeoutMs: 1 })).status).toBe('running');
-    await expect(f.storage.runs.waitForTerminalStatus!(missing, { timeoutMs: 1 })).rejects.toMatchObject({ name: 'WorkflowRunNotFoundError' });
+    await expect(f.storage.runs.waitForTerminalStatus!(missing, { timeoutMs: 1 })).rejects.toMatchObject({
+      name: 'WorkflowRunNotFoundError',
+    });
     const waiting = f.storage.runs.waitForTerminalStatus!(b, { timeoutMs: 30_000 });
     await f.storage.events.create(b, { eventType: 'run_failed', specVersion: sv, eventData: { error: bytes('e') } });
     expect((await waiting).status).toBe('failed');
@@ -116,7 +149,12 @@ describe('steps and hooks', () => {
     expect(asc.data.map((s) => s.stepId)).toEqual(['step_0', 'step_1', 'step_2', 'step_3', 'step_4']);
     expect(asc.data[0].input).toBeUndefined();
     for (let i = 0; i < 3; i++) {
-      await f.storage.events.create(runId, { eventType: 'hook_created', specVersion: sv, correlationId: `hook_${i}`, eventData: { token: `t${i}-${runId}` } });
+      await f.storage.events.create(runId, {
+        eventType: 'hook_created',
+        specVersion: sv,
+        correlationId: `hook_${i}`,
+        eventData: { token: `t${i}-${runId}` },
+      });
     }
     const hooks = await collect((cursor) => f.storage.hooks.list({ runId, pagination: { limit: 2, cursor } }));
     expect(hooks.flat().map((h) => h.hookId)).toEqual(['hook_0', 'hook_1', 'hook_2']);

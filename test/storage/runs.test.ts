@@ -3,10 +3,25 @@
  * attr_set. Each row with the exact error class the runtime checks for.
  */
 import { RunExpiredError } from '@workflow/errors';
-import { AttributeValidationError, EventSchema, getMaxEventsPerRun, slotToEventId, WorkflowRunSchema } from '@workflow/world';
+import {
+  AttributeValidationError,
+  EventSchema,
+  getMaxEventsPerRun,
+  slotToEventId,
+  WorkflowRunSchema,
+} from '@workflow/world';
 import { ulid } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytes, eventTypes, rejectsWith, runCreatedReq, type StorageFixture, startedRun, storageFixture, sv } from './helpers.js';
+import {
+  bytes,
+  eventTypes,
+  rejectsWith,
+  runCreatedReq,
+  type StorageFixture,
+  startedRun,
+  storageFixture,
+  sv,
+} from './helpers.js';
 
 let f: StorageFixture;
 beforeAll(async () => {
@@ -16,7 +31,10 @@ afterAll(() => f?.close());
 
 describe('run_created', () => {
   it('creates a pending run and its event at slot 1; a server-minted wrun_ id', async () => {
-    const r = await f.storage.events.create(null, runCreatedReq({ attributes: { team: 'a' }, executionContext: { region: 'x', n: 1 } }));
+    const r = await f.storage.events.create(
+      null,
+      runCreatedReq({ attributes: { team: 'a' }, executionContext: { region: 'x', n: 1 } }),
+    );
     expect(r.run.runId).toMatch(/^wrun_[0-9A-Z]{26}$/);
     expect(r.run?.status).toBe('pending');
     expect(r.run.attributes).toEqual({ team: 'a' });
@@ -49,10 +67,15 @@ describe('run_created', () => {
   it('validates seed attributes with AttributeValidationError (the @workflow/world class)', async () => {
     const e1 = await f.storage.events.create(null, runCreatedReq({ attributes: { $rootRunId: 'x' } })).catch((e) => e);
     expect(e1).toBeInstanceOf(AttributeValidationError);
-    const ok = await f.storage.events.create(null, runCreatedReq({ attributes: { $rootRunId: 'x' }, allowReservedAttributes: true }));
+    const ok = await f.storage.events.create(
+      null,
+      runCreatedReq({ attributes: { $rootRunId: 'x' }, allowReservedAttributes: true }),
+    );
     expect(ok.run.attributes).toEqual({ $rootRunId: 'x' });
     const many = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v']));
-    expect(await f.storage.events.create(null, runCreatedReq({ attributes: many })).catch((e) => e)).toBeInstanceOf(AttributeValidationError);
+    expect(await f.storage.events.create(null, runCreatedReq({ attributes: many })).catch((e) => e)).toBeInstanceOf(
+      AttributeValidationError,
+    );
   });
 });
 
@@ -80,7 +103,11 @@ describe('run_started', () => {
     expect(again.run?.status).toBe('running');
     expect(again.events?.map((e) => e.eventType)).toEqual(['run_created', 'run_started']);
     expect(again.maxEvents).toBe(getMaxEventsPerRun());
-    const skip = await f.storage.events.create(runId, { eventType: 'run_started', specVersion: sv }, { skipPreload: true });
+    const skip = await f.storage.events.create(
+      runId,
+      { eventType: 'run_started', specVersion: sv },
+      { skipPreload: true },
+    );
     expect(skip.events).toBeUndefined();
     expect(skip.run.startedAt).toEqual(again.run.startedAt);
     expect(await eventTypes(f.storage, runId)).toEqual(['run_created', 'run_started']);
@@ -89,7 +116,10 @@ describe('run_started', () => {
   it('is RunExpiredError on a terminal run', async () => {
     const runId = await startedRun(f.storage);
     await f.storage.events.create(runId, { eventType: 'run_cancelled', specVersion: sv });
-    const e = await rejectsWith(f.storage.events.create(runId, { eventType: 'run_started', specVersion: sv }), 'RunExpiredError');
+    const e = await rejectsWith(
+      f.storage.events.create(runId, { eventType: 'run_started', specVersion: sv }),
+      'RunExpiredError',
+    );
     expect(RunExpiredError.is(e)).toBe(true);
   });
 
@@ -100,7 +130,13 @@ describe('run_started', () => {
       specVersion: sv,
       eventData: { deploymentId: 'dpl_x', workflowName: 'wf', input: bytes('late'), attributes: { a: '1' } },
     });
-    expect(r.run).toMatchObject({ runId, status: 'running', deploymentId: 'dpl_x', workflowName: 'wf', attributes: { a: '1' } });
+    expect(r.run).toMatchObject({
+      runId,
+      status: 'running',
+      deploymentId: 'dpl_x',
+      workflowName: 'wf',
+      attributes: { a: '1' },
+    });
     expect(r.run.input).toEqual(bytes('late'));
     expect(r.events?.map((e) => [e.eventId, e.eventType])).toEqual([
       [slotToEventId(1), 'run_created'],
@@ -112,7 +148,10 @@ describe('run_started', () => {
   });
 
   it('a missing run without creation data is WorkflowRunNotFoundError', async () => {
-    await rejectsWith(f.storage.events.create(`wrun_${ulid()}`, { eventType: 'run_started', specVersion: sv }), 'WorkflowRunNotFoundError');
+    await rejectsWith(
+      f.storage.events.create(`wrun_${ulid()}`, { eventType: 'run_started', specVersion: sv }),
+      'WorkflowRunNotFoundError',
+    );
   });
 });
 
@@ -120,9 +159,23 @@ describe('terminal run events', () => {
   it('run_completed stores the output, completedAt, and releases hooks and waits', async () => {
     const runId = await startedRun(f.storage);
     const token = `tok-${ulid()}`;
-    await f.storage.events.create(runId, { eventType: 'hook_created', specVersion: sv, correlationId: 'hook_1', eventData: { token } });
-    await f.storage.events.create(runId, { eventType: 'wait_created', specVersion: sv, correlationId: 'wait_1', eventData: { resumeAt: new Date(Date.now() + 60_000) } });
-    const r = await f.storage.events.create(runId, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('done\0') } });
+    await f.storage.events.create(runId, {
+      eventType: 'hook_created',
+      specVersion: sv,
+      correlationId: 'hook_1',
+      eventData: { token },
+    });
+    await f.storage.events.create(runId, {
+      eventType: 'wait_created',
+      specVersion: sv,
+      correlationId: 'wait_1',
+      eventData: { resumeAt: new Date(Date.now() + 60_000) },
+    });
+    const r = await f.storage.events.create(runId, {
+      eventType: 'run_completed',
+      specVersion: sv,
+      eventData: { output: bytes('done\0') },
+    });
     expect(r.run?.status).toBe('completed');
     expect(r.run?.output).toEqual(bytes('done\0'));
     expect(r.run?.completedAt).toBeInstanceOf(Date);
@@ -130,28 +183,61 @@ describe('terminal run events', () => {
     // The token is free again and the wait is gone.
     await rejectsWith(f.storage.hooks.getByToken(token), 'HookNotFoundError');
     const other = await startedRun(f.storage);
-    const claim = await f.storage.events.create(other, { eventType: 'hook_created', specVersion: sv, correlationId: 'hook_9', eventData: { token } });
+    const claim = await f.storage.events.create(other, {
+      eventType: 'hook_created',
+      specVersion: sv,
+      correlationId: 'hook_9',
+      eventData: { token },
+    });
     expect(claim.event?.eventType).toBe('hook_created');
-    await rejectsWith(f.storage.events.create(runId, { eventType: 'wait_completed', specVersion: sv, correlationId: 'wait_1' }), 'WorkflowWorldError');
+    await rejectsWith(
+      f.storage.events.create(runId, { eventType: 'wait_completed', specVersion: sv, correlationId: 'wait_1' }),
+      'WorkflowWorldError',
+    );
   });
 
   it('run_failed stores error and errorCode; on a missing run it is WorkflowRunNotFoundError', async () => {
     const runId = await startedRun(f.storage);
-    const r = await f.storage.events.create(runId, { eventType: 'run_failed', specVersion: sv, eventData: { error: bytes('boom'), errorCode: 'USER_ERROR' } });
+    const r = await f.storage.events.create(runId, {
+      eventType: 'run_failed',
+      specVersion: sv,
+      eventData: { error: bytes('boom'), errorCode: 'USER_ERROR' },
+    });
     expect(r.run).toMatchObject({ status: 'failed', errorCode: 'USER_ERROR' });
     expect(r.run?.error).toEqual(bytes('boom'));
     expect(r.run?.output).toBeUndefined();
-    await rejectsWith(f.storage.events.create(`wrun_${ulid()}`, { eventType: 'run_failed', specVersion: sv, eventData: { error: bytes('x') } }), 'WorkflowRunNotFoundError');
+    await rejectsWith(
+      f.storage.events.create(`wrun_${ulid()}`, {
+        eventType: 'run_failed',
+        specVersion: sv,
+        eventData: { error: bytes('x') },
+      }),
+      'WorkflowRunNotFoundError',
+    );
   });
 
   it('a terminal run refuses another terminal event (EntityConflictError); cancel on cancelled is idempotent', async () => {
     const runId = await startedRun(f.storage);
-    await f.storage.events.create(runId, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } });
-    await rejectsWith(f.storage.events.create(runId, { eventType: 'run_failed', specVersion: sv, eventData: { error: bytes('e') } }), 'EntityConflictError');
-    await rejectsWith(f.storage.events.create(runId, { eventType: 'run_cancelled', specVersion: sv }), 'EntityConflictError');
+    await f.storage.events.create(runId, {
+      eventType: 'run_completed',
+      specVersion: sv,
+      eventData: { output: bytes('o') },
+    });
+    await rejectsWith(
+      f.storage.events.create(runId, { eventType: 'run_failed', specVersion: sv, eventData: { error: bytes('e') } }),
+      'EntityConflictError',
+    );
+    await rejectsWith(
+      f.storage.events.create(runId, { eventType: 'run_cancelled', specVersion: sv }),
+      'EntityConflictError',
+    );
 
     const c = await startedRun(f.storage);
-    await f.storage.events.create(c, { eventType: 'run_cancelled', specVersion: sv, eventData: { cancelReason: 'user' } });
+    await f.storage.events.create(c, {
+      eventType: 'run_cancelled',
+      specVersion: sv,
+      eventData: { cancelReason: 'user' },
+    });
     const again = await f.storage.events.create(c, { eventType: 'run_cancelled', specVersion: sv });
     expect(again.run?.status).toBe('cancelled');
     expect(again.event?.eventType).toBe('run_cancelled');
@@ -168,15 +254,27 @@ describe('attr_set', () => {
 
   it('merges (null deletes) and returns the run', async () => {
     const runId = await startedRun(f.storage, { attributes: { a: '1', b: '2' } });
-    const r = await f.storage.events.create(runId, attr([{ key: 'b', value: null }, { key: 'c', value: '3' }]));
+    const r = await f.storage.events.create(
+      runId,
+      attr([
+        { key: 'b', value: null },
+        { key: 'c', value: '3' },
+      ]),
+    );
     expect(r.run?.attributes).toEqual({ a: '1', c: '3' });
     expect((await f.storage.runs.get(runId)).attributes).toEqual({ a: '1', c: '3' });
   });
 
   it('enforces the limits with AttributeValidationError: 64 keys post-merge, key/value size, $ prefix, 8 KB', async () => {
-    const runId = await startedRun(f.storage, { attributes: Object.fromEntries(Array.from({ length: 63 }, (_, i) => [`k${i}`, 'v'])) });
+    const runId = await startedRun(f.storage, {
+      attributes: Object.fromEntries(Array.from({ length: 63 }, (_, i) => [`k${i}`, 'v'])),
+    });
     await f.storage.events.create(runId, attr([{ key: 'k63', value: 'v' }]));
-    const isAve = (p: Promise<unknown>) => p.then(() => 'ok', (e) => (e instanceof AttributeValidationError ? 'AVE' : e.name));
+    const isAve = (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (e) => (e instanceof AttributeValidationError ? 'AVE' : e.name),
+      );
     expect(await isAve(f.storage.events.create(runId, attr([{ key: 'k64', value: 'v' }])))).toBe('AVE');
     expect(await isAve(f.storage.events.create(runId, attr([{ key: 'k1', value: 'x'.repeat(257) }])))).toBe('AVE');
     expect(await isAve(f.storage.events.create(runId, attr([{ key: 'y'.repeat(257), value: 'v' }])))).toBe('AVE');
@@ -185,22 +283,49 @@ describe('attr_set', () => {
     expect(await isAve(f.storage.events.create(runId, attr(big)))).toBe('AVE');
     // Replacing an existing key at the limit is fine; reserved keys with the flag too.
     expect(await isAve(f.storage.events.create(runId, attr([{ key: 'k1', value: 'w' }])))).toBe('ok');
-    expect(await isAve(f.storage.events.create(runId, attr([{ key: 'k2', value: null }, { key: '$retention', value: '0' }], { allowReservedAttributes: true })))).toBe('ok');
+    expect(
+      await isAve(
+        f.storage.events.create(
+          runId,
+          attr(
+            [
+              { key: 'k2', value: null },
+              { key: '$retention', value: '0' },
+            ],
+            { allowReservedAttributes: true },
+          ),
+        ),
+      ),
+    ).toBe('ok');
     expect(Object.keys((await f.storage.runs.get(runId)).attributes)).toHaveLength(64);
   });
 
   it('dedupes a workflow writer on (runId, correlationId); step writers are not deduped', async () => {
     const runId = await startedRun(f.storage);
-    const wf = { eventType: 'attr_set' as const, specVersion: sv, correlationId: 'attr_1', eventData: { changes: [{ key: 'a', value: '1' }], writer: { type: 'workflow' as const } } };
+    const wf = {
+      eventType: 'attr_set' as const,
+      specVersion: sv,
+      correlationId: 'attr_1',
+      eventData: { changes: [{ key: 'a', value: '1' }], writer: { type: 'workflow' as const } },
+    };
     await f.storage.events.create(runId, wf);
     await rejectsWith(f.storage.events.create(runId, wf), 'EntityConflictError');
     await f.storage.events.create(runId, attr([{ key: 'a', value: '2' }]));
     await f.storage.events.create(runId, attr([{ key: 'a', value: '3' }]));
-    expect(await eventTypes(f.storage, runId)).toEqual(['run_created', 'run_started', 'attr_set', 'attr_set', 'attr_set']);
+    expect(await eventTypes(f.storage, runId)).toEqual([
+      'run_created',
+      'run_started',
+      'attr_set',
+      'attr_set',
+      'attr_set',
+    ]);
   });
 
   it('missing run -> WorkflowRunNotFoundError, terminal run -> EntityConflictError', async () => {
-    await rejectsWith(f.storage.events.create(`wrun_${ulid()}`, attr([{ key: 'a', value: '1' }])), 'WorkflowRunNotFoundError');
+    await rejectsWith(
+      f.storage.events.create(`wrun_${ulid()}`, attr([{ key: 'a', value: '1' }])),
+      'WorkflowRunNotFoundError',
+    );
     const runId = await startedRun(f.storage);
     await f.storage.events.create(runId, { eventType: 'run_cancelled', specVersion: sv });
     await rejectsWith(f.storage.events.create(runId, attr([{ key: 'a', value: '1' }])), 'EntityConflictError');

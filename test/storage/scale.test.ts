@@ -27,7 +27,9 @@ let runs: WorkflowRun[] = [];
 const sortKey = (r: WorkflowRun) => `${r.createdAt.toISOString()}#${r.runId}`;
 const newestFirst = (a: WorkflowRun, b: WorkflowRun) => (sortKey(a) < sortKey(b) ? 1 : -1);
 
-async function collect<T>(page: (cursor: string | undefined) => Promise<{ data: T[]; cursor: string | null; hasMore: boolean }>): Promise<T[][]> {
+async function collect<T>(
+  page: (cursor: string | undefined) => Promise<{ data: T[]; cursor: string | null; hasMore: boolean }>,
+): Promise<T[][]> {
   const pages: T[][] = [];
   let cursor: string | undefined;
   for (;;) {
@@ -66,9 +68,14 @@ beforeAll(async () => {
     const batch = await Promise.all(
       Array.from({ length: Math.min(16, RUNS - i) }, async (_, j) => {
         const n = i + j;
-        const { run } = await f.storage.events.create(null, runCreatedReq({ workflowName: NAMES[n % NAMES.length], input: bytes(`in-${n}`) }));
-        if (n % 3 === 0) return (await f.storage.events.create(run!.runId, { eventType: 'run_started', specVersion: sv })).run!;
-        if (n % 5 === 0) return (await f.storage.events.create(run!.runId, { eventType: 'run_cancelled', specVersion: sv })).run!;
+        const { run } = await f.storage.events.create(
+          null,
+          runCreatedReq({ workflowName: NAMES[n % NAMES.length], input: bytes(`in-${n}`) }),
+        );
+        if (n % 3 === 0)
+          return (await f.storage.events.create(run!.runId, { eventType: 'run_started', specVersion: sv })).run!;
+        if (n % 5 === 0)
+          return (await f.storage.events.create(run!.runId, { eventType: 'run_cancelled', specVersion: sv })).run!;
         return run!;
       }),
     );
@@ -102,7 +109,8 @@ describe('index spread', () => {
       for (const it of runItems) perKey.set(it[attr].S, (perKey.get(it[attr].S) ?? 0) + 1);
       // Every run item is in the index, and only under a sharded key.
       expect([...perKey.keys()].every((k) => k.startsWith(prefix) && /#\d+$/.test(k))).toBe(true);
-      const groups = attr === 'GSI2PK' ? [RUNS] : NAMES.map((_, n) => runs.filter((r) => r.workflowName === NAMES[n]).length);
+      const groups =
+        attr === 'GSI2PK' ? [RUNS] : NAMES.map((_, n) => runs.filter((r) => r.workflowName === NAMES[n]).length);
       expect(perKey.size).toBe(groups.length * LIST_SHARDS);
       // A fair share is 1/16 of the group; hashing spreads binomially, so allow six standard
       // deviations above it (a one-in-a-billion miss). One constant key, as before, held 100%.
@@ -124,19 +132,39 @@ describe('index spread', () => {
 
   it('a step writes one correlation-index item, not one per event', async () => {
     const runId = runs.find((r) => r.status === 'running')!.runId;
-    await f.storage.events.create(runId, { eventType: 'step_started', specVersion: sv, correlationId: 'step_x', eventData: { stepName: 's', input: bytes('i') } });
-    await f.storage.events.create(runId, { eventType: 'step_completed', specVersion: sv, correlationId: 'step_x', eventData: { result: bytes('r') } });
+    await f.storage.events.create(runId, {
+      eventType: 'step_started',
+      specVersion: sv,
+      correlationId: 'step_x',
+      eventData: { stepName: 's', input: bytes('i') },
+    });
+    await f.storage.events.create(runId, {
+      eventType: 'step_completed',
+      specVersion: sv,
+      correlationId: 'step_x',
+      eventData: { result: bytes('r') },
+    });
     const items = (await scanAll()).filter((i) => i.PK.S === `RUN#${runId}` && i.cid?.S === 'step_x');
     expect(items.map((i) => i.t.S)).toEqual(['step_created', 'step_started', 'step_completed']);
     expect(items.filter((i) => i.GSI1PK !== undefined).map((i) => i.t.S)).toEqual(['step_created']);
     // ... and listByCorrelationId still returns all three, both ways and paged.
     const asc = await storage.events.listByCorrelationId({ runId, correlationId: 'step_x' });
     expect(asc.data.map((e) => e.eventType)).toEqual(['step_created', 'step_started', 'step_completed']);
-    const paged = await collect((cursor) => storage.events.listByCorrelationId({ runId, correlationId: 'step_x', pagination: { limit: 1, cursor } }));
+    const paged = await collect((cursor) =>
+      storage.events.listByCorrelationId({ runId, correlationId: 'step_x', pagination: { limit: 1, cursor } }),
+    );
     expect(paged.flat().map((e) => e.eventType)).toEqual(['step_created', 'step_started', 'step_completed']);
-    const desc = await storage.events.listByCorrelationId({ runId, correlationId: 'step_x', pagination: { sortOrder: 'desc', limit: 2 } });
+    const desc = await storage.events.listByCorrelationId({
+      runId,
+      correlationId: 'step_x',
+      pagination: { sortOrder: 'desc', limit: 2 },
+    });
     expect(desc.data.map((e) => e.eventType)).toEqual(['step_completed', 'step_started']);
-    const rest = await storage.events.listByCorrelationId({ runId, correlationId: 'step_x', pagination: { sortOrder: 'desc', cursor: desc.cursor! } });
+    const rest = await storage.events.listByCorrelationId({
+      runId,
+      correlationId: 'step_x',
+      pagination: { sortOrder: 'desc', cursor: desc.cursor! },
+    });
     expect(rest.data.map((e) => e.eventType)).toEqual(['step_created']);
   });
 });
@@ -144,31 +172,51 @@ describe('index spread', () => {
 describe('runs.list over the shards', () => {
   it('pages newest first, exactly: every run once, in order, whatever the page size', async () => {
     for (const limit of [7, 50, 1000]) {
-      const pages = await collect((cursor) => storage.runs.list({ pagination: { limit, cursor }, resolveData: 'none' }));
+      const pages = await collect((cursor) =>
+        storage.runs.list({ pagination: { limit, cursor }, resolveData: 'none' }),
+      );
       expect(pages.flat().map((r) => r.runId)).toEqual(runs.map((r) => r.runId));
       expect(pages.slice(0, -1).every((p) => p.length === limit)).toBe(true);
     }
   });
 
   it('filters by workflow name and status (array), both orders, exact across pages', async () => {
-    const want = runs.filter((r) => r.workflowName === NAMES[1] && (r.status === 'running' || r.status === 'cancelled'));
+    const want = runs.filter(
+      (r) => r.workflowName === NAMES[1] && (r.status === 'running' || r.status === 'cancelled'),
+    );
     expect(want.length).toBeGreaterThan(10);
     const pages = await collect((cursor) =>
-      storage.runs.list({ workflowName: NAMES[1], status: ['running', 'cancelled'], pagination: { limit: 4, cursor }, resolveData: 'none' }),
+      storage.runs.list({
+        workflowName: NAMES[1],
+        status: ['running', 'cancelled'],
+        pagination: { limit: 4, cursor },
+        resolveData: 'none',
+      }),
     );
     expect(pages.flat().map((r) => r.runId)).toEqual(want.map((r) => r.runId));
-    const asc = await collect((cursor) => storage.runs.list({ status: 'pending', pagination: { limit: 9, cursor, sortOrder: 'asc' } }));
-    expect(asc.flat().map((r) => r.runId)).toEqual(runs.filter((r) => r.status === 'pending').map((r) => r.runId).reverse());
+    const asc = await collect((cursor) =>
+      storage.runs.list({ status: 'pending', pagination: { limit: 9, cursor, sortOrder: 'asc' } }),
+    );
+    expect(asc.flat().map((r) => r.runId)).toEqual(
+      runs
+        .filter((r) => r.status === 'pending')
+        .map((r) => r.runId)
+        .reverse(),
+    );
     // 'all' returns the inputs (read from the items, not the index).
     const one = await storage.runs.list({ workflowName: NAMES[2], pagination: { limit: 1 } });
     const expected = runs.find((r) => r.workflowName === NAMES[2])!;
-    expect(Buffer.from(one.data[0].input as Uint8Array).toString()).toBe(Buffer.from(expected.input as Uint8Array).toString());
+    expect(Buffer.from(one.data[0].input as Uint8Array).toString()).toBe(
+      Buffer.from(expected.input as Uint8Array).toString(),
+    );
   });
 
   it('is stable: runs created between pages do not shift later pages', async () => {
     const first = await storage.runs.list({ pagination: { limit: 10 }, resolveData: 'none' });
     for (let i = 0; i < 5; i++) await f.storage.events.create(null, runCreatedReq({ workflowName: NAMES[0] }));
-    const rest = await collect((cursor) => storage.runs.list({ pagination: { limit: 25, cursor: cursor ?? first.cursor! }, resolveData: 'none' }));
+    const rest = await collect((cursor) =>
+      storage.runs.list({ pagination: { limit: 25, cursor: cursor ?? first.cursor! }, resolveData: 'none' }),
+    );
     expect([...first.data, ...rest.flat()].map((r) => r.runId)).toEqual(runs.map((r) => r.runId));
   });
 
@@ -183,7 +231,12 @@ describe('hooks.list without a runId', () => {
     const runId = runs.find((r) => r.status === 'running')!.runId;
     const ids = Array.from({ length: 40 }, (_, i) => `hook_${String(i).padStart(3, '0')}`);
     for (const id of ids) {
-      await f.storage.events.create(runId, { eventType: 'hook_created', specVersion: sv, correlationId: id, eventData: { token: `tok-${id}` } });
+      await f.storage.events.create(runId, {
+        eventType: 'hook_created',
+        specVersion: sv,
+        correlationId: id,
+        eventData: { token: `tok-${id}` },
+      });
     }
     commands.length = 0;
     const pages = await collect((cursor) => storage.hooks.list({ pagination: { limit: 6, cursor } }));

@@ -6,7 +6,16 @@ import { TooEarlyError } from '@workflow/errors';
 import { slotToEventId, StepSchema } from '@workflow/world';
 import { ulid } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytes, createdStep, eventTypes, rejectsWith, type StorageFixture, startedRun, storageFixture, sv } from './helpers.js';
+import {
+  bytes,
+  createdStep,
+  eventTypes,
+  rejectsWith,
+  type StorageFixture,
+  startedRun,
+  storageFixture,
+  sv,
+} from './helpers.js';
 
 let f: StorageFixture;
 beforeAll(async () => {
@@ -14,11 +23,32 @@ beforeAll(async () => {
 });
 afterAll(() => f?.close());
 
-const start = (stepId: string, eventData?: Record<string, unknown>) => ({ eventType: 'step_started' as const, specVersion: sv, correlationId: stepId, eventData });
-const lazy = (stepId: string, input = bytes('lazy-in')) => start(stepId, { stepName: 'step//lazy', input, ownerMessageId: 'msg_1' });
-const complete = (stepId: string, result = bytes('res')) => ({ eventType: 'step_completed' as const, specVersion: sv, correlationId: stepId, eventData: { result } });
-const fail = (stepId: string) => ({ eventType: 'step_failed' as const, specVersion: sv, correlationId: stepId, eventData: { error: bytes('err') } });
-const retrying = (stepId: string, retryAfter?: Date) => ({ eventType: 'step_retrying' as const, specVersion: sv, correlationId: stepId, eventData: { error: bytes('retry-err'), retryAfter } });
+const start = (stepId: string, eventData?: Record<string, unknown>) => ({
+  eventType: 'step_started' as const,
+  specVersion: sv,
+  correlationId: stepId,
+  eventData,
+});
+const lazy = (stepId: string, input = bytes('lazy-in')) =>
+  start(stepId, { stepName: 'step//lazy', input, ownerMessageId: 'msg_1' });
+const complete = (stepId: string, result = bytes('res')) => ({
+  eventType: 'step_completed' as const,
+  specVersion: sv,
+  correlationId: stepId,
+  eventData: { result },
+});
+const fail = (stepId: string) => ({
+  eventType: 'step_failed' as const,
+  specVersion: sv,
+  correlationId: stepId,
+  eventData: { error: bytes('err') },
+});
+const retrying = (stepId: string, retryAfter?: Date) => ({
+  eventType: 'step_retrying' as const,
+  specVersion: sv,
+  correlationId: stepId,
+  eventData: { error: bytes('retry-err'), retryAfter },
+});
 
 describe('step_created', () => {
   it('creates a pending step with attempt 0', async () => {
@@ -140,7 +170,11 @@ describe('step_completed / step_failed / step_retrying', () => {
     const runId = await startedRun(f.storage);
     await f.storage.events.create(runId, lazy('step_run'));
     await createdStep(f.storage, runId, 'step_pend');
-    await f.storage.events.create(runId, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } });
+    await f.storage.events.create(runId, {
+      eventType: 'run_completed',
+      specVersion: sv,
+      eventData: { output: bytes('o') },
+    });
     const r = await f.storage.events.create(runId, complete('step_run'));
     expect(r.step?.status).toBe('completed');
     await rejectsWith(f.storage.events.create(runId, complete('step_pend')), 'RunExpiredError');

@@ -36,13 +36,20 @@ export interface EventRecord {
  * Event types that open a correlation and so carry the correlation index key: at most one index
  * write per step, hook or wait (see `correlation.ts`).
  */
-export const OPENS_CORRELATION: ReadonlySet<string> = new Set(['step_created', 'hook_created', 'hook_conflict', 'wait_created']);
+export const OPENS_CORRELATION: ReadonlySet<string> = new Set([
+  'step_created',
+  'hook_created',
+  'hook_conflict',
+  'wait_created',
+]);
 
 const KNOWN_REQUEST_FIELDS = new Set(['eventType', 'correlationId', 'eventData', 'specVersion']);
 
 /** Unknown top-level fields of an event request (kept so newer cores round-trip). */
 export function extraFields(data: Record<string, unknown>): Record<string, unknown> | undefined {
-  const extra = Object.fromEntries(Object.entries(data).filter(([k, v]) => !KNOWN_REQUEST_FIELDS.has(k) && v !== undefined));
+  const extra = Object.fromEntries(
+    Object.entries(data).filter(([k, v]) => !KNOWN_REQUEST_FIELDS.has(k) && v !== undefined),
+  );
   return Object.keys(extra).length > 0 ? extra : undefined;
 }
 

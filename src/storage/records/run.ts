@@ -101,7 +101,12 @@ export async function toRun(ctx: StorageCtx, r: RunRecord, rd: ResolveData): Pro
     r.status === 'completed' ? payloadFor(ctx, r.output, rd) : undefined,
   ]);
   // 'none' keeps the error (as world-local does) unless it lives in S3.
-  const error = r.status !== 'failed' ? undefined : rd === 'none' && isS3Pointer(r.error) ? undefined : await loadPayload(ctx, r.error);
+  const error =
+    r.status !== 'failed'
+      ? undefined
+      : rd === 'none' && isS3Pointer(r.error)
+        ? undefined
+        : await loadPayload(ctx, r.error);
   return dropUndefined({
     runId: r.runId,
     status: r.status,
