@@ -3,8 +3,9 @@
  *
  * The section is a list with one line per folder or file group: `- \`path\`, \`path\` — what`.
  * The backticked names before the first " — " are the paths. Checks: every path exists; every
- * folder and file directly under src/ and every tracked top-level entry (but .gitignore) is listed; the test tree
- * mirrors src/ (a folder under test/unit or test/integration has a src/ folder of the same name).
+ * folder and file directly under src/ and every tracked top-level entry (but .gitignore) is listed. And the
+ * rules the README states for test/: folders under test/unit and test/integration mirror src/, and
+ * hold only tests (and fixtures/); helpers live in test/helpers/.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -69,13 +70,25 @@ describe('README "Where things are"', () => {
     expect(top.filter((e) => !covered(e)), 'tracked at the top level but not in the README map').toEqual([]);
   });
 
-  it('test/unit and test/integration mirror src/', () => {
+  it('test/unit and test/integration mirror src/ (fixtures/ folders aside)', () => {
     const strays = ['unit', 'integration'].flatMap((kind) =>
       subfolders(`test/${kind}`)
-        .filter((d) => !existsSync(path.join(ROOT, 'src', d)))
+        .filter((d) => !d.split('/').includes('fixtures') && !existsSync(path.join(ROOT, 'src', d)))
         .map((d) => `test/${kind}/${d}/`),
     );
     expect(strays, 'test folders without a src/ folder of the same name').toEqual([]);
+  });
+
+  it('test/unit and test/integration hold only tests (helpers are test/helpers/<topic>.ts)', () => {
+    const others = ['unit', 'integration'].flatMap((kind) => {
+      const dir = path.join(ROOT, 'test', kind);
+      if (!existsSync(dir)) return [];
+      return (readdirSync(dir, { recursive: true }) as string[])
+        .map((p) => p.split(path.sep).join('/'))
+        .filter((p) => statSync(path.join(dir, p)).isFile() && !/\.test\.tsx?$/.test(p) && !p.split('/').includes('fixtures'))
+        .map((p) => `test/${kind}/${p}`);
+    });
+    expect(others, 'non-test files outside fixtures/').toEqual([]);
   });
 });
 
