@@ -4,8 +4,8 @@
  * what a caller needs. Building a World opens no connection, so this needs no emulator.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import * as entry from '../../src/index.js';
 import { loadConfig } from '../../src/config.js';
+import * as entry from '../../src/index.js';
 
 const world = entry.createWorld({ config: loadConfig({ AWS_REGION: 'us-east-1' }), consumer: { consumer: 'none' } });
 afterAll(() => world.close());

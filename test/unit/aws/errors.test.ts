@@ -13,8 +13,7 @@ import {
   isTransportError,
   isValidation,
   toWorldError,
-} from '../../src/aws/errors.js';
-import { sleep } from '../../src/aws/sleep.js';
+} from '../../../src/aws/errors.js';
 
 const meta = { $metadata: { httpStatusCode: 400 } };
 
@@ -74,15 +73,5 @@ describe('aws/errors', () => {
     expect((v as Error).message).toContain('eventData');
     const other = new Error('boom');
     expect(toWorldError(other, 'x')).toBe(other);
-  });
-});
-
-describe('aws/sleep', () => {
-  it('resolves early (never rejects) when the signal aborts, and at once when already aborted', async () => {
-    const c = new AbortController();
-    const p = sleep(60_000, c.signal);
-    c.abort();
-    await expect(p).resolves.toBeUndefined();
-    await expect(sleep(60_000, c.signal)).resolves.toBeUndefined();
   });
 });
