@@ -17,9 +17,9 @@
 import { SPEC_VERSION_CURRENT, type World } from '@workflow/world';
 import type { AwsClients } from './aws/clients.js';
 import { destroyClients } from './aws/clients.js';
-import { getConfig, type WorldConfig } from './config.js';
+import { assertDeliveriesSigned, getConfig, type WorldConfig } from './config.js';
 import { createContext, type WorldContext } from './context.js';
-import { createQueue } from './queue/index.js';
+import { createQueue, defaultFlowUrl } from './queue/index.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streamer.js';
 
@@ -48,6 +48,8 @@ export interface CreateWorldOptions {
 
 export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const config = options.config ?? getConfig();
+  // Closed by default, before any client exists: unsigned deliveries only to this machine.
+  assertDeliveriesSigned(config, defaultFlowUrl(config.flowUrl));
   const ownsClients = options.clients === undefined;
   const context = createContext(config, options.clients);
   const storage = createStorage(context);

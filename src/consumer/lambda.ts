@@ -5,7 +5,8 @@
  * Usage (event source mapping with `FunctionResponseTypes: ["ReportBatchItemFailures"]`):
  * ```ts
  * // over HTTP to the deployed flow route (EVE_WORLD_AWS_FLOW_URL, signed with
- * // EVE_WORLD_AWS_SIGNING_SECRET):
+ * // EVE_WORLD_AWS_SIGNING_SECRET, which is required unless the URL is loopback or
+ * // EVE_WORLD_AWS_ALLOW_UNSIGNED=1; checked on the first event, before any connection):
  * export { handler } from '@portfolio/eve-world-aws/lambda';
  * // or in process, calling the compiled flow route directly:
  * import { createSqsHandler } from '@portfolio/eve-world-aws/lambda';
@@ -17,10 +18,11 @@
  * so Lambda leaves it. Handler error, 4xx/5xx, unreachable route, malformed message -> failure
  * (retried through the visibility timeout, then the DLQ). Nothing is acked that did not succeed.
  */
-import { loadConfig, type WorldConfig } from '../config.js';
+import { assertDeliveriesSigned, loadConfig, type WorldConfig } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
 import { consoleLogger, DEFAULT_FLOW_PATH, deliverMessage, type DeliveryOutcome, type Dispatch, type InboundMessage, type Logger } from '../queue/delivery.js';
 import { schedulerPort } from '../queue/delays.js';
+import { processSigningKey } from '../queue/signing.js';
 import { SqsTransport } from '../queue/transport.js';
 
 /** The parts of the Lambda SQS event this handler reads (structurally compatible with @types/aws-lambda). */
@@ -84,8 +86,7 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
   // Built on the first event, so importing the module never throws on a bad environment.
   const init = () => {
     if (state) return state;
-    const ctx = opts.context ?? createContext(loadConfig(process.env));
-    const config = ctx.config;
+    const config = opts.context?.config ?? loadConfig(process.env);
     const flowUrl = opts.flowUrl ?? config.flowUrl;
     if (!opts.flow && !flowUrl) {
       throw new Error(
@@ -93,6 +94,9 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
           `(https://<host>${DEFAULT_FLOW_PATH}), or pass { flow } to createSqsHandler for in-process delivery`,
       );
     }
+    // Closed by default: refuse unsigned deliveries over a network before any client is built.
+    if (!opts.flow) assertDeliveriesSigned(config, flowUrl as string);
+    const ctx = opts.context ?? createContext(config);
     state = {
       ctx,
       config,
@@ -127,7 +131,8 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
             config: s.config,
             transport: s.transport,
             dispatchFor: () => ({ dispatch: s.dispatch, url: s.url }),
-            signingSecret: s.config.signingSecret,
+            // No secret: this process's key, which only an in-process flow route (`flow`) accepts.
+            signingSecret: s.config.signingSecret ?? processSigningKey(),
             logger,
             signal: abort.signal,
             inFlight: s.inFlight,

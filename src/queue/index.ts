@@ -22,6 +22,7 @@
 import type { MessageId, Queue, QueueBatchResult, QueueOptions, QueuePayload, QueuePrefix, ValidQueueName } from '@workflow/world';
 import { canConnect } from '../aws/net.js';
 import { monotonicFactory } from 'ulid';
+import { DynamoNonceStore } from '../consumer/nonces.js';
 import { SqsPoller } from '../consumer/poller.js';
 import type { WorldContext } from '../context.js';
 import { type SchedulerPort, schedulerPort } from './delays.js';
@@ -29,6 +30,7 @@ import { consoleLogger, DEFAULT_FLOW_PATH, type DeliveryOutcome, type Dispatch, 
 import { encodePayload } from './encoding.js';
 import { createQueueHandler } from './handler.js';
 import { claimIdempotencyKey, releaseIdempotencyKey } from './idempotency.js';
+import { processSigningKey } from './signing.js';
 import { SqsTransport } from './transport.js';
 
 export type { SchedulerPort } from './delays.js';
@@ -175,7 +177,13 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     getDeploymentId: async () => config.deploymentId,
     queue,
     queueBatch,
-    createQueueHandler: (prefix, handler) => createQueueHandler(prefix, handler, { signingSecret: config.signingSecret }),
+    createQueueHandler: (prefix, handler) =>
+      createQueueHandler(prefix, handler, {
+        signingSecrets: config.signingSecrets,
+        allowUnsigned: config.allowUnsigned,
+        nonces: new DynamoNonceStore(ctx),
+        logError: (m) => logger.error(m),
+      }),
     registerHandler(prefix, handler) {
       directHandlers.set(prefix, handler);
     },
@@ -185,7 +193,8 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
         config,
         transport,
         dispatchFor,
-        signingSecret: config.signingSecret,
+        // No secret: sign with this process's key, which only a flow route in this process accepts.
+        signingSecret: config.signingSecret ?? processSigningKey(),
         logger,
         concurrency: config.consumerConcurrency,
         waitTimeSeconds: options.waitTimeSeconds,
