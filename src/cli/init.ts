@@ -62,7 +62,9 @@ export async function runReconcile(config: WorldConfig, mode: ReconcileMode): Pr
 const STATE_LABEL: Record<ResourceReport['state'], string> = {
   present: 'present',
   created: 'created',
+  updated: 'fixed',
   'would-create': 'would create',
+  'would-update': 'would fix',
   missing: 'missing',
   drift: 'DRIFT',
 };
@@ -71,7 +73,11 @@ const STATE_LABEL: Record<ResourceReport['state'], string> = {
 export function renderReports(reports: ResourceReport[], mode: ReconcileMode): string {
   const p = palette();
   const paint = (s: ResourceReport['state']) =>
-    s === 'drift' || s === 'missing' ? p.red(STATE_LABEL[s]) : s === 'created' ? p.green(STATE_LABEL[s]) : s === 'would-create' ? p.yellow(STATE_LABEL[s]) : STATE_LABEL[s];
+    s === 'drift' || s === 'missing' ? p.red(STATE_LABEL[s]) : s === 'created' || s === 'updated'
+        ? p.green(STATE_LABEL[s])
+        : s === 'would-create' || s === 'would-update'
+          ? p.yellow(STATE_LABEL[s])
+          : STATE_LABEL[s];
   const out = [renderTable(['Resource', 'Name', 'State', 'Details'], reports.map((r) => [r.kind, r.name, paint(r.state), r.details.join('\n')]))];
   for (const r of reports.filter((x) => x.fix)) out.push(`${p.red('x')} ${r.kind} ${r.name}: ${r.details.join('; ')}\n  fix: ${r.fix}`);
   out.push(summary(reports, mode));
@@ -85,10 +91,16 @@ export function summary(reports: ResourceReport[], mode: ReconcileMode): string 
   if (bad > 0) return `${n(bad)} need attention (see the fix above).`;
   if (mode === 'dry-run') {
     const todo = count('would-create');
-    return todo === 0 ? `Dry run: all ${n(reports.length)} present; nothing to do.` : `Dry run: would create ${n(todo)}; nothing was changed.`;
+    const fix = count('would-update');
+    if (todo + fix === 0) return `Dry run: all ${n(reports.length)} present; nothing to do.`;
+    const plan = [todo > 0 ? `create ${n(todo)}` : '', fix > 0 ? `fix settings of ${n(fix)}` : ''].filter(Boolean).join(' and ');
+    return `Dry run: would ${plan}; nothing was changed.`;
   }
   const created = count('created');
-  return created === 0 ? `All ${n(reports.length)} present; nothing changed.` : `Created ${n(created)}; ${count('present')} already present.`;
+  const updated = count('updated');
+  if (created + updated === 0) return `All ${n(reports.length)} present; nothing changed.`;
+  if (updated === 0) return `Created ${n(created)}; ${count('present')} already present.`;
+  return `Created ${n(created)}, fixed settings of ${n(updated)}; ${count('present')} already present.`;
 }
 
 function parseAccount(v: string): string {
