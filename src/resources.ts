@@ -450,7 +450,7 @@ const LIFECYCLE_RULES: LifecycleRule[] = PAYLOAD_PREFIXES.map((p) => ({
 
 /** A Get that answered 200 without the configuration: the endpoint does not implement the call. */
 const notImplemented = (what: string) => ({
-  unsupported: `this endpoint answered without a ${what} (it does not implement it; fauxqs does not)`,
+  unsupported: `this endpoint does not implement it (it answered without a ${what}, as fauxqs does)`,
 });
 
 /** S3 "no such configuration" errors: the setting is absent (drift), not unsupported. */
