@@ -145,7 +145,7 @@ async function reconcileSettings(settings: Setting[], mode: ReconcileMode): Prom
     try {
       c = await s.check();
     } catch (err) {
-      if (isUnsupported(err)) c = { unsupported: `this endpoint does not implement it (${errName(err) || 'unsupported'})` };
+      if (isUnsupported(err)) c = { unsupported: `not implemented by this endpoint (${errName(err) || 'unsupported'})` };
       else {
         out.push({ setting: s.name, state: 'failed', detail: `could not read it: ${errText(err)}` });
         continue;
@@ -164,7 +164,7 @@ async function reconcileSettings(settings: Setting[], mode: ReconcileMode): Prom
         await s.apply();
         out.push({ setting: s.name, state: 'fixed', detail: `${c.problem}; fixed: ${s.want}` });
       } catch (err) {
-        if (isUnsupported(err)) out.push({ setting: s.name, state: 'skipped', detail: `skipped: this endpoint does not implement it (${errName(err)})` });
+        if (isUnsupported(err)) out.push({ setting: s.name, state: 'skipped', detail: `skipped: not implemented by this endpoint (${errName(err)})` });
         else out.push({ setting: s.name, state: 'failed', detail: `${c.problem}; could not ${s.want}: ${errText(err)}` });
       }
     }
@@ -450,7 +450,7 @@ const LIFECYCLE_RULES: LifecycleRule[] = PAYLOAD_PREFIXES.map((p) => ({
 
 /** A Get that answered 200 without the configuration: the endpoint does not implement the call. */
 const notImplemented = (what: string) => ({
-  unsupported: `this endpoint does not implement it (it answered without a ${what}, as fauxqs does)`,
+  unsupported: `not implemented by this endpoint (its answer has no ${what})`,
 });
 
 /** S3 "no such configuration" errors: the setting is absent (drift), not unsupported. */

@@ -124,11 +124,11 @@ describe('hardening on every init', () => {
     const reports = await reconcile(clients, config, 'apply');
     expect(setting(table(reports), 'point-in-time recovery')).toMatchObject({
       state: 'skipped',
-      detail: expect.stringMatching(/does not implement it \(UnknownOperationException\)/),
+      detail: expect.stringMatching(/not implemented by this endpoint \(UnknownOperationException\)/),
     });
     const bucket = reports.find((r) => r.kind === 'bucket');
     for (const name of ['public access block', 'encryption', 'TLS-only policy', 'lifecycle']) {
-      expect(setting(bucket, name)).toMatchObject({ state: 'skipped', detail: expect.stringMatching(/does not implement it/) });
+      expect(setting(bucket, name)).toMatchObject({ state: 'skipped', detail: expect.stringMatching(/not implemented by this endpoint/) });
     }
     // Skipped is not drift: init succeeds, and the report names every setting.
     expect(hasProblems(reports)).toBe(false);
