@@ -51,7 +51,8 @@ export function createQueueHandler(
   // Unsigned requests are accepted only on the explicit opt-out, and only when no secret is set.
   const acceptUnsigned = secrets.length === 0 && opts.allowUnsigned === true;
   const keys = secrets.length > 0 ? secrets : [processSigningKey()];
-  // The process key never leaves the process, so its replays can only come from here.
+  // Configured secrets are shared by every instance, so their replays are refused durably. Requests
+  // signed with the process key are verified only by this process: an in-memory guard sees them all.
   const replay = secrets.length > 0 && opts.nonces ? opts.nonces : new ReplayGuard();
   const logError = opts.logError ?? ((m: string) => console.error(m));
   const now = opts.now ?? Date.now;
