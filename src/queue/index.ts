@@ -38,7 +38,7 @@ export type { DeliveryOutcome, Dispatch, InboundMessage, Logger } from './delive
 export { deliverMessage } from './delivery.js';
 export { decodePayload, encodePayload, MSG_ATTR } from './encoding.js';
 export { createQueueHandler } from './handler.js';
-export { SIGNATURE_HEADER, signatureHeaders, TIMESTAMP_HEADER, verifySignature } from './signing.js';
+export { NONCE_HEADER, SIGNATURE_HEADER, signatureHeaders, TIMESTAMP_HEADER, verifySignature } from './signing.js';
 export { SqsTransport } from './transport.js';
 
 /** A flow route handler registered in process (same shape as world-local's). */
