@@ -20,7 +20,7 @@ import { createWorld } from '../../src/index.js';
 import { encodePayload } from '../../src/queue/encoding.js';
 import { signatureHeaders } from '../../src/queue/signing.js';
 import { stackEnv } from '../helpers/aws.js';
-import { makeWorld, MemoryLogger, type World } from './support.js';
+import { makeWorld, MemoryLogger, serve, waitFor, type World } from './support.js';
 
 const SECRET = 'security-secret-0123456789';
 const Q = '__wkf_workflow_sec' as ValidQueueName;
@@ -30,8 +30,8 @@ afterAll(async () => {
   await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
 });
 
-function signedRequest(body: string, messageId: string, secret = SECRET): Request {
-  return new Request('http://127.0.0.1/.well-known/workflow/v1/flow', {
+function signedRequest(body: string, messageId: string, secret = SECRET, url = 'http://127.0.0.1/.well-known/workflow/v1/flow'): Request {
+  return new Request(url, {
     method: 'POST',
     headers: {
       'x-vqs-queue-name': Q,
@@ -135,6 +135,35 @@ describe('replays are refused across instances', () => {
     expect(text).not.toMatch(/no-such-table|ResourceNotFound/);
     expect(logger.lines.some((l) => l.startsWith('ERROR') && /ResourceNotFound|non-existent table/i.test(l))).toBe(true);
     expect(ran).toBe(0);
+  });
+});
+
+describe('without a secret, only this process reaches the flow route', () => {
+  test('the in-process consumer delivers over loopback HTTP; an outside POST to the same route gets 401', async () => {
+    let route: (req: Request) => Promise<Response> = async () => new Response('not ready', { status: 503 });
+    const server = await serve((req) => route(req));
+    try {
+      const w = await makeWorld({ register: false, start: false, env: { EVE_WORLD_AWS_FLOW_URL: server.url } });
+      worlds.push(w);
+      route = w.queue.createQueueHandler('__wkf_workflow_', async (body: any, meta) => void w.deliveries.push({ body, meta, at: Date.now() }));
+      await w.queue.start();
+      const { messageId } = await w.queue.queue(Q, { runId: 'wrun_local' });
+      await waitFor(() => w.deliveries.length === 1, 15_000, 'loopback delivery');
+      expect(w.deliveries[0].meta).toMatchObject({ messageId, attempt: 1 });
+
+      // What anyone else on the network (or another process) can send: refused, nothing runs.
+      const outside = await fetch(server.url, {
+        method: 'POST',
+        headers: { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_OUTSIDE', 'x-vqs-message-attempt': '1' },
+        body: encodePayload({ runId: 'wrun_evil' }),
+      });
+      expect(outside.status).toBe(401);
+      const guessed = await fetch(signedRequest(encodePayload({ runId: 'wrun_evil' }), 'msg_GUESS', 'a-guessed-secret-0123456789', server.url));
+      expect(guessed.status).toBe(401);
+      expect(w.deliveries.map((d) => d.body.runId)).toEqual(['wrun_local']);
+    } finally {
+      await server.close();
+    }
   });
 });
 
