@@ -235,7 +235,12 @@ function tableSettings(ddb: DynamoDBClient, table: string): Setting[] {
         return { ok: false, problem: `not enabled (status ${d?.TimeToLiveStatus ?? 'unknown'})` };
       },
       async apply() {
-        await ddb.send(new UpdateTimeToLiveCommand({ TableName: table, TimeToLiveSpecification: { AttributeName: attr, Enabled: true } }));
+        try {
+          await ddb.send(new UpdateTimeToLiveCommand({ TableName: table, TimeToLiveSpecification: { AttributeName: attr, Enabled: true } }));
+        } catch (err) {
+          // An SDK retry after a lost response finds its own change applied: that is success.
+          if (!(errName(err) === 'ValidationException' && /already enabled/i.test(String((err as Error).message)))) throw err;
+        }
       },
     },
     {

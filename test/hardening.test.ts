@@ -114,6 +114,36 @@ describe('hardening on every init', () => {
     expect(after.find((c) => c.check === 'table schema')?.status).toBe('pass');
   });
 
+  it('a TTL fix whose response is lost and retried by the SDK is still reported fixed', async () => {
+    const config = testConfig({}, 'hard');
+    const clients = createClients(config);
+    cleanup.push(async () => {
+      await clients.ddb.send(new DeleteTableCommand({ TableName: config.tableName })).catch(() => {});
+      destroyClients(clients);
+    });
+    const once = failNext(clients, 'UpdateTimeToLiveCommand'); // the first init leaves TTL off
+    await reconcile(clients, config, 'apply');
+    expect(once.failed).toBe(1);
+    let sent = 0;
+    // Inside the retry loop: the UpdateTimeToLive reaches DynamoDB, then its response is "lost".
+    clients.ddb.middlewareStack.add(
+      (next: any, context: any) => async (args: any) => {
+        const out = await next(args);
+        if (context.commandName === 'UpdateTimeToLiveCommand' && ++sent === 1) {
+          throw Object.assign(new Error('socket hang up after the request was sent'), { name: 'TimeoutError', code: 'ECONNRESET' });
+        }
+        return out;
+      },
+      { step: 'finalizeRequest', priority: 'low', name: 'loseFirstResponse' },
+    );
+    const second = await reconcile(clients, config, 'apply');
+    // The retry reached DynamoDB, which answered "TimeToLive is already enabled": still a success.
+    expect(sent).toBeGreaterThanOrEqual(1);
+    expect(setting(table(second), 'time to live')?.state).toBe('fixed');
+    expect(table(second)?.state).toBe('updated');
+    expect(await ttlStatus(clients, config.tableName)).toBe('ENABLED');
+  });
+
   it('settings the emulators do not implement are reported skipped, with the reason', async () => {
     const config = testConfig({}, 'hard');
     const clients = createClients(config);
