@@ -41,8 +41,18 @@ export interface WorldConfig {
   readonly streamPollMs: number;
   /** Slowest live-stream poll interval (ms), reached by backing off on an idle stream. */
   readonly streamIdlePollMs: number;
-  /** HMAC secret for deliveries over HTTP; undefined disables signing and verification. */
+  /**
+   * HMAC secret deliveries are signed with (the first of {@link signingSecrets}); undefined when no
+   * secret is configured (then only in-process deliveries are accepted, see src/queue/signing.ts).
+   */
   readonly signingSecret?: string;
+  /** Every secret a delivery may be signed with (rotation: sign with the first, verify with any). */
+  readonly signingSecrets: readonly string[];
+  /**
+   * EVE_WORLD_AWS_ALLOW_UNSIGNED=1: the explicit opt-out for private networks. Deliveries may go
+   * unsigned to a non-loopback flow route, and the flow route accepts unsigned requests.
+   */
+  readonly allowUnsigned: boolean;
   /** Flow route the in-process consumer POSTs to when no handler is registered in process. */
   readonly flowUrl?: string;
   /** Concurrent deliveries handled by the in-process consumer. */
@@ -125,7 +135,14 @@ export const ENV_DOCS: readonly EnvDoc[] = [
   {
     name: 'EVE_WORLD_AWS_SIGNING_SECRET',
     default: '-',
-    description: 'HMAC-SHA256 secret for deliveries over HTTP (>= 16 chars). Unset: unsigned.',
+    description:
+      'HMAC-SHA256 secret for deliveries over HTTP (>= 16 chars each); a comma-separated list rotates: sign with the first, accept any. Required when the flow URL is not a loopback address.',
+  },
+  {
+    name: 'EVE_WORLD_AWS_ALLOW_UNSIGNED',
+    default: '0',
+    description:
+      '`1`: allow unsigned deliveries to a non-loopback flow route and accept them there. Private networks only.',
   },
   {
     name: 'EVE_WORLD_AWS_FLOW_URL',
@@ -207,6 +224,14 @@ function int(env: Env, name: string, def: number, min: number, max: number, exam
   return n;
 }
 
+function bool(env: Env, name: string): boolean {
+  const raw = str(env, name);
+  if (raw === undefined) return false;
+  if (/^(1|true|yes)$/i.test(raw)) return true;
+  if (/^(0|false|no)$/i.test(raw)) return false;
+  throw new ConfigError(name, `must be 1 or 0, got "${raw}"`, '1');
+}
+
 function url(env: Env, name: string, example: string): string | undefined {
   const raw = str(env, name);
   if (raw === undefined) return undefined;
@@ -278,10 +303,18 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     s3: url(env, 'AWS_ENDPOINT_URL_S3', 'http://127.0.0.1:4566') ?? all,
     scheduler: url(env, 'AWS_ENDPOINT_URL_SCHEDULER', 'http://127.0.0.1:4567') ?? all,
   });
-  const signingSecret = str(env, 'EVE_WORLD_AWS_SIGNING_SECRET');
-  if (signingSecret !== undefined && signingSecret.length < 16) {
-    throw new ConfigError('EVE_WORLD_AWS_SIGNING_SECRET', 'must be at least 16 characters', '$(openssl rand -hex 32)');
+  const signingSecrets = (str(env, 'EVE_WORLD_AWS_SIGNING_SECRET') ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+  if (signingSecrets.some((x) => x.length < 16)) {
+    throw new ConfigError(
+      'EVE_WORLD_AWS_SIGNING_SECRET',
+      'must be at least 16 characters (each, when it is a comma-separated list for rotation)',
+      '$(openssl rand -hex 32)',
+    );
   }
+  const allowUnsigned = bool(env, 'EVE_WORLD_AWS_ALLOW_UNSIGNED');
   const streamPollMs = int(env, 'EVE_WORLD_AWS_STREAM_POLL_MS', 50, 5, 60_000, '50');
   const streamIdlePollMs = int(env, 'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS', 1000, 5, 60_000, '1000');
   if (streamIdlePollMs < streamPollMs) {
@@ -312,7 +345,9 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     payloadThresholdBytes: int(env, 'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES', 300_000, 1, 350_000, '300000'),
     streamPollMs,
     streamIdlePollMs,
-    signingSecret,
+    signingSecret: signingSecrets[0],
+    signingSecrets: Object.freeze(signingSecrets),
+    allowUnsigned,
     flowUrl,
     consumerConcurrency: int(env, 'EVE_WORLD_AWS_CONCURRENCY', 8, 1, 1000, '8'),
     maxDelayHopSeconds: int(env, 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS', 900, 1, 900, '900'),
@@ -330,6 +365,33 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     schedulerGroup: str(env, 'EVE_WORLD_AWS_SCHEDULER_GROUP') ?? 'default',
     deploymentId: str(env, 'EVE_WORLD_AWS_DEPLOYMENT_ID') ?? 'eve-world-aws',
   });
+}
+
+/** True for http(s) URLs on this machine: 127.0.0.0/8, ::1 or `localhost`. */
+export function isLoopbackUrl(raw: string): boolean {
+  let host: string;
+  try {
+    host = new URL(raw).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host === '[::1]' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/**
+ * Closed by default: deliveries to a flow route that is not on this machine must be signed, or
+ * anyone who can reach the route could forge them. Throws a {@link ConfigError} naming
+ * EVE_WORLD_AWS_SIGNING_SECRET unless a secret is configured, the URL is loopback, or the explicit
+ * opt-out EVE_WORLD_AWS_ALLOW_UNSIGNED=1 is set. Pure: call it before any client is built.
+ */
+export function assertDeliveriesSigned(config: WorldConfig, flowUrl: string): void {
+  if (config.signingSecrets.length > 0 || config.allowUnsigned || isLoopbackUrl(flowUrl)) return;
+  throw new ConfigError(
+    'EVE_WORLD_AWS_SIGNING_SECRET',
+    `is required: deliveries go to ${flowUrl}, which is not a loopback address, and anyone who can reach an unsigned flow route can run steps. ` +
+      'Set the same secret where the consumer runs and where the flow route runs (or EVE_WORLD_AWS_ALLOW_UNSIGNED=1, on a private network only)',
+    '$(openssl rand -hex 32)',
+  );
 }
 
 let cached: WorldConfig | undefined;

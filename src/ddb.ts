@@ -15,6 +15,7 @@
  * STREAM#<runId>#<name>   CHUNK#<index:20>   stream chunk
  * STREAM#<runId>#<name>   STREAM#meta        { tailIndex, done }
  * QKEY#<idempotencyKey>   QKEY               queue dedupe claim, with a TTL attribute
+ * NONCE#<signature>       NONCE              accepted delivery signature (replay guard), with a TTL
  * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (first event of a hook/wait
  *                                                                   correlation; see below)
  *                      WF#<workflowName>#<shard> / <createdAt>#<runId>  (runs by workflow name)
@@ -71,6 +72,8 @@ export const keys = {
   chunkSkPrefix: 'CHUNK#',
   indexFromChunkSk: (sk: string) => Number(sk.slice(6)),
   qkey: (idempotencyKey: string) => ({ PK: `QKEY#${idempotencyKey}`, SK: 'QKEY' }),
+  /** A delivery signature the flow route accepted; refuses its replay on every instance. */
+  deliveryNonce: (signature: string) => ({ PK: `NONCE#${signature}`, SK: 'NONCE' }),
   // GSI partitions
   corrGsi: (runId: string, correlationId: string) => `CORR#${runId}#${correlationId}`,
   runHooksGsi: (runId: string) => `RUNHOOKS#${runId}`,

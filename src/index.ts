@@ -20,8 +20,8 @@
  */
 import { SPEC_VERSION_CURRENT, type World } from '@workflow/world';
 import { type AwsClients, destroyClients } from './aws/clients.js';
-import { getConfig, type WorldConfig } from './config.js';
-import { type CreateConsumerOptions, createConsumer } from './consumer/index.js';
+import { assertDeliveriesSigned, getConfig, type WorldConfig } from './config.js';
+import { type CreateConsumerOptions, createConsumer, defaultFlowUrl } from './consumer/index.js';
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext, type WorldContext } from './context.js';
 import { createQueue } from './queue/index.js';
@@ -58,6 +58,8 @@ export interface CreateWorldOptions {
 
 export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const config = options.config ?? getConfig();
+  // Closed by default, before any client exists: unsigned deliveries only to this machine.
+  assertDeliveriesSigned(config, defaultFlowUrl(config.flowUrl));
   const ownsClients = options.clients === undefined;
   const context = createContext(config, options.clients);
   const storage = createStorage(context);

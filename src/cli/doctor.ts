@@ -202,7 +202,8 @@ function resourceChecks(reports: ResourceReport[]): Check[] {
   return reports.map((r) => ({
     check: RESOURCE_LABEL[r.kind],
     status: r.state === 'present' ? 'pass' : 'fail',
-    details: `${r.name}: ${r.state === 'present' ? '' : `${r.state}; `}${r.details.join('; ')}`,
+    // One line per detail (the hardening settings are several), so the table stays readable.
+    details: `${r.name}: ${r.state === 'present' ? '' : `${r.state}; `}${r.details.join('\n')}`,
     fix: r.state === 'present' ? undefined : r.fix,
   }));
 }

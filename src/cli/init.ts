@@ -62,8 +62,8 @@ export async function runReconcile(config: WorldConfig, mode: ReconcileMode): Pr
 const STATE_LABEL: Record<ResourceReport['state'], string> = {
   present: 'present',
   created: 'created',
-  'would-create': 'would create',
   updated: 'fixed',
+  'would-create': 'would create',
   'would-update': 'would fix',
   missing: 'missing',
   drift: 'DRIFT',
@@ -99,14 +99,18 @@ export function summary(reports: ResourceReport[], mode: ReconcileMode): string 
   if (bad > 0) return `${n(bad)} need attention (see the fix above).`;
   if (mode === 'dry-run') {
     const todo = count('would-create');
-    const fixes = count('would-update');
-    if (todo + fixes === 0) return `Dry run: all ${n(reports.length)} present; nothing to do.`;
-    return `Dry run: would ${[todo && `create ${n(todo)}`, fixes && `fix ${n(fixes)}`].filter(Boolean).join(' and ')}; nothing was changed.`;
+    const fix = count('would-update');
+    if (todo + fix === 0) return `Dry run: all ${n(reports.length)} present; nothing to do.`;
+    const plan = [todo > 0 ? `create ${n(todo)}` : '', fix > 0 ? `fix settings of ${n(fix)}` : '']
+      .filter(Boolean)
+      .join(' and ');
+    return `Dry run: would ${plan}; nothing was changed.`;
   }
   const created = count('created');
-  const fixed = count('updated');
-  if (created + fixed === 0) return `All ${n(reports.length)} present; nothing changed.`;
-  return `${[created && `Created ${n(created)}`, fixed && `fixed ${n(fixed)}`].filter(Boolean).join('; ')}; ${count('present')} already present.`;
+  const updated = count('updated');
+  if (created + updated === 0) return `All ${n(reports.length)} present; nothing changed.`;
+  if (updated === 0) return `Created ${n(created)}; ${count('present')} already present.`;
+  return `Created ${n(created)}, fixed settings of ${n(updated)}; ${count('present')} already present.`;
 }
 
 function parseAccount(v: string): string {

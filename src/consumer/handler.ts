@@ -2,25 +2,39 @@
  * `createQueueHandler(prefix, handler)`: the HTTP side of a delivery (the flow route).
  *
  * Request: POST, typed-JSON body, headers `x-vqs-queue-name` (must start with `prefix`),
- * `x-vqs-message-id`, `x-vqs-message-attempt` (1-based), plus `x-eve-timestamp`/`x-eve-signature`
- * when a signing secret is configured.
+ * `x-vqs-message-id`, `x-vqs-message-attempt` (1-based), plus `x-eve-timestamp`/`x-eve-signature`.
+ *
+ * Who is accepted (closed by default; see src/queue/signing.ts):
+ * - secrets configured: requests signed with any of them, each signature once (durable nonce);
+ * - no secret: only requests signed with this process's random key, i.e. from a consumer in the
+ *   same process (loopback / in-process development); an unsigned request from anywhere is refused;
+ * - `allowUnsigned` (EVE_WORLD_AWS_ALLOW_UNSIGNED=1, private networks only) and no secret: anything.
  *
  * Responses:
- * - 401 unsigned, forged, stale or replayed request (secret configured); the handler never runs.
+ * - 401 unsigned, forged, stale or replayed request; the handler never runs.
  * - 400 missing headers, unhandled queue, empty or malformed body; the handler never runs.
  * - 200 `{"timeoutSeconds":N}` the handler asked for redelivery after N seconds (not an ack).
  * - 200 `{"result":...}` for `invoke: true` payloads; 200 `{"ok":true}` otherwise (ack).
- * - 500 with the error text when the handler threw (redelivered after the visibility timeout).
+ * - 500 `{"error":"Internal error"}` when the handler threw or the replay guard could not answer
+ *   (redelivered later). The caller never sees internal detail; it is logged here instead.
  */
 import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@workflow/world';
 import { decodePayload } from '../queue/encoding.js';
-import { ReplayGuard, verifySignature } from './signing.js';
+import { type NonceStore, processSigningKey, ReplayGuard, verifySignature } from './signing.js';
 
 export type QueueMessageHandler = Parameters<Queue['createQueueHandler']>[1];
 
 export interface HandlerOptions {
-  /** When set, every request must carry a valid v1 signature. */
+  /** Accepted secrets (rotation: any of them). Empty or absent: only this process's own key. */
+  signingSecrets?: readonly string[];
+  /** @deprecated one secret; same as `signingSecrets: [signingSecret]`. */
   signingSecret?: string;
+  /** With no secret: accept unsigned requests too (EVE_WORLD_AWS_ALLOW_UNSIGNED=1). */
+  allowUnsigned?: boolean;
+  /** Replay guard for configured secrets. Default: per process (use a durable one across instances). */
+  nonces?: NonceStore;
+  /** Where internal failures are logged (never sent to the caller). Default: console.error. */
+  logError?: (message: string) => void;
   now?: () => number;
 }
 
@@ -31,7 +45,18 @@ export function createQueueHandler(
   handler: QueueMessageHandler,
   opts: HandlerOptions = {},
 ): (req: Request) => Promise<Response> {
-  const replay = new ReplayGuard();
+  const secrets = opts.signingSecrets?.length
+    ? opts.signingSecrets
+    : opts.signingSecret !== undefined
+      ? [opts.signingSecret]
+      : [];
+  // Unsigned requests are accepted only on the explicit opt-out, and only when no secret is set.
+  const acceptUnsigned = secrets.length === 0 && opts.allowUnsigned === true;
+  const keys = secrets.length > 0 ? secrets : [processSigningKey()];
+  // Configured secrets are shared by every instance, so their replays are refused durably. Requests
+  // signed with the process key are verified only by this process: an in-memory guard sees them all.
+  const replay = secrets.length > 0 && opts.nonces ? opts.nonces : new ReplayGuard();
+  const logError = opts.logError ?? ((m: string) => console.error(m));
   const now = opts.now ?? Date.now;
   const decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -42,18 +67,31 @@ export function createQueueHandler(
     } catch {
       return json({ error: 'Unreadable request body' }, 400);
     }
-    if (opts.signingSecret !== undefined) {
-      const t = now();
-      const v = verifySignature(opts.signingSecret, req.headers, bytes, t);
+    if (!acceptUnsigned) {
+      const v = verifySignature(keys, req.headers, bytes, now());
       if (!v.ok) return json({ error: `Unauthorized: ${v.reason}` }, 401);
-      if (!replay.accept(v.signature, v.timestamp, t)) return json({ error: 'Unauthorized: replayed request' }, 401);
+      let fresh: boolean;
+      try {
+        fresh = await replay.claim(v.signature, v.timestamp);
+      } catch (err) {
+        logError(`[eve-world-aws] flow route: replay check failed, the delivery will be retried: ${describe(err)}`);
+        return json({ error: 'Internal error' }, 500);
+      }
+      if (!fresh) return json({ error: 'Unauthorized: replayed request' }, 401);
     }
 
     const queueName = req.headers.get('x-vqs-queue-name');
     const messageId = req.headers.get('x-vqs-message-id');
     const attemptRaw = req.headers.get('x-vqs-message-attempt');
     const attempt = Number(attemptRaw);
-    if (!queueName || !ValidQueueName.safeParse(queueName).success || !messageId || !attemptRaw || !Number.isInteger(attempt) || attempt < 1) {
+    if (
+      !queueName ||
+      !ValidQueueName.safeParse(queueName).success ||
+      !messageId ||
+      !attemptRaw ||
+      !Number.isInteger(attempt) ||
+      attempt < 1
+    ) {
       return json({ error: 'Missing required headers' }, 400);
     }
     if (!queueName.startsWith(prefix)) return json({ error: 'Unhandled queue' }, 400);
@@ -82,7 +120,14 @@ export function createQueueHandler(
       }
       return json({ ok: true });
     } catch (err) {
-      return json(String(err), 500);
+      logError(
+        `[eve-world-aws] flow route: handler failed for message ${messageId} on ${queueName} (attempt ${attempt}): ${describe(err)}`,
+      );
+      return json({ error: 'Internal error' }, 500);
     }
   };
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? (err.stack ?? `${err.name}: ${err.message}`) : String(err);
 }

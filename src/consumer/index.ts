@@ -13,9 +13,11 @@ import { consoleLogger, type Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { CircuitBreaker } from './breaker.js';
 import { createQueueHandler } from './handler.js';
+import { DynamoNonceStore } from './nonces.js';
 import { DEFAULT_FLOW_PATH, type DeliveryOutcome, type FlowHandler, type InboundMessage } from './pipeline.js';
 import { SqsPoller } from './poller.js';
 import { SqsReceipts } from './receipts.js';
+import { processSigningKey } from './signing.js';
 
 export interface CreateConsumerOptions {
   /**
@@ -103,7 +105,12 @@ export function createConsumer(
   return {
     receipts,
     createQueueHandler: (prefix, handler) =>
-      createQueueHandler(prefix, handler, { signingSecret: config.signingSecret }),
+      createQueueHandler(prefix, handler, {
+        signingSecrets: config.signingSecrets,
+        allowUnsigned: config.allowUnsigned,
+        nonces: new DynamoNonceStore(ctx),
+        logError: (m) => logger.error(m),
+      }),
     registerHandler(prefix, handler) {
       handlers.set(prefix, handler);
     },
@@ -115,7 +122,8 @@ export function createConsumer(
         transport,
         receipts,
         route,
-        signingSecret: config.signingSecret,
+        // No secret: sign with this process's key, which only a flow route in this process accepts.
+        signingSecret: config.signingSecret ?? processSigningKey(),
         logger,
         concurrency: config.consumerConcurrency,
         waitTimeSeconds,

@@ -5,7 +5,8 @@
  * Usage (event source mapping with `FunctionResponseTypes: ["ReportBatchItemFailures"]`):
  * ```ts
  * // over HTTP to the deployed flow route (EVE_WORLD_AWS_FLOW_URL, signed with
- * // EVE_WORLD_AWS_SIGNING_SECRET):
+ * // EVE_WORLD_AWS_SIGNING_SECRET, which is required unless the URL is loopback or
+ * // EVE_WORLD_AWS_ALLOW_UNSIGNED=1; checked on the first event, before any connection):
  * export { handler } from '@portfolio/eve-world-aws/lambda';
  * // or in process, calling the compiled flow route directly:
  * import { createSqsHandler } from '@portfolio/eve-world-aws/lambda';
@@ -23,7 +24,7 @@
  * be >= the function timeout); the heartbeat reads that value from the queue (GetQueueAttributes,
  * once per container) rather than trusting the config. Nothing is acked that did not succeed.
  */
-import { loadConfig, type WorldConfig } from '../config.js';
+import { assertDeliveriesSigned, loadConfig, type WorldConfig } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { schedulerPort } from '../queue/delays.js';
@@ -37,6 +38,7 @@ import {
   type InboundMessage,
 } from './pipeline.js';
 import { SqsReceipts } from './receipts.js';
+import { processSigningKey } from './signing.js';
 
 /** The parts of the Lambda SQS event this handler reads (structurally compatible with @types/aws-lambda). */
 export interface SQSRecord {
@@ -113,8 +115,7 @@ export function createSqsHandler(
   // Built on the first event, so importing the module never throws on a bad environment.
   const init = () => {
     if (state) return state;
-    const ctx = opts.context ?? createContext(loadConfig(process.env));
-    const config = ctx.config;
+    const config = opts.context?.config ?? loadConfig(process.env);
     const flowUrl = opts.flowUrl ?? config.flowUrl;
     if (!opts.flow && !flowUrl) {
       throw new Error(
@@ -122,6 +123,9 @@ export function createSqsHandler(
           `(https://<host>${DEFAULT_FLOW_PATH}), or pass { flow } to createSqsHandler for in-process delivery`,
       );
     }
+    // Closed by default: refuse unsigned deliveries over a network before any client is built.
+    if (!opts.flow) assertDeliveriesSigned(config, flowUrl as string);
+    const ctx = opts.context ?? createContext(config);
     // Long re-sends (`timeoutSeconds` over 12 h) use the Scheduler when one is configured.
     const transport = new SqsTransport(ctx, config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined);
     state = {
@@ -165,7 +169,8 @@ export function createSqsHandler(
             transport: s.transport,
             receipts: s.receipts,
             route: () => ({ handler: s.handler, url: s.url }),
-            signingSecret: s.config.signingSecret,
+            // No secret: this process's key, which only an in-process flow route (`flow`) accepts.
+            signingSecret: s.config.signingSecret ?? processSigningKey(),
             logger,
             signal: abort.signal,
             visibilitySeconds,

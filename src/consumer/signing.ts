@@ -3,19 +3,31 @@
  *
  * Scheme `v1`: the consumer sends
  *   x-eve-timestamp: <unix seconds>
+ *   x-eve-nonce: <32 random hex digits>
  *   x-eve-signature: v1=<hex HMAC-SHA256(secret, canonical)>
  * where canonical is the newline-joined list
- *   "v1", timestamp, x-vqs-queue-name, x-vqs-message-id, x-vqs-message-attempt, hex(SHA-256(body))
- * so the body, the three delivery headers and the time are all covered.
+ *   "v1", timestamp, x-vqs-queue-name, x-vqs-message-id, x-vqs-message-attempt, hex(SHA-256(body)), nonce
+ * so the body, the three delivery headers and the time are all covered, and every signing is
+ * unique (two legitimate copies of one SQS message sent in the same second are not "replays").
+ * The nonce line is absent when the header is (older senders); removing the header from a request
+ * signed with it breaks the signature, so that is no downgrade.
  *
  * The receiver rejects a request whose timestamp is more than the tolerance (300 s) away from its
- * own clock (stale or replayed later), and, within one process, a signature it has already accepted
- * (an exact replay inside the window). Comparison is constant-time.
+ * own clock (stale or replayed later), and a signature that was already accepted (an exact replay
+ * inside the window): by any instance when a durable {@link NonceStore} is given (a DynamoDB
+ * conditional put, src/consumer/nonces.ts), else within this process ({@link ReplayGuard}).
+ * Comparison is constant-time.
+ *
+ * Rotation: the receiver accepts a signature made with any of its secrets; senders sign with the
+ * first. Without a configured secret, the consumer signs with {@link processSigningKey}, a random
+ * key that never leaves this process, so the flow route accepts exactly the deliveries of a
+ * consumer in the same process (in-process loopback development) and refuses everything else.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const SIGNATURE_HEADER = 'x-eve-signature';
 export const TIMESTAMP_HEADER = 'x-eve-timestamp';
+export const NONCE_HEADER = 'x-eve-nonce';
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 
 export interface SignedParts {
@@ -24,11 +36,14 @@ export interface SignedParts {
   messageId: string;
   attempt: string | number;
   body: string | Uint8Array;
+  nonce?: string;
 }
 
 function canonical(p: SignedParts): string {
   const digest = createHash('sha256').update(p.body).digest('hex');
-  return ['v1', String(p.timestamp), p.queueName, p.messageId, String(p.attempt), digest].join('\n');
+  const lines = ['v1', String(p.timestamp), p.queueName, p.messageId, String(p.attempt), digest];
+  if (p.nonce !== undefined) lines.push(p.nonce);
+  return lines.join('\n');
 }
 
 export function computeSignature(secret: string, parts: SignedParts): string {
@@ -38,13 +53,30 @@ export function computeSignature(secret: string, parts: SignedParts): string {
 /** Headers to add to a delivery. */
 export function signatureHeaders(secret: string, parts: Omit<SignedParts, 'timestamp'>, now = Date.now()): Record<string, string> {
   const timestamp = Math.floor(now / 1000);
-  return { [TIMESTAMP_HEADER]: String(timestamp), [SIGNATURE_HEADER]: computeSignature(secret, { ...parts, timestamp }) };
+  const nonce = parts.nonce ?? randomBytes(16).toString('hex');
+  return {
+    [TIMESTAMP_HEADER]: String(timestamp),
+    [NONCE_HEADER]: nonce,
+    [SIGNATURE_HEADER]: computeSignature(secret, { ...parts, nonce, timestamp }),
+  };
 }
 
 export type VerifyResult = { ok: true; signature: string; timestamp: number } | { ok: false; reason: string };
 
+/**
+ * The random signing key of this process (32 bytes, hex), created on first use. Kept on
+ * `globalThis` so that two copies of this module in one process (ESM and CJS, or bundled twice by a
+ * framework) agree on it.
+ */
+export function processSigningKey(): string {
+  const slot = Symbol.for('eve-world-aws.processSigningKey');
+  const g = globalThis as unknown as Record<symbol, string | undefined>;
+  g[slot] ??= randomBytes(32).toString('hex');
+  return g[slot];
+}
+
 export function verifySignature(
-  secret: string,
+  secret: string | readonly string[],
   headers: Headers,
   body: Uint8Array,
   now = Date.now(),
@@ -56,21 +88,36 @@ export function verifySignature(
   if (!/^\d{1,12}$/.test(ts)) return { ok: false, reason: 'malformed timestamp' };
   const timestamp = Number(ts);
   if (Math.abs(now / 1000 - timestamp) > toleranceSeconds) return { ok: false, reason: 'stale timestamp' };
-  const expected = computeSignature(secret, {
+  const parts: SignedParts = {
     timestamp,
     queueName: headers.get('x-vqs-queue-name') ?? '',
     messageId: headers.get('x-vqs-message-id') ?? '',
     attempt: headers.get('x-vqs-message-attempt') ?? '',
     body,
-  });
+    nonce: headers.get(NONCE_HEADER) ?? undefined,
+  };
   const a = Buffer.from(sig);
-  const b = Buffer.from(expected);
-  if (a.length !== b.length || !timingSafeEqual(a as Uint8Array, b as Uint8Array)) return { ok: false, reason: 'bad signature' };
+  // Every secret is tried (no early exit), so timing does not tell which one matched.
+  let match = false;
+  for (const s of typeof secret === 'string' ? [secret] : secret) {
+    const b = Buffer.from(computeSignature(s, parts));
+    if (a.length === b.length && timingSafeEqual(a as Uint8Array, b as Uint8Array)) match = true;
+  }
+  if (!match) return { ok: false, reason: 'bad signature' };
   return { ok: true, signature: sig, timestamp };
 }
 
+/** Where accepted signatures are remembered until they expire, to refuse replays. */
+export interface NonceStore {
+  /**
+   * Records `signature` (signed at `timestamp`, unix seconds); resolves false when it was already
+   * recorded by an earlier request. Rejects when the store cannot answer.
+   */
+  claim(signature: string, timestamp: number): Promise<boolean>;
+}
+
 /** Signatures accepted within the tolerance window, to refuse exact replays (per process). */
-export class ReplayGuard {
+export class ReplayGuard implements NonceStore {
   private seen = new Map<string, number>();
 
   constructor(
@@ -86,6 +133,10 @@ export class ReplayGuard {
     if (this.seen.size >= this.maxEntries) this.prune(now);
     this.seen.set(signature, expiresAt);
     return true;
+  }
+
+  async claim(signature: string, timestamp: number): Promise<boolean> {
+    return this.accept(signature, timestamp);
   }
 
   private prune(now: number): void {

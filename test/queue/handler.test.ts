@@ -1,7 +1,8 @@
 /**
  * Pure parts of the queue: typed-JSON encoding, delay planning, and the createQueueHandler HTTP
- * contract including signatures (accepted / forged / stale / unsigned / replayed) and malformed
- * bodies. No emulator needed.
+ * contract including signatures (accepted / forged / stale / unsigned / replayed / rotated), the
+ * closed default without a secret, and malformed bodies. No emulator needed (the durable replay
+ * guard is tested against DynamoDB Local in replay.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { atExpression, planDelay, planHop, scheduleName } from '../../src/queue/delays.js';
@@ -13,7 +14,7 @@ import {
   envelopeFromMessage,
 } from '../../src/queue/encoding.js';
 import { createQueueHandler } from '../../src/consumer/handler.js';
-import { computeSignature, signatureHeaders } from '../../src/consumer/signing.js';
+import { computeSignature, processSigningKey, signatureHeaders } from '../../src/consumer/signing.js';
 
 const SECRET = 'test-secret-0123456789abcdef';
 const Q = '__wkf_workflow_demo';
@@ -26,7 +27,7 @@ function request(body: string | Uint8Array, headers: Record<string, string>): Re
   });
 }
 
-function deliveryHeaders(body: string, extra: Record<string, string> = {}, now = Date.now()) {
+function deliveryHeaders(body: string, extra: Record<string, string> = {}, now = Date.now(), secret = SECRET) {
   const base = {
     'content-type': 'application/json',
     'x-vqs-queue-name': Q,
@@ -35,8 +36,21 @@ function deliveryHeaders(body: string, extra: Record<string, string> = {}, now =
   };
   return {
     ...base,
-    ...signatureHeaders(SECRET, { queueName: Q, messageId: 'msg_01ABC', attempt: 1, body }, now),
+    ...signatureHeaders(secret, { queueName: Q, messageId: 'msg_01ABC', attempt: 1, body }, now),
     ...extra,
+  };
+}
+
+/** Headers as the in-process consumer sends them without a configured secret (this process's key). */
+function localHeaders(body: string, meta: { id?: string; attempt?: number; queue?: string } = {}) {
+  const queueName = meta.queue ?? Q;
+  const messageId = meta.id ?? 'msg_1';
+  const attempt = meta.attempt ?? 1;
+  return {
+    'x-vqs-queue-name': queueName,
+    'x-vqs-message-id': messageId,
+    'x-vqs-message-attempt': String(attempt),
+    ...signatureHeaders(processSigningKey(), { queueName, messageId, attempt, body }),
   };
 }
 
@@ -121,50 +135,105 @@ describe('delay planning', () => {
 });
 
 describe('createQueueHandler without a secret', () => {
-  it('passes the revived payload and meta to the handler and acks', async () => {
+  it('passes the revived payload and meta of an in-process delivery to the handler and acks', async () => {
     const r = recorder();
     const h = createQueueHandler('__wkf_workflow_', r.fn);
     const body = encodePayload({ runId: 'wrun_1', input: new Uint8Array([0, 1]) });
-    const res = await h(
-      request(body, { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_1', 'x-vqs-message-attempt': '3' }),
-    );
+    const res = await h(request(body, localHeaders(body, { attempt: 3 })));
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ ok: true });
     expect(r.calls[0].meta).toEqual({ attempt: 3, queueName: Q, messageId: 'msg_1' });
     expect((r.calls[0].body as any).input).toEqual(new Uint8Array([0, 1]));
   });
 
-  it('maps {timeoutSeconds}, invoke results and thrown errors', async () => {
-    const headers = { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_1', 'x-vqs-message-attempt': '1' };
-    let res = await createQueueHandler(
-      '__wkf_workflow_',
-      recorder({ timeoutSeconds: 7 }).fn,
-    )(request('{"runId":"r"}', headers));
+  it('is closed by default: unsigned requests and requests signed with another key get 401', async () => {
+    const r = recorder();
+    const h = createQueueHandler('__wkf_workflow_', r.fn);
+    const body = '{"runId":"wrun_evil"}';
+    const unsigned = await h(
+      request(body, { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_1', 'x-vqs-message-attempt': '1' }),
+    );
+    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toEqual({ error: 'Unauthorized: unsigned request' });
+    // Another process's key (or a guessed secret) is not this process's key.
+    expect((await h(request(body, deliveryHeaders(body)))).status).toBe(401);
+    // An exact replay of an in-process delivery is refused too.
+    const headers = localHeaders(body);
+    expect((await h(request(body, headers))).status).toBe(200);
+    expect((await h(request(body, headers))).status).toBe(401);
+    expect(r.calls).toHaveLength(1);
+  });
+
+  it('accepts unsigned requests only on the explicit opt-out (allowUnsigned)', async () => {
+    const r = recorder();
+    const h = createQueueHandler('__wkf_workflow_', r.fn, { allowUnsigned: true });
+    const res = await h(
+      request('{"runId":"r"}', { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_1', 'x-vqs-message-attempt': '1' }),
+    );
+    expect(res.status).toBe(200);
+    expect(r.calls).toHaveLength(1);
+    // The opt-out never weakens a configured secret.
+    const strict = createQueueHandler('__wkf_workflow_', r.fn, { allowUnsigned: true, signingSecrets: [SECRET] });
+    const refused = await strict(
+      request('{"runId":"r"}', { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_2', 'x-vqs-message-attempt': '1' }),
+    );
+    expect(refused.status).toBe(401);
+    expect(r.calls).toHaveLength(1);
+  });
+
+  it('maps {timeoutSeconds}, invoke results and thrown errors; a 500 carries no internal detail', async () => {
+    const h = (result: unknown, logError?: (m: string) => void) =>
+      createQueueHandler('__wkf_workflow_', recorder(result).fn, { logError });
+    let body = '{"runId":"r"}';
+    let res = await h({ timeoutSeconds: 7 })(request(body, localHeaders(body)));
     expect(await res.json()).toEqual({ timeoutSeconds: 7 });
-    res = await createQueueHandler(
-      '__wkf_workflow_',
-      recorder({ timeoutSeconds: 7 }).fn,
-    )(request('{"runId":"r","invoke":true}', headers));
+    body = '{"runId":"r","invoke":true}';
+    res = await h({ timeoutSeconds: 7 })(request(body, localHeaders(body)));
     expect(await res.json()).toEqual({ result: { timeoutSeconds: 7 } });
-    res = await createQueueHandler(
-      '__wkf_workflow_',
-      recorder(new Error('boom')).fn,
-    )(request('{"runId":"r"}', headers));
+    const logged: string[] = [];
+    body = '{"runId":"r"}';
+    res = await h(new Error('boom at /srv/app/secret-path.js'), (m) => logged.push(m))(
+      request(body, localHeaders(body, { id: 'msg_boom' })),
+    );
     expect(res.status).toBe(500);
-    expect(await res.text()).toContain('boom');
+    const text = await res.text();
+    expect(JSON.parse(text)).toEqual({ error: 'Internal error' });
+    expect(text).not.toContain('boom');
+    // The detail goes to the server log, with the message it belongs to.
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toContain('boom at /srv/app/secret-path.js');
+    expect(logged[0]).toContain('msg_boom');
   });
 
   it('answers 400 to malformed bodies, missing headers and foreign queues, running nothing', async () => {
     const r = recorder();
     const h = createQueueHandler('__wkf_workflow_', r.fn);
-    const headers = { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_1', 'x-vqs-message-attempt': '1' };
-    expect((await h(request('{not json', headers))).status).toBe(400);
-    expect((await h(request('"a string"', headers))).status).toBe(400);
-    expect((await h(request(new Uint8Array([0xff, 0xfe, 0x7b]), headers))).status).toBe(400);
-    expect((await h(request('', headers))).status).toBe(400);
-    expect((await h(request('{"runId":"r"}', { 'x-vqs-queue-name': Q }))).status).toBe(400);
-    expect((await h(request('{"runId":"r"}', { ...headers, 'x-vqs-message-attempt': 'x' }))).status).toBe(400);
-    const foreign = await h(request('{"runId":"r"}', { ...headers, 'x-vqs-queue-name': '__other_wkf_workflow_x' }));
+    // Correctly signed (the signature covers the bytes as sent), so only the 400 checks decide.
+    const send = (
+      body: string | Uint8Array,
+      meta: { id?: string; attempt?: number; queue?: string } = {},
+      drop?: string,
+    ) => {
+      const headers: Record<string, string> = localHeaders(
+        typeof body === 'string' ? body : (Buffer.from(body) as any),
+        meta,
+      );
+      if (drop) delete headers[drop];
+      return h(request(body, headers));
+    };
+    let n = 0;
+    const id = () => `msg_${++n}`;
+    expect((await send('{not json', { id: id() })).status).toBe(400);
+    expect((await send('"a string"', { id: id() })).status).toBe(400);
+    expect((await send(new Uint8Array([0xff, 0xfe, 0x7b]), { id: id() })).status).toBe(400);
+    expect((await send('', { id: id() })).status).toBe(400);
+    // Signed over an empty message id, then the header left out: authentic, but incomplete.
+    expect((await send('{"runId":"r"}', { id: '' }, 'x-vqs-message-id')).status).toBe(400);
+    const badAttempt = localHeaders('{"runId":"r"}', { id: id() });
+    badAttempt['x-vqs-message-attempt'] = 'x';
+    // The attempt header is signed, so a changed one is a forgery first.
+    expect((await h(request('{"runId":"r"}', badAttempt))).status).toBe(401);
+    const foreign = await send('{"runId":"r"}', { id: id(), queue: '__other_wkf_workflow_x' });
     expect(foreign.status).toBe(400);
     expect(await foreign.json()).toEqual({ error: 'Unhandled queue' });
     expect(r.calls).toHaveLength(0);
@@ -222,5 +291,18 @@ describe('createQueueHandler with a signing secret', () => {
     expect(replay.status).toBe(401);
     expect(await replay.json()).toEqual({ error: 'Unauthorized: replayed request' });
     expect(r.calls).toHaveLength(1);
+  });
+
+  it('rotation: accepts any configured secret, refuses one that was removed', async () => {
+    const r = recorder();
+    const next = 'next-secret-0123456789abcdef';
+    // During rotation: the new secret first (senders sign with it), the old one still accepted.
+    const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [next, SECRET] });
+    expect((await h(request(body, deliveryHeaders(body, {}, Date.now(), SECRET)))).status).toBe(200);
+    expect((await h(request(body, deliveryHeaders(body, {}, Date.now() - 1000, next)))).status).toBe(200);
+    // After rotation: the old secret is gone.
+    const after = createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [next] });
+    expect((await after(request(body, deliveryHeaders(body, {}, Date.now() - 2000, SECRET)))).status).toBe(401);
+    expect(r.calls).toHaveLength(2);
   });
 });

@@ -1,6 +1,6 @@
 /** Unit tests for src/config.ts: defaults, derived names, validation messages, immutability. */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, ENV_DOCS, loadConfig } from '../../src/config.js';
+import { assertDeliveriesSigned, ConfigError, ENV_DOCS, isLoopbackUrl, loadConfig } from '../../src/config.js';
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -136,6 +136,13 @@ describe('loadConfig', () => {
       '$(openssl rand -hex 32)',
     ],
     [
+      { EVE_WORLD_AWS_SIGNING_SECRET: 'new-secret-0123456789,short' },
+      'EVE_WORLD_AWS_SIGNING_SECRET',
+      /at least 16 characters \(each/,
+      '$(openssl rand -hex 32)',
+    ],
+    [{ EVE_WORLD_AWS_ALLOW_UNSIGNED: 'maybe' }, 'EVE_WORLD_AWS_ALLOW_UNSIGNED', /must be 1 or 0, got "maybe"/, '1'],
+    [
       { EVE_WORLD_AWS_STREAM_POLL_MS: '500', EVE_WORLD_AWS_STREAM_IDLE_POLL_MS: '100' },
       'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS',
       /must be >= EVE_WORLD_AWS_STREAM_POLL_MS \(500\)/,
@@ -154,6 +161,38 @@ describe('loadConfig', () => {
     expect(err.message).toMatch(problem);
     expect(err.message.endsWith(`Example: ${variable}=${example}`)).toBe(true);
     expect(err.message).not.toMatch(/\n/);
+  });
+
+  it('reads a comma-separated secret list for rotation: sign with the first, accept any', () => {
+    const c = loadConfig({ EVE_WORLD_AWS_SIGNING_SECRET: ' new-secret-0123456789 , old-secret-0123456789 ,' });
+    expect(c.signingSecret).toBe('new-secret-0123456789');
+    expect(c.signingSecrets).toEqual(['new-secret-0123456789', 'old-secret-0123456789']);
+    expect(loadConfig({}).signingSecrets).toEqual([]);
+    expect(loadConfig({}).allowUnsigned).toBe(false);
+    expect(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' }).allowUnsigned).toBe(true);
+  });
+
+  it('refuses unsigned deliveries to a flow route that is not loopback, unless opted out', () => {
+    expect(
+      ['http://127.0.0.1:3000/f', 'http://localhost/f', 'http://[::1]:8080/f', 'http://127.9.9.9/f'].every(
+        isLoopbackUrl,
+      ),
+    ).toBe(true);
+    expect(
+      ['https://flow.example.com/f', 'http://10.0.0.5/f', 'http://127.0.0.1.example.com/f', 'http://0.0.0.0/f'].some(
+        isLoopbackUrl,
+      ),
+    ).toBe(false);
+    const remote = 'https://flow.example.com/.well-known/workflow/v1/flow';
+    expect(() => assertDeliveriesSigned(loadConfig({}), remote)).toThrow(ConfigError);
+    expect(() => assertDeliveriesSigned(loadConfig({}), remote)).toThrow(/^EVE_WORLD_AWS_SIGNING_SECRET is required/);
+    expect(() =>
+      assertDeliveriesSigned(loadConfig({ EVE_WORLD_AWS_SIGNING_SECRET: 'a-secret-0123456789' }), remote),
+    ).not.toThrow();
+    expect(() => assertDeliveriesSigned(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' }), remote)).not.toThrow();
+    expect(() =>
+      assertDeliveriesSigned(loadConfig({}), 'http://127.0.0.1:3000/.well-known/workflow/v1/flow'),
+    ).not.toThrow();
   });
 
   it('returns a deeply frozen object', () => {

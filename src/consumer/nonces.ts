@@ -1,0 +1,51 @@
+/**
+ * Durable replay guard of the flow route: every accepted delivery signature is claimed with one
+ * conditional PutItem on `NONCE#<signature>` (src/ddb.ts), so a captured request replayed to any
+ * instance inside the signature's 300 s window is refused, not just one replayed to the same
+ * process.
+ *
+ * Invariants:
+ * - A signature is accepted at most once across all instances sharing the table.
+ * - Safe when the SDK retries the put after a lost response: each claim carries a random token, and
+ *   the condition `attribute_not_exists(PK) OR token = :mine` lets this claim's own retry through,
+ *   so a lost response never turns a first delivery into a "replay".
+ * - Items expire by TTL after twice the tolerance (covers clock skew between instances); a request
+ *   older than the tolerance is refused by its timestamp before it gets here.
+ */
+import { randomUUID } from 'node:crypto';
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { WorldContext } from '../context.js';
+import { ATTR, keys } from '../ddb.js';
+import { type NonceStore, SIGNATURE_TOLERANCE_SECONDS } from './signing.js';
+
+export class DynamoNonceStore implements NonceStore {
+  constructor(
+    private readonly ctx: Pick<WorldContext, 'config' | 'clients'>,
+    private readonly toleranceSeconds = SIGNATURE_TOLERANCE_SECONDS,
+  ) {}
+
+  async claim(signature: string, timestamp: number): Promise<boolean> {
+    const token = randomUUID();
+    try {
+      await this.ctx.clients.ddb.send(
+        new PutItemCommand({
+          TableName: this.ctx.config.tableName,
+          Item: marshall({
+            ...keys.deliveryNonce(signature),
+            token,
+            signedAt: timestamp,
+            [ATTR.ttl]: timestamp + 2 * this.toleranceSeconds,
+          }),
+          ConditionExpression: 'attribute_not_exists(#pk) OR #token = :token',
+          ExpressionAttributeNames: { '#pk': ATTR.pk, '#token': 'token' },
+          ExpressionAttributeValues: marshall({ ':token': token }),
+        }),
+      );
+      return true;
+    } catch (err) {
+      if ((err as { name?: string })?.name === 'ConditionalCheckFailedException') return false;
+      throw err;
+    }
+  }
+}
