@@ -30,7 +30,7 @@ import type { SqsTransport } from '../queue/transport.js';
 import { sleep } from '../aws/sleep.js';
 import type { CircuitBreaker } from './breaker.js';
 import type { SqsReceipts } from './receipts.js';
-import { signatureHeaders } from './signing.js';
+import { processSigningKey, signatureHeaders } from './signing.js';
 
 /** A flow route: the compiled route's `POST`, a registered in-process handler, or `fetch`. */
 export type FlowHandler = (req: Request) => Promise<Response>;
@@ -62,6 +62,10 @@ export interface DeliveryDeps {
   receipts: SqsReceipts;
   /** The flow route for a logical queue name. */
   route(queueName: string): { handler: FlowHandler; url: string };
+  /**
+   * Signs every delivery (closed by default). Unset: this process's random key, which only a flow
+   * route in this same process accepts.
+   */
   signingSecret?: string;
   logger?: Logger;
   /** Aborts an HTTP delivery (shutdown, Lambda deadline); the copy is then released. */
@@ -172,10 +176,8 @@ async function dispatch(
     'x-vqs-message-id': envelope.messageId,
     'x-vqs-message-attempt': String(attempt),
   };
-  if (deps.signingSecret !== undefined) {
-    const parts = { queueName: envelope.queueName, messageId: envelope.messageId, attempt, body };
-    Object.assign(headers, signatureHeaders(deps.signingSecret, parts, now()));
-  }
+  const parts = { queueName: envelope.queueName, messageId: envelope.messageId, attempt, body };
+  Object.assign(headers, signatureHeaders(deps.signingSecret ?? processSigningKey(), parts, now()));
 
   const { handler, url } = deps.route(envelope.queueName);
   const stopHeartbeat = startHeartbeat(msg.receiptHandle, deps, logger);
