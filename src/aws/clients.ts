@@ -6,6 +6,7 @@
  * surfaces as a failed delivery, which is more expensive than waiting a little longer.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { KMSClient } from '@aws-sdk/client-kms';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -22,6 +23,8 @@ export interface AwsClients {
    */
   s3(): Promise<S3Client>;
   scheduler(): Promise<SchedulerClient>;
+  /** KMS, loaded on first use like S3: only Worlds with EVE_WORLD_AWS_KMS_KEY_ID ever call it. */
+  kms(): Promise<KMSClient>;
 }
 
 type Lazy<T> = (() => Promise<T>) & { created?: Promise<T> };
@@ -48,7 +51,7 @@ function localCredentials(endpoint: string | undefined) {
 export function createClients(config: WorldConfig): AwsClients {
   const region = config.region ?? (Object.values(config.endpoints).some(Boolean) ? 'us-east-1' : undefined);
   const base = { region, maxAttempts: MAX_ATTEMPTS };
-  const { dynamodb, sqs, s3, scheduler } = config.endpoints;
+  const { dynamodb, sqs, s3, scheduler, kms } = config.endpoints;
   return {
     ddb: new DynamoDBClient({ ...base, endpoint: dynamodb, credentials: localCredentials(dynamodb) }),
     sqs: new SQSClient({ ...base, endpoint: sqs, credentials: localCredentials(sqs) }),
@@ -69,6 +72,10 @@ export function createClients(config: WorldConfig): AwsClients {
       const { SchedulerClient } = await import('@aws-sdk/client-scheduler');
       return new SchedulerClient({ ...base, endpoint: scheduler, credentials: localCredentials(scheduler) });
     }),
+    kms: lazy(async () => {
+      const { KMSClient } = await import('@aws-sdk/client-kms');
+      return new KMSClient({ ...base, endpoint: kms, credentials: localCredentials(kms) });
+    }),
   };
 }
 
@@ -76,7 +83,7 @@ export function destroyClients(clients: AwsClients): void {
   clients.ddb.destroy();
   clients.sqs.destroy();
   // Only the lazy clients that were created.
-  for (const f of [clients.s3, clients.scheduler] as Lazy<{ destroy(): void }>[]) {
+  for (const f of [clients.s3, clients.scheduler, clients.kms] as Lazy<{ destroy(): void }>[]) {
     f.created?.then((c) => c.destroy()).catch(() => {});
   }
 }

@@ -114,7 +114,7 @@ class Shutdown {
 
 interface Ready {
   mode: 'embedded' | 'docker';
-  endpoints: { dynamodb: string; sqs: string; s3: string };
+  endpoints: { dynamodb: string; sqs: string; s3: string; kms?: string };
   env: Record<string, string>;
   resources: ResourceReport[] | null;
   storage: string;
@@ -186,7 +186,7 @@ async function runEmbedded(opts: EmulateOptions, shutdown: Shutdown): Promise<vo
     announce(
       {
         mode: 'embedded',
-        endpoints: { dynamodb: stack.dynamodbEndpoint, sqs: stack.sqsEndpoint, s3: stack.s3Endpoint },
+        endpoints: { dynamodb: stack.dynamodbEndpoint, sqs: stack.sqsEndpoint, s3: stack.s3Endpoint, kms: stack.kmsEndpoint },
         env,
         resources,
         storage: opts.dataDir

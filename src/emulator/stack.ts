@@ -32,12 +32,16 @@ export interface StackOptions {
   startTimeoutSeconds?: number;
   /** Override the java binary (tests use a missing one to check the message). */
   javaCommand?: string;
+  /** KMS endpoint port (src/emulator/kms.ts); 0 or absent = any free port. */
+  kmsPort?: number;
 }
 
 export interface Stack {
   readonly dynamodbEndpoint: string;
   readonly sqsEndpoint: string;
   readonly s3Endpoint: string;
+  /** The minimal KMS endpoint (src/emulator/kms.ts), with the key {@link LOCAL_KMS_ALIAS}. */
+  readonly kmsEndpoint: string;
   readonly dynamodbPid: number;
   /** Settles when the java child exits, for whatever reason (lets `emulate` notice a crash). */
   readonly dynamodbExited: Promise<number | null>;
@@ -48,6 +52,8 @@ export interface Stack {
 
 export const DEFAULT_DYNAMODB_PORT = 8000;
 export const DEFAULT_AWS_PORT = 4566;
+/** A key the emulator's KMS endpoint always has: `EVE_WORLD_AWS_KMS_KEY_ID=alias/eve-world-local`. */
+export const LOCAL_KMS_ALIAS = 'alias/eve-world-local';
 
 export const JAVA_HELP =
   'Java 17 or newer is required for DynamoDB Local. Install it with `sudo apt-get install -y openjdk-17-jre-headless` ' +
@@ -220,6 +226,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await app.close();
     });
     const awsEndpoint = `http://127.0.0.1:${awsPort}`;
+    const { startKmsServer } = await import('./kms.js');
+    const kms = await startKmsServer({
+      port: opts.kmsPort ?? 0,
+      defaultAlias: LOCAL_KMS_ALIAS,
+      // With persisted DynamoDB data the keys must persist too, or the stored data keys are lost.
+      stateFile: opts.dataDir ? path.join(path.resolve(opts.dataDir), 'kms-keys.json') : undefined,
+    });
+    cleanups.push(() => kms.close());
 
     await Promise.race([
       waitForDynamo(dynamodbEndpoint, child, (opts.startTimeoutSeconds ?? 30) * 1000, stderr),
@@ -231,6 +245,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       dynamodbEndpoint,
       sqsEndpoint: awsEndpoint,
       s3Endpoint: awsEndpoint,
+      kmsEndpoint: kms.endpoint,
       dynamodbPid: child.pid ?? -1,
       dynamodbExited,
       env: {
@@ -240,6 +255,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         AWS_ENDPOINT_URL_DYNAMODB: dynamodbEndpoint,
         AWS_ENDPOINT_URL_SQS: awsEndpoint,
         AWS_ENDPOINT_URL_S3: awsEndpoint,
+        AWS_ENDPOINT_URL_KMS: kms.endpoint,
       },
       stop: () => {
         stopped ??= stopAll();
