@@ -14,11 +14,12 @@
  * table scan per container. Runs stranded by something outside the World (a deleted message, a
  * purged queue) are found and resumed by `eve-world-aws redrive --stranded`.
  */
-import { SPEC_VERSION_CURRENT, type World } from '@workflow/world';
+import { SPEC_VERSION_CURRENT, type World, type WorkflowRun } from '@workflow/world';
 import type { AwsClients } from './aws/clients.js';
 import { destroyClients } from './aws/clients.js';
 import { getConfig, type WorldConfig } from './config.js';
 import { createContext, type WorldContext } from './context.js';
+import { RunKeys, type RunKeysOptions } from './encryption/run-keys.js';
 import { createQueue } from './queue/index.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streamer.js';
@@ -37,6 +38,8 @@ export interface AwsWorld extends World {
   close(): Promise<void>;
   /** The context the World was built from (config, clients, payload store). */
   readonly context: WorldContext;
+  /** Per-run KMS data keys, when EVE_WORLD_AWS_KMS_KEY_ID is set (src/encryption/run-keys.ts). */
+  readonly runKeys?: RunKeys;
 }
 
 export interface CreateWorldOptions {
@@ -44,6 +47,8 @@ export interface CreateWorldOptions {
   config?: WorldConfig;
   /** Explicit clients (e.g. with fault-injection middleware); the World then does not destroy them. */
   clients?: AwsClients;
+  /** Bounds of the in-process cache of unwrapped run keys (used only with a KMS key). */
+  runKeys?: RunKeysOptions;
 }
 
 export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
@@ -53,12 +58,17 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const storage = createStorage(context);
   const queue = createQueue(context);
   const streamer = createStreamer(context);
+  // Without a KMS key the World has no getEncryptionKeyForRun at all, so core stores plaintext
+  // exactly as before; with one, core encrypts every payload under a per-run data key.
+  const runKeys = config.kmsKeyId ? new RunKeys(context, config.kmsKeyId, options.runKeys) : undefined;
   let closed: Promise<void> | undefined;
 
   return {
     specVersion: SPEC_VERSION_CURRENT,
     capabilities: { ...storageCapabilities },
     context,
+    runKeys,
+    ...(runKeys ? { getEncryptionKeyForRun: (runOrId: WorkflowRun | string) => runKeys.forRun(runOrId) } : {}),
     // Storage
     runs: storage.runs,
     steps: storage.steps,
@@ -78,6 +88,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       closed ??= (async () => {
         await queue.close();
         await streamer.close?.();
+        runKeys?.clear();
         if (ownsClients) destroyClients(context.clients);
       })();
       return closed;
