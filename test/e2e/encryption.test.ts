@@ -27,7 +27,9 @@ function walk(av: AttributeValue, where: string, out: Raw): void {
   if (av.B) out.bytes.push({ where, value: Buffer.from(av.B) });
   else if (av.S !== undefined) out.strings.push(av.S);
   else if (av.M) for (const [k, v] of Object.entries(av.M)) walk(v, `${where}.${k}`, out);
-  else if (av.L) av.L.forEach((v, i) => walk(v, `${where}[${i}]`, out));
+  else if (av.L) {
+    for (const [i, v] of av.L.entries()) walk(v, `${where}[${i}]`, out);
+  }
 }
 
 /** Every item of the run's partition and of its stream partitions, plus the bucket's objects, raw. */
