@@ -3,7 +3,7 @@
  * the key is checked by use, the queues are put under it and drift is reported and fixed; what an
  * emulator does not implement is `skipped` with the reason, never reported as applied.
  */
-import { CreateKeyCommand, DescribeKeyCommand, DisableKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import { CreateKeyCommand, DescribeKeyCommand, DisableKeyCommand, type KMSClient } from '@aws-sdk/client-kms';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
