@@ -8,7 +8,6 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { start } from 'workflow/api';
 import { LOCAL_KMS_ALIAS } from '../../src/emulator/stack.js';
-import { buildE2eApp } from '../e2e/build.mjs';
 import { type E2e, startE2e } from '../e2e/harness.js';
 import { ROOT, runCommand } from './helpers.js';
 
@@ -20,7 +19,9 @@ let e2e: E2e;
 let runId: string;
 
 beforeAll(async () => {
-  await buildE2eApp(); // a no-op when the global setup (or an earlier run) built it
+  // A no-op when the global setup (or an earlier run) built the bundle.
+  const { buildE2eApp } = (await import(path.join(ROOT, 'test', 'e2e', 'build.mjs'))) as { buildE2eApp: () => Promise<string> };
+  await buildE2eApp();
   e2e = await startE2e({ extraEnv: { EVE_WORLD_AWS_KMS_KEY_ID: LOCAL_KMS_ALIAS } });
   const run = await start(e2e.workflows.countedSteps as never, [MARKER, 1]);
   expect(await run.returnValue).toBe(7);
