@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { benchColdStart } from './cold-start.mjs';
+import { benchKms, printKmsTable } from './kms.mjs';
 import { fmt, table } from './lib/format.mjs';
 import { CALL_LATENCY_MS, dollars, PRICES } from './lib/model.mjs';
 import { benchStreams } from './streams.mjs';
@@ -21,7 +22,7 @@ const WELL_KNOWN = path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1');
 const RESULTS = path.join(ROOT, 'bench/results');
 const log = (...a) => console.error(...a);
 const only = new Set(
-  (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'workflows,cold,streams').split(','),
+  (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'workflows,cold,streams,kms').split(','),
 );
 
 function build() {
@@ -438,7 +439,9 @@ async function main() {
   const from = process.argv.find((a) => a.startsWith('--from='))?.slice(7);
   if (from) {
     // Re-print the tables of a saved result file (no measuring).
-    printTables(JSON.parse(readFileSync(from, 'utf8')));
+    const saved = JSON.parse(readFileSync(from, 'utf8'));
+    printTables(saved);
+    if (saved.kms) printKmsTable(saved.kms);
     return;
   }
   const started = new Date();
@@ -500,6 +503,10 @@ async function main() {
         ],
       });
     }
+    if (only.has('kms')) {
+      log('KMS envelope encryption (bench/kms.mjs)...');
+      results.kms = await benchKms({ stackEnv: stack.env, wellKnown: WELL_KNOWN, dist: pathToFileURL(DIST).href, log });
+    }
   } finally {
     await stack.stop();
   }
@@ -511,6 +518,7 @@ async function main() {
   results.machine.loadAvgAtEnd = os.loadavg();
 
   printTables(results);
+  if (results.kms) printKmsTable(results.kms);
 
   mkdirSync(RESULTS, { recursive: true });
   const stamp = started.toISOString().replace(/[:.]/g, '-');

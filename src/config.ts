@@ -22,6 +22,7 @@ export interface Endpoints {
   readonly sqs?: string;
   readonly s3?: string;
   readonly scheduler?: string;
+  readonly kms?: string;
 }
 
 export interface WorldConfig {
@@ -87,6 +88,12 @@ export interface WorldConfig {
   readonly schedulerGroup: string;
   /** Deployment id reported by getDeploymentId(). */
   readonly deploymentId: string;
+  /**
+   * Customer-managed KMS key (id, ARN, alias name or alias ARN). Set: run payloads are
+   * envelope-encrypted per run (src/encryption/) and `init` puts table, queue and bucket under it.
+   * Unset: no encryption by the World (the AWS-owned at-rest encryption still applies).
+   */
+  readonly kmsKeyId?: string;
 }
 
 export interface EnvDoc {
@@ -116,6 +123,7 @@ export const ENV_DOCS: readonly EnvDoc[] = [
     description: 'S3 endpoint (path-style is used whenever an endpoint is set).',
   },
   { name: 'AWS_ENDPOINT_URL_SCHEDULER', default: '-', description: 'EventBridge Scheduler endpoint.' },
+  { name: 'AWS_ENDPOINT_URL_KMS', default: '-', description: "KMS endpoint, e.g. the embedded emulator's." },
   { name: 'EVE_WORLD_AWS_PREFIX', default: 'eve-world', description: 'Prefix for the default resource names below.' },
   { name: 'EVE_WORLD_AWS_TABLE', default: '<prefix>', description: 'DynamoDB table name.' },
   { name: 'EVE_WORLD_AWS_QUEUE', default: '<prefix>-queue', description: 'SQS queue name or URL.' },
@@ -200,6 +208,12 @@ export const ENV_DOCS: readonly EnvDoc[] = [
   },
   { name: 'EVE_WORLD_AWS_SCHEDULER_GROUP', default: 'default', description: 'Schedule group for long-wait schedules.' },
   {
+    name: 'EVE_WORLD_AWS_KMS_KEY_ID',
+    default: '-',
+    description:
+      'Customer-managed KMS key (id, ARN or alias). Set: step/run/hook payloads and stream chunks are encrypted per run (envelope encryption), and `init` puts table, queue and bucket under the key. Unset: no payload encryption.',
+  },
+  {
     name: 'EVE_WORLD_AWS_DEPLOYMENT_ID',
     default: 'eve-world-aws',
     description: 'Deployment id reported to the runtime.',
@@ -250,6 +264,9 @@ const TABLE_RE = /^[a-zA-Z0-9_.-]{3,255}$/;
 const QUEUE_RE = /^[a-zA-Z0-9_-]{1,80}$/;
 // S3: 3-63 lowercase letters, digits, dots and hyphens, starting and ending alphanumeric.
 const BUCKET_RE = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+// KMS: key id (UUID or multi-Region mrk-), key ARN, alias name, alias ARN.
+const KMS_KEY_RE =
+  /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32}|alias\/[a-zA-Z0-9/_-]{1,250}|arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(?:key\/(?:[0-9a-f-]{36}|mrk-[0-9a-f]{32})|alias\/[a-zA-Z0-9/_-]{1,250}))$/;
 const PREFIX_RE = /^[a-z0-9][a-z0-9-]{0,39}$/;
 
 function queueRef(env: Env, name: string, def: string): string {
@@ -302,6 +319,7 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     sqs: url(env, 'AWS_ENDPOINT_URL_SQS', 'http://127.0.0.1:4566') ?? all,
     s3: url(env, 'AWS_ENDPOINT_URL_S3', 'http://127.0.0.1:4566') ?? all,
     scheduler: url(env, 'AWS_ENDPOINT_URL_SCHEDULER', 'http://127.0.0.1:4567') ?? all,
+    kms: url(env, 'AWS_ENDPOINT_URL_KMS', 'http://127.0.0.1:4568') ?? all,
   });
   const signingSecrets = (str(env, 'EVE_WORLD_AWS_SIGNING_SECRET') ?? '')
     .split(',')
@@ -330,6 +348,14 @@ export function loadConfig(env: Env = process.env): WorldConfig {
       'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',
       `is not an IAM role ARN, got "${schedulerRoleArn}"`,
       'arn:aws:iam::123456789012:role/eve-world-scheduler',
+    );
+  }
+  const kmsKeyId = str(env, 'EVE_WORLD_AWS_KMS_KEY_ID');
+  if (kmsKeyId !== undefined && !KMS_KEY_RE.test(kmsKeyId)) {
+    throw new ConfigError(
+      'EVE_WORLD_AWS_KMS_KEY_ID',
+      `is not a KMS key id, key ARN, alias name or alias ARN, got "${kmsKeyId}"`,
+      'alias/eve-world (or arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab)',
     );
   }
   const flowUrl = url(env, 'EVE_WORLD_AWS_FLOW_URL', 'http://127.0.0.1:3000/.well-known/workflow/v1/flow');
@@ -364,6 +390,7 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     schedulerRoleArn,
     schedulerGroup: str(env, 'EVE_WORLD_AWS_SCHEDULER_GROUP') ?? 'default',
     deploymentId: str(env, 'EVE_WORLD_AWS_DEPLOYMENT_ID') ?? 'eve-world-aws',
+    kmsKeyId,
   });
 }
 

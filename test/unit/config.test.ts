@@ -76,7 +76,26 @@ describe('loadConfig', () => {
       sqs: 'http://127.0.0.1:4566',
       s3: 'http://127.0.0.1:4566',
       scheduler: 'http://127.0.0.1:4566',
+      kms: 'http://127.0.0.1:4566',
     });
+  });
+
+  it('accepts a KMS key as id, ARN, alias or alias ARN, and names the variable otherwise', () => {
+    expect(loadConfig({}).kmsKeyId).toBeUndefined();
+    for (const id of [
+      '1234abcd-12ab-34cd-56ef-1234567890ab',
+      'mrk-1234abcd12ab34cd56ef1234567890ab',
+      'alias/eve-world',
+      'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
+      'arn:aws-us-gov:kms:us-gov-west-1:123456789012:alias/eve-world',
+    ]) {
+      expect(loadConfig({ EVE_WORLD_AWS_KMS_KEY_ID: id }).kmsKeyId).toBe(id);
+    }
+    for (const bad of ['my-key', 'alias/', 'arn:aws:kms:us-east-1:123:key/x', 'aws/dynamodb']) {
+      expect(() => loadConfig({ EVE_WORLD_AWS_KMS_KEY_ID: bad })).toThrow(
+        /EVE_WORLD_AWS_KMS_KEY_ID is not a KMS key id.*Example: EVE_WORLD_AWS_KMS_KEY_ID=alias\//,
+      );
+    }
   });
 
   it('treats blank values as unset', () => {

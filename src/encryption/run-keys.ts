@@ -1,0 +1,201 @@
+/**
+ * `World.getEncryptionKeyForRun` with KMS envelope encryption.
+ *
+ * Each run has its own 32-byte AES-256 data key. KMS generates it (`GenerateDataKey` under the
+ * customer-managed key `EVE_WORLD_AWS_KMS_KEY_ID`) and only the wrapped form is stored, in the
+ * run's partition (`RUN#<runId>` / `RUNKEY`, see src/ddb.ts). Core derives its payload keys from
+ * the plaintext and encrypts step inputs/outputs, run input/output, hook payloads and stream
+ * chunks with AES-GCM before they reach the World, so the table, the bucket and the queue only
+ * ever hold ciphertext of them.
+ *
+ * Invariants:
+ * - One key per run, whoever asks first: the key item is written with `attribute_not_exists`.
+ *   Two processes that generate at once converge on the winner's key (the loser re-reads with a
+ *   consistent read and unwraps it), and an SDK retry of our own put after a lost response
+ *   recognises its own blob. No payload is ever encrypted under a key that is not stored.
+ * - The encryption context is `{ "eve-world-aws:runId": <runId> }`: a wrapped key copied to
+ *   another run's item does not unwrap (KMS answers InvalidCiphertextException), and CloudTrail
+ *   shows which run each Decrypt was for. It deliberately does not name the table, so a table
+ *   restored under another name still decrypts.
+ * - Unwrapped keys are cached in process ({@link KeyCache}: bounded in count and age), and
+ *   concurrent requests for one run share one load, so a busy run costs one KMS call per process
+ *   per cache lifetime.
+ * - Reading never creates: a terminal run without a key item (created before encryption was
+ *   turned on) gets `undefined` (its payloads are plaintext), not a fresh key.
+ */
+import { ConditionalCheckFailedException, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { DecryptCommand, GenerateDataKeyCommand } from '@aws-sdk/client-kms';
+import type { WorkflowRun } from '@workflow/world';
+import { WorkflowWorldError } from '@workflow/errors';
+import type { WorldContext } from '../context.js';
+import { encryptionKeys } from '../ddb.js';
+import { KeyCache, type KeyCacheOptions } from './key-cache.js';
+
+export const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+
+/** Counters for the bench and for operators (`world.runKeys.stats()`). */
+export interface RunKeyStats {
+  /** Calls to getEncryptionKeyForRun. */
+  requests: number;
+  /** Answered from the in-process cache. */
+  cacheHits: number;
+  /** KMS GenerateDataKey calls (one per run, plus one per lost creation race). */
+  generateDataKey: number;
+  /** KMS Decrypt calls (a cache miss on an existing key). */
+  decrypt: number;
+  /** Key items read / written. */
+  keyReads: number;
+  keyWrites: number;
+  /** Creation races lost to another process (its key was adopted). */
+  racesLost: number;
+}
+
+export interface RunKeysOptions extends KeyCacheOptions {}
+
+export class RunKeys {
+  readonly #ctx: WorldContext;
+  readonly #keyId: string;
+  readonly #cache: KeyCache;
+  readonly #loading = new Map<string, Promise<Uint8Array | undefined>>();
+  readonly #stats: RunKeyStats = { requests: 0, cacheHits: 0, generateDataKey: 0, decrypt: 0, keyReads: 0, keyWrites: 0, racesLost: 0 };
+
+  constructor(ctx: WorldContext, keyId: string, opts: RunKeysOptions = {}) {
+    this.#ctx = ctx;
+    this.#keyId = keyId;
+    this.#cache = new KeyCache(opts);
+  }
+
+  stats(): RunKeyStats {
+    return { ...this.#stats };
+  }
+
+  /** Unwrapped keys held in process right now. */
+  get cached(): number {
+    return this.#cache.size;
+  }
+
+  /** Forget every unwrapped key (zeroed). */
+  clear(): void {
+    this.#cache.clear();
+  }
+
+  /** The run's 32-byte data key; created on first request unless the run is already terminal. */
+  async forRun(runOrId: WorkflowRun | string): Promise<Uint8Array | undefined> {
+    const run = typeof runOrId === 'string' ? undefined : runOrId;
+    const runId = typeof runOrId === 'string' ? runOrId : runOrId?.runId;
+    if (typeof runId !== 'string' || runId.length === 0 || Buffer.byteLength(runId) > 900) {
+      throw new WorkflowWorldError('getEncryptionKeyForRun needs a run or a non-empty run id (at most 900 bytes)', { status: 400 });
+    }
+    this.#stats.requests++;
+    const hit = this.#cache.get(runId);
+    if (hit) {
+      this.#stats.cacheHits++;
+      return hit;
+    }
+    let loading = this.#loading.get(runId);
+    if (!loading) {
+      loading = this.#load(runId, run !== undefined && TERMINAL.has(run.status)).finally(() => this.#loading.delete(runId));
+      this.#loading.set(runId, loading);
+    }
+    const key = await loading;
+    return key?.slice();
+  }
+
+  async #load(runId: string, terminal: boolean): Promise<Uint8Array | undefined> {
+    const stored = await this.#read(runId);
+    let key: Uint8Array | undefined;
+    if (stored) key = await this.#unwrap(runId, stored);
+    else if (!terminal) key = await this.#create(runId);
+    if (key) this.#cache.set(runId, key);
+    return key;
+  }
+
+  async #read(runId: string): Promise<Uint8Array | undefined> {
+    this.#stats.keyReads++;
+    const out = await this.#ctx.clients.ddb.send(
+      new GetItemCommand({
+        TableName: this.#ctx.config.tableName,
+        Key: { PK: { S: encryptionKeys.runKey(runId).PK }, SK: { S: encryptionKeys.runKey(runId).SK } },
+        ConsistentRead: true,
+        ProjectionExpression: 'wrappedKey',
+      }),
+    );
+    const b = out.Item?.wrappedKey?.B;
+    return b && b.length > 0 ? b : undefined;
+  }
+
+  async #create(runId: string): Promise<Uint8Array> {
+    const kms = await this.#ctx.clients.kms();
+    this.#stats.generateDataKey++;
+    const generated = await kms
+      .send(new GenerateDataKeyCommand({ KeyId: this.#keyId, KeySpec: 'AES_256', EncryptionContext: this.#context(runId) }))
+      .catch((err) => {
+        throw this.#kmsError('generate a data key for', runId, err);
+      });
+    const { Plaintext: plaintext, CiphertextBlob: wrapped, KeyId: keyArn } = generated;
+    if (plaintext?.length !== 32 || !wrapped) {
+      throw new WorkflowWorldError(`KMS GenerateDataKey for run ${runId} returned no 32-byte key (key ${this.#keyId})`, { status: 502 });
+    }
+    const { PK, SK } = encryptionKeys.runKey(runId);
+    try {
+      this.#stats.keyWrites++;
+      await this.#ctx.clients.ddb.send(
+        new PutItemCommand({
+          TableName: this.#ctx.config.tableName,
+          Item: {
+            PK: { S: PK },
+            SK: { S: SK },
+            wrappedKey: { B: wrapped },
+            kmsKeyArn: { S: keyArn ?? this.#keyId },
+            createdAt: { N: String(Date.now()) },
+          },
+          ConditionExpression: 'attribute_not_exists(PK)',
+        }),
+      );
+      return plaintext;
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException) && (err as { name?: string })?.name !== 'ConditionalCheckFailedException') throw err;
+    }
+    // Someone stored a key first, or this is the SDK's retry of our own put: use what is stored.
+    const stored = await this.#read(runId);
+    if (!stored) throw new WorkflowWorldError(`The data key item of run ${runId} vanished during creation; retry`, { status: 409 });
+    if (Buffer.from(stored).equals(Buffer.from(wrapped))) return plaintext;
+    plaintext.fill(0);
+    this.#stats.racesLost++;
+    return this.#unwrap(runId, stored);
+  }
+
+  async #unwrap(runId: string, wrapped: Uint8Array): Promise<Uint8Array> {
+    const kms = await this.#ctx.clients.kms();
+    this.#stats.decrypt++;
+    const out = await kms.send(new DecryptCommand({ CiphertextBlob: wrapped, EncryptionContext: this.#context(runId) })).catch((err) => {
+      throw this.#kmsError('unwrap the data key of', runId, err);
+    });
+    if (out.Plaintext?.length !== 32) {
+      throw new WorkflowWorldError(`KMS Decrypt of run ${runId}'s data key did not return 32 bytes`, { status: 502 });
+    }
+    return out.Plaintext;
+  }
+
+  #context(runId: string): Record<string, string> {
+    return { [ENCRYPTION_CONTEXT_KEY]: runId };
+  }
+
+  /** A KMS failure as an error that says what failed and what to do about it. */
+  #kmsError(what: string, runId: string, err: unknown): WorkflowWorldError {
+    const name = (err as { name?: string })?.name ?? 'Error';
+    const message = (err as { message?: string })?.message ?? String(err);
+    const hint: Record<string, string> = {
+      AccessDeniedException: `grant this role kms:GenerateDataKey and kms:Decrypt on ${this.#keyId} (see \`eve-world-aws init --print-iam-policy\`)`,
+      DisabledException: `the KMS key is disabled: enable it (aws kms enable-key) or point EVE_WORLD_AWS_KMS_KEY_ID at an enabled key`,
+      KMSInvalidStateException: 'the KMS key is pending deletion or import; cancel the deletion or use another key',
+      NotFoundException: `the KMS key ${this.#keyId} does not exist in this account and region; check EVE_WORLD_AWS_KMS_KEY_ID and AWS_REGION`,
+      InvalidCiphertextException: `the stored data key of run ${runId} does not decrypt under its encryption context: it was altered or copied from another run`,
+    };
+    return new WorkflowWorldError(
+      `Cannot ${what} run ${runId} with KMS (${name}: ${message}). ${hint[name] ? `Fix: ${hint[name]}.` : ''}`.trim(),
+      { cause: err },
+    );
+  }
+}
