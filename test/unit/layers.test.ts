@@ -2,7 +2,8 @@
  * The layers of src/ run one way (design.md, "Layout"): reads every import of every module under
  * src/ and fails when a module imports one of a higher layer. Pure: parses the files, no emulator.
  *
- *   0 base      config.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts, resources.ts
+ *   0 base      config.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts, resources.ts,
+ *               encryption/ (per-run KMS data keys and at-rest settings: needs only the base)
  *   1 parts     storage/, queue/ (send side), streams/ or streamer(.ts|/)
  *   2 consumer  consumer/ (receive side: poller, Lambda handler, the delivery pipeline)
  *   3 world     index.ts (composition)
@@ -22,7 +23,7 @@ type Layer = { rank: number; name: string };
 function layerOf(rel: string): Layer {
   const top = rel.split('/')[0];
   if (
-    ['config.ts', 'log.ts', 'ddb.ts', 'payloads.ts', 'context.ts', 'polyfills.ts', 'resources.ts', 'aws'].includes(top)
+    ['config.ts', 'log.ts', 'ddb.ts', 'payloads.ts', 'context.ts', 'polyfills.ts', 'resources.ts', 'aws', 'encryption'].includes(top)
   )
     return { rank: 0, name: 'base' };
   if (top === 'storage') return { rank: 1, name: 'storage' };
