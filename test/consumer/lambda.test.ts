@@ -170,3 +170,46 @@ test('without a flow route configured, the handler fails the whole batch loudly'
   const handler = createSqsHandler({ context: w.ctx });
   await expect(handler({ Records: [] })).rejects.toThrow(/EVE_WORLD_AWS_FLOW_URL/);
 });
+
+describe('Lambda SQS handler heartbeat', () => {
+  test('the heartbeat uses the visibility in force on the queue, not the configured one', async ({ expect }) => {
+    // Config says 900 s (the default); the queue really has 2 s (drift). A delivery that runs 6 s
+    // must stay hidden: the heartbeat reads the queue's value and extends every ~0.7 s.
+    const w = await makeWorld({ start: false, register: false });
+    worlds.push(w);
+    const { ReceiveMessageCommand, SetQueueAttributesCommand } = await import('@aws-sdk/client-sqs');
+    const url = await w.queue.transport.queueUrl();
+    await w.fixture.clients.sqs.send(
+      new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { VisibilityTimeout: '2' } }),
+    );
+    await w.queue.queue(Q, { runId: 'slow' });
+    const receive = (visibility?: number) =>
+      w.fixture.clients.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 1,
+          WaitTimeSeconds: 1,
+          VisibilityTimeout: visibility,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        }),
+      );
+    // As the event source mapping does: received with the queue's own visibility.
+    const first = (await receive()).Messages ?? [];
+    expect(first).toHaveLength(1);
+    const flow = w.queue.createQueueHandler('__wkf_workflow_', async () => {
+      await sleep(6000);
+    });
+    const handler = createSqsHandler({ flow, context: w.ctx, logger: new MemoryLogger() });
+    let stolen = 0;
+    let running = true;
+    const thief = (async () => {
+      while (running) stolen += ((await receive(1)).Messages ?? []).length;
+    })();
+    const res = await handler({ Records: first.map((m) => toRecord(m, 'arn:aws:sqs:us-east-1:000000000000:q')) });
+    running = false;
+    await thief;
+    expect(res.batchItemFailures).toEqual([]);
+    expect(stolen).toBe(0);
+  });
+});
