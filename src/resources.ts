@@ -59,6 +59,8 @@ export type ReconcileMode = 'apply' | 'dry-run' | 'verify';
  */
 export const PAYLOAD_PREFIXES = ['queue/'] as const;
 export const PAYLOAD_EXPIRY_DAYS = 30;
+/** The tag storage puts on a finished run's objects under EVE_WORLD_AWS_RETENTION_DAYS. */
+export const RETENTION_TAG = 'eve-world-aws-expired';
 /** Message retention: the maximum, so that long-wait hops and DLQ triage have room. */
 export const RETENTION_SECONDS = 1_209_600;
 export const MAX_MESSAGE_SIZE = 1_048_576;
@@ -324,7 +326,13 @@ export function queueDrift(
 
 // ---------- bucket ----------
 
-async function reconcileBucket(s3: S3Client, bucket: string, mode: ReconcileMode, region?: string): Promise<ResourceReport> {
+async function reconcileBucket(
+  s3: S3Client,
+  bucket: string,
+  mode: ReconcileMode,
+  region?: string,
+  retentionDays?: number,
+): Promise<ResourceReport> {
   const report: ResourceReport = { kind: 'bucket', name: bucket, state: 'present', details: [] };
   let exists = true;
   try {
@@ -381,12 +389,25 @@ async function reconcileBucket(s3: S3Client, bucket: string, mode: ReconcileMode
             new PutBucketLifecycleConfigurationCommand({
               Bucket: bucket,
               LifecycleConfiguration: {
-                Rules: PAYLOAD_PREFIXES.map((p) => ({
-                  ID: `expire-${p.replace('/', '')}`,
-                  Status: 'Enabled',
-                  Filter: { Prefix: p },
-                  Expiration: { Days: PAYLOAD_EXPIRY_DAYS },
-                })),
+                Rules: [
+                  ...PAYLOAD_PREFIXES.map((p) => ({
+                    ID: `expire-${p.replace('/', '')}`,
+                    Status: 'Enabled' as const,
+                    Filter: { Prefix: p },
+                    Expiration: { Days: PAYLOAD_EXPIRY_DAYS },
+                  })),
+                  // Objects of finished runs under EVE_WORLD_AWS_RETENTION_DAYS (tagged by storage/retention.ts).
+                  ...(retentionDays === undefined
+                    ? []
+                    : [
+                        {
+                          ID: 'expire-retained-runs',
+                          Status: 'Enabled' as const,
+                          Filter: { Tag: { Key: RETENTION_TAG, Value: 'true' } },
+                          Expiration: { Days: Math.max(1, retentionDays) },
+                        },
+                      ]),
+                ],
               },
             }),
           ),
@@ -419,7 +440,7 @@ async function reconcileBucket(s3: S3Client, bucket: string, mode: ReconcileMode
 export async function reconcile(clients: AwsClients, config: WorldConfig, mode: ReconcileMode): Promise<ResourceReport[]> {
   const table = await reconcileTable(clients.ddb, config.tableName, mode);
   const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);
-  const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region);
+  const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region, config.retentionDays);
   return [table, dlq, queue, bucket];
 }
 
