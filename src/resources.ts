@@ -82,7 +82,8 @@ function tableDrift(t: TableDescription, ttlOn: boolean): string[] {
       continue;
     }
     const gks = (found.KeySchema ?? []).map((k) => `${k.AttributeName}:${k.KeyType}`).join(',');
-    if (gks !== `${g.pk}:HASH,${g.sk}:RANGE`) problems.push(`index ${g.name} has keys ${gks}, expected ${g.pk} + ${g.sk}`);
+    if (gks !== `${g.pk}:HASH,${g.sk}:RANGE`)
+      problems.push(`index ${g.name} has keys ${gks}, expected ${g.pk} + ${g.sk}`);
     const want = g.projection;
     const got = found.Projection;
     const attrs = (a: readonly string[] | undefined) => [...(a ?? [])].sort().join(',');
@@ -100,7 +101,10 @@ function tableDrift(t: TableDescription, ttlOn: boolean): string[] {
 async function ttlEnabled(ddb: DynamoDBClient, table: string): Promise<boolean> {
   const out = await ddb.send(new DescribeTimeToLiveCommand({ TableName: table }));
   const d = out.TimeToLiveDescription;
-  return (d?.TimeToLiveStatus === 'ENABLED' || d?.TimeToLiveStatus === 'ENABLING') && d.AttributeName === TABLE_SCHEMA.ttlAttribute;
+  return (
+    (d?.TimeToLiveStatus === 'ENABLED' || d?.TimeToLiveStatus === 'ENABLING') &&
+    d.AttributeName === TABLE_SCHEMA.ttlAttribute
+  );
 }
 
 async function reconcileTable(ddb: DynamoDBClient, table: string, mode: ReconcileMode): Promise<ResourceReport> {
@@ -114,7 +118,9 @@ async function reconcileTable(ddb: DynamoDBClient, table: string, mode: Reconcil
   if (!desc) {
     if (mode !== 'apply') {
       report.state = mode === 'dry-run' ? 'would-create' : 'missing';
-      report.details.push(`create table ${table} (PAY_PER_REQUEST, PK/SK, ${GSI1} + ${GSI2}, TTL on "${TABLE_SCHEMA.ttlAttribute}")`);
+      report.details.push(
+        `create table ${table} (PAY_PER_REQUEST, PK/SK, ${GSI1} + ${GSI2}, TTL on "${TABLE_SCHEMA.ttlAttribute}")`,
+      );
       if (mode === 'verify') report.fix = 'run `eve-world-aws init`';
       return report;
     }
@@ -216,7 +222,10 @@ async function reconcileQueues(
         await sqs.send(
           new CreateQueueCommand({
             QueueName: dlqName,
-            Attributes: { MessageRetentionPeriod: String(RETENTION_SECONDS), MaximumMessageSize: String(MAX_MESSAGE_SIZE) },
+            Attributes: {
+              MessageRetentionPeriod: String(RETENTION_SECONDS),
+              MaximumMessageSize: String(MAX_MESSAGE_SIZE),
+            },
           }),
         )
       ).QueueUrl;
@@ -260,7 +269,9 @@ async function reconcileQueues(
   }
   const drift = queueDrift(await queueAttrs(sqs, url), config, dlqArn);
   if (drift.problems.length === 0) {
-    queue.details.push(`visibility ${config.visibilityTimeoutSeconds} s; redrive to ${dlqName} after ${config.maxReceiveCount} receives`);
+    queue.details.push(
+      `visibility ${config.visibilityTimeoutSeconds} s; redrive to ${dlqName} after ${config.maxReceiveCount} receives`,
+    );
     return { dlq, queue };
   }
   queue.details.push(...drift.problems);
@@ -299,13 +310,16 @@ export function queueDrift(
   }
   if (!redrive) problems.push('has no redrive policy (failed messages would be retried until retention expires)');
   else {
-    if (dlqArn && redrive.deadLetterTargetArn !== dlqArn) problems.push(`redrives to ${redrive.deadLetterTargetArn}, expected ${dlqArn}`);
+    if (dlqArn && redrive.deadLetterTargetArn !== dlqArn)
+      problems.push(`redrives to ${redrive.deadLetterTargetArn}, expected ${dlqArn}`);
     if (Number(redrive.maxReceiveCount) !== config.maxReceiveCount) {
       problems.push(`redrives after ${redrive.maxReceiveCount} receives, configured ${config.maxReceiveCount}`);
     }
   }
   if (Number(attrs.VisibilityTimeout) !== config.visibilityTimeoutSeconds) {
-    problems.push(`visibility timeout is ${attrs.VisibilityTimeout} s, configured ${config.visibilityTimeoutSeconds} s`);
+    problems.push(
+      `visibility timeout is ${attrs.VisibilityTimeout} s, configured ${config.visibilityTimeoutSeconds} s`,
+    );
   }
   if (Number(attrs.MessageRetentionPeriod) !== RETENTION_SECONDS) {
     problems.push(`message retention is ${attrs.MessageRetentionPeriod} s, expected ${RETENTION_SECONDS} s (14 days)`);
@@ -319,7 +333,10 @@ export function queueDrift(
     VisibilityTimeout: String(config.visibilityTimeoutSeconds),
     MessageRetentionPeriod: String(RETENTION_SECONDS),
     MaximumMessageSize: String(MAX_MESSAGE_SIZE),
-    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn ?? '<dlq-arn>', maxReceiveCount: config.maxReceiveCount }),
+    RedrivePolicy: JSON.stringify({
+      deadLetterTargetArn: dlqArn ?? '<dlq-arn>',
+      maxReceiveCount: config.maxReceiveCount,
+    }),
   };
   return { problems, wanted, unfixable };
 }
@@ -344,14 +361,18 @@ async function reconcileBucket(
   if (!exists) {
     if (mode !== 'apply') {
       report.state = mode === 'dry-run' ? 'would-create' : 'missing';
-      report.details.push(`create bucket ${bucket} (private, SSE-S3, expire ${PAYLOAD_PREFIXES.join(' ')} objects after ${PAYLOAD_EXPIRY_DAYS} days)`);
+      report.details.push(
+        `create bucket ${bucket} (private, SSE-S3, expire ${PAYLOAD_PREFIXES.join(' ')} objects after ${PAYLOAD_EXPIRY_DAYS} days)`,
+      );
       if (mode === 'verify') report.fix = 'run `eve-world-aws init`';
       return report;
     }
     await s3.send(
       new CreateBucketCommand({
         Bucket: bucket,
-        ...(region && region !== 'us-east-1' ? { CreateBucketConfiguration: { LocationConstraint: region as never } } : {}),
+        ...(region && region !== 'us-east-1'
+          ? { CreateBucketConfiguration: { LocationConstraint: region as never } }
+          : {}),
       }),
     );
     report.state = 'created';
@@ -378,7 +399,9 @@ async function reconcileBucket(
           s3.send(
             new PutBucketEncryptionCommand({
               Bucket: bucket,
-              ServerSideEncryptionConfiguration: { Rules: [{ ApplyServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+              ServerSideEncryptionConfiguration: {
+                Rules: [{ ApplyServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+              },
             }),
           ),
       ],
@@ -437,7 +460,11 @@ async function reconcileBucket(
 }
 
 /** Create (apply), plan (dry-run) or check (verify) every resource, in dependency order. */
-export async function reconcile(clients: AwsClients, config: WorldConfig, mode: ReconcileMode): Promise<ResourceReport[]> {
+export async function reconcile(
+  clients: AwsClients,
+  config: WorldConfig,
+  mode: ReconcileMode,
+): Promise<ResourceReport[]> {
   const table = await reconcileTable(clients.ddb, config.tableName, mode);
   const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);
   const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region, config.retentionDays);
