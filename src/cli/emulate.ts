@@ -44,7 +44,8 @@ export interface EmulateOptions {
 }
 
 function parsePort(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) > 65535) throw new InvalidArgumentError('must be a port number 0-65535 (0 = any free port).');
+  if (!/^\d+$/.test(v) || Number(v) > 65535)
+    throw new InvalidArgumentError('must be a port number 0-65535 (0 = any free port).');
   return Number(v);
 }
 
@@ -130,7 +131,10 @@ async function initResources(env: Record<string, string>, enabled: boolean): Pro
   const reports = await runReconcile(config, 'apply');
   if (hasProblems(reports)) {
     process.stderr.write(renderReports(reports, 'apply'));
-    throw new CliError('The emulator holds resources that do not match what eve-world-aws needs (see the fix above).', EXIT_FAILURE);
+    throw new CliError(
+      'The emulator holds resources that do not match what eve-world-aws needs (see the fix above).',
+      EXIT_FAILURE,
+    );
   }
   return reports;
 }
@@ -148,7 +152,8 @@ function announce(ready: Ready, opts: EmulateOptions): void {
     return;
   }
   const out: string[] = [];
-  if (ready.resources) out.push(`# resources: ${ready.resources.map((r) => `${r.kind} ${r.name} (${r.state})`).join(', ')}`);
+  if (ready.resources)
+    out.push(`# resources: ${ready.resources.map((r) => `${r.kind} ${r.name} (${r.state})`).join(', ')}`);
   else out.push('# resources: not created (--no-init); run `eve-world-aws init` with the lines below');
   out.push(...lines);
   out.push(
@@ -207,7 +212,11 @@ async function runEmbedded(opts: EmulateOptions, shutdown: Shutdown): Promise<vo
 // ---------- --docker ----------
 
 async function runDocker(opts: EmulateOptions, shutdown: Shutdown): Promise<void> {
-  if (opts.dataDir) throw new CliError('--data-dir is not supported with --docker: the Docker stack keeps its data in memory.', EXIT_USAGE);
+  if (opts.dataDir)
+    throw new CliError(
+      '--data-dir is not supported with --docker: the Docker stack keeps its data in memory.',
+      EXIT_USAGE,
+    );
   const dynamodbPort = opts.dynamodbPort || (await freePort());
   const sqsPort = opts.port || (await freePort());
   const s3Port = opts.s3Port || (opts.s3Port === undefined && opts.port ? opts.port + 1 : await freePort());
@@ -247,22 +256,32 @@ export async function runEmulate(opts: EmulateOptions): Promise<void> {
 }
 
 export function emulateCommand(): Command {
-  return new Command('emulate')
-    .description('Run a local AWS stack in the foreground (embedded: DynamoDB Local + fauxqs, no Docker) and create the resources')
-    .option('--port <n>', 'SQS + S3 port (fauxqs); with --docker the ElasticMQ SQS port', parsePort, DEFAULT_AWS_PORT)
-    .option('--dynamodb-port <n>', 'DynamoDB Local port', parsePort, DEFAULT_DYNAMODB_PORT)
-    .option('--s3-port <n>', `with --docker: MinIO S3 port (default: --port + 1 = ${DEFAULT_DOCKER_S3_PORT})`, parsePort)
-    .option('--data-dir <dir>', 'keep DynamoDB data in DIR across restarts (default: in memory)')
-    .option('--no-init', 'do not create the table, queues and bucket')
-    .option('--env-file <path>', 'also write the export lines to PATH (usable with `source` and `node --env-file`)')
-    // Node 20's launcher scans the whole command line for `--env-file` and exits 9 when that file
-    // does not exist yet, before this program runs; `--env-out` is the same flag without the clash.
-    .option('--env-out <path>', 'same as --env-file (use it on Node 20, which rejects --env-file PATH when PATH does not exist yet)')
-    .option('--docker', 'run docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) instead of the embedded stack')
-    .option('--json', 'print one JSON object (endpoints, env, resources) instead of export lines')
-    .addHelpText(
-      'after',
-      `
+  return (
+    new Command('emulate')
+      .description(
+        'Run a local AWS stack in the foreground (embedded: DynamoDB Local + fauxqs, no Docker) and create the resources',
+      )
+      .option('--port <n>', 'SQS + S3 port (fauxqs); with --docker the ElasticMQ SQS port', parsePort, DEFAULT_AWS_PORT)
+      .option('--dynamodb-port <n>', 'DynamoDB Local port', parsePort, DEFAULT_DYNAMODB_PORT)
+      .option(
+        '--s3-port <n>',
+        `with --docker: MinIO S3 port (default: --port + 1 = ${DEFAULT_DOCKER_S3_PORT})`,
+        parsePort,
+      )
+      .option('--data-dir <dir>', 'keep DynamoDB data in DIR across restarts (default: in memory)')
+      .option('--no-init', 'do not create the table, queues and bucket')
+      .option('--env-file <path>', 'also write the export lines to PATH (usable with `source` and `node --env-file`)')
+      // Node 20's launcher scans the whole command line for `--env-file` and exits 9 when that file
+      // does not exist yet, before this program runs; `--env-out` is the same flag without the clash.
+      .option(
+        '--env-out <path>',
+        'same as --env-file (use it on Node 20, which rejects --env-file PATH when PATH does not exist yet)',
+      )
+      .option('--docker', 'run docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) instead of the embedded stack')
+      .option('--json', 'print one JSON object (endpoints, env, resources) instead of export lines')
+      .addHelpText(
+        'after',
+        `
 Everything listens on 127.0.0.1. The embedded stack needs Java 17 (DynamoDB Local); fauxqs keeps
 queues and the bucket in memory only, so they are re-created at every start (--data-dir persists
 DynamoDB only). EVE_WORLD_AWS_JAVA overrides the java binary (default: $JAVA_HOME/bin/java, java).
@@ -274,8 +293,9 @@ Examples:
   eve-world-aws emulate                      # DynamoDB :8000, SQS + S3 :4566
   eve-world-aws emulate --env-file .emulate/env --data-dir .emulate/dynamodb
   eve-world-aws emulate --docker             # DynamoDB :8000, SQS :4566, S3 :4567`,
-    )
-    .action(async (opts: EmulateOptions) => {
-      await runEmulate(opts);
-    });
+      )
+      .action(async (opts: EmulateOptions) => {
+        await runEmulate(opts);
+      })
+  );
 }

