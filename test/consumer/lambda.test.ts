@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { createSqsHandler, type SQSEvent, type SQSRecord } from '../../src/consumer/lambda.js';
 import type { DeliveryOutcome } from '../../src/consumer/pipeline.js';
 import { MSG_ATTR } from '../../src/queue/encoding.js';
-import { makeWorld, MemoryLogger, receiveAll, serve, sleep, type World } from '../queue/support.js';
+import { MemoryLogger, makeWorld, receiveAll, serve, sleep, type World } from '../queue/support.js';
 
 const Q = '__wkf_workflow_lambda' as ValidQueueName;
 
@@ -211,5 +211,35 @@ describe('Lambda SQS handler heartbeat', () => {
     await thief;
     expect(res.batchItemFailures).toEqual([]);
     expect(stolen).toBe(0);
+  });
+
+  test('a flow-route outage opens the circuit: later records are parked without calling the route, none is dead-lettered', async ({
+    expect,
+  }) => {
+    const w = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '2' } });
+    worlds.push(w);
+    for (let i = 0; i < 6; i++) await w.queue.queue(Q, { runId: `down_${i}` });
+    const { event } = await eventOf(w, 6);
+    expect(event.Records).toHaveLength(6);
+    let calls = 0;
+    const logger = new MemoryLogger();
+    const handler = createSqsHandler({
+      flow: async () => {
+        calls++;
+        return new Response('bad gateway', { status: 502 });
+      },
+      context: w.ctx,
+      concurrency: 1,
+      logger,
+    });
+    const res = await handler(event);
+    expect(calls).toBe(3); // the breaker's threshold; the other three never reached the route
+    expect(logger.lines.filter((l) => l.includes('circuit open'))).toHaveLength(1);
+    // MAX_RECEIVE_COUNT 2: each copy is on its last allowed receive, so instead of keeping it (the
+    // next receive would dead-letter it) it is replaced by a fresh copy and reported as done.
+    expect(res.batchItemFailures).toEqual([]);
+    expect(logger.lines.some((l) => l.includes('DLQ:'))).toBe(false);
+    await sleep(1500);
+    expect(await receiveAll(w, await w.queue.transport.dlqUrl())).toHaveLength(0);
   });
 });
