@@ -4,6 +4,8 @@
  * bodies. No emulator needed.
  */
 import { describe, expect, it } from 'vitest';
+import { createQueueHandler } from '../../src/consumer/handler.js';
+import { computeSignature, signatureHeaders } from '../../src/consumer/signing.js';
 import { atExpression, planDelay, planHop, scheduleName } from '../../src/queue/delays.js';
 import {
   decodeEnvelope,
@@ -12,8 +14,6 @@ import {
   encodePayload,
   envelopeFromMessage,
 } from '../../src/queue/encoding.js';
-import { createQueueHandler } from '../../src/consumer/handler.js';
-import { computeSignature, signatureHeaders } from '../../src/consumer/signing.js';
 
 const SECRET = 'test-secret-0123456789abcdef';
 const Q = '__wkf_workflow_demo';
