@@ -270,7 +270,7 @@ async function settle(
       // is open (several messages failing in a row), otherwise it is the handler failing.
       const open = deps.breaker?.failed(messageId ?? msg.sqsMessageId, verdict.detail, verdict.ambiguous) ?? false;
       const outage = open || !verdict.ambiguous;
-      if (!outage) return keepFailed(msg, envelope, attempt, 'failed', verdict.detail, deps, logger);
+      if (!outage) return keepFailed(msg, envelope, 'failed', verdict.detail, deps, logger);
       logger.warn(
         `[eve-world-aws] ${where}: ${verdict.detail}; kept for retry (an outage does not count toward the DLQ)`,
       );
@@ -286,7 +286,7 @@ async function settle(
       } else if (envelope) {
         logger.warn(`[eve-world-aws] ${where} attempt ${attempt} failed: ${verdict.detail}`);
       }
-      return keepFailed(msg, envelope, attempt, verdict.reason, verdict.detail, deps, logger);
+      return keepFailed(msg, envelope, verdict.reason, verdict.detail, deps, logger);
   }
 }
 
@@ -294,7 +294,6 @@ async function settle(
 async function keepFailed(
   msg: InboundMessage,
   envelope: Envelope | undefined,
-  _attempt: number,
   reason: 'malformed' | 'unauthorized' | 'failed',
   detail: string,
   deps: DeliveryDeps,
