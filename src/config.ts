@@ -183,7 +183,7 @@ export const ENV_DOCS: readonly EnvDoc[] = [
     name: 'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS',
     default: '30',
     description:
-      'Visibility of copies the in-process consumer receives, extended by heartbeat while a delivery runs; a crashed process delays its messages by at most this (5-43200).',
+      'Visibility of copies the in-process consumer receives (never above EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS), extended by heartbeat while a delivery runs; a crashed process delays its messages by at most this (5-43200).',
   },
   {
     name: 'EVE_WORLD_AWS_CONNECT_TIMEOUT_MS',

@@ -107,6 +107,8 @@ export type ReconcileMode = 'apply' | 'dry-run' | 'verify';
  */
 export const PAYLOAD_PREFIXES = ['queue/'] as const;
 export const PAYLOAD_EXPIRY_DAYS = 30;
+/** The tag storage puts on a finished run's objects under EVE_WORLD_AWS_RETENTION_DAYS. */
+export const RETENTION_TAG = 'eve-world-aws-expired';
 /** Message retention: the maximum, so that long-wait hops and DLQ triage have room. */
 export const RETENTION_SECONDS = 1_209_600;
 export const MAX_MESSAGE_SIZE = 1_048_576;
@@ -515,12 +517,30 @@ const PUBLIC_ACCESS_BLOCK = {
   RestrictPublicBuckets: true,
 };
 
-const LIFECYCLE_RULES: LifecycleRule[] = PAYLOAD_PREFIXES.map((p) => ({
-  ID: `expire-${p.replace('/', '')}`,
-  Status: 'Enabled',
-  Filter: { Prefix: p },
-  Expiration: { Days: PAYLOAD_EXPIRY_DAYS },
-}));
+/**
+ * The bucket's lifecycle rules: offloaded queue bodies expire; with EVE_WORLD_AWS_RETENTION_DAYS,
+ * objects of finished runs (tagged by storage/retention.ts) expire too.
+ */
+function lifecycleRules(retentionDays?: number): LifecycleRule[] {
+  return [
+    ...PAYLOAD_PREFIXES.map((p) => ({
+      ID: `expire-${p.replace('/', '')}`,
+      Status: 'Enabled' as const,
+      Filter: { Prefix: p },
+      Expiration: { Days: PAYLOAD_EXPIRY_DAYS },
+    })),
+    ...(retentionDays === undefined
+      ? []
+      : [
+          {
+            ID: 'expire-retained-runs',
+            Status: 'Enabled' as const,
+            Filter: { Tag: { Key: RETENTION_TAG, Value: 'true' } },
+            Expiration: { Days: Math.max(1, retentionDays) },
+          },
+        ]),
+  ];
+}
 
 /** A Get that answered 200 without the configuration: the endpoint does not implement the call. */
 const notImplemented = (what: string) => ({
@@ -542,7 +562,8 @@ function deniesInsecureTransport(st: PolicyStatement): boolean {
 }
 
 /** The bucket's hardening: no public access, default encryption, TLS only, expiry of transient objects. */
-function bucketSettings(s3: S3Client, bucket: string, region: string | undefined): Setting[] {
+function bucketSettings(s3: S3Client, bucket: string, region: string | undefined, retentionDays?: number): Setting[] {
+  const LIFECYCLE_RULES = lifecycleRules(retentionDays);
   const arn = `arn:${partitionOf(region)}:s3:::${bucket}`;
   const tlsOnly = {
     Sid: TLS_ONLY_SID,
@@ -672,7 +693,7 @@ function bucketSettings(s3: S3Client, bucket: string, region: string | undefined
                 r.ID === want.ID &&
                 r.Status === 'Enabled' &&
                 r.Expiration?.Days !== undefined &&
-                r.Expiration.Days <= PAYLOAD_EXPIRY_DAYS,
+                r.Expiration.Days <= (want.Expiration?.Days ?? PAYLOAD_EXPIRY_DAYS),
             ),
         );
         return missing.length === 0
@@ -699,6 +720,7 @@ async function reconcileBucket(
   bucket: string,
   mode: ReconcileMode,
   region?: string,
+  retentionDays?: number,
 ): Promise<ResourceReport> {
   const report: ResourceReport = { kind: 'bucket', name: bucket, state: 'present', details: [] };
   let exists = true;
@@ -728,7 +750,11 @@ async function reconcileBucket(
     report.state = 'created';
     report.details.push('created');
   }
-  applySettings(report, await reconcileSettings(bucketSettings(s3, bucket, region), mode), 'eve-world-aws init');
+  applySettings(
+    report,
+    await reconcileSettings(bucketSettings(s3, bucket, region, retentionDays), mode),
+    'eve-world-aws init',
+  );
   return report;
 }
 
@@ -740,7 +766,7 @@ export async function reconcile(
 ): Promise<ResourceReport[]> {
   const table = await reconcileTable(clients.ddb, config.tableName, mode);
   const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);
-  const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region);
+  const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region, config.retentionDays);
   // With EVE_WORLD_AWS_KMS_KEY_ID: the key and SSE-KMS on all of the above (src/encryption/at-rest.ts).
   return [table, dlq, queue, bucket, ...(await reconcileEncryption(clients, config, mode))];
 }

@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../src/aws/clients.js';
-import { reconcile, hasProblems } from '../src/resources.js';
+import { hasProblems, reconcile } from '../src/resources.js';
 import { createTableWithoutIndexes, testConfig } from './helpers/aws.js';
 
 describe('reconcile (init)', () => {

@@ -40,14 +40,20 @@ async function runDemo(opts: DemoOptions): Promise<number> {
   const stack = await startStack({ dynamodbPort: 0, awsPort: 0, dataDir: opts.dataDir });
   let world: ReturnType<typeof createWorld> | undefined;
   try {
-    const config = loadConfig({ ...process.env, ...stack.env, EVE_WORLD_AWS_PREFIX: process.env.EVE_WORLD_AWS_PREFIX ?? 'eve-world-demo' });
+    const config = loadConfig({
+      ...process.env,
+      ...stack.env,
+      EVE_WORLD_AWS_PREFIX: process.env.EVE_WORLD_AWS_PREFIX ?? 'eve-world-demo',
+    });
     const clients = createClients(config);
     await reconcile(clients, config, 'apply');
     log(`${c.dim(stamp())} resources ready: table ${config.tableName}, queue ${config.queue}, bucket ${config.bucket}`);
 
     // Next to the `workflow` package this command loads (see src/demo/build.ts), whatever the cwd.
     const built = await buildDemo();
-    log(`${c.dim(stamp())} ${built.built ? 'compiled' : 'reused'} the demo workflow (${path.relative(process.cwd(), built.flowPath)})`);
+    log(
+      `${c.dim(stamp())} ${built.built ? 'compiled' : 'reused'} the demo workflow (${path.relative(process.cwd(), built.flowPath)})`,
+    );
 
     const flow = (await import(pathToFileURL(built.flowPath).href)) as { POST: (r: Request) => Promise<Response> };
     const manifest = JSON.parse(readFileSync(built.manifestPath, 'utf8'));
@@ -69,7 +75,11 @@ async function runDemo(opts: DemoOptions): Promise<number> {
     let approved = false;
     const printed: string[] = [];
     const poll = async () => {
-      const page = await world!.events.list({ runId: run.runId, pagination: { cursor: undefined }, resolveData: 'none' });
+      const page = await world!.events.list({
+        runId: run.runId,
+        pagination: { cursor: undefined },
+        resolveData: 'none',
+      });
       for (const e of page.data.slice(seen)) {
         const name = (e as { eventData?: { stepName?: string } }).eventData?.stepName;
         const line = `${c.dim(stamp())} ${String(seen + 1).padStart(3)} ${e.eventType}${name ? ` ${c.dim(name.split('//').pop() ?? name)}` : ''}`;
@@ -109,7 +119,14 @@ async function runDemo(opts: DemoOptions): Promise<number> {
     const status = (await world.runs.get(run.runId, { resolveData: 'none' })).status;
     const tail = `EVE_WORLD_AWS_PREFIX=${config.prefix} npx eve-world-aws emulate --data-dir ${opts.dataDir}   # then, with the exports it prints: npx eve-world-aws tail ${run.runId}`;
     if (opts.json) {
-      printJson({ runId: run.runId, status, result: value, stream: streamText, events: seen, seconds: (Date.now() - t0) / 1000 });
+      printJson({
+        runId: run.runId,
+        status,
+        result: value,
+        stream: streamText,
+        events: seen,
+        seconds: (Date.now() - t0) / 1000,
+      });
     } else {
       log(`${c.dim(stamp())} ${c.green('run completed')}: ${JSON.stringify(value)}`);
       log('');
@@ -126,7 +143,9 @@ async function runDemo(opts: DemoOptions): Promise<number> {
 
 export function demoCommand(): Command {
   return new Command('demo')
-    .description('Start the embedded emulator, run a sample workflow (steps, sleep, hook, stream) on this World, and exit.')
+    .description(
+      'Start the embedded emulator, run a sample workflow (steps, sleep, hook, stream) on this World, and exit.',
+    )
     .option('--data-dir <dir>', 'keep DynamoDB data here, to inspect the run afterwards', '.emulate/dynamodb')
     .option('--json', 'print one JSON summary instead of progress lines')
     .action(async (opts: DemoOptions) => {

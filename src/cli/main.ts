@@ -12,10 +12,10 @@ import { demoCommand } from './demo.js';
 import { doctorCommand } from './doctor.js';
 import { emulateCommand } from './emulate.js';
 import { initCommand } from './init.js';
+import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
 import { redriveCommand } from './redrive.js';
 import { runsCommand } from './runs.js';
 import { tailCommand } from './tail.js';
-import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
 
 /** One line per command; each factory returns a fully configured commander `Command`. */
 const COMMANDS: Array<() => Command> = [

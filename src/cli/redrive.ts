@@ -6,6 +6,7 @@
  * 2. `--stranded`: runs that nothing will wake get their continuation re-enqueued, as decided by
  *    the stranded-run classifier (./redrive/stranded.ts).
  */
+import { getQueueTopicPrefix } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { SqsTransport } from '../queue/transport.js';
 import { parseDuration, parsePositiveInt } from './format.js';
@@ -24,11 +25,15 @@ interface RedriveOptions {
   namespace?: string;
 }
 
+/** A queue namespace is valid when @workflow/world can build its queue prefix from it. */
 function parseNamespace(v: string): string {
-  if (!/^[a-z][a-z0-9]*$/.test(v))
+  try {
+    getQueueTopicPrefix('workflow', v);
+  } catch {
     throw new InvalidArgumentError(
       'must be lowercase letters and digits, starting with a letter (e.g. eve6576652d64656d6f).',
     );
+  }
   return v;
 }
 

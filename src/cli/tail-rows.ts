@@ -8,9 +8,9 @@
  */
 import type { Event, Step, WorkflowRun, WorkflowRunWithoutData, World } from '@workflow/world';
 import { eventIdToSlot } from '@workflow/world';
+import { sleep } from '../aws/sleep.js';
 import { encodeEventCursor } from '../storage/index.js';
 import { errorText, fromDevalue, hex, jsonSafe, previewValue, truncate, utf8 } from './format.js';
-import { sleep } from '../aws/sleep.js';
 
 export interface RunRow {
   kind: 'run';

@@ -11,9 +11,9 @@
 import { Command } from 'commander';
 import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './output.js';
+import { isInstalled, TUI_PEERS } from './peers.js';
 import { chunkLines, followRun, type RunRow, type TailRow } from './tail-rows.js';
 import { getRunOrFail, withWorld } from './world.js';
-import { isInstalled, TUI_PEERS } from './peers.js';
 
 export const EXIT_INTERRUPTED = 130;
 

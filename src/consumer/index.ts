@@ -127,7 +127,8 @@ export function createConsumer(
         logger,
         concurrency: config.consumerConcurrency,
         waitTimeSeconds,
-        visibilitySeconds: config.consumerVisibilitySeconds,
+        // Never longer than the queue's own visibility: a short queue visibility stays short.
+        visibilitySeconds: Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds),
         drainTimeoutMs: options.drainTimeoutMs,
         breaker: new CircuitBreaker(logger, 'the flow route', { cooldownMs: options.breakerCooldownMs }),
         ready,

@@ -175,6 +175,7 @@ export function createSqsHandler(
             signal: abort.signal,
             visibilitySeconds,
             breaker: s.breaker,
+            gateOnBreaker: true,
             inFlight: s.inFlight,
           });
         } catch (err) {
@@ -182,6 +183,7 @@ export function createSqsHandler(
             `[eve-world-aws] delivery of SQS message ${record.messageId} failed, it will be retried: ${String(err)}`,
           );
           outcome = { action: 'keep', reason: 'failed', detail: String(err) };
+          s.breaker.neutral(); // a probe that threw before reaching the route frees the slot
         }
         if (outcome.action === 'delete' && !abort.signal.aborted) succeeded.add(record.messageId);
         opts.onOutcome?.(outcome, msg);

@@ -22,12 +22,13 @@
  * - Poison (malformed, 4xx, a handler that keeps failing) is retried with backoff and dead-lettered
  *   after `maxReceiveCount` receives; the last failing receive logs exactly one DLQ line.
  */
+
+import { sleep } from '../aws/sleep.js';
 import type { WorldConfig } from '../config.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { planHop, SQS_MAX_VISIBILITY_SECONDS } from '../queue/delays.js';
 import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
 import type { SqsTransport } from '../queue/transport.js';
-import { sleep } from '../aws/sleep.js';
 import type { CircuitBreaker } from './breaker.js';
 import type { SqsReceipts } from './receipts.js';
 import { processSigningKey, signatureHeaders } from './signing.js';
@@ -78,6 +79,12 @@ export interface DeliveryDeps {
   /** Pauses consumption during a flow-route outage (see breaker.ts). */
   breaker?: CircuitBreaker;
   /**
+   * True when the caller did not take the breaker's permission before receiving (the Lambda
+   * handler, whose copies arrive regardless): while the circuit is open a copy is parked without
+   * calling the route. The poller gates its receives instead and leaves this unset.
+   */
+  gateOnBreaker?: boolean;
+  /**
    * Logical message ids this consumer is handling right now. Core treats a delivery that carries
    * the message id of a step's inline owner as that owner's crash-redelivery and re-runs the
    * step, so two copies of one message (SQS standard queues occasionally deliver twice) must not
@@ -106,6 +113,8 @@ type Verdict =
   | { kind: 'ack' }
   | { kind: 'hop'; delaySeconds: number; deliverAt: number }
   | { kind: 'later'; seconds: number }
+  | { kind: 'busy'; seconds: number }
+  | { kind: 'paused' }
   | { kind: 'poison'; reason: 'malformed' | 'unauthorized' | 'failed'; detail: string }
   | { kind: 'outage'; reason: 'transport' | 'unavailable'; detail: string; ambiguous: boolean }
   | { kind: 'aborted' };
@@ -135,7 +144,10 @@ export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): P
     if (remaining > 0) await sleep(remaining, deps.signal);
   }
   if (deps.inFlight?.has(envelope.messageId)) {
-    return settle(msg, envelope, attempt, { kind: 'later', seconds: BUSY_RETRY_SECONDS }, deps, logger);
+    return settle(msg, envelope, attempt, { kind: 'busy', seconds: BUSY_RETRY_SECONDS }, deps, logger);
+  }
+  if (deps.gateOnBreaker && deps.breaker && !deps.breaker.tryAcquire()) {
+    return settle(msg, envelope, attempt, { kind: 'paused' }, deps, logger);
   }
 
   // 3. dispatch
@@ -233,13 +245,24 @@ async function settle(
         delaySeconds: verdict.delaySeconds,
         deliverAt: verdict.deliverAt,
       });
+      deps.breaker?.neutral();
       return { action: 'delete', reason: 'redelayed', messageId };
 
     case 'later':
       deps.breaker?.succeeded();
       return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger);
 
+    case 'busy':
+      // A copy of a message this consumer is running right now: not a verdict on the route.
+      deps.breaker?.neutral();
+      return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger);
+
+    case 'paused':
+      // The circuit is open: the route was not called, the copy waits out the cool-down.
+      return park(msg, envelope as Envelope, attempt, 'unavailable', 'circuit open: the flow route is failing', deps);
+
     case 'aborted':
+      deps.breaker?.neutral();
       // Shutdown or deadline: hand the copy back at once instead of hiding it for the visibility.
       await deps.receipts.release(msg.receiptHandle).catch(() => undefined);
       return { action: 'keep', reason: 'released', messageId };
@@ -249,7 +272,7 @@ async function settle(
       // is open (several messages failing in a row), otherwise it is the handler failing.
       const open = deps.breaker?.failed(messageId ?? msg.sqsMessageId, verdict.detail, verdict.ambiguous) ?? false;
       const outage = open || !verdict.ambiguous;
-      if (!outage) return keepFailed(msg, envelope, attempt, 'failed', verdict.detail, deps, logger);
+      if (!outage) return keepFailed(msg, envelope, 'failed', verdict.detail, deps, logger);
       logger.warn(
         `[eve-world-aws] ${where}: ${verdict.detail}; kept for retry (an outage does not count toward the DLQ)`,
       );
@@ -265,7 +288,7 @@ async function settle(
       } else if (envelope) {
         logger.warn(`[eve-world-aws] ${where} attempt ${attempt} failed: ${verdict.detail}`);
       }
-      return keepFailed(msg, envelope, attempt, verdict.reason, verdict.detail, deps, logger);
+      return keepFailed(msg, envelope, verdict.reason, verdict.detail, deps, logger);
   }
 }
 
@@ -273,7 +296,6 @@ async function settle(
 async function keepFailed(
   msg: InboundMessage,
   envelope: Envelope | undefined,
-  _attempt: number,
   reason: 'malformed' | 'unauthorized' | 'failed',
   detail: string,
   deps: DeliveryDeps,

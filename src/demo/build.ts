@@ -24,7 +24,9 @@ export function demoSource(): string {
   for (const candidate of [path.join(here, 'workflows/demo.ts'), path.join(here, '../../src/demo/workflows/demo.ts')]) {
     if (existsSync(candidate)) return candidate;
   }
-  throw new Error('The demo workflow source (src/demo/workflows/demo.ts) is missing from this install; reinstall @portfolio/eve-world-aws.');
+  throw new Error(
+    'The demo workflow source (src/demo/workflows/demo.ts) is missing from this install; reinstall @portfolio/eve-world-aws.',
+  );
 }
 
 /**
@@ -35,7 +37,8 @@ function workflowPackageDir(): string {
   for (let dir = here; ; dir = path.dirname(dir)) {
     const candidate = path.join(dir, 'node_modules', 'workflow');
     if (existsSync(path.join(candidate, 'package.json'))) return candidate;
-    if (path.dirname(dir) === dir) throw new Error('The demo needs the `workflow` package: `npm i -D workflow@5.0.0-beta.55`.');
+    if (path.dirname(dir) === dir)
+      throw new Error('The demo needs the `workflow` package: `npm i -D workflow@5.0.0-beta.55`.');
   }
 }
 
@@ -45,7 +48,12 @@ export function defaultDemoBuildDir(): string {
   const workflowPkg = path.join(workflowDir, 'package.json');
   const nodeModules = path.dirname(workflowDir);
   const { version } = JSON.parse(readFileSync(workflowPkg, 'utf8')) as { version: string };
-  const hash = createHash('sha256').update(version).update('\0').update(readFileSync(demoSource())).digest('hex').slice(0, 12);
+  const hash = createHash('sha256')
+    .update(version)
+    .update('\0')
+    .update(readFileSync(demoSource()))
+    .digest('hex')
+    .slice(0, 12);
   return path.join(nodeModules, '.cache', 'eve-world-aws', 'demo-build', hash);
 }
 
@@ -58,14 +66,17 @@ export async function buildDemo(
   const source = demoSource();
   // Written after a successful build, so a build interrupted half-way is redone.
   const complete = path.join(outDir, '.complete');
-  if (existsSync(complete) && existsSync(flowPath) && existsSync(manifestPath)) return { flowPath, manifestPath, built: false };
+  if (existsSync(complete) && existsSync(flowPath) && existsSync(manifestPath))
+    return { flowPath, manifestPath, built: false };
   mkdirSync(path.join(outDir, 'workflows'), { recursive: true });
   cpSync(source, path.join(outDir, 'workflows/demo.ts'));
   let builders: typeof import('@workflow/builders');
   try {
     builders = await import('@workflow/builders');
   } catch {
-    throw new Error('The demo compiles a workflow with `@workflow/builders`, which is not installed: `npm i -D @workflow/builders@5.0.0-beta.55`.');
+    throw new Error(
+      'The demo compiles a workflow with `@workflow/builders`, which is not installed: `npm i -D @workflow/builders@5.0.0-beta.55`.',
+    );
   }
   const builder = new builders.StandaloneBuilder({
     dirs: ['./workflows'],

@@ -36,7 +36,9 @@ export function checkDocker(env: NodeJS.ProcessEnv = process.env): void {
   }
   if (r.error || r.status !== 0) {
     const why = (r.stderr || r.error?.message || '').trim().split('\n').pop() ?? '';
-    throw new EmulatorError(`No Docker engine answered (\`docker info\` failed${why ? `: ${why}` : ''}). ${NO_ENGINE_HINT}`);
+    throw new EmulatorError(
+      `No Docker engine answered (\`docker info\` failed${why ? `: ${why}` : ''}). ${NO_ENGINE_HINT}`,
+    );
   }
 }
 

@@ -85,16 +85,16 @@ export function decodePayload(text: string): unknown {
 }
 
 /** Scheduler-target body: the envelope itself as JSON. */
-export function encodeEnvelope(env: Envelope): string {
+export function encodeEnvelope(envelope: Envelope): string {
   return JSON.stringify({
     tag: ENVELOPE_TAG,
-    q: env.queueName,
-    id: env.messageId,
-    ao: env.attemptOffset || undefined,
-    at: env.deliverAt,
-    s3: env.s3Key,
-    h: env.headers,
-    b: env.body,
+    q: envelope.queueName,
+    id: envelope.messageId,
+    ao: envelope.attemptOffset || undefined,
+    at: envelope.deliverAt,
+    s3: envelope.s3Key,
+    h: envelope.headers,
+    b: envelope.body,
   }).replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
@@ -127,18 +127,18 @@ function isStringRecord(v: unknown): v is Record<string, string> {
 }
 
 /** SQS message attributes for an envelope sent directly to SQS. */
-export function envelopeAttributes(env: Envelope): Record<string, { DataType: 'String'; StringValue: string }> {
+export function envelopeAttributes(envelope: Envelope): Record<string, { DataType: 'String'; StringValue: string }> {
   const attrs: Record<string, { DataType: 'String'; StringValue: string }> = {
-    [MSG_ATTR.queue]: { DataType: 'String', StringValue: env.queueName },
-    [MSG_ATTR.id]: { DataType: 'String', StringValue: env.messageId },
+    [MSG_ATTR.queue]: { DataType: 'String', StringValue: envelope.queueName },
+    [MSG_ATTR.id]: { DataType: 'String', StringValue: envelope.messageId },
   };
-  if (env.attemptOffset > 0)
-    attrs[MSG_ATTR.attemptOffset] = { DataType: 'String', StringValue: String(env.attemptOffset) };
-  if (env.deliverAt !== undefined)
-    attrs[MSG_ATTR.deliverAt] = { DataType: 'String', StringValue: String(env.deliverAt) };
-  if (env.s3Key !== undefined) attrs[MSG_ATTR.s3] = { DataType: 'String', StringValue: env.s3Key };
-  if (env.headers && Object.keys(env.headers).length > 0) {
-    attrs[MSG_ATTR.headers] = { DataType: 'String', StringValue: JSON.stringify(env.headers) };
+  if (envelope.attemptOffset > 0)
+    attrs[MSG_ATTR.attemptOffset] = { DataType: 'String', StringValue: String(envelope.attemptOffset) };
+  if (envelope.deliverAt !== undefined)
+    attrs[MSG_ATTR.deliverAt] = { DataType: 'String', StringValue: String(envelope.deliverAt) };
+  if (envelope.s3Key !== undefined) attrs[MSG_ATTR.s3] = { DataType: 'String', StringValue: envelope.s3Key };
+  if (envelope.headers && Object.keys(envelope.headers).length > 0) {
+    attrs[MSG_ATTR.headers] = { DataType: 'String', StringValue: JSON.stringify(envelope.headers) };
   }
   return attrs;
 }

@@ -90,19 +90,19 @@ export class SqsTransport {
   }
 
   /** Move the body to S3 and return the envelope that points at it. */
-  private async offload(env: Envelope): Promise<Envelope> {
-    if (env.body === undefined) return env;
-    const key = `queue/${env.messageId}`;
-    await this.ctx.payloads.putBlob(key, new Uint8Array(Buffer.from(env.body, 'utf8')));
-    return { ...env, body: undefined, s3Key: key };
+  private async offload(envelope: Envelope): Promise<Envelope> {
+    if (envelope.body === undefined) return envelope;
+    const key = `queue/${envelope.messageId}`;
+    await this.ctx.payloads.putBlob(key, new Uint8Array(Buffer.from(envelope.body, 'utf8')));
+    return { ...envelope, body: undefined, s3Key: key };
   }
 
   /**
-   * Send `env` so that it is delivered no earlier than `delaySeconds` from now (see delays.ts).
+   * Send `envelope` so that it is delivered no earlier than `delaySeconds` from now (see delays.ts).
    * `allowScheduler: false` forces SQS hops (the consumer's re-delays use that).
    */
   async send(
-    env: Envelope,
+    envelope: Envelope,
     delaySeconds?: number,
     opts: { allowScheduler?: boolean; now?: number } = {},
   ): Promise<SendResult> {
@@ -113,12 +113,12 @@ export class SqsTransport {
       this.ctx.config.maxDelayHopSeconds,
       this.schedulerEnabled && opts.allowScheduler !== false,
     );
-    return this.sendPlanned(env, plan);
+    return this.sendPlanned(envelope, plan);
   }
 
   /** Send with an explicit plan (used for hops, where the due time is already fixed). */
-  async sendPlanned(env: Envelope, plan: DelayPlan): Promise<SendResult> {
-    let out = env;
+  async sendPlanned(envelope: Envelope, plan: DelayPlan): Promise<SendResult> {
+    let out = envelope;
     if (out.body !== undefined && Buffer.byteLength(out.body, 'utf8') > this.ctx.config.payloadThresholdBytes) {
       out = await this.offload(out);
     }
@@ -136,28 +136,28 @@ export class SqsTransport {
     }
   }
 
-  private async sendSqs(env: Envelope, delaySeconds: number): Promise<SendResult> {
-    const body = env.s3Key !== undefined ? s3PlaceholderBody(env.s3Key) : (env.body as string);
+  private async sendSqs(envelope: Envelope, delaySeconds: number): Promise<SendResult> {
+    const body = envelope.s3Key !== undefined ? s3PlaceholderBody(envelope.s3Key) : (envelope.body as string);
     const out = await this.ctx.clients.sqs.send(
       new SendMessageCommand({
         QueueUrl: await this.queueUrl(),
         MessageBody: body,
         DelaySeconds: delaySeconds > 0 ? delaySeconds : undefined,
-        MessageAttributes: envelopeAttributes(env),
+        MessageAttributes: envelopeAttributes(envelope),
       }),
     );
-    return { via: 'sqs', sqsMessageId: out.MessageId, s3Key: env.s3Key };
+    return { via: 'sqs', sqsMessageId: out.MessageId, s3Key: envelope.s3Key };
   }
 
-  private async sendScheduled(env: Envelope, deliverAt: number, at: Date): Promise<SendResult> {
+  private async sendScheduled(envelope: Envelope, deliverAt: number, at: Date): Promise<SendResult> {
     const config = this.ctx.config;
-    let withDue: Envelope = { ...env, deliverAt };
+    let withDue: Envelope = { ...envelope, deliverAt };
     let input = encodeEnvelope(withDue);
     if (input.length > SCHEDULER_INPUT_LIMIT) {
       withDue = await this.offload(withDue);
       input = encodeEnvelope(withDue);
     }
-    const name = scheduleName(env.messageId, at);
+    const name = scheduleName(envelope.messageId, at);
     const [queueArn, deadLetterArn] = await Promise.all([
       this.resolveArn(config.queue),
       this.resolveArn(config.deadLetterQueue),

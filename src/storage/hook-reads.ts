@@ -12,6 +12,7 @@ import type { StorageCtx } from './context.js';
 import { assertId } from './errors.js';
 import { pageLimit } from './pagination.js';
 import { parseHook, toHook } from './records/hook.js';
+import { expired } from './retention.js';
 import { shardedPage } from './sharded-page.js';
 import { getItem, getItems, keyedPage } from './table-reads.js';
 
@@ -29,14 +30,14 @@ export function createHookReads(ctx: StorageCtx) {
     );
     const key = res.Items?.[0] as Attrs | undefined;
     const item = key && (await getItem(ctx, { PK: key.PK.S!, SK: key.SK.S! }));
-    if (!item || item.hookId?.S !== hookId) throw new HookNotFoundError(hookId);
+    if (!item || item.hookId?.S !== hookId || expired(item)) throw new HookNotFoundError(hookId);
     return toHook(ctx, parseHook(item), params?.resolveData ?? 'all');
   }
 
   async function getByToken(token: string, params?: { resolveData?: ResolveData }): Promise<Hook> {
     assertId('token', token);
     const item = await getItem(ctx, keys.hook(token));
-    if (!item) throw new HookNotFoundError(token);
+    if (!item || expired(item)) throw new HookNotFoundError(token);
     return toHook(ctx, parseHook(item), params?.resolveData ?? 'all');
   }
 
@@ -65,7 +66,7 @@ export function createHookReads(ctx: StorageCtx) {
             limit,
             params.pagination?.cursor,
           );
-    const items = (await getItems(ctx, page.items)).filter((i): i is Attrs => i !== undefined);
+    const items = (await getItems(ctx, page.items)).filter((i): i is Attrs => i !== undefined && !expired(i));
     return {
       data: await Promise.all(items.map((i) => toHook(ctx, parseHook(i), rd))),
       cursor: page.cursor,

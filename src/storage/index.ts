@@ -24,8 +24,13 @@ import { createStepReads } from './step-reads.js';
  * Capabilities this storage honours, for the World composer to declare:
  * - `hookResumeDedup`: `hook_received` with a `resumeId` is deduplicated on `(runId, resumeId)`
  *   by a claim item written in the event's transaction, and `resumeId` is persisted on the event.
+ * - `hookRetention`: a hook created with a `tokenRetentionUntil` (`experimental_minRetention`)
+ *   outlives its run's end until then: readable, holding its token, then expired by TTL.
  */
-export const storageCapabilities = { hookResumeDedup: true } as const satisfies WorldCapabilities;
+export const storageCapabilities = {
+  hookResumeDedup: true,
+  hookRetention: { active: true },
+} as const satisfies WorldCapabilities;
 
 export function createStorage(ctx: WorldContext): Storage {
   const sctx: StorageCtx = {

@@ -10,7 +10,8 @@
  *   expired items in the background (typically within a day or two); until then reads treat an
  *   expired run as gone, so `runs.get` answers `WorkflowRunNotFoundError` from the expiry on.
  * - S3: with retention 0 the run's objects (`runs/<runId>/`) are deleted at once; with N days they
- *   are tagged `eve-world-aws-expired=true` for the bucket's lifecycle rule.
+ *   are tagged `eve-world-aws-expired=true` for the bucket's lifecycle rule (`RETENTION_TAG` in
+ *   resources.ts, which `init` installs when the variable is set).
  * - Safe direction: it runs after the terminal transaction committed; a failure is logged and
  *   leaves data in place (kept, never lost). Stamping is idempotent.
  */

@@ -4,13 +4,14 @@
  * Runs after the terminal transaction committed, so no new hook or wait can appear (their creates
  * carry a run guard). Idempotent: each hook delete is conditioned on its owner, and a token missed
  * here (GSI lag) is taken over by the next claimant, which checks that the holder's run is
- * terminal. Hooks with a `tokenRetentionUntil` in the future are kept.
+ * terminal. Hooks with a `tokenRetentionUntil` in the future are kept (the `hookRetention`
+ * capability), readable and holding their token, with a TTL at the end of their retention.
  */
-import { BatchWriteItemCommand, DeleteItemCommand } from '@aws-sdk/client-dynamodb';
+import { BatchWriteItemCommand, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { isConditionalCheckFailed } from '../aws/errors.js';
 import { ATTR, GSI1, keys, storageKeys } from '../ddb.js';
 import { backoff } from './backoff.js';
-import { str } from './codec.js';
+import { type Attrs, num, str } from './codec.js';
 import type { StorageCtx } from './context.js';
 import { queryAll } from './table-reads.js';
 
@@ -35,28 +36,7 @@ export async function releaseRun(ctx: StorageCtx, runId: string): Promise<void> 
     }),
   ]);
   const now = Date.now();
-  await Promise.all(
-    hooks.map((h) =>
-      ctx.ddb
-        .send(
-          new DeleteItemCommand({
-            TableName: ctx.table,
-            Key: { PK: h.PK, SK: { S: storageKeys.hookMetaSk } },
-            // Kept while its token retention lasts (the condition reads it; the index does not hold it).
-            ConditionExpression:
-              'runId = :r AND hookId = :h AND (attribute_not_exists(tokenRetentionUntil) OR tokenRetentionUntil <= :now)',
-            ExpressionAttributeValues: {
-              ':r': { S: runId },
-              ':h': { S: str(h, ATTR.gsi1sk)! },
-              ':now': { N: String(now) },
-            },
-          }),
-        )
-        .catch((e) => {
-          if (!isConditionalCheckFailed(e)) throw e;
-        }),
-    ),
-  );
+  await Promise.all(hooks.map((h) => releaseHook(ctx, runId, h, now)));
   for (let i = 0; i < waits.length; i += 25) {
     let req = waits.slice(i, i + 25).map((w) => ({ DeleteRequest: { Key: { PK: w.PK, SK: w.SK } } }));
     for (let attempt = 0; req.length > 0; attempt++) {
@@ -64,5 +44,46 @@ export async function releaseRun(ctx: StorageCtx, runId: string): Promise<void> 
       req = (res.UnprocessedItems?.[ctx.table] ?? []) as typeof req;
       if (req.length > 0) await backoff(attempt);
     }
+  }
+}
+
+/**
+ * Delete one hook of the finished run (releasing its token), unless its token retention lasts:
+ * then it stays readable and claimed until `tokenRetentionUntil`, and gets that as its TTL.
+ */
+async function releaseHook(ctx: StorageCtx, runId: string, h: Attrs, now: number): Promise<void> {
+  const owned = { ':r': { S: runId }, ':h': { S: str(h, ATTR.gsi1sk)! } };
+  const key = { PK: h.PK, SK: { S: storageKeys.hookMetaSk } };
+  try {
+    await ctx.ddb.send(
+      new DeleteItemCommand({
+        TableName: ctx.table,
+        Key: key,
+        // The condition reads the retention (the index does not hold it).
+        ConditionExpression:
+          'runId = :r AND hookId = :h AND (attribute_not_exists(tokenRetentionUntil) OR tokenRetentionUntil <= :now)',
+        ExpressionAttributeValues: { ...owned, ':now': { N: String(now) } },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+  } catch (e) {
+    if (!isConditionalCheckFailed(e)) throw e;
+    const old = (e as { Item?: Attrs }).Item;
+    const until = old && str(old, 'runId') === runId ? num(old, 'tokenRetentionUntil') : undefined;
+    if (until === undefined) return; // another run's hook holds the token now
+    await ctx.ddb
+      .send(
+        new UpdateItemCommand({
+          TableName: ctx.table,
+          Key: key,
+          UpdateExpression: 'SET #ttl = :t',
+          ConditionExpression: 'runId = :r AND hookId = :h',
+          ExpressionAttributeNames: { '#ttl': ATTR.ttl },
+          ExpressionAttributeValues: { ...owned, ':t': { N: String(Math.ceil(until / 1000)) } },
+        }),
+      )
+      .catch((err) => {
+        if (!isConditionalCheckFailed(err)) throw err;
+      });
   }
 }

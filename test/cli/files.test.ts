@@ -45,15 +45,18 @@ describe('docker-compose.yml', () => {
     ['dynamodb', 'amazon/dynamodb-local', 'EVE_EMULATE_DYNAMODB_PORT', 8000, 8000],
     ['sqs', 'softwaremill/elasticmq-native', 'EVE_EMULATE_SQS_PORT', 4566, 9324],
     ['s3', 'minio/minio', 'EVE_EMULATE_S3_PORT', 4567, 9000],
-  ])('service %s: image %s, loopback port from %s (default %i), a healthcheck', (name, image, variable, hostPort, containerPort) => {
-    const port = `127.0.0.1:\${${variable}:-${hostPort}}:${containerPort}`;
-    const body = svc[name];
-    expect(body).toMatch(new RegExp(`^ {4}image: ${image.replace('/', '\\/')}:`, 'm'));
-    expect(body).toContain(`- "${port}"`);
-    expect(body).toMatch(/^ {4}healthcheck:\n(?: {6}#.*\n)* {6}test: \[/m);
-    // Flow-style lists must be balanced JSON arrays to be valid YAML.
-    for (const m of body.matchAll(/^\s+(?:test|command): (\[.*\])$/gm)) expect(() => JSON.parse(m[1])).not.toThrow();
-  });
+  ])(
+    'service %s: image %s, loopback port from %s (default %i), a healthcheck',
+    (name, image, variable, hostPort, containerPort) => {
+      const port = `127.0.0.1:\${${variable}:-${hostPort}}:${containerPort}`;
+      const body = svc[name];
+      expect(body).toMatch(new RegExp(`^ {4}image: ${image.replace('/', '\\/')}:`, 'm'));
+      expect(body).toContain(`- "${port}"`);
+      expect(body).toMatch(/^ {4}healthcheck:\n(?: {6}#.*\n)* {6}test: \[/m);
+      // Flow-style lists must be balanced JSON arrays to be valid YAML.
+      for (const m of body.matchAll(/^\s+(?:test|command): (\[.*\])$/gm)) expect(() => JSON.parse(m[1])).not.toThrow();
+    },
+  );
 
   it('mounts the ElasticMQ config from emulator/', () => {
     expect(svc.sqs).toContain('./emulator/elasticmq.conf:/opt/elasticmq.conf:ro');
@@ -74,9 +77,13 @@ describe('.ci/run', () => {
   });
 
   it('installs Java only when missing, then runs npm ci, build, typecheck, lint + format check and npm test in order', () => {
-    expect(script).toMatch(/if ! command -v java[^\n]*\n(?:.*\n){0,4}.*apt-get update\n.*apt-get install -y openjdk-17-jre-headless/);
+    expect(script).toMatch(
+      /if ! command -v java[^\n]*\n(?:.*\n){0,4}.*apt-get update\n.*apt-get install -y openjdk-17-jre-headless/,
+    );
     const lines = script.split('\n');
-    const order = [/^npm ci$/, /^npm run build$/, /^npm run typecheck$/, /^npm run check$/, /\bnpm test$/].map((re) => lines.findIndex((l) => re.test(l)));
+    const order = [/^npm ci$/, /^npm run build$/, /^npm run typecheck$/, /^npm run check$/, /\bnpm test$/].map((re) =>
+      lines.findIndex((l) => re.test(l)),
+    );
     for (const i of order) expect(i).toBeGreaterThan(0);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
   });
@@ -92,7 +99,15 @@ describe('README', () => {
   it('gives the fresh-machine commands and the CLI', () => {
     expect(readme).toContain('npx eve-world-aws emulate');
     expect(readme).toContain('npm test');
-    for (const cmd of ['eve-world-aws init', 'eve-world-aws emulate', '--dry-run', '--print-iam-policy', '--docker', '--data-dir', '--env-file']) {
+    for (const cmd of [
+      'eve-world-aws init',
+      'eve-world-aws emulate',
+      '--dry-run',
+      '--print-iam-policy',
+      '--docker',
+      '--data-dir',
+      '--env-file',
+    ]) {
       expect(readme).toContain(cmd);
     }
   });

@@ -8,8 +8,8 @@ import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../src/aws/clients.js';
 import { loadConfig } from '../../src/config.js';
-import { createTableWithoutIndexes, stackEnv, uniquePrefix } from '../helpers/aws.js';
 import { freePort } from '../../src/emulator/stack.js';
+import { createTableWithoutIndexes, stackEnv, uniquePrefix } from '../helpers/aws.js';
 import { runCli } from './helpers.js';
 
 function envFor(prefix = uniquePrefix('cli')): Record<string, string> {

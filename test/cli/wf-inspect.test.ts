@@ -39,7 +39,9 @@ describe('wf inspect --backend (the Workflow DevKit CLI on our data)', () => {
     const r = await wf(['inspect', 'runs', '--json'], f.env);
     expect(r.code, r.stderr).toBe(0);
     const runs = jsonData<{ runId: string; status: string; workflowName: string }>(r.stdout);
-    expect(runs).toEqual([expect.objectContaining({ runId, status: 'completed', workflowName: 'workflow//./workflows/demo//demo' })]);
+    expect(runs).toEqual([
+      expect.objectContaining({ runId, status: 'completed', workflowName: 'workflow//./workflows/demo//demo' }),
+    ]);
   });
 
   it('wf inspect steps --runId --json lists the steps', async () => {

@@ -16,7 +16,7 @@ import { SqsPoller } from '../../src/consumer/poller.js';
 import { SqsReceipts } from '../../src/consumer/receipts.js';
 import type { Fixture } from '../helpers/aws.js';
 import { createFixture } from '../helpers/aws.js';
-import { MemoryLogger, makeWorld, PREFIX, receiveAll, sleep, waitFor, type World } from '../queue/support.js';
+import { MemoryLogger, makeWorld, PREFIX, receiveAll, sleep, type World, waitFor } from '../queue/support.js';
 
 const Q = '__wkf_workflow_crash' as ValidQueueName;
 const worlds: World[] = [];

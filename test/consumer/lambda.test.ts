@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { createSqsHandler, type SQSEvent, type SQSRecord } from '../../src/consumer/lambda.js';
 import type { DeliveryOutcome } from '../../src/consumer/pipeline.js';
 import { MSG_ATTR } from '../../src/queue/encoding.js';
-import { makeWorld, MemoryLogger, receiveAll, serve, sleep, type World } from '../queue/support.js';
+import { MemoryLogger, makeWorld, receiveAll, serve, sleep, type World } from '../queue/support.js';
 
 const Q = '__wkf_workflow_lambda' as ValidQueueName;
 
@@ -169,4 +169,77 @@ test('without a flow route configured, the handler fails the whole batch loudly'
   worlds.push(w);
   const handler = createSqsHandler({ context: w.ctx });
   await expect(handler({ Records: [] })).rejects.toThrow(/EVE_WORLD_AWS_FLOW_URL/);
+});
+
+describe('Lambda SQS handler heartbeat', () => {
+  test('the heartbeat uses the visibility in force on the queue, not the configured one', async ({ expect }) => {
+    // Config says 900 s (the default); the queue really has 2 s (drift). A delivery that runs 6 s
+    // must stay hidden: the heartbeat reads the queue's value and extends every ~0.7 s.
+    const w = await makeWorld({ start: false, register: false });
+    worlds.push(w);
+    const { ReceiveMessageCommand, SetQueueAttributesCommand } = await import('@aws-sdk/client-sqs');
+    const url = await w.queue.transport.queueUrl();
+    await w.fixture.clients.sqs.send(
+      new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { VisibilityTimeout: '2' } }),
+    );
+    await w.queue.queue(Q, { runId: 'slow' });
+    const receive = (visibility?: number) =>
+      w.fixture.clients.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 1,
+          WaitTimeSeconds: 1,
+          VisibilityTimeout: visibility,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        }),
+      );
+    // As the event source mapping does: received with the queue's own visibility.
+    const first = (await receive()).Messages ?? [];
+    expect(first).toHaveLength(1);
+    const flow = w.queue.createQueueHandler('__wkf_workflow_', async () => {
+      await sleep(6000);
+    });
+    const handler = createSqsHandler({ flow, context: w.ctx, logger: new MemoryLogger() });
+    let stolen = 0;
+    let running = true;
+    const thief = (async () => {
+      while (running) stolen += ((await receive(1)).Messages ?? []).length;
+    })();
+    const res = await handler({ Records: first.map((m) => toRecord(m, 'arn:aws:sqs:us-east-1:000000000000:q')) });
+    running = false;
+    await thief;
+    expect(res.batchItemFailures).toEqual([]);
+    expect(stolen).toBe(0);
+  });
+
+  test('a flow-route outage opens the circuit: later records are parked without calling the route, none is dead-lettered', async ({
+    expect,
+  }) => {
+    const w = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '2' } });
+    worlds.push(w);
+    for (let i = 0; i < 6; i++) await w.queue.queue(Q, { runId: `down_${i}` });
+    const { event } = await eventOf(w, 6);
+    expect(event.Records).toHaveLength(6);
+    let calls = 0;
+    const logger = new MemoryLogger();
+    const handler = createSqsHandler({
+      flow: async () => {
+        calls++;
+        return new Response('bad gateway', { status: 502 });
+      },
+      context: w.ctx,
+      concurrency: 1,
+      logger,
+    });
+    const res = await handler(event);
+    expect(calls).toBe(3); // the breaker's threshold; the other three never reached the route
+    expect(logger.lines.filter((l) => l.includes('circuit open'))).toHaveLength(1);
+    // MAX_RECEIVE_COUNT 2: each copy is on its last allowed receive, so instead of keeping it (the
+    // next receive would dead-letter it) it is replaced by a fresh copy and reported as done.
+    expect(res.batchItemFailures).toEqual([]);
+    expect(logger.lines.some((l) => l.includes('DLQ:'))).toBe(false);
+    await sleep(1500);
+    expect(await receiveAll(w, await w.queue.transport.dlqUrl())).toHaveLength(0);
+  });
 });

@@ -6,7 +6,10 @@ import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { resumeHook, start } from 'workflow/api';
 import { type E2e, type E2eOptions, startE2e } from './harness.js';
 
-export function duplicateDeliveryCases(mode: NonNullable<E2eOptions['duplicateDelivery']>, opts: { bodiesRunOnce: boolean }) {
+export function duplicateDeliveryCases(
+  mode: NonNullable<E2eOptions['duplicateDelivery']>,
+  opts: { bodiesRunOnce: boolean },
+) {
   let e2e: E2e;
   beforeAll(async () => {
     e2e = await startE2e({ duplicateDelivery: mode });
@@ -25,7 +28,9 @@ export function duplicateDeliveryCases(mode: NonNullable<E2eOptions['duplicateDe
         perStep.set(e.correlationId!, (perStep.get(e.correlationId!) ?? 0) + 1);
       }
     }
-    const runTerminal = evs.filter((e) => ['run_completed', 'run_failed', 'run_cancelled'].includes(e.eventType)).length;
+    const runTerminal = evs.filter((e) =>
+      ['run_completed', 'run_failed', 'run_cancelled'].includes(e.eventType),
+    ).length;
     return { perStep, runTerminal };
   }
 
@@ -40,9 +45,9 @@ export function duplicateDeliveryCases(mode: NonNullable<E2eOptions['duplicateDe
     const mine = [...e2e.stepTally().entries()].filter(([k]) => k.startsWith(prefix));
     expect(mine).toHaveLength(10);
     for (const [key, n] of mine) {
-    if (opts.bodiesRunOnce) expect(n, key).toBe(1);
-    else expect(n, key).toBeGreaterThanOrEqual(1);
-  }
+      if (opts.bodiesRunOnce) expect(n, key).toBe(1);
+      else expect(n, key).toBeGreaterThanOrEqual(1);
+    }
   });
 
   it('many concurrent runs with duplicated deliveries all complete exactly once', async () => {
@@ -59,7 +64,10 @@ export function duplicateDeliveryCases(mode: NonNullable<E2eOptions['duplicateDe
   it('hooks resume once per resume under duplicated deliveries', async () => {
     const token = `dup-tok-${Date.now()}`;
     const run = await start(wf('hookCollector'), [token, 2]);
-    await vi.waitFor(async () => expect(await e2e.world.hooks.getByToken(token)).toBeTruthy(), { timeout: 20_000, interval: 100 });
+    await vi.waitFor(async () => expect(await e2e.world.hooks.getByToken(token)).toBeTruthy(), {
+      timeout: 20_000,
+      interval: 100,
+    });
     await resumeHook(token, { value: 1 });
     await resumeHook(token, { value: 2 });
     expect(await run.returnValue).toEqual([1, 2]);

@@ -135,7 +135,9 @@ export function installOffline(dir: string, tarball: string, extra: string[] = [
   const name = path.basename(tarball);
   copyFileSync(tarball, path.join(dir, name));
   // The package.json as packed (npm pack may normalise it), not the working copy's.
-  const pkg = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as PackageJson;
+  const pkg = JSON.parse(
+    execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' }),
+  ) as PackageJson;
   const { packageJson, lock } = lockFor(name, pkg, extra, repoRoot);
   writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify(packageJson, null, 2)}\n`);
   writeFileSync(path.join(dir, 'package-lock.json'), `${JSON.stringify(lock, null, 2)}\n`);

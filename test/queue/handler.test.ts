@@ -2,7 +2,7 @@
  * Pure parts of the queue: typed-JSON encoding, delay planning, and the createQueueHandler HTTP
  * contract including signatures (accepted / forged / stale / unsigned / replayed / rotated), the
  * closed default without a secret, and malformed bodies. No emulator needed (the durable replay
- * guard is tested against DynamoDB Local in replay.test.ts).
+ * guard is tested against DynamoDB Local in security.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { atExpression, planDelay, planHop, scheduleName } from '../../src/queue/delays.js';

@@ -11,7 +11,7 @@ import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
 import type { DeliveryOutcome } from '../../src/consumer/pipeline.js';
 import { encodePayload, MSG_ATTR } from '../../src/queue/encoding.js';
-import { EVE_QUEUE, makeWorld, receiveAll, serve, sleep, waitFor, type World } from './support.js';
+import { EVE_QUEUE, makeWorld, receiveAll, serve, sleep, type World, waitFor } from './support.js';
 
 const Q = '__wkf_workflow_demo' as ValidQueueName;
 const worlds: World[] = [];

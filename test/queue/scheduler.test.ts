@@ -10,7 +10,7 @@ import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createOneTimeSchedule, type SchedulerPort } from '../../src/queue/delays.js';
 import { decodeEnvelope } from '../../src/queue/encoding.js';
-import { makeWorld, receiveAll, sleep, waitFor, type World } from './support.js';
+import { makeWorld, receiveAll, sleep, type World, waitFor } from './support.js';
 
 const Q = '__wkf_workflow_sleepy' as ValidQueueName;
 const ROLE = 'arn:aws:iam::123456789012:role/eve-world-scheduler';

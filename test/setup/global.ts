@@ -75,7 +75,12 @@ async function build(project: TestProject): Promise<void> {
   }
   if (code !== 0) {
     const errors = out.split('\n').filter((l) => /error TS\d+/.test(l));
-    console.warn(`[global setup] tsc: ${errors.length} type error(s), dist/ emitted anyway (npm run typecheck has the details):\n${errors.slice(0, 5).map((l) => l.slice(0, 200)).join('\n')}`);
+    console.warn(
+      `[global setup] tsc: ${errors.length} type error(s), dist/ emitted anyway (npm run typecheck has the details):\n${errors
+        .slice(0, 5)
+        .map((l) => l.slice(0, 200))
+        .join('\n')}`,
+    );
   }
 }
 

@@ -2,6 +2,7 @@
  * State table, hook and wait rows: hook_created (token uniqueness, hook_conflict),
  * hook_received (resumeId dedupe), hook_disposed, wait_created, wait_completed.
  */
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { HookSchema, WaitSchema } from '@workflow/world';
 import { ulid } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -104,6 +105,38 @@ describe('hook_received', () => {
     );
     await f.storage.events.create(runId, { eventType: 'run_cancelled', specVersion: sv });
     await rejectsWith(f.storage.events.create(runId, received('hook_1', token)), 'RunExpiredError');
+  });
+
+  it('hookRetention: a retained hook outlives its run until tokenRetentionUntil, then expires (TTL); others go at once', async () => {
+    const runId = await startedRun(f.storage);
+    const [kept, short, plain] = [tok(), tok(), tok()];
+    const until = new Date(Date.now() + 3600_000);
+    await f.storage.events.create(runId, hook('hook_k', kept, { tokenRetentionUntil: until }));
+    const shortUntil = new Date(Date.now() + 1500);
+    await f.storage.events.create(runId, hook('hook_s', short, { tokenRetentionUntil: shortUntil }));
+    await f.storage.events.create(runId, hook('hook_p', plain));
+    await f.storage.events.create(runId, {
+      eventType: 'run_completed',
+      specVersion: sv,
+      eventData: { output: bytes('o') },
+    });
+    // Kept: readable by token and id, still holding its token, expiring with its retention.
+    expect((await f.storage.hooks.getByToken(kept)).hookId).toBe('hook_k');
+    expect((await f.storage.hooks.get('hook_k')).token).toBe(kept);
+    const raw = await f.clients.ddb.send(
+      new GetItemCommand({ TableName: f.config.tableName, Key: { PK: { S: `HOOK#${kept}` }, SK: { S: 'HOOK#meta' } } }),
+    );
+    expect(Number(raw.Item?.ttl?.N)).toBe(Math.ceil(until.getTime() / 1000));
+    const other = await startedRun(f.storage);
+    const conflict = await f.storage.events.create(other, hook('hook_o', kept));
+    expect(conflict.event?.eventType).toBe('hook_conflict');
+    // Not retained: released with the run.
+    await rejectsWith(f.storage.hooks.getByToken(plain), 'HookNotFoundError');
+    // Past its retention the hook reads as gone, before DynamoDB's sweep deletes it.
+    // (The TTL is whole seconds, rounded up: the hook is gone by shortUntil + 1 s.)
+    await new Promise((r) => setTimeout(r, Math.max(0, shortUntil.getTime() + 1050 - Date.now())));
+    await rejectsWith(f.storage.hooks.getByToken(short), 'HookNotFoundError');
+    expect((await f.storage.hooks.list({ runId })).data.map((h) => h.hookId)).toEqual(['hook_k']);
   });
 
   it('dedupes on (runId, resumeId): the committed event comes back, resumeId round-trips', async () => {

@@ -28,18 +28,16 @@ describe('slot races', () => {
     const runId = await startedRun(f.storage);
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        f
-          .other()
-          .events.create(
-            runId,
-            {
-              eventType: 'wait_created',
-              specVersion: sv,
-              correlationId: `wait_${i}`,
-              eventData: { resumeAt: new Date() },
-            },
-            { eventCount: 2 },
-          ),
+        f.other().events.create(
+          runId,
+          {
+            eventType: 'wait_created',
+            specVersion: sv,
+            correlationId: `wait_${i}`,
+            eventData: { resumeAt: new Date() },
+          },
+          { eventCount: 2 },
+        ),
       ),
     );
     const log = await assertDense(runId, 22);
@@ -96,14 +94,12 @@ describe('exactly-once races', () => {
     const token = `tok-${ulid()}`;
     const rs = await Promise.all(
       [a, b].map((runId, i) =>
-        f
-          .other()
-          .events.create(runId, {
-            eventType: 'hook_created',
-            specVersion: sv,
-            correlationId: `hook_${i}`,
-            eventData: { token },
-          }),
+        f.other().events.create(runId, {
+          eventType: 'hook_created',
+          specVersion: sv,
+          correlationId: `hook_${i}`,
+          eventData: { token },
+        }),
       ),
     );
     expect(rs.map((r) => r.event?.eventType).sort()).toEqual(['hook_conflict', 'hook_created']);
@@ -172,13 +168,11 @@ describe('exactly-once races', () => {
     expect((await assertDense(run.runId, 2)).map((e) => e.eventType)).toEqual(['run_created', 'run_started']);
 
     const id = `wrun_${ulid()}`;
-    const resilient = f
-      .other()
-      .events.create(id, {
-        eventType: 'run_started',
-        specVersion: sv,
-        eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
-      });
+    const resilient = f.other().events.create(id, {
+      eventType: 'run_started',
+      specVersion: sv,
+      eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+    });
     const created = f.other().events.create(id, runCreatedReq());
     const out = await settle<unknown>([resilient, created]);
     expect(out[0].status).toBe('fulfilled');

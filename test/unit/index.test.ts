@@ -50,7 +50,7 @@ describe('createWorld', () => {
       'streams.createWriteSession',
     ]);
     for (const p of wired.filter((x) => x !== 'capabilities')) expect(typeof at(p), p).toBe('function');
-    expect(world.capabilities).toEqual({ hookResumeDedup: true });
+    expect(world.capabilities).toEqual({ hookResumeDedup: true, hookRetention: { active: true } });
   });
 
   it('queueBatch is the real implementation: a bad queue name is reported per entry, not thrown', async () => {

@@ -36,7 +36,9 @@ function mapPaths(readme: string): string[] {
 
 /** `name/` for a folder, `name` for a file. */
 function entry(dir: string, name: string): string {
-  return statSync(path.join(ROOT, dir, name)).isDirectory() ? `${path.posix.join(dir, name)}/` : path.posix.join(dir, name);
+  return statSync(path.join(ROOT, dir, name)).isDirectory()
+    ? `${path.posix.join(dir, name)}/`
+    : path.posix.join(dir, name);
 }
 
 function subfolders(dir: string): string[] {
@@ -50,13 +52,18 @@ describe('README "Where things are"', () => {
   const listed = mapPaths(readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
 
   it('lists only paths that exist', () => {
-    const missing = listed.filter((p) => !existsSync(path.join(ROOT, p)) || p.endsWith('/') !== statSync(path.join(ROOT, p)).isDirectory());
+    const missing = listed.filter(
+      (p) => !existsSync(path.join(ROOT, p)) || p.endsWith('/') !== statSync(path.join(ROOT, p)).isDirectory(),
+    );
     expect(missing, 'listed in README.md but not in the tree (folders end with /)').toEqual([]);
   });
 
   it('lists every folder and file directly under src/', () => {
     const entries = readdirSync(path.join(ROOT, 'src')).map((n) => entry('src', n));
-    expect(entries.filter((e) => !listed.includes(e)), 'in src/ but not in the README map').toEqual([]);
+    expect(
+      entries.filter((e) => !listed.includes(e)),
+      'in src/ but not in the README map',
+    ).toEqual([]);
   });
 
   it('lists every tracked top-level entry', () => {
@@ -64,10 +71,15 @@ describe('README "Where things are"', () => {
       .split('\n')
       .filter(Boolean)
       .map((f) => f.split('/')[0]);
-    const top = [...new Set(tracked)].filter((n) => n !== '.gitignore' && existsSync(path.join(ROOT, n))).map((n) => entry('', n));
+    const top = [...new Set(tracked)]
+      .filter((n) => n !== '.gitignore' && existsSync(path.join(ROOT, n)))
+      .map((n) => entry('', n));
     // A folder counts as listed when it, or something inside it (src/'s lines), is listed.
     const covered = (e: string) => listed.some((p) => p === e || (e.endsWith('/') && p.startsWith(e)));
-    expect(top.filter((e) => !covered(e)), 'tracked at the top level but not in the README map').toEqual([]);
+    expect(
+      top.filter((e) => !covered(e)),
+      'tracked at the top level but not in the README map',
+    ).toEqual([]);
   });
 
   it('test/unit and test/integration mirror src/ (fixtures/ folders aside)', () => {
@@ -85,7 +97,9 @@ describe('README "Where things are"', () => {
       if (!existsSync(dir)) return [];
       return (readdirSync(dir, { recursive: true }) as string[])
         .map((p) => p.split(path.sep).join('/'))
-        .filter((p) => statSync(path.join(dir, p)).isFile() && !/\.test\.tsx?$/.test(p) && !p.split('/').includes('fixtures'))
+        .filter(
+          (p) => statSync(path.join(dir, p)).isFile() && !/\.test\.tsx?$/.test(p) && !p.split('/').includes('fixtures'),
+        )
         .map((p) => `test/${kind}/${p}`);
     });
     expect(others, 'non-test files outside fixtures/').toEqual([]);
