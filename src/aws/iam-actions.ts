@@ -145,8 +145,8 @@ export function actionsByResource(principal: IamPrincipal): Map<IamResource, str
         // Only the IAM action that belongs to the resource's service lands on it: CreateSchedule
         // needs scheduler:CreateSchedule on the schedule and iam:PassRole on the role.
         const actions = p.actions.filter((a) => (r === 'schedulerRole' ? a.startsWith('iam:') : !a.startsWith('iam:')));
-        let set = out.get(r);
-        if (!set) out.set(r, (set = new Set()));
+        const set = out.get(r) ?? new Set<string>();
+        out.set(r, set);
         for (const a of actions) set.add(a);
       }
     }
