@@ -110,7 +110,7 @@ describe('IAM command table covers every SDK command in the source', () => {
       }
     }
     expect(found.size).toBeGreaterThan(20);
-    const known = new Set(COMMAND_PERMISSIONS.map((p) => p.command));
+    const known = new Set<string>(COMMAND_PERMISSIONS.map((p) => p.command));
     expect([...found].filter((c) => !known.has(c))).toEqual([]);
   });
 
