@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
     // The eve end-to-end test needs its own app install and Node 24: `npm run test:eve`.
-    exclude: [...configDefaults.exclude, 'test/eve/**'],
+    exclude: [...configDefaults.exclude, 'test/eve/**', 'test/lambda/**'],
     globalSetup: ['test/setup/global.ts'],
     setupFiles: ['test/setup/polyfills.ts'],
     testTimeout: 60_000,
