@@ -386,5 +386,7 @@ export class EveWorldAws extends Construct {
     out('SigningSecretArn', this.signingSecret.secretArn, 'signing secret (Secrets Manager)');
     out('HostFunctionName', this.hostFunction.functionName, 'host function');
     out('WorkerFunctionName', this.workerFunction.functionName, 'SQS worker function');
+    out('HostLogGroupName', hostLogs.logGroupName, 'host logs (`aws logs tail`)');
+    out('WorkerLogGroupName', workerLogs.logGroupName, 'worker logs (`aws logs tail`)');
   }
 }

@@ -246,6 +246,8 @@ describe('EveWorldAws: alarms and outputs', () => {
         'SigningSecretArn',
         'HostFunctionName',
         'WorkerFunctionName',
+        'HostLogGroupName',
+        'WorkerLogGroupName',
       ].sort(),
     );
   });
