@@ -163,6 +163,14 @@ describe('EveWorldAws: scheduler, secret, functions', () => {
     });
   });
 
+  it('the worker code is the pre-bundled dist/lambda-worker (the file the Lambda-mode e2e test invokes)', () => {
+    const [[, worker]] = ofType('AWS::Lambda::Function').filter(([, f]) => f.Properties.Runtime === 'nodejs24.x');
+    // The asset's hash names both the S3 key and the staged directory in the cloud assembly.
+    const hash = String(worker.Properties.Code.S3Key).replace(/\.zip$/, '');
+    const staged = path.join((stack.node.root as App).outdir, `asset.${hash}`, 'index.mjs');
+    expect(readFileSync(staged, 'utf8')).toBe(readFileSync(path.join(repoRoot, 'dist/lambda-worker/index.mjs'), 'utf8'));
+  });
+
   it('a missing Dockerfile is a clear synth error that says how to generate it', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'no-dockerfile-'));
     expect(() => makeStack({ app: dir })).toThrow(/Dockerfile is missing\. Generate it once with .*hostDockerfile/);
