@@ -25,10 +25,15 @@ export interface Proc {
 export const procs = new Set<Proc>();
 
 export function spawnEve(name: string, args: string[], env: NodeJS.ProcessEnv, logDir: string): Proc {
+  return spawnNode(name, [eveCli, ...args], env, logDir);
+}
+
+/** Node 24 with `args` in the app directory, in its own process group. */
+export function spawnNode(name: string, args: string[], env: NodeJS.ProcessEnv, logDir: string): Proc {
   const logFile = path.join(logDir, `${name}.log`);
   const log = createWriteStream(logFile);
   // detached: own process group, so `eve start` and the server it forks die together.
-  const child = spawn(path.join(node24Bin, 'node'), [eveCli, ...args], {
+  const child = spawn(path.join(node24Bin, 'node'), args, {
     cwd: appDir,
     env,
     detached: true,

@@ -1,8 +1,8 @@
 /**
  * eve on AWS Lambda, offline: the deployment the CDK construct describes, run on this machine.
  *
- * - Host: the eve fixture app (test/eve/app) built with `eve build` and served with `eve start`,
- *   as the Lambda Web Adapter runs it, with the World in Lambda mode (AWS_LAMBDA_FUNCTION_NAME set:
+ * - Host: the eve fixture app (test/eve/app) built with `eve build` and served the way the host
+ *   image runs it (the generated Dockerfile's CMD and ENV; the Lambda Web Adapter starts it), with the World in Lambda mode (AWS_LAMBDA_FUNCTION_NAME set:
  *   no in-process poller) and the signing secret configured. A recording proxy stands in for the
  *   Function URL.
  * - Worker: the BUNDLED file the construct deploys (dist/lambda-worker/index.mjs, Handler
@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyClients } from '../../src/aws/clients.js';
+import { hostDockerfile } from '../../src/cdk/dockerfile.js';
 import { WORKER_HANDLER } from '../../src/cdk/worker-asset.js';
 import { freePort } from '../../src/emulator/stack.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
@@ -42,11 +43,26 @@ import {
   settled,
   sleep,
   spawnEve,
+  spawnNode,
   toolSums,
   turnEvents,
   waitHealthy,
 } from './eve-client.js';
 import { FunctionUrlProxy } from './function-url.js';
+
+/** ENV and CMD of a Dockerfile (the generated host image's). */
+function imageOf(dockerfile: string): { env: Record<string, string>; cmd: string[] } {
+  const lines = dockerfile.replace(/\\\n\s*/g, ' ').split('\n');
+  const env: Record<string, string> = {};
+  for (const l of lines.filter((x) => x.startsWith('ENV '))) {
+    for (const kv of l.slice(4).trim().split(/\s+/)) {
+      const i = kv.indexOf('=');
+      env[kv.slice(0, i)] = kv.slice(i + 1);
+    }
+  }
+  const cmd = lines.find((x) => x.startsWith('CMD '));
+  return { env, cmd: cmd ? (JSON.parse(cmd.slice(4)) as string[]) : [] };
+}
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -79,9 +95,17 @@ describe('eve on the Lambda deployment shape (host + bundled worker + ESM simula
       .filter((r) => r.a === a && r.b === b);
   };
 
+  /**
+   * The host as the container runs it: the generated Dockerfile's CMD with its ENV (what the Lambda
+   * Web Adapter starts; `eve start` does the same, spawning `node .output/server/index.mjs` with
+   * HOST/PORT), only HOST and PORT changed to a free loopback port.
+   */
   async function startHost(): Promise<void> {
     starts += 1;
-    host = spawnEve(`host-${starts}`, ['start', '--host', '127.0.0.1', '--port', String(evePort)], hostEnv, stateDir);
+    const image = imageOf(hostDockerfile());
+    expect(image.cmd.slice(0, 1), 'the image runs node').toEqual(['node']);
+    const env = { ...hostEnv, ...image.env, HOST: '127.0.0.1', PORT: String(evePort) };
+    host = spawnNode(`host-${starts}`, image.cmd.slice(1), env, stateDir);
     await waitHealthy(`http://127.0.0.1:${evePort}`, host);
   }
 
