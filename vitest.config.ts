@@ -8,7 +8,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
  *   The global setup starts ONE embedded emulator stack (DynamoDB Local + fauxqs) on free ports for
  *   the whole run, builds dist/ and the e2e workflows when the selected files need them, and always
  *   stops the stack.
- * The eve end-to-end test needs its own app install and Node 24: `npm run test:eve`.
+ * The eve and Lambda-mode end-to-end tests need their own app install and Node 24: `npm run test:eve`.
  */
 export default defineConfig({
   test: {
@@ -29,7 +29,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.{ts,tsx}'],
-          exclude: [...configDefaults.exclude, 'test/unit/**', 'test/eve/**'],
+          exclude: [...configDefaults.exclude, 'test/unit/**', 'test/eve/**', 'test/lambda/**'],
           globalSetup: ['test/setup/global.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,

@@ -8,7 +8,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig, type WorldConfig } from '../config.js';
-import { hasProblems, iamPolicy, type ReconcileMode, type ResourceReport, reconcile } from '../resources.js';
+import { partitionOf, principalPolicy, schedulerRolePolicies } from '../aws/iam-policy.js';
+import { hasProblems, type ReconcileMode, type ResourceReport, reconcile } from '../resources.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, palette, printJson, progress, renderTable } from './output.js';
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH']);
@@ -122,6 +123,8 @@ interface InitOptions {
   dryRun?: boolean;
   json?: boolean;
   printIamPolicy?: boolean;
+  operator?: boolean;
+  schedulerRole?: boolean;
   account?: string;
 }
 
@@ -131,6 +134,14 @@ export function initCommand(): Command {
     .option('--dry-run', 'print what would be created and change nothing')
     .option('--json', 'print the result as JSON (for scripts)')
     .option('--print-iam-policy', 'print the least-privilege IAM policy the World needs at run time, and exit')
+    .option(
+      '--operator',
+      'with --print-iam-policy: the operator policy (doctor, redrive, tail; the only one with DLQ access)',
+    )
+    .option(
+      '--scheduler-role',
+      "with --print-iam-policy: the EventBridge Scheduler role's trust policy and permissions",
+    )
     .option('--account <id>', 'AWS account id to put in the IAM policy ARNs (default: <account-id>)', parseAccount)
     .addHelpText(
       'after',
@@ -144,9 +155,14 @@ Exit codes: 0 every resource present or created; 1 drift or missing (the fix is 
     .action(async (opts: InitOptions) => {
       const config = loadConfig(process.env);
       if (opts.printIamPolicy) {
-        printJson(iamPolicy(config, opts.account));
+        const region = config.region ?? '<region>';
+        const target = { partition: partitionOf(config.region), region, account: opts.account ?? '<account-id>' };
+        if (opts.schedulerRole) printJson(schedulerRolePolicies(config, target));
+        else printJson(principalPolicy(opts.operator ? 'operator' : 'runtime', config, target));
         return;
       }
+      if (opts.operator || opts.schedulerRole)
+        throw new CliError('--operator and --scheduler-role only go with --print-iam-policy', EXIT_USAGE);
       const mode: ReconcileMode = opts.dryRun ? 'dry-run' : 'apply';
       const reports = await runReconcile(config, mode);
       const ok = !hasProblems(reports);

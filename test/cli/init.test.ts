@@ -120,11 +120,12 @@ describe('eve-world-aws init', () => {
         `arn:aws:dynamodb:us-east-1:123456789012:table/${p}`,
         `arn:aws:dynamodb:us-east-1:123456789012:table/${p}/index/*`,
         `arn:aws:sqs:us-east-1:123456789012:${p}-queue`,
-        `arn:aws:sqs:us-east-1:123456789012:${p}-dlq`,
         `arn:aws:s3:::${p}-payloads/*`,
       ]),
     );
     expect(resources.some((x) => x === '*')).toBe(false);
+    // The World never touches the DLQ at run time: only the operator policy (--operator) does.
+    expect(resources).not.toContain(`arn:aws:sqs:us-east-1:123456789012:${p}-dlq`);
     expect(
       policy.Statement.flatMap((s) => s.Action).some((a) => a.endsWith(':*') || a.startsWith('dynamodb:Create')),
     ).toBe(false);

@@ -7,7 +7,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/eve/**/*.test.ts'],
+    include: ['test/eve/**/*.test.ts', 'test/lambda/**/*.test.ts'],
     globalSetup: ['test/setup/global.ts'],
     setupFiles: ['test/setup/polyfills.ts'],
     testTimeout: 180_000,

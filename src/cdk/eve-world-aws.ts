@@ -1,0 +1,392 @@
+/**
+ * `EveWorldAws`: the whole stack for an eve agent on AWS Lambda, nothing always on.
+ *
+ * - Table from the same schema `init` creates (src/ddb.ts TABLE_SCHEMA), on demand, PITR on,
+ *   deletion protection on by default.
+ * - Work queue + DLQ (redrive after `maxReceiveCount`), SSE-SQS, TLS only. The visibility timeout
+ *   is derived from the worker timeout (`visibilityTimeoutFactor`, default 6 as AWS advises for
+ *   SQS event sources; validated to be at least 1, i.e. never below the timeout).
+ * - Payload bucket: public access blocked, SSE-S3, TLS-only policy, the lifecycle rules of `init`.
+ * - EventBridge Scheduler group + a role that can only `sqs:SendMessage` to this queue.
+ * - A generated signing secret (Secrets Manager) shared by the host and the worker.
+ * - Host: the eve app (`eve build` output) in a container with the Lambda Web Adapter, Function
+ *   URL in RESPONSE_STREAM mode. Worker: the package's bundled `/lambda` handler on Node 24, an SQS
+ *   event source with ReportBatchItemFailures, delivering signed to the host's flow route.
+ * - Grants generated from the command table shared with `init --print-iam-policy`.
+ * - Alarms on DLQ depth, oldest-message age and worker errors (optional SNS topic).
+ *
+ * The flow route is public on the Function URL but refuses unsigned requests: the World's queue
+ * handler verifies the HMAC signature with EVE_WORLD_AWS_SIGNING_SECRET (see README "Deploy to AWS").
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { Annotations, ArnFormat, CfnOutput, Duration, Names, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { SCHEDULER_ROLE_ACTIONS } from '../aws/iam-actions.js';
+import { TABLE_SCHEMA } from '../ddb.js';
+import { MAX_MESSAGE_SIZE, PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES, RETENTION_SECONDS } from '../resources.js';
+import { HOST_PORT, READINESS_PATH } from './dockerfile.js';
+import { grantFromTable, nagResourceName } from './grants.js';
+import { requireWorkerAsset, WORKER_HANDLER } from './worker-asset.js';
+
+/** The flow route path eve serves (and the worker POSTs to). */
+export const FLOW_PATH = '.well-known/workflow/v1/flow';
+
+export interface EveWorldAwsProps {
+  /** Directory of the eve app: holds the Dockerfile and `.output/` from `eve build`. */
+  readonly app: string;
+  /** Dockerfile name inside `app` (create it with `hostDockerfile()`). Default `Dockerfile`. */
+  readonly dockerfile?: string;
+  /** Replace the host image entirely (e.g. `DockerImageCode.fromEcr`). */
+  readonly hostCode?: lambda.DockerImageCode;
+  /** Replace the worker code (default: the package's pre-bundled `/lambda` handler). */
+  readonly workerCode?: lambda.Code;
+  /** Host timeout: the longest turn a client can stream. Default 15 minutes (the Lambda maximum). */
+  readonly hostTimeout?: Duration;
+  /** Host memory. Default 1024 MB. */
+  readonly hostMemorySize?: number;
+  /** Worker timeout: it waits for the host's step to finish. Default: the host timeout. */
+  readonly workerTimeout?: Duration;
+  /** Worker memory. Default 256 MB. */
+  readonly workerMemorySize?: number;
+  /** Queue visibility = factor x worker timeout (capped at 12 h). Default 6 (AWS guidance); minimum 1. */
+  readonly visibilityTimeoutFactor?: number;
+  /** Receives before a message moves to the DLQ. Default 10. */
+  readonly maxReceiveCount?: number;
+  /** SQS records per worker invocation. Default 10. */
+  readonly batchSize?: number;
+  /** Wait to fill a batch. Default none (deliver at once: turns are latency sensitive). */
+  readonly maxBatchingWindow?: Duration;
+  /** Concurrent worker invocations the event source mapping may run (2-1000). Default 10. */
+  readonly maxConcurrency?: number;
+  /** Table deletion protection. Default true. */
+  readonly deletionProtection?: boolean;
+  /** What `cdk destroy` does to the table and bucket. Default RETAIN. */
+  readonly removalPolicy?: RemovalPolicy;
+  /** Extra environment for the host (e.g. the model provider's API key reference). */
+  readonly hostEnvironment?: Record<string, string>;
+  /** Alarm actions go to this topic when given. */
+  readonly alarmTopic?: sns.ITopic;
+  /** Oldest-message-age alarm threshold. Default 30 minutes. */
+  readonly oldestMessageAgeThreshold?: Duration;
+  /** Server access logs for the payload bucket go here when given (cdk-nag AwsSolutions-S1). */
+  readonly accessLogsBucket?: s3.IBucket;
+  /** Log retention for both functions. Default one month. */
+  readonly logRetention?: logs.RetentionDays;
+}
+
+const MAX_VISIBILITY_SECONDS = 43_200;
+
+export class EveWorldAws extends Construct {
+  readonly table: dynamodb.Table;
+  readonly queue: sqs.Queue;
+  readonly deadLetterQueue: sqs.Queue;
+  readonly bucket: s3.Bucket;
+  readonly scheduleGroup: scheduler.CfnScheduleGroup;
+  readonly schedulerRole: iam.Role;
+  readonly signingSecret: secretsmanager.Secret;
+  readonly hostFunction: lambda.DockerImageFunction;
+  readonly hostUrl: lambda.FunctionUrl;
+  readonly workerFunction: lambda.Function;
+  readonly alarms: cloudwatch.Alarm[];
+
+  constructor(scope: Construct, id: string, props: EveWorldAwsProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const hostTimeout = props.hostTimeout ?? Duration.minutes(15);
+    const workerTimeout = props.workerTimeout ?? hostTimeout;
+    const factor = props.visibilityTimeoutFactor ?? 6;
+    if (!(factor >= 1)) throw new Error(`EveWorldAws: visibilityTimeoutFactor must be >= 1 (the queue visibility may never be below the worker timeout), got ${factor}`);
+    if (workerTimeout.toSeconds() < hostTimeout.toSeconds()) {
+      Annotations.of(this).addWarningV2(
+        'eve-world-aws:worker-timeout',
+        'workerTimeout is shorter than hostTimeout: a step that runs longer than the worker waits is retried while it still runs',
+      );
+    }
+    const visibilitySeconds = Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(workerTimeout.toSeconds() * factor));
+    if (visibilitySeconds < workerTimeout.toSeconds()) throw new Error('EveWorldAws: workerTimeout exceeds the 12 h SQS visibility maximum');
+    const maxReceiveCount = props.maxReceiveCount ?? 10;
+    const maxConcurrency = props.maxConcurrency ?? 10;
+    if (maxConcurrency < 2 || maxConcurrency > 1000) throw new Error(`EveWorldAws: maxConcurrency must be 2-1000 (SQS event source limit), got ${maxConcurrency}`);
+
+    // ---- table: the schema `init` creates ----
+    const attrType = (name: string) => {
+      const def = TABLE_SCHEMA.attributeDefinitions.find((a) => a.AttributeName === name);
+      if (!def) throw new Error(`TABLE_SCHEMA has no attribute definition for ${name}`);
+      return def.AttributeType === 'S' ? dynamodb.AttributeType.STRING : def.AttributeType === 'N' ? dynamodb.AttributeType.NUMBER : dynamodb.AttributeType.BINARY;
+    };
+    const keyOf = (type: 'HASH' | 'RANGE') => {
+      const k = TABLE_SCHEMA.keySchema.find((x) => x.KeyType === type);
+      if (!k) throw new Error(`TABLE_SCHEMA has no ${type} key`);
+      return { name: k.AttributeName, type: attrType(k.AttributeName) };
+    };
+    this.table = new dynamodb.Table(this, 'Table', {
+      partitionKey: keyOf('HASH'),
+      sortKey: keyOf('RANGE'),
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection: props.deletionProtection ?? true,
+      removalPolicy,
+    });
+    for (const g of TABLE_SCHEMA.gsis) {
+      this.table.addGlobalSecondaryIndex({
+        indexName: g.name,
+        partitionKey: { name: g.pk, type: attrType(g.pk) },
+        sortKey: { name: g.sk, type: attrType(g.sk) },
+        projectionType: dynamodb.ProjectionType.ALL,
+      });
+    }
+
+    // ---- queues ----
+    this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
+      retentionPeriod: Duration.seconds(RETENTION_SECONDS),
+      maxMessageSizeBytes: MAX_MESSAGE_SIZE,
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    this.queue = new sqs.Queue(this, 'Queue', {
+      visibilityTimeout: Duration.seconds(visibilitySeconds),
+      retentionPeriod: Duration.seconds(RETENTION_SECONDS),
+      maxMessageSizeBytes: MAX_MESSAGE_SIZE,
+      receiveMessageWaitTime: Duration.seconds(20),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount },
+    });
+
+    // ---- bucket: the settings `init` applies, plus TLS only ----
+    this.bucket = new s3.Bucket(this, 'Payloads', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      serverAccessLogsBucket: props.accessLogsBucket,
+      serverAccessLogsPrefix: props.accessLogsBucket ? 'eve-world-aws-payloads/' : undefined,
+      lifecycleRules: PAYLOAD_PREFIXES.map((prefix) => ({
+        id: `expire-${prefix.replace('/', '')}`,
+        prefix,
+        expiration: Duration.days(PAYLOAD_EXPIRY_DAYS),
+      })),
+      removalPolicy,
+    });
+
+    // ---- long waits: Scheduler group + the role it assumes ----
+    this.scheduleGroup = new scheduler.CfnScheduleGroup(this, 'ScheduleGroup', {
+      name: Names.uniqueResourceName(this, { maxLength: 64, separator: '-' }),
+    });
+    this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
+      description: 'EventBridge Scheduler delivers eve-world-aws long waits to the work queue',
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', { conditions: { StringEquals: { 'aws:SourceAccount': stack.account } } }),
+    });
+    this.schedulerRole.addToPolicy(new iam.PolicyStatement({ actions: [...SCHEDULER_ROLE_ACTIONS], resources: [this.queue.queueArn] }));
+
+    // ---- signing secret ----
+    this.signingSecret = new secretsmanager.Secret(this, 'SigningSecret', {
+      description: 'HMAC secret: the worker signs deliveries, the host verifies them (EVE_WORLD_AWS_SIGNING_SECRET)',
+      generateSecretString: { passwordLength: 64, excludePunctuation: true },
+    });
+
+    const worldEnv: Record<string, string> = {
+      EVE_WORLD_AWS_TABLE: this.table.tableName,
+      EVE_WORLD_AWS_QUEUE: this.queue.queueUrl,
+      EVE_WORLD_AWS_DLQ: this.deadLetterQueue.queueUrl,
+      EVE_WORLD_AWS_BUCKET: this.bucket.bucketName,
+      EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: this.schedulerRole.roleArn,
+      EVE_WORLD_AWS_SCHEDULER_GROUP: this.scheduleGroup.ref,
+      EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(visibilitySeconds),
+      EVE_WORLD_AWS_MAX_RECEIVE_COUNT: String(maxReceiveCount),
+      // Resolved by CloudFormation at deploy ({{resolve:secretsmanager:...}}); never in the template.
+      EVE_WORLD_AWS_SIGNING_SECRET: this.signingSecret.secretValue.unsafeUnwrap(),
+    };
+
+    const logGroup = (name: string) =>
+      new logs.LogGroup(this, `${name}Logs`, { retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY });
+    const functionRole = (name: string, lg: logs.LogGroup) => {
+      const role = new iam.Role(this, `${name}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+      role.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [lg.logGroupArn] }));
+      return role;
+    };
+
+    // ---- host: eve behind the Lambda Web Adapter ----
+    let hostCode = props.hostCode;
+    if (!hostCode) {
+      const appDir = path.resolve(props.app);
+      const dockerfile = props.dockerfile ?? 'Dockerfile';
+      if (!existsSync(path.join(appDir, dockerfile))) {
+        throw new Error(
+          `EveWorldAws: ${path.join(appDir, dockerfile)} is missing. Generate it once with ` +
+            `\`node --input-type=module -e "import {hostDockerfile} from '@portfolio/eve-world-aws/cdk'; process.stdout.write(hostDockerfile())" > ${path.join(props.app, dockerfile)}\``,
+        );
+      }
+      if (!existsSync(path.join(appDir, '.output/server/index.mjs'))) {
+        Annotations.of(this).addWarningV2('eve-world-aws:no-eve-build', `${appDir}/.output is missing: run \`npx eve build\` in the app before \`cdk deploy\``);
+      }
+      hostCode = lambda.DockerImageCode.fromImageAsset(appDir, {
+        file: dockerfile,
+        platform: Platform.LINUX_AMD64,
+        exclude: ['node_modules', 'cdk.out', '.git', '.eve', '.workflow-data'],
+      });
+    }
+    const hostLogs = logGroup('Host');
+    this.hostFunction = new lambda.DockerImageFunction(this, 'Host', {
+      description: 'eve app (Nitro server behind the Lambda Web Adapter)',
+      code: hostCode,
+      architecture: lambda.Architecture.X86_64,
+      memorySize: props.hostMemorySize ?? 1024,
+      timeout: hostTimeout,
+      role: functionRole('Host', hostLogs),
+      logGroup: hostLogs,
+      environment: {
+        ...props.hostEnvironment,
+        ...worldEnv,
+        AWS_LWA_INVOKE_MODE: 'response_stream',
+        AWS_LWA_READINESS_CHECK_PATH: READINESS_PATH,
+        AWS_LWA_PORT: String(HOST_PORT),
+        PORT: String(HOST_PORT),
+      },
+    });
+    // Public URL: eve's routes are the product; the flow route verifies the HMAC signature and
+    // answers 401 to anything unsigned, forged, stale or replayed.
+    this.hostUrl = this.hostFunction.addFunctionUrl({
+      authType: lambda.FunctionUrlAuthType.NONE,
+      invokeMode: lambda.InvokeMode.RESPONSE_STREAM,
+    });
+
+    // ---- worker: SQS -> signed POST to the host's flow route ----
+    const workerLogs = logGroup('Worker');
+    this.workerFunction = new lambda.Function(this, 'Worker', {
+      description: 'eve-world-aws SQS worker: delivers queue messages to the flow route, signed',
+      runtime: lambda.Runtime.NODEJS_24_X,
+      architecture: lambda.Architecture.ARM_64,
+      handler: WORKER_HANDLER,
+      code: props.workerCode ?? lambda.Code.fromAsset(requireWorkerAsset()),
+      memorySize: props.workerMemorySize ?? 256,
+      timeout: workerTimeout,
+      role: functionRole('Worker', workerLogs),
+      logGroup: workerLogs,
+      environment: {
+        ...worldEnv,
+        EVE_WORLD_AWS_FLOW_URL: `${this.hostUrl.url}${FLOW_PATH}`,
+      },
+    });
+    this.workerFunction.addEventSource(
+      new SqsEventSource(this.queue, {
+        batchSize: props.batchSize ?? 10,
+        maxBatchingWindow: props.maxBatchingWindow,
+        maxConcurrency,
+        reportBatchItemFailures: true,
+      }),
+    );
+
+    // ---- least privilege, from the command table ----
+    const scheduleArn = stack.formatArn({
+      service: 'scheduler',
+      resource: 'schedule',
+      resourceName: `${this.scheduleGroup.ref}/*`,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+    const arns = {
+      table: [this.table.tableArn],
+      tableIndexes: [`${this.table.tableArn}/index/*`],
+      queue: [this.queue.queueArn],
+      bucketObjects: [this.bucket.arnForObjects('*')],
+      scheduleGroupSchedules: [scheduleArn],
+      schedulerRole: [this.schedulerRole.roleArn],
+    };
+    grantFromTable(this.hostFunction, 'runtime', arns);
+    grantFromTable(this.workerFunction, 'runtime', arns);
+
+    // ---- cdk-nag acknowledgements, each with its reason (cdk-nag 3 reads CDK's Validations metadata) ----
+    const wildcardReasons: Array<[string, string]> = [
+      [arns.tableIndexes[0], 'Query on the indexes of this one table only (index names come from TABLE_SCHEMA and may grow); no other table.'],
+      [arns.bucketObjects[0], 'Get/PutObject on objects of this one payload bucket: keys are per run and entity, unknown at deploy time.'],
+      [scheduleArn, 'CreateSchedule for one-time long-wait schedules in this stack’s own schedule group; schedule names are per wait.'],
+    ];
+    for (const role of [this.hostFunction.role, this.workerFunction.role]) {
+      const policy = role?.node.tryFindChild('DefaultPolicy');
+      if (!policy) continue;
+      for (const [arn, reason] of wildcardReasons) {
+        Validations.of(policy).acknowledge({ id: `AwsSolutions-IAM5[Resource::${nagResourceName(stack, arn)}]`, reason });
+      }
+    }
+    if (!props.accessLogsBucket) {
+      Validations.of(this.bucket).acknowledge({
+        id: 'AwsSolutions-S1',
+        reason: 'Only the World’s two function roles can reach this private, TLS-only bucket; pass accessLogsBucket to turn server access logs on.',
+      });
+    }
+    Validations.of(this.signingSecret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        'The HMAC secret reaches both functions at deploy time; rotate by updating the secret and redeploying (README "Deploy to AWS"). ' +
+        'Scheduled rotation without a redeploy would make host and worker disagree.',
+    });
+
+    // ---- alarms ----
+    const alarm = (id: string, a: cloudwatch.AlarmProps) => {
+      const x = new cloudwatch.Alarm(this, id, a);
+      if (props.alarmTopic) x.addAlarmAction(new cwActions.SnsAction(props.alarmTopic));
+      return x;
+    };
+    const ageThreshold = props.oldestMessageAgeThreshold ?? Duration.minutes(30);
+    this.alarms = [
+      alarm('DeadLetterAlarm', {
+        alarmDescription: 'Messages reached the DLQ: inspect with `eve-world-aws redrive --dry-run`',
+        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+      alarm('OldestMessageAlarm', {
+        alarmDescription: 'The oldest queue message waits too long: the worker is failing or throttled',
+        metric: this.queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum' }),
+        threshold: ageThreshold.toSeconds(),
+        evaluationPeriods: 5,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+      alarm('WorkerErrorsAlarm', {
+        alarmDescription: 'The SQS worker function failed invocations',
+        metric: this.workerFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    ];
+
+    // ---- outputs ----
+    const out = (id: string, value: string, description: string) => new CfnOutput(this, id, { value, description });
+    out('Url', this.hostUrl.url, 'eve app URL (Function URL, response streaming)');
+    out('FlowUrl', `${this.hostUrl.url}${FLOW_PATH}`, 'flow route the worker POSTs signed deliveries to');
+    out('TableName', this.table.tableName, 'EVE_WORLD_AWS_TABLE');
+    out('QueueUrl', this.queue.queueUrl, 'EVE_WORLD_AWS_QUEUE');
+    out('QueueName', this.queue.queueName, 'work queue name');
+    out('DeadLetterQueueUrl', this.deadLetterQueue.queueUrl, 'EVE_WORLD_AWS_DLQ');
+    out('DeadLetterQueueName', this.deadLetterQueue.queueName, 'dead-letter queue name');
+    out('BucketName', this.bucket.bucketName, 'EVE_WORLD_AWS_BUCKET');
+    out('ScheduleGroupName', this.scheduleGroup.ref, 'EVE_WORLD_AWS_SCHEDULER_GROUP');
+    out('SchedulerRoleArn', this.schedulerRole.roleArn, 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN');
+    out('SigningSecretArn', this.signingSecret.secretArn, 'signing secret (Secrets Manager)');
+    out('HostFunctionName', this.hostFunction.functionName, 'host function');
+    out('WorkerFunctionName', this.workerFunction.functionName, 'SQS worker function');
+    out('HostLogGroupName', hostLogs.logGroupName, 'host logs (`aws logs tail`)');
+    out('WorkerLogGroupName', workerLogs.logGroupName, 'worker logs (`aws logs tail`)');
+  }
+}
