@@ -44,7 +44,7 @@ export interface WorldConfig {
   readonly streamIdlePollMs: number;
   /**
    * HMAC secret deliveries are signed with (the first of {@link signingSecrets}); undefined when no
-   * secret is configured (then only in-process deliveries are accepted, see src/queue/signing.ts).
+   * secret is configured (then only in-process deliveries are accepted, see src/consumer/signing.ts).
    */
   readonly signingSecret?: string;
   /** Every secret a delivery may be signed with (rotation: sign with the first, verify with any). */

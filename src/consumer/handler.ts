@@ -4,7 +4,7 @@
  * Request: POST, typed-JSON body, headers `x-vqs-queue-name` (must start with `prefix`),
  * `x-vqs-message-id`, `x-vqs-message-attempt` (1-based), plus `x-eve-timestamp`/`x-eve-signature`.
  *
- * Who is accepted (closed by default; see src/queue/signing.ts):
+ * Who is accepted (closed by default; see src/consumer/signing.ts):
  * - secrets configured: requests signed with any of them, each signature once (durable nonce);
  * - no secret: only requests signed with this process's random key, i.e. from a consumer in the
  *   same process (loopback / in-process development); an unsigned request from anywhere is refused;
