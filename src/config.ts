@@ -41,6 +41,8 @@ export interface WorldConfig {
   readonly streamPollMs: number;
   /** Slowest live-stream poll interval (ms), reached by backing off on an idle stream. */
   readonly streamIdlePollMs: number;
+  /** The World's `streamFlushIntervalMs`: how long core holds a stream's leading chunk to group it. */
+  readonly streamFlushMs: number;
   /** HMAC secret for deliveries over HTTP; undefined disables signing and verification. */
   readonly signingSecret?: string;
   /** Flow route the in-process consumer POSTs to when no handler is registered in process. */
@@ -85,6 +87,7 @@ export const ENV_DOCS: readonly EnvDoc[] = [
   { name: 'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES', default: '300000', description: 'Values larger than this are stored in S3 (max 350000).' },
   { name: 'EVE_WORLD_AWS_STREAM_POLL_MS', default: '50', description: 'Live stream poll interval while chunks flow.' },
   { name: 'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS', default: '1000', description: 'Live stream poll interval after backing off on an idle stream.' },
+  { name: 'EVE_WORLD_AWS_STREAM_FLUSH_MS', default: '60', description: "Core holds a stream's first chunk this long to write it with the next ones in one request (the World's streamFlushIntervalMs; 0 = send at once; WORKFLOW_STREAM_FLUSH_INTERVAL_MS overrides it). Trade-off table: bench/README.md." },
   { name: 'EVE_WORLD_AWS_SIGNING_SECRET', default: '-', description: 'HMAC-SHA256 secret for deliveries over HTTP (>= 16 chars). Unset: unsigned.' },
   { name: 'EVE_WORLD_AWS_FLOW_URL', default: 'http://127.0.0.1:$PORT/.well-known/workflow/v1/flow', description: 'Flow route the in-process consumer POSTs to when no handler is registered.' },
   { name: 'EVE_WORLD_AWS_CONCURRENCY', default: '8', description: 'Deliveries the in-process consumer runs at once.' },
@@ -195,6 +198,7 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     payloadThresholdBytes: int(env, 'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES', 300_000, 1, 350_000, '300000'),
     streamPollMs,
     streamIdlePollMs,
+    streamFlushMs: int(env, 'EVE_WORLD_AWS_STREAM_FLUSH_MS', 60, 0, 10_000, '60'),
     signingSecret,
     flowUrl,
     consumerConcurrency: int(env, 'EVE_WORLD_AWS_CONCURRENCY', 8, 1, 1000, '8'),

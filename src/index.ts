@@ -21,7 +21,7 @@ import { getConfig, type WorldConfig } from './config.js';
 import { createContext, type WorldContext } from './context.js';
 import { createQueue } from './queue/index.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
-import { createStreamer } from './streamer.js';
+import { createStreamer } from './streams/index.js';
 
 export { ConfigError, ENV_DOCS, loadConfig, type WorldConfig } from './config.js';
 
@@ -71,6 +71,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     registerHandler: (prefix, handler) => queue.registerHandler(prefix, handler),
     // Streams
     streams: streamer.streams,
+    streamFlushIntervalMs: streamer.streamFlushIntervalMs,
     async start() {
       await queue.start();
     },
