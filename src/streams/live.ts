@@ -10,10 +10,12 @@
  *  1. the in-process bus (bus.ts): blocks committed by a writer in this process, taken from memory
  *     when one starts exactly at `k` (no request);
  *  2. one consistent Query from `k` (returns every block written since, and the EOF).
- * Pacing of (2): poll again `streamPollMs` after a page with data; keep that fast interval for
- * HOT_POLLS intervals after the last chunk, then back off x2 per empty poll up to
- * `streamIdlePollMs`. While the bus is feeding the reader, polls wait the idle interval (the bus
- * cuts every wait short). Polls happen only while the consumer wants data (backpressure).
+ * Pacing of (2): a reader that found data by polling (a writer in another process) keeps polling
+ * every `streamPollMs` until ACTIVE_MS pass without data (at most 1000 / streamPollMs reads per
+ * second while the writer is active: 20 at the default 50 ms), then backs off x2 per empty poll
+ * up to `streamIdlePollMs` (1 read per second at the default). While the bus is feeding the
+ * reader, polls wait the idle interval: the bus cuts every wait short, the poll is only a
+ * fallback. Polls happen only while the consumer wants data (backpressure).
  *
  * Every exit path (EOF, cancel, error, World close) runs `finish()`, which clears the timer and
  * the bus listener.
@@ -23,8 +25,8 @@ import { busKey, type CommittedBlock, readerFinished, readerStarted, subscribe }
 import type { Block, StoredChunk } from './items.js';
 import type { StreamQueries } from './queries.js';
 
-/** Live readers keep the fast poll interval this many intervals after the last chunk. */
-const HOT_POLLS = 5;
+/** A polling reader keeps the fast interval this long after the last chunk it polled. */
+const ACTIVE_MS = 3000;
 /** Bus blocks a reader buffers while its consumer is slow; past it, it forgets them and queries. */
 const MAX_BUFFERED_BLOCKS = 1000;
 /** S3 fetches in flight per reader. */
@@ -50,7 +52,7 @@ export function liveTail(deps: LiveTailDeps, runId: string, name: string, start:
   let interval = fast;
   /** Wait before the next query; 0 when more data is known to be there. */
   let pause = 0;
-  let lastDataAt = performance.now();
+  let lastPolledDataAt = performance.now();
   let finished = false;
   let woken = false;
   let wake: (() => void) | undefined;
@@ -158,6 +160,7 @@ export function liveTail(deps: LiveTailDeps, runId: string, name: string, start:
             if (pending) {
               const b = pending;
               pending = undefined;
+              fromQuery = true;
               out.push(...(await apply(b.first, b.chunks, b.eof)));
             }
             const memBlocks = eof ? [] : takeFromMemory();
@@ -185,16 +188,21 @@ export function liveTail(deps: LiveTailDeps, runId: string, name: string, start:
             }
             const now = performance.now();
             if (out.length > 0 || memBlocks.length > 0) {
-              lastDataAt = now;
-              interval = fast;
-              // After a Query with data the next chunk cannot be there yet; after memory data the
-              // bus will wake us, so the poll is only a fallback.
-              pause = truncated ? 0 : fromQuery ? fast : config.streamIdlePollMs;
+              if (fromQuery) {
+                lastPolledDataAt = now;
+                interval = fast;
+                // The next chunk cannot be there yet, unless the page was cut short.
+                pause = truncated ? 0 : fast;
+              } else {
+                // The bus is feeding us: it cuts the wait short, the poll is only a fallback.
+                interval = config.streamIdlePollMs;
+                pause = interval;
+              }
               if (out.length > 0) return; // pull() is called again when the consumer wants more
               continue;
             }
             pause = interval;
-            if (now - lastDataAt >= HOT_POLLS * fast) interval = Math.min(interval * 2, config.streamIdlePollMs);
+            if (now - lastPolledDataAt >= ACTIVE_MS) interval = Math.min(interval * 2, config.streamIdlePollMs);
           }
         } catch (err) {
           if (finished) return; // cancelled mid-request
