@@ -12,19 +12,17 @@
  *                                            RUN#meta so EVT#..RUN#meta is exactly log + run view
  * RUN#<runId>             ATTR#<corrId>      attr_set workflow-writer dedupe claim
  * HOOK#<token>            HOOK#meta          hook by token (global uniqueness claim)
- * STREAM#<runId>#<name>   CHUNK#<index:20>   stream chunk
- * STREAM#<runId>#<name>   STREAM#meta        { tailIndex, done }
+ * STREAM#<runId>#<name>   CHUNK#<index:20>   stream block: chunks from <index> on, or the EOF (streams/items.ts)
  * QKEY#<idempotencyKey>   QKEY               queue dedupe claim, with a TTL attribute
  * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (events by correlation)
  *                      WF#<workflowName> / <createdAt>#<runId>      (runs by workflow name)
  *                      RUNHOOKS#<runId> / <hookId>                  (hooks of a run)
- *                      RUNSTREAMS#<runId> / <name>                  (streams of a run)
+ *                      RUNSTREAMS#<runId> / <name>                  (streams of a run; on block 0)
  * GSI2: GSI2PK/GSI2SK  "RUN" / <createdAt ISO>#<runId>              (global run listing by time)
  *                      "HOOKID#<hookId>" / "HOOK"                   (hook by id)
  * ```
  *
- * Slots and chunk indices are zero-padded to 20 digits so that string order is numeric order
- * and `CHUNK#` sorts before `STREAM#meta` (one Query returns chunks and the meta row together).
+ * Slots and chunk indices are zero-padded to 20 digits so that string order is numeric order.
  */
 
 export const ATTR = {
@@ -56,7 +54,6 @@ export const keys = {
   attrClaim: (runId: string, correlationId: string) => ({ PK: `RUN#${runId}`, SK: `ATTR#${correlationId}` }),
   hook: (token: string) => ({ PK: `HOOK#${token}`, SK: 'HOOK#meta' }),
   stream: (runId: string, name: string) => `STREAM#${runId}#${name}`,
-  streamMeta: (runId: string, name: string) => ({ PK: `STREAM#${runId}#${name}`, SK: 'STREAM#meta' }),
   chunk: (runId: string, name: string, index: number) => ({ PK: `STREAM#${runId}#${name}`, SK: `CHUNK#${pad(index)}` }),
   chunkSk: (index: number) => `CHUNK#${pad(index)}`,
   chunkSkPrefix: 'CHUNK#',

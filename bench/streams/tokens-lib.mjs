@@ -27,13 +27,18 @@ export async function loadImpl() {
 export function countingStreamer(impl, env, options) {
   const config = impl.loadConfig(env);
   const clients = impl.createClients(config);
-  const counts = { total: 0, byCommand: {} };
+  const counts = { total: 0, byCommand: {}, msByCommand: {} };
   clients.ddb.middlewareStack.add(
     (next, context) => async (args) => {
       counts.total++;
       const c = context.commandName.replace(/Command$/, '');
       counts.byCommand[c] = (counts.byCommand[c] ?? 0) + 1;
-      return next(args);
+      const t = performance.now();
+      try {
+        return await next(args);
+      } finally {
+        counts.msByCommand[c] = (counts.msByCommand[c] ?? 0) + performance.now() - t;
+      }
     },
     { step: 'initialize', name: 'bench-request-counter' },
   );

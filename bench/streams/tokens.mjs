@@ -123,6 +123,8 @@ async function scenario(impl, env, { mode, flushMs, count, gapMs }) {
     readsPerChunk: reads / count,
     perChunk: (writes + reads) / count,
     readerReadsPerSecond: readerReads / seconds,
+    /** Mean PutItem round trip of the writer (ms): the write latency floor on this machine. */
+    putMs: (w.counts.msByCommand.PutItem ?? 0) / (w.counts.byCommand.PutItem || 1),
     byCommand: all,
   };
 }
@@ -148,10 +150,10 @@ export function printTokens(after, before) {
   const old = new Map((before?.rows ?? []).map((r) => [key(r), r]));
   table(
     `Token-rate streams through core's writer (getWritable() sink), per chunk; before = ${before?.label ?? 'not measured'}, after = this build (flush window ${after[0]?.flushMs} ms)`,
-    ['load', 'reader', 'p50 ms before', 'p50 after', 'p99 before', 'p99 after', 'DDB req/chunk before', 'after', 'writes/chunk', 'reads/chunk', 'reader reads/s'],
+    ['load', 'reader', 'p50 ms before', 'p50 after', 'p99 before', 'p99 after', 'DDB req/chunk before', 'after', 'writes/chunk', 'reads/chunk', 'reader reads/s', 'PutItem ms'],
     after.map((r) => {
       const b = old.get(key(r));
-      return [r.load, r.mode, f1(b?.p50), f1(r.p50), f1(b?.p99), f1(r.p99), f2(b?.perChunk), f2(r.perChunk), f2(r.writesPerChunk), f2(r.readsPerChunk), f1(r.readerReadsPerSecond)];
+      return [r.load, r.mode, f1(b?.p50), f1(r.p50), f1(b?.p99), f1(r.p99), f2(b?.perChunk), f2(r.perChunk), f2(r.writesPerChunk), f2(r.readsPerChunk), f1(r.readerReadsPerSecond), f1(r.putMs)];
     }),
   );
 }
@@ -175,14 +177,14 @@ async function main() {
     const results = { label: args.has('--save-baseline') ? 'commit f1d0e53 (before #16)' : 'this build', flushMs, rows: await measureTokens(impl, env, flushMs) };
     if (args.has('--sweep')) {
       const sweep = [];
-      for (const f of [0, 20, 40, 60, 80, 100]) {
+      for (const f of (process.env.BENCH_SWEEP ?? '0,30,60,90').split(',').map(Number)) {
         for (const r of await measureTokens(impl, env, f)) sweep.push(r);
       }
       results.sweep = sweep;
       table(
         'Flush window sweep (streamFlushIntervalMs): latency vs DynamoDB requests per chunk',
-        ['window ms', 'load', 'reader', 'p50', 'p99', 'req/chunk', 'reader reads/s'],
-        sweep.map((r) => [r.flushMs, r.load, r.mode, f1(r.p50), f1(r.p99), f2(r.perChunk), f1(r.readerReadsPerSecond)]),
+        ['window ms', 'load', 'reader', 'p50', 'p99', 'req/chunk', 'writes/chunk', 'reader reads/s', 'PutItem ms'],
+        sweep.map((r) => [r.flushMs, r.load, r.mode, f1(r.p50), f1(r.p99), f2(r.perChunk), f2(r.writesPerChunk), f1(r.readerReadsPerSecond), f1(r.putMs)]),
       );
     }
     if (args.has('--save-baseline')) {
