@@ -52,7 +52,8 @@ export function liveTail(deps: LiveTailDeps, runId: string, name: string, start:
   let interval = fast;
   /** Wait before the next query; 0 when more data is known to be there. */
   let pause = 0;
-  let lastPolledDataAt = performance.now();
+  // Not active until a poll finds data: a reader opened on a quiet stream backs off at once.
+  let lastPolledDataAt = Number.NEGATIVE_INFINITY;
   let finished = false;
   let woken = false;
   let wake: (() => void) | undefined;

@@ -306,6 +306,36 @@ describe('getChunks', () => {
   });
 });
 
+describe('in-process fast path', () => {
+  it('a reader in the writer\'s process takes committed blocks from memory: one Query (the open) for 60 groups', async () => {
+    // Polls every 60 s: anything the reader gets after its first Query came from the bus.
+    const slow = { ...fx.config, streamPollMs: 60_000, streamIdlePollMs: 60_000 };
+    const clients = createClients(fx.config);
+    extraClients.push(clients);
+    const queries: string[] = [];
+    clients.ddb.middlewareStack.add(
+      (next, context) => async (args) => {
+        queries.push(String((context as { commandName?: string }).commandName));
+        return next(args);
+      },
+      { step: 'initialize', name: 'countReaderRequests' },
+    );
+    const reader = createStreamer(createContext(slow, clients));
+    const runId = newRun();
+    const reading = readAll(await reader.streams.get(runId, 'mem'));
+    const expected: string[] = [];
+    for (let g = 0; g < 60; g++) {
+      const group = [`${g}a`, `${g}b`, `${g}c`];
+      expected.push(...group);
+      await streamer.streams.writeMulti!(runId, 'mem', group);
+    }
+    await streamer.streams.close(runId, 'mem');
+    expect(await reading).toEqual(expected);
+    expect(queries).toEqual(['QueryCommand']);
+    await reader.close();
+  });
+});
+
 describe('leaks', () => {
   it('no live reader is left once every test is done', () => {
     expect(activeStreamReaders()).toBe(0);
