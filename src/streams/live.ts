@@ -140,6 +140,8 @@ export function liveTail(deps: LiveTailDeps, runId: string, name: string, start:
       if (b.eof) break;
       at = b.first + b.chunks.length;
     }
+    // A wake-up for blocks taken here is spent: the next wait must not skip straight to a Query.
+    woken = mem.length > 0;
     return taken;
   }
 
