@@ -338,13 +338,13 @@ function table4(streams) {
   if (!streams) return '\nTable 4. Streams: not run.';
   const parts = streams.tables.map((t, i) =>
     table(
-      `Table 4${'abc'[i] ?? i}. ${t.title}`,
+      `Table 4${'abcdefgh'[i] ?? i}. ${t.title}`,
       t.head,
       t.rows.filter((r) => !r[0].startsWith('warm')),
     ),
   );
   parts.push(
-    '\nTable 4 is bench/streams (`npm run bench:streams`, its own emulator stack) run as a child process and re-printed. In-process reader: same process as the writer (in-process signal); other process: a child-process reader that only polls.',
+    "\nTables 4a-c are bench/streams (`npm run bench:streams`), 4d `npm run bench:tokens` (through core's writer, before = commit f1d0e53), 4e bench/throughput.mjs (BENCH_THROUGHPUT_RUNS runs), 4f bench/tail.mjs; the first three run as child processes with their own emulator stacks. In-process reader: same process as the writer (in-process bus); other process: a child-process reader that only polls.",
   );
   return parts.join('\n');
 }

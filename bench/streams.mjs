@@ -1,8 +1,12 @@
-// Table 4: streams. Reuses the streams benchmark in bench/streams (its own script,
-// `npm run bench:streams`, with its own emulator stack) as a child process, and picks its
-// numbers out of the markdown tables it prints.
-import { runChild } from './lib/child.mjs';
+// Table 4: streams. Runs the streams benchmarks in bench/streams as child processes, each with
+// its own emulator stack (`npm run bench:streams`: the streamer API directly; `npm run
+// bench:tokens`: token-rate latency/cost through core's writer, before/after; bench/throughput.mjs:
+// BENCH_THROUGHPUT_RUNS (default 200) concurrent runs on both Worlds), plus the `tail` reducer
+// bench (bench/tail.mjs, in process), and picks the numbers out of the markdown tables they print.
+
 import { fileURLToPath } from 'node:url';
+import { runChild } from './lib/child.mjs';
+import { benchTail, printTail } from './tail.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -30,9 +34,23 @@ export function parseTables(text) {
 export async function benchStreams({ log }) {
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
   const { ms, out } = await runChild(npm, ['run', '--silent', 'bench:streams'], { cwd: ROOT, env: process.env, what: 'npm run bench:streams' });
-  const seconds = ms / 1000;
-  log(`  streams bench finished in ${seconds.toFixed(0)} s`);
-  return { seconds, tables: parseTables(out), raw: out };
+  log(`  streams bench finished in ${(ms / 1000).toFixed(0)} s`);
+  const tok = await runChild(npm, ['run', '--silent', 'bench:tokens'], { cwd: ROOT, env: process.env, what: 'npm run bench:tokens' });
+  log(`  token-rate bench finished in ${(tok.ms / 1000).toFixed(0)} s`);
+  const runs = process.env.BENCH_THROUGHPUT_RUNS ?? '200';
+  const tp = await runChild(process.execPath, ['--no-warnings', 'bench/throughput.mjs', `--runs=${runs}`], { cwd: ROOT, env: process.env, what: 'bench/throughput.mjs' });
+  log(`  throughput bench (${runs} runs) finished in ${(tp.ms / 1000).toFixed(0)} s`);
+  const tail = await benchTail();
+  const lines = [];
+  const log0 = console.log;
+  console.log = (l) => lines.push(l);
+  try {
+    printTail(tail);
+  } finally {
+    console.log = log0;
+  }
+  const raw = `${out}\n${tok.out}\n${tp.out}\n${lines.join('\n')}`;
+  return { seconds: (ms + tok.ms + tp.ms) / 1000, tables: parseTables(raw), raw, tail };
 }
 
 /** Find a table by a word in its title, and rows by their first cells. */

@@ -42,6 +42,8 @@ export interface WorldConfig {
   readonly streamPollMs: number;
   /** Slowest live-stream poll interval (ms), reached by backing off on an idle stream. */
   readonly streamIdlePollMs: number;
+  /** The World's `streamFlushIntervalMs`: how long core holds a stream's leading chunk to group it. */
+  readonly streamFlushMs: number;
   /**
    * HMAC secret deliveries are signed with (the first of {@link signingSecrets}); undefined when no
    * secret is configured (then only in-process deliveries are accepted, see src/consumer/signing.ts).
@@ -139,6 +141,12 @@ export const ENV_DOCS: readonly EnvDoc[] = [
     name: 'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS',
     default: '1000',
     description: 'Live stream poll interval after backing off on an idle stream.',
+  },
+  {
+    name: 'EVE_WORLD_AWS_STREAM_FLUSH_MS',
+    default: '30',
+    description:
+      "Core holds a stream's first chunk this long to write it with the next ones in one request (the World's streamFlushIntervalMs; 0 = send at once; WORKFLOW_STREAM_FLUSH_INTERVAL_MS overrides it). Trade-off table: bench/README.md.",
   },
   {
     name: 'EVE_WORLD_AWS_SIGNING_SECRET',
@@ -371,6 +379,7 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     payloadThresholdBytes: int(env, 'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES', 300_000, 1, 350_000, '300000'),
     streamPollMs,
     streamIdlePollMs,
+    streamFlushMs: int(env, 'EVE_WORLD_AWS_STREAM_FLUSH_MS', 30, 0, 10_000, '30'),
     signingSecret: signingSecrets[0],
     signingSecrets: Object.freeze(signingSecrets),
     allowUnsigned,

@@ -14,21 +14,19 @@
  * RUN#<runId>             RUNKEY             the run's KMS-wrapped data key (src/encryption/); sorts
  *                                            after RUN#meta, outside the EVT#..RUN#meta range
  * HOOK#<token>            HOOK#meta          hook by token (global uniqueness claim)
- * STREAM#<runId>#<name>   CHUNK#<index:20>   stream chunk
- * STREAM#<runId>#<name>   STREAM#meta        { tailIndex, done }
+ * STREAM#<runId>#<name>   CHUNK#<index:20>   stream block: chunks from <index> on, or the EOF (streams/items.ts)
  * QKEY#<idempotencyKey>   QKEY               queue dedupe claim, with a TTL attribute
  * NONCE#<signature>       NONCE              accepted delivery signature (replay guard), with a TTL
  * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (first event of a hook/wait
  *                                                                   correlation; see below)
  *                      WF#<workflowName>#<shard> / <createdAt>#<runId>  (runs by workflow name)
  *                      RUNHOOKS#<runId> / <hookId>                  (hooks of a run)
- *                      RUNSTREAMS#<runId> / <name>                  (streams of a run)
+ *                      RUNSTREAMS#<runId> / <name>                  (streams of a run; on block 0)
  * GSI2: GSI2PK/GSI2SK  RUNS#<shard> / <createdAt ISO>#<runId>       (all runs by time)
  *                      HOOKS#<shard> / <hookId>                     (hook by id; all hooks)
  * ```
  *
- * Slots and chunk indices are zero-padded to 20 digits so that string order is numeric order
- * and `CHUNK#` sorts before `STREAM#meta` (one Query returns chunks and the meta row together).
+ * Slots and chunk indices are zero-padded to 20 digits so that string order is numeric order.
  *
  * **No hot index partition.** DynamoDB serves about 1,000 WCU/s per partition-key value, and a
  * throttled index pushes back on the base table's transactions. List keys are therefore sharded
@@ -68,7 +66,6 @@ export const keys = {
   attrClaim: (runId: string, correlationId: string) => ({ PK: `RUN#${runId}`, SK: `ATTR#${correlationId}` }),
   hook: (token: string) => ({ PK: `HOOK#${token}`, SK: 'HOOK#meta' }),
   stream: (runId: string, name: string) => `STREAM#${runId}#${name}`,
-  streamMeta: (runId: string, name: string) => ({ PK: `STREAM#${runId}#${name}`, SK: 'STREAM#meta' }),
   chunk: (runId: string, name: string, index: number) => ({ PK: `STREAM#${runId}#${name}`, SK: `CHUNK#${pad(index)}` }),
   chunkSk: (index: number) => `CHUNK#${pad(index)}`,
   chunkSkPrefix: 'CHUNK#',

@@ -9,7 +9,7 @@
  * - storage   src/storage/   runs/steps/events/hooks: the event log on one DynamoDB table
  * - queue     src/queue/     send side: queue(), queueBatch(), idempotency, long delays
  * - consumer  src/consumer/  receive side: createQueueHandler, registerHandler, the poller start()s
- * - streams   src/streamer   chunk items with polling and an in-process fast path
+ * - streams   src/streams    block items, one write per group, with polling and an in-process fast path
  * The object literal is checked against `AwsWorld` with `satisfies`, so a member that is missing
  * or has the wrong shape is a compile error (no cast).
  *
@@ -27,14 +27,13 @@ import { createContext, type WorldContext } from './context.js';
 import { RunKeys, type RunKeysOptions } from './encryption/run-keys.js';
 import { createQueue } from './queue/index.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
-import { createStreamer } from './streamer.js';
+import { createStreamer } from './streams/index.js';
 
 export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, type WorldConfig } from './config.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
 export type { WorldContext } from './context.js';
 export type { Logger } from './log.js';
-export { StreamWriteAbandonedError } from './streamer.js';
 
 export interface AwsWorld extends World {
   /**
@@ -96,6 +95,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     registerHandler: consumer.registerHandler,
     // Streams
     streams: streamer.streams,
+    streamFlushIntervalMs: streamer.streamFlushIntervalMs,
     async start() {
       await consumer.start();
     },

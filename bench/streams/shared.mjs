@@ -3,7 +3,7 @@
 import { createClients } from '../../.tmp/bench-streams/aws/clients.js';
 import { loadConfig } from '../../.tmp/bench-streams/config.js';
 import { createContext } from '../../.tmp/bench-streams/context.js';
-import { createStreamer } from '../../.tmp/bench-streams/streamer.js';
+import { createStreamer } from '../../.tmp/bench-streams/streams/index.js';
 
 /** Wall-clock ms with sub-ms resolution, comparable across processes on one host. */
 export const nowMs = () => performance.timeOrigin + performance.now();

@@ -204,6 +204,8 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
   let lastRun: string | undefined;
   const stepSeen = new Map<string, string>();
   const stepNames = new Map<string, string>();
+  /** Steps with events not yet reflected in a step record (insertion order). */
+  const dirtySteps = new Set<string>();
   const streams = new Map<string, StreamCursor>();
   let terminalSince: number | undefined;
   let sleepMs = fastMs;
@@ -234,10 +236,11 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
       if (page.cursor) eventCursor = page.cursor;
       if (!page.hasMore || page.data.length === 0) break;
     }
-    const stepsChanged = firstRound || fresh.some((e) => e.eventType.startsWith('step_'));
-    let stepRecords: StepRow[] = [];
-    if (stepsChanged) {
-      const all: Step[] = [];
+    // Steps: the first round lists them all; later rounds read only the steps whose events are
+    // new (at most MAX_STEP_READS per round, the rest next round), so a round costs what changed,
+    // never the size of the run.
+    let changed: Step[] = [];
+    if (firstRound) {
       let cursor: string | undefined;
       do {
         const page = await world.steps.list({
@@ -245,17 +248,25 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
           pagination: { cursor, limit: 1000, sortOrder: 'asc' },
           resolveData: 'none',
         });
-        all.push(...page.data);
+        changed.push(...page.data);
         cursor = page.hasMore ? (page.cursor ?? undefined) : undefined;
       } while (cursor);
-      for (const s of all) stepNames.set(s.stepId, s.stepName);
-      stepRecords = all.map(stepRow).filter((s) => {
-        const key = `${s.status}|${s.attempt}|${s.completedAt ?? ''}`;
-        if (stepSeen.get(s.stepId) === key) return false;
-        stepSeen.set(s.stepId, key);
-        return true;
-      });
+    } else {
+      for (const e of fresh) if (e.eventType.startsWith('step_') && e.correlationId) dirtySteps.add(e.correlationId);
+      const ids = [...take(dirtySteps, MAX_STEP_READS)];
+      const got = await Promise.all(
+        ids.map((id) => world.steps.get(runId, id, { resolveData: 'none' }).catch(() => undefined)),
+      );
+      changed = got.filter((s) => s !== undefined) as Step[];
+      if (dirtySteps.size > 0) activity = true;
     }
+    for (const s of changed) stepNames.set(s.stepId, s.stepName);
+    const stepRecords = changed.map(stepRow).filter((s) => {
+      const key = `${s.status}|${s.attempt}|${s.completedAt ?? ''}`;
+      if (stepSeen.get(s.stepId) === key) return false;
+      stepSeen.set(s.stepId, key);
+      return true;
+    });
     for (const e of fresh) {
       if (e.eventType === 'step_created' && e.correlationId) {
         const name = (e as { eventData?: { stepName?: string } }).eventData?.stepName;
@@ -311,6 +322,18 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
     }
     sleepMs = activity ? fastMs : Math.min(idleMaxMs, sleepMs * 2);
     await sleep(sleepMs, opts.signal);
+  }
+}
+
+/** Steps re-read per follow round; more changes wait for the next round. */
+export const MAX_STEP_READS = 25;
+
+/** Remove and return up to `n` members of `set`, oldest first. */
+function* take<T>(set: Set<T>, n: number): Generator<T> {
+  for (const v of set) {
+    if (n-- <= 0) return;
+    set.delete(v);
+    yield v;
   }
 }
 

@@ -12,6 +12,8 @@ export interface StreamState {
   name: string;
   done: boolean;
   chunks: ChunkRow[];
+  /** The chunks' display lines, appended as chunks arrive (the view never re-splits them). */
+  lines: string[];
 }
 
 export interface TailState {
@@ -29,29 +31,41 @@ export function emptyTailState(): TailState {
   return { events: [], steps: new Map(), streams: new Map(), finished: false };
 }
 
-/** Fold one record into the state (returns a new top-level object so React sees a change). */
+function streamOf(state: TailState, name: string): StreamState {
+  let cur = state.streams.get(name);
+  if (!cur) {
+    cur = { name, done: false, chunks: [], lines: [] };
+    state.streams.set(name, cur);
+  }
+  return cur;
+}
+
+/**
+ * Fold one record into the state in O(1) (plus the chunk's own lines): the lists, maps and
+ * stream states are owned by the state and appended in place, and a new top-level object is
+ * returned so React sees a change. Following a run of n records is O(n), never O(n^2). The state
+ * passed in is consumed: keep only the returned one.
+ */
 export function reduceTail(state: TailState, rec: TailRow): TailState {
   switch (rec.kind) {
     case 'run':
       return { ...state, run: rec };
     case 'event':
-      return { ...state, events: [...state.events, rec] };
-    case 'step': {
-      const steps = new Map(state.steps);
-      steps.set(rec.stepId, rec);
-      return { ...state, steps };
-    }
+      state.events.push(rec);
+      return { ...state };
+    case 'step':
+      state.steps.set(rec.stepId, rec);
+      return { ...state };
     case 'stream': {
-      const streams = new Map(state.streams);
-      const cur = streams.get(rec.stream) ?? { name: rec.stream, done: false, chunks: [] };
-      streams.set(rec.stream, { ...cur, done: rec.done || cur.done });
-      return { ...state, streams };
+      const cur = streamOf(state, rec.stream);
+      cur.done = rec.done || cur.done;
+      return { ...state };
     }
     case 'chunk': {
-      const streams = new Map(state.streams);
-      const cur = streams.get(rec.stream) ?? { name: rec.stream, done: false, chunks: [] };
-      streams.set(rec.stream, { ...cur, chunks: [...cur.chunks, rec] });
-      return { ...state, streams };
+      const cur = streamOf(state, rec.stream);
+      cur.chunks.push(rec);
+      for (const line of chunkLines(rec)) cur.lines.push(line);
+      return { ...state };
     }
   }
 }
@@ -181,7 +195,7 @@ export function Streams({ streams, maxLines, color }: { streams: StreamState[]; 
   return (
     <Box flexDirection="column">
       {streams.map((s) => {
-        const lines = s.chunks.flatMap(chunkLines);
+        const lines = s.lines;
         const shown = lines.length > maxLines ? lines.slice(lines.length - maxLines) : lines;
         return (
           <Box key={s.name} flexDirection="column">

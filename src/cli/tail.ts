@@ -16,6 +16,8 @@ import { chunkLines, followRun, type RunRow, type TailRow } from './tail-rows.js
 import { getRunOrFail, withWorld } from './world.js';
 
 export const EXIT_INTERRUPTED = 130;
+/** Shortest interval between two redraws of the live view. */
+const REDRAW_MS = 50;
 
 interface TailOptions {
   follow: boolean;
@@ -101,20 +103,30 @@ export async function inkSink(
       follow,
     });
   const instance = render(tree(), { stdout, exitOnCtrlC: false, patchConsole: false });
+  // Redraws are coalesced (at most one per REDRAW_MS): a burst of records costs one render, so a
+  // run with 100k records is not 100k renders of an ever longer view.
+  let pending: NodeJS.Timeout | undefined;
+  const redraw = () => {
+    pending ??= setTimeout(() => {
+      pending = undefined;
+      instance.rerender(tree());
+    }, REDRAW_MS);
+  };
   // Keeps a running run's duration ticking between records.
   const tick = setInterval(() => instance.rerender(tree()), 1000);
   tick.unref();
   return {
     write(rec) {
       state = view.reduceTail(state, rec);
-      instance.rerender(tree());
+      redraw();
     },
     notice(m) {
       state = { ...state, notice: m };
-      instance.rerender(tree());
+      redraw();
     },
     async end() {
       clearInterval(tick);
+      clearTimeout(pending);
       state = { ...state, finished: true };
       instance.rerender(tree());
       instance.unmount();

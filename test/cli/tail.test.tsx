@@ -138,8 +138,9 @@ describe('tail (CLI)', () => {
       await f.world.streams.write(runId, 'out', 'tick 1');
       await tail.waitFor(/"text":"tick 1"/, 20_000);
       await completeRun(f.world, runId);
-      // Terminal, but the stream is still open: tail keeps waiting for it.
-      await tail.waitFor(/"status":"completed"/, 20_000);
+      // Terminal, but the stream is still open: tail keeps waiting for it. (The run record: a step
+      // record also says "status":"completed".)
+      await tail.waitFor(/"kind":"run"[^\n]*"status":"completed"/, 20_000);
       await f.world.streams.write(runId, 'out', 'tick 2');
       await f.world.streams.close(runId, 'out');
       const exit = await tail.exited;

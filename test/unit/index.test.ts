@@ -44,12 +44,15 @@ describe('createWorld', () => {
       'start',
       'close',
       'capabilities',
+      'streamFlushIntervalMs',
       'runs.getMany',
       'runs.waitForTerminalStatus',
       'streams.writeMulti',
       'streams.createWriteSession',
     ]);
-    for (const p of wired.filter((x) => x !== 'capabilities')) expect(typeof at(p), p).toBe('function');
+    for (const p of wired.filter((x) => x !== 'capabilities' && x !== 'streamFlushIntervalMs'))
+      expect(typeof at(p), p).toBe('function');
+    expect(world.streamFlushIntervalMs).toBe(30);
     expect(world.capabilities).toEqual({ hookResumeDedup: true, hookRetention: { active: true } });
   });
 
@@ -63,7 +66,6 @@ describe('createWorld', () => {
     expect(typeof entry.createWorld).toBe('function');
     expect(entry.default).toBe(entry.createWorld);
     expect(new entry.ConfigError('X', 'is bad', '1')).toBeInstanceOf(Error);
-    expect(new entry.StreamWriteAbandonedError('x').name).toBe('StreamWriteAbandonedError');
     expect(Array.isArray(entry.ENV_DOCS)).toBe(true);
     expect(typeof entry.loadConfig).toBe('function');
   });

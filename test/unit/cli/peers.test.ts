@@ -22,15 +22,18 @@ const pkg = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '..', '..'
   dependencies: Record<string, string>;
 };
 
+/** Peers of the `/cdk` entry (the construct), which only a CDK app imports. */
+const CDK_PEERS = ['aws-cdk-lib', 'constructs'];
+
 describe('optional peers', () => {
-  it('every peer a command checks is an optional peer, pinned in devDependencies, and not a dependency', () => {
-    for (const name of new Set([...DEMO_PEERS, ...TUI_PEERS])) {
+  it('every peer a command or the /cdk entry needs is an optional peer, pinned in devDependencies, and not a dependency', () => {
+    for (const name of new Set([...DEMO_PEERS, ...TUI_PEERS, ...CDK_PEERS])) {
       expect(pkg.peerDependencies[name], name).toBeDefined();
       expect(pkg.peerDependenciesMeta[name]?.optional, name).toBe(true);
       expect(pkg.devDependencies[name], name).toMatch(/^\d+\.\d+\.\d+/);
       expect(pkg.dependencies[name], name).toBeUndefined();
     }
-    expect(Object.keys(pkg.peerDependencies).sort()).toEqual([...new Set([...DEMO_PEERS, ...TUI_PEERS])].sort());
+    expect(Object.keys(pkg.peerDependencies).sort()).toEqual([...new Set([...DEMO_PEERS, ...TUI_PEERS, ...CDK_PEERS])].sort());
   });
 
   it('finds installed packages, also when their exports hide package.json', () => {

@@ -1,20 +1,11 @@
 /**
- * Streamer against DynamoDB Local + fauxqs (S3). No mocks; SDK middleware is used only to inject
- * a writer stall. No assertion depends on wall time.
+ * Streamer against DynamoDB Local + fauxqs (S3). No mocks. No assertion depends on wall time.
  */
-import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
+import { WorkflowWorldError } from '@workflow/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../src/aws/clients.js';
 import { createContext } from '../../src/context.js';
-import { keys } from '../../src/ddb.js';
-import {
-  type AwsStreamer,
-  activeStreamReaders,
-  createStreamer,
-  StreamWriteAbandonedError,
-  streamSignalListeners,
-} from '../../src/streamer.js';
+import { type AwsStreamer, activeStreamReaders, createStreamer, streamSignalListeners } from '../../src/streams/index.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 
 const dec = new TextDecoder();
@@ -46,11 +37,11 @@ afterAll(async () => {
  * Another World instance on the same table (its own writer queue and clients). With
  * `remote`, it ignores the in-process signal, like a World in another process: polling only.
  */
-function otherStreamer(gapSealMs?: number, clients = createClients(fx.config), remote = false): AwsStreamer {
+function otherStreamer(clients = createClients(fx.config), remote = false): AwsStreamer {
   extraClients.push(clients);
-  return createStreamer(createContext(fx.config, clients), { gapSealMs, inProcessSignal: !remote });
+  return createStreamer(createContext(fx.config, clients), { inProcessSignal: !remote });
 }
-const remoteStreamer = () => otherStreamer(undefined, undefined, true);
+const remoteStreamer = () => otherStreamer(undefined, true);
 
 async function readAll(
   stream: ReadableStream<Uint8Array>,
@@ -305,99 +296,43 @@ describe('getChunks', () => {
     expect(small).toMatchObject({ hasMore: true, done: false });
     const last = await s.getChunks(runId, 'p', { limit: 250, cursor: small.cursor! });
     expect(last).toMatchObject({ hasMore: false, done: true });
-    await expect(s.getChunks(runId, 'p', { cursor: 'not-a-cursor' })).rejects.toThrow(/Invalid stream cursor/);
+    // A bad cursor is the same 400 WorkflowWorldError the event cursors throw.
+    for (const cursor of ['not-a-cursor', Buffer.from('{"i":-1,"k":0}').toString('base64url'), Buffer.from('{"i":1,"k":5}').toString('base64url')]) {
+      const err = await s.getChunks(runId, 'p', { cursor }).catch((e: unknown) => e);
+      expect(WorkflowWorldError.is(err)).toBe(true);
+      expect(err).toMatchObject({ status: 400, message: expect.stringMatching(/Invalid stream cursor/) });
+    }
+    await expect(s.get(runId, 'p', Number.NaN)).rejects.toMatchObject({ status: 400 });
   });
 });
 
-describe('abandoned reservations (writer crash between reserve and put)', () => {
-  /** What a writer that crashed right after reserving leaves behind. */
-  async function reserveAndCrash(runId: string, name: string) {
-    await fx.clients.ddb.send(
-      new UpdateItemCommand({
-        TableName: fx.config.tableName,
-        Key: marshall(keys.streamMeta(runId, name)),
-        UpdateExpression: 'ADD #t :one SET #at = :now',
-        ExpressionAttributeNames: { '#t': 'tail', '#at': 'at' },
-        ExpressionAttributeValues: marshall({ ':one': 1, ':now': Date.now() }),
-      }),
-    );
-  }
-
-  it('a reader waits on the gap, then seals it and delivers everything after it', async () => {
-    const fast = otherStreamer(300);
-    const runId = newRun();
-    await fast.streams.writeMulti!(runId, 'g', ['a', 'b']);
-    await reserveAndCrash(runId, 'g'); // index 2 never arrives
-    await fast.streams.writeMulti!(runId, 'g', ['c', 'd']);
-    // getChunks never pages past a reserved index that may still land.
-    const before = await fast.streams.getChunks(runId, 'g');
-    expect(before.data.map((c) => dec.decode(c.data))).toEqual(['a', 'b']);
-    expect(before).toMatchObject({ hasMore: false, done: false });
-
-    const reading = readAll(await fast.streams.get(runId, 'g'));
-    await fast.streams.close(runId, 'g');
-    expect(await reading).toEqual(['a', 'b', 'c', 'd']);
-    const after = await fast.streams.getChunks(runId, 'g');
-    expect(after.data.map((c) => c.index)).toEqual([0, 1, 3, 4]);
-    expect(after.done).toBe(true);
-  });
-
-  it('getChunks alone seals a gap once the newest reservation is older than gapSealMs', async () => {
-    const fast = otherStreamer(200);
-    const runId = newRun();
-    await reserveAndCrash(runId, 'h');
-    await fast.streams.write(runId, 'h', 'x');
-    await fast.streams.close(runId, 'h');
-    expect(await fast.streams.getChunks(runId, 'h')).toMatchObject({ data: [], done: false });
-    await new Promise((r) => setTimeout(r, 400));
-    const page = await fast.streams.getChunks(runId, 'h');
-    expect(page.data.map((c) => [c.index, dec.decode(c.data)])).toEqual([[1, 'x']]);
-    expect(page.done).toBe(true);
-  });
-
-  it('a writer that stalls past a seal gets an error instead of writing unseen', async () => {
-    const runId = newRun();
-    const name = 's';
-    const sealed = async () => {
-      const out = await fx.clients.ddb.send(
-        new GetItemCommand({ TableName: fx.config.tableName, Key: marshall(keys.chunk(runId, name, 0)), ConsistentRead: true }),
-      );
-      return out.Item?.sealed !== undefined;
-    };
-    // Fault injection: the stalled writer's reservation returns only after a reader sealed it.
-    const stalledClients = createClients(fx.config);
-    stalledClients.ddb.middlewareStack.add(
-      (next, context) => async (args) => {
-        const result = await next(args);
-        if (context.commandName === 'UpdateItemCommand') while (!(await sealed())) await new Promise((r) => setTimeout(r, 20));
-        return result;
-      },
-      { step: 'initialize', name: 'stall-after-reserve' },
-    );
-    const stalled = otherStreamer(300, stalledClients);
-    const reader = otherStreamer(300);
-
-    const reading = readAll(await reader.streams.get(runId, name));
-    await expect(stalled.streams.write(runId, name, 'lost?')).rejects.toBeInstanceOf(StreamWriteAbandonedError);
-    await reader.streams.write(runId, name, 'next');
-    await reader.streams.close(runId, name);
-    expect(await reading).toEqual(['next']);
-  });
-
-  it('a writer that stalls past its safe window but before any seal still lands its chunk', async () => {
-    const runId = newRun();
+describe('in-process fast path', () => {
+  it('a reader in the writer\'s process takes committed blocks from memory: one Query (the open) for 60 groups', async () => {
+    // Polls every 60 s: anything the reader gets after its first Query came from the bus.
+    const slow = { ...fx.config, streamPollMs: 60_000, streamIdlePollMs: 60_000 };
     const clients = createClients(fx.config);
+    extraClients.push(clients);
+    const queries: string[] = [];
     clients.ddb.middlewareStack.add(
       (next, context) => async (args) => {
-        const result = await next(args);
-        if (context.commandName === 'UpdateItemCommand') await new Promise((r) => setTimeout(r, 1200)); // > 3000/3
-        return result;
+        queries.push(String((context as { commandName?: string }).commandName));
+        return next(args);
       },
-      { step: 'initialize', name: 'stall-after-reserve' },
+      { step: 'initialize', name: 'countReaderRequests' },
     );
-    const slowWriter = otherStreamer(3000, clients);
-    await slowWriter.streams.write(runId, 'l', 'landed');
-    expect((await streamer.streams.getChunks(runId, 'l')).data.map((c) => dec.decode(c.data))).toEqual(['landed']);
+    const reader = createStreamer(createContext(slow, clients));
+    const runId = newRun();
+    const reading = readAll(await reader.streams.get(runId, 'mem'));
+    const expected: string[] = [];
+    for (let g = 0; g < 60; g++) {
+      const group = [`${g}a`, `${g}b`, `${g}c`];
+      expected.push(...group);
+      await streamer.streams.writeMulti!(runId, 'mem', group);
+    }
+    await streamer.streams.close(runId, 'mem');
+    expect(await reading).toEqual(expected);
+    expect(queries).toEqual(['QueryCommand']);
+    await reader.close();
   });
 });
 

@@ -1,0 +1,84 @@
+/**
+ * The stream reads against DynamoDB: the last block (the tail), the block holding an index, a
+ * forward page of blocks, and the GSI listing of a run's streams. All chunk reads are consistent.
+ */
+import { type AttributeValue, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { ATTR, GSI1, keys } from '../ddb.js';
+import { type Block, LAST_CHUNK_SK, toBlock } from './items.js';
+
+export interface Page {
+  blocks: Block[];
+  /** The 1 MB page (or the item limit) ended before the last block. */
+  truncated: boolean;
+}
+
+export class StreamQueries {
+  constructor(
+    private readonly ddb: DynamoDBClient,
+    private readonly table: string,
+  ) {}
+
+  /** The last block at or before chunk index `index` (the whole stream when omitted); undefined for none. */
+  async lastBlock(runId: string, name: string, index?: number, signal?: AbortSignal): Promise<Block | undefined> {
+    const out = await this.ddb.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :lo AND :hi',
+        ExpressionAttributeNames: { '#pk': ATTR.pk, '#sk': ATTR.sk },
+        ExpressionAttributeValues: {
+          ':pk': { S: keys.stream(runId, name) },
+          ':lo': { S: keys.chunkSk(0) },
+          ':hi': { S: index === undefined ? LAST_CHUNK_SK : keys.chunkSk(index) },
+        },
+        ScanIndexForward: false,
+        Limit: 1,
+        ConsistentRead: true,
+      }),
+      { abortSignal: signal },
+    );
+    const item = out.Items?.[0];
+    return item ? toBlock(item) : undefined;
+  }
+
+  /** Blocks from key `from` on, in order (at most `limit` items when given). */
+  async blocksFrom(runId: string, name: string, from: number, opts: { limit?: number; signal?: AbortSignal } = {}): Promise<Page> {
+    const out = await this.ddb.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :lo AND :hi',
+        ExpressionAttributeNames: { '#pk': ATTR.pk, '#sk': ATTR.sk },
+        ExpressionAttributeValues: {
+          ':pk': { S: keys.stream(runId, name) },
+          ':lo': { S: keys.chunkSk(from) },
+          ':hi': { S: LAST_CHUNK_SK },
+        },
+        Limit: opts.limit,
+        ConsistentRead: true,
+      }),
+      { abortSignal: opts.signal },
+    );
+    return { blocks: (out.Items ?? []).map(toBlock), truncated: out.LastEvaluatedKey !== undefined };
+  }
+
+  /** Stream names of a run (one GSI1 query per page; only block 0 carries the GSI keys). */
+  async names(runId: string): Promise<string[]> {
+    const names: string[] = [];
+    let from: Record<string, AttributeValue> | undefined;
+    do {
+      const out = await this.ddb.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: GSI1,
+          KeyConditionExpression: '#g = :g',
+          ExpressionAttributeNames: { '#g': ATTR.gsi1pk, '#s': ATTR.gsi1sk },
+          ExpressionAttributeValues: { ':g': { S: keys.runStreamsGsi(runId) } },
+          ProjectionExpression: '#s',
+          ExclusiveStartKey: from,
+        }),
+      );
+      for (const item of out.Items ?? []) names.push(item[ATTR.gsi1sk].S as string);
+      from = out.LastEvaluatedKey;
+    } while (from);
+    return names;
+  }
+}
