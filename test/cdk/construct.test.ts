@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
@@ -185,7 +186,8 @@ describe('EveWorldAws: grants come from the IAM command table', () => {
   const actions = (s: { Action: string | string[] }) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 
   it('host and worker hold exactly the runtime rows of the table (plus logs), and never the DLQ', () => {
-    const expected = new Set([...actionsByResource('runtime').values()].flat());
+    // No kmsKey: the key rows have no resource, so no KMS action is granted.
+    const expected = new Set([...actionsByResource('runtime').values()].flat().filter((a) => !a.startsWith('kms:')));
     for (const fn of [construct.hostFunction, construct.workerFunction]) {
       const statements = statementsOf(stack.getLogicalId(fn.role!.node.defaultChild as never));
       const granted = new Set(statements.flatMap(actions).filter((a) => !a.startsWith('logs:')));
@@ -212,6 +214,110 @@ describe('EveWorldAws: grants come from the IAM command table', () => {
         for (const a of actions(s)) expect(a === '*' || a.endsWith(':*'), `Action ${a}`).toBe(false);
         const res = s.Resource === undefined ? [] : Array.isArray(s.Resource) ? s.Resource : [s.Resource];
         if (actions(s).some((a) => dataPlane.test(a))) expect(res).not.toContain('*');
+      }
+    }
+    expect(checked).toBeGreaterThan(10);
+  });
+});
+
+describe('EveWorldAws: kmsKey', () => {
+  const KEY_ARN = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+  type Doc = { Statement: Array<{ Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown; Principal?: unknown }> };
+  const acts = (st: { Action: string | string[] }) => (Array.isArray(st.Action) ? st.Action : [st.Action]);
+  const policiesOf = (res: Resources, s: Stack, role: { node: { defaultChild?: unknown } }) =>
+    Object.values(res)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((x: any) => x.Ref === s.getLogicalId(role.node.defaultChild as never)))
+      .flatMap((r) => (r.Properties.PolicyDocument as Doc).Statement);
+
+  let k: { stack: Stack; construct: EveWorldAws; res: Resources; keyRef: unknown };
+  beforeAll(() => {
+    const made = makeStack({ kmsKey: 'create' });
+    const keyRef = { 'Fn::GetAtt': [made.stack.getLogicalId(made.construct.kmsKey!.node.defaultChild as never), 'Arn'] };
+    k = { ...made, res: Template.fromStack(made.stack).toJSON().Resources as Resources, keyRef };
+  });
+
+  it("'create' makes one symmetric key with rotation on, kept per removalPolicy (RETAIN by default)", () => {
+    const keys = Object.values(k.res).filter((r) => r.Type === 'AWS::KMS::Key');
+    expect(keys).toHaveLength(1);
+    expect(keys[0].Properties).toMatchObject({ EnableKeyRotation: true });
+    expect((keys[0] as unknown as { DeletionPolicy: string }).DeletionPolicy).toBe('Retain');
+    // The key policy is the AWS default: it only delegates to IAM in this account (the grants below decide).
+    expect((keys[0].Properties.KeyPolicy as Doc).Statement).toEqual([
+      expect.objectContaining({ Effect: 'Allow', Principal: { AWS: expect.objectContaining({ 'Fn::Join': expect.anything() }) } }),
+    ]);
+  });
+
+  it('table, both queues and the bucket are encrypted under the key', () => {
+    const t = Template.fromStack(k.stack);
+    t.hasResourceProperties('AWS::DynamoDB::Table', { SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: k.keyRef } });
+    const queues = Object.values(k.res).filter((r) => r.Type === 'AWS::SQS::Queue');
+    expect(queues).toHaveLength(2);
+    for (const q of queues) {
+      expect(q.Properties).toMatchObject({ KmsMasterKeyId: k.keyRef, KmsDataKeyReusePeriodSeconds: 300 });
+      expect(q.Properties.SqsManagedSseEnabled).toBeUndefined();
+    }
+    t.hasResourceProperties('AWS::S3::Bucket', {
+      BucketEncryption: { ServerSideEncryptionConfiguration: [{ BucketKeyEnabled: true, ServerSideEncryptionByDefault: { SSEAlgorithm: 'aws:kms', KMSMasterKeyID: k.keyRef } }] },
+    });
+  });
+
+  it('both functions get EVE_WORLD_AWS_KMS_KEY_ID and exactly the runtime rows, KMS ones on the key only', () => {
+    const fns = Object.values(k.res).filter((r) => r.Type === 'AWS::Lambda::Function');
+    expect(fns).toHaveLength(2);
+    for (const fn of fns) expect(fn.Properties.Environment.Variables.EVE_WORLD_AWS_KMS_KEY_ID).toEqual(k.keyRef);
+    const expected = new Set([...actionsByResource('runtime').values()].flat());
+    expect(expected).toContain('kms:GenerateDataKey');
+    for (const fn of [k.construct.hostFunction, k.construct.workerFunction]) {
+      const statements = policiesOf(k.res, k.stack, fn.role!);
+      expect(new Set(statements.flatMap(acts).filter((a) => !a.startsWith('logs:')))).toEqual(expected);
+      for (const st of statements.filter((x) => acts(x).some((a) => a.startsWith('kms:')))) {
+        expect(st.Resource).toEqual(k.keyRef);
+        expect(acts(st).every((a) => ['kms:Decrypt', 'kms:GenerateDataKey'].includes(a))).toBe(true);
+      }
+    }
+  });
+
+  it('the Scheduler role may use the key to send to the SSE-KMS queue, and nothing more', () => {
+    expect(policiesOf(k.res, k.stack, k.construct.schedulerRole)).toEqual([
+      { Action: 'sqs:SendMessage', Effect: 'Allow', Resource: { 'Fn::GetAtt': [k.stack.getLogicalId(k.construct.queue.node.defaultChild as never), 'Arn'] } },
+      { Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Resource: k.keyRef },
+    ]);
+  });
+
+  it('outputs the key ARN', () => {
+    const outputs = Template.fromStack(k.stack).toJSON().Outputs as Record<string, { Value: unknown }>;
+    const key = Object.entries(outputs).find(([id]) => id.startsWith('EveKmsKeyArn'));
+    expect(key?.[1].Value).toEqual(k.keyRef);
+  });
+
+  it('an existing key (by ARN) is used as is: no new key, grants and settings name its ARN', () => {
+    const app = new App({ outdir: mkdtempSync(path.join(tmpdir(), 'cdk-out-')) });
+    const s = new Stack(app, 'Imported', { env: { account: '123456789012', region: 'eu-west-1' } });
+    const c = new EveWorldAws(s, 'Eve', { app: fakeEveApp(), kmsKey: kms.Key.fromKeyArn(s, 'RunKey', KEY_ARN) });
+    const t = Template.fromStack(s);
+    t.resourceCountIs('AWS::KMS::Key', 0);
+    t.hasResourceProperties('AWS::DynamoDB::Table', { SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: KEY_ARN } });
+    t.hasResourceProperties('AWS::SQS::Queue', { KmsMasterKeyId: KEY_ARN, RedrivePolicy: Match.anyValue() });
+    t.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ EVE_WORLD_AWS_KMS_KEY_ID: KEY_ARN }) } });
+    const res = t.toJSON().Resources as Resources;
+    const hostKms = policiesOf(res, s, c.hostFunction.role!).filter((x) => acts(x).some((a) => a.startsWith('kms:')));
+    expect(hostKms).toEqual([{ Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Resource: KEY_ARN }]);
+  });
+
+  it('AwsSolutionsChecks passes with a created key, and no Allow statement has a wildcard action or a data-plane Resource "*"', () => {
+    const { app, stack: s } = makeStack({ kmsKey: 'create' });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).not.toThrow();
+    const res = Template.fromStack(s).toJSON().Resources as Resources;
+    let checked = 0;
+    for (const r of Object.values(res)) {
+      const doc = (r.Properties?.PolicyDocument ?? r.Properties?.AssumeRolePolicyDocument) as Doc | undefined;
+      for (const st of doc?.Statement ?? []) {
+        if (st.Effect !== 'Allow') continue;
+        checked++;
+        for (const a of acts(st)) expect(a === '*' || a.endsWith(':*'), `Action ${a}`).toBe(false);
+        const list = Array.isArray(st.Resource) ? st.Resource : [st.Resource];
+        expect(list, JSON.stringify(st)).not.toContain('*');
       }
     }
     expect(checked).toBeGreaterThan(10);

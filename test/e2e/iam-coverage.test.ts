@@ -86,6 +86,10 @@ describe('IAM command table covers what the World sends', () => {
     await e2e.world.steps.list({ runId: big.runId, pagination: {} });
     await e2e.world.events.list({ runId: big.runId, pagination: {} });
 
+    // A process that did not create the run's key (`wf web`, another instance) unwraps it: Decrypt.
+    e2e.world.runKeys?.clear();
+    expect(await e2e.world.getEncryptionKeyForRun?.(big.runId)).toHaveLength(32);
+
     console.log(`[iam-coverage] ${recorded.size} commands recorded: ${[...recorded].sort().join(' ')}`);
     // Sanity: the recorder saw the core of the protocol (the test can fail).
     const expected = [
