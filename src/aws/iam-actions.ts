@@ -71,25 +71,80 @@ const Q = ['queue'] as const;
 
 export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   // ---- DynamoDB: the single table ----
-  { command: 'dynamodb:GetItem', actions: ['dynamodb:GetItem'], uses: { runtime: T, operator: T }, why: 'run/step/hook/stream meta reads; redrive checks claims' },
-  { command: 'dynamodb:BatchGetItem', actions: ['dynamodb:BatchGetItem'], uses: { runtime: T }, why: 'batched view reads' },
-  { command: 'dynamodb:Query', actions: ['dynamodb:Query'], uses: { runtime: TI }, why: 'event log, listings (GSI1/GSI2), stream chunks' },
-  { command: 'dynamodb:PutItem', actions: ['dynamodb:PutItem'], uses: { runtime: T }, why: 'idempotency claims, stream meta, wrapped run keys, replay nonces' },
-  { command: 'dynamodb:UpdateItem', actions: ['dynamodb:UpdateItem'], uses: { runtime: T }, why: 'stream meta, retention TTL stamps, run release' },
-  { command: 'dynamodb:DeleteItem', actions: ['dynamodb:DeleteItem'], uses: { runtime: T }, why: 'released claims, hook disposal' },
-  { command: 'dynamodb:BatchWriteItem', actions: ['dynamodb:BatchWriteItem'], uses: { runtime: T }, why: 'stream chunk groups, run cleanup' },
+  {
+    command: 'dynamodb:GetItem',
+    actions: ['dynamodb:GetItem'],
+    uses: { runtime: T, operator: T },
+    why: 'run/step/hook/stream meta reads; redrive checks claims',
+  },
+  {
+    command: 'dynamodb:BatchGetItem',
+    actions: ['dynamodb:BatchGetItem'],
+    uses: { runtime: T },
+    why: 'batched view reads',
+  },
+  {
+    command: 'dynamodb:Query',
+    actions: ['dynamodb:Query'],
+    uses: { runtime: TI },
+    why: 'event log, listings (GSI1/GSI2), stream chunks',
+  },
+  {
+    command: 'dynamodb:PutItem',
+    actions: ['dynamodb:PutItem'],
+    uses: { runtime: T },
+    why: 'idempotency claims, stream meta, wrapped run keys, replay nonces',
+  },
+  {
+    command: 'dynamodb:UpdateItem',
+    actions: ['dynamodb:UpdateItem'],
+    uses: { runtime: T },
+    why: 'stream meta, retention TTL stamps, run release',
+  },
+  {
+    command: 'dynamodb:DeleteItem',
+    actions: ['dynamodb:DeleteItem'],
+    uses: { runtime: T },
+    why: 'released claims, hook disposal',
+  },
+  {
+    command: 'dynamodb:BatchWriteItem',
+    actions: ['dynamodb:BatchWriteItem'],
+    uses: { runtime: T },
+    why: 'stream chunk groups, run cleanup',
+  },
   {
     command: 'dynamodb:TransactWriteItems',
     actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
     uses: { runtime: T },
     why: 'events.create: event slot claim + view writes in one transaction',
   },
-  { command: 'dynamodb:DescribeTable', actions: ['dynamodb:DescribeTable'], uses: { operator: T, init: T }, why: 'doctor, init verify' },
-  { command: 'dynamodb:DescribeTimeToLive', actions: ['dynamodb:DescribeTimeToLive'], uses: { operator: T, init: T }, why: 'doctor, init verify' },
+  {
+    command: 'dynamodb:DescribeTable',
+    actions: ['dynamodb:DescribeTable'],
+    uses: { operator: T, init: T },
+    why: 'doctor, init verify',
+  },
+  {
+    command: 'dynamodb:DescribeTimeToLive',
+    actions: ['dynamodb:DescribeTimeToLive'],
+    uses: { operator: T, init: T },
+    why: 'doctor, init verify',
+  },
   { command: 'dynamodb:CreateTable', actions: ['dynamodb:CreateTable'], uses: { init: T }, why: 'init' },
   { command: 'dynamodb:UpdateTimeToLive', actions: ['dynamodb:UpdateTimeToLive'], uses: { init: T }, why: 'init' },
-  { command: 'dynamodb:UpdateContinuousBackups', actions: ['dynamodb:UpdateContinuousBackups'], uses: { init: T }, why: 'init: point-in-time recovery' },
-  { command: 'dynamodb:DescribeContinuousBackups', actions: ['dynamodb:DescribeContinuousBackups'], uses: { operator: T, init: T }, why: 'doctor/init: PITR check' },
+  {
+    command: 'dynamodb:UpdateContinuousBackups',
+    actions: ['dynamodb:UpdateContinuousBackups'],
+    uses: { init: T },
+    why: 'init: point-in-time recovery',
+  },
+  {
+    command: 'dynamodb:DescribeContinuousBackups',
+    actions: ['dynamodb:DescribeContinuousBackups'],
+    uses: { operator: T, init: T },
+    why: 'doctor/init: PITR check',
+  },
   {
     command: 'dynamodb:UpdateTable',
     actions: ['dynamodb:UpdateTable', 'kms:CreateGrant', 'kms:DescribeKey'],
@@ -98,16 +153,36 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   },
 
   // ---- SQS: the work queue (runtime) and the DLQ (operator only) ----
-  { command: 'sqs:SendMessage', actions: ['sqs:SendMessage'], uses: { runtime: Q, operator: Q }, why: 'queue(); redrive re-sends DLQ messages to the queue' },
-  { command: 'sqs:ReceiveMessage', actions: ['sqs:ReceiveMessage'], uses: { runtime: Q, operator: ['dlq'] }, why: 'in-process poller / Lambda event source mapping; redrive reads the DLQ' },
-  { command: 'sqs:DeleteMessage', actions: ['sqs:DeleteMessage'], uses: { runtime: Q, operator: ['dlq'] }, why: 'ack; redrive removes moved messages' },
+  {
+    command: 'sqs:SendMessage',
+    actions: ['sqs:SendMessage'],
+    uses: { runtime: Q, operator: Q },
+    why: 'queue(); redrive re-sends DLQ messages to the queue',
+  },
+  {
+    command: 'sqs:ReceiveMessage',
+    actions: ['sqs:ReceiveMessage'],
+    uses: { runtime: Q, operator: ['dlq'] },
+    why: 'in-process poller / Lambda event source mapping; redrive reads the DLQ',
+  },
+  {
+    command: 'sqs:DeleteMessage',
+    actions: ['sqs:DeleteMessage'],
+    uses: { runtime: Q, operator: ['dlq'] },
+    why: 'ack; redrive removes moved messages',
+  },
   {
     command: 'sqs:ChangeMessageVisibility',
     actions: ['sqs:ChangeMessageVisibility'],
     uses: { runtime: Q, operator: ['dlq'] },
     why: '{timeoutSeconds} redelivery; redrive releases messages it did not move',
   },
-  { command: 'sqs:GetQueueUrl', actions: ['sqs:GetQueueUrl'], uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'] }, why: 'queue name -> URL' },
+  {
+    command: 'sqs:GetQueueUrl',
+    actions: ['sqs:GetQueueUrl'],
+    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'] },
+    why: 'queue name -> URL',
+  },
   {
     command: 'sqs:GetQueueAttributes',
     actions: ['sqs:GetQueueAttributes'],
@@ -115,24 +190,89 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     why: 'queue ARN for schedules; depth for doctor; event source mapping',
   },
   { command: 'sqs:CreateQueue', actions: ['sqs:CreateQueue'], uses: { init: ['queue', 'dlq'] }, why: 'init' },
-  { command: 'sqs:SetQueueAttributes', actions: ['sqs:SetQueueAttributes'], uses: { init: ['queue', 'dlq'] }, why: 'init: fix drift, SSE-KMS under the key' },
+  {
+    command: 'sqs:SetQueueAttributes',
+    actions: ['sqs:SetQueueAttributes'],
+    uses: { init: ['queue', 'dlq'] },
+    why: 'init: fix drift, SSE-KMS under the key',
+  },
 
   // ---- S3: large payloads ----
   { command: 's3:GetObject', actions: ['s3:GetObject'], uses: { runtime: ['bucketObjects'] }, why: 'offloaded values' },
   { command: 's3:PutObject', actions: ['s3:PutObject'], uses: { runtime: ['bucketObjects'] }, why: 'offloaded values' },
-  { command: 's3:ListObjectsV2', actions: ['s3:ListBucket'], uses: { runtime: ['bucket'] }, why: 'retention: list a finished run’s objects (runs/<runId>/)' },
-  { command: 's3:DeleteObjects', actions: ['s3:DeleteObject'], uses: { runtime: ['bucketObjects'] }, why: 'retention 0: delete a finished run’s objects' },
-  { command: 's3:PutObjectTagging', actions: ['s3:PutObjectTagging'], uses: { runtime: ['bucketObjects'] }, why: 'retention N days: tag objects for the lifecycle rule' },
-  { command: 's3:HeadBucket', actions: ['s3:ListBucket'], uses: { operator: ['bucket'], init: ['bucket'] }, why: 'doctor, init verify' },
-  { command: 's3:GetBucketEncryption', actions: ['s3:GetEncryptionConfiguration'], uses: { operator: ['bucket'], init: ['bucket'] }, why: 'doctor, init verify' },
-  { command: 's3:GetPublicAccessBlock', actions: ['s3:GetBucketPublicAccessBlock'], uses: { operator: ['bucket'], init: ['bucket'] }, why: 'doctor, init verify' },
-  { command: 's3:GetBucketLifecycleConfiguration', actions: ['s3:GetLifecycleConfiguration'], uses: { operator: ['bucket'], init: ['bucket'] }, why: 'doctor, init verify' },
-  { command: 's3:GetBucketPolicy', actions: ['s3:GetBucketPolicy'], uses: { operator: ['bucket'], init: ['bucket'] }, why: 'doctor, init verify (TLS-only)' },
+  {
+    command: 's3:ListObjectsV2',
+    actions: ['s3:ListBucket'],
+    uses: { runtime: ['bucket'] },
+    why: 'retention: list a finished run’s objects (runs/<runId>/)',
+  },
+  {
+    command: 's3:DeleteObjects',
+    actions: ['s3:DeleteObject'],
+    uses: { runtime: ['bucketObjects'] },
+    why: 'retention 0: delete a finished run’s objects',
+  },
+  {
+    command: 's3:PutObjectTagging',
+    actions: ['s3:PutObjectTagging'],
+    uses: { runtime: ['bucketObjects'] },
+    why: 'retention N days: tag objects for the lifecycle rule',
+  },
+  {
+    command: 's3:HeadBucket',
+    actions: ['s3:ListBucket'],
+    uses: { operator: ['bucket'], init: ['bucket'] },
+    why: 'doctor, init verify',
+  },
+  {
+    command: 's3:GetBucketEncryption',
+    actions: ['s3:GetEncryptionConfiguration'],
+    uses: { operator: ['bucket'], init: ['bucket'] },
+    why: 'doctor, init verify',
+  },
+  {
+    command: 's3:GetPublicAccessBlock',
+    actions: ['s3:GetBucketPublicAccessBlock'],
+    uses: { operator: ['bucket'], init: ['bucket'] },
+    why: 'doctor, init verify',
+  },
+  {
+    command: 's3:GetBucketLifecycleConfiguration',
+    actions: ['s3:GetLifecycleConfiguration'],
+    uses: { operator: ['bucket'], init: ['bucket'] },
+    why: 'doctor, init verify',
+  },
+  {
+    command: 's3:GetBucketPolicy',
+    actions: ['s3:GetBucketPolicy'],
+    uses: { operator: ['bucket'], init: ['bucket'] },
+    why: 'doctor, init verify (TLS-only)',
+  },
   { command: 's3:CreateBucket', actions: ['s3:CreateBucket'], uses: { init: ['bucket'] }, why: 'init' },
-  { command: 's3:PutBucketEncryption', actions: ['s3:PutEncryptionConfiguration'], uses: { init: ['bucket'] }, why: 'init (SSE-S3, or SSE-KMS under the key)' },
-  { command: 's3:PutPublicAccessBlock', actions: ['s3:PutBucketPublicAccessBlock'], uses: { init: ['bucket'] }, why: 'init' },
-  { command: 's3:PutBucketLifecycleConfiguration', actions: ['s3:PutLifecycleConfiguration'], uses: { init: ['bucket'] }, why: 'init' },
-  { command: 's3:PutBucketPolicy', actions: ['s3:PutBucketPolicy'], uses: { init: ['bucket'] }, why: 'init: TLS-only policy' },
+  {
+    command: 's3:PutBucketEncryption',
+    actions: ['s3:PutEncryptionConfiguration'],
+    uses: { init: ['bucket'] },
+    why: 'init (SSE-S3, or SSE-KMS under the key)',
+  },
+  {
+    command: 's3:PutPublicAccessBlock',
+    actions: ['s3:PutBucketPublicAccessBlock'],
+    uses: { init: ['bucket'] },
+    why: 'init',
+  },
+  {
+    command: 's3:PutBucketLifecycleConfiguration',
+    actions: ['s3:PutLifecycleConfiguration'],
+    uses: { init: ['bucket'] },
+    why: 'init',
+  },
+  {
+    command: 's3:PutBucketPolicy',
+    actions: ['s3:PutBucketPolicy'],
+    uses: { init: ['bucket'] },
+    why: 'init: TLS-only policy',
+  },
 
   // ---- EventBridge Scheduler: waits longer than the SQS delay ----
   {
@@ -155,7 +295,12 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     uses: { runtime: ['kmsKey'], init: ['kmsKey'] },
     why: 'unwrap a run’s data key (wf web decrypts with it); SSE-KMS receives and gets; init/doctor key check',
   },
-  { command: 'kms:DescribeKey', actions: ['kms:DescribeKey'], uses: { operator: ['kmsKey'], init: ['kmsKey'] }, why: 'doctor/init: key exists, enabled, symmetric' },
+  {
+    command: 'kms:DescribeKey',
+    actions: ['kms:DescribeKey'],
+    uses: { operator: ['kmsKey'], init: ['kmsKey'] },
+    why: 'doctor/init: key exists, enabled, symmetric',
+  },
 ];
 
 /** Look up a recorded command (`SQSClient` + `SendMessageCommand`, or `sqs:SendMessage`). */

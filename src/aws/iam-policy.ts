@@ -59,14 +59,23 @@ function queueName(ref: string): string {
  * Key ARN: as is. Key id: an ARN in the target account and region. Alias name or alias ARN: every
  * key (`key/*`) of that account and region, with `kms:ResourceAliases` = the alias.
  */
-export function kmsKeyResource(keyId: string, t: PolicyTarget): { arn: string; condition?: Record<string, Record<string, string>> } {
+export function kmsKeyResource(
+  keyId: string,
+  t: PolicyTarget,
+): { arn: string; condition?: Record<string, Record<string, string>> } {
   const aliasArn = /^arn:([a-z-]+):kms:([a-z0-9-]+):(\d{12}):(alias\/.+)$/.exec(keyId);
   if (aliasArn) {
     const [, partition, region, account, alias] = aliasArn;
-    return { arn: `arn:${partition}:kms:${region}:${account}:key/*`, condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': alias } } };
+    return {
+      arn: `arn:${partition}:kms:${region}:${account}:key/*`,
+      condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': alias } },
+    };
   }
   if (keyId.startsWith('alias/')) {
-    return { arn: `arn:${t.partition}:kms:${t.region}:${t.account}:key/*`, condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': keyId } } };
+    return {
+      arn: `arn:${t.partition}:kms:${t.region}:${t.account}:key/*`,
+      condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': keyId } },
+    };
   }
   if (keyId.startsWith('arn:')) return { arn: keyId };
   return { arn: `arn:${t.partition}:kms:${t.region}:${t.account}:key/${keyId}` };
@@ -83,7 +92,9 @@ export function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamRe
     dlq: [`arn:${t.partition}:sqs:${t.region}:${t.account}:${queueName(config.deadLetterQueue)}`],
     bucket: [`arn:${t.partition}:s3:::${config.bucket}`],
     bucketObjects: [`arn:${t.partition}:s3:::${config.bucket}/*`],
-    scheduleGroupSchedules: [`arn:${t.partition}:scheduler:${t.region}:${t.account}:schedule/${config.schedulerGroup}/*`],
+    scheduleGroupSchedules: [
+      `arn:${t.partition}:scheduler:${t.region}:${t.account}:schedule/${config.schedulerGroup}/*`,
+    ],
     schedulerRole: [roleArn],
     kmsKey: config.kmsKeyId ? [kmsKeyResource(config.kmsKeyId, t).arn] : [],
   };
@@ -116,11 +127,21 @@ export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t:
     if ((resource === 'scheduleGroupSchedules' || resource === 'schedulerRole') && !config.schedulerRoleArn) continue;
     if (resource === 'kmsKey' && !key) continue;
     const condition =
-      resource === 'schedulerRole' ? (structuredClone(PASS_ROLE_CONDITION) as PolicyStatement['Condition']) : resource === 'kmsKey' ? key?.condition : undefined;
+      resource === 'schedulerRole'
+        ? (structuredClone(PASS_ROLE_CONDITION) as PolicyStatement['Condition'])
+        : resource === 'kmsKey'
+          ? key?.condition
+          : undefined;
     const plain = actions.filter((a) => !GRANT_ACTIONS.includes(a));
     const grants = actions.filter((a) => GRANT_ACTIONS.includes(a));
     if (plain.length > 0) {
-      statements.push({ Sid: `${prefix}${SID[resource]}`, Effect: 'Allow', Action: plain, Resource: arns[resource], ...(condition ? { Condition: structuredClone(condition) } : {}) });
+      statements.push({
+        Sid: `${prefix}${SID[resource]}`,
+        Effect: 'Allow',
+        Action: plain,
+        Resource: arns[resource],
+        ...(condition ? { Condition: structuredClone(condition) } : {}),
+      });
     }
     if (grants.length > 0) {
       statements.push({
@@ -128,7 +149,10 @@ export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t:
         Effect: 'Allow',
         Action: grants,
         Resource: arns[resource],
-        Condition: { ...structuredClone(condition ?? {}), ...(structuredClone(GRANT_CONDITION) as PolicyStatement['Condition']) },
+        Condition: {
+          ...structuredClone(condition ?? {}),
+          ...(structuredClone(GRANT_CONDITION) as PolicyStatement['Condition']),
+        },
       });
     }
   }
@@ -139,7 +163,10 @@ export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t:
  * The Scheduler role: trusted by scheduler.amazonaws.com from this account only; may send to the
  * queue (and, with the queue under a KMS key, use the key as an SSE-KMS producer).
  */
-export function schedulerRolePolicies(config: WorldConfig, t: PolicyTarget): { trustPolicy: object; policy: PolicyDocument } {
+export function schedulerRolePolicies(
+  config: WorldConfig,
+  t: PolicyTarget,
+): { trustPolicy: object; policy: PolicyDocument } {
   const arns = resourceArns(config, t);
   return {
     trustPolicy: {
@@ -167,7 +194,13 @@ function schedulerKeyStatements(config: WorldConfig, t: PolicyTarget): PolicySta
   if (!config.kmsKeyId) return [];
   const key = kmsKeyResource(config.kmsKeyId, t);
   return [
-    { Sid: 'SchedulerQueueKey', Effect: 'Allow', Action: [...SCHEDULER_ROLE_KMS_ACTIONS], Resource: [key.arn], ...(key.condition ? { Condition: key.condition } : {}) },
+    {
+      Sid: 'SchedulerQueueKey',
+      Effect: 'Allow',
+      Action: [...SCHEDULER_ROLE_KMS_ACTIONS],
+      Resource: [key.arn],
+      ...(key.condition ? { Condition: key.condition } : {}),
+    },
   ];
 }
 
@@ -181,9 +214,16 @@ export interface PrintedPolicies {
 }
 
 /** What `init --print-iam-policy [--operator]` prints. */
-export function printedPolicies(config: WorldConfig, opts: { account?: string; region?: string; partition?: string; operator?: boolean } = {}): PrintedPolicies {
+export function printedPolicies(
+  config: WorldConfig,
+  opts: { account?: string; region?: string; partition?: string; operator?: boolean } = {},
+): PrintedPolicies {
   const region = opts.region ?? config.region ?? '<region>';
-  const t: PolicyTarget = { partition: opts.partition ?? partitionOf(config.region), region, account: opts.account ?? '<account-id>' };
+  const t: PolicyTarget = {
+    partition: opts.partition ?? partitionOf(config.region),
+    region,
+    account: opts.account ?? '<account-id>',
+  };
   if (opts.operator) return { operator: principalPolicy('operator', config, t) };
   return {
     world: principalPolicy('runtime', config, t),
@@ -192,6 +232,10 @@ export function printedPolicies(config: WorldConfig, opts: { account?: string; r
 }
 
 /** The World's run-time policy (kept under its old name for `src/resources.ts` importers). */
-export function iamPolicy(config: WorldConfig, account = '<account-id>', region = config.region ?? '<region>'): PolicyDocument {
+export function iamPolicy(
+  config: WorldConfig,
+  account = '<account-id>',
+  region = config.region ?? '<region>',
+): PolicyDocument {
   return principalPolicy('runtime', config, { partition: partitionOf(region), region, account });
 }

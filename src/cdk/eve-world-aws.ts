@@ -126,7 +126,10 @@ export class EveWorldAws extends Construct {
     const hostTimeout = props.hostTimeout ?? Duration.minutes(15);
     const workerTimeout = props.workerTimeout ?? hostTimeout;
     const factor = props.visibilityTimeoutFactor ?? 6;
-    if (!(factor >= 1)) throw new Error(`EveWorldAws: visibilityTimeoutFactor must be >= 1 (the queue visibility may never be below the worker timeout), got ${factor}`);
+    if (!(factor >= 1))
+      throw new Error(
+        `EveWorldAws: visibilityTimeoutFactor must be >= 1 (the queue visibility may never be below the worker timeout), got ${factor}`,
+      );
     if (workerTimeout.toSeconds() < hostTimeout.toSeconds()) {
       Annotations.of(this).addWarningV2(
         'eve-world-aws:worker-timeout',
@@ -134,10 +137,12 @@ export class EveWorldAws extends Construct {
       );
     }
     const visibilitySeconds = Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(workerTimeout.toSeconds() * factor));
-    if (visibilitySeconds < workerTimeout.toSeconds()) throw new Error('EveWorldAws: workerTimeout exceeds the 12 h SQS visibility maximum');
+    if (visibilitySeconds < workerTimeout.toSeconds())
+      throw new Error('EveWorldAws: workerTimeout exceeds the 12 h SQS visibility maximum');
     const maxReceiveCount = props.maxReceiveCount ?? 10;
     const maxConcurrency = props.maxConcurrency ?? 10;
-    if (maxConcurrency < 2 || maxConcurrency > 1000) throw new Error(`EveWorldAws: maxConcurrency must be 2-1000 (SQS event source limit), got ${maxConcurrency}`);
+    if (maxConcurrency < 2 || maxConcurrency > 1000)
+      throw new Error(`EveWorldAws: maxConcurrency must be 2-1000 (SQS event source limit), got ${maxConcurrency}`);
 
     // ---- optional customer-managed key for everything the runs write ----
     this.kmsKey =
@@ -154,7 +159,11 @@ export class EveWorldAws extends Construct {
     const attrType = (name: string) => {
       const def = TABLE_SCHEMA.attributeDefinitions.find((a) => a.AttributeName === name);
       if (!def) throw new Error(`TABLE_SCHEMA has no attribute definition for ${name}`);
-      return def.AttributeType === 'S' ? dynamodb.AttributeType.STRING : def.AttributeType === 'N' ? dynamodb.AttributeType.NUMBER : dynamodb.AttributeType.BINARY;
+      return def.AttributeType === 'S'
+        ? dynamodb.AttributeType.STRING
+        : def.AttributeType === 'N'
+          ? dynamodb.AttributeType.NUMBER
+          : dynamodb.AttributeType.BINARY;
     };
     const keyOf = (type: 'HASH' | 'RANGE') => {
       const k = TABLE_SCHEMA.keySchema.find((x) => x.KeyType === type);
@@ -204,7 +213,9 @@ export class EveWorldAws extends Construct {
     this.bucket = new s3.Bucket(this, 'Payloads', {
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       // SSE-KMS with an S3 Bucket Key: one KMS call per bucket key period, not per object.
-      ...(key ? { encryption: s3.BucketEncryption.KMS, encryptionKey: key, bucketKeyEnabled: true } : { encryption: s3.BucketEncryption.S3_MANAGED }),
+      ...(key
+        ? { encryption: s3.BucketEncryption.KMS, encryptionKey: key, bucketKeyEnabled: true }
+        : { encryption: s3.BucketEncryption.S3_MANAGED }),
       enforceSSL: true,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
       serverAccessLogsBucket: props.accessLogsBucket,
@@ -223,11 +234,18 @@ export class EveWorldAws extends Construct {
     });
     this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
       description: 'EventBridge Scheduler delivers eve-world-aws long waits to the work queue',
-      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', { conditions: { StringEquals: { 'aws:SourceAccount': stack.account } } }),
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
+      }),
     });
-    this.schedulerRole.addToPolicy(new iam.PolicyStatement({ actions: [...SCHEDULER_ROLE_ACTIONS], resources: [this.queue.queueArn] }));
+    this.schedulerRole.addToPolicy(
+      new iam.PolicyStatement({ actions: [...SCHEDULER_ROLE_ACTIONS], resources: [this.queue.queueArn] }),
+    );
     // Sending to an SSE-KMS queue needs the key too (as `init --print-iam-policy --scheduler-role` prints).
-    if (key) this.schedulerRole.addToPolicy(new iam.PolicyStatement({ actions: [...SCHEDULER_ROLE_KMS_ACTIONS], resources: [key.keyArn] }));
+    if (key)
+      this.schedulerRole.addToPolicy(
+        new iam.PolicyStatement({ actions: [...SCHEDULER_ROLE_KMS_ACTIONS], resources: [key.keyArn] }),
+      );
 
     // ---- signing secret ----
     this.signingSecret = new secretsmanager.Secret(this, 'SigningSecret', {
@@ -250,10 +268,18 @@ export class EveWorldAws extends Construct {
     };
 
     const logGroup = (name: string) =>
-      new logs.LogGroup(this, `${name}Logs`, { retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY });
+      new logs.LogGroup(this, `${name}Logs`, {
+        retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
     const functionRole = (name: string, lg: logs.LogGroup) => {
       const role = new iam.Role(this, `${name}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
-      role.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [lg.logGroupArn] }));
+      role.addToPolicy(
+        new iam.PolicyStatement({
+          actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          resources: [lg.logGroupArn],
+        }),
+      );
       return role;
     };
 
@@ -269,7 +295,10 @@ export class EveWorldAws extends Construct {
         );
       }
       if (!existsSync(path.join(appDir, '.output/server/index.mjs'))) {
-        Annotations.of(this).addWarningV2('eve-world-aws:no-eve-build', `${appDir}/.output is missing: run \`npx eve build\` in the app before \`cdk deploy\``);
+        Annotations.of(this).addWarningV2(
+          'eve-world-aws:no-eve-build',
+          `${appDir}/.output is missing: run \`npx eve build\` in the app before \`cdk deploy\``,
+        );
       }
       hostCode = lambda.DockerImageCode.fromImageAsset(appDir, {
         file: dockerfile,
@@ -350,21 +379,34 @@ export class EveWorldAws extends Construct {
 
     // ---- cdk-nag acknowledgements, each with its reason (cdk-nag 3 reads CDK's Validations metadata) ----
     const wildcardReasons: Array<[string, string]> = [
-      [arns.tableIndexes[0], 'Query on the indexes of this one table only (index names come from TABLE_SCHEMA and may grow); no other table.'],
-      [arns.bucketObjects[0], 'Get/Put/DeleteObject and PutObjectTagging on objects of this one payload bucket: keys are per run and entity, unknown at deploy time.'],
-      [scheduleArn, 'CreateSchedule for one-time long-wait schedules in this stack’s own schedule group; schedule names are per wait.'],
+      [
+        arns.tableIndexes[0],
+        'Query on the indexes of this one table only (index names come from TABLE_SCHEMA and may grow); no other table.',
+      ],
+      [
+        arns.bucketObjects[0],
+        'Get/Put/DeleteObject and PutObjectTagging on objects of this one payload bucket: keys are per run and entity, unknown at deploy time.',
+      ],
+      [
+        scheduleArn,
+        'CreateSchedule for one-time long-wait schedules in this stack’s own schedule group; schedule names are per wait.',
+      ],
     ];
     for (const role of [this.hostFunction.role, this.workerFunction.role]) {
       const policy = role?.node.tryFindChild('DefaultPolicy');
       if (!policy) continue;
       for (const [arn, reason] of wildcardReasons) {
-        Validations.of(policy).acknowledge({ id: `AwsSolutions-IAM5[Resource::${nagResourceName(stack, arn)}]`, reason });
+        Validations.of(policy).acknowledge({
+          id: `AwsSolutions-IAM5[Resource::${nagResourceName(stack, arn)}]`,
+          reason,
+        });
       }
     }
     if (!props.accessLogsBucket) {
       Validations.of(this.bucket).acknowledge({
         id: 'AwsSolutions-S1',
-        reason: 'Only the World’s two function roles can reach this private, TLS-only bucket; pass accessLogsBucket to turn server access logs on.',
+        reason:
+          'Only the World’s two function roles can reach this private, TLS-only bucket; pass accessLogsBucket to turn server access logs on.',
       });
     }
     Validations.of(this.signingSecret).acknowledge({
@@ -384,7 +426,10 @@ export class EveWorldAws extends Construct {
     this.alarms = [
       alarm('DeadLetterAlarm', {
         alarmDescription: 'Messages reached the DLQ: inspect with `eve-world-aws redrive --dry-run`',
-        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
+        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: Duration.minutes(1),
+          statistic: 'Maximum',
+        }),
         threshold: 1,
         evaluationPeriods: 1,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,

@@ -29,10 +29,11 @@ type Stackable = { middlewareStack: { add: (mw: never, opts: object) => void }; 
 /** Record `<service>:<Command>` for every command this client sends (the HTTP request is still made). */
 function record(client: Stackable): void {
   client.middlewareStack.add(
-    ((next: (a: unknown) => unknown, context: { clientName?: string; commandName?: string }) => async (args: unknown) => {
-      recorded.add(commandKey(context.clientName ?? client.constructor.name, context.commandName ?? 'unknown'));
-      return next(args);
-    }) as never,
+    ((next: (a: unknown) => unknown, context: { clientName?: string; commandName?: string }) =>
+      async (args: unknown) => {
+        recorded.add(commandKey(context.clientName ?? client.constructor.name, context.commandName ?? 'unknown'));
+        return next(args);
+      }) as never,
     { step: 'initialize', name: 'iamCoverageRecorder' },
   );
 }
@@ -128,7 +129,9 @@ describe('IAM command table covers every SDK command in the source', () => {
 
   it('each `new XCommand(...)` in src/ has a row (the service is the SDK client module, static or dynamic import, that exports it)', async () => {
     const modules = Object.fromEntries(
-      await Promise.all(Object.keys(SERVICE_OF).map(async (m) => [m, (await import(m)) as Record<string, unknown>] as const)),
+      await Promise.all(
+        Object.keys(SERVICE_OF).map(async (m) => [m, (await import(m)) as Record<string, unknown>] as const),
+      ),
     );
     const found = new Set<string>();
     const unresolved: string[] = [];
@@ -136,17 +139,22 @@ describe('IAM command table covers every SDK command in the source', () => {
       const text = readFileSync(file, 'utf8');
       // Every AWS SDK client module the file names, in `import ... from '...'` or `import('...')`.
       const named = [...text.matchAll(/['"](@aws-sdk\/client-[a-z0-9-]+)['"]/g)].map((m) => m[1]);
-      for (const m of named) if (!(m in SERVICE_OF)) unresolved.push(`${path.relative(root, file)}: ${m} has no service in SERVICE_OF`);
+      for (const m of named)
+        if (!(m in SERVICE_OF)) unresolved.push(`${path.relative(root, file)}: ${m} has no service in SERVICE_OF`);
       for (const [, name] of text.matchAll(/new (\w+Command)\(/g)) {
         const from = named.find((m) => m in modules && typeof modules[m][name] === 'function');
         if (from) found.add(`${SERVICE_OF[from]}:${name.replace(/Command$/, '')}`);
-        else unresolved.push(`${path.relative(root, file)}: new ${name}( comes from no AWS SDK client module the file imports`);
+        else
+          unresolved.push(
+            `${path.relative(root, file)}: new ${name}( comes from no AWS SDK client module the file imports`,
+          );
       }
     }
     expect(unresolved).toEqual([]);
     expect(found.size).toBeGreaterThan(40);
     // The dynamic imports are seen too (payloads, retention, schedules).
-    for (const c of ['s3:PutObject', 's3:DeleteObjects', 'scheduler:CreateSchedule', 'kms:GenerateDataKey']) expect(found).toContain(c);
+    for (const c of ['s3:PutObject', 's3:DeleteObjects', 'scheduler:CreateSchedule', 'kms:GenerateDataKey'])
+      expect(found).toContain(c);
     const known = new Set<string>(COMMAND_PERMISSIONS.map((p) => p.command));
     expect([...found].filter((c) => !known.has(c))).toEqual([]);
     // And the table has no stale rows: every row's command is still sent somewhere.
