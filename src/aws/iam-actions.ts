@@ -14,6 +14,13 @@
  *   deletes from it at run time (SQS moves messages there itself through the redrive policy).
  * - `init`: creating and reconfiguring the resources (`init`, `emulate`). Deploy-time only.
  *
+ * KMS (EVE_WORLD_AWS_KMS_KEY_ID): rows on `kmsKey` land in a policy only when a key is configured.
+ * The runtime's GenerateDataKey + Decrypt serve both the per-run data keys (src/encryption/
+ * run-keys.ts) and SSE-KMS on the queue (send: GenerateDataKey, receive: Decrypt) and the bucket
+ * (PutObject: GenerateDataKey, GetObject: Decrypt). DynamoDB SSE-KMS needs no caller permission at
+ * run time: the table's grant, created by `init` (kms:CreateGrant, limited to AWS resources by
+ * `GRANT_CONDITION`), lets DynamoDB use the key.
+ *
  * Invariant: no row grants `*` actions, and every resource is one of the named resources below
  * (never `Resource: "*"`).
  */
@@ -27,11 +34,25 @@ export type IamResource =
   | 'bucket'
   | 'bucketObjects'
   | 'scheduleGroupSchedules'
-  | 'schedulerRole';
+  | 'schedulerRole'
+  | 'kmsKey';
 
 export type IamPrincipal = 'runtime' | 'operator' | 'init';
 
-export type AwsService = 'dynamodb' | 'sqs' | 's3' | 'scheduler';
+export type AwsService = 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms';
+
+/** The IAM service prefix of the actions that may land on each resource (`kms:*` only on the key, `iam:*` only on the role). */
+export const RESOURCE_SERVICE: Record<IamResource, string> = {
+  table: 'dynamodb',
+  tableIndexes: 'dynamodb',
+  queue: 'sqs',
+  dlq: 'sqs',
+  bucket: 's3',
+  bucketObjects: 's3',
+  scheduleGroupSchedules: 'scheduler',
+  schedulerRole: 'iam',
+  kmsKey: 'kms',
+};
 
 export interface CommandPermission {
   /** Service and SDK command name without the `Command` suffix, e.g. `dynamodb:TransactWriteItems`. */
@@ -50,38 +71,118 @@ const Q = ['queue'] as const;
 
 export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   // ---- DynamoDB: the single table ----
-  { command: 'dynamodb:GetItem', actions: ['dynamodb:GetItem'], uses: { runtime: T, operator: T }, why: 'run/step/hook/stream meta reads; redrive checks claims' },
-  { command: 'dynamodb:BatchGetItem', actions: ['dynamodb:BatchGetItem'], uses: { runtime: T }, why: 'batched view reads' },
-  { command: 'dynamodb:Query', actions: ['dynamodb:Query'], uses: { runtime: TI }, why: 'event log, listings (GSI1/GSI2), stream chunks' },
-  { command: 'dynamodb:Scan', actions: ['dynamodb:Scan'], uses: { runtime: T }, why: 'hooks.list() without a run id' },
-  { command: 'dynamodb:PutItem', actions: ['dynamodb:PutItem'], uses: { runtime: T }, why: 'idempotency claims, stream meta' },
-  { command: 'dynamodb:UpdateItem', actions: ['dynamodb:UpdateItem'], uses: { runtime: T }, why: 'stream meta' },
-  { command: 'dynamodb:DeleteItem', actions: ['dynamodb:DeleteItem'], uses: { runtime: T }, why: 'released claims, hook disposal' },
-  { command: 'dynamodb:BatchWriteItem', actions: ['dynamodb:BatchWriteItem'], uses: { runtime: T }, why: 'stream chunk groups, run cleanup' },
+  {
+    command: 'dynamodb:GetItem',
+    actions: ['dynamodb:GetItem'],
+    uses: { runtime: T, operator: T },
+    why: 'run/step/hook/stream meta reads; redrive checks claims',
+  },
+  {
+    command: 'dynamodb:BatchGetItem',
+    actions: ['dynamodb:BatchGetItem'],
+    uses: { runtime: T },
+    why: 'batched view reads',
+  },
+  {
+    command: 'dynamodb:Query',
+    actions: ['dynamodb:Query'],
+    uses: { runtime: TI },
+    why: 'event log, listings (GSI1/GSI2), stream chunks',
+  },
+  {
+    command: 'dynamodb:PutItem',
+    actions: ['dynamodb:PutItem'],
+    uses: { runtime: T },
+    why: 'idempotency claims, stream meta, wrapped run keys, replay nonces',
+  },
+  {
+    command: 'dynamodb:UpdateItem',
+    actions: ['dynamodb:UpdateItem'],
+    uses: { runtime: T },
+    why: 'stream meta, retention TTL stamps, run release',
+  },
+  {
+    command: 'dynamodb:DeleteItem',
+    actions: ['dynamodb:DeleteItem'],
+    uses: { runtime: T },
+    why: 'released claims, hook disposal',
+  },
+  {
+    command: 'dynamodb:BatchWriteItem',
+    actions: ['dynamodb:BatchWriteItem'],
+    uses: { runtime: T },
+    why: 'stream chunk groups, run cleanup',
+  },
   {
     command: 'dynamodb:TransactWriteItems',
     actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
     uses: { runtime: T },
     why: 'events.create: event slot claim + view writes in one transaction',
   },
-  { command: 'dynamodb:DescribeTable', actions: ['dynamodb:DescribeTable'], uses: { operator: T, init: T }, why: 'doctor, init verify' },
-  { command: 'dynamodb:DescribeTimeToLive', actions: ['dynamodb:DescribeTimeToLive'], uses: { operator: T, init: T }, why: 'doctor, init verify' },
+  {
+    command: 'dynamodb:DescribeTable',
+    actions: ['dynamodb:DescribeTable'],
+    uses: { operator: T, init: T },
+    why: 'doctor, init verify',
+  },
+  {
+    command: 'dynamodb:DescribeTimeToLive',
+    actions: ['dynamodb:DescribeTimeToLive'],
+    uses: { operator: T, init: T },
+    why: 'doctor, init verify',
+  },
   { command: 'dynamodb:CreateTable', actions: ['dynamodb:CreateTable'], uses: { init: T }, why: 'init' },
   { command: 'dynamodb:UpdateTimeToLive', actions: ['dynamodb:UpdateTimeToLive'], uses: { init: T }, why: 'init' },
-  { command: 'dynamodb:UpdateContinuousBackups', actions: ['dynamodb:UpdateContinuousBackups'], uses: { init: T }, why: 'init: point-in-time recovery' },
-  { command: 'dynamodb:DescribeContinuousBackups', actions: ['dynamodb:DescribeContinuousBackups'], uses: { operator: T, init: T }, why: 'doctor/init: PITR check' },
+  {
+    command: 'dynamodb:UpdateContinuousBackups',
+    actions: ['dynamodb:UpdateContinuousBackups'],
+    uses: { init: T },
+    why: 'init: point-in-time recovery',
+  },
+  {
+    command: 'dynamodb:DescribeContinuousBackups',
+    actions: ['dynamodb:DescribeContinuousBackups'],
+    uses: { operator: T, init: T },
+    why: 'doctor/init: PITR check',
+  },
+  {
+    command: 'dynamodb:UpdateTable',
+    actions: ['dynamodb:UpdateTable', 'kms:CreateGrant', 'kms:DescribeKey'],
+    uses: { init: ['table', 'kmsKey'] },
+    why: 'init: put the table under the KMS key (DynamoDB creates its grant with the caller’s permission)',
+  },
 
   // ---- SQS: the work queue (runtime) and the DLQ (operator only) ----
-  { command: 'sqs:SendMessage', actions: ['sqs:SendMessage'], uses: { runtime: Q, operator: Q }, why: 'queue(); redrive re-sends DLQ messages to the queue' },
-  { command: 'sqs:ReceiveMessage', actions: ['sqs:ReceiveMessage'], uses: { runtime: Q, operator: ['dlq'] }, why: 'in-process poller / Lambda event source mapping; redrive reads the DLQ' },
-  { command: 'sqs:DeleteMessage', actions: ['sqs:DeleteMessage'], uses: { runtime: Q, operator: ['dlq'] }, why: 'ack; redrive removes moved messages' },
+  {
+    command: 'sqs:SendMessage',
+    actions: ['sqs:SendMessage'],
+    uses: { runtime: Q, operator: Q },
+    why: 'queue(); redrive re-sends DLQ messages to the queue',
+  },
+  {
+    command: 'sqs:ReceiveMessage',
+    actions: ['sqs:ReceiveMessage'],
+    uses: { runtime: Q, operator: ['dlq'] },
+    why: 'in-process poller / Lambda event source mapping; redrive reads the DLQ',
+  },
+  {
+    command: 'sqs:DeleteMessage',
+    actions: ['sqs:DeleteMessage'],
+    uses: { runtime: Q, operator: ['dlq'] },
+    why: 'ack; redrive removes moved messages',
+  },
   {
     command: 'sqs:ChangeMessageVisibility',
     actions: ['sqs:ChangeMessageVisibility'],
     uses: { runtime: Q, operator: ['dlq'] },
     why: '{timeoutSeconds} redelivery; redrive releases messages it did not move',
   },
-  { command: 'sqs:GetQueueUrl', actions: ['sqs:GetQueueUrl'], uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'] }, why: 'queue name -> URL' },
+  {
+    command: 'sqs:GetQueueUrl',
+    actions: ['sqs:GetQueueUrl'],
+    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'] },
+    why: 'queue name -> URL',
+  },
   {
     command: 'sqs:GetQueueAttributes',
     actions: ['sqs:GetQueueAttributes'],
@@ -89,21 +190,89 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     why: 'queue ARN for schedules; depth for doctor; event source mapping',
   },
   { command: 'sqs:CreateQueue', actions: ['sqs:CreateQueue'], uses: { init: ['queue', 'dlq'] }, why: 'init' },
-  { command: 'sqs:SetQueueAttributes', actions: ['sqs:SetQueueAttributes'], uses: { init: ['queue', 'dlq'] }, why: 'init: fix drift' },
+  {
+    command: 'sqs:SetQueueAttributes',
+    actions: ['sqs:SetQueueAttributes'],
+    uses: { init: ['queue', 'dlq'] },
+    why: 'init: fix drift, SSE-KMS under the key',
+  },
 
   // ---- S3: large payloads ----
   { command: 's3:GetObject', actions: ['s3:GetObject'], uses: { runtime: ['bucketObjects'] }, why: 'offloaded values' },
   { command: 's3:PutObject', actions: ['s3:PutObject'], uses: { runtime: ['bucketObjects'] }, why: 'offloaded values' },
-  { command: 's3:HeadBucket', actions: ['s3:ListBucket'], uses: { operator: ['bucket'], init: ['bucket'] }, why: 'doctor, init verify' },
-  { command: 's3:GetBucketEncryption', actions: ['s3:GetEncryptionConfiguration'], uses: { operator: ['bucket'], init: ['bucket'] }, why: 'doctor, init verify' },
-  { command: 's3:GetPublicAccessBlock', actions: ['s3:GetBucketPublicAccessBlock'], uses: { operator: ['bucket'], init: ['bucket'] }, why: 'doctor, init verify' },
-  { command: 's3:GetBucketLifecycleConfiguration', actions: ['s3:GetLifecycleConfiguration'], uses: { operator: ['bucket'], init: ['bucket'] }, why: 'doctor, init verify' },
-  { command: 's3:GetBucketPolicy', actions: ['s3:GetBucketPolicy'], uses: { operator: ['bucket'], init: ['bucket'] }, why: 'doctor, init verify (TLS-only)' },
+  {
+    command: 's3:ListObjectsV2',
+    actions: ['s3:ListBucket'],
+    uses: { runtime: ['bucket'] },
+    why: 'retention: list a finished run’s objects (runs/<runId>/)',
+  },
+  {
+    command: 's3:DeleteObjects',
+    actions: ['s3:DeleteObject'],
+    uses: { runtime: ['bucketObjects'] },
+    why: 'retention 0: delete a finished run’s objects',
+  },
+  {
+    command: 's3:PutObjectTagging',
+    actions: ['s3:PutObjectTagging'],
+    uses: { runtime: ['bucketObjects'] },
+    why: 'retention N days: tag objects for the lifecycle rule',
+  },
+  {
+    command: 's3:HeadBucket',
+    actions: ['s3:ListBucket'],
+    uses: { operator: ['bucket'], init: ['bucket'] },
+    why: 'doctor, init verify',
+  },
+  {
+    command: 's3:GetBucketEncryption',
+    actions: ['s3:GetEncryptionConfiguration'],
+    uses: { operator: ['bucket'], init: ['bucket'] },
+    why: 'doctor, init verify',
+  },
+  {
+    command: 's3:GetPublicAccessBlock',
+    actions: ['s3:GetBucketPublicAccessBlock'],
+    uses: { operator: ['bucket'], init: ['bucket'] },
+    why: 'doctor, init verify',
+  },
+  {
+    command: 's3:GetBucketLifecycleConfiguration',
+    actions: ['s3:GetLifecycleConfiguration'],
+    uses: { operator: ['bucket'], init: ['bucket'] },
+    why: 'doctor, init verify',
+  },
+  {
+    command: 's3:GetBucketPolicy',
+    actions: ['s3:GetBucketPolicy'],
+    uses: { operator: ['bucket'], init: ['bucket'] },
+    why: 'doctor, init verify (TLS-only)',
+  },
   { command: 's3:CreateBucket', actions: ['s3:CreateBucket'], uses: { init: ['bucket'] }, why: 'init' },
-  { command: 's3:PutBucketEncryption', actions: ['s3:PutEncryptionConfiguration'], uses: { init: ['bucket'] }, why: 'init' },
-  { command: 's3:PutPublicAccessBlock', actions: ['s3:PutBucketPublicAccessBlock'], uses: { init: ['bucket'] }, why: 'init' },
-  { command: 's3:PutBucketLifecycleConfiguration', actions: ['s3:PutLifecycleConfiguration'], uses: { init: ['bucket'] }, why: 'init' },
-  { command: 's3:PutBucketPolicy', actions: ['s3:PutBucketPolicy'], uses: { init: ['bucket'] }, why: 'init: TLS-only policy' },
+  {
+    command: 's3:PutBucketEncryption',
+    actions: ['s3:PutEncryptionConfiguration'],
+    uses: { init: ['bucket'] },
+    why: 'init (SSE-S3, or SSE-KMS under the key)',
+  },
+  {
+    command: 's3:PutPublicAccessBlock',
+    actions: ['s3:PutBucketPublicAccessBlock'],
+    uses: { init: ['bucket'] },
+    why: 'init',
+  },
+  {
+    command: 's3:PutBucketLifecycleConfiguration',
+    actions: ['s3:PutLifecycleConfiguration'],
+    uses: { init: ['bucket'] },
+    why: 'init',
+  },
+  {
+    command: 's3:PutBucketPolicy',
+    actions: ['s3:PutBucketPolicy'],
+    uses: { init: ['bucket'] },
+    why: 'init: TLS-only policy',
+  },
 
   // ---- EventBridge Scheduler: waits longer than the SQS delay ----
   {
@@ -111,6 +280,26 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     actions: ['scheduler:CreateSchedule', 'iam:PassRole'],
     uses: { runtime: ['scheduleGroupSchedules', 'schedulerRole'] },
     why: 'one-time at() schedule targeting the queue; passes the Scheduler role (PassedToService condition)',
+  },
+
+  // ---- KMS: EVE_WORLD_AWS_KMS_KEY_ID (statements only when a key is configured) ----
+  {
+    command: 'kms:GenerateDataKey',
+    actions: ['kms:GenerateDataKey'],
+    uses: { runtime: ['kmsKey'], init: ['kmsKey'] },
+    why: 'a new run’s data key; SSE-KMS sends to the queue and puts to the bucket; init/doctor prove the key works for the caller',
+  },
+  {
+    command: 'kms:Decrypt',
+    actions: ['kms:Decrypt'],
+    uses: { runtime: ['kmsKey'], init: ['kmsKey'] },
+    why: 'unwrap a run’s data key (wf web decrypts with it); SSE-KMS receives and gets; init/doctor key check',
+  },
+  {
+    command: 'kms:DescribeKey',
+    actions: ['kms:DescribeKey'],
+    uses: { operator: ['kmsKey'], init: ['kmsKey'] },
+    why: 'doctor/init: key exists, enabled, symmetric',
   },
 ];
 
@@ -124,6 +313,7 @@ const CLIENT_SERVICE: Record<string, AwsService> = {
   SQSClient: 'sqs',
   S3Client: 's3',
   SchedulerClient: 'scheduler',
+  KMSClient: 'kms',
 };
 
 /** `DynamoDBClient` + `QueryCommand` -> `dynamodb:Query` (the key of {@link COMMAND_PERMISSIONS}). */
@@ -142,9 +332,10 @@ export function actionsByResource(principal: IamPrincipal): Map<IamResource, str
   for (const p of COMMAND_PERMISSIONS) {
     for (const who of principals) {
       for (const r of p.uses[who] ?? []) {
-        // Only the IAM action that belongs to the resource's service lands on it: CreateSchedule
-        // needs scheduler:CreateSchedule on the schedule and iam:PassRole on the role.
-        const actions = p.actions.filter((a) => (r === 'schedulerRole' ? a.startsWith('iam:') : !a.startsWith('iam:')));
+        // Only the IAM actions of the resource's service land on it: CreateSchedule needs
+        // scheduler:CreateSchedule on the schedule and iam:PassRole on the role; UpdateTable needs
+        // dynamodb:UpdateTable on the table and kms:CreateGrant + DescribeKey on the key.
+        const actions = p.actions.filter((a) => a.startsWith(`${RESOURCE_SERVICE[r]}:`));
         const set = out.get(r) ?? new Set<string>();
         out.set(r, set);
         for (const a of actions) set.add(a);
@@ -157,5 +348,18 @@ export function actionsByResource(principal: IamPrincipal): Map<IamResource, str
 /** The condition every `iam:PassRole` carries: the role can only be handed to EventBridge Scheduler. */
 export const PASS_ROLE_CONDITION = { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } } as const;
 
+/**
+ * The condition on `kms:CreateGrant`: only grants for an AWS service acting for the caller (the
+ * grant DynamoDB creates when the table goes under the key), never grants to arbitrary principals.
+ * It is a separate statement: on other KMS actions the key is absent and the condition would fail.
+ */
+export const GRANT_CONDITION = { Bool: { 'kms:GrantIsForAWSResource': 'true' } } as const;
+
+/** KMS actions that need {@link GRANT_CONDITION}. */
+export const GRANT_ACTIONS: readonly string[] = ['kms:CreateGrant'];
+
 /** What the Scheduler role itself may do: send to the work queue, nothing else. */
 export const SCHEDULER_ROLE_ACTIONS = ['sqs:SendMessage'] as const;
+
+/** With the queue under a KMS key, sending to it also needs these on the key (SSE-KMS producer). */
+export const SCHEDULER_ROLE_KMS_ACTIONS = ['kms:Decrypt', 'kms:GenerateDataKey'] as const;

@@ -5,9 +5,22 @@
  * ARNs are partition-aware (`aws`, `aws-cn`, `aws-us-gov`, derived from the region unless given),
  * `iam:PassRole` carries an `iam:PassedToService` condition, and the Scheduler role's own policy
  * and trust policy are printed alongside.
+ *
+ * The KMS key (EVE_WORLD_AWS_KMS_KEY_ID) is granted by ARN when the setting is a key id or key ARN.
+ * An alias cannot be a policy resource (KMS authorizes on the key), so an alias becomes every key
+ * of the account and region, narrowed by `kms:ResourceAliases` to keys carrying that alias.
  */
 import type { WorldConfig } from '../config.js';
-import { actionsByResource, type IamPrincipal, type IamResource, PASS_ROLE_CONDITION, SCHEDULER_ROLE_ACTIONS } from './iam-actions.js';
+import {
+  actionsByResource,
+  GRANT_ACTIONS,
+  GRANT_CONDITION,
+  type IamPrincipal,
+  type IamResource,
+  PASS_ROLE_CONDITION,
+  SCHEDULER_ROLE_ACTIONS,
+  SCHEDULER_ROLE_KMS_ACTIONS,
+} from './iam-actions.js';
 
 export interface PolicyStatement {
   Sid: string;
@@ -41,7 +54,34 @@ function queueName(ref: string): string {
   return /^https?:\/\//.test(ref) ? (ref.split('/').pop() as string) : ref;
 }
 
-/** The ARN of each named resource of a deployment. */
+/**
+ * The policy resource for the configured key, and the alias condition when it is named by alias.
+ * Key ARN: as is. Key id: an ARN in the target account and region. Alias name or alias ARN: every
+ * key (`key/*`) of that account and region, with `kms:ResourceAliases` = the alias.
+ */
+export function kmsKeyResource(
+  keyId: string,
+  t: PolicyTarget,
+): { arn: string; condition?: Record<string, Record<string, string>> } {
+  const aliasArn = /^arn:([a-z-]+):kms:([a-z0-9-]+):(\d{12}):(alias\/.+)$/.exec(keyId);
+  if (aliasArn) {
+    const [, partition, region, account, alias] = aliasArn;
+    return {
+      arn: `arn:${partition}:kms:${region}:${account}:key/*`,
+      condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': alias } },
+    };
+  }
+  if (keyId.startsWith('alias/')) {
+    return {
+      arn: `arn:${t.partition}:kms:${t.region}:${t.account}:key/*`,
+      condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': keyId } },
+    };
+  }
+  if (keyId.startsWith('arn:')) return { arn: keyId };
+  return { arn: `arn:${t.partition}:kms:${t.region}:${t.account}:key/${keyId}` };
+}
+
+/** The ARN of each named resource of a deployment (`kmsKey` is empty without a configured key). */
 export function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamResource, string[]> {
   const table = `arn:${t.partition}:dynamodb:${t.region}:${t.account}:table/${config.tableName}`;
   const roleArn = config.schedulerRoleArn ?? `arn:${t.partition}:iam::${t.account}:role/<scheduler-role>`;
@@ -52,8 +92,11 @@ export function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamRe
     dlq: [`arn:${t.partition}:sqs:${t.region}:${t.account}:${queueName(config.deadLetterQueue)}`],
     bucket: [`arn:${t.partition}:s3:::${config.bucket}`],
     bucketObjects: [`arn:${t.partition}:s3:::${config.bucket}/*`],
-    scheduleGroupSchedules: [`arn:${t.partition}:scheduler:${t.region}:${t.account}:schedule/${config.schedulerGroup}/*`],
+    scheduleGroupSchedules: [
+      `arn:${t.partition}:scheduler:${t.region}:${t.account}:schedule/${config.schedulerGroup}/*`,
+    ],
     schedulerRole: [roleArn],
+    kmsKey: config.kmsKeyId ? [kmsKeyResource(config.kmsKeyId, t).arn] : [],
   };
 }
 
@@ -66,31 +109,64 @@ const SID: Record<IamResource, string> = {
   bucketObjects: 'BucketObjects',
   scheduleGroupSchedules: 'LongWaitSchedules',
   schedulerRole: 'PassSchedulerRole',
+  kmsKey: 'RunKeys',
 };
 
 /**
  * The policy for a principal. Scheduler statements are included only when a scheduler role is
- * configured (without one, long waits use SQS hops and the World never calls the Scheduler).
+ * configured (without one, long waits use SQS hops and the World never calls the Scheduler), KMS
+ * statements only when a key is configured. `kms:CreateGrant` (init) is its own statement, limited
+ * to grants for AWS resources.
  */
 export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t: PolicyTarget): PolicyDocument {
   const arns = resourceArns(config, t);
   const prefix = principal === 'runtime' ? 'World' : principal === 'operator' ? 'Operator' : 'Init';
   const statements: PolicyStatement[] = [];
+  const key = config.kmsKeyId ? kmsKeyResource(config.kmsKeyId, t) : undefined;
   for (const [resource, actions] of actionsByResource(principal)) {
     if ((resource === 'scheduleGroupSchedules' || resource === 'schedulerRole') && !config.schedulerRoleArn) continue;
-    statements.push({
-      Sid: `${prefix}${SID[resource]}`,
-      Effect: 'Allow',
-      Action: actions,
-      Resource: arns[resource],
-      ...(resource === 'schedulerRole' ? { Condition: structuredClone(PASS_ROLE_CONDITION) as never } : {}),
-    });
+    if (resource === 'kmsKey' && !key) continue;
+    const condition =
+      resource === 'schedulerRole'
+        ? (structuredClone(PASS_ROLE_CONDITION) as PolicyStatement['Condition'])
+        : resource === 'kmsKey'
+          ? key?.condition
+          : undefined;
+    const plain = actions.filter((a) => !GRANT_ACTIONS.includes(a));
+    const grants = actions.filter((a) => GRANT_ACTIONS.includes(a));
+    if (plain.length > 0) {
+      statements.push({
+        Sid: `${prefix}${SID[resource]}`,
+        Effect: 'Allow',
+        Action: plain,
+        Resource: arns[resource],
+        ...(condition ? { Condition: structuredClone(condition) } : {}),
+      });
+    }
+    if (grants.length > 0) {
+      statements.push({
+        Sid: `${prefix}${SID[resource]}Grants`,
+        Effect: 'Allow',
+        Action: grants,
+        Resource: arns[resource],
+        Condition: {
+          ...structuredClone(condition ?? {}),
+          ...(structuredClone(GRANT_CONDITION) as PolicyStatement['Condition']),
+        },
+      });
+    }
   }
   return { Version: '2012-10-17', Statement: statements };
 }
 
-/** The Scheduler role: trusted by scheduler.amazonaws.com from this account only; may send to the queue. */
-export function schedulerRolePolicies(config: WorldConfig, t: PolicyTarget): { trustPolicy: object; policy: PolicyDocument } {
+/**
+ * The Scheduler role: trusted by scheduler.amazonaws.com from this account only; may send to the
+ * queue (and, with the queue under a KMS key, use the key as an SSE-KMS producer).
+ */
+export function schedulerRolePolicies(
+  config: WorldConfig,
+  t: PolicyTarget,
+): { trustPolicy: object; policy: PolicyDocument } {
   const arns = resourceArns(config, t);
   return {
     trustPolicy: {
@@ -106,9 +182,26 @@ export function schedulerRolePolicies(config: WorldConfig, t: PolicyTarget): { t
     },
     policy: {
       Version: '2012-10-17',
-      Statement: [{ Sid: 'SchedulerSendToQueue', Effect: 'Allow', Action: [...SCHEDULER_ROLE_ACTIONS], Resource: arns.queue }],
+      Statement: [
+        { Sid: 'SchedulerSendToQueue', Effect: 'Allow', Action: [...SCHEDULER_ROLE_ACTIONS], Resource: arns.queue },
+        ...schedulerKeyStatements(config, t),
+      ],
     },
   };
+}
+
+function schedulerKeyStatements(config: WorldConfig, t: PolicyTarget): PolicyStatement[] {
+  if (!config.kmsKeyId) return [];
+  const key = kmsKeyResource(config.kmsKeyId, t);
+  return [
+    {
+      Sid: 'SchedulerQueueKey',
+      Effect: 'Allow',
+      Action: [...SCHEDULER_ROLE_KMS_ACTIONS],
+      Resource: [key.arn],
+      ...(key.condition ? { Condition: key.condition } : {}),
+    },
+  ];
 }
 
 export interface PrintedPolicies {
@@ -121,9 +214,16 @@ export interface PrintedPolicies {
 }
 
 /** What `init --print-iam-policy [--operator]` prints. */
-export function printedPolicies(config: WorldConfig, opts: { account?: string; region?: string; partition?: string; operator?: boolean } = {}): PrintedPolicies {
+export function printedPolicies(
+  config: WorldConfig,
+  opts: { account?: string; region?: string; partition?: string; operator?: boolean } = {},
+): PrintedPolicies {
   const region = opts.region ?? config.region ?? '<region>';
-  const t: PolicyTarget = { partition: opts.partition ?? partitionOf(config.region), region, account: opts.account ?? '<account-id>' };
+  const t: PolicyTarget = {
+    partition: opts.partition ?? partitionOf(config.region),
+    region,
+    account: opts.account ?? '<account-id>',
+  };
   if (opts.operator) return { operator: principalPolicy('operator', config, t) };
   return {
     world: principalPolicy('runtime', config, t),
@@ -132,6 +232,10 @@ export function printedPolicies(config: WorldConfig, opts: { account?: string; r
 }
 
 /** The World's run-time policy (kept under its old name for `src/resources.ts` importers). */
-export function iamPolicy(config: WorldConfig, account = '<account-id>', region = config.region ?? '<region>'): PolicyDocument {
+export function iamPolicy(
+  config: WorldConfig,
+  account = '<account-id>',
+  region = config.region ?? '<region>',
+): PolicyDocument {
   return principalPolicy('runtime', config, { partition: partitionOf(region), region, account });
 }

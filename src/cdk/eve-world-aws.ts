@@ -12,6 +12,10 @@
  * - Host: the eve app (`eve build` output) in a container with the Lambda Web Adapter, Function
  *   URL in RESPONSE_STREAM mode. Worker: the package's bundled `/lambda` handler on Node 24, an SQS
  *   event source with ReportBatchItemFailures, delivering signed to the host's flow route.
+ * - Optional customer-managed KMS key (`kmsKey`: an existing key, or `'create'` for a new one with
+ *   yearly rotation): table, both queues and the bucket are encrypted under it, both functions get
+ *   EVE_WORLD_AWS_KMS_KEY_ID (per-run envelope encryption of payloads), and the Scheduler role may
+ *   use it to send to the SSE-KMS queue.
  * - Grants generated from the command table shared with `init --print-iam-policy`.
  * - Alarms on DLQ depth, oldest-message age and worker errors (optional SNS topic).
  *
@@ -26,6 +30,7 @@ import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -35,7 +40,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { SCHEDULER_ROLE_ACTIONS } from '../aws/iam-actions.js';
+import { SCHEDULER_ROLE_ACTIONS, SCHEDULER_ROLE_KMS_ACTIONS } from '../aws/iam-actions.js';
 import { TABLE_SCHEMA } from '../ddb.js';
 import { MAX_MESSAGE_SIZE, PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES, RETENTION_SECONDS } from '../resources.js';
 import { HOST_PORT, READINESS_PATH } from './dockerfile.js';
@@ -86,6 +91,15 @@ export interface EveWorldAwsProps {
   readonly accessLogsBucket?: s3.IBucket;
   /** Log retention for both functions. Default one month. */
   readonly logRetention?: logs.RetentionDays;
+  /**
+   * Customer-managed KMS key for the run data (EVE_WORLD_AWS_KMS_KEY_ID on both functions): each
+   * run's payloads are envelope-encrypted under a data key it wraps, and the table, both queues and
+   * the bucket are encrypted at rest under it. `'create'` makes a symmetric key with yearly
+   * rotation (removed per `removalPolicy`); or pass a key (`kms.Key.fromKeyArn`, not an alias: IAM
+   * grants name the key). An imported key's policy must let IAM policies of this account grant its
+   * use (the default key policy does). Default: none (AWS-owned keys, no payload encryption).
+   */
+  readonly kmsKey?: kms.IKey | 'create';
 }
 
 const MAX_VISIBILITY_SECONDS = 43_200;
@@ -102,6 +116,8 @@ export class EveWorldAws extends Construct {
   readonly hostUrl: lambda.FunctionUrl;
   readonly workerFunction: lambda.Function;
   readonly alarms: cloudwatch.Alarm[];
+  /** The run-data key, when `kmsKey` is set. */
+  readonly kmsKey?: kms.IKey;
 
   constructor(scope: Construct, id: string, props: EveWorldAwsProps) {
     super(scope, id);
@@ -110,7 +126,10 @@ export class EveWorldAws extends Construct {
     const hostTimeout = props.hostTimeout ?? Duration.minutes(15);
     const workerTimeout = props.workerTimeout ?? hostTimeout;
     const factor = props.visibilityTimeoutFactor ?? 6;
-    if (!(factor >= 1)) throw new Error(`EveWorldAws: visibilityTimeoutFactor must be >= 1 (the queue visibility may never be below the worker timeout), got ${factor}`);
+    if (!(factor >= 1))
+      throw new Error(
+        `EveWorldAws: visibilityTimeoutFactor must be >= 1 (the queue visibility may never be below the worker timeout), got ${factor}`,
+      );
     if (workerTimeout.toSeconds() < hostTimeout.toSeconds()) {
       Annotations.of(this).addWarningV2(
         'eve-world-aws:worker-timeout',
@@ -118,16 +137,33 @@ export class EveWorldAws extends Construct {
       );
     }
     const visibilitySeconds = Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(workerTimeout.toSeconds() * factor));
-    if (visibilitySeconds < workerTimeout.toSeconds()) throw new Error('EveWorldAws: workerTimeout exceeds the 12 h SQS visibility maximum');
+    if (visibilitySeconds < workerTimeout.toSeconds())
+      throw new Error('EveWorldAws: workerTimeout exceeds the 12 h SQS visibility maximum');
     const maxReceiveCount = props.maxReceiveCount ?? 10;
     const maxConcurrency = props.maxConcurrency ?? 10;
-    if (maxConcurrency < 2 || maxConcurrency > 1000) throw new Error(`EveWorldAws: maxConcurrency must be 2-1000 (SQS event source limit), got ${maxConcurrency}`);
+    if (maxConcurrency < 2 || maxConcurrency > 1000)
+      throw new Error(`EveWorldAws: maxConcurrency must be 2-1000 (SQS event source limit), got ${maxConcurrency}`);
+
+    // ---- optional customer-managed key for everything the runs write ----
+    this.kmsKey =
+      props.kmsKey === 'create'
+        ? new kms.Key(this, 'Key', {
+            description: 'eve-world-aws run data: per-run data keys, and the table, queues and bucket at rest',
+            enableKeyRotation: true,
+            removalPolicy,
+          })
+        : props.kmsKey;
+    const key = this.kmsKey;
 
     // ---- table: the schema `init` creates ----
     const attrType = (name: string) => {
       const def = TABLE_SCHEMA.attributeDefinitions.find((a) => a.AttributeName === name);
       if (!def) throw new Error(`TABLE_SCHEMA has no attribute definition for ${name}`);
-      return def.AttributeType === 'S' ? dynamodb.AttributeType.STRING : def.AttributeType === 'N' ? dynamodb.AttributeType.NUMBER : dynamodb.AttributeType.BINARY;
+      return def.AttributeType === 'S'
+        ? dynamodb.AttributeType.STRING
+        : def.AttributeType === 'N'
+          ? dynamodb.AttributeType.NUMBER
+          : dynamodb.AttributeType.BINARY;
     };
     const keyOf = (type: 'HASH' | 'RANGE') => {
       const k = TABLE_SCHEMA.keySchema.find((x) => x.KeyType === type);
@@ -141,6 +177,7 @@ export class EveWorldAws extends Construct {
       timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       deletionProtection: props.deletionProtection ?? true,
+      ...(key ? { encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED, encryptionKey: key } : {}),
       removalPolicy,
     });
     for (const g of TABLE_SCHEMA.gsis) {
@@ -152,11 +189,14 @@ export class EveWorldAws extends Construct {
       });
     }
 
-    // ---- queues ----
+    // ---- queues (SSE-SQS, or SSE-KMS under the key with the 5-minute data key reuse `init` sets) ----
+    const queueEncryption = key
+      ? { encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: key, dataKeyReuse: Duration.minutes(5) }
+      : { encryption: sqs.QueueEncryption.SQS_MANAGED };
     this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
       retentionPeriod: Duration.seconds(RETENTION_SECONDS),
       maxMessageSizeBytes: MAX_MESSAGE_SIZE,
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      ...queueEncryption,
       enforceSSL: true,
     });
     this.queue = new sqs.Queue(this, 'Queue', {
@@ -164,7 +204,7 @@ export class EveWorldAws extends Construct {
       retentionPeriod: Duration.seconds(RETENTION_SECONDS),
       maxMessageSizeBytes: MAX_MESSAGE_SIZE,
       receiveMessageWaitTime: Duration.seconds(20),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      ...queueEncryption,
       enforceSSL: true,
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount },
     });
@@ -172,7 +212,10 @@ export class EveWorldAws extends Construct {
     // ---- bucket: the settings `init` applies, plus TLS only ----
     this.bucket = new s3.Bucket(this, 'Payloads', {
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
-      encryption: s3.BucketEncryption.S3_MANAGED,
+      // SSE-KMS with an S3 Bucket Key: one KMS call per bucket key period, not per object.
+      ...(key
+        ? { encryption: s3.BucketEncryption.KMS, encryptionKey: key, bucketKeyEnabled: true }
+        : { encryption: s3.BucketEncryption.S3_MANAGED }),
       enforceSSL: true,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
       serverAccessLogsBucket: props.accessLogsBucket,
@@ -191,9 +234,18 @@ export class EveWorldAws extends Construct {
     });
     this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
       description: 'EventBridge Scheduler delivers eve-world-aws long waits to the work queue',
-      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', { conditions: { StringEquals: { 'aws:SourceAccount': stack.account } } }),
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
+      }),
     });
-    this.schedulerRole.addToPolicy(new iam.PolicyStatement({ actions: [...SCHEDULER_ROLE_ACTIONS], resources: [this.queue.queueArn] }));
+    this.schedulerRole.addToPolicy(
+      new iam.PolicyStatement({ actions: [...SCHEDULER_ROLE_ACTIONS], resources: [this.queue.queueArn] }),
+    );
+    // Sending to an SSE-KMS queue needs the key too (as `init --print-iam-policy --scheduler-role` prints).
+    if (key)
+      this.schedulerRole.addToPolicy(
+        new iam.PolicyStatement({ actions: [...SCHEDULER_ROLE_KMS_ACTIONS], resources: [key.keyArn] }),
+      );
 
     // ---- signing secret ----
     this.signingSecret = new secretsmanager.Secret(this, 'SigningSecret', {
@@ -212,13 +264,22 @@ export class EveWorldAws extends Construct {
       EVE_WORLD_AWS_MAX_RECEIVE_COUNT: String(maxReceiveCount),
       // Resolved by CloudFormation at deploy ({{resolve:secretsmanager:...}}); never in the template.
       EVE_WORLD_AWS_SIGNING_SECRET: this.signingSecret.secretValue.unsafeUnwrap(),
+      ...(key ? { EVE_WORLD_AWS_KMS_KEY_ID: key.keyArn } : {}),
     };
 
     const logGroup = (name: string) =>
-      new logs.LogGroup(this, `${name}Logs`, { retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY });
+      new logs.LogGroup(this, `${name}Logs`, {
+        retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
     const functionRole = (name: string, lg: logs.LogGroup) => {
       const role = new iam.Role(this, `${name}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
-      role.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [lg.logGroupArn] }));
+      role.addToPolicy(
+        new iam.PolicyStatement({
+          actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          resources: [lg.logGroupArn],
+        }),
+      );
       return role;
     };
 
@@ -234,7 +295,10 @@ export class EveWorldAws extends Construct {
         );
       }
       if (!existsSync(path.join(appDir, '.output/server/index.mjs'))) {
-        Annotations.of(this).addWarningV2('eve-world-aws:no-eve-build', `${appDir}/.output is missing: run \`npx eve build\` in the app before \`cdk deploy\``);
+        Annotations.of(this).addWarningV2(
+          'eve-world-aws:no-eve-build',
+          `${appDir}/.output is missing: run \`npx eve build\` in the app before \`cdk deploy\``,
+        );
       }
       hostCode = lambda.DockerImageCode.fromImageAsset(appDir, {
         file: dockerfile,
@@ -304,30 +368,45 @@ export class EveWorldAws extends Construct {
       table: [this.table.tableArn],
       tableIndexes: [`${this.table.tableArn}/index/*`],
       queue: [this.queue.queueArn],
+      bucket: [this.bucket.bucketArn],
       bucketObjects: [this.bucket.arnForObjects('*')],
       scheduleGroupSchedules: [scheduleArn],
       schedulerRole: [this.schedulerRole.roleArn],
+      kmsKey: key ? [key.keyArn] : [],
     };
     grantFromTable(this.hostFunction, 'runtime', arns);
     grantFromTable(this.workerFunction, 'runtime', arns);
 
     // ---- cdk-nag acknowledgements, each with its reason (cdk-nag 3 reads CDK's Validations metadata) ----
     const wildcardReasons: Array<[string, string]> = [
-      [arns.tableIndexes[0], 'Query on the indexes of this one table only (index names come from TABLE_SCHEMA and may grow); no other table.'],
-      [arns.bucketObjects[0], 'Get/PutObject on objects of this one payload bucket: keys are per run and entity, unknown at deploy time.'],
-      [scheduleArn, 'CreateSchedule for one-time long-wait schedules in this stack’s own schedule group; schedule names are per wait.'],
+      [
+        arns.tableIndexes[0],
+        'Query on the indexes of this one table only (index names come from TABLE_SCHEMA and may grow); no other table.',
+      ],
+      [
+        arns.bucketObjects[0],
+        'Get/Put/DeleteObject and PutObjectTagging on objects of this one payload bucket: keys are per run and entity, unknown at deploy time.',
+      ],
+      [
+        scheduleArn,
+        'CreateSchedule for one-time long-wait schedules in this stack’s own schedule group; schedule names are per wait.',
+      ],
     ];
     for (const role of [this.hostFunction.role, this.workerFunction.role]) {
       const policy = role?.node.tryFindChild('DefaultPolicy');
       if (!policy) continue;
       for (const [arn, reason] of wildcardReasons) {
-        Validations.of(policy).acknowledge({ id: `AwsSolutions-IAM5[Resource::${nagResourceName(stack, arn)}]`, reason });
+        Validations.of(policy).acknowledge({
+          id: `AwsSolutions-IAM5[Resource::${nagResourceName(stack, arn)}]`,
+          reason,
+        });
       }
     }
     if (!props.accessLogsBucket) {
       Validations.of(this.bucket).acknowledge({
         id: 'AwsSolutions-S1',
-        reason: 'Only the World’s two function roles can reach this private, TLS-only bucket; pass accessLogsBucket to turn server access logs on.',
+        reason:
+          'Only the World’s two function roles can reach this private, TLS-only bucket; pass accessLogsBucket to turn server access logs on.',
       });
     }
     Validations.of(this.signingSecret).acknowledge({
@@ -347,7 +426,10 @@ export class EveWorldAws extends Construct {
     this.alarms = [
       alarm('DeadLetterAlarm', {
         alarmDescription: 'Messages reached the DLQ: inspect with `eve-world-aws redrive --dry-run`',
-        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
+        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: Duration.minutes(1),
+          statistic: 'Maximum',
+        }),
         threshold: 1,
         evaluationPeriods: 1,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -388,5 +470,6 @@ export class EveWorldAws extends Construct {
     out('WorkerFunctionName', this.workerFunction.functionName, 'SQS worker function');
     out('HostLogGroupName', hostLogs.logGroupName, 'host logs (`aws logs tail`)');
     out('WorkerLogGroupName', workerLogs.logGroupName, 'worker logs (`aws logs tail`)');
+    if (key) out('KmsKeyArn', key.keyArn, 'EVE_WORLD_AWS_KMS_KEY_ID (run data key)');
   }
 }

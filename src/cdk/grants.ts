@@ -5,20 +5,44 @@
 import type { Stack } from 'aws-cdk-lib';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { actionsByResource, type IamPrincipal, type IamResource, PASS_ROLE_CONDITION } from '../aws/iam-actions.js';
+import {
+  actionsByResource,
+  GRANT_ACTIONS,
+  GRANT_CONDITION,
+  type IamPrincipal,
+  type IamResource,
+  PASS_ROLE_CONDITION,
+} from '../aws/iam-actions.js';
 
-/** Grant `principal`'s rows of the table on the given ARNs. Resources without ARNs are skipped. */
-export function grantFromTable(grantee: IGrantable, principal: IamPrincipal, arns: Partial<Record<IamResource, string[]>>): void {
+/**
+ * Grant `principal`'s rows of the table on the given ARNs. Resources without ARNs are skipped (no
+ * KMS key: no KMS grants). `iam:PassRole` carries its PassedToService condition and
+ * `kms:CreateGrant` its own statement limited to AWS resources, as in the printed policies.
+ */
+export function grantFromTable(
+  grantee: IGrantable,
+  principal: IamPrincipal,
+  arns: Partial<Record<IamResource, string[]>>,
+): void {
   for (const [resource, actions] of actionsByResource(principal)) {
     const resources = arns[resource];
     if (!resources || resources.length === 0) continue;
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new PolicyStatement({
-        actions,
-        resources,
-        conditions: resource === 'schedulerRole' ? structuredClone(PASS_ROLE_CONDITION) : undefined,
-      }),
-    );
+    const plain = actions.filter((a) => !GRANT_ACTIONS.includes(a));
+    const grants = actions.filter((a) => GRANT_ACTIONS.includes(a));
+    if (plain.length > 0) {
+      grantee.grantPrincipal.addToPrincipalPolicy(
+        new PolicyStatement({
+          actions: plain,
+          resources,
+          conditions: resource === 'schedulerRole' ? structuredClone(PASS_ROLE_CONDITION) : undefined,
+        }),
+      );
+    }
+    if (grants.length > 0) {
+      grantee.grantPrincipal.addToPrincipalPolicy(
+        new PolicyStatement({ actions: grants, resources, conditions: structuredClone(GRANT_CONDITION) }),
+      );
+    }
   }
 }
 

@@ -3,5 +3,11 @@
  * `aws-cdk-lib` and `constructs` are optional peer dependencies: install them in the CDK app.
  */
 export { EveWorldAws, type EveWorldAwsProps, FLOW_PATH } from './eve-world-aws.js';
-export { hostDockerfile, type HostDockerfileOptions, LAMBDA_ADAPTER_IMAGE, NODE_BASE_IMAGE, READINESS_PATH } from './dockerfile.js';
+export {
+  hostDockerfile,
+  type HostDockerfileOptions,
+  LAMBDA_ADAPTER_IMAGE,
+  NODE_BASE_IMAGE,
+  READINESS_PATH,
+} from './dockerfile.js';
 export { grantFromTable } from './grants.js';

@@ -125,6 +125,7 @@ interface InitOptions {
   printIamPolicy?: boolean;
   operator?: boolean;
   schedulerRole?: boolean;
+  deployer?: boolean;
   account?: string;
 }
 
@@ -138,6 +139,7 @@ export function initCommand(): Command {
       '--operator',
       'with --print-iam-policy: the operator policy (doctor, redrive, tail; the only one with DLQ access)',
     )
+    .option('--deployer', 'with --print-iam-policy: the policy `init` itself needs (create, harden, put under the KMS key)')
     .option(
       '--scheduler-role',
       "with --print-iam-policy: the EventBridge Scheduler role's trust policy and permissions",
@@ -158,11 +160,11 @@ Exit codes: 0 every resource present or created; 1 drift or missing (the fix is 
         const region = config.region ?? '<region>';
         const target = { partition: partitionOf(config.region), region, account: opts.account ?? '<account-id>' };
         if (opts.schedulerRole) printJson(schedulerRolePolicies(config, target));
-        else printJson(principalPolicy(opts.operator ? 'operator' : 'runtime', config, target));
+        else printJson(principalPolicy(opts.operator ? 'operator' : opts.deployer ? 'init' : 'runtime', config, target));
         return;
       }
-      if (opts.operator || opts.schedulerRole)
-        throw new CliError('--operator and --scheduler-role only go with --print-iam-policy', EXIT_USAGE);
+      if (opts.operator || opts.schedulerRole || opts.deployer)
+        throw new CliError('--operator, --deployer and --scheduler-role only go with --print-iam-policy', EXIT_USAGE);
       const mode: ReconcileMode = opts.dryRun ? 'dry-run' : 'apply';
       const reports = await runReconcile(config, mode);
       const ok = !hasProblems(reports);

@@ -28,7 +28,10 @@ export function fakeEveApp(): string {
   return dir;
 }
 
-export function makeStack(props: Partial<EveWorldAwsProps> = {}, app = new App({ outdir: mkdtempSync(path.join(tmpdir(), 'cdk-out-')) })) {
+export function makeStack(
+  props: Partial<EveWorldAwsProps> = {},
+  app = new App({ outdir: mkdtempSync(path.join(tmpdir(), 'cdk-out-')) }),
+) {
   const stack = new Stack(app, 'EveStack', { env: { account: '123456789012', region: 'eu-west-1' } });
   const construct = new EveWorldAws(stack, 'Eve', { app: fakeEveApp(), ...props });
   return { app, stack, construct };

@@ -21,7 +21,10 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
   };
 }
 
-type Doc = { Version: string; Statement: Array<{ Sid: string; Action: string[]; Resource: string[]; Condition?: object }> };
+type Doc = {
+  Version: string;
+  Statement: Array<{ Sid: string; Action: string[]; Resource: string[]; Condition?: object }>;
+};
 
 async function print(args: string[], extra?: Record<string, string>): Promise<Doc & Record<string, unknown>> {
   const r = await runCli(['init', '--print-iam-policy', '--account', '123456789012', ...args], env(extra));
@@ -34,9 +37,13 @@ describe('init --print-iam-policy', () => {
     const doc = await print([], { EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE });
     expect(doc.Version).toBe('2012-10-17');
     const all = doc.Statement.flatMap((s) => s.Resource);
-    for (const r of all) if (!r.startsWith('arn:aws-us-gov:s3:::')) expect(r).toMatch(/^arn:aws-us-gov:[a-z]+:(us-gov-west-1)?:123456789012:/);
+    for (const r of all)
+      if (!r.startsWith('arn:aws-us-gov:s3:::'))
+        expect(r).toMatch(/^arn:aws-us-gov:[a-z]+:(us-gov-west-1)?:123456789012:/);
     expect(all).not.toContain('arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-dlq');
-    expect(new Set(doc.Statement.flatMap((s) => s.Action))).toEqual(new Set([...actionsByResource('runtime').values()].flat()));
+    // Every runtime action of the table, except the KMS ones (no key configured here).
+    const runtime = [...actionsByResource('runtime').values()].flat().filter((a) => !a.startsWith('kms:'));
+    expect(new Set(doc.Statement.flatMap((s) => s.Action))).toEqual(new Set(runtime));
     const passRole = doc.Statement.find((s) => s.Action.includes('iam:PassRole'));
     expect(passRole).toEqual({
       Sid: 'WorldPassSchedulerRole',
@@ -48,20 +55,88 @@ describe('init --print-iam-policy', () => {
     expect(doc.Statement.find((s) => s.Action.includes('scheduler:CreateSchedule'))?.Resource).toEqual([
       'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule/default/*',
     ]);
-    expect(doc.Statement.find((s) => s.Action.includes('dynamodb:Scan'))?.Resource).toEqual(['arn:aws-us-gov:dynamodb:us-gov-west-1:123456789012:table/pol']);
+    expect(doc.Statement.find((s) => s.Action.includes('dynamodb:TransactWriteItems'))).toBeUndefined(); // the action is per item kind
+    expect(doc.Statement.find((s) => s.Action.includes('dynamodb:ConditionCheckItem'))?.Resource).toEqual([
+      'arn:aws-us-gov:dynamodb:us-gov-west-1:123456789012:table/pol',
+    ]);
+    expect(doc.Statement.find((s) => s.Action.includes('s3:ListBucket'))?.Resource).toEqual([
+      'arn:aws-us-gov:s3:::pol-payloads',
+    ]);
+    expect(doc.Statement.flatMap((s) => s.Action).filter((a) => a.startsWith('kms:'))).toEqual([]);
+  });
+
+  it('with EVE_WORLD_AWS_KMS_KEY_ID the World may generate and unwrap data keys under that key only', async () => {
+    const keyArn = 'arn:aws-us-gov:kms:us-gov-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    const byArn = await print([], { EVE_WORLD_AWS_KMS_KEY_ID: keyArn });
+    expect(byArn.Statement.filter((s) => s.Action.some((a) => a.startsWith('kms:')))).toEqual([
+      { Sid: 'WorldRunKeys', Effect: 'Allow', Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Resource: [keyArn] },
+    ]);
+    // A bare key id becomes an ARN in the target partition, region and account.
+    const byId = await print([], { EVE_WORLD_AWS_KMS_KEY_ID: '1234abcd-12ab-34cd-56ef-1234567890ab' });
+    expect(byId.Statement.find((s) => s.Sid === 'WorldRunKeys')?.Resource).toEqual([keyArn]);
+    // An alias ARN: every key of its account and region that carries the alias.
+    const byAliasArn = await print([], {
+      EVE_WORLD_AWS_KMS_KEY_ID: 'arn:aws-us-gov:kms:us-gov-east-1:210987654321:alias/eve',
+    });
+    expect(byAliasArn.Statement.find((s) => s.Sid === 'WorldRunKeys')).toMatchObject({
+      Resource: ['arn:aws-us-gov:kms:us-gov-east-1:210987654321:key/*'],
+      Condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': 'alias/eve' } },
+    });
+  });
+
+  it('--deployer: what init needs, CreateGrant only for AWS resources (the table under the key)', async () => {
+    const doc = await print(['--deployer'], { EVE_WORLD_AWS_KMS_KEY_ID: 'alias/eve-world' });
+    const alias = { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': 'alias/eve-world' } };
+    expect(doc.Statement.filter((s) => s.Sid.startsWith('InitRunKeys'))).toEqual([
+      {
+        Sid: 'InitRunKeys',
+        Effect: 'Allow',
+        Action: ['kms:Decrypt', 'kms:DescribeKey', 'kms:GenerateDataKey'],
+        Resource: ['arn:aws-us-gov:kms:us-gov-west-1:123456789012:key/*'],
+        Condition: alias,
+      },
+      {
+        Sid: 'InitRunKeysGrants',
+        Effect: 'Allow',
+        Action: ['kms:CreateGrant'],
+        Resource: ['arn:aws-us-gov:kms:us-gov-west-1:123456789012:key/*'],
+        Condition: { ...alias, Bool: { 'kms:GrantIsForAWSResource': 'true' } },
+      },
+    ]);
+    const actions = doc.Statement.flatMap((s) => s.Action);
+    for (const a of [
+      'dynamodb:CreateTable',
+      'dynamodb:UpdateTable',
+      'sqs:SetQueueAttributes',
+      's3:PutBucketPolicy',
+      's3:PutEncryptionConfiguration',
+    ])
+      expect(actions).toContain(a);
+    // Deploy-time only: no data-plane reads or writes.
+    for (const a of ['dynamodb:PutItem', 'sqs:SendMessage', 's3:GetObject']) expect(actions).not.toContain(a);
   });
 
   it('without a scheduler role there are no Scheduler or PassRole statements', async () => {
     const doc = await print([]);
-    expect(doc.Statement.flatMap((s) => s.Action).filter((a) => a.startsWith('scheduler:') || a.startsWith('iam:'))).toEqual([]);
+    expect(
+      doc.Statement.flatMap((s) => s.Action).filter((a) => a.startsWith('scheduler:') || a.startsWith('iam:')),
+    ).toEqual([]);
   });
 
   it('--operator adds exactly what redrive needs on the DLQ, on top of the World policy', async () => {
     const doc = await print(['--operator']);
     const dlq = doc.Statement.find((s) => s.Resource.includes('arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-dlq'));
-    expect(dlq?.Action).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage']);
+    expect(dlq?.Action).toEqual([
+      'sqs:ChangeMessageVisibility',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:ReceiveMessage',
+    ]);
     expect(dlq?.Action).not.toContain('sqs:SendMessage');
-    const queue = doc.Statement.find((s) => s.Resource.includes('arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-queue'));
+    const queue = doc.Statement.find((s) =>
+      s.Resource.includes('arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-queue'),
+    );
     expect(queue?.Action).toContain('sqs:SendMessage');
   });
 
@@ -79,8 +154,27 @@ describe('init --print-iam-policy', () => {
       },
     ]);
     expect(doc.policy.Statement).toEqual([
-      { Sid: 'SchedulerSendToQueue', Effect: 'Allow', Action: ['sqs:SendMessage'], Resource: ['arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-queue'] },
+      {
+        Sid: 'SchedulerSendToQueue',
+        Effect: 'Allow',
+        Action: ['sqs:SendMessage'],
+        Resource: ['arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-queue'],
+      },
     ]);
+  });
+
+  it('--scheduler-role with a KMS key: the role may also use the key, as a producer to the SSE-KMS queue', async () => {
+    const keyArn = 'arn:aws-us-gov:kms:us-gov-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    const doc = (await print(['--scheduler-role'], {
+      EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE,
+      EVE_WORLD_AWS_KMS_KEY_ID: keyArn,
+    })) as unknown as { policy: Doc };
+    expect(doc.policy.Statement[1]).toEqual({
+      Sid: 'SchedulerQueueKey',
+      Effect: 'Allow',
+      Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
+      Resource: [keyArn],
+    });
   });
 
   it('--operator without --print-iam-policy is a usage error', async () => {

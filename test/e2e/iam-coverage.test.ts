@@ -3,8 +3,11 @@
  * (through the real core, over the wire to the emulators) is recorded by SDK middleware on the
  * World's clients and must have a `runtime` row in the IAM command table (src/aws/iam-actions.ts),
  * the table that both `init --print-iam-policy` and the CDK construct's grants are generated from.
+ * The run uses a KMS key (the emulator's KMS endpoint), so the per-run data key calls are recorded
+ * too, and a retention of 1 day, so finished runs' S3 objects are listed and tagged.
  * A second check scans the source for every SDK command class any module constructs (CLI
- * included), so commands the e2e run cannot reach are still covered by some principal's row.
+ * included, static and dynamic imports), so commands the e2e run cannot reach are still covered by
+ * some principal's row.
  */
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -13,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getHookByToken, resumeHook, start } from 'workflow/api';
 import { COMMAND_PERMISSIONS, commandKey, permissionFor } from '../../src/aws/iam-actions.js';
+import { LOCAL_KMS_ALIAS } from '../../src/emulator/stack.js';
 import { type E2e, startE2e } from './harness.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -25,21 +29,30 @@ type Stackable = { middlewareStack: { add: (mw: never, opts: object) => void }; 
 /** Record `<service>:<Command>` for every command this client sends (the HTTP request is still made). */
 function record(client: Stackable): void {
   client.middlewareStack.add(
-    ((next: (a: unknown) => unknown, context: { clientName?: string; commandName?: string }) => async (args: unknown) => {
-      recorded.add(commandKey(context.clientName ?? client.constructor.name, context.commandName ?? 'unknown'));
-      return next(args);
-    }) as never,
+    ((next: (a: unknown) => unknown, context: { clientName?: string; commandName?: string }) =>
+      async (args: unknown) => {
+        recorded.add(commandKey(context.clientName ?? client.constructor.name, context.commandName ?? 'unknown'));
+        return next(args);
+      }) as never,
     { step: 'initialize', name: 'iamCoverageRecorder' },
   );
 }
 
 beforeAll(async () => {
   // A low hop maximum so a short sleep goes through the delayed-send path too.
-  e2e = await startE2e({ extraEnv: { EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '2', EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000' } });
+  e2e = await startE2e({
+    extraEnv: {
+      EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '2',
+      EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000',
+      EVE_WORLD_AWS_KMS_KEY_ID: LOCAL_KMS_ALIAS,
+      EVE_WORLD_AWS_RETENTION_DAYS: '1',
+    },
+  });
   const { clients } = e2e.fixture;
   record(clients.ddb as never);
   record(clients.sqs as never);
   record((await clients.s3()) as never);
+  record((await clients.kms()) as never);
 });
 afterAll(async () => {
   await e2e?.close();
@@ -63,7 +76,7 @@ describe('IAM command table covers what the World sends', () => {
       if (h) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    // hooks.list() with no run id is the Scan path.
+    // hooks.list() with no run id: the sharded GSI2 listing.
     const hooks = await e2e.world.hooks.list({ pagination: {} });
     expect(hooks.data.some((h) => h.token === token)).toBe(true);
     await resumeHook(token, { value: 'x' });
@@ -74,9 +87,25 @@ describe('IAM command table covers what the World sends', () => {
     await e2e.world.steps.list({ runId: big.runId, pagination: {} });
     await e2e.world.events.list({ runId: big.runId, pagination: {} });
 
+    // A process that did not create the run's key (`wf web`, another instance) unwraps it: Decrypt.
+    e2e.world.runKeys?.clear();
+    expect(await e2e.world.getEncryptionKeyForRun?.(big.runId)).toHaveLength(32);
+
     console.log(`[iam-coverage] ${recorded.size} commands recorded: ${[...recorded].sort().join(' ')}`);
     // Sanity: the recorder saw the core of the protocol (the test can fail).
-    for (const c of ['dynamodb:TransactWriteItems', 'dynamodb:Query', 'sqs:SendMessage', 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 's3:PutObject', 's3:GetObject', 'dynamodb:Scan']) {
+    const expected = [
+      'dynamodb:TransactWriteItems',
+      'dynamodb:Query',
+      'sqs:SendMessage',
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      's3:PutObject',
+      's3:GetObject',
+      's3:ListObjectsV2',
+      'kms:GenerateDataKey',
+      'kms:Decrypt',
+    ];
+    for (const c of expected) {
       expect(recorded, `expected the run to send ${c}`).toContain(c);
     }
     const missing = [...recorded].filter((c) => !permissionFor(c)?.uses.runtime);
@@ -95,23 +124,41 @@ describe('IAM command table covers every SDK command in the source', () => {
     '@aws-sdk/client-sqs': 'sqs',
     '@aws-sdk/client-s3': 's3',
     '@aws-sdk/client-scheduler': 'scheduler',
+    '@aws-sdk/client-kms': 'kms',
   };
 
-  it('each `new XCommand(...)` in src/ has a row (the service comes from the import)', () => {
+  it('each `new XCommand(...)` in src/ has a row (the service is the SDK client module, static or dynamic import, that exports it)', async () => {
+    const modules = Object.fromEntries(
+      await Promise.all(
+        Object.keys(SERVICE_OF).map(async (m) => [m, (await import(m)) as Record<string, unknown>] as const),
+      ),
+    );
     const found = new Set<string>();
+    const unresolved: string[] = [];
     for (const file of files(path.join(root, 'src'))) {
       const text = readFileSync(file, 'utf8');
-      for (const m of text.matchAll(/import\s*(?:type\s*)?\{([^}]*)\}\s*from\s*'(@aws-sdk\/client-[a-z]+)'/g)) {
-        const service = SERVICE_OF[m[2]];
-        if (!service) continue;
-        for (const name of m[1].split(',').map((s) => s.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0])) {
-          if (/Command$/.test(name) && new RegExp(`new ${name}\\(`).test(text)) found.add(`${service}:${name.replace(/Command$/, '')}`);
-        }
+      // Every AWS SDK client module the file names, in `import ... from '...'` or `import('...')`.
+      const named = [...text.matchAll(/['"](@aws-sdk\/client-[a-z0-9-]+)['"]/g)].map((m) => m[1]);
+      for (const m of named)
+        if (!(m in SERVICE_OF)) unresolved.push(`${path.relative(root, file)}: ${m} has no service in SERVICE_OF`);
+      for (const [, name] of text.matchAll(/new (\w+Command)\(/g)) {
+        const from = named.find((m) => m in modules && typeof modules[m][name] === 'function');
+        if (from) found.add(`${SERVICE_OF[from]}:${name.replace(/Command$/, '')}`);
+        else
+          unresolved.push(
+            `${path.relative(root, file)}: new ${name}( comes from no AWS SDK client module the file imports`,
+          );
       }
     }
-    expect(found.size).toBeGreaterThan(20);
+    expect(unresolved).toEqual([]);
+    expect(found.size).toBeGreaterThan(40);
+    // The dynamic imports are seen too (payloads, retention, schedules).
+    for (const c of ['s3:PutObject', 's3:DeleteObjects', 'scheduler:CreateSchedule', 'kms:GenerateDataKey'])
+      expect(found).toContain(c);
     const known = new Set<string>(COMMAND_PERMISSIONS.map((p) => p.command));
     expect([...found].filter((c) => !known.has(c))).toEqual([]);
+    // And the table has no stale rows: every row's command is still sent somewhere.
+    expect([...known].filter((c) => !found.has(c))).toEqual([]);
   });
 
   it('no row grants a wildcard action, and the DLQ is never a runtime resource', () => {

@@ -103,7 +103,7 @@ describe('init / doctor with EVE_WORLD_AWS_KMS_KEY_ID', () => {
     expect(byArn.Statement.find((s) => s.Sid === 'WorldRunKeys')).toEqual({
       Sid: 'WorldRunKeys',
       Effect: 'Allow',
-      Action: ['kms:GenerateDataKey', 'kms:Decrypt'],
+      Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
       Resource: [localArn],
     });
     const byAlias = iamPolicy(withKey('alias/eve-world'), '123456789012', 'eu-west-1') as unknown as { Statement: Array<Record<string, unknown>> };
