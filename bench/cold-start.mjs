@@ -10,7 +10,11 @@ import { median, pct } from './lib/format.mjs';
 const HOOKS = pathToFileURL(fileURLToPath(new URL('./lib/graph-hooks.mjs', import.meta.url))).href;
 
 async function runNode(code, { env, cwd }) {
-  const { ms, out } = await runChild(process.execPath, ['--no-warnings', '--input-type=module', '-e', code], { env, cwd, what: 'cold-start child' });
+  const { ms, out } = await runChild(process.execPath, ['--no-warnings', '--input-type=module', '-e', code], {
+    env,
+    cwd,
+    what: 'cold-start child',
+  });
   return { wall: ms, result: JSON.parse(out.trim().split('\n').pop()) };
 }
 
@@ -50,7 +54,10 @@ async function graph(url, factory, opts) {
     const { result } = await runNode(graphCode(url, factory, out), opts);
     let esm = [];
     try {
-      esm = readFileSync(out, 'utf8').split('\n').filter(Boolean).map((u) => fileURLToPath(u));
+      esm = readFileSync(out, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((u) => fileURLToPath(u));
     } catch {}
     const files = new Set([...esm, ...result.cjs.filter((f) => path.isAbsolute(f))]);
     const byPackage = {};
@@ -67,7 +74,14 @@ async function graph(url, factory, opts) {
       byPackage[p].bytes += size;
     }
     const top = Object.entries(byPackage).sort((a, b) => b[1].bytes - a[1].bytes);
-    return { files: files.size, esmFiles: esm.length, cjsFiles: files.size - esm.length, bytes, packages: top.length, topPackages: top.slice(0, 8).map(([name, v]) => ({ name, ...v })) };
+    return {
+      files: files.size,
+      esmFiles: esm.length,
+      cjsFiles: files.size - esm.length,
+      bytes,
+      packages: top.length,
+      topPackages: top.slice(0, 8).map(([name, v]) => ({ name, ...v })),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -20,7 +20,14 @@ export const KMS_PRICES = { request: 0.03 / 1e4, keyMonth: 1 };
 const SCENARIOS = [
   { id: 'seq10', label: 'sequential, 10 steps', workflow: 'manySteps', args: () => [10], runs: 5 },
   { id: 'fanout8', label: 'fan-out of 8 (Promise.all)', workflow: 'fanOut', args: () => [8], runs: 5 },
-  { id: 'hook', label: 'hook, 3 payloads', workflow: 'hookCollector', args: () => [`bench-kms-${randomBytes(6).toString('hex')}`, 3], hooks: 3, runs: 3 },
+  {
+    id: 'hook',
+    label: 'hook, 3 payloads',
+    workflow: 'hookCollector',
+    args: () => [`bench-kms-${randomBytes(6).toString('hex')}`, 3],
+    hooks: 3,
+    runs: 3,
+  },
 ];
 
 function countCalls(client, counts) {
@@ -117,7 +124,12 @@ async function measure({ app, stackEnv, dist, scenario, encrypted }) {
     const reader = createWorld({ config, clients: coldClients });
     const t = performance.now();
     for (const r of runs) await reader.getEncryptionKeyForRun(await reader.runs.get(r.runId));
-    cold = { runs: runs.length, msPerRun: (performance.now() - t) / runs.length, kms: coldCalls, stats: reader.runKeys.stats() };
+    cold = {
+      runs: runs.length,
+      msPerRun: (performance.now() - t) / runs.length,
+      kms: coldCalls,
+      stats: reader.runKeys.stats(),
+    };
     await reader.close();
     destroyClients(coldClients);
   }
@@ -148,7 +160,15 @@ export async function benchKms({ stackEnv, wellKnown, dist, log }) {
     const off = await measure({ app, stackEnv, dist, scenario, encrypted: false });
     log(`  ${scenario.label}: with EVE_WORLD_AWS_KMS_KEY_ID...`);
     const on = await measure({ app, stackEnv, dist, scenario, encrypted: true });
-    scenarios.push({ id: scenario.id, label: scenario.label, runs: scenario.runs, off: summarize(off.runs), on: summarize(on.runs), cold: on.cold, raw: { off: off.runs, on: on.runs } });
+    scenarios.push({
+      id: scenario.id,
+      label: scenario.label,
+      runs: scenario.runs,
+      off: summarize(off.runs),
+      on: summarize(on.runs),
+      cold: on.cold,
+      raw: { off: off.runs, on: on.runs },
+    });
   }
   return { prices: KMS_PRICES, scenarios };
 }
@@ -163,7 +183,7 @@ export function printKmsTable(kms, print = console.log) {
       fmt(s.on.generateDataKey, 1),
       fmt(s.on.decrypt, 1),
       `${fmt(s.on.keyWrites, 1)} / ${fmt(s.on.keyReads, 1)}`,
-      `$${((calls * kms.prices.request) * 1e6).toFixed(2)}`,
+      `$${(calls * kms.prices.request * 1e6).toFixed(2)}`,
       `${fmt(s.cold.kms.DecryptCommand ?? 0, 0)} / ${s.cold.runs}`,
       `${fmt(s.off.msMedian, 0)} -> ${fmt(s.on.msMedian, 0)}`,
     ];
@@ -171,7 +191,17 @@ export function printKmsTable(kms, print = console.log) {
   print(
     table(
       'Table 6. KMS envelope encryption per run (EVE_WORLD_AWS_KMS_KEY_ID set; the time column compares the same workflows without it)',
-      ['scenario', 'key requests', 'cache hits', 'GenerateDataKey', 'Decrypt', 'key item W / R', 'KMS $ / 1M runs', 'cold reader Decrypt / runs', 'median ms off -> on'],
+      [
+        'scenario',
+        'key requests',
+        'cache hits',
+        'GenerateDataKey',
+        'Decrypt',
+        'key item W / R',
+        'KMS $ / 1M runs',
+        'cold reader Decrypt / runs',
+        'median ms off -> on',
+      ],
       rows,
       [
         `KMS: $${(KMS_PRICES.request * 1e4).toFixed(2)} per 10,000 requests + $${KMS_PRICES.keyMonth}/month for the key. In one process a run costs one GenerateDataKey (in start()) and one key-item write; ` +
@@ -192,7 +222,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const stack = await startStack({ dynamodbPort: 0, awsPort: 0, startTimeoutSeconds: 90 });
   let results;
   try {
-    results = await benchKms({ stackEnv: stack.env, wellKnown: path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1'), dist: pathToFileURL(DIST).href, log });
+    results = await benchKms({
+      stackEnv: stack.env,
+      wellKnown: path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1'),
+      dist: pathToFileURL(DIST).href,
+      log,
+    });
   } finally {
     await stack.stop();
   }

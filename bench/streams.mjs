@@ -18,7 +18,10 @@ export function parseTables(text) {
   for (const raw of text.split('\n')) {
     const line = raw.trim();
     if (line.startsWith('|')) {
-      const cells = line.slice(1, -1).split('|').map((c) => c.trim());
+      const cells = line
+        .slice(1, -1)
+        .split('|')
+        .map((c) => c.trim());
       if (!cur) {
         cur = { title, head: cells, rows: [] };
         tables.push(cur);
@@ -33,12 +36,24 @@ export function parseTables(text) {
 
 export async function benchStreams({ log }) {
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const { ms, out } = await runChild(npm, ['run', '--silent', 'bench:streams'], { cwd: ROOT, env: process.env, what: 'npm run bench:streams' });
+  const { ms, out } = await runChild(npm, ['run', '--silent', 'bench:streams'], {
+    cwd: ROOT,
+    env: process.env,
+    what: 'npm run bench:streams',
+  });
   log(`  streams bench finished in ${(ms / 1000).toFixed(0)} s`);
-  const tok = await runChild(npm, ['run', '--silent', 'bench:tokens'], { cwd: ROOT, env: process.env, what: 'npm run bench:tokens' });
+  const tok = await runChild(npm, ['run', '--silent', 'bench:tokens'], {
+    cwd: ROOT,
+    env: process.env,
+    what: 'npm run bench:tokens',
+  });
   log(`  token-rate bench finished in ${(tok.ms / 1000).toFixed(0)} s`);
   const runs = process.env.BENCH_THROUGHPUT_RUNS ?? '200';
-  const tp = await runChild(process.execPath, ['--no-warnings', 'bench/throughput.mjs', `--runs=${runs}`], { cwd: ROOT, env: process.env, what: 'bench/throughput.mjs' });
+  const tp = await runChild(process.execPath, ['--no-warnings', 'bench/throughput.mjs', `--runs=${runs}`], {
+    cwd: ROOT,
+    env: process.env,
+    what: 'bench/throughput.mjs',
+  });
   log(`  throughput bench (${runs} runs) finished in ${(tp.ms / 1000).toFixed(0)} s`);
   const tail = await benchTail();
   const lines = [];

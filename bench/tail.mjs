@@ -30,7 +30,15 @@ function records(n) {
   for (let i = 0; i < n; i++) {
     out.push(
       i % 10 === 0
-        ? { kind: 'event', runId: 'r', slot: i + 1, eventId: `e${i}`, eventType: 'attr_set', createdAt: at, preview: '' }
+        ? {
+            kind: 'event',
+            runId: 'r',
+            slot: i + 1,
+            eventId: `e${i}`,
+            eventType: 'attr_set',
+            createdAt: at,
+            preview: '',
+          }
         : { kind: 'chunk', runId: 'r', stream: 'default', index: i, bytes: 5, text: `tok${i}` },
     );
   }
@@ -60,7 +68,14 @@ export async function benchTail({ sizes = [20_000, 40_000, 100_000], beforeMax =
 
 export function printTail(rows) {
   const head = ['records (90% chunks, 10% events)', 'before ms', 'after ms'];
-  const cells = [head, ...rows.map((r) => [String(r.n), r.beforeMs === undefined ? '(skipped: quadratic)' : r.beforeMs.toFixed(0), r.afterMs.toFixed(1)])];
+  const cells = [
+    head,
+    ...rows.map((r) => [
+      String(r.n),
+      r.beforeMs === undefined ? '(skipped: quadratic)' : r.beforeMs.toFixed(0),
+      r.afterMs.toFixed(1),
+    ]),
+  ];
   const width = head.map((_, i) => Math.max(...cells.map((c) => c[i].length)));
   const line = (r) => `| ${r.map((c, i) => (i === 0 ? c.padEnd(width[i]) : c.padStart(width[i]))).join(' | ')} |`;
   console.log('\ntail reducer: time to fold n records into the live view state (ms)');

@@ -65,7 +65,11 @@ async function stepLatencies(world, handles) {
     const events = [];
     let cursor;
     do {
-      const page = await world.events.list({ runId: h.runId, pagination: { cursor, limit: 1000 }, resolveData: 'none' });
+      const page = await world.events.list({
+        runId: h.runId,
+        pagination: { cursor, limit: 1000 },
+        resolveData: 'none',
+      });
       events.push(...page.data);
       cursor = page.hasMore ? page.cursor : undefined;
     } while (cursor);
@@ -120,7 +124,16 @@ async function onAws(app, stackEnv, opts) {
     const result = await drive(app, world, opts);
     for (const c of rec.since(mark)) c.inWindow = true;
     const lat = await stepLatencies(world, result.handles);
-    return { ...summary(`eve-world-aws (consumer concurrency ${config.consumerConcurrency})`, result, lat, opts.runs, opts.steps, rec) };
+    return {
+      ...summary(
+        `eve-world-aws (consumer concurrency ${config.consumerConcurrency})`,
+        result,
+        lat,
+        opts.runs,
+        opts.steps,
+        rec,
+      ),
+    };
   } finally {
     app.runtime.setWorld(undefined);
     await world.close();
@@ -163,11 +176,36 @@ export async function benchThroughput({ runs = 200, steps = 10, log = console.er
 
 export function printThroughput(rows, { runs, steps }) {
   const f = (n, d = 1) => (n === undefined || Number.isNaN(n) ? '-' : n.toFixed(d));
-  const head = ['world', 'runs', 'seconds', 'runs/s', 'steps/s', 'step p50 ms', 'step p99 ms', 'DDB req/step', 'SQS req/step'];
-  const cells = [head, ...rows.map((r) => [r.world, String(r.runs), f(r.seconds), f(r.runsPerSecond, 2), f(r.stepsPerSecond), f(r.p50, 0), f(r.p99, 0), f(r.ddbPerStep, 2), f(r.sqsPerStep, 2)])];
+  const head = [
+    'world',
+    'runs',
+    'seconds',
+    'runs/s',
+    'steps/s',
+    'step p50 ms',
+    'step p99 ms',
+    'DDB req/step',
+    'SQS req/step',
+  ];
+  const cells = [
+    head,
+    ...rows.map((r) => [
+      r.world,
+      String(r.runs),
+      f(r.seconds),
+      f(r.runsPerSecond, 2),
+      f(r.stepsPerSecond),
+      f(r.p50, 0),
+      f(r.p99, 0),
+      f(r.ddbPerStep, 2),
+      f(r.sqsPerStep, 2),
+    ]),
+  ];
   const width = head.map((_, i) => Math.max(...cells.map((c) => c[i].length)));
   const line = (r) => `| ${r.map((c, i) => (i === 0 ? c.padEnd(width[i]) : c.padStart(width[i]))).join(' | ')} |`;
-  console.log(`\nThroughput: ${runs} concurrent runs of ${steps} sequential steps + ${Math.floor(runs / 10)} token-streaming runs (100 chunks at 50/s), one consumer process`);
+  console.log(
+    `\nThroughput: ${runs} concurrent runs of ${steps} sequential steps + ${Math.floor(runs / 10)} token-streaming runs (100 chunks at 50/s), one consumer process`,
+  );
   console.log(line(head));
   console.log(`|${width.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
   for (const c of cells.slice(1)) console.log(line(c));

@@ -18,7 +18,7 @@
  * table scan per container. Runs stranded by something outside the World (a deleted message, a
  * purged queue) are found and resumed by `eve-world-aws redrive --stranded`.
  */
-import { SPEC_VERSION_CURRENT, type World, type WorkflowRun } from '@workflow/world';
+import { SPEC_VERSION_CURRENT, type WorkflowRun, type World } from '@workflow/world';
 import { type AwsClients, destroyClients } from './aws/clients.js';
 import { assertDeliveriesSigned, getConfig, type WorldConfig } from './config.js';
 import { type CreateConsumerOptions, createConsumer, defaultFlowUrl } from './consumer/index.js';

@@ -18,7 +18,8 @@ const setting = (r: ResourceReport | undefined, name: string) => r?.settings?.fi
 const table = (reports: ResourceReport[]) => reports.find((r) => r.kind === 'table');
 
 async function ttlStatus(clients: AwsClients, tableName: string): Promise<string | undefined> {
-  return (await clients.ddb.send(new DescribeTimeToLiveCommand({ TableName: tableName }))).TimeToLiveDescription?.TimeToLiveStatus;
+  return (await clients.ddb.send(new DescribeTimeToLiveCommand({ TableName: tableName }))).TimeToLiveDescription
+    ?.TimeToLiveStatus;
 }
 
 /** Makes the next `times` calls of `command` fail with AccessDenied before they are sent (no SDK retry). */
@@ -61,7 +62,10 @@ describe('hardening on every init', () => {
     const first = await reconcile(faulty, config, 'apply');
     expect(fault.failed).toBe(1);
     expect(table(first)?.state).toBe('drift');
-    expect(setting(table(first), 'time to live')).toMatchObject({ state: 'failed', detail: expect.stringMatching(/AccessDeniedException: injected/) });
+    expect(setting(table(first), 'time to live')).toMatchObject({
+      state: 'failed',
+      detail: expect.stringMatching(/AccessDeniedException: injected/),
+    });
     expect(table(first)?.fix).toMatch(/eve-world-aws init.*time to live/);
     expect(hasProblems(first)).toBe(true);
     // The other resources were still reconciled.
@@ -71,10 +75,16 @@ describe('hardening on every init', () => {
     // 2. doctor (verify) reports the drift; --dry-run plans the fix; neither changes anything.
     const verify = await reconcile(clients, config, 'verify');
     expect(table(verify)?.state).toBe('drift');
-    expect(setting(table(verify), 'time to live')).toMatchObject({ state: 'drift', detail: expect.stringMatching(/not enabled/) });
+    expect(setting(table(verify), 'time to live')).toMatchObject({
+      state: 'drift',
+      detail: expect.stringMatching(/not enabled/),
+    });
     const plan = await reconcile(clients, config, 'dry-run');
     expect(table(plan)?.state).toBe('would-update');
-    expect(setting(table(plan), 'time to live')).toMatchObject({ state: 'would-fix', detail: expect.stringMatching(/would enable TTL on attribute "ttl"/) });
+    expect(setting(table(plan), 'time to live')).toMatchObject({
+      state: 'would-fix',
+      detail: expect.stringMatching(/would enable TTL on attribute "ttl"/),
+    });
     expect(await ttlStatus(clients, config.tableName)).not.toBe('ENABLED');
 
     // 3. The next init applies it.
@@ -100,12 +110,19 @@ describe('hardening on every init', () => {
     });
     await reconcile(clients, config, 'apply');
     await clients.ddb.send(
-      new UpdateTimeToLiveCommand({ TableName: config.tableName, TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: false } }),
+      new UpdateTimeToLiveCommand({
+        TableName: config.tableName,
+        TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: false },
+      }),
     );
 
     const checks = await runDoctor({ env });
     const schema = checks.find((c) => c.check === 'table schema');
-    expect(schema).toMatchObject({ status: 'fail', details: expect.stringMatching(/time to live: not enabled/), fix: expect.stringMatching(/eve-world-aws init/) });
+    expect(schema).toMatchObject({
+      status: 'fail',
+      details: expect.stringMatching(/time to live: not enabled/),
+      fix: expect.stringMatching(/eve-world-aws init/),
+    });
 
     const fixed = await reconcile(clients, config, 'apply');
     expect(setting(table(fixed), 'time to live')?.state).toBe('fixed');
@@ -130,7 +147,10 @@ describe('hardening on every init', () => {
       (next: any, context: any) => async (args: any) => {
         const out = await next(args);
         if (context.commandName === 'UpdateTimeToLiveCommand' && ++sent === 1) {
-          throw Object.assign(new Error('socket hang up after the request was sent'), { name: 'TimeoutError', code: 'ECONNRESET' });
+          throw Object.assign(new Error('socket hang up after the request was sent'), {
+            name: 'TimeoutError',
+            code: 'ECONNRESET',
+          });
         }
         return out;
       },
@@ -158,7 +178,10 @@ describe('hardening on every init', () => {
     });
     const bucket = reports.find((r) => r.kind === 'bucket');
     for (const name of ['public access block', 'encryption', 'TLS-only policy', 'lifecycle']) {
-      expect(setting(bucket, name)).toMatchObject({ state: 'skipped', detail: expect.stringMatching(/not implemented by this endpoint/) });
+      expect(setting(bucket, name)).toMatchObject({
+        state: 'skipped',
+        detail: expect.stringMatching(/not implemented by this endpoint/),
+      });
     }
     // Skipped is not drift: init succeeds, and the report names every setting.
     expect(hasProblems(reports)).toBe(false);

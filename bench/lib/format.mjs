@@ -20,7 +20,11 @@ export function table(title, head, rows, notes = []) {
   const cells = [head, ...rows].map((r) => r.map((c) => (c === undefined ? '' : String(c))));
   const width = head.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   const line = (r) => `| ${r.map((c, i) => (i === 0 ? c.padEnd(width[i]) : c.padStart(width[i]))).join(' | ')} |`;
-  const out = [`\n${title}\n`, line(cells[0]), `|${width.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`];
+  const out = [
+    `\n${title}\n`,
+    line(cells[0]),
+    `|${width.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
+  ];
   for (const r of cells.slice(1)) out.push(line(r));
   for (const n of notes) out.push(`\n${n}`);
   return out.join('\n');

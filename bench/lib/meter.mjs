@@ -72,7 +72,12 @@ export async function instrumentClients(clients, recorder) {
           input: undefined,
           received: undefined,
         };
-        if (service === 'ddb' && CAPACITY_COMMANDS.has(context.commandName) && args.input && !args.input.ReturnConsumedCapacity) {
+        if (
+          service === 'ddb' &&
+          CAPACITY_COMMANDS.has(context.commandName) &&
+          args.input &&
+          !args.input.ReturnConsumedCapacity
+        ) {
           // INDEXES = TOTAL plus the table / per-GSI split.
           args.input.ReturnConsumedCapacity = 'INDEXES';
         }
@@ -141,7 +146,8 @@ export function instrumentWorld(world, recorder) {
             const type = args[1]?.eventType;
             const runId = args[0] ?? out?.run?.runId;
             e.end = recorder.now();
-            if (type === 'run_completed' || type === 'run_failed' || type === 'run_cancelled') notify(runId, 'terminal');
+            if (type === 'run_completed' || type === 'run_failed' || type === 'run_cancelled')
+              notify(runId, 'terminal');
             notify(runId, type);
           }
           return out;

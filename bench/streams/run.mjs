@@ -84,7 +84,10 @@ async function latencyScenario(env, writer, label, count, gapMs) {
     Math.max(...lat).toFixed(1),
     (requests / seconds).toFixed(1),
   ];
-  return [row('in-process (signal)', localLat, local.counts.total), row('other process (poll)', remoteRes.latencies, remoteRes.requests)];
+  return [
+    row('in-process (signal)', localLat, local.counts.total),
+    row('other process (poll)', remoteRes.latencies, remoteRes.requests),
+  ];
 }
 
 async function idleScenario(env, writer, seconds) {
@@ -119,7 +122,12 @@ async function throughputScenario(writerFactory, label, { writers, calls, perCal
     instances.map(async ({ streamer }) => {
       for (let c = 0; c < calls; c++) {
         if (perCall === 1) await streamer.streams.write(run, name, payload);
-        else await streamer.streams.writeMulti(run, name, Array.from({ length: perCall }, () => payload));
+        else
+          await streamer.streams.writeMulti(
+            run,
+            name,
+            Array.from({ length: perCall }, () => payload),
+          );
       }
     }),
   );
@@ -143,7 +151,9 @@ async function main() {
     const writer = countingStreamer(env);
     await reconcile(writer.clients, writer.config, 'apply');
     const { streamPollMs, streamIdlePollMs } = writer.config;
-    console.log(`DynamoDB Local on 127.0.0.1, Node ${process.version}; streamPollMs=${streamPollMs}, streamIdlePollMs=${streamIdlePollMs}`);
+    console.log(
+      `DynamoDB Local on 127.0.0.1, Node ${process.version}; streamPollMs=${streamPollMs}, streamIdlePollMs=${streamIdlePollMs}`,
+    );
 
     // Warm up the JVM and connections so the first scenario is not penalised.
     await throughputScenario(() => countingStreamer(env), 'warm-up', { writers: 1, calls: 20, perCall: 25, bytes: 64 });
@@ -159,18 +169,32 @@ async function main() {
       latency,
     );
 
-    table('Read requests on an idle stream (one live reader, per stream-second)', ['window', 'seconds', 'requests', 'req/s'], await idleScenario(env, writer.streamer, 10));
+    table(
+      'Read requests on an idle stream (one live reader, per stream-second)',
+      ['window', 'seconds', 'requests', 'req/s'],
+      await idleScenario(env, writer.streamer, 10),
+    );
 
     const factory = () => countingStreamer(env);
     table(
       'Write throughput (one stream; writers are separate World instances)',
       ['mode', 'writers', 'chunks/call', 'bytes', 'chunks', 'seconds', 'chunks/s', 'DDB requests'],
       [
-        await throughputScenario(factory, 'write() awaited one by one', { writers: 1, calls: 500, perCall: 1, bytes: 64 }),
+        await throughputScenario(factory, 'write() awaited one by one', {
+          writers: 1,
+          calls: 500,
+          perCall: 1,
+          bytes: 64,
+        }),
         await throughputScenario(factory, 'writeMulti', { writers: 1, calls: 100, perCall: 100, bytes: 64 }),
         await throughputScenario(factory, 'writeMulti', { writers: 1, calls: 20, perCall: 500, bytes: 64 }),
         await throughputScenario(factory, 'writeMulti', { writers: 1, calls: 40, perCall: 100, bytes: 4096 }),
-        await throughputScenario(factory, 'writeMulti, concurrent writers', { writers: 4, calls: 25, perCall: 100, bytes: 64 }),
+        await throughputScenario(factory, 'writeMulti, concurrent writers', {
+          writers: 4,
+          calls: 25,
+          perCall: 100,
+          bytes: 64,
+        }),
       ],
     );
     await writer.streamer.close();

@@ -136,7 +136,10 @@ export async function measureTokens(impl, env, flushMs) {
   const rows = [];
   for (const load of [RATE, SPARSE]) {
     for (const mode of ['in-process', 'other process']) {
-      rows.push({ load: load.label, ...(await scenario(impl, env, { mode, flushMs, count: load.count, gapMs: load.gapMs })) });
+      rows.push({
+        load: load.label,
+        ...(await scenario(impl, env, { mode, flushMs, count: load.count, gapMs: load.gapMs })),
+      });
     }
   }
   return rows;
@@ -150,10 +153,36 @@ export function printTokens(after, before) {
   const old = new Map((before?.rows ?? []).map((r) => [key(r), r]));
   table(
     `Token-rate streams through core's writer (getWritable() sink), per chunk; before = ${before?.label ?? 'not measured'}, after = this build (flush window ${after[0]?.flushMs} ms)`,
-    ['load', 'reader', 'p50 ms before', 'p50 after', 'p99 before', 'p99 after', 'DDB req/chunk before', 'after', 'writes/chunk', 'reads/chunk', 'reader reads/s', 'PutItem ms'],
+    [
+      'load',
+      'reader',
+      'p50 ms before',
+      'p50 after',
+      'p99 before',
+      'p99 after',
+      'DDB req/chunk before',
+      'after',
+      'writes/chunk',
+      'reads/chunk',
+      'reader reads/s',
+      'PutItem ms',
+    ],
     after.map((r) => {
       const b = old.get(key(r));
-      return [r.load, r.mode, f1(b?.p50), f1(r.p50), f1(b?.p99), f1(r.p99), f2(b?.perChunk), f2(r.perChunk), f2(r.writesPerChunk), f2(r.readsPerChunk), f1(r.readerReadsPerSecond), f1(r.putMs)];
+      return [
+        r.load,
+        r.mode,
+        f1(b?.p50),
+        f1(r.p50),
+        f1(b?.p99),
+        f1(r.p99),
+        f2(b?.perChunk),
+        f2(r.perChunk),
+        f2(r.writesPerChunk),
+        f2(r.readsPerChunk),
+        f1(r.readerReadsPerSecond),
+        f1(r.putMs),
+      ];
     }),
   );
 }
@@ -174,7 +203,11 @@ async function main() {
     destroyClients(clients);
     const flushMs = impl.loadConfig(env).streamFlushMs; // undefined on the baseline: core's default (0)
     await scenario(impl, env, { mode: 'in-process', flushMs, count: 30, gapMs: 5 }); // warm-up
-    const results = { label: args.has('--save-baseline') ? 'commit f1d0e53 (before #16)' : 'this build', flushMs, rows: await measureTokens(impl, env, flushMs) };
+    const results = {
+      label: args.has('--save-baseline') ? 'commit f1d0e53 (before #16)' : 'this build',
+      flushMs,
+      rows: await measureTokens(impl, env, flushMs),
+    };
     if (args.has('--sweep')) {
       const sweep = [];
       for (const f of (process.env.BENCH_SWEEP ?? '0,30,60,90').split(',').map(Number)) {
@@ -184,7 +217,17 @@ async function main() {
       table(
         'Flush window sweep (streamFlushIntervalMs): latency vs DynamoDB requests per chunk',
         ['window ms', 'load', 'reader', 'p50', 'p99', 'req/chunk', 'writes/chunk', 'reader reads/s', 'PutItem ms'],
-        sweep.map((r) => [r.flushMs, r.load, r.mode, f1(r.p50), f1(r.p99), f2(r.perChunk), f2(r.writesPerChunk), f1(r.readerReadsPerSecond), f1(r.putMs)]),
+        sweep.map((r) => [
+          r.flushMs,
+          r.load,
+          r.mode,
+          f1(r.p50),
+          f1(r.p99),
+          f2(r.perChunk),
+          f2(r.writesPerChunk),
+          f1(r.readerReadsPerSecond),
+          f1(r.putMs),
+        ]),
       );
     }
     if (args.has('--save-baseline')) {

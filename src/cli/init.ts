@@ -7,8 +7,8 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
-import { loadConfig, type WorldConfig } from '../config.js';
 import { partitionOf, principalPolicy, schedulerRolePolicies } from '../aws/iam-policy.js';
+import { loadConfig, type WorldConfig } from '../config.js';
 import { hasProblems, type ReconcileMode, type ResourceReport, reconcile } from '../resources.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, palette, printJson, progress, renderTable } from './output.js';
 
@@ -139,7 +139,10 @@ export function initCommand(): Command {
       '--operator',
       'with --print-iam-policy: the operator policy (doctor, redrive, tail; the only one with DLQ access)',
     )
-    .option('--deployer', 'with --print-iam-policy: the policy `init` itself needs (create, harden, put under the KMS key)')
+    .option(
+      '--deployer',
+      'with --print-iam-policy: the policy `init` itself needs (create, harden, put under the KMS key)',
+    )
     .option(
       '--scheduler-role',
       "with --print-iam-policy: the EventBridge Scheduler role's trust policy and permissions",
@@ -160,7 +163,8 @@ Exit codes: 0 every resource present or created; 1 drift or missing (the fix is 
         const region = config.region ?? '<region>';
         const target = { partition: partitionOf(config.region), region, account: opts.account ?? '<account-id>' };
         if (opts.schedulerRole) printJson(schedulerRolePolicies(config, target));
-        else printJson(principalPolicy(opts.operator ? 'operator' : opts.deployer ? 'init' : 'runtime', config, target));
+        else
+          printJson(principalPolicy(opts.operator ? 'operator' : opts.deployer ? 'init' : 'runtime', config, target));
         return;
       }
       if (opts.operator || opts.schedulerRole || opts.deployer)

@@ -51,7 +51,11 @@ export function computeSignature(secret: string, parts: SignedParts): string {
 }
 
 /** Headers to add to a delivery. */
-export function signatureHeaders(secret: string, parts: Omit<SignedParts, 'timestamp'>, now = Date.now()): Record<string, string> {
+export function signatureHeaders(
+  secret: string,
+  parts: Omit<SignedParts, 'timestamp'>,
+  now = Date.now(),
+): Record<string, string> {
   const timestamp = Math.floor(now / 1000);
   const nonce = parts.nonce ?? randomBytes(16).toString('hex');
   return {

@@ -79,7 +79,11 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /** Canonical form of an encryption context: keys sorted, so `{a,b}` and `{b,a}` are one context. */
 function canonicalContext(ctx: Record<string, string>): string {
-  return JSON.stringify(Object.keys(ctx).sort().map((k) => [k, ctx[k]]));
+  return JSON.stringify(
+    Object.keys(ctx)
+      .sort()
+      .map((k) => [k, ctx[k]]),
+  );
 }
 
 function aad(keyId: string, ctx: Record<string, string>): Buffer {
@@ -99,7 +103,8 @@ function blobKeyId(blob: Buffer): string {
     throw new KmsError('InvalidCiphertextException', 'The ciphertext is not a KMS ciphertext blob of this endpoint.');
   }
   const id = blob.subarray(1, 1 + ID_LEN).toString('ascii');
-  if (!UUID_RE.test(id)) throw new KmsError('InvalidCiphertextException', 'The ciphertext is not a KMS ciphertext blob of this endpoint.');
+  if (!UUID_RE.test(id))
+    throw new KmsError('InvalidCiphertextException', 'The ciphertext is not a KMS ciphertext blob of this endpoint.');
   return id;
 }
 
@@ -113,7 +118,10 @@ function open(key: StoredKey, blob: Buffer, ctx: Record<string, string>): Buffer
     return Buffer.concat([decipher.update(blob.subarray(HEADER_LEN)), decipher.final()]);
   } catch {
     // Wrong encryption context, or a modified blob: KMS does not say which.
-    throw new KmsError('InvalidCiphertextException', 'The ciphertext, its encryption context or the key does not match.');
+    throw new KmsError(
+      'InvalidCiphertextException',
+      'The ciphertext, its encryption context or the key does not match.',
+    );
   }
 }
 
@@ -124,7 +132,11 @@ function str(body: Body, field: string, required?: false): string | undefined;
 function str(body: Body, field: string, required = false): string | undefined {
   const v = body[field];
   if (v === undefined || v === null) {
-    if (required) throw new KmsError('ValidationException', `1 validation error detected: Value null at '${field}' failed to satisfy constraint: Member must not be null`);
+    if (required)
+      throw new KmsError(
+        'ValidationException',
+        `1 validation error detected: Value null at '${field}' failed to satisfy constraint: Member must not be null`,
+      );
     return undefined;
   }
   if (typeof v !== 'string') throw new KmsError('ValidationException', `${field} must be a string`);
@@ -135,7 +147,10 @@ function blob(body: Body, field: string, max: number): Buffer {
   const v = str(body, field, true);
   const b = Buffer.from(v, 'base64');
   if (b.length === 0 || b.length > max) {
-    throw new KmsError('ValidationException', `1 validation error detected: Value at '${field}' failed to satisfy constraint: Member must have length between 1 and ${max}`);
+    throw new KmsError(
+      'ValidationException',
+      `1 validation error detected: Value at '${field}' failed to satisfy constraint: Member must have length between 1 and ${max}`,
+    );
   }
   return b;
 }
@@ -143,9 +158,11 @@ function blob(body: Body, field: string, max: number): Buffer {
 function context(body: Body): Record<string, string> {
   const v = body.EncryptionContext;
   if (v === undefined || v === null) return {};
-  if (typeof v !== 'object' || Array.isArray(v)) throw new KmsError('ValidationException', 'EncryptionContext must be a map of strings');
+  if (typeof v !== 'object' || Array.isArray(v))
+    throw new KmsError('ValidationException', 'EncryptionContext must be a map of strings');
   for (const [k, x] of Object.entries(v)) {
-    if (typeof x !== 'string') throw new KmsError('ValidationException', `EncryptionContext value for "${k}" must be a string`);
+    if (typeof x !== 'string')
+      throw new KmsError('ValidationException', `EncryptionContext value for "${k}" must be a string`);
   }
   return v as Record<string, string>;
 }
@@ -154,14 +171,23 @@ export async function startKmsServer(opts: KmsServerOptions = {}): Promise<KmsSe
   const region = opts.region ?? 'us-east-1';
   const accountId = opts.accountId ?? '000000000000';
   const arnOf = (id: string) => `arn:aws:kms:${region}:${accountId}:key/${id}`;
-  const state: State = opts.stateFile && existsSync(opts.stateFile) ? (JSON.parse(readFileSync(opts.stateFile, 'utf8')) as State) : { keys: {}, aliases: {} };
+  const state: State =
+    opts.stateFile && existsSync(opts.stateFile)
+      ? (JSON.parse(readFileSync(opts.stateFile, 'utf8')) as State)
+      : { keys: {}, aliases: {} };
   const save = () => {
     if (opts.stateFile) writeFileSync(opts.stateFile, JSON.stringify(state), { mode: 0o600 });
   };
   const calls = new Map<string, number>();
 
   const createKey = (description: string): StoredKey => {
-    const key: StoredKey = { id: randomUUID(), material: randomBytes(32).toString('base64'), enabled: true, description, createdAt: Date.now() };
+    const key: StoredKey = {
+      id: randomUUID(),
+      material: randomBytes(32).toString('base64'),
+      enabled: true,
+      description,
+      createdAt: Date.now(),
+    };
     state.keys[key.id] = key;
     save();
     return key;
@@ -205,7 +231,8 @@ export async function startKmsServer(opts: KmsServerOptions = {}): Promise<KmsSe
   });
   const algorithm = (body: Body) => {
     const a = str(body, 'EncryptionAlgorithm');
-    if (a !== undefined && a !== 'SYMMETRIC_DEFAULT') throw new KmsError('UnsupportedOperationException', `EncryptionAlgorithm ${a} is not supported by this emulator`);
+    if (a !== undefined && a !== 'SYMMETRIC_DEFAULT')
+      throw new KmsError('UnsupportedOperationException', `EncryptionAlgorithm ${a} is not supported by this emulator`);
   };
 
   const operations: Record<string, (body: Body) => unknown> = {
@@ -213,16 +240,26 @@ export async function startKmsServer(opts: KmsServerOptions = {}): Promise<KmsSe
       const usage = str(body, 'KeyUsage') ?? 'ENCRYPT_DECRYPT';
       const spec = str(body, 'KeySpec') ?? str(body, 'CustomerMasterKeySpec') ?? 'SYMMETRIC_DEFAULT';
       if (usage !== 'ENCRYPT_DECRYPT' || spec !== 'SYMMETRIC_DEFAULT') {
-        throw new KmsError('UnsupportedOperationException', 'This emulator only creates SYMMETRIC_DEFAULT ENCRYPT_DECRYPT keys');
+        throw new KmsError(
+          'UnsupportedOperationException',
+          'This emulator only creates SYMMETRIC_DEFAULT ENCRYPT_DECRYPT keys',
+        );
       }
       return { KeyMetadata: metadata(createKey(str(body, 'Description') ?? '')) };
     },
     CreateAlias(body) {
       const name = str(body, 'AliasName', true);
       if (!/^alias\/[a-zA-Z0-9/_-]{1,250}$/.test(name) || name.startsWith('alias/aws/')) {
-        throw new KmsError('ValidationException', `Alias name "${name}" must be alias/<1-250 of a-zA-Z0-9/_-> and not start with alias/aws/`);
+        throw new KmsError(
+          'ValidationException',
+          `Alias name "${name}" must be alias/<1-250 of a-zA-Z0-9/_-> and not start with alias/aws/`,
+        );
       }
-      if (state.aliases[name]) throw new KmsError('AlreadyExistsException', `An alias with the name ${arnOf('').replace(/key\/$/, name)} already exists`);
+      if (state.aliases[name])
+        throw new KmsError(
+          'AlreadyExistsException',
+          `An alias with the name ${arnOf('').replace(/key\/$/, name)} already exists`,
+        );
       state.aliases[name] = find(str(body, 'TargetKeyId', true)).id;
       save();
       return {};
@@ -244,13 +281,16 @@ export async function startKmsServer(opts: KmsServerOptions = {}): Promise<KmsSe
       const key = usable(find(str(body, 'KeyId', true)));
       const n = body.NumberOfBytes;
       const spec = str(body, 'KeySpec');
-      if ((n === undefined) === (spec === undefined)) throw new KmsError('ValidationException', 'Specify exactly one of KeySpec or NumberOfBytes');
+      if ((n === undefined) === (spec === undefined))
+        throw new KmsError('ValidationException', 'Specify exactly one of KeySpec or NumberOfBytes');
       let size: number;
       if (spec !== undefined) {
-        if (spec !== 'AES_256' && spec !== 'AES_128') throw new KmsError('ValidationException', `KeySpec must be AES_256 or AES_128, got ${spec}`);
+        if (spec !== 'AES_256' && spec !== 'AES_128')
+          throw new KmsError('ValidationException', `KeySpec must be AES_256 or AES_128, got ${spec}`);
         size = spec === 'AES_256' ? 32 : 16;
       } else {
-        if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 1024) throw new KmsError('ValidationException', 'NumberOfBytes must be between 1 and 1024');
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 1024)
+          throw new KmsError('ValidationException', 'NumberOfBytes must be between 1 and 1024');
         size = n;
       }
       const plaintext = randomBytes(size);
@@ -264,26 +304,45 @@ export async function startKmsServer(opts: KmsServerOptions = {}): Promise<KmsSe
       const key = usable(find(str(body, 'KeyId', true)));
       algorithm(body);
       const plaintext = blob(body, 'Plaintext', 4096);
-      return { KeyId: arnOf(key.id), CiphertextBlob: seal(key, plaintext, context(body)).toString('base64'), EncryptionAlgorithm: 'SYMMETRIC_DEFAULT' };
+      return {
+        KeyId: arnOf(key.id),
+        CiphertextBlob: seal(key, plaintext, context(body)).toString('base64'),
+        EncryptionAlgorithm: 'SYMMETRIC_DEFAULT',
+      };
     },
     Decrypt(body) {
       algorithm(body);
       const ciphertext = blob(body, 'CiphertextBlob', 6144);
       const embedded = blobKeyId(ciphertext);
       const key = state.keys[embedded];
-      if (!key) throw new KmsError('InvalidCiphertextException', 'The ciphertext refers to a key that does not exist on this endpoint.');
+      if (!key)
+        throw new KmsError(
+          'InvalidCiphertextException',
+          'The ciphertext refers to a key that does not exist on this endpoint.',
+        );
       const wanted = str(body, 'KeyId');
       if (wanted !== undefined && find(wanted).id !== key.id) {
-        throw new KmsError('IncorrectKeyException', 'The key ID in the request does not identify the KMS key that encrypted the ciphertext.');
+        throw new KmsError(
+          'IncorrectKeyException',
+          'The key ID in the request does not identify the KMS key that encrypted the ciphertext.',
+        );
       }
       usable(key);
-      return { KeyId: arnOf(key.id), Plaintext: open(key, ciphertext, context(body)).toString('base64'), EncryptionAlgorithm: 'SYMMETRIC_DEFAULT' };
+      return {
+        KeyId: arnOf(key.id),
+        Plaintext: open(key, ciphertext, context(body)).toString('base64'),
+        EncryptionAlgorithm: 'SYMMETRIC_DEFAULT',
+      };
     },
   };
 
   const reply = (res: http.ServerResponse, status: number, payload: unknown) => {
     const body = JSON.stringify(payload);
-    res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1', 'content-length': Buffer.byteLength(body), 'x-amzn-requestid': randomUUID() });
+    res.writeHead(status, {
+      'content-type': 'application/x-amz-json-1.1',
+      'content-length': Buffer.byteLength(body),
+      'x-amzn-requestid': randomUUID(),
+    });
     res.end(body);
   };
   const fail = (res: http.ServerResponse, err: KmsError) => {
@@ -306,7 +365,8 @@ export async function startKmsServer(opts: KmsServerOptions = {}): Promise<KmsSe
       calls.set(op || '(none)', (calls.get(op || '(none)') ?? 0) + 1);
       try {
         if (tooBig) throw new KmsError('ValidationException', `Request body is larger than ${MAX_BODY} bytes`, 413);
-        if (req.method !== 'POST' || req.url !== '/') throw new KmsError('UnknownOperationException', 'KMS accepts POST / only', 404);
+        if (req.method !== 'POST' || req.url !== '/')
+          throw new KmsError('UnknownOperationException', 'KMS accepts POST / only', 404);
         if (!/^AWS4-HMAC-SHA256 /.test(String(req.headers.authorization ?? ''))) {
           throw new KmsError('MissingAuthenticationTokenException', 'Request is missing a SigV4 Authorization header');
         }
@@ -314,7 +374,9 @@ export async function startKmsServer(opts: KmsServerOptions = {}): Promise<KmsSe
         if (!handler) {
           throw new KmsError(
             op ? 'UnsupportedOperationException' : 'UnknownOperationException',
-            op ? `${op} is not implemented by the eve-world-aws KMS emulator` : `X-Amz-Target must be TrentService.<Operation>, got "${target}"`,
+            op
+              ? `${op} is not implemented by the eve-world-aws KMS emulator`
+              : `X-Amz-Target must be TrentService.<Operation>, got "${target}"`,
           );
         }
         let body: Body;
@@ -324,7 +386,8 @@ export async function startKmsServer(opts: KmsServerOptions = {}): Promise<KmsSe
         } catch {
           throw new KmsError('SerializationException', 'Request body is not JSON');
         }
-        if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new KmsError('SerializationException', 'Request body must be a JSON object');
+        if (typeof body !== 'object' || body === null || Array.isArray(body))
+          throw new KmsError('SerializationException', 'Request body must be a JSON object');
         reply(res, 200, handler(body));
       } catch (err) {
         fail(res, err instanceof KmsError ? err : new KmsError('KMSInternalException', 'internal error', 500));

@@ -43,7 +43,10 @@ async function sameKey(kms: KMSClient, ref: string | undefined, key: { arn: stri
   }
 }
 
-async function checkKey(kms: KMSClient, config: WorldConfig): Promise<{ key?: { arn: string; id: string }; line: Line }> {
+async function checkKey(
+  kms: KMSClient,
+  config: WorldConfig,
+): Promise<{ key?: { arn: string; id: string }; line: Line }> {
   const ref = config.kmsKeyId!;
   let meta: Record<string, unknown> | undefined;
   try {
@@ -67,32 +70,60 @@ async function checkKey(kms: KMSClient, config: WorldConfig): Promise<{ key?: { 
   const problems: string[] = [];
   if (meta?.KeyState !== 'Enabled') problems.push(`key state is ${meta?.KeyState}, expected Enabled`);
   if (meta?.KeyUsage !== 'ENCRYPT_DECRYPT') problems.push(`key usage is ${meta?.KeyUsage}, expected ENCRYPT_DECRYPT`);
-  if ((meta?.KeySpec ?? meta?.CustomerMasterKeySpec) !== 'SYMMETRIC_DEFAULT') problems.push(`key spec is ${meta?.KeySpec}, expected SYMMETRIC_DEFAULT`);
+  if ((meta?.KeySpec ?? meta?.CustomerMasterKeySpec) !== 'SYMMETRIC_DEFAULT')
+    problems.push(`key spec is ${meta?.KeySpec}, expected SYMMETRIC_DEFAULT`);
   if (problems.length > 0) {
-    return { line: { text: `key ${arn}: ${problems.join('; ')}`, problem: `use an enabled symmetric ENCRYPT_DECRYPT key (${problems.join('; ')})` } };
+    return {
+      line: {
+        text: `key ${arn}: ${problems.join('; ')}`,
+        problem: `use an enabled symmetric ENCRYPT_DECRYPT key (${problems.join('; ')})`,
+      },
+    };
   }
   // Prove this caller can do what the World does with it: wrap and unwrap a data key.
   try {
     const context = { 'eve-world-aws:check': config.tableName };
-    const g = await kms.send(new GenerateDataKeyCommand({ KeyId: arn, KeySpec: 'AES_256', EncryptionContext: context }));
+    const g = await kms.send(
+      new GenerateDataKeyCommand({ KeyId: arn, KeySpec: 'AES_256', EncryptionContext: context }),
+    );
     const d = await kms.send(new DecryptCommand({ CiphertextBlob: g.CiphertextBlob, EncryptionContext: context }));
     if (!d.Plaintext || !g.Plaintext || Buffer.compare(Buffer.from(d.Plaintext), Buffer.from(g.Plaintext)) !== 0) {
-      return { key: { arn, id }, line: { text: `key ${arn}: a data key did not round-trip`, problem: 'the KMS endpoint returned a different key on Decrypt' } };
+      return {
+        key: { arn, id },
+        line: {
+          text: `key ${arn}: a data key did not round-trip`,
+          problem: 'the KMS endpoint returned a different key on Decrypt',
+        },
+      };
     }
   } catch (err) {
     return {
       key: { arn, id },
-      line: { text: `key ${arn}: ${errText(err)}`, problem: `allow this caller kms:GenerateDataKey and kms:Decrypt on ${arn}` },
+      line: {
+        text: `key ${arn}: ${errText(err)}`,
+        problem: `allow this caller kms:GenerateDataKey and kms:Decrypt on ${arn}`,
+      },
     };
   }
-  return { key: { arn, id }, line: { text: `key ${arn}: enabled, symmetric, GenerateDataKey + Decrypt work for this caller` } };
+  return {
+    key: { arn, id },
+    line: { text: `key ${arn}: enabled, symmetric, GenerateDataKey + Decrypt work for this caller` },
+  };
 }
 
-async function tableLine(clients: AwsClients, config: WorldConfig, kms: KMSClient, key: { arn: string; id: string }, mode: ReconcileMode): Promise<Line> {
+async function tableLine(
+  clients: AwsClients,
+  config: WorldConfig,
+  kms: KMSClient,
+  key: { arn: string; id: string },
+  mode: ReconcileMode,
+): Promise<Line> {
   const name = config.tableName;
   let t: Record<string, unknown> | undefined;
   try {
-    t = (await clients.ddb.send(new DescribeTableCommand({ TableName: name }))).Table as Record<string, unknown> | undefined;
+    t = (await clients.ddb.send(new DescribeTableCommand({ TableName: name }))).Table as
+      | Record<string, unknown>
+      | undefined;
   } catch (err) {
     return { text: `table ${name}: not checked (${errName(err)}); create it first` };
   }
@@ -100,32 +131,58 @@ async function tableLine(clients: AwsClients, config: WorldConfig, kms: KMSClien
     return { text: `table ${name}: SSE-KMS skipped (DynamoDB Local does not implement table encryption settings)` };
   }
   const sse = t?.SSEDescription as { Status?: string; SSEType?: string; KMSMasterKeyArn?: string } | undefined;
-  const ok = (sse?.Status === 'ENABLED' || sse?.Status === 'UPDATING' || sse?.Status === 'ENABLING') && sse.SSEType === 'KMS';
+  const ok =
+    (sse?.Status === 'ENABLED' || sse?.Status === 'UPDATING' || sse?.Status === 'ENABLING') && sse.SSEType === 'KMS';
   if (ok && (await sameKey(kms, sse.KMSMasterKeyArn, key))) return { text: `table ${name}: SSE-KMS under the key` };
   const was = ok ? `SSE-KMS under ${sse.KMSMasterKeyArn}` : 'an AWS owned key';
   const fix = `aws dynamodb update-table --table-name ${name} --sse-specification Enabled=true,SSEType=KMS,KMSMasterKeyId=${key.arn}`;
-  if (mode === 'verify') return { text: `table ${name}: encrypted with ${was}, expected SSE-KMS under ${key.arn}`, problem: fix };
+  if (mode === 'verify')
+    return { text: `table ${name}: encrypted with ${was}, expected SSE-KMS under ${key.arn}`, problem: fix };
   if (mode === 'dry-run') return { text: `table ${name}: would switch from ${was} to SSE-KMS under the key` };
-  await clients.ddb.send(new UpdateTableCommand({ TableName: name, SSESpecification: { Enabled: true, SSEType: 'KMS', KMSMasterKeyId: key.arn } }));
+  await clients.ddb.send(
+    new UpdateTableCommand({
+      TableName: name,
+      SSESpecification: { Enabled: true, SSEType: 'KMS', KMSMasterKeyId: key.arn },
+    }),
+  );
   return { text: `table ${name}: switched from ${was} to SSE-KMS under the key (DynamoDB re-keys in the background)` };
 }
 
-async function queueLine(clients: AwsClients, kms: KMSClient, ref: string, key: { arn: string; id: string }, mode: ReconcileMode): Promise<Line> {
+async function queueLine(
+  clients: AwsClients,
+  kms: KMSClient,
+  ref: string,
+  key: { arn: string; id: string },
+  mode: ReconcileMode,
+): Promise<Line> {
   const label = /^https?:\/\//.test(ref) ? ref.split('/').pop()! : ref;
   let url: string | undefined;
   try {
-    url = /^https?:\/\//.test(ref) ? ref : (await clients.sqs.send(new GetQueueUrlCommand({ QueueName: ref }))).QueueUrl;
+    url = /^https?:\/\//.test(ref)
+      ? ref
+      : (await clients.sqs.send(new GetQueueUrlCommand({ QueueName: ref }))).QueueUrl;
   } catch (err) {
     return { text: `queue ${label}: not checked (${errName(err)}); create it first` };
   }
-  const attrs = (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }))).Attributes ?? {};
+  const attrs =
+    (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }))).Attributes ??
+    {};
   if (await sameKey(kms, attrs.KmsMasterKeyId, key)) return { text: `queue ${label}: SSE-KMS under the key` };
-  const was = attrs.KmsMasterKeyId ? `SSE-KMS under ${attrs.KmsMasterKeyId}` : attrs.SqsManagedSseEnabled === 'true' ? 'SSE-SQS' : 'no SSE-KMS';
+  const was = attrs.KmsMasterKeyId
+    ? `SSE-KMS under ${attrs.KmsMasterKeyId}`
+    : attrs.SqsManagedSseEnabled === 'true'
+      ? 'SSE-SQS'
+      : 'no SSE-KMS';
   const fix = `aws sqs set-queue-attributes --queue-url ${url} --attributes KmsMasterKeyId=${key.arn}`;
   if (mode === 'verify') return { text: `queue ${label}: ${was}, expected SSE-KMS under ${key.arn}`, problem: fix };
   if (mode === 'dry-run') return { text: `queue ${label}: would switch from ${was} to SSE-KMS under the key` };
   // 300 s data-key reuse (the SQS default): one KMS call per 5 minutes per producer, not per message.
-  await clients.sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { KmsMasterKeyId: key.arn, KmsDataKeyReusePeriodSeconds: '300' } }));
+  await clients.sqs.send(
+    new SetQueueAttributesCommand({
+      QueueUrl: url,
+      Attributes: { KmsMasterKeyId: key.arn, KmsDataKeyReusePeriodSeconds: '300' },
+    }),
+  );
   return { text: `queue ${label}: switched from ${was} to SSE-KMS under the key` };
 }
 
@@ -134,16 +191,27 @@ type BucketRule = { ApplyServerSideEncryptionByDefault?: { SSEAlgorithm?: string
 async function bucketRules(clients: AwsClients, bucket: string): Promise<BucketRule[] | 'unsupported' | 'none'> {
   const s3 = await clients.s3();
   try {
-    const rules = (await s3.send(new GetBucketEncryptionCommand({ Bucket: bucket }))).ServerSideEncryptionConfiguration?.Rules;
+    const rules = (await s3.send(new GetBucketEncryptionCommand({ Bucket: bucket }))).ServerSideEncryptionConfiguration
+      ?.Rules;
     return rules && rules.length > 0 ? rules : 'unsupported'; // real S3 always reports at least SSE-S3
   } catch (err) {
     if (errName(err) === 'ServerSideEncryptionConfigurationNotFoundError') return 'none';
-    if (errName(err) === 'NotImplemented' || (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 501) return 'unsupported';
+    if (
+      errName(err) === 'NotImplemented' ||
+      (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 501
+    )
+      return 'unsupported';
     throw err;
   }
 }
 
-async function bucketLine(clients: AwsClients, config: WorldConfig, kms: KMSClient, key: { arn: string; id: string }, mode: ReconcileMode): Promise<Line> {
+async function bucketLine(
+  clients: AwsClients,
+  config: WorldConfig,
+  kms: KMSClient,
+  key: { arn: string; id: string },
+  mode: ReconcileMode,
+): Promise<Line> {
   const bucket = config.bucket;
   let rules: Awaited<ReturnType<typeof bucketRules>>;
   try {
@@ -151,14 +219,19 @@ async function bucketLine(clients: AwsClients, config: WorldConfig, kms: KMSClie
   } catch (err) {
     return { text: `bucket ${bucket}: not checked (${errName(err)}); create it first` };
   }
-  const current = rules === 'unsupported' || rules === 'none' ? undefined : rules[0]?.ApplyServerSideEncryptionByDefault;
-  if (current?.SSEAlgorithm === 'aws:kms' && (await sameKey(kms, current.KMSMasterKeyID, key))) return { text: `bucket ${bucket}: default SSE-KMS under the key` };
-  const was = current ? `default ${current.SSEAlgorithm}${current.KMSMasterKeyID ? ` under ${current.KMSMasterKeyID}` : ''}` : 'no reported default encryption';
+  const current =
+    rules === 'unsupported' || rules === 'none' ? undefined : rules[0]?.ApplyServerSideEncryptionByDefault;
+  if (current?.SSEAlgorithm === 'aws:kms' && (await sameKey(kms, current.KMSMasterKeyID, key)))
+    return { text: `bucket ${bucket}: default SSE-KMS under the key` };
+  const was = current
+    ? `default ${current.SSEAlgorithm}${current.KMSMasterKeyID ? ` under ${current.KMSMasterKeyID}` : ''}`
+    : 'no reported default encryption';
   const fix =
     `aws s3api put-bucket-encryption --bucket ${bucket} --server-side-encryption-configuration ` +
     `'{"Rules":[{"ApplyServerSideEncryptionByDefault":{"SSEAlgorithm":"aws:kms","KMSMasterKeyID":"${key.arn}"},"BucketKeyEnabled":true}]}'`;
   if (mode === 'verify') {
-    if (rules === 'unsupported') return { text: `bucket ${bucket}: SSE-KMS skipped (this endpoint does not report bucket encryption)` };
+    if (rules === 'unsupported')
+      return { text: `bucket ${bucket}: SSE-KMS skipped (this endpoint does not report bucket encryption)` };
     return { text: `bucket ${bucket}: ${was}, expected default SSE-KMS under ${key.arn}`, problem: fix };
   }
   if (mode === 'dry-run') return { text: `bucket ${bucket}: would set default SSE-KMS under the key (was ${was})` };
@@ -168,18 +241,31 @@ async function bucketLine(clients: AwsClients, config: WorldConfig, kms: KMSClie
       Bucket: bucket,
       ServerSideEncryptionConfiguration: {
         // S3 Bucket Keys: one KMS call per bucket-key period instead of one per object.
-        Rules: [{ ApplyServerSideEncryptionByDefault: { SSEAlgorithm: 'aws:kms', KMSMasterKeyID: key.arn }, BucketKeyEnabled: true }],
+        Rules: [
+          {
+            ApplyServerSideEncryptionByDefault: { SSEAlgorithm: 'aws:kms', KMSMasterKeyID: key.arn },
+            BucketKeyEnabled: true,
+          },
+        ],
       },
     }),
   );
   if ((await bucketRules(clients, bucket)) === 'unsupported') {
-    return { text: `bucket ${bucket}: SSE-KMS skipped (the endpoint accepted PutBucketEncryption but does not report bucket encryption back)` };
+    return {
+      text: `bucket ${bucket}: SSE-KMS skipped (the endpoint accepted PutBucketEncryption but does not report bucket encryption back)`,
+    };
   }
-  return { text: `bucket ${bucket}: default encryption set to SSE-KMS under the key (was ${was}; existing objects keep theirs)` };
+  return {
+    text: `bucket ${bucket}: default encryption set to SSE-KMS under the key (was ${was}; existing objects keep theirs)`,
+  };
 }
 
 /** The `encryption` report, or none when EVE_WORLD_AWS_KMS_KEY_ID is unset. */
-export async function reconcileEncryption(clients: AwsClients, config: WorldConfig, mode: ReconcileMode): Promise<ResourceReport[]> {
+export async function reconcileEncryption(
+  clients: AwsClients,
+  config: WorldConfig,
+  mode: ReconcileMode,
+): Promise<ResourceReport[]> {
   if (!config.kmsKeyId) return [];
   const kms = await clients.kms();
   const report: ResourceReport = { kind: 'encryption', name: config.kmsKeyId, state: 'present', details: [] };

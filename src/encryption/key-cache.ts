@@ -32,7 +32,8 @@ export class KeyCache {
     this.#max = opts.maxEntries ?? DEFAULT_KEY_CACHE_ENTRIES;
     this.#maxAge = opts.maxAgeMs ?? DEFAULT_KEY_CACHE_AGE_MS;
     this.#now = opts.now ?? Date.now;
-    if (!Number.isInteger(this.#max) || this.#max < 1) throw new RangeError(`maxEntries must be a whole number >= 1, got ${this.#max}`);
+    if (!Number.isInteger(this.#max) || this.#max < 1)
+      throw new RangeError(`maxEntries must be a whole number >= 1, got ${this.#max}`);
     if (!(this.#maxAge > 0)) throw new RangeError(`maxAgeMs must be > 0, got ${this.#maxAge}`);
   }
 

@@ -25,8 +25,8 @@
  */
 import { ConditionalCheckFailedException, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { DecryptCommand, GenerateDataKeyCommand } from '@aws-sdk/client-kms';
-import type { WorkflowRun } from '@workflow/world';
 import { WorkflowWorldError } from '@workflow/errors';
+import type { WorkflowRun } from '@workflow/world';
 import type { WorldContext } from '../context.js';
 import { encryptionKeys } from '../ddb.js';
 import { KeyCache, type KeyCacheOptions } from './key-cache.js';
@@ -58,7 +58,15 @@ export class RunKeys {
   readonly #keyId: string;
   readonly #cache: KeyCache;
   readonly #loading = new Map<string, Promise<Uint8Array | undefined>>();
-  readonly #stats: RunKeyStats = { requests: 0, cacheHits: 0, generateDataKey: 0, decrypt: 0, keyReads: 0, keyWrites: 0, racesLost: 0 };
+  readonly #stats: RunKeyStats = {
+    requests: 0,
+    cacheHits: 0,
+    generateDataKey: 0,
+    decrypt: 0,
+    keyReads: 0,
+    keyWrites: 0,
+    racesLost: 0,
+  };
 
   constructor(ctx: WorldContext, keyId: string, opts: RunKeysOptions = {}) {
     this.#ctx = ctx;
@@ -85,7 +93,9 @@ export class RunKeys {
     const run = typeof runOrId === 'string' ? undefined : runOrId;
     const runId = typeof runOrId === 'string' ? runOrId : runOrId?.runId;
     if (typeof runId !== 'string' || runId.length === 0 || Buffer.byteLength(runId) > 900) {
-      throw new WorkflowWorldError('getEncryptionKeyForRun needs a run or a non-empty run id (at most 900 bytes)', { status: 400 });
+      throw new WorkflowWorldError('getEncryptionKeyForRun needs a run or a non-empty run id (at most 900 bytes)', {
+        status: 400,
+      });
     }
     this.#stats.requests++;
     const hit = this.#cache.get(runId);
@@ -95,7 +105,9 @@ export class RunKeys {
     }
     let loading = this.#loading.get(runId);
     if (!loading) {
-      loading = this.#load(runId, run !== undefined && TERMINAL.has(run.status)).finally(() => this.#loading.delete(runId));
+      loading = this.#load(runId, run !== undefined && TERMINAL.has(run.status)).finally(() =>
+        this.#loading.delete(runId),
+      );
       this.#loading.set(runId, loading);
     }
     const key = await loading;
@@ -129,13 +141,18 @@ export class RunKeys {
     const kms = await this.#ctx.clients.kms();
     this.#stats.generateDataKey++;
     const generated = await kms
-      .send(new GenerateDataKeyCommand({ KeyId: this.#keyId, KeySpec: 'AES_256', EncryptionContext: this.#context(runId) }))
+      .send(
+        new GenerateDataKeyCommand({ KeyId: this.#keyId, KeySpec: 'AES_256', EncryptionContext: this.#context(runId) }),
+      )
       .catch((err) => {
         throw this.#kmsError('generate a data key for', runId, err);
       });
     const { Plaintext: plaintext, CiphertextBlob: wrapped, KeyId: keyArn } = generated;
     if (plaintext?.length !== 32 || !wrapped) {
-      throw new WorkflowWorldError(`KMS GenerateDataKey for run ${runId} returned no 32-byte key (key ${this.#keyId})`, { status: 502 });
+      throw new WorkflowWorldError(
+        `KMS GenerateDataKey for run ${runId} returned no 32-byte key (key ${this.#keyId})`,
+        { status: 502 },
+      );
     }
     const { PK, SK } = encryptionKeys.runKey(runId);
     try {
@@ -155,11 +172,18 @@ export class RunKeys {
       );
       return plaintext;
     } catch (err) {
-      if (!(err instanceof ConditionalCheckFailedException) && (err as { name?: string })?.name !== 'ConditionalCheckFailedException') throw err;
+      if (
+        !(err instanceof ConditionalCheckFailedException) &&
+        (err as { name?: string })?.name !== 'ConditionalCheckFailedException'
+      )
+        throw err;
     }
     // Someone stored a key first, or this is the SDK's retry of our own put: use what is stored.
     const stored = await this.#read(runId);
-    if (!stored) throw new WorkflowWorldError(`The data key item of run ${runId} vanished during creation; retry`, { status: 409 });
+    if (!stored)
+      throw new WorkflowWorldError(`The data key item of run ${runId} vanished during creation; retry`, {
+        status: 409,
+      });
     if (Buffer.from(stored).equals(Buffer.from(wrapped))) return plaintext;
     plaintext.fill(0);
     this.#stats.racesLost++;
@@ -169,9 +193,11 @@ export class RunKeys {
   async #unwrap(runId: string, wrapped: Uint8Array): Promise<Uint8Array> {
     const kms = await this.#ctx.clients.kms();
     this.#stats.decrypt++;
-    const out = await kms.send(new DecryptCommand({ CiphertextBlob: wrapped, EncryptionContext: this.#context(runId) })).catch((err) => {
-      throw this.#kmsError('unwrap the data key of', runId, err);
-    });
+    const out = await kms
+      .send(new DecryptCommand({ CiphertextBlob: wrapped, EncryptionContext: this.#context(runId) }))
+      .catch((err) => {
+        throw this.#kmsError('unwrap the data key of', runId, err);
+      });
     if (out.Plaintext?.length !== 32) {
       throw new WorkflowWorldError(`KMS Decrypt of run ${runId}'s data key did not return 32 bytes`, { status: 502 });
     }

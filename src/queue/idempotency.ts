@@ -23,7 +23,9 @@ export type ClaimResult = { claimed: true } | { claimed: false; messageId: strin
 
 /** DynamoDB key attributes are capped at 2048 bytes; very long keys are hashed. */
 function storedKey(idempotencyKey: string): string {
-  return Buffer.byteLength(idempotencyKey) > 1024 ? `sha256:${createHash('sha256').update(idempotencyKey).digest('hex')}` : idempotencyKey;
+  return Buffer.byteLength(idempotencyKey) > 1024
+    ? `sha256:${createHash('sha256').update(idempotencyKey).digest('hex')}`
+    : idempotencyKey;
 }
 
 export async function claimIdempotencyKey(
@@ -65,7 +67,11 @@ export async function claimIdempotencyKey(
 }
 
 /** Drop our own claim (after a failed send). Never removes a claim another sender now holds. */
-export async function releaseIdempotencyKey(ctx: WorldContext, idempotencyKey: string, messageId: string): Promise<void> {
+export async function releaseIdempotencyKey(
+  ctx: WorldContext,
+  idempotencyKey: string,
+  messageId: string,
+): Promise<void> {
   try {
     await ctx.clients.ddb.send(
       new DeleteItemCommand({

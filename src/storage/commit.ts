@@ -21,9 +21,10 @@
  *   ours) is `ThrottleError`; an invalid write (e.g. an item over DynamoDB's 400 KB) is a 400
  *   `WorkflowWorldError` naming the field that made it too large.
  */
+
+import { randomUUID } from 'node:crypto';
 import { type TransactWriteItem, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
-import { randomUUID } from 'node:crypto';
 import { isThrottling, isValidation, toWorldError } from '../aws/errors.js';
 import { backoff } from './backoff.js';
 import {

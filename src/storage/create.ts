@@ -20,8 +20,8 @@ import { dropUndefined } from './records/attrs.js';
 import { type EventRecord, toEvent } from './records/event.js';
 import { attrSet, runCreated, runStarted, runTerminal } from './run-events.js';
 import type { SlotHints } from './slot-hints.js';
-import type { StepItemCache } from './step-item-cache.js';
 import { stepCreated, stepFinished, stepRetrying, stepStartedBare, stepStartedLazy } from './step-events.js';
+import type { StepItemCache } from './step-item-cache.js';
 
 type Data = Record<string, any>;
 type Handler = (call: CreateCall, runId: string, data: Data) => Promise<Outcome>;

@@ -13,9 +13,9 @@ import type {
 } from '@workflow/world';
 import { eventIdToSlot, getMaxEventsPerRun } from '@workflow/world';
 import { keys } from '../ddb.js';
-import { correlationEvents } from './correlation.js';
 import type { Attrs } from './codec.js';
 import type { StorageCtx } from './context.js';
+import { correlationEvents } from './correlation.js';
 import { assertId, invalidArgument, notFound } from './errors.js';
 import { EVT_END, EVT_START } from './log-tail.js';
 import { decodeEventCursor, encodeEventCursor, MAX_LIMIT, pageLimit } from './pagination.js';

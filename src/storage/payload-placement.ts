@@ -13,9 +13,10 @@
  *   create's run guard, read ahead), so a create the run guard will refuse uploads nothing.
  * - Read side: a pointer is followed only for `resolveData: 'all'`; `'none'` never reads S3.
  */
+
+import { createHash } from 'node:crypto';
 import type { ResolveData } from '@workflow/world';
 import { getEventDataRefFields } from '@workflow/world';
-import { createHash } from 'node:crypto';
 import { isS3Pointer, PayloadStore } from '../payloads.js';
 import { valueSize } from './codec.js';
 import type { StorageCtx } from './context.js';

@@ -19,7 +19,6 @@ import {
 } from '@workflow/world';
 import { ulid } from 'ulid';
 import { keys } from '../ddb.js';
-import { getItem } from './table-reads.js';
 import { backoff } from './backoff.js';
 import { failedCondition, oldItem } from './cancellation.js';
 import { putEvent, putNew } from './claims.js';
@@ -33,9 +32,10 @@ import { type Position, startPosition } from './position.js';
 import { keysOf } from './records/attrs.js';
 import { atSlot as at, type EventRecord, eventItem, newEvent, toEvent } from './records/event.js';
 import { parseRun, type RunRecord, runItem, toRun } from './records/run.js';
+import { applyRetention } from './retention.js';
 import { assertSpec, runGuardError } from './run-guard.js';
 import { releaseRun } from './run-release.js';
-import { applyRetention } from './retention.js';
+import { getItem } from './table-reads.js';
 import { isTerminal, NOT_TERMINAL, TERMINAL_VALUES } from './terminal.js';
 
 type Data = Record<string, any>;

@@ -9,9 +9,27 @@
  * returns every block written since its last one.
  */
 import { WorkflowWorldError } from '@workflow/errors';
-import type { CreateStreamWriteSessionOptions, GetChunksOptions, StreamChunk, StreamChunksResponse, Streamer, StreamInfoResponse, StreamWriteSession } from '@workflow/world';
+import type {
+  CreateStreamWriteSessionOptions,
+  GetChunksOptions,
+  StreamChunk,
+  StreamChunksResponse,
+  Streamer,
+  StreamInfoResponse,
+  StreamWriteSession,
+} from '@workflow/world';
 import type { WorldContext } from '../context.js';
-import { type Block, blockEnd, DEFAULT_PAGE, decodeCursor, encodeCursor, MAX_PAGE, type RunIdArg, type StoredChunk, toBytes } from './items.js';
+import {
+  type Block,
+  blockEnd,
+  DEFAULT_PAGE,
+  decodeCursor,
+  encodeCursor,
+  MAX_PAGE,
+  type RunIdArg,
+  type StoredChunk,
+  toBytes,
+} from './items.js';
 import { liveTail } from './live.js';
 import { StreamQueries } from './queries.js';
 import { WriteQueue } from './write-queue.js';
@@ -42,11 +60,14 @@ export interface AwsStreamer extends Streamer {
 const countOf = (last: Block | undefined) => (last ? (last.eof ? last.first : blockEnd(last)) : 0);
 
 function invalidStart(startIndex: unknown): WorkflowWorldError {
-  return new WorkflowWorldError(`startIndex must be a finite number (a chunk index, or negative to count back from the end), got ${String(startIndex)}`, {
-    status: 400,
-    code: 'INVALID_ARGUMENT',
-    field: 'startIndex',
-  });
+  return new WorkflowWorldError(
+    `startIndex must be a finite number (a chunk index, or negative to count back from the end), got ${String(startIndex)}`,
+    {
+      status: 400,
+      code: 'INVALID_ARGUMENT',
+      field: 'startIndex',
+    },
+  );
 }
 
 export function createStreamer(ctx: WorldContext, options: StreamerOptions = {}): AwsStreamer {
@@ -55,7 +76,9 @@ export function createStreamer(ctx: WorldContext, options: StreamerOptions = {})
   const useBus = options.inProcessSignal ?? true;
   const queries = new StreamQueries(clients.ddb, table);
   const writer = new BlockWriter(ctx, queries, useBus);
-  const queue = new WriteQueue((kind, runId, name, chunks) => (kind === 'close' ? writer.close(runId, name) : writer.append(runId, name, chunks)));
+  const queue = new WriteQueue((kind, runId, name, chunks) =>
+    kind === 'close' ? writer.close(runId, name) : writer.append(runId, name, chunks),
+  );
   /** Shutdown hooks of this instance's live readers. */
   const readers = new Set<(err: Error) => void>();
 
@@ -63,7 +86,8 @@ export function createStreamer(ctx: WorldContext, options: StreamerOptions = {})
     signal?.throwIfAborted();
     return payloads.getBytes(key);
   };
-  const bytesOf = (c: StoredChunk): Promise<Uint8Array> | Uint8Array => ('d' in c ? c.d : 's3' in c ? fetchS3(c.s3) : new Uint8Array(0));
+  const bytesOf = (c: StoredChunk): Promise<Uint8Array> | Uint8Array =>
+    'd' in c ? c.d : 's3' in c ? fetchS3(c.s3) : new Uint8Array(0);
 
   const streams: Streamer['streams'] = {
     write(runId: RunIdArg, name: string, chunk: string | Uint8Array): Promise<void> {
@@ -88,7 +112,10 @@ export function createStreamer(ctx: WorldContext, options: StreamerOptions = {})
       return {
         async write(chunkSeq: number, chunks: (string | Uint8Array)[]) {
           if (chunkSeq > written) {
-            throw new WorkflowWorldError(`Stream writer ${opts.writerId}: chunkSeq ${chunkSeq} skips ahead of ${written}`, { status: 400 });
+            throw new WorkflowWorldError(
+              `Stream writer ${opts.writerId}: chunkSeq ${chunkSeq} skips ahead of ${written}`,
+              { status: 400 },
+            );
           }
           const fresh = chunks.slice(written - chunkSeq);
           if (fresh.length > 0) await queue.enqueue('data', runId, name, fresh.map(toBytes));
@@ -106,7 +133,11 @@ export function createStreamer(ctx: WorldContext, options: StreamerOptions = {})
       if (i < 0) i = Math.max(0, countOf(await queries.lastBlock(runId, name)) + i);
       // From 0 the first block is at key 0; otherwise find the block holding `i` (or the tail).
       const first = i > 0 ? await queries.lastBlock(runId, name, i) : undefined;
-      return liveTail({ config, table, useBus, queries, readers, fetchS3 }, runId, name, { i, k: first?.first ?? 0, first });
+      return liveTail({ config, table, useBus, queries, readers, fetchS3 }, runId, name, {
+        i,
+        k: first?.first ?? 0,
+        first,
+      });
     },
 
     async list(runIdArg: RunIdArg): Promise<string[]> {

@@ -71,7 +71,8 @@ export function toBlock(item: Record<string, AttributeValue>): Block {
 }
 
 const encoder = new TextEncoder();
-export const toBytes = (chunk: string | Uint8Array): Uint8Array => (typeof chunk === 'string' ? encoder.encode(chunk) : chunk);
+export const toBytes = (chunk: string | Uint8Array): Uint8Array =>
+  typeof chunk === 'string' ? encoder.encode(chunk) : chunk;
 
 /** A position in a stream: chunk index `i`, and `k`, the key of the block that holds (or follows) it. */
 export interface Position {

@@ -42,7 +42,12 @@ export interface LiveTailDeps {
   fetchS3(key: string, signal: AbortSignal): Promise<Uint8Array>;
 }
 
-export function liveTail(deps: LiveTailDeps, runId: string, name: string, start: { i: number; k: number; first?: Block }): ReadableStream<Uint8Array> {
+export function liveTail(
+  deps: LiveTailDeps,
+  runId: string,
+  name: string,
+  start: { i: number; k: number; first?: Block },
+): ReadableStream<Uint8Array> {
   const { config, useBus, readers, queries } = deps;
   const abort = new AbortController();
   const fast = config.streamPollMs;

@@ -41,7 +41,12 @@ export class StreamQueries {
   }
 
   /** Blocks from key `from` on, in order (at most `limit` items when given). */
-  async blocksFrom(runId: string, name: string, from: number, opts: { limit?: number; signal?: AbortSignal } = {}): Promise<Page> {
+  async blocksFrom(
+    runId: string,
+    name: string,
+    from: number,
+    opts: { limit?: number; signal?: AbortSignal } = {},
+  ): Promise<Page> {
     const out = await this.ddb.send(
       new QueryCommand({
         TableName: this.table,

@@ -17,7 +17,16 @@ import { type AttributeValue, type DynamoDBClient, PutItemCommand } from '@aws-s
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
 import { busKey, type CommittedBlock, publish } from './bus.js';
-import { BLOCK_BYTES, BLOCK_CHUNKS, type Block, blockEnd, encodeChunk, isConditionFailure, type StoredChunk, toBlock } from './items.js';
+import {
+  BLOCK_BYTES,
+  BLOCK_CHUNKS,
+  type Block,
+  blockEnd,
+  encodeChunk,
+  isConditionFailure,
+  type StoredChunk,
+  toBlock,
+} from './items.js';
 import type { StreamQueries } from './queries.js';
 
 /** Streams whose tail this writer remembers (oldest forgotten first). */
@@ -88,7 +97,13 @@ export class BlockWriter {
    * Put one block (`stored` undefined = the EOF). Returns true when the stream turned out to be
    * closed already (nothing written).
    */
-  private async put(runId: string, name: string, token: string, stored: StoredChunk[] | undefined, bytes: Uint8Array[]): Promise<boolean> {
+  private async put(
+    runId: string,
+    name: string,
+    token: string,
+    stored: StoredChunk[] | undefined,
+    bytes: Uint8Array[],
+  ): Promise<boolean> {
     const tk = tailKey(runId, name);
     let at = this.tails.get(tk) ?? 0;
     for (;;) {

@@ -14,7 +14,13 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 it('runs the sample workflow to completion and reports it as JSON', async () => {
   const r = await runCli(['demo', '--json', '--data-dir', path.join(dir, 'dynamodb')], {}, 150_000);
   expect(r.code, r.stderr).toBe(0);
-  const out = JSON.parse(r.stdout) as { runId: string; status: string; result: { approvedBy: string; forecasts: unknown[] }; stream: string; events: number };
+  const out = JSON.parse(r.stdout) as {
+    runId: string;
+    status: string;
+    result: { approvedBy: string; forecasts: unknown[] };
+    stream: string;
+    events: number;
+  };
   expect(out.runId).toMatch(/^wrun_/);
   expect(out.status).toBe('completed');
   expect(out.result.approvedBy).toBe('the demo');

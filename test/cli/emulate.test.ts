@@ -8,7 +8,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/emulator/stack.js';
-import { CliProcess, childPids, cmdline, dynamoLocalOnPort, isAlive, parseExports, runCli, sleep, waitGone } from './helpers.js';
+import {
+  CliProcess,
+  childPids,
+  cmdline,
+  dynamoLocalOnPort,
+  isAlive,
+  parseExports,
+  runCli,
+  sleep,
+  waitGone,
+} from './helpers.js';
 
 const READY = /^# eve-world-aws emulate ready/m;
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'eve-emulate-'));
@@ -23,7 +33,10 @@ function emulate(args: string[], env: Record<string, string | undefined> = {}, o
 /** A stand-in `java`: answers `-version`, then runs `body` in place of DynamoDB Local. */
 function fakeJava(name: string, body: string): string {
   const file = path.join(tmp, name);
-  writeFileSync(file, `#!/bin/sh\nif [ "$1" = "-version" ]; then echo 'openjdk version "17"' >&2; exit 0; fi\n${body}\n`);
+  writeFileSync(
+    file,
+    `#!/bin/sh\nif [ "$1" = "-version" ]; then echo 'openjdk version "17"' >&2; exit 0; fi\n${body}\n`,
+  );
   chmodSync(file, 0o755);
   return file;
 }
@@ -55,9 +68,16 @@ describe('eve-world-aws emulate (embedded)', () => {
       AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${awsPort}`,
       EVE_WORLD_AWS_PREFIX: 'emu-a',
     });
-    expect(p.stdout).toMatch(/^# resources: table emu-a \(created\), dlq emu-a-dlq \(created\), queue emu-a-queue \(created\), bucket emu-a-payloads \(created\)$/m);
+    expect(p.stdout).toMatch(
+      /^# resources: table emu-a \(created\), dlq emu-a-dlq \(created\), queue emu-a-queue \(created\), bucket emu-a-payloads \(created\)$/m,
+    );
     // Every stdout line is a shell comment or an export, so the output can be sourced as is.
-    expect(p.stdout.trim().split('\n').every((l) => l.startsWith('# ') || l.startsWith('export '))).toBe(true);
+    expect(
+      p.stdout
+        .trim()
+        .split('\n')
+        .every((l) => l.startsWith('# ') || l.startsWith('export ')),
+    ).toBe(true);
     expect(parseExports(readFileSync(envFile, 'utf8'))).toEqual(env);
 
     const javaPids = dynamoLocalOnPort(dynamodbPort);
@@ -67,7 +87,12 @@ describe('eve-world-aws emulate (embedded)', () => {
     // Another process, with only the printed env, finds everything already there.
     const init = await runCli(['init', '--json'], env);
     expect(init.code).toBe(0);
-    expect(JSON.parse(init.stdout).resources.map((r: { state: string }) => r.state)).toEqual(['present', 'present', 'present', 'present']);
+    expect(JSON.parse(init.stdout).resources.map((r: { state: string }) => r.state)).toEqual([
+      'present',
+      'present',
+      'present',
+      'present',
+    ]);
 
     p.child.kill('SIGINT');
     expect(await p.exited).toEqual({ code: 0, signal: null });
@@ -77,15 +102,22 @@ describe('eve-world-aws emulate (embedded)', () => {
 
   it('keeps DynamoDB data in --data-dir across restarts (queues and bucket are re-created), --json, SIGTERM', async () => {
     const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
-    const p = emulate(['--port', String(awsPort), '--dynamodb-port', String(dynamodbPort), '--data-dir', dataDir, '--json'], {
-      EVE_WORLD_AWS_PREFIX: 'emu-a',
-    });
+    const p = emulate(
+      ['--port', String(awsPort), '--dynamodb-port', String(dynamodbPort), '--data-dir', dataDir, '--json'],
+      {
+        EVE_WORLD_AWS_PREFIX: 'emu-a',
+      },
+    );
     await p.waitFor(/\n}\n$/);
     const ready = JSON.parse(p.stdout);
     expect(ready).toMatchObject({
       ready: true,
       mode: 'embedded',
-      endpoints: { dynamodb: `http://127.0.0.1:${dynamodbPort}`, sqs: `http://127.0.0.1:${awsPort}`, s3: `http://127.0.0.1:${awsPort}` },
+      endpoints: {
+        dynamodb: `http://127.0.0.1:${dynamodbPort}`,
+        sqs: `http://127.0.0.1:${awsPort}`,
+        s3: `http://127.0.0.1:${awsPort}`,
+      },
       env: { AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${dynamodbPort}`, EVE_WORLD_AWS_PREFIX: 'emu-a' },
     });
     expect(ready.resources.map((r: { kind: string; state: string }) => `${r.kind}:${r.state}`)).toEqual([
@@ -140,7 +172,9 @@ describe('eve-world-aws emulate: failures', () => {
   });
 
   it('says how to install Java when java is missing (EVE_WORLD_AWS_JAVA or PATH)', async () => {
-    const r = await runCli(['emulate', '--port', '0', '--dynamodb-port', '0'], { EVE_WORLD_AWS_JAVA: path.join(tmp, 'no-java') });
+    const r = await runCli(['emulate', '--port', '0', '--dynamodb-port', '0'], {
+      EVE_WORLD_AWS_JAVA: path.join(tmp, 'no-java'),
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/apt-get install -y openjdk-17-jre-headless/);
     expect(r.stdout).toBe('');
@@ -184,9 +218,13 @@ describe('eve-world-aws emulate: failures', () => {
   });
 
   it('a bad EVE_WORLD_AWS_* value is a config error (exit 2) before anything starts', async () => {
-    const r = await runCli(['emulate', '--port', '0', '--dynamodb-port', '0'], { EVE_WORLD_AWS_BUCKET: 'Not_A_Bucket' });
+    const r = await runCli(['emulate', '--port', '0', '--dynamodb-port', '0'], {
+      EVE_WORLD_AWS_BUCKET: 'Not_A_Bucket',
+    });
     expect(r.code).toBe(2);
-    expect(r.stderr.trim()).toMatch(/^error: EVE_WORLD_AWS_BUCKET is not a valid S3 bucket name .* Example: EVE_WORLD_AWS_BUCKET=my-agent-payloads$/);
+    expect(r.stderr.trim()).toMatch(
+      /^error: EVE_WORLD_AWS_BUCKET is not a valid S3 bucket name .* Example: EVE_WORLD_AWS_BUCKET=my-agent-payloads$/,
+    );
   });
 });
 

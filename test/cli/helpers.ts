@@ -14,7 +14,14 @@ export const BIN = path.join(ROOT, 'bin', 'eve-world-aws');
 export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('AWS_') || k.startsWith('EVE_WORLD_AWS_') || k === 'JAVA_HOME' || k === 'NO_COLOR' || k === 'FORCE_COLOR') continue;
+    if (
+      k.startsWith('AWS_') ||
+      k.startsWith('EVE_WORLD_AWS_') ||
+      k === 'JAVA_HOME' ||
+      k === 'NO_COLOR' ||
+      k === 'FORCE_COLOR'
+    )
+      continue;
     env[k] = v;
   }
   for (const [k, v] of Object.entries(extra)) {
@@ -50,7 +57,11 @@ export function runCommand(
     });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${path.basename(command)} ${args.join(' ')} timed out after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(
+        new Error(
+          `${path.basename(command)} ${args.join(' ')} timed out after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
+        ),
+      );
     }, timeoutMs);
     child.once('error', reject);
     child.once('close', (code, signal) => {
@@ -61,7 +72,11 @@ export function runCommand(
 }
 
 /** Run the CLI to completion. */
-export function runCli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 60_000): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  timeoutMs = 60_000,
+): Promise<CliResult> {
   return runCommand(process.execPath, [BIN, ...args], env, timeoutMs);
 }
 
@@ -101,8 +116,12 @@ export class CliProcess {
       done = true;
     });
     while (!re.test(this.stdout)) {
-      if (done) throw new Error(`exited before ${re}: ${JSON.stringify(await this.exited)}\nstdout: ${this.stdout}\nstderr: ${this.stderr}`);
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${re}\nstdout: ${this.stdout}\nstderr: ${this.stderr}`);
+      if (done)
+        throw new Error(
+          `exited before ${re}: ${JSON.stringify(await this.exited)}\nstdout: ${this.stdout}\nstderr: ${this.stderr}`,
+        );
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${re}\nstdout: ${this.stdout}\nstderr: ${this.stderr}`);
       await sleep(100);
     }
   }
@@ -176,7 +195,8 @@ export function dynamoLocalOnPort(port: number): number[] {
     try {
       const args = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
       const i = args.indexOf('-port');
-      if (args.some((a) => a.endsWith('DynamoDBLocal.jar')) && i >= 0 && args[i + 1] === String(port)) out.push(Number(d));
+      if (args.some((a) => a.endsWith('DynamoDBLocal.jar')) && i >= 0 && args[i + 1] === String(port))
+        out.push(Number(d));
     } catch {
       // gone
     }

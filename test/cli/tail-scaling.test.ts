@@ -27,7 +27,15 @@ describe('tail reducer', () => {
     let state = { ...emptyTailState(), events: events.array };
     const at = new Date(0).toISOString();
     for (let i = 0; i < 20_000; i++) {
-      state = reduceTail(state, { kind: 'event', runId: 'r', slot: i + 1, eventId: `e${i}`, eventType: 'attr_set', createdAt: at, preview: '' });
+      state = reduceTail(state, {
+        kind: 'event',
+        runId: 'r',
+        slot: i + 1,
+        eventId: `e${i}`,
+        eventType: 'attr_set',
+        createdAt: at,
+        preview: '',
+      });
     }
     state = reduceTail(state, { kind: 'stream', runId: 'r', stream: 's', done: false });
     const stream = state.streams.get('s');
@@ -75,7 +83,12 @@ describe('tail follow rounds', () => {
         },
       });
     const w = f.world as unknown as World;
-    const world: TailWorld = { runs: count('runs', w.runs), events: count('events', w.events), steps: count('steps', w.steps), streams: count('streams', w.streams) };
+    const world: TailWorld = {
+      runs: count('runs', w.runs),
+      events: count('events', w.events),
+      steps: count('steps', w.steps),
+      streams: count('streams', w.streams),
+    };
 
     const ac = new AbortController();
     const seen: string[] = [];

@@ -20,7 +20,9 @@ let runId: string;
 
 beforeAll(async () => {
   // A no-op when the global setup (or an earlier run) built the bundle.
-  const { buildE2eApp } = (await import(path.join(ROOT, 'test', 'e2e', 'build.mjs'))) as { buildE2eApp: () => Promise<string> };
+  const { buildE2eApp } = (await import(path.join(ROOT, 'test', 'e2e', 'build.mjs'))) as {
+    buildE2eApp: () => Promise<string>;
+  };
   await buildE2eApp();
   e2e = await startE2e({ extraEnv: { EVE_WORLD_AWS_KMS_KEY_ID: LOCAL_KMS_ALIAS } });
   const run = await start(e2e.workflows.countedSteps as never, [MARKER, 1]);

@@ -62,12 +62,18 @@ describe('world-testing checklist', () => {
   it('hooks: resumes deliver payloads in order', async () => {
     const token = `tok-${Date.now()}-${Math.random().toString(36).slice(2)}`;
     const run = await start(wf('hookCollector'), [token, 2]);
-    await vi.waitFor(async () => expect(await e2e.world.hooks.getByToken(token)).toBeTruthy(), { timeout: 20_000, interval: 100 });
+    await vi.waitFor(async () => expect(await e2e.world.hooks.getByToken(token)).toBeTruthy(), {
+      timeout: 20_000,
+      interval: 100,
+    });
     await resumeHook(token, { value: 'first' });
     await resumeHook(token, { value: { second: true } });
     expect(await run.returnValue).toEqual(['first', { second: true }]);
     // The token is released when the run ends (right after the terminal event commits).
-    await vi.waitFor(() => expect(e2e.world.hooks.getByToken(token)).rejects.toThrow(), { timeout: 5000, interval: 100 });
+    await vi.waitFor(() => expect(e2e.world.hooks.getByToken(token)).rejects.toThrow(), {
+      timeout: 5000,
+      interval: 100,
+    });
   });
 
   it('supports null bytes in step results', async () => {

@@ -37,12 +37,20 @@ async function rawStorage(e2e: E2e, runId: string): Promise<Raw & { objects: Arr
   const { ddb } = e2e.fixture.clients;
   const table = e2e.fixture.config.tableName;
   const out: Raw & { objects: Array<{ key: string; body: Buffer }> } = { bytes: [], strings: [], objects: [] };
-  const partitions = [`RUN#${runId}`, ...(await e2e.world.streams.list(runId)).map((name) => `STREAM#${runId}#${name}`)];
+  const partitions = [
+    `RUN#${runId}`,
+    ...(await e2e.world.streams.list(runId)).map((name) => `STREAM#${runId}#${name}`),
+  ];
   for (const pk of partitions) {
     let start: Record<string, AttributeValue> | undefined;
     do {
       const page = await ddb.send(
-        new QueryCommand({ TableName: table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: { ':pk': { S: pk } }, ExclusiveStartKey: start }),
+        new QueryCommand({
+          TableName: table,
+          KeyConditionExpression: 'PK = :pk',
+          ExpressionAttributeValues: { ':pk': { S: pk } },
+          ExclusiveStartKey: start,
+        }),
       );
       for (const item of page.Items ?? []) {
         if (item.SK?.S === 'RUNKEY') continue; // the wrapped data key, checked on its own
@@ -52,7 +60,9 @@ async function rawStorage(e2e: E2e, runId: string): Promise<Raw & { objects: Arr
     } while (start);
   }
   const s3 = await e2e.fixture.clients.s3();
-  const listed = await s3.send(new ListObjectsV2Command({ Bucket: e2e.fixture.config.bucket, Prefix: `runs/${runId}/` }));
+  const listed = await s3.send(
+    new ListObjectsV2Command({ Bucket: e2e.fixture.config.bucket, Prefix: `runs/${runId}/` }),
+  );
   for (const o of listed.Contents ?? []) {
     const got = await s3.send(new GetObjectCommand({ Bucket: e2e.fixture.config.bucket, Key: o.Key! }));
     out.objects.push({ key: o.Key!, body: Buffer.from(await got.Body!.transformToByteArray()) });
@@ -61,7 +71,9 @@ async function rawStorage(e2e: E2e, runId: string): Promise<Raw & { objects: Arr
 }
 
 const contains = (raw: Raw & { objects: Array<{ body: Buffer }> }, needle: string) =>
-  raw.bytes.some((b) => b.value.includes(needle)) || raw.strings.some((s) => s.includes(needle)) || raw.objects.some((o) => o.body.includes(needle));
+  raw.bytes.some((b) => b.value.includes(needle)) ||
+  raw.strings.some((s) => s.includes(needle)) ||
+  raw.objects.some((o) => o.body.includes(needle));
 
 /** Core's payload format prefixes: `encr` = AES-GCM under the run key, `encp` = sealed to the run. */
 const prefixOf = (b: Buffer) => b.subarray(0, 4).toString('latin1');
@@ -71,7 +83,9 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
   const runs: Record<string, string> = {};
 
   beforeAll(async () => {
-    e2e = await startE2e({ extraEnv: { EVE_WORLD_AWS_KMS_KEY_ID: LOCAL_KMS_ALIAS, EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '400' } });
+    e2e = await startE2e({
+      extraEnv: { EVE_WORLD_AWS_KMS_KEY_ID: LOCAL_KMS_ALIAS, EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '400' },
+    });
     expect(typeof e2e.world.getEncryptionKeyForRun).toBe('function');
     const counted = await start(e2e.workflows.countedSteps as never, [MARKER, 2]);
     expect(await counted.returnValue).toBe(8);
@@ -110,7 +124,9 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
     const payloads = raw.bytes.filter((b) => b.value.length >= 4);
     expect(payloads.length).toBeGreaterThanOrEqual(12); // run input + 6 step inputs + 6 step results + ...
     expect(new Set(payloads.map((b) => prefixOf(b.value)))).toEqual(new Set(['encr']));
-    expect(payloads.map((b) => b.where)).toEqual(expect.arrayContaining([expect.stringMatching(/^RUN#meta\.input$/), expect.stringMatching(/^STEP#.*\.input$/)]));
+    expect(payloads.map((b) => b.where)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^RUN#meta\.input$/), expect.stringMatching(/^STEP#.*\.input$/)]),
+    );
   });
 
   it('hook payloads are ciphertext too (the run input, which holds the token, as well)', async () => {
@@ -128,7 +144,8 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
     expect(contains(streamed, 'hello')).toBe(false);
     const chunks = streamed.bytes.filter((b) => /^CHUNK#/.test(b.where));
     expect(chunks.length).toBeGreaterThanOrEqual(2);
-    for (const c of chunks) expect(c.value.includes(Buffer.from('hello')) || c.value.includes(Buffer.from('world'))).toBe(false);
+    for (const c of chunks)
+      expect(c.value.includes(Buffer.from('hello')) || c.value.includes(Buffer.from('world'))).toBe(false);
 
     const large = await rawStorage(e2e, runs.large!);
     expect(large.objects.length).toBeGreaterThanOrEqual(1);
@@ -168,7 +185,11 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
       const input = await prepareReplayPayload(run.input as Uint8Array, keys);
       expect(Buffer.from(input.data as Uint8Array).toString('utf8')).toContain(MARKER);
       const steps = await operator.steps.list({ runId: run.runId, pagination: {} });
-      const texts = await Promise.all(steps.data.map(async (s) => Buffer.from((await prepareReplayPayload(s.input as Uint8Array, keys)).data as Uint8Array).toString()));
+      const texts = await Promise.all(
+        steps.data.map(async (s) =>
+          Buffer.from((await prepareReplayPayload(s.input as Uint8Array, keys)).data as Uint8Array).toString(),
+        ),
+      );
       expect(texts.filter((t) => t.includes(`${MARKER}:seq:`))).toHaveLength(2);
 
       // The same bytes do not open under another run's key.

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setWorld } from 'workflow/runtime';
-import { createWorld, type AwsWorld } from '../../src/index.js';
+import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -8,7 +8,7 @@ import { GetQueueAttributesCommand, GetQueueUrlCommand, SetQueueAttributesComman
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { LOCAL_KMS_ALIAS } from '../../src/emulator/stack.js';
-import { iamPolicy, reconcile, type ResourceReport } from '../../src/resources.js';
+import { iamPolicy, type ResourceReport, reconcile } from '../../src/resources.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 
 let f: Fixture;
@@ -29,7 +29,9 @@ const encryption = (reports: ResourceReport[]) => reports.find((r) => r.kind ===
 
 async function queueKey(name: string): Promise<string | undefined> {
   const url = (await f.clients.sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl!;
-  return (await f.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['KmsMasterKeyId'] }))).Attributes?.KmsMasterKeyId;
+  return (
+    await f.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['KmsMasterKeyId'] }))
+  ).Attributes?.KmsMasterKeyId;
 }
 
 describe('init / doctor with EVE_WORLD_AWS_KMS_KEY_ID', () => {
@@ -62,7 +64,9 @@ describe('init / doctor with EVE_WORLD_AWS_KMS_KEY_ID', () => {
     const verified = encryption(await reconcile(f.clients, config, 'verify'));
     expect(verified).toMatchObject({ state: 'present', name: LOCAL_KMS_ALIAS });
     expect(verified.details).toContain(`queue ${config.queue}: SSE-KMS under the key`);
-    expect(verified.details).toContain(`bucket ${config.bucket}: SSE-KMS skipped (this endpoint does not report bucket encryption)`);
+    expect(verified.details).toContain(
+      `bucket ${config.bucket}: SSE-KMS skipped (this endpoint does not report bucket encryption)`,
+    );
   });
 
   it('reports a queue under another key as drift with the command, and apply fixes it', async () => {
@@ -74,7 +78,9 @@ describe('init / doctor with EVE_WORLD_AWS_KMS_KEY_ID', () => {
 
     const drift = encryption(await reconcile(f.clients, config, 'verify'));
     expect(drift.state).toBe('drift');
-    expect(drift.details).toContain(`queue ${config.queue}: SSE-KMS under ${other}, expected SSE-KMS under ${localArn}`);
+    expect(drift.details).toContain(
+      `queue ${config.queue}: SSE-KMS under ${other}, expected SSE-KMS under ${localArn}`,
+    );
     expect(drift.fix).toBe(`aws sqs set-queue-attributes --queue-url ${url} --attributes KmsMasterKeyId=${localArn}`);
 
     expect(encryption(await reconcile(f.clients, config, 'apply')).state).toBe('present');
@@ -99,18 +105,24 @@ describe('init / doctor with EVE_WORLD_AWS_KMS_KEY_ID', () => {
   });
 
   it('the printed IAM policy grants GenerateDataKey + Decrypt on the key (an alias through kms:ResourceAliases)', () => {
-    const byArn = iamPolicy(withKey(localArn), '000000000000', 'us-east-1') as unknown as { Statement: Array<Record<string, unknown>> };
+    const byArn = iamPolicy(withKey(localArn), '000000000000', 'us-east-1') as unknown as {
+      Statement: Array<Record<string, unknown>>;
+    };
     expect(byArn.Statement.find((s) => s.Sid === 'WorldRunKeys')).toEqual({
       Sid: 'WorldRunKeys',
       Effect: 'Allow',
       Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
       Resource: [localArn],
     });
-    const byAlias = iamPolicy(withKey('alias/eve-world'), '123456789012', 'eu-west-1') as unknown as { Statement: Array<Record<string, unknown>> };
+    const byAlias = iamPolicy(withKey('alias/eve-world'), '123456789012', 'eu-west-1') as unknown as {
+      Statement: Array<Record<string, unknown>>;
+    };
     expect(byAlias.Statement.find((s) => s.Sid === 'WorldRunKeys')).toMatchObject({
       Resource: ['arn:aws:kms:eu-west-1:123456789012:key/*'],
       Condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': 'alias/eve-world' } },
     });
-    expect((iamPolicy(f.config) as unknown as { Statement: Array<{ Sid: string }> }).Statement.map((s) => s.Sid)).not.toContain('WorldRunKeys');
+    expect(
+      (iamPolicy(f.config) as unknown as { Statement: Array<{ Sid: string }> }).Statement.map((s) => s.Sid),
+    ).not.toContain('WorldRunKeys');
   });
 });

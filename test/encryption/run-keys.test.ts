@@ -26,11 +26,16 @@ function world(extra: Parameters<typeof createWorld>[0] = {}): AwsWorld {
   return w;
 }
 
-const keyOf = (w: AwsWorld, run: string | WorkflowRun) => w.getEncryptionKeyForRun!(run as never) as Promise<Uint8Array | undefined>;
+const keyOf = (w: AwsWorld, run: string | WorkflowRun) =>
+  w.getEncryptionKeyForRun!(run as never) as Promise<Uint8Array | undefined>;
 
 async function storedKeyItem(runId: string) {
   const out = await f.clients.ddb.send(
-    new GetItemCommand({ TableName: f.config.tableName, Key: { PK: { S: `RUN#${runId}` }, SK: { S: 'RUNKEY' } }, ConsistentRead: true }),
+    new GetItemCommand({
+      TableName: f.config.tableName,
+      Key: { PK: { S: `RUN#${runId}` }, SK: { S: 'RUNKEY' } },
+      ConsistentRead: true,
+    }),
   );
   return out.Item;
 }
@@ -54,7 +59,14 @@ describe('getEncryptionKeyForRun with KMS', () => {
     expect(Buffer.from(item!.wrappedKey!.B!).includes(Buffer.from(k1!))).toBe(false);
     const k2 = await keyOf(w, { runId, status: 'running' } as WorkflowRun);
     expect(Buffer.from(k2!).equals(Buffer.from(k1!))).toBe(true);
-    expect(w.runKeys!.stats()).toMatchObject({ requests: 2, cacheHits: 1, generateDataKey: 1, decrypt: 0, keyWrites: 1, racesLost: 0 });
+    expect(w.runKeys!.stats()).toMatchObject({
+      requests: 2,
+      cacheHits: 1,
+      generateDataKey: 1,
+      decrypt: 0,
+      keyWrites: 1,
+      racesLost: 0,
+    });
     // Another run, another key.
     expect(Buffer.from((await keyOf(w, newRunId()))!).equals(Buffer.from(k1!))).toBe(false);
     // Callers get copies: zeroing one does not poison the cache.
@@ -118,7 +130,8 @@ describe('getEncryptionKeyForRun with KMS', () => {
         const out = await next(args);
         // The write committed, but the response is "lost" once: the SDK retries the same put,
         // which then fails its condition (the item is ours).
-        if (attempt === 1) throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
+        if (attempt === 1)
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
         return out;
       },
       { step: 'finalizeRequest', priority: 'low', name: 'loseFirstPutResponse' },
@@ -159,7 +172,9 @@ describe('getEncryptionKeyForRun with KMS', () => {
     // A terminal run that has a key still gets it.
     const live = newRunId();
     const k = await keyOf(world(), live);
-    expect(Buffer.from((await keyOf(w, { runId: live, status: 'failed' } as WorkflowRun))!).equals(Buffer.from(k!))).toBe(true);
+    expect(
+      Buffer.from((await keyOf(w, { runId: live, status: 'failed' } as WorkflowRun))!).equals(Buffer.from(k!)),
+    ).toBe(true);
   });
 
   it('the encryption context binds a wrapped key to its run: a key item copied to another run does not unwrap', async () => {
@@ -168,22 +183,32 @@ describe('getEncryptionKeyForRun with KMS', () => {
     await keyOf(w, source);
     const copy = (await storedKeyItem(source))!;
     const target = newRunId();
-    await f.clients.ddb.send(new PutItemCommand({ TableName: f.config.tableName, Item: { ...copy, PK: { S: `RUN#${target}` } } }));
+    await f.clients.ddb.send(
+      new PutItemCommand({ TableName: f.config.tableName, Item: { ...copy, PK: { S: `RUN#${target}` } } }),
+    );
     await expect(keyOf(world(), target)).rejects.toThrow(
-      new RegExp(`Cannot unwrap the data key of run ${target} with KMS \\(InvalidCiphertextException: .*\\)\\. Fix: the stored data key of run ${target} does not decrypt`),
+      new RegExp(
+        `Cannot unwrap the data key of run ${target} with KMS \\(InvalidCiphertextException: .*\\)\\. Fix: the stored data key of run ${target} does not decrypt`,
+      ),
     );
   });
 
   it('a disabled KMS key fails with a message that names the problem and the fix', async () => {
     const env = stackEnv();
-    const kms = new KMSClient({ endpoint: env.AWS_ENDPOINT_URL_KMS, region: 'us-east-1', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } });
+    const kms = new KMSClient({
+      endpoint: env.AWS_ENDPOINT_URL_KMS,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'l', secretAccessKey: 'l' },
+    });
     const keyId = (await kms.send(new CreateKeyCommand({}))).KeyMetadata!.KeyId!;
     await kms.send(new DisableKeyCommand({ KeyId: keyId }));
     kms.destroy();
     const w = createWorld({ config: { ...f.config, kmsKeyId: keyId } });
     worlds.push(w);
     const runId = newRunId();
-    await expect(keyOf(w, runId)).rejects.toThrow(/Cannot generate a data key for run .* with KMS \(DisabledException: .*\)\. Fix: the KMS key is disabled/);
+    await expect(keyOf(w, runId)).rejects.toThrow(
+      /Cannot generate a data key for run .* with KMS \(DisabledException: .*\)\. Fix: the KMS key is disabled/,
+    );
     expect(await storedKeyItem(runId)).toBeUndefined();
   });
 

@@ -125,7 +125,8 @@ interface EveEvent {
 async function waitHealthy(base: string, proc: Proc, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (!alive(proc)) throw new Error(`eve start exited (${proc.child.exitCode}) before it was healthy:\n${logTail(proc)}`);
+    if (!alive(proc))
+      throw new Error(`eve start exited (${proc.child.exitCode}) before it was healthy:\n${logTail(proc)}`);
     try {
       const res = await fetch(`${base}/eve/v1/health`, { signal: AbortSignal.timeout(2000) });
       if (res.ok) return;
@@ -201,11 +202,13 @@ async function readUntil(
 
 const count = (events: EveEvent[], type: string) => events.filter((e) => e.type === type).length;
 const ended = (events: EveEvent[], turns: number) =>
-  count(events, 'turn.completed') >= turns || events.some((e) => e.type === 'turn.failed' || e.type === 'session.failed');
+  count(events, 'turn.completed') >= turns ||
+  events.some((e) => e.type === 'turn.failed' || e.type === 'session.failed');
 
 /** `turns` turns ended and the session parked again (or the session failed: stop waiting). */
 const settled = (events: EveEvent[], turns: number) =>
-  events.some((e) => e.type === 'session.failed') || (ended(events, turns) && count(events, 'session.waiting') >= turns);
+  events.some((e) => e.type === 'session.failed') ||
+  (ended(events, turns) && count(events, 'session.waiting') >= turns);
 
 function turnEvents(events: EveEvent[], turnId: string): EveEvent[] {
   return events.filter((e) => e.data?.turnId === turnId);
@@ -272,7 +275,10 @@ describe('eve 0.80.1 on eve-world-aws (Node 24, embedded emulators)', () => {
     // eve loads the World from the package's dist/ (the app depends on it as file:../../..).
     expect(existsSync(path.join(here, '../../dist/index.js')), 'run `npm run build` first').toBe(true);
     stateDir = mkdtempSync(path.join(tmpdir(), 'eve-e2e-'));
-    fixture = await createFixture({ EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(VISIBILITY_TIMEOUT_SECONDS) }, 'eve');
+    fixture = await createFixture(
+      { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(VISIBILITY_TIMEOUT_SECONDS) },
+      'eve',
+    );
     port = await freePort();
     base = `http://127.0.0.1:${port}`;
     env = {
@@ -326,16 +332,21 @@ describe('eve 0.80.1 on eve-world-aws (Node 24, embedded emulators)', () => {
     expect(created.status, JSON.stringify(created.json)).toBe(202);
     sessionA = String(created.json.sessionId);
     expect(sessionA).toMatch(/^wrun_/);
-    const events = await readUntil(base, sessionA, (e) => settled(e, 1), 60_000).catch(
-      (err) => {
-        throw new Error(`${err.message}\n--- eve log ---\n${logTail(server!)}`);
-      },
-    );
+    const events = await readUntil(base, sessionA, (e) => settled(e, 1), 60_000).catch((err) => {
+      throw new Error(`${err.message}\n--- eve log ---\n${logTail(server!)}`);
+    });
     timings.firstTurn = performance.now() - t0;
     console.log(`[eve-e2e] ${timeline('turn 1', postedAt, events)}`);
     const types = events.map((e) => e.type);
     expect(types).not.toContain('turn.failed');
-    for (const t of ['session.started', 'turn.started', 'actions.requested', 'action.result', 'turn.completed', 'session.waiting']) {
+    for (const t of [
+      'session.started',
+      'turn.started',
+      'actions.requested',
+      'action.result',
+      'turn.completed',
+      'session.waiting',
+    ]) {
       expect(types).toContain(t);
     }
     expect(toolSums(events)).toEqual([5]);
@@ -359,11 +370,9 @@ describe('eve 0.80.1 on eve-world-aws (Node 24, embedded emulators)', () => {
     const postedAt = Date.now();
     const sent = await postJson(`${base}/eve/v1/session/${sessionA}`, { message: 'now add 10 and 20' });
     expect(sent.status, JSON.stringify(sent.json)).toBeLessThan(300);
-    const events = await readUntil(base, sessionA, (e) => settled(e, 2), 60_000).catch(
-      (err) => {
-        throw new Error(`${err.message}\n--- eve log ---\n${logTail(server!)}`);
-      },
-    );
+    const events = await readUntil(base, sessionA, (e) => settled(e, 2), 60_000).catch((err) => {
+      throw new Error(`${err.message}\n--- eve log ---\n${logTail(server!)}`);
+    });
     timings.secondTurn = performance.now() - t0;
     const turn2 = events.filter((e) => e.type === 'turn.started').at(-1)?.data?.turnId;
     console.log(`[eve-e2e] ${timeline('turn 2', postedAt, events, turn2)}`);
@@ -405,7 +414,9 @@ describe('eve 0.80.1 on eve-world-aws (Node 24, embedded emulators)', () => {
     const tRestart = performance.now();
     timings.restartReady = await startServer();
     const after = await readUntil(base, sessionB, (e) => ended(e, 1), 120_000).catch((err) => {
-      throw new Error(`${err.message}\n--- eve log (before kill) ---\n${logTail(killed)}\n--- eve log (after restart) ---\n${logTail(server!)}`);
+      throw new Error(
+        `${err.message}\n--- eve log (before kill) ---\n${logTail(killed)}\n--- eve log (after restart) ---\n${logTail(server!)}`,
+      );
     });
     timings.resumeAfterKill = performance.now() - tKill;
     timings.resumeAfterRestartCall = performance.now() - tRestart;
@@ -431,10 +442,13 @@ describe('eve 0.80.1 on eve-world-aws (Node 24, embedded emulators)', () => {
       const log = await world.events.list({ runId: sessionB, resolveData: 'none' });
       const starts = new Map<string, number>();
       for (const e of log.data) {
-        if (e.eventType === 'step_started') starts.set(String(e.correlationId), (starts.get(String(e.correlationId)) ?? 0) + 1);
+        if (e.eventType === 'step_started')
+          starts.set(String(e.correlationId), (starts.get(String(e.correlationId)) ?? 0) + 1);
       }
       const restarted = [...starts.entries()].filter(([, n]) => n >= 2);
-      console.log(`[eve-e2e] session B: ${log.data.length} events; step_started per step ${JSON.stringify(Object.fromEntries(starts))}`);
+      console.log(
+        `[eve-e2e] session B: ${log.data.length} events; step_started per step ${JSON.stringify(Object.fromEntries(starts))}`,
+      );
       expect(restarted.length, 'no step was started twice').toBeGreaterThanOrEqual(1);
       for (const [stepId] of restarted) {
         const completed = log.data.filter((e) => e.eventType === 'step_completed' && e.correlationId === stepId);

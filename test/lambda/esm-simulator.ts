@@ -48,7 +48,10 @@ export interface EsmStats {
 interface Env {
   child: ChildProcess;
   ready: Promise<void>;
-  pending: Map<string, (r: { result?: { batchItemFailures?: Array<{ itemIdentifier: string }> }; error?: string }) => void>;
+  pending: Map<
+    string,
+    (r: { result?: { batchItemFailures?: Array<{ itemIdentifier: string }> }; error?: string }) => void
+  >;
 }
 
 /** The SQS record Lambda hands to a function (the fields Lambda documents). */
@@ -82,7 +85,14 @@ export function toRecord(m: Message, queueArn: string, region: string) {
 }
 
 export class EsmSimulator {
-  readonly stats: EsmStats = { invocations: 0, records: 0, deleted: 0, reportedFailures: 0, failedInvocations: 0, batches: [] };
+  readonly stats: EsmStats = {
+    invocations: 0,
+    records: 0,
+    deleted: 0,
+    reportedFailures: 0,
+    failedInvocations: 0,
+    batches: [],
+  };
   private envs: Env[] = [];
   private stopped = false;
   private loops: Promise<void>[] = [];
@@ -91,10 +101,14 @@ export class EsmSimulator {
 
   private startEnv(): Env {
     const log = createWriteStream(this.opts.logFile, { flags: 'a' });
-    const child = spawn(this.opts.node, [new URL('./runtime.mjs', import.meta.url).pathname, this.opts.codeDir, this.opts.handler], {
-      env: this.opts.env,
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
+    const child = spawn(
+      this.opts.node,
+      [new URL('./runtime.mjs', import.meta.url).pathname, this.opts.codeDir, this.opts.handler],
+      {
+        env: this.opts.env,
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      },
+    );
     child.stdout?.pipe(log, { end: false });
     child.stderr?.pipe(log, { end: false });
     const pending: Env['pending'] = new Map();
@@ -121,7 +135,10 @@ export class EsmSimulator {
     }
   }
 
-  private async invoke(env: Env, event: object): Promise<{ result?: { batchItemFailures?: Array<{ itemIdentifier: string }> }; error?: string }> {
+  private async invoke(
+    env: Env,
+    event: object,
+  ): Promise<{ result?: { batchItemFailures?: Array<{ itemIdentifier: string }> }; error?: string }> {
     await env.ready;
     const id = randomUUID();
     return new Promise((resolve) => {

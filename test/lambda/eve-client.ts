@@ -116,7 +116,8 @@ export interface EveEvent {
 export async function waitHealthy(base: string, proc: Proc, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (!alive(proc)) throw new Error(`eve start exited (${proc.child.exitCode}) before it was healthy:\n${logTail(proc)}`);
+    if (!alive(proc))
+      throw new Error(`eve start exited (${proc.child.exitCode}) before it was healthy:\n${logTail(proc)}`);
     try {
       const res = await fetch(`${base}/eve/v1/health`, { signal: AbortSignal.timeout(2000) });
       if (res.ok) return;
@@ -192,11 +193,13 @@ export async function readUntil(
 
 export const count = (events: EveEvent[], type: string) => events.filter((e) => e.type === type).length;
 export const ended = (events: EveEvent[], turns: number) =>
-  count(events, 'turn.completed') >= turns || events.some((e) => e.type === 'turn.failed' || e.type === 'session.failed');
+  count(events, 'turn.completed') >= turns ||
+  events.some((e) => e.type === 'turn.failed' || e.type === 'session.failed');
 
 /** `turns` turns ended and the session parked again (or the session failed: stop waiting). */
 export const settled = (events: EveEvent[], turns: number) =>
-  events.some((e) => e.type === 'session.failed') || (ended(events, turns) && count(events, 'session.waiting') >= turns);
+  events.some((e) => e.type === 'session.failed') ||
+  (ended(events, turns) && count(events, 'session.waiting') >= turns);
 
 export function turnEvents(events: EveEvent[], turnId: string): EveEvent[] {
   return events.filter((e) => e.data?.turnId === turnId);
@@ -226,4 +229,3 @@ export function timeline(label: string, postedAt: number, events: EveEvent[], tu
 }
 
 // ---------------------------------------------------------------------------------------------
-

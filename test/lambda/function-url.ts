@@ -24,7 +24,12 @@ export class FunctionUrlProxy {
       const target = new URL(req.url ?? '/', this.target());
       const isFlow = req.url?.startsWith('/.well-known/workflow/') ?? false;
       const record = (status: number) => {
-        if (isFlow) this.requests.push({ path: req.url as string, signed: Boolean(req.headers[SIGNATURE_HEADER] && req.headers[TIMESTAMP_HEADER]), status });
+        if (isFlow)
+          this.requests.push({
+            path: req.url as string,
+            signed: Boolean(req.headers[SIGNATURE_HEADER] && req.headers[TIMESTAMP_HEADER]),
+            status,
+          });
       };
       // Streamed both ways (the Function URL is in RESPONSE_STREAM mode): NDJSON session streams
       // pass through chunk by chunk.

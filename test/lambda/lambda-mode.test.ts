@@ -110,15 +110,22 @@ describe('eve on the Lambda deployment shape (host + bundled worker + ESM simula
   }
 
   const fail = (err: Error, ...logs: Proc[]) => {
-    throw new Error(`${err.message}\n${logs.map((p) => `--- ${p.name} ---\n${logTail(p)}`).join('\n')}\n--- worker ---\n${tail(path.join(stateDir, 'worker.log'))}`);
+    throw new Error(
+      `${err.message}\n${logs.map((p) => `--- ${p.name} ---\n${logTail(p)}`).join('\n')}\n--- worker ---\n${tail(path.join(stateDir, 'worker.log'))}`,
+    );
   };
   const tail = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').slice(-3000) : '(none)');
 
   beforeAll(async () => {
     expect(existsSync(path.join(node24Bin, 'node')), 'run `npm run test:eve:setup` first').toBe(true);
-    expect(existsSync(path.join(workerDir, 'index.mjs')), 'run `npm run build` first (it bundles the worker)').toBe(true);
+    expect(existsSync(path.join(workerDir, 'index.mjs')), 'run `npm run build` first (it bundles the worker)').toBe(
+      true,
+    );
     stateDir = mkdtempSync(path.join(tmpdir(), 'eve-lambda-'));
-    fixture = await createFixture({ EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(VISIBILITY_TIMEOUT_SECONDS) }, 'lam');
+    fixture = await createFixture(
+      { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(VISIBILITY_TIMEOUT_SECONDS) },
+      'lam',
+    );
     [evePort, urlPort] = [await freePort(), await freePort()];
     base = `http://127.0.0.1:${urlPort}`;
 
@@ -136,9 +143,13 @@ describe('eve on the Lambda deployment shape (host + bundled worker + ESM simula
     proxy = new FunctionUrlProxy(() => `http://127.0.0.1:${evePort}`);
     await proxy.listen(urlPort);
 
-    const queueUrl = (await fixture.clients.sqs.send(new GetQueueUrlCommand({ QueueName: fixture.config.queue }))).QueueUrl as string;
-    const queueArn = (await fixture.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }))).Attributes
-      ?.QueueArn as string;
+    const queueUrl = (await fixture.clients.sqs.send(new GetQueueUrlCommand({ QueueName: fixture.config.queue })))
+      .QueueUrl as string;
+    const queueArn = (
+      await fixture.clients.sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+      )
+    ).Attributes?.QueueArn as string;
     esm = new EsmSimulator({
       sqs: fixture.clients.sqs,
       queueUrl,
@@ -168,7 +179,10 @@ describe('eve on the Lambda deployment shape (host + bundled worker + ESM simula
     await esm?.stop();
     for (const p of [...procs]) await killGroup(p);
     await proxy?.close();
-    if (esm) console.log(`[lambda-e2e] esm: ${JSON.stringify({ ...esm.stats, batches: esm.stats.batches.length })}; flow requests: ${proxy?.requests.length}`);
+    if (esm)
+      console.log(
+        `[lambda-e2e] esm: ${JSON.stringify({ ...esm.stats, batches: esm.stats.batches.length })}; flow requests: ${proxy?.requests.length}`,
+      );
     if (fixture?.clients) destroyClients(fixture.clients);
     if (stateDir && process.env.EVE_E2E_KEEP !== '1') rmSync(stateDir, { recursive: true, force: true });
   });
@@ -202,7 +216,9 @@ describe('eve on the Lambda deployment shape (host + bundled worker + ESM simula
     const created = await postJson(`${base}/eve/v1/session`, { message: 'slow: add 4 and 5' });
     expect(created.status, JSON.stringify(created.json)).toBe(202);
     const sessionB = String(created.json.sessionId);
-    const before = await readUntil(base, sessionB, (e) => count(e, 'actions.requested') >= 1, 90_000).catch((e) => fail(e, host!));
+    const before = await readUntil(base, sessionB, (e) => count(e, 'actions.requested') >= 1, 90_000).catch((e) =>
+      fail(e, host!),
+    );
     const turnId = String(before.find((e) => e.type === 'actions.requested')?.data?.turnId);
     for (let i = 0; i < 200 && !existsSync(holdFile); i++) await sleep(50);
     expect(existsSync(holdFile), 'the tool never started holding').toBe(true);
@@ -234,13 +250,22 @@ describe('eve on the Lambda deployment shape (host + bundled worker + ESM simula
     expect(proxy.requests.length).toBeGreaterThan(3);
     expect(proxy.requests.filter((r) => !r.signed)).toEqual([]);
     const body = JSON.stringify({ runId: 'wrun_forged', stepId: 'x', stepName: 'x' });
-    const delivery = { 'content-type': 'application/json', 'x-vqs-queue-name': '__wkf_workflow_x', 'x-vqs-message-id': 'm1', 'x-vqs-message-attempt': '1' };
+    const delivery = {
+      'content-type': 'application/json',
+      'x-vqs-queue-name': '__wkf_workflow_x',
+      'x-vqs-message-id': 'm1',
+      'x-vqs-message-attempt': '1',
+    };
     const unsigned = await fetch(`${base}${FLOW}`, { method: 'POST', headers: delivery, body });
     expect(unsigned.status).toBe(401);
     const ts = String(Math.floor(Date.now() / 1000));
     const forged = await fetch(`${base}${FLOW}`, {
       method: 'POST',
-      headers: { ...delivery, 'x-eve-timestamp': ts, 'x-eve-signature': `v1=${createHmac('sha256', 'not-the-secret-000').update(body).digest('hex')}` },
+      headers: {
+        ...delivery,
+        'x-eve-timestamp': ts,
+        'x-eve-signature': `v1=${createHmac('sha256', 'not-the-secret-000').update(body).digest('hex')}`,
+      },
       body,
     });
     expect(forged.status).toBe(401);

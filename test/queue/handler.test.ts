@@ -5,6 +5,8 @@
  * guard is tested against DynamoDB Local in security.test.ts).
  */
 import { describe, expect, it } from 'vitest';
+import { createQueueHandler } from '../../src/consumer/handler.js';
+import { computeSignature, processSigningKey, signatureHeaders } from '../../src/consumer/signing.js';
 import { atExpression, planDelay, planHop, scheduleName } from '../../src/queue/delays.js';
 import {
   decodeEnvelope,
@@ -13,8 +15,6 @@ import {
   encodePayload,
   envelopeFromMessage,
 } from '../../src/queue/encoding.js';
-import { createQueueHandler } from '../../src/consumer/handler.js';
-import { computeSignature, processSigningKey, signatureHeaders } from '../../src/consumer/signing.js';
 
 const SECRET = 'test-secret-0123456789abcdef';
 const Q = '__wkf_workflow_demo';

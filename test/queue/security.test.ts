@@ -14,13 +14,13 @@ import { type AwsClients, createClients, destroyClients } from '../../src/aws/cl
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { createSqsHandler } from '../../src/consumer/lambda.js';
 import { DynamoNonceStore } from '../../src/consumer/nonces.js';
+import { signatureHeaders } from '../../src/consumer/signing.js';
 import { createContext } from '../../src/context.js';
 import { keys } from '../../src/ddb.js';
 import { createWorld } from '../../src/index.js';
 import { encodePayload } from '../../src/queue/encoding.js';
-import { signatureHeaders } from '../../src/consumer/signing.js';
 import { stackEnv } from '../helpers/aws.js';
-import { makeWorld, MemoryLogger, serve, waitFor, type World } from './support.js';
+import { MemoryLogger, makeWorld, serve, type World, waitFor } from './support.js';
 
 const SECRET = 'security-secret-0123456789';
 const Q = '__wkf_workflow_sec' as ValidQueueName;
@@ -30,7 +30,12 @@ afterAll(async () => {
   await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
 });
 
-function signedRequest(body: string, messageId: string, secret = SECRET, url = 'http://127.0.0.1/.well-known/workflow/v1/flow'): Request {
+function signedRequest(
+  body: string,
+  messageId: string,
+  secret = SECRET,
+  url = 'http://127.0.0.1/.well-known/workflow/v1/flow',
+): Request {
   return new Request(url, {
     method: 'POST',
     headers: {
@@ -63,7 +68,12 @@ describe('replays are refused across instances', () => {
     const a = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_SIGNING_SECRET: SECRET } });
     worlds.push(a);
     // A second instance: its own clients and handler, the same table.
-    const b = await makeWorld({ sameAs: a, start: false, register: false, env: { EVE_WORLD_AWS_SIGNING_SECRET: SECRET } });
+    const b = await makeWorld({
+      sameAs: a,
+      start: false,
+      register: false,
+      env: { EVE_WORLD_AWS_SIGNING_SECRET: SECRET },
+    });
     worlds.push(b);
     const ran: string[] = [];
     const ha = a.queue.createQueueHandler('__wkf_workflow_', async (body: any) => void ran.push(`a:${body.runId}`));
@@ -81,7 +91,10 @@ describe('replays are refused across instances', () => {
     // The nonce is one item with a TTL, so the table does not grow.
     const sig = captured.headers.get('x-eve-signature')!;
     const item = await a.fixture.clients.ddb.send(
-      new GetItemCommand({ TableName: a.fixture.config.tableName, Key: { PK: { S: keys.deliveryNonce(sig).PK }, SK: { S: 'NONCE' } } }),
+      new GetItemCommand({
+        TableName: a.fixture.config.tableName,
+        Key: { PK: { S: keys.deliveryNonce(sig).PK }, SK: { S: 'NONCE' } },
+      }),
     );
     const stored = unmarshall(item.Item!);
     expect(stored.ttl).toBe(Number(captured.headers.get('x-eve-timestamp')) + 600);
@@ -100,7 +113,10 @@ describe('replays are refused across instances', () => {
       (next: any, context: any) => async (args: any) => {
         const out = await next(args);
         if (context.commandName === 'PutItemCommand' && ++puts === 1) {
-          throw Object.assign(new Error('socket hang up after the request was sent'), { name: 'TimeoutError', code: 'ECONNRESET' });
+          throw Object.assign(new Error('socket hang up after the request was sent'), {
+            name: 'TimeoutError',
+            code: 'ECONNRESET',
+          });
         }
         return out;
       },
@@ -122,7 +138,10 @@ describe('replays are refused across instances', () => {
   test('when the replay guard cannot answer, the caller gets a bare 500 and nothing runs', async () => {
     const w = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_SIGNING_SECRET: SECRET } });
     worlds.push(w);
-    const missing = createContext(loadConfig({ ...w.fixture.env, EVE_WORLD_AWS_TABLE: 'no-such-table-here' }), w.fixture.clients);
+    const missing = createContext(
+      loadConfig({ ...w.fixture.env, EVE_WORLD_AWS_TABLE: 'no-such-table-here' }),
+      w.fixture.clients,
+    );
     const logger = new MemoryLogger();
     const { createQueue } = await import('../../src/queue/index.js');
     const { createConsumer } = await import('../../src/consumer/index.js');
@@ -134,7 +153,9 @@ describe('replays are refused across instances', () => {
     const text = await res.text();
     expect(JSON.parse(text)).toEqual({ error: 'Internal error' });
     expect(text).not.toMatch(/no-such-table|ResourceNotFound/);
-    expect(logger.lines.some((l) => l.startsWith('ERROR') && /ResourceNotFound|non-existent table/i.test(l))).toBe(true);
+    expect(logger.lines.some((l) => l.startsWith('ERROR') && /ResourceNotFound|non-existent table/i.test(l))).toBe(
+      true,
+    );
     expect(ran).toBe(0);
   });
 });
@@ -146,7 +167,10 @@ describe('without a secret, only this process reaches the flow route', () => {
     try {
       const w = await makeWorld({ register: false, start: false, env: { EVE_WORLD_AWS_FLOW_URL: server.url } });
       worlds.push(w);
-      route = w.queue.createQueueHandler('__wkf_workflow_', async (body: any, meta) => void w.deliveries.push({ body, meta, at: Date.now() }));
+      route = w.queue.createQueueHandler(
+        '__wkf_workflow_',
+        async (body: any, meta) => void w.deliveries.push({ body, meta, at: Date.now() }),
+      );
       await w.queue.start();
       const { messageId } = await w.queue.queue(Q, { runId: 'wrun_local' });
       await waitFor(() => w.deliveries.length === 1, 15_000, 'loopback delivery');
@@ -159,7 +183,9 @@ describe('without a secret, only this process reaches the flow route', () => {
         body: encodePayload({ runId: 'wrun_evil' }),
       });
       expect(outside.status).toBe(401);
-      const guessed = await fetch(signedRequest(encodePayload({ runId: 'wrun_evil' }), 'msg_GUESS', 'a-guessed-secret-0123456789', server.url));
+      const guessed = await fetch(
+        signedRequest(encodePayload({ runId: 'wrun_evil' }), 'msg_GUESS', 'a-guessed-secret-0123456789', server.url),
+      );
       expect(guessed.status).toBe(401);
       expect(w.deliveries.map((d) => d.body.runId)).toEqual(['wrun_local']);
     } finally {
@@ -205,9 +231,9 @@ describe('closed by default: no unsigned deliveries over a network', () => {
       await world.close();
     }
     // A loopback-looking name that is not loopback is still a network host.
-    expect(() => createWorld({ config: loadConfig({ ...stackEnv(), EVE_WORLD_AWS_FLOW_URL: 'http://127.0.0.1.nip.io/flow' }) })).toThrow(
-      /EVE_WORLD_AWS_SIGNING_SECRET/,
-    );
+    expect(() =>
+      createWorld({ config: loadConfig({ ...stackEnv(), EVE_WORLD_AWS_FLOW_URL: 'http://127.0.0.1.nip.io/flow' }) }),
+    ).toThrow(/EVE_WORLD_AWS_SIGNING_SECRET/);
   });
 
   test('the Lambda consumer refuses a public flow URL without a secret before any AWS call', async () => {

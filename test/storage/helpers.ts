@@ -2,11 +2,12 @@
  * Storage test fixture: a fresh table/bucket on the emulator stack and a Storage on it, plus
  * small builders for the events the runtime sends. Real calls only; no AWS mocks.
  */
+
+import type { Storage } from '@workflow/world';
+import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { destroyClients } from '../../src/aws/clients.js';
 import { createContext, type WorldContext } from '../../src/context.js';
 import { createStorage } from '../../src/storage/index.js';
-import type { Storage } from '@workflow/world';
-import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 
 export interface StorageFixture extends Fixture {

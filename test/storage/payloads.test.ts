@@ -2,8 +2,9 @@
  * Large values (S3 offload with `{__s3}` pointers), `resolveData: 'none'` (never reads S3),
  * opaque event data (unknown fields survive), and the errors for malformed input.
  */
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../src/aws/clients.js';

@@ -4,8 +4,9 @@
  * or tagged for the lifecycle rule (N days); `runs.get` on an expired run is
  * WorkflowRunNotFoundError. Without either, nothing expires.
  */
-import { QueryCommand } from '@aws-sdk/client-dynamodb';
+
 import { randomBytes } from 'node:crypto';
+import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import type { Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStorage } from '../../src/storage/index.js';

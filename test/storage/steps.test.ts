@@ -3,7 +3,7 @@
  * step_failed, step_retrying, with their errors.
  */
 import { TooEarlyError } from '@workflow/errors';
-import { slotToEventId, StepSchema } from '@workflow/world';
+import { StepSchema, slotToEventId } from '@workflow/world';
 import { ulid } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {

@@ -23,16 +23,24 @@ beforeAll(async () => {
   const { buildE2eApp } = (await import(path.join(here, '../e2e/build.mjs'))) as { buildE2eApp(): Promise<string> };
   await buildE2eApp(); // no-op when the bundle is fresh
   e2e = await startE2e();
-  const manifest = JSON.parse(readFileSync(path.join(here, '../e2e/app/.well-known/workflow/v1/manifest.json'), 'utf8'));
+  const manifest = JSON.parse(
+    readFileSync(path.join(here, '../e2e/app/.well-known/workflow/v1/manifest.json'), 'utf8'),
+  );
   tokenStream = manifest.workflows['workflows/tokens.ts'].tokenStream;
   e2e.fixture.clients.ddb.middlewareStack.add(
     (next, context) => async (args) => {
       const input = (args as { input: { Item?: { PK?: { S?: string } } } }).input;
-      const isStreamPut = (context as { commandName?: string }).commandName === 'PutItemCommand' && input.Item?.PK?.S?.startsWith('STREAM#');
+      const isStreamPut =
+        (context as { commandName?: string }).commandName === 'PutItemCommand' &&
+        input.Item?.PK?.S?.startsWith('STREAM#');
       if (!isStreamPut || !drop.targets.has(++drop.seen)) return next(args);
       await next(args).catch(() => undefined); // applied by DynamoDB; only the answer is lost
       drop.dropped++;
-      throw Object.assign(new Error('socket hang up (response dropped by the test)'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
+      throw Object.assign(new Error('socket hang up (response dropped by the test)'), {
+        name: 'TimeoutError',
+        code: 'ECONNRESET',
+        $metadata: {},
+      });
     },
     { step: 'deserialize', name: 'dropStreamPutResponse', priority: 'high' },
   );

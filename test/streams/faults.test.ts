@@ -79,7 +79,10 @@ async function blocks(runId: string, name: string): Promise<[number, number | 'e
       ConsistentRead: true,
     }),
   );
-  return (out.Items ?? []).map((it) => [keys.indexFromChunkSk(it.SK.S as string), it.eof?.BOOL ? 'eof' : (it.c?.L?.length ?? 0)]);
+  return (out.Items ?? []).map((it) => [
+    keys.indexFromChunkSk(it.SK.S as string),
+    it.eof?.BOOL ? 'eof' : (it.c?.L?.length ?? 0),
+  ]);
 }
 
 /**

@@ -5,7 +5,12 @@ import { WorkflowWorldError } from '@workflow/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../src/aws/clients.js';
 import { createContext } from '../../src/context.js';
-import { type AwsStreamer, activeStreamReaders, createStreamer, streamSignalListeners } from '../../src/streams/index.js';
+import {
+  type AwsStreamer,
+  activeStreamReaders,
+  createStreamer,
+  streamSignalListeners,
+} from '../../src/streams/index.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 
 const dec = new TextDecoder();
@@ -63,7 +68,8 @@ async function readAll(
 
 // Typed by newer @types/node only; present on Node >= 17.3.
 const countTimers = () =>
-  (process as unknown as { getActiveResourcesInfo(): string[] }).getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  (process as unknown as { getActiveResourcesInfo(): string[] }).getActiveResourcesInfo().filter((r) => r === 'Timeout')
+    .length;
 
 describe('streamer basics', () => {
   it('round-trips strings, bytes, empty and S3-sized chunks; getInfo, list, runId as a Promise', async () => {
@@ -297,7 +303,11 @@ describe('getChunks', () => {
     const last = await s.getChunks(runId, 'p', { limit: 250, cursor: small.cursor! });
     expect(last).toMatchObject({ hasMore: false, done: true });
     // A bad cursor is the same 400 WorkflowWorldError the event cursors throw.
-    for (const cursor of ['not-a-cursor', Buffer.from('{"i":-1,"k":0}').toString('base64url'), Buffer.from('{"i":1,"k":5}').toString('base64url')]) {
+    for (const cursor of [
+      'not-a-cursor',
+      Buffer.from('{"i":-1,"k":0}').toString('base64url'),
+      Buffer.from('{"i":1,"k":5}').toString('base64url'),
+    ]) {
       const err = await s.getChunks(runId, 'p', { cursor }).catch((e: unknown) => e);
       expect(WorkflowWorldError.is(err)).toBe(true);
       expect(err).toMatchObject({ status: 400, message: expect.stringMatching(/Invalid stream cursor/) });
@@ -307,7 +317,7 @@ describe('getChunks', () => {
 });
 
 describe('in-process fast path', () => {
-  it('a reader in the writer\'s process takes committed blocks from memory: one Query (the open) for 60 groups', async () => {
+  it("a reader in the writer's process takes committed blocks from memory: one Query (the open) for 60 groups", async () => {
     // Polls every 60 s: anything the reader gets after its first Query came from the bus.
     const slow = { ...fx.config, streamPollMs: 60_000, streamIdlePollMs: 60_000 };
     const clients = createClients(fx.config);

@@ -23,7 +23,17 @@ type Layer = { rank: number; name: string };
 function layerOf(rel: string): Layer {
   const top = rel.split('/')[0];
   if (
-    ['config.ts', 'log.ts', 'ddb.ts', 'payloads.ts', 'context.ts', 'polyfills.ts', 'resources.ts', 'aws', 'encryption'].includes(top)
+    [
+      'config.ts',
+      'log.ts',
+      'ddb.ts',
+      'payloads.ts',
+      'context.ts',
+      'polyfills.ts',
+      'resources.ts',
+      'aws',
+      'encryption',
+    ].includes(top)
   )
     return { rank: 0, name: 'base' };
   if (top === 'storage') return { rank: 1, name: 'storage' };

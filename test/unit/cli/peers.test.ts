@@ -33,7 +33,9 @@ describe('optional peers', () => {
       expect(pkg.devDependencies[name], name).toMatch(/^\d+\.\d+\.\d+/);
       expect(pkg.dependencies[name], name).toBeUndefined();
     }
-    expect(Object.keys(pkg.peerDependencies).sort()).toEqual([...new Set([...DEMO_PEERS, ...TUI_PEERS, ...CDK_PEERS])].sort());
+    expect(Object.keys(pkg.peerDependencies).sort()).toEqual(
+      [...new Set([...DEMO_PEERS, ...TUI_PEERS, ...CDK_PEERS])].sort(),
+    );
   });
 
   it('finds installed packages, also when their exports hide package.json', () => {

@@ -4,8 +4,8 @@
  * fails without the `microsandbox` package; pinned, the test runs the same on every host, and the
  * same as inside AWS Lambda (no KVM, no Docker there, so the default resolves to just-bash anyway).
  */
-import { defineSandbox } from "eve/sandbox";
-import { JustBashSandbox } from "eve/sandbox/just-bash";
+import { defineSandbox } from 'eve/sandbox';
+import { JustBashSandbox } from 'eve/sandbox/just-bash';
 
 // eve 0.80.1 needs the environment as a named export (docs/sandbox/just-bash.mdx).
 export const environment = JustBashSandbox.environment({ autoInstall: false });

@@ -1,6 +1,7 @@
 /** The default eve HTTP channel, open: the test server listens on 127.0.0.1 only. */
-import { eveChannel } from "eve/channels/eve";
-import { none } from "eve/channels/auth";
+
+import { none } from 'eve/channels/auth';
+import { eveChannel } from 'eve/channels/eve';
 
 export default eveChannel({
   auth: [none()],

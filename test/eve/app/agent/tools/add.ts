@@ -5,15 +5,15 @@
  *   (up to 120 s, or until `release-<a>-<b>` appears) so the test can SIGKILL the eve process
  *   mid-turn. Later executions (the retry after the restart) see the marker and return at once.
  */
-import { appendFileSync, existsSync, writeFileSync } from "node:fs";
-import path from "node:path";
-import { defineTool } from "eve/tools";
-import { z } from "zod";
+import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { defineTool } from 'eve/tools';
+import { z } from 'zod';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export default defineTool({
-  description: "Add two integers and return their sum.",
+  description: 'Add two integers and return their sum.',
   inputSchema: z.object({
     a: z.number().int(),
     b: z.number().int(),
@@ -23,7 +23,7 @@ export default defineTool({
     const dir = process.env.EVE_E2E_STATE_DIR;
     if (dir) {
       appendFileSync(
-        path.join(dir, "executions.log"),
+        path.join(dir, 'executions.log'),
         `${JSON.stringify({ pid: process.pid, a, b, slow: slow === true, at: new Date().toISOString() })}\n`,
       );
       const hold = path.join(dir, `hold-${a}-${b}`);
