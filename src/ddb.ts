@@ -15,6 +15,7 @@
  * STREAM#<runId>#<name>   CHUNK#<index:20>   stream chunk
  * STREAM#<runId>#<name>   STREAM#meta        { tailIndex, done }
  * QKEY#<idempotencyKey>   QKEY               queue dedupe claim, with a TTL attribute
+ * LEASE#<messageId>       LEASE              in-progress delivery lease of one logical message, with a TTL
  * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (events by correlation)
  *                      WF#<workflowName> / <createdAt>#<runId>      (runs by workflow name)
  *                      RUNHOOKS#<runId> / <hookId>                  (hooks of a run)
@@ -62,6 +63,7 @@ export const keys = {
   chunkSkPrefix: 'CHUNK#',
   indexFromChunkSk: (sk: string) => Number(sk.slice(6)),
   qkey: (idempotencyKey: string) => ({ PK: `QKEY#${idempotencyKey}`, SK: 'QKEY' }),
+  deliveryLease: (messageId: string) => ({ PK: `LEASE#${messageId}`, SK: 'LEASE' }),
   // GSI partitions
   corrGsi: (runId: string, correlationId: string) => `CORR#${runId}#${correlationId}`,
   runHooksGsi: (runId: string) => `RUNHOOKS#${runId}`,
