@@ -127,3 +127,59 @@ export async function releaseDeliveryLease(ctx: Ctx, lease: DeliveryLease): Prom
     if (!isConditionFailure(err)) throw err;
   }
 }
+
+/** What the delivery pipeline needs: take the lease (kept alive until released) or learn it is held. */
+export interface DeliveryLeasePort {
+  /**
+   * The held lease, or `undefined` when another live delivery of `messageId` holds it. `signal`
+   * aborts when the delivery is abandoned (shutdown): the lease then stops being extended, so it
+   * expires like a crashed holder's and another consumer can take the message.
+   */
+  acquire(messageId: string, signal?: AbortSignal): Promise<{ release(): Promise<void> } | undefined>;
+}
+
+export interface DeliveryLeaseLogger {
+  warn(msg: string): void;
+}
+
+/**
+ * The lease as the consumer uses it: acquire with `ttlMs`, extend every `ttlMs / 3` while the
+ * delivery runs (the lease's heartbeat), release on settle. When the store cannot be reached the
+ * delivery runs without the lease (logged): the event log stays exactly-once either way, and a
+ * DynamoDB outage must not also stop the queue.
+ */
+export function deliveryLeasePort(ctx: Ctx, opts: { ttlMs: number; logger?: DeliveryLeaseLogger }): DeliveryLeasePort {
+  const warn = (m: string) => (opts.logger ?? console).warn(`[eve-world-aws] ${m}`);
+  return {
+    async acquire(messageId, signal) {
+      let got: AcquireResult;
+      try {
+        got = await acquireDeliveryLease(ctx, messageId, { ttlMs: opts.ttlMs });
+      } catch (err) {
+        warn(`delivery lease for ${messageId} unavailable, delivering without it: ${String(err)}`);
+        return { release: async () => {} };
+      }
+      if (!got.acquired) return undefined;
+      const lease = got.lease;
+      const timer = setInterval(() => {
+        extendDeliveryLease(ctx, lease, { ttlMs: opts.ttlMs })
+          .then((ok) => {
+            if (!ok) warn(`delivery lease for ${messageId} was lost (expired and taken by another delivery)`);
+          })
+          .catch((err) => warn(`could not extend the delivery lease for ${messageId}: ${String(err)}`));
+      }, Math.max(100, Math.floor(opts.ttlMs / 3)));
+      timer.unref?.();
+      const stop = () => clearInterval(timer);
+      signal?.addEventListener('abort', stop, { once: true });
+      if (signal?.aborted) stop();
+      return {
+        async release() {
+          stop();
+          signal?.removeEventListener('abort', stop);
+          // A lease that cannot be released expires by itself after ttlMs.
+          await releaseDeliveryLease(ctx, lease).catch((err) => warn(`could not release the delivery lease for ${messageId}: ${String(err)}`));
+        },
+      };
+    },
+  };
+}

@@ -17,6 +17,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WorldConfig } from '../config.js';
+import type { DeliveryLeasePort } from './delivery-lease.js';
 import { SQS_MAX_VISIBILITY_SECONDS, planHop } from './delays.js';
 import { decodePayload, type Envelope, envelopeFromMessage } from './encoding.js';
 import { signatureHeaders } from './signing.js';
@@ -73,6 +74,11 @@ export interface DeliveryDeps {
    * be handled at the same time: the second copy waits and then replays what the first committed.
    */
   inFlight?: Set<string>;
+  /**
+   * The same guard across processes: a durable in-progress lease per logical message
+   * (delivery-lease.ts). A copy whose lease another live delivery holds is deferred, not run.
+   */
+  lease?: DeliveryLeasePort;
   now?: () => number;
 }
 
@@ -139,10 +145,14 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
   const inFlight = deps.inFlight;
   if (inFlight?.has(env.messageId)) return defer(msg, env, attempt, BUSY_RETRY_SECONDS, deps, logger);
   inFlight?.add(env.messageId);
+  let lease: { release(): Promise<void> } | undefined;
   try {
+    lease = await deps.lease?.acquire(env.messageId, deps.signal);
+    if (deps.lease && !lease) return await defer(msg, env, attempt, BUSY_RETRY_SECONDS, deps, logger);
     return await dispatchDelivery(msg, env, attempt, body, deps, logger, now);
   } finally {
     inFlight?.delete(env.messageId);
+    await lease?.release();
   }
 }
 

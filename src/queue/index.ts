@@ -28,6 +28,7 @@ import { type SchedulerPort, schedulerPort } from './delays.js';
 import { consoleLogger, DEFAULT_FLOW_PATH, type DeliveryOutcome, type Dispatch, type InboundMessage, type Logger } from './delivery.js';
 import { encodePayload } from './encoding.js';
 import { createQueueHandler } from './handler.js';
+import { deliveryLeasePort } from './delivery-lease.js';
 import { claimIdempotencyKey, markIdempotencyKeySent, releaseIdempotencyKey } from './idempotency.js';
 import { SqsTransport } from './transport.js';
 
@@ -195,6 +196,9 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
         concurrency: config.consumerConcurrency,
         waitTimeSeconds: options.waitTimeSeconds,
         drainTimeoutMs: options.drainTimeoutMs,
+        // One delivery at a time per logical message across processes (delivery-lease.ts). At most
+        // half the visibility: an abandoned delivery's lease is gone before SQS shows its message again.
+        lease: deliveryLeasePort(ctx, { ttlMs: Math.min(config.visibilityTimeoutSeconds / 2, 60) * 1000, logger }),
         ready,
         onOutcome: (outcome, msg) => {
           if (outcome.reason === 'transport') flowReachable = false;

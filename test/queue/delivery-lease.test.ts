@@ -117,3 +117,56 @@ describe.sequential('delivery lease', () => {
     await expect(acquireDeliveryLease(ctx, '', { ttlMs: 1000 })).rejects.toThrow(/messageId must be a non-empty string/);
   });
 });
+
+describe('delivery lease in the consumer', () => {
+  test('two copies of one message at two Worlds: the second is deferred while the first runs, then runs after it', async () => {
+    const { makeWorld } = await import('./support.js');
+    const sqsProxy = await startFaultProxy({ target: stackEnv().AWS_ENDPOINT_URL_SQS, service: 'sqs', seed: 5 });
+    const deferredAtB: string[] = [];
+    const env = { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '20', AWS_ENDPOINT_URL_SQS: sqsProxy.url };
+    // A handles one delivery at a time, so while it runs the first copy the second can only go to B
+    // (a different World: its in-process guard knows nothing of A's delivery).
+    const a = await makeWorld({ env: { ...env, EVE_WORLD_AWS_CONCURRENCY: '1' } });
+    const b = await makeWorld({
+      sameAs: a,
+      start: false,
+      env: { EVE_WORLD_AWS_CONCURRENCY: '8' },
+      queueOptions: {
+        onDeliveryOutcome: (o) => {
+          if (o.reason === 'deferred' && o.messageId) deferredAtB.push(o.messageId);
+        },
+      },
+    });
+    try {
+      let open!: () => void;
+      const gate = new Promise<void>((r) => {
+        open = r;
+      });
+      let running = 0;
+      let maxRunning = 0;
+      for (const w of [a, b]) {
+        w.respond = async () => {
+          running++;
+          maxRunning = Math.max(maxRunning, running);
+          await gate;
+          running--;
+        };
+      }
+      sqsProxy.setRules([{ kind: 'duplicate', ops: ['SendMessage'], count: 1 }]);
+      const { messageId } = await a.queue.queue('__wkf_workflow_lease' as never, { runId: 'wrun_lease' });
+      expect(sqsProxy.injected('duplicate')).toBe(1);
+      const { waitFor } = await import('./support.js');
+      await waitFor(() => a.deliveries.length === 1, 20_000, 'A to run the first copy');
+      await b.queue.start();
+      await waitFor(() => deferredAtB.includes(messageId as string), 20_000, 'B to defer the second copy');
+      expect(a.deliveries.length + b.deliveries.length).toBe(1);
+      open();
+      await waitFor(() => a.deliveries.length + b.deliveries.length === 2, 20_000, 'the deferred copy to run after the first');
+      expect(maxRunning).toBe(1);
+    } finally {
+      await a.close();
+      await b.close();
+      await sqsProxy.close();
+    }
+  });
+});
