@@ -19,6 +19,7 @@
  */
 import { loadConfig, type WorldConfig } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
+import { type DeliveryLeasePort, deliveryLeasePort } from '../queue/delivery-lease.js';
 import { consoleLogger, DEFAULT_FLOW_PATH, deliverMessage, type DeliveryOutcome, type Dispatch, type InboundMessage, type Logger } from '../queue/delivery.js';
 import { schedulerPort } from '../queue/delays.js';
 import { SqsTransport } from '../queue/transport.js';
@@ -78,7 +79,7 @@ export function inboundFromRecord(r: SQSRecord): InboundMessage {
 export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent, context?: LambdaContextLike) => Promise<SQSBatchResponse> {
   const logger = opts.logger ?? consoleLogger;
   let state:
-    | { ctx: WorldContext; config: WorldConfig; transport: SqsTransport; dispatch: Dispatch; url: string; inFlight: Set<string> }
+    | { ctx: WorldContext; config: WorldConfig; transport: SqsTransport; dispatch: Dispatch; url: string; inFlight: Set<string>; lease: DeliveryLeasePort }
     | undefined;
 
   // Built on the first event, so importing the module never throws on a bad environment.
@@ -97,6 +98,8 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
       ctx,
       config,
       inFlight: new Set<string>(),
+      // One delivery at a time per logical message across containers (queue/delivery-lease.ts).
+      lease: deliveryLeasePort(ctx, { ttlMs: Math.min(config.visibilityTimeoutSeconds / 2, 60) * 1000, logger }),
       // Long re-sends (`timeoutSeconds` over 12 h) use the Scheduler when one is configured.
       transport: new SqsTransport(ctx, config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined),
       dispatch: opts.flow ?? ((req) => fetch(req)),
@@ -131,6 +134,7 @@ export function createSqsHandler(opts: SqsHandlerOptions = {}): (event: SQSEvent
             logger,
             signal: abort.signal,
             inFlight: s.inFlight,
+            lease: s.lease,
           });
         } catch (err) {
           logger.warn(`[eve-world-aws] delivery of SQS message ${record.messageId} failed, it will be retried: ${String(err)}`);
