@@ -4,7 +4,7 @@
 // table and writes bench/results/faults-<timestamp>.json (+ faults-latest.json).
 //
 //   node bench/faults.mjs                 # 1000 runs per scenario (tens of minutes on 2 cores)
-//   node bench/faults.mjs --runs 200 --rate 0.05 --dup-rate 0.1 --seed 3
+//   node bench/faults.mjs --runs 200 --rate 0.05 --dup-rate 0.1 --seed 3 --only dup
 //
 // The test's own assertions (every run completes, dense slots, one terminal event per step and run,
 // empty DLQ, nothing stranded) still apply; the extra step bodies are what this script reports.
@@ -28,6 +28,8 @@ const runs = Number(arg('runs', '1000'));
 const rate = Number(arg('rate', '0.03'));
 const dupRate = Number(arg('dup-rate', '0.1'));
 const seed = Number(arg('seed', '1'));
+const only = arg('only', '');
+if (only && only !== 'wire' && only !== 'dup') throw new Error(`--only must be wire or dup, got ${only}`);
 for (const [k, v] of Object.entries({ runs, rate, dupRate, seed })) {
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${k} must be a non-negative number (e.g. --runs 1000)`);
 }
@@ -47,6 +49,7 @@ const res = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'vitest
     EVE_FAULTS_DUP_RATE: String(dupRate),
     EVE_FAULTS_SEED: String(seed),
     EVE_FAULTS_REPORT: file,
+    ...(only ? { EVE_FAULTS_ONLY: only } : {}),
   },
 });
 let reports = [];

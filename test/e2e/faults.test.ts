@@ -14,6 +14,8 @@ import { duplicateDeliveries, type FaultReport, runFaultScenario, violations, wi
 
 const RUNS = Number(process.env.EVE_FAULTS_RUNS ?? 12);
 const SEED = Number(process.env.EVE_FAULTS_SEED ?? 1);
+/** `wire` or `dup`: run only that scenario (bench/faults.mjs --only). */
+const ONLY = process.env.EVE_FAULTS_ONLY;
 const reports: FaultReport[] = [];
 
 afterAll(() => {
@@ -23,7 +25,7 @@ afterAll(() => {
 const timeout = 120_000 + RUNS * 2_000;
 
 describe.sequential('fault suite', () => {
-  test(
+  test.skipIf(ONLY === 'dup')(
     'throttling, 5xx and lost responses on DynamoDB, SQS and S3: every run completes exactly once, nothing stranded',
     async () => {
       const r = await runFaultScenario(wireFaults(Number(process.env.EVE_FAULTS_RATE ?? 0.03)), { stackEnv: stackEnv(), runs: RUNS, seed: SEED });
@@ -41,7 +43,7 @@ describe.sequential('fault suite', () => {
     timeout,
   );
 
-  test(
+  test.skipIf(ONLY === 'wire')(
     'duplicate SQS deliveries handled by two consumers at once: every run completes exactly once; extra step bodies reported',
     async () => {
       const r = await runFaultScenario(duplicateDeliveries(Number(process.env.EVE_FAULTS_DUP_RATE ?? 0.1)), {
