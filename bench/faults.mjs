@@ -4,7 +4,7 @@
 // table and writes bench/results/faults-<timestamp>.json (+ faults-latest.json).
 //
 //   node bench/faults.mjs                 # 1000 runs per scenario (tens of minutes on 2 cores)
-//   node bench/faults.mjs --runs 200 --rate 0.05 --dup-rate 0.1 --seed 3 --only dup
+//   node bench/faults.mjs --runs 200 --rate 0.05 --dup-rate 0.1 --seed 3 --only dup   (wire|dup|kill)
 //
 // The test's own assertions (every run completes, dense slots, one terminal event per step and run,
 // empty DLQ, nothing stranded) still apply; the extra step bodies are what this script reports.
@@ -29,7 +29,7 @@ const rate = Number(arg('rate', '0.03'));
 const dupRate = Number(arg('dup-rate', '0.1'));
 const seed = Number(arg('seed', '1'));
 const only = arg('only', '');
-if (only && only !== 'wire' && only !== 'dup') throw new Error(`--only must be wire or dup, got ${only}`);
+if (only && !['wire', 'dup', 'kill'].includes(only)) throw new Error(`--only must be wire, dup or kill, got ${only}`);
 for (const [k, v] of Object.entries({ runs, rate, dupRate, seed })) {
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${k} must be a non-negative number (e.g. --runs 1000)`);
 }
@@ -68,7 +68,7 @@ const byKind = (r, kind) => Object.entries(r.injected).reduce((n, [k, v]) => (k.
 console.log(
   table(
     `Fault suite: ${runs} runs of countedSteps(3) (3 sequential steps + fan-out of 4 + sleep) per scenario, seed ${seed}`,
-    ['scenario', 'runs done', 'requests', 'throttled', '5xx', 'lost resp.', 'dup sends', 'holes', 'bad terminals', 'DLQ', 'stranded', 'extra bodies', 'extra %', 's'],
+    ['scenario', 'runs done', 'requests', 'throttled', '5xx', 'lost resp.', 'dup sends', 'SIGKILLs', 'holes', 'bad terminals', 'DLQ', 'stranded', 'extra bodies', 'extra %', 's'],
     reports.map((r) => [
       r.scenario,
       `${r.completed}/${r.runs}`,
@@ -77,6 +77,7 @@ console.log(
       byKind(r, 'error5xx'),
       byKind(r, 'lose-response'),
       byKind(r, 'duplicate'),
+      r.killed ?? 0,
       r.holeyLogs,
       r.badStepTerminals + r.badRunTerminals,
       r.dlqMessages,

@@ -10,11 +10,11 @@
 import { writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, test } from 'vitest';
 import { stackEnv } from '../helpers/aws.js';
-import { duplicateDeliveries, type FaultReport, runFaultScenario, violations, wireFaults } from '../faults/suite.js';
+import { duplicateDeliveries, type FaultReport, runFaultScenario, sigkillConsumers, violations, wireFaults } from '../faults/suite.js';
 
 const RUNS = Number(process.env.EVE_FAULTS_RUNS ?? 12);
 const SEED = Number(process.env.EVE_FAULTS_SEED ?? 1);
-/** `wire` or `dup`: run only that scenario (bench/faults.mjs --only). */
+/** `wire`, `dup` or `kill`: run only that scenario (bench/faults.mjs --only). */
 const ONLY = process.env.EVE_FAULTS_ONLY;
 const reports: FaultReport[] = [];
 
@@ -22,10 +22,10 @@ afterAll(() => {
   if (process.env.EVE_FAULTS_REPORT) writeFileSync(process.env.EVE_FAULTS_REPORT, `${JSON.stringify(reports, null, 2)}\n`);
 });
 
-const timeout = 120_000 + RUNS * 2_000;
+const timeout = 240_000 + RUNS * 2_000;
 
 describe.sequential('fault suite', () => {
-  test.skipIf(ONLY === 'dup')(
+  test.skipIf(ONLY !== undefined && ONLY !== 'wire')(
     'throttling, 5xx and lost responses on DynamoDB, SQS and S3: every run completes exactly once, nothing stranded',
     async () => {
       const r = await runFaultScenario(wireFaults(Number(process.env.EVE_FAULTS_RATE ?? 0.03)), { stackEnv: stackEnv(), runs: RUNS, seed: SEED });
@@ -43,8 +43,8 @@ describe.sequential('fault suite', () => {
     timeout,
   );
 
-  test.skipIf(ONLY === 'wire')(
-    'duplicate SQS deliveries handled by two consumers at once: every run completes exactly once; extra step bodies reported',
+  test.skipIf(ONLY !== undefined && ONLY !== 'dup')(
+    'duplicate SQS deliveries handled by two consumer processes at once: every run completes exactly once; extra step bodies reported',
     async () => {
       const r = await runFaultScenario(duplicateDeliveries(Number(process.env.EVE_FAULTS_DUP_RATE ?? 0.1)), {
         stackEnv: stackEnv(),
@@ -54,6 +54,19 @@ describe.sequential('fault suite', () => {
       reports.push(r);
       console.log(`[faults] ${r.scenario}: extra step bodies ${r.extraBodies}/${r.bodiesExpected} (${r.extraBodiesPct.toFixed(2)}%); ${JSON.stringify(r)}`);
       expect(r.injected['sqs duplicate:SendMessage'] ?? 0).toBeGreaterThan(0);
+      expect(violations(r)).toEqual([]);
+      expect(r.completed).toBe(RUNS);
+    },
+    timeout,
+  );
+
+  test.skipIf(ONLY !== undefined && ONLY !== 'kill')(
+    'consumer processes SIGKILLed mid-work (with duplicates): every run completes exactly once, nothing stranded',
+    async () => {
+      const r = await runFaultScenario(sigkillConsumers(), { stackEnv: stackEnv(), runs: RUNS, seed: SEED });
+      reports.push(r);
+      console.log(`[faults] ${r.scenario}: killed ${r.killed}; extra step bodies ${r.extraBodies}/${r.bodiesExpected} (${r.extraBodiesPct.toFixed(2)}%); ${JSON.stringify(r)}`);
+      expect(r.killed).toBeGreaterThan(0);
       expect(violations(r)).toEqual([]);
       expect(r.completed).toBe(RUNS);
     },

@@ -13,9 +13,11 @@
  * Duplicated step bodies (a body that ran more than once: side effects, not the event log) are
  * counted and reported separately; they are not an invariant of today's consumer.
  */
-import { readFileSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { eventIdToSlot } from '@workflow/world';
@@ -39,6 +41,10 @@ export interface FaultScenario {
   secondConsumer?: boolean;
   /** Extra config env (e.g. a low payload threshold, so S3 carries the payloads). */
   env?: Record<string, string>;
+  /** Consumer processes (test/faults/consumer-child.mjs on dist/) next to the in-process one. */
+  childConsumers?: number;
+  /** SIGKILL one consumer process this often (round robin) and start a replacement. */
+  killEveryMs?: number;
 }
 
 export interface FaultReport {
@@ -63,8 +69,11 @@ export interface FaultReport {
   bodiesRan: number;
   extraBodies: number;
   extraBodiesPct: number;
-  /** Injected faults by `service kind:operation`. */
+  /** Injected faults by `service kind:operation`; consumer processes SIGKILLed. */
   injected: Record<string, number>;
+  killed: number;
+  /** Runs not finished by the deadline: id, status and last event. */
+  stuck: string[];
   requests: Record<string, number>;
   seconds: number;
 }
@@ -87,18 +96,46 @@ export function wireFaults(rate = 0.03): FaultScenario {
   };
 }
 
-/** Duplicate SQS deliveries at `rate`, consumed by two Worlds at once. */
+/** Duplicate SQS deliveries at `rate`, consumed at once by this process and a consumer process. */
 export function duplicateDeliveries(rate = 0.1): FaultScenario {
-  return { name: `duplicate deliveries (${Math.round(rate * 100)}% of sends, two consumers)`, sqs: [{ kind: 'duplicate', rate }], secondConsumer: true };
+  return {
+    name: `duplicate deliveries (${Math.round(rate * 100)}% of sends, two consumer processes)`,
+    sqs: [{ kind: 'duplicate', rate }],
+    childConsumers: 1,
+  };
 }
 
-const STEPS_PER_RUN = 3 + 4; // countedSteps(prefix, 3): 3 sequential + a fan-out of 4
+/**
+ * Consumer processes SIGKILLed mid-work every `everyMs`, with 10% duplicate deliveries. The queue's
+ * visibility is 5 s here: with the default (900 s) a killed consumer's messages come back only
+ * after 15 minutes until the consumer receives with its own short visibility.
+ */
+export function sigkillConsumers(everyMs = 3000): FaultScenario {
+  return {
+    name: `SIGKILL a consumer process every ${everyMs / 1000} s (2 processes, visibility 5 s, 10% duplicates)`,
+    sqs: [{ kind: 'duplicate', rate: 0.1 }],
+    childConsumers: 2,
+    killEveryMs: everyMs,
+    env: { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '5' },
+  };
+}
+
+const STEPS_PER_RUN = 3 + 4;
+const STUCK = Symbol('stuck'); // countedSteps(prefix, 3): 3 sequential + a fan-out of 4
 
 type FlowPost = (req: Request) => Promise<Response>;
 
 export async function runFaultScenario(
   scenario: FaultScenario,
-  opts: { stackEnv: Record<string, string>; runs: number; seed?: number; inFlight?: number; log?: (m: string) => void },
+  opts: {
+    stackEnv: Record<string, string>;
+    runs: number;
+    seed?: number;
+    inFlight?: number;
+    log?: (m: string) => void;
+    /** A run not finished this long after its start counts as stuck (reported, not awaited). Default 120 s. */
+    runDeadlineMs?: number;
+  },
 ): Promise<FaultReport> {
   const t0 = performance.now();
   const seed = opts.seed ?? 1;
@@ -110,6 +147,7 @@ export async function runFaultScenario(
   const flow = (await import(path.join(wellKnown, 'flow.mjs'))) as { POST: FlowPost };
   const tally = () => ((globalThis as Record<string, unknown>).__e2eStepTally as Map<string, number> | undefined) ?? new Map<string, number>();
 
+  const children = scenario.childConsumers ? await startChildren(scenario.childConsumers, fixture.env, log) : undefined;
   const worlds: AwsWorld[] = [createWorld({ config: fixture.config, clients: fixture.clients })];
   const extraClients = scenario.secondConsumer ? createClients(loadConfig(fixture.env)) : undefined;
   if (extraClients) worlds.push(createWorld({ config: fixture.config, clients: extraClients }));
@@ -141,10 +179,18 @@ export async function runFaultScenario(
     extraBodies: 0,
     extraBodiesPct: 0,
     injected: {},
+    killed: 0,
+    stuck: [],
     requests: {},
     seconds: 0,
   };
   const runIds: string[] = [];
+  const killer =
+    children && scenario.killEveryMs
+      ? setInterval(() => {
+          children.killOne().then(() => report.killed++, (err) => log(`could not restart a consumer: ${String(err)}`));
+        }, scenario.killEveryMs)
+      : undefined;
   try {
     // A bounded number of runs in flight, like a steady stream of work.
     let next = 0;
@@ -162,7 +208,18 @@ export async function runFaultScenario(
             continue;
           }
           runIds.push(run.runId);
-          const value = await run.returnValue;
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<typeof STUCK>((resolve) => {
+            timer = setTimeout(() => resolve(STUCK), opts.runDeadlineMs ?? 120_000);
+          });
+          const value = await Promise.race([run.returnValue, late]);
+          clearTimeout(timer);
+          if (value === STUCK) {
+            const events = (await worlds[0].events.list({ runId: run.runId, pagination: { limit: 1000 }, resolveData: 'none' })).data;
+            const last = events[events.length - 1];
+            report.stuck.push(`${run.runId} (${events.length} events, last ${last?.eventType} ${last?.correlationId ?? ''} at ${String(last?.createdAt)})`);
+            continue;
+          }
           report.completed++;
           if (value !== 3 + (0 + 1 + 2 + 3)) report.wrongResult++;
           if (report.completed % 100 === 0) log(`${report.completed}/${opts.runs} runs completed`);
@@ -170,7 +227,8 @@ export async function runFaultScenario(
       }),
     );
 
-    // Checks run without faults.
+    // Checks run without faults (and without kills).
+    if (killer) clearInterval(killer);
     for (const p of proxies.all) p.setRules([]);
     const world = worlds[0];
     for (const runId of runIds) {
@@ -218,11 +276,14 @@ export async function runFaultScenario(
     report.nonTerminalRuns = (await world.runs.list({ status: ['pending', 'running'], resolveData: 'none', pagination: { limit: 100 } })).data.length;
     report.pendingClaims = await countPendingClaims(fixture.clients, fixture.config.tableName);
 
-    const mine = [...tally().entries()].filter(([k]) => k.startsWith(`${prefix}:`));
-    report.bodiesRan = mine.reduce((n, [, c]) => n + c, 0);
-    report.extraBodies = report.bodiesRan - mine.length;
-    report.extraBodiesPct = mine.length ? (100 * report.extraBodies) / mine.length : 0;
+    const counts = new Map([...tally().entries()].filter(([k]) => k.startsWith(`${prefix}:`)));
+    for (const k of children?.tally() ?? []) if (k.startsWith(`${prefix}:`)) counts.set(k, (counts.get(k) ?? 0) + 1);
+    report.bodiesRan = [...counts.values()].reduce((n, c) => n + c, 0);
+    report.extraBodies = report.bodiesRan - counts.size;
+    report.extraBodiesPct = counts.size ? (100 * report.extraBodies) / counts.size : 0;
   } finally {
+    if (killer) clearInterval(killer);
+    await children?.stop();
     for (const p of proxies.all) {
       p.setRules([]);
       for (const [k, v] of Object.entries(p.stats.injected)) report.injected[`${p.service} ${k}`] = v;
@@ -266,7 +327,7 @@ async function countPendingClaims(clients: ReturnType<typeof createClients>, tab
 export function violations(r: FaultReport): string[] {
   const v: string[] = [];
   if (r.failedToStart) v.push(`${r.failedToStart} runs failed to start`);
-  if (r.completed !== r.runs - r.failedToStart) v.push(`${r.runs - r.completed} runs did not complete`);
+  if (r.completed !== r.runs - r.failedToStart) v.push(`${r.runs - r.completed} runs did not complete: ${r.stuck.join('; ')}`);
   if (r.wrongResult) v.push(`${r.wrongResult} runs returned a wrong value`);
   if (r.holeyLogs) v.push(`${r.holeyLogs} runs have event ids that are not dense slots`);
   if (r.badStepTerminals) v.push(`${r.badStepTerminals} steps without exactly one terminal event`);
@@ -277,4 +338,94 @@ export function violations(r: FaultReport): string[] {
   if (r.pendingClaims) v.push(`${r.pendingClaims} idempotency claims left pending`);
   if (r.bodiesRan - r.extraBodies !== r.bodiesExpected) v.push(`${r.bodiesExpected - (r.bodiesRan - r.extraBodies)} step bodies never ran`);
   return v;
+}
+
+// ------------------------------------------------------------------ consumer processes
+
+const root = path.resolve(here, '..', '..');
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? newestMtime(p) : statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/** Consumer processes run dist/: build it when it is missing or older than src/. */
+function ensureDist(): string {
+  const index = path.join(root, 'dist', 'index.js');
+  if (!existsSync(index) || statSync(index).mtimeMs < newestMtime(path.join(root, 'src'))) {
+    const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, encoding: 'utf8' });
+    if (!existsSync(index)) throw new Error(`building dist/ for the consumer processes failed:\n${r.stdout}${r.stderr}`);
+  }
+  return pathToFileURL(index).href;
+}
+
+async function startChildren(n: number, env: Record<string, string>, log: (m: string) => void) {
+  const distUrl = ensureDist();
+  const dir = mkdtempSync(path.join(tmpdir(), 'eve-faults-'));
+  const tallyFile = path.join(dir, 'tally.txt');
+  writeFileSync(tallyFile, '');
+  const script = path.join(here, 'consumer-child.mjs');
+  const spawnOne = () =>
+    new Promise<ChildProcess>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--no-warnings', script, distUrl, path.join(wellKnown, 'flow.mjs'), tallyFile], {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let err = '';
+      child.stderr?.on('data', (d: Buffer) => {
+        err += d.toString();
+        if (err.length > 20_000) err = err.slice(-10_000);
+      });
+      child.stdout?.on('data', (d: Buffer) => {
+        if (d.toString().includes('ready')) resolve(child);
+      });
+      child.once('exit', (code, signal) => reject(new Error(`consumer process exited before it was ready (${code ?? signal}): ${err.slice(-2000)}`)));
+    });
+  const procs = await Promise.all(Array.from({ length: n }, spawnOne));
+  let turn = 0;
+  let restarting: Promise<void> | undefined;
+  return {
+    /** SIGKILL one process (round robin) and start its replacement; skipped while one is starting. */
+    killOne(): Promise<void> {
+      if (restarting) return Promise.reject(new Error('a replacement is still starting; kill skipped'));
+      const i = turn++ % procs.length;
+      procs[i].kill('SIGKILL');
+      log(`SIGKILLed consumer process ${procs[i].pid}`);
+      restarting = spawnOne().then(
+        (p) => {
+          procs[i] = p;
+          restarting = undefined;
+        },
+        (err) => {
+          restarting = undefined;
+          throw err;
+        },
+      );
+      return restarting;
+    },
+    tally: () => readFileSync(tallyFile, 'utf8').split('\n').filter(Boolean),
+    async stop() {
+      await restarting?.catch(() => undefined);
+      await Promise.all(
+        procs.map(
+          (p) =>
+            new Promise<void>((resolve) => {
+              if (p.exitCode !== null || p.signalCode !== null) return resolve();
+              const t = setTimeout(() => p.kill('SIGKILL'), 10_000);
+              p.once('exit', () => {
+                clearTimeout(t);
+                resolve();
+              });
+              p.kill('SIGTERM');
+            }),
+        ),
+      );
+    },
+    dir,
+  };
 }
