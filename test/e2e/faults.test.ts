@@ -54,6 +54,7 @@ describe.sequential('fault suite', () => {
       reports.push(r);
       console.log(`[faults] ${r.scenario}: extra step bodies ${r.extraBodies}/${r.bodiesExpected} (${r.extraBodiesPct.toFixed(2)}%); ${JSON.stringify(r)}`);
       expect(r.injected['sqs duplicate:SendMessage'] ?? 0).toBeGreaterThan(0);
+      expect(r.bodiesInChildren).toBeGreaterThan(0); // the consumer process did take part
       expect(violations(r)).toEqual([]);
       expect(r.completed).toBe(RUNS);
     },
@@ -67,6 +68,7 @@ describe.sequential('fault suite', () => {
       reports.push(r);
       console.log(`[faults] ${r.scenario}: killed ${r.killed}; extra step bodies ${r.extraBodies}/${r.bodiesExpected} (${r.extraBodiesPct.toFixed(2)}%); ${JSON.stringify(r)}`);
       expect(r.killed).toBeGreaterThan(0);
+      expect(r.bodiesInChildren).toBeGreaterThan(0);
       expect(violations(r)).toEqual([]);
       expect(r.completed).toBe(RUNS);
     },

@@ -69,6 +69,8 @@ export interface FaultReport {
   bodiesRan: number;
   extraBodies: number;
   extraBodiesPct: number;
+  /** Step bodies that ran in the consumer processes (the rest ran in this process). */
+  bodiesInChildren: number;
   /** Injected faults by `service kind:operation`; consumer processes SIGKILLed. */
   injected: Record<string, number>;
   killed: number;
@@ -178,6 +180,7 @@ export async function runFaultScenario(
     bodiesRan: 0,
     extraBodies: 0,
     extraBodiesPct: 0,
+    bodiesInChildren: 0,
     injected: {},
     killed: 0,
     stuck: [],
@@ -277,7 +280,11 @@ export async function runFaultScenario(
     report.pendingClaims = await countPendingClaims(fixture.clients, fixture.config.tableName);
 
     const counts = new Map([...tally().entries()].filter(([k]) => k.startsWith(`${prefix}:`)));
-    for (const k of children?.tally() ?? []) if (k.startsWith(`${prefix}:`)) counts.set(k, (counts.get(k) ?? 0) + 1);
+    for (const k of children?.tally() ?? []) {
+      if (!k.startsWith(`${prefix}:`)) continue;
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+      report.bodiesInChildren++;
+    }
     report.bodiesRan = [...counts.values()].reduce((n, c) => n + c, 0);
     report.extraBodies = report.bodiesRan - counts.size;
     report.extraBodiesPct = counts.size ? (100 * report.extraBodies) / counts.size : 0;
