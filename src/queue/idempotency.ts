@@ -126,7 +126,11 @@ export async function claimIdempotencyKey(
       if (!isConditionFailure(err)) throw err;
       old = err.Item ? (unmarshall(err.Item) as StoredClaim) : await readClaim(ctx, idempotencyKey);
     }
-    if (!old) continue; // deleted (released) in between: claim again
+    if (!old) {
+      // Deleted (released) in between: claim again, after a short pause.
+      await sleep(wait);
+      continue;
+    }
     if (old.state !== 'pending') return { claimed: false, messageId: old.messageId ?? '' };
     if ((old.leaseUntil ?? 0) > t) {
       // Being sent by a live owner: wait for `sent` (a duplicate) or for the lease to end.
