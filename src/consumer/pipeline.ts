@@ -4,7 +4,8 @@
  *
  *   decode   the SQS copy -> one {@link Envelope} (attributes or scheduler envelope), or malformed
  *   decide   deliver now | hop (long wait not due: send the next hop) | defer (a copy of the same
- *            logical message is running here already)
+ *            logical message is running here already, or in another process: its delivery lease
+ *            is held)
  *   dispatch signed `createQueueHandler` request to the flow route (in process or over HTTP),
  *            with a visibility heartbeat while it runs -> a {@link Verdict}
  *   settle   ack (caller deletes) | keep (visibility set for the retry) | re-send (a replacement
@@ -14,6 +15,9 @@
  * - A copy is deleted only after its handler acked it, or after its replacement (next hop, long
  *   `timeoutSeconds`, parked outage copy) has been accepted by SQS or the Scheduler.
  * - The handler never sees a message before its `deliverAt` (by this process's clock).
+ * - With a `lease`, at most one copy of a logical message is dispatched at a time across
+ *   processes: the lease is taken before dispatch and released after settle; a copy that finds it
+ *   held is deferred until the lease expires, never run (see ./delivery-lease.ts).
  * - `x-vqs-message-id` is the logical id, identical on every SQS copy; the attempt is the carried
  *   attempt offset plus SQS's ApproximateReceiveCount.
  * - Outages of the flow route (unreachable, 502/503/504, 429, 408, or any 5xx while the circuit is
@@ -30,6 +34,7 @@ import { planHop, SQS_MAX_VISIBILITY_SECONDS } from '../queue/delays.js';
 import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
 import type { SqsTransport } from '../queue/transport.js';
 import type { CircuitBreaker } from './breaker.js';
+import { type DeliveryLeasePort, type HeldLease, leaseTtlMs, MAX_LEASE_TTL_MS } from './delivery-lease.js';
 import type { SqsReceipts } from './receipts.js';
 import { processSigningKey, signatureHeaders } from './signing.js';
 
@@ -92,6 +97,13 @@ export interface DeliveryDeps {
    * committed.
    */
   inFlight?: Set<string>;
+  /**
+   * The same guard across processes: a durable in-progress lease per logical message
+   * (./delivery-lease.ts), ttl = min(visibilitySeconds / 2, 60 s), extended every ttl / 3 while
+   * the delivery runs. A copy whose lease another live delivery holds is deferred until the lease
+   * expires, not run.
+   */
+  lease?: DeliveryLeasePort;
   now?: () => number;
 }
 
@@ -102,6 +114,9 @@ const MAX_INLINE_WAIT_MS = 1000;
 
 /** How long a copy of a message that is already being handled in this process waits (s). */
 const BUSY_RETRY_SECONDS = 5;
+
+/** Upper bound of a lease deferral (s): the longest lease ttl (a skewed clock cannot hide a copy longer). */
+const MAX_LEASE_WAIT_SECONDS = MAX_LEASE_TTL_MS / 1000;
 
 /** Backoff before SQS shows a failed delivery again: 2, 4, 8 … 64 s, never above visibility. */
 export function failureBackoffSeconds(receiveCount: number, visibilityTimeoutSeconds: number): number {
@@ -150,17 +165,37 @@ export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): P
     return settle(msg, envelope, attempt, { kind: 'paused' }, deps, logger);
   }
 
-  // 3. dispatch
+  // 3. dispatch (under the delivery lease, when there is one)
   deps.inFlight?.add(envelope.messageId);
-  let verdict: Verdict;
+  let lease: HeldLease | undefined;
   try {
-    verdict = await dispatch(msg, envelope, attempt, deps, logger, now);
+    let verdict: Verdict;
+    const claim = await deps.lease?.acquire(envelope.messageId, {
+      ttlMs: leaseTtlMs(deps.visibilitySeconds),
+      signal: deps.signal,
+    });
+    if (claim && !claim.acquired) {
+      verdict = { kind: 'busy', seconds: heldSeconds(claim.expiresAt, now()) };
+    } else {
+      lease = claim;
+      verdict = await dispatch(msg, envelope, attempt, deps, logger, now);
+    }
+    // 4. settle (the lease is kept until the copy's fate is decided)
+    return await settle(msg, envelope, attempt, verdict, deps, logger);
   } finally {
     deps.inFlight?.delete(envelope.messageId);
+    await lease?.release();
   }
+}
 
-  // 4. settle
-  return settle(msg, envelope, attempt, verdict, deps, logger);
+/**
+ * How long a copy whose lease another delivery holds waits: until the lease expires (its holder
+ * extends it while alive, so the copy then usually finds the message settled), at least 1 s.
+ * Each deferral costs the copy one receive, so it is not retried sooner.
+ */
+function heldSeconds(expiresAt: number, now: number): number {
+  if (!(expiresAt > 0)) return BUSY_RETRY_SECONDS;
+  return Math.max(1, Math.min(Math.ceil((expiresAt - now) / 1000), MAX_LEASE_WAIT_SECONDS));
 }
 
 async function dispatch(
