@@ -128,7 +128,7 @@ type Verdict =
   | { kind: 'ack' }
   | { kind: 'hop'; delaySeconds: number; deliverAt: number }
   | { kind: 'later'; seconds: number }
-  | { kind: 'busy'; seconds: number }
+  | { kind: 'busy'; seconds: number; detail: string }
   | { kind: 'paused' }
   | { kind: 'poison'; reason: 'malformed' | 'unauthorized' | 'failed'; detail: string }
   | { kind: 'outage'; reason: 'transport' | 'unavailable'; detail: string; ambiguous: boolean }
@@ -159,7 +159,18 @@ export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): P
     if (remaining > 0) await sleep(remaining, deps.signal);
   }
   if (deps.inFlight?.has(envelope.messageId)) {
-    return settle(msg, envelope, attempt, { kind: 'busy', seconds: BUSY_RETRY_SECONDS }, deps, logger);
+    return settle(
+      msg,
+      envelope,
+      attempt,
+      {
+        kind: 'busy',
+        seconds: BUSY_RETRY_SECONDS,
+        detail: `a copy is being delivered in this process; retried in ${BUSY_RETRY_SECONDS} s`,
+      },
+      deps,
+      logger,
+    );
   }
   if (deps.gateOnBreaker && deps.breaker && !deps.breaker.tryAcquire()) {
     return settle(msg, envelope, attempt, { kind: 'paused' }, deps, logger);
@@ -175,7 +186,12 @@ export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): P
       signal: deps.signal,
     });
     if (claim && !claim.acquired) {
-      verdict = { kind: 'busy', seconds: heldSeconds(claim.expiresAt, now()) };
+      const seconds = heldSeconds(claim.expiresAt, now());
+      verdict = {
+        kind: 'busy',
+        seconds,
+        detail: `delivery lease held by another delivery; retried in ${seconds} s, when the lease expires`,
+      };
     } else {
       lease = claim;
       verdict = await dispatch(msg, envelope, attempt, deps, logger, now);
@@ -290,7 +306,7 @@ async function settle(
     case 'busy':
       // A copy of a message this consumer is running right now: not a verdict on the route.
       deps.breaker?.neutral();
-      return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger);
+      return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger, verdict.detail);
 
     case 'paused':
       // The circuit is open: the route was not called, the copy waits out the cool-down.
@@ -391,12 +407,13 @@ async function defer(
   timeoutSeconds: number,
   deps: DeliveryDeps,
   logger: Logger,
+  detail?: string,
 ): Promise<DeliveryOutcome> {
   const seconds = Math.ceil(timeoutSeconds);
   if (seconds <= SQS_MAX_VISIBILITY_SECONDS && msg.receiveCount < deps.config.maxReceiveCount) {
     try {
       await deps.receipts.changeVisibility(msg.receiptHandle, seconds);
-      return { action: 'keep', reason: 'deferred', messageId: envelope.messageId };
+      return { action: 'keep', reason: 'deferred', messageId: envelope.messageId, ...(detail ? { detail } : {}) };
     } catch (err) {
       logger.warn(
         `[eve-world-aws] ChangeMessageVisibility(${seconds}) failed for ${envelope.messageId}, re-sending instead: ${String(err)}`,

@@ -185,4 +185,33 @@ describe('delivery lease in the consumer', () => {
       await sqsProxy.close();
     }
   });
+
+  test('a copy that finds the lease held is hidden until the lease expires, not run', async () => {
+    const { makeWorld, waitFor } = await import('../queue/support.js');
+    const deferred: { messageId?: string; detail?: string }[] = [];
+    const w = await makeWorld({
+      start: false,
+      queueOptions: {
+        onDeliveryOutcome: (o) => {
+          if (o.action === 'keep' && o.reason === 'deferred')
+            deferred.push({ messageId: o.messageId, detail: o.detail });
+        },
+      },
+    });
+    try {
+      const { messageId } = await w.queue.queue('__wkf_workflow_held' as never, { runId: 'wrun_held' });
+      // Another live delivery (another process) holds the lease for 45 s.
+      const other = await acquireDeliveryLease(w.ctx, messageId as string, { ttlMs: 45_000, token: 'other-process' });
+      expect(other.acquired).toBe(true);
+      await w.queue.start();
+      const d = await waitFor(() => deferred.find((x) => x.messageId === messageId), 20_000, 'the copy to be deferred');
+      const seconds = Number(/retried in (\d+) s, when the lease expires/.exec(d.detail ?? '')?.[1]);
+      // Until the lease's expiry (45 s from the acquire, minus the time to receive), not a flat 5 s.
+      expect(seconds).toBeGreaterThan(30);
+      expect(seconds).toBeLessThanOrEqual(45);
+      expect(w.deliveries).toHaveLength(0);
+    } finally {
+      await w.close();
+    }
+  });
 });
