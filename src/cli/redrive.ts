@@ -64,7 +64,9 @@ export function redriveCommand(): Command {
       `
 DLQ mode moves each message receive -> send -> delete: a failure between send and delete leaves a
 duplicate (harmless: the World is idempotent), never a loss. The message attributes (eve.*) are
-copied unchanged.
+copied unchanged. A pass ends on a DLQ of any size: each message is looked at and moved at
+most once (skipped and dry-run messages that reappear during a long pass are recognised), and one
+pass handles at most 100,000 messages (run it again for the rest).
 
 --stranded looks at pending/running runs whose last event is older than --older-than, with no
 wait or retry due in the future, no hook waiting for a resume and no message in the DLQ, and

@@ -12,6 +12,7 @@ import type { WorldContext } from '../context.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { CircuitBreaker } from './breaker.js';
+import { deliveryLeasePort } from './delivery-lease.js';
 import { createQueueHandler } from './handler.js';
 import { DynamoNonceStore } from './nonces.js';
 import { DEFAULT_FLOW_PATH, type DeliveryOutcome, type FlowHandler, type InboundMessage } from './pipeline.js';
@@ -131,6 +132,8 @@ export function createConsumer(
         visibilitySeconds: Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds),
         drainTimeoutMs: options.drainTimeoutMs,
         breaker: new CircuitBreaker(logger, 'the flow route', { cooldownMs: options.breakerCooldownMs }),
+        // One delivery at a time per logical message across processes (./delivery-lease.ts).
+        lease: deliveryLeasePort(ctx, { logger }),
         ready,
         onOutcome: (outcome, msg) => {
           if (outcome.action === 'keep' && outcome.reason === 'transport') flowReachable = false;

@@ -4,7 +4,8 @@
  *
  *   decode   the SQS copy -> one {@link Envelope} (attributes or scheduler envelope), or malformed
  *   decide   deliver now | hop (long wait not due: send the next hop) | defer (a copy of the same
- *            logical message is running here already)
+ *            logical message is running here already, or in another process: its delivery lease
+ *            is held)
  *   dispatch signed `createQueueHandler` request to the flow route (in process or over HTTP),
  *            with a visibility heartbeat while it runs -> a {@link Verdict}
  *   settle   ack (caller deletes) | keep (visibility set for the retry) | re-send (a replacement
@@ -14,6 +15,9 @@
  * - A copy is deleted only after its handler acked it, or after its replacement (next hop, long
  *   `timeoutSeconds`, parked outage copy) has been accepted by SQS or the Scheduler.
  * - The handler never sees a message before its `deliverAt` (by this process's clock).
+ * - With a `lease`, at most one copy of a logical message is dispatched at a time across
+ *   processes: the lease is taken before dispatch and released after settle; a copy that finds it
+ *   held is deferred until the lease expires, never run (see ./delivery-lease.ts).
  * - `x-vqs-message-id` is the logical id, identical on every SQS copy; the attempt is the carried
  *   attempt offset plus SQS's ApproximateReceiveCount.
  * - Outages of the flow route (unreachable, 502/503/504, 429, 408, or any 5xx while the circuit is
@@ -30,6 +34,7 @@ import { planHop, SQS_MAX_VISIBILITY_SECONDS } from '../queue/delays.js';
 import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
 import type { SqsTransport } from '../queue/transport.js';
 import type { CircuitBreaker } from './breaker.js';
+import { type DeliveryLeasePort, type HeldLease, leaseTtlMs, MAX_LEASE_TTL_MS } from './delivery-lease.js';
 import type { SqsReceipts } from './receipts.js';
 import { processSigningKey, signatureHeaders } from './signing.js';
 
@@ -92,6 +97,13 @@ export interface DeliveryDeps {
    * committed.
    */
   inFlight?: Set<string>;
+  /**
+   * The same guard across processes: a durable in-progress lease per logical message
+   * (./delivery-lease.ts), ttl = min(visibilitySeconds / 2, 60 s), extended every ttl / 3 while
+   * the delivery runs. A copy whose lease another live delivery holds is deferred until the lease
+   * expires, not run.
+   */
+  lease?: DeliveryLeasePort;
   now?: () => number;
 }
 
@@ -103,6 +115,9 @@ const MAX_INLINE_WAIT_MS = 1000;
 /** How long a copy of a message that is already being handled in this process waits (s). */
 const BUSY_RETRY_SECONDS = 5;
 
+/** Upper bound of a lease deferral (s): the longest lease ttl (a skewed clock cannot hide a copy longer). */
+const MAX_LEASE_WAIT_SECONDS = MAX_LEASE_TTL_MS / 1000;
+
 /** Backoff before SQS shows a failed delivery again: 2, 4, 8 … 64 s, never above visibility. */
 export function failureBackoffSeconds(receiveCount: number, visibilityTimeoutSeconds: number): number {
   return Math.min(visibilityTimeoutSeconds, 2 ** Math.min(Math.max(1, receiveCount), 6));
@@ -113,7 +128,7 @@ type Verdict =
   | { kind: 'ack' }
   | { kind: 'hop'; delaySeconds: number; deliverAt: number }
   | { kind: 'later'; seconds: number }
-  | { kind: 'busy'; seconds: number }
+  | { kind: 'busy'; seconds: number; detail: string }
   | { kind: 'paused' }
   | { kind: 'poison'; reason: 'malformed' | 'unauthorized' | 'failed'; detail: string }
   | { kind: 'outage'; reason: 'transport' | 'unavailable'; detail: string; ambiguous: boolean }
@@ -144,23 +159,59 @@ export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): P
     if (remaining > 0) await sleep(remaining, deps.signal);
   }
   if (deps.inFlight?.has(envelope.messageId)) {
-    return settle(msg, envelope, attempt, { kind: 'busy', seconds: BUSY_RETRY_SECONDS }, deps, logger);
+    return settle(
+      msg,
+      envelope,
+      attempt,
+      {
+        kind: 'busy',
+        seconds: BUSY_RETRY_SECONDS,
+        detail: `a copy is being delivered in this process; retried in ${BUSY_RETRY_SECONDS} s`,
+      },
+      deps,
+      logger,
+    );
   }
   if (deps.gateOnBreaker && deps.breaker && !deps.breaker.tryAcquire()) {
     return settle(msg, envelope, attempt, { kind: 'paused' }, deps, logger);
   }
 
-  // 3. dispatch
+  // 3. dispatch (under the delivery lease, when there is one)
   deps.inFlight?.add(envelope.messageId);
-  let verdict: Verdict;
+  let lease: HeldLease | undefined;
   try {
-    verdict = await dispatch(msg, envelope, attempt, deps, logger, now);
+    let verdict: Verdict;
+    const claim = await deps.lease?.acquire(envelope.messageId, {
+      ttlMs: leaseTtlMs(deps.visibilitySeconds),
+      signal: deps.signal,
+    });
+    if (claim && !claim.acquired) {
+      const seconds = heldSeconds(claim.expiresAt, now());
+      verdict = {
+        kind: 'busy',
+        seconds,
+        detail: `delivery lease held by another delivery; retried in ${seconds} s, when the lease expires`,
+      };
+    } else {
+      lease = claim;
+      verdict = await dispatch(msg, envelope, attempt, deps, logger, now);
+    }
+    // 4. settle (the lease is kept until the copy's fate is decided)
+    return await settle(msg, envelope, attempt, verdict, deps, logger);
   } finally {
     deps.inFlight?.delete(envelope.messageId);
+    await lease?.release();
   }
+}
 
-  // 4. settle
-  return settle(msg, envelope, attempt, verdict, deps, logger);
+/**
+ * How long a copy whose lease another delivery holds waits: until the lease expires (its holder
+ * extends it while alive, so the copy then usually finds the message settled), at least 1 s.
+ * Each deferral costs the copy one receive, so it is not retried sooner.
+ */
+function heldSeconds(expiresAt: number, now: number): number {
+  if (!(expiresAt > 0)) return BUSY_RETRY_SECONDS;
+  return Math.max(1, Math.min(Math.ceil((expiresAt - now) / 1000), MAX_LEASE_WAIT_SECONDS));
 }
 
 async function dispatch(
@@ -255,7 +306,7 @@ async function settle(
     case 'busy':
       // A copy of a message this consumer is running right now: not a verdict on the route.
       deps.breaker?.neutral();
-      return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger);
+      return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger, verdict.detail);
 
     case 'paused':
       // The circuit is open: the route was not called, the copy waits out the cool-down.
@@ -356,12 +407,13 @@ async function defer(
   timeoutSeconds: number,
   deps: DeliveryDeps,
   logger: Logger,
+  detail?: string,
 ): Promise<DeliveryOutcome> {
   const seconds = Math.ceil(timeoutSeconds);
   if (seconds <= SQS_MAX_VISIBILITY_SECONDS && msg.receiveCount < deps.config.maxReceiveCount) {
     try {
       await deps.receipts.changeVisibility(msg.receiptHandle, seconds);
-      return { action: 'keep', reason: 'deferred', messageId: envelope.messageId };
+      return { action: 'keep', reason: 'deferred', messageId: envelope.messageId, ...(detail ? { detail } : {}) };
     } catch (err) {
       logger.warn(
         `[eve-world-aws] ChangeMessageVisibility(${seconds}) failed for ${envelope.messageId}, re-sending instead: ${String(err)}`,

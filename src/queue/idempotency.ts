@@ -1,25 +1,73 @@
 /**
- * Durable idempotency-key dedupe for `queue()`.
+ * Durable idempotency-key dedupe for `queue()`, in two phases so that "claimed" always means
+ * "sent, or being sent by a live owner".
  *
- * A key is claimed with one conditional PutItem on `QKEY#<key>`: it succeeds when no claim exists or
- * the existing claim's TTL has passed (DynamoDB deletes expired items lazily, up to days later, so
- * the condition re-checks the TTL itself). A lost claim returns the stored message id, so the same
- * key enqueued twice, from any number of processes at once, yields one message and one id.
+ * `QKEY#<key>` item:
+ * - `pending {owner, leaseUntil, messageId}`: written by {@link claimIdempotencyKey} before the send;
+ * - `sent {messageId, sentAt}`: written by {@link markIdempotencyKeySent} after SQS (or the
+ *   Scheduler) accepted the message. Items written before the two phases existed have no `state`
+ *   and count as sent.
+ *
+ * The claim is one conditional PutItem that succeeds when
+ * - no claim exists, or the existing claim's TTL has passed (DynamoDB deletes expired items
+ *   lazily, up to days later, so the condition re-checks the TTL itself), or
+ * - the existing claim is this sender's own (`owner` = this call's token): the SDK retried a
+ *   PutItem whose response was lost, and the retry must not report the key as a duplicate.
+ * Otherwise the stored item decides:
+ * - `sent` -> a duplicate: the first message's id is returned and nothing is sent;
+ * - `pending` with a live lease -> wait (short polls) until it becomes `sent` or its lease ends;
+ * - `pending` with an expired lease (its owner died between claim and send, or the send and the
+ *   release both failed) -> taken over with a conditional update on the old owner and lease; the
+ *   taker sends, under the same message id.
  *
  * Invariants:
+ * - A key is reported as a duplicate only when its item is `sent`, i.e. after a message for it was
+ *   accepted (a crash between the accepted send and `markIdempotencyKeySent` leaves `pending`:
+ *   the key is taken over after the lease and sent again, a duplicate delivery, never a loss).
+ * - Every write is conditional on the caller's owner token, so applying it twice (an SDK retry
+ *   after a lost response) has the same effect as applying it once.
  * - A used key keeps deduping for `idempotencyTtlSeconds` (the runtime mints fresh keys for
  *   re-arms and relies on a used key staying used).
- * - A claim whose send failed is released (conditional on still holding it), so a retry can send:
- *   a key is never burned without a message behind it by this process.
+ * - A claim whose send failed is released (conditional on still owning it), so a retry can send.
  */
-import { createHash } from 'node:crypto';
-import { type ConditionalCheckFailedException, DeleteItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  type ConditionalCheckFailedException,
+  DeleteItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { isConditionalCheckFailed } from '../aws/errors.js';
+import { sleep } from '../aws/sleep.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
 
-export type ClaimResult = { claimed: true } | { claimed: false; messageId: string };
+/** How long a pending claim protects its owner's send before another sender may take it over. */
+export const IDEMPOTENCY_LEASE_MS = 30_000;
+
+export type ClaimResult =
+  /** This caller owns the key and must send `messageId` (a taken-over claim keeps the first id). */
+  | { claimed: true; messageId: string; owner: string; tookOver: boolean }
+  /** The key was already used: a message with this id was accepted. */
+  | { claimed: false; messageId: string };
+
+export interface ClaimOptions {
+  now?: () => number;
+  leaseMs?: number;
+  /** Owner token; a fresh one per claim by default. */
+  owner?: string;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+interface StoredClaim {
+  state?: 'pending' | 'sent';
+  messageId?: string;
+  owner?: string;
+  leaseUntil?: number;
+  ttl?: number;
+}
 
 /** DynamoDB key attributes are capped at 2048 bytes; very long keys are hashed. */
 function storedKey(idempotencyKey: string): string {
@@ -28,57 +76,148 @@ function storedKey(idempotencyKey: string): string {
     : idempotencyKey;
 }
 
+async function readClaim(ctx: WorldContext, key: string): Promise<StoredClaim | undefined> {
+  const out = await ctx.clients.ddb.send(
+    new GetItemCommand({
+      TableName: ctx.config.tableName,
+      Key: marshall(keys.qkey(storedKey(key))),
+      ConsistentRead: true,
+    }),
+  );
+  return out.Item ? (unmarshall(out.Item) as StoredClaim) : undefined;
+}
+
 export async function claimIdempotencyKey(
   ctx: WorldContext,
   idempotencyKey: string,
   messageId: string,
   queueName: string,
-  now = Date.now(),
+  opts: ClaimOptions = {},
 ): Promise<ClaimResult> {
-  const nowSec = Math.floor(now / 1000);
+  const now = opts.now ?? Date.now;
+  const leaseMs = opts.leaseMs ?? IDEMPOTENCY_LEASE_MS;
+  const pause = opts.sleep ?? ((ms: number) => sleep(ms));
+  const owner = opts.owner ?? randomUUID();
+  const Key = keys.qkey(storedKey(idempotencyKey));
+  let wait = 25;
+  for (;;) {
+    const t = now();
+    const nowSec = Math.floor(t / 1000);
+    let old: StoredClaim | undefined;
+    try {
+      await ctx.clients.ddb.send(
+        new PutItemCommand({
+          TableName: ctx.config.tableName,
+          Item: marshall({
+            ...Key,
+            state: 'pending',
+            owner,
+            leaseUntil: t + leaseMs,
+            messageId,
+            queueName,
+            createdAt: new Date(t).toISOString(),
+            [ATTR.ttl]: nowSec + ctx.config.idempotencyTtlSeconds,
+          }),
+          ConditionExpression: 'attribute_not_exists(#pk) OR #ttl < :now OR (#state = :pending AND #owner = :owner)',
+          ExpressionAttributeNames: { '#pk': ATTR.pk, '#ttl': ATTR.ttl, '#state': 'state', '#owner': 'owner' },
+          ExpressionAttributeValues: marshall({ ':now': nowSec, ':pending': 'pending', ':owner': owner }),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { claimed: true, messageId, owner, tookOver: false };
+    } catch (err) {
+      if (!isConditionalCheckFailed(err)) throw err;
+      const item = (err as ConditionalCheckFailedException).Item;
+      old = item ? (unmarshall(item) as StoredClaim) : await readClaim(ctx, idempotencyKey);
+    }
+    if (!old) {
+      // Deleted (released) in between: claim again, after a short pause.
+      await pause(wait);
+      continue;
+    }
+    if (old.state !== 'pending') return { claimed: false, messageId: old.messageId ?? '' };
+    if ((old.leaseUntil ?? 0) > t) {
+      // Being sent by a live owner: wait for `sent` (a duplicate) or for the lease to end.
+      await pause(Math.min(wait, Math.max(1, (old.leaseUntil ?? t) - t)));
+      wait = Math.min(wait * 2, 1000);
+      continue;
+    }
+    // The owner's lease ended with nothing accepted: take the claim over, keeping its message id.
+    const takenId = old.messageId ?? messageId;
+    try {
+      await ctx.clients.ddb.send(
+        new UpdateItemCommand({
+          TableName: ctx.config.tableName,
+          Key: marshall(Key),
+          UpdateExpression: 'SET #owner = :owner, #lease = :lease, #ttl = :ttl, #prev = :prev',
+          // Re-applying our own takeover (a retry after a lost response) also passes.
+          ConditionExpression: '#state = :pending AND (#owner = :owner OR (#owner = :old AND #lease = :oldLease))',
+          ExpressionAttributeNames: {
+            '#owner': 'owner',
+            '#lease': 'leaseUntil',
+            '#ttl': ATTR.ttl,
+            '#state': 'state',
+            '#prev': 'previousOwner',
+          },
+          ExpressionAttributeValues: marshall({
+            ':owner': owner,
+            ':lease': t + leaseMs,
+            ':ttl': nowSec + ctx.config.idempotencyTtlSeconds,
+            ':pending': 'pending',
+            ':old': old.owner ?? '',
+            ':oldLease': old.leaseUntil ?? 0,
+            ':prev': old.owner ?? '',
+          }),
+        }),
+      );
+      return { claimed: true, messageId: takenId, owner, tookOver: true };
+    } catch (err) {
+      if (!isConditionalCheckFailed(err)) throw err;
+      // Someone else took it over or it was sent meanwhile: look again.
+    }
+  }
+}
+
+/**
+ * Record that the message of a claim was accepted. Conditional on still owning the claim; a
+ * claim taken over meanwhile (this owner was slower than its lease) is left to its new owner.
+ * Returns whether the claim was marked.
+ */
+export async function markIdempotencyKeySent(
+  ctx: WorldContext,
+  idempotencyKey: string,
+  owner: string,
+  now = Date.now(),
+): Promise<boolean> {
   try {
     await ctx.clients.ddb.send(
-      new PutItemCommand({
+      new UpdateItemCommand({
         TableName: ctx.config.tableName,
-        Item: marshall({
-          ...keys.qkey(storedKey(idempotencyKey)),
-          messageId,
-          queueName,
-          createdAt: new Date(now).toISOString(),
-          [ATTR.ttl]: nowSec + ctx.config.idempotencyTtlSeconds,
-        }),
-        ConditionExpression: 'attribute_not_exists(#pk) OR #ttl < :now',
-        ExpressionAttributeNames: { '#pk': ATTR.pk, '#ttl': ATTR.ttl },
-        ExpressionAttributeValues: marshall({ ':now': nowSec }),
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        Key: marshall(keys.qkey(storedKey(idempotencyKey))),
+        UpdateExpression: 'SET #state = :sent, #sentAt = :at REMOVE #lease',
+        // `sent` by us already (a retried update) also passes: the write is the same.
+        ConditionExpression: '#owner = :owner',
+        ExpressionAttributeNames: { '#state': 'state', '#sentAt': 'sentAt', '#lease': 'leaseUntil', '#owner': 'owner' },
+        ExpressionAttributeValues: marshall({ ':sent': 'sent', ':at': new Date(now).toISOString(), ':owner': owner }),
       }),
     );
-    return { claimed: true };
+    return true;
   } catch (err) {
-    if (isConditionalCheckFailed(err)) {
-      const old = (err as ConditionalCheckFailedException).Item;
-      const existing = old ? (unmarshall(old).messageId as string | undefined) : undefined;
-      if (existing) return { claimed: false, messageId: existing };
-      // No item returned (an emulator without ALL_OLD): still a duplicate; report no id.
-      return { claimed: false, messageId: '' };
-    }
+    if (isConditionalCheckFailed(err)) return false;
     throw err;
   }
 }
 
-/** Drop our own claim (after a failed send). Never removes a claim another sender now holds. */
-export async function releaseIdempotencyKey(
-  ctx: WorldContext,
-  idempotencyKey: string,
-  messageId: string,
-): Promise<void> {
+/** Drop our own pending claim (after a failed send). Never removes a claim another sender now holds. */
+export async function releaseIdempotencyKey(ctx: WorldContext, idempotencyKey: string, owner: string): Promise<void> {
   try {
     await ctx.clients.ddb.send(
       new DeleteItemCommand({
         TableName: ctx.config.tableName,
         Key: marshall(keys.qkey(storedKey(idempotencyKey))),
-        ConditionExpression: 'messageId = :id',
-        ExpressionAttributeValues: marshall({ ':id': messageId }),
+        ConditionExpression: '#owner = :owner AND #state = :pending',
+        ExpressionAttributeNames: { '#owner': 'owner', '#state': 'state' },
+        ExpressionAttributeValues: marshall({ ':owner': owner, ':pending': 'pending' }),
       }),
     );
   } catch (err) {

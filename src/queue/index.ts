@@ -24,7 +24,7 @@ import type { WorldContext } from '../context.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { type SchedulerPort, schedulerPort } from './delays.js';
 import { encodePayload } from './encoding.js';
-import { claimIdempotencyKey, releaseIdempotencyKey } from './idempotency.js';
+import { claimIdempotencyKey, markIdempotencyKeySent, releaseIdempotencyKey } from './idempotency.js';
 import { SqsTransport } from './transport.js';
 
 export interface CreateQueueOptions {
@@ -55,28 +55,36 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     if (!ValidQueueName.safeParse(queueName).success) throw new Error(`Invalid queue name: ${queueName}`);
     // Encode first: a payload that cannot be encoded must not burn its idempotency key.
     const body = encodePayload(payload);
-    const messageId = `msg_${nextUlid()}`;
     const key = opts?.idempotencyKey;
-    if (key !== undefined) {
-      // Throttling that outlasted the SDK's retries surfaces as the contract's ThrottleError.
-      const claim = await claimIdempotencyKey(ctx, key, messageId, queueName).catch((err) => {
-        throw toWorldError(err, 'queue: idempotency claim');
-      });
-      // A duplicate: the first sender's id (null if the store could not say which it was).
-      if (!claim.claimed) return { messageId: (claim.messageId || null) as MessageId | null };
-    }
+    // Two-phase idempotency claim (see idempotency.ts): pending -> send -> sent. Throttling that
+    // outlasted the SDK's retries surfaces as the contract's ThrottleError.
+    const claim =
+      key !== undefined
+        ? await claimIdempotencyKey(ctx, key, `msg_${nextUlid()}`, queueName).catch((err) => {
+            throw toWorldError(err, 'queue: idempotency claim');
+          })
+        : undefined;
+    // A duplicate: the first sender's id (null if the store could not say which it was).
+    if (claim && !claim.claimed) return { messageId: (claim.messageId || null) as MessageId | null };
+    const messageId = claim?.messageId ?? `msg_${nextUlid()}`;
     try {
       await transport.send(
         { queueName, messageId, attemptOffset: 0, body, headers: opts?.headers && { ...opts.headers } },
         opts?.delaySeconds,
       );
     } catch (err) {
-      if (key !== undefined) {
-        await releaseIdempotencyKey(ctx, key, messageId).catch((e) =>
+      if (key !== undefined && claim?.claimed) {
+        await releaseIdempotencyKey(ctx, key, claim.owner).catch((e) =>
           logger.error(`[eve-world-aws] could not release idempotency key ${key} after a failed send: ${String(e)}`),
         );
       }
       throw toWorldError(err, 'queue: send');
+    }
+    if (key !== undefined && claim?.claimed) {
+      // The message is accepted; if this fails the claim stays pending and is re-sent after its lease (a duplicate, never a loss).
+      await markIdempotencyKeySent(ctx, key, claim.owner).catch((e) =>
+        logger.error(`[eve-world-aws] could not mark idempotency key ${key} as sent: ${String(e)}`),
+      );
     }
     return { messageId: messageId as MessageId };
   };

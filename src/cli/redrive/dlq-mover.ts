@@ -45,7 +45,14 @@ export interface MoveSummary {
   matched: number;
   skipped: number;
   failed: number;
+  /**
+   * One record per message, up to `maxRecords`; `unlisted` counts the records left out (the
+   * counters above always cover every message).
+   */
   messages: MovedMessage[];
+  unlisted: number;
+  /** Why the pass ended: the DLQ had nothing more, `--limit`, a failure, or `maxMessages`. */
+  ended: 'empty' | 'nothing-new' | 'limit' | 'failure' | 'max-messages';
 }
 
 export interface MoveOptions {
@@ -68,7 +75,19 @@ export interface MoveOptions {
   payloads?: Pick<PayloadStore, 'getBytes'>;
   /** Called after a message's copy was sent and before the original is deleted (tests). */
   onSent?: (msg: MovedMessage) => Promise<void> | void;
+  /** Called once per message of the pass (also those left out of `messages`). */
+  onMessage?: (msg: MovedMessage) => void;
+  /** Per-message records kept in the summary (memory bound). Default 1000. */
+  maxRecords?: number;
+  /**
+   * Distinct messages one pass looks at (memory bound: the pass keeps each one's id and receipt
+   * handle). Default 100 000; the pass then ends with `ended: 'max-messages'`; run it again.
+   */
+  maxMessages?: number;
 }
+
+/** Receives in a row that bring no message new to the pass before it ends (see moveDlqMessages). */
+const NOTHING_NEW_RECEIVES = 3;
 
 const stringAttrs = (m: Message): Record<string, string | undefined> =>
   Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue]));
@@ -127,6 +146,15 @@ function errText(err: unknown): string {
  * Move messages from `sourceUrl` to `targetUrl` (receive -> send -> delete). Stops at the first
  * failure and reports it; every message it holds but did not move is released back to the
  * source at the end, so nothing is hidden for longer than the pass.
+ *
+ * Invariants (a DLQ larger than one visibility timeout's worth of work included):
+ * - Each message is looked at, and moved, at most once per pass: the pass remembers the SQS
+ *   message ids it has seen; a held (skipped / dry-run) message whose visibility ran out before the
+ *   pass ended comes back as a repeat and is only re-held (its newest receipt kept), never counted
+ *   or moved again.
+ * - The pass ends: on an empty receive, or after {@link NOTHING_NEW_RECEIVES} receives in a row
+ *   with no message new to the pass (only repeats left), or at `limit`, a failure or `maxMessages`.
+ * - Memory is bounded: at most `maxMessages` ids + receipt handles and `maxRecords` records.
  */
 export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
   const { sqs } = opts;
@@ -141,10 +169,19 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
     skipped: 0,
     failed: 0,
     messages: [],
+    unlisted: 0,
+    ended: 'empty',
   };
-  const held: string[] = []; // receipt handles to release at the end
+  const maxRecords = opts.maxRecords ?? 1000;
+  const maxMessages = opts.maxMessages ?? 100_000;
+  // SQS id -> latest receipt handle of every message held (not moved): released at the end.
+  const held = new Map<string, string>();
+  const hold = (m: Message) => {
+    if (m.ReceiptHandle) held.set(m.MessageId ?? m.ReceiptHandle, m.ReceiptHandle);
+  };
   const seen = new Set<string>();
   let stop = false;
+  let nothingNew = 0;
   try {
     while (!stop) {
       const out = await sqs.send(
@@ -159,11 +196,27 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
       );
       const batch = out.Messages ?? [];
       if (batch.length === 0) break;
+      if (batch.every((m) => seen.has(m.MessageId ?? ''))) {
+        // Only repeats: held messages whose visibility ran out during a long pass.
+        for (const m of batch) hold(m);
+        if (++nothingNew >= NOTHING_NEW_RECEIVES) {
+          summary.ended = 'nothing-new';
+          break;
+        }
+        continue;
+      }
+      nothingNew = 0;
       for (const m of batch) {
         const sqsMessageId = m.MessageId ?? '';
-        // Past the limit or a failure: hold the rest of the batch only to release it untouched.
+        // A repeat, past the limit or a failure: hold it only to release it untouched.
         if (stop || seen.has(sqsMessageId)) {
-          if (m.ReceiptHandle) held.push(m.ReceiptHandle);
+          hold(m);
+          continue;
+        }
+        if (seen.size >= maxMessages) {
+          summary.ended = 'max-messages';
+          stop = true;
+          hold(m);
           continue;
         }
         seen.add(sqsMessageId);
@@ -175,17 +228,19 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
           sentAt: sent ? new Date(Number(sent)).toISOString() : undefined,
           result: 'skipped',
         };
-        summary.messages.push(rec);
+        if (summary.messages.length < maxRecords) summary.messages.push(rec);
+        else summary.unlisted++;
         const matches = opts.runId === undefined || info.runId === opts.runId;
         if (!matches) {
           summary.skipped++;
-          if (m.ReceiptHandle) held.push(m.ReceiptHandle);
+          hold(m);
+          opts.onMessage?.(rec);
           continue;
         }
         summary.matched++;
         if (opts.dryRun) {
           rec.result = 'would-move';
-          if (m.ReceiptHandle) held.push(m.ReceiptHandle);
+          hold(m);
         } else {
           try {
             const res = await sqs.send(
@@ -200,8 +255,10 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
             rec.result = 'send-failed';
             rec.error = errText(err);
             summary.failed++;
-            if (m.ReceiptHandle) held.push(m.ReceiptHandle);
+            hold(m);
+            summary.ended = 'failure';
             stop = true;
+            opts.onMessage?.(rec);
             continue;
           }
           try {
@@ -214,29 +271,40 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
             rec.result = 'delete-failed';
             rec.error = errText(err);
             summary.failed++;
-            if (m.ReceiptHandle) held.push(m.ReceiptHandle);
+            hold(m);
+            summary.ended = 'failure';
             stop = true;
+            opts.onMessage?.(rec);
             continue;
           }
         }
-        if (opts.limit !== undefined && summary.matched >= opts.limit) stop = true;
+        opts.onMessage?.(rec);
+        if (opts.limit !== undefined && summary.matched >= opts.limit) {
+          summary.ended = 'limit';
+          stop = true;
+        }
       }
     }
   } finally {
-    await release(sqs, opts.sourceUrl, held);
+    await release(sqs, opts.sourceUrl, [...held.values()]);
   }
   return summary;
 }
 
 /** Make held messages visible again at once (best effort: they reappear after the timeout anyway). */
 async function release(sqs: SQSClient, url: string, receipts: string[]): Promise<void> {
-  await Promise.all(
-    receipts.map((r) =>
-      sqs
-        .send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: r, VisibilityTimeout: 0 }))
-        .catch(() => undefined),
-    ),
-  );
+  // 10 at a time: a large pass must not open thousands of requests at once.
+  for (let i = 0; i < receipts.length; i += 10) {
+    await Promise.all(
+      receipts
+        .slice(i, i + 10)
+        .map((r) =>
+          sqs
+            .send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: r, VisibilityTimeout: 0 }))
+            .catch(() => undefined),
+        ),
+    );
+  }
 }
 
 const RESULT_LABEL: Record<MoveResult, string> = {
@@ -251,7 +319,7 @@ export function renderMoveSummary(s: MoveSummary, color = colorEnabled()): strin
   const p = palette(color);
   const from = queueNameOf(s.source);
   const to = queueNameOf(s.target);
-  if (s.messages.length === 0) return `The DLQ ${from} is empty; nothing to redrive.\n`;
+  if (s.messages.length === 0 && s.unlisted === 0) return `The DLQ ${from} is empty; nothing to redrive.\n`;
   const paint = (r: MoveResult) =>
     r === 'moved'
       ? p.green(RESULT_LABEL[r])
@@ -274,6 +342,14 @@ export function renderMoveSummary(s: MoveSummary, color = colorEnabled()): strin
       `Dry run: would move ${s.matched} message${s.matched === 1 ? '' : 's'}${filter} from ${from} to ${to}; nothing was changed.`,
     );
   else out.push(`Moved ${s.moved} message${s.moved === 1 ? '' : 's'}${filter} from ${from} to ${to}.`);
+  if (s.unlisted > 0)
+    out.push(`(${s.unlisted} more message${s.unlisted === 1 ? '' : 's'} not listed; the counts include them.)`);
+  if (s.ended === 'max-messages')
+    out.push(
+      p.yellow(
+        `Stopped after ${s.messages.length + s.unlisted} messages (one pass's memory bound); run redrive again for the rest.`,
+      ),
+    );
   for (const m of s.messages.filter((x) => x.error)) {
     out.push(
       p.red(`x ${m.messageId ?? m.sqsMessageId}: ${m.error}`) +

@@ -204,15 +204,21 @@ async function allEvents(w: CliWorld, runId: string): Promise<Event[]> {
 async function dlqRunIds(w: CliWorld): Promise<Set<string>> {
   const transport = new SqsTransport(w.world.context);
   const [dlq, queue] = await Promise.all([transport.dlqUrl(), transport.queueUrl()]);
-  const scan = await moveDlqMessages({
+  const runIds = new Set<string>();
+  // Every message's run id through onMessage; no per-message records kept (memory bound).
+  await moveDlqMessages({
     sqs: w.clients.sqs,
     sourceUrl: dlq,
     targetUrl: queue,
     dryRun: true,
     visibilityTimeoutSeconds: 60,
     payloads: w.world.context.payloads,
+    maxRecords: 0,
+    onMessage: (m) => {
+      if (m.runId !== undefined) runIds.add(m.runId);
+    },
   });
-  return new Set(scan.messages.map((m) => m.runId).filter((x): x is string => x !== undefined));
+  return runIds;
 }
 
 export async function redriveStranded(w: CliWorld, opts: StrandedOptions): Promise<StrandedSummary> {

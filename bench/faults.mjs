@@ -1,0 +1,126 @@
+// The fault suite at a larger size (#12): runs test/e2e/faults.test.ts (real workflows through real
+// core with throttling / 5xx / lost responses on DynamoDB, SQS and S3, and duplicate SQS
+// deliveries consumed by two Worlds at once) with EVE_FAULTS_RUNS runs per scenario, then prints a
+// table and writes bench/results/faults-<timestamp>.json (+ faults-latest.json).
+//
+//   node bench/faults.mjs                 # 1000 runs per scenario (tens of minutes on 2 cores)
+//   node bench/faults.mjs --runs 200 --rate 0.05 --dup-rate 0.1 --seed 3 --only dup   (wire|dup|kill)
+//
+// The test's own assertions (every run completes, dense slots, one terminal event per step and run,
+// empty DLQ, nothing stranded) still apply; the extra step bodies are what this script reports.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fmt, table } from './lib/format.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const RESULTS = path.join(ROOT, 'bench', 'results');
+
+function arg(name, def) {
+  const i = process.argv.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+  if (i < 0) return def;
+  const a = process.argv[i];
+  return a.includes('=') ? a.slice(a.indexOf('=') + 1) : process.argv[i + 1];
+}
+
+const runs = Number(arg('runs', '1000'));
+const rate = Number(arg('rate', '0.03'));
+const dupRate = Number(arg('dup-rate', '0.1'));
+const seed = Number(arg('seed', '1'));
+const only = arg('only', '');
+if (only && !['wire', 'dup', 'kill'].includes(only)) throw new Error(`--only must be wire, dup or kill, got ${only}`);
+for (const [k, v] of Object.entries({ runs, rate, dupRate, seed })) {
+  if (!Number.isFinite(v) || v < 0) throw new Error(`--${k} must be a non-negative number (e.g. --runs 1000)`);
+}
+
+mkdirSync(RESULTS, { recursive: true });
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+const file = path.join(RESULTS, `faults-${stamp}.json`);
+console.error(`Fault suite: ${runs} runs per scenario, fault rate ${rate}, duplicate rate ${dupRate}, seed ${seed}...`);
+const t0 = performance.now();
+const res = spawnSync(
+  process.execPath,
+  [path.join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', 'test/e2e/faults.test.ts'],
+  {
+    cwd: ROOT,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: {
+      ...process.env,
+      EVE_FAULTS_RUNS: String(runs),
+      EVE_FAULTS_RATE: String(rate),
+      EVE_FAULTS_DUP_RATE: String(dupRate),
+      EVE_FAULTS_SEED: String(seed),
+      EVE_FAULTS_REPORT: file,
+      ...(only ? { EVE_FAULTS_ONLY: only } : {}),
+    },
+  },
+);
+let reports = [];
+try {
+  reports = JSON.parse(readFileSync(file, 'utf8'));
+} catch {
+  console.error(`No report at ${file}: the suite did not finish (exit ${res.status}).`);
+  process.exit(1);
+}
+const out = {
+  startedAt: stamp,
+  seconds: (performance.now() - t0) / 1000,
+  runs,
+  rate,
+  dupRate,
+  seed,
+  testsPassed: res.status === 0,
+  reports,
+};
+writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
+writeFileSync(path.join(RESULTS, 'faults-latest.json'), `${JSON.stringify(out, null, 2)}\n`);
+
+const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
+const byKind = (r, kind) =>
+  Object.entries(r.injected).reduce((n, [k, v]) => (k.split(' ')[1].startsWith(`${kind}:`) ? n + v : n), 0);
+console.log(
+  table(
+    `Fault suite: ${runs} runs of countedSteps(3) (3 sequential steps + fan-out of 4 + sleep) per scenario, seed ${seed}`,
+    [
+      'scenario',
+      'runs done',
+      'requests',
+      'throttled',
+      '5xx',
+      'lost resp.',
+      'dup sends',
+      'SIGKILLs',
+      'holes',
+      'bad terminals',
+      'DLQ',
+      'stranded',
+      'extra bodies',
+      'extra %',
+      's',
+    ],
+    reports.map((r) => [
+      r.scenario,
+      `${r.completed}/${r.runs}`,
+      sum(r.requests),
+      byKind(r, 'throttle'),
+      byKind(r, 'error5xx'),
+      byKind(r, 'lose-response'),
+      byKind(r, 'duplicate'),
+      r.killed ?? 0,
+      r.holeyLogs,
+      r.badStepTerminals + r.badRunTerminals,
+      r.dlqMessages,
+      r.nonTerminalRuns + r.pendingClaims + r.queueLeft,
+      `${r.extraBodies}/${r.bodiesExpected}`,
+      fmt(r.extraBodiesPct, 2),
+      fmt(r.seconds, 0),
+    ]),
+    [
+      'holes = runs whose event ids are not slots 1..n; bad terminals = steps/runs without exactly one terminal event; stranded = runs left pending/running + idempotency claims left pending + messages left in the queue.',
+      'extra bodies = step-body executions beyond one per step (side effects; the event log stays exactly-once).',
+      `Suite ${res.status === 0 ? 'passed' : 'FAILED (see above)'}. Results: ${path.relative(ROOT, file)}`,
+    ],
+  ),
+);
+process.exit(res.status ?? 1);

@@ -1,0 +1,96 @@
+/**
+ * Fault suite (#12), small size: real workflows through real core while the fault proxy injects
+ * throttling, 5xx and lost responses (DynamoDB, SQS, S3) or duplicate SQS deliveries consumed by
+ * two Worlds at once. Every invariant in test/faults/suite.ts `violations()` must hold; duplicated
+ * step bodies are reported (console) and only bounded by "every body ran at least once" until the
+ * consumer's delivery lease is wired in.
+ *
+ * Larger sizes: `node bench/faults.mjs --runs 1000` (sets EVE_FAULTS_RUNS / EVE_FAULTS_REPORT).
+ */
+import { writeFileSync } from 'node:fs';
+import { afterAll, describe, expect, test } from 'vitest';
+import {
+  duplicateDeliveries,
+  type FaultReport,
+  runFaultScenario,
+  sigkillConsumers,
+  violations,
+  wireFaults,
+} from '../faults/suite.js';
+import { stackEnv } from '../helpers/aws.js';
+
+const RUNS = Number(process.env.EVE_FAULTS_RUNS ?? 12);
+const SEED = Number(process.env.EVE_FAULTS_SEED ?? 1);
+/** `wire`, `dup` or `kill`: run only that scenario (bench/faults.mjs --only). */
+const ONLY = process.env.EVE_FAULTS_ONLY;
+const reports: FaultReport[] = [];
+
+afterAll(() => {
+  if (process.env.EVE_FAULTS_REPORT)
+    writeFileSync(process.env.EVE_FAULTS_REPORT, `${JSON.stringify(reports, null, 2)}\n`);
+});
+
+const timeout = 240_000 + RUNS * 2_000;
+
+describe.sequential('fault suite', () => {
+  test.skipIf(ONLY !== undefined && ONLY !== 'wire')(
+    'throttling, 5xx and lost responses on DynamoDB, SQS and S3: every run completes exactly once, nothing stranded',
+    async () => {
+      const r = await runFaultScenario(wireFaults(Number(process.env.EVE_FAULTS_RATE ?? 0.03)), {
+        stackEnv: stackEnv(),
+        runs: RUNS,
+        seed: SEED,
+      });
+      reports.push(r);
+      console.log(`[faults] ${r.scenario}: ${JSON.stringify(r)}`);
+      // The proxy really injected every kind of fault on every service.
+      for (const svc of ['dynamodb', 'sqs', 's3']) {
+        for (const kind of ['throttle', 'error5xx', 'lose-response']) {
+          expect(
+            Object.keys(r.injected).some((k) => k.startsWith(`${svc} ${kind}:`)),
+            `${svc} ${kind}`,
+          ).toBe(true);
+        }
+      }
+      expect(violations(r)).toEqual([]);
+      expect(r.completed).toBe(RUNS);
+    },
+    timeout,
+  );
+
+  test.skipIf(ONLY !== undefined && ONLY !== 'dup')(
+    'duplicate SQS deliveries handled by two consumer processes at once: every run completes exactly once; extra step bodies reported',
+    async () => {
+      const r = await runFaultScenario(duplicateDeliveries(Number(process.env.EVE_FAULTS_DUP_RATE ?? 0.1)), {
+        stackEnv: stackEnv(),
+        runs: RUNS,
+        seed: SEED,
+      });
+      reports.push(r);
+      console.log(
+        `[faults] ${r.scenario}: extra step bodies ${r.extraBodies}/${r.bodiesExpected} (${r.extraBodiesPct.toFixed(2)}%); ${JSON.stringify(r)}`,
+      );
+      expect(r.injected['sqs duplicate:SendMessage'] ?? 0).toBeGreaterThan(0);
+      expect(r.bodiesInChildren).toBeGreaterThan(0); // the consumer process did take part
+      expect(violations(r)).toEqual([]);
+      expect(r.completed).toBe(RUNS);
+    },
+    timeout,
+  );
+
+  test.skipIf(ONLY !== undefined && ONLY !== 'kill')(
+    'consumer processes SIGKILLed mid-work (with duplicates): every run completes exactly once, nothing stranded',
+    async () => {
+      const r = await runFaultScenario(sigkillConsumers(), { stackEnv: stackEnv(), runs: RUNS, seed: SEED });
+      reports.push(r);
+      console.log(
+        `[faults] ${r.scenario}: killed ${r.killed}; extra step bodies ${r.extraBodies}/${r.bodiesExpected} (${r.extraBodiesPct.toFixed(2)}%); ${JSON.stringify(r)}`,
+      );
+      expect(r.killed).toBeGreaterThan(0);
+      expect(r.bodiesInChildren).toBeGreaterThan(0);
+      expect(violations(r)).toEqual([]);
+      expect(r.completed).toBe(RUNS);
+    },
+    timeout,
+  );
+});
