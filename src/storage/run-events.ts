@@ -35,7 +35,7 @@ import { atSlot as at, type EventRecord, eventItem, newEvent, toEvent } from './
 import { parseRun, type RunRecord, runItem, toRun } from './records/run.js';
 import { assertSpec, runGuardError } from './run-guard.js';
 import { releaseRun } from './run-release.js';
-import { applyRetention } from './retention.js';
+import { applyRetention, purgesOnFinish } from './retention.js';
 import { isTerminal, NOT_TERMINAL, TERMINAL_VALUES } from './terminal.js';
 
 type Data = Record<string, any>;
@@ -323,8 +323,11 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
 
   const field = type === 'run_completed' ? 'output' : type === 'run_failed' ? 'error' : undefined;
   const value = type === 'run_completed' ? ed.output : type === 'run_failed' ? ed.error : undefined;
+  // `$retention: '0'`: the run view loses its payloads and gains `expiredAt` in the terminal
+  // write itself, and the terminal event is stored without its output/error (retention.ts).
+  const purge = purgesOnFinish(rec.attributes);
   let stored: unknown;
-  if (field) {
+  if (field && !purge) {
     const rest = { ...read.run };
     delete rest.output;
     delete rest.error;
@@ -334,9 +337,11 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
   const next: RunRecord = {
     ...rec,
     status,
+    input: purge ? undefined : rec.input,
     output: field === 'output' ? stored : undefined,
     error: field === 'error' ? stored : undefined,
     errorCode: type === 'run_failed' ? ed.errorCode : undefined,
+    expiredAt: purge ? call.now : rec.expiredAt,
     completedAt: call.now,
     updatedAt: call.now,
   };
@@ -352,8 +357,12 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
     set += ', errorCode = :ec';
     values[':ec'] = { S: ed.errorCode };
   }
+  if (purge) {
+    set += ', expiredAt = :now REMOVE #in, #out, #err';
+    Object.assign(names, { '#in': 'input', '#out': 'output', '#err': 'error' });
+  }
   const ev = newEvent(call, runId, data, type, data.eventData);
-  const storedEv = field ? { ...ev, eventData: { ...ed, [field]: stored } } : ev;
+  const storedEv = !field ? ev : { ...ev, eventData: purge ? omit(ed, field) : { ...ed, [field]: stored } };
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: type,
@@ -379,11 +388,13 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
       throw new Restart(); // finished concurrently: re-read, then conflict or idempotent cancel
     },
   });
-  await releaseRun(ctx, runId);
+  await releaseRun(ctx, runId, purge);
   await applyRetention(ctx, runId, rec.attributes, call.now);
   const run = await toRun(
     ctx,
-    { ...next, output: field === 'output' ? value : undefined, error: field === 'error' ? value : undefined },
+    purge
+      ? next
+      : { ...next, output: field === 'output' ? value : undefined, error: field === 'error' ? value : undefined },
     call.rd,
   );
   return { own: [at(ev, done.slot)], pos, run };
@@ -468,4 +479,9 @@ async function attrSetOnce(
     call.rd,
   );
   return { own: [at(ev, done.slot)], pos, run };
+}
+
+function omit(o: Data, field: string): Data {
+  const { [field]: _, ...rest } = o;
+  return rest;
 }
