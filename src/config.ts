@@ -172,7 +172,7 @@ export const ENV_DOCS: readonly EnvDoc[] = [
     name: 'EVE_WORLD_AWS_RETENTION_DAYS',
     default: '-',
     description:
-      "Days a finished run's items (and S3 objects) are kept before they expire (DynamoDB TTL). Unset: kept. A run's own $retention '0' expires it at once.",
+      "Days a finished run's items (and S3 objects) are kept before they expire (DynamoDB TTL). Unset: kept. A run's own $retention '0' purges its payloads and S3 objects at once and keeps the payload-free entities for these days (1 day when unset).",
   },
   {
     name: 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS',

@@ -9,12 +9,14 @@ import type { StorageCtx } from './context.js';
 import type { Position } from './position.js';
 import type { EventRecord } from './records/event.js';
 import type { SlotHints } from './slot-hints.js';
+import type { RunItemCache } from './run-item-cache.js';
 import type { StepItemCache } from './step-item-cache.js';
 
 export interface CreateCall {
   readonly ctx: StorageCtx;
   readonly hints: SlotHints;
   readonly steps: StepItemCache;
+  readonly runs: RunItemCache;
   readonly params: CreateEventParams | undefined;
   readonly rd: ResolveData;
   readonly now: Date;

@@ -33,7 +33,7 @@ import { type Position, startPosition } from './position.js';
 import { keysOf } from './records/attrs.js';
 import { atSlot as at, type EventRecord, eventItem, newEvent, toEvent } from './records/event.js';
 import { parseRun, type RunRecord, runItem, toRun } from './records/run.js';
-import { assertSpec, runGuardError } from './run-guard.js';
+import { assertSpec, HOLDS, mayHold, runGuardError } from './run-guard.js';
 import { releaseRun } from './run-release.js';
 import { applyRetention, purgesOnFinish } from './retention.js';
 import { isTerminal, NOT_TERMINAL, TERMINAL_VALUES } from './terminal.js';
@@ -211,6 +211,12 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
       throw new Restart(); // started or finished concurrently: re-read and answer from that state
     },
   });
+  call.runs.remember(runId, {
+    ...read.run,
+    status: { S: 'running' },
+    startedAt: { N: String(next.startedAt!.getTime()) },
+    updatedAt: { N: String(call.now.getTime()) },
+  });
   return {
     own: [at(ev, done.slot)],
     pos,
@@ -283,11 +289,21 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
   const { ctx, params } = call;
   const type = data.eventType as 'run_completed' | 'run_failed' | 'run_cancelled';
   const ec = startPosition(params).last;
-  const read = await readRunTail(ctx, runId, ec);
+  // Warm: the run view as this process last saw it, and the tail from memory (no read). The write
+  // below is conditioned on what it decides from it (see run-item-cache.ts).
+  const remembered =
+    ec !== undefined || call.hints.get(runId) !== undefined ? call.runs.known(runId) : undefined;
+  const read = remembered
+    ? { run: remembered, events: [] as EventRecord[], tail: undefined }
+    : await readRunTail(ctx, runId, ec);
   if (!read.run) throw new WorkflowRunNotFoundError(runId);
   const rec = parseRun(read.run);
   assertSpec(rec);
-  const pos: Position = { last: read.tail, collect: ec === undefined ? undefined : [...read.events] };
+  const pos: Position = remembered
+    ? ec === undefined
+      ? {}
+      : { last: ec, collect: [] }
+    : { last: read.tail, collect: ec === undefined ? undefined : [...read.events] };
   const ed: Data = data.eventData ?? {};
 
   if (isTerminal(rec.status)) {
@@ -348,6 +364,20 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
   const names: Record<string, string> = { '#st': 'status' };
   const values: Attrs = { ...TERMINAL_VALUES, ':new': { S: status }, ':now': { N: String(call.now.getTime()) } };
   let set = 'SET #st = :new, completedAt = :now, updatedAt = :now';
+  // A run that never held a hook or wait has nothing to release; the condition below makes the
+  // transition re-read if one was created since this read.
+  const release = mayHold(read.run);
+  let condition = `attribute_exists(PK) AND ${NOT_TERMINAL}`;
+  if (!release) {
+    condition += ' AND #holds = :nohold';
+    names['#holds'] = HOLDS;
+    values[':nohold'] = { BOOL: false };
+  }
+  if (remembered) {
+    // The attributes decide retention and are returned: they must be the ones remembered.
+    condition += ' AND attrVer = :av';
+    values[':av'] = { N: String(rec.attrVer) };
+  }
   if (field && stored !== undefined) {
     set += `, #f = :v`;
     names['#f'] = field;
@@ -373,7 +403,7 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
             TableName: ctx.table,
             Key: keysOf(keys.runMeta(runId)),
             UpdateExpression: set,
-            ConditionExpression: `attribute_exists(PK) AND ${NOT_TERMINAL}`,
+            ConditionExpression: condition,
             ExpressionAttributeNames: names,
             ExpressionAttributeValues: values,
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -384,11 +414,15 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
       eventIdx: [1],
     }),
     onGuard: (c) => {
+      call.runs.forget(runId);
       if (!oldItem(c, 0)) throw new WorkflowRunNotFoundError(runId);
-      throw new Restart(); // finished concurrently: re-read, then conflict or idempotent cancel
+      // Finished concurrently (re-read, then conflict or idempotent cancel), or the remembered
+      // view / `holds` flag moved (re-read and decide again).
+      throw new Restart();
     },
   });
-  await releaseRun(ctx, runId, purge);
+  call.runs.forget(runId);
+  if (release) await releaseRun(ctx, runId, purge);
   await applyRetention(ctx, runId, rec.attributes, call.now);
   const run = await toRun(
     ctx,
@@ -473,6 +507,7 @@ async function attrSetOnce(
       throw new Restart(); // another attr_set moved the version: re-validate against it
     },
   });
+  call.runs.forget(runId);
   const run: WorkflowRun = await toRun(
     ctx,
     { ...rec, attributes: merged, attrVer: rec.attrVer + 1, updatedAt: call.now },
