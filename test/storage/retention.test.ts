@@ -10,7 +10,9 @@ import { getEventDataRefFields } from '@workflow/world';
 import { randomBytes } from 'node:crypto';
 import type { Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createContext } from '../../src/context.js';
 import { createStorage } from '../../src/storage/index.js';
+import { createStreamer } from '../../src/streamer.js';
 import { bytes, rejectsWith, runCreatedReq, type StorageFixture, storageFixture, sv } from './helpers.js';
 
 let f: StorageFixture;
@@ -148,6 +150,58 @@ describe('retention', () => {
       await f.clients.ddb.send(new DeleteItemCommand({ TableName: f.config.tableName, Key: { PK: it.PK, SK: it.SK } }));
     await rejectsWith(kept.runs.get(runId), 'WorkflowRunNotFoundError');
     expect(await kept.runs.getMany!([runId])).toEqual([null]);
+  });
+
+  it("$retention '0': stream contents are purged with the run, the stream stays listable", async () => {
+    const { run } = await kept.events.create(null, runCreatedReq({ attributes: { $retention: '0' }, allowReservedAttributes: true }));
+    const runId = run!.runId;
+    await kept.events.create(runId, { eventType: 'run_started', specVersion: sv });
+    const streamer = createStreamer(createContext(f.config, f.clients));
+    try {
+      await streamer.streams.write(runId, 'out', 'secret token 1');
+      await streamer.streams.write(runId, 'out', 'secret token 2');
+      await streamer.streams.close(runId, 'out');
+    } finally {
+      await streamer.close();
+    }
+    const chunkItems = async () =>
+      (
+        await f.clients.ddb.send(
+          new QueryCommand({
+            TableName: f.config.tableName,
+            KeyConditionExpression: 'PK = :p AND begins_with(SK, :c)',
+            ExpressionAttributeValues: { ':p': { S: `STREAM#${runId}#out` }, ':c': { S: 'CHUNK#' } },
+            ConsistentRead: true,
+          }),
+        )
+      ).Items ?? [];
+    expect((await chunkItems()).filter((i) => i.d !== undefined)).toHaveLength(2);
+    await kept.events.create(runId, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } });
+    const after = await chunkItems();
+    expect(after).toHaveLength(2); // the chunks (their indices) stay until TTL
+    for (const it of after) {
+      expect(it.d).toBeUndefined();
+      expect(it.s3).toBeUndefined();
+      expect(Number(it.ttl?.N)).toBeGreaterThan(Date.now() / 1000);
+    }
+  });
+
+  it("$retention '0': a hook kept for its token retention loses its metadata", async () => {
+    const { run } = await kept.events.create(null, runCreatedReq({ attributes: { $retention: '0' }, allowReservedAttributes: true }));
+    const runId = run!.runId;
+    await kept.events.create(runId, { eventType: 'run_started', specVersion: sv });
+    const token = `kept-${runId}`;
+    await kept.events.create(runId, {
+      eventType: 'hook_created',
+      specVersion: sv,
+      correlationId: 'hook_kept',
+      eventData: { token, metadata: bytes('private'), tokenRetentionUntil: new Date(Date.now() + 3_600_000) },
+    });
+    expect((await kept.hooks.get('hook_kept')).metadata).toBeDefined();
+    await kept.events.create(runId, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } });
+    const hook = await kept.hooks.get('hook_kept');
+    expect(hook.token).toBe(token); // still holding its token
+    expect(hook.metadata).toBeUndefined();
   });
 
   it('a reader past the TTL sees the run as gone before the sweep deletes it', async () => {
