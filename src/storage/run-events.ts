@@ -141,6 +141,7 @@ export async function runCreated(
       onSlotTaken: exists,
     },
   );
+  call.runs.remember(runId, runItem(run));
   return { runId, own: [ev], pos: {}, run: await toRun(ctx, { ...run, input: ed.input }, call.rd) };
 }
 
@@ -154,8 +155,16 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
   const { ctx, params } = call;
   const preload = params?.skipPreload !== true;
   const ec = startPosition(params).last;
-  const read = await readRunTail(ctx, runId, preload ? 0 : ec);
-  const pos: Position = { last: read.tail, collect: preload || ec === undefined ? [] : [...read.events] };
+  // Warm, without a preload: the run as this process created it, the tail from memory (no read).
+  // The start is conditioned on what it relies on (pending, the attributes' version).
+  const hint = call.hints.get(runId);
+  const remembered = !preload && (ec !== undefined || hint !== undefined) ? call.runs.known(runId) : undefined;
+  const read = remembered
+    ? { run: remembered, events: [] as EventRecord[], tail: ec ?? hint! }
+    : await readRunTail(ctx, runId, preload ? 0 : ec);
+  const pos: Position = remembered
+    ? { last: read.tail, collect: [] }
+    : { last: read.tail, collect: preload || ec === undefined ? [] : [...read.events] };
   const ev = newEvent(call, runId, data, 'run_started', undefined); // eventData belongs on run_created only
 
   if (!read.run) {
@@ -192,12 +201,13 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
             TableName: ctx.table,
             Key: keysOf(keys.runMeta(runId)),
             UpdateExpression: 'SET #st = :run, startedAt = if_not_exists(startedAt, :now), updatedAt = :now',
-            ConditionExpression: '#st = :pending',
+            ConditionExpression: remembered ? '#st = :pending AND attrVer = :av' : '#st = :pending',
             ExpressionAttributeNames: { '#st': 'status' },
             ExpressionAttributeValues: {
               ':run': { S: 'running' },
               ':pending': { S: 'pending' },
               ':now': { N: String(call.now.getTime()) },
+              ...(remembered ? { ':av': { N: String(rec.attrVer) } } : {}),
             },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
@@ -207,8 +217,11 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
       eventIdx: [1],
     }),
     onGuard: (c) => {
+      call.runs.forget(runId);
       if (!oldItem(c, 0)) throw new WorkflowRunNotFoundError(runId);
-      throw new Restart(); // started or finished concurrently: re-read and answer from that state
+      // Started or finished concurrently, or the remembered attributes moved: re-read and answer
+      // from that state.
+      throw new Restart();
     },
   });
   call.runs.remember(runId, {

@@ -280,8 +280,9 @@ it('pins the cold (no snapshot) and large-value paths', async () => {
     // The input goes to S3 once; the step and the event share the pointer. The run guard is read
     // before the upload, so a refused create leaves no object behind.
     'step_created (400 KB input)': { GetItem: 1, PutObject: 1, [T]: 1 },
-    // A run that never held a hook or wait skips the release queries: the read and the write.
-    'run_completed (400 KB output, no hooks)': { PutObject: 1, Query: 1, [T]: 1 },
+    // A run that never held a hook or wait skips the release queries, and this process created
+    // the run, so its view is remembered: the upload and the write.
+    'run_completed (400 KB output, no hooks)': { PutObject: 1, [T]: 1 },
   });
 });
 
@@ -365,6 +366,44 @@ it('a warm run end reads nothing, and a remembered run view another process chan
   expect(run.status).toBe('completed');
   expect(run.output).toBeUndefined(); // purged: the re-read saw the new attributes
   expect(run.expiredAt).toBeInstanceOf(Date);
+});
+
+it('a warm run_started without preload reads nothing; a remembered run another process changed costs a re-read', async () => {
+  const s = countingStorage();
+  const create = async () =>
+    (
+      await s.events.create(null, {
+        eventType: 'run_created',
+        specVersion: sv,
+        eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+      })
+    ).run.runId;
+  const startIt = (id: string) =>
+    count(async () => {
+      const r = await s.events.create(id, { eventType: 'run_started', specVersion: sv }, { skipPreload: true } as never);
+      expect(r.run?.status).toBe('running');
+      expect(Buffer.from(r.run!.input as Uint8Array).toString()).toBe('i');
+    });
+  expect(await startIt(await create())).toEqual({ TransactWriteItems: 1 });
+  // Another process started it first: the conditioned start fails, the re-read answers idempotently.
+  const raced = await create();
+  await f.storage.events.create(raced, { eventType: 'run_started', specVersion: sv });
+  expect(await startIt(raced)).toEqual({ TransactWriteItems: 1, Query: 1 });
+  expect((await f.storage.events.list({ runId: raced })).data.filter((e) => e.eventType === 'run_started')).toHaveLength(1);
+  // Another process changed the attributes: the start re-reads and returns them.
+  const changed = await create();
+  await f.storage.events.create(changed, {
+    eventType: 'attr_set',
+    specVersion: sv,
+    eventData: { changes: [{ key: 'k', value: 'v' }], writer: { type: 'step', stepId: 's', attempt: 1 } },
+  } as never);
+  let attrs: Record<string, string> | undefined;
+  const got = await count(async () => {
+    attrs = (await s.events.create(changed, { eventType: 'run_started', specVersion: sv }, { skipPreload: true } as never)).run
+      ?.attributes;
+  });
+  expect(got).toEqual({ TransactWriteItems: 2, Query: 1 });
+  expect(attrs).toMatchObject({ k: 'v' });
 });
 
 it('a remembered step item that another process moved on costs a retry, never a wrong write', async () => {
