@@ -1,12 +1,12 @@
 /**
- * Run view items as this process last read or committed them, so a run's terminal transition in
- * the process that started it (the common case: one flow invocation starts the run, a later one
- * in the same warm process finishes it) skips its read.
+ * Run view items as this process last committed them (run_created, run_started, hook/wait
+ * holds), so that in a warm process `run_started` without a preload and the terminal transition
+ * skip their read of the run (a 1-step run then reads only core's `events.list`).
  *
- * Safe by conditions, not by freshness: the terminal write that starts from a remembered item is
- * conditioned on everything it decided on (not terminal, the `holds` flag, the `attrVer` of the
- * attributes), so a stale memory costs one cancelled transaction and a re-read, never a wrong
- * write. Forgotten when the run ends or a condition fails.
+ * Safe by conditions, not by freshness: a write that starts from a remembered item is conditioned
+ * on everything it decided on (`run_started`: pending and `attrVer`; terminal: not terminal, the
+ * `holds` flag and `attrVer`), so a stale memory costs one cancelled transaction and a re-read,
+ * never a wrong write. Forgotten when the run ends, on `attr_set`, or when a condition fails.
  *
  * Bounded: items over 64 KB are not remembered, and past a 4 MB budget the least recently
  * remembered are forgotten.
