@@ -143,6 +143,7 @@ function table1(ours, local) {
     ],
   );
 
+  if (!local) return a; // --skip-local: no comparison tables
   // 1b: versus the floor for a sequential inline step.
   const lsc = local.scenarios;
   const mw = (x) => marginal(x.seq10, x.seq1, (s) => writesPerRun(s.world));
@@ -424,8 +425,8 @@ function table6(ours) {
 
 function printTables(results) {
   const out = [];
-  if (results.ours && results.local)
-    out.push(table1(results.ours, results.local), table2(results.ours), table3(results.ours, results.local));
+  if (results.ours) out.push(table1(results.ours, results.local), table2(results.ours));
+  if (results.ours && results.local) out.push(table3(results.ours, results.local));
   out.push(table4(results.streams), table5(results.coldStart));
   if (results.ours) out.push(table6(results.ours));
   console.log(out.join('\n'));
@@ -479,8 +480,11 @@ async function main() {
         dist: pathToFileURL(DIST).href,
         log,
       });
-      log('Workflows on @workflow/world-local...');
-      results.local = await benchLocal({ wellKnown: WELL_KNOWN, log });
+      if (process.argv.includes('--skip-local')) log('Skipping @workflow/world-local (--skip-local).');
+      else {
+        log('Workflows on @workflow/world-local...');
+        results.local = await benchLocal({ wellKnown: WELL_KNOWN, log });
+      }
     }
     if (only.has('cold')) {
       log('Cold start...');

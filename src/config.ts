@@ -38,6 +38,12 @@ export interface WorldConfig {
   readonly bucket: string;
   /** Values (payloads, chunks, message bodies) larger than this go to S3. */
   readonly payloadThresholdBytes: number;
+  /**
+   * Stored run/step/event/hook payloads larger than this (or than `payloadThresholdBytes`, the
+   * lower wins) go to S3: the storage side of the threshold, chosen by the cost model (README,
+   * "Inline threshold"). Absent: `payloadThresholdBytes` alone.
+   */
+  readonly storageInlineBytes?: number;
   /** Fastest live-stream poll interval (ms), used while chunks flow. */
   readonly streamPollMs: number;
   /** Slowest live-stream poll interval (ms), reached by backing off on an idle stream. */
@@ -134,7 +140,13 @@ export const ENV_DOCS: readonly EnvDoc[] = [
   {
     name: 'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES',
     default: '300000',
-    description: 'Values larger than this are stored in S3 (max 350000).',
+    description: 'Values larger than this are stored in S3 (max 350000): queue bodies and stream chunks.',
+  },
+  {
+    name: 'EVE_WORLD_AWS_STORAGE_INLINE_BYTES',
+    default: '16384',
+    description:
+      'Stored payloads (run/step input and output, event data, hook metadata) larger than this, or than EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES if lower, are stored in S3 (max 350000). The default is chosen by the cost model in the README ("Inline threshold").',
   },
   { name: 'EVE_WORLD_AWS_STREAM_POLL_MS', default: '50', description: 'Live stream poll interval while chunks flow.' },
   {
@@ -180,7 +192,7 @@ export const ENV_DOCS: readonly EnvDoc[] = [
     name: 'EVE_WORLD_AWS_RETENTION_DAYS',
     default: '-',
     description:
-      "Days a finished run's items (and S3 objects) are kept before they expire (DynamoDB TTL). Unset: kept. A run's own $retention '0' expires it at once.",
+      "Days a finished run's items (and S3 objects) are kept before they expire (DynamoDB TTL). Unset: kept. A run's own $retention '0' purges its payloads and S3 objects at once and keeps the payload-free entities for these days (1 day when unset).",
   },
   {
     name: 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS',
@@ -377,6 +389,7 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     deadLetterQueue: queueRef(env, 'EVE_WORLD_AWS_DLQ', `${prefix}-dlq`),
     bucket,
     payloadThresholdBytes: int(env, 'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES', 300_000, 1, 350_000, '300000'),
+    storageInlineBytes: int(env, 'EVE_WORLD_AWS_STORAGE_INLINE_BYTES', 16_384, 1, 350_000, '16384'),
     streamPollMs,
     streamIdlePollMs,
     streamFlushMs: int(env, 'EVE_WORLD_AWS_STREAM_FLUSH_MS', 30, 0, 10_000, '30'),

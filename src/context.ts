@@ -16,6 +16,11 @@ export function createContext(config: WorldConfig, clients: AwsClients = createC
   return {
     config,
     clients,
-    payloads: new PayloadStore(clients.s3, config.bucket, config.payloadThresholdBytes),
+    // Stored payloads use the lower of the two thresholds (queue bodies and chunks: the first).
+    payloads: new PayloadStore(
+      clients.s3,
+      config.bucket,
+      Math.min(config.payloadThresholdBytes, config.storageInlineBytes ?? config.payloadThresholdBytes),
+    ),
   };
 }

@@ -8,6 +8,7 @@ import type { CreateEventParams, EventResult, Hook, ResolveData, Step, Wait, Wor
 import type { StorageCtx } from './context.js';
 import type { Position } from './position.js';
 import type { EventRecord } from './records/event.js';
+import type { RunItemCache } from './run-item-cache.js';
 import type { SlotHints } from './slot-hints.js';
 import type { StepItemCache } from './step-item-cache.js';
 
@@ -15,6 +16,7 @@ export interface CreateCall {
   readonly ctx: StorageCtx;
   readonly hints: SlotHints;
   readonly steps: StepItemCache;
+  readonly runs: RunItemCache;
   readonly params: CreateEventParams | undefined;
   readonly rd: ResolveData;
   readonly now: Date;

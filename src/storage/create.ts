@@ -19,6 +19,7 @@ import { encodeEventCursor } from './pagination.js';
 import { dropUndefined } from './records/attrs.js';
 import { type EventRecord, toEvent } from './records/event.js';
 import { attrSet, runCreated, runStarted, runTerminal } from './run-events.js';
+import { RunItemCache } from './run-item-cache.js';
 import type { SlotHints } from './slot-hints.js';
 import { stepCreated, stepFinished, stepRetrying, stepStartedBare, stepStartedLazy } from './step-events.js';
 import type { StepItemCache } from './step-item-cache.js';
@@ -84,22 +85,22 @@ function perRunQueue() {
   };
 }
 
-export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache) {
+export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs = new RunItemCache()) {
   const queue = perRunQueue();
-  const createOne = createUnqueued(ctx, hints, steps);
+  const createOne = createUnqueued(ctx, hints, steps, runs);
   return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
     typeof runId === 'string' && runId !== ''
       ? queue(runId, () => createOne(runId, data, params))
       : createOne(runId, data, params);
 }
 
-function createUnqueued(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache) {
+function createUnqueued(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs: RunItemCache) {
   return async function create(runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> {
     if (!data || typeof data !== 'object' || typeof data.eventType !== 'string') {
       throw invalidArgument('eventType', 'event request must have an eventType');
     }
     const rd: ResolveData = params?.resolveData ?? 'all';
-    const call: CreateCall = { ctx, hints, steps, params, rd, now: new Date() };
+    const call: CreateCall = { ctx, hints, steps, runs, params, rd, now: new Date() };
     const type = data.eventType;
     if (NEEDS_CORRELATION.has(type)) assertId('correlationId', data.correlationId);
     if (data.correlationId !== undefined && data.correlationId !== null) assertId('correlationId', data.correlationId);

@@ -28,7 +28,7 @@ import { type EventRecord, eventItem, newEvent, parseEvent, toEvent } from './re
 import { type HookRecord, hookItem, parseHook, toHook, tokenOfHookPk } from './records/hook.js';
 import { parseRun, toRun } from './records/run.js';
 import { parseWait, waitItem } from './records/wait.js';
-import { checkRunGuard, runGuard, runGuardError } from './run-guard.js';
+import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError } from './run-guard.js';
 import { getItem } from './table-reads.js';
 import { isTerminal } from './terminal.js';
 
@@ -115,7 +115,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
       return {
         items: [
           claim,
-          runGuard(ctx, runId),
+          holdingRunGuard(ctx, runId),
           putEvent(ctx, eventItem({ ...created, slot, eventData: { ...ed, metadata: placed.metadata } })),
         ],
         eventIdx: [2],
@@ -141,6 +141,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     const ev = newEvent(call, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
     return { own: [{ ...ev, slot: done.slot }], pos, hook: undefined };
   }
+  call.runs.update(runId, { [HOLDS]: { BOOL: true } });
   return {
     own: [{ ...created, slot: done.slot }],
     pos,
@@ -283,7 +284,7 @@ export async function waitCreated(call: CreateCall, runId: string, data: Data): 
     runId,
     what: 'wait_created',
     build: (slot) => ({
-      items: [putNew(ctx, waitItem(wait)), runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))],
+      items: [putNew(ctx, waitItem(wait)), holdingRunGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))],
       eventIdx: [2],
     }),
     onGuard: (c) => {
@@ -296,6 +297,7 @@ export async function waitCreated(call: CreateCall, runId: string, data: Data): 
       throw new EntityConflictError(`Wait "${cid}" already exists`);
     },
   });
+  call.runs.update(runId, { [HOLDS]: { BOOL: true } });
   const { correlationId: _, ...w } = wait;
   return { own: [{ ...ev, slot: done.slot }], pos, wait: w };
 }

@@ -32,8 +32,8 @@ import { type Position, startPosition } from './position.js';
 import { keysOf } from './records/attrs.js';
 import { atSlot as at, type EventRecord, eventItem, newEvent, toEvent } from './records/event.js';
 import { parseRun, type RunRecord, runItem, toRun } from './records/run.js';
-import { applyRetention } from './retention.js';
-import { assertSpec, runGuardError } from './run-guard.js';
+import { applyRetention, purgesOnFinish } from './retention.js';
+import { assertSpec, HOLDS, mayHold, runGuardError } from './run-guard.js';
 import { releaseRun } from './run-release.js';
 import { getItem } from './table-reads.js';
 import { isTerminal, NOT_TERMINAL, TERMINAL_VALUES } from './terminal.js';
@@ -141,6 +141,7 @@ export async function runCreated(
       onSlotTaken: exists,
     },
   );
+  call.runs.remember(runId, runItem(run));
   return { runId, own: [ev], pos: {}, run: await toRun(ctx, { ...run, input: ed.input }, call.rd) };
 }
 
@@ -154,8 +155,16 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
   const { ctx, params } = call;
   const preload = params?.skipPreload !== true;
   const ec = startPosition(params).last;
-  const read = await readRunTail(ctx, runId, preload ? 0 : ec);
-  const pos: Position = { last: read.tail, collect: preload || ec === undefined ? [] : [...read.events] };
+  // Warm, without a preload: the run as this process created it, the tail from memory (no read).
+  // The start is conditioned on what it relies on (pending, the attributes' version).
+  const hint = call.hints.get(runId);
+  const remembered = !preload && (ec !== undefined || hint !== undefined) ? call.runs.known(runId) : undefined;
+  const read = remembered
+    ? { run: remembered, events: [] as EventRecord[], tail: ec ?? hint! }
+    : await readRunTail(ctx, runId, preload ? 0 : ec);
+  const pos: Position = remembered
+    ? { last: read.tail, collect: [] }
+    : { last: read.tail, collect: preload || ec === undefined ? [] : [...read.events] };
   const ev = newEvent(call, runId, data, 'run_started', undefined); // eventData belongs on run_created only
 
   if (!read.run) {
@@ -192,12 +201,13 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
             TableName: ctx.table,
             Key: keysOf(keys.runMeta(runId)),
             UpdateExpression: 'SET #st = :run, startedAt = if_not_exists(startedAt, :now), updatedAt = :now',
-            ConditionExpression: '#st = :pending',
+            ConditionExpression: remembered ? '#st = :pending AND attrVer = :av' : '#st = :pending',
             ExpressionAttributeNames: { '#st': 'status' },
             ExpressionAttributeValues: {
               ':run': { S: 'running' },
               ':pending': { S: 'pending' },
               ':now': { N: String(call.now.getTime()) },
+              ...(remembered ? { ':av': { N: String(rec.attrVer) } } : {}),
             },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
@@ -207,9 +217,18 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
       eventIdx: [1],
     }),
     onGuard: (c) => {
+      call.runs.forget(runId);
       if (!oldItem(c, 0)) throw new WorkflowRunNotFoundError(runId);
-      throw new Restart(); // started or finished concurrently: re-read and answer from that state
+      // Started or finished concurrently, or the remembered attributes moved: re-read and answer
+      // from that state.
+      throw new Restart();
     },
+  });
+  call.runs.remember(runId, {
+    ...read.run,
+    status: { S: 'running' },
+    startedAt: { N: String(next.startedAt!.getTime()) },
+    updatedAt: { N: String(call.now.getTime()) },
   });
   return {
     own: [at(ev, done.slot)],
@@ -283,11 +302,20 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
   const { ctx, params } = call;
   const type = data.eventType as 'run_completed' | 'run_failed' | 'run_cancelled';
   const ec = startPosition(params).last;
-  const read = await readRunTail(ctx, runId, ec);
+  // Warm: the run view as this process last saw it, and the tail from memory (no read). The write
+  // below is conditioned on what it decides from it (see run-item-cache.ts).
+  const remembered = ec !== undefined || call.hints.get(runId) !== undefined ? call.runs.known(runId) : undefined;
+  const read = remembered
+    ? { run: remembered, events: [] as EventRecord[], tail: undefined }
+    : await readRunTail(ctx, runId, ec);
   if (!read.run) throw new WorkflowRunNotFoundError(runId);
   const rec = parseRun(read.run);
   assertSpec(rec);
-  const pos: Position = { last: read.tail, collect: ec === undefined ? undefined : [...read.events] };
+  const pos: Position = remembered
+    ? ec === undefined
+      ? {}
+      : { last: ec, collect: [] }
+    : { last: read.tail, collect: ec === undefined ? undefined : [...read.events] };
   const ed: Data = data.eventData ?? {};
 
   if (isTerminal(rec.status)) {
@@ -323,8 +351,11 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
 
   const field = type === 'run_completed' ? 'output' : type === 'run_failed' ? 'error' : undefined;
   const value = type === 'run_completed' ? ed.output : type === 'run_failed' ? ed.error : undefined;
+  // `$retention: '0'`: the run view loses its payloads and gains `expiredAt` in the terminal
+  // write itself, and the terminal event is stored without its output/error (retention.ts).
+  const purge = purgesOnFinish(rec.attributes);
   let stored: unknown;
-  if (field) {
+  if (field && !purge) {
     const rest = { ...read.run };
     delete rest.output;
     delete rest.error;
@@ -334,15 +365,31 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
   const next: RunRecord = {
     ...rec,
     status,
+    input: purge ? undefined : rec.input,
     output: field === 'output' ? stored : undefined,
     error: field === 'error' ? stored : undefined,
     errorCode: type === 'run_failed' ? ed.errorCode : undefined,
+    expiredAt: purge ? call.now : rec.expiredAt,
     completedAt: call.now,
     updatedAt: call.now,
   };
   const names: Record<string, string> = { '#st': 'status' };
   const values: Attrs = { ...TERMINAL_VALUES, ':new': { S: status }, ':now': { N: String(call.now.getTime()) } };
   let set = 'SET #st = :new, completedAt = :now, updatedAt = :now';
+  // A run that never held a hook or wait has nothing to release; the condition below makes the
+  // transition re-read if one was created since this read.
+  const release = mayHold(read.run);
+  let condition = `attribute_exists(PK) AND ${NOT_TERMINAL}`;
+  if (!release) {
+    condition += ' AND #holds = :nohold';
+    names['#holds'] = HOLDS;
+    values[':nohold'] = { BOOL: false };
+  }
+  if (remembered) {
+    // The attributes decide retention and are returned: they must be the ones remembered.
+    condition += ' AND attrVer = :av';
+    values[':av'] = { N: String(rec.attrVer) };
+  }
   if (field && stored !== undefined) {
     set += `, #f = :v`;
     names['#f'] = field;
@@ -352,8 +399,12 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
     set += ', errorCode = :ec';
     values[':ec'] = { S: ed.errorCode };
   }
+  if (purge) {
+    set += ', expiredAt = :now REMOVE #in, #out, #err';
+    Object.assign(names, { '#in': 'input', '#out': 'output', '#err': 'error' });
+  }
   const ev = newEvent(call, runId, data, type, data.eventData);
-  const storedEv = field ? { ...ev, eventData: { ...ed, [field]: stored } } : ev;
+  const storedEv = !field ? ev : { ...ev, eventData: purge ? omit(ed, field) : { ...ed, [field]: stored } };
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: type,
@@ -364,7 +415,7 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
             TableName: ctx.table,
             Key: keysOf(keys.runMeta(runId)),
             UpdateExpression: set,
-            ConditionExpression: `attribute_exists(PK) AND ${NOT_TERMINAL}`,
+            ConditionExpression: condition,
             ExpressionAttributeNames: names,
             ExpressionAttributeValues: values,
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -375,15 +426,21 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
       eventIdx: [1],
     }),
     onGuard: (c) => {
+      call.runs.forget(runId);
       if (!oldItem(c, 0)) throw new WorkflowRunNotFoundError(runId);
-      throw new Restart(); // finished concurrently: re-read, then conflict or idempotent cancel
+      // Finished concurrently (re-read, then conflict or idempotent cancel), or the remembered
+      // view / `holds` flag moved (re-read and decide again).
+      throw new Restart();
     },
   });
-  await releaseRun(ctx, runId);
+  call.runs.forget(runId);
+  if (release) await releaseRun(ctx, runId, purge);
   await applyRetention(ctx, runId, rec.attributes, call.now);
   const run = await toRun(
     ctx,
-    { ...next, output: field === 'output' ? value : undefined, error: field === 'error' ? value : undefined },
+    purge
+      ? next
+      : { ...next, output: field === 'output' ? value : undefined, error: field === 'error' ? value : undefined },
     call.rd,
   );
   return { own: [at(ev, done.slot)], pos, run };
@@ -462,10 +519,16 @@ async function attrSetOnce(
       throw new Restart(); // another attr_set moved the version: re-validate against it
     },
   });
+  call.runs.forget(runId);
   const run: WorkflowRun = await toRun(
     ctx,
     { ...rec, attributes: merged, attrVer: rec.attrVer + 1, updatedAt: call.now },
     call.rd,
   );
   return { own: [at(ev, done.slot)], pos, run };
+}
+
+function omit(o: Data, field: string): Data {
+  const { [field]: _, ...rest } = o;
+  return rest;
 }

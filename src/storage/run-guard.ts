@@ -27,6 +27,33 @@ export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
   };
 }
 
+/**
+ * {@link runGuard} for an event that leaves something for the run's end to release (a hook or a
+ * wait): the same condition as an Update that sets the run's `holds` flag, in the same
+ * transaction. A run whose flag is still `false` at its terminal transition skips the release
+ * queries (run-release.ts); the terminal transaction is conditioned on that value, so a hold
+ * that commits in between forces a re-read instead of being missed.
+ */
+export function holdingRunGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
+  const { ConditionCheck: check } = runGuard(ctx, runId);
+  return {
+    Update: {
+      ...check!,
+      UpdateExpression: 'SET #holds = :held',
+      ExpressionAttributeNames: { ...check!.ExpressionAttributeNames, '#holds': HOLDS },
+      ExpressionAttributeValues: { ...check!.ExpressionAttributeValues, ':held': { BOOL: true } },
+    },
+  };
+}
+
+/** The run item's flag: `false` from creation, `true` once a hook or wait was created. */
+export const HOLDS = 'holds';
+
+/** Whether a run read before its terminal transition may hold hooks or waits (absent: a run from before the flag). */
+export function mayHold(run: Attrs): boolean {
+  return run[HOLDS]?.BOOL !== false;
+}
+
 /** The error a failed {@link runGuard} stands for. */
 export function runGuardError(runId: string, old: Attrs | undefined, onTerminal: (status: string) => Error): Error {
   if (!old) return new WorkflowRunNotFoundError(runId);

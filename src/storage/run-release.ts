@@ -15,7 +15,7 @@ import { type Attrs, num, str } from './codec.js';
 import type { StorageCtx } from './context.js';
 import { queryAll } from './table-reads.js';
 
-export async function releaseRun(ctx: StorageCtx, runId: string): Promise<void> {
+export async function releaseRun(ctx: StorageCtx, runId: string, purge = false): Promise<void> {
   const [hooks, waits] = await Promise.all([
     queryAll(ctx, {
       IndexName: GSI1,
@@ -36,7 +36,7 @@ export async function releaseRun(ctx: StorageCtx, runId: string): Promise<void> 
     }),
   ]);
   const now = Date.now();
-  await Promise.all(hooks.map((h) => releaseHook(ctx, runId, h, now)));
+  await Promise.all(hooks.map((h) => releaseHook(ctx, runId, h, now, purge)));
   for (let i = 0; i < waits.length; i += 25) {
     let req = waits.slice(i, i + 25).map((w) => ({ DeleteRequest: { Key: { PK: w.PK, SK: w.SK } } }));
     for (let attempt = 0; req.length > 0; attempt++) {
@@ -49,9 +49,10 @@ export async function releaseRun(ctx: StorageCtx, runId: string): Promise<void> 
 
 /**
  * Delete one hook of the finished run (releasing its token), unless its token retention lasts:
- * then it stays readable and claimed until `tokenRetentionUntil`, and gets that as its TTL.
+ * then it stays readable and claimed until `tokenRetentionUntil`, and gets that as its TTL (and,
+ * for a `$retention: '0'` run, loses its metadata: keeping the token does not keep the payload).
  */
-async function releaseHook(ctx: StorageCtx, runId: string, h: Attrs, now: number): Promise<void> {
+async function releaseHook(ctx: StorageCtx, runId: string, h: Attrs, now: number, purge: boolean): Promise<void> {
   const owned = { ':r': { S: runId }, ':h': { S: str(h, ATTR.gsi1sk)! } };
   const key = { PK: h.PK, SK: { S: storageKeys.hookMetaSk } };
   try {
@@ -76,9 +77,9 @@ async function releaseHook(ctx: StorageCtx, runId: string, h: Attrs, now: number
         new UpdateItemCommand({
           TableName: ctx.table,
           Key: key,
-          UpdateExpression: 'SET #ttl = :t',
+          UpdateExpression: purge ? 'SET #ttl = :t REMOVE #md' : 'SET #ttl = :t',
           ConditionExpression: 'runId = :r AND hookId = :h',
-          ExpressionAttributeNames: { '#ttl': ATTR.ttl },
+          ExpressionAttributeNames: { '#ttl': ATTR.ttl, ...(purge ? { '#md': 'metadata' } : {}) },
           ExpressionAttributeValues: { ...owned, ':t': { N: String(Math.ceil(until / 1000)) } },
         }),
       )

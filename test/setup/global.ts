@@ -27,6 +27,20 @@ declare module 'vitest' {
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
+ * Every `*.test.ts(x)` under `dir`, never descending into node_modules: an installed app there
+ * (test/eve/app after `npm run test:eve:setup`) is huge and may link back into the tree, so a
+ * recursive readdir of it never ends.
+ */
+function testFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    if (e.name === 'node_modules' || e.name.startsWith('.')) return [];
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return testFiles(p);
+    return /\.test\.tsx?$/.test(e.name) ? [p] : [];
+  });
+}
+
+/**
  * Whether this run includes a test file whose path (relative to test/) matches `re`. Vitest keeps
  * the CLI filters on an internal field; when it is not there (or there are none), assume yes.
  */
@@ -34,9 +48,7 @@ function runsTestsMatching(project: TestProject, re: RegExp): boolean {
   const filters = (project.vitest as unknown as { filenamePattern?: string[] }).filenamePattern;
   if (!Array.isArray(filters) || filters.length === 0) return true;
   const testDir = path.join(root, 'test');
-  const files = (readdirSync(testDir, { recursive: true }) as string[])
-    .filter((f) => /\.test\.tsx?$/.test(f) && !f.includes('node_modules'))
-    .map((f) => path.join(testDir, f));
+  const files = testFiles(testDir);
   return files.some((abs) => {
     const rel = path.relative(root, abs);
     const selected = filters.some((f) => abs.includes(f) || rel.includes(f.replace(/^\.\//, '')));

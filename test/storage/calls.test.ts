@@ -16,6 +16,9 @@ import { bytes, type StorageFixture, storageFixture, sv } from './helpers.js';
 let f: StorageFixture;
 const calls: string[] = [];
 let counted: ReturnType<typeof createClients>;
+/** Armed by a test: runs `hookAction` (on other clients) just before the first call it matches. */
+let beforeSend: ((command: string) => boolean) | undefined;
+let hookAction: (() => Promise<unknown>) | undefined;
 
 function countingStorage(): Storage {
   return createStorage(createContext(f.config, counted));
@@ -27,7 +30,11 @@ beforeAll(async () => {
   for (const c of [counted.ddb, await counted.s3()] as { middlewareStack: { add: (...a: any[]) => void } }[]) {
     c.middlewareStack.add(
       (next: any, context: any) => async (args: any) => {
-        calls.push(context.commandName.replace(/Command$/, ''));
+        const name = context.commandName.replace(/Command$/, '');
+        calls.push(name);
+        const hook = beforeSend;
+        if (hook?.(name)) beforeSend = undefined;
+        if (hook && beforeSend === undefined) await hookAction?.();
         return next(args);
       },
       { step: 'initialize', name: 'countCalls' },
@@ -199,7 +206,8 @@ it('pins the calls of every event type on the main path', async () => {
     wait_completed: { GetItem: 1, [T]: 1 },
     // Run + tail in one Query (attributes are merged against what the write is conditioned on).
     attr_set: { Query: 1, [T]: 1 },
-    // Read + write, then the release: hooks (GSI) and waiting waits, one delete per live hook.
+    // Read + write, then the release (the run holds a hook): hooks (GSI) and waiting waits, one
+    // delete per live hook.
     'run_completed (1 live hook)': { Query: 3, [T]: 1, DeleteItem: 1 },
   });
 });
@@ -272,8 +280,142 @@ it('pins the cold (no snapshot) and large-value paths', async () => {
     // The input goes to S3 once; the step and the event share the pointer. The run guard is read
     // before the upload, so a refused create leaves no object behind.
     'step_created (400 KB input)': { GetItem: 1, PutObject: 1, [T]: 1 },
-    'run_completed (400 KB output, no hooks)': { PutObject: 1, Query: 3, [T]: 1 },
+    // A run that never held a hook or wait skips the release queries, and this process created
+    // the run, so its view is remembered: the upload and the write.
+    'run_completed (400 KB output, no hooks)': { PutObject: 1, [T]: 1 },
   });
+});
+
+it('a hook created between the terminal read and its commit is still released (the transition re-reads)', async () => {
+  const s = countingStorage();
+  const runId = (
+    await s.events.create(null, {
+      eventType: 'run_created',
+      specVersion: sv,
+      eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+    })
+  ).run.runId;
+  await s.events.create(runId, { eventType: 'run_started', specVersion: sv });
+  const token = `race-${runId}`;
+  // Another process creates a hook right after run_completed read the run (holds = false).
+  beforeSend = (name) => name === 'TransactWriteItems';
+  hookAction = () =>
+    f.storage.events.create(runId, {
+      eventType: 'hook_created',
+      specVersion: sv,
+      correlationId: 'h',
+      eventData: { token },
+    });
+  const got = await count(() =>
+    s.events.create(runId, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } }),
+  );
+  expect(beforeSend).toBeUndefined();
+  // The first transition fails its `holds` condition; the re-read sees the hook and releases it.
+  expect(got.TransactWriteItems).toBe(2);
+  expect(got.DeleteItem).toBe(1);
+  await expect(f.storage.hooks.getByToken(token)).rejects.toMatchObject({ name: 'HookNotFoundError' });
+  expect((await f.storage.runs.get(runId)).status).toBe('completed');
+});
+
+it('a run with a wait releases it at its end; without one, no release query', async () => {
+  const s = countingStorage();
+  const runId = (
+    await s.events.create(null, {
+      eventType: 'run_created',
+      specVersion: sv,
+      eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+    })
+  ).run.runId;
+  await s.events.create(runId, { eventType: 'run_started', specVersion: sv });
+  await s.events.create(runId, {
+    eventType: 'wait_created',
+    specVersion: sv,
+    correlationId: 'w1',
+    eventData: { resumeAt: new Date(Date.now() + 3_600_000) },
+  });
+  const got = await count(() =>
+    s.events.create(runId, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } }),
+  );
+  // Warm (this process started the run): no read of the run; the release queries; the wait's delete.
+  expect(got).toEqual({ Query: 2, TransactWriteItems: 1, BatchWriteItem: 1 });
+  expect((await f.storage.events.list({ runId })).data.map((e) => e.eventType)).toContain('run_completed');
+});
+
+it('a warm run end reads nothing, and a remembered run view another process changed costs a re-read, never a wrong write', async () => {
+  const s = countingStorage();
+  const start = async () => {
+    const id = (
+      await s.events.create(null, {
+        eventType: 'run_created',
+        specVersion: sv,
+        eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+      })
+    ).run.runId;
+    await s.events.create(id, { eventType: 'run_started', specVersion: sv });
+    return id;
+  };
+  const complete = (id: string) =>
+    count(() =>
+      s.events.create(id, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } }),
+    );
+  const plain = await start();
+  expect(await complete(plain)).toEqual({ TransactWriteItems: 1 });
+  // Another process sets `$retention: '0'` after this one remembered the run: the end must see it.
+  const changed = await start();
+  await f.storage.events.create(changed, {
+    eventType: 'attr_set',
+    specVersion: sv,
+    eventData: { changes: [{ key: '$retention', value: '0' }], allowReservedAttributes: true },
+  } as never);
+  const got = await complete(changed);
+  expect(got.TransactWriteItems).toBe(2); // the remembered attrVer failed; re-read, then the write
+  const run = await f.storage.runs.get(changed);
+  expect(run.status).toBe('completed');
+  expect(run.output).toBeUndefined(); // purged: the re-read saw the new attributes
+  expect(run.expiredAt).toBeInstanceOf(Date);
+});
+
+it('a warm run_started without preload reads nothing; a remembered run another process changed costs a re-read', async () => {
+  const s = countingStorage();
+  const create = async () =>
+    (
+      await s.events.create(null, {
+        eventType: 'run_created',
+        specVersion: sv,
+        eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+      })
+    ).run.runId;
+  const startIt = (id: string) =>
+    count(async () => {
+      const r = await s.events.create(id, { eventType: 'run_started', specVersion: sv }, {
+        skipPreload: true,
+      } as never);
+      expect(r.run?.status).toBe('running');
+      expect(Buffer.from(r.run!.input as Uint8Array).toString()).toBe('i');
+    });
+  expect(await startIt(await create())).toEqual({ TransactWriteItems: 1 });
+  // Another process started it first: the conditioned start fails, the re-read answers idempotently.
+  const raced = await create();
+  await f.storage.events.create(raced, { eventType: 'run_started', specVersion: sv });
+  expect(await startIt(raced)).toEqual({ TransactWriteItems: 1, Query: 1 });
+  expect(
+    (await f.storage.events.list({ runId: raced })).data.filter((e) => e.eventType === 'run_started'),
+  ).toHaveLength(1);
+  // Another process changed the attributes: the start re-reads and returns them.
+  const changed = await create();
+  await f.storage.events.create(changed, {
+    eventType: 'attr_set',
+    specVersion: sv,
+    eventData: { changes: [{ key: 'k', value: 'v' }], writer: { type: 'step', stepId: 's', attempt: 1 } },
+  } as never);
+  let attrs: Record<string, string> | undefined;
+  const got = await count(async () => {
+    attrs = (
+      await s.events.create(changed, { eventType: 'run_started', specVersion: sv }, { skipPreload: true } as never)
+    ).run?.attributes;
+  });
+  expect(got).toEqual({ TransactWriteItems: 2, Query: 1 });
+  expect(attrs).toMatchObject({ k: 'v' });
 });
 
 it('a remembered step item that another process moved on costs a retry, never a wrong write', async () => {

@@ -205,6 +205,32 @@ async function objectsUnder(prefix: string): Promise<string[]> {
   return (out.Contents ?? []).map((o) => o.Key!);
 }
 
+describe('inline threshold', () => {
+  it('by default a stored value over 16 KB goes to S3 and one under it stays inline (the cost model in the README)', async () => {
+    expect(f.config.storageInlineBytes).toBe(16_384);
+    expect(f.ctx.payloads.thresholdBytes).toBe(16_384);
+    const runId = await startedRun(storage);
+    await storage.events.create(runId, {
+      eventType: 'step_created',
+      specVersion: sv,
+      correlationId: 'small',
+      eventData: { stepName: 's', input: randomBytes(16_000) },
+    });
+    expect(await objectsUnder(`runs/${runId}/`)).toEqual([]);
+    const big = randomBytes(17_000);
+    await storage.events.create(runId, {
+      eventType: 'step_created',
+      specVersion: sv,
+      correlationId: 'big',
+      eventData: { stepName: 's', input: big },
+    });
+    expect(await objectsUnder(`runs/${runId}/`)).toHaveLength(1);
+    expect(Buffer.from((await storage.steps.get(runId, 'big')).input as Uint8Array).equals(Buffer.from(big))).toBe(
+      true,
+    );
+  });
+});
+
 describe('no orphaned objects', () => {
   it('a large step_created redelivered 3 times leaves one object (deterministic key)', async () => {
     const runId = await startedRun(storage);

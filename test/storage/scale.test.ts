@@ -103,7 +103,10 @@ describe('index spread', () => {
       expect([...perKey.keys()].every((k) => k.startsWith(prefix) && /#\d+$/.test(k))).toBe(true);
       const groups =
         attr === 'GSI2PK' ? [RUNS] : NAMES.map((_, n) => runs.filter((r) => r.workflowName === NAMES[n]).length);
-      expect(perKey.size).toBe(groups.length * LIST_SHARDS);
+      // Never more keys than shards; all of them in use where a shard's expected count is large
+      // enough that an empty one is a real miss (for ~100 runs per name, (15/16)^100 is not).
+      expect(perKey.size).toBeLessThanOrEqual(groups.length * LIST_SHARDS);
+      if (Math.min(...groups) >= 300) expect(perKey.size).toBe(groups.length * LIST_SHARDS);
       // A fair share is 1/16 of the group; hashing spreads binomially, so allow six standard
       // deviations above it (a one-in-a-billion miss). One constant key, as before, held 100%.
       const largestGroup = Math.max(...groups);

@@ -23,6 +23,7 @@ describe('loadConfig', () => {
       deadLetterQueue: 'eve-world-dlq',
       bucket: 'eve-world-payloads',
       payloadThresholdBytes: 300_000,
+      storageInlineBytes: 16_384,
       streamPollMs: 50,
       streamIdlePollMs: 1000,
       signingSecret: undefined,

@@ -66,6 +66,8 @@ export function runItem(r: RunRecord): Attrs {
       [ATTR.gsi2sk]: sortKey,
     }),
     attributes: { M: Object.fromEntries(Object.entries(r.attributes).map(([k, v]) => [k, { S: v }])) },
+    // No hook or wait yet (run-guard.ts `holdingRunGuard` sets it when one is created).
+    holds: { BOOL: false },
   };
 }
 
@@ -94,8 +96,16 @@ export function parseRun(it: Attrs): RunRecord {
   };
 }
 
-/** The contract shape: `output` only when completed, `error` only when failed. */
-export async function toRun(ctx: StorageCtx, r: RunRecord, rd: ResolveData): Promise<WorkflowRun> {
+/**
+ * The contract shape: `output` only when completed, `error` only when failed, and no payloads
+ * once `expiredAt` has passed (a `$retention: '0'` run's terminal write already removed them;
+ * this keeps a view read in between from showing them or following a deleted S3 object).
+ */
+export async function toRun(ctx: StorageCtx, stored: RunRecord, rd: ResolveData): Promise<WorkflowRun> {
+  const r =
+    stored.expiredAt !== undefined && stored.expiredAt.getTime() <= Date.now()
+      ? { ...stored, input: undefined, output: undefined, error: undefined }
+      : stored;
   const [input, output] = await Promise.all([
     payloadFor(ctx, r.input, rd),
     r.status === 'completed' ? payloadFor(ctx, r.output, rd) : undefined,
