@@ -40,11 +40,14 @@ function countCalls(client, counts) {
   );
 }
 
+let flowInstances = 0;
+
 async function loadApp(wellKnown) {
   const manifest = JSON.parse(readFileSync(path.join(wellKnown, 'manifest.json'), 'utf8'));
   return {
     workflows: manifest.workflows['workflows/checklist.ts'],
-    flow: await import(path.join(wellKnown, 'flow.mjs')),
+    // A fresh flow route per World: core's route caches the first World's queue handler.
+    flow: await import(`${pathToFileURL(path.join(wellKnown, 'flow.mjs')).href}?world=${++flowInstances}`),
     api: await import('workflow/api'),
     runtime: await import('workflow/runtime'),
   };

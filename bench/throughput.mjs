@@ -31,9 +31,12 @@ function pct(values, p) {
   return s[Math.min(s.length - 1, Math.round((p / 100) * (s.length - 1)))];
 }
 
+let flowInstances = 0;
+
 async function loadApp() {
   const manifest = JSON.parse(readFileSync(path.join(WELL_KNOWN, 'manifest.json'), 'utf8'));
-  const flow = await import(pathToFileURL(path.join(WELL_KNOWN, 'flow.mjs')).href);
+  // A fresh flow route per World: core's route caches the first World's queue handler.
+  const flow = await import(`${pathToFileURL(path.join(WELL_KNOWN, 'flow.mjs')).href}?world=${++flowInstances}`);
   const api = await import('workflow/api');
   const runtime = await import('workflow/runtime');
   return {
@@ -170,7 +173,7 @@ export async function benchThroughput({ runs = 200, steps = 10, log = console.er
   } finally {
     await stack.stop();
   }
-  rows.push(await onLocal(app, { runs, steps }));
+  rows.push(await onLocal(await loadApp(), { runs, steps }));
   return rows;
 }
 

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { itemSize, writeUnits } from './lib/dynamo-size.mjs';
@@ -330,10 +331,15 @@ function dirBytes(dir) {
 
 // ------------------------------------------------------------------ driving runs
 
+let flowInstances = 0;
+
 async function loadApp(wellKnown) {
   const manifest = JSON.parse(readFileSync(path.join(wellKnown, 'manifest.json'), 'utf8'));
   const workflows = manifest.workflows['workflows/checklist.ts'];
-  const flow = await import(path.join(wellKnown, 'flow.mjs'));
+  // A fresh copy of the flow route per World: core's route caches the first World's queue
+  // handler, so a second World in this process would otherwise get the first one's (which, closed
+  // by default, refuses its deliveries as unsigned).
+  const flow = await import(`${pathToFileURL(path.join(wellKnown, 'flow.mjs')).href}?world=${++flowInstances}`);
   const api = await import('workflow/api');
   const runtime = await import('workflow/runtime');
   return { workflows, flow, api, runtime };
