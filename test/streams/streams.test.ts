@@ -189,8 +189,11 @@ describe('concurrency', () => {
       cursor = page.cursor;
     }
     expect(all).toHaveLength(4 * PER);
-    // The writers really interleaved (concurrent reservations), not ran one after another.
-    expect(new Set(all.slice(0, 200).map((c) => c.split(':')[0])).size).toBeGreaterThan(1);
+    // The writers really interleaved (concurrent block claims), not ran one after another: the
+    // writer changes along the stream more often than the 3 times back-to-back runs would give.
+    // (How soon the first switch comes depends on scheduling, so only the count is asserted.)
+    const switches = all.filter((c, i) => i > 0 && c.split(':')[0] !== all[i - 1].split(':')[0]).length;
+    expect(switches).toBeGreaterThan(3);
     expect(new Set(all).size).toBe(4 * PER);
     for (let wi = 0; wi < 4; wi++) {
       const mine = all.filter((c) => c.startsWith(`w${wi}:`));
