@@ -1,7 +1,8 @@
 // `npm run bench`: the benchmark suite (issue 8). Builds what it needs, starts one embedded
 // emulator stack (DynamoDB Local + fauxqs), runs real workflows on eve-world-aws and on
-// @workflow/world-local, measures cold start, runs the streams bench (bench/streams), prints five
-// tables and writes bench/results/<timestamp>.json and bench/results/latest.json.
+// @workflow/world-local, measures cold start, runs the streams bench (bench/streams), the KMS and
+// delivery-lease benches (bench/kms.mjs, bench/lease.mjs), prints the tables and writes
+// bench/results/<timestamp>.json and bench/results/latest.json.
 // Benchmarks print; they never assert. Method: bench/README.md.
 import './lib/polyfills.mjs';
 import { spawnSync } from 'node:child_process';
@@ -11,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { benchColdStart } from './cold-start.mjs';
 import { benchKms, printKmsTable } from './kms.mjs';
+import { benchLease, printLeaseTable } from './lease.mjs';
 import { fmt, table } from './lib/format.mjs';
 import { CALL_LATENCY_MS, dollars, PRICES } from './lib/model.mjs';
 import { benchStreams } from './streams.mjs';
@@ -22,7 +24,7 @@ const WELL_KNOWN = path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1');
 const RESULTS = path.join(ROOT, 'bench/results');
 const log = (...a) => console.error(...a);
 const only = new Set(
-  (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'workflows,cold,streams,kms').split(','),
+  (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'workflows,cold,streams,kms,lease').split(','),
 );
 
 function build() {
@@ -443,6 +445,7 @@ async function main() {
     const saved = JSON.parse(readFileSync(from, 'utf8'));
     printTables(saved);
     if (saved.kms) printKmsTable(saved.kms);
+    if (saved.lease) printLeaseTable(saved.lease);
     return;
   }
   const started = new Date();
@@ -511,6 +514,10 @@ async function main() {
       log('KMS envelope encryption (bench/kms.mjs)...');
       results.kms = await benchKms({ stackEnv: stack.env, wellKnown: WELL_KNOWN, dist: pathToFileURL(DIST).href, log });
     }
+    if (only.has('lease')) {
+      log('Delivery lease (bench/lease.mjs)...');
+      results.lease = await benchLease({ stackEnv: stack.env, dist: pathToFileURL(DIST).href, log });
+    }
   } finally {
     await stack.stop();
   }
@@ -523,6 +530,7 @@ async function main() {
 
   printTables(results);
   if (results.kms) printKmsTable(results.kms);
+  if (results.lease) printLeaseTable(results.lease);
 
   mkdirSync(RESULTS, { recursive: true });
   const stamp = started.toISOString().replace(/[:.]/g, '-');
