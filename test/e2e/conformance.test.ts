@@ -5,7 +5,7 @@
 import { eventIdToSlot } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resumeHook, start } from 'workflow/api';
-import { type E2e, startE2e } from './harness.js';
+import { type E2e, startE2e } from '../helpers/e2e.js';
 
 let e2e: E2e;
 

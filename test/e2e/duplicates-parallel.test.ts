@@ -10,6 +10,6 @@
  * the World's guarantee here is the event log: one `step_completed` per step, one terminal event
  * per run, lazy-start losers get `EntityConflictError`.
  */
-import { duplicateDeliveryCases } from './duplicate-cases.js';
+import { duplicateDeliveryCases } from '../helpers/duplicate-cases.js';
 
 duplicateDeliveryCases('handler', { bodiesRunOnce: false });

@@ -6,6 +6,6 @@
  * would take the second for the owner's crash-redelivery and re-run the step), and a later copy
  * replays what the first committed.
  */
-import { duplicateDeliveryCases } from './duplicate-cases.js';
+import { duplicateDeliveryCases } from '../helpers/duplicate-cases.js';
 
 duplicateDeliveryCases('sqs', { bodiesRunOnce: true });

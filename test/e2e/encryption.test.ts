@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resumeHook, start } from 'workflow/api';
 import { LOCAL_KMS_ALIAS } from '../../src/emulator/stack.js';
 import { createWorld } from '../../src/index.js';
-import { type E2e, startE2e } from './harness.js';
+import { type E2e, startE2e } from '../helpers/e2e.js';
 
 const MARKER = `TOP-SECRET-${Math.random().toString(36).slice(2, 10)}`;
 

@@ -1,7 +1,7 @@
 /**
  * Fault suite (#12), small size: real workflows through real core while the fault proxy injects
  * throttling, 5xx and lost responses (DynamoDB, SQS, S3) or duplicate SQS deliveries consumed by
- * two Worlds at once. Every invariant in test/faults/suite.ts `violations()` must hold; duplicated
+ * two Worlds at once. Every invariant in test/helpers/faults-suite.ts `violations()` must hold; duplicated
  * step bodies are reported (console) and only bounded by "every body ran at least once" until the
  * consumer's delivery lease is wired in.
  *
@@ -9,6 +9,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, test } from 'vitest';
+import { stackEnv } from '../helpers/aws.js';
 import {
   duplicateDeliveries,
   type FaultReport,
@@ -16,8 +17,7 @@ import {
   sigkillConsumers,
   violations,
   wireFaults,
-} from '../faults/suite.js';
-import { stackEnv } from '../helpers/aws.js';
+} from '../helpers/faults-suite.js';
 
 const RUNS = Number(process.env.EVE_FAULTS_RUNS ?? 12);
 const SEED = Number(process.env.EVE_FAULTS_SEED ?? 1);

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getHookByToken, resumeHook, start } from 'workflow/api';
 import { COMMAND_PERMISSIONS, commandKey, permissionFor } from '../../src/aws/iam-actions.js';
 import { LOCAL_KMS_ALIAS } from '../../src/emulator/stack.js';
-import { type E2e, startE2e } from './harness.js';
+import { type E2e, startE2e } from '../helpers/e2e.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 

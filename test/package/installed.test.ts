@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/emulator/stack.js';
-import { cleanEnv, dynamoLocalOnPort, parseExports, waitGone } from '../cli/helpers.js';
+import { cleanEnv, dynamoLocalOnPort, parseExports, waitGone } from '../helpers/cli.js';
 import { directoryBytes, installOffline, packRepo } from '../helpers/package-install.js';
 
 const PKG = '@portfolio/eve-world-aws';

@@ -2,7 +2,7 @@
  * A token-streaming workflow: one step writes `n` small chunks `gapMs` apart through
  * `getWritable()` (like an LLM answer), then closes the stream. Each chunk is JSON
  * `{i, t}` (t = wall-clock ms just before write()), so readers check order and measure latency.
- * Used by test/streams/core-reader.test.ts and the streams benchmarks.
+ * Used by test/integration/streams/core-reader.test.ts and the streams benchmarks.
  */
 import { getWritable } from 'workflow';
 

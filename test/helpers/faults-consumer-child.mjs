@@ -1,0 +1,40 @@
+// A consumer process for the fault suite: a World (dist/, configured from the environment) that
+// consumes the queue and runs the e2e flow route in process, like `eve start` does. The suite
+// starts several, duplicates deliveries between them, and SIGKILLs them.
+//
+// argv: <dist/index.js URL> <flow.mjs path> <tally file>
+// Every step-body execution of `countedAdd` appends its key to the tally file at once (a
+// SIGKILLed process loses nothing it counted). Prints "ready" on stdout once consuming.
+import { appendFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+
+const [distUrl, flowPath, tallyFile] = process.argv.slice(2);
+if (!distUrl || !flowPath || !tallyFile) {
+  console.error('usage: faults-consumer-child.mjs <dist/index.js URL> <flow.mjs path> <tally file>');
+  process.exit(2);
+}
+
+class FileTally extends Map {
+  set(key, value) {
+    appendFileSync(tallyFile, `${key}\n`);
+    return super.set(key, value);
+  }
+}
+globalThis.__e2eStepTally = new FileTally();
+
+const { installPromiseWithResolvers } = await import(new URL('./polyfills.js', distUrl).href);
+installPromiseWithResolvers();
+const { createWorld } = await import(distUrl);
+const { setWorld } = await import('workflow/runtime');
+const flow = await import(pathToFileURL(flowPath).href);
+
+const world = createWorld();
+world.registerHandler('__wkf_workflow_', (req) => flow.POST(req));
+setWorld(world);
+await world.start();
+process.stdout.write('ready\n');
+
+process.on('SIGTERM', async () => {
+  await world.close().catch(() => {});
+  process.exit(0);
+});

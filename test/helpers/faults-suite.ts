@@ -1,0 +1,499 @@
+/**
+ * The fault suite: real workflows (test/e2e/app, compiled by the Workflow DevKit builder) run by
+ * the real `@workflow/core` on eve-world-aws, with faults injected on the wire by one
+ * {@link startFaultProxy} per emulator endpoint. Used by test/e2e/faults.test.ts (small size) and
+ * bench/faults.mjs (large size).
+ *
+ * What a scenario checks, once every run has returned (faults off for the checks themselves):
+ * - every run completed with the right value;
+ * - every run's event ids are dense slots 1..n;
+ * - exactly one terminal event per step and per run;
+ * - the DLQ is empty, the queue drains (nothing left visible, in flight or delayed), no run is
+ *   left pending/running and no idempotency claim is left pending (nothing stranded).
+ * Duplicated step bodies (a body that ran more than once: side effects, not the event log) are
+ * counted and reported separately; they are not an invariant of today's consumer.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { eventIdToSlot } from '@workflow/world';
+import { start } from 'workflow/api';
+import { setWorld } from 'workflow/runtime';
+import { createClients, destroyClients } from '../../src/aws/clients.js';
+import { loadConfig } from '../../src/config.js';
+import { type AwsWorld, createWorld } from '../../src/index.js';
+import { createFixture } from '../helpers/aws.js';
+import { type FaultRule, startFaultProxies } from './faults-proxy.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const wellKnown = path.join(here, '..', 'e2e', 'app', '.well-known', 'workflow', 'v1');
+
+export interface FaultScenario {
+  name: string;
+  dynamodb?: FaultRule[];
+  sqs?: FaultRule[];
+  s3?: FaultRule[];
+  /** A second World consuming the same queue, so duplicate copies are handled at once by two consumers. */
+  secondConsumer?: boolean;
+  /** Extra config env (e.g. a low payload threshold, so S3 carries the payloads). */
+  env?: Record<string, string>;
+  /** Consumer processes (test/helpers/faults-consumer-child.mjs on dist/) next to the in-process one. */
+  childConsumers?: number;
+  /** SIGKILL one consumer process this often (round robin) and start a replacement. */
+  killEveryMs?: number;
+}
+
+export interface FaultReport {
+  scenario: string;
+  seed: number;
+  runs: number;
+  completed: number;
+  failedToStart: number;
+  wrongResult: number;
+  /** Runs whose event ids are not exactly slots 1..n. */
+  holeyLogs: number;
+  /** Steps with != 1 terminal event; runs with != 1 terminal event. */
+  badStepTerminals: number;
+  badRunTerminals: number;
+  dlqMessages: number;
+  /** What is in the DLQ, when anything is: logical queue, message id, receive count. */
+  dlqDetails: string[];
+  /** Messages still in the queue (visible + in flight + delayed) after the drain wait. */
+  queueLeft: number;
+  nonTerminalRuns: number;
+  pendingClaims: number;
+  /** Step bodies: expected (one per step), ran, extra (ran - distinct). */
+  bodiesExpected: number;
+  bodiesRan: number;
+  extraBodies: number;
+  extraBodiesPct: number;
+  /** Step bodies that ran in the consumer processes (the rest ran in this process). */
+  bodiesInChildren: number;
+  /** Injected faults by `service kind:operation`; consumer processes SIGKILLed. */
+  injected: Record<string, number>;
+  killed: number;
+  /** Runs not finished by the deadline: id, status and last event. */
+  stuck: string[];
+  requests: Record<string, number>;
+  seconds: number;
+}
+
+/** The default mixed wire-fault scenario: throttling, 5xx and lost responses on all three services. */
+export function wireFaults(rate = 0.03): FaultScenario {
+  // Lost ReceiveMessage responses hide the received messages for the queue's visibility timeout
+  // (900 s by default) until the consumer receives with its own short visibility; left out here.
+  return {
+    name: `wire faults (${Math.round(rate * 100)}% throttle, ${Math.round(rate * 100)}% 5xx, ${Math.round(rate * 100)}% lost responses)`,
+    dynamodb: [
+      { kind: 'throttle', rate },
+      { kind: 'error5xx', rate },
+      { kind: 'lose-response', rate },
+    ],
+    sqs: [
+      { kind: 'throttle', rate },
+      { kind: 'error5xx', rate },
+      { kind: 'lose-response', rate, exceptOps: ['ReceiveMessage'] },
+    ],
+    s3: [
+      { kind: 'throttle', rate },
+      { kind: 'error5xx', rate },
+      { kind: 'lose-response', rate },
+    ],
+    // Payloads and message bodies over 64 bytes go through S3, so S3 faults are on the path.
+    env: { EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '64' },
+  };
+}
+
+/** Duplicate SQS deliveries at `rate`, consumed at once by this process and a consumer process. */
+export function duplicateDeliveries(rate = 0.1): FaultScenario {
+  return {
+    name: `duplicate deliveries (${Math.round(rate * 100)}% of sends, two consumer processes)`,
+    sqs: [{ kind: 'duplicate', rate }],
+    childConsumers: 1,
+  };
+}
+
+/**
+ * Consumer processes SIGKILLed mid-work every `everyMs`, with 10% duplicate deliveries. The queue's
+ * visibility is 10 s here: with the default (900 s) a killed consumer's messages come back only
+ * after 15 minutes until the consumer receives with its own short visibility.
+ */
+export function sigkillConsumers(everyMs = 3000): FaultScenario {
+  return {
+    name: `SIGKILL a consumer process every ${everyMs / 1000} s (2 processes, visibility 10 s, 10% duplicates)`,
+    sqs: [{ kind: 'duplicate', rate: 0.1 }],
+    childConsumers: 2,
+    killEveryMs: everyMs,
+    env: { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '10' },
+  };
+}
+
+const STEPS_PER_RUN = 3 + 4;
+const STUCK = Symbol('stuck'); // countedSteps(prefix, 3): 3 sequential + a fan-out of 4
+
+type FlowPost = (req: Request) => Promise<Response>;
+
+export async function runFaultScenario(
+  scenario: FaultScenario,
+  opts: {
+    stackEnv: Record<string, string>;
+    runs: number;
+    seed?: number;
+    inFlight?: number;
+    log?: (m: string) => void;
+    /** A run not finished this long after its start counts as stuck (reported, not awaited). Default 120 s. */
+    runDeadlineMs?: number;
+  },
+): Promise<FaultReport> {
+  const t0 = performance.now();
+  const seed = opts.seed ?? 1;
+  const log = opts.log ?? (() => {});
+  const proxies = await startFaultProxies(opts.stackEnv, seed);
+  const fixture = await createFixture({ EVE_WORLD_AWS_CONCURRENCY: '16', ...scenario.env, ...proxies.env }, 'flt');
+  const manifest = JSON.parse(readFileSync(path.join(wellKnown, 'manifest.json'), 'utf8'));
+  const workflows = manifest.workflows['workflows/checklist.ts'] as Record<string, { workflowId: string }>;
+  const flow = (await import(path.join(wellKnown, 'flow.mjs'))) as { POST: FlowPost };
+  const tally = () =>
+    ((globalThis as Record<string, unknown>).__e2eStepTally as Map<string, number> | undefined) ??
+    new Map<string, number>();
+
+  const children = scenario.childConsumers ? await startChildren(scenario.childConsumers, fixture.env, log) : undefined;
+  const worlds: AwsWorld[] = [createWorld({ config: fixture.config, clients: fixture.clients })];
+  const extraClients = scenario.secondConsumer ? createClients(loadConfig(fixture.env)) : undefined;
+  if (extraClients) worlds.push(createWorld({ config: fixture.config, clients: extraClients }));
+  for (const w of worlds) w.registerHandler('__wkf_workflow_', (req) => flow.POST(req));
+  setWorld(worlds[0]);
+  for (const w of worlds) await w.start();
+
+  proxies.dynamodb.setRules(scenario.dynamodb ?? []);
+  proxies.sqs.setRules(scenario.sqs ?? []);
+  proxies.s3.setRules(scenario.s3 ?? []);
+
+  const prefix = `flt-${seed}-${Date.now()}`;
+  const report: FaultReport = {
+    scenario: scenario.name,
+    seed,
+    runs: opts.runs,
+    completed: 0,
+    failedToStart: 0,
+    wrongResult: 0,
+    holeyLogs: 0,
+    badStepTerminals: 0,
+    badRunTerminals: 0,
+    dlqMessages: 0,
+    dlqDetails: [],
+    queueLeft: 0,
+    nonTerminalRuns: 0,
+    pendingClaims: 0,
+    bodiesExpected: opts.runs * STEPS_PER_RUN,
+    bodiesRan: 0,
+    extraBodies: 0,
+    extraBodiesPct: 0,
+    bodiesInChildren: 0,
+    injected: {},
+    killed: 0,
+    stuck: [],
+    requests: {},
+    seconds: 0,
+  };
+  const runIds: string[] = [];
+  const killer =
+    children && scenario.killEveryMs
+      ? setInterval(() => {
+          children.killOne().then(
+            () => report.killed++,
+            (err) => log(`could not restart a consumer: ${String(err)}`),
+          );
+        }, scenario.killEveryMs)
+      : undefined;
+  try {
+    // A bounded number of runs in flight, like a steady stream of work.
+    let next = 0;
+    const inFlight = Math.min(opts.inFlight ?? 20, opts.runs);
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < opts.runs) {
+          const i = next++;
+          let run: Awaited<ReturnType<typeof start>>;
+          try {
+            run = await start(workflows.countedSteps as never, [`${prefix}:${i}`, 3]);
+          } catch (err) {
+            report.failedToStart++;
+            log(`run ${i} failed to start: ${String(err)}`);
+            continue;
+          }
+          runIds.push(run.runId);
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<typeof STUCK>((resolve) => {
+            timer = setTimeout(() => resolve(STUCK), opts.runDeadlineMs ?? 120_000);
+          });
+          const value = await Promise.race([run.returnValue, late]);
+          clearTimeout(timer);
+          if (value === STUCK) {
+            const events = (
+              await worlds[0].events.list({ runId: run.runId, pagination: { limit: 1000 }, resolveData: 'none' })
+            ).data;
+            const last = events[events.length - 1];
+            report.stuck.push(
+              `${run.runId} (${events.length} events, last ${last?.eventType} ${last?.correlationId ?? ''} at ${String(last?.createdAt)})`,
+            );
+            continue;
+          }
+          report.completed++;
+          if (value !== 3 + (0 + 1 + 2 + 3)) report.wrongResult++;
+          if (report.completed % 100 === 0) log(`${report.completed}/${opts.runs} runs completed`);
+        }
+      }),
+    );
+
+    // Checks run without faults (and without kills).
+    if (killer) clearInterval(killer);
+    for (const p of proxies.all) p.setRules([]);
+    const world = worlds[0];
+    for (const runId of runIds) {
+      const events = [];
+      let cursor: string | undefined;
+      for (;;) {
+        const page = await world.events.list({ runId, pagination: { cursor, limit: 1000 }, resolveData: 'none' });
+        events.push(...page.data);
+        if (!page.hasMore) break;
+        cursor = page.cursor ?? undefined;
+      }
+      if (events.some((e, i) => eventIdToSlot(e.eventId) !== i + 1)) report.holeyLogs++;
+      const steps = new Map<string, number>();
+      let runTerminals = 0;
+      for (const e of events) {
+        if (e.eventType === 'step_created') steps.set(e.correlationId ?? '', steps.get(e.correlationId ?? '') ?? 0);
+        if (e.eventType === 'step_completed' || e.eventType === 'step_failed')
+          steps.set(e.correlationId ?? '', (steps.get(e.correlationId ?? '') ?? 0) + 1);
+        if (e.eventType === 'run_completed' || e.eventType === 'run_failed' || e.eventType === 'run_cancelled')
+          runTerminals++;
+      }
+      for (const n of steps.values()) if (n !== 1) report.badStepTerminals++;
+      if (runTerminals !== 1) report.badRunTerminals++;
+    }
+
+    const sqs = fixture.clients.sqs;
+    const attrs = async (url: string) => {
+      const a = await sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: url,
+          AttributeNames: [
+            'ApproximateNumberOfMessages',
+            'ApproximateNumberOfMessagesNotVisible',
+            'ApproximateNumberOfMessagesDelayed',
+          ],
+        }),
+      );
+      const n = (k: string) => Number((a.Attributes as Record<string, string> | undefined)?.[k] ?? 0);
+      return {
+        visible: n('ApproximateNumberOfMessages'),
+        inFlight: n('ApproximateNumberOfMessagesNotVisible'),
+        delayed: n('ApproximateNumberOfMessagesDelayed'),
+      };
+    };
+    const { queueUrl, dlqUrl } = await queueUrls(world);
+    // Duplicates of the last messages may still be in flight: give them a moment to drain.
+    const drainEnd = Date.now() + 30_000;
+    for (;;) {
+      const q = await attrs(queueUrl);
+      report.queueLeft = q.visible + q.inFlight + q.delayed;
+      if (report.queueLeft === 0 || Date.now() > drainEnd) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    report.dlqMessages = Object.values(await attrs(dlqUrl)).reduce((a, b) => a + b, 0);
+    if (report.dlqMessages > 0) {
+      const peek = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: dlqUrl,
+          MaxNumberOfMessages: 10,
+          VisibilityTimeout: 0,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        }),
+      );
+      for (const m of peek.Messages ?? []) {
+        const a = m.MessageAttributes ?? {};
+        report.dlqDetails.push(
+          `${a['eve.queue']?.StringValue} ${a['eve.id']?.StringValue} receives=${m.Attributes?.ApproximateReceiveCount} body=${(m.Body ?? '').slice(0, 120)}`,
+        );
+      }
+    }
+    report.nonTerminalRuns = (
+      await world.runs.list({ status: ['pending', 'running'], resolveData: 'none', pagination: { limit: 100 } })
+    ).data.length;
+    report.pendingClaims = await countPendingClaims(fixture.clients, fixture.config.tableName);
+
+    const counts = new Map([...tally().entries()].filter(([k]) => k.startsWith(`${prefix}:`)));
+    for (const k of children?.tally() ?? []) {
+      if (!k.startsWith(`${prefix}:`)) continue;
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+      report.bodiesInChildren++;
+    }
+    report.bodiesRan = [...counts.values()].reduce((n, c) => n + c, 0);
+    report.extraBodies = report.bodiesRan - counts.size;
+    report.extraBodiesPct = counts.size ? (100 * report.extraBodies) / counts.size : 0;
+  } finally {
+    if (killer) clearInterval(killer);
+    await children?.stop();
+    for (const p of proxies.all) {
+      p.setRules([]);
+      for (const [k, v] of Object.entries(p.stats.injected)) report.injected[`${p.service} ${k}`] = v;
+      report.requests[p.service] = p.stats.requests;
+    }
+    setWorld(undefined as never);
+    for (const w of worlds) await w.close().catch(() => undefined);
+    if (extraClients) destroyClients(extraClients);
+    await proxies.close();
+    report.seconds = (performance.now() - t0) / 1000;
+  }
+  return report;
+}
+
+async function queueUrls(world: AwsWorld): Promise<{ queueUrl: string; dlqUrl: string }> {
+  const { SqsTransport } = await import('../../src/queue/transport.js');
+  const t = new SqsTransport(world.context);
+  return { queueUrl: await t.queueUrl(), dlqUrl: await t.dlqUrl() };
+}
+
+async function countPendingClaims(clients: ReturnType<typeof createClients>, tableName: string): Promise<number> {
+  let n = 0;
+  let start: Record<string, never> | undefined;
+  do {
+    const out = await clients.ddb.send(
+      new ScanCommand({
+        TableName: tableName,
+        FilterExpression: 'begins_with(PK, :q) AND #state = :pending',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':q': { S: 'QKEY#' }, ':pending': { S: 'pending' } },
+        ExclusiveStartKey: start,
+      }),
+    );
+    n += out.Count ?? 0;
+    start = out.LastEvaluatedKey as Record<string, never> | undefined;
+  } while (start);
+  return n;
+}
+
+/** Everything that must hold, as one list of violations (empty = all good). */
+export function violations(r: FaultReport): string[] {
+  const v: string[] = [];
+  if (r.failedToStart) v.push(`${r.failedToStart} runs failed to start`);
+  if (r.completed !== r.runs - r.failedToStart)
+    v.push(`${r.runs - r.completed} runs did not complete: ${r.stuck.join('; ')}`);
+  if (r.wrongResult) v.push(`${r.wrongResult} runs returned a wrong value`);
+  if (r.holeyLogs) v.push(`${r.holeyLogs} runs have event ids that are not dense slots`);
+  if (r.badStepTerminals) v.push(`${r.badStepTerminals} steps without exactly one terminal event`);
+  if (r.badRunTerminals) v.push(`${r.badRunTerminals} runs without exactly one terminal event`);
+  if (r.dlqMessages) v.push(`${r.dlqMessages} messages in the DLQ: ${r.dlqDetails.join('; ')}`);
+  if (r.queueLeft) v.push(`${r.queueLeft} messages left in the queue`);
+  if (r.nonTerminalRuns) v.push(`${r.nonTerminalRuns} runs left pending/running`);
+  // A SIGKILL between an accepted send and its `sent` mark leaves a pending claim behind; it is
+  // harmless (the next queue() with the key takes it over after the lease), so only a run without
+  // kills must leave none.
+  if (r.pendingClaims && !r.killed) v.push(`${r.pendingClaims} idempotency claims left pending`);
+  if (r.bodiesRan - r.extraBodies !== r.bodiesExpected)
+    v.push(`${r.bodiesExpected - (r.bodiesRan - r.extraBodies)} step bodies never ran`);
+  return v;
+}
+
+// ------------------------------------------------------------------ consumer processes
+
+const root = path.resolve(here, '..', '..');
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? newestMtime(p) : statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/** Consumer processes run dist/: build it when it is missing or older than src/. */
+function ensureDist(): string {
+  const index = path.join(root, 'dist', 'index.js');
+  if (!existsSync(index) || statSync(index).mtimeMs < newestMtime(path.join(root, 'src'))) {
+    const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, encoding: 'utf8' });
+    if (!existsSync(index))
+      throw new Error(`building dist/ for the consumer processes failed:\n${r.stdout}${r.stderr}`);
+  }
+  return pathToFileURL(index).href;
+}
+
+async function startChildren(n: number, env: Record<string, string>, log: (m: string) => void) {
+  const distUrl = ensureDist();
+  const dir = mkdtempSync(path.join(tmpdir(), 'eve-faults-'));
+  const tallyFile = path.join(dir, 'tally.txt');
+  writeFileSync(tallyFile, '');
+  const script = path.join(here, 'faults-consumer-child.mjs');
+  const spawnOne = () =>
+    new Promise<ChildProcess>((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        ['--no-warnings', script, distUrl, path.join(wellKnown, 'flow.mjs'), tallyFile],
+        {
+          env: { ...process.env, ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let err = '';
+      child.stderr?.on('data', (d: Buffer) => {
+        err += d.toString();
+        if (err.length > 20_000) err = err.slice(-10_000);
+      });
+      child.stdout?.on('data', (d: Buffer) => {
+        if (d.toString().includes('ready')) resolve(child);
+      });
+      child.once('exit', (code, signal) =>
+        reject(new Error(`consumer process exited before it was ready (${code ?? signal}): ${err.slice(-2000)}`)),
+      );
+    });
+  const procs = await Promise.all(Array.from({ length: n }, spawnOne));
+  let turn = 0;
+  let restarting: Promise<void> | undefined;
+  return {
+    /** SIGKILL one process (round robin) and start its replacement; skipped while one is starting. */
+    killOne(): Promise<void> {
+      if (restarting) return Promise.reject(new Error('a replacement is still starting; kill skipped'));
+      const i = turn++ % procs.length;
+      procs[i].kill('SIGKILL');
+      log(`SIGKILLed consumer process ${procs[i].pid}`);
+      restarting = spawnOne().then(
+        (p) => {
+          procs[i] = p;
+          restarting = undefined;
+        },
+        (err) => {
+          restarting = undefined;
+          throw err;
+        },
+      );
+      return restarting;
+    },
+    tally: () => readFileSync(tallyFile, 'utf8').split('\n').filter(Boolean),
+    async stop() {
+      await restarting?.catch(() => undefined);
+      await Promise.all(
+        procs.map(
+          (p) =>
+            new Promise<void>((resolve) => {
+              if (p.exitCode !== null || p.signalCode !== null) return resolve();
+              const t = setTimeout(() => p.kill('SIGKILL'), 10_000);
+              p.once('exit', () => {
+                clearTimeout(t);
+                resolve();
+              });
+              p.kill('SIGTERM');
+            }),
+        ),
+      );
+    },
+    dir,
+  };
+}

@@ -1,0 +1,179 @@
+/**
+ * `eve-world-aws doctor` against the emulators: a healthy set-up, missing resources, drift in the
+ * redrive policy, an unreachable endpoint, a bad configuration, and clock skew (a fake DynamoDB
+ * endpoint whose Date header is 10 minutes off).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CreateQueueCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { destroyClients } from '../../../src/aws/clients.js';
+import { assessSkew, type Check, runDoctor } from '../../../src/cli/doctor.js';
+import { freePort } from '../../../src/emulator/stack.js';
+import { createFixture, stackEnv, uniquePrefix } from '../../helpers/aws.js';
+import { runCli } from '../../helpers/cli.js';
+
+type Out = { ok: boolean; checks: Check[] };
+
+async function doctorJson(env: Record<string, string>): Promise<{ code: number | null; out: Out; stderr: string }> {
+  const r = await runCli(['doctor', '--json'], env);
+  return { code: r.code, out: JSON.parse(r.stdout), stderr: r.stderr };
+}
+
+const byName = (out: Out) => Object.fromEntries(out.checks.map((c) => [c.check, c]));
+
+describe('doctor', () => {
+  it('passes every check on a complete set-up (exit 0), as JSON and as a table', async () => {
+    const fx = await createFixture({}, 'doc');
+    destroyClients(fx.clients);
+    const { code, out } = await doctorJson(fx.env);
+    expect(code).toBe(0);
+    expect(out.ok).toBe(true);
+    expect(out.checks.map((c) => [c.check, c.status])).toEqual([
+      ['configuration', 'pass'],
+      ['endpoints', 'pass'],
+      ['credentials', 'pass'],
+      ['table schema', 'pass'],
+      ['dead-letter queue', 'pass'],
+      ['queue + redrive policy', 'pass'],
+      ['bucket', 'pass'],
+      ['clock skew', 'pass'],
+    ]);
+    expect(byName(out)['clock skew'].details).toMatch(
+      /^in sync with the server \(to within \d+\.\d s, the Date header's resolution\)$/,
+    );
+
+    const human = await runCli(['doctor'], fx.env);
+    expect(human.code).toBe(0);
+    expect(human.stdout).not.toMatch(/\u001b\[/);
+    expect(human.stdout).toMatch(/Check\s+│\s+Result\s+│\s+Details/);
+    expect(human.stdout).toMatch(/queue \+ redrive policy\s+│\s+pass/);
+    expect(human.stdout).toMatch(/All 8 checks passed\./);
+  });
+
+  it('fails with the fix when resources are missing (exit 1)', async () => {
+    const env = { ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix('docm') };
+    const { code, out } = await doctorJson(env);
+    expect(code).toBe(1);
+    expect(out.ok).toBe(false);
+    const c = byName(out);
+    expect(c.credentials.status).toBe('pass');
+    for (const name of ['table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket']) {
+      expect(c[name]).toMatchObject({ status: 'fail', fix: 'run `eve-world-aws init`' });
+      expect(c[name].details).toMatch(/missing/);
+    }
+    const human = await runCli(['doctor'], env);
+    expect(human.code).toBe(1);
+    expect(human.stdout).toMatch(/x table schema: .*missing.*\n {2}fix: run `eve-world-aws init`/);
+    expect(human.stdout).toMatch(/4 checks failed \(see the fix above\)\./);
+  });
+
+  it('reports a queue without a redrive policy as drift, with the command that fixes it', async () => {
+    const fx = await createFixture({}, 'docd');
+    const plain = `${fx.config.prefix}-plain`;
+    try {
+      await fx.clients.sqs.send(
+        new CreateQueueCommand({ QueueName: plain, Attributes: { MaximumMessageSize: '1048576' } }),
+      );
+    } finally {
+      destroyClients(fx.clients);
+    }
+    const { code, out } = await doctorJson({ ...fx.env, EVE_WORLD_AWS_QUEUE: plain });
+    expect(code).toBe(1);
+    const q = byName(out)['queue + redrive policy'];
+    expect(q.status).toBe('fail');
+    expect(q.details).toMatch(/has no redrive policy/);
+    expect(q.fix).toMatch(/aws sqs set-queue-attributes .*RedrivePolicy/);
+    expect(out.checks.filter((c) => c.status === 'fail')).toHaveLength(1);
+  });
+
+  it('an unreachable endpoint fails fast, names it, and skips the rest (exit 1)', async () => {
+    const port = await freePort();
+    const env = {
+      ...stackEnv(),
+      EVE_WORLD_AWS_PREFIX: uniquePrefix('docu'),
+      AWS_ENDPOINT_URL_SQS: `http://127.0.0.1:${port}`,
+    };
+    const { code, out } = await doctorJson(env);
+    expect(code).toBe(1);
+    const c = byName(out);
+    expect(c.endpoints).toMatchObject({ status: 'fail', details: `cannot connect to sqs http://127.0.0.1:${port}` });
+    expect(c.endpoints.fix).toMatch(/eve-world-aws emulate/);
+    expect(c.credentials.status).toBe('skip');
+    expect(c['table schema'].status).toBe('skip');
+  });
+
+  it('a bad configuration is a failed check (exit 1), not a crash', async () => {
+    const { code, out } = await doctorJson({ ...stackEnv(), EVE_WORLD_AWS_PREFIX: 'Bad_Prefix' });
+    expect(code).toBe(1);
+    expect(byName(out).configuration).toMatchObject({
+      status: 'fail',
+      details: expect.stringMatching(/^EVE_WORLD_AWS_PREFIX must be/),
+    });
+    expect(out.checks.filter((c) => c.status === 'skip')).toHaveLength(7);
+  });
+
+  describe('clock skew', () => {
+    let server: Server;
+    let url: string;
+    beforeAll(async () => {
+      // A DynamoDB endpoint 10 minutes ahead: it answers every call "table not found".
+      server = createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+          res.writeHead(400, {
+            'content-type': 'application/x-amz-json-1.0',
+            date: new Date(Date.now() + 600_000).toUTCString(),
+          });
+          res.end(
+            JSON.stringify({
+              __type: 'com.amazonaws.dynamodb.v20120810#ResourceNotFoundException',
+              message: 'Requested resource not found',
+            }),
+          );
+        });
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    afterAll(async () => {
+      await new Promise((r) => server.close(r));
+    });
+
+    it('fails when the server clock is 10 minutes off, with the fix', async () => {
+      const checks = await runDoctor({
+        env: { ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix('docc'), AWS_ENDPOINT_URL_DYNAMODB: url },
+      });
+      const skew = checks.find((c) => c.check === 'clock skew');
+      expect(skew).toMatchObject({
+        status: 'fail',
+        details: expect.stringMatching(/^local clock behind by at least (599|600)\.\d s; limit 5 s$/),
+      });
+      expect(skew?.fix).toMatch(/NTP/);
+    });
+
+    it('assessSkew counts only the skew that is certain at the 1 s resolution of the Date header', () => {
+      const at = Date.parse('2026-01-01T00:00:00Z');
+      // Server said 00:00:00 while we were between +100 and +300 ms: consistent with no skew.
+      expect(
+        assessSkew({ serverDate: new Date(at).toUTCString(), sentAt: at + 100, receivedAt: at + 300 }, 5000),
+      ).toMatchObject({ skewMs: 0, ok: true });
+      expect(
+        assessSkew({ serverDate: new Date(at + 7000).toUTCString(), sentAt: at, receivedAt: at + 10 }, 5000),
+      ).toMatchObject({ skewMs: 6990, ok: false });
+      expect(
+        assessSkew({ serverDate: new Date(at - 7000).toUTCString(), sentAt: at, receivedAt: at + 10 }, 5000),
+      ).toMatchObject({ skewMs: -6000, ok: false });
+      expect(
+        assessSkew({ serverDate: new Date(at + 4000).toUTCString(), sentAt: at, receivedAt: at + 10 }, 5000).ok,
+      ).toBe(true);
+    });
+  });
+
+  it('--help', async () => {
+    const r = await runCli(['doctor', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('--json');
+    expect(r.stdout).toContain('--max-skew <seconds>');
+  });
+});

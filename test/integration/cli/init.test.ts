@@ -1,0 +1,160 @@
+/**
+ * `eve-world-aws init` through the real CLI against the shared emulator stack, each case with its
+ * own EVE_WORLD_AWS_PREFIX.
+ */
+import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { HeadBucketCommand } from '@aws-sdk/client-s3';
+import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
+import { describe, expect, it } from 'vitest';
+import { createClients, destroyClients } from '../../../src/aws/clients.js';
+import { loadConfig } from '../../../src/config.js';
+import { freePort } from '../../../src/emulator/stack.js';
+import { createTableWithoutIndexes, stackEnv, uniquePrefix } from '../../helpers/aws.js';
+import { runCli } from '../../helpers/cli.js';
+
+function envFor(prefix = uniquePrefix('cli')): Record<string, string> {
+  return { ...stackEnv(), EVE_WORLD_AWS_PREFIX: prefix };
+}
+
+type Report = { kind: string; name: string; state: string; details: string[]; fix?: string };
+
+describe('eve-world-aws init', () => {
+  it('--dry-run lists what it would create and creates nothing', async () => {
+    const env = envFor();
+    const r = await runCli(['init', '--dry-run', '--json'], env);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { ok: boolean; mode: string; resources: Report[] };
+    expect(out.ok).toBe(true);
+    expect(out.mode).toBe('dry-run');
+    expect(out.resources.map((x) => [x.kind, x.name, x.state])).toEqual([
+      ['table', env.EVE_WORLD_AWS_PREFIX, 'would-create'],
+      ['dlq', `${env.EVE_WORLD_AWS_PREFIX}-dlq`, 'would-create'],
+      ['queue', `${env.EVE_WORLD_AWS_PREFIX}-queue`, 'would-create'],
+      ['bucket', `${env.EVE_WORLD_AWS_PREFIX}-payloads`, 'would-create'],
+    ]);
+
+    const human = await runCli(['init', '--dry-run'], env);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/would create/);
+    expect(human.stdout).toMatch(/Dry run: would create 4 resources; nothing was changed\./);
+
+    const config = loadConfig(env);
+    const c = createClients(config);
+    try {
+      await expect(c.ddb.send(new DescribeTableCommand({ TableName: config.tableName }))).rejects.toThrow();
+      await expect(c.sqs.send(new GetQueueUrlCommand({ QueueName: `${config.prefix}-queue` }))).rejects.toThrow();
+      await expect(c.sqs.send(new GetQueueUrlCommand({ QueueName: `${config.prefix}-dlq` }))).rejects.toThrow();
+      await expect((await c.s3()).send(new HeadBucketCommand({ Bucket: config.bucket }))).rejects.toThrow();
+    } finally {
+      destroyClients(c);
+    }
+  });
+
+  it('creates everything, then a second run reports every resource present and changes nothing', async () => {
+    const env = envFor();
+    const first = await runCli(['init'], env);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/Created 4 resources; 0 already present\./);
+    expect(first.stdout).not.toMatch(/\u001b\[/); // no colours when stdout is not a terminal
+
+    const second = await runCli(['init', '--json'], env);
+    expect(second.code).toBe(0);
+    const out = JSON.parse(second.stdout) as { ok: boolean; resources: Report[] };
+    expect(out.ok).toBe(true);
+    expect(out.resources.map((x) => x.state)).toEqual(['present', 'present', 'present', 'present']);
+
+    const third = await runCli(['init'], env);
+    expect(third.stdout).toMatch(/All 4 resources present; nothing changed\./);
+    // A dry run on a complete set-up has nothing to do.
+    const plan = await runCli(['init', '--dry-run'], env);
+    expect(plan.stdout).toMatch(/Dry run: all 4 resources present; nothing to do\./);
+  });
+
+  it('reports drift as an error (exit 1) with the fix', async () => {
+    const env = envFor();
+    const config = loadConfig(env);
+    const c = createClients(config);
+    try {
+      await createTableWithoutIndexes(c, config.tableName);
+      const r = await runCli(['init'], env);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(/DRIFT/);
+      expect(r.stdout).toMatch(/fix: .*EVE_WORLD_AWS_TABLE/);
+      // What init can fix itself (the TTL), it fixes; the indexes need a person.
+      expect(r.stdout).toMatch(/time to live: not enabled.*fixed: enable TTL/);
+      expect(r.stdout).toMatch(/1 resource need attention/);
+
+      const j = await runCli(['init', '--json'], env);
+      expect(j.code).toBe(1);
+      const out = JSON.parse(j.stdout) as { ok: boolean; resources: Report[] };
+      expect(out.ok).toBe(false);
+      const table = out.resources.find((x) => x.kind === 'table')!;
+      expect(table.state).toBe('drift');
+      expect(table.details.join('\n')).toMatch(/GSI1 is missing/);
+      expect(table.fix).toBeTruthy();
+      // The rest was still reconciled: present after the first (failed) run.
+      expect(out.resources.filter((x) => x.kind !== 'table').map((x) => x.state)).toEqual([
+        'present',
+        'present',
+        'present',
+      ]);
+    } finally {
+      await c.ddb.send(new DeleteTableCommand({ TableName: config.tableName })).catch(() => {});
+      destroyClients(c);
+    }
+  });
+
+  it('--print-iam-policy prints the least-privilege policy with the resource ARNs, touching nothing', async () => {
+    const env = envFor();
+    const p = env.EVE_WORLD_AWS_PREFIX;
+    const r = await runCli(['init', '--print-iam-policy', '--account', '123456789012'], env);
+    expect(r.code).toBe(0);
+    const policy = JSON.parse(r.stdout) as {
+      Version: string;
+      Statement: Array<{ Action: string[]; Resource: string[] }>;
+    };
+    expect(policy.Version).toBe('2012-10-17');
+    const resources = policy.Statement.flatMap((s) => s.Resource);
+    expect(resources).toEqual(
+      expect.arrayContaining([
+        `arn:aws:dynamodb:us-east-1:123456789012:table/${p}`,
+        `arn:aws:dynamodb:us-east-1:123456789012:table/${p}/index/*`,
+        `arn:aws:sqs:us-east-1:123456789012:${p}-queue`,
+        `arn:aws:s3:::${p}-payloads/*`,
+      ]),
+    );
+    expect(resources.some((x) => x === '*')).toBe(false);
+    // The World never touches the DLQ at run time: only the operator policy (--operator) does.
+    expect(resources).not.toContain(`arn:aws:sqs:us-east-1:123456789012:${p}-dlq`);
+    expect(
+      policy.Statement.flatMap((s) => s.Action).some((a) => a.endsWith(':*') || a.startsWith('dynamodb:Create')),
+    ).toBe(false);
+
+    const bad = await runCli(['init', '--print-iam-policy', '--account', '12'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/12-digit AWS account id/);
+  });
+
+  it('a bad variable is a config error: exit 2, one line naming it with an example, no stack trace', async () => {
+    const r = await runCli(['init'], { ...envFor(), EVE_WORLD_AWS_QUEUE: 'not a queue!' });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(
+      /^error: EVE_WORLD_AWS_QUEUE is not a valid SQS queue name or URL .* Example: EVE_WORLD_AWS_QUEUE=eve-world-queue/,
+    );
+    expect(r.stdout).toBe('');
+  });
+
+  it('says so when nothing answers at the endpoint (exit 1)', async () => {
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const r = await runCli(['init'], {
+      ...envFor(),
+      AWS_ENDPOINT_URL_DYNAMODB: dead,
+      AWS_ENDPOINT_URL_SQS: dead,
+      AWS_ENDPOINT_URL_S3: dead,
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/Cannot reach AWS .*ECONNREFUSED.*eve-world-aws emulate/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+});

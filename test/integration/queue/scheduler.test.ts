@@ -1,0 +1,159 @@
+/**
+ * Long delays through EventBridge Scheduler. The Scheduler API has no emulator, so a recording fake
+ * stands in for the client: it asserts nothing itself, records every CreateSchedule, and can "fire"
+ * a schedule by sending its Input to the real (emulated) SQS target queue, here deliberately early,
+ * to prove the consumer still holds the message until it is due.
+ */
+import { CreateScheduleCommand } from '@aws-sdk/client-scheduler';
+import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { ValidQueueName } from '@workflow/world';
+import { afterAll, describe, expect, test } from 'vitest';
+import { createOneTimeSchedule, type SchedulerPort } from '../../../src/queue/delays.js';
+import { decodeEnvelope } from '../../../src/queue/encoding.js';
+import { makeWorld, receiveAll, sleep, type World, waitFor } from '../../helpers/queue.js';
+
+const Q = '__wkf_workflow_sleepy' as ValidQueueName;
+const ROLE = 'arn:aws:iam::123456789012:role/eve-world-scheduler';
+
+class RecordingScheduler implements SchedulerPort {
+  readonly calls: CreateScheduleCommand['input'][] = [];
+  /** `sqs` is read lazily: the World (and its client) is built after the fake. */
+  constructor(private readonly sqs: () => SQSClient) {}
+
+  async send(command: CreateScheduleCommand): Promise<unknown> {
+    if (!(command instanceof CreateScheduleCommand)) throw new Error(`unexpected command ${String(command)}`);
+    if (this.calls.some((c) => c.Name === command.input.Name && c.GroupName === command.input.GroupName)) {
+      throw Object.assign(new Error('schedule exists'), { name: 'ConflictException' });
+    }
+    this.calls.push(command.input);
+    return {
+      ScheduleArn: `arn:aws:scheduler:us-east-1:123456789012:schedule/${command.input.GroupName}/${command.input.Name}`,
+    };
+  }
+
+  /** Deliver schedule `i`'s Input to its SQS target now, as the Scheduler would at its time. */
+  async fire(i: number): Promise<void> {
+    const target = this.calls[i].Target!;
+    const name = target.Arn!.split(':').pop()!;
+    const { QueueUrl } = await this.sqs().send(new GetQueueUrlCommand({ QueueName: name }));
+    await this.sqs().send(new SendMessageCommand({ QueueUrl, MessageBody: target.Input! }));
+  }
+}
+
+const worlds: World[] = [];
+afterAll(async () => {
+  await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
+});
+
+async function schedWorld(extra: Record<string, string> = {}) {
+  let sqs: SQSClient | undefined;
+  const fake = new RecordingScheduler(() => sqs as SQSClient);
+  const w = await makeWorld({
+    env: {
+      EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '2',
+      EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '1',
+      EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE,
+      EVE_WORLD_AWS_SCHEDULER_GROUP: 'eve-test',
+      ...extra,
+    },
+    start: false,
+    queueOptions: { scheduler: fake },
+  });
+  sqs = w.fixture.clients.sqs;
+  worlds.push(w);
+  return { w, fake };
+}
+
+async function arnOf(w: World, url: string): Promise<string> {
+  const out = await w.fixture.clients.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }),
+  );
+  return out.Attributes!.QueueArn!;
+}
+
+describe.concurrent('EventBridge Scheduler long waits (recording fake)', () => {
+  test('creates one one-time schedule at the due time targeting the queue, deleted after completion', async ({
+    expect,
+  }) => {
+    const { w, fake } = await schedWorld();
+    const before = Date.now();
+    const { messageId } = await w.queue.queue(Q, { runId: 'wrun_sched' }, { delaySeconds: 82_800 });
+    expect(fake.calls).toHaveLength(1);
+    const s = fake.calls[0];
+    expect(s.GroupName).toBe('eve-test');
+    expect(s.Name).toMatch(/^[0-9A-Za-z_.-]{1,64}$/);
+    expect(s.ActionAfterCompletion).toBe('DELETE');
+    expect(s.FlexibleTimeWindow).toEqual({ Mode: 'OFF' });
+    expect(s.ScheduleExpressionTimezone).toBe('UTC');
+    const at = Date.parse(`${/^at\((.+)\)$/.exec(s.ScheduleExpression!)![1]}Z`);
+    expect(at).toBeGreaterThanOrEqual(before + 82_800_000);
+    expect(at).toBeLessThanOrEqual(Date.now() + 82_800_000 + 1000);
+    expect(s.Target?.Arn).toBe(await arnOf(w, await w.queue.transport.queueUrl()));
+    expect(s.Target?.RoleArn).toBe(ROLE);
+    expect(s.Target?.DeadLetterConfig?.Arn).toBe(await arnOf(w, await w.queue.transport.dlqUrl()));
+    const env = decodeEnvelope(s.Target!.Input!)!;
+    expect(env).toMatchObject({ queueName: Q, messageId });
+    expect(env.deliverAt).toBeGreaterThanOrEqual(before + 82_800_000);
+    // Nothing went to SQS directly.
+    expect(await receiveAll(w, await w.queue.transport.queueUrl())).toHaveLength(0);
+  });
+
+  test('every schedule has a unique name; short delays stay on SQS', async ({ expect }) => {
+    const { w, fake } = await schedWorld();
+    await Promise.all([
+      w.queue.queue(Q, { runId: 'a' }, { delaySeconds: 5000 }),
+      w.queue.queue(Q, { runId: 'b' }, { delaySeconds: 5000 }),
+      w.queue.queue(Q, { runId: 'c' }, { delaySeconds: 20_000 }),
+      w.queue.queue(Q, { runId: 'd' }, { delaySeconds: 1 }),
+    ]);
+    expect(fake.calls).toHaveLength(3);
+    expect(new Set(fake.calls.map((c) => c.Name)).size).toBe(3);
+    expect(await receiveAll(w, await w.queue.transport.queueUrl(), 2)).toHaveLength(1);
+  });
+
+  test('a schedule that fires early is held by the consumer until due, then delivered once', async ({ expect }) => {
+    const { w, fake } = await schedWorld();
+    await w.queue.start();
+    const sentAt = Date.now();
+    const { messageId } = await w.queue.queue(Q, { runId: 'wrun_early', input: new Uint8Array([0, 9]) } as any, {
+      delaySeconds: 4,
+    });
+    expect(fake.calls).toHaveLength(1);
+    await fake.fire(0); // about 4 s early
+    await waitFor(() => w.deliveries.length === 1, 20_000, 'scheduled delivery');
+    expect(w.deliveries[0].at - sentAt).toBeGreaterThanOrEqual(4000);
+    expect(w.deliveries[0].meta).toMatchObject({ messageId, queueName: Q, attempt: 1 });
+    expect(Array.from(w.deliveries[0].body.input)).toEqual([0, 9]);
+    await sleep(1500);
+    expect(w.deliveries).toHaveLength(1);
+  });
+
+  test('a body too large for the schedule input goes to S3 first and still arrives intact', async ({ expect }) => {
+    const { w, fake } = await schedWorld();
+    await w.queue.start();
+    const input = new Uint8Array(20_000).map((_, i) => i % 251);
+    await w.queue.queue(Q, { runId: 'wrun_bigsched', input } as any, { delaySeconds: 2 });
+    const env = decodeEnvelope(fake.calls[0].Target!.Input!)!;
+    expect(env.s3Key).toMatch(/^queue\/msg_/);
+    expect(env.body).toBeUndefined();
+    expect(fake.calls[0].Target!.Input!.length).toBeLessThanOrEqual(8192);
+    await fake.fire(0);
+    await waitFor(() => w.deliveries.length === 1, 20_000, 'delivery');
+    expect(Array.from(w.deliveries[0].body.input as Uint8Array)).toEqual(Array.from(input));
+  });
+});
+
+test('re-creating an existing schedule name is treated as already scheduled', async () => {
+  const fake = new RecordingScheduler(() => undefined as unknown as SQSClient);
+  const s = {
+    name: 'eve_X_1',
+    group: 'g',
+    at: new Date(Date.now() + 3_600_000),
+    queueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
+    roleArn: ROLE,
+    input: '{}',
+  };
+  await createOneTimeSchedule(fake, s);
+  await expect(createOneTimeSchedule(fake, s)).resolves.toBeUndefined();
+  expect(fake.calls).toHaveLength(1);
+});

@@ -1,0 +1,259 @@
+/**
+ * Closed by default, against the real emulators:
+ * - a signed request is accepted once across instances (durable nonce in DynamoDB Local), also when
+ *   the SDK retries the nonce put after a lost response (fault injection in SDK middleware);
+ * - a replay-guard failure is a 500 with no detail, and nothing runs;
+ * - `createWorld()` and the Lambda consumer refuse a non-loopback flow URL without a secret, before
+ *   any AWS call, unless EVE_WORLD_AWS_ALLOW_UNSIGNED=1.
+ */
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { ValidQueueName } from '@workflow/world';
+import { afterAll, describe, expect, test } from 'vitest';
+import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
+import { ConfigError, loadConfig } from '../../../src/config.js';
+import { createSqsHandler } from '../../../src/consumer/lambda.js';
+import { DynamoNonceStore } from '../../../src/consumer/nonces.js';
+import { signatureHeaders } from '../../../src/consumer/signing.js';
+import { createContext } from '../../../src/context.js';
+import { keys } from '../../../src/ddb.js';
+import { createWorld } from '../../../src/index.js';
+import { encodePayload } from '../../../src/queue/encoding.js';
+import { stackEnv } from '../../helpers/aws.js';
+import { MemoryLogger, makeWorld, serve, type World, waitFor } from '../../helpers/queue.js';
+
+const SECRET = 'security-secret-0123456789';
+const Q = '__wkf_workflow_sec' as ValidQueueName;
+
+const worlds: World[] = [];
+afterAll(async () => {
+  await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
+});
+
+function signedRequest(
+  body: string,
+  messageId: string,
+  secret = SECRET,
+  url = 'http://127.0.0.1/.well-known/workflow/v1/flow',
+): Request {
+  return new Request(url, {
+    method: 'POST',
+    headers: {
+      'x-vqs-queue-name': Q,
+      'x-vqs-message-id': messageId,
+      'x-vqs-message-attempt': '1',
+      ...signatureHeaders(secret, { queueName: Q, messageId, attempt: 1, body }),
+    },
+    body,
+  });
+}
+
+/** Counts the commands a client set sends (SDK middleware, outermost). */
+function countCommands(clients: AwsClients): string[] {
+  const sent: string[] = [];
+  for (const c of [clients.ddb, clients.sqs] as { middlewareStack: { add: (...a: any[]) => void } }[]) {
+    c.middlewareStack.add(
+      (next: any, context: any) => async (args: any) => {
+        sent.push(context.commandName);
+        return next(args);
+      },
+      { step: 'initialize', name: 'countCommands' },
+    );
+  }
+  return sent;
+}
+
+describe('replays are refused across instances', () => {
+  test('a request accepted by one instance gets 401 from another, and its handler never runs', async () => {
+    const a = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_SIGNING_SECRET: SECRET } });
+    worlds.push(a);
+    // A second instance: its own clients and handler, the same table.
+    const b = await makeWorld({
+      sameAs: a,
+      start: false,
+      register: false,
+      env: { EVE_WORLD_AWS_SIGNING_SECRET: SECRET },
+    });
+    worlds.push(b);
+    const ran: string[] = [];
+    const ha = a.queue.createQueueHandler('__wkf_workflow_', async (body: any) => void ran.push(`a:${body.runId}`));
+    const hb = b.queue.createQueueHandler('__wkf_workflow_', async (body: any) => void ran.push(`b:${body.runId}`));
+
+    const body = encodePayload({ runId: 'wrun_once' });
+    const captured = signedRequest(body, 'msg_REPLAY');
+    expect((await ha(captured.clone())).status).toBe(200);
+    const replayed = await hb(captured.clone());
+    expect(replayed.status).toBe(401);
+    expect(await replayed.json()).toEqual({ error: 'Unauthorized: replayed request' });
+    expect((await ha(captured.clone())).status).toBe(401);
+    expect(ran).toEqual(['a:wrun_once']);
+
+    // The nonce is one item with a TTL, so the table does not grow.
+    const sig = captured.headers.get('x-eve-signature')!;
+    const item = await a.fixture.clients.ddb.send(
+      new GetItemCommand({
+        TableName: a.fixture.config.tableName,
+        Key: { PK: { S: keys.deliveryNonce(sig).PK }, SK: { S: 'NONCE' } },
+      }),
+    );
+    const stored = unmarshall(item.Item!);
+    expect(stored.ttl).toBe(Number(captured.headers.get('x-eve-timestamp')) + 600);
+
+    // A fresh, correctly signed delivery of the same message (a redelivery) is not a replay.
+    expect((await hb(signedRequest(body, 'msg_REPLAY'))).status).toBe(200);
+  });
+
+  test('a nonce put retried by the SDK after a lost response still counts as the first', async () => {
+    const w = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_SIGNING_SECRET: SECRET } });
+    worlds.push(w);
+    const clients = createClients(w.fixture.config);
+    let puts = 0;
+    // Inside the retry loop: the first PutItem reaches DynamoDB, then its response is "lost".
+    clients.ddb.middlewareStack.add(
+      (next: any, context: any) => async (args: any) => {
+        const out = await next(args);
+        if (context.commandName === 'PutItemCommand' && ++puts === 1) {
+          throw Object.assign(new Error('socket hang up after the request was sent'), {
+            name: 'TimeoutError',
+            code: 'ECONNRESET',
+          });
+        }
+        return out;
+      },
+      { step: 'finalizeRequest', priority: 'low', name: 'loseFirstResponse' },
+    );
+    try {
+      const store = new DynamoNonceStore({ config: w.fixture.config, clients });
+      const ts = Math.floor(Date.now() / 1000);
+      expect(await store.claim('v1=lost-response-test', ts)).toBe(true);
+      expect(puts).toBe(2); // the SDK did retry, and the retry found its own nonce
+      // Any other claim of the same signature is a replay, from this store or another.
+      expect(await store.claim('v1=lost-response-test', ts)).toBe(false);
+      expect(await new DynamoNonceStore(w.ctx).claim('v1=lost-response-test', ts)).toBe(false);
+    } finally {
+      destroyClients(clients);
+    }
+  });
+
+  test('when the replay guard cannot answer, the caller gets a bare 500 and nothing runs', async () => {
+    const w = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_SIGNING_SECRET: SECRET } });
+    worlds.push(w);
+    const missing = createContext(
+      loadConfig({ ...w.fixture.env, EVE_WORLD_AWS_TABLE: 'no-such-table-here' }),
+      w.fixture.clients,
+    );
+    const logger = new MemoryLogger();
+    const { createQueue } = await import('../../../src/queue/index.js');
+    const { createConsumer } = await import('../../../src/consumer/index.js');
+    const queue = createConsumer(missing, createQueue(missing, { logger }).transport, { consumer: 'none', logger });
+    let ran = 0;
+    const h = queue.createQueueHandler('__wkf_workflow_', async () => void ran++);
+    const res = await h(signedRequest(encodePayload({ runId: 'wrun_x' }), 'msg_NOTABLE'));
+    expect(res.status).toBe(500);
+    const text = await res.text();
+    expect(JSON.parse(text)).toEqual({ error: 'Internal error' });
+    expect(text).not.toMatch(/no-such-table|ResourceNotFound/);
+    expect(logger.lines.some((l) => l.startsWith('ERROR') && /ResourceNotFound|non-existent table/i.test(l))).toBe(
+      true,
+    );
+    expect(ran).toBe(0);
+  });
+});
+
+describe('without a secret, only this process reaches the flow route', () => {
+  test('the in-process consumer delivers over loopback HTTP; an outside POST to the same route gets 401', async () => {
+    let route: (req: Request) => Promise<Response> = async () => new Response('not ready', { status: 503 });
+    const server = await serve((req) => route(req));
+    try {
+      const w = await makeWorld({ register: false, start: false, env: { EVE_WORLD_AWS_FLOW_URL: server.url } });
+      worlds.push(w);
+      route = w.queue.createQueueHandler(
+        '__wkf_workflow_',
+        async (body: any, meta) => void w.deliveries.push({ body, meta, at: Date.now() }),
+      );
+      await w.queue.start();
+      const { messageId } = await w.queue.queue(Q, { runId: 'wrun_local' });
+      await waitFor(() => w.deliveries.length === 1, 15_000, 'loopback delivery');
+      expect(w.deliveries[0].meta).toMatchObject({ messageId, attempt: 1 });
+
+      // What anyone else on the network (or another process) can send: refused, nothing runs.
+      const outside = await fetch(server.url, {
+        method: 'POST',
+        headers: { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_OUTSIDE', 'x-vqs-message-attempt': '1' },
+        body: encodePayload({ runId: 'wrun_evil' }),
+      });
+      expect(outside.status).toBe(401);
+      const guessed = await fetch(
+        signedRequest(encodePayload({ runId: 'wrun_evil' }), 'msg_GUESS', 'a-guessed-secret-0123456789', server.url),
+      );
+      expect(guessed.status).toBe(401);
+      expect(w.deliveries.map((d) => d.body.runId)).toEqual(['wrun_local']);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('closed by default: no unsigned deliveries over a network', () => {
+  const PUBLIC = 'https://flow.example.com/.well-known/workflow/v1/flow';
+
+  test('createWorld() refuses a non-loopback flow URL without a secret, naming the variable', () => {
+    const config = loadConfig({ ...stackEnv(), EVE_WORLD_AWS_FLOW_URL: PUBLIC });
+    const clients = createClients(config);
+    const sent = countCommands(clients);
+    try {
+      let err: unknown;
+      try {
+        createWorld({ config, clients });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).variable).toBe('EVE_WORLD_AWS_SIGNING_SECRET');
+      expect((err as Error).message).toContain(PUBLIC);
+      expect((err as Error).message).toContain('EVE_WORLD_AWS_ALLOW_UNSIGNED=1');
+      expect(sent).toEqual([]);
+    } finally {
+      destroyClients(clients);
+    }
+  });
+
+  test('a secret, the explicit opt-out or a loopback URL is accepted', async () => {
+    for (const env of [
+      { EVE_WORLD_AWS_FLOW_URL: PUBLIC, EVE_WORLD_AWS_SIGNING_SECRET: SECRET },
+      { EVE_WORLD_AWS_FLOW_URL: PUBLIC, EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' },
+      { EVE_WORLD_AWS_FLOW_URL: 'http://localhost:3000/.well-known/workflow/v1/flow' },
+      { EVE_WORLD_AWS_FLOW_URL: 'http://127.0.0.2:3000/.well-known/workflow/v1/flow' },
+      { EVE_WORLD_AWS_FLOW_URL: 'http://[::1]:3000/.well-known/workflow/v1/flow' },
+      {}, // the default, http://127.0.0.1:$PORT/...
+    ]) {
+      const world = createWorld({ config: loadConfig({ ...stackEnv(), ...env }) });
+      await world.close();
+    }
+    // A loopback-looking name that is not loopback is still a network host.
+    expect(() =>
+      createWorld({ config: loadConfig({ ...stackEnv(), EVE_WORLD_AWS_FLOW_URL: 'http://127.0.0.1.nip.io/flow' }) }),
+    ).toThrow(/EVE_WORLD_AWS_SIGNING_SECRET/);
+  });
+
+  test('the Lambda consumer refuses a public flow URL without a secret before any AWS call', async () => {
+    const config = loadConfig({ ...stackEnv(), EVE_WORLD_AWS_FLOW_URL: PUBLIC });
+    const ctx = createContext(config);
+    const sent = countCommands(ctx.clients);
+    try {
+      const handler = createSqsHandler({ context: ctx, logger: new MemoryLogger() });
+      const record = {
+        messageId: 'm1',
+        receiptHandle: 'r1',
+        body: '{"runId":"wrun_x"}',
+        attributes: { ApproximateReceiveCount: '1' },
+        messageAttributes: {},
+      };
+      await expect(handler({ Records: [record] })).rejects.toThrow(ConfigError);
+      await expect(handler({ Records: [record] })).rejects.toThrow(/EVE_WORLD_AWS_SIGNING_SECRET is required/);
+      expect(sent).toEqual([]);
+    } finally {
+      destroyClients(ctx.clients);
+    }
+  });
+});

@@ -1,0 +1,512 @@
+/**
+ * The CDK construct, synthesized offline (no credentials, no Docker) and checked with
+ * aws-cdk-lib/assertions: resource properties against the same constants `init` uses, grants
+ * against the IAM command table, outputs, cdk-nag AwsSolutionsChecks, and no wildcard actions or
+ * resources on data-plane permissions.
+ */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { actionsByResource } from '../../../src/aws/iam-actions.js';
+import { hostDockerfile } from '../../../src/cdk/dockerfile.js';
+import { EveWorldAws } from '../../../src/cdk/eve-world-aws.js';
+import { TABLE_SCHEMA } from '../../../src/ddb.js';
+import { MAX_MESSAGE_SIZE, PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES, RETENTION_SECONDS } from '../../../src/resources.js';
+import { ensureWorkerBundle, fakeEveApp, makeStack, repoRoot } from '../../helpers/cdk.js';
+
+type Resources = Record<string, { Type: string; Properties: Record<string, any> }>;
+
+let template: Template;
+let resources: Resources;
+let stack: Stack;
+let construct: EveWorldAws;
+
+const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+const logicalId = (c: { node: { defaultChild?: unknown } }) => stack.getLogicalId(c.node.defaultChild as never);
+
+beforeAll(async () => {
+  await ensureWorkerBundle();
+  ({ stack, construct } = makeStack({ maxConcurrency: 5, batchSize: 4, maxBatchingWindow: Duration.seconds(2) }));
+  template = Template.fromStack(stack);
+  resources = template.toJSON().Resources as Resources;
+});
+
+describe('EveWorldAws: table', () => {
+  it('has the key schema, attributes, indexes and TTL of TABLE_SCHEMA (the init source of truth)', () => {
+    const [[, table]] = ofType('AWS::DynamoDB::Table');
+    const p = table.Properties;
+    expect(p.KeySchema).toEqual(TABLE_SCHEMA.keySchema);
+    expect(new Set(p.AttributeDefinitions.map((a: object) => JSON.stringify(a)))).toEqual(
+      new Set(TABLE_SCHEMA.attributeDefinitions.map((a) => JSON.stringify(a))),
+    );
+    expect(
+      p.GlobalSecondaryIndexes.map((g: any) => ({
+        name: g.IndexName,
+        pk: g.KeySchema[0].AttributeName,
+        sk: g.KeySchema[1].AttributeName,
+        projection: g.Projection.ProjectionType,
+      })),
+    ).toEqual(TABLE_SCHEMA.gsis.map((g) => ({ name: g.name, pk: g.pk, sk: g.sk, projection: 'ALL' })));
+    expect(p.TimeToLiveSpecification).toEqual({ AttributeName: TABLE_SCHEMA.ttlAttribute, Enabled: true });
+    expect(p.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(p.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    expect(p.DeletionProtectionEnabled).toBe(true);
+    template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+  });
+
+  it('deletion protection is a prop', () => {
+    const t = Template.fromStack(makeStack({ deletionProtection: false }).stack);
+    t.hasResourceProperties('AWS::DynamoDB::Table', { DeletionProtectionEnabled: false });
+  });
+});
+
+describe('EveWorldAws: queues', () => {
+  it('the queue redrives to the DLQ, is SSE + TLS only, and its visibility is 6x the worker timeout', () => {
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      VisibilityTimeout: 6 * 900,
+      MessageRetentionPeriod: RETENTION_SECONDS,
+      MaximumMessageSize: MAX_MESSAGE_SIZE,
+      ReceiveMessageWaitTimeSeconds: 20,
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: {
+        deadLetterTargetArn: { 'Fn::GetAtt': [logicalId(construct.deadLetterQueue), 'Arn'] },
+        maxReceiveCount: 10,
+      },
+    });
+    template.hasResourceProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true, RedrivePolicy: Match.absent() });
+    const denies = ofType('AWS::SQS::QueuePolicy').map(([, r]) => r.Properties.PolicyDocument.Statement[0]);
+    expect(denies).toHaveLength(2);
+    for (const d of denies)
+      expect(d).toMatchObject({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } });
+  });
+
+  it('visibility follows the worker timeout and factor, and is never below the timeout', () => {
+    const t = Template.fromStack(
+      makeStack({ workerTimeout: Duration.minutes(2), hostTimeout: Duration.minutes(2), visibilityTimeoutFactor: 1 })
+        .stack,
+    );
+    t.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 120, RedrivePolicy: Match.anyValue() });
+    t.hasResourceProperties('AWS::Lambda::Function', { Handler: 'index.handler', Timeout: 120 });
+    expect(() => makeStack({ visibilityTimeoutFactor: 0.5 })).toThrow(/visibilityTimeoutFactor must be >= 1/);
+    expect(() => makeStack({ maxConcurrency: 1 })).toThrow(/maxConcurrency must be 2-1000/);
+  });
+});
+
+describe('EveWorldAws: bucket', () => {
+  it('blocks public access, encrypts, is TLS only, and has the lifecycle rules of init', () => {
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+      },
+      LifecycleConfiguration: {
+        Rules: PAYLOAD_PREFIXES.map((prefix) => ({
+          Id: `expire-${prefix.replace('/', '')}`,
+          Prefix: prefix,
+          ExpirationInDays: PAYLOAD_EXPIRY_DAYS,
+          Status: 'Enabled',
+        })),
+      },
+    });
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+  });
+});
+
+describe('EveWorldAws: scheduler, secret, functions', () => {
+  it('the Scheduler role is trusted by scheduler.amazonaws.com from this account and can only send to the queue', () => {
+    template.resourceCountIs('AWS::Scheduler::ScheduleGroup', 1);
+    const role = resources[logicalId(construct.schedulerRole)];
+    expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+      {
+        Action: 'sts:AssumeRole',
+        Effect: 'Allow',
+        Principal: { Service: 'scheduler.amazonaws.com' },
+        Condition: { StringEquals: { 'aws:SourceAccount': '123456789012' } },
+      },
+    ]);
+    const policies = ofType('AWS::IAM::Policy').filter(([, p]) =>
+      p.Properties.Roles.some((r: any) => r.Ref === logicalId(construct.schedulerRole)),
+    );
+    expect(policies.map(([, p]) => p.Properties.PolicyDocument.Statement)).toEqual([
+      [{ Action: 'sqs:SendMessage', Effect: 'Allow', Resource: { 'Fn::GetAtt': [logicalId(construct.queue), 'Arn'] } }],
+    ]);
+  });
+
+  it('generates the signing secret and hands it to both functions by a deploy-time reference (never in the template)', () => {
+    template.hasResourceProperties('AWS::SecretsManager::Secret', {
+      GenerateSecretString: { PasswordLength: 64, ExcludePunctuation: true },
+    });
+    const fns = ofType('AWS::Lambda::Function');
+    expect(fns).toHaveLength(2);
+    for (const [, fn] of fns) {
+      expect(JSON.stringify(fn.Properties.Environment.Variables.EVE_WORLD_AWS_SIGNING_SECRET)).toContain(
+        '{{resolve:secretsmanager:',
+      );
+    }
+  });
+
+  it('host: container image with the web adapter settings and a RESPONSE_STREAM Function URL', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      PackageType: 'Image',
+      Timeout: 900,
+      Environment: {
+        Variables: Match.objectLike({
+          AWS_LWA_INVOKE_MODE: 'response_stream',
+          AWS_LWA_READINESS_CHECK_PATH: '/eve/v1/health',
+          AWS_LWA_PORT: '8080',
+          EVE_WORLD_AWS_QUEUE: { Ref: logicalId(construct.queue) },
+          EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '5400',
+        }),
+      },
+    });
+    template.hasResourceProperties('AWS::Lambda::Url', { InvokeMode: 'RESPONSE_STREAM', AuthType: 'NONE' });
+    const dockerfile = hostDockerfile();
+    expect(dockerfile).toMatch(/COPY --from=adapter \/lambda-adapter \/opt\/extensions\/lambda-adapter/);
+    expect(dockerfile).toMatch(/AWS_LWA_INVOKE_MODE=response_stream/);
+  });
+
+  it('worker: Node 24 bundle, SQS event source with ReportBatchItemFailures and the batching props, signed delivery to the flow route', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Runtime: 'nodejs24.x',
+      Handler: 'index.handler',
+      Environment: {
+        Variables: Match.objectLike({
+          EVE_WORLD_AWS_FLOW_URL: {
+            'Fn::Join': ['', [{ 'Fn::GetAtt': [Match.anyValue(), 'FunctionUrl'] }, '.well-known/workflow/v1/flow']],
+          },
+          EVE_WORLD_AWS_SIGNING_SECRET: Match.anyValue(),
+        }),
+      },
+    });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BatchSize: 4,
+      MaximumBatchingWindowInSeconds: 2,
+      ScalingConfig: { MaximumConcurrency: 5 },
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(construct.queue), 'Arn'] },
+    });
+  });
+
+  it('the worker code is the pre-bundled dist/lambda-worker (the file the Lambda-mode e2e test invokes)', () => {
+    const [[, worker]] = ofType('AWS::Lambda::Function').filter(([, f]) => f.Properties.Runtime === 'nodejs24.x');
+    // The asset's hash names both the S3 key and the staged directory in the cloud assembly.
+    const hash = String(worker.Properties.Code.S3Key).replace(/\.zip$/, '');
+    const staged = path.join((stack.node.root as App).outdir, `asset.${hash}`, 'index.mjs');
+    expect(readFileSync(staged, 'utf8')).toBe(
+      readFileSync(path.join(repoRoot, 'dist/lambda-worker/index.mjs'), 'utf8'),
+    );
+  });
+
+  it('a missing Dockerfile is a clear synth error that says how to generate it', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'no-dockerfile-'));
+    expect(() => makeStack({ app: dir })).toThrow(/Dockerfile is missing\. Generate it once with .*hostDockerfile/);
+  });
+});
+
+describe('EveWorldAws: grants come from the IAM command table', () => {
+  const statementsOf = (roleLogicalId: string) =>
+    ofType('AWS::IAM::Policy')
+      .filter(([, p]) => p.Properties.Roles.some((r: any) => r.Ref === roleLogicalId))
+      .flatMap(
+        ([, p]) =>
+          p.Properties.PolicyDocument.Statement as Array<{
+            Action: string | string[];
+            Resource: unknown;
+            Condition?: unknown;
+          }>,
+      );
+  const actions = (s: { Action: string | string[] }) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+
+  it('host and worker hold exactly the runtime rows of the table (plus logs), and never the DLQ', () => {
+    // No kmsKey: the key rows have no resource, so no KMS action is granted.
+    const expected = new Set([...actionsByResource('runtime').values()].flat().filter((a) => !a.startsWith('kms:')));
+    for (const fn of [construct.hostFunction, construct.workerFunction]) {
+      const statements = statementsOf(stack.getLogicalId(fn.role!.node.defaultChild as never));
+      const granted = new Set(statements.flatMap(actions).filter((a) => !a.startsWith('logs:')));
+      expect(granted).toEqual(expected);
+      expect(JSON.stringify(statements)).not.toContain(logicalId(construct.deadLetterQueue));
+      const passRole = statements.find((s) => actions(s).includes('iam:PassRole'));
+      expect(passRole).toMatchObject({
+        Resource: { 'Fn::GetAtt': [logicalId(construct.schedulerRole), 'Arn'] },
+        Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+      });
+    }
+  });
+
+  it('no Allow statement anywhere has Action "*" or a service wildcard, and no data-plane action has Resource "*"', () => {
+    const dataPlane = /^(dynamodb|sqs|s3|scheduler|iam|secretsmanager|kms):/;
+    let checked = 0;
+    for (const [, r] of Object.entries(resources)) {
+      const doc = r.Properties?.PolicyDocument ?? r.Properties?.AssumeRolePolicyDocument;
+      if (!doc) continue;
+      for (const s of doc.Statement as Array<{ Effect: string; Action: string | string[]; Resource?: unknown }>) {
+        // Deny statements (TLS-only policies deny sqs:* / s3:* to everyone) only take rights away.
+        if (s.Effect !== 'Allow') continue;
+        checked++;
+        for (const a of actions(s)) expect(a === '*' || a.endsWith(':*'), `Action ${a}`).toBe(false);
+        const res = s.Resource === undefined ? [] : Array.isArray(s.Resource) ? s.Resource : [s.Resource];
+        if (actions(s).some((a) => dataPlane.test(a))) expect(res).not.toContain('*');
+      }
+    }
+    expect(checked).toBeGreaterThan(10);
+  });
+});
+
+describe('EveWorldAws: kmsKey', () => {
+  const KEY_ARN = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+  type Doc = {
+    Statement: Array<{
+      Effect: string;
+      Action: string | string[];
+      Resource: unknown;
+      Condition?: unknown;
+      Principal?: unknown;
+    }>;
+  };
+  const acts = (st: { Action: string | string[] }) => (Array.isArray(st.Action) ? st.Action : [st.Action]);
+  const policiesOf = (res: Resources, s: Stack, role: { node: { defaultChild?: unknown } }) =>
+    Object.values(res)
+      .filter(
+        (r) =>
+          r.Type === 'AWS::IAM::Policy' &&
+          r.Properties.Roles.some((x: any) => x.Ref === s.getLogicalId(role.node.defaultChild as never)),
+      )
+      .flatMap((r) => (r.Properties.PolicyDocument as Doc).Statement);
+
+  let k: { stack: Stack; construct: EveWorldAws; res: Resources; keyRef: unknown };
+  beforeAll(() => {
+    const made = makeStack({ kmsKey: 'create' });
+    const keyRef = {
+      'Fn::GetAtt': [made.stack.getLogicalId(made.construct.kmsKey!.node.defaultChild as never), 'Arn'],
+    };
+    k = { ...made, res: Template.fromStack(made.stack).toJSON().Resources as Resources, keyRef };
+  });
+
+  it("'create' makes one symmetric key with rotation on, kept per removalPolicy (RETAIN by default)", () => {
+    const keys = Object.values(k.res).filter((r) => r.Type === 'AWS::KMS::Key');
+    expect(keys).toHaveLength(1);
+    expect(keys[0].Properties).toMatchObject({ EnableKeyRotation: true });
+    expect((keys[0] as unknown as { DeletionPolicy: string }).DeletionPolicy).toBe('Retain');
+    // The key policy is the AWS default: it only delegates to IAM in this account (the grants below decide).
+    expect((keys[0].Properties.KeyPolicy as Doc).Statement).toEqual([
+      expect.objectContaining({
+        Effect: 'Allow',
+        Principal: { AWS: expect.objectContaining({ 'Fn::Join': expect.anything() }) },
+      }),
+    ]);
+  });
+
+  it('table, both queues and the bucket are encrypted under the key', () => {
+    const t = Template.fromStack(k.stack);
+    t.hasResourceProperties('AWS::DynamoDB::Table', {
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: k.keyRef },
+    });
+    const queues = Object.values(k.res).filter((r) => r.Type === 'AWS::SQS::Queue');
+    expect(queues).toHaveLength(2);
+    for (const q of queues) {
+      expect(q.Properties).toMatchObject({ KmsMasterKeyId: k.keyRef, KmsDataKeyReusePeriodSeconds: 300 });
+      expect(q.Properties.SqsManagedSseEnabled).toBeUndefined();
+    }
+    t.hasResourceProperties('AWS::S3::Bucket', {
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [
+          {
+            BucketKeyEnabled: true,
+            ServerSideEncryptionByDefault: { SSEAlgorithm: 'aws:kms', KMSMasterKeyID: k.keyRef },
+          },
+        ],
+      },
+    });
+  });
+
+  it('both functions get EVE_WORLD_AWS_KMS_KEY_ID and exactly the runtime rows, KMS ones on the key only', () => {
+    const fns = Object.values(k.res).filter((r) => r.Type === 'AWS::Lambda::Function');
+    expect(fns).toHaveLength(2);
+    for (const fn of fns) expect(fn.Properties.Environment.Variables.EVE_WORLD_AWS_KMS_KEY_ID).toEqual(k.keyRef);
+    const expected = new Set([...actionsByResource('runtime').values()].flat());
+    expect(expected).toContain('kms:GenerateDataKey');
+    for (const fn of [k.construct.hostFunction, k.construct.workerFunction]) {
+      const statements = policiesOf(k.res, k.stack, fn.role!);
+      expect(new Set(statements.flatMap(acts).filter((a) => !a.startsWith('logs:')))).toEqual(expected);
+      for (const st of statements.filter((x) => acts(x).some((a) => a.startsWith('kms:')))) {
+        expect(st.Resource).toEqual(k.keyRef);
+        expect(acts(st).every((a) => ['kms:Decrypt', 'kms:GenerateDataKey'].includes(a))).toBe(true);
+      }
+    }
+  });
+
+  it('the Scheduler role may use the key to send to the SSE-KMS queue, and nothing more', () => {
+    expect(policiesOf(k.res, k.stack, k.construct.schedulerRole)).toEqual([
+      {
+        Action: 'sqs:SendMessage',
+        Effect: 'Allow',
+        Resource: { 'Fn::GetAtt': [k.stack.getLogicalId(k.construct.queue.node.defaultChild as never), 'Arn'] },
+      },
+      { Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Resource: k.keyRef },
+    ]);
+  });
+
+  it('outputs the key ARN', () => {
+    const outputs = Template.fromStack(k.stack).toJSON().Outputs as Record<string, { Value: unknown }>;
+    const key = Object.entries(outputs).find(([id]) => id.startsWith('EveKmsKeyArn'));
+    expect(key?.[1].Value).toEqual(k.keyRef);
+  });
+
+  it('an existing key (by ARN) is used as is: no new key, grants and settings name its ARN', () => {
+    const app = new App({ outdir: mkdtempSync(path.join(tmpdir(), 'cdk-out-')) });
+    const s = new Stack(app, 'Imported', { env: { account: '123456789012', region: 'eu-west-1' } });
+    const c = new EveWorldAws(s, 'Eve', { app: fakeEveApp(), kmsKey: kms.Key.fromKeyArn(s, 'RunKey', KEY_ARN) });
+    const t = Template.fromStack(s);
+    t.resourceCountIs('AWS::KMS::Key', 0);
+    t.hasResourceProperties('AWS::DynamoDB::Table', {
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: KEY_ARN },
+    });
+    t.hasResourceProperties('AWS::SQS::Queue', { KmsMasterKeyId: KEY_ARN, RedrivePolicy: Match.anyValue() });
+    t.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ EVE_WORLD_AWS_KMS_KEY_ID: KEY_ARN }) },
+    });
+    const res = t.toJSON().Resources as Resources;
+    const hostKms = policiesOf(res, s, c.hostFunction.role!).filter((x) => acts(x).some((a) => a.startsWith('kms:')));
+    expect(hostKms).toEqual([{ Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Resource: KEY_ARN }]);
+  });
+
+  it('AwsSolutionsChecks passes with a created key, and no Allow statement has a wildcard action or a data-plane Resource "*"', () => {
+    const { app, stack: s } = makeStack({ kmsKey: 'create' });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).not.toThrow();
+    const res = Template.fromStack(s).toJSON().Resources as Resources;
+    let checked = 0;
+    for (const r of Object.values(res)) {
+      const doc = (r.Properties?.PolicyDocument ?? r.Properties?.AssumeRolePolicyDocument) as Doc | undefined;
+      for (const st of doc?.Statement ?? []) {
+        if (st.Effect !== 'Allow') continue;
+        checked++;
+        for (const a of acts(st)) expect(a === '*' || a.endsWith(':*'), `Action ${a}`).toBe(false);
+        const list = Array.isArray(st.Resource) ? st.Resource : [st.Resource];
+        expect(list, JSON.stringify(st)).not.toContain('*');
+      }
+    }
+    expect(checked).toBeGreaterThan(10);
+  });
+});
+
+describe('EveWorldAws: alarms and outputs', () => {
+  it('alarms on DLQ depth, oldest message age and worker errors, with an optional SNS topic', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Namespace: 'AWS/SQS',
+      Threshold: 1,
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'ApproximateAgeOfOldestMessage',
+      Namespace: 'AWS/SQS',
+      Threshold: 1800,
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Errors', Namespace: 'AWS/Lambda' });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmActions: Match.absent() });
+
+    const app = new App({ outdir: mkdtempSync(path.join(tmpdir(), 'cdk-out-')) });
+    const s = new Stack(app, 'WithTopic');
+    const topic = new sns.Topic(s, 'Ops');
+    const c = new EveWorldAws(s, 'Eve', { app: fakeEveApp(), alarmTopic: topic });
+    const t = Template.fromStack(s);
+    const alarms = t.findResources('AWS::CloudWatch::Alarm');
+    expect(Object.values(alarms).map((a: any) => a.Properties.AlarmActions)).toEqual(
+      c.alarms.map(() => [{ Ref: s.getLogicalId(topic.node.defaultChild as never) }]),
+    );
+  });
+
+  it('outputs the URL and every resource name', () => {
+    const outputs = Object.keys(template.toJSON().Outputs as object).map((k) =>
+      k.replace(/^Eve/, '').replace(/[0-9A-F]{8}$/, ''),
+    );
+    expect(outputs.sort()).toEqual(
+      [
+        'Url',
+        'FlowUrl',
+        'TableName',
+        'QueueUrl',
+        'QueueName',
+        'DeadLetterQueueUrl',
+        'DeadLetterQueueName',
+        'BucketName',
+        'ScheduleGroupName',
+        'SchedulerRoleArn',
+        'SigningSecretArn',
+        'HostFunctionName',
+        'WorkerFunctionName',
+        'HostLogGroupName',
+        'WorkerLogGroupName',
+      ].sort(),
+    );
+  });
+});
+
+describe('EveWorldAws: cdk-nag', () => {
+  it('AwsSolutionsChecks passes; every acknowledgement carries a reason', () => {
+    const { app, stack: s } = makeStack();
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).not.toThrow();
+    const acks = s.node
+      .findAll()
+      .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
+      .flatMap((m) => Object.entries(m.data as Record<string, string | { reason?: string }>));
+    expect(acks.length).toBeGreaterThanOrEqual(5);
+    for (const [id, v] of acks) {
+      const reason = typeof v === 'string' ? v : v.reason;
+      expect(reason, id).toMatch(/\w{3,}.*\w{3,}/);
+    }
+  });
+
+  it('the check is live: an unhardened bucket in the same app fails synthesis', () => {
+    const { app, stack: s } = makeStack();
+    new s3.Bucket(s, 'Loose');
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).toThrow(/EveStack\/Loose\/Resource[\s\S]*AwsSolutions-S1/);
+  });
+
+  it('with an access-logs bucket, no S1 acknowledgement is needed', () => {
+    const app = new App({ outdir: mkdtempSync(path.join(tmpdir(), 'cdk-out-')) });
+    const s = new Stack(app, 'Logs');
+    const logs = new s3.Bucket(s, 'AccessLogs', {
+      enforceSSL: true,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+    });
+    Validations.of(logs).acknowledge({ id: 'AwsSolutions-S1', reason: 'This is the access-log bucket itself.' });
+    const c = new EveWorldAws(s, 'Eve', { app: fakeEveApp(), accessLogsBucket: logs });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).not.toThrow();
+    expect(JSON.stringify(c.bucket.node.metadata)).not.toContain('AwsSolutions-S1');
+    Template.fromStack(s).hasResourceProperties('AWS::S3::Bucket', {
+      LoggingConfiguration: Match.objectLike({ LogFilePrefix: 'eve-world-aws-payloads/' }),
+    });
+  });
+});
+
+describe('examples/lambda', () => {
+  it('ships the generated Dockerfile for its agent', () => {
+    const file = path.join(repoRoot, 'examples/lambda/agent/Dockerfile');
+    expect(existsSync(file)).toBe(true);
+    expect(readFileSync(file, 'utf8')).toBe(hostDockerfile());
+  });
+});

@@ -1,0 +1,114 @@
+/**
+ * Static checks on the files around the CLI: docker-compose.yml (no YAML parser is installed, so
+ * the checks are structural, on text), the ElasticMQ config, .ci/run and the README env table.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ENV_DOCS } from '../../../src/config.js';
+import { ROOT } from '../../helpers/cli.js';
+
+const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
+
+/** Top-level service blocks of a compose file: `  name:` lines under `services:` up to the next top-level key. */
+function services(yaml: string): Record<string, string> {
+  const lines = yaml.split('\n');
+  const start = lines.indexOf('services:');
+  expect(start).toBeGreaterThanOrEqual(0);
+  const out: Record<string, string> = {};
+  let current: string | undefined;
+  for (const line of lines.slice(start + 1)) {
+    if (/^\S/.test(line)) break; // next top-level key
+    const m = /^ {2}([a-z0-9_-]+):\s*$/.exec(line);
+    if (m) {
+      current = m[1];
+      out[current] = '';
+    } else if (current) out[current] += `${line}\n`;
+  }
+  return out;
+}
+
+describe('docker-compose.yml', () => {
+  const yaml = read('docker-compose.yml');
+  const svc = services(yaml);
+
+  it('is indented with spaces only and has no duplicate service', () => {
+    expect(yaml).not.toMatch(/\t/);
+    for (const line of yaml.split('\n')) {
+      if (line.trim() === '' || line.trim().startsWith('#')) continue;
+      expect((line.match(/^ */)?.[0].length ?? 0) % 2, line).toBe(0);
+    }
+    expect(Object.keys(svc).sort()).toEqual(['dynamodb', 's3', 'sqs']);
+  });
+
+  it.each([
+    ['dynamodb', 'amazon/dynamodb-local', 'EVE_EMULATE_DYNAMODB_PORT', 8000, 8000],
+    ['sqs', 'softwaremill/elasticmq-native', 'EVE_EMULATE_SQS_PORT', 4566, 9324],
+    ['s3', 'minio/minio', 'EVE_EMULATE_S3_PORT', 4567, 9000],
+  ])(
+    'service %s: image %s, loopback port from %s (default %i), a healthcheck',
+    (name, image, variable, hostPort, containerPort) => {
+      const port = `127.0.0.1:\${${variable}:-${hostPort}}:${containerPort}`;
+      const body = svc[name];
+      expect(body).toMatch(new RegExp(`^ {4}image: ${image.replace('/', '\\/')}:`, 'm'));
+      expect(body).toContain(`- "${port}"`);
+      expect(body).toMatch(/^ {4}healthcheck:\n(?: {6}#.*\n)* {6}test: \[/m);
+      // Flow-style lists must be balanced JSON arrays to be valid YAML.
+      for (const m of body.matchAll(/^\s+(?:test|command): (\[.*\])$/gm)) expect(() => JSON.parse(m[1])).not.toThrow();
+    },
+  );
+
+  it('mounts the ElasticMQ config from emulator/', () => {
+    expect(svc.sqs).toContain('./emulator/elasticmq.conf:/opt/elasticmq.conf:ro');
+    const conf = read('emulator/elasticmq.conf');
+    expect(conf).toMatch(/bind-port = 9324/);
+    expect(conf).toMatch(/host = "\*"/);
+    expect(conf.split('{').length).toBe(conf.split('}').length);
+  });
+});
+
+describe('.ci/run', () => {
+  const script = read('.ci/run');
+
+  it('is executable bash with strict mode', () => {
+    expect(script.startsWith('#!/usr/bin/env bash\n')).toBe(true);
+    expect(script).toMatch(/^set -euo pipefail$/m);
+    expect(statSync(path.join(ROOT, '.ci/run')).mode & 0o111).not.toBe(0);
+  });
+
+  it('installs Java only when missing, then runs npm ci, build, typecheck, lint + format check and npm test in order', () => {
+    expect(script).toMatch(
+      /if ! command -v java[^\n]*\n(?:.*\n){0,4}.*apt-get update\n.*apt-get install -y openjdk-17-jre-headless/,
+    );
+    const lines = script.split('\n');
+    const order = [/^npm ci$/, /^npm run build$/, /^npm run typecheck$/, /^npm run check$/, /\bnpm test$/].map((re) =>
+      lines.findIndex((l) => re.test(l)),
+    );
+    for (const i of order) expect(i).toBeGreaterThan(0);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+  });
+});
+
+describe('README', () => {
+  const readme = read('README.md');
+
+  it('documents every environment variable from ENV_DOCS in its table', () => {
+    for (const d of ENV_DOCS) expect(readme, d.name).toContain(`| \`${d.name}\` |`);
+  });
+
+  it('gives the fresh-machine commands and the CLI', () => {
+    expect(readme).toContain('npx eve-world-aws emulate');
+    expect(readme).toContain('npm test');
+    for (const cmd of [
+      'eve-world-aws init',
+      'eve-world-aws emulate',
+      '--dry-run',
+      '--print-iam-policy',
+      '--docker',
+      '--data-dir',
+      '--env-file',
+    ]) {
+      expect(readme).toContain(cmd);
+    }
+  });
+});
