@@ -27,7 +27,6 @@ import { hostDockerfile } from '../../src/cdk/dockerfile.js';
 import { WORKER_HANDLER } from '../../src/cdk/worker-asset.js';
 import { freePort } from '../../src/emulator/stack.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
-import { EsmSimulator } from './esm-simulator.js';
 import {
   appDir,
   count,
@@ -47,7 +46,8 @@ import {
   toolSums,
   turnEvents,
   waitHealthy,
-} from './eve-client.js';
+} from '../helpers/eve.js';
+import { EsmSimulator } from './esm-simulator.js';
 import { FunctionUrlProxy } from './function-url.js';
 
 /** ENV and CMD of a Dockerfile (the generated host image's). */

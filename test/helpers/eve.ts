@@ -1,6 +1,6 @@
 /**
- * Driving real eve processes and eve's HTTP API from a test (shared shape with test/eve/eve.test.ts):
- * spawn `eve` on Node 24 in its own process group, kill the group, wait for health, post messages
+ * Driving real eve processes and eve's HTTP API from a test (test/eve/eve.test.ts and
+ * test/lambda/lambda-mode.test.ts): spawn `eve` on Node 24 in its own process group, kill the group, wait for health, post messages
  * and follow a session's NDJSON stream.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
