@@ -34,6 +34,7 @@ import {
   sleep,
   spawnEve,
   timeline,
+  toolExecutions,
   toolSums,
   turnEvents,
   waitHealthy,
@@ -55,16 +56,7 @@ describe('eve 0.80.1 on eve-world-aws (Node 24, embedded emulators)', () => {
   let sessionA = '';
 
   /** Tool executions recorded by agent/tools/add.ts for (a, b), in order. */
-  function executionsOf(a: number, b: number): Array<{ pid: number; a: number; b: number }> {
-    const file = path.join(stateDir, 'executions.log');
-    if (!existsSync(file)) return [];
-    return readFileSync(file, 'utf8')
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { pid: number; a: number; b: number })
-      .filter((r) => r.a === a && r.b === b);
-  }
+  const executionsOf = (a: number, b: number) => toolExecutions(stateDir, a, b);
 
   async function startServer(): Promise<number> {
     const t0 = performance.now();

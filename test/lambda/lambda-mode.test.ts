@@ -43,6 +43,7 @@ import {
   sleep,
   spawnEve,
   spawnNode,
+  toolExecutions,
   toolSums,
   turnEvents,
   waitHealthy,
@@ -84,16 +85,7 @@ describe('eve on the Lambda deployment shape (host + bundled worker + ESM simula
   let sessionA = '';
   const secret = randomBytes(32).toString('hex');
 
-  const executionsOf = (a: number, b: number) => {
-    const file = path.join(stateDir, 'executions.log');
-    if (!existsSync(file)) return [];
-    return readFileSync(file, 'utf8')
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { pid: number; a: number; b: number })
-      .filter((r) => r.a === a && r.b === b);
-  };
+  const executionsOf = (a: number, b: number) => toolExecutions(stateDir, a, b);
 
   /**
    * The host as the container runs it: the generated Dockerfile's CMD with its ENV (what the Lambda
