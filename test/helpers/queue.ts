@@ -4,7 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { MessageId, ValidQueueName } from '@workflow/world';
 import { destroyClients } from '../../src/aws/clients.js';
 import { loadConfig } from '../../src/config.js';
@@ -143,6 +143,30 @@ export async function receiveAll(world: World, url: string, waitSeconds = 1): Pr
     out.push(...r.Messages);
   }
 }
+
+/**
+ * Everything visible on a queue now, with all message attributes (received, then left to reappear
+ * after `visibilityTimeout` seconds).
+ */
+export async function drainQueue(sqs: SQSClient, url: string, visibilityTimeout = 60): Promise<Message[]> {
+  const out: Message[] = [];
+  for (;;) {
+    const r = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        VisibilityTimeout: visibilityTimeout,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    if (!r.Messages?.length) return out;
+    out.push(...r.Messages);
+  }
+}
+
+/** The World message id an SQS message carries ('' if none). */
+export const eveId = (m: Message) => m.MessageAttributes?.['eve.id']?.StringValue ?? '';
 
 /** Serve a Web `(Request) => Response` handler on 127.0.0.1:<free port>. */
 export async function serve(

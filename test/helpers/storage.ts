@@ -5,6 +5,7 @@
 
 import type { Storage } from '@workflow/world';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
+import { afterAll, beforeAll } from 'vitest';
 import { destroyClients } from '../../src/aws/clients.js';
 import { createContext, type WorldContext } from '../../src/context.js';
 import { createStorage } from '../../src/storage/index.js';
@@ -28,6 +29,19 @@ export async function storageFixture(extraEnv: Record<string, string> = {}): Pro
     other: () => createStorage(ctx),
     close: () => destroyClients(f.clients),
   };
+}
+
+/**
+ * Registers beforeAll/afterAll for a file-wide StorageFixture and returns it; its fields are
+ * filled in by beforeAll, so read them inside tests and hooks only.
+ */
+export function fileStorageFixture(extraEnv: Record<string, string> = {}): StorageFixture {
+  const f = {} as StorageFixture;
+  beforeAll(async () => {
+    Object.assign(f, await storageFixture(extraEnv));
+  });
+  afterAll(() => f.close?.());
+  return f;
 }
 
 export const bytes = (s: string) => new Uint8Array(Buffer.from(s));

@@ -27,7 +27,6 @@ import { hostDockerfile } from '../../src/cdk/dockerfile.js';
 import { WORKER_HANDLER } from '../../src/cdk/worker-asset.js';
 import { freePort } from '../../src/emulator/stack.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
-import { EsmSimulator } from './esm-simulator.js';
 import {
   appDir,
   count,
@@ -44,10 +43,12 @@ import {
   sleep,
   spawnEve,
   spawnNode,
+  toolExecutions,
   toolSums,
   turnEvents,
   waitHealthy,
-} from './eve-client.js';
+} from '../helpers/eve.js';
+import { EsmSimulator } from './esm-simulator.js';
 import { FunctionUrlProxy } from './function-url.js';
 
 /** ENV and CMD of a Dockerfile (the generated host image's). */
@@ -84,16 +85,7 @@ describe('eve on the Lambda deployment shape (host + bundled worker + ESM simula
   let sessionA = '';
   const secret = randomBytes(32).toString('hex');
 
-  const executionsOf = (a: number, b: number) => {
-    const file = path.join(stateDir, 'executions.log');
-    if (!existsSync(file)) return [];
-    return readFileSync(file, 'utf8')
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { pid: number; a: number; b: number })
-      .filter((r) => r.a === a && r.b === b);
-  };
+  const executionsOf = (a: number, b: number) => toolExecutions(stateDir, a, b);
 
   /**
    * The host as the container runs it: the generated Dockerfile's CMD with its ENV (what the Lambda

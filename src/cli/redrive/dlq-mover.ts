@@ -182,6 +182,16 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
   const seen = new Set<string>();
   let stop = false;
   let nothingNew = 0;
+  /** A send or delete failed: record it, hold the message and end the pass (the rest is held). */
+  const fail = (rec: MovedMessage, m: Message, result: 'send-failed' | 'delete-failed', err: unknown) => {
+    rec.result = result;
+    rec.error = errText(err);
+    summary.failed++;
+    hold(m);
+    summary.ended = 'failure';
+    stop = true;
+    opts.onMessage?.(rec);
+  };
   try {
     while (!stop) {
       const out = await sqs.send(
@@ -252,13 +262,7 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
             );
             rec.newSqsMessageId = res.MessageId;
           } catch (err) {
-            rec.result = 'send-failed';
-            rec.error = errText(err);
-            summary.failed++;
-            hold(m);
-            summary.ended = 'failure';
-            stop = true;
-            opts.onMessage?.(rec);
+            fail(rec, m, 'send-failed', err);
             continue;
           }
           try {
@@ -268,13 +272,7 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
             summary.moved++;
           } catch (err) {
             // The copy is on the queue and the original is still in the DLQ: a duplicate, never a loss.
-            rec.result = 'delete-failed';
-            rec.error = errText(err);
-            summary.failed++;
-            hold(m);
-            summary.ended = 'failure';
-            stop = true;
-            opts.onMessage?.(rec);
+            fail(rec, m, 'delete-failed', err);
             continue;
           }
         }

@@ -4,17 +4,12 @@
  * by SDK middleware (the calls themselves are real, against fauxqs) so that a pass outlasts a 1 s
  * visibility; the default visibility is tested too.
  */
-import {
-  CreateQueueCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SendMessageBatchCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
 import { moveDlqMessages } from '../../../src/cli/redrive/dlq-mover.js';
 import { encodePayload, envelopeAttributes } from '../../../src/queue/encoding.js';
+import { drainQueue, eveId } from '../../helpers/queue.js';
 import { type OpsFixture, opsFixture } from '../../helpers/runs.js';
 
 let f: OpsFixture;
@@ -66,23 +61,7 @@ async function dlqWith(runs: Record<string, number>) {
   return { queueUrl, dlqUrl, ids };
 }
 
-async function drain(sqs: SQSClient, url: string): Promise<Message[]> {
-  const out: Message[] = [];
-  for (;;) {
-    const r = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: url,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 1,
-        VisibilityTimeout: 120,
-        MessageAttributeNames: ['All'],
-      }),
-    );
-    if (!r.Messages?.length) return out;
-    out.push(...r.Messages);
-  }
-}
-const eveId = (m: Message) => m.MessageAttributes?.['eve.id']?.StringValue ?? '';
+const drain = (sqs: SQSClient, url: string) => drainQueue(sqs, url, 120);
 
 describe.concurrent('redrive on a large DLQ', () => {
   it('a dry-run pass longer than the visibility ends, and lists each message once', async () => {

@@ -3,12 +3,13 @@
  * attributes copied unchanged, a fault injected between send and delete (SDK middleware throwing
  * on DeleteMessage: the message is duplicated, never lost), and `--stranded`.
  */
-import { type Message, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { moveDlqMessages } from '../../../src/cli/redrive/dlq-mover.js';
 import { decodePayload, encodePayload, envelopeAttributes } from '../../../src/queue/encoding.js';
 import { SqsTransport } from '../../../src/queue/transport.js';
 import { runCli } from '../../helpers/cli.js';
+import { drainQueue, eveId } from '../../helpers/queue.js';
 import { completeRun, createRun, ev, type OpsFixture, opsFixture, startRun, step } from '../../helpers/runs.js';
 
 let f: OpsFixture;
@@ -56,25 +57,7 @@ async function deadLetter(
   return messageId;
 }
 
-/** Everything visible on a queue now (received, then left to reappear: tests read each queue once). */
-async function drain(url: string, sqs: SQSClient = f.fixture.clients.sqs): Promise<Message[]> {
-  const out: Message[] = [];
-  for (;;) {
-    const r = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: url,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 1,
-        VisibilityTimeout: 60,
-        MessageAttributeNames: ['All'],
-      }),
-    );
-    if (!r.Messages?.length) return out;
-    out.push(...r.Messages);
-  }
-}
-
-const eveId = (m: Message) => m.MessageAttributes?.['eve.id']?.StringValue;
+const drain = (url: string, sqs: SQSClient = f.fixture.clients.sqs) => drainQueue(sqs, url);
 
 describe('redrive: DLQ -> queue', () => {
   it('--dry-run reports, moves nothing; --run moves one run; then the rest; attributes copied unchanged', async () => {

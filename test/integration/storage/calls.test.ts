@@ -54,6 +54,23 @@ async function count(fn: () => Promise<unknown>): Promise<Record<string, number>
   return out;
 }
 
+/** A run created on `s` (deployment 'd', workflow 'w', input 'i'); its id. */
+async function newRun(s: Storage): Promise<string> {
+  const r = await s.events.create(null, {
+    eventType: 'run_created',
+    specVersion: sv,
+    eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
+  });
+  return r.run.runId;
+}
+
+/** {@link newRun}, then run_started on the same Storage. */
+async function runningRun(s: Storage): Promise<string> {
+  const runId = await newRun(s);
+  await s.events.create(runId, { eventType: 'run_started', specVersion: sv });
+  return runId;
+}
+
 it('pins the calls of every event type on the main path', async () => {
   const s = countingStorage();
   let runId = '';
@@ -61,13 +78,7 @@ it('pins the calls of every event type on the main path', async () => {
   const got: Record<string, Record<string, number>> = {};
 
   got.run_created = await count(async () => {
-    runId = (
-      await s.events.create(null, {
-        eventType: 'run_created',
-        specVersion: sv,
-        eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
-      })
-    ).run.runId;
+    runId = await newRun(s);
   });
   got.run_started = await count(async () => {
     cursor = (await s.events.create(runId, { eventType: 'run_started', specVersion: sv })).cursor!;
@@ -214,14 +225,7 @@ it('pins the calls of every event type on the main path', async () => {
 
 it('pins the cold (no snapshot) and large-value paths', async () => {
   const warm = countingStorage();
-  const runId = (
-    await warm.events.create(null, {
-      eventType: 'run_created',
-      specVersion: sv,
-      eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
-    })
-  ).run.runId;
-  await warm.events.create(runId, { eventType: 'run_started', specVersion: sv });
+  const runId = await runningRun(warm);
   const got: Record<string, Record<string, number>> = {};
   got['step_started (lazy, cold)'] = await count(() =>
     countingStorage().events.create(runId, {
@@ -252,13 +256,7 @@ it('pins the cold (no snapshot) and large-value paths', async () => {
     ),
   );
   const big = new Uint8Array(400_000).fill(7);
-  const fresh = (
-    await warm.events.create(null, {
-      eventType: 'run_created',
-      specVersion: sv,
-      eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
-    })
-  ).run.runId;
+  const fresh = await newRun(warm);
   got['step_created (400 KB input)'] = await count(() =>
     warm.events.create(fresh, {
       eventType: 'step_created',
@@ -288,14 +286,7 @@ it('pins the cold (no snapshot) and large-value paths', async () => {
 
 it('a hook created between the terminal read and its commit is still released (the transition re-reads)', async () => {
   const s = countingStorage();
-  const runId = (
-    await s.events.create(null, {
-      eventType: 'run_created',
-      specVersion: sv,
-      eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
-    })
-  ).run.runId;
-  await s.events.create(runId, { eventType: 'run_started', specVersion: sv });
+  const runId = await runningRun(s);
   const token = `race-${runId}`;
   // Another process creates a hook right after run_completed read the run (holds = false).
   beforeSend = (name) => name === 'TransactWriteItems';
@@ -319,14 +310,7 @@ it('a hook created between the terminal read and its commit is still released (t
 
 it('a run with a wait releases it at its end; without one, no release query', async () => {
   const s = countingStorage();
-  const runId = (
-    await s.events.create(null, {
-      eventType: 'run_created',
-      specVersion: sv,
-      eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
-    })
-  ).run.runId;
-  await s.events.create(runId, { eventType: 'run_started', specVersion: sv });
+  const runId = await runningRun(s);
   await s.events.create(runId, {
     eventType: 'wait_created',
     specVersion: sv,
@@ -343,17 +327,7 @@ it('a run with a wait releases it at its end; without one, no release query', as
 
 it('a warm run end reads nothing, and a remembered run view another process changed costs a re-read, never a wrong write', async () => {
   const s = countingStorage();
-  const start = async () => {
-    const id = (
-      await s.events.create(null, {
-        eventType: 'run_created',
-        specVersion: sv,
-        eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
-      })
-    ).run.runId;
-    await s.events.create(id, { eventType: 'run_started', specVersion: sv });
-    return id;
-  };
+  const start = () => runningRun(s);
   const complete = (id: string) =>
     count(() =>
       s.events.create(id, { eventType: 'run_completed', specVersion: sv, eventData: { output: bytes('o') } }),
@@ -377,14 +351,7 @@ it('a warm run end reads nothing, and a remembered run view another process chan
 
 it('a warm run_started without preload reads nothing; a remembered run another process changed costs a re-read', async () => {
   const s = countingStorage();
-  const create = async () =>
-    (
-      await s.events.create(null, {
-        eventType: 'run_created',
-        specVersion: sv,
-        eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
-      })
-    ).run.runId;
+  const create = () => newRun(s);
   const startIt = (id: string) =>
     count(async () => {
       const r = await s.events.create(id, { eventType: 'run_started', specVersion: sv }, {
@@ -421,14 +388,7 @@ it('a warm run_started without preload reads nothing; a remembered run another p
 it('a remembered step item that another process moved on costs a retry, never a wrong write', async () => {
   const a = countingStorage();
   const b = countingStorage();
-  const runId = (
-    await a.events.create(null, {
-      eventType: 'run_created',
-      specVersion: sv,
-      eventData: { deploymentId: 'd', workflowName: 'w', input: bytes('i') },
-    })
-  ).run.runId;
-  await a.events.create(runId, { eventType: 'run_started', specVersion: sv });
+  const runId = await runningRun(a);
   await a.events.create(runId, {
     eventType: 'step_started',
     specVersion: sv,

@@ -5,22 +5,10 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { HookSchema, WaitSchema } from '@workflow/world';
 import { ulid } from 'ulid';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  bytes,
-  eventTypes,
-  rejectsWith,
-  type StorageFixture,
-  startedRun,
-  storageFixture,
-  sv,
-} from '../../helpers/storage.js';
+import { describe, expect, it } from 'vitest';
+import { bytes, eventTypes, fileStorageFixture, rejectsWith, startedRun, sv } from '../../helpers/storage.js';
 
-let f: StorageFixture;
-beforeAll(async () => {
-  f = await storageFixture();
-});
-afterAll(() => f?.close());
+const f = fileStorageFixture();
 
 const hook = (hookId: string, token: string, extra: Record<string, unknown> = {}) => ({
   eventType: 'hook_created' as const,

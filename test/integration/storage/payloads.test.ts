@@ -44,6 +44,14 @@ async function rawItem(key: { PK: string; SK: string }) {
   return out.Item!;
 }
 
+/** A step_created request for `stepId` (step name 's') with `input`. */
+const stepCreated = (stepId: string, input: Uint8Array) => ({
+  eventType: 'step_created' as const,
+  specVersion: sv,
+  correlationId: stepId,
+  eventData: { stepName: 's', input },
+});
+
 describe('large values', () => {
   it('a 5 MB step output round-trips byte for byte through S3; resolveData none never reads S3', async () => {
     const runId = await startedRun(storage);
@@ -210,20 +218,10 @@ describe('inline threshold', () => {
     expect(f.config.storageInlineBytes).toBe(16_384);
     expect(f.ctx.payloads.thresholdBytes).toBe(16_384);
     const runId = await startedRun(storage);
-    await storage.events.create(runId, {
-      eventType: 'step_created',
-      specVersion: sv,
-      correlationId: 'small',
-      eventData: { stepName: 's', input: randomBytes(16_000) },
-    });
+    await storage.events.create(runId, stepCreated('small', randomBytes(16_000)));
     expect(await objectsUnder(`runs/${runId}/`)).toEqual([]);
     const big = randomBytes(17_000);
-    await storage.events.create(runId, {
-      eventType: 'step_created',
-      specVersion: sv,
-      correlationId: 'big',
-      eventData: { stepName: 's', input: big },
-    });
+    await storage.events.create(runId, stepCreated('big', big));
     expect(await objectsUnder(`runs/${runId}/`)).toHaveLength(1);
     expect(Buffer.from((await storage.steps.get(runId, 'big')).input as Uint8Array).equals(Buffer.from(big))).toBe(
       true,
@@ -235,12 +233,7 @@ describe('no orphaned objects', () => {
   it('a large step_created redelivered 3 times leaves one object (deterministic key)', async () => {
     const runId = await startedRun(storage);
     const input = randomBytes(400_000);
-    const req = {
-      eventType: 'step_created' as const,
-      specVersion: sv,
-      correlationId: 'step_big',
-      eventData: { stepName: 's', input },
-    };
+    const req = stepCreated('step_big', input);
     await storage.events.create(runId, req);
     await rejectsWith(storage.events.create(runId, req), 'EntityConflictError');
     await rejectsWith(f.storage.events.create(runId, req), 'EntityConflictError'); // another process
@@ -254,15 +247,7 @@ describe('no orphaned objects', () => {
     const runId = await startedRun(storage);
     await storage.events.create(runId, { eventType: 'run_cancelled', specVersion: sv });
     const big = randomBytes(400_000);
-    await rejectsWith(
-      storage.events.create(runId, {
-        eventType: 'step_created',
-        specVersion: sv,
-        correlationId: 's1',
-        eventData: { stepName: 's', input: big },
-      }),
-      'EntityConflictError',
-    );
+    await rejectsWith(storage.events.create(runId, stepCreated('s1', big)), 'EntityConflictError');
     await rejectsWith(
       storage.events.create(runId, {
         eventType: 'step_started',
@@ -283,15 +268,7 @@ describe('no orphaned objects', () => {
     );
     expect(await objectsUnder(`runs/${runId}/`)).toEqual([]);
     const unknown = 'wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV';
-    await rejectsWith(
-      storage.events.create(unknown, {
-        eventType: 'step_created',
-        specVersion: sv,
-        correlationId: 's',
-        eventData: { stepName: 's', input: big },
-      }),
-      'WorkflowRunNotFoundError',
-    );
+    await rejectsWith(storage.events.create(unknown, stepCreated('s', big)), 'WorkflowRunNotFoundError');
     expect(await objectsUnder(`runs/${unknown}/`)).toEqual([]);
     // A redelivered run_created with a large input: the run exists, nothing more is uploaded.
     const { run } = await storage.events.create(null, {
@@ -344,24 +321,8 @@ describe('unknown and malformed ids', () => {
     await rejectsWith(storage.steps.get(runId, 'nope'), 'WorkflowWorldError');
     await rejectsWith(storage.hooks.get('nope'), 'HookNotFoundError');
     await rejectsWith(storage.hooks.getByToken('nope'), 'HookNotFoundError');
-    await rejectsWith(
-      storage.events.create('', {
-        eventType: 'step_created',
-        specVersion: sv,
-        correlationId: 's',
-        eventData: { stepName: 's', input: bytes('i') },
-      }),
-      'WorkflowWorldError',
-    );
-    await rejectsWith(
-      storage.events.create(runId, {
-        eventType: 'step_created',
-        specVersion: sv,
-        correlationId: '',
-        eventData: { stepName: 's', input: bytes('i') },
-      }),
-      'WorkflowWorldError',
-    );
+    await rejectsWith(storage.events.create('', stepCreated('s', bytes('i'))), 'WorkflowWorldError');
+    await rejectsWith(storage.events.create(runId, stepCreated('', bytes('i'))), 'WorkflowWorldError');
     await rejectsWith(storage.events.create(runId, { eventType: 'bogus' } as never), 'WorkflowWorldError');
     const e = await storage.events.list({ runId, pagination: { cursor: 'garbage' } }).catch((x) => x);
     expect(e.status).toBe(400);

@@ -4,22 +4,10 @@
  */
 import { EventSchema, WorkflowRunSchema } from '@workflow/world';
 import { ulid } from 'ulid';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  bytes,
-  createdStep,
-  runCreatedReq,
-  type StorageFixture,
-  startedRun,
-  storageFixture,
-  sv,
-} from '../../helpers/storage.js';
+import { describe, expect, it } from 'vitest';
+import { bytes, createdStep, fileStorageFixture, runCreatedReq, startedRun, sv } from '../../helpers/storage.js';
 
-let f: StorageFixture;
-beforeAll(async () => {
-  f = await storageFixture();
-});
-afterAll(() => f?.close());
+const f = fileStorageFixture();
 
 async function collect<T>(
   page: (cursor?: string) => Promise<{ data: T[]; cursor: string | null; hasMore: boolean }>,

@@ -11,23 +11,18 @@ import {
   WorkflowRunSchema,
 } from '@workflow/world';
 import { ulid } from 'ulid';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   bytes,
   eventTypes,
+  fileStorageFixture,
   rejectsWith,
   runCreatedReq,
-  type StorageFixture,
   startedRun,
-  storageFixture,
   sv,
 } from '../../helpers/storage.js';
 
-let f: StorageFixture;
-beforeAll(async () => {
-  f = await storageFixture();
-});
-afterAll(() => f?.close());
+const f = fileStorageFixture();
 
 describe('run_created', () => {
   it('creates a pending run and its event at slot 1; a server-minted wrun_ id', async () => {

@@ -5,23 +5,18 @@
 import { TooEarlyError } from '@workflow/errors';
 import { StepSchema, slotToEventId } from '@workflow/world';
 import { ulid } from 'ulid';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   bytes,
   createdStep,
   eventTypes,
+  fileStorageFixture,
   rejectsWith,
-  type StorageFixture,
   startedRun,
-  storageFixture,
   sv,
 } from '../../helpers/storage.js';
 
-let f: StorageFixture;
-beforeAll(async () => {
-  f = await storageFixture();
-});
-afterAll(() => f?.close());
+const f = fileStorageFixture();
 
 const start = (stepId: string, eventData?: Record<string, unknown>) => ({
   eventType: 'step_started' as const,

@@ -1,10 +1,10 @@
 /**
- * Driving real eve processes and eve's HTTP API from a test (shared shape with test/eve/eve.test.ts):
- * spawn `eve` on Node 24 in its own process group, kill the group, wait for health, post messages
+ * Driving real eve processes and eve's HTTP API from a test (test/eve/eve.test.ts and
+ * test/lambda/lambda-mode.test.ts): spawn `eve` on Node 24 in its own process group, kill the group, wait for health, post messages
  * and follow a session's NDJSON stream.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -103,6 +103,18 @@ export function logTail(proc: Proc, chars = 4000): string {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Tool executions the fixture app's agent/tools/add.ts recorded in `stateDir` for (a, b), in order. */
+export function toolExecutions(stateDir: string, a: number, b: number): Array<{ pid: number; a: number; b: number }> {
+  const file = path.join(stateDir, 'executions.log');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { pid: number; a: number; b: number })
+    .filter((r) => r.a === a && r.b === b);
+}
 
 // ---------------------------------------------------------------------------------------------
 // eve HTTP API
