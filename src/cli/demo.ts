@@ -12,6 +12,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
+import { sleep } from '../aws/sleep.js';
 import { loadConfig } from '../config.js';
 import { buildDemo } from '../demo/build.js';
 import { startStack } from '../emulator/stack.js';
@@ -111,7 +112,7 @@ async function runDemo(opts: DemoOptions): Promise<number> {
     });
     while (!finished) {
       await poll();
-      await new Promise((r) => setTimeout(r, 150));
+      await sleep(150);
     }
     await poll();
     const value = await result;

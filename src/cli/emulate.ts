@@ -15,6 +15,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
+import { sleep } from '../aws/sleep.js';
 import { loadConfig } from '../config.js';
 import { composeStack, DEFAULT_DOCKER_S3_PORT, DOCKER_CREDENTIALS } from '../emulator/docker.js';
 import {
@@ -183,7 +184,7 @@ async function runEmbedded(opts: EmulateOptions, shutdown: Shutdown): Promise<vo
     // A JVM that dies on its own is a failure; one that dies because Ctrl-C reached the whole
     // process group is not, so give our own signal handler a moment to run first.
     const crashed = stack.dynamodbExited.then(async (code) => {
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       if (!shutdown.requested) throw new EmulatorError(`DynamoDB Local exited unexpectedly (exit code ${code}).`);
     });
     crashed.catch(() => {}); // observed below; avoid an unhandled rejection before that

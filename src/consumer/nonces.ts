@@ -15,6 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { isConditionalCheckFailed } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
 import { type NonceStore, SIGNATURE_TOLERANCE_SECONDS } from './signing.js';
@@ -44,7 +45,7 @@ export class DynamoNonceStore implements NonceStore {
       );
       return true;
     } catch (err) {
-      if ((err as { name?: string })?.name === 'ConditionalCheckFailedException') return false;
+      if (isConditionalCheckFailed(err)) return false;
       throw err;
     }
   }

@@ -15,6 +15,7 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
+import { sleep } from '../aws/sleep.js';
 
 export class EmulatorError extends Error {
   override name = 'EmulatorError';
@@ -150,7 +151,7 @@ async function waitForDynamo(
       } catch {
         // not listening yet
       }
-      await new Promise((r) => setTimeout(r, 150));
+      await sleep(150);
     }
     throw new EmulatorError(`DynamoDB Local did not answer on ${endpoint} within ${timeoutMs / 1000} s.\n${stderr()}`);
   } finally {
