@@ -20,6 +20,7 @@ import { DecryptCommand, DescribeKeyCommand, GenerateDataKeyCommand, type KMSCli
 import { GetBucketEncryptionCommand, PutBucketEncryptionCommand } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { AwsClients } from '../aws/clients.js';
+import { isUnsupported } from '../aws/errors.js';
 import type { WorldConfig } from '../config.js';
 import type { ReconcileMode, ResourceReport } from '../resources.js';
 
@@ -196,11 +197,7 @@ async function bucketRules(clients: AwsClients, bucket: string): Promise<BucketR
     return rules && rules.length > 0 ? rules : 'unsupported'; // real S3 always reports at least SSE-S3
   } catch (err) {
     if (errName(err) === 'ServerSideEncryptionConfigurationNotFoundError') return 'none';
-    if (
-      errName(err) === 'NotImplemented' ||
-      (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 501
-    )
-      return 'unsupported';
+    if (isUnsupported(err)) return 'unsupported';
     throw err;
   }
 }

@@ -18,24 +18,36 @@ export class StreamQueries {
     private readonly table: string,
   ) {}
 
-  /** The last block at or before chunk index `index` (the whole stream when omitted); undefined for none. */
-  async lastBlock(runId: string, name: string, index?: number, signal?: AbortSignal): Promise<Block | undefined> {
-    const out = await this.ddb.send(
+  /** One consistent Query over the stream's block keys from chunk `lo` to chunk key `hi`. */
+  private range(
+    runId: string,
+    name: string,
+    lo: number,
+    hi: string,
+    opts: { backward?: boolean; limit?: number; signal?: AbortSignal },
+  ) {
+    return this.ddb.send(
       new QueryCommand({
         TableName: this.table,
         KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :lo AND :hi',
         ExpressionAttributeNames: { '#pk': ATTR.pk, '#sk': ATTR.sk },
         ExpressionAttributeValues: {
           ':pk': { S: keys.stream(runId, name) },
-          ':lo': { S: keys.chunkSk(0) },
-          ':hi': { S: index === undefined ? LAST_CHUNK_SK : keys.chunkSk(index) },
+          ':lo': { S: keys.chunkSk(lo) },
+          ':hi': { S: hi },
         },
-        ScanIndexForward: false,
-        Limit: 1,
+        ...(opts.backward ? { ScanIndexForward: false } : {}),
+        Limit: opts.limit,
         ConsistentRead: true,
       }),
-      { abortSignal: signal },
+      { abortSignal: opts.signal },
     );
+  }
+
+  /** The last block at or before chunk index `index` (the whole stream when omitted); undefined for none. */
+  async lastBlock(runId: string, name: string, index?: number, signal?: AbortSignal): Promise<Block | undefined> {
+    const hi = index === undefined ? LAST_CHUNK_SK : keys.chunkSk(index);
+    const out = await this.range(runId, name, 0, hi, { backward: true, limit: 1, signal });
     const item = out.Items?.[0];
     return item ? toBlock(item) : undefined;
   }
@@ -47,21 +59,7 @@ export class StreamQueries {
     from: number,
     opts: { limit?: number; signal?: AbortSignal } = {},
   ): Promise<Page> {
-    const out = await this.ddb.send(
-      new QueryCommand({
-        TableName: this.table,
-        KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :lo AND :hi',
-        ExpressionAttributeNames: { '#pk': ATTR.pk, '#sk': ATTR.sk },
-        ExpressionAttributeValues: {
-          ':pk': { S: keys.stream(runId, name) },
-          ':lo': { S: keys.chunkSk(from) },
-          ':hi': { S: LAST_CHUNK_SK },
-        },
-        Limit: opts.limit,
-        ConsistentRead: true,
-      }),
-      { abortSignal: opts.signal },
-    );
+    const out = await this.range(runId, name, from, LAST_CHUNK_SK, opts);
     return { blocks: (out.Items ?? []).map(toBlock), truncated: out.LastEvaluatedKey !== undefined };
   }
 
