@@ -51,6 +51,8 @@ const res = spawnSync(
       EVE_FAULTS_RATE: String(rate),
       EVE_FAULTS_DUP_RATE: String(dupRate),
       EVE_FAULTS_SEED: String(seed),
+      // One SIGKILL per 3 s of work at most; scale the cap with the run count.
+      EVE_FAULTS_MAX_KILLS: process.env.EVE_FAULTS_MAX_KILLS ?? String(Math.max(4, Math.ceil(runs / 10))),
       EVE_FAULTS_REPORT: file,
       ...(only ? { EVE_FAULTS_ONLY: only } : {}),
     },

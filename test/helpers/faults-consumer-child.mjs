@@ -3,8 +3,8 @@
 // starts several, duplicates deliveries between them, and SIGKILLs them.
 //
 // argv: <dist/index.js URL> <flow.mjs path> <tally file>
-// Every step-body execution of `countedAdd` appends its key to the tally file at once (a
-// SIGKILLed process loses nothing it counted). Prints "ready" on stdout once consuming.
+// Every step-body execution of `countedAdd` appends `<key>\t<pid>` to the tally file at once (a
+// SIGKILLed process loses nothing it counted; the suite kills the process that is mid-body). Prints "ready" on stdout once consuming.
 import { appendFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
@@ -16,7 +16,7 @@ if (!distUrl || !flowPath || !tallyFile) {
 
 class FileTally extends Map {
   set(key, value) {
-    appendFileSync(tallyFile, `${key}\n`);
+    appendFileSync(tallyFile, `${key}\t${process.pid}\n`);
     return super.set(key, value);
   }
 }

@@ -43,8 +43,10 @@ export interface FaultScenario {
   env?: Record<string, string>;
   /** Consumer processes (test/helpers/faults-consumer-child.mjs on dist/) next to the in-process one. */
   childConsumers?: number;
-  /** SIGKILL one consumer process this often (round robin) and start a replacement. */
+  /** SIGKILL a consumer process mid-body at most this often and start a replacement. */
   killEveryMs?: number;
+  /** Stop killing after this many kills (each costs a visibility timeout of recovery). */
+  maxKills?: number;
 }
 
 export interface FaultReport {
@@ -118,13 +120,18 @@ export function duplicateDeliveries(rate = 0.1): FaultScenario {
 }
 
 /**
- * Consumer processes SIGKILLed mid-work every `everyMs`, with 10% duplicate deliveries. The queue's
+ * Consumer processes SIGKILLed mid-work (right after one starts a step body), at most every
+ * `everyMs`, with 10% duplicate deliveries. The queue's
  * visibility is 10 s here: with the default (900 s) a killed consumer's messages come back only
  * after 15 minutes until the consumer receives with its own short visibility.
  */
-export function sigkillConsumers(everyMs = 3000): FaultScenario {
+export function sigkillConsumers(
+  everyMs = 3000,
+  maxKills = Number(process.env.EVE_FAULTS_MAX_KILLS ?? 4),
+): FaultScenario {
   return {
-    name: `SIGKILL a consumer process every ${everyMs / 1000} s (2 processes, visibility 10 s, 10% duplicates)`,
+    maxKills,
+    name: `SIGKILL a consumer process mid-body every ${everyMs / 1000} s, up to ${maxKills} times (2 processes, visibility 10 s, 10% duplicates)`,
     sqs: [{ kind: 'duplicate', rate: 0.1 }],
     childConsumers: 2,
     killEveryMs: everyMs,
@@ -201,14 +208,39 @@ export async function runFaultScenario(
     seconds: 0,
   };
   const runIds: string[] = [];
+  // Kills are driven by work, not by the clock: a consumer process is SIGKILLed right after it
+  // starts a step body (so it dies mid-work whatever the machine's speed), at most every
+  // `killEveryMs`. A kill counts when the signal is sent.
+  let lastKill = 0;
+  let seenLines = 0;
+  let killing = false;
   const killer =
     children && scenario.killEveryMs
       ? setInterval(() => {
-          children.killOne().then(
-            () => report.killed++,
-            (err) => log(`could not restart a consumer: ${String(err)}`),
+          if (killing || report.killed >= (scenario.maxKills ?? Number.POSITIVE_INFINITY)) return;
+          if (performance.now() - lastKill < (scenario.killEveryMs ?? 0)) return;
+          const lines = children.tallyLines();
+          if (lines.length <= seenLines) return;
+          seenLines = lines.length;
+          const pid = Number(lines[lines.length - 1].split('\t')[1]);
+          killing = true;
+          const restarted = children.kill(pid);
+          if (!restarted) {
+            killing = false;
+            return;
+          }
+          report.killed++;
+          lastKill = performance.now();
+          restarted.then(
+            () => {
+              killing = false;
+            },
+            (err) => {
+              killing = false;
+              log(`could not restart a consumer: ${String(err)}`);
+            },
           );
-        }, scenario.killEveryMs)
+        }, 25)
       : undefined;
   try {
     // A bounded number of runs in flight, like a steady stream of work.
@@ -455,15 +487,17 @@ async function startChildren(n: number, env: Record<string, string>, log: (m: st
       );
     });
   const procs = await Promise.all(Array.from({ length: n }, spawnOne));
-  let turn = 0;
   let restarting: Promise<void> | undefined;
   return {
-    /** SIGKILL one process (round robin) and start its replacement; skipped while one is starting. */
-    killOne(): Promise<void> {
-      if (restarting) return Promise.reject(new Error('a replacement is still starting; kill skipped'));
-      const i = turn++ % procs.length;
+    /**
+     * SIGKILL the consumer process `pid` (if it is still one of ours) and start its replacement;
+     * returns the replacement's readiness, or undefined when `pid` is not a live consumer.
+     */
+    kill(pid: number): Promise<void> | undefined {
+      const i = procs.findIndex((p) => p.pid === pid && p.exitCode === null && p.signalCode === null);
+      if (i < 0 || restarting) return undefined;
       procs[i].kill('SIGKILL');
-      log(`SIGKILLed consumer process ${procs[i].pid}`);
+      log(`SIGKILLed consumer process ${pid}`);
       restarting = spawnOne().then(
         (p) => {
           procs[i] = p;
@@ -476,7 +510,14 @@ async function startChildren(n: number, env: Record<string, string>, log: (m: st
       );
       return restarting;
     },
-    tally: () => readFileSync(tallyFile, 'utf8').split('\n').filter(Boolean),
+    /** Raw tally lines, `<key>\t<pid>`, one per step body run in a consumer process. */
+    tallyLines: () => readFileSync(tallyFile, 'utf8').split('\n').filter(Boolean),
+    /** Step-body keys run in consumer processes. */
+    tally: () =>
+      readFileSync(tallyFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t')[0]),
     async stop() {
       await restarting?.catch(() => undefined);
       await Promise.all(
