@@ -1,7 +1,8 @@
 // Table 7: what the durable per-message delivery lease (src/consumer/delivery-lease.ts) costs per
 // delivery (issue 12). The lease as the consumer uses it (deliveryLeasePort: acquire, heartbeat
-// every ttl/3, release) against DynamoDB Local in the embedded emulator stack, three cases:
-//   settle     a delivery that settles inside one heartbeat (acquire + release)
+// every ttl/3, release or expire) against DynamoDB Local in the embedded emulator stack, four cases:
+//   acked      a delivery acked inside one heartbeat (acquire; the lease is left to expire)
+//   settle     a delivery whose copy comes back (deferred, hopped), inside one heartbeat (acquire + release)
 //   extend     a delivery that runs past one heartbeat: released right after its first extension
 //   deferred   a duplicate copy that finds the lease held by another live delivery (not run)
 // Counted per delivery with SDK middleware on the DynamoDB client (bench/lib/meter.mjs): requests
@@ -94,6 +95,13 @@ export async function benchLease({ stackEnv, dist, log }) {
   const messageId = () => `bench-${randomBytes(8).toString('hex')}`;
 
   const cases = {
+    acked: async () => {
+      const mark = recorder.mark();
+      const held = await port.acquire(messageId(), { ttlMs: SETTLE_TTL_MS });
+      if (!held.acquired) throw new Error('acked: lease unexpectedly held');
+      held.expire();
+      return account(recorder.since(mark));
+    },
     settle: async () => {
       const mark = recorder.mark();
       const held = await port.acquire(messageId(), { ttlMs: SETTLE_TTL_MS });
@@ -156,7 +164,8 @@ export async function benchLease({ stackEnv, dist, log }) {
 
 export function printLeaseTable(lease, print = console.log) {
   const labels = {
-    settle: 'settles within one heartbeat (acquire + release)',
+    acked: 'acked within one heartbeat (acquire; left to expire)',
+    settle: 'comes back (deferred/hopped) within one heartbeat (acquire + release)',
     extend: 'one extension (acquire + extend + release)',
     deferred: 'duplicate copy, lease held (deferred)',
   };

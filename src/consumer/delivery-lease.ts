@@ -18,8 +18,11 @@
  * - Extend and release are conditional on the token: applying either twice is the same as once,
  *   and neither ever touches a lease another delivery now holds.
  * - Expiry is compared with the acquirer's clock: keep clock skew well below `ttlMs`.
- * - Cost: acquire 1 WRU, each extension 1 WRU, release 1 WRU (items < 1 KB); a delivery that
- *   settles inside one heartbeat costs 2 WRU. A deferred copy costs 1 WRU (the failed put).
+ * - Cost: acquire 1 WRU, each extension 1 WRU, release 1 WRU (items < 1 KB). An acked delivery
+ *   that settles inside one heartbeat costs 1 WRU and one request: its lease is not released but
+ *   left to expire (no later delivery of a finished message needs it; a late duplicate copy is
+ *   deferred until then and then finds nothing to do). A copy that comes back (deferred, hopped,
+ *   retried) releases its lease, 2 WRU. A deferred copy costs 1 WRU (the failed put).
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -153,10 +156,20 @@ export async function releaseDeliveryLease(ctx: Ctx, lease: DeliveryLease): Prom
   }
 }
 
-/** A lease as the pipeline holds it: kept alive by its own heartbeat until released. */
+/** A lease as the pipeline holds it: kept alive by its own heartbeat until released or let go. */
 export interface HeldLease {
   acquired: true;
+  /**
+   * The copy will be delivered again (deferred, hopped, kept for retry, released): drop the lease
+   * now so that delivery is not held back.
+   */
   release(): Promise<void>;
+  /**
+   * The logical message is finished (acked): stop the heartbeat and leave the lease to expire by
+   * itself (at most `ttlMs` later). No write: a finished message needs no release, and a late SQS
+   * duplicate of it meanwhile is deferred rather than run.
+   */
+  expire(): void;
 }
 
 /** What the delivery pipeline needs: take the lease (kept alive until released) or learn it is held. */
@@ -176,7 +189,8 @@ export interface DeliveryLeasePort {
 
 /**
  * The lease as the consumer uses it: acquire with `ttlMs`, extend every `ttlMs / 3` while the
- * delivery runs (the lease's heartbeat), release on settle. When the store cannot be reached the
+ * delivery runs (the lease's heartbeat); on settle, release it when the copy will come back, or
+ * let it expire when the message is finished (saving the release's write on the common path). When the store cannot be reached the
  * delivery runs without the lease (logged): the event log stays exactly-once either way, and a
  * DynamoDB outage must not also stop the queue.
  */
@@ -189,7 +203,7 @@ export function deliveryLeasePort(ctx: Ctx, opts: { logger?: Pick<Logger, 'warn'
         got = await acquireDeliveryLease(ctx, messageId, { ttlMs });
       } catch (err) {
         warn(`delivery lease for ${messageId} unavailable, delivering without it: ${String(err)}`);
-        return { acquired: true, release: async () => {} };
+        return { acquired: true, release: async () => {}, expire: () => {} };
       }
       if (!got.acquired) return got;
       const lease = got.lease;
@@ -209,6 +223,10 @@ export function deliveryLeasePort(ctx: Ctx, opts: { logger?: Pick<Logger, 'warn'
       if (signal?.aborted) stop();
       return {
         acquired: true,
+        expire() {
+          stop();
+          signal?.removeEventListener('abort', stop);
+        },
         async release() {
           stop();
           signal?.removeEventListener('abort', stop);

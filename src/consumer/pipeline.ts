@@ -16,8 +16,9 @@
  *   `timeoutSeconds`, parked outage copy) has been accepted by SQS or the Scheduler.
  * - The handler never sees a message before its `deliverAt` (by this process's clock).
  * - With a `lease`, at most one copy of a logical message is dispatched at a time across
- *   processes: the lease is taken before dispatch and released after settle; a copy that finds it
- *   held is deferred until the lease expires, never run (see ./delivery-lease.ts).
+ *   processes: the lease is taken before dispatch and, after settle, released when the copy will
+ *   be delivered again or left to expire when the message was acked (finished); a copy that finds
+ *   it held is deferred until the lease expires, never run (see ./delivery-lease.ts).
  * - `x-vqs-message-id` is the logical id, identical on every SQS copy; the attempt is the carried
  *   attempt offset plus SQS's ApproximateReceiveCount.
  * - Outages of the flow route (unreachable, 502/503/504, 429, 408, or any 5xx while the circuit is
@@ -179,6 +180,7 @@ export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): P
   // 3. dispatch (under the delivery lease, when there is one)
   deps.inFlight?.add(envelope.messageId);
   let lease: HeldLease | undefined;
+  let outcome: DeliveryOutcome | undefined;
   try {
     let verdict: Verdict;
     const claim = await deps.lease?.acquire(envelope.messageId, {
@@ -197,10 +199,14 @@ export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): P
       verdict = await dispatch(msg, envelope, attempt, deps, logger, now);
     }
     // 4. settle (the lease is kept until the copy's fate is decided)
-    return await settle(msg, envelope, attempt, verdict, deps, logger);
+    outcome = await settle(msg, envelope, attempt, verdict, deps, logger);
+    return outcome;
   } finally {
     deps.inFlight?.delete(envelope.messageId);
-    await lease?.release();
+    // Acked: the logical message is finished and never legitimately delivered again, so the
+    // lease is left to expire (no write). Anything else comes back: free the lease for it now.
+    if (outcome?.action === 'delete' && outcome.reason === 'ack') lease?.expire();
+    else await lease?.release();
   }
 }
 

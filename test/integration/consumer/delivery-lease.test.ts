@@ -177,9 +177,11 @@ describe('delivery lease in the consumer', () => {
       await waitFor(() => deferredAtB.includes(messageId as string), 20_000, 'B to defer the second copy');
       expect(a.deliveries.length + b.deliveries.length).toBe(1);
       open();
+      // The first copy is acked, so its lease is left to expire (10 s at visibility 20 s) rather
+      // than released: the deferred copy runs once it has.
       await waitFor(
         () => a.deliveries.length + b.deliveries.length === 2,
-        20_000,
+        45_000,
         'the deferred copy to run after the first',
       );
       expect(maxRunning).toBe(1);
@@ -187,6 +189,63 @@ describe('delivery lease in the consumer', () => {
       await a.close();
       await b.close();
       await sqsProxy.close();
+    }
+  });
+
+  test('an acked delivery lets its lease expire (no release write); a copy that comes back releases it', async () => {
+    const { makeWorld, waitFor } = await import('../../helpers/queue.js');
+    const outcomes: { messageId?: string; reason: string }[] = [];
+    const w = await makeWorld({
+      start: false,
+      queueOptions: { onDeliveryOutcome: (o) => outcomes.push({ messageId: o.messageId, reason: o.reason }) },
+    });
+    // Every lease write this World sends, by command (the lease items' keys start with LEASE#).
+    const leaseWrites: string[] = [];
+    w.fixture.clients.ddb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { Key?: { PK?: { S?: string } }; Item?: { PK?: { S?: string } } };
+        const pk = input.Key?.PK?.S ?? input.Item?.PK?.S ?? '';
+        if (pk.startsWith('LEASE#')) leaseWrites.push((context as { commandName: string }).commandName);
+        return next(args);
+      },
+      { step: 'initialize', name: 'lease-writes' },
+    );
+    try {
+      await w.queue.start();
+      // 1. Acked at once: acquire only; the lease stays, held until it expires.
+      const acked = (await w.queue.queue('__wkf_workflow_acked' as never, { runId: 'wrun_acked' })).messageId as string;
+      await waitFor(() => outcomes.find((o) => o.messageId === acked), 20_000, 'the ack');
+      expect(leaseWrites).toEqual(['PutItemCommand']);
+      const left = (
+        await w.fixture.clients.ddb.send(
+          new GetItemCommand({
+            TableName: w.fixture.config.tableName,
+            Key: { PK: { S: keys.deliveryLease(acked).PK }, SK: { S: 'LEASE' } },
+            ConsistentRead: true,
+          }),
+        )
+      ).Item;
+      expect(left?.token?.S).toBeTruthy();
+      expect(Number(left?.expiresAt?.N)).toBeGreaterThan(Date.now());
+      // A late duplicate of the finished message is deferred while the lease lives, not run.
+      const dup = await acquireDeliveryLease(w.ctx, acked, { ttlMs: 10_000 });
+      expect(dup.acquired).toBe(false);
+
+      // 2. `{timeoutSeconds}`: the copy comes back, so its lease is released for it at once.
+      leaseWrites.length = 0;
+      w.respond = (d) => (d.meta.attempt === 1 ? { timeoutSeconds: 1 } : undefined);
+      const later = (await w.queue.queue('__wkf_workflow_later' as never, { runId: 'wrun_later' })).messageId as string;
+      await waitFor(
+        () => w.deliveries.filter((d) => d.meta.messageId === later).length === 2,
+        20_000,
+        'the redelivery after timeoutSeconds',
+      );
+      await waitFor(() => outcomes.filter((o) => o.messageId === later).length === 2, 20_000, 'the second settle');
+      // acquire, release (deferred), acquire (the redelivery; acked, so not released)
+      expect(leaseWrites).toEqual(['PutItemCommand', 'DeleteItemCommand', 'PutItemCommand']);
+      expect(outcomes.filter((o) => o.messageId === later).map((o) => o.reason)).toEqual(['deferred', 'ack']);
+    } finally {
+      await w.close();
     }
   });
 
