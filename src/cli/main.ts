@@ -15,6 +15,7 @@ import { initCommand } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
 import { redriveCommand } from './redrive.js';
 import { runsCommand } from './runs.js';
+import { sweepCommand } from './sweep.js';
 import { tailCommand } from './tail.js';
 
 /** One line per command; each factory returns a fully configured commander `Command`. */
@@ -25,6 +26,7 @@ const COMMANDS: Array<() => Command> = [
   tailCommand,
   runsCommand,
   redriveCommand,
+  sweepCommand,
   doctorCommand,
 ];
 

@@ -70,12 +70,9 @@ async function uploadThenCrash(create: (s: Storage) => Promise<unknown>): Promis
   expect(failNextTransaction).toBe(false); // the transaction was really attempted
 }
 
-const stepEvent = (type: string, stepId: string, eventData: Record<string, unknown>) => ({
-  eventType: type as 'step_completed',
-  specVersion: sv,
-  correlationId: stepId,
-  eventData,
-});
+/** A step event request (typed loosely: the contract's union is narrower per event type). */
+const stepEvent = (type: string, stepId: string, eventData: Record<string, unknown>) =>
+  ({ eventType: type, specVersion: sv, correlationId: stepId, eventData }) as never;
 
 describe('a terminal run', () => {
   it('loses exactly its orphans; committed payloads stay readable through storage; dry-run deletes nothing', async () => {
@@ -89,7 +86,7 @@ describe('a terminal run', () => {
     await storage.events.create(runId, { eventType: 'run_started', specVersion: sv });
     const stepIn = big();
     const stepOut = big();
-    await storage.events.create(runId, stepEvent('step_started', 'step_1', { stepName: 's', input: stepIn }) as never);
+    await storage.events.create(runId, stepEvent('step_started', 'step_1', { stepName: 's', input: stepIn }));
     // Orphan 1: a completion whose upload happened but whose transaction never committed.
     await uploadThenCrash((s) => s.events.create(runId, stepEvent('step_completed', 'step_1', { result: big() })));
     await storage.events.create(runId, stepEvent('step_completed', 'step_1', { result: stepOut }));
@@ -147,10 +144,7 @@ describe('a terminal run', () => {
 
   it('keeps the objects of a step still running (it may complete after its run ended) until it is terminal', async () => {
     const runId = await startedRun(storage);
-    await storage.events.create(
-      runId,
-      stepEvent('step_started', 'step_live', { stepName: 's', input: big() }) as never,
-    );
+    await storage.events.create(runId, stepEvent('step_started', 'step_live', { stepName: 's', input: big() }));
     await storage.events.create(runId, { eventType: 'run_cancelled', specVersion: sv });
     // An upload of the live step whose transaction never committed, and one of a stream.
     await uploadThenCrash((s) => s.events.create(runId, stepEvent('step_failed', 'step_live', { error: big() })));
