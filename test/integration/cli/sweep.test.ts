@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SweepReport } from '../../../src/index.js';
 import { runCli } from '../../helpers/cli.js';
 import { sleep } from '../../helpers/queue.js';
-import { completeRun, createRun, type OpsFixture, opsFixture, startRun } from '../../helpers/runs.js';
+import { createRun, ev, type OpsFixture, opsFixture, startRun } from '../../helpers/runs.js';
 
 let f: OpsFixture;
 let done: string;
@@ -28,7 +28,7 @@ beforeAll(async () => {
   f = await opsFixture({ EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000' }, 'sweep');
   done = await createRun(f.world, 'wf-sweep', 'x'.repeat(3000));
   await startRun(f.world, done);
-  await f.world.events.create(done, { eventType: 'run_completed', specVersion: 7, eventData: { output } } as never);
+  await ev(f.world, done, { eventType: 'run_completed', eventData: { output } });
   active = await createRun(f.world, 'wf-sweep', 'y'.repeat(3000));
   await startRun(f.world, active);
   orphan = `runs/${done}/run/output-${'a'.repeat(32)}`;
