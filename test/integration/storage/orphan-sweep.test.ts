@@ -14,6 +14,7 @@ import { createClients, destroyClients } from '../../../src/aws/clients.js';
 import { createContext, type WorldContext } from '../../../src/context.js';
 import { keys } from '../../../src/ddb.js';
 import { createStorage, storageContext, sweepOrphanedPayloads } from '../../../src/storage/index.js';
+import { createStreamer } from '../../../src/streams/index.js';
 import { type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
 
 const HOUR = 3_600_000;
@@ -90,6 +91,11 @@ describe('a terminal run', () => {
     // Orphan 1: a completion whose upload happened but whose transaction never committed.
     await uploadThenCrash((s) => s.events.create(runId, stepEvent('step_completed', 'step_1', { result: big() })));
     await storage.events.create(runId, stepEvent('step_completed', 'step_1', { result: stepOut }));
+    // A stream with an offloaded chunk (its block item points at the object).
+    const streams = createStreamer(ctx).streams;
+    const chunk = big();
+    await streams.write(runId, 'out', chunk);
+    await streams.close(runId, 'out');
     const output = big();
     // Orphan 2: the same for the run's own output.
     await uploadThenCrash((s) =>
@@ -101,7 +107,7 @@ describe('a terminal run', () => {
     await ctx.payloads.putBlob(planted, big());
 
     const before = await objectsOf(runId);
-    expect(before).toHaveLength(4 + 3); // run input and output, step input and output + 3 orphans
+    expect(before).toHaveLength(5 + 3); // run input + output, step input + output, a chunk; 3 orphans
     expect(before).toContain(planted);
 
     // Within the grace period nothing is touched.
@@ -117,7 +123,7 @@ describe('a terminal run', () => {
 
     const done = await sweep({ runId, now: later });
     expect(done.runs.terminal).toBe(1);
-    expect(done.objects).toMatchObject({ scanned: 7, referenced: 4, orphans: 3, protected: 0 });
+    expect(done.objects).toMatchObject({ scanned: 8, referenced: 5, orphans: 3, protected: 0 });
     expect(done.failures).toEqual([]);
     const swept = done.swept.map((o) => o.key).sort();
     expect(swept).toEqual(dry.swept.map((o) => o.key).sort());
@@ -138,6 +144,8 @@ describe('a terminal run', () => {
     const completed = log.data.find((e) => e.eventType === 'step_completed') as { eventData: { result: unknown } };
     expect(same(completed.eventData.result, stepOut)).toBe(true);
 
+    const page = await streams.getChunks(runId, 'out');
+    expect(same(page.data[0].data, chunk)).toBe(true);
     // A second sweep finds nothing left to do.
     expect((await sweep({ runId, now: later })).objects.orphans).toBe(0);
   });
