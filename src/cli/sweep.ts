@@ -16,6 +16,7 @@ interface SweepOptions {
   dryRun?: boolean;
   olderThan: number;
   run?: string;
+  recheck?: boolean;
   json?: boolean;
 }
 
@@ -38,7 +39,7 @@ export function renderSweep(r: SweepReport, color = colorEnabled()): string {
     lines.push(p.red(`failed to delete ${f.key}: ${f.error}`));
   const runs = r.runs;
   lines.push(
-    `Runs: ${runs.scanned} scanned — ${runs.terminal} terminal and ${runs.absent} without a run item swept; kept ${runs.active} active, ${runs.recent} too recent, ${runs.foreign} not run prefixes.`,
+    `Runs: ${runs.scanned} scanned — ${runs.terminal} terminal and ${runs.absent} without a run item swept; skipped ${runs.clean} already clean, ${runs.active} active, ${runs.recent} too recent, ${runs.foreign} not run prefixes.`,
   );
   const o = r.objects;
   lines.push(
@@ -63,6 +64,7 @@ export function sweepCommand(): Command {
       ORPHAN_GRACE_MS,
     )
     .option('--run <runId>', 'only this run’s objects (runs/<runId>/)', parseRunId)
+    .option('--recheck', 'also re-read finished runs an earlier sweep already cleaned')
     .option('--json', 'print the report as JSON')
     .addHelpText(
       'after',
@@ -77,6 +79,8 @@ exactly the objects that can never be referenced again:
     purged it) whose id is older than 24 h + --older-than (a run cannot be created later);
   - queue bodies of long waits kept under queue-held/ once every message that used them is gone.
 Objects younger than --older-than are always kept; pending and running runs are never touched.
+A finished run whose sweep left nothing undecided is marked clean and skipped by later sweeps
+(one small read each); --recheck reads those again.
 A smaller --older-than deletes sooner but risks racing a writer that is between its upload and
 its commit; keep the default (1h) unless nothing is running.
 
@@ -99,6 +103,7 @@ Exit codes: 0 done; 1 an object could not be deleted or an AWS error; 2 bad usag
             dryRun: opts.dryRun,
             graceMs: opts.olderThan,
             runId: opts.run,
+            recheck: opts.recheck,
             onProgress: ({ runs, objects, orphans }) =>
               spin.update(`sweeping runs/: ${runs} runs, ${objects} objects, ${orphans} orphans`),
           });

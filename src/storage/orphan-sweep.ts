@@ -42,21 +42,30 @@
  *
  * Order matters: the items are read (strongly consistent) BEFORE the objects are listed, so an
  * object whose pointer committed before the read is seen as referenced, and one uploaded after it
- * is either under a protected prefix or younger than `graceMs`.
+ * is either under a protected prefix or younger than `graceMs`. The two index reads (a run's hooks
+ * and streams) are eventually consistent; they happen at least `graceMs` after the run ended, long
+ * after the index caught up with anything written before the end.
+ *
+ * Cost: a terminal run is read in full once. When its sweep protected nothing (no live step) and
+ * every orphan was deleted, the run item is marked `orphansSweptAt` (a conditional, idempotent
+ * update of a terminal run: nothing can add to such a prefix any more, see above, bar the stream
+ * writer race), and later sweeps skip it after one projected `GetItem` unless `recheck` is set.
  *
  * Safety direction: every doubt keeps the object. Deleting is idempotent (DeleteObjects of a
  * missing key succeeds), so a sweep that fails half-way is simply run again.
  */
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { DEFAULT_TIMESTAMP_THRESHOLD_PAST_MS, ulidToDate } from '@workflow/world';
+import { isConditionalCheckFailed } from '../aws/errors.js';
 import { ATTR, GSI1, keys } from '../ddb.js';
 import type { Attrs } from './codec.js';
 import { num, str } from './codec.js';
 import type { StorageCtx } from './context.js';
 import { runPrefix } from './payload-placement.js';
+import { keysOf } from './records/attrs.js';
 import { expired } from './retention.js';
-import { getItem, getItems, queryAll } from './table-reads.js';
-import { isTerminal } from './terminal.js';
+import { getItems, queryAll } from './table-reads.js';
+import { isTerminal, NOT_TERMINAL, TERMINAL_VALUES } from './terminal.js';
 
 /** Default grace: objects, and runs ended, younger than this are left alone. */
 export const ORPHAN_GRACE_MS = 3_600_000;
@@ -84,6 +93,8 @@ export interface OrphanSweepOptions {
   dryRun?: boolean;
   /** Only this run's prefix. */
   runId?: string;
+  /** Also re-read terminal runs an earlier sweep already cleaned (`orphansSweptAt`). */
+  recheck?: boolean;
   /** Called after each run prefix (for a progress line). */
   onProgress?: (p: { runs: number; objects: number; orphans: number }) => void;
 }
@@ -113,6 +124,8 @@ export interface OrphanSweepReport {
     absent: number;
     /** Not a `wrun_<ULID>` prefix: not this World's, kept. */
     foreign: number;
+    /** Terminal runs an earlier sweep already cleaned: skipped (see `recheck`). */
+    clean: number;
   };
   objects: {
     scanned: number;
@@ -132,9 +145,12 @@ export interface OrphanSweepReport {
   failures: Array<{ key: string; error: string }>;
 }
 
+/** The run item's mark: a sweep cleaned this terminal run (epoch ms). */
+export const SWEPT_ATTR = 'orphansSweptAt';
+
 type RunState =
   | { kind: 'active' }
-  | { kind: 'terminal'; endedAt: number }
+  | { kind: 'terminal'; endedAt: number; swept: boolean }
   | { kind: 'absent'; mintedAt: number }
   | { kind: 'foreign' };
 
@@ -146,7 +162,11 @@ export function runState(runId: string, run: Attrs | undefined, now: number): Ru
   if (!run || expired(run, now)) return { kind: 'absent', mintedAt: minted.getTime() };
   const status = str(run, 'status');
   if (!isTerminal(status)) return { kind: 'active' };
-  return { kind: 'terminal', endedAt: num(run, 'completedAt') ?? num(run, 'updatedAt') ?? now };
+  return {
+    kind: 'terminal',
+    endedAt: num(run, 'completedAt') ?? num(run, 'updatedAt') ?? now,
+    swept: run[SWEPT_ATTR] !== undefined,
+  };
 }
 
 /** Whether a prefix in `state` may be swept at `now` (else it is active or too recent). Pure. */
@@ -221,16 +241,49 @@ async function readRunItems(ctx: StorageCtx, runId: string, now: number, liveOnl
   return { refs, liveSteps };
 }
 
+/** The run item's fields the sweep decides on (never its payloads), strongly consistent. */
+async function readRunState(ctx: StorageCtx, runId: string): Promise<Attrs | undefined> {
+  const out = await ctx.ddb.send(
+    new GetItemCommand({
+      TableName: ctx.table,
+      Key: keysOf(keys.runMeta(runId)),
+      ConsistentRead: true,
+      ProjectionExpression: 'PK, #st, completedAt, updatedAt, #ttl, #sw',
+      ExpressionAttributeNames: { '#st': 'status', '#ttl': ATTR.ttl, '#sw': SWEPT_ATTR },
+    }),
+  );
+  return out.Item as Attrs | undefined;
+}
+
+/** Mark a terminal run as cleaned. Conditional (the run exists and is terminal) and idempotent. */
+async function markSwept(ctx: StorageCtx, runId: string, now: number): Promise<void> {
+  try {
+    await ctx.ddb.send(
+      new UpdateItemCommand({
+        TableName: ctx.table,
+        Key: keysOf(keys.runMeta(runId)),
+        UpdateExpression: 'SET #sw = :t',
+        ConditionExpression: `attribute_exists(PK) AND NOT (${NOT_TERMINAL})`,
+        ExpressionAttributeNames: { '#sw': SWEPT_ATTR, '#st': 'status' },
+        ExpressionAttributeValues: { ':t': { N: String(now) }, ...TERMINAL_VALUES },
+      }),
+    );
+  } catch (err) {
+    // The item went away (TTL) meanwhile: nothing to mark; the next sweep sees no run item.
+    if (!isConditionalCheckFailed(err)) throw err;
+  }
+}
+
 /** Sweep one run prefix into `report`. */
 async function sweepRun(
   ctx: StorageCtx,
   runId: string,
-  opts: Required<Pick<OrphanSweepOptions, 'graceMs' | 'dryRun'>> & { now: number },
+  opts: Required<Pick<OrphanSweepOptions, 'graceMs' | 'dryRun' | 'recheck'>> & { now: number },
   report: OrphanSweepReport,
 ): Promise<void> {
   const { now, graceMs } = opts;
   report.runs.scanned++;
-  const state = runState(runId, await getItem(ctx, keys.runMeta(runId)), now);
+  const state = runState(runId, await readRunState(ctx, runId), now);
   if (state.kind === 'foreign' || state.kind === 'active') {
     report.runs[state.kind]++;
     return;
@@ -239,11 +292,16 @@ async function sweepRun(
     report.runs.recent++;
     return;
   }
+  if (state.kind === 'terminal' && state.swept && !opts.recheck) {
+    report.runs.clean++;
+    return;
+  }
   report.runs[state.kind]++;
   // Items first, then the listing (see the header: "Order matters").
   const { refs, liveSteps } = await readRunItems(ctx, runId, now, state.kind === 'absent');
   const prefix = `${runPrefix(runId)}/`;
   const orphans: SweptObject[] = [];
+  let kept = 0;
   for await (const page of ctx.payloads.list(prefix)) {
     for (const o of page) {
       report.objects.scanned++;
@@ -253,6 +311,7 @@ async function sweepRun(
       }
       if (now - o.lastModified < graceMs) {
         report.objects.recent++;
+        kept++;
         continue;
       }
       if (state.kind === 'terminal') {
@@ -263,6 +322,7 @@ async function sweepRun(
           (kind === 'streams' && liveSteps.length > 0);
         if (guarded) {
           report.objects.protected++;
+          kept++;
           continue;
         }
       }
@@ -285,6 +345,10 @@ async function sweepRun(
     if (report.swept.length < MAX_LISTED) report.swept.push(o);
     else report.unlisted++;
   }
+  // Clean for good: every unreferenced object was an orphan and is gone (none protected by a live
+  // step, none too recent to judge), so later sweeps may skip the run.
+  if (state.kind === 'terminal' && !opts.dryRun && kept === 0 && failures.length === 0)
+    await markSwept(ctx, runId, now);
 }
 
 /**
@@ -298,11 +362,11 @@ export async function sweepOrphanedPayloads(
   const now = options.now ?? Date.now();
   const graceMs = options.graceMs ?? ORPHAN_GRACE_MS;
   if (!Number.isFinite(graceMs) || graceMs < 0) throw new RangeError(`graceMs must be >= 0 (got ${graceMs})`);
-  const opts = { now, graceMs, dryRun: options.dryRun === true };
+  const opts = { now, graceMs, dryRun: options.dryRun === true, recheck: options.recheck === true };
   const report: OrphanSweepReport = {
     dryRun: opts.dryRun,
     graceMs,
-    runs: { scanned: 0, active: 0, recent: 0, terminal: 0, absent: 0, foreign: 0 },
+    runs: { scanned: 0, active: 0, recent: 0, terminal: 0, absent: 0, foreign: 0, clean: 0 },
     objects: { scanned: 0, referenced: 0, recent: 0, protected: 0, orphans: 0, orphanBytes: 0 },
     swept: [],
     unlisted: 0,

@@ -82,15 +82,27 @@ describe('sweep', () => {
     const text = await runCli(['sweep', '--older-than', '0s'], f.env);
     expect(text.code).toBe(0);
     expect(text.stderr).toBe('');
-    expect(text.stdout).toMatch(/^Runs: 2 scanned — 1 terminal .* kept 1 active/m);
+    expect(text.stdout).toMatch(/^Runs: 2 scanned — 0 terminal .* skipped 1 already clean, 1 active/m);
     expect(text.stdout).toMatch(/deleted 0 orphans/);
     expect(text.stdout).not.toMatch(/^deleted runs\//m);
+    // --recheck reads the cleaned run again and finds its two committed objects referenced.
+    const again = await sweepJson(['--older-than', '0s', '--recheck']);
+    expect(again.runs).toMatchObject({ terminal: 1, clean: 0, active: 1 });
+    expect(again.objects).toMatchObject({ referenced: 2, orphans: 0 });
   });
 
   it('--help explains the rules and the schedule; bad input exits 2 with how to fix it', async () => {
     const help = await runCli(['sweep', '--help']);
     expect(help.code).toBe(0);
-    for (const p of [/--dry-run/, /--older-than <duration>/, /--run <runId>/, /--json/, /daily/, /Exit codes/])
+    for (const p of [
+      /--dry-run/,
+      /--older-than <duration>/,
+      /--run <runId>/,
+      /--recheck/,
+      /--json/,
+      /daily/,
+      /Exit codes/,
+    ])
       expect(help.stdout).toMatch(p);
     const badDuration = await runCli(['sweep', '--older-than', 'soon'], f.env);
     expect(badDuration.code).toBe(2);

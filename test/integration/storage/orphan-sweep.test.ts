@@ -146,8 +146,14 @@ describe('a terminal run', () => {
 
     const page = await streams.getChunks(runId, 'out');
     expect(same(page.data[0].data, chunk)).toBe(true);
-    // A second sweep finds nothing left to do.
-    expect((await sweep({ runId, now: later })).objects.orphans).toBe(0);
+    // The run is marked clean: a second sweep skips it without reading its items; `recheck`
+    // reads it again and finds nothing left to do.
+    const again = await sweep({ runId, now: later });
+    expect(again.runs).toMatchObject({ clean: 1, terminal: 0 });
+    expect(again.objects.scanned).toBe(0);
+    const rechecked = await sweep({ runId, now: later, recheck: true });
+    expect(rechecked.runs).toMatchObject({ clean: 0, terminal: 1 });
+    expect(rechecked.objects).toMatchObject({ scanned: 5, referenced: 5, orphans: 0 });
   });
 
   it('keeps the objects of a step still running (it may complete after its run ended) until it is terminal', async () => {
@@ -163,6 +169,8 @@ describe('a terminal run', () => {
     const first = await sweep({ runId, now: later });
     expect(first.runs.terminal).toBe(1);
     expect(first.objects).toMatchObject({ orphans: 0, protected: 2, referenced: 1 });
+    // Not marked clean while something was protected: the next sweep reads the run again.
+    expect((await sweep({ runId, now: later, dryRun: true })).runs.terminal).toBe(1);
 
     // The invariant the protection rests on: a running step still completes after its run ended.
     const output = big();
@@ -251,7 +259,7 @@ describe('runs that are not terminal or do not exist', () => {
     await ctx.payloads.putBlob(foreign, big());
     const r = await sweep({ now: Date.now() + 30 * 24 * HOUR, dryRun: true });
     // The prefixes left by the tests above: two swept terminal runs, one active run, this one.
-    expect(r.runs).toMatchObject({ scanned: 4, foreign: 1, active: 1, terminal: 2, absent: 0 });
+    expect(r.runs).toMatchObject({ scanned: 4, foreign: 1, active: 1, clean: 2, terminal: 0, absent: 0 });
     expect(r.objects.orphans).toBe(0);
     expect(r.swept).toEqual([]);
   });

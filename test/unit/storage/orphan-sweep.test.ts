@@ -29,7 +29,7 @@ describe('orphan sweep: which runs', () => {
   it('a terminal run once it ended more than the grace ago', () => {
     for (const s of ['completed', 'failed', 'cancelled']) {
       const st = runState(runId, run(s, { completedAt: { N: String(t0) } }), t0);
-      expect(st).toEqual({ kind: 'terminal', endedAt: t0 });
+      expect(st).toEqual({ kind: 'terminal', endedAt: t0, swept: false });
       expect(sweepable(st, t0 + HOUR - 1, HOUR)).toBe(false);
       expect(sweepable(st, t0 + HOUR, HOUR)).toBe(true);
     }
