@@ -141,7 +141,7 @@ export interface OrphanSweepReport {
   /** Orphans, up to 1,000 (`unlisted` counts the rest). */
   swept: SweptObject[];
   unlisted: number;
-  /** Objects S3 refused to delete. */
+  /** Objects S3 refused to delete, and run prefixes (`runs/<id>/`) whose sweep failed. */
   failures: Array<{ key: string; error: string }>;
 }
 
@@ -379,7 +379,13 @@ export async function sweepOrphanedPayloads(
       orphans: report.objects.orphans,
     });
   const one = async (runId: string) => {
-    await sweepRun(ctx, runId, opts, report);
+    try {
+      await sweepRun(ctx, runId, opts, report);
+    } catch (err) {
+      // One run's failure (e.g. throttling past the SDK's retries) keeps its objects and does not
+      // stop the others; it is reported, and the next sweep tries again.
+      report.failures.push({ key: `${runPrefix(runId)}/`, error: (err as Error)?.message ?? String(err) });
+    }
     progress();
   };
   if (options.runId !== undefined) {

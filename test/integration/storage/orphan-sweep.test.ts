@@ -30,6 +30,8 @@ let storage: Storage;
 let faulty: ReturnType<typeof createClients>;
 let faultyStorage: Storage;
 let failNextTransaction = false;
+/** While set, every Query of the faulty client fails (throttling past the SDK's retries). */
+let failQueries = false;
 
 beforeAll(async () => {
   f = await storageFixture({ EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000' });
@@ -38,6 +40,11 @@ beforeAll(async () => {
   faulty = createClients(f.config);
   (faulty.ddb.middlewareStack as any).add(
     (next: any, context: any) => async (args: any) => {
+      if (context.commandName === 'QueryCommand' && failQueries)
+        throw Object.assign(new Error('injected: Rate of requests exceeds the allowed throughput.'), {
+          name: 'ThrottlingException',
+          $metadata: { httpStatusCode: 400, attempts: 8 },
+        });
       if (context.commandName === 'TransactWriteItemsCommand' && failNextTransaction) {
         failNextTransaction = false;
         throw Object.assign(new Error('injected: the process died before its transaction'), {
@@ -179,6 +186,36 @@ describe('a terminal run', () => {
     expect(second.objects).toMatchObject({ orphans: 2, protected: 0, referenced: 2 });
     expect(second.swept.map((o) => o.key)).toContain(stream);
     expect(same((await f.other().steps.get(runId, 'step_live')).output, output)).toBe(true);
+  });
+
+  it('a run whose reads fail keeps its objects, is reported, and does not stop the sweep', async () => {
+    const a = await startedRun(storage);
+    const b = await startedRun(storage);
+    const plant = async (runId: string) => {
+      await storage.events.create(runId, { eventType: 'run_failed', specVersion: sv, eventData: { error: 'x' } });
+      const key = `runs/${runId}/run/output-${'2'.repeat(32)}`;
+      await ctx.payloads.putBlob(key, big());
+      return key;
+    };
+    const [ka, kb] = [await plant(a), await plant(b)];
+    const faultyCtx = storageContext(createContext(f.config, faulty));
+    failQueries = true;
+    try {
+      const r = await sweepOrphanedPayloads(faultyCtx, { runId: a, now: Date.now() + 2 * HOUR });
+      expect(r.failures).toEqual([{ key: `runs/${a}/`, error: expect.stringMatching(/injected/) }]);
+      expect(r.objects.orphans).toBe(0);
+    } finally {
+      failQueries = false;
+    }
+    expect(await objectsOf(a)).toEqual([ka]);
+    // Without the fault both go.
+    for (const [runId, key] of [
+      [a, ka],
+      [b, kb],
+    ]) {
+      const r = await sweep({ runId, now: Date.now() + 2 * HOUR });
+      expect(r.swept.map((o) => o.key)).toEqual([key]);
+    }
   });
 });
 
