@@ -30,6 +30,8 @@ let storage: Storage;
 let faulty: ReturnType<typeof createClients>;
 let faultyStorage: Storage;
 let failNextTransaction = false;
+/** Every command the faulty clients sent, by name (to count what a sweep costs). */
+const sent: string[] = [];
 /** While set, every Query of the faulty client fails (throttling past the SDK's retries). */
 let failQueries = false;
 
@@ -40,6 +42,7 @@ beforeAll(async () => {
   faulty = createClients(f.config);
   (faulty.ddb.middlewareStack as any).add(
     (next: any, context: any) => async (args: any) => {
+      sent.push(context.commandName);
       if (context.commandName === 'QueryCommand' && failQueries)
         throw Object.assign(new Error('injected: Rate of requests exceeds the allowed throughput.'), {
           name: 'ThrottlingException',
@@ -54,6 +57,13 @@ beforeAll(async () => {
       return next(args);
     },
     { step: 'initialize', name: 'failTransaction' },
+  );
+  ((await faulty.s3()).middlewareStack as any).add(
+    (next: any, context: any) => async (args: any) => {
+      sent.push(context.commandName);
+      return next(args);
+    },
+    { step: 'initialize', name: 'countS3' },
   );
   faultyStorage = createStorage(createContext(f.config, faulty));
 });
@@ -155,9 +165,11 @@ describe('a terminal run', () => {
     expect(same(page.data[0].data, chunk)).toBe(true);
     // The run is marked clean: a second sweep skips it without reading its items; `recheck`
     // reads it again and finds nothing left to do.
-    const again = await sweep({ runId, now: later });
+    sent.length = 0;
+    const again = await sweepOrphanedPayloads(storageContext(createContext(f.config, faulty)), { runId, now: later });
     expect(again.runs).toMatchObject({ clean: 1, terminal: 0 });
     expect(again.objects.scanned).toBe(0);
+    expect(sent).toEqual(['GetItemCommand']); // one projected read, nothing else
     const rechecked = await sweep({ runId, now: later, recheck: true });
     expect(rechecked.runs).toMatchObject({ clean: 0, terminal: 1 });
     expect(rechecked.objects).toMatchObject({ scanned: 5, referenced: 5, orphans: 0 });
