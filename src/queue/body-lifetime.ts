@@ -27,11 +27,11 @@
  * the consumer does not delete bodies after it settles a message, because SQS may still deliver a
  * duplicate copy that needs its body; lifecycle and the sweep remove them.
  *
- * Known limit: `eve-world-aws redrive` re-sends dead letters with their attributes unchanged (not
- * through the transport), so a body more than ~16 days old at redrive may expire under the
- * redriven copy; the consumer then reports it as unreadable (it is retried and dead-lettered).
+ * `eve-world-aws redrive` re-sends dead letters itself (not through the transport) and applies the
+ * same check before each send (cli/redrive/dlq-mover.ts).
  */
 import type { WorldContext } from '../context.js';
+import type { PayloadStore } from '../payloads.js';
 import { PAYLOAD_EXPIRY_DAYS, RETENTION_SECONDS } from '../resources.js';
 import { type DelayPlan, SCHEDULE_RETRY_SECONDS } from './delays.js';
 import type { Envelope } from './encoding.js';
@@ -79,15 +79,15 @@ export function bodyKey(messageId: string, neededUntil: number, now: number): st
  * effect: a retry writes another copy with the same bytes, which expires like any other.
  */
 export async function ensureBodyLifetime(
-  ctx: WorldContext,
+  payloads: Pick<PayloadStore, 'getBytes' | 'putBlob'>,
   envelope: Envelope,
   neededUntil: number,
   now: number,
 ): Promise<Envelope> {
   if (envelope.s3Key === undefined || bodyAliveUntil(envelope.s3Key) >= neededUntil) return envelope;
-  const bytes = await ctx.payloads.getBytes(envelope.s3Key);
+  const bytes = await payloads.getBytes(envelope.s3Key);
   const key = bodyKey(envelope.messageId, neededUntil, now);
-  await ctx.payloads.putBlob(key, bytes);
+  await payloads.putBlob(key, bytes);
   return { ...envelope, s3Key: key };
 }
 

@@ -126,7 +126,7 @@ export class SqsTransport {
   async sendPlanned(envelope: Envelope, plan: DelayPlan, now: number = Date.now()): Promise<SendResult> {
     const neededUntil = bodyNeededUntil(plan, now);
     // A body already in S3 (a hop or re-send of an offloaded message) must outlive this copy.
-    let out = await ensureBodyLifetime(this.ctx, envelope, neededUntil, now);
+    let out = await ensureBodyLifetime(this.ctx.payloads, envelope, neededUntil, now);
     if (out.body !== undefined && Buffer.byteLength(out.body, 'utf8') > this.ctx.config.payloadThresholdBytes) {
       out = await this.offload(out, neededUntil, now);
     }
