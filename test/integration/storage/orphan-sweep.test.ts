@@ -108,6 +108,22 @@ describe('a terminal run', () => {
     // Orphan 1: a completion whose upload happened but whose transaction never committed.
     await uploadThenCrash((s) => s.events.create(runId, stepEvent('step_completed', 'step_1', { result: big() })));
     await storage.events.create(runId, stepEvent('step_completed', 'step_1', { result: stepOut }));
+    // A hook with large metadata and a large resume payload (the hook item goes at the run's end;
+    // its events keep pointing at both objects).
+    const metadata = big();
+    const payload = big();
+    await storage.events.create(runId, {
+      eventType: 'hook_created',
+      specVersion: sv,
+      correlationId: 'hook_1',
+      eventData: { token: `t-${runId}`, metadata },
+    });
+    await storage.events.create(runId, {
+      eventType: 'hook_received',
+      specVersion: sv,
+      correlationId: 'hook_1',
+      eventData: { payload },
+    });
     // A stream with an offloaded chunk (its block item points at the object).
     const streams = createStreamer(ctx).streams;
     const chunk = big();
@@ -124,7 +140,8 @@ describe('a terminal run', () => {
     await ctx.payloads.putBlob(planted, big());
 
     const before = await objectsOf(runId);
-    expect(before).toHaveLength(5 + 3); // run input + output, step input + output, a chunk; 3 orphans
+    // run input + output, step input + output, hook metadata + payload, a chunk; 3 orphans
+    expect(before).toHaveLength(7 + 3);
     expect(before).toContain(planted);
 
     // Within the grace period nothing is touched.
@@ -140,7 +157,7 @@ describe('a terminal run', () => {
 
     const done = await sweep({ runId, now: later });
     expect(done.runs.terminal).toBe(1);
-    expect(done.objects).toMatchObject({ scanned: 8, referenced: 5, orphans: 3, protected: 0 });
+    expect(done.objects).toMatchObject({ scanned: 10, referenced: 7, orphans: 3, protected: 0 });
     expect(done.failures).toEqual([]);
     const swept = done.swept.map((o) => o.key).sort();
     expect(swept).toEqual(dry.swept.map((o) => o.key).sort());
@@ -161,6 +178,9 @@ describe('a terminal run', () => {
     const completed = log.data.find((e) => e.eventType === 'step_completed') as { eventData: { result: unknown } };
     expect(same(completed.eventData.result, stepOut)).toBe(true);
 
+    const hookEvent = (t: string) => log.data.find((e) => e.eventType === t) as { eventData: Record<string, unknown> };
+    expect(same(hookEvent('hook_created').eventData.metadata, metadata)).toBe(true);
+    expect(same(hookEvent('hook_received').eventData.payload, payload)).toBe(true);
     const page = await streams.getChunks(runId, 'out');
     expect(same(page.data[0].data, chunk)).toBe(true);
     // The run is marked clean: a second sweep skips it without reading its items; `recheck`
@@ -172,7 +192,7 @@ describe('a terminal run', () => {
     expect(sent).toEqual(['GetItemCommand']); // one projected read, nothing else
     const rechecked = await sweep({ runId, now: later, recheck: true });
     expect(rechecked.runs).toMatchObject({ clean: 0, terminal: 1 });
-    expect(rechecked.objects).toMatchObject({ scanned: 5, referenced: 5, orphans: 0 });
+    expect(rechecked.objects).toMatchObject({ scanned: 7, referenced: 7, orphans: 0 });
   });
 
   it('keeps the objects of a step still running (it may complete after its run ended) until it is terminal', async () => {
