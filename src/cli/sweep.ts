@@ -36,7 +36,7 @@ export function renderSweep(r: SweepReport, color = colorEnabled()): string {
   if (r.unlisted > 0) lines.push(p.dim(`… and ${r.unlisted} more`));
   for (const k of r.heldBodies?.keys ?? []) lines.push(`${p.dim(verb)} ${k} (held queue body, past its time)`);
   for (const f of [...r.failures, ...(r.heldBodies?.failures ?? [])])
-    lines.push(p.red(`failed to delete ${f.key}: ${f.error}`));
+    lines.push(p.red(`${f.key.endsWith('/') ? 'could not sweep' : 'could not delete'} ${f.key}: ${f.error}`));
   const runs = r.runs;
   lines.push(
     `Runs: ${runs.scanned} scanned — ${runs.terminal} terminal and ${runs.absent} without a run item swept; skipped ${runs.clean} already clean, ${runs.active} active, ${runs.recent} too recent, ${runs.foreign} not run prefixes.`,
@@ -113,7 +113,8 @@ Exit codes: 0 done; 1 an object could not be deleted or an AWS error; 2 bad usag
         if (opts.json) printJson(report);
         else process.stdout.write(renderSweep(report));
         const failed = report.failures.length + (report.heldBodies?.failures.length ?? 0);
-        if (failed > 0) throw new CliError(`${failed} objects could not be deleted (see above)`, EXIT_FAILURE);
+        if (failed > 0)
+          throw new CliError(`${failed} objects or runs could not be swept (listed above); run it again`, EXIT_FAILURE);
       });
     });
 }
