@@ -6,7 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SweepReport } from '../../../src/index.js';
+import { stackEnv } from '../../helpers/aws.js';
 import { runCli } from '../../helpers/cli.js';
+import { startFaultProxy } from '../../helpers/faults-proxy.js';
 import { sleep } from '../../helpers/queue.js';
 import { createRun, ev, type OpsFixture, opsFixture, startRun } from '../../helpers/runs.js';
 
@@ -110,5 +112,24 @@ describe('sweep', () => {
     const badRun = await runCli(['sweep', '--run', 'nope'], f.env);
     expect(badRun.code).toBe(2);
     expect(badRun.stderr).toMatch(/wrun_ followed by a ULID/);
+  });
+
+  it('exits 1 and names the run when its reads keep failing; its objects stay', async () => {
+    const proxy = await startFaultProxy({ target: stackEnv().AWS_ENDPOINT_URL_DYNAMODB, service: 'dynamodb', seed: 1 });
+    try {
+      proxy.setRules([{ kind: 'error5xx', ops: ['Query'] }]);
+      const before = await keysUnder(`runs/${done}/`);
+      const r = await runCli(['sweep', '--older-than', '0s', '--recheck', '--run', done], {
+        ...f.env,
+        AWS_ENDPOINT_URL_DYNAMODB: proxy.url,
+      });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toContain(`could not sweep runs/${done}/`);
+      expect(r.stderr).toMatch(/1 objects or runs could not be swept/);
+      expect(proxy.injected('error5xx')).toBeGreaterThan(0);
+      expect(await keysUnder(`runs/${done}/`)).toEqual(before);
+    } finally {
+      await proxy.close();
+    }
   });
 });
