@@ -287,10 +287,18 @@ describe('runs that are not terminal or do not exist', () => {
   });
 
   it('cleans up after runs purged by retention: TTL-deleted items, and $retention 0', async () => {
-    // A completed run whose items DynamoDB's TTL has since deleted: its objects are orphans.
+    // A completed run whose items DynamoDB's TTL has since deleted: its objects are orphans,
+    // except the metadata of a hook kept for its token retention (3 days), which still answers.
     const purged = await startedRun(storage, { input: big() });
+    const metadata = big();
+    await storage.events.create(purged, {
+      eventType: 'hook_created',
+      specVersion: sv,
+      correlationId: 'hook_kept',
+      eventData: { token: `kept-${purged}`, metadata, tokenRetentionUntil: new Date(Date.now() + 3 * 24 * HOUR) },
+    });
     await storage.events.create(purged, { eventType: 'run_completed', specVersion: sv, eventData: { output: big() } });
-    expect(await objectsOf(purged)).toHaveLength(2);
+    expect(await objectsOf(purged)).toHaveLength(3);
     const items = await f.clients.ddb.send(
       new QueryCommand({
         TableName: f.config.tableName,
@@ -306,8 +314,10 @@ describe('runs that are not terminal or do not exist', () => {
     );
     const r = await sweep({ runId: purged, now: Date.now() + 26 * HOUR });
     expect(r.runs.absent).toBe(1);
-    expect(r.objects.orphans).toBe(2);
-    expect(await objectsOf(purged)).toEqual([]);
+    expect(r.objects).toMatchObject({ orphans: 2, referenced: 1 });
+    const left = await objectsOf(purged);
+    expect(left).toEqual([expect.stringMatching(new RegExp(`^runs/${purged}/hooks/hook_kept/metadata-`))]);
+    expect(same((await storage.hooks.getByToken(`kept-${purged}`)).metadata, metadata)).toBe(true);
 
     // $retention 0 deletes its objects itself at the end; the sweep finds nothing, and the
     // payload-free run still answers.
@@ -323,13 +333,15 @@ describe('runs that are not terminal or do not exist', () => {
     expect((await storage.runs.get(priv)).status).toBe('completed');
   });
 
-  it('a full sweep leaves prefixes that are not run ids alone', async () => {
+  it('a full sweep leaves prefixes that are not run ids alone; a kept hook’s metadata goes once the hook expired', async () => {
     const foreign = 'runs/not-a-run-id/some-object';
     await ctx.payloads.putBlob(foreign, big());
     const r = await sweep({ now: Date.now() + 30 * 24 * HOUR, dryRun: true });
-    // The prefixes left by the tests above: two swept terminal runs, one active run, this one.
-    expect(r.runs).toMatchObject({ scanned: 4, foreign: 1, active: 1, clean: 2, terminal: 0, absent: 0 });
-    expect(r.objects.orphans).toBe(0);
-    expect(r.swept).toEqual([]);
+    // The prefixes left by the tests above: two swept terminal runs, one active run, the purged
+    // run with its kept hook (TTL = its token retention, 3 days: past by now), this one.
+    expect(r.runs).toMatchObject({ scanned: 5, foreign: 1, active: 1, clean: 2, terminal: 0, absent: 1 });
+    expect(r.swept.map((o) => [o.reason, o.key])).toEqual([
+      ['no-run', expect.stringMatching(/^runs\/wrun_\w+\/hooks\/hook_kept\/metadata-/)],
+    ]);
   });
 });
