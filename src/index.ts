@@ -25,8 +25,16 @@ import { type CreateConsumerOptions, createConsumer, defaultFlowUrl } from './co
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext, type WorldContext } from './context.js';
 import { RunKeys, type RunKeysOptions } from './encryption/run-keys.js';
+import { type HeldBodySweep, sweepHeldBodies } from './queue/body-lifetime.js';
 import { createQueue } from './queue/index.js';
-import { createStorage, storageCapabilities } from './storage/index.js';
+import {
+  createStorage,
+  type OrphanSweepOptions,
+  type OrphanSweepReport,
+  storageCapabilities,
+  storageContext,
+  sweepOrphanedPayloads,
+} from './storage/index.js';
 import { createStreamer } from './streams/index.js';
 
 export type { AwsClients } from './aws/clients.js';
@@ -34,6 +42,25 @@ export { ConfigError, ENV_DOCS, loadConfig, type WorldConfig } from './config.js
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
 export type { WorldContext } from './context.js';
 export type { Logger } from './log.js';
+export type { HeldBodySweep } from './queue/body-lifetime.js';
+export { ORPHAN_GRACE_MS, type OrphanSweepOptions, type OrphanSweepReport } from './storage/index.js';
+
+/** What {@link AwsWorld.sweepOrphans} did: run payloads, and held queue bodies (not with `runId`). */
+export interface SweepReport extends OrphanSweepReport {
+  heldBodies?: HeldBodySweep;
+}
+
+/**
+ * Delete the S3 objects nothing can reference any more: orphaned run payloads under `runs/`
+ * (src/storage/orphan-sweep.ts) and held queue bodies past their time (src/queue/body-lifetime.ts).
+ * What `eve-world-aws sweep` runs; safe to run at any time and repeatedly.
+ */
+export async function sweepOrphans(context: WorldContext, options: OrphanSweepOptions = {}): Promise<SweepReport> {
+  const report: SweepReport = await sweepOrphanedPayloads(storageContext(context), options);
+  if (options.runId === undefined)
+    report.heldBodies = await sweepHeldBodies(context, { now: options.now, dryRun: options.dryRun });
+  return report;
+}
 
 export interface AwsWorld extends World {
   /**
@@ -47,6 +74,8 @@ export interface AwsWorld extends World {
   readonly context: WorldContext;
   /** Per-run KMS data keys, when EVE_WORLD_AWS_KMS_KEY_ID is set (src/encryption/run-keys.ts). */
   readonly runKeys?: RunKeys;
+  /** {@link sweepOrphans} on this World's resources. */
+  sweepOrphans(options?: OrphanSweepOptions): Promise<SweepReport>;
 }
 
 export interface CreateWorldOptions {
@@ -96,6 +125,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     // Streams
     streams: streamer.streams,
     streamFlushIntervalMs: streamer.streamFlushIntervalMs,
+    sweepOrphans: (o?: OrphanSweepOptions) => sweepOrphans(context, o),
     async start() {
       await consumer.start();
     },

@@ -10,8 +10,10 @@
  * - Non-byte values (legacy spec < 2 payloads, arbitrary JSON) round-trip through JSON, flagged
  *   with `json: true` on the pointer so the reader knows which decoding to apply.
  * - The S3 put happens *before* the DynamoDB write that publishes the pointer, so a reader never
- *   sees a pointer to a missing object. An orphaned object (the write then lost a race) costs
- *   storage only; the bucket's lifecycle rule expires it.
+ *   sees a pointer to a missing object. An orphaned object (the write then lost a race, or the
+ *   process died in between) costs storage only: `eve-world-aws sweep` deletes the ones under
+ *   `runs/` that nothing can reference any more (src/storage/orphan-sweep.ts); queue bodies
+ *   (`queue/`) expire by the bucket's lifecycle rule.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 
@@ -24,6 +26,17 @@ export interface S3Pointer {
 export function isS3Pointer(v: unknown): v is S3Pointer {
   return typeof v === 'object' && v !== null && typeof (v as { __s3?: unknown }).__s3 === 'string';
 }
+
+/** One object as listed. */
+export interface ListedObject {
+  readonly key: string;
+  readonly size: number;
+  /** Epoch ms of the object's last write (S3's clock). */
+  readonly lastModified: number;
+}
+
+/** DeleteObjects takes at most this many keys per request. */
+const DELETE_BATCH = 1000;
 
 export class PayloadStore {
   constructor(
@@ -72,6 +85,58 @@ export class PayloadStore {
     if (!isS3Pointer(value)) return value as T;
     const bytes = await this.getBytes(value.__s3);
     return (value.json ? JSON.parse(Buffer.from(bytes).toString('utf8')) : bytes) as T;
+  }
+
+  /** Pages of the objects under `prefix` (ListObjectsV2, in key order). */
+  async *list(prefix: string): AsyncGenerator<ListedObject[]> {
+    const [s3, { ListObjectsV2Command }] = await Promise.all([this.s3(), import('@aws-sdk/client-s3')]);
+    let token: string | undefined;
+    do {
+      const page = await s3.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
+      );
+      yield (page.Contents ?? []).map((o) => ({
+        key: o.Key ?? '',
+        size: o.Size ?? 0,
+        lastModified: o.LastModified?.getTime() ?? 0,
+      }));
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  /** Pages of the "folders" directly under `prefix` (`<prefix><name>/`), via the `/` delimiter. */
+  async *listFolders(prefix: string): AsyncGenerator<string[]> {
+    const [s3, { ListObjectsV2Command }] = await Promise.all([this.s3(), import('@aws-sdk/client-s3')]);
+    let token: string | undefined;
+    do {
+      const page = await s3.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token }),
+      );
+      yield (page.CommonPrefixes ?? []).map((p) => p.Prefix ?? '').filter((p) => p !== '');
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  /**
+   * Delete `keys` (batches of 1,000). Idempotent: deleting a key that is already gone succeeds.
+   * Returns the keys S3 refused, with its reason; never throws for a per-key failure.
+   */
+  async deleteKeys(keys: readonly string[]): Promise<Array<{ key: string; error: string }>> {
+    if (keys.length === 0) return [];
+    const [s3, { DeleteObjectsCommand }] = await Promise.all([this.s3(), import('@aws-sdk/client-s3')]);
+    const failed: Array<{ key: string; error: string }> = [];
+    for (let i = 0; i < keys.length; i += DELETE_BATCH) {
+      const batch = keys.slice(i, i + DELETE_BATCH);
+      const out = await s3.send(
+        new DeleteObjectsCommand({
+          Bucket: this.bucket,
+          Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+        }),
+      );
+      for (const e of out.Errors ?? [])
+        failed.push({ key: e.Key ?? '', error: `${e.Code ?? 'Error'}: ${e.Message ?? ''}` });
+    }
+    return failed;
   }
 
   async getBytes(key: string): Promise<Uint8Array> {

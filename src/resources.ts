@@ -104,6 +104,8 @@ export type ReconcileMode = 'apply' | 'dry-run' | 'verify';
 /**
  * Transient objects (queue bodies over the SQS size limit) live under these prefixes and expire.
  * Run payloads (`runs/`) do not: the event log keeps pointers to them for as long as the run exists.
+ * Neither do bodies of waits longer than this window (`queue-held/`, src/queue/body-lifetime.ts):
+ * their key carries their end, and `eve-world-aws sweep` deletes them after it.
  */
 export const PAYLOAD_PREFIXES = ['queue/'] as const;
 export const PAYLOAD_EXPIRY_DAYS = 30;

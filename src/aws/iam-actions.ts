@@ -198,19 +198,29 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   },
 
   // ---- S3: large payloads ----
-  { command: 's3:GetObject', actions: ['s3:GetObject'], uses: { runtime: ['bucketObjects'] }, why: 'offloaded values' },
-  { command: 's3:PutObject', actions: ['s3:PutObject'], uses: { runtime: ['bucketObjects'] }, why: 'offloaded values' },
+  {
+    command: 's3:GetObject',
+    actions: ['s3:GetObject'],
+    uses: { runtime: ['bucketObjects'] },
+    why: 'offloaded values; a long wait’s queue body copied to a fresh key',
+  },
+  {
+    command: 's3:PutObject',
+    actions: ['s3:PutObject'],
+    uses: { runtime: ['bucketObjects'] },
+    why: 'offloaded values; a long wait’s queue body copied to a fresh key',
+  },
   {
     command: 's3:ListObjectsV2',
     actions: ['s3:ListBucket'],
     uses: { runtime: ['bucket'] },
-    why: 'retention: list a finished run’s objects (runs/<runId>/)',
+    why: 'retention: list a finished run’s objects (runs/<runId>/); sweep: list run prefixes and held queue bodies',
   },
   {
     command: 's3:DeleteObjects',
     actions: ['s3:DeleteObject'],
     uses: { runtime: ['bucketObjects'] },
-    why: 'retention 0: delete a finished run’s objects',
+    why: 'retention 0: delete a finished run’s objects; sweep: delete orphaned payloads and expired held queue bodies',
   },
   {
     command: 's3:PutObjectTagging',

@@ -154,6 +154,10 @@ export function initCommand(): Command {
 Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from
 AWS_ENDPOINT_URL_* (set by \`eve-world-aws emulate\`), credentials from the standard AWS chain.
 
+The bucket's lifecycle rule expires queue bodies under queue/; nothing expires orphaned run
+payloads (uploads whose write never committed) or held bodies of very long waits: schedule
+\`eve-world-aws sweep\` daily (see \`eve-world-aws sweep --help\`).
+
 Exit codes: 0 every resource present or created; 1 drift or missing (the fix is printed);
 2 bad usage or configuration.`,
     )

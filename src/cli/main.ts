@@ -15,6 +15,7 @@ import { initCommand } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
 import { redriveCommand } from './redrive.js';
 import { runsCommand } from './runs.js';
+import { sweepCommand } from './sweep.js';
 import { tailCommand } from './tail.js';
 
 /** One line per command; each factory returns a fully configured commander `Command`. */
@@ -25,6 +26,7 @@ const COMMANDS: Array<() => Command> = [
   tailCommand,
   runsCommand,
   redriveCommand,
+  sweepCommand,
   doctorCommand,
 ];
 
@@ -48,7 +50,7 @@ function configure(cmd: Command): void {
 export function buildProgram(): Command {
   const program = new Command('eve-world-aws')
     .description(
-      'Workflow DevKit World on DynamoDB + SQS + S3: set up and check AWS resources, run a local emulator, follow runs, replay dead letters.',
+      'Workflow DevKit World on DynamoDB + SQS + S3: set up and check AWS resources, run a local emulator, follow runs, replay dead letters, sweep orphaned objects.',
     )
     .version(version(), '-V, --version')
     .addHelpText(

@@ -64,7 +64,8 @@ export function redriveCommand(): Command {
       `
 DLQ mode moves each message receive -> send -> delete: a failure between send and delete leaves a
 duplicate (harmless: the World is idempotent), never a loss. The message attributes (eve.*) are
-copied unchanged. A pass ends on a DLQ of any size: each message is looked at and moved at
+copied unchanged (an S3-offloaded body that could expire under the copy is copied to a fresh key
+first). A pass ends on a DLQ of any size: each message is looked at and moved at
 most once (skipped and dry-run messages that reappear during a long pass are recognised), and one
 pass handles at most 100,000 messages (run it again for the rest).
 

@@ -297,11 +297,12 @@ async function settle(
       return { action: 'delete', reason: 'ack', messageId };
 
     case 'hop':
-      await deps.transport.sendPlanned(envelope as Envelope, {
-        kind: 'sqs',
-        delaySeconds: verdict.delaySeconds,
-        deliverAt: verdict.deliverAt,
-      });
+      // sendPlanned re-homes an offloaded body that would expire before this hop can be received.
+      await deps.transport.sendPlanned(
+        envelope as Envelope,
+        { kind: 'sqs', delaySeconds: verdict.delaySeconds, deliverAt: verdict.deliverAt },
+        (deps.now ?? Date.now)(),
+      );
       deps.breaker?.neutral();
       return { action: 'delete', reason: 'redelayed', messageId };
 
@@ -382,7 +383,10 @@ async function park(
     ? deps.breaker.cooldownSeconds
     : failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
   if (msg.receiveCount >= deps.config.maxReceiveCount - 1) {
-    await deps.transport.send({ ...envelope, attemptOffset: attempt }, seconds, { allowScheduler: false });
+    await deps.transport.send({ ...envelope, attemptOffset: attempt }, seconds, {
+      allowScheduler: false,
+      now: (deps.now ?? Date.now)(),
+    });
     return { action: 'delete', reason: 'parked', messageId: envelope.messageId };
   }
   await deps.receipts.changeVisibility(msg.receiptHandle, seconds).catch(() => undefined);
@@ -426,7 +430,9 @@ async function defer(
       );
     }
   }
-  await deps.transport.send({ ...envelope, attemptOffset: attempt, deliverAt: undefined }, seconds);
+  await deps.transport.send({ ...envelope, attemptOffset: attempt, deliverAt: undefined }, seconds, {
+    now: (deps.now ?? Date.now)(),
+  });
   return { action: 'delete', reason: 'rescheduled', messageId: envelope.messageId };
 }
 

@@ -84,6 +84,9 @@ export interface OneTimeSchedule {
   deadLetterArn?: string;
 }
 
+/** How long the Scheduler keeps retrying a schedule's SendMessage after its time (its maximum). */
+export const SCHEDULE_RETRY_SECONDS = 86_400;
+
 /** Scheduler's `Target.Input` limit (characters); larger bodies go to S3 first. */
 export const SCHEDULER_INPUT_LIMIT = 8192;
 
@@ -113,7 +116,7 @@ export async function createOneTimeSchedule(scheduler: SchedulerPort, s: OneTime
           RoleArn: s.roleArn,
           Input: s.input,
           // The Scheduler's own maximums: keep retrying a failed SendMessage for a day.
-          RetryPolicy: { MaximumEventAgeInSeconds: 86_400, MaximumRetryAttempts: 185 },
+          RetryPolicy: { MaximumEventAgeInSeconds: SCHEDULE_RETRY_SECONDS, MaximumRetryAttempts: 185 },
           DeadLetterConfig: s.deadLetterArn ? { Arn: s.deadLetterArn } : undefined,
         },
       }),

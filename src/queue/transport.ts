@@ -5,13 +5,16 @@
  *
  * Invariants:
  * - A body larger than `payloadThresholdBytes` (or one SQS rejects as too long) is written to S3
- *   under `queue/<messageId>` before the message that points at it is sent.
+ *   before the message that points at it is sent, under a key that lives at least as long as the
+ *   copy being sent can be received; a copy re-sent later (hop, deferral) gets a fresh copy of the
+ *   body first when the old key would expire too soon (./body-lifetime.ts).
  * - `send` resolves only once SQS (or the Scheduler) accepted the message; it throws otherwise, so
  *   callers can keep the original message until its replacement exists.
  */
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { isMessageTooLong } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
+import { bodyKey, bodyNeededUntil, ensureBodyLifetime } from './body-lifetime.js';
 import {
   createOneTimeSchedule,
   type DelayPlan,
@@ -89,10 +92,10 @@ export class SqsTransport {
     return this.resolveUrl(this.ctx.config.deadLetterQueue);
   }
 
-  /** Move the body to S3 and return the envelope that points at it. */
-  private async offload(envelope: Envelope): Promise<Envelope> {
+  /** Move the body to S3, under a key alive until `neededUntil`, and return the envelope that points at it. */
+  private async offload(envelope: Envelope, neededUntil: number, now: number): Promise<Envelope> {
     if (envelope.body === undefined) return envelope;
-    const key = `queue/${envelope.messageId}`;
+    const key = bodyKey(envelope.messageId, neededUntil, now);
     await this.ctx.payloads.putBlob(key, new Uint8Array(Buffer.from(envelope.body, 'utf8')));
     return { ...envelope, body: undefined, s3Key: key };
   }
@@ -113,16 +116,21 @@ export class SqsTransport {
       this.ctx.config.maxDelayHopSeconds,
       this.schedulerEnabled && opts.allowScheduler !== false,
     );
-    return this.sendPlanned(envelope, plan);
+    return this.sendPlanned(envelope, plan, now);
   }
 
-  /** Send with an explicit plan (used for hops, where the due time is already fixed). */
-  async sendPlanned(envelope: Envelope, plan: DelayPlan): Promise<SendResult> {
-    let out = envelope;
+  /**
+   * Send with an explicit plan (used for hops, where the due time is already fixed). `now` is the
+   * clock the body's lifetime is judged by (tests move it forward instead of waiting days).
+   */
+  async sendPlanned(envelope: Envelope, plan: DelayPlan, now: number = Date.now()): Promise<SendResult> {
+    const neededUntil = bodyNeededUntil(plan, now);
+    // A body already in S3 (a hop or re-send of an offloaded message) must outlive this copy.
+    let out = await ensureBodyLifetime(this.ctx.payloads, envelope, neededUntil, now);
     if (out.body !== undefined && Buffer.byteLength(out.body, 'utf8') > this.ctx.config.payloadThresholdBytes) {
-      out = await this.offload(out);
+      out = await this.offload(out, neededUntil, now);
     }
-    if (plan.kind === 'schedule') return this.sendScheduled(out, plan.deliverAt, plan.at);
+    if (plan.kind === 'schedule') return this.sendScheduled(out, plan.deliverAt, plan.at, neededUntil, now);
 
     const deliverAt = plan.kind === 'sqs' ? (plan.deliverAt ?? out.deliverAt) : out.deliverAt;
     const delaySeconds = plan.kind === 'sqs' ? plan.delaySeconds : 0;
@@ -132,7 +140,7 @@ export class SqsTransport {
     } catch (err) {
       // The queue may be configured below 1 MiB (e.g. the 256 KiB default): retry through S3.
       if (withDue.body === undefined || !isMessageTooLong(err)) throw err;
-      return this.sendSqs(await this.offload(withDue), delaySeconds);
+      return this.sendSqs(await this.offload(withDue, neededUntil, now), delaySeconds);
     }
   }
 
@@ -149,12 +157,18 @@ export class SqsTransport {
     return { via: 'sqs', sqsMessageId: out.MessageId, s3Key: envelope.s3Key };
   }
 
-  private async sendScheduled(envelope: Envelope, deliverAt: number, at: Date): Promise<SendResult> {
+  private async sendScheduled(
+    envelope: Envelope,
+    deliverAt: number,
+    at: Date,
+    neededUntil: number,
+    now: number,
+  ): Promise<SendResult> {
     const config = this.ctx.config;
     let withDue: Envelope = { ...envelope, deliverAt };
     let input = encodeEnvelope(withDue);
     if (input.length > SCHEDULER_INPUT_LIMIT) {
-      withDue = await this.offload(withDue);
+      withDue = await this.offload(withDue, neededUntil, now);
       input = encodeEnvelope(withDue);
     }
     const name = scheduleName(envelope.messageId, at);

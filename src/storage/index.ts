@@ -32,13 +32,13 @@ export const storageCapabilities = {
   hookRetention: { active: true },
 } as const satisfies WorldCapabilities;
 
+/** Storage's view of the World context. */
+export function storageContext(ctx: WorldContext): StorageCtx {
+  return { config: ctx.config, ddb: ctx.clients.ddb, payloads: ctx.payloads, table: ctx.config.tableName };
+}
+
 export function createStorage(ctx: WorldContext): Storage {
-  const sctx: StorageCtx = {
-    config: ctx.config,
-    ddb: ctx.clients.ddb,
-    payloads: ctx.payloads,
-    table: ctx.config.tableName,
-  };
+  const sctx = storageContext(ctx);
   const hints = new SlotHints();
   const runs = createRunReads(sctx);
   const events = createEventReads(sctx, hints);
@@ -50,4 +50,10 @@ export function createStorage(ctx: WorldContext): Storage {
   };
 }
 
+export {
+  ORPHAN_GRACE_MS,
+  type OrphanSweepOptions,
+  type OrphanSweepReport,
+  sweepOrphanedPayloads,
+} from './orphan-sweep.js';
 export { encodeEventCursor } from './pagination.js';

@@ -3,6 +3,10 @@
  * not terminal and has a spec this World serves. Both the guard and every terminal transition
  * touch `RUN#meta`, so an event is ordered against the run's end. A failed guard maps to the
  * exact contract error through {@link runGuardError}.
+ *
+ * The orphan sweep (orphan-sweep.ts) relies on this: once `RUN#meta` is terminal, no create that
+ * carries this guard can publish a pointer under `runs/<runId>/`. The creates that do not carry it
+ * (a running step's completion, `step_retrying`, stream blocks) are listed there and protected.
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';

@@ -9,6 +9,9 @@ import type { MessageId, ValidQueueName } from '@workflow/world';
 import { destroyClients } from '../../src/aws/clients.js';
 import { loadConfig } from '../../src/config.js';
 import { type Consumer, type CreateConsumerOptions, createConsumer } from '../../src/consumer/index.js';
+import { type DeliveryOutcome, deliverMessage } from '../../src/consumer/pipeline.js';
+import { inboundFromSdk } from '../../src/consumer/poller.js';
+import { SqsReceipts } from '../../src/consumer/receipts.js';
 import { createContext, type WorldContext } from '../../src/context.js';
 import type { Logger } from '../../src/log.js';
 import { type CreateQueueOptions, createQueue, type QueueSender } from '../../src/queue/index.js';
@@ -201,4 +204,36 @@ export async function serve(
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+}
+
+/**
+ * Run one received copy through the real delivery pipeline with the clock at `now` (a long wait
+ * is tested by moving the clock, not by waiting days). The flow route is a plain recorder: it
+ * answers 200 and keeps the request body it got (what the pipeline read, from S3 if offloaded).
+ * A settled copy (delete) is deleted, as the poller would.
+ */
+export async function deliverAtClock(
+  world: World,
+  m: Message,
+  now: number,
+): Promise<{ outcome: DeliveryOutcome; delivered?: string }> {
+  const receipts = new SqsReceipts(world.queue.transport);
+  let delivered: string | undefined;
+  const outcome = await deliverMessage(inboundFromSdk(m), {
+    config: world.ctx.config,
+    transport: world.queue.transport,
+    receipts,
+    route: () => ({
+      url: 'http://localhost/.well-known/workflow/v1/flow',
+      handler: async (req) => {
+        delivered = await req.text();
+        return new Response('{"ok":true}');
+      },
+    }),
+    visibilitySeconds: 30,
+    logger: world.logger,
+    now: () => now,
+  });
+  if (outcome.action === 'delete') await receipts.delete(m.ReceiptHandle ?? '');
+  return { outcome, delivered };
 }

@@ -3,7 +3,9 @@
  * order receive -> send -> delete. A crash (or error) between send and delete leaves the message in
  * both queues: the next redrive delivers it twice, which is harmless because every World write is
  * idempotent, whereas delete-before-send could lose it. The World's `eve.*` attributes are copied
- * unchanged.
+ * unchanged, except that an S3-offloaded body that could expire under the redriven copy (dead
+ * letters are up to 14 days old, the bucket keeps `queue/` for 30) is first copied to a fresh key
+ * and the copy points there (src/queue/body-lifetime.ts).
  */
 import {
   ChangeMessageVisibilityCommand,
@@ -15,7 +17,14 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { PayloadStore } from '../../payloads.js';
-import { decodePayload, envelopeFromMessage } from '../../queue/encoding.js';
+import { bodyNeededUntil, ensureBodyLifetime } from '../../queue/body-lifetime.js';
+import {
+  decodePayload,
+  encodeEnvelope,
+  envelopeFromMessage,
+  MSG_ATTR,
+  s3PlaceholderBody,
+} from '../../queue/encoding.js';
 import { queueNameOf } from '../../resources.js';
 import { formatTime } from '../format.js';
 import { colorEnabled, palette, renderTable } from '../output.js';
@@ -71,8 +80,10 @@ export interface MoveOptions {
   visibilityTimeoutSeconds?: number;
   /** Long-poll wait of each receive (s); one empty receive ends the pass. */
   waitTimeSeconds?: number;
-  /** Reads S3-offloaded bodies to find their run id. */
-  payloads?: Pick<PayloadStore, 'getBytes'>;
+  /** Reads S3-offloaded bodies to find their run id, and re-homes those that would expire. */
+  payloads?: Pick<PayloadStore, 'getBytes' | 'putBlob'>;
+  /** The clock a body's remaining lifetime is judged by (tests move it). */
+  now?: () => number;
   /** Called after a message's copy was sent and before the original is deleted (tests). */
   onSent?: (msg: MovedMessage) => Promise<void> | void;
   /** Called once per message of the pass (also those left out of `messages`). */
@@ -135,6 +146,35 @@ export function copiedAttributes(m: Message): Record<string, MessageAttributeVal
     };
   }
   return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/**
+ * Body and attributes of the redriven copy: the dead letter's, with an offloaded body re-homed
+ * when its key would not outlive the new copy. If the body cannot be read (already expired), the
+ * copy is sent unchanged: the redrive never stops on it, and the consumer reports the body.
+ */
+export async function redrivenCopy(
+  m: Message,
+  payloads: Pick<PayloadStore, 'getBytes' | 'putBlob'> | undefined,
+  now: number,
+): Promise<{ body: string; attributes: Record<string, MessageAttributeValue> | undefined }> {
+  const body = m.Body ?? '';
+  const attributes = copiedAttributes(m);
+  const env = envelopeFromMessage(body, stringAttrs(m));
+  if (typeof env === 'string' || env.s3Key === undefined || !payloads) return { body, attributes };
+  let moved = env;
+  try {
+    moved = await ensureBodyLifetime(payloads, env, bodyNeededUntil({ kind: 'now' }, now), now);
+  } catch {
+    return { body, attributes };
+  }
+  if (moved.s3Key === env.s3Key || moved.s3Key === undefined) return { body, attributes };
+  if (attributes?.[MSG_ATTR.s3]) {
+    attributes[MSG_ATTR.s3] = { DataType: 'String', StringValue: moved.s3Key };
+    return { body: s3PlaceholderBody(moved.s3Key), attributes };
+  }
+  // A Scheduler envelope (no attributes): the pointer lives in the body.
+  return { body: encodeEnvelope(moved), attributes };
 }
 
 function errText(err: unknown): string {
@@ -253,11 +293,12 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
           hold(m);
         } else {
           try {
+            const copy = await redrivenCopy(m, opts.payloads, (opts.now ?? Date.now)());
             const res = await sqs.send(
               new SendMessageCommand({
                 QueueUrl: opts.targetUrl,
-                MessageBody: m.Body ?? '',
-                MessageAttributes: copiedAttributes(m),
+                MessageBody: copy.body,
+                MessageAttributes: copy.attributes,
               }),
             );
             rec.newSqsMessageId = res.MessageId;

@@ -181,34 +181,49 @@ describe('redrive: DLQ -> queue', () => {
     }
   });
 
-  it('finds the run of an S3-offloaded message', async () => {
+  it('finds the run of an S3-offloaded message; a body that could expire under the copy is re-homed first', async () => {
     const { fx, queueUrl: q, dlqUrl: dlq } = await freshFixture('redrs');
     try {
-      const key = 'queue/msg_big';
-      await fx.world.context.payloads.putBlob(
-        key,
-        new TextEncoder().encode(encodePayload({ runId: 'wrun_S', big: 'x'.repeat(10) })),
-      );
-      await fx.fixture.clients.sqs.send(
-        new SendMessageCommand({
-          QueueUrl: dlq,
-          MessageBody: JSON.stringify({ __s3: key }),
-          MessageAttributes: envelopeAttributes({
-            queueName: '__wkf_workflow_wf',
-            messageId: 'msg_big',
-            attemptOffset: 0,
-            s3Key: key,
+      const bytes = new TextEncoder().encode(encodePayload({ runId: 'wrun_S', big: 'x'.repeat(10) }));
+      // A key of unknown age (the pre-lifetime layout) and one written just now (30 days left).
+      const legacy = 'queue/msg_big';
+      const fresh = `queue/msg_fresh/${Math.floor(Date.now() / 1000)}`;
+      for (const [key, messageId] of [
+        [legacy, 'msg_big'],
+        [fresh, 'msg_fresh'],
+      ]) {
+        await fx.world.context.payloads.putBlob(key, bytes);
+        await fx.fixture.clients.sqs.send(
+          new SendMessageCommand({
+            QueueUrl: dlq,
+            MessageBody: JSON.stringify({ __s3: key }),
+            MessageAttributes: envelopeAttributes({
+              queueName: '__wkf_workflow_wf',
+              messageId,
+              attemptOffset: 0,
+              s3Key: key,
+            }),
           }),
-        }),
-      );
+        );
+      }
       const r = await runCli(['redrive', '--run', 'wrun_S', '--json'], fx.env);
       expect(r.code).toBe(0);
-      expect(JSON.parse(r.stdout)).toMatchObject({
-        moved: 1,
-        messages: [{ messageId: 'msg_big', runId: 'wrun_S', result: 'moved' }],
-      });
-      const [m] = await drain(q, fx.fixture.clients.sqs);
-      expect(m.MessageAttributes?.['eve.s3']?.StringValue).toBe(key);
+      const out = JSON.parse(r.stdout);
+      expect(out.moved).toBe(2);
+      expect(out.messages.map((m: { messageId: string; runId: string }) => [m.messageId, m.runId]).sort()).toEqual([
+        ['msg_big', 'wrun_S'],
+        ['msg_fresh', 'wrun_S'],
+      ]);
+      const copies = await drain(q, fx.fixture.clients.sqs);
+      const keyOf = (id: string) =>
+        copies.find((m) => m.MessageAttributes?.['eve.id']?.StringValue === id)?.MessageAttributes?.['eve.s3']
+          ?.StringValue ?? '';
+      expect(keyOf('msg_fresh')).toBe(fresh);
+      const rehomed = keyOf('msg_big');
+      expect(rehomed).toMatch(/^queue\/msg_big\/\d+$/);
+      expect(Buffer.compare(await fx.world.context.payloads.getBytes(rehomed), bytes)).toBe(0);
+      const body = copies.find((m) => m.MessageAttributes?.['eve.id']?.StringValue === 'msg_big')?.Body;
+      expect(JSON.parse(body ?? '{}')).toEqual({ __s3: rehomed });
     } finally {
       await fx.close();
     }

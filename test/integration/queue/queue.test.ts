@@ -224,8 +224,12 @@ describe.concurrent('SQS queue', () => {
     const got = w.deliveries[0].body.input as Uint8Array;
     expect(got.byteLength).toBe(big.byteLength);
     expect(createHash('sha256').update(got).digest('hex')).toBe(createHash('sha256').update(big).digest('hex'));
+    // Under queue/<messageId>/<created s> (the 30-day lifecycle prefix; see body-lifetime.ts).
+    const page = [];
+    for await (const p of w.ctx.payloads.list(`queue/${messageId}/`)) page.push(...p);
+    expect(page.map((o) => o.key)).toEqual([expect.stringMatching(new RegExp(`^queue/${messageId}/\\d+$`))]);
     const head = await (await w.fixture.clients.s3()).send(
-      new HeadObjectCommand({ Bucket: w.fixture.config.bucket, Key: `queue/${messageId}` }),
+      new HeadObjectCommand({ Bucket: w.fixture.config.bucket, Key: page[0].key }),
     );
     expect(head.ContentLength).toBeGreaterThan(2 * 1024 * 1024);
   });

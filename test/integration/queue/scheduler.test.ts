@@ -8,9 +8,10 @@ import { CreateScheduleCommand } from '@aws-sdk/client-scheduler';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
+import { bodyAliveUntil, sweepHeldBodies } from '../../../src/queue/body-lifetime.js';
 import { createOneTimeSchedule, type SchedulerPort } from '../../../src/queue/delays.js';
-import { decodeEnvelope } from '../../../src/queue/encoding.js';
-import { makeWorld, receiveAll, sleep, type World, waitFor } from '../../helpers/queue.js';
+import { decodeEnvelope, decodePayload } from '../../../src/queue/encoding.js';
+import { deliverAtClock, makeWorld, receiveAll, sleep, type World, waitFor } from '../../helpers/queue.js';
 
 const Q = '__wkf_workflow_sleepy' as ValidQueueName;
 const ROLE = 'arn:aws:iam::123456789012:role/eve-world-scheduler';
@@ -140,6 +141,46 @@ describe.concurrent('EventBridge Scheduler long waits (recording fake)', () => {
     await fake.fire(0);
     await waitFor(() => w.deliveries.length === 1, 20_000, 'delivery');
     expect(Array.from(w.deliveries[0].body.input as Uint8Array)).toEqual(Array.from(input));
+  });
+});
+
+describe('the body of a scheduled message outlives its schedule', () => {
+  const DAY = 86_400_000;
+
+  test('a schedule 60 days out keeps its body under queue-held/ until the copy it sends is gone; the sweep then deletes it', async () => {
+    const { w, fake } = await schedWorld({ EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000' });
+    const input = new Uint8Array(20_000).map((_, i) => i % 241);
+    const { messageId } = await w.queue.queue(Q, { runId: 'wrun_far', input } as any, {
+      delaySeconds: 60 * 86_400,
+    });
+    // A near schedule of the same size stays under the expiring prefix.
+    await w.queue.queue(Q, { runId: 'wrun_near', input } as any, { delaySeconds: 2 * 86_400 });
+    expect(fake.calls).toHaveLength(2);
+    const far = decodeEnvelope(fake.calls[0].Target!.Input!)!;
+    const near = decodeEnvelope(fake.calls[1].Target!.Input!)!;
+    expect(near.s3Key).toMatch(/^queue\/msg_[^/]+\/\d+$/);
+    expect(far.s3Key).toMatch(new RegExp(`^queue-held/${messageId}/\\d+$`));
+    const until = bodyAliveUntil(far.s3Key!);
+    // Alive past the schedule's time + the Scheduler's 1-day retries + 14 days of SQS retention.
+    expect(until).toBeGreaterThanOrEqual(far.deliverAt! + 16 * DAY - 1000);
+
+    // The schedule fires 60 days later: the copy it sends is delivered with the original bytes.
+    await fake.fire(0);
+    const [copy] = await receiveAll(w, await w.queue.transport.queueUrl());
+    const r = await deliverAtClock(w, copy, far.deliverAt! + 1);
+    expect(r.outcome).toMatchObject({ action: 'delete', reason: 'ack', messageId });
+    expect(Array.from((decodePayload(r.delivered ?? '') as { input: Uint8Array }).input)).toEqual(Array.from(input));
+
+    // Before its time the sweep keeps the held body; after it, a dry run lists it and a sweep deletes it.
+    expect((await sweepHeldBodies(w.ctx, { now: until - 1000 })).expired).toBe(0);
+    const dry = await sweepHeldBodies(w.ctx, { now: until + 1000, dryRun: true });
+    expect(dry.keys).toEqual([far.s3Key]);
+    expect(Buffer.from(await w.ctx.payloads.getBytes(far.s3Key!)).length).toBeGreaterThan(0);
+    const swept = await sweepHeldBodies(w.ctx, { now: until + 1000 });
+    expect(swept).toMatchObject({ scanned: 1, expired: 1, failures: [] });
+    await expect(w.ctx.payloads.getBytes(far.s3Key!)).rejects.toThrow();
+    // The near body is not the sweep's: it expires by the bucket's lifecycle rule.
+    expect((await w.ctx.payloads.getBytes(near.s3Key!)).byteLength).toBeGreaterThan(0);
   });
 });
 
