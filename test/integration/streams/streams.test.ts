@@ -11,6 +11,7 @@ import {
   createStreamer,
   streamSignalListeners,
 } from '../../../src/streams/index.js';
+import { StreamQueries } from '../../../src/streams/queries.js';
 import { createFixture, type Fixture } from '../../helpers/aws.js';
 
 const dec = new TextDecoder();
@@ -164,6 +165,13 @@ describe('write session', () => {
     // Committed (a Query sees it) and delivered from memory, while the writer is still held.
     expect(await s.streams.getInfo(runId, 'paced')).toEqual({ tailIndex: 1, done: false });
     expect(acked).toBe(false);
+    // The paced block tells pollers elsewhere when the writer's next block is due; the first
+    // block (after quiet, acknowledged at once) carries no such hint.
+    const blocks = (await new StreamQueries(clients.ddb, fx.config.tableName).blocksFrom(runId, 'paced', 0)).blocks;
+    expect(blocks.map((b) => [b.first, b.nextAt === undefined])).toEqual([
+      [0, true],
+      [1, false],
+    ]);
     await second;
     await session.close();
     expect((await reader.read()).done).toBe(true);
