@@ -51,6 +51,12 @@ export interface WorldConfig {
   /** The World's `streamFlushIntervalMs`: how long core holds a stream's leading chunk to group it. */
   readonly streamFlushMs: number;
   /**
+   * Burst window of core's stream writer (streams/pacing.ts): while chunks keep coming, a write
+   * is acknowledged no earlier than this after it arrived, so the next group collects the chunks
+   * of the window (at most 1000 / streamBurstMs PutItems per second per stream). 0 = off.
+   */
+  readonly streamBurstMs: number;
+  /**
    * HMAC secret deliveries are signed with (the first of {@link signingSecrets}); undefined when no
    * secret is configured (then only in-process deliveries are accepted, see src/consumer/signing.ts).
    */
@@ -156,9 +162,15 @@ export const ENV_DOCS: readonly EnvDoc[] = [
   },
   {
     name: 'EVE_WORLD_AWS_STREAM_FLUSH_MS',
-    default: '30',
+    default: '0',
     description:
-      "Core holds a stream's first chunk this long to write it with the next ones in one request (the World's streamFlushIntervalMs; 0 = send at once; WORKFLOW_STREAM_FLUSH_INTERVAL_MS overrides it). Trade-off table: bench/README.md.",
+      "Core holds a stream's first chunk after quiet this long to write it with the next ones in one request (the World's streamFlushIntervalMs; 0 = send at once; WORKFLOW_STREAM_FLUSH_INTERVAL_MS overrides it). Trade-off table: bench/README.md.",
+  },
+  {
+    name: 'EVE_WORLD_AWS_STREAM_BURST_MS',
+    default: '60',
+    description:
+      "Burst window of a step's stream writer (getWritable()): while chunks keep coming (a write less than two windows after the previous one), each write is acknowledged no earlier than this after it arrived (it is stored and delivered at once), so core sends the chunks of the window as one PutItem: at most 1000 / this puts per second per stream. A chunk after quiet is acknowledged at once. A streaming step ends up to about two windows later (core's drain waits for the paced acknowledgement). 0 = off; 0-1000. Trade-off table: bench/README.md.",
   },
   {
     name: 'EVE_WORLD_AWS_SIGNING_SECRET',
@@ -392,7 +404,8 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     storageInlineBytes: int(env, 'EVE_WORLD_AWS_STORAGE_INLINE_BYTES', 16_384, 1, 350_000, '16384'),
     streamPollMs,
     streamIdlePollMs,
-    streamFlushMs: int(env, 'EVE_WORLD_AWS_STREAM_FLUSH_MS', 30, 0, 10_000, '30'),
+    streamFlushMs: int(env, 'EVE_WORLD_AWS_STREAM_FLUSH_MS', 0, 0, 10_000, '0'),
+    streamBurstMs: int(env, 'EVE_WORLD_AWS_STREAM_BURST_MS', 60, 0, 1000, '60'),
     signingSecret: signingSecrets[0],
     signingSecrets: Object.freeze(signingSecrets),
     allowUnsigned,

@@ -1,6 +1,6 @@
 // Child process of bench/streams/run.mjs: a live reader in another process (so it has no
 // in-process signal and relies on polling alone). Env: the stack env + BENCH_RUN_ID, BENCH_STREAM.
-// Prints "ready" once the reader is open, then one JSON line {latencies, requests} at EOF.
+// Prints "ready" once the reader is open, then one JSON line {latencies, requests, times} at EOF.
 import { destroyClients } from '../../.tmp/bench-streams/aws/clients.js';
 import { countingStreamer, readLatencies } from './shared.mjs';
 
@@ -9,6 +9,6 @@ const stream = await streamer.streams.get(process.env.BENCH_RUN_ID, process.env.
 const reading = readLatencies(stream);
 process.stdout.write('ready\n');
 const latencies = await reading;
-process.stdout.write(`${JSON.stringify({ latencies, requests: counts.total })}\n`);
+process.stdout.write(`${JSON.stringify({ latencies, requests: counts.total, times: counts.times })}\n`);
 await streamer.close();
 destroyClients(clients);

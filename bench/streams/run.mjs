@@ -69,8 +69,12 @@ async function latencyScenario(env, writer, label, count, gapMs) {
   const remote = await spawnReader(env, run, name);
   await sleep(300); // both readers have polled the empty stream at least once
   const t0 = performance.now();
+  const wallStart = nowMs();
   await writeStamped(writer, run, name, count, gapMs);
   const seconds = (performance.now() - t0) / 1000;
+  const wallEnd = nowMs();
+  // Reads per second while the writer is active: requests sent between the first write and the close.
+  const inWindow = (times) => times.filter((t) => t >= wallStart && t <= wallEnd).length;
   const localLat = await localRead;
   const remoteRes = await remote.result;
   await local.streamer.close();
@@ -85,8 +89,8 @@ async function latencyScenario(env, writer, label, count, gapMs) {
     (requests / seconds).toFixed(1),
   ];
   return [
-    row('in-process (signal)', localLat, local.counts.total),
-    row('other process (poll)', remoteRes.latencies, remoteRes.requests),
+    row('in-process (signal)', localLat, inWindow(local.counts.times)),
+    row('other process (poll)', remoteRes.latencies, inWindow(remoteRes.times)),
   ];
 }
 

@@ -12,10 +12,12 @@ export const nowMs = () => performance.timeOrigin + performance.now();
 export function countingStreamer(env) {
   const config = loadConfig(env);
   const clients = createClients(config);
-  const counts = { total: 0, byCommand: {} };
+  // times: when each request was sent (wall-clock ms), to count the ones inside a time window.
+  const counts = { total: 0, byCommand: {}, times: [] };
   clients.ddb.middlewareStack.add(
     (next, context) => async (args) => {
       counts.total++;
+      counts.times.push(nowMs());
       counts.byCommand[context.commandName] = (counts.byCommand[context.commandName] ?? 0) + 1;
       return next(args);
     },

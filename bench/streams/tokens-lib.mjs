@@ -27,12 +27,15 @@ export async function loadImpl() {
 export function countingStreamer(impl, env, options) {
   const config = impl.loadConfig(env);
   const clients = impl.createClients(config);
-  const counts = { total: 0, byCommand: {}, msByCommand: {} };
+  // readTimes: when each read (Query/Get) was sent, wall-clock ms, to count reads per second
+  // inside the writer's active window.
+  const counts = { total: 0, byCommand: {}, msByCommand: {}, readTimes: [] };
   clients.ddb.middlewareStack.add(
     (next, context) => async (args) => {
       counts.total++;
       const c = context.commandName.replace(/Command$/, '');
       counts.byCommand[c] = (counts.byCommand[c] ?? 0) + 1;
+      if (c === 'Query' || c === 'GetItem') counts.readTimes.push(nowMs());
       const t = performance.now();
       try {
         return await next(args);

@@ -5,7 +5,8 @@
 // Prints the latency/cost table; asserts nothing.
 //
 //   node bench/streams/tokens.mjs                 measure the current build (.tmp/bench-streams)
-//   node bench/streams/tokens.mjs --sweep         also sweep the flush window (choosing the default)
+//   node bench/streams/tokens.mjs --sweep         also sweep flush/burst windows (choosing the defaults;
+//                                                  BENCH_SWEEP=0/0,30/0,0/80 = flush ms / burst ms)
 //   BENCH_STREAMS_DIR=.tmp/bench-streams-before node bench/streams/tokens.mjs --save-baseline
 //                                                  measure a baseline build, save it as the "before"
 // The "before" column comes from bench/streams/baseline-tokens.json (measured on the code before
@@ -71,8 +72,11 @@ const sum = (byCommand, pick) => Object.entries(byCommand).reduce((n, [c, v]) =>
  * (write() is not awaited for durability: core acks into its buffer), then closed. Latency is
  * from just before write() to the reader receiving the chunk.
  */
-async function scenario(impl, env, { mode, flushMs, count, gapMs }) {
-  const w = countingStreamer(impl, env);
+async function scenario(impl, env, { mode, flushMs, burstMs, count, gapMs }) {
+  const w = countingStreamer(
+    impl,
+    burstMs === undefined ? env : { ...env, EVE_WORLD_AWS_STREAM_BURST_MS: String(burstMs) },
+  );
   setWorld({ specVersion: SPEC_VERSION_CURRENT, streams: w.streamer.streams, streamFlushIntervalMs: flushMs });
   const run = `wrun_tok${randomBytes(6).toString('hex')}`;
   const name = 'tokens';
@@ -83,13 +87,19 @@ async function scenario(impl, env, { mode, flushMs, count, gapMs }) {
   const writable = new WorkflowServerWritableStream(run, name);
   const writer = writable.getWriter();
   const t0 = performance.now();
+  const wallStart = nowMs();
   for (let i = 0; i < count; i++) {
     const due = t0 + i * gapMs - performance.now();
     if (due > 0) await sleep(due);
     await writer.write(enc.encode(JSON.stringify({ t: nowMs(), i })));
   }
   if (process.env.BENCH_DEBUG) console.error(`  ${mode}: wrote ${count}, closing`);
+  const closeStart = performance.now();
   await writer.close();
+  // close() = core's drain (the buffered and in-flight groups) + the EOF put: what a step that
+  // streams pays between its last write() and its end.
+  const closeMs = performance.now() - closeStart;
+  const wallEnd = nowMs();
   if (process.env.BENCH_DEBUG) console.error(`  ${mode}: closed`);
   const seconds = (performance.now() - t0) / 1000;
   const watchdog = setTimeout(async () => {
@@ -109,10 +119,14 @@ async function scenario(impl, env, { mode, flushMs, count, gapMs }) {
   for (const [c, v] of Object.entries(got.byCommand)) all[c] = (all[c] ?? 0) + v;
   const writes = sum(all, (c) => WRITES.has(c));
   const reads = sum(all, (c) => !WRITES.has(c));
-  const readerReads = mode === 'in-process' ? sum(w.counts.byCommand, (c) => !WRITES.has(c)) : got.requests;
+  // Reads the reader sent while the writer was active (first write() to close() resolved).
+  const readTimes = mode === 'in-process' ? w.counts.readTimes : got.readTimes;
+  const readerReads = readTimes.filter((t) => t >= wallStart && t <= wallEnd).length;
   return {
     mode,
     flushMs,
+    burstMs: w.config.streamBurstMs,
+    closeMs,
     count,
     gapMs,
     seconds,
@@ -132,13 +146,13 @@ async function scenario(impl, env, { mode, flushMs, count, gapMs }) {
 const RATE = { label: '50 chunks/s (20 ms apart), 100 chunks', count: 100, gapMs: 20 };
 const SPARSE = { label: 'sparse (500 ms apart), 12 chunks', count: 12, gapMs: 500 };
 
-export async function measureTokens(impl, env, flushMs) {
+export async function measureTokens(impl, env, flushMs, burstMs) {
   const rows = [];
   for (const load of [RATE, SPARSE]) {
     for (const mode of ['in-process', 'other process']) {
       rows.push({
         load: load.label,
-        ...(await scenario(impl, env, { mode, flushMs, count: load.count, gapMs: load.gapMs })),
+        ...(await scenario(impl, env, { mode, flushMs, burstMs, count: load.count, gapMs: load.gapMs })),
       });
     }
   }
@@ -152,7 +166,7 @@ export function printTokens(after, before) {
   const key = (r) => `${r.load}|${r.mode}`;
   const old = new Map((before?.rows ?? []).map((r) => [key(r), r]));
   table(
-    `Token-rate streams through core's writer (getWritable() sink), per chunk; before = ${before?.label ?? 'not measured'}, after = this build (flush window ${after[0]?.flushMs} ms)`,
+    `Token-rate streams through core's writer (getWritable() sink), per chunk; before = ${before?.label ?? 'not measured'}, after = this build (flush window ${after[0]?.flushMs ?? 0} ms, burst window ${after[0]?.burstMs ?? '-'} ms)`,
     [
       'load',
       'reader',
@@ -165,6 +179,7 @@ export function printTokens(after, before) {
       'writes/chunk',
       'reads/chunk',
       'reader reads/s',
+      'close ms',
       'PutItem ms',
     ],
     after.map((r) => {
@@ -181,6 +196,7 @@ export function printTokens(after, before) {
         f2(r.writesPerChunk),
         f2(r.readsPerChunk),
         f1(r.readerReadsPerSecond),
+        f1(r.closeMs),
         f1(r.putMs),
       ];
     }),
@@ -202,23 +218,37 @@ async function main() {
     await reconcile(clients, cfg, 'apply');
     destroyClients(clients);
     const flushMs = impl.loadConfig(env).streamFlushMs; // undefined on the baseline: core's default (0)
+    const burstMs = undefined; // the build's own default (EVE_WORLD_AWS_STREAM_BURST_MS when set)
     await scenario(impl, env, { mode: 'in-process', flushMs, count: 30, gapMs: 5 }); // warm-up
     const results = {
       label: args.has('--save-baseline') ? 'commit f1d0e53 (before #16)' : 'this build',
       flushMs,
-      rows: await measureTokens(impl, env, flushMs),
+      rows: await measureTokens(impl, env, flushMs, burstMs),
     };
     if (args.has('--sweep')) {
       const sweep = [];
-      for (const f of (process.env.BENCH_SWEEP ?? '0,30,60,90').split(',').map(Number)) {
-        for (const r of await measureTokens(impl, env, f)) sweep.push(r);
+      // Each entry: "F" (core's flush window F, burst window off) or "F/B" (flush F, burst B).
+      for (const spec of (process.env.BENCH_SWEEP ?? '0/0,30/0,90/0,0/40,0/60,0/80,0/100').split(',')) {
+        const [f, b] = spec.split('/').map(Number);
+        for (const r of await measureTokens(impl, env, f, Number.isFinite(b) ? b : 0)) sweep.push(r);
       }
       results.sweep = sweep;
       table(
-        'Flush window sweep (streamFlushIntervalMs): latency vs DynamoDB requests per chunk',
-        ['window ms', 'load', 'reader', 'p50', 'p99', 'req/chunk', 'writes/chunk', 'reader reads/s', 'PutItem ms'],
+        'Window sweep (flush = streamFlushIntervalMs, burst = EVE_WORLD_AWS_STREAM_BURST_MS): latency vs DynamoDB requests per chunk',
+        [
+          'flush/burst ms',
+          'load',
+          'reader',
+          'p50',
+          'p99',
+          'req/chunk',
+          'writes/chunk',
+          'reader reads/s',
+          'close ms',
+          'PutItem ms',
+        ],
         sweep.map((r) => [
-          r.flushMs,
+          `${r.flushMs ?? 0}/${r.burstMs ?? '-'}`,
           r.load,
           r.mode,
           f1(r.p50),
@@ -226,6 +256,7 @@ async function main() {
           f2(r.perChunk),
           f2(r.writesPerChunk),
           f1(r.readerReadsPerSecond),
+          f1(r.closeMs),
           f1(r.putMs),
         ]),
       );

@@ -3,8 +3,10 @@
  * Composes the parts: the call-order queue (write-queue.ts), the block writer (writer.ts), the
  * reads (queries.ts, live.ts) and the in-process bus (bus.ts). Item format: items.ts.
  *
- * Cost at token rate: core groups a step's chunks (the World's `streamFlushIntervalMs` window,
- * one group in flight), and each group is ONE PutItem. A reader in the writer's process takes
+ * Cost at token rate: core groups a step's chunks (one group in flight; the chunks that arrive
+ * while a group is in flight form the next), each group is ONE PutItem, and in a burst the write
+ * session acknowledges at most one group per `streamBurstMs` (pacing.ts) so groups carry several
+ * chunks; a chunk after quiet is written at once. A reader in the writer's process takes
  * committed blocks from memory (no request); a reader elsewhere pays one Query per poll, which
  * returns every block written since its last one.
  */
@@ -31,6 +33,7 @@ import {
   toBytes,
 } from './items.js';
 import { liveTail } from './live.js';
+import { BurstPacer } from './pacing.js';
 import { StreamQueries } from './queries.js';
 import { WriteQueue } from './write-queue.js';
 import { BlockWriter } from './writer.js';
@@ -76,8 +79,8 @@ export function createStreamer(ctx: WorldContext, options: StreamerOptions = {})
   const useBus = options.inProcessSignal ?? true;
   const queries = new StreamQueries(clients.ddb, table);
   const writer = new BlockWriter(ctx, queries, useBus);
-  const queue = new WriteQueue((kind, runId, name, chunks) =>
-    kind === 'close' ? writer.close(runId, name) : writer.append(runId, name, chunks),
+  const queue = new WriteQueue((kind, runId, name, chunks, nextAt) =>
+    kind === 'close' ? writer.close(runId, name) : writer.append(runId, name, chunks, nextAt),
   );
   /** Shutdown hooks of this instance's live readers. */
   const readers = new Set<(err: Error) => void>();
@@ -109,6 +112,11 @@ export function createStreamer(ctx: WorldContext, options: StreamerOptions = {})
      */
     createWriteSession(runId: RunIdArg, name: string, opts: CreateStreamWriteSessionOptions): StreamWriteSession {
       let written = 0;
+      // Core's writer (the only user of sessions) sends one group at a time; pacing its
+      // acknowledgements in a burst makes the next group carry the window's chunks (pacing.ts).
+      const pacer = new BurstPacer(config.streamBurstMs);
+      /** How long this session's last write took (ms): the next block commits about that long after its send. */
+      let putMs = 0;
       return {
         async write(chunkSeq: number, chunks: (string | Uint8Array)[]) {
           if (chunkSeq > written) {
@@ -118,8 +126,18 @@ export function createStreamer(ctx: WorldContext, options: StreamerOptions = {})
             );
           }
           const fresh = chunks.slice(written - chunkSeq);
-          if (fresh.length > 0) await queue.enqueue('data', runId, name, fresh.map(toBytes));
+          if (fresh.length === 0) return;
+          const arrived = performance.now();
+          const releaseAt = pacer.arrive(arrived);
+          // Mid-burst, core sends its next group when this write is acknowledged: the block
+          // carries when that group should be committed, so pollers elsewhere query right then.
+          const nextAt = releaseAt > arrived ? Date.now() + (releaseAt - arrived) + putMs : undefined;
+          await queue.enqueue('data', runId, name, fresh.map(toBytes), nextAt);
+          putMs = performance.now() - arrived;
           written = Math.max(written, chunkSeq + chunks.length);
+          // Durable (and published to this process's readers) by now; only the ack waits.
+          const wait = releaseAt - performance.now();
+          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         },
         close: () => queue.enqueue('close', runId, name, []),
         dispose() {},
@@ -197,8 +215,10 @@ export function createStreamer(ctx: WorldContext, options: StreamerOptions = {})
 
   return {
     /**
-     * Core holds a stream's leading chunk this long to send it with the chunks that follow, in
-     * one group (one PutItem). `WORKFLOW_STREAM_FLUSH_INTERVAL_MS` overrides it (core reads it).
+     * Core holds a stream's leading chunk (after quiet) this long to send it with the chunks that
+     * follow, in one group (one PutItem); default 0, send at once: grouping during a burst comes
+     * from pacing the session's acknowledgements instead (pacing.ts), which does not delay a
+     * lone chunk. `WORKFLOW_STREAM_FLUSH_INTERVAL_MS` overrides it (core reads it).
      */
     streamFlushIntervalMs: config.streamFlushMs,
     streams,

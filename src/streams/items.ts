@@ -7,6 +7,9 @@
  *   SK = CHUNK#<first:20>   c   (L)    the chunks, in order: B = inline bytes, S = S3 key, NULL = empty
  *                           w   (S)    the token of the put that wrote it (recognises our own retry)
  *                           eof (BOOL) the EOF block: no chunks; `first` is the number of data chunks
+ *                           nx  (N)    optional: wall-clock ms at which the writer, mid-burst, expects
+ *                                      its next block to be committed; pollers elsewhere time their
+ *                                      next Query by it (a hint: it never changes what is read)
  *                           GSI1PK/GSI1SK on the block at 0 only, so list(runId) is one GSI query
  *
  * Invariant (density): blocks tile [0, tail) with no gap and no overlap. A writer only puts a
@@ -42,6 +45,8 @@ export interface Block {
   chunks: StoredChunk[];
   eof: boolean;
   token?: string;
+  /** The writer's `nx` hint (see above). */
+  nextAt?: number;
 }
 
 /** Index just past the block's data (the key of the block after it). */
@@ -67,7 +72,8 @@ export function toBlock(item: Record<string, AttributeValue>): Block {
   const first = keys.indexFromChunkSk(item[ATTR.sk].S as string);
   const eof = item.eof?.BOOL === true;
   const chunks = eof ? [] : (item.c?.L ?? []).map(decodeChunk);
-  return { first, chunks, eof, token: item.w?.S };
+  const nx = item.nx?.N === undefined ? Number.NaN : Number(item.nx.N);
+  return { first, chunks, eof, token: item.w?.S, ...(Number.isFinite(nx) ? { nextAt: nx } : {}) };
 }
 
 const encoder = new TextEncoder();

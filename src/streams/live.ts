@@ -10,12 +10,22 @@
  *  1. the in-process bus (bus.ts): blocks committed by a writer in this process, taken from memory
  *     when one starts exactly at `k` (no request);
  *  2. one consistent Query from `k` (returns every block written since, and the EOF).
- * Pacing of (2): a reader that found data by polling (a writer in another process) keeps polling
- * every `streamPollMs` until ACTIVE_MS pass without data (at most 1000 / streamPollMs reads per
- * second while the writer is active: 20 at the default 50 ms), then backs off x2 per empty poll
- * up to `streamIdlePollMs` (1 read per second at the default). While the bus is feeding the
- * reader, polls wait the idle interval: the bus cuts every wait short, the poll is only a
- * fallback. Polls happen only while the consumer wants data (backpressure).
+ * Pacing of (2): polls are spaced from the START of the previous Query, never closer than
+ * `streamPollMs`, so a reader costs at most 1000 / streamPollMs reads per second (20 at the
+ * default 50 ms) and a chunk waits on average half an interval, not half an interval plus a
+ * Query. A reader that found data by polling (a writer in another process) keeps the fast
+ * interval until ACTIVE_MS pass without data (a sparse writer, a chunk every 500 ms, keeps it
+ * fast), then the interval grows by BACKOFF per empty poll up to `streamIdlePollMs` (1 read per
+ * second at the default; about 4 s and 14 polls from 50 ms to 1 s). A reader opened on a quiet
+ * stream starts that ramp at once, so a first chunk shortly after the open is still seen within
+ * about 100 ms. A block written mid-burst by core's writer carries `nextAt` (items.ts), when its
+ * writer expects the next block to commit (the write session paces its groups, pacing.ts); a
+ * reader that got it by polling queries just after that time (plus a small margin that adapts to
+ * hints that came too early), still never sooner than `streamPollMs` after its last Query, so its
+ * polls follow the writer's puts instead of beating against them. A hint only moves a poll: what
+ * is read, and in which order, is the same. While the bus is feeding the reader, polls wait the
+ * idle interval: the bus cuts every wait short, the poll is only a fallback. Polls happen only
+ * while the consumer wants data (backpressure).
  *
  * Every exit path (EOF, cancel, error, World close) runs `finish()`, which clears the timer and
  * the bus listener.
@@ -26,7 +36,14 @@ import type { Block, StoredChunk } from './items.js';
 import type { StreamQueries } from './queries.js';
 
 /** A polling reader keeps the fast interval this long after the last chunk it polled. */
-const ACTIVE_MS = 3000;
+const ACTIVE_MS = 1000;
+/** Growth of the poll interval per empty poll once ACTIVE_MS passed without data. */
+const BACKOFF = 1.25;
+/** A writer's `nextAt` hint moves the next poll at most this many fast intervals after the last. */
+const HINT_MAX_INTERVALS = 4;
+/** Margin after a hinted commit time before querying (ms): adapts between these bounds. */
+const SETTLE_MIN_MS = 2;
+const SETTLE_START_MS = 5;
 /** Bus blocks a reader buffers while its consumer is slow; past it, it forgets them and queries. */
 const MAX_BUFFERED_BLOCKS = 1000;
 /** S3 fetches in flight per reader. */
@@ -55,8 +72,12 @@ export function liveTail(
   let k = start.k;
   let eof = false;
   let interval = fast;
-  /** Wait before the next query; 0 when more data is known to be there. */
-  let pause = 0;
+  /** When the next Query may start (performance.now()); earlier when more data is known to be there. */
+  let nextQueryAt = 0;
+  /** Margin after a writer's hinted commit time; grows when a hinted poll came too early. */
+  let settle = SETTLE_START_MS;
+  /** The next Query was timed by a writer's hint (to adapt `settle` by its outcome). */
+  let hinted = false;
   // Not active until a poll finds data: a reader opened on a quiet stream backs off at once.
   let lastPolledDataAt = Number.NEGATIVE_INFINITY;
   let finished = false;
@@ -173,19 +194,27 @@ export function liveTail(
             }
             const memBlocks = eof ? [] : takeFromMemory();
             for (const b of memBlocks) out.push(...(await apply(b.first, b.chunks, b.eof)));
+            let queryStart = 0;
+            /** The `nextAt` hint of the last block this round's Query returned. */
+            let hint: number | undefined;
             if (out.length === 0 && !eof && memBlocks.length === 0) {
-              await nap(pause);
+              await nap(nextQueryAt - performance.now());
               if (finished) return;
               woken = false;
               if (mem.length > 0 && mem[0].first <= k) continue; // the bus brought what we need
+              queryStart = performance.now();
               const page = await queries.blocksFrom(runId, name, k, { signal: abort.signal });
               fromQuery = true;
               truncated = page.truncated;
               for (const b of page.blocks) {
                 if (b.first !== k) break; // cannot happen (density); read again from k next time
                 out.push(...(await apply(b.first, b.chunks, b.eof)));
+                hint = b.nextAt;
                 if (eof) break;
               }
+              // Too early costs a fast interval, too late only the margin: grow fast, shrink slowly.
+              if (hinted) settle = out.length > 0 ? Math.max(SETTLE_MIN_MS, settle - 0.5) : Math.min(settle + 5, fast);
+              hinted = false;
             }
             if (finished) return;
             for (const bytes of out) controller.enqueue(bytes);
@@ -200,17 +229,25 @@ export function liveTail(
                 lastPolledDataAt = now;
                 interval = fast;
                 // The next chunk cannot be there yet, unless the page was cut short.
-                pause = truncated ? 0 : fast;
+                const base = queryStart || now;
+                nextQueryAt = truncated ? now : base + fast;
+                if (!truncated && hint !== undefined) {
+                  // A writer mid-burst said when its next block commits (its wall clock): query
+                  // just after that, never sooner than the fast interval, nor much later.
+                  const at = hint - Date.now() + performance.now() + settle;
+                  nextQueryAt = Math.min(Math.max(nextQueryAt, at), base + HINT_MAX_INTERVALS * fast);
+                  hinted = true;
+                }
               } else {
                 // The bus is feeding us: it cuts the wait short, the poll is only a fallback.
                 interval = config.streamIdlePollMs;
-                pause = interval;
+                nextQueryAt = now + interval;
               }
               if (out.length > 0) return; // pull() is called again when the consumer wants more
               continue;
             }
-            pause = interval;
-            if (now - lastPolledDataAt >= ACTIVE_MS) interval = Math.min(interval * 2, config.streamIdlePollMs);
+            nextQueryAt = queryStart + interval;
+            if (now - lastPolledDataAt >= ACTIVE_MS) interval = Math.min(interval * BACKOFF, config.streamIdlePollMs);
           }
         } catch (err) {
           if (finished) return; // cancelled mid-request

@@ -12,11 +12,19 @@ interface Job {
   kind: JobKind;
   runId: RunIdArg;
   chunks: Uint8Array[];
+  /** Wall-clock ms at which the writer expects its next block to be committed (a poll hint). */
+  nextAt?: number;
   resolve(): void;
   reject(err: unknown): void;
 }
 
-export type Flush = (kind: JobKind, runId: string, name: string, chunks: Uint8Array[]) => Promise<void>;
+export type Flush = (
+  kind: JobKind,
+  runId: string,
+  name: string,
+  chunks: Uint8Array[],
+  nextAt?: number,
+) => Promise<void>;
 
 export class WriteQueue {
   /** Per-name FIFO of pending jobs; present while a drain loop runs. */
@@ -25,9 +33,9 @@ export class WriteQueue {
 
   constructor(private readonly flush: Flush) {}
 
-  enqueue(kind: JobKind, runId: RunIdArg, name: string, chunks: Uint8Array[]): Promise<void> {
+  enqueue(kind: JobKind, runId: RunIdArg, name: string, chunks: Uint8Array[], nextAt?: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const job: Job = { kind, runId, chunks, resolve, reject };
+      const job: Job = { kind, runId, chunks, nextAt, resolve, reject };
       const q = this.queues.get(name);
       if (q) {
         q.push(job);
@@ -81,6 +89,7 @@ export class WriteQueue {
           runId,
           name,
           group.flatMap((j) => j.chunks),
+          group[group.length - 1].nextAt,
         );
         for (const j of group) j.resolve();
       } catch (err) {

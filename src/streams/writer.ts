@@ -49,8 +49,11 @@ export class BlockWriter {
     this.table = ctx.config.tableName;
   }
 
-  /** Append `chunks` (already in call order). */
-  async append(runId: string, name: string, chunks: Uint8Array[]): Promise<void> {
+  /**
+   * Append `chunks` (already in call order). `nextAt`: when the writer expects its next block
+   * (wall-clock ms), stored on the last block as a hint for pollers in other processes.
+   */
+  async append(runId: string, name: string, chunks: Uint8Array[], nextAt?: number): Promise<void> {
     if (chunks.length === 0) return;
     const token = this.nextToken();
     const stored = await Promise.all(chunks.map((c, i) => this.store(runId, name, token, i, c)));
@@ -70,7 +73,8 @@ export class BlockWriter {
     parts.push([start, stored.length]);
     for (const [a, b] of parts) {
       const part = parts.length === 1 ? token : `${token}.${a}`;
-      if (await this.put(runId, name, part, stored.slice(a, b), chunks.slice(a, b))) return; // closed
+      const hint = b === stored.length ? nextAt : undefined;
+      if (await this.put(runId, name, part, stored.slice(a, b), chunks.slice(a, b), hint)) return; // closed
     }
   }
 
@@ -103,6 +107,7 @@ export class BlockWriter {
     token: string,
     stored: StoredChunk[] | undefined,
     bytes: Uint8Array[],
+    nextAt?: number,
   ): Promise<boolean> {
     const tk = tailKey(runId, name);
     let at = this.tails.get(tk) ?? 0;
@@ -112,6 +117,7 @@ export class BlockWriter {
         [ATTR.sk]: { S: keys.chunkSk(at) },
         w: { S: token },
         ...(stored ? { c: { L: stored.map(encodeChunk) } } : { eof: { BOOL: true } }),
+        ...(stored && nextAt !== undefined ? { nx: { N: String(Math.round(nextAt)) } } : {}),
         ...(at === 0 ? { [ATTR.gsi1pk]: { S: keys.runStreamsGsi(runId) }, [ATTR.gsi1sk]: { S: name } } : {}),
       };
       let existing: Block | undefined;

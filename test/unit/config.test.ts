@@ -26,6 +26,8 @@ describe('loadConfig', () => {
       storageInlineBytes: 16_384,
       streamPollMs: 50,
       streamIdlePollMs: 1000,
+      streamFlushMs: 0,
+      streamBurstMs: 60,
       signingSecret: undefined,
       consumerConcurrency: 8,
       maxDelayHopSeconds: 900,
@@ -111,8 +113,9 @@ describe('loadConfig', () => {
       EVE_WORLD_AWS_CONCURRENCY: '32',
       EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '3',
       EVE_WORLD_AWS_STREAM_POLL_MS: '20',
+      EVE_WORLD_AWS_STREAM_BURST_MS: '0',
     });
-    expect(c).toMatchObject({ consumerConcurrency: 32, maxReceiveCount: 3, streamPollMs: 20 });
+    expect(c).toMatchObject({ consumerConcurrency: 32, maxReceiveCount: 3, streamPollMs: 20, streamBurstMs: 0 });
   });
 
   it.each([
@@ -168,6 +171,13 @@ describe('loadConfig', () => {
       /must be >= EVE_WORLD_AWS_STREAM_POLL_MS \(500\)/,
       '1000',
     ],
+    [
+      { EVE_WORLD_AWS_STREAM_BURST_MS: '1001' },
+      'EVE_WORLD_AWS_STREAM_BURST_MS',
+      /must be between 0 and 1000, got 1001/,
+      '60',
+    ],
+    [{ EVE_WORLD_AWS_STREAM_BURST_MS: '60ms' }, 'EVE_WORLD_AWS_STREAM_BURST_MS', /must be a whole number/, '60'],
     [
       { EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: 'my-role' },
       'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',

@@ -52,7 +52,8 @@ describe('createWorld', () => {
     ]);
     for (const p of wired.filter((x) => x !== 'capabilities' && x !== 'streamFlushIntervalMs'))
       expect(typeof at(p), p).toBe('function');
-    expect(world.streamFlushIntervalMs).toBe(30);
+    // 0 = core sends a chunk after quiet at once; bursts are grouped by the write session's pacing.
+    expect(world.streamFlushIntervalMs).toBe(0);
     expect(world.capabilities).toEqual({ hookResumeDedup: true, hookRetention: { active: true } });
   });
 

@@ -11,6 +11,7 @@ import {
   createStreamer,
   streamSignalListeners,
 } from '../../../src/streams/index.js';
+import { StreamQueries } from '../../../src/streams/queries.js';
 import { createFixture, type Fixture } from '../../helpers/aws.js';
 
 const dec = new TextDecoder();
@@ -143,6 +144,38 @@ describe('write session', () => {
     await session.dispose?.();
     expect(await readAll(await streamer.streams.get(runId, 'sess'))).toEqual(['a', 'b', 'c', 'd']);
     expect(await streamer.streams.getInfo(runId, 'sess')).toEqual({ tailIndex: 3, done: true });
+  });
+
+  it('in a burst, a write is stored and delivered at once while its acknowledgement is paced', async () => {
+    // A long burst window, so the paced acknowledgement is certainly still pending when the
+    // reader in this process has the chunk (published on commit, not on acknowledgement).
+    const clients = createClients(fx.config);
+    extraClients.push(clients);
+    const s = createStreamer(createContext({ ...fx.config, streamBurstMs: 5000 }, clients));
+    const runId = newRun();
+    const reader = (await s.streams.get(runId, 'paced')).getReader();
+    const session = s.streams.createWriteSession!(runId, 'paced', { writerId: 'wrtr_paced' });
+    await session.write(0, ['a']); // after quiet: acknowledged once durable
+    let acked = false;
+    const second = session.write(1, ['b']).then(() => {
+      acked = true;
+    });
+    expect(dec.decode((await reader.read()).value)).toBe('a');
+    expect(dec.decode((await reader.read()).value)).toBe('b');
+    // Committed (a Query sees it) and delivered from memory, while the writer is still held.
+    expect(await s.streams.getInfo(runId, 'paced')).toEqual({ tailIndex: 1, done: false });
+    expect(acked).toBe(false);
+    // The paced block tells pollers elsewhere when the writer's next block is due; the first
+    // block (after quiet, acknowledged at once) carries no such hint.
+    const blocks = (await new StreamQueries(clients.ddb, fx.config.tableName).blocksFrom(runId, 'paced', 0)).blocks;
+    expect(blocks.map((b) => [b.first, b.nextAt === undefined])).toEqual([
+      [0, true],
+      [1, false],
+    ]);
+    await second;
+    await session.close();
+    expect((await reader.read()).done).toBe(true);
+    await s.close();
   });
 });
 
