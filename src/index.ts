@@ -25,17 +25,10 @@ import { type CreateConsumerOptions, createConsumer, defaultFlowUrl } from './co
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext, type WorldContext } from './context.js';
 import { RunKeys, type RunKeysOptions } from './encryption/run-keys.js';
-import { type HeldBodySweep, sweepHeldBodies } from './queue/body-lifetime.js';
 import { createQueue } from './queue/index.js';
-import {
-  createStorage,
-  type OrphanSweepOptions,
-  type OrphanSweepReport,
-  storageCapabilities,
-  storageContext,
-  sweepOrphanedPayloads,
-} from './storage/index.js';
+import { createStorage, type OrphanSweepOptions, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streams/index.js';
+import { type SweepReport, sweepOrphans } from './sweep/index.js';
 
 export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, type WorldConfig } from './config.js';
@@ -44,23 +37,7 @@ export type { WorldContext } from './context.js';
 export type { Logger } from './log.js';
 export type { HeldBodySweep } from './queue/body-lifetime.js';
 export { ORPHAN_GRACE_MS, type OrphanSweepOptions, type OrphanSweepReport } from './storage/index.js';
-
-/** What {@link AwsWorld.sweepOrphans} did: run payloads, and held queue bodies (not with `runId`). */
-export interface SweepReport extends OrphanSweepReport {
-  heldBodies?: HeldBodySweep;
-}
-
-/**
- * Delete the S3 objects nothing can reference any more: orphaned run payloads under `runs/`
- * (src/storage/orphan-sweep.ts) and held queue bodies past their time (src/queue/body-lifetime.ts).
- * What `eve-world-aws sweep` runs; safe to run at any time and repeatedly.
- */
-export async function sweepOrphans(context: WorldContext, options: OrphanSweepOptions = {}): Promise<SweepReport> {
-  const report: SweepReport = await sweepOrphanedPayloads(storageContext(context), options);
-  if (options.runId === undefined)
-    report.heldBodies = await sweepHeldBodies(context, { now: options.now, dryRun: options.dryRun });
-  return report;
-}
+export { type SweepReport, sweepOrphans } from './sweep/index.js';
 
 export interface AwsWorld extends World {
   /**

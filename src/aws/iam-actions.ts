@@ -13,6 +13,12 @@
  *   `runtime`. Only this principal touches the DLQ: the World never sends to, receives from or
  *   deletes from it at run time (SQS moves messages there itself through the redrive policy).
  * - `init`: creating and reconfiguring the resources (`init`, `emulate`). Deploy-time only.
+ * - `sweeper`: the scheduled orphan sweep (src/sweep/lambda.ts, deployed by the CDK construct):
+ *   exactly the commands `sweepOrphans` sends (reads of the run's items, the `orphansSweptAt`
+ *   mark, listing and deleting objects), nothing of the queue, the Scheduler or KMS (it never reads
+ *   an object's content). Every one of them is also a `runtime` row, so the operator policy (which
+ *   includes `runtime`) covers `eve-world-aws sweep`. test/integration/sweep/lambda.test.ts records
+ *   what a sweep sends and checks it against these rows.
  *
  * KMS (EVE_WORLD_AWS_KMS_KEY_ID): rows on `kmsKey` land in a policy only when a key is configured.
  * The runtime's GenerateDataKey + Decrypt serve both the per-run data keys (src/encryption/
@@ -37,7 +43,7 @@ export type IamResource =
   | 'schedulerRole'
   | 'kmsKey';
 
-export type IamPrincipal = 'runtime' | 'operator' | 'init';
+export type IamPrincipal = 'runtime' | 'operator' | 'init' | 'sweeper';
 
 export type AwsService = 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms';
 
@@ -66,6 +72,7 @@ export interface CommandPermission {
 }
 
 const T = ['table'] as const;
+const S = ['bucket'] as const;
 const TI = ['table', 'tableIndexes'] as const;
 const Q = ['queue'] as const;
 
@@ -74,20 +81,20 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'dynamodb:GetItem',
     actions: ['dynamodb:GetItem'],
-    uses: { runtime: T, operator: T },
-    why: 'run/step/hook/stream meta reads; redrive checks claims',
+    uses: { runtime: T, operator: T, sweeper: T },
+    why: 'run/step/hook/stream meta reads; redrive checks claims; sweep: a run item’s state',
   },
   {
     command: 'dynamodb:BatchGetItem',
     actions: ['dynamodb:BatchGetItem'],
-    uses: { runtime: T },
-    why: 'batched view reads',
+    uses: { runtime: T, sweeper: T },
+    why: 'batched view reads; sweep: a run’s hook items',
   },
   {
     command: 'dynamodb:Query',
     actions: ['dynamodb:Query'],
-    uses: { runtime: TI },
-    why: 'event log, listings (GSI1/GSI2), stream chunks',
+    uses: { runtime: TI, sweeper: TI },
+    why: 'event log, listings (GSI1/GSI2), stream chunks; sweep: a run’s partition, hooks and streams',
   },
   {
     command: 'dynamodb:PutItem',
@@ -98,8 +105,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'dynamodb:UpdateItem',
     actions: ['dynamodb:UpdateItem'],
-    uses: { runtime: T },
-    why: 'stream meta, retention TTL stamps, run release',
+    uses: { runtime: T, sweeper: T },
+    why: 'stream meta, retention TTL stamps, run release; sweep: the orphansSweptAt mark',
   },
   {
     command: 'dynamodb:DeleteItem',
@@ -213,13 +220,13 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 's3:ListObjectsV2',
     actions: ['s3:ListBucket'],
-    uses: { runtime: ['bucket'] },
+    uses: { runtime: S, sweeper: S },
     why: 'retention: list a finished run’s objects (runs/<runId>/); sweep: list run prefixes and held queue bodies',
   },
   {
     command: 's3:DeleteObjects',
     actions: ['s3:DeleteObject'],
-    uses: { runtime: ['bucketObjects'] },
+    uses: { runtime: ['bucketObjects'], sweeper: ['bucketObjects'] },
     why: 'retention 0: delete a finished run’s objects; sweep: delete orphaned payloads and expired held queue bodies',
   },
   {
@@ -334,7 +341,7 @@ export function commandKey(clientName: string, commandName: string): string {
 
 /**
  * Actions per resource for one principal. `operator` includes `runtime` (the CLI opens a World);
- * `init` is standalone (deploy-time).
+ * `init` (deploy-time) and `sweeper` (the scheduled sweep) are standalone.
  */
 export function actionsByResource(principal: IamPrincipal): Map<IamResource, string[]> {
   const principals: IamPrincipal[] = principal === 'operator' ? ['runtime', 'operator'] : [principal];

@@ -120,7 +120,7 @@ const SID: Record<IamResource, string> = {
  */
 export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t: PolicyTarget): PolicyDocument {
   const arns = resourceArns(config, t);
-  const prefix = principal === 'runtime' ? 'World' : principal === 'operator' ? 'Operator' : 'Init';
+  const prefix = ({ runtime: 'World', operator: 'Operator', init: 'Init', sweeper: 'Sweeper' } as const)[principal];
   const statements: PolicyStatement[] = [];
   const key = config.kmsKeyId ? kmsKeyResource(config.kmsKeyId, t) : undefined;
   for (const [resource, actions] of actionsByResource(principal)) {

@@ -17,7 +17,10 @@
  *   EVE_WORLD_AWS_KMS_KEY_ID (per-run envelope encryption of payloads), and the Scheduler role may
  *   use it to send to the SSE-KMS queue.
  * - Grants generated from the command table shared with `init --print-iam-policy`.
- * - Alarms on DLQ depth, oldest-message age and worker errors (optional SNS topic).
+ * - The orphan sweep, daily by default (`sweepSchedule`): a second function from the worker's
+ *   asset (handler `index.sweepHandler`), triggered by an EventBridge rule, reserved concurrency 1
+ *   (two sweeps never overlap), with only the `sweeper` rows of the command table.
+ * - Alarms on DLQ depth, oldest-message age, worker errors and sweep failures (optional SNS topic).
  *
  * The flow route is public on the Function URL but refuses unsigned requests: the World's queue
  * handler verifies the HMAC signature with EVE_WORLD_AWS_SIGNING_SECRET (see README "Deploy to AWS").
@@ -29,6 +32,8 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as eventsTargets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -45,7 +50,7 @@ import { TABLE_SCHEMA } from '../ddb.js';
 import { MAX_MESSAGE_SIZE, PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES, RETENTION_SECONDS } from '../resources.js';
 import { HOST_PORT, READINESS_PATH } from './dockerfile.js';
 import { grantFromTable, nagResourceName } from './grants.js';
-import { requireWorkerAsset, WORKER_HANDLER } from './worker-asset.js';
+import { requireWorkerAsset, SWEEP_HANDLER, WORKER_HANDLER } from './worker-asset.js';
 
 /** The flow route path eve serves (and the worker POSTs to). */
 export const FLOW_PATH = '.well-known/workflow/v1/flow';
@@ -57,8 +62,18 @@ export interface EveWorldAwsProps {
   readonly dockerfile?: string;
   /** Replace the host image entirely (e.g. `DockerImageCode.fromEcr`). */
   readonly hostCode?: lambda.DockerImageCode;
-  /** Replace the worker code (default: the package's pre-bundled `/lambda` handler). */
+  /**
+   * Replace the worker code (default: the package's pre-bundled `/lambda` handler). The sweeper
+   * function runs the same code with handler `index.sweepHandler`, so a replacement must export it
+   * too (or set `sweepSchedule: false`).
+   */
   readonly workerCode?: lambda.Code;
+  /**
+   * When the orphan sweep runs (`eve-world-aws sweep`: deletes orphaned run payloads and expired
+   * held queue bodies, which no lifecycle rule removes). Default once a day
+   * (`events.Schedule.rate(Duration.days(1))`); `false`: no sweeper function and no rule.
+   */
+  readonly sweepSchedule?: events.Schedule | false;
   /** Host timeout: the longest turn a client can stream. Default 15 minutes (the Lambda maximum). */
   readonly hostTimeout?: Duration;
   /** Host memory. Default 1024 MB. */
@@ -89,7 +104,7 @@ export interface EveWorldAwsProps {
   readonly oldestMessageAgeThreshold?: Duration;
   /** Server access logs for the payload bucket go here when given (cdk-nag AwsSolutions-S1). */
   readonly accessLogsBucket?: s3.IBucket;
-  /** Log retention for both functions. Default one month. */
+  /** Log retention for the functions' log groups. Default one month. */
   readonly logRetention?: logs.RetentionDays;
   /**
    * Customer-managed KMS key for the run data (EVE_WORLD_AWS_KMS_KEY_ID on both functions): each
@@ -115,6 +130,10 @@ export class EveWorldAws extends Construct {
   readonly hostFunction: lambda.DockerImageFunction;
   readonly hostUrl: lambda.FunctionUrl;
   readonly workerFunction: lambda.Function;
+  /** The scheduled orphan sweep (absent with `sweepSchedule: false`). */
+  readonly sweeperFunction?: lambda.Function;
+  /** The EventBridge rule that invokes {@link sweeperFunction}. */
+  readonly sweepRule?: events.Rule;
   readonly alarms: cloudwatch.Alarm[];
   /** The run-data key, when `kmsKey` is set. */
   readonly kmsKey?: kms.IKey;
@@ -333,12 +352,14 @@ export class EveWorldAws extends Construct {
 
     // ---- worker: SQS -> signed POST to the host's flow route ----
     const workerLogs = logGroup('Worker');
+    // One asset for the worker and the sweeper (both handlers are in the bundle).
+    const workerCode = props.workerCode ?? lambda.Code.fromAsset(requireWorkerAsset());
     this.workerFunction = new lambda.Function(this, 'Worker', {
       description: 'eve-world-aws SQS worker: delivers queue messages to the flow route, signed',
       runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
       handler: WORKER_HANDLER,
-      code: props.workerCode ?? lambda.Code.fromAsset(requireWorkerAsset()),
+      code: workerCode,
       memorySize: props.workerMemorySize ?? 256,
       timeout: workerTimeout,
       role: functionRole('Worker', workerLogs),
@@ -356,6 +377,42 @@ export class EveWorldAws extends Construct {
         reportBatchItemFailures: true,
       }),
     );
+
+    // ---- the orphan sweep: daily, one at a time, stopping itself before its timeout ----
+    let sweeperLogs: logs.LogGroup | undefined;
+    if (props.sweepSchedule !== false) {
+      sweeperLogs = logGroup('Sweeper');
+      this.sweeperFunction = new lambda.Function(this, 'Sweeper', {
+        description: 'eve-world-aws orphan sweep: deletes S3 objects no run can reference any more',
+        runtime: lambda.Runtime.NODEJS_24_X,
+        architecture: lambda.Architecture.ARM_64,
+        handler: SWEEP_HANDLER,
+        code: workerCode,
+        memorySize: 256,
+        // The handler stops starting runs a minute before this; what is left waits for tomorrow.
+        timeout: Duration.minutes(15),
+        // Two sweeps never overlap (they would only repeat each other's reads).
+        reservedConcurrentExecutions: 1,
+        // A failed sweep is not repeated at once: it raises the alarm, and the next day's sweep
+        // (which retries everything it kept) is the retry.
+        retryAttempts: 0,
+        role: functionRole('Sweeper', sweeperLogs),
+        logGroup: sweeperLogs,
+        // Names only: the sweep needs no signing secret, no Scheduler and no KMS key (it never
+        // reads an object's content, and DynamoDB/S3 decrypt at rest for it).
+        environment: {
+          EVE_WORLD_AWS_TABLE: this.table.tableName,
+          EVE_WORLD_AWS_QUEUE: this.queue.queueUrl,
+          EVE_WORLD_AWS_DLQ: this.deadLetterQueue.queueUrl,
+          EVE_WORLD_AWS_BUCKET: this.bucket.bucketName,
+        },
+      });
+      this.sweepRule = new events.Rule(this, 'SweepSchedule', {
+        description: 'eve-world-aws: run the orphan sweep',
+        schedule: props.sweepSchedule ?? events.Schedule.rate(Duration.days(1)),
+        targets: [new eventsTargets.LambdaFunction(this.sweeperFunction, { retryAttempts: 2 })],
+      });
+    }
 
     // ---- least privilege, from the command table ----
     const scheduleArn = stack.formatArn({
@@ -376,6 +433,7 @@ export class EveWorldAws extends Construct {
     };
     grantFromTable(this.hostFunction, 'runtime', arns);
     grantFromTable(this.workerFunction, 'runtime', arns);
+    if (this.sweeperFunction) grantFromTable(this.sweeperFunction, 'sweeper', arns);
 
     // ---- cdk-nag acknowledgements, each with its reason (cdk-nag 3 reads CDK's Validations metadata) ----
     const wildcardReasons: Array<[string, string]> = [
@@ -385,14 +443,14 @@ export class EveWorldAws extends Construct {
       ],
       [
         arns.bucketObjects[0],
-        'Get/Put/DeleteObject and PutObjectTagging on objects of this one payload bucket: keys are per run and entity, unknown at deploy time.',
+        'Get/Put/DeleteObject and PutObjectTagging (the sweeper: DeleteObject only) on objects of this one payload bucket: keys are per run and entity, unknown at deploy time.',
       ],
       [
         scheduleArn,
         'CreateSchedule for one-time long-wait schedules in this stack’s own schedule group; schedule names are per wait.',
       ],
     ];
-    for (const role of [this.hostFunction.role, this.workerFunction.role]) {
+    for (const role of [this.hostFunction.role, this.workerFunction.role, this.sweeperFunction?.role]) {
       const policy = role?.node.tryFindChild('DefaultPolicy');
       if (!policy) continue;
       for (const [arn, reason] of wildcardReasons) {
@@ -406,7 +464,7 @@ export class EveWorldAws extends Construct {
       Validations.of(this.bucket).acknowledge({
         id: 'AwsSolutions-S1',
         reason:
-          'Only the World’s two function roles can reach this private, TLS-only bucket; pass accessLogsBucket to turn server access logs on.',
+          'Only the World’s function roles can reach this private, TLS-only bucket; pass accessLogsBucket to turn server access logs on.',
       });
     }
     Validations.of(this.signingSecret).acknowledge({
@@ -452,6 +510,18 @@ export class EveWorldAws extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       }),
     ];
+    if (this.sweeperFunction)
+      this.alarms.push(
+        alarm('SweeperErrorsAlarm', {
+          alarmDescription:
+            'The orphan sweep failed (objects or runs it could not sweep, or a bad environment): see the sweeper log; `eve-world-aws sweep` runs it by hand',
+          metric: this.sweeperFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+          threshold: 1,
+          evaluationPeriods: 1,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
+      );
 
     // ---- outputs ----
     const out = (id: string, value: string, description: string) => new CfnOutput(this, id, { value, description });
@@ -470,6 +540,10 @@ export class EveWorldAws extends Construct {
     out('WorkerFunctionName', this.workerFunction.functionName, 'SQS worker function');
     out('HostLogGroupName', hostLogs.logGroupName, 'host logs (`aws logs tail`)');
     out('WorkerLogGroupName', workerLogs.logGroupName, 'worker logs (`aws logs tail`)');
+    if (this.sweeperFunction && sweeperLogs) {
+      out('SweeperFunctionName', this.sweeperFunction.functionName, 'scheduled orphan sweep function');
+      out('SweeperLogGroupName', sweeperLogs.logGroupName, 'sweep logs: one JSON summary line per run');
+    }
     if (key) out('KmsKeyArn', key.keyArn, 'EVE_WORLD_AWS_KMS_KEY_ID (run data key)');
   }
 }

@@ -10,6 +10,9 @@ import { fileURLToPath } from 'node:url';
 /** `<file>.<export>` as Lambda's `Handler` setting expects it. */
 export const WORKER_HANDLER = 'index.handler';
 
+/** The scheduled orphan sweep in the same bundle (src/sweep/lambda.ts, re-exported by `/lambda`). */
+export const SWEEP_HANDLER = 'index.sweepHandler';
+
 export function workerAssetDir(): string {
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/lambda-worker');
 }

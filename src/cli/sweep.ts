@@ -85,7 +85,8 @@ A smaller --older-than deletes sooner but risks racing a writer that is between 
 its commit; keep the default (1h) unless nothing is running.
 
 Run it daily (cron, a scheduled container task or an EventBridge rule); it needs the operator
-policy (eve-world-aws init --print-iam-policy --operator).
+policy (eve-world-aws init --print-iam-policy --operator). The CDK construct (EveWorldAws)
+already runs it daily in its sweeper function (sweepHandler from @portfolio/eve-world-aws/lambda).
 
 Examples:
   eve-world-aws sweep --dry-run

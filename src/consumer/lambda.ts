@@ -25,6 +25,9 @@
  * Visibility: the event source mapping receives with the queue's own VisibilityTimeout (it must
  * be >= the function timeout); the heartbeat reads that value from the queue (GetQueueAttributes,
  * once per container) rather than trusting the config. Nothing is acked that did not succeed.
+ *
+ * The entry also carries the scheduled orphan sweep, `sweepHandler` (src/sweep/lambda.ts), so the
+ * one pre-bundled asset serves both functions the CDK construct deploys.
  */
 import { assertDeliveriesSigned, loadConfig, type WorldConfig } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
@@ -215,3 +218,11 @@ export function createSqsHandler(
 
 /** Ready-made handler: config from the environment, delivery over HTTP to EVE_WORLD_AWS_FLOW_URL. */
 export const handler = createSqsHandler();
+
+export {
+  createSweepHandler,
+  type SweepEvent,
+  type SweepHandlerOptions,
+  type SweepSummary,
+  sweepHandler,
+} from '../sweep/lambda.js';

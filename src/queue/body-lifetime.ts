@@ -98,6 +98,8 @@ export interface HeldBodySweep {
   expiredBytes: number;
   keys: string[];
   failures: Array<{ key: string; error: string }>;
+  /** `signal` was aborted before the listing ended: the next sweep continues. */
+  stopped: boolean;
 }
 
 /**
@@ -106,11 +108,20 @@ export interface HeldBodySweep {
  */
 export async function sweepHeldBodies(
   ctx: WorldContext,
-  opts: { now?: number; dryRun?: boolean } = {},
+  opts: { now?: number; dryRun?: boolean; signal?: AbortSignal } = {},
 ): Promise<HeldBodySweep> {
   const now = opts.now ?? Date.now();
-  const out: HeldBodySweep = { scanned: 0, expired: 0, expiredBytes: 0, keys: [], failures: [] };
+  const out: HeldBodySweep = { scanned: 0, expired: 0, expiredBytes: 0, keys: [], failures: [], stopped: false };
+  if (opts.signal?.aborted) {
+    out.stopped = true;
+    return out;
+  }
   for await (const page of ctx.payloads.list(HELD_BODY_PREFIX)) {
+    // Checked per listed page (up to 1,000 keys): an aborted signal deletes nothing more.
+    if (opts.signal?.aborted) {
+      out.stopped = true;
+      break;
+    }
     out.scanned += page.length;
     const due = page.filter((o) => {
       const until = bodyAliveUntil(o.key);

@@ -51,6 +51,11 @@
  * update of a terminal run: nothing can add to such a prefix any more, see above, bar the stream
  * writer race), and later sweeps skip it after one projected `GetItem` unless `recheck` is set.
  *
+ * Stopping early (`signal`, e.g. the scheduled Lambda's deadline): once the signal is aborted no
+ * further run prefix is started (the ones in progress finish, so no run is left half-decided) and
+ * the report says `stopped: true`. Nothing is lost: a stopped sweep marked only the runs it
+ * finished, so the next one skips those and continues with the rest.
+ *
  * Safety direction: every doubt keeps the object. Deleting is idempotent (DeleteObjects of a
  * missing key succeeds), so a sweep that fails half-way is simply run again.
  */
@@ -95,6 +100,11 @@ export interface OrphanSweepOptions {
   runId?: string;
   /** Also re-read terminal runs an earlier sweep already cleaned (`orphansSweptAt`). */
   recheck?: boolean;
+  /**
+   * Stop cleanly when aborted: no run prefix is started after that (those in progress finish);
+   * the report then has `stopped: true`. Already aborted: nothing is read or deleted.
+   */
+  signal?: AbortSignal;
   /** Called after each run prefix (for a progress line). */
   onProgress?: (p: { runs: number; objects: number; orphans: number }) => void;
 }
@@ -143,6 +153,8 @@ export interface OrphanSweepReport {
   unlisted: number;
   /** Objects S3 refused to delete, and run prefixes (`runs/<id>/`) whose sweep failed. */
   failures: Array<{ key: string; error: string }>;
+  /** `signal` was aborted during the sweep, so some run prefixes may not have been looked at: the next sweep continues. */
+  stopped: boolean;
 }
 
 /** The run item's mark: a sweep cleaned this terminal run (epoch ms). */
@@ -371,6 +383,11 @@ export async function sweepOrphanedPayloads(
     swept: [],
     unlisted: 0,
     failures: [],
+    stopped: false,
+  };
+  const stop = () => {
+    if (options.signal?.aborted) report.stopped = true;
+    return report.stopped;
   };
   const progress = () =>
     options.onProgress?.({
@@ -389,17 +406,20 @@ export async function sweepOrphanedPayloads(
     progress();
   };
   if (options.runId !== undefined) {
-    await one(options.runId);
+    if (!stop()) await one(options.runId);
     return report;
   }
+  if (stop()) return report;
   for await (const folders of ctx.payloads.listFolders(RUNS_ROOT)) {
     const ids = folders.map((f) => f.slice(RUNS_ROOT.length, -1));
     let next = 0;
     await Promise.all(
       Array.from({ length: Math.min(CONCURRENCY, ids.length) }, async () => {
-        while (next < ids.length) await one(ids[next++]);
+        // Checked before each run is taken: an aborted signal starts nothing new.
+        while (next < ids.length && !stop()) await one(ids[next++]);
       }),
     );
+    if (stop()) break;
   }
   return report;
 }

@@ -5,6 +5,8 @@
  *   0 base      config.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts, resources.ts,
  *               encryption/ (per-run KMS data keys and at-rest settings: needs only the base)
  *   1 parts     storage/, queue/ (send side), streams/ or streamer(.ts|/)
+ *   1.5 sweep   sweep/ (the orphan sweep composed from storage and queue, and its scheduled
+ *               Lambda handler, which the consumer's `/lambda` entry re-exports)
  *   2 consumer  consumer/ (receive side: poller, Lambda handler, the delivery pipeline)
  *   3 world     index.ts (composition)
  *   4 tooling   cli/, emulator/, demo/, cdk/
@@ -39,6 +41,7 @@ function layerOf(rel: string): Layer {
   if (top === 'storage') return { rank: 1, name: 'storage' };
   if (top === 'queue') return { rank: 1, name: 'queue' };
   if (top === 'streams' || top === 'streamer' || top === 'streamer.ts') return { rank: 1, name: 'streams' };
+  if (top === 'sweep') return { rank: 1.5, name: 'sweep' };
   if (top === 'consumer') return { rank: 2, name: 'consumer' };
   if (top === 'index.ts') return { rank: 3, name: 'world' };
   return { rank: 4, name: top.replace(/\.tsx?$/, '') };
@@ -118,6 +121,8 @@ describe('layers', () => {
         text: "export { x } from '../storage/index.js';\nconst m = await import('../index.js');",
       },
       { rel: 'storage/a.ts', text: "import type { Q } from '../queue/index.js'; // a sibling part" },
+      { rel: 'sweep/index.ts', text: "import { createConsumer } from '../consumer/index.js';" },
+      { rel: 'storage/b.ts', text: "import { sweepOrphans } from '../sweep/index.js';" },
       {
         rel: 'consumer/ok.ts',
         text: "import { createQueue } from '../queue/index.js';\n// import { x } from '../index.js';",
@@ -128,6 +133,8 @@ describe('layers', () => {
       'aws/errors.ts -> storage/index.ts (base -> storage)',
       'aws/errors.ts -> index.ts (base -> world)',
       'storage/a.ts -> queue/index.ts (storage -> queue)',
+      'sweep/index.ts -> consumer/index.ts (sweep -> consumer)',
+      'storage/b.ts -> sweep/index.ts (storage -> sweep)',
     ]);
   });
 });

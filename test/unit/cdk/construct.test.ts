@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as events from 'aws-cdk-lib/aws-events';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -154,7 +155,8 @@ describe('EveWorldAws: scheduler, secret, functions', () => {
     template.hasResourceProperties('AWS::SecretsManager::Secret', {
       GenerateSecretString: { PasswordLength: 64, ExcludePunctuation: true },
     });
-    const fns = ofType('AWS::Lambda::Function');
+    // Host and worker; the sweeper never gets the secret (asserted with its environment below).
+    const fns = ofType('AWS::Lambda::Function').filter(([, f]) => f.Properties.Handler !== 'index.sweepHandler');
     expect(fns).toHaveLength(2);
     for (const [, fn] of fns) {
       expect(JSON.stringify(fn.Properties.Environment.Variables.EVE_WORLD_AWS_SIGNING_SECRET)).toContain(
@@ -338,7 +340,10 @@ describe('EveWorldAws: kmsKey', () => {
   });
 
   it('both functions get EVE_WORLD_AWS_KMS_KEY_ID and exactly the runtime rows, KMS ones on the key only', () => {
-    const fns = Object.values(k.res).filter((r) => r.Type === 'AWS::Lambda::Function');
+    // Host and worker; the sweeper (third) never reads an object's content and gets no key.
+    const fns = Object.values(k.res).filter(
+      (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Handler !== 'index.sweepHandler',
+    );
     expect(fns).toHaveLength(2);
     for (const fn of fns) expect(fn.Properties.Environment.Variables.EVE_WORLD_AWS_KMS_KEY_ID).toEqual(k.keyRef);
     const expected = new Set([...actionsByResource('runtime').values()].flat());
@@ -409,8 +414,8 @@ describe('EveWorldAws: kmsKey', () => {
 });
 
 describe('EveWorldAws: alarms and outputs', () => {
-  it('alarms on DLQ depth, oldest message age and worker errors, with an optional SNS topic', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+  it('alarms on DLQ depth, oldest message age, worker errors and sweeper errors, with an optional SNS topic', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'ApproximateNumberOfMessagesVisible',
       Namespace: 'AWS/SQS',
@@ -421,7 +426,13 @@ describe('EveWorldAws: alarms and outputs', () => {
       Namespace: 'AWS/SQS',
       Threshold: 1800,
     });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Errors', Namespace: 'AWS/Lambda' });
+    for (const fn of [construct.workerFunction, construct.sweeperFunction!])
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'Errors',
+        Namespace: 'AWS/Lambda',
+        Threshold: 1,
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(fn) } }],
+      });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmActions: Match.absent() });
 
     const app = new App({ outdir: mkdtempSync(path.join(tmpdir(), 'cdk-out-')) });
@@ -430,6 +441,7 @@ describe('EveWorldAws: alarms and outputs', () => {
     const c = new EveWorldAws(s, 'Eve', { app: fakeEveApp(), alarmTopic: topic });
     const t = Template.fromStack(s);
     const alarms = t.findResources('AWS::CloudWatch::Alarm');
+    expect(c.alarms).toHaveLength(4);
     expect(Object.values(alarms).map((a: any) => a.Properties.AlarmActions)).toEqual(
       c.alarms.map(() => [{ Ref: s.getLogicalId(topic.node.defaultChild as never) }]),
     );
@@ -456,8 +468,131 @@ describe('EveWorldAws: alarms and outputs', () => {
         'WorkerFunctionName',
         'HostLogGroupName',
         'WorkerLogGroupName',
+        'SweeperFunctionName',
+        'SweeperLogGroupName',
       ].sort(),
     );
+  });
+});
+
+describe('EveWorldAws: the scheduled orphan sweep', () => {
+  const sweepers = (res: Resources) =>
+    Object.entries(res).filter(
+      ([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.Handler === 'index.sweepHandler',
+    );
+  const rulesOf = (res: Resources) => Object.entries(res).filter(([, r]) => r.Type === 'AWS::Events::Rule');
+
+  it('a Node 24 function from the worker asset with handler index.sweepHandler, 15 min, reserved concurrency 1, no async retry', () => {
+    const [[id, fn], ...more] = sweepers(resources);
+    expect(more).toEqual([]);
+    expect(id).toBe(logicalId(construct.sweeperFunction!));
+    expect(fn.Properties).toMatchObject({ Runtime: 'nodejs24.x', Timeout: 900, ReservedConcurrentExecutions: 1 });
+    // The same asset as the worker (one bundle, both handlers).
+    const worker = resources[logicalId(construct.workerFunction)];
+    expect(fn.Properties.Code).toEqual(worker.Properties.Code);
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: id },
+      MaximumRetryAttempts: 0,
+    });
+    // Names only: no signing secret, no flow URL, no Scheduler.
+    expect(fn.Properties.Environment.Variables).toEqual({
+      EVE_WORLD_AWS_TABLE: { Ref: logicalId(construct.table) },
+      EVE_WORLD_AWS_QUEUE: { Ref: logicalId(construct.queue) },
+      EVE_WORLD_AWS_DLQ: { Ref: logicalId(construct.deadLetterQueue) },
+      EVE_WORLD_AWS_BUCKET: { Ref: logicalId(construct.bucket) },
+    });
+  });
+
+  it('the bundle the asset holds exports sweepHandler', async () => {
+    const mod = (await import(path.join(repoRoot, 'dist/lambda-worker/index.mjs'))) as Record<string, unknown>;
+    expect(typeof mod.sweepHandler).toBe('function');
+    expect(typeof mod.handler).toBe('function');
+  });
+
+  it('an EventBridge rule invokes it once a day by default, and may invoke it', () => {
+    const rules = rulesOf(resources);
+    expect(rules).toHaveLength(1);
+    const [[, rule]] = rules;
+    expect(rule.Properties.ScheduleExpression).toBe('rate(1 day)');
+    expect(rule.Properties.State).toBe('ENABLED');
+    expect(rule.Properties.Targets).toEqual([
+      expect.objectContaining({ Arn: { 'Fn::GetAtt': [logicalId(construct.sweeperFunction!), 'Arn'] } }),
+    ]);
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'events.amazonaws.com',
+      FunctionName: { 'Fn::GetAtt': [logicalId(construct.sweeperFunction!), 'Arn'] },
+      SourceArn: { 'Fn::GetAtt': [logicalId(construct.sweepRule!), 'Arn'] },
+    });
+  });
+
+  it('sweepSchedule sets the schedule; false removes the function, the rule, its alarm and outputs', () => {
+    const custom = Template.fromStack(
+      makeStack({ sweepSchedule: events.Schedule.cron({ minute: '30', hour: '3' }) }).stack,
+    ).toJSON().Resources as Resources;
+    expect(rulesOf(custom).map(([, r]) => r.Properties.ScheduleExpression)).toEqual(['cron(30 3 * * ? *)']);
+
+    const { stack: s, construct: c } = makeStack({ sweepSchedule: false });
+    const off = Template.fromStack(s).toJSON();
+    expect(sweepers(off.Resources)).toEqual([]);
+    expect(rulesOf(off.Resources)).toEqual([]);
+    expect(c.sweeperFunction).toBeUndefined();
+    expect(c.sweepRule).toBeUndefined();
+    expect(c.alarms).toHaveLength(3);
+    expect(Object.keys(off.Outputs).filter((k) => k.includes('Sweeper'))).toEqual([]);
+    expect(JSON.stringify(off)).not.toContain('sweepHandler');
+  });
+
+  it('its role holds exactly the sweeper rows of the command table (the commands the sweep sends), plus logs, no wildcard action', () => {
+    const fn = construct.sweeperFunction!;
+    const roleId = stack.getLogicalId(fn.role!.node.defaultChild as never);
+    const statements = ofType('AWS::IAM::Policy')
+      .filter(([, p]) => p.Properties.Roles.some((r: any) => r.Ref === roleId))
+      .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Array<{ Action: string | string[]; Resource: any }>);
+    const acts = (st: { Action: string | string[] }) => (Array.isArray(st.Action) ? st.Action : [st.Action]);
+    const byResource = new Map<string, Set<string>>();
+    for (const st of statements) {
+      for (const r of Array.isArray(st.Resource) ? st.Resource : [st.Resource]) {
+        const name = JSON.stringify(r);
+        const set = byResource.get(name) ?? new Set<string>();
+        for (const a of acts(st)) set.add(a);
+        byResource.set(name, set);
+      }
+    }
+    const tableArn = JSON.stringify({ 'Fn::GetAtt': [logicalId(construct.table), 'Arn'] });
+    const bucketArn = JSON.stringify({ 'Fn::GetAtt': [logicalId(construct.bucket), 'Arn'] });
+    const granted = Object.fromEntries(
+      [...byResource]
+        .filter(([, a]) => ![...a].some((x) => x.startsWith('logs:')))
+        .map(([r, a]) => [r === tableArn ? 'table' : r === bucketArn ? 'bucket' : r, [...a].sort()]),
+    );
+    expect(granted).toEqual({
+      table: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+      [JSON.stringify({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(construct.table), 'Arn'] }, '/index/*']] })]: [
+        'dynamodb:Query',
+      ],
+      bucket: ['s3:ListBucket'],
+      [JSON.stringify({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(construct.bucket), 'Arn'] }, '/*']] })]: [
+        's3:DeleteObject',
+      ],
+    });
+    // Generated from the table: the same set as its `sweeper` rows.
+    expect(new Set(Object.values(granted).flat())).toEqual(new Set([...actionsByResource('sweeper').values()].flat()));
+    for (const a of statements.flatMap(acts)) expect(a === '*' || a.endsWith(':*'), a).toBe(false);
+    expect(JSON.stringify(statements)).not.toMatch(/"Resource":"\*"|sqs:|kms:|scheduler:|iam:|secretsmanager:/);
+  });
+
+  it('with a KMS key the sweeper still gets no KMS action and no key id', () => {
+    const { stack: s, construct: c } = makeStack({ kmsKey: 'create' });
+    const res = Template.fromStack(s).toJSON().Resources as Resources;
+    const roleId = s.getLogicalId(c.sweeperFunction!.role!.node.defaultChild as never);
+    const docs = Object.values(res).filter(
+      (r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((x: any) => x.Ref === roleId),
+    );
+    expect(docs.length).toBeGreaterThan(0);
+    expect(JSON.stringify(docs)).not.toContain('kms:');
+    const [[, fn]] = sweepers(res);
+    expect(fn.Properties.Environment.Variables.EVE_WORLD_AWS_KMS_KEY_ID).toBeUndefined();
   });
 });
 
