@@ -391,8 +391,9 @@ export class EveWorldAws extends Construct {
         memorySize: 256,
         // The handler stops starting runs a minute before this; what is left waits for tomorrow.
         timeout: Duration.minutes(15),
-        // Two sweeps never overlap (they would only repeat each other's reads).
-        reservedConcurrentExecutions: 1,
+        // No reserved concurrency: a new account at the default quota of 10 refuses any
+        // reservation. A daily rule and a 15-minute timeout do not overlap, and two sweeps that
+        // did would only repeat each other's reads (every delete is idempotent).
         // A failed sweep is not repeated at once: it raises the alarm, and the next day's sweep
         // (which retries everything it kept) is the retry.
         retryAttempts: 0,
