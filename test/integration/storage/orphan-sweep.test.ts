@@ -95,13 +95,7 @@ const stepEvent = (type: string, stepId: string, eventData: Record<string, unkno
 describe('a terminal run', () => {
   it('loses exactly its orphans; committed payloads stay readable through storage; dry-run deletes nothing', async () => {
     const input = big();
-    const { run } = await storage.events.create(null, {
-      eventType: 'run_created',
-      specVersion: sv,
-      eventData: { deploymentId: 'd', workflowName: 'w', input },
-    });
-    const runId = run.runId;
-    await storage.events.create(runId, { eventType: 'run_started', specVersion: sv });
+    const runId = await startedRun(storage, { input });
     const stepIn = big();
     const stepOut = big();
     await storage.events.create(runId, stepEvent('step_started', 'step_1', { stepName: 's', input: stepIn }));

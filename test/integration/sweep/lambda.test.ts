@@ -21,7 +21,7 @@ import { HELD_BODY_PREFIX } from '../../../src/queue/body-lifetime.js';
 import { SWEPT_ATTR } from '../../../src/storage/orphan-sweep.js';
 import { keysOf } from '../../../src/storage/records/attrs.js';
 import { sweepOrphans } from '../../../src/sweep/index.js';
-import { type StorageFixture, storageFixture, sv } from '../../helpers/storage.js';
+import { type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
 
 const DAY = 86_400_000;
 /** Over the fixture's 1,000-byte threshold: stored in S3. */
@@ -59,13 +59,7 @@ async function objectsUnder(prefix: string): Promise<string[]> {
 async function finishedRun(opts: { keptHook?: boolean } = {}) {
   const input = big();
   const output = big();
-  const { run } = await storage.events.create(null, {
-    eventType: 'run_created',
-    specVersion: sv,
-    eventData: { deploymentId: 'd', workflowName: 'w', input },
-  });
-  const runId = run.runId;
-  await storage.events.create(runId, { eventType: 'run_started', specVersion: sv });
+  const runId = await startedRun(storage, { input });
   if (opts.keptHook)
     // A hook kept past its run (token retention): the sweep reads its item (BatchGetItem).
     await storage.events.create(runId, {
