@@ -150,13 +150,19 @@ describe('a production install (the tarball alone)', () => {
     }
   });
 
-  it('loads the World and the Lambda handler', async () => {
+  it('loads the World, the Lambda handler and the sweep handler', async () => {
     const script =
       `const w = await import('${PKG}'); const l = await import('${PKG}/lambda');` +
-      ' console.log(JSON.stringify({ createWorld: typeof w.createWorld, handler: typeof l.handler }));';
+      ' console.log(JSON.stringify({ createWorld: typeof w.createWorld, sweepOrphans: typeof w.sweepOrphans,' +
+      ' handler: typeof l.handler, sweepHandler: typeof l.sweepHandler }));';
     const r = await run(dir, process.execPath, ['--input-type=module', '-e', script]);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ createWorld: 'function', handler: 'function' });
+    expect(JSON.parse(r.stdout)).toEqual({
+      createWorld: 'function',
+      sweepOrphans: 'function',
+      handler: 'function',
+      sweepHandler: 'function',
+    });
   });
 
   it('emulate and demo say what to install, in one line, with exit 2', async () => {
