@@ -73,7 +73,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const ownsClients = options.clients === undefined;
   const context = createContext(config, options.clients);
   const storage = createStorage(context);
-  const queue = createQueue(context, { logger: options.consumer?.logger });
+  const queue = createQueue(context, { logger: options.consumer?.logger, logTail: storage.logTail });
   const consumer = createConsumer(context, queue.transport, options.consumer);
   const streamer = createStreamer(context);
   // Without a KMS key the World has no getEncryptionKeyForRun at all, so core stores plaintext

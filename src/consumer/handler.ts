@@ -19,8 +19,9 @@
  *   (redelivered later). The caller never sees internal detail; it is logged here instead.
  */
 import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@workflow/world';
+import { type DeliveryScope, decodeLogTail, runInDelivery } from '../delivery-scope.js';
 import { decodePayload } from '../queue/encoding.js';
-import { type NonceStore, processSigningKey, ReplayGuard, verifySignature } from './signing.js';
+import { LOG_TAIL_HEADER, type NonceStore, processSigningKey, ReplayGuard, verifySignature } from './signing.js';
 
 export type QueueMessageHandler = Parameters<Queue['createQueueHandler']>[1];
 
@@ -107,12 +108,21 @@ export function createQueueHandler(
       return json({ error: 'Malformed request body: expected a JSON object' }, 400);
     }
 
+    // The tail is trusted only when the signature covered it (always, unless unsigned is allowed).
+    const tail = acceptUnsigned ? undefined : decodeLogTail(req.headers.get(LOG_TAIL_HEADER));
+    const scope: DeliveryScope = {
+      messageId,
+      attempt,
+      logTails: new Map(tail ? [[tail.runId, tail.slot]] : []),
+    };
     try {
-      const result = await handler(body, {
-        attempt,
-        queueName: queueName as ValidQueueName,
-        messageId: messageId as MessageId,
-      });
+      const result = await runInDelivery(scope, () =>
+        handler(body, {
+          attempt,
+          queueName: queueName as ValidQueueName,
+          messageId: messageId as MessageId,
+        }),
+      );
       if ((body as { invoke?: unknown }).invoke === true) return json({ result });
       const timeoutSeconds = (result as { timeoutSeconds?: unknown } | null | undefined)?.timeoutSeconds;
       if (typeof timeoutSeconds === 'number' && Number.isFinite(timeoutSeconds) && timeoutSeconds >= 0) {

@@ -30,6 +30,7 @@
 
 import { sleep } from '../aws/sleep.js';
 import type { WorldConfig } from '../config.js';
+import { decodeLogTail } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { planHop, SQS_MAX_VISIBILITY_SECONDS } from '../queue/delays.js';
 import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
@@ -37,7 +38,7 @@ import type { SqsTransport } from '../queue/transport.js';
 import type { CircuitBreaker } from './breaker.js';
 import { type DeliveryLeasePort, type HeldLease, leaseTtlMs, MAX_LEASE_TTL_MS } from './delivery-lease.js';
 import type { SqsReceipts } from './receipts.js';
-import { processSigningKey, signatureHeaders } from './signing.js';
+import { LOG_TAIL_HEADER, processSigningKey, signatureHeaders } from './signing.js';
 
 /** A flow route: the compiled route's `POST`, a registered in-process handler, or `fetch`. */
 export type FlowHandler = (req: Request) => Promise<Response>;
@@ -239,13 +240,21 @@ async function dispatch(
   }
 
   const headers: Record<string, string> = {
-    ...envelope.headers,
+    ...passThroughHeaders(envelope.headers),
     'content-type': 'application/json',
     'x-vqs-queue-name': envelope.queueName,
     'x-vqs-message-id': envelope.messageId,
     'x-vqs-message-attempt': String(attempt),
   };
-  const parts = { queueName: envelope.queueName, messageId: envelope.messageId, attempt, body };
+  const logTail = decodeLogTail(envelope.logTail) && envelope.logTail;
+  if (logTail) headers[LOG_TAIL_HEADER] = logTail;
+  const parts = {
+    queueName: envelope.queueName,
+    messageId: envelope.messageId,
+    attempt,
+    body,
+    ...(logTail ? { logTail } : {}),
+  };
   Object.assign(headers, signatureHeaders(deps.signingSecret ?? processSigningKey(), parts, now()));
 
   const { handler, url } = deps.route(envelope.queueName);
@@ -485,4 +494,13 @@ function reportLastReceive(
     `[eve-world-aws] DLQ: run ${runId} on queue ${envelope?.queueName ?? 'unknown'} (message ${envelope?.messageId ?? msg.sqsMessageId}) ` +
       `failed ${msg.receiveCount}/${config.maxReceiveCount} receives; it moves to ${config.deadLetterQueue} (last error: ${detail.slice(0, 300)})`,
   );
+}
+
+/**
+ * `QueueOptions.headers` as sent to the flow route, without the names the World signs or reads
+ * itself (`x-eve-*`, `x-vqs-*`): a caller's header can never pose as one the signature vouches for.
+ */
+function passThroughHeaders(h: Record<string, string> | undefined): Record<string, string> {
+  if (!h) return {};
+  return Object.fromEntries(Object.entries(h).filter(([k]) => !/^x-(eve|vqs)-/i.test(k)));
 }

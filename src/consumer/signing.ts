@@ -9,8 +9,9 @@
  *   "v1", timestamp, x-vqs-queue-name, x-vqs-message-id, x-vqs-message-attempt, hex(SHA-256(body)), nonce
  * so the body, the three delivery headers and the time are all covered, and every signing is
  * unique (two legitimate copies of one SQS message sent in the same second are not "replays").
- * The nonce line is absent when the header is (older senders); removing the header from a request
- * signed with it breaks the signature, so that is no downgrade.
+ * then, when the delivery carries one, the log tail (`x-eve-log-tail`, see src/delivery-scope.ts).
+ * The nonce and tail lines are absent when their headers are (older senders); removing either
+ * header from a request signed with it breaks the signature, so that is no downgrade.
  *
  * The receiver rejects a request whose timestamp is more than the tolerance (300 s) away from its
  * own clock (stale or replayed later), and a signature that was already accepted (an exact replay
@@ -28,6 +29,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 export const SIGNATURE_HEADER = 'x-eve-signature';
 export const TIMESTAMP_HEADER = 'x-eve-timestamp';
 export const NONCE_HEADER = 'x-eve-nonce';
+export const LOG_TAIL_HEADER = 'x-eve-log-tail';
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 
 export interface SignedParts {
@@ -37,12 +39,15 @@ export interface SignedParts {
   attempt: string | number;
   body: string | Uint8Array;
   nonce?: string;
+  /** The `x-eve-log-tail` header's value, when the delivery carries one. */
+  logTail?: string;
 }
 
 function canonical(p: SignedParts): string {
   const digest = createHash('sha256').update(p.body).digest('hex');
   const lines = ['v1', String(p.timestamp), p.queueName, p.messageId, String(p.attempt), digest];
   if (p.nonce !== undefined) lines.push(p.nonce);
+  if (p.logTail !== undefined) lines.push(`tail ${p.logTail}`);
   return lines.join('\n');
 }
 
@@ -99,6 +104,7 @@ export function verifySignature(
     attempt: headers.get('x-vqs-message-attempt') ?? '',
     body,
     nonce: headers.get(NONCE_HEADER) ?? undefined,
+    logTail: headers.get(LOG_TAIL_HEADER) ?? undefined,
   };
   const a = Buffer.from(sig);
   // Every secret is tried (no early exit), so timing does not tell which one matched.

@@ -26,6 +26,8 @@ export const MSG_ATTR = {
   s3: 'eve.s3',
   /** JSON object of extra HTTP headers from `QueueOptions.headers`. */
   headers: 'eve.headers',
+  /** `<slot> <runId>`: how far the sender had seen the run's log (src/delivery-scope.ts). */
+  logTail: 'eve.tail',
 } as const;
 
 export const ENVELOPE_TAG = 'eve-world-aws/v1';
@@ -41,6 +43,11 @@ export interface Envelope {
   body?: string;
   s3Key?: string;
   headers?: Record<string, string>;
+  /**
+   * `<slot> <runId>`: the run log slot the sender had seen committed when it sent the message
+   * (src/delivery-scope.ts). Advisory: a receiver without it reads the log from DynamoDB.
+   */
+  logTail?: string;
 }
 
 function replacer(this: unknown, key: string, value: unknown): unknown {
@@ -94,6 +101,7 @@ export function encodeEnvelope(envelope: Envelope): string {
     at: envelope.deliverAt,
     s3: envelope.s3Key,
     h: envelope.headers,
+    t: envelope.logTail,
     b: envelope.body,
   }).replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
@@ -117,6 +125,7 @@ export function decodeEnvelope(text: string): Envelope | undefined {
     body: typeof raw.b === 'string' ? raw.b : undefined,
     s3Key: typeof raw.s3 === 'string' ? raw.s3 : undefined,
     headers: isStringRecord(raw.h) ? raw.h : undefined,
+    logTail: typeof raw.t === 'string' ? raw.t : undefined,
   };
 }
 
@@ -140,6 +149,7 @@ export function envelopeAttributes(envelope: Envelope): Record<string, { DataTyp
   if (envelope.headers && Object.keys(envelope.headers).length > 0) {
     attrs[MSG_ATTR.headers] = { DataType: 'String', StringValue: JSON.stringify(envelope.headers) };
   }
+  if (envelope.logTail !== undefined) attrs[MSG_ATTR.logTail] = { DataType: 'String', StringValue: envelope.logTail };
   return attrs;
 }
 
@@ -188,5 +198,6 @@ export function envelopeFromMessage(body: string, attrs: Record<string, string |
     s3Key,
     body: s3Key === undefined ? body : undefined,
     headers,
+    logTail: attrs[MSG_ATTR.logTail],
   };
 }

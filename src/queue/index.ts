@@ -21,6 +21,7 @@ import {
 import { monotonicFactory } from 'ulid';
 import { toWorldError } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
+import { encodeLogTail } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { type SchedulerPort, schedulerPort } from './delays.js';
 import { encodePayload } from './encoding.js';
@@ -34,6 +35,12 @@ export interface CreateQueueOptions {
    */
   scheduler?: SchedulerPort;
   logger?: Logger;
+  /**
+   * The highest slot of a run's log this process has seen committed (storage's slot hints). Sent
+   * with each message for that run as `eve.tail`, so the receiver knows how fresh its read of the
+   * log must be (src/delivery-scope.ts). Absent: messages carry no tail.
+   */
+  logTail?: (runId: string) => number | undefined;
 }
 
 export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'queue' | 'queueBatch'>> {
@@ -46,6 +53,13 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
   const scheduler = options.scheduler ?? (config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined);
   const transport = new SqsTransport(ctx, scheduler);
   const nextUlid = monotonicFactory();
+  const tailOf = (payload: QueuePayload): string | undefined => {
+    const p = payload as { runId?: unknown; workflowRunId?: unknown };
+    const runId =
+      typeof p.runId === 'string' ? p.runId : typeof p.workflowRunId === 'string' ? p.workflowRunId : undefined;
+    const slot = runId === undefined ? undefined : options.logTail?.(runId);
+    return runId !== undefined && slot !== undefined && slot > 0 ? encodeLogTail(runId, slot) : undefined;
+  };
 
   const queue = async (
     queueName: ValidQueueName,
@@ -67,9 +81,18 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     // A duplicate: the first sender's id (null if the store could not say which it was).
     if (claim && !claim.claimed) return { messageId: (claim.messageId || null) as MessageId | null };
     const messageId = claim?.messageId ?? `msg_${nextUlid()}`;
+    // Read after core's writes for this message, so the tail covers everything they committed.
+    const logTail = tailOf(payload);
     try {
       await transport.send(
-        { queueName, messageId, attemptOffset: 0, body, headers: opts?.headers && { ...opts.headers } },
+        {
+          queueName,
+          messageId,
+          attemptOffset: 0,
+          body,
+          headers: opts?.headers && { ...opts.headers },
+          ...(logTail ? { logTail } : {}),
+        },
         opts?.delaySeconds,
       );
     } catch (err) {

@@ -13,13 +13,13 @@ import type {
 } from '@workflow/world';
 import { eventIdToSlot, getMaxEventsPerRun } from '@workflow/world';
 import { keys } from '../ddb.js';
-import type { Attrs } from './codec.js';
+import { currentDelivery } from '../delivery-scope.js';
 import type { StorageCtx } from './context.js';
 import { correlationEvents } from './correlation.js';
 import { assertId, invalidArgument, notFound } from './errors.js';
 import { EVT_END, EVT_START } from './log-tail.js';
 import { decodeEventCursor, encodeEventCursor, MAX_LIMIT, pageLimit } from './pagination.js';
-import { parseEvent, toEvent } from './records/event.js';
+import { type EventRecord, parseEvent, toEvent } from './records/event.js';
 import type { SlotHints } from './slot-hints.js';
 import { getItem, queryPage } from './table-reads.js';
 
@@ -45,6 +45,8 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
     const after = p.cursor ? decodeEventCursor(p.cursor) : undefined;
     const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
+    const remembered = asc ? fromMemory(params.runId, after ?? 0, limit) : undefined;
+    if (remembered) return eventPage(remembered, limit, p.cursor, params.resolveData);
     const [lo, hi] = asc
       ? [keys.eventSk((after ?? 0) + 1), EVT_END]
       : [EVT_START, after === undefined ? EVT_END : after <= 1 ? `${EVT_START}0` : keys.eventSk(after - 1)];
@@ -58,7 +60,33 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
       },
       limit,
     );
-    return eventPage(items, limit, p.cursor, params.resolveData, (max) => asc && hints.note(params.runId, max));
+    const recs = items.map(parseEvent);
+    // A page read from the start of the log, or from a slot whose predecessors are remembered,
+    // extends what this process can answer from memory.
+    if (asc && recs.length > 0) hints.note(params.runId, Math.max(...recs.map((r) => r.slot)), recs);
+    return eventPage(recs, limit, p.cursor, params.resolveData);
+  }
+
+  /**
+   * The page after `after` from this process's memory of the log, or undefined when a read is
+   * needed. Only inside a delivery whose message says how far its sender had seen the log, and
+   * only once this process has seen at least that far with every event in between remembered.
+   *
+   * Why that is enough: a slot is claimed only after every lower one exists (commit.ts), so the
+   * remembered events 1..tail are the log as it was when slot `tail` committed, a strongly
+   * consistent read taken then. The delivery's causes (the sender's writes) are all at or below
+   * the message's tail, so such a read shows them; anything committed since is a newer cause of
+   * its own message, whose delivery reads at least that far. The log is append-only, so a
+   * remembered event is exactly what a Query of its slot returns.
+   */
+  function fromMemory(runId: string, after: number, limit: number): EventRecord[] | undefined {
+    const need = currentDelivery()?.logTails.get(runId);
+    if (need === undefined) return undefined;
+    const tail = hints.get(runId);
+    if (tail === undefined || tail < need) return undefined;
+    if (after >= tail) return [];
+    // One more than the page when there is one, so the page knows it has more.
+    return hints.recent(runId, after, Math.min(tail, after + limit + 1));
   }
 
   async function listByCorrelationId(params: ListEventsByCorrelationIdParams): Promise<PaginatedResponse<Event>> {
@@ -76,19 +104,17 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
       ascending: asc,
       limit,
     });
-    return eventPage(items, limit, p.cursor, params.resolveData);
+    return eventPage(items.map(parseEvent), limit, p.cursor, params.resolveData);
   }
 
   async function eventPage(
-    items: Attrs[],
+    all: EventRecord[],
     limit: number,
     cursorIn: string | undefined,
     rd: ResolveData | undefined,
-    note?: (max: number) => unknown,
   ) {
-    const hasMore = items.length > limit;
-    const recs = items.slice(0, limit).map(parseEvent);
-    if (recs.length > 0) note?.(Math.max(...recs.map((r) => r.slot)));
+    const hasMore = all.length > limit;
+    const recs = all.slice(0, limit);
     const data = await Promise.all(recs.map((r) => toEvent(ctx, r, rd ?? 'all')));
     const cursor = recs.length > 0 ? encodeEventCursor(recs[recs.length - 1].slot) : (cursorIn ?? null);
     return { data, cursor, hasMore };

@@ -37,7 +37,13 @@ export function storageContext(ctx: WorldContext): StorageCtx {
   return { config: ctx.config, ddb: ctx.clients.ddb, payloads: ctx.payloads, table: ctx.config.tableName };
 }
 
-export function createStorage(ctx: WorldContext): Storage {
+/** The World's storage, plus what the composer wires into the queue. */
+export interface WorldStorage extends Storage {
+  /** Highest slot of `runId`'s log this process has seen committed (for messages' `eve.tail`). */
+  logTail(runId: string): number | undefined;
+}
+
+export function createStorage(ctx: WorldContext): WorldStorage {
   const sctx = storageContext(ctx);
   const hints = new SlotHints();
   const runs = createRunReads(sctx);
@@ -47,6 +53,7 @@ export function createStorage(ctx: WorldContext): Storage {
     steps: createStepReads(sctx) as unknown as Storage['steps'],
     hooks: createHookReads(sctx),
     events: { create: createEvents(sctx, hints, new StepItemCache()) as Storage['events']['create'], ...events },
+    logTail: (runId) => hints.get(runId),
   };
 }
 

@@ -1,19 +1,21 @@
 /**
  * What this process knows about a run's log: the highest slot known to exist, and the most recent
- * events it committed or read (small ones only).
+ * events it committed or read (small ones only). Writers take their deltas from here, and a
+ * delivery's `events.list` is answered from here when it covers the log (event-reads.ts).
  *
  * Invariant: only committed or read slots are noted, so a hint is never above the real tail;
  * trying `hint + 1` keeps the log dense, and a stale hint costs one lost slot race, not
  * correctness. The log is append-only, so a remembered event is exactly what a read of its slot
  * would return: a writer's delta can come from here.
  *
- * Bounded: 64 recent events per run, 32 KB per event, 16 MB in all and 2,000 runs; past those the
- * least recently used runs are forgotten, which costs reads, never correctness.
+ * Bounded: 1,000 recent events per run (core reads the log in pages of 1,000), 32 KB per event,
+ * 16 MB in all and 2,000 runs; past those the least recently used runs are forgotten, which costs
+ * reads, never correctness.
  */
 import { valueSize } from './codec.js';
 import type { EventRecord } from './records/event.js';
 
-const RECENT_PER_RUN = 64;
+const RECENT_PER_RUN = 1_000;
 const RECENT_MAX_BYTES = 32_768;
 const RECENT_EVENTS_BUDGET_BYTES = 16 * 1024 * 1024;
 
@@ -44,12 +46,13 @@ export class SlotHints {
       e.bytes += size;
       this.recentBytes += size;
     }
-    for (const [k, r] of e.recent) {
-      if (k > floor) continue;
-      e.recent.delete(k);
-      e.bytes -= r.size;
-      this.recentBytes -= r.size;
-    }
+    if (e.recent.size > RECENT_PER_RUN)
+      for (const [k, r] of e.recent) {
+        if (k > floor) continue;
+        e.recent.delete(k);
+        e.bytes -= r.size;
+        this.recentBytes -= r.size;
+      }
     while (this.m.size > this.maxRuns || (this.recentBytes > RECENT_EVENTS_BUDGET_BYTES && this.m.size > 1)) {
       const oldest = this.m.keys().next().value as string;
       this.recentBytes -= this.m.get(oldest)!.bytes;

@@ -3,6 +3,7 @@
  * src/ and fails when a module imports one of a higher layer. Pure: parses the files, no emulator.
  *
  *   0 base      config.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts, resources.ts,
+ *               delivery-scope.ts (the delivery a call runs inside of: set by the flow route, read below),
  *               encryption/ (per-run KMS data keys and at-rest settings: needs only the base)
  *   1 parts     storage/, queue/ (send side), streams/ or streamer(.ts|/)
  *   1.5 sweep   sweep/ (the orphan sweep composed from storage and queue, and its scheduled
@@ -31,6 +32,7 @@ function layerOf(rel: string): Layer {
       'ddb.ts',
       'payloads.ts',
       'context.ts',
+      'delivery-scope.ts',
       'polyfills.ts',
       'resources.ts',
       'aws',

@@ -1,0 +1,53 @@
+/**
+ * The delivery a call runs inside of: set by the flow route (`createQueueHandler`) around core's
+ * handler and read by the parts below it (storage) through Node's `AsyncLocalStorage`, so what the
+ * delivery carried reaches the World's methods without core passing it along.
+ *
+ * Invariants:
+ * - Only the flow route opens a scope, and only for a request whose signature covered every field
+ *   here that came from the wire (see src/consumer/signing.ts); outside a delivery there is none.
+ * - A scope only ever lets a part skip work it could have done anyway (a read it can answer from
+ *   memory): nothing may depend on a scope being present. Lost async context = the plain path.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+export interface DeliveryScope {
+  /** Logical message id (the same on every copy and re-send of the message). */
+  readonly messageId: string;
+  /** 1-based delivery attempt. */
+  readonly attempt: number;
+  /**
+   * The run log slot the message's sender had seen committed when it sent the message (its own
+   * writes included): `runId` → slot. A read of that run's log inside this delivery must see at
+   * least up to it; this process may answer from memory once it knows the log that far.
+   */
+  readonly logTails: ReadonlyMap<string, number>;
+}
+
+const als = new AsyncLocalStorage<DeliveryScope>();
+
+/** Run `fn` inside `scope`. */
+export function runInDelivery<T>(scope: DeliveryScope, fn: () => T): T {
+  return als.run(scope, fn);
+}
+
+/** The delivery the current call runs inside of, if any. */
+export function currentDelivery(): DeliveryScope | undefined {
+  return als.getStore();
+}
+
+/**
+ * Wire form of a log tail (message attribute `eve.tail`, header `x-eve-log-tail`):
+ * `<slot> <runId>`. Parsing is strict; anything else reads as "no tail" (the plain path).
+ */
+export function encodeLogTail(runId: string, slot: number): string {
+  return `${slot} ${runId}`;
+}
+
+export function decodeLogTail(text: string | null | undefined): { runId: string; slot: number } | undefined {
+  if (!text) return undefined;
+  const m = /^(\d{1,15}) ([A-Za-z0-9_-]{1,200})$/.exec(text);
+  if (!m) return undefined;
+  const slot = Number(m[1]);
+  return Number.isSafeInteger(slot) && slot > 0 ? { runId: m[2], slot } : undefined;
+}
