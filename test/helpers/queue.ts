@@ -13,6 +13,7 @@ import { type DeliveryOutcome, deliverMessage } from '../../src/consumer/pipelin
 import { inboundFromSdk } from '../../src/consumer/poller.js';
 import { SqsReceipts } from '../../src/consumer/receipts.js';
 import { createContext, type WorldContext } from '../../src/context.js';
+import { currentDelivery, type DeliveryScope } from '../../src/delivery-scope.js';
 import type { Logger } from '../../src/log.js';
 import { type CreateQueueOptions, createQueue, type QueueSender } from '../../src/queue/index.js';
 import { createFixture, type Fixture } from './aws.js';
@@ -23,6 +24,8 @@ export const EVE_QUEUE = '__eve6d79206167656e74_wkf_workflow_workflows/agent.ts/
 export const EVE_PREFIX = '__eve6d79206167656e74_wkf_workflow_';
 
 export interface Delivery {
+  /** The delivery scope the handler ran in (src/delivery-scope.ts). */
+  scope?: DeliveryScope;
   body: any;
   meta: { attempt: number; queueName: ValidQueueName; messageId: MessageId };
   at: number;
@@ -72,7 +75,11 @@ export async function makeWorld(
     : await createFixture(opts.env ?? {}, 'q');
   const ctx = createContext(fixture.config, fixture.clients);
   const logger = new MemoryLogger();
-  const sender = createQueue(ctx, { logger, scheduler: opts.queueOptions?.scheduler });
+  const sender = createQueue(ctx, {
+    logger,
+    scheduler: opts.queueOptions?.scheduler,
+    logTail: opts.queueOptions?.logTail,
+  });
   const consumer = createConsumer(ctx, sender.transport, {
     consumer: 'poll',
     waitTimeSeconds: 1,
@@ -105,7 +112,7 @@ export async function makeWorld(
   if (opts.register !== false) {
     const flow = (prefix: string) =>
       queue.createQueueHandler(prefix as any, async (body, meta) => {
-        const d: Delivery = { body, meta, at: Date.now() };
+        const d: Delivery = { body, meta, at: Date.now(), scope: currentDelivery() };
         world.deliveries.push(d);
         return world.respond(d);
       });

@@ -6,13 +6,20 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createQueueHandler } from '../../../src/consumer/handler.js';
-import { computeSignature, processSigningKey, signatureHeaders } from '../../../src/consumer/signing.js';
+import {
+  computeSignature,
+  LOG_TAIL_HEADER,
+  processSigningKey,
+  signatureHeaders,
+} from '../../../src/consumer/signing.js';
+import { currentDelivery, decodeLogTail, encodeLogTail } from '../../../src/delivery-scope.js';
 import { atExpression, planDelay, planHop, scheduleName } from '../../../src/queue/delays.js';
 import {
   decodeEnvelope,
   decodePayload,
   encodeEnvelope,
   encodePayload,
+  envelopeAttributes,
   envelopeFromMessage,
 } from '../../../src/queue/encoding.js';
 
@@ -99,6 +106,13 @@ describe('typed JSON encoding', () => {
     const text = encodeEnvelope(env);
     expect(decodeEnvelope(text)).toEqual(env);
     expect(envelopeFromMessage(text, {})).toEqual(env);
+    const tailed = { ...env, logTail: encodeLogTail('wrun_01ABC', 7) };
+    expect(envelopeFromMessage(encodeEnvelope(tailed), {})).toEqual(tailed);
+    const attrs = Object.fromEntries(
+      Object.entries(envelopeAttributes({ ...tailed, deliverAt: undefined })).map(([k, v]) => [k, v.StringValue]),
+    );
+    expect(attrs['eve.tail']).toBe('7 wrun_01ABC');
+    expect(envelopeFromMessage('{"a":1}', attrs)).toMatchObject({ logTail: '7 wrun_01ABC', body: '{"a":1}' });
     expect(typeof envelopeFromMessage('{"runId":"x"}', {})).toBe('string');
     expect(typeof envelopeFromMessage('{}', { 'eve.queue': Q, 'eve.id': 'msg_1', 'eve.deliverAt': 'soon' })).toBe(
       'string',
@@ -304,5 +318,86 @@ describe('createQueueHandler with a signing secret', () => {
     const after = createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [next] });
     expect((await after(request(body, deliveryHeaders(body, {}, Date.now() - 2000, SECRET)))).status).toBe(401);
     expect(r.calls).toHaveLength(2);
+  });
+});
+
+describe('the log tail a delivery carries', () => {
+  const body = JSON.stringify({ runId: 'wrun_01ABC' });
+  const tail = encodeLogTail('wrun_01ABC', 12);
+  /** A handler that records the delivery scope it ran in. */
+  function scopeRecorder() {
+    const seen: (ReturnType<typeof currentDelivery> | 'none')[] = [];
+    const fn = async () => {
+      seen.push(currentDelivery() ?? 'none');
+      return undefined;
+    };
+    return { seen, fn };
+  }
+  function tailedHeaders(t: string, now = Date.now()) {
+    return {
+      'x-vqs-queue-name': Q,
+      'x-vqs-message-id': 'msg_01ABC',
+      'x-vqs-message-attempt': '2',
+      [LOG_TAIL_HEADER]: t,
+      ...signatureHeaders(SECRET, { queueName: Q, messageId: 'msg_01ABC', attempt: 2, body, logTail: t }, now),
+    };
+  }
+
+  it('parses strictly: anything but "<slot> <runId>" is no tail', () => {
+    expect(decodeLogTail(tail)).toEqual({ runId: 'wrun_01ABC', slot: 12 });
+    for (const bad of [
+      '',
+      '0 wrun_1',
+      '-1 wrun_1',
+      '12',
+      '12 ',
+      ' 12 wrun_1',
+      '12 wrun 1',
+      '1e3 wrun_1',
+      '9'.repeat(16),
+    ])
+      expect(decodeLogTail(bad)).toBeUndefined();
+  });
+
+  it('runs the handler inside a scope holding the signed tail, and only the signed one', async () => {
+    const r = scopeRecorder();
+    const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [SECRET] });
+    expect((await h(request(body, tailedHeaders(tail)))).status).toBe(200);
+    const scope = r.seen[0];
+    expect(scope).not.toBe('none');
+    expect(scope !== 'none' && [...scope!.logTails]).toEqual([['wrun_01ABC', 12]]);
+    expect(scope !== 'none' && { id: scope!.messageId, attempt: scope!.attempt }).toEqual({
+      id: 'msg_01ABC',
+      attempt: 2,
+    });
+    // Outside the handler there is no scope.
+    expect(currentDelivery()).toBeUndefined();
+
+    // A changed tail, a removed tail and a tail added to a request signed without one: 401, nothing runs.
+    const changed = { ...tailedHeaders(tail), [LOG_TAIL_HEADER]: encodeLogTail('wrun_01ABC', 3) };
+    expect((await h(request(body, changed))).status).toBe(401);
+    const removed: Record<string, string> = { ...tailedHeaders(tail) };
+    delete removed[LOG_TAIL_HEADER];
+    expect((await h(request(body, removed))).status).toBe(401);
+    const added = { ...deliveryHeaders(body), [LOG_TAIL_HEADER]: tail };
+    expect((await h(request(body, added))).status).toBe(401);
+    expect(r.seen).toHaveLength(1);
+
+    // No tail header: a scope with no tails (every read goes to DynamoDB).
+    expect((await h(request(body, deliveryHeaders(body)))).status).toBe(200);
+    expect(r.seen[1] !== 'none' && r.seen[1]!.logTails.size).toBe(0);
+  });
+
+  it('ignores a tail it cannot trust (unsigned deliveries allowed)', async () => {
+    const r = scopeRecorder();
+    const h = createQueueHandler('__wkf_workflow_', r.fn, { allowUnsigned: true });
+    const unsigned = {
+      'x-vqs-queue-name': Q,
+      'x-vqs-message-id': 'msg_1',
+      'x-vqs-message-attempt': '1',
+      [LOG_TAIL_HEADER]: tail,
+    };
+    expect((await h(request(body, unsigned))).status).toBe(200);
+    expect(r.seen[0] !== 'none' && r.seen[0]!.logTails.size).toBe(0);
   });
 });
