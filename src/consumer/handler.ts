@@ -108,8 +108,11 @@ export function createQueueHandler(
       return json({ error: 'Malformed request body: expected a JSON object' }, 400);
     }
 
-    // The tail is trusted only when the signature covered it (always, unless unsigned is allowed).
-    const tail = acceptUnsigned ? undefined : decodeLogTail(req.headers.get(LOG_TAIL_HEADER));
+    // The tail is trusted only when the signature covered it (always, unless unsigned is allowed),
+    // and only on the message's first delivery: an earlier delivery of it may have committed
+    // events and died before sending the messages they cause, and then only this redelivery
+    // (attempt > 1) can find them, so it must read the log (see src/delivery-scope.ts).
+    const tail = acceptUnsigned || attempt !== 1 ? undefined : decodeLogTail(req.headers.get(LOG_TAIL_HEADER));
     const scope: DeliveryScope = {
       messageId,
       attempt,

@@ -138,7 +138,8 @@ export async function runIdOfMessage(
 export function copiedAttributes(m: Message): Record<string, MessageAttributeValue> | undefined {
   const out: Record<string, MessageAttributeValue> = {};
   for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
-    if (!k.startsWith('eve.')) continue;
+    // The log tail vouches only for a first delivery; a dead letter had earlier ones.
+    if (!k.startsWith('eve.') || k === MSG_ATTR.logTail) continue;
     out[k] = {
       DataType: v.DataType,
       ...(v.StringValue !== undefined ? { StringValue: v.StringValue } : {}),
@@ -160,15 +161,20 @@ export async function redrivenCopy(
 ): Promise<{ body: string; attributes: Record<string, MessageAttributeValue> | undefined }> {
   const body = m.Body ?? '';
   const attributes = copiedAttributes(m);
-  const env = envelopeFromMessage(body, stringAttrs(m));
-  if (typeof env === 'string' || env.s3Key === undefined || !payloads) return { body, attributes };
+  let env = envelopeFromMessage(body, stringAttrs(m));
+  if (typeof env === 'string') return { body, attributes };
+  // A Scheduler envelope carries its tail in the body: drop it there too.
+  const tailInBody = !attributes?.[MSG_ATTR.queue] && env.logTail !== undefined;
+  if (tailInBody) env = { ...env, logTail: undefined };
+  if (env.s3Key === undefined || !payloads) return { body: tailInBody ? encodeEnvelope(env) : body, attributes };
   let moved = env;
   try {
     moved = await ensureBodyLifetime(payloads, env, bodyNeededUntil({ kind: 'now' }, now), now);
   } catch {
-    return { body, attributes };
+    return { body: tailInBody ? encodeEnvelope(env) : body, attributes };
   }
-  if (moved.s3Key === env.s3Key || moved.s3Key === undefined) return { body, attributes };
+  if (moved.s3Key === env.s3Key || moved.s3Key === undefined)
+    return { body: tailInBody ? encodeEnvelope(env) : body, attributes };
   if (attributes?.[MSG_ATTR.s3]) {
     attributes[MSG_ATTR.s3] = { DataType: 'String', StringValue: moved.s3Key };
     return { body: s3PlaceholderBody(moved.s3Key), attributes };

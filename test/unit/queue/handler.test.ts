@@ -5,6 +5,7 @@
  * guard is tested against DynamoDB Local in security.test.ts).
  */
 import { describe, expect, it } from 'vitest';
+import { copiedAttributes, redrivenCopy } from '../../../src/cli/redrive/dlq-mover.js';
 import { createQueueHandler } from '../../../src/consumer/handler.js';
 import {
   computeSignature,
@@ -337,9 +338,9 @@ describe('the log tail a delivery carries', () => {
     return {
       'x-vqs-queue-name': Q,
       'x-vqs-message-id': 'msg_01ABC',
-      'x-vqs-message-attempt': '2',
+      'x-vqs-message-attempt': '1',
       [LOG_TAIL_HEADER]: t,
-      ...signatureHeaders(SECRET, { queueName: Q, messageId: 'msg_01ABC', attempt: 2, body, logTail: t }, now),
+      ...signatureHeaders(SECRET, { queueName: Q, messageId: 'msg_01ABC', attempt: 1, body, logTail: t }, now),
     };
   }
 
@@ -368,7 +369,7 @@ describe('the log tail a delivery carries', () => {
     expect(scope !== 'none' && [...scope!.logTails]).toEqual([['wrun_01ABC', 12]]);
     expect(scope !== 'none' && { id: scope!.messageId, attempt: scope!.attempt }).toEqual({
       id: 'msg_01ABC',
-      attempt: 2,
+      attempt: 1,
     });
     // Outside the handler there is no scope.
     expect(currentDelivery()).toBeUndefined();
@@ -386,6 +387,35 @@ describe('the log tail a delivery carries', () => {
     // No tail header: a scope with no tails (every read goes to DynamoDB).
     expect((await h(request(body, deliveryHeaders(body)))).status).toBe(200);
     expect(r.seen[1] !== 'none' && r.seen[1]!.logTails.size).toBe(0);
+  });
+
+  it('holds no tail on a redelivery: an earlier delivery may have written more and died', async () => {
+    const r = scopeRecorder();
+    const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [SECRET] });
+    const first = tailedHeaders(tail);
+    const again = {
+      ...first,
+      'x-vqs-message-attempt': '3',
+      ...signatureHeaders(SECRET, { queueName: Q, messageId: 'msg_01ABC', attempt: 3, body, logTail: tail }),
+    };
+    expect((await h(request(body, again))).status).toBe(200);
+    expect(r.seen[0] !== 'none' && r.seen[0]!.logTails.size).toBe(0);
+    expect(r.seen[0] !== 'none' && r.seen[0]!.attempt).toBe(3);
+  });
+
+  it('a redriven dead letter carries no tail, in attributes or in a Scheduler envelope body', async () => {
+    const attrs = (t?: string) => ({
+      'eve.queue': { DataType: 'String', StringValue: Q },
+      'eve.id': { DataType: 'String', StringValue: 'msg_1' },
+      ...(t ? { 'eve.tail': { DataType: 'String', StringValue: t } } : {}),
+    });
+    const copied = copiedAttributes({ Body: '{}', MessageAttributes: attrs(tail) });
+    expect(Object.keys(copied!).sort()).toEqual(['eve.id', 'eve.queue']);
+    const envelope = encodeEnvelope({ queueName: Q, messageId: 'msg_2', attemptOffset: 0, body: '{}', logTail: tail });
+    const copy = await redrivenCopy({ Body: envelope }, undefined, Date.now());
+    const back = envelopeFromMessage(copy.body, {});
+    expect(typeof back !== 'string' && back.logTail).toBeUndefined();
+    expect(typeof back !== 'string' && back.messageId).toBe('msg_2');
   });
 
   it('ignores a tail it cannot trust (unsigned deliveries allowed)', async () => {
