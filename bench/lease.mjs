@@ -1,14 +1,15 @@
-// Table 7: what the durable per-message delivery lease (src/consumer/delivery-lease.ts) costs per
-// delivery (issue 12). The lease as the consumer uses it (deliveryLeasePort: acquire, heartbeat
-// every ttl/3, release or expire) against DynamoDB Local in the embedded emulator stack, four cases:
-//   acked      a delivery acked inside one heartbeat (acquire; the lease is left to expire)
-//   settle     a delivery whose copy comes back (deferred, hopped), inside one heartbeat (acquire + release)
-//   extend     a delivery that runs past one heartbeat: released right after its first extension
-//   deferred   a duplicate copy that finds the lease held by another live delivery (not run)
-// Counted per delivery with SDK middleware on the DynamoDB client (bench/lib/meter.mjs): requests
-// by command, write units as DynamoDB Local's ConsumedCapacity (ReturnConsumedCapacity INDEXES).
-// DynamoDB Local returns no capacity for a failed conditional write; AWS bills it as a write of the
-// item's size (1 WRU under 1 KB), so failed writes are also estimated from the request's item size.
+// Table 7: what the step lease (src/storage/step-lease.ts) costs. It replaced the per-message
+// delivery lease (a `LEASE#<messageId>` PutItem taken by the consumer for every delivery): the
+// lease now rides the `step_started` transaction that is written anyway, on the step item. Cases,
+// each against DynamoDB Local in the embedded stack, through the World's storage (dist/):
+//   start     a lazy step_started inside a delivery scope (stamped) vs. outside one (not stamped)
+//   complete  step_completed of a leased step (clears the lease) vs. of an unleased one
+//   refused   a duplicate copy's start of a running step whose lease another delivery holds,
+//             from another "process" (no remembered step item): refused before any write
+//   extend    one heartbeat of the flow route (UpdateItem on the step item), small and ~3 KB input
+//   release   what a failed handler leaves held, released (UpdateItem)
+// Counted per operation with SDK middleware on the DynamoDB client (bench/lib/meter.mjs): requests
+// by command, capacity as DynamoDB Local's ConsumedCapacity (ReturnConsumedCapacity INDEXES).
 //
 // `npm run bench -- --only=lease` runs it in the suite; `node bench/lease.mjs` runs it standalone
 // with its own emulator stack (after `npm run build`).
@@ -17,191 +18,207 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { itemSize, writeUnits } from './lib/dynamo-size.mjs';
 import { fmt, table } from './lib/format.mjs';
 import { createRecorder, instrumentClients } from './lib/meter.mjs';
 import { PRICES } from './lib/model.mjs';
 
-/** Deliveries measured per case (after one warm-up delivery per case). */
-const DELIVERIES = 20;
-/** The in-process poller's lease (half its 30 s visibility): no heartbeat fires in the settle case. */
-const SETTLE_TTL_MS = 15_000;
-/**
- * Short lease for the extension case: the heartbeat (ttl / 3) fires after 500 ms, and the delivery is
- * released right after it, well before the second heartbeat (1 s).
- */
-const EXTEND_TTL_MS = 1500;
-
-const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem']);
-
-/** Write units a failed conditional write would be billed on AWS (estimated from the request). */
-function estimatedFailedWru(call) {
-  const item = call.input?.Item ?? call.input?.Key;
-  return item ? writeUnits(itemSize(item), false) : 1;
-}
+/** Operations measured per case (after one warm-up). */
+const OPS = 20;
+/** The in-process poller's lease (half its 30 s visibility). */
+const TTL_MS = 15_000;
 
 function account(calls) {
   const counts = {};
   let wru = 0;
-  let failedWru = 0;
-  let failed = 0;
-  let failedReported = 0;
+  let rru = 0;
   for (const c of calls) {
     counts[c.command] = (counts[c.command] ?? 0) + 1;
-    if (c.ok) wru += c.capacity?.total ?? 0;
-    else {
-      failed++;
-      // A failed write: billed by AWS; DynamoDB Local reports nothing (use its number if it does).
-      if (c.capacity) failedReported++;
-      if (WRITES.has(c.command)) failedWru += c.capacity?.total ?? estimatedFailedWru(c);
-    }
+    const units = c.capacity?.total ?? 0;
+    if (['GetItem', 'Query', 'BatchGetItem', 'TransactGetItems', 'Scan'].includes(c.command)) rru += units;
+    else wru += units;
   }
-  return { requests: calls.length, counts, wru, failed, failedWru, failedReported };
+  return { requests: calls.length, counts, wru, rru };
 }
 
-function summarize(perDelivery) {
-  const n = perDelivery.length;
-  const sum = (f) => perDelivery.reduce((a, d) => a + f(d), 0);
+function summarize(per) {
+  const n = per.length;
+  const sum = (f) => per.reduce((a, d) => a + f(d), 0);
   const counts = {};
-  for (const d of perDelivery) for (const [k, v] of Object.entries(d.counts)) counts[k] = (counts[k] ?? 0) + v;
+  for (const d of per) for (const [k, v] of Object.entries(d.counts)) counts[k] = (counts[k] ?? 0) + v;
   for (const k of Object.keys(counts)) counts[k] /= n;
   return {
-    deliveries: n,
+    ops: n,
     requests: sum((d) => d.requests) / n,
     counts,
     wru: sum((d) => d.wru) / n,
-    failed: sum((d) => d.failed) / n,
-    failedWru: sum((d) => d.failedWru) / n,
-    /** Failed requests for which DynamoDB Local did return ConsumedCapacity. */
-    failedReported: sum((d) => d.failedReported),
-    billedWru: sum((d) => d.wru + d.failedWru) / n,
+    rru: sum((d) => d.rru) / n,
   };
 }
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export async function benchLease({ stackEnv, dist, log }) {
   const { loadConfig } = await import(`${dist}/config.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
   const { reconcile } = await import(`${dist}/resources.js`);
-  const { deliveryLeasePort } = await import(`${dist}/consumer/delivery-lease.js`);
+  const { createContext } = await import(`${dist}/context.js`);
+  const { createStorage } = await import(`${dist}/storage/index.js`);
+  const { runInDelivery } = await import(`${dist}/delivery-scope.js`);
+  const { extendStepLeases, releaseStepLeases } = await import(`${dist}/storage/step-lease.js`);
+  const { SPEC_VERSION_CURRENT: sv } = await import('@workflow/world');
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-lease-${randomBytes(3).toString('hex')}` });
   const clients = createClients(config);
   await reconcile(clients, config, 'apply');
   const recorder = createRecorder();
   await instrumentClients({ ddb: clients.ddb }, recorder);
-  const warnings = [];
-  const port = deliveryLeasePort({ config, clients }, { logger: { warn: (m) => warnings.push(m) } });
-  const messageId = () => `bench-${randomBytes(8).toString('hex')}`;
+  const ctx = createContext(config, clients);
+  const storage = createStorage(ctx);
+  const tableRef = { ddb: clients.ddb, table: config.tableName };
+
+  const newLease = (ttlMs = TTL_MS) => ({ token: randomBytes(8).toString('hex'), ttlMs, started: new Map() });
+  const scoped = (lease, fn) =>
+    lease ? runInDelivery({ messageId: 'msg_bench', attempt: 1, logTails: new Map(), stepLease: lease }, fn) : fn();
+  const run = async () => {
+    const { run } = await storage.events.create(null, {
+      eventType: 'run_created',
+      specVersion: sv,
+      eventData: { deploymentId: 'dpl_bench', workflowName: 'wf//bench', input: new Uint8Array([1, 2, 3]) },
+    });
+    await storage.events.create(run.runId, { eventType: 'run_started', specVersion: sv });
+    return run.runId;
+  };
+  const lazy = (stepId, input) => ({
+    eventType: 'step_started',
+    specVersion: sv,
+    correlationId: stepId,
+    eventData: { stepName: 'step//bench', input, ownerMessageId: 'msg_bench' },
+  });
+  const restart = (stepId) => ({
+    eventType: 'step_started',
+    specVersion: sv,
+    correlationId: stepId,
+    eventData: { stepName: 'step//bench', ownerMessageId: 'msg_bench' },
+  });
+  const complete = (stepId) => ({
+    eventType: 'step_completed',
+    specVersion: sv,
+    correlationId: stepId,
+    eventData: { result: new Uint8Array([4, 5, 6]) },
+  });
+  const small = new Uint8Array(16);
+  const large = new Uint8Array(3000).fill(7);
+
+  /** A running step, started (leased or not) outside the measurement. */
+  async function runningStep(lease, input = small) {
+    const runId = await run();
+    const stepId = `step_${randomBytes(6).toString('hex')}`;
+    await scoped(lease, () => storage.events.create(runId, lazy(stepId, input)));
+    return { runId, stepId };
+  }
+  async function measure(fn) {
+    const mark = recorder.mark();
+    await fn();
+    return account(recorder.since(mark));
+  }
 
   const cases = {
-    acked: async () => {
-      const mark = recorder.mark();
-      const held = await port.acquire(messageId(), { ttlMs: SETTLE_TTL_MS });
-      if (!held.acquired) throw new Error('acked: lease unexpectedly held');
-      held.expire();
-      return account(recorder.since(mark));
+    'start, unleased (outside a delivery)': async () => {
+      const runId = await run();
+      return measure(() => storage.events.create(runId, lazy(`step_${randomBytes(6).toString('hex')}`, small)));
     },
-    settle: async () => {
-      const mark = recorder.mark();
-      const held = await port.acquire(messageId(), { ttlMs: SETTLE_TTL_MS });
-      if (!held.acquired) throw new Error('settle: lease unexpectedly held');
-      await held.release();
-      return account(recorder.since(mark));
+    'start, leased (inside a delivery)': async () => {
+      const runId = await run();
+      const lease = newLease();
+      return measure(() =>
+        scoped(lease, () => storage.events.create(runId, lazy(`step_${randomBytes(6).toString('hex')}`, small))),
+      );
     },
-    extend: async () => {
-      const mark = recorder.mark();
-      const held = await port.acquire(messageId(), { ttlMs: EXTEND_TTL_MS });
-      if (!held.acquired) throw new Error('extend: lease unexpectedly held');
-      // Release as soon as the first heartbeat's UpdateItem has returned: exactly one extension.
-      const t = performance.now();
-      while (!recorder.since(mark).some((c) => c.command === 'UpdateItem' && c.end !== undefined)) {
-        if (performance.now() - t > 10_000) throw new Error('extend: no heartbeat within 10 s');
-        await sleep(5);
-      }
-      await held.release();
-      const calls = recorder.since(mark);
-      const extensions = calls.filter((c) => c.command === 'UpdateItem').length;
-      if (extensions !== 1) log(`  (extend: ${extensions} extensions in one delivery; machine busy?)`);
-      return { ...account(calls), extensions };
+    'complete, unleased step': async () => {
+      const s = await runningStep(undefined);
+      return measure(() => storage.events.create(s.runId, complete(s.stepId)));
     },
-    deferred: async () => {
-      const id = messageId();
-      const holder = await port.acquire(id, { ttlMs: SETTLE_TTL_MS });
-      if (!holder.acquired) throw new Error('deferred: first copy did not get the lease');
-      const mark = recorder.mark();
-      const copy = await port.acquire(id, { ttlMs: SETTLE_TTL_MS });
-      const calls = recorder.since(mark);
-      if (copy.acquired) throw new Error('deferred: the duplicate copy took a held lease');
-      await holder.release();
-      return account(calls);
+    'complete, leased step (clears the lease)': async () => {
+      const lease = newLease();
+      const s = await runningStep(lease);
+      return measure(() => scoped(lease, () => storage.events.create(s.runId, complete(s.stepId))));
+    },
+    'duplicate copy refused (TooEarlyError, another process)': async () => {
+      const s = await runningStep(newLease());
+      const other = createStorage(ctx); // another "process": no remembered step item
+      return measure(() =>
+        scoped(newLease(), () => other.events.create(s.runId, restart(s.stepId))).then(
+          () => {
+            throw new Error('refused: the copy was allowed to start a leased step');
+          },
+          (err) => {
+            if (err?.name !== 'TooEarlyError') throw err;
+          },
+        ),
+      );
+    },
+    'heartbeat, one step (16-byte input)': async () => {
+      const lease = newLease();
+      await runningStep(lease);
+      return measure(() => extendStepLeases(tableRef, lease));
+    },
+    'heartbeat, one step (3 KB input inline)': async () => {
+      const lease = newLease();
+      await runningStep(lease, large);
+      return measure(() => extendStepLeases(tableRef, lease));
+    },
+    'release after a failed handler, one step': async () => {
+      const lease = newLease();
+      await runningStep(lease);
+      return measure(() => releaseStepLeases(tableRef, lease));
     },
   };
 
   const results = {};
   try {
-    for (const [name, run] of Object.entries(cases)) {
-      log(`  ${name}: ${DELIVERIES} deliveries...`);
-      await run(); // warm-up: connections, JIT; not counted
+    for (const [name, fn] of Object.entries(cases)) {
+      log(`  ${name}: ${OPS} operations...`);
+      await fn(); // warm-up
       const per = [];
-      for (let i = 0; i < DELIVERIES; i++) per.push(await run());
+      for (let i = 0; i < OPS; i++) per.push(await fn());
       results[name] = { ...summarize(per), raw: per };
-      if (name === 'extend') results[name].extensions = per.reduce((a, d) => a + d.extensions, 0) / per.length;
     }
   } finally {
     destroyClients(clients);
   }
-  const perExtension = (results.extend.billedWru - results.settle.billedWru) / results.extend.extensions;
   return {
-    deliveries: DELIVERIES,
-    ttlMs: { settle: SETTLE_TTL_MS, extend: EXTEND_TTL_MS },
-    perExtension,
-    warnings,
+    ops: OPS,
+    ttlMs: TTL_MS,
     cases: results,
-    price: PRICES.dynamodbWriteRequestUnit,
+    price: { wru: PRICES.dynamodbWriteRequestUnit, rru: PRICES.dynamodbReadRequestUnit },
+    // The consumer's former per-delivery lease (Table 7 until 2026-12-01): one PutItem, 1 WRU, per delivery.
+    replaced: { requests: 1, wru: 1 },
   };
 }
 
 export function printLeaseTable(lease, print = console.log) {
-  const labels = {
-    acked: 'acked within one heartbeat (acquire; left to expire)',
-    settle: 'comes back (deferred/hopped) within one heartbeat (acquire + release)',
-    extend: 'one extension (acquire + extend + release)',
-    deferred: 'duplicate copy, lease held (deferred)',
-  };
-  const c = (s, k) => {
-    const v = s.counts[k] ?? 0;
-    return Number.isInteger(v) ? String(v) : fmt(v, 2);
-  };
+  if (!lease.price?.wru) {
+    print('(Table 7 in this result file measures the former LEASE# delivery lease; rerun --only=lease)');
+    return;
+  }
+  const c = (s) =>
+    Object.entries(s.counts)
+      .map(([k, v]) => `${Number.isInteger(v) ? v : fmt(v, 2)} ${k}`)
+      .join(' + ');
   const rows = Object.entries(lease.cases).map(([k, s]) => [
-    labels[k] ?? k,
+    k,
     fmt(s.requests, 1),
-    `${c(s, 'PutItem')} / ${c(s, 'UpdateItem')} / ${c(s, 'DeleteItem')}`,
-    s.failed ? `${fmt(s.failed, 1)}` : '0',
+    c(s),
     fmt(s.wru, 1),
-    s.failedWru ? fmt(s.failedWru, 1) : '0',
-    fmt(s.billedWru, 1),
-    `$${(s.billedWru * lease.price * 1e6).toFixed(2)}`,
+    fmt(s.rru, 1),
+    `$${((s.wru * lease.price.wru + s.rru * lease.price.rru) * 1e6).toFixed(2)}`,
   ]);
   print(
     table(
-      `Table 7. Delivery lease cost per delivery (src/consumer/delivery-lease.ts; mean of ${lease.deliveries} deliveries per case)`,
-      [
-        'delivery',
-        'DynamoDB requests',
-        'Put / Update / Delete',
-        'failed¹',
-        'WRU reported',
-        'failed WRU¹',
-        'WRU billed',
-        '$ / M deliveries',
-      ],
+      `Table 7. Step lease cost (src/storage/step-lease.ts; mean of ${lease.ops} operations per case)`,
+      ['operation', 'DynamoDB requests', 'by command', 'WRU', 'RRU', '$ / M operations'],
       rows,
       [
-        `Each further extension: ${fmt(lease.perExtension, 1)} WRU (one UpdateItem; the heartbeat fires every ttl/3 while a delivery runs). Lease ttl ${lease.ttlMs.settle / 1000} s (the in-process poller's; no heartbeat fires in the settle case), ${lease.ttlMs.extend} ms in the extension case.`,
-        "WRU reported: DynamoDB Local's ConsumedCapacity (ReturnConsumedCapacity INDEXES) for every successful request. " +
-          `$ at DynamoDB on-demand $${(lease.price * 1e6).toFixed(3)} per million write request units.`,
-        "¹ failed = ConditionalCheckFailed (the duplicate's put). DynamoDB Local returns no capacity for it; AWS bills a failed conditional write like the write (item size, here 1 WRU), estimated from the request and included in 'WRU billed'.",
+        `The lease rides the step_started transaction: a leased start sends the same requests as an unleased one (the stamp is ~60 bytes on the step item). The delivery lease it replaced cost ${lease.replaced.requests} PutItem and ${lease.replaced.wru} WRU on EVERY delivery; now a delivery pays nothing extra unless its step outlives a heartbeat (ttl/3, ttl ${lease.ttlMs / 1000} s for the in-process poller) or its handler fails with a step still running.`,
+        'A heartbeat is an UpdateItem of the step item, billed by the item size (an inline input makes it bigger). A refused duplicate writes nothing: it is decided on the read of the step (and the log position), and core then defers the copy.',
+        `Capacity: DynamoDB Local's ConsumedCapacity (ReturnConsumedCapacity INDEXES); transactional writes count 2 WRU per KB. $ at DynamoDB on-demand $${(lease.price.wru * 1e6).toFixed(3)} per million WRU, $${(lease.price.rru * 1e6).toFixed(3)} per million RRU.`,
       ],
     ),
   );

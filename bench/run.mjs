@@ -1,7 +1,7 @@
 // `npm run bench`: the benchmark suite (issue 8). Builds what it needs, starts one embedded
 // emulator stack (DynamoDB Local + fauxqs), runs real workflows on eve-world-aws and on
 // @workflow/world-local, measures cold start, runs the streams bench (bench/streams), the KMS and
-// delivery-lease benches (bench/kms.mjs, bench/lease.mjs), prints the tables and writes
+// step-lease benches (bench/kms.mjs, bench/lease.mjs), prints the tables and writes
 // bench/results/<timestamp>.json and bench/results/latest.json.
 // Benchmarks print; they never assert. Method: bench/README.md.
 import './lib/polyfills.mjs';
@@ -515,7 +515,7 @@ async function main() {
       results.kms = await benchKms({ stackEnv: stack.env, wellKnown: WELL_KNOWN, dist: pathToFileURL(DIST).href, log });
     }
     if (only.has('lease')) {
-      log('Delivery lease (bench/lease.mjs)...');
+      log('Step lease (bench/lease.mjs)...');
       results.lease = await benchLease({ stackEnv: stack.env, dist: pathToFileURL(DIST).href, log });
     }
   } finally {

@@ -6,7 +6,7 @@
  * PK                      SK                 what
  * RUN#<runId>             EVT#<slot:20>      event log, source of truth; slot = dense 1-based position
  * RUN#<runId>             RUN#meta           run view
- * RUN#<runId>             STEP#<stepId>      step view
+ * RUN#<runId>             STEP#<stepId>      step view (+ the step lease: leaseToken, leaseUntil; storage/step-lease.ts)
  * RUN#<runId>             WAIT#<waitId>      wait view
  * RUN#<runId>             RUNRESUME#<rid>    hook_received dedupe claim (resumeId -> slot); sorts after
  *                                            RUN#meta so EVT#..RUN#meta is exactly log + run view
@@ -17,7 +17,6 @@
  * STREAM#<runId>#<name>   CHUNK#<index:20>   stream block: chunks from <index> on, or the EOF (streams/items.ts)
  * QKEY#<idempotencyKey>   QKEY               queue dedupe claim, with a TTL attribute
  * NONCE#<signature>       NONCE              accepted delivery signature (replay guard), with a TTL
- * LEASE#<messageId>       LEASE              in-progress delivery lease of one logical message, with a TTL
  * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (first event of a hook/wait
  *                                                                   correlation; see below)
  *                      WF#<workflowName>#<shard> / <createdAt>#<runId>  (runs by workflow name)
@@ -74,8 +73,6 @@ export const keys = {
   qkey: (idempotencyKey: string) => ({ PK: `QKEY#${idempotencyKey}`, SK: 'QKEY' }),
   /** A delivery signature the flow route accepted; refuses its replay on every instance. */
   deliveryNonce: (signature: string) => ({ PK: `NONCE#${signature}`, SK: 'NONCE' }),
-  /** One delivery at a time per logical message, across processes (consumer/delivery-lease.ts). */
-  deliveryLease: (messageId: string) => ({ PK: `LEASE#${messageId}`, SK: 'LEASE' }),
   // GSI partitions
   corrGsi: (runId: string, correlationId: string) => `CORR#${runId}#${correlationId}`,
   runHooksGsi: (runId: string) => `RUNHOOKS#${runId}`,

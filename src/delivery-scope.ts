@@ -7,7 +7,9 @@
  * - Only the flow route opens a scope, and only for a request whose signature covered every field
  *   here that came from the wire (see src/consumer/signing.ts); outside a delivery there is none.
  * - A scope only ever lets a part skip work it could have done anyway (a read it can answer from
- *   memory): nothing may depend on a scope being present. Lost async context = the plain path.
+ *   memory) or fence work against another copy of the same delivery (the step lease, see
+ *   src/storage/step-lease.ts): nothing may depend on a scope being present for correctness of the
+ *   event log. Lost async context = the plain path (a start without a lease, as before leases).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
@@ -28,6 +30,21 @@ export interface DeliveryScope {
    * back for any other reason (a deferral, a redrive) has attempt > 1 too, or carries no tail.
    */
   readonly logTails: ReadonlyMap<string, number>;
+  /**
+   * The step lease of this delivery (src/storage/step-lease.ts): every `step_started` inside the
+   * scope stamps the step with it, and the flow route keeps the leases of the steps it started
+   * alive while core's handler runs. Absent: starts are not leased (the plain path).
+   */
+  readonly stepLease?: StepLease;
+}
+
+/** A delivery's step lease: one random token per flow-route request. */
+export interface StepLease {
+  readonly token: string;
+  /** How long a stamp lasts without a heartbeat (ms). */
+  readonly ttlMs: number;
+  /** Steps this delivery started and has not finished (`runId\0stepId` → ids): the heartbeat's set. */
+  readonly started: Map<string, { runId: string; stepId: string }>;
 }
 
 const als = new AsyncLocalStorage<DeliveryScope>();

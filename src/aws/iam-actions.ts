@@ -106,7 +106,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     command: 'dynamodb:UpdateItem',
     actions: ['dynamodb:UpdateItem'],
     uses: { runtime: T, sweeper: T },
-    why: 'stream meta, retention TTL stamps, run release; sweep: the orphansSweptAt mark',
+    why: 'stream meta, retention TTL stamps, run release, step lease heartbeat and release; sweep: the orphansSweptAt mark',
   },
   {
     command: 'dynamodb:DeleteItem',

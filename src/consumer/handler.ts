@@ -17,9 +17,18 @@
  * - 200 `{"result":...}` for `invoke: true` payloads; 200 `{"ok":true}` otherwise (ack).
  * - 500 `{"error":"Internal error"}` when the handler threw or the replay guard could not answer
  *   (redelivered later). The caller never sees internal detail; it is logged here instead.
+ *
+ * The step lease (src/storage/step-lease.ts): with `stepLease`, each request gets a random token
+ * in its delivery scope; every `step_started` core writes inside it stamps the step with it. While
+ * the handler runs, the leases of the steps it started are extended every ttl / 3 (stopped when
+ * the request is aborted, so an abandoned delivery's leases expire like a crashed one's); when
+ * the handler settles, those still held (it failed, or returned before finishing them) are
+ * released so the redelivery need not wait for them.
  */
+
+import { randomUUID } from 'node:crypto';
 import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@workflow/world';
-import { type DeliveryScope, decodeLogTail, runInDelivery } from '../delivery-scope.js';
+import { type DeliveryScope, decodeLogTail, runInDelivery, type StepLease } from '../delivery-scope.js';
 import { decodePayload } from '../queue/encoding.js';
 import { LOG_TAIL_HEADER, type NonceStore, processSigningKey, ReplayGuard, verifySignature } from './signing.js';
 
@@ -36,7 +45,18 @@ export interface HandlerOptions {
   nonces?: NonceStore;
   /** Where internal failures are logged (never sent to the caller). Default: console.error. */
   logError?: (message: string) => void;
+  /** Lease the steps each delivery starts (src/storage/step-lease.ts). Absent: starts are not leased. */
+  stepLease?: StepLeasePort;
   now?: () => number;
+}
+
+/** What the flow route needs to keep a delivery's step leases: the ttl, a heartbeat and a release. */
+export interface StepLeasePort {
+  ttlMs: number;
+  /** Extend every lease in `lease.started`; returns the step ids whose lease was lost. */
+  extend(lease: StepLease): Promise<string[]>;
+  /** Release the leases still in `lease.started` (conditional on the token). */
+  release(lease: StepLease): Promise<void>;
 }
 
 const json = (value: unknown, status = 200) => Response.json(value, { status });
@@ -113,19 +133,38 @@ export function createQueueHandler(
     // events and died before sending the messages they cause, and then only this redelivery
     // (attempt > 1) can find them, so it must read the log (see src/delivery-scope.ts).
     const tail = acceptUnsigned || attempt !== 1 ? undefined : decodeLogTail(req.headers.get(LOG_TAIL_HEADER));
+    const lease: StepLease | undefined = opts.stepLease
+      ? { token: randomUUID(), ttlMs: opts.stepLease.ttlMs, started: new Map() }
+      : undefined;
     const scope: DeliveryScope = {
       messageId,
       attempt,
       logTails: new Map(tail ? [[tail.runId, tail.slot]] : []),
+      ...(lease ? { stepLease: lease } : {}),
     };
+    const stopHeartbeat = lease
+      ? heartbeat(lease, opts.stepLease as StepLeasePort, req.signal, messageId, logError)
+      : noop;
     try {
-      const result = await runInDelivery(scope, () =>
-        handler(body, {
-          attempt,
-          queueName: queueName as ValidQueueName,
-          messageId: messageId as MessageId,
-        }),
-      );
+      let result: unknown;
+      try {
+        result = await runInDelivery(scope, () =>
+          handler(body, {
+            attempt,
+            queueName: queueName as ValidQueueName,
+            messageId: messageId as MessageId,
+          }),
+        );
+      } finally {
+        stopHeartbeat();
+        if (lease && lease.started.size > 0) {
+          await (opts.stepLease as StepLeasePort)
+            .release(lease)
+            .catch((err) =>
+              logError(`[eve-world-aws] flow route: could not release step leases of ${messageId}: ${describe(err)}`),
+            );
+        }
+      }
       if ((body as { invoke?: unknown }).invoke === true) return json({ result });
       const timeoutSeconds = (result as { timeoutSeconds?: unknown } | null | undefined)?.timeoutSeconds;
       if (typeof timeoutSeconds === 'number' && Number.isFinite(timeoutSeconds) && timeoutSeconds >= 0) {
@@ -138,6 +177,40 @@ export function createQueueHandler(
       );
       return json({ error: 'Internal error' }, 500);
     }
+  };
+}
+
+const noop = () => {};
+
+/** Extends the delivery's step leases every ttl / 3 until stopped or the request is aborted. */
+function heartbeat(
+  lease: StepLease,
+  port: StepLeasePort,
+  signal: AbortSignal,
+  messageId: string,
+  logError: (m: string) => void,
+): () => void {
+  const timer = setInterval(
+    () => {
+      if (lease.started.size === 0) return;
+      port.extend(lease).then(
+        (lost) => {
+          if (lost.length > 0)
+            logError(
+              `[eve-world-aws] flow route: delivery ${messageId} lost the lease of step(s) ${lost.join(', ')} (expired and taken over, or finished elsewhere)`,
+            );
+        },
+        (err) => logError(`[eve-world-aws] flow route: could not extend step leases of ${messageId}: ${describe(err)}`),
+      );
+    },
+    Math.max(100, Math.floor(lease.ttlMs / 3)),
+  );
+  timer.unref?.();
+  const stop = () => clearInterval(timer);
+  signal.addEventListener('abort', stop, { once: true });
+  return () => {
+    stop();
+    signal.removeEventListener('abort', stop);
   };
 }
 

@@ -9,10 +9,11 @@
 import { parseQueueName, type Queue, type QueuePrefix, type ValidQueueName } from '@workflow/world';
 import { canConnect } from '../aws/net.js';
 import type { WorldContext } from '../context.js';
+import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
+import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/step-lease.js';
 import { CircuitBreaker } from './breaker.js';
-import { deliveryLeasePort } from './delivery-lease.js';
 import { createQueueHandler } from './handler.js';
 import { DynamoNonceStore } from './nonces.js';
 import { DEFAULT_FLOW_PATH, type DeliveryOutcome, type FlowHandler, type InboundMessage } from './pipeline.js';
@@ -103,6 +104,16 @@ export function createConsumer(
     return flowReachable;
   };
 
+  // The step lease (src/storage/step-lease.ts): half the visibility a consumer hides a copy for
+  // (the poller's, never longer than the queue's), so a crashed delivery's leases have expired
+  // before its copy is shown again.
+  const leaseTable = { ddb: ctx.clients.ddb, table: config.tableName };
+  const stepLease = {
+    ttlMs: stepLeaseTtlMs(Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds)),
+    extend: (l: StepLease) => extendStepLeases(leaseTable, l),
+    release: (l: StepLease) => releaseStepLeases(leaseTable, l),
+  };
+
   return {
     receipts,
     createQueueHandler: (prefix, handler) =>
@@ -111,6 +122,7 @@ export function createConsumer(
         allowUnsigned: config.allowUnsigned,
         nonces: new DynamoNonceStore(ctx),
         logError: (m) => logger.error(m),
+        stepLease,
       }),
     registerHandler(prefix, handler) {
       handlers.set(prefix, handler);
@@ -132,8 +144,6 @@ export function createConsumer(
         visibilitySeconds: Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds),
         drainTimeoutMs: options.drainTimeoutMs,
         breaker: new CircuitBreaker(logger, 'the flow route', { cooldownMs: options.breakerCooldownMs }),
-        // One delivery at a time per logical message across processes (./delivery-lease.ts).
-        lease: deliveryLeasePort(ctx, { logger }),
         ready,
         onOutcome: (outcome, msg) => {
           if (outcome.action === 'keep' && outcome.reason === 'transport') flowReachable = false;

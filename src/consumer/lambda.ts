@@ -18,9 +18,10 @@
  * `{timeoutSeconds}` within 12 h -> visibility changed, reported as a failure so Lambda leaves it.
  * Handler error, 4xx, malformed message -> failure (retried with backoff, then the DLQ after
  * `maxReceiveCount` receives). Outages of the flow route (unreachable, 502-504, 429, 408, or 5xx
- * while the circuit is open) are kept hidden for the cool-down and never reach the DLQ. A copy
- * whose delivery lease another container holds (SQS delivered it twice) is deferred until that
- * lease expires, not run.
+ * while the circuit is open) are kept hidden for the cool-down and never reach the DLQ. A second
+ * copy of a message another container is running (SQS delivered it twice) reaches the flow route,
+ * where the step lease (src/storage/step-lease.ts) keeps it from running a step body the first
+ * copy is running.
  *
  * Visibility: the event source mapping receives with the queue's own VisibilityTimeout (it must
  * be >= the function timeout); the heartbeat reads that value from the queue (GetQueueAttributes,
@@ -35,7 +36,6 @@ import { consoleLogger, type Logger } from '../log.js';
 import { schedulerPort } from '../queue/delays.js';
 import { SqsTransport } from '../queue/transport.js';
 import { CircuitBreaker } from './breaker.js';
-import { type DeliveryLeasePort, deliveryLeasePort } from './delivery-lease.js';
 import {
   DEFAULT_FLOW_PATH,
   type DeliveryOutcome,
@@ -115,7 +115,6 @@ export function createSqsHandler(
         handler: FlowHandler;
         url: string;
         inFlight: Set<string>;
-        lease: DeliveryLeasePort;
       }
     | undefined;
 
@@ -144,9 +143,6 @@ export function createSqsHandler(
       // Per container: a warm container that saw the route fail stops burning receives.
       breaker: new CircuitBreaker(logger, 'the flow route'),
       handler: opts.flow ?? ((req) => fetch(req)),
-      // One delivery at a time per logical message across containers (./delivery-lease.ts); its
-      // ttl follows the visibility in force (the queue's, read below).
-      lease: deliveryLeasePort(ctx, { logger }),
       url: opts.flow ? `http://localhost${DEFAULT_FLOW_PATH}` : (flowUrl as string),
     };
     return state;
@@ -187,7 +183,6 @@ export function createSqsHandler(
             breaker: s.breaker,
             gateOnBreaker: true,
             inFlight: s.inFlight,
-            lease: s.lease,
           });
         } catch (err) {
           logger.warn(

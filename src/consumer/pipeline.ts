@@ -4,8 +4,7 @@
  *
  *   decode   the SQS copy -> one {@link Envelope} (attributes or scheduler envelope), or malformed
  *   decide   deliver now | hop (long wait not due: send the next hop) | defer (a copy of the same
- *            logical message is running here already, or in another process: its delivery lease
- *            is held)
+ *            logical message is running in this process already)
  *   dispatch signed `createQueueHandler` request to the flow route (in process or over HTTP),
  *            with a visibility heartbeat while it runs -> a {@link Verdict}
  *   settle   ack (caller deletes) | keep (visibility set for the retry) | re-send (a replacement
@@ -15,10 +14,11 @@
  * - A copy is deleted only after its handler acked it, or after its replacement (next hop, long
  *   `timeoutSeconds`, parked outage copy) has been accepted by SQS or the Scheduler.
  * - The handler never sees a message before its `deliverAt` (by this process's clock).
- * - With a `lease`, at most one copy of a logical message is dispatched at a time across
- *   processes: the lease is taken before dispatch and, after settle, released when the copy will
- *   be delivered again or left to expire when the message was acked (finished); a copy that finds
- *   it held is deferred until the lease expires, never run (see ./delivery-lease.ts).
+ * - With `inFlight`, at most one copy of a logical message is dispatched at a time in this
+ *   process. Across processes, copies are not serialised here: the step lease on the step item
+ *   (src/storage/step-lease.ts, stamped by `step_started` inside the flow route's delivery scope)
+ *   keeps a second copy from running a step body another live delivery is running; core defers
+ *   that copy (`{timeoutSeconds}`, or a delayed step message) instead of running it.
  * - `x-vqs-message-id` is the logical id, identical on every SQS copy; the attempt is the carried
  *   attempt offset plus SQS's ApproximateReceiveCount.
  * - Outages of the flow route (unreachable, 502/503/504, 429, 408, or any 5xx while the circuit is
@@ -36,7 +36,6 @@ import { planHop, SQS_MAX_VISIBILITY_SECONDS } from '../queue/delays.js';
 import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
 import type { SqsTransport } from '../queue/transport.js';
 import type { CircuitBreaker } from './breaker.js';
-import { type DeliveryLeasePort, type HeldLease, leaseTtlMs, MAX_LEASE_TTL_MS } from './delivery-lease.js';
 import type { SqsReceipts } from './receipts.js';
 import { LOG_TAIL_HEADER, processSigningKey, signatureHeaders } from './signing.js';
 
@@ -94,18 +93,11 @@ export interface DeliveryDeps {
   /**
    * Logical message ids this consumer is handling right now. Core treats a delivery that carries
    * the message id of a step's inline owner as that owner's crash-redelivery and re-runs the
-   * step, so two copies of one message (SQS standard queues occasionally deliver twice) must not
-   * be handled at the same time: the second copy is deferred and then replays what the first
-   * committed.
+   * step, so two copies of one message (SQS standard queues occasionally deliver twice) are not
+   * handled at the same time here: the second copy is deferred and then replays what the first
+   * committed (without a request; across processes the step lease does the same, see above).
    */
   inFlight?: Set<string>;
-  /**
-   * The same guard across processes: a durable in-progress lease per logical message
-   * (./delivery-lease.ts), ttl = min(visibilitySeconds / 2, 60 s), extended every ttl / 3 while
-   * the delivery runs. A copy whose lease another live delivery holds is deferred until the lease
-   * expires, not run.
-   */
-  lease?: DeliveryLeasePort;
   now?: () => number;
 }
 
@@ -116,9 +108,6 @@ const MAX_INLINE_WAIT_MS = 1000;
 
 /** How long a copy of a message that is already being handled in this process waits (s). */
 const BUSY_RETRY_SECONDS = 5;
-
-/** Upper bound of a lease deferral (s): the longest lease ttl (a skewed clock cannot hide a copy longer). */
-const MAX_LEASE_WAIT_SECONDS = MAX_LEASE_TTL_MS / 1000;
 
 /** Backoff before SQS shows a failed delivery again: 2, 4, 8 … 64 s, never above visibility. */
 export function failureBackoffSeconds(receiveCount: number, visibilityTimeoutSeconds: number): number {
@@ -178,47 +167,15 @@ export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): P
     return settle(msg, envelope, attempt, { kind: 'paused' }, deps, logger);
   }
 
-  // 3. dispatch (under the delivery lease, when there is one)
+  // 3. dispatch
   deps.inFlight?.add(envelope.messageId);
-  let lease: HeldLease | undefined;
-  let outcome: DeliveryOutcome | undefined;
   try {
-    let verdict: Verdict;
-    const claim = await deps.lease?.acquire(envelope.messageId, {
-      ttlMs: leaseTtlMs(deps.visibilitySeconds),
-      signal: deps.signal,
-    });
-    if (claim && !claim.acquired) {
-      const seconds = heldSeconds(claim.expiresAt, now());
-      verdict = {
-        kind: 'busy',
-        seconds,
-        detail: `delivery lease held by another delivery; retried in ${seconds} s, when the lease expires`,
-      };
-    } else {
-      lease = claim;
-      verdict = await dispatch(msg, envelope, attempt, deps, logger, now);
-    }
-    // 4. settle (the lease is kept until the copy's fate is decided)
-    outcome = await settle(msg, envelope, attempt, verdict, deps, logger);
-    return outcome;
+    const verdict = await dispatch(msg, envelope, attempt, deps, logger, now);
+    // 4. settle
+    return await settle(msg, envelope, attempt, verdict, deps, logger);
   } finally {
     deps.inFlight?.delete(envelope.messageId);
-    // Acked: the logical message is finished and never legitimately delivered again, so the
-    // lease is left to expire (no write). Anything else comes back: free the lease for it now.
-    if (outcome?.action === 'delete' && outcome.reason === 'ack') lease?.expire();
-    else await lease?.release();
   }
-}
-
-/**
- * How long a copy whose lease another delivery holds waits: until the lease expires (its holder
- * extends it while alive, so the copy then usually finds the message settled), at least 1 s.
- * Each deferral costs the copy one receive, so it is not retried sooner.
- */
-function heldSeconds(expiresAt: number, now: number): number {
-  if (!(expiresAt > 0)) return BUSY_RETRY_SECONDS;
-  return Math.max(1, Math.min(Math.ceil((expiresAt - now) / 1000), MAX_LEASE_WAIT_SECONDS));
 }
 
 async function dispatch(

@@ -7,6 +7,12 @@
  * reason without any read. Transitions read the step once (the result must carry state the
  * write cannot return) and write it back conditioned on its `ver`, so the decision made on the
  * read is exactly the state the transaction replaces; a moved version re-decides from ALL_OLD.
+ *
+ * Starts inside a delivery are leased (./step-lease.ts, where the invariants are stated): every
+ * `step_started` stamps the step with the delivery's lease in the same transaction, and a start
+ * that finds another delivery's live lease is refused with `TooEarlyError` (the lazy create needs
+ * no check: its `attribute_not_exists` claim already admits one starter). Terminal transitions and
+ * step_retrying clear the lease.
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, RunExpiredError, TooEarlyError } from '@workflow/errors';
@@ -24,6 +30,7 @@ import { advance, startPosition } from './position.js';
 import { eventItem, newEvent } from './records/event.js';
 import { parseStep, type StepRecord, stepItem, toStep } from './records/step.js';
 import { checkRunGuard, runGuard, runGuardError } from './run-guard.js';
+import { assertNoForeignLease, currentStepLease, leaseFence, noteFinished, noteStarted } from './step-lease.js';
 import { getItem } from './table-reads.js';
 import { isTerminal } from './terminal.js';
 
@@ -93,6 +100,7 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
   const placed = await placePayloads(ctx, { input }, stepPrefix(runId, stepId), 1024 + valueSize(startedData), () =>
     checkRunGuard(ctx, runId, terminalRunConflict),
   );
+  const lease = currentStepLease();
   const rec: StepRecord = {
     runId,
     stepId,
@@ -105,6 +113,8 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
     updatedAt: call.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
     ver: 1,
+    leaseToken: lease?.token,
+    leaseUntil: lease ? call.now.getTime() + lease.ttlMs : undefined,
   };
   const createdData: Data = { stepName: startedData.stepName, input };
   if (startedData.workflowName !== undefined) createdData.workflowName = startedData.workflowName;
@@ -136,6 +146,7 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
       throw runGuardError(runId, oldItem(c, 1), terminalRunConflict);
     },
   });
+  noteStarted(lease, runId, stepId);
   call.steps.remember(runId, stepId, stepItem(rec));
   return {
     own: [
@@ -157,6 +168,8 @@ interface Transition {
   eventData: Data | undefined;
   /** Include a run guard, and the error its terminal state maps to. */
   runTerminal?: (status: string) => Error;
+  /** A condition the stored step must also meet, besides its `ver` (a leased start's fence). */
+  fence?: { expr: string; values: Attrs };
 }
 
 type Decide = (s: StepRecord, raw: Attrs) => Transition | Promise<Transition>;
@@ -177,7 +190,18 @@ async function transition(
   ]);
   if (!item) throw notFound(`Step "${stepId}" not found`);
   let cur = parseStep(item);
-  let t = await decide(cur, item);
+  let t: Transition;
+  try {
+    t = await decide(cur, item);
+  } catch (err) {
+    // A refusal is final only on the stored item: the remembered one may be stale (a lease
+    // released or extended by a plain UpdateItem, a change by another process).
+    if (!known) throw err;
+    const fresh = await getItem(ctx, keys.step(runId, stepId));
+    if (!fresh) throw notFound(`Step "${stepId}" not found`);
+    cur = parseStep(fresh);
+    t = await decide(cur, fresh);
+  }
   const ev = newEvent(call, runId, data, data.eventType, undefined);
   const done = await commit(ctx, call.hints, pos, {
     runId,
@@ -188,8 +212,8 @@ async function transition(
           Put: {
             TableName: ctx.table,
             Item: stepItem(t.next),
-            ConditionExpression: 'ver = :v',
-            ExpressionAttributeValues: { ':v': { N: String(cur.ver) } },
+            ConditionExpression: t.fence ? `ver = :v AND (${t.fence.expr})` : 'ver = :v',
+            ExpressionAttributeValues: { ':v': { N: String(cur.ver) }, ...t.fence?.values },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
         },
@@ -208,6 +232,8 @@ async function transition(
     },
   });
   call.steps.remember(runId, stepId, stepItem(t.next));
+  // Finished or handed back (no lease on it now): the delivery's heartbeat lets go of it.
+  if (t.next.leaseToken === undefined) noteFinished(runId, stepId);
   return {
     own: [{ ...ev, slot: done.slot, eventData: data.eventData }],
     pos,
@@ -237,10 +263,15 @@ function payloadPlacer(call: CreateCall, runId: string, stepId: string, field: s
   };
 }
 
-/** Bare start: attempt += 1, `startedAt ??= now`, retryAfter cleared; refused before retryAfter. */
-export function stepStartedBare(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+/**
+ * Bare start: attempt += 1, `startedAt ??= now`, retryAfter cleared; refused before retryAfter.
+ * Inside a delivery with a lease: refused (TooEarlyError) while another delivery's lease is live,
+ * and stamped with this delivery's lease; outside one, the start is not leased.
+ */
+export async function stepStartedBare(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const now = call.now;
-  return transition(
+  const lease = currentStepLease();
+  const out = await transition(
     call,
     runId,
     data,
@@ -251,6 +282,7 @@ export function stepStartedBare(call: CreateCall, runId: string, data: Data): Pr
           retryAfter: Math.max(1, Math.ceil((s.retryAfter.getTime() - now.getTime()) / 1000)),
         });
       }
+      if (lease) assertNoForeignLease(lease, s, now.getTime());
       return {
         next: {
           ...s,
@@ -260,13 +292,18 @@ export function stepStartedBare(call: CreateCall, runId: string, data: Data): Pr
           retryAfter: undefined,
           updatedAt: now,
           ver: s.ver + 1,
+          leaseToken: lease?.token,
+          leaseUntil: lease ? now.getTime() + lease.ttlMs : undefined,
         },
         eventData: data.eventData,
         runTerminal: (st) => new RunExpiredError(`Cannot start step on run in terminal state "${st}"`, runId, st),
+        fence: lease ? leaseFence(lease, now.getTime()) : undefined,
       };
     },
     (n) => n,
   );
+  noteStarted(lease, runId, data.correlationId);
+  return out;
 }
 
 /**
@@ -296,6 +333,8 @@ export function stepFinished(call: CreateCall, runId: string, data: Data): Promi
           completedAt: call.now,
           updatedAt: call.now,
           ver: s.ver + 1,
+          leaseToken: undefined,
+          leaseUntil: undefined,
         },
         eventData: { ...ed, [eventField]: stored },
         runTerminal:
@@ -321,7 +360,16 @@ export function stepRetrying(call: CreateCall, runId: string, data: Data): Promi
       assertLive(s);
       const stored = await place(raw);
       return {
-        next: { ...s, status: 'pending', error: stored, retryAfter, updatedAt: call.now, ver: s.ver + 1 },
+        next: {
+          ...s,
+          status: 'pending',
+          error: stored,
+          retryAfter,
+          updatedAt: call.now,
+          ver: s.ver + 1,
+          leaseToken: undefined,
+          leaseUntil: undefined,
+        },
         eventData: { ...ed, error: stored },
       };
     },

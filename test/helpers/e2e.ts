@@ -26,6 +26,8 @@ export interface E2eOptions {
    *   parallel, bypassing the consumer's own duplicate guard.
    */
   duplicateDelivery?: 'sqs' | 'handler';
+  /** Sees a copy of every request the consumer hands to the flow route (before it runs). */
+  tap?: (req: Request) => void;
 }
 
 /** Fault injection: send every SQS message (and batch) twice. */
@@ -51,6 +53,8 @@ export interface E2e {
   invocations: Map<string, number>;
   /** Step-body executions recorded by `countedAdd`. */
   stepTally(): Map<string, number>;
+  /** The compiled flow route itself (requests must be signed, see src/consumer/signing.ts). */
+  flow: FlowPost;
   close(): Promise<void>;
 }
 
@@ -75,6 +79,7 @@ export async function startE2e(opts: E2eOptions = {}): Promise<E2e> {
   const handler: FlowPost = async (req) => {
     const runId = await runIdOf(req);
     if (runId) invocations.set(runId, (invocations.get(runId) ?? 0) + 1);
+    opts.tap?.(req.clone());
     if (opts.duplicateDelivery !== 'handler') return flow.POST(req);
     const [a] = await Promise.all([flow.POST(req.clone()), flow.POST(req.clone())]);
     return a;
@@ -87,6 +92,7 @@ export async function startE2e(opts: E2eOptions = {}): Promise<E2e> {
     fixture,
     workflows,
     invocations,
+    flow: flow.POST,
     stepTally: () => ((globalThis as Record<string, unknown>).__e2eStepTally as Map<string, number>) ?? new Map(),
     close: async () => {
       setWorld(undefined as never);

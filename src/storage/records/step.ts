@@ -27,6 +27,10 @@ export interface StepRecord {
   specVersion?: number;
   /** Bumped by every write: the optimistic guard of the read-then-write transitions. */
   ver: number;
+  /** The step lease (../step-lease.ts): the token of the delivery running the body. Not in `Step`. */
+  leaseToken?: string;
+  /** The lease's expiry (ms since the epoch, the starter's clock). Not in `Step`. */
+  leaseUntil?: number;
 }
 
 export function stepItem(s: StepRecord): Attrs {
@@ -48,6 +52,8 @@ export function stepItem(s: StepRecord): Attrs {
       updatedAt: epochMs(s.updatedAt),
       specVersion: s.specVersion,
       ver: s.ver,
+      leaseToken: s.leaseToken,
+      leaseUntil: s.leaseUntil,
     }),
   };
 }
@@ -69,6 +75,8 @@ export function parseStep(it: Attrs): StepRecord {
     updatedAt: date(it, 'updatedAt')!,
     specVersion: num(it, 'specVersion'),
     ver: num(it, 'ver') ?? 0,
+    leaseToken: str(it, 'leaseToken'),
+    leaseUntil: num(it, 'leaseUntil'),
   };
 }
 

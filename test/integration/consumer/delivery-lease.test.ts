@@ -1,280 +1,281 @@
 /**
- * The durable in-progress delivery lease (src/consumer/delivery-lease.ts) against DynamoDB Local:
- * one holder at a time, own-token recognition, takeover after expiry, writes safe when applied
- * twice (lost responses injected by the fault proxy, so the SDK retries writes that happened),
- * and its cost in write units (DynamoDB Local's ConsumedCapacity).
+ * The step lease (src/storage/step-lease.ts) against DynamoDB Local: `step_started` inside a
+ * delivery scope stamps the step with the delivery's token; another delivery's start of the
+ * running step is refused with `TooEarlyError` (core's "come back later") while the lease lives,
+ * and takes over once it expired (a crashed owner); the owner's own retry after a lost response
+ * (injected on the wire by the fault proxy, so the SDK retries a write that happened) is
+ * recognised; the flow route extends the leases of the steps its delivery started while the
+ * handler runs, and releases what is left when it settles. Real core on top: test/e2e/step-lease.test.ts.
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import type { Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
 import { loadConfig } from '../../../src/config.js';
-import {
-  acquireDeliveryLease,
-  extendDeliveryLease,
-  releaseDeliveryLease,
-} from '../../../src/consumer/delivery-lease.js';
+import { createQueueHandler } from '../../../src/consumer/handler.js';
+import { processSigningKey, signatureHeaders } from '../../../src/consumer/signing.js';
+import { createContext } from '../../../src/context.js';
 import { keys } from '../../../src/ddb.js';
+import { type DeliveryScope, runInDelivery, type StepLease } from '../../../src/delivery-scope.js';
+import { createStorage } from '../../../src/storage/index.js';
+import { extendStepLeases, releaseStepLeases } from '../../../src/storage/step-lease.js';
 import { createFixture, type Fixture, stackEnv } from '../../helpers/aws.js';
 import { type FaultProxy, startFaultProxy } from '../../helpers/faults-proxy.js';
+import { bytes, rejectsWith, startedRun, sv } from '../../helpers/storage.js';
 
 let f: Fixture;
 let proxy: FaultProxy;
-let ctx: { config: Fixture['config']; clients: Fixture['clients'] };
-/** Write units consumed, by operation (ReturnConsumedCapacity added by middleware). */
-const wru: { op: string; units: number }[] = [];
+let storage: Storage;
+let table: { ddb: Fixture['clients']['ddb']; table: string };
+let clients: ReturnType<typeof createClients>;
 
 beforeAll(async () => {
   f = await createFixture({}, 'lease');
   proxy = await startFaultProxy({ target: stackEnv().AWS_ENDPOINT_URL_DYNAMODB, service: 'dynamodb', seed: 3 });
   const config = loadConfig({ ...f.env, AWS_ENDPOINT_URL_DYNAMODB: proxy.url });
-  const clients = createClients(config);
-  clients.ddb.middlewareStack.add(
-    (next, context) => async (args) => {
-      const input = args.input as Record<string, unknown>;
-      input.ReturnConsumedCapacity = 'TOTAL';
-      const out = await next(args);
-      const cc = (out.output as { ConsumedCapacity?: { CapacityUnits?: number } }).ConsumedCapacity;
-      if (cc) wru.push({ op: (context as { commandName: string }).commandName, units: cc.CapacityUnits ?? 0 });
-      return out;
-    },
-    { step: 'initialize', name: 'capacity' },
-  );
-  ctx = { config, clients };
+  clients = createClients(config);
+  storage = createStorage(createContext(config, clients));
+  table = { ddb: clients.ddb, table: config.tableName };
 });
 afterAll(async () => {
-  if (ctx) destroyClients(ctx.clients);
+  if (clients) destroyClients(clients);
   await proxy?.close();
 });
 
-async function stored(messageId: string) {
+const lease = (token: string, ttlMs = 30_000): StepLease => ({ token, ttlMs, started: new Map() });
+const scope = (l: StepLease, messageId = 'msg_owner'): DeliveryScope => ({
+  messageId,
+  attempt: 1,
+  logTails: new Map(),
+  stepLease: l,
+});
+const inScope = <T>(l: StepLease | undefined, fn: () => Promise<T>): Promise<T> =>
+  l ? runInDelivery(scope(l), fn) : fn();
+
+const lazyStart = (stepId: string) => ({
+  eventType: 'step_started' as const,
+  specVersion: sv,
+  correlationId: stepId,
+  eventData: { stepName: 'step//lease', input: bytes('in'), ownerMessageId: 'msg_owner' },
+});
+const start = (stepId: string) => ({
+  eventType: 'step_started' as const,
+  specVersion: sv,
+  correlationId: stepId,
+  eventData: { stepName: 'step//lease', ownerMessageId: 'msg_owner' },
+});
+const complete = (stepId: string) => ({
+  eventType: 'step_completed' as const,
+  specVersion: sv,
+  correlationId: stepId,
+  eventData: { result: bytes('out') },
+});
+
+async function stored(runId: string, stepId: string) {
   const out = await f.clients.ddb.send(
     new GetItemCommand({
       TableName: f.config.tableName,
-      Key: { PK: { S: keys.deliveryLease(messageId).PK }, SK: { S: 'LEASE' } },
+      Key: { PK: { S: keys.step(runId, stepId).PK }, SK: { S: keys.step(runId, stepId).SK } },
       ConsistentRead: true,
     }),
   );
-  return out.Item;
+  return {
+    token: out.Item?.leaseToken?.S,
+    until: out.Item?.leaseUntil?.N === undefined ? undefined : Number(out.Item.leaseUntil.N),
+    attempt: Number(out.Item?.attempt?.N),
+    status: out.Item?.status?.S,
+  };
 }
 
-describe.sequential('delivery lease', () => {
-  test('one holder at a time; the holder recognises its own token; release frees it', async () => {
-    const a = await acquireDeliveryLease(ctx, 'msg_one', { ttlMs: 30_000, token: 'tok-a' });
-    expect(a.acquired).toBe(true);
-    const b = await acquireDeliveryLease(ctx, 'msg_one', { ttlMs: 30_000, token: 'tok-b' });
-    expect(b).toMatchObject({ acquired: false });
-    expect(b.acquired === false && b.expiresAt).toBeGreaterThan(Date.now());
-    expect((await acquireDeliveryLease(ctx, 'msg_one', { ttlMs: 30_000, token: 'tok-a' })).acquired).toBe(true);
-    // Someone else's release does nothing.
-    await releaseDeliveryLease(ctx, { messageId: 'msg_one', token: 'tok-b', expiresAt: 0 });
-    expect(await stored('msg_one')).toBeDefined();
-    if (!a.acquired) throw new Error('unreachable');
-    await releaseDeliveryLease(ctx, a.lease);
-    expect(await stored('msg_one')).toBeUndefined();
-    expect((await acquireDeliveryLease(ctx, 'msg_one', { ttlMs: 30_000, token: 'tok-b' })).acquired).toBe(true);
-  });
+async function startedSteps(runId: string): Promise<number> {
+  const page = await storage.events.list({ runId, pagination: { limit: 1000 } });
+  return page.data.filter((e) => e.eventType === 'step_started').length;
+}
 
-  test('an expired lease (dead holder) is taken over; the old holder can neither extend nor release it', async () => {
+describe.sequential('step lease (storage)', () => {
+  test('a start stamps the step; another delivery is refused while the lease lives; the owner restarts; completion clears it', async () => {
+    const runId = await startedRun(storage);
+    const a = lease('tok-a');
     const t0 = Date.now();
-    const dead = await acquireDeliveryLease(ctx, 'msg_dead', { ttlMs: 1000, token: 'dead', now: t0 });
-    if (!dead.acquired) throw new Error('first acquire failed');
-    expect(
-      (await acquireDeliveryLease(ctx, 'msg_dead', { ttlMs: 30_000, token: 'live', now: t0 + 500 })).acquired,
-    ).toBe(false);
-    const live = await acquireDeliveryLease(ctx, 'msg_dead', { ttlMs: 30_000, token: 'live', now: t0 + 2000 });
-    expect(live.acquired).toBe(true);
-    expect(await extendDeliveryLease(ctx, dead.lease, { ttlMs: 30_000 })).toBe(false);
-    await releaseDeliveryLease(ctx, dead.lease);
-    expect((await stored('msg_dead'))?.token?.S).toBe('live');
-  });
+    const r = await inScope(a, () => storage.events.create(runId, lazyStart('step_1')));
+    expect(r.step?.status).toBe('running');
+    // Not part of the contract's Step.
+    expect(r.step).not.toHaveProperty('leaseToken');
+    const s = await stored(runId, 'step_1');
+    expect(s.token).toBe('tok-a');
+    expect(s.until).toBeGreaterThanOrEqual(t0 + 30_000);
+    expect(s.until).toBeLessThanOrEqual(Date.now() + 30_000);
+    expect([...a.started.values()]).toEqual([{ runId, stepId: 'step_1' }]);
 
-  test('concurrent acquires: exactly one wins', async () => {
-    const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => acquireDeliveryLease(ctx, 'msg_race', { ttlMs: 30_000, token: `t${i}` })),
+    // A second copy of the delivery (same message id, another request: another token).
+    const b = lease('tok-b');
+    const err = await rejectsWith(
+      inScope(b, () => storage.events.create(runId, start('step_1'))),
+      'TooEarlyError',
     );
-    expect(results.filter((r) => r.acquired)).toHaveLength(1);
+    const retryAfter = (err as Error & { retryAfter?: number }).retryAfter ?? 0;
+    expect(retryAfter).toBeGreaterThan(25);
+    expect(retryAfter).toBeLessThanOrEqual(30);
+    expect(b.started.size).toBe(0);
+    expect((await stored(runId, 'step_1')).attempt).toBe(1);
+
+    // The owner itself may start the step again (core's owned recovery in the same delivery).
+    const again = await inScope(a, () => storage.events.create(runId, start('step_1')));
+    expect(again.step?.attempt).toBe(2);
+
+    // Completion clears the lease and drops the step from the owner's heartbeat set.
+    await inScope(a, () => storage.events.create(runId, complete('step_1')));
+    const done = await stored(runId, 'step_1');
+    expect(done).toMatchObject({ status: 'completed', token: undefined, until: undefined });
+    expect(a.started.size).toBe(0);
+    // A late copy finds the step finished: EntityConflictError (core: 'skipped'), never a start.
+    await rejectsWith(
+      inScope(b, () => storage.events.create(runId, start('step_1'))),
+      'EntityConflictError',
+    );
   });
 
-  test('lost responses: acquire, extend and release applied twice (SDK retries) behave as once', async () => {
+  test('a crashed owner: its lease expires, the redelivery takes over; the dead holder can neither extend nor release it', async () => {
+    const runId = await startedRun(storage);
+    const dead = lease('tok-dead', 1000);
+    await inScope(dead, () => storage.events.create(runId, lazyStart('step_c')));
+    const next = lease('tok-next');
+    await rejectsWith(
+      inScope(next, () => storage.events.create(runId, start('step_c'))),
+      'TooEarlyError',
+    );
+    await new Promise((r) => setTimeout(r, 1100));
+    const r = await inScope(next, () => storage.events.create(runId, start('step_c')));
+    expect(r.step).toMatchObject({ status: 'running', attempt: 2 });
+    expect((await stored(runId, 'step_c')).token).toBe('tok-next');
+    // The dead holder's heartbeat and release find the lease no longer theirs.
+    expect(await extendStepLeases(table, dead)).toEqual(['step_c']);
+    dead.started.set('x', { runId, stepId: 'step_c' });
+    await releaseStepLeases(table, dead);
+    expect((await stored(runId, 'step_c')).token).toBe('tok-next');
+    await inScope(next, () => storage.events.create(runId, complete('step_c')));
+    expect((await stored(runId, 'step_c')).status).toBe('completed');
+  });
+
+  test('outside a delivery scope starts are neither fenced nor stamped (the plain path)', async () => {
+    const runId = await startedRun(storage);
+    await inScope(lease('tok-a'), () => storage.events.create(runId, lazyStart('step_p')));
+    const r = await storage.events.create(runId, start('step_p'));
+    expect(r.step?.attempt).toBe(2);
+    expect(await stored(runId, 'step_p')).toMatchObject({ token: undefined, until: undefined });
+  });
+
+  test('lost responses on stamped starts: the SDK retry of a start that committed is the owner’s own, never refused', async () => {
+    const runId = await startedRun(storage);
+    const a = lease('tok-lost');
     const before = proxy.injected('lose-response');
     try {
-      proxy.setRules([{ kind: 'lose-response', ops: ['PutItem'], count: 1 }]);
-      const a = await acquireDeliveryLease(ctx, 'msg_lost', { ttlMs: 30_000, token: 'mine' });
-      expect(a.acquired).toBe(true);
-      if (!a.acquired) return;
-      proxy.setRules([{ kind: 'lose-response', ops: ['UpdateItem'], count: 1 }]);
-      expect(await extendDeliveryLease(ctx, a.lease, { ttlMs: 60_000 })).toBe(true);
-      proxy.setRules([{ kind: 'lose-response', ops: ['DeleteItem'], count: 1 }]);
-      await releaseDeliveryLease(ctx, a.lease);
-      expect(proxy.injected('lose-response') - before).toBe(3);
-      expect(await stored('msg_lost')).toBeUndefined();
+      // The lazy start (step create + synthetic step_created + step_started) commits, its
+      // response is lost, the SDK sends the same transaction again.
+      proxy.setRules([{ kind: 'lose-response', ops: ['TransactWriteItems'], count: 1 }]);
+      const r = await inScope(a, () => storage.events.create(runId, lazyStart('step_l')));
+      expect(r.step?.status).toBe('running');
+      expect(proxy.injected('lose-response') - before).toBe(1);
+      // The start of the running step by the same delivery, its response lost too.
+      proxy.setRules([{ kind: 'lose-response', ops: ['TransactWriteItems'], count: 1 }]);
+      const again = await inScope(a, () => storage.events.create(runId, start('step_l')));
+      expect(again.step?.status).toBe('running');
+      expect(proxy.injected('lose-response') - before).toBe(2);
     } finally {
       proxy.setRules([]);
     }
-  });
-
-  test('cost: acquire 1 WRU, extend 1 WRU, release 1 WRU (2 WRU for a delivery inside one heartbeat)', async () => {
-    wru.length = 0;
-    const a = await acquireDeliveryLease(ctx, 'msg_cost', { ttlMs: 30_000 });
-    if (!a.acquired) throw new Error('acquire failed');
-    await extendDeliveryLease(ctx, a.lease, { ttlMs: 30_000 });
-    await releaseDeliveryLease(ctx, a.lease);
-    const by = Object.fromEntries(wru.map((w) => [w.op, w.units]));
-    console.log(`[delivery lease] write units: ${JSON.stringify(by)}`);
-    expect(by).toEqual({ PutItemCommand: 1, UpdateItemCommand: 1, DeleteItemCommand: 1 });
-  });
-
-  test('bad input is refused with a clear error', async () => {
-    await expect(acquireDeliveryLease(ctx, 'msg_x', { ttlMs: 0 })).rejects.toThrow(
-      /ttlMs must be a positive number of milliseconds, got 0/,
-    );
-    await expect(acquireDeliveryLease(ctx, '', { ttlMs: 1000 })).rejects.toThrow(
-      /messageId must be a non-empty string/,
+    const s = await stored(runId, 'step_l');
+    expect(s.token).toBe('tok-lost');
+    // Each start committed once (the retries were recognised, not applied again).
+    expect(await startedSteps(runId)).toBe(2);
+    await rejectsWith(
+      inScope(lease('tok-other'), () => storage.events.create(runId, start('step_l'))),
+      'TooEarlyError',
     );
   });
 });
 
-describe('delivery lease in the consumer', () => {
-  test('two copies of one message at two Worlds: the second is deferred while the first runs, then runs after it', async () => {
-    const { makeWorld } = await import('../../helpers/queue.js');
-    const sqsProxy = await startFaultProxy({ target: stackEnv().AWS_ENDPOINT_URL_SQS, service: 'sqs', seed: 5 });
-    const deferredAtB: string[] = [];
-    const env = { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '20', AWS_ENDPOINT_URL_SQS: sqsProxy.url };
-    // A handles one delivery at a time, so while it runs the first copy the second can only go to B
-    // (a different World: its in-process guard knows nothing of A's delivery).
-    const a = await makeWorld({ env: { ...env, EVE_WORLD_AWS_CONCURRENCY: '1' } });
-    const b = await makeWorld({
-      sameAs: a,
-      start: false,
-      env: { EVE_WORLD_AWS_CONCURRENCY: '8' },
-      queueOptions: {
-        onDeliveryOutcome: (o) => {
-          if (o.reason === 'deferred' && o.messageId) deferredAtB.push(o.messageId);
-        },
-      },
-    });
-    try {
-      let open!: () => void;
-      const gate = new Promise<void>((r) => {
-        open = r;
-      });
-      let running = 0;
-      let maxRunning = 0;
-      for (const w of [a, b]) {
-        w.respond = async () => {
-          running++;
-          maxRunning = Math.max(maxRunning, running);
-          await gate;
-          running--;
-        };
-      }
-      sqsProxy.setRules([{ kind: 'duplicate', ops: ['SendMessage'], count: 1 }]);
-      const { messageId } = await a.queue.queue('__wkf_workflow_lease' as never, { runId: 'wrun_lease' });
-      expect(sqsProxy.injected('duplicate')).toBe(1);
-      const { waitFor } = await import('../../helpers/queue.js');
-      await waitFor(() => a.deliveries.length === 1, 20_000, 'A to run the first copy');
-      await b.queue.start();
-      await waitFor(() => deferredAtB.includes(messageId as string), 20_000, 'B to defer the second copy');
-      expect(a.deliveries.length + b.deliveries.length).toBe(1);
-      open();
-      // The first copy is acked, so its lease is left to expire (10 s at visibility 20 s) rather
-      // than released: the deferred copy runs once it has.
-      await waitFor(
-        () => a.deliveries.length + b.deliveries.length === 2,
-        45_000,
-        'the deferred copy to run after the first',
-      );
-      expect(maxRunning).toBe(1);
-    } finally {
-      await a.close();
-      await b.close();
-      await sqsProxy.close();
-    }
+describe('step lease in the flow route', () => {
+  const port = (ttlMs: number, log: string[] = []) => ({
+    ttlMs,
+    extend: async (l: StepLease) => {
+      log.push('extend');
+      return extendStepLeases(table, l);
+    },
+    release: async (l: StepLease) => {
+      log.push('release');
+      return releaseStepLeases(table, l);
+    },
   });
 
-  test('an acked delivery lets its lease expire (no release write); a copy that comes back releases it', async () => {
-    const { makeWorld, waitFor } = await import('../../helpers/queue.js');
-    const outcomes: { messageId?: string; reason: string }[] = [];
-    const w = await makeWorld({
-      start: false,
-      queueOptions: { onDeliveryOutcome: (o) => outcomes.push({ messageId: o.messageId, reason: o.reason }) },
-    });
-    // Every lease write this World sends, by command (the lease items' keys start with LEASE#).
-    const leaseWrites: string[] = [];
-    w.fixture.clients.ddb.middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { Key?: { PK?: { S?: string } }; Item?: { PK?: { S?: string } } };
-        const pk = input.Key?.PK?.S ?? input.Item?.PK?.S ?? '';
-        if (pk.startsWith('LEASE#')) leaseWrites.push((context as { commandName: string }).commandName);
-        return next(args);
+  function signedRequest(messageId: string, body: string): Request {
+    const parts = { queueName: '__wkf_workflow_lease', messageId, attempt: 1, body };
+    return new Request('http://localhost/flow', {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-vqs-queue-name': parts.queueName,
+        'x-vqs-message-id': messageId,
+        'x-vqs-message-attempt': '1',
+        ...signatureHeaders(processSigningKey(), parts, Date.now()),
       },
-      { step: 'initialize', name: 'lease-writes' },
+      body,
+    });
+  }
+
+  test('a long step: the route extends its lease while the handler runs; a concurrent copy is refused throughout', async () => {
+    const runId = await startedRun(storage);
+    const log: string[] = [];
+    const untils: number[] = [];
+    const refusals: string[] = [];
+    const route = createQueueHandler(
+      '__wkf_workflow_',
+      async () => {
+        await storage.events.create(runId, lazyStart('step_long'));
+        // The body runs for 4 lease ttls (ttl 600 ms): without the heartbeat the lease would
+        // have expired three times over.
+        for (let i = 0; i < 8; i++) {
+          await new Promise((r) => setTimeout(r, 300));
+          untils.push((await stored(runId, 'step_long')).until ?? 0);
+          try {
+            await inScope(lease(`copy-${i}`, 600), () => storage.events.create(runId, start('step_long')));
+          } catch (e) {
+            refusals.push((e as Error).name);
+          }
+        }
+        await storage.events.create(runId, complete('step_long'));
+      },
+      { stepLease: port(600, log) },
     );
-    try {
-      await w.queue.start();
-      // 1. Acked at once: acquire only; the lease stays, held until it expires.
-      const acked = (await w.queue.queue('__wkf_workflow_acked' as never, { runId: 'wrun_acked' })).messageId as string;
-      await waitFor(() => outcomes.find((o) => o.messageId === acked), 20_000, 'the ack');
-      expect(leaseWrites).toEqual(['PutItemCommand']);
-      const left = (
-        await w.fixture.clients.ddb.send(
-          new GetItemCommand({
-            TableName: w.fixture.config.tableName,
-            Key: { PK: { S: keys.deliveryLease(acked).PK }, SK: { S: 'LEASE' } },
-            ConsistentRead: true,
-          }),
-        )
-      ).Item;
-      expect(left?.token?.S).toBeTruthy();
-      expect(Number(left?.expiresAt?.N)).toBeGreaterThan(Date.now());
-      // A late duplicate of the finished message is deferred while the lease lives, not run.
-      const dup = await acquireDeliveryLease(w.ctx, acked, { ttlMs: 10_000 });
-      expect(dup.acquired).toBe(false);
-
-      // 2. `{timeoutSeconds}`: the copy comes back, so its lease is released for it at once.
-      leaseWrites.length = 0;
-      w.respond = (d) => (d.meta.attempt === 1 ? { timeoutSeconds: 1 } : undefined);
-      const later = (await w.queue.queue('__wkf_workflow_later' as never, { runId: 'wrun_later' })).messageId as string;
-      await waitFor(
-        () => w.deliveries.filter((d) => d.meta.messageId === later).length === 2,
-        20_000,
-        'the redelivery after timeoutSeconds',
-      );
-      await waitFor(() => outcomes.filter((o) => o.messageId === later).length === 2, 20_000, 'the second settle');
-      // acquire, release (deferred), acquire (the redelivery; acked, so not released)
-      expect(leaseWrites).toEqual(['PutItemCommand', 'DeleteItemCommand', 'PutItemCommand']);
-      expect(outcomes.filter((o) => o.messageId === later).map((o) => o.reason)).toEqual(['deferred', 'ack']);
-    } finally {
-      await w.close();
-    }
+    const res = await route(signedRequest('msg_long', JSON.stringify({ runId })));
+    expect(await res.json()).toEqual({ ok: true });
+    expect(refusals).toEqual(Array(8).fill('TooEarlyError'));
+    expect(log.filter((l) => l === 'extend').length).toBeGreaterThanOrEqual(5);
+    // The expiry moved forward while the body ran, and ended cleared by the completion.
+    expect(untils[untils.length - 1]).toBeGreaterThan(untils[0]);
+    expect(await stored(runId, 'step_long')).toMatchObject({ status: 'completed', token: undefined });
+    // Nothing left to release after a completed step.
+    expect(log).not.toContain('release');
   });
 
-  test('a copy that finds the lease held is hidden until the lease expires, not run', async () => {
-    const { makeWorld, waitFor } = await import('../../helpers/queue.js');
-    const deferred: { messageId?: string; detail?: string }[] = [];
-    const w = await makeWorld({
-      start: false,
-      queueOptions: {
-        onDeliveryOutcome: (o) => {
-          if (o.action === 'keep' && o.reason === 'deferred')
-            deferred.push({ messageId: o.messageId, detail: o.detail });
-        },
+  test('a handler that fails leaves nothing held: the leases it still holds are released at once', async () => {
+    const runId = await startedRun(storage);
+    const log: string[] = [];
+    const errors: string[] = [];
+    const route = createQueueHandler(
+      '__wkf_workflow_',
+      async () => {
+        await storage.events.create(runId, lazyStart('step_fail'));
+        throw new Error('handler died after the start');
       },
-    });
-    try {
-      const { messageId } = await w.queue.queue('__wkf_workflow_held' as never, { runId: 'wrun_held' });
-      // Another live delivery (another process) holds the lease for 45 s.
-      const other = await acquireDeliveryLease(w.ctx, messageId as string, { ttlMs: 45_000, token: 'other-process' });
-      expect(other.acquired).toBe(true);
-      await w.queue.start();
-      const d = await waitFor(() => deferred.find((x) => x.messageId === messageId), 20_000, 'the copy to be deferred');
-      const seconds = Number(/retried in (\d+) s, when the lease expires/.exec(d.detail ?? '')?.[1]);
-      // Until the lease's expiry (45 s from the acquire, minus the time to receive), not a flat 5 s.
-      expect(seconds).toBeGreaterThan(30);
-      expect(seconds).toBeLessThanOrEqual(45);
-      expect(w.deliveries).toHaveLength(0);
-    } finally {
-      await w.close();
-    }
+      { stepLease: port(30_000, log), logError: (m) => errors.push(m) },
+    );
+    const res = await route(signedRequest('msg_fail', JSON.stringify({ runId })));
+    expect(res.status).toBe(500);
+    expect(log).toEqual(['release']);
+    expect(await stored(runId, 'step_fail')).toMatchObject({ status: 'running', token: undefined, until: undefined });
+    // The redelivery starts the step at once instead of waiting out a 30 s lease.
+    const r = await inScope(lease('tok-redelivery'), () => storage.events.create(runId, start('step_fail')));
+    expect(r.step?.attempt).toBe(2);
   });
 });

@@ -198,3 +198,22 @@ export async function runaway(): Promise<number> {
   for (let i = 0; i < 100; i++) total = await add(total, 1);
   return total;
 }
+
+/**
+ * A step whose body is counted like countedAdd, then waits until the e2e process opens its gate
+ * (`globalThis.__e2eGates`, a Map of key -> Promise): a long step, as long as the test wants.
+ */
+async function gatedStep(key: string): Promise<string> {
+  'use step';
+  const g = globalThis as Record<string, unknown>;
+  if (!g.__e2eStepTally) g.__e2eStepTally = new Map<string, number>();
+  const tally = g.__e2eStepTally as Map<string, number>;
+  tally.set(key, (tally.get(key) ?? 0) + 1);
+  await (g.__e2eGates as Map<string, Promise<void>> | undefined)?.get(key);
+  return key;
+}
+
+export async function gated(key: string): Promise<string> {
+  'use workflow';
+  return gatedStep(key);
+}
