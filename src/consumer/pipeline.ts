@@ -203,7 +203,7 @@ async function dispatch(
     'x-vqs-message-id': envelope.messageId,
     'x-vqs-message-attempt': String(attempt),
   };
-  const logTail = decodeLogTail(envelope.logTail) && envelope.logTail;
+  const logTail = decodeLogTail(envelope.logTail) ? envelope.logTail : undefined;
   if (logTail) headers[LOG_TAIL_HEADER] = logTail;
   const parts = {
     queueName: envelope.queueName,

@@ -97,6 +97,34 @@ export function leaseFence(lease: StepLease, nowMs: number): { expr: string; val
 }
 
 /**
+ * A conditional update of a step this delivery leased: applied only while the step still carries
+ * the delivery's token. False when it does not (finished, released, or taken over after expiry).
+ */
+async function updateIfHeld(
+  ctx: Pick<StorageCtx, 'ddb' | 'table'>,
+  ref: { runId: string; stepId: string },
+  token: string,
+  update: string,
+  values: Attrs = {},
+): Promise<boolean> {
+  try {
+    await ctx.ddb.send(
+      new UpdateItemCommand({
+        TableName: ctx.table,
+        Key: keysOf(keys.step(ref.runId, ref.stepId)),
+        UpdateExpression: update,
+        ConditionExpression: 'leaseToken = :tok',
+        ExpressionAttributeValues: { ...values, ':tok': { S: token } },
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (!isConditionalCheckFailed(err)) throw err;
+    return false;
+  }
+}
+
+/**
  * One heartbeat: push the lease of every step in `lease.started` to `now + ttlMs`. A step whose
  * lease is no longer this delivery's (finished, released, or taken over after expiry) is dropped
  * from the set. Returns the ids of the steps whose lease was lost.
@@ -105,24 +133,10 @@ export async function extendStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, l
   const lost: string[] = [];
   await Promise.all(
     [...lease.started].map(async ([k, ref]) => {
-      try {
-        await ctx.ddb.send(
-          new UpdateItemCommand({
-            TableName: ctx.table,
-            Key: keysOf(keys.step(ref.runId, ref.stepId)),
-            UpdateExpression: 'SET leaseUntil = :until',
-            ConditionExpression: 'leaseToken = :tok',
-            ExpressionAttributeValues: {
-              ':until': { N: String(Date.now() + lease.ttlMs) },
-              ':tok': { S: lease.token },
-            },
-          }),
-        );
-      } catch (err) {
-        if (!isConditionalCheckFailed(err)) throw err;
-        lease.started.delete(k);
-        lost.push(ref.stepId);
-      }
+      const until = { ':until': { N: String(Date.now() + lease.ttlMs) } };
+      if (await updateIfHeld(ctx, ref, lease.token, 'SET leaseUntil = :until', until)) return;
+      lease.started.delete(k);
+      lost.push(ref.stepId);
     }),
   );
   return lost;
@@ -136,21 +150,5 @@ export async function extendStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, l
 export async function releaseStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, lease: StepLease): Promise<void> {
   const refs = [...lease.started.values()];
   lease.started.clear();
-  await Promise.all(
-    refs.map(async (ref) => {
-      try {
-        await ctx.ddb.send(
-          new UpdateItemCommand({
-            TableName: ctx.table,
-            Key: keysOf(keys.step(ref.runId, ref.stepId)),
-            UpdateExpression: 'REMOVE leaseToken, leaseUntil',
-            ConditionExpression: 'leaseToken = :tok',
-            ExpressionAttributeValues: { ':tok': { S: lease.token } },
-          }),
-        );
-      } catch (err) {
-        if (!isConditionalCheckFailed(err)) throw err;
-      }
-    }),
-  );
+  await Promise.all(refs.map((ref) => updateIfHeld(ctx, ref, lease.token, 'REMOVE leaseToken, leaseUntil')));
 }

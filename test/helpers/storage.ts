@@ -62,6 +62,22 @@ export async function startedRun(storage: Storage, over: Record<string, unknown>
   return run.runId;
 }
 
+/** `hook_1` created with `metadata` (token `t-<runId>`), then resumed once with `payload`. */
+export async function hookCreatedAndReceived(storage: Storage, runId: string, metadata: unknown, payload: unknown) {
+  await storage.events.create(runId, {
+    eventType: 'hook_created',
+    specVersion: sv,
+    correlationId: 'hook_1',
+    eventData: { token: `t-${runId}`, metadata },
+  });
+  await storage.events.create(runId, {
+    eventType: 'hook_received',
+    specVersion: sv,
+    correlationId: 'hook_1',
+    eventData: { token: `t-${runId}`, payload },
+  });
+}
+
 export async function createdStep(storage: Storage, runId: string, stepId: string, input = bytes('step-in')) {
   return storage.events.create(runId, {
     eventType: 'step_created',

@@ -69,6 +69,14 @@ async function runWithSteps(s: Storage, result = bytes('out')): Promise<string> 
   return run.runId;
 }
 
+/** `step_2` started by `s` knowing only that slot 6 (the end of {@link runWithSteps}) exists. */
+const startStep2 = (s: Storage, runId: string) =>
+  s.events.create(
+    runId,
+    { eventType: 'step_started', specVersion: sv, correlationId: 'step_2', eventData: { stepName: 's' } },
+    { eventCount: 6 },
+  );
+
 const plain = (events: Event[]) =>
   JSON.parse(JSON.stringify(events, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('base64') : v)));
 
@@ -130,11 +138,7 @@ describe('events.list inside a delivery', () => {
     const b = process_();
     const runId = await runWithSteps(a);
     // Another process appends to the log and sends a message with its tail.
-    await b.events.create(
-      runId,
-      { eventType: 'step_started', specVersion: sv, correlationId: 'step_2', eventData: { stepName: 's' } },
-      { eventCount: 6 },
-    );
+    await startStep2(b, runId);
     const senderTail = b.logTail(runId)!;
     expect(senderTail).toBe(7);
 
@@ -163,11 +167,7 @@ describe('events.list inside a delivery', () => {
     const b = process_();
     const runId = await runWithSteps(b);
     // `a` writes at slot 7 knowing only that slot 6 exists (its eventCount): it has not seen 1..6.
-    await a.events.create(
-      runId,
-      { eventType: 'step_started', specVersion: sv, correlationId: 'step_2', eventData: { stepName: 's' } },
-      { eventCount: 6 },
-    );
+    await startStep2(a, runId);
     expect(a.logTail(runId)).toBe(7);
     const r = await ddb(() => inDelivery([[runId, 7]], () => a.events.list({ runId })));
     expect(r.calls).toEqual(['Query']);

@@ -15,7 +15,7 @@ import { createContext, type WorldContext } from '../../../src/context.js';
 import { keys } from '../../../src/ddb.js';
 import { createStorage, storageContext, sweepOrphanedPayloads } from '../../../src/storage/index.js';
 import { createStreamer } from '../../../src/streams/index.js';
-import { type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
+import { hookCreatedAndReceived, type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
 
 const HOUR = 3_600_000;
 const randomBytes = (n: number) => new Uint8Array(nodeRandomBytes(n));
@@ -106,18 +106,7 @@ describe('a terminal run', () => {
     // its events keep pointing at both objects).
     const metadata = big();
     const payload = big();
-    await storage.events.create(runId, {
-      eventType: 'hook_created',
-      specVersion: sv,
-      correlationId: 'hook_1',
-      eventData: { token: `t-${runId}`, metadata },
-    });
-    await storage.events.create(runId, {
-      eventType: 'hook_received',
-      specVersion: sv,
-      correlationId: 'hook_1',
-      eventData: { payload },
-    });
+    await hookCreatedAndReceived(storage, runId, metadata, payload);
     // A stream with an offloaded chunk (its block item points at the object).
     const streams = createStreamer(ctx).streams;
     const chunk = big();

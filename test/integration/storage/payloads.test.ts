@@ -11,7 +11,15 @@ import { createClients, destroyClients } from '../../../src/aws/clients.js';
 import { createContext } from '../../../src/context.js';
 import { keys } from '../../../src/ddb.js';
 import { createStorage } from '../../../src/storage/index.js';
-import { bytes, rejectsWith, type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
+import {
+  bytes,
+  hookCreatedAndReceived,
+  rejectsWith,
+  type StorageFixture,
+  startedRun,
+  storageFixture,
+  sv,
+} from '../../helpers/storage.js';
 
 const randomBytes = (n: number) => new Uint8Array(nodeRandomBytes(n));
 
@@ -112,18 +120,7 @@ describe('large values', () => {
     await storage.events.create(runId, { eventType: 'run_started', specVersion: sv });
     const metadata = big();
     const payload = big();
-    await storage.events.create(runId, {
-      eventType: 'hook_created',
-      specVersion: sv,
-      correlationId: 'hook_1',
-      eventData: { token: `t-${runId}`, metadata },
-    });
-    await storage.events.create(runId, {
-      eventType: 'hook_received',
-      specVersion: sv,
-      correlationId: 'hook_1',
-      eventData: { token: `t-${runId}`, payload },
-    });
+    await hookCreatedAndReceived(storage, runId, metadata, payload);
     expect(Buffer.compare((await storage.hooks.getByToken(`t-${runId}`)).metadata as Uint8Array, metadata)).toBe(0);
     const rec = (await storage.events.list({ runId })).data.find((e) => e.eventType === 'hook_received') as {
       eventData: { payload: Uint8Array };
