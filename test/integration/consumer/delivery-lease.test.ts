@@ -21,6 +21,7 @@ import { createStorage } from '../../../src/storage/index.js';
 import { extendStepLeases, releaseStepLeases } from '../../../src/storage/step-lease.js';
 import { createFixture, type Fixture, stackEnv } from '../../helpers/aws.js';
 import { type FaultProxy, startFaultProxy } from '../../helpers/faults-proxy.js';
+import { makeWorld } from '../../helpers/queue.js';
 import { bytes, rejectsWith, startedRun, sv } from '../../helpers/storage.js';
 
 let f: Fixture;
@@ -278,4 +279,46 @@ describe('step lease in the flow route', () => {
     const r = await inScope(lease('tok-redelivery'), () => storage.events.create(runId, start('step_fail')));
     expect(r.step?.attempt).toBe(2);
   });
+});
+
+test('default settings: a start under the flow route holds its step for 15 s, half the 30 s a crashed copy stays hidden', async () => {
+  const w = await makeWorld({ start: false, register: false });
+  try {
+    const s = createStorage(w.ctx);
+    const runId = await startedRun(s);
+    let heldMs = 0;
+    const route = w.queue.createQueueHandler('__wkf_workflow_', async () => {
+      const t0 = Date.now();
+      await s.events.create(runId, lazyStart('step_default'));
+      const item = await w.fixture.clients.ddb.send(
+        new GetItemCommand({
+          TableName: w.fixture.config.tableName,
+          Key: { PK: { S: keys.step(runId, 'step_default').PK }, SK: { S: keys.step(runId, 'step_default').SK } },
+          ConsistentRead: true,
+        }),
+      );
+      heldMs = Number(item.Item?.leaseUntil?.N) - t0;
+      await s.events.create(runId, complete('step_default'));
+    });
+    const parts = { queueName: '__wkf_workflow_lease', messageId: 'msg_default', attempt: 1, body: '{}' };
+    const res = await route(
+      new Request('http://localhost/flow', {
+        method: 'POST',
+        headers: {
+          'x-vqs-queue-name': parts.queueName,
+          'x-vqs-message-id': parts.messageId,
+          'x-vqs-message-attempt': '1',
+          ...signatureHeaders(processSigningKey(), parts, Date.now()),
+        },
+        body: parts.body,
+      }),
+    );
+    expect(res.status).toBe(200);
+    expect(w.fixture.config.consumerVisibilitySeconds).toBe(30);
+    expect(heldMs).toBeGreaterThan(14_000);
+    expect(heldMs).toBeLessThanOrEqual(15_500);
+    expect(heldMs).toBeLessThan(w.fixture.config.consumerVisibilitySeconds * 1000);
+  } finally {
+    await w.close();
+  }
 });
