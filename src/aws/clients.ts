@@ -45,12 +45,15 @@ function lazy<T>(make: () => Promise<T>): Lazy<T> {
 
 const MAX_ATTEMPTS = 8;
 
-/** Local emulators accept any credentials; real AWS uses the default provider chain. */
-function localCredentials(endpoint: string | undefined) {
-  if (!endpoint) return undefined;
+/**
+ * Local emulators accept any credentials, so a loopback endpoint gets placeholders unless static
+ * credentials are configured; real AWS uses the default provider chain.
+ */
+function localCredentials(endpoint: string | undefined, staticCredentials: boolean) {
+  if (!endpoint || staticCredentials) return undefined;
   const host = new URL(endpoint).hostname;
   const local = host === '127.0.0.1' || host === 'localhost' || host === '::1' || host === '[::1]';
-  if (!local || (process.env.AWS_ACCESS_KEY_ID && process.env.AWS_SECRET_ACCESS_KEY)) return undefined;
+  if (!local) return undefined;
   return { accessKeyId: 'local', secretAccessKey: 'local' };
 }
 
@@ -68,19 +71,23 @@ export function createClients(config: WorldConfig): AwsClients {
   const base = { region, maxAttempts: MAX_ATTEMPTS, ...timeouts(config) };
   const { dynamodb, sqs, s3, scheduler, kms } = config.endpoints;
   return {
-    ddb: new DynamoDBClient({ ...base, endpoint: dynamodb, credentials: localCredentials(dynamodb) }),
+    ddb: new DynamoDBClient({
+      ...base,
+      endpoint: dynamodb,
+      credentials: localCredentials(dynamodb, config.staticCredentials),
+    }),
     sqs: new SQSClient({
       ...base,
       ...timeouts(config, LONG_POLL_ALLOWANCE_MS),
       endpoint: sqs,
-      credentials: localCredentials(sqs),
+      credentials: localCredentials(sqs, config.staticCredentials),
     }),
     s3: lazy(async () => {
       const { S3Client } = await import('@aws-sdk/client-s3');
       return new S3Client({
         ...base,
         endpoint: s3,
-        credentials: localCredentials(s3),
+        credentials: localCredentials(s3, config.staticCredentials),
         // Emulators serve path-style only; checksum-on-demand avoids aws-chunked uploads that some
         // emulators store verbatim (fauxqs and MinIO).
         forcePathStyle: s3 !== undefined,
@@ -90,11 +97,15 @@ export function createClients(config: WorldConfig): AwsClients {
     }),
     scheduler: lazy(async () => {
       const { SchedulerClient } = await import('@aws-sdk/client-scheduler');
-      return new SchedulerClient({ ...base, endpoint: scheduler, credentials: localCredentials(scheduler) });
+      return new SchedulerClient({
+        ...base,
+        endpoint: scheduler,
+        credentials: localCredentials(scheduler, config.staticCredentials),
+      });
     }),
     kms: lazy(async () => {
       const { KMSClient } = await import('@aws-sdk/client-kms');
-      return new KMSClient({ ...base, endpoint: kms, credentials: localCredentials(kms) });
+      return new KMSClient({ ...base, endpoint: kms, credentials: localCredentials(kms, config.staticCredentials) });
     }),
   };
 }

@@ -47,11 +47,18 @@ export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'q
   readonly transport: SqsTransport;
 }
 
+/**
+ * The SQS transport of `ctx`'s queue and DLQ: long delays through the Scheduler when a scheduler
+ * role is configured (or `scheduler` is given), else SQS hops.
+ */
+export function createTransport(ctx: WorldContext, scheduler?: SchedulerPort): SqsTransport {
+  return new SqsTransport(ctx, scheduler ?? (ctx.config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined));
+}
+
 export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {}): QueueSender {
   const { config } = ctx;
   const logger = options.logger ?? consoleLogger;
-  const scheduler = options.scheduler ?? (config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined);
-  const transport = new SqsTransport(ctx, scheduler);
+  const transport = createTransport(ctx, options.scheduler);
   const nextUlid = monotonicFactory();
   const tailOf = (payload: QueuePayload): string | undefined => {
     const p = payload as { runId?: unknown; workflowRunId?: unknown };
