@@ -60,7 +60,7 @@ async function eventOf(w: World, count: number): Promise<{ event: SQSEvent; byRu
 
 describe.concurrent('Lambda SQS handler', () => {
   test('returns batchItemFailures for exactly the records that must be retried (in process)', async ({ expect }) => {
-    const w = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '1' } });
+    const w = await makeWorld({ start: false, register: false, tuning: { maxDelayHopSeconds: 1 } });
     worlds.push(w);
     const flow = w.queue.createQueueHandler('__wkf_workflow_', async (body: any, meta) => {
       w.deliveries.push({ body, meta, at: Date.now() });

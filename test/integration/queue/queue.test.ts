@@ -130,7 +130,8 @@ describe.concurrent('SQS queue', () => {
   test('a long wait crosses several hops and arrives after, not before, its due time', async ({ expect }) => {
     const outcomes: DeliveryOutcome[] = [];
     const w = await world({
-      env: { ...FAST, EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '1' },
+      env: FAST,
+      tuning: { maxDelayHopSeconds: 1 },
       queueOptions: { onDeliveryOutcome: (o) => outcomes.push(o) },
     });
     const sentAt = Date.now();
@@ -279,7 +280,7 @@ describe.concurrent('SQS queue', () => {
 });
 
 test('getDeploymentId reports the configured deployment id', async () => {
-  const w = await world({ start: false, env: { EVE_WORLD_AWS_DEPLOYMENT_ID: 'dpl_test' } });
+  const w = await world({ start: false, tuning: { deploymentId: 'dpl_test' } });
   expect(await w.queue.getDeploymentId()).toBe('dpl_test');
   const batch = await w.queue.queueBatch(Q, [
     { message: { runId: 'wrun_b1' } },
