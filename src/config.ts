@@ -89,8 +89,11 @@ export interface WorldConfig extends WorldTuning {
   /** Region for every client; undefined lets the SDK resolve it (profile, IMDS). */
   readonly region?: string;
   readonly endpoints: Endpoints;
-  /** AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are both set (then emulators get them too). */
-  readonly staticCredentials: boolean;
+  /**
+   * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY of the environment read, when both are set: given to
+   * clients of loopback endpoints (emulators) only. Real AWS always uses the SDK's provider chain.
+   */
+  readonly emulatorCredentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
   /** Prefix used to derive default resource names. */
   readonly prefix: string;
   readonly tableName: string;
@@ -703,7 +706,10 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     ...readTuning(tuning),
     region,
     endpoints,
-    staticCredentials: Boolean(env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY),
+    emulatorCredentials:
+      env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+        ? Object.freeze({ accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY })
+        : undefined,
     prefix,
     tableName: readText(src, V.tableName, prefix) as string,
     queue: readUrlOrName(src, V.queue, prefix),

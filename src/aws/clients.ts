@@ -46,15 +46,16 @@ function lazy<T>(make: () => Promise<T>): Lazy<T> {
 const MAX_ATTEMPTS = 8;
 
 /**
- * Local emulators accept any credentials, so a loopback endpoint gets placeholders unless static
- * credentials are configured; real AWS uses the default provider chain.
+ * Local emulators accept any credentials: a loopback endpoint gets the configured static ones, or
+ * placeholders. Everything else uses the SDK's default provider chain.
  */
-function localCredentials(endpoint: string | undefined, staticCredentials: boolean) {
-  if (!endpoint || staticCredentials) return undefined;
+function localCredentials(endpoint: string | undefined, configured: WorldConfig['emulatorCredentials']) {
+  if (!endpoint) return undefined;
   const host = new URL(endpoint).hostname;
   const local = host === '127.0.0.1' || host === 'localhost' || host === '::1' || host === '[::1]';
   if (!local) return undefined;
-  return { accessKeyId: 'local', secretAccessKey: 'local' };
+  // A fresh object per client: the SDK annotates the credentials it is given.
+  return configured ? { ...configured } : { accessKeyId: 'local', secretAccessKey: 'local' };
 }
 
 /** SQS long polls wait up to 20 s with no bytes moving; their socket timeout must exceed that. */
@@ -74,20 +75,20 @@ export function createClients(config: WorldConfig): AwsClients {
     ddb: new DynamoDBClient({
       ...base,
       endpoint: dynamodb,
-      credentials: localCredentials(dynamodb, config.staticCredentials),
+      credentials: localCredentials(dynamodb, config.emulatorCredentials),
     }),
     sqs: new SQSClient({
       ...base,
       ...timeouts(config, LONG_POLL_ALLOWANCE_MS),
       endpoint: sqs,
-      credentials: localCredentials(sqs, config.staticCredentials),
+      credentials: localCredentials(sqs, config.emulatorCredentials),
     }),
     s3: lazy(async () => {
       const { S3Client } = await import('@aws-sdk/client-s3');
       return new S3Client({
         ...base,
         endpoint: s3,
-        credentials: localCredentials(s3, config.staticCredentials),
+        credentials: localCredentials(s3, config.emulatorCredentials),
         // Emulators serve path-style only; checksum-on-demand avoids aws-chunked uploads that some
         // emulators store verbatim (fauxqs and MinIO).
         forcePathStyle: s3 !== undefined,
@@ -100,12 +101,12 @@ export function createClients(config: WorldConfig): AwsClients {
       return new SchedulerClient({
         ...base,
         endpoint: scheduler,
-        credentials: localCredentials(scheduler, config.staticCredentials),
+        credentials: localCredentials(scheduler, config.emulatorCredentials),
       });
     }),
     kms: lazy(async () => {
       const { KMSClient } = await import('@aws-sdk/client-kms');
-      return new KMSClient({ ...base, endpoint: kms, credentials: localCredentials(kms, config.staticCredentials) });
+      return new KMSClient({ ...base, endpoint: kms, credentials: localCredentials(kms, config.emulatorCredentials) });
     }),
   };
 }

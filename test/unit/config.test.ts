@@ -52,7 +52,7 @@ describe('loadConfig', () => {
       flowUrl: undefined,
       port: 3000,
       inLambda: false,
-      staticCredentials: false,
+      emulatorCredentials: undefined,
       retentionDays: undefined,
       consumerConcurrency: 8,
       maxDelayHopSeconds: 900,
@@ -147,15 +147,19 @@ describe('loadConfig', () => {
     });
   });
 
-  it('reads PORT, AWS_LAMBDA_FUNCTION_NAME and the presence of static credentials, so no component reads the environment', () => {
+  it('reads PORT, AWS_LAMBDA_FUNCTION_NAME and static credentials (for emulators), so no component reads the environment', () => {
     const c = loadConfig({
       PORT: '8080',
       AWS_LAMBDA_FUNCTION_NAME: 'worker',
       AWS_ACCESS_KEY_ID: 'a',
       AWS_SECRET_ACCESS_KEY: 'b',
     });
-    expect(c).toMatchObject({ port: 8080, inLambda: true, staticCredentials: true });
-    expect(loadConfig({ AWS_ACCESS_KEY_ID: 'a' }).staticCredentials).toBe(false);
+    expect(c).toMatchObject({
+      port: 8080,
+      inLambda: true,
+      emulatorCredentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+    });
+    expect(loadConfig({ AWS_ACCESS_KEY_ID: 'a' }).emulatorCredentials).toBeUndefined();
   });
 
   it('takes test and bench knobs as tuning options, never from the environment', () => {

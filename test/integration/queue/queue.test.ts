@@ -243,7 +243,11 @@ describe.concurrent('SQS queue', () => {
     try {
       const w = await world({
         register: false,
-        env: { ...FAST, EVE_WORLD_AWS_SIGNING_SECRET: 'http-secret-0123456789', EVE_WORLD_AWS_FLOW_URL: server.url },
+        env: {
+          ...FAST,
+          EVE_WORLD_AWS_SIGNING_SECRET: '3c7e1a9f5b2d8c4e0a6f1b7d3e9c5a2f8b4d0e6c1a7f3b9d5e2c8a4f0b6d1e7c',
+          EVE_WORLD_AWS_FLOW_URL: server.url,
+        },
       });
       handler = w.queue.createQueueHandler('__wkf_workflow_', async (body, meta) => {
         w.deliveries.push({ body, meta, at: Date.now() });
