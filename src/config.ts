@@ -449,10 +449,10 @@ export const VARIABLES = {
   }),
   optimisticInlineStart: external({
     name: 'WORKFLOW_OPTIMISTIC_INLINE_START',
-    default: '0 (set by `createWorld()` when unset)',
+    default: '0',
     values: '`0` or `1`',
     description:
-      "Core's switch for running an inline step body before its `step_started` commits; core's turbo mode forces it on for a run's first delivery unless this is explicitly `0`. The World sets `0` so every body starts after its `step_started`, where the step lease fences duplicate deliveries; `1` saves one write of latency on a run's first step and allows a duplicated first delivery to run that body twice.",
+      "Set to the default by `createWorld()` when unset. Core's switch for running an inline step body before its `step_started` commits; core's turbo mode forces it on for a run's first delivery unless this is explicitly `0`. The World sets `0` so every body starts after its `step_started`, where the step lease fences duplicate deliveries; `1` saves one write of latency on a run's first step and allows a duplicated first delivery to run that body twice.",
   }),
 } as const satisfies Record<string, AnySetting>;
 
@@ -813,5 +813,5 @@ export function getConfig(): WorldConfig {
  */
 export function applyCoreDefaults(env: Env = process.env): void {
   const name = VARIABLES.optimisticInlineStart.name;
-  if (env[name] === undefined || env[name] === '') env[name] = '0';
+  if (env[name] === undefined || env[name] === '') env[name] = VARIABLES.optimisticInlineStart.default;
 }

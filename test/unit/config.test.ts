@@ -1,4 +1,6 @@
 /** Unit tests for src/config.ts: defaults, derived names, validation messages, immutability. */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   applyCoreDefaults,
@@ -405,5 +407,43 @@ describe('loadConfig', () => {
     ]) {
       expect(names).toContain(name);
     }
+  });
+});
+
+describe('the environment has one reader', () => {
+  const SRC = path.resolve(import.meta.dirname, '../../src');
+  /** Tooling (above the runtime) may read its own variables. */
+  const TOOLING = ['cli/', 'cdk/', 'emulator/', 'demo/', 'config-docs.ts'];
+  const walk = (dir: string): string[] =>
+    readdirSync(dir).flatMap((n) => {
+      const p = path.join(dir, n);
+      return statSync(p).isDirectory() ? walk(p) : /\.tsx?$/.test(n) ? [p] : [];
+    });
+  /** Runtime modules other than config.ts that touch `process.env` (comments aside). */
+  function readers(files: { rel: string; text: string }[]): string[] {
+    return files
+      .filter((f) => f.rel !== 'config.ts' && !TOOLING.some((t) => f.rel.startsWith(t)))
+      .filter((f) => /\bprocess\.env\b/.test(f.text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '')))
+      .map((f) => f.rel);
+  }
+
+  it('no runtime module but src/config.ts reads or writes process.env', () => {
+    const files = walk(SRC).map((p) => ({
+      rel: path.relative(SRC, p).split(path.sep).join('/'),
+      text: readFileSync(p, 'utf8'),
+    }));
+    expect(files.length).toBeGreaterThan(20);
+    expect(readers(files)).toEqual([]);
+  });
+
+  it('finds a planted reader (the check can fail)', () => {
+    expect(
+      readers([
+        { rel: 'consumer/index.ts', text: "const mode = process.env.AWS_LAMBDA_FUNCTION_NAME ? 'none' : 'poll';" },
+        { rel: 'aws/clients.ts', text: '// process.env is read by config.ts only' },
+        { rel: 'cli/main.ts', text: 'process.env.EVE_WORLD_AWS_DEBUG' },
+        { rel: 'config.ts', text: 'process.env' },
+      ]),
+    ).toEqual(['consumer/index.ts']);
   });
 });
