@@ -12,7 +12,7 @@
  * - `queue-held/<messageId>/<untilSec>`: no lifecycle rule; alive until `untilSec`, after which
  *   `eve-world-aws sweep` deletes it ({@link sweepHeldBodies}). Used only when a copy must outlive
  *   the 30-day window from now (a schedule more than ~2 weeks out).
- * - `queue/<messageId>` (written before this scheme): age unknown, treated as expiring now.
+ * - any other key: age unknown, treated as expiring now (so it is re-homed before a send).
  *
  * Invariant, enforced by {@link ensureBodyLifetime} in `SqsTransport.sendPlanned` (the one place
  * every copy is sent from: first sends, hops, `timeoutSeconds` re-sends, parked outage copies):
@@ -52,7 +52,7 @@ export function bodyNeededUntil(plan: DelayPlan, now: number): number {
   return now + COPY_LIFETIME_MS;
 }
 
-/** Until when the object at `key` is guaranteed to exist (0: unknown, e.g. a pre-scheme key). */
+/** Until when the object at `key` is guaranteed to exist (0: unknown, a key of neither form). */
 export function bodyAliveUntil(key: string): number {
   const prefix = key.startsWith(HELD_BODY_PREFIX)
     ? HELD_BODY_PREFIX
