@@ -13,7 +13,8 @@
  * import { POST } from './.well-known/workflow/v1/flow.mjs';
  * export const handler = createSqsHandler({ flow: POST });
  * ```
- * Record fate (the pipeline in ./pipeline.ts decides): ack, or a replacement sent (next long-wait
+ * The parts (signing, routing, receipts, breaker) are composed by ./delivery.ts, as for the
+ * poller. Record fate (the pipeline in ./pipeline.ts decides): ack, or a replacement sent (next long-wait
  * hop, long `timeoutSeconds`, an outage copy on its last receive) -> success, so Lambda deletes it.
  * `{timeoutSeconds}` within 12 h -> visibility changed, reported as a failure so Lambda leaves it.
  * Handler error, 4xx, malformed message -> failure (retried with backoff, then the DLQ after
@@ -30,7 +31,7 @@
  * The entry also carries the scheduled orphan sweep, `sweepHandler` (src/sweep/lambda.ts), so the
  * one pre-bundled asset serves both functions the CDK construct deploys.
  */
-import { assertDeliveriesSafe, FLOW_PATH, getConfig, unsignedWarning } from '../config.js';
+import { assertDeliveriesSafe, FLOW_PATH, loadConfig, unsignedWarning } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { createTransport } from '../queue/index.js';
@@ -101,7 +102,7 @@ export function createSqsHandler(
   // Built on the first event, so importing the module never throws on a bad environment.
   const init = () => {
     if (state) return state;
-    const config = opts.context?.config ?? getConfig();
+    const config = opts.context?.config ?? loadConfig();
     const flowUrl = opts.flowUrl ?? config.flowUrl;
     if (!opts.flow && !flowUrl) {
       throw new Error(
