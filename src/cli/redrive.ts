@@ -8,7 +8,7 @@
  */
 import { getQueueTopicPrefix } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
-import { createTransport } from '../queue/index.js';
+import { createTransport } from '../queue/transport.js';
 import { parseDuration, parsePositiveInt } from './format.js';
 import { CliError, EXIT_FAILURE, printJson } from './output.js';
 import { moveDlqMessages, renderMoveSummary } from './redrive/dlq-mover.js';

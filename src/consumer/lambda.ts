@@ -34,7 +34,7 @@
 import { assertDeliveriesSafe, FLOW_PATH, loadConfig, unsignedWarning } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
 import { consoleLogger, type Logger } from '../log.js';
-import { createTransport } from '../queue/index.js';
+import { createTransport } from '../queue/transport.js';
 import { composeDelivery, type DeliveryComposition } from './delivery.js';
 import { type DeliveryOutcome, deliverMessage, type FlowHandler, type InboundMessage } from './pipeline.js';
 

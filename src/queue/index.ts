@@ -23,10 +23,10 @@ import { toWorldError } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { encodeLogTail } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
-import { type SchedulerPort, schedulerPort } from './delays.js';
+import type { SchedulerPort } from './delays.js';
 import { encodePayload } from './encoding.js';
 import { claimIdempotencyKey, markIdempotencyKeySent, releaseIdempotencyKey } from './idempotency.js';
-import { SqsTransport } from './transport.js';
+import { createTransport, type SqsTransport } from './transport.js';
 
 export interface CreateQueueOptions {
   /**
@@ -45,14 +45,6 @@ export interface CreateQueueOptions {
 
 export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'queue' | 'queueBatch'>> {
   readonly transport: SqsTransport;
-}
-
-/**
- * The SQS transport of `ctx`'s queue and DLQ: long delays through the Scheduler when a scheduler
- * role is configured (or `scheduler` is given), else SQS hops.
- */
-export function createTransport(ctx: WorldContext, scheduler?: SchedulerPort): SqsTransport {
-  return new SqsTransport(ctx, scheduler ?? (ctx.config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined));
 }
 
 export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {}): QueueSender {

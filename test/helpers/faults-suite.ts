@@ -27,7 +27,7 @@ import { createClients, destroyClients } from '../../src/aws/clients.js';
 import { loadConfig, type WorldTuning } from '../../src/config.js';
 import { createContext, type WorldContext } from '../../src/context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
-import { createTransport } from '../../src/queue/index.js';
+import { createTransport } from '../../src/queue/transport.js';
 import { createFixture } from '../helpers/aws.js';
 import { type FaultRule, startFaultProxies } from './faults-proxy.js';
 

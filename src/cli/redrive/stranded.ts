@@ -8,7 +8,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { Event, WorkflowRun } from '@workflow/world';
 import { eventIdToSlot, getQueueTopicPrefix, resolveQueueNamespace } from '@workflow/world';
 import { keys } from '../../ddb.js';
-import { createTransport } from '../../queue/index.js';
+import { createTransport } from '../../queue/transport.js';
 import { formatDuration, formatTime } from '../format.js';
 import { colorEnabled, palette, renderTable } from '../output.js';
 import type { CliWorld } from '../world.js';
