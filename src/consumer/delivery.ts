@@ -1,7 +1,7 @@
 /**
  * The one composition of the delivery pipeline, used by both consumers: the in-process poller
  * (./index.ts, `start()`) and the Lambda SQS handler (./lambda.ts). Each builds its parts here, so
- * signing, routing, receipts, the circuit breaker and the step lease are wired the same way in
+ * signing, routing, receipts and the circuit breaker are wired the same way in
  * both shapes; only how copies arrive (long poll vs event source mapping) differs.
  *
  * Invariants:
@@ -16,13 +16,9 @@
 import { parseQueueName, type ValidQueueName } from '@workflow/world';
 import { defaultFlowUrl, FLOW_PATH } from '../config.js';
 import type { WorldContext } from '../context.js';
-import type { StepLease } from '../delivery-scope.js';
 import type { Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
-import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/step-lease.js';
 import { CircuitBreaker } from './breaker.js';
-import type { HandlerOptions } from './handler.js';
-import { DynamoNonceStore } from './nonces.js';
 import type { DeliveryDeps, FlowHandler } from './pipeline.js';
 import { SqsReceipts } from './receipts.js';
 import { processSigningKey } from './signing.js';
@@ -84,28 +80,6 @@ export function composeDelivery(
       logger: options.logger,
       breaker,
       inFlight: new Set<string>(),
-    },
-  };
-}
-
-/**
- * What the flow route (`createQueueHandler`) checks and keeps alive: the configured secrets, the
- * replay store, and the step lease, whose TTL is half the visibility a consumer hides a copy for
- * (the poller's, never longer than the queue's), so a crashed delivery's leases have expired
- * before its copy is shown again.
- */
-export function flowRouteOptions(ctx: WorldContext, logger: Logger): HandlerOptions {
-  const { config } = ctx;
-  const leaseTable = { ddb: ctx.clients.ddb, table: config.tableName };
-  return {
-    signingSecrets: config.signingSecrets,
-    allowUnsigned: config.allowUnsigned,
-    nonces: new DynamoNonceStore(ctx),
-    logError: (m) => logger.error(m),
-    stepLease: {
-      ttlMs: stepLeaseTtlMs(Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds)),
-      extend: (l: StepLease) => extendStepLeases(leaseTable, l),
-      release: (l: StepLease) => releaseStepLeases(leaseTable, l),
     },
   };
 }

@@ -9,10 +9,13 @@
 import type { Queue, QueuePrefix } from '@workflow/world';
 import { canConnect } from '../aws/net.js';
 import type { WorldContext } from '../context.js';
+import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
-import { composeDelivery, flowRouteOptions, queuePrefixOf } from './delivery.js';
-import { createQueueHandler } from './handler.js';
+import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/step-lease.js';
+import { composeDelivery, queuePrefixOf } from './delivery.js';
+import { createQueueHandler, type HandlerOptions } from './handler.js';
+import { DynamoNonceStore } from './nonces.js';
 import type { DeliveryOutcome, FlowHandler, InboundMessage } from './pipeline.js';
 import { SqsPoller } from './poller.js';
 import type { SqsReceipts } from './receipts.js';
@@ -116,6 +119,28 @@ export function createConsumer(
     async close() {
       closed = true;
       await poller?.close();
+    },
+  };
+}
+
+/**
+ * What the flow route (`createQueueHandler`) checks and keeps alive: the configured secrets, the
+ * replay store, and the step lease, whose TTL is half the visibility a consumer hides a copy for
+ * (the poller's, never longer than the queue's), so a crashed delivery's leases have expired
+ * before its copy is shown again.
+ */
+function flowRouteOptions(ctx: WorldContext, logger: Logger): HandlerOptions {
+  const { config } = ctx;
+  const leaseTable = { ddb: ctx.clients.ddb, table: config.tableName };
+  return {
+    signingSecrets: config.signingSecrets,
+    allowUnsigned: config.allowUnsigned,
+    nonces: new DynamoNonceStore(ctx),
+    logError: (m) => logger.error(m),
+    stepLease: {
+      ttlMs: stepLeaseTtlMs(Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds)),
+      extend: (l: StepLease) => extendStepLeases(leaseTable, l),
+      release: (l: StepLease) => releaseStepLeases(leaseTable, l),
     },
   };
 }
