@@ -4,8 +4,8 @@
  * Printing touches no AWS endpoint (the env points at a closed port).
  */
 import { describe, expect, it } from 'vitest';
-import { actionsByResource } from '../../../src/aws/iam-actions.js';
-import { partitionOf } from '../../../src/aws/iam-policy.js';
+import { partitionOf } from '../../../src/aws/arn.js';
+import { actionsByResource } from '../../../src/provision/iam-actions.js';
 import { runCli } from '../../helpers/cli.js';
 
 const ROLE = 'arn:aws-us-gov:iam::123456789012:role/eve-sched';
