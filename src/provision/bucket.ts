@@ -75,11 +75,10 @@ function deniesInsecureTransport(st: PolicyStatement): boolean {
   return st.Effect === 'Deny' && (v === 'false' || v === false || (Array.isArray(v) && v.includes('false')));
 }
 
-/** The bucket's hardening: no public access, default encryption, TLS only, expiry of transient objects. */
-function bucketSettings(s3: S3Client, bucket: string, region: string | undefined, retentionDays?: number): Setting[] {
-  const LIFECYCLE_RULES = lifecycleRules(retentionDays);
+/** The statement `init` adds to the bucket policy: deny every request without TLS, on the bucket and its objects. */
+export function tlsOnlyStatement(bucket: string, region: string | undefined) {
   const arn = `arn:${partitionOf(region)}:s3:::${bucket}`;
-  const tlsOnly = {
+  return {
     Sid: TLS_ONLY_SID,
     Effect: 'Deny',
     Principal: '*',
@@ -87,6 +86,12 @@ function bucketSettings(s3: S3Client, bucket: string, region: string | undefined
     Resource: [arn, `${arn}/*`],
     Condition: { Bool: { 'aws:SecureTransport': 'false' } },
   };
+}
+
+/** The bucket's hardening: no public access, default encryption, TLS only, expiry of transient objects. */
+function bucketSettings(s3: S3Client, bucket: string, region: string | undefined, retentionDays?: number): Setting[] {
+  const LIFECYCLE_RULES = lifecycleRules(retentionDays);
+  const tlsOnly = tlsOnlyStatement(bucket, region);
   /** The current policy document; undefined when there is none; a string when the endpoint answered nonsense. */
   const readPolicy = async (): Promise<{ Statement?: PolicyStatement[] | PolicyStatement } | undefined | string> => {
     let text: string | undefined;
