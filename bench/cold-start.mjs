@@ -18,14 +18,19 @@ async function runNode(code, { env, cwd }) {
   return { wall: ms, result: JSON.parse(out.trim().split('\n').pop()) };
 }
 
-/** The timed child: import + createWorld(), timed inside the process. */
+/**
+ * The timed child: import + createWorld(), timed inside the process: wall time, and the CPU time
+ * the process spent on it (user + system, all threads), which other work on the machine disturbs less.
+ */
 const timedCode = (url, factory) => `
 const boot = performance.now();
 const t = performance.now();
+const cpu0 = process.cpuUsage();
 const m = await import(${JSON.stringify(url)});
 const world = m.${factory}();
 const ms = performance.now() - t;
-console.log(JSON.stringify({ ms, boot }));
+const cpu = process.cpuUsage(cpu0);
+console.log(JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1000, boot }));
 process.exit(0);
 `;
 
@@ -122,6 +127,7 @@ export async function benchColdStart({ targets, runs = 10, log }) {
     for (const [k, { t, opts }] of plan.entries()) {
       const importMs = samples[k].map((s) => s.result.ms);
       const processMs = samples[k].map((s) => s.wall);
+      const cpuMs = samples[k].map((s) => s.result.cpuMs);
       const g = await graph(t.url, t.factory, opts, t.own ?? '(this package)');
       results.push({
         name: t.name,
@@ -129,6 +135,8 @@ export async function benchColdStart({ targets, runs = 10, log }) {
         importAndCreateMs: importMs,
         importAndCreateMsMedian: median(importMs),
         importAndCreateMsP90: pct(importMs, 90),
+        importAndCreateCpuMs: cpuMs,
+        importAndCreateCpuMsMedian: median(cpuMs),
         processWallMs: processMs,
         processWallMsMedian: median(processMs),
         graph: g,

@@ -362,6 +362,7 @@ function table5(cold) {
     c.name,
     n0(c.importAndCreateMsMedian),
     n0(c.importAndCreateMsP90),
+    c.importAndCreateCpuMsMedian === undefined ? '—' : n0(c.importAndCreateCpuMsMedian),
     n0(c.processWallMsMedian),
     c.graph.files,
     c.graph.ownFiles ?? '—',
@@ -379,6 +380,7 @@ function table5(cold) {
       'World',
       'median ms',
       'p90 ms',
+      'CPU ms',
       'process wall ms',
       'files loaded',
       'own modules',
@@ -391,7 +393,7 @@ function table5(cold) {
     [
       "own modules = files of the World's own package (this package's dist/, or @workflow/world-local). AWS clients loaded = the @aws-sdk/client-* packages in the graph; S3, KMS and the Scheduler load on first use.",
       '`--cold-before=<dir>` adds the dist/ of another build (e.g. main before a change) as a row.',
-      'ms = performance.now() around `await import(world)` + `createWorld()` inside the child; process wall = spawn to exit (adds Node start-up). One untimed run first warms the OS file cache.',
+      'ms = performance.now() around `await import(world)` + `createWorld()` inside the child; CPU ms = process.cpuUsage() (user + system) over the same span, less disturbed by other work on the machine; process wall = spawn to exit (adds Node start-up). One untimed run per World first warms the OS file cache; runs alternate between the Worlds.',
       'Import graph: a separate run with a module.register() load hook recording every ESM file plus require.cache for the CommonJS files (the AWS SDK is CommonJS); bytes = on-disk size of those files.',
     ],
   );
