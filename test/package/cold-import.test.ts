@@ -60,8 +60,8 @@ describe('cold import + createWorld()', () => {
   });
 
   it('detects a provisioning module and a lazy client loaded at start (the check can fail)', () => {
-    // Planted: what the runtime loaded before provisioning was its own layer (queue/body-lifetime.ts
-    // read constants from resources.ts, which imported S3 and, through the at-rest checks, KMS).
+    // Planted: a runtime module that reaches provisioning (which imports S3 and, through the
+    // at-rest checks, KMS) at import time.
     const files = coldImport(
       '@portfolio/eve-world-aws',
       `m.createWorld(); await import(${JSON.stringify(path.join(DIST, 'provision', 'index.js'))});`,

@@ -19,10 +19,9 @@
  * Folders nest one way: in every folder (src/ itself included), the imports between its entries
  * (files and subfolders; everything inside a subfolder counts as that subfolder, and a file
  * `x.ts` counts as the folder `x/`) form no cycle. At src/ that means no cycle between top-level
- * units (resources.ts ⇄ encryption/ was one); below, no cycle between a folder and its
- * subfolders (storage/ ⇄ storage/records/). Cycles between two files of one folder are not
- * this rule's business. And one unit lives in one place: no file `x.ts` beside a folder `x/`
- * (cli/redrive.ts beside cli/redrive/ was one: the folder holds the command now).
+ * units; below, no cycle between a folder and its subfolders. Cycles between two files of one
+ * folder are not this rule's business. And one unit lives in one place: no file `x.ts` beside a
+ * folder `x/` (a command's folder holds the command).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';

@@ -1,7 +1,7 @@
 /**
  * Provisioning names resources in the partition of the configured region: the bucket's TLS-only
- * statement and every ARN of the printed IAM policy. Both ask src/aws/arn.ts; before, the bucket
- * statement had its own partition table without the ISO partitions (`arn:aws:s3:::` in us-iso-*).
+ * statement and every ARN of the printed IAM policy, both through src/aws/arn.ts (a bucket policy
+ * naming `arn:aws:s3:::` in an ISO region would not match its own bucket).
  */
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
