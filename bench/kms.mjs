@@ -80,7 +80,7 @@ async function measure({ app, stackEnv, dist, scenario, encrypted }) {
   const { createWorld } = await import(`${dist}/index.js`);
   const { loadConfig } = await import(`${dist}/config.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
-  const { reconcile } = await import(`${dist}/resources.js`);
+  const { reconcile } = await import(`${dist}/provision/index.js`);
   const { LOCAL_KMS_ALIAS } = await import(`${dist}/emulator/stack.js`);
   const config = loadConfig({
     ...stackEnv,

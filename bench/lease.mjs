@@ -58,7 +58,7 @@ function summarize(per) {
 export async function benchLease({ stackEnv, dist, log }) {
   const { loadConfig } = await import(`${dist}/config.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
-  const { reconcile } = await import(`${dist}/resources.js`);
+  const { reconcile } = await import(`${dist}/provision/index.js`);
   const { createContext } = await import(`${dist}/context.js`);
   const { createStorage } = await import(`${dist}/storage/index.js`);
   const { runInDelivery } = await import(`${dist}/delivery-scope.js`);

@@ -5,6 +5,7 @@
  * channel. Every variable is listed in {@link ENV_DOCS} (the README table is generated from the
  * same list), and every failure names the variable, what was wrong and an example value.
  */
+import { FLOW_PATH, SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from './limits.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -186,7 +187,7 @@ export const ENV_DOCS: readonly EnvDoc[] = [
   },
   {
     name: 'EVE_WORLD_AWS_FLOW_URL',
-    default: 'http://127.0.0.1:$PORT/.well-known/workflow/v1/flow',
+    default: `http://127.0.0.1:$PORT${FLOW_PATH}`,
     description: 'Flow route the in-process consumer POSTs to when no handler is registered.',
   },
   { name: 'EVE_WORLD_AWS_CONCURRENCY', default: '8', description: 'Deliveries the in-process consumer runs at once.' },
@@ -390,7 +391,7 @@ export function loadConfig(env: Env = process.env): WorldConfig {
       'alias/eve-world (or arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab)',
     );
   }
-  const flowUrl = url(env, 'EVE_WORLD_AWS_FLOW_URL', 'http://127.0.0.1:3000/.well-known/workflow/v1/flow');
+  const flowUrl = url(env, 'EVE_WORLD_AWS_FLOW_URL', `http://127.0.0.1:3000${FLOW_PATH}`);
 
   return Object.freeze({
     region,
@@ -411,14 +412,28 @@ export function loadConfig(env: Env = process.env): WorldConfig {
     allowUnsigned,
     flowUrl,
     consumerConcurrency: int(env, 'EVE_WORLD_AWS_CONCURRENCY', 8, 1, 1000, '8'),
-    maxDelayHopSeconds: int(env, 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS', 900, 1, 900, '900'),
+    maxDelayHopSeconds: int(env, 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS', 900, 1, SQS_MAX_DELAY_SECONDS, '900'),
     idempotencyTtlSeconds: int(env, 'EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS', 604_800, 60, 31_536_000, '604800'),
     retentionDays:
       str(env, 'EVE_WORLD_AWS_RETENTION_DAYS') === undefined
         ? undefined
         : int(env, 'EVE_WORLD_AWS_RETENTION_DAYS', 0, 0, 36_500, '30'),
-    visibilityTimeoutSeconds: int(env, 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS', 900, 1, 43_200, '900'),
-    consumerVisibilitySeconds: int(env, 'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS', 30, 5, 43_200, '30'),
+    visibilityTimeoutSeconds: int(
+      env,
+      'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS',
+      900,
+      1,
+      SQS_MAX_VISIBILITY_SECONDS,
+      '900',
+    ),
+    consumerVisibilitySeconds: int(
+      env,
+      'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS',
+      30,
+      5,
+      SQS_MAX_VISIBILITY_SECONDS,
+      '30',
+    ),
     connectTimeoutMs: int(env, 'EVE_WORLD_AWS_CONNECT_TIMEOUT_MS', 3000, 100, 60_000, '3000'),
     requestTimeoutMs: int(env, 'EVE_WORLD_AWS_REQUEST_TIMEOUT_MS', 15_000, 1000, 600_000, '15000'),
     maxReceiveCount: int(env, 'EVE_WORLD_AWS_MAX_RECEIVE_COUNT', 10, 1, 1000, '10'),

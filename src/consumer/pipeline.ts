@@ -31,8 +31,9 @@
 import { sleep } from '../aws/sleep.js';
 import type { WorldConfig } from '../config.js';
 import { decodeLogTail } from '../delivery-scope.js';
+import { FLOW_PATH, SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
 import { consoleLogger, type Logger } from '../log.js';
-import { planHop, SQS_MAX_VISIBILITY_SECONDS } from '../queue/delays.js';
+import { planHop } from '../queue/delays.js';
 import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
 import type { SqsTransport } from '../queue/transport.js';
 import type { CircuitBreaker } from './breaker.js';
@@ -101,7 +102,7 @@ export interface DeliveryDeps {
   now?: () => number;
 }
 
-export const DEFAULT_FLOW_PATH = '/.well-known/workflow/v1/flow';
+export const DEFAULT_FLOW_PATH = FLOW_PATH;
 
 /** Largest "not yet due" gap that is waited out in process instead of re-sent (ms). */
 const MAX_INLINE_WAIT_MS = 1000;

@@ -31,20 +31,17 @@
  * same check before each send (cli/redrive/dlq-mover.ts).
  */
 import type { WorldContext } from '../context.js';
+import { HELD_BODY_PREFIX, MESSAGE_RETENTION_SECONDS, PAYLOAD_EXPIRY_DAYS, QUEUE_BODY_PREFIX } from '../limits.js';
 import type { PayloadStore } from '../payloads.js';
-import { PAYLOAD_EXPIRY_DAYS, RETENTION_SECONDS } from '../resources.js';
 import { type DelayPlan, SCHEDULE_RETRY_SECONDS } from './delays.js';
 import type { Envelope } from './encoding.js';
-
-export const QUEUE_BODY_PREFIX = 'queue/';
-export const HELD_BODY_PREFIX = 'queue-held/';
 
 const DAY_MS = 86_400_000;
 const WINDOW_MS = PAYLOAD_EXPIRY_DAYS * DAY_MS;
 /** Margin for clock skew between this host and S3, and S3's own rounding. */
 const MARGIN_MS = DAY_MS;
 /** The longest an SQS copy (or its dead letter) can be received after it was sent. */
-const COPY_LIFETIME_MS = RETENTION_SECONDS * 1000 + MARGIN_MS;
+const COPY_LIFETIME_MS = MESSAGE_RETENTION_SECONDS * 1000 + MARGIN_MS;
 
 /** Until when (epoch ms) the body of a copy sent now with `plan` must exist. */
 export function bodyNeededUntil(plan: DelayPlan, now: number): number {

@@ -20,7 +20,7 @@
  * - `EVE_WORLD_AWS_RETENTION_DAYS=N` alone (off by default): every item gets a `ttl` N days after
  *   the terminal event and the run view `expiredAt` = that time; data stays readable until then.
  *   S3 objects are tagged `eve-world-aws-expired=true` for the bucket's lifecycle rule
- *   (`RETENTION_TAG` in resources.ts, which `init` installs when the variable is set).
+ *   (`RETENTION_TAG` in src/limits.ts; `init` installs the rule when the variable is set).
  * - Past an item's `ttl`, reads treat it as gone even before DynamoDB's background sweep
  *   (typically within a day or two) deletes it: `runs.get` answers `WorkflowRunNotFoundError`.
  * - Safe direction: it runs after the terminal transaction committed; a failure is logged and
@@ -30,6 +30,7 @@ import { type AttributeValue, UpdateItemCommand } from '@aws-sdk/client-dynamodb
 import { getEventDataRefFields, readRunRetention } from '@workflow/world';
 import { isConditionalCheckFailed } from '../aws/errors.js';
 import { ATTR, GSI1, keys } from '../ddb.js';
+import { RETENTION_TAG } from '../limits.js';
 import { consoleLogger } from '../log.js';
 import type { Attrs } from './codec.js';
 import type { StorageCtx } from './context.js';
@@ -226,7 +227,7 @@ async function expireObjects(ctx: StorageCtx, runId: string, now: boolean): Prom
             new PutObjectTaggingCommand({
               Bucket: ctx.payloads.bucket,
               Key: o.Key,
-              Tagging: { TagSet: [{ Key: 'eve-world-aws-expired', Value: 'true' }] },
+              Tagging: { TagSet: [{ Key: RETENTION_TAG, Value: 'true' }] },
             }),
           ),
         ),

@@ -2,18 +2,18 @@
  * `eve-world-aws redrive`: put work back on the queue.
  *
  * 1. DLQ -> queue (default): every dead-lettered message, or only those of `--run <id>`, is moved
- *    back by the DLQ mover (./redrive/dlq-mover.ts).
+ *    back by the DLQ mover (./dlq-mover.ts).
  * 2. `--stranded`: runs that nothing will wake get their continuation re-enqueued, as decided by
- *    the stranded-run classifier (./redrive/stranded.ts).
+ *    the stranded-run classifier (./stranded.ts).
  */
 import { getQueueTopicPrefix } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
-import { SqsTransport } from '../queue/transport.js';
-import { parseDuration, parsePositiveInt } from './format.js';
-import { CliError, EXIT_FAILURE, printJson } from './output.js';
-import { moveDlqMessages, renderMoveSummary } from './redrive/dlq-mover.js';
-import { redriveStranded, renderStranded } from './redrive/stranded.js';
-import { withWorld } from './world.js';
+import { SqsTransport } from '../../queue/transport.js';
+import { parseDuration, parsePositiveInt } from '../format.js';
+import { CliError, EXIT_FAILURE, printJson } from '../output.js';
+import { withWorld } from '../world.js';
+import { moveDlqMessages, renderMoveSummary } from './dlq-mover.js';
+import { redriveStranded, renderStranded } from './stranded.js';
 
 interface RedriveOptions {
   run?: string;

@@ -2,7 +2,7 @@
  * `init` / `doctor` for EVE_WORLD_AWS_KMS_KEY_ID: the key is usable, and the table, both queues
  * and the bucket are encrypted at rest under it (SSE-KMS) instead of AWS-owned keys.
  *
- * One report (`kind: 'encryption'`) lists a line per resource. Modes as in src/resources.ts:
+ * One report (`kind: 'encryption'`) lists a line per resource. Modes as in ./settings.ts:
  * `apply` sets what differs (every change here is online and non-destructive: DynamoDB re-keys in
  * the background, an SQS attribute, the bucket's default for new objects), `dry-run` says what it
  * would set, `verify` reports drift with the command that fixes it.
@@ -19,13 +19,20 @@ import { DescribeTableCommand, UpdateTableCommand } from '@aws-sdk/client-dynamo
 import { DecryptCommand, DescribeKeyCommand, GenerateDataKeyCommand, type KMSClient } from '@aws-sdk/client-kms';
 import { GetBucketEncryptionCommand, PutBucketEncryptionCommand } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { isQueueUrl, queueNameOf } from '../aws/arn.js';
 import type { AwsClients } from '../aws/clients.js';
-import { isUnsupported } from '../aws/errors.js';
+import {
+  describeError,
+  errorName,
+  isAccessDenied,
+  isNoSuchConfiguration,
+  isNotFound,
+  isUnsupported,
+} from '../aws/errors.js';
 import type { WorldConfig } from '../config.js';
-import type { ReconcileMode, ResourceReport } from '../resources.js';
+import type { ReconcileMode, ResourceReport } from './settings.js';
 
-const errName = (err: unknown) => (err as { name?: string })?.name ?? 'Error';
-const errText = (err: unknown) => `${errName(err)}: ${(err as { message?: string })?.message ?? String(err)}`;
+const nameOf = (err: unknown) => errorName(err) || 'Error';
 
 /** One resource's line: ok, fixed (apply), would fix (dry-run), drift (verify) or skipped. */
 interface Line {
@@ -53,16 +60,14 @@ async function checkKey(
   try {
     meta = (await kms.send(new DescribeKeyCommand({ KeyId: ref }))).KeyMetadata as Record<string, unknown> | undefined;
   } catch (err) {
-    const name = errName(err);
     return {
       line: {
-        text: `key ${ref}: ${errText(err)}`,
-        problem:
-          name === 'NotFoundException'
-            ? `the KMS key ${ref} does not exist in this account and region: create one (\`aws kms create-key --description eve-world\` then \`aws kms create-alias --alias-name alias/eve-world --target-key-id <KeyId>\`) or fix EVE_WORLD_AWS_KMS_KEY_ID`
-            : name === 'AccessDeniedException'
-              ? `allow this caller kms:DescribeKey, kms:GenerateDataKey and kms:Decrypt on ${ref}`
-              : `see the error above`,
+        text: `key ${ref}: ${describeError(err)}`,
+        problem: isNotFound(err)
+          ? `the KMS key ${ref} does not exist in this account and region: create one (\`aws kms create-key --description eve-world\` then \`aws kms create-alias --alias-name alias/eve-world --target-key-id <KeyId>\`) or fix EVE_WORLD_AWS_KMS_KEY_ID`
+          : isAccessDenied(err)
+            ? `allow this caller kms:DescribeKey, kms:GenerateDataKey and kms:Decrypt on ${ref}`
+            : `see the error above`,
       },
     };
   }
@@ -101,7 +106,7 @@ async function checkKey(
     return {
       key: { arn, id },
       line: {
-        text: `key ${arn}: ${errText(err)}`,
+        text: `key ${arn}: ${describeError(err)}`,
         problem: `allow this caller kms:GenerateDataKey and kms:Decrypt on ${arn}`,
       },
     };
@@ -126,7 +131,7 @@ async function tableLine(
       | Record<string, unknown>
       | undefined;
   } catch (err) {
-    return { text: `table ${name}: not checked (${errName(err)}); create it first` };
+    return { text: `table ${name}: not checked (${nameOf(err)}); create it first` };
   }
   if (/^arn:aws[a-z-]*:dynamodb:ddblocal:/.test(String(t?.TableArn))) {
     return { text: `table ${name}: SSE-KMS skipped (DynamoDB Local does not implement table encryption settings)` };
@@ -156,14 +161,12 @@ async function queueLine(
   key: { arn: string; id: string },
   mode: ReconcileMode,
 ): Promise<Line> {
-  const label = /^https?:\/\//.test(ref) ? ref.split('/').pop()! : ref;
+  const label = queueNameOf(ref);
   let url: string | undefined;
   try {
-    url = /^https?:\/\//.test(ref)
-      ? ref
-      : (await clients.sqs.send(new GetQueueUrlCommand({ QueueName: ref }))).QueueUrl;
+    url = isQueueUrl(ref) ? ref : (await clients.sqs.send(new GetQueueUrlCommand({ QueueName: ref }))).QueueUrl;
   } catch (err) {
-    return { text: `queue ${label}: not checked (${errName(err)}); create it first` };
+    return { text: `queue ${label}: not checked (${nameOf(err)}); create it first` };
   }
   const attrs =
     (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }))).Attributes ??
@@ -196,7 +199,7 @@ async function bucketRules(clients: AwsClients, bucket: string): Promise<BucketR
       ?.Rules;
     return rules && rules.length > 0 ? rules : 'unsupported'; // real S3 always reports at least SSE-S3
   } catch (err) {
-    if (errName(err) === 'ServerSideEncryptionConfigurationNotFoundError') return 'none';
+    if (isNoSuchConfiguration(err)) return 'none';
     if (isUnsupported(err)) return 'unsupported';
     throw err;
   }
@@ -214,7 +217,7 @@ async function bucketLine(
   try {
     rules = await bucketRules(clients, bucket);
   } catch (err) {
-    return { text: `bucket ${bucket}: not checked (${errName(err)}); create it first` };
+    return { text: `bucket ${bucket}: not checked (${nameOf(err)}); create it first` };
   }
   const current =
     rules === 'unsupported' || rules === 'none' ? undefined : rules[0]?.ApplyServerSideEncryptionByDefault;

@@ -2,7 +2,7 @@
  * IAM policy documents printed by `eve-world-aws init --print-iam-policy [--operator]`, generated
  * from the command table in `iam-actions.ts` (the CDK construct's grants come from the same table).
  *
- * ARNs are partition-aware (`aws`, `aws-cn`, `aws-us-gov`, derived from the region unless given),
+ * ARNs are partition-aware (derived from the region by src/aws/arn.ts unless given),
  * `iam:PassRole` carries an `iam:PassedToService` condition, and the Scheduler role's own policy
  * and trust policy are printed alongside.
  *
@@ -10,6 +10,7 @@
  * An alias cannot be a policy resource (KMS authorizes on the key), so an alias becomes every key
  * of the account and region, narrowed by `kms:ResourceAliases` to keys carrying that alias.
  */
+import { partitionOf, queueNameOf } from '../aws/arn.js';
 import type { WorldConfig } from '../config.js';
 import {
   actionsByResource,
@@ -39,19 +40,6 @@ export interface PolicyTarget {
   partition: string;
   region: string;
   account: string;
-}
-
-/** `cn-north-1` -> `aws-cn`, `us-gov-west-1` -> `aws-us-gov`, anything else -> `aws`. */
-export function partitionOf(region: string | undefined): string {
-  if (region?.startsWith('cn-')) return 'aws-cn';
-  if (region?.startsWith('us-gov-')) return 'aws-us-gov';
-  if (region?.startsWith('us-iso-')) return 'aws-iso';
-  if (region?.startsWith('us-isob-')) return 'aws-iso-b';
-  return 'aws';
-}
-
-function queueName(ref: string): string {
-  return /^https?:\/\//.test(ref) ? (ref.split('/').pop() as string) : ref;
 }
 
 /**
@@ -88,8 +76,8 @@ export function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamRe
   return {
     table: [table],
     tableIndexes: [`${table}/index/*`],
-    queue: [`arn:${t.partition}:sqs:${t.region}:${t.account}:${queueName(config.queue)}`],
-    dlq: [`arn:${t.partition}:sqs:${t.region}:${t.account}:${queueName(config.deadLetterQueue)}`],
+    queue: [`arn:${t.partition}:sqs:${t.region}:${t.account}:${queueNameOf(config.queue)}`],
+    dlq: [`arn:${t.partition}:sqs:${t.region}:${t.account}:${queueNameOf(config.deadLetterQueue)}`],
     bucket: [`arn:${t.partition}:s3:::${config.bucket}`],
     bucketObjects: [`arn:${t.partition}:s3:::${config.bucket}/*`],
     scheduleGroupSchedules: [
@@ -231,7 +219,7 @@ export function printedPolicies(
   };
 }
 
-/** The World's run-time policy (kept under its old name for `src/resources.ts` importers). */
+/** The World's run-time policy. */
 export function iamPolicy(
   config: WorldConfig,
   account = '<account-id>',
