@@ -12,7 +12,7 @@ import type { WorldContext } from '../context.js';
 import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
-import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/step-lease.js';
+import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/write/step-lease.js';
 import { CircuitBreaker } from './breaker.js';
 import { createQueueHandler } from './handler.js';
 import { DynamoNonceStore } from './nonces.js';

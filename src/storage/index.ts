@@ -11,14 +11,14 @@
  */
 import type { Storage, WorldCapabilities } from '@workflow/world';
 import type { WorldContext } from '../context.js';
-import type { StorageCtx } from './context.js';
-import { createEvents } from './create.js';
-import { createEventReads } from './event-reads.js';
-import { createHookReads } from './hook-reads.js';
-import { createRunReads } from './run-reads.js';
-import { SlotHints } from './slot-hints.js';
-import { StepItemCache } from './step-item-cache.js';
-import { createStepReads } from './step-reads.js';
+import type { StorageCtx } from './table/context.js';
+import { createEvents } from './write/create.js';
+import { createEventReads } from './read/events.js';
+import { createHookReads } from './read/hooks.js';
+import { createRunReads } from './read/runs.js';
+import { SlotHints } from './memory/slot-hints.js';
+import { StepItemCache } from './memory/step-items.js';
+import { createStepReads } from './read/steps.js';
 
 /**
  * Capabilities this storage honours, for the World composer to declare:
@@ -62,5 +62,5 @@ export {
   type OrphanSweepOptions,
   type OrphanSweepReport,
   sweepOrphanedPayloads,
-} from './orphan-sweep.js';
-export { encodeEventCursor } from './pagination.js';
+} from '../sweep/run-payloads.js';
+export { encodeEventCursor } from './table/pagination.js';

@@ -3,7 +3,7 @@
  * compare in conditions, e.g. `retryAfter`); inside opaque event data they use the codec's tagged
  * form instead.
  */
-import type { Attrs } from '../codec.js';
+import type { Attrs } from '../table/codec.js';
 
 export function keysOf(k: { PK: string; SK: string }): Attrs {
   return { PK: { S: k.PK }, SK: { S: k.SK } };

@@ -9,10 +9,10 @@ import type { Event, ResolveData } from '@workflow/world';
 import { SPEC_VERSION_CURRENT, slotToEventId, stripEventDataRefs } from '@workflow/world';
 import { ATTR, keys } from '../../ddb.js';
 import { isS3Pointer } from '../../payloads.js';
-import { type Attrs, date, fromAttr, num, str, toAttr, toItem } from '../codec.js';
-import type { StorageCtx } from '../context.js';
-import type { CreateCall } from '../create-call.js';
-import { loadPayload } from '../payload-placement.js';
+import { type Attrs, date, fromAttr, num, str, toAttr, toItem } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import type { CreateCall } from '../write/create-call.js';
+import { loadPayload } from './payloads.js';
 import { dropUndefined, epochMs, keysOf } from './attrs.js';
 
 /**

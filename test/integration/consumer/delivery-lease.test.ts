@@ -18,7 +18,7 @@ import { createContext } from '../../../src/context.js';
 import { keys } from '../../../src/ddb.js';
 import { type DeliveryScope, runInDelivery, type StepLease } from '../../../src/delivery-scope.js';
 import { createStorage } from '../../../src/storage/index.js';
-import { extendStepLeases, releaseStepLeases } from '../../../src/storage/step-lease.js';
+import { extendStepLeases, releaseStepLeases } from '../../../src/storage/write/step-lease.js';
 import { createFixture, type Fixture, stackEnv } from '../../helpers/aws.js';
 import { type FaultProxy, startFaultProxy } from '../../helpers/faults-proxy.js';
 import { makeWorld } from '../../helpers/queue.js';

@@ -1,0 +1,48 @@
+/**
+ * Run view items as this process last committed them (run_created, run_started, hook/wait
+ * holds), so that in a warm process `run_started` without a preload and the terminal transition
+ * skip their read of the run (a 1-step run then reads only core's `events.list`).
+ *
+ * Safe by conditions, not by freshness: a write that starts from a remembered item is conditioned
+ * on everything it decided on (`run_started`: pending and `attrVer`; terminal: not terminal, the
+ * `holds` flag and `attrVer`), so a stale memory costs one cancelled transaction and a re-read,
+ * never a wrong write. Forgotten when the run ends, on `attr_set`, or when a condition fails.
+ *
+ * Bounded: items over 64 KB are not remembered, and past a 4 MB budget the least recently
+ * remembered are forgotten.
+ */
+import { type Attrs, itemSize } from '../table/codec.js';
+
+const RUN_ITEM_MAX_BYTES = 65_536;
+const RUN_ITEMS_BUDGET_BYTES = 4 * 1024 * 1024;
+
+export class RunItemCache {
+  private readonly items = new Map<string, { item: Attrs; size: number }>();
+  private bytes = 0;
+
+  remember(runId: string, item: Attrs): void {
+    this.forget(runId);
+    const size = itemSize(item);
+    if (size > RUN_ITEM_MAX_BYTES) return;
+    this.items.set(runId, { item, size });
+    this.bytes += size;
+    while (this.bytes > RUN_ITEMS_BUDGET_BYTES) this.forget(this.items.keys().next().value as string);
+  }
+
+  /** Apply attribute changes this process committed to a remembered item (if any). */
+  update(runId: string, changes: Attrs): void {
+    const e = this.items.get(runId);
+    if (e) this.remember(runId, { ...e.item, ...changes });
+  }
+
+  known(runId: string): Attrs | undefined {
+    return this.items.get(runId)?.item;
+  }
+
+  forget(runId: string): void {
+    const e = this.items.get(runId);
+    if (!e) return;
+    this.items.delete(runId);
+    this.bytes -= e.size;
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * Step items as this process last committed them. A transition that starts from a remembered
+ * item skips its read: the write is conditioned on the item's `ver`, so a stale memory costs one
+ * cancelled transaction (which returns the current item) and never a wrong write.
+ *
+ * Bounded: items over 64 KB are not remembered (memory over one saved read), and past an 8 MB
+ * budget the least recently remembered are forgotten (a small Lambda has 128 MB in all).
+ */
+import { type Attrs, itemSize } from '../table/codec.js';
+
+const STEP_ITEM_MAX_BYTES = 65_536;
+const STEP_ITEMS_BUDGET_BYTES = 8 * 1024 * 1024;
+
+export class StepItemCache {
+  private readonly items = new Map<string, { item: Attrs; size: number }>();
+  private bytes = 0;
+
+  remember(runId: string, stepId: string, item: Attrs): void {
+    const k = `${runId}\u0000${stepId}`;
+    this.forget(k);
+    const size = itemSize(item);
+    if (size > STEP_ITEM_MAX_BYTES) return;
+    this.items.set(k, { item, size });
+    this.bytes += size;
+    // Oldest first, until the memory is back under its byte budget.
+    while (this.bytes > STEP_ITEMS_BUDGET_BYTES) this.forget(this.items.keys().next().value as string);
+  }
+
+  known(runId: string, stepId: string): Attrs | undefined {
+    return this.items.get(`${runId}\u0000${stepId}`)?.item;
+  }
+
+  private forget(k: string): void {
+    const e = this.items.get(k);
+    if (!e) return;
+    this.items.delete(k);
+    this.bytes -= e.size;
+  }
+}

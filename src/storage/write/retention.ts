@@ -1,0 +1,237 @@
+/**
+ * Retention: what a run gives up when it reaches a terminal state.
+ *
+ * - `$retention: '0'` (eve's private sessions; decided by `@workflow/world`'s `readRunRetention`,
+ *   so any other value keeps the data) purges the run's USER PAYLOADS at once, as the contract's
+ *   `purgesUserDataOnFinish` does in world-local: run input/output/error, step input/output/error,
+ *   the ref fields of every event (`getEventDataRefFields`), hook metadata and stream contents.
+ *   The entities stay: `runs.get`/`list`, steps, events and hooks keep answering, with the payload
+ *   fields absent and the run's `expiredAt` = the terminal time (the marker the CLI and web UI
+ *   render `<data expired>` on). The terminal transaction itself writes the run view without
+ *   payloads and with `expiredAt` (one write, so no reader sees one without the other), and the
+ *   terminal event without its output/error; the rest is removed here, after it committed.
+ *   The S3 objects (`runs/<runId>/`) are deleted at once.
+ * - The purged entities themselves are removed later by DynamoDB TTL: every item gets a `ttl`
+ *   of `EVE_WORLD_AWS_RETENTION_DAYS` after the terminal event if that is set, else
+ *   `PURGED_ENTITY_GRACE_SECONDS` (1 day). A day covers everything that reads a run right after
+ *   it finished (core's `returnValue` polling, eve's session status, `wf inspect`, a UI tab left
+ *   open) while bounding what is kept, which holds no user data any more: ids, names, statuses,
+ *   timestamps, attributes.
+ * - `EVE_WORLD_AWS_RETENTION_DAYS=N` alone (off by default): every item gets a `ttl` N days after
+ *   the terminal event and the run view `expiredAt` = that time; data stays readable until then.
+ *   S3 objects are tagged `eve-world-aws-expired=true` for the bucket's lifecycle rule
+ *   (`RETENTION_TAG` in resources.ts, which `init` installs when the variable is set).
+ * - Past an item's `ttl`, reads treat it as gone even before DynamoDB's background sweep
+ *   (typically within a day or two) deletes it: `runs.get` answers `WorkflowRunNotFoundError`.
+ * - Safe direction: it runs after the terminal transaction committed; a failure is logged and
+ *   leaves data in place (kept, never lost). Every update here is idempotent.
+ */
+import { type AttributeValue, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { getEventDataRefFields, readRunRetention } from '@workflow/world';
+import { isConditionalCheckFailed } from '../../aws/errors.js';
+import { ATTR, GSI1, keys } from '../../ddb.js';
+import { consoleLogger } from '../../log.js';
+import type { Attrs } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import { runPrefix } from '../records/payloads.js';
+import { queryAll } from '../table/reads.js';
+
+/** How long the payload-free entities of a `$retention: '0'` run are kept without a World-wide retention. */
+export const PURGED_ENTITY_GRACE_SECONDS = 86_400;
+
+/** Whether a finished run asked for its user payloads to be purged at once (`$retention: '0'`). */
+export function purgesOnFinish(attributes: Record<string, string>): boolean {
+  return readRunRetention(attributes).mode === 'none';
+}
+
+/** Seconds the items of a terminal run are kept, or undefined for "keep". */
+export function retentionSeconds(ctx: StorageCtx, attributes: Record<string, string>): number | undefined {
+  const days = ctx.config.retentionDays;
+  if (days !== undefined) return days * 86_400;
+  return purgesOnFinish(attributes) ? PURGED_ENTITY_GRACE_SECONDS : undefined;
+}
+
+/** Whether an item's TTL has passed (DynamoDB may not have deleted it yet). */
+export function expired(item: Attrs | undefined, now = Date.now()): boolean {
+  const ttl = item?.[ATTR.ttl]?.N;
+  return ttl !== undefined && Number(ttl) * 1000 <= now;
+}
+
+/** Whether a run view's payloads are past their retention boundary (`expiredAt`). */
+export function payloadsExpired(expiredAt: Date | undefined, now = Date.now()): boolean {
+  return expiredAt !== undefined && expiredAt.getTime() <= now;
+}
+
+/** Top-level payload attributes of run, step and hook items. */
+const ENTITY_PAYLOADS = ['input', 'output', 'error', 'metadata'];
+/**
+ * A stream block item (streams/items.ts) holds its chunks in the list `c`. A purge keeps the list's
+ * length (the block's chunk indices stay dense for readers) and empties every element.
+ */
+const BLOCK_CHUNKS = 'c';
+
+/** The document paths holding user payloads in one item, as REMOVE paths plus their names. */
+export function payloadPaths(item: Attrs): { paths: string[]; names: Record<string, string> } {
+  const paths: string[] = [];
+  const names: Record<string, string> = {};
+  const add = (path: string[]) => {
+    const aliases = path.map((p) => {
+      const a = `#p${Object.keys(names).length}`;
+      names[a] = p;
+      return a;
+    });
+    paths.push(aliases.join('.'));
+  };
+  const sk = item.SK?.S ?? '';
+  if (sk.startsWith(keys.chunkSkPrefix)) return { paths, names }; // see blockPurge()
+  for (const a of ENTITY_PAYLOADS) if (item[a] !== undefined) add([a]);
+  const ed = item.ed?.M;
+  const type = item.t?.S;
+  if (ed && type) for (const f of getEventDataRefFields(type)) if (ed[f] !== undefined) add(['ed', f]);
+  return { paths, names };
+}
+
+/** For a stream block item: `SET c = [NULL, ...]` with as many elements as it has chunks. */
+function blockPurge(
+  item: Attrs,
+): { set: string; names: Record<string, string>; values: Record<string, AttributeValue> } | undefined {
+  const list = item[BLOCK_CHUNKS]?.L;
+  if (!(item.SK?.S ?? '').startsWith(keys.chunkSkPrefix) || !list) return undefined;
+  return {
+    set: ', #blk = :empty',
+    names: { '#blk': BLOCK_CHUNKS },
+    values: { ':empty': { L: list.map(() => ({ NULL: true })) } },
+  };
+}
+
+const CONCURRENCY = 16;
+
+/** Stamp `ttl` on each item and, when purging, remove its payload attributes in the same update. */
+async function stamp(ctx: StorageCtx, items: Attrs[], ttl: number, purge: boolean): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const it = items[next++];
+      const { paths, names } = purge ? payloadPaths(it) : { paths: [], names: {} };
+      const block = purge ? blockPurge(it) : undefined;
+      const values: Record<string, AttributeValue> = { ':t': { N: String(ttl) }, ...block?.values };
+      await ctx.ddb
+        .send(
+          new UpdateItemCommand({
+            TableName: ctx.table,
+            Key: { PK: it.PK, SK: it.SK },
+            UpdateExpression: `SET #ttl = :t${block?.set ?? ''}${paths.length > 0 ? ` REMOVE ${paths.join(', ')}` : ''}`,
+            ConditionExpression: 'attribute_exists(PK)',
+            ExpressionAttributeNames: { '#ttl': ATTR.ttl, ...names, ...block?.names },
+            ExpressionAttributeValues: values,
+          }),
+        )
+        .catch((e) => {
+          if (!isConditionalCheckFailed(e)) throw e; // deleted meanwhile (a released wait): nothing to stamp
+        });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, items.length) }, worker));
+}
+
+/**
+ * Apply the run's retention after its terminal event committed at `now`. A purge reads the items
+ * whole (it must see which payload fields each holds); a plain expiry reads only their keys.
+ */
+export async function applyRetention(
+  ctx: StorageCtx,
+  runId: string,
+  attributes: Record<string, string>,
+  now: Date,
+): Promise<void> {
+  const seconds = retentionSeconds(ctx, attributes);
+  if (seconds === undefined) return;
+  const purge = purgesOnFinish(attributes);
+  const ttl = Math.floor(now.getTime() / 1000) + seconds;
+  const projection = purge ? {} : { ProjectionExpression: 'PK, SK' };
+  try {
+    const [own, streams] = await Promise.all([
+      queryAll(ctx, {
+        KeyConditionExpression: 'PK = :pk',
+        ExpressionAttributeValues: { ':pk': { S: keys.runPk(runId) } },
+        ...projection,
+        ConsistentRead: true,
+      }),
+      queryAll(ctx, {
+        IndexName: GSI1,
+        KeyConditionExpression: '#g = :g',
+        ExpressionAttributeNames: { '#g': ATTR.gsi1pk },
+        ExpressionAttributeValues: { ':g': { S: keys.runStreamsGsi(runId) } },
+      }),
+    ]);
+    const chunks = (
+      await Promise.all(
+        streams.map((s) =>
+          queryAll(ctx, {
+            KeyConditionExpression: 'PK = :pk',
+            ExpressionAttributeValues: { ':pk': s.PK },
+            ...projection,
+            ConsistentRead: true,
+          }),
+        ),
+      )
+    ).flat();
+    // The run view last: once it carries the TTL, everything else already does.
+    const view = own.filter((i) => i.SK.S === 'RUN#meta');
+    await stamp(ctx, [...own.filter((i) => i.SK.S !== 'RUN#meta'), ...chunks], ttl, purge);
+    await stamp(ctx, view, ttl, purge);
+    // A purged run's `expiredAt` (the terminal time) came with its terminal transaction.
+    if (!purge)
+      await ctx.ddb.send(
+        new UpdateItemCommand({
+          TableName: ctx.table,
+          Key: { PK: { S: keys.runPk(runId) }, SK: { S: 'RUN#meta' } },
+          UpdateExpression: 'SET expiredAt = :e',
+          ConditionExpression: 'attribute_exists(PK)',
+          ExpressionAttributeValues: { ':e': { N: String(ttl * 1000) } },
+        }),
+      );
+    await expireObjects(ctx, runId, purge);
+  } catch (err) {
+    consoleLogger.warn(
+      `[eve-world-aws] retention of run ${runId} not applied (its data is kept): ${(err as Error).message}`,
+    );
+  }
+}
+
+/** Delete (retention 0) or tag for the lifecycle rule (N days) every object of the run. */
+async function expireObjects(ctx: StorageCtx, runId: string, now: boolean): Promise<void> {
+  const [s3, { ListObjectsV2Command, DeleteObjectsCommand, PutObjectTaggingCommand }] = await Promise.all([
+    ctx.payloads.s3(),
+    import('@aws-sdk/client-s3'),
+  ]);
+  let token: string | undefined;
+  do {
+    const page = await s3.send(
+      new ListObjectsV2Command({
+        Bucket: ctx.payloads.bucket,
+        Prefix: `${runPrefix(runId)}/`,
+        ContinuationToken: token,
+      }),
+    );
+    const objects = (page.Contents ?? []).map((o) => ({ Key: o.Key! }));
+    if (objects.length > 0 && now) {
+      await s3.send(
+        new DeleteObjectsCommand({ Bucket: ctx.payloads.bucket, Delete: { Objects: objects, Quiet: true } }),
+      );
+    } else if (objects.length > 0) {
+      await Promise.all(
+        objects.map((o) =>
+          s3.send(
+            new PutObjectTaggingCommand({
+              Bucket: ctx.payloads.bucket,
+              Key: o.Key,
+              Tagging: { TagSet: [{ Key: 'eve-world-aws-expired', Value: 'true' }] },
+            }),
+          ),
+        ),
+      );
+    }
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+}
