@@ -10,7 +10,7 @@
  *
  * - `queue/<messageId>/<createdSec>`: under the lifecycle rule, alive until created + 30 days.
  * - `queue-held/<messageId>/<untilSec>`: no lifecycle rule; alive until `untilSec`, after which
- *   `eve-world-aws sweep` deletes it ({@link sweepHeldBodies}). Used only when a copy must outlive
+ *   `eve-world-aws sweep` deletes it (src/sweep/held-bodies.ts). Used only when a copy must outlive
  *   the 30-day window from now (a schedule more than ~2 weeks out).
  * - `queue/<messageId>` (written before this scheme): age unknown, treated as expiring now.
  *
@@ -30,7 +30,6 @@
  * `eve-world-aws redrive` re-sends dead letters itself (not through the transport) and applies the
  * same check before each send (cli/redrive/dlq-mover.ts).
  */
-import type { WorldContext } from '../context.js';
 import type { PayloadStore } from '../payloads.js';
 import { PAYLOAD_EXPIRY_DAYS, RETENTION_SECONDS } from '../resources.js';
 import { type DelayPlan, SCHEDULE_RETRY_SECONDS } from './delays.js';
@@ -89,53 +88,4 @@ export async function ensureBodyLifetime(
   const key = bodyKey(envelope.messageId, neededUntil, now);
   await payloads.putBlob(key, bytes);
   return { ...envelope, s3Key: key };
-}
-
-export interface HeldBodySweep {
-  scanned: number;
-  /** Deleted (or, in a dry run, that would be). */
-  expired: number;
-  expiredBytes: number;
-  keys: string[];
-  failures: Array<{ key: string; error: string }>;
-  /** `signal` was aborted before the listing ended: the next sweep continues. */
-  stopped: boolean;
-}
-
-/**
- * Delete held bodies whose `untilSec` has passed: by then every copy that pointed at one has been
- * received and re-sent (pointing at a fresher key) or is gone (see the invariant above).
- */
-export async function sweepHeldBodies(
-  ctx: WorldContext,
-  opts: { now?: number; dryRun?: boolean; signal?: AbortSignal } = {},
-): Promise<HeldBodySweep> {
-  const now = opts.now ?? Date.now();
-  const out: HeldBodySweep = { scanned: 0, expired: 0, expiredBytes: 0, keys: [], failures: [], stopped: false };
-  if (opts.signal?.aborted) {
-    out.stopped = true;
-    return out;
-  }
-  for await (const page of ctx.payloads.list(HELD_BODY_PREFIX)) {
-    // Checked per listed page (up to 1,000 keys): an aborted signal deletes nothing more.
-    if (opts.signal?.aborted) {
-      out.stopped = true;
-      break;
-    }
-    out.scanned += page.length;
-    const due = page.filter((o) => {
-      const until = bodyAliveUntil(o.key);
-      return until > 0 && until < now;
-    });
-    const failures = opts.dryRun ? [] : await ctx.payloads.deleteKeys(due.map((o) => o.key));
-    const failed = new Set(failures.map((f) => f.key));
-    out.failures.push(...failures);
-    for (const o of due) {
-      if (failed.has(o.key)) continue;
-      out.expired++;
-      out.expiredBytes += o.size;
-      if (out.keys.length < 1000) out.keys.push(o.key);
-    }
-  }
-  return out;
 }

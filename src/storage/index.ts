@@ -11,14 +11,14 @@
  */
 import type { Storage, WorldCapabilities } from '@workflow/world';
 import type { WorldContext } from '../context.js';
-import type { StorageCtx } from './table/context.js';
-import { createEvents } from './write/create.js';
+import { SlotHints } from './memory/slot-hints.js';
+import { StepItemCache } from './memory/step-items.js';
 import { createEventReads } from './read/events.js';
 import { createHookReads } from './read/hooks.js';
 import { createRunReads } from './read/runs.js';
-import { SlotHints } from './memory/slot-hints.js';
-import { StepItemCache } from './memory/step-items.js';
 import { createStepReads } from './read/steps.js';
+import type { StorageCtx } from './table/context.js';
+import { createEvents } from './write/create.js';
 
 /**
  * Capabilities this storage honours, for the World composer to declare:
@@ -57,10 +57,5 @@ export function createStorage(ctx: WorldContext): WorldStorage {
   };
 }
 
-export {
-  ORPHAN_GRACE_MS,
-  type OrphanSweepOptions,
-  type OrphanSweepReport,
-  sweepOrphanedPayloads,
-} from '../sweep/run-payloads.js';
 export { encodeEventCursor } from './table/pagination.js';
+export { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from './write/step-lease.js';

@@ -63,14 +63,14 @@ import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk
 import { DEFAULT_TIMESTAMP_THRESHOLD_PAST_MS, ulidToDate } from '@workflow/world';
 import { isConditionalCheckFailed } from '../aws/errors.js';
 import { ATTR, GSI1, keys } from '../ddb.js';
+import { keysOf } from '../storage/records/attrs.js';
+import { runPrefix } from '../storage/records/payloads.js';
+import { isTerminalRun, isTerminalStep, NOT_TERMINAL, TERMINAL_VALUES } from '../storage/records/status.js';
 import type { Attrs } from '../storage/table/codec.js';
 import { num, str } from '../storage/table/codec.js';
 import type { StorageCtx } from '../storage/table/context.js';
-import { runPrefix } from '../storage/records/payloads.js';
-import { keysOf } from '../storage/records/attrs.js';
-import { expired } from '../storage/write/retention.js';
 import { getItems, queryAll } from '../storage/table/reads.js';
-import { isTerminal, NOT_TERMINAL, TERMINAL_VALUES } from '../storage/terminal.js';
+import { expired } from '../storage/write/retention.js';
 
 /** Default grace: objects, and runs ended, younger than this are left alone. */
 export const ORPHAN_GRACE_MS = 3_600_000;
@@ -173,7 +173,7 @@ export function runState(runId: string, run: Attrs | undefined, now: number): Ru
   // A run item past its TTL is purged for every reader (retention.ts `expired`), so for the sweep.
   if (!run || expired(run, now)) return { kind: 'absent', mintedAt: minted.getTime() };
   const status = str(run, 'status');
-  if (!isTerminal(status)) return { kind: 'active' };
+  if (!isTerminalRun(status)) return { kind: 'active' };
   return {
     kind: 'terminal',
     endedAt: num(run, 'completedAt') ?? num(run, 'updatedAt') ?? now,
@@ -247,7 +247,7 @@ async function readRunItems(ctx: StorageCtx, runId: string, now: number, liveOnl
     if (!it || (liveOnly && expired(it, now))) continue;
     for (const v of Object.values(it)) collectRefs(v, prefix, refs);
     const sk = it.SK?.S ?? '';
-    if (sk.startsWith(keys.stepSkPrefix) && !isTerminal(str(it, 'status')))
+    if (sk.startsWith(keys.stepSkPrefix) && !isTerminalStep(str(it, 'status')))
       liveSteps.push(`${prefix}steps/${sk.slice(keys.stepSkPrefix.length)}/`);
   }
   return { refs, liveSteps };

@@ -12,8 +12,9 @@
  * 16 MB in all and 2,000 runs; past those the least recently used runs are forgotten, which costs
  * reads, never correctness.
  */
-import { valueSize } from '../table/codec.js';
+
 import type { EventRecord } from '../records/event.js';
+import { valueSize } from '../table/codec.js';
 
 const RECENT_PER_RUN = 1_000;
 const RECENT_MAX_BYTES = 32_768;

@@ -12,8 +12,8 @@ import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { ATTR, GSI1, keys } from '../../ddb.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
-import { EVT_END } from './log-tail.js';
 import { queryPage } from '../table/reads.js';
+import { EVT_END } from './log-tail.js';
 
 /** The slot of the correlation's first event (1 when none is indexed). */
 async function firstSlot(ctx: StorageCtx, runId: string, correlationId: string): Promise<number> {

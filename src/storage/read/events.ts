@@ -14,14 +14,14 @@ import type {
 import { eventIdToSlot, getMaxEventsPerRun } from '@workflow/world';
 import { keys } from '../../ddb.js';
 import { currentDelivery } from '../../delivery-scope.js';
-import type { StorageCtx } from '../table/context.js';
-import { correlationEvents } from './correlation.js';
-import { assertId, invalidArgument, notFound } from '../table/errors.js';
-import { EVT_END, EVT_START } from './log-tail.js';
-import { decodeEventCursor, encodeEventCursor, MAX_LIMIT, pageLimit } from '../table/pagination.js';
-import { type EventRecord, parseEvent, toEvent } from '../records/event.js';
 import type { SlotHints } from '../memory/slot-hints.js';
+import { type EventRecord, parseEvent, toEvent } from '../records/event.js';
+import type { StorageCtx } from '../table/context.js';
+import { assertId, invalidArgument, notFound } from '../table/errors.js';
+import { decodeEventCursor, encodeEventCursor, MAX_LIMIT, pageLimit } from '../table/pagination.js';
 import { getItem, queryPage } from '../table/reads.js';
+import { correlationEvents } from './correlation.js';
+import { EVT_END, EVT_START } from './log-tail.js';
 
 export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
   async function get(runId: string, eventId: string, params?: GetEventParams): Promise<Event> {

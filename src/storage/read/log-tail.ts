@@ -8,9 +8,9 @@
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { keys, storageKeys } from '../../ddb.js';
+import { type EventRecord, parseEvent } from '../records/event.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
-import { type EventRecord, parseEvent } from '../records/event.js';
 import { queryAll } from '../table/reads.js';
 
 export const EVT_START = keys.eventSkPrefix;

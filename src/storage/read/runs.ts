@@ -13,16 +13,16 @@ import type {
 } from '@workflow/world';
 import { sleep } from '../../aws/sleep.js';
 import { ATTR, GSI1, GSI2, keys, storageKeys } from '../../ddb.js';
+import { keysOf } from '../records/attrs.js';
+import { parseRun, toRun } from '../records/run.js';
+import { isTerminalRun } from '../records/status.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { assertId } from '../table/errors.js';
 import { pageLimit } from '../table/pagination.js';
-import { keysOf } from '../records/attrs.js';
-import { parseRun, toRun } from '../records/run.js';
+import { getItem, getItems } from '../table/reads.js';
 import { expired } from '../write/retention.js';
 import { shardedPage } from './sharded-page.js';
-import { getItem, getItems } from '../table/reads.js';
-import { isTerminal } from '../terminal.js';
 
 /**
  * A run item without `input` and `output` (`resolveData: 'none'` returns neither). `error` stays:
@@ -127,7 +127,7 @@ export function createRunReads(ctx: StorageCtx) {
     for (;;) {
       const run = await get(id, { resolveData: params.resolveData });
       const left = deadline - Date.now();
-      if (isTerminal(run.status) || left <= 0 || params.signal?.aborted) return run;
+      if (isTerminalRun(run.status) || left <= 0 || params.signal?.aborted) return run;
       await sleep(Math.min(interval, left), params.signal);
       interval = Math.min(interval * 2, 1000);
     }

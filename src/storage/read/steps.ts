@@ -1,10 +1,10 @@
 /** `steps.*` reads: get, and list in step-id order (creation order for core's ULID ids). */
 import type { ListWorkflowRunStepsParams, PaginatedResponse, ResolveData, Step } from '@workflow/world';
 import { keys } from '../../ddb.js';
+import { parseStep, toStep } from '../records/step.js';
 import type { StorageCtx } from '../table/context.js';
 import { assertId, notFound } from '../table/errors.js';
 import { pageLimit } from '../table/pagination.js';
-import { parseStep, toStep } from '../records/step.js';
 import { getItem, keyedPage } from '../table/reads.js';
 
 export function createStepReads(ctx: StorageCtx) {

@@ -12,8 +12,8 @@ import { isS3Pointer } from '../../payloads.js';
 import { type Attrs, date, fromAttr, num, str, toAttr, toItem } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import type { CreateCall } from '../write/create-call.js';
-import { loadPayload } from './payloads.js';
 import { dropUndefined, epochMs, keysOf } from './attrs.js';
+import { loadPayload } from './payloads.js';
 
 /**
  * An event as stored. `eventData` is the request's data, kept opaque (unknown fields included),

@@ -7,8 +7,8 @@ import { keys } from '../../ddb.js';
 import { isS3Pointer } from '../../payloads.js';
 import { type Attrs, date, num, str, toItem, val } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
-import { loadPayload, payloadFor } from './payloads.js';
 import { dropUndefined, epochMs, keysOf } from './attrs.js';
+import { loadPayload, payloadFor } from './payloads.js';
 
 export interface StepRecord {
   runId: string;

@@ -26,7 +26,11 @@ import { randomUUID } from 'node:crypto';
 import { type TransactWriteItem, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
 import { isThrottling, isValidation, toWorldError } from '../../aws/errors.js';
+import type { SlotHints } from '../memory/slot-hints.js';
+import { eventsAfter, tailSlot } from '../read/log-tail.js';
 import { backoff } from '../table/backoff.js';
+import { type Attrs, itemSize } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
 import {
   type Cancellation,
   cancellationOf,
@@ -34,11 +38,7 @@ import {
   transientCancellation,
   validationCancellation,
 } from './cancellation.js';
-import { type Attrs, itemSize } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
-import { eventsAfter, tailSlot } from '../read/log-tail.js';
 import { advance, type Position } from './position.js';
-import type { SlotHints } from '../memory/slot-hints.js';
 
 export interface Attempt {
   items: TransactWriteItem[];

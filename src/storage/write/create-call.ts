@@ -5,12 +5,12 @@
  * decide again from a fresh read).
  */
 import type { CreateEventParams, EventResult, Hook, ResolveData, Step, Wait, WorkflowRun } from '@workflow/world';
-import type { StorageCtx } from '../table/context.js';
-import type { Position } from './position.js';
-import type { EventRecord } from '../records/event.js';
 import type { RunItemCache } from '../memory/run-items.js';
 import type { SlotHints } from '../memory/slot-hints.js';
 import type { StepItemCache } from '../memory/step-items.js';
+import type { EventRecord } from '../records/event.js';
+import type { StorageCtx } from '../table/context.js';
+import type { Position } from './position.js';
 
 export interface CreateCall {
   readonly ctx: StorageCtx;

@@ -11,18 +11,18 @@
 import { WorkflowWorldError } from '@workflow/errors';
 import type { CreateEventParams, EventResult, ResolveData } from '@workflow/world';
 import { getMaxEventsPerRun } from '@workflow/world';
-import type { StorageCtx } from '../table/context.js';
-import { type CreateCall, type Outcome, Resolved } from './create-call.js';
-import { assertId, invalidArgument } from '../table/errors.js';
-import { hookCreated, hookDisposed, hookReceived, waitCompleted, waitCreated } from './hook-events.js';
-import { encodeEventCursor } from '../table/pagination.js';
-import { dropUndefined } from '../records/attrs.js';
-import { type EventRecord, toEvent } from '../records/event.js';
-import { attrSet, runCreated, runStarted, runTerminal } from './run-events.js';
 import { RunItemCache } from '../memory/run-items.js';
 import type { SlotHints } from '../memory/slot-hints.js';
-import { stepCreated, stepFinished, stepRetrying, stepStartedBare, stepStartedLazy } from './step-events.js';
 import type { StepItemCache } from '../memory/step-items.js';
+import { dropUndefined } from '../records/attrs.js';
+import { type EventRecord, toEvent } from '../records/event.js';
+import type { StorageCtx } from '../table/context.js';
+import { assertId, invalidArgument } from '../table/errors.js';
+import { encodeEventCursor } from '../table/pagination.js';
+import { type CreateCall, type Outcome, Resolved } from './create-call.js';
+import { hookCreated, hookDisposed, hookReceived, waitCompleted, waitCreated } from './hook-events.js';
+import { attrSet, runCreated, runStarted, runTerminal } from './run-events.js';
+import { stepCreated, stepFinished, stepRetrying, stepStartedBare, stepStartedLazy } from './step-events.js';
 
 type Data = Record<string, any>;
 type Handler = (call: CreateCall, runId: string, data: Data) => Promise<Outcome>;

@@ -12,25 +12,25 @@ import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, HookNotFoundError, RunExpiredError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { ATTR, GSI1, keys, storageKeys } from '../../ddb.js';
-import { failedCondition, oldItem } from './cancellation.js';
-import { putEvent, putNew } from './claims.js';
-import { num, str } from '../table/codec.js';
-import { commit } from './commit.js';
-import type { StorageCtx } from '../table/context.js';
 import { correlationEvents } from '../read/correlation.js';
-import { type CreateCall, type Outcome, Resolved } from './create-call.js';
-import { assertId, notFound } from '../table/errors.js';
 import { readRunTail } from '../read/log-tail.js';
-import { placeEventData, placePayloads, runPrefix } from '../records/payloads.js';
-import { advance, type Position, startPosition } from './position.js';
 import { keysOf } from '../records/attrs.js';
 import { type EventRecord, eventItem, newEvent, parseEvent, toEvent } from '../records/event.js';
 import { type HookRecord, hookItem, parseHook, toHook, tokenOfHookPk } from '../records/hook.js';
+import { placeEventData, placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, toRun } from '../records/run.js';
+import { isTerminalRun } from '../records/status.js';
 import { parseWait, waitItem } from '../records/wait.js';
-import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError } from './run-guard.js';
+import { num, str } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import { assertId, notFound } from '../table/errors.js';
 import { getItem } from '../table/reads.js';
-import { isTerminal } from '../terminal.js';
+import { failedCondition, oldItem } from './cancellation.js';
+import { putEvent, putNew } from './claims.js';
+import { commit } from './commit.js';
+import { type CreateCall, type Outcome, Resolved } from './create-call.js';
+import { advance, type Position, startPosition } from './position.js';
+import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError } from './run-guard.js';
 
 type Data = Record<string, any>;
 
@@ -64,7 +64,7 @@ async function hasEvent(ctx: StorageCtx, runId: string, correlationId: string, t
 async function claimReleasable(ctx: StorageCtx, holder: HookRecord, now: Date): Promise<boolean> {
   if (holder.tokenRetentionUntil && holder.tokenRetentionUntil.getTime() > now.getTime()) return false;
   const run = await getItem(ctx, keys.runMeta(holder.runId));
-  return !run || isTerminal(str(run, 'status'));
+  return !run || isTerminalRun(str(run, 'status'));
 }
 
 // ---------------------------------------------------------------- hook_created
@@ -172,7 +172,7 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
     const read = await readRunTail(ctx, runId, 0);
     if (read.run) {
       const r = parseRun(read.run);
-      if (r.startedAt && !isTerminal(r.status)) {
+      if (r.startedAt && !isTerminalRun(r.status)) {
         preload = read.events;
         run = r;
       }

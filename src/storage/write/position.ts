@@ -7,11 +7,11 @@
  * log dense.
  */
 import type { CreateEventParams } from '@workflow/world';
-import type { StorageCtx } from '../table/context.js';
-import { eventsAfter, tailSlot } from '../read/log-tail.js';
-import { decodeEventCursor } from '../table/pagination.js';
-import type { EventRecord } from '../records/event.js';
 import type { SlotHints } from '../memory/slot-hints.js';
+import { eventsAfter, tailSlot } from '../read/log-tail.js';
+import type { EventRecord } from '../records/event.js';
+import type { StorageCtx } from '../table/context.js';
+import { decodeEventCursor } from '../table/pagination.js';
 
 export interface Position {
   /** Highest slot known to exist; unknown -> hint, else a tail read. */

@@ -31,9 +31,9 @@ import { getEventDataRefFields, readRunRetention } from '@workflow/world';
 import { isConditionalCheckFailed } from '../../aws/errors.js';
 import { ATTR, GSI1, keys } from '../../ddb.js';
 import { consoleLogger } from '../../log.js';
+import { runPrefix } from '../records/payloads.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
-import { runPrefix } from '../records/payloads.js';
 import { queryAll } from '../table/reads.js';
 
 /** How long the payload-free entities of a `$retention: '0'` run are kept without a World-wide retention. */

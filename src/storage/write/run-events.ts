@@ -19,24 +19,24 @@ import {
 } from '@workflow/world';
 import { ulid } from 'ulid';
 import { keys } from '../../ddb.js';
-import { backoff } from '../table/backoff.js';
-import { failedCondition, oldItem } from './cancellation.js';
-import { putEvent, putNew } from './claims.js';
-import { type Attrs, itemSize, str, toAttr, valueSize } from '../table/codec.js';
-import { commit } from './commit.js';
-import { type CreateCall, type Outcome, Resolved, Restart } from './create-call.js';
 import { readRunTail } from '../read/log-tail.js';
-import { encodeEventCursor } from '../table/pagination.js';
-import { placePayloads, runPrefix } from '../records/payloads.js';
-import { type Position, startPosition } from './position.js';
 import { keysOf } from '../records/attrs.js';
 import { atSlot as at, type EventRecord, eventItem, newEvent, toEvent } from '../records/event.js';
+import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, type RunRecord, runItem, toRun } from '../records/run.js';
+import { isTerminalRun, NOT_TERMINAL, TERMINAL_VALUES } from '../records/status.js';
+import { backoff } from '../table/backoff.js';
+import { type Attrs, itemSize, str, toAttr, valueSize } from '../table/codec.js';
+import { encodeEventCursor } from '../table/pagination.js';
+import { getItem } from '../table/reads.js';
+import { failedCondition, oldItem } from './cancellation.js';
+import { putEvent, putNew } from './claims.js';
+import { commit } from './commit.js';
+import { type CreateCall, type Outcome, Resolved, Restart } from './create-call.js';
+import { type Position, startPosition } from './position.js';
 import { applyRetention, purgesOnFinish } from './retention.js';
 import { assertSpec, HOLDS, mayHold, runGuardError } from './run-guard.js';
 import { releaseRun } from './run-release.js';
-import { getItem } from '../table/reads.js';
-import { isTerminal, NOT_TERMINAL, TERMINAL_VALUES } from '../terminal.js';
 
 type Data = Record<string, any>;
 
@@ -176,7 +176,7 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
   }
   const rec = parseRun(read.run);
   assertSpec(rec);
-  if (isTerminal(rec.status)) {
+  if (isTerminalRun(rec.status)) {
     throw new RunExpiredError(
       `Workflow run "${runId}" is already in terminal state "${rec.status}"`,
       runId,
@@ -318,7 +318,7 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
     : { last: read.tail, collect: ec === undefined ? undefined : [...read.events] };
   const ed: Data = data.eventData ?? {};
 
-  if (isTerminal(rec.status)) {
+  if (isTerminalRun(rec.status)) {
     if (type !== 'run_cancelled' || rec.status !== 'cancelled') {
       throw new EntityConflictError(`Cannot transition run from terminal state "${rec.status}"`);
     }
@@ -471,7 +471,7 @@ async function attrSetOnce(
   if (!read.run) throw new WorkflowRunNotFoundError(runId);
   const rec = parseRun(read.run);
   assertSpec(rec);
-  if (isTerminal(rec.status))
+  if (isTerminalRun(rec.status))
     throw new EntityConflictError(`Cannot set attributes on run in terminal state "${rec.status}"`);
   // Post-merge key count, exact against the attributes this transaction is conditioned on.
   validateAttributeChanges(changes, { existingKeys: Object.keys(rec.attributes), allowReservedAttributes });
@@ -510,7 +510,7 @@ async function attrSetOnce(
       if (claim && failedCondition(c, 2)) throw new EntityConflictError(`Attribute event "${claim}" already exists`);
       const old = oldItem(c, 0);
       if (!old) throw new WorkflowRunNotFoundError(runId);
-      if (isTerminal(str(old, 'status')))
+      if (isTerminalRun(str(old, 'status')))
         throw runGuardError(
           runId,
           old,

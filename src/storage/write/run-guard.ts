@@ -12,11 +12,11 @@ import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
 import { requiresNewerWorld, SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { keys } from '../../ddb.js';
+import { keysOf } from '../records/attrs.js';
+import { isTerminalRun, NOT_TERMINAL, TERMINAL_VALUES } from '../records/status.js';
 import { type Attrs, num, str } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
-import { keysOf } from '../records/attrs.js';
 import { getItem } from '../table/reads.js';
-import { isTerminal, NOT_TERMINAL, TERMINAL_VALUES } from '../terminal.js';
 
 export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
   return {
@@ -76,7 +76,7 @@ export async function checkRunGuard(
   onTerminal: (status: string) => Error,
 ): Promise<void> {
   const run = await getItem(ctx, keys.runMeta(runId));
-  if (!run || isTerminal(str(run, 'status')) || requiresNewerWorld(num(run, 'specVersion')))
+  if (!run || isTerminalRun(str(run, 'status')) || requiresNewerWorld(num(run, 'specVersion')))
     throw runGuardError(runId, run, onTerminal);
 }
 

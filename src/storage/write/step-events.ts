@@ -19,20 +19,20 @@ import { EntityConflictError, RunExpiredError, TooEarlyError } from '@workflow/e
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { keys } from '../../ddb.js';
 import { isS3Pointer } from '../../payloads.js';
+import { eventItem, newEvent } from '../records/event.js';
+import { placePayloads, runPrefix } from '../records/payloads.js';
+import { isTerminalStep } from '../records/status.js';
+import { parseStep, type StepRecord, stepItem, toStep } from '../records/step.js';
+import { type Attrs, itemSize, valueSize } from '../table/codec.js';
+import { notFound } from '../table/errors.js';
+import { getItem } from '../table/reads.js';
 import { failedCondition, oldItem } from './cancellation.js';
 import { putEvent, putNew } from './claims.js';
-import { type Attrs, itemSize, valueSize } from '../table/codec.js';
 import { commit } from './commit.js';
 import type { CreateCall, Outcome } from './create-call.js';
-import { notFound } from '../table/errors.js';
-import { placePayloads, runPrefix } from '../records/payloads.js';
 import { advance, startPosition } from './position.js';
-import { eventItem, newEvent } from '../records/event.js';
-import { parseStep, type StepRecord, stepItem, toStep } from '../records/step.js';
 import { checkRunGuard, runGuard, runGuardError } from './run-guard.js';
 import { assertNoForeignLease, currentStepLease, leaseFence, noteFinished, noteStarted } from './step-lease.js';
-import { getItem } from '../table/reads.js';
-import { isTerminal } from '../terminal.js';
 
 type Data = Record<string, any>;
 
@@ -242,7 +242,7 @@ async function transition(
 }
 
 function assertLive(s: StepRecord): void {
-  if (isTerminal(s.status)) throw new EntityConflictError(`Cannot modify step in terminal state "${s.status}"`);
+  if (isTerminalStep(s.status)) throw new EntityConflictError(`Cannot modify step in terminal state "${s.status}"`);
 }
 
 /**

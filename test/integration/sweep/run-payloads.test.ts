@@ -1,5 +1,5 @@
 /**
- * The orphan sweep (src/storage/orphan-sweep.ts) against DynamoDB Local + fauxqs S3: runs with
+ * The orphan sweep (src/sweep/run-payloads.ts) against DynamoDB Local + fauxqs S3: runs with
  * large payloads, orphans planted the two ways they arise (an upload whose transaction was then
  * rejected, injected with SDK middleware; an object written directly under a run's prefix), and
  * a sweep that must delete exactly the orphans. The clock is moved forward with `now` instead of
@@ -13,8 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
 import { createContext, type WorldContext } from '../../../src/context.js';
 import { keys } from '../../../src/ddb.js';
-import { createStorage, storageContext, sweepOrphanedPayloads } from '../../../src/storage/index.js';
+import { createStorage, storageContext } from '../../../src/storage/index.js';
 import { createStreamer } from '../../../src/streams/index.js';
+import { sweepOrphanedPayloads } from '../../../src/sweep/run-payloads.js';
 import { hookCreatedAndReceived, type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
 
 const HOUR = 3_600_000;

@@ -5,13 +5,13 @@
 import { ulid } from 'ulid';
 import { expect, it } from 'vitest';
 import { LIST_SHARDS, shardOf } from '../../../../src/ddb.js';
+import { decodeShardCursor, encodeShardCursor } from '../../../../src/storage/read/sharded-page.js';
 import {
   decodeEventCursor,
   decodeKeyCursor,
   encodeEventCursor,
   encodeKeyCursor,
 } from '../../../../src/storage/table/pagination.js';
-import { decodeShardCursor, encodeShardCursor } from '../../../../src/storage/read/sharded-page.js';
 
 it('shardOf spreads ids evenly: over 16,000 run ids no shard holds more than 1/16 + 20%', () => {
   const counts = new Array(LIST_SHARDS).fill(0);

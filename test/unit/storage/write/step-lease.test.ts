@@ -4,7 +4,11 @@
  * live lease of another delivery.
  */
 import { describe, expect, test } from 'vitest';
-import { assertNoForeignLease, MAX_STEP_LEASE_TTL_MS, stepLeaseTtlMs } from '../../../../src/storage/write/step-lease.js';
+import {
+  assertNoForeignLease,
+  MAX_STEP_LEASE_TTL_MS,
+  stepLeaseTtlMs,
+} from '../../../../src/storage/write/step-lease.js';
 
 describe('stepLeaseTtlMs', () => {
   test('half the visibility, between 1 s and 60 s', () => {

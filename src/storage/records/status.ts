@@ -1,0 +1,20 @@
+/**
+ * Terminal statuses of runs and steps: `@workflow/world`'s predicates, and the run's as a
+ * DynamoDB condition built from the same list, so the two can never disagree.
+ */
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { isTerminalStepStatus, isTerminalWorkflowRunStatus, TERMINAL_WORKFLOW_RUN_STATUSES } from '@workflow/world';
+
+/** Whether a run status is terminal (an absent status is not). */
+export const isTerminalRun = (s: string | undefined): boolean => s !== undefined && isTerminalWorkflowRunStatus(s);
+
+/** Whether a step status is terminal (an absent status is not). */
+export const isTerminalStep = (s: string | undefined): boolean => s !== undefined && isTerminalStepStatus(s);
+
+const placeholders = TERMINAL_WORKFLOW_RUN_STATUSES.map((_, i) => `:st_t${i}`);
+
+/** "The run is not terminal". Use with `ExpressionAttributeNames: { '#st': 'status' }` and {@link TERMINAL_VALUES}. */
+export const NOT_TERMINAL = `NOT (#st IN (${placeholders.join(', ')}))`;
+export const TERMINAL_VALUES: Record<string, AttributeValue> = Object.fromEntries(
+  TERMINAL_WORKFLOW_RUN_STATUSES.map((s, i) => [placeholders[i], { S: s }]),
+);
