@@ -63,14 +63,13 @@ import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk
 import { DEFAULT_TIMESTAMP_THRESHOLD_PAST_MS, ulidToDate } from '@workflow/world';
 import { isConditionalCheckFailed } from '../aws/errors.js';
 import { ATTR, GSI1, keys } from '../ddb.js';
-import { keysOf } from '../storage/records/attrs.js';
+import { expired } from '../storage/records/expiry.js';
 import { runPrefix } from '../storage/records/payloads.js';
 import { isTerminalRun, isTerminalStep, NOT_TERMINAL, TERMINAL_VALUES } from '../storage/records/status.js';
 import type { Attrs } from '../storage/table/codec.js';
-import { num, str } from '../storage/table/codec.js';
+import { keysOf, num, str } from '../storage/table/codec.js';
 import type { StorageCtx } from '../storage/table/context.js';
 import { getItems, queryAll } from '../storage/table/reads.js';
-import { expired } from '../storage/write/retention.js';
 
 /** Default grace: objects, and runs ended, younger than this are left alone. */
 export const ORPHAN_GRACE_MS = 3_600_000;

@@ -7,13 +7,13 @@ import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { HookNotFoundError } from '@workflow/errors';
 import type { Hook, ListHooksParams, PaginatedResponse, ResolveData } from '@workflow/world';
 import { ATTR, GSI1, GSI2, keys, shardOf } from '../../ddb.js';
+import { expired } from '../records/expiry.js';
 import { parseHook, toHook } from '../records/hook.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { assertId } from '../table/errors.js';
 import { pageLimit } from '../table/pagination.js';
 import { getItem, getItems, keyedPage } from '../table/reads.js';
-import { expired } from '../write/retention.js';
 import { shardedPage } from './sharded-page.js';
 
 export function createHookReads(ctx: StorageCtx) {

@@ -13,15 +13,15 @@ import type {
 } from '@workflow/world';
 import { sleep } from '../../aws/sleep.js';
 import { ATTR, GSI1, GSI2, keys, storageKeys } from '../../ddb.js';
-import { keysOf } from '../records/attrs.js';
+import { expired } from '../records/expiry.js';
 import { parseRun, toRun } from '../records/run.js';
 import { isTerminalRun } from '../records/status.js';
 import type { Attrs } from '../table/codec.js';
+import { keysOf } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { assertId } from '../table/errors.js';
 import { pageLimit } from '../table/pagination.js';
 import { getItem, getItems } from '../table/reads.js';
-import { expired } from '../write/retention.js';
 import { shardedPage } from './sharded-page.js';
 
 /**

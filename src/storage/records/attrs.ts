@@ -3,12 +3,6 @@
  * compare in conditions, e.g. `retryAfter`); inside opaque event data they use the codec's tagged
  * form instead.
  */
-import type { Attrs } from '../table/codec.js';
-
-export function keysOf(k: { PK: string; SK: string }): Attrs {
-  return { PK: { S: k.PK }, SK: { S: k.SK } };
-}
-
 export function dropUndefined<T extends Record<string, unknown>>(o: T): T {
   for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
   return o;

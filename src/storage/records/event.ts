@@ -9,10 +9,9 @@ import type { Event, ResolveData } from '@workflow/world';
 import { SPEC_VERSION_CURRENT, slotToEventId, stripEventDataRefs } from '@workflow/world';
 import { ATTR, keys } from '../../ddb.js';
 import { isS3Pointer } from '../../payloads.js';
-import { type Attrs, date, fromAttr, num, str, toAttr, toItem } from '../table/codec.js';
+import { type Attrs, date, fromAttr, keysOf, num, str, toAttr, toItem } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
-import type { CreateCall } from '../write/create-call.js';
-import { dropUndefined, epochMs, keysOf } from './attrs.js';
+import { dropUndefined, epochMs } from './attrs.js';
 import { loadPayload } from './payloads.js';
 
 /**
@@ -89,13 +88,19 @@ export function parseEvent(it: Attrs): EventRecord {
   };
 }
 
+/** When an event was written (`createdAt`, the create call's clock) and when it happened (the caller's `occurredAt`). */
+export interface EventStamp {
+  readonly createdAt: Date;
+  readonly occurredAt?: Date;
+}
+
 /**
  * The record of an event this create is about to write: the request's own fields (unknown ones
  * kept in `extra`, so newer cores' fields round-trip), `occurredAt` from the params, and the slot
  * filled in at commit.
  */
 export function newEvent(
-  call: CreateCall,
+  stamp: EventStamp,
   runId: string,
   data: Record<string, any>,
   eventType: string,
@@ -108,8 +113,8 @@ export function newEvent(
     eventType,
     correlationId: data.correlationId,
     eventData,
-    createdAt: call.now,
-    occurredAt: call.params?.occurredAt,
+    createdAt: stamp.createdAt,
+    occurredAt: stamp.occurredAt,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
     extra: extraFields(data),
   };

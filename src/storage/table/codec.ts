@@ -83,6 +83,11 @@ export function toItem(obj: Record<string, unknown>): Attrs {
   return out;
 }
 
+/** An item's key as attributes. */
+export function keysOf(k: { PK: string; SK: string }): Attrs {
+  return { PK: { S: k.PK }, SK: { S: k.SK } };
+}
+
 // ---------- typed readers for entity items ----------
 
 export const str = (it: Attrs, k: string): string | undefined => it[k]?.S;

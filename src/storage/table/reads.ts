@@ -4,9 +4,9 @@
  * item past the page). Every other read is built from these.
  */
 import { BatchGetItemCommand, GetItemCommand, QueryCommand, type QueryCommandInput } from '@aws-sdk/client-dynamodb';
-import { keysOf } from '../records/attrs.js';
 import { backoff } from './backoff.js';
 import type { Attrs } from './codec.js';
+import { keysOf } from './codec.js';
 import type { StorageCtx } from './context.js';
 import { decodeKeyCursor, encodeKeyCursor } from './pagination.js';
 

@@ -8,7 +8,7 @@ import type { CreateEventParams, EventResult, Hook, ResolveData, Step, Wait, Wor
 import type { RunItemCache } from '../memory/run-items.js';
 import type { SlotHints } from '../memory/slot-hints.js';
 import type { StepItemCache } from '../memory/step-items.js';
-import type { EventRecord } from '../records/event.js';
+import type { EventRecord, EventStamp } from '../records/event.js';
 import type { StorageCtx } from '../table/context.js';
 import type { Position } from './position.js';
 
@@ -20,6 +20,8 @@ export interface CreateCall {
   readonly params: CreateEventParams | undefined;
   readonly rd: ResolveData;
   readonly now: Date;
+  /** `now` and the params' `occurredAt`, for the events this call writes. */
+  readonly stamp: EventStamp;
 }
 
 /** What a handler did; `create` turns it into the `EventResult`. */

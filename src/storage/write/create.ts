@@ -100,7 +100,17 @@ function createUnqueued(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache,
       throw invalidArgument('eventType', 'event request must have an eventType');
     }
     const rd: ResolveData = params?.resolveData ?? 'all';
-    const call: CreateCall = { ctx, hints, steps, runs, params, rd, now: new Date() };
+    const now = new Date();
+    const call: CreateCall = {
+      ctx,
+      hints,
+      steps,
+      runs,
+      params,
+      rd,
+      now,
+      stamp: { createdAt: now, occurredAt: params?.occurredAt },
+    };
     const type = data.eventType;
     if (NEEDS_CORRELATION.has(type)) assertId('correlationId', data.correlationId);
     if (data.correlationId !== undefined && data.correlationId !== null) assertId('correlationId', data.correlationId);

@@ -14,14 +14,13 @@ import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { ATTR, GSI1, keys, storageKeys } from '../../ddb.js';
 import { correlationEvents } from '../read/correlation.js';
 import { readRunTail } from '../read/log-tail.js';
-import { keysOf } from '../records/attrs.js';
 import { type EventRecord, eventItem, newEvent, parseEvent, toEvent } from '../records/event.js';
 import { type HookRecord, hookItem, parseHook, toHook, tokenOfHookPk } from '../records/hook.js';
 import { placeEventData, placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, toRun } from '../records/run.js';
 import { isTerminalRun } from '../records/status.js';
 import { parseWait, waitItem } from '../records/wait.js';
-import { num, str } from '../table/codec.js';
+import { keysOf, num, str } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { assertId, notFound } from '../table/errors.js';
 import { getItem } from '../table/reads.js';
@@ -90,7 +89,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     isSystem: ed.isSystem ?? false,
     tokenRetentionUntil: ed.tokenRetentionUntil === undefined ? undefined : new Date(ed.tokenRetentionUntil),
   };
-  const created = newEvent(call, runId, data, 'hook_created', ed);
+  const created = newEvent(call.stamp, runId, data, 'hook_created', ed);
   let takeover: HookRecord | undefined;
   let conflictWith: string | undefined;
   const pos = startPosition(call.params);
@@ -99,7 +98,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     what: 'hook_created',
     build: (slot) => {
       if (conflictWith !== undefined) {
-        const ev = newEvent(call, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
+        const ev = newEvent(call.stamp, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
         return { items: [runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))], eventIdx: [1] };
       }
       const claim = takeover
@@ -138,7 +137,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     },
   });
   if (conflictWith !== undefined) {
-    const ev = newEvent(call, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
+    const ev = newEvent(call.stamp, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
     return { own: [{ ...ev, slot: done.slot }], pos, hook: undefined };
   }
   call.runs.update(runId, { [HOLDS]: { BOOL: true } });
@@ -162,7 +161,7 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
   const expired = (s: string) =>
     new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s);
   const stored = await placeEventData(ctx, runId, 'hook_received', ed, () => checkRunGuard(ctx, runId, expired));
-  const ev: EventRecord = { ...newEvent(call, runId, data, 'hook_received', ed), resumeId };
+  const ev: EventRecord = { ...newEvent(call.stamp, runId, data, 'hook_received', ed), resumeId };
 
   let pos: Position = startPosition(params);
   let preload: EventRecord[] | undefined;
@@ -245,7 +244,7 @@ export async function hookDisposed(call: CreateCall, runId: string, data: Data):
     throw new HookNotFoundError(hookId);
   };
   if (!token) return gone();
-  const ev = newEvent(call, runId, data, 'hook_disposed', ed);
+  const ev = newEvent(call.stamp, runId, data, 'hook_disposed', ed);
   const pos = startPosition(call.params);
   const done = await commit(ctx, call.hints, pos, {
     runId,
@@ -278,7 +277,7 @@ export async function waitCreated(call: CreateCall, runId: string, data: Data): 
     updatedAt: call.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
   };
-  const ev = newEvent(call, runId, data, 'wait_created', ed);
+  const ev = newEvent(call.stamp, runId, data, 'wait_created', ed);
   const pos = startPosition(call.params);
   const done = await commit(ctx, call.hints, pos, {
     runId,
@@ -316,7 +315,7 @@ export async function waitCompleted(call: CreateCall, runId: string, data: Data)
   };
   const cur = check(item);
   const next = { ...cur, correlationId: cid, status: 'completed' as const, completedAt: call.now, updatedAt: call.now };
-  const ev = newEvent(call, runId, data, 'wait_completed', data.eventData);
+  const ev = newEvent(call.stamp, runId, data, 'wait_completed', data.eventData);
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'wait_completed',

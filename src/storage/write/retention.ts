@@ -51,17 +51,6 @@ export function retentionSeconds(ctx: StorageCtx, attributes: Record<string, str
   return purgesOnFinish(attributes) ? PURGED_ENTITY_GRACE_SECONDS : undefined;
 }
 
-/** Whether an item's TTL has passed (DynamoDB may not have deleted it yet). */
-export function expired(item: Attrs | undefined, now = Date.now()): boolean {
-  const ttl = item?.[ATTR.ttl]?.N;
-  return ttl !== undefined && Number(ttl) * 1000 <= now;
-}
-
-/** Whether a run view's payloads are past their retention boundary (`expiredAt`). */
-export function payloadsExpired(expiredAt: Date | undefined, now = Date.now()): boolean {
-  return expiredAt !== undefined && expiredAt.getTime() <= now;
-}
-
 /** Top-level payload attributes of run, step and hook items. */
 const ENTITY_PAYLOADS = ['input', 'output', 'error', 'metadata'];
 /**

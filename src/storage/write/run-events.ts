@@ -20,13 +20,12 @@ import {
 import { ulid } from 'ulid';
 import { keys } from '../../ddb.js';
 import { readRunTail } from '../read/log-tail.js';
-import { keysOf } from '../records/attrs.js';
 import { atSlot as at, type EventRecord, eventItem, newEvent, toEvent } from '../records/event.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, type RunRecord, runItem, toRun } from '../records/run.js';
 import { isTerminalRun, NOT_TERMINAL, TERMINAL_VALUES } from '../records/status.js';
 import { backoff } from '../table/backoff.js';
-import { type Attrs, itemSize, str, toAttr, valueSize } from '../table/codec.js';
+import { type Attrs, itemSize, keysOf, str, toAttr, valueSize } from '../table/codec.js';
 import { encodeEventCursor } from '../table/pagination.js';
 import { getItem } from '../table/reads.js';
 import { failedCondition, oldItem } from './cancellation.js';
@@ -117,7 +116,7 @@ export async function runCreated(
     unclaimed,
   );
   const run = newRun(call, runId, ed, sv, placed.input);
-  const ev = at(newEvent(call, runId, data, 'run_created', ed), 1);
+  const ev = at(newEvent(call.stamp, runId, data, 'run_created', ed), 1);
   // A new run's first event is slot 1 and the run put is the exclusive create: either claim
   // failing means the run exists.
   const exists = (): never => {
@@ -165,7 +164,7 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
   const pos: Position = remembered
     ? { last: read.tail, collect: [] }
     : { last: read.tail, collect: preload || ec === undefined ? [] : [...read.events] };
-  const ev = newEvent(call, runId, data, 'run_started', undefined); // eventData belongs on run_created only
+  const ev = newEvent(call.stamp, runId, data, 'run_started', undefined); // eventData belongs on run_created only
 
   if (!read.run) {
     const ed: Data | undefined = data.eventData;
@@ -259,7 +258,7 @@ async function resilientStart(
     1024 + valueSize({ ...ed, input: undefined }),
   );
   const run: RunRecord = { ...newRun(call, runId, ed, sv, placed.input), status: 'running', startedAt: call.now };
-  const created: EventRecord = { ...newEvent(call, runId, { specVersion: data.specVersion }, 'run_created', ed) };
+  const created: EventRecord = { ...newEvent(call.stamp, runId, { specVersion: data.specVersion }, 'run_created', ed) };
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'run_started',
@@ -323,7 +322,7 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
       throw new EntityConflictError(`Cannot transition run from terminal state "${rec.status}"`);
     }
     // Idempotent cancel: the event is appended, the run is returned unchanged.
-    const ev = newEvent(call, runId, data, type, data.eventData);
+    const ev = newEvent(call.stamp, runId, data, type, data.eventData);
     const done = await commit(ctx, call.hints, pos, {
       runId,
       what: type,
@@ -403,7 +402,7 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
     set += ', expiredAt = :now REMOVE #in, #out, #err';
     Object.assign(names, { '#in': 'input', '#out': 'output', '#err': 'error' });
   }
-  const ev = newEvent(call, runId, data, type, data.eventData);
+  const ev = newEvent(call.stamp, runId, data, type, data.eventData);
   const storedEv = !field ? ev : { ...ev, eventData: purge ? omit(ed, field) : { ...ed, [field]: stored } };
   const done = await commit(ctx, call.hints, pos, {
     runId,
@@ -478,7 +477,7 @@ async function attrSetOnce(
   const merged = applyAttributeChanges(rec.attributes, changes);
   const claim = data.correlationId && ed.writer?.type === 'workflow' ? (data.correlationId as string) : undefined;
   const pos: Position = { last: read.tail, collect: ec === undefined ? undefined : [...read.events] };
-  const ev = newEvent(call, runId, data, 'attr_set', ed);
+  const ev = newEvent(call.stamp, runId, data, 'attr_set', ed);
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'attr_set',

@@ -66,7 +66,7 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
     ver: 1,
   };
-  const ev = newEvent(call, runId, data, 'step_created', ed);
+  const ev = newEvent(call.stamp, runId, data, 'step_created', ed);
   const pos = startPosition(call.params);
   const done = await commit(ctx, call.hints, pos, {
     runId,
@@ -119,14 +119,14 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
   const createdData: Data = { stepName: startedData.stepName, input };
   if (startedData.workflowName !== undefined) createdData.workflowName = startedData.workflowName;
   const created = newEvent(
-    call,
+    call.stamp,
     runId,
     { correlationId: stepId, specVersion: data.specVersion },
     'step_created',
     createdData,
   );
   // The input rides the synthetic step_created; stepName stays for replay's divergence check.
-  const started = newEvent(call, runId, data, 'step_started', startedData);
+  const started = newEvent(call.stamp, runId, data, 'step_started', startedData);
   const pos = startPosition(call.params);
   const done = await commit(ctx, call.hints, pos, {
     runId,
@@ -202,7 +202,7 @@ async function transition(
     cur = parseStep(fresh);
     t = await decide(cur, fresh);
   }
-  const ev = newEvent(call, runId, data, data.eventType, undefined);
+  const ev = newEvent(call.stamp, runId, data, data.eventType, undefined);
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: data.eventType,

@@ -41,8 +41,8 @@ import { TooEarlyError } from '@workflow/errors';
 import { isConditionalCheckFailed } from '../../aws/errors.js';
 import { keys } from '../../ddb.js';
 import { currentDelivery, type StepLease } from '../../delivery-scope.js';
-import { keysOf } from '../records/attrs.js';
 import type { Attrs } from '../table/codec.js';
+import { keysOf } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 
 /** Longest lease: a crashed holder blocks its step for at most this long. */

@@ -18,7 +18,7 @@ import { createSweepHandler, type SweepSummary, sweepHandler } from '../../../sr
 import { createContext, type WorldContext } from '../../../src/context.js';
 import { keys } from '../../../src/ddb.js';
 import { HELD_BODY_PREFIX } from '../../../src/queue/body-lifetime.js';
-import { keysOf } from '../../../src/storage/records/attrs.js';
+import { keysOf } from '../../../src/storage/table/codec.js';
 import { sweepOrphans } from '../../../src/sweep/index.js';
 import { SWEPT_ATTR } from '../../../src/sweep/run-payloads.js';
 import { type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
