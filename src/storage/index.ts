@@ -2,7 +2,7 @@
  * Storage for the World on one DynamoDB table (+ S3 for large values).
  *
  * `events.create` is the only mutation: each call commits one `TransactWriteItems` (the event at
- * its slot plus the view writes and their guards), see `create.ts`. Everything else reads.
+ * its slot plus the view writes and their guards), see `write/create.ts`. Everything else reads.
  *
  * ```ts
  * const storage = createStorage(createContext(loadConfig()));

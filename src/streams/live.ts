@@ -31,6 +31,7 @@
  * the bus listener.
  */
 import type { WorldConfig } from '../config.js';
+import { mapLimited } from '../util/concurrency.js';
 import { busKey, type CommittedBlock, readerFinished, readerStarted, subscribe } from './bus.js';
 import type { Block, StoredChunk } from './items.js';
 import type { StreamQueries } from './queries.js';
@@ -134,19 +135,12 @@ export function liveTail(
     const wanted = chunks.slice(from);
     i = Math.max(i, first + chunks.length);
     k = first + chunks.length;
-    const out: Uint8Array[] = new Array(wanted.length);
-    let next = 0;
-    const worker = async () => {
-      while (next < wanted.length) {
-        const n = next++;
-        const c = wanted[n];
-        if (c instanceof Uint8Array) out[n] = c;
-        else if ('d' in c) out[n] = c.d;
-        else if ('s3' in c) out[n] = await deps.fetchS3(c.s3, abort.signal);
-        else out[n] = new Uint8Array(0);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(S3_CONCURRENCY, wanted.length) }, worker));
+    const out = await mapLimited(wanted, S3_CONCURRENCY, async (c) => {
+      if (c instanceof Uint8Array) return c;
+      if ('d' in c) return c.d;
+      if ('s3' in c) return deps.fetchS3(c.s3, abort.signal);
+      return new Uint8Array(0);
+    });
     return out.filter((b) => b.byteLength > 0);
   }
 

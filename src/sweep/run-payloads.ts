@@ -70,6 +70,7 @@ import type { Attrs } from '../storage/table/codec.js';
 import { keysOf, num, str } from '../storage/table/codec.js';
 import type { StorageCtx } from '../storage/table/context.js';
 import { getItems, queryAll } from '../storage/table/reads.js';
+import { forEachLimited } from '../util/concurrency.js';
 
 /** Default grace: objects, and runs ended, younger than this are left alone. */
 export const ORPHAN_GRACE_MS = 3_600_000;
@@ -169,7 +170,7 @@ type RunState =
 export function runState(runId: string, run: Attrs | undefined, now: number): RunState {
   const minted = runId.startsWith('wrun_') ? ulidToDate(runId.slice(5)) : null;
   if (!minted) return { kind: 'foreign' };
-  // A run item past its TTL is purged for every reader (retention.ts `expired`), so for the sweep.
+  // A run item past its TTL is purged for every reader (src/storage/records/expiry.ts), so for the sweep.
   if (!run || expired(run, now)) return { kind: 'absent', mintedAt: minted.getTime() };
   const status = str(run, 'status');
   if (!isTerminalRun(status)) return { kind: 'active' };
@@ -411,13 +412,8 @@ export async function sweepOrphanedPayloads(
   if (stop()) return report;
   for await (const folders of ctx.payloads.listFolders(RUNS_ROOT)) {
     const ids = folders.map((f) => f.slice(RUNS_ROOT.length, -1));
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: Math.min(CONCURRENCY, ids.length) }, async () => {
-        // Checked before each run is taken: an aborted signal starts nothing new.
-        while (next < ids.length && !stop()) await one(ids[next++]);
-      }),
-    );
+    // Checked before each run is taken: an aborted signal starts nothing new.
+    await forEachLimited(ids, CONCURRENCY, one, { stop });
     if (stop()) break;
   }
   return report;

@@ -4,7 +4,8 @@
  *
  *   0 base      config.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts, resources.ts,
  *               delivery-scope.ts (the delivery a call runs inside of: set by the flow route, read below),
- *               encryption/ (per-run KMS data keys and at-rest settings: needs only the base)
+ *               encryption/ (per-run KMS data keys and at-rest settings: needs only the base),
+ *               util/ (bounded concurrency, the byte-bounded cache: no World knowledge at all)
  *   1 parts     storage/, queue/ (send side), streams/ or streamer(.ts|/)
  *   1.5 sweep   sweep/ (the orphan sweep composed from storage and queue, and its scheduled
  *               Lambda handler, which the consumer's `/lambda` entry re-exports)
@@ -37,6 +38,7 @@ function layerOf(rel: string): Layer {
       'resources.ts',
       'aws',
       'encryption',
+      'util',
     ].includes(top)
   )
     return { rank: 0, name: 'base' };

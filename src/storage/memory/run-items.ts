@@ -11,38 +11,33 @@
  * Bounded: items over 64 KB are not remembered, and past a 4 MB budget the least recently
  * remembered are forgotten.
  */
+import { ByteLru } from '../../util/byte-lru.js';
 import { type Attrs, itemSize } from '../table/codec.js';
 
 const RUN_ITEM_MAX_BYTES = 65_536;
 const RUN_ITEMS_BUDGET_BYTES = 4 * 1024 * 1024;
 
 export class RunItemCache {
-  private readonly items = new Map<string, { item: Attrs; size: number }>();
-  private bytes = 0;
+  private readonly items = new ByteLru<string, Attrs>({
+    maxBytes: RUN_ITEMS_BUDGET_BYTES,
+    maxEntryBytes: RUN_ITEM_MAX_BYTES,
+  });
 
   remember(runId: string, item: Attrs): void {
-    this.forget(runId);
-    const size = itemSize(item);
-    if (size > RUN_ITEM_MAX_BYTES) return;
-    this.items.set(runId, { item, size });
-    this.bytes += size;
-    while (this.bytes > RUN_ITEMS_BUDGET_BYTES) this.forget(this.items.keys().next().value as string);
+    this.items.set(runId, item, itemSize(item));
   }
 
   /** Apply attribute changes this process committed to a remembered item (if any). */
   update(runId: string, changes: Attrs): void {
-    const e = this.items.get(runId);
-    if (e) this.remember(runId, { ...e.item, ...changes });
+    const item = this.items.get(runId);
+    if (item) this.remember(runId, { ...item, ...changes });
   }
 
   known(runId: string): Attrs | undefined {
-    return this.items.get(runId)?.item;
+    return this.items.get(runId);
   }
 
   forget(runId: string): void {
-    const e = this.items.get(runId);
-    if (!e) return;
     this.items.delete(runId);
-    this.bytes -= e.size;
   }
 }

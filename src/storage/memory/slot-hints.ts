@@ -1,7 +1,7 @@
 /**
  * What this process knows about a run's log: the highest slot known to exist, and the most recent
  * events it committed or read (small ones only). Writers take their deltas from here, and a
- * delivery's `events.list` is answered from here when it covers the log (event-reads.ts).
+ * delivery's `events.list` is answered from here when it covers the log (../read/events.ts).
  *
  * Invariant: only committed or read slots are noted, so a hint is never above the real tail;
  * trying `hint + 1` keeps the log dense, and a stale hint costs one lost slot race, not
@@ -13,6 +13,7 @@
  * reads, never correctness.
  */
 
+import { ByteLru } from '../../util/byte-lru.js';
 import type { EventRecord } from '../records/event.js';
 import { valueSize } from '../table/codec.js';
 
@@ -20,23 +21,25 @@ const RECENT_PER_RUN = 1_000;
 const RECENT_MAX_BYTES = 32_768;
 const RECENT_EVENTS_BUDGET_BYTES = 16 * 1024 * 1024;
 
+interface RunLog {
+  tail: number;
+  recent: Map<number, { ev: EventRecord; size: number }>;
+  /** Sum of `recent`'s sizes: the run's weight in the byte budget. */
+  bytes: number;
+}
+
 export class SlotHints {
-  private readonly m = new Map<
-    string,
-    { tail: number; recent: Map<number, { ev: EventRecord; size: number }>; bytes: number }
-  >();
-  private recentBytes = 0;
-  constructor(private readonly maxRuns = 2_000) {}
+  private readonly m: ByteLru<string, RunLog>;
+  constructor(maxRuns = 2_000) {
+    this.m = new ByteLru({ maxBytes: RECENT_EVENTS_BUDGET_BYTES, maxEntries: maxRuns });
+  }
 
   get(runId: string): number | undefined {
     return this.m.get(runId)?.tail;
   }
 
   note(runId: string, slot: number, events: readonly EventRecord[] = []): void {
-    let e = this.m.get(runId);
-    if (e) this.m.delete(runId);
-    else e = { tail: 0, recent: new Map(), bytes: 0 };
-    this.m.set(runId, e); // most recently used last
+    const e = this.m.get(runId) ?? { tail: 0, recent: new Map(), bytes: 0 };
     e.tail = Math.max(e.tail, slot);
     const floor = e.tail - RECENT_PER_RUN;
     for (const ev of events) {
@@ -45,20 +48,14 @@ export class SlotHints {
       if (size > RECENT_MAX_BYTES) continue;
       e.recent.set(ev.slot, { ev, size });
       e.bytes += size;
-      this.recentBytes += size;
     }
     if (e.recent.size > RECENT_PER_RUN)
       for (const [k, r] of e.recent) {
         if (k > floor) continue;
         e.recent.delete(k);
         e.bytes -= r.size;
-        this.recentBytes -= r.size;
       }
-    while (this.m.size > this.maxRuns || (this.recentBytes > RECENT_EVENTS_BUDGET_BYTES && this.m.size > 1)) {
-      const oldest = this.m.keys().next().value as string;
-      this.recentBytes -= this.m.get(oldest)!.bytes;
-      this.m.delete(oldest);
-    }
+    this.m.set(runId, e, e.bytes); // most recently noted last; past the budgets the oldest runs go
   }
 
   /** The events of slots `after+1 .. to`, if every one of them is remembered. */

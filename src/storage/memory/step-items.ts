@@ -6,34 +6,23 @@
  * Bounded: items over 64 KB are not remembered (memory over one saved read), and past an 8 MB
  * budget the least recently remembered are forgotten (a small Lambda has 128 MB in all).
  */
+import { ByteLru } from '../../util/byte-lru.js';
 import { type Attrs, itemSize } from '../table/codec.js';
 
 const STEP_ITEM_MAX_BYTES = 65_536;
 const STEP_ITEMS_BUDGET_BYTES = 8 * 1024 * 1024;
 
 export class StepItemCache {
-  private readonly items = new Map<string, { item: Attrs; size: number }>();
-  private bytes = 0;
+  private readonly items = new ByteLru<string, Attrs>({
+    maxBytes: STEP_ITEMS_BUDGET_BYTES,
+    maxEntryBytes: STEP_ITEM_MAX_BYTES,
+  });
 
   remember(runId: string, stepId: string, item: Attrs): void {
-    const k = `${runId}\u0000${stepId}`;
-    this.forget(k);
-    const size = itemSize(item);
-    if (size > STEP_ITEM_MAX_BYTES) return;
-    this.items.set(k, { item, size });
-    this.bytes += size;
-    // Oldest first, until the memory is back under its byte budget.
-    while (this.bytes > STEP_ITEMS_BUDGET_BYTES) this.forget(this.items.keys().next().value as string);
+    this.items.set(`${runId}\u0000${stepId}`, item, itemSize(item));
   }
 
   known(runId: string, stepId: string): Attrs | undefined {
-    return this.items.get(`${runId}\u0000${stepId}`)?.item;
-  }
-
-  private forget(k: string): void {
-    const e = this.items.get(k);
-    if (!e) return;
-    this.items.delete(k);
-    this.bytes -= e.size;
+    return this.items.get(`${runId}\u0000${stepId}`);
   }
 }

@@ -72,7 +72,7 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
    * needed. Only inside a delivery whose message says how far its sender had seen the log, and
    * only once this process has seen at least that far with every event in between remembered.
    *
-   * Why that is enough: a slot is claimed only after every lower one exists (commit.ts), so the
+   * Why that is enough: a slot is claimed only after every lower one exists (../write/commit.ts), so the
    * remembered events 1..tail are the log as it was when slot `tail` committed, a strongly
    * consistent read taken then. The delivery's causes (the sender's writes) are all at or below
    * the message's tail, so such a read shows them; anything committed since is a newer cause of

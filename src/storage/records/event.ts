@@ -33,7 +33,7 @@ export interface EventRecord {
 
 /**
  * Event types that open a correlation and so carry the correlation index key: at most one index
- * write per step, hook or wait (see `correlation.ts`).
+ * write per step, hook or wait (see `../read/correlation.ts`).
  */
 export const OPENS_CORRELATION: ReadonlySet<string> = new Set([
   'step_created',

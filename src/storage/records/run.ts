@@ -66,7 +66,7 @@ export function runItem(r: RunRecord): Attrs {
       [ATTR.gsi2sk]: sortKey,
     }),
     attributes: { M: Object.fromEntries(Object.entries(r.attributes).map(([k, v]) => [k, { S: v }])) },
-    // No hook or wait yet (run-guard.ts `holdingRunGuard` sets it when one is created).
+    // No hook or wait yet (../write/run-guard.ts `holdingRunGuard` sets it when one is created).
     holds: { BOOL: false },
   };
 }

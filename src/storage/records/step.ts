@@ -27,7 +27,7 @@ export interface StepRecord {
   specVersion?: number;
   /** Bumped by every write: the optimistic guard of the read-then-write transitions. */
   ver: number;
-  /** The step lease (../step-lease.ts): the token of the delivery running the body. Not in `Step`. */
+  /** The step lease (../write/step-lease.ts): the token of the delivery running the body. Not in `Step`. */
   leaseToken?: string;
   /** The lease's expiry (ms since the epoch, the starter's clock). Not in `Step`. */
   leaseUntil?: number;

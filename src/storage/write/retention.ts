@@ -31,6 +31,7 @@ import { getEventDataRefFields, readRunRetention } from '@workflow/world';
 import { isConditionalCheckFailed } from '../../aws/errors.js';
 import { ATTR, GSI1, keys } from '../../ddb.js';
 import { consoleLogger } from '../../log.js';
+import { forEachLimited } from '../../util/concurrency.js';
 import { runPrefix } from '../records/payloads.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
@@ -97,30 +98,25 @@ const CONCURRENCY = 16;
 
 /** Stamp `ttl` on each item and, when purging, remove its payload attributes in the same update. */
 async function stamp(ctx: StorageCtx, items: Attrs[], ttl: number, purge: boolean): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const it = items[next++];
-      const { paths, names } = purge ? payloadPaths(it) : { paths: [], names: {} };
-      const block = purge ? blockPurge(it) : undefined;
-      const values: Record<string, AttributeValue> = { ':t': { N: String(ttl) }, ...block?.values };
-      await ctx.ddb
-        .send(
-          new UpdateItemCommand({
-            TableName: ctx.table,
-            Key: { PK: it.PK, SK: it.SK },
-            UpdateExpression: `SET #ttl = :t${block?.set ?? ''}${paths.length > 0 ? ` REMOVE ${paths.join(', ')}` : ''}`,
-            ConditionExpression: 'attribute_exists(PK)',
-            ExpressionAttributeNames: { '#ttl': ATTR.ttl, ...names, ...block?.names },
-            ExpressionAttributeValues: values,
-          }),
-        )
-        .catch((e) => {
-          if (!isConditionalCheckFailed(e)) throw e; // deleted meanwhile (a released wait): nothing to stamp
-        });
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, items.length) }, worker));
+  await forEachLimited(items, CONCURRENCY, async (it) => {
+    const { paths, names } = purge ? payloadPaths(it) : { paths: [], names: {} };
+    const block = purge ? blockPurge(it) : undefined;
+    const values: Record<string, AttributeValue> = { ':t': { N: String(ttl) }, ...block?.values };
+    await ctx.ddb
+      .send(
+        new UpdateItemCommand({
+          TableName: ctx.table,
+          Key: { PK: it.PK, SK: it.SK },
+          UpdateExpression: `SET #ttl = :t${block?.set ?? ''}${paths.length > 0 ? ` REMOVE ${paths.join(', ')}` : ''}`,
+          ConditionExpression: 'attribute_exists(PK)',
+          ExpressionAttributeNames: { '#ttl': ATTR.ttl, ...names, ...block?.names },
+          ExpressionAttributeValues: values,
+        }),
+      )
+      .catch((e) => {
+        if (!isConditionalCheckFailed(e)) throw e; // deleted meanwhile (a released wait): nothing to stamp
+      });
+  });
 }
 
 /**

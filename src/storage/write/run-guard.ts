@@ -4,7 +4,7 @@
  * touch `RUN#meta`, so an event is ordered against the run's end. A failed guard maps to the
  * exact contract error through {@link runGuardError}.
  *
- * The orphan sweep (orphan-sweep.ts) relies on this: once `RUN#meta` is terminal, no create that
+ * The orphan sweep (src/sweep/run-payloads.ts) relies on this: once `RUN#meta` is terminal, no create that
  * carries this guard can publish a pointer under `runs/<runId>/`. The creates that do not carry it
  * (a running step's completion, `step_retrying`, stream blocks) are listed there and protected.
  */

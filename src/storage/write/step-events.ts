@@ -310,7 +310,7 @@ export async function stepStartedBare(call: CreateCall, runId: string, data: Dat
  * step_completed / step_failed: only from a live step. The run is not checked for a running
  * step (it may finish after its run ended); a step that is not running needs a live run. So a
  * terminal run's step prefix stays writable until the step is terminal (assertLive): the orphan
- * sweep keeps objects under non-terminal steps (orphan-sweep.ts).
+ * sweep keeps objects under non-terminal steps (src/sweep/run-payloads.ts).
  */
 export function stepFinished(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const completed = data.eventType === 'step_completed';

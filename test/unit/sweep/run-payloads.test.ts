@@ -1,5 +1,5 @@
 /**
- * Which run prefixes the orphan sweep may touch (src/storage/orphan-sweep.ts `runState`,
+ * Which run prefixes the orphan sweep may touch (src/sweep/run-payloads.ts `runState`,
  * `sweepable`): never an active run, a terminal run only after the grace, a run with no item only
  * once no run_created can commit under its id (24 h after the id was minted, plus the grace).
  */

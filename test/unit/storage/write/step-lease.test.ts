@@ -1,5 +1,5 @@
 /**
- * The step lease's pure parts (src/storage/step-lease.ts): the ttl follows the visibility a
+ * The step lease's pure parts (src/storage/write/step-lease.ts): the ttl follows the visibility a
  * consumer hides a copy for (half of it, at most 60 s), and the start decision refuses only a
  * live lease of another delivery.
  */
