@@ -1,63 +1,22 @@
 /**
- * The orphan sweep: deletes offloaded payloads under `runs/<runId>/` that no stored item
- * references and that no future create can ever reference.
+ * The orphan sweep of run payloads: deletes offloaded payloads under `runs/<runId>/` that no
+ * stored item references and that no future create can ever reference. Why objects are orphaned
+ * and why each rule below is safe (which writers can still publish a pointer under which prefix):
+ * docs/design.md, "Orphan sweep".
  *
- * Why objects are orphaned: a payload is uploaded BEFORE the transaction that publishes its
- * pointer (payload-placement.ts), so a create whose transaction is rejected (a lost race, a guard)
- * or whose process dies in between leaves an object nothing points at. Keys are content-addressed
- * (`runs/<runId>/<entity>/<field>-<sha256>`), so a redelivered create overwrites its own object;
- * that is why "tag it pending and expire it" is unsafe (the overwrite of a committed object would
- * carry the pending tag). Instead this sweep deletes only what provably cannot be referenced:
- *
- * 1. **Terminal run** (completed / failed / cancelled), ended more than `graceMs` ago. What can
- *    still commit a pointer under its prefix once the run item is terminal (verified in the
- *    storage code, not assumed):
- *    - `runs/<id>/run/`: written by `run_created` (exclusive put of `RUN#meta`) and the terminal
- *      events, whose update is conditioned on `NOT_TERMINAL` (run-events.ts `runTerminal`): frozen.
- *    - `runs/<id>/hooks/`, `runs/<id>/events/`: `hook_created` / `hook_received` carry the run
- *      guard (run-guard.ts `runGuard`: the run exists and is not terminal): frozen.
- *    - `runs/<id>/steps/<stepId>/`: `step_created` and `step_started` carry the run guard, but
- *      `step_completed` / `step_failed` of a RUNNING step and `step_retrying` do not (a step may
- *      finish after its run ended; step-events.ts `stepFinished`, `stepRetrying`); they are
- *      guarded only by the step item's version and `assertLive` (no transition out of a terminal
- *      step). So a step's prefix is frozen only once the step item is terminal too: objects under
- *      a non-terminal step are kept.
- *    - `runs/<id>/streams/`: stream blocks are written with no run guard (streams/writer.ts: a
- *      step may stream after its run ended). While any step is non-terminal, all stream objects
- *      are kept; afterwards an unreferenced stream object older than `graceMs` is deleted.
- *      Residual race: a writer paused for longer than `graceMs` between its S3 put and its block
- *      put, after every step of its run is terminal, would publish a pointer to a deleted object.
- *    - any other path: unknown writer, kept.
- * 2. **No run item** (never committed, or already purged by retention: TTL deleted it, or its TTL
- *    passed). `run_created` accepts a run id only while its ULID time is at most 24 h in the past
- *    (`validateUlidTimestamp`, DEFAULT_TIMESTAMP_THRESHOLD_PAST_MS, checked in run-events.ts
- *    `runCreated` before anything is uploaded; World-minted ids are "now"). So once the run id is
- *    older than that window plus `graceMs`, no run can ever be created under the prefix, and
- *    every object older than `graceMs` is deleted, except ones a live hook item still references
- *    (`hookRetention` can keep a hook past its run). Residual race: a `run_created` that passed
- *    the id check and then stalled for longer than `graceMs` before its transaction (plus clock
- *    skew between the World's hosts and the sweeper) could commit after the sweep deleted its
- *    input. Prefixes that are not a `wrun_<ULID>` were not written by this World: kept.
- * 3. **Active run** (pending / running): never touched.
- *
- * Order matters: the items are read (strongly consistent) BEFORE the objects are listed, so an
- * object whose pointer committed before the read is seen as referenced, and one uploaded after it
- * is either under a protected prefix or younger than `graceMs`. The two index reads (a run's hooks
- * and streams) are eventually consistent; they happen at least `graceMs` after the run ended, long
- * after the index caught up with anything written before the end.
- *
- * Cost: a terminal run is read in full once. When its sweep protected nothing (no live step) and
- * every orphan was deleted, the run item is marked `orphansSweptAt` (a conditional, idempotent
- * update of a terminal run: nothing can add to such a prefix any more, see above, bar the stream
- * writer race), and later sweeps skip it after one projected `GetItem` unless `recheck` is set.
- *
- * Stopping early (`signal`, e.g. the scheduled Lambda's deadline): once the signal is aborted no
- * further run prefix is started (the ones in progress finish, so no run is left half-decided) and
- * the report says `stopped: true`. Nothing is lost: a stopped sweep marked only the runs it
- * finished, so the next one skips those and continues with the rest.
- *
- * Safety direction: every doubt keeps the object. Deleting is idempotent (DeleteObjects of a
- * missing key succeeds), so a sweep that fails half-way is simply run again.
+ * Invariants:
+ * - A terminal run (ended more than `graceMs` ago) loses only unreferenced objects older than
+ *   `graceMs`, and nothing under a step that is not terminal; while any step is not terminal, no
+ *   stream object either. Paths this World does not write are kept.
+ * - A prefix with no run item loses its unreferenced objects older than `graceMs` only once its
+ *   run id is older than the run-creation window plus `graceMs` ({@link RUN_CREATE_WINDOW_MS});
+ *   objects a live hook references are kept; a prefix that is not a `wrun_<ULID>` is kept.
+ * - A pending or running run is never touched.
+ * - Items are read (strongly consistent) before objects are listed.
+ * - A run whose sweep protected nothing and deleted every orphan is marked `orphansSweptAt`
+ *   (conditional on the run being terminal); later sweeps skip it unless `recheck` is set.
+ * - Once `signal` is aborted no further run prefix is started; the report says `stopped: true`.
+ * - Every doubt keeps the object; every delete is idempotent.
  */
 import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { DEFAULT_TIMESTAMP_THRESHOLD_PAST_MS, ulidToDate } from '@workflow/world';

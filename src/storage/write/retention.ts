@@ -1,30 +1,15 @@
 /**
- * Retention: what a run gives up when it reaches a terminal state.
+ * Retention: what a run gives up when it reaches a terminal state (docs/design.md, "Retention").
  *
- * - `$retention: '0'` (eve's private sessions; decided by `@workflow/world`'s `readRunRetention`,
- *   so any other value keeps the data) purges the run's USER PAYLOADS at once, as the contract's
- *   `purgesUserDataOnFinish` does in world-local: run input/output/error, step input/output/error,
- *   the ref fields of every event (`getEventDataRefFields`), hook metadata and stream contents.
- *   The entities stay: `runs.get`/`list`, steps, events and hooks keep answering, with the payload
- *   fields absent and the run's `expiredAt` = the terminal time (the marker the CLI and web UI
- *   render `<data expired>` on). The terminal transaction itself writes the run view without
- *   payloads and with `expiredAt` (one write, so no reader sees one without the other), and the
- *   terminal event without its output/error; the rest is removed here, after it committed.
- *   The S3 objects (`runs/<runId>/`) are deleted at once.
- * - The purged entities themselves are removed later by DynamoDB TTL: every item gets a `ttl`
- *   of `EVE_WORLD_AWS_RETENTION_DAYS` after the terminal event if that is set, else
- *   `PURGED_ENTITY_GRACE_SECONDS` (1 day). A day covers everything that reads a run right after
- *   it finished (core's `returnValue` polling, eve's session status, `wf inspect`, a UI tab left
- *   open) while bounding what is kept, which holds no user data any more: ids, names, statuses,
- *   timestamps, attributes.
- * - `EVE_WORLD_AWS_RETENTION_DAYS=N` alone (off by default): every item gets a `ttl` N days after
- *   the terminal event and the run view `expiredAt` = that time; data stays readable until then.
- *   S3 objects are tagged `eve-world-aws-expired=true` for the bucket's lifecycle rule
- *   (`RETENTION_TAG` in resources.ts, which `init` installs when the variable is set).
- * - Past an item's `ttl`, reads treat it as gone even before DynamoDB's background sweep
- *   (typically within a day or two) deletes it: `runs.get` answers `WorkflowRunNotFoundError`.
- * - Safe direction: it runs after the terminal transaction committed; a failure is logged and
- *   leaves data in place (kept, never lost). Every update here is idempotent.
+ * Invariants:
+ * - `$retention: '0'` (`readRunRetention` mode `none`) purges the run's user payloads: the
+ *   payload attributes of every item (`payloadPaths`), the contents of its stream blocks (the
+ *   block keeps its length), and its S3 objects; the entities stay readable.
+ * - With a retention (`retentionDays`, else {@link PURGED_ENTITY_GRACE_SECONDS} after a purge)
+ *   every item of the run gets a `ttl`, the run view last; without a purge the run view gets
+ *   `expiredAt` = that time and the S3 objects are tagged for the bucket's lifecycle rule.
+ * - Runs after the terminal transaction committed; a failure is logged and leaves data in place.
+ *   Every update is conditional on the item existing, and idempotent.
  */
 import { type AttributeValue, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { getEventDataRefFields, readRunRetention } from '@workflow/world';

@@ -1,15 +1,7 @@
 /**
  * The step lease: at most one delivery runs a step body at a time, fenced on the STEP item in the
- * `step_started` transaction that is written anyway (no extra request, no extra item).
- *
- * Why: SQS standard queues occasionally hand one message to two consumers at once, and a re-sent
- * message (an idempotency takeover, a redrive) carries the same logical id. Core treats a delivery
- * that carries the message id of a step's inline owner (`ownerMessageId` of its latest
- * `step_started`) as that owner's crash-redelivery and starts the running step again
- * (runtime.js, "Owned recovery"); a background step message bare-starts a running step too. Both
- * copies would run the body. Core starts every body only after its `step_started` committed
- * (step-executor.js, the awaited start), except optimistic inline start, which the World turns off
- * (see src/index.ts).
+ * `step_started` transaction that is written anyway (no extra request, no extra item). Why core
+ * needs it, and its cost: docs/design.md, "Step lease".
  *
  * Step item fields: `leaseToken` (the delivery's random token), `leaseUntil` (ms, the taker's clock).
  *
@@ -23,18 +15,13 @@
  *   whose lazy claim it lost to itself, recognises itself). Decided on the read, and enforced by
  *   the write's condition together with `ver` (the heartbeat moves `leaseUntil` without `ver`);
  *   a refused start throws `TooEarlyError` with `retryAfter` = seconds until the lease expires,
- *   which core maps to `{type:'retry'}` and never runs the body (step-executor.js
- *   startErrorToResult).
+ *   which core maps to a retry without running the body.
  * - step_completed / step_failed / step_retrying clear the lease (they rewrite the step item).
  * - The flow route extends the leases of the steps its delivery started every ttl / 3 while core's
  *   handler runs (UpdateItem conditioned on the token), and releases what is left when the handler
  *   settles; both are no-ops on a lease that is no longer the delivery's.
- * - Outside a scope with a lease, starts behave as before leases: allowed, and not stamped.
- * - Expiry is compared with the starter's clock: keep clock skew well below the ttl. The ttl is
- *   half the consumer's visibility (at most 60 s), so a crashed holder's lease has expired before
- *   SQS shows its copy again.
- * - Cost: 0 extra requests per start; one UpdateItem (1 WRU) per heartbeat of a step that outlives
- *   ttl / 3, and one per step a failed delivery leaves running.
+ * - Outside a scope with a lease, starts are allowed and not stamped.
+ * - The ttl is half the consumer's visibility, at most 60 s ({@link stepLeaseTtlMs}).
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { TooEarlyError } from '@workflow/errors';
