@@ -11,8 +11,8 @@
  */
 import type { Storage, WorldCapabilities } from '@workflow/world';
 import type { WorldContext } from '../context.js';
+import { StepItemCache } from './memory/items.js';
 import { SlotHints } from './memory/slot-hints.js';
-import { StepItemCache } from './memory/step-items.js';
 import { createEventReads } from './read/events.js';
 import { createHookReads } from './read/hooks.js';
 import { createRunReads } from './read/runs.js';

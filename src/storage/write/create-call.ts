@@ -5,9 +5,8 @@
  * decide again from a fresh read).
  */
 import type { CreateEventParams, EventResult, Hook, ResolveData, Step, Wait, WorkflowRun } from '@workflow/world';
-import type { RunItemCache } from '../memory/run-items.js';
+import type { RunItemCache, StepItemCache } from '../memory/items.js';
 import type { SlotHints } from '../memory/slot-hints.js';
-import type { StepItemCache } from '../memory/step-items.js';
 import type { EventRecord, EventStamp } from '../records/event.js';
 import type { StorageCtx } from '../table/context.js';
 import type { Position } from './position.js';

@@ -11,9 +11,9 @@
 import { WorkflowWorldError } from '@workflow/errors';
 import type { CreateEventParams, EventResult, ResolveData } from '@workflow/world';
 import { getMaxEventsPerRun } from '@workflow/world';
-import { RunItemCache } from '../memory/run-items.js';
+import type { StepItemCache } from '../memory/items.js';
+import { RunItemCache } from '../memory/items.js';
 import type { SlotHints } from '../memory/slot-hints.js';
-import type { StepItemCache } from '../memory/step-items.js';
 import { dropUndefined } from '../records/attrs.js';
 import { type EventRecord, toEvent } from '../records/event.js';
 import type { StorageCtx } from '../table/context.js';

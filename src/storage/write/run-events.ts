@@ -302,7 +302,7 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
   const type = data.eventType as 'run_completed' | 'run_failed' | 'run_cancelled';
   const ec = startPosition(params).last;
   // Warm: the run view as this process last saw it, and the tail from memory (no read). The write
-  // below is conditioned on what it decides from it (see ../memory/run-items.ts).
+  // below is conditioned on what it decides from it (see ../memory/items.ts).
   const remembered = ec !== undefined || call.hints.get(runId) !== undefined ? call.runs.known(runId) : undefined;
   const read = remembered
     ? { run: remembered, events: [] as EventRecord[], tail: undefined }
