@@ -22,9 +22,8 @@ import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk
 import { DEFAULT_TIMESTAMP_THRESHOLD_PAST_MS, ulidToDate } from '@workflow/world';
 import { isConditionalCheckFailed } from '../aws/errors.js';
 import { ATTR, GSI1, keys } from '../ddb.js';
-import { expired } from '../storage/records/expiry.js';
+import { expired, isTerminalRun, isTerminalStep, NOT_TERMINAL, TERMINAL_VALUES } from '../storage/records/lifecycle.js';
 import { runPrefix } from '../storage/records/payloads.js';
-import { isTerminalRun, isTerminalStep, NOT_TERMINAL, TERMINAL_VALUES } from '../storage/records/status.js';
 import type { Attrs } from '../storage/table/codec.js';
 import { keysOf, num, str } from '../storage/table/codec.js';
 import type { StorageCtx } from '../storage/table/context.js';
@@ -129,7 +128,7 @@ type RunState =
 export function runState(runId: string, run: Attrs | undefined, now: number): RunState {
   const minted = runId.startsWith('wrun_') ? ulidToDate(runId.slice(5)) : null;
   if (!minted) return { kind: 'foreign' };
-  // A run item past its TTL is purged for every reader (src/storage/records/expiry.ts), so for the sweep.
+  // A run item past its TTL is purged for every reader (src/storage/records/lifecycle.ts), so for the sweep.
   if (!run || expired(run, now)) return { kind: 'absent', mintedAt: minted.getTime() };
   const status = str(run, 'status');
   if (!isTerminalRun(status)) return { kind: 'active' };

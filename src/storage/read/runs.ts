@@ -13,9 +13,8 @@ import type {
 } from '@workflow/world';
 import { sleep } from '../../aws/sleep.js';
 import { ATTR, GSI1, GSI2, keys, storageKeys } from '../../ddb.js';
-import { expired } from '../records/expiry.js';
+import { expired, isTerminalRun } from '../records/lifecycle.js';
 import { parseRun, toRun } from '../records/run.js';
-import { isTerminalRun } from '../records/status.js';
 import type { Attrs } from '../table/codec.js';
 import { keysOf } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';

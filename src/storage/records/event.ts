@@ -9,9 +9,19 @@ import type { Event, ResolveData } from '@workflow/world';
 import { SPEC_VERSION_CURRENT, slotToEventId, stripEventDataRefs } from '@workflow/world';
 import { ATTR, keys } from '../../ddb.js';
 import { isS3Pointer } from '../../payloads.js';
-import { type Attrs, date, fromAttr, keysOf, num, str, toAttr, toItem } from '../table/codec.js';
+import {
+  type Attrs,
+  date,
+  dropUndefined,
+  epochMs,
+  fromAttr,
+  keysOf,
+  num,
+  str,
+  toAttr,
+  toItem,
+} from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
-import { dropUndefined, epochMs } from './attrs.js';
 import { loadPayload } from './payloads.js';
 
 /**

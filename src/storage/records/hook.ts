@@ -5,9 +5,8 @@
  */
 import type { Hook, ResolveData } from '@workflow/world';
 import { ATTR, keys, shardOf, storageKeys } from '../../ddb.js';
-import { type Attrs, bool, date, keysOf, num, str, toItem, val } from '../table/codec.js';
+import { type Attrs, bool, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
-import { dropUndefined, epochMs } from './attrs.js';
 import { payloadFor } from './payloads.js';
 
 export interface HookRecord {

@@ -9,9 +9,8 @@
 import type { ResolveData, WorkflowRun } from '@workflow/world';
 import { ATTR, keys, shardOf, storageKeys } from '../../ddb.js';
 import { isS3Pointer } from '../../payloads.js';
-import { type Attrs, date, keysOf, num, str, toItem, val } from '../table/codec.js';
+import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
-import { dropUndefined, epochMs } from './attrs.js';
 import { loadPayload, payloadFor } from './payloads.js';
 
 const iso = (d: Date) => d.toISOString();

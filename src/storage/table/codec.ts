@@ -88,6 +88,18 @@ export function keysOf(k: { PK: string; SK: string }): Attrs {
   return { PK: { S: k.PK }, SK: { S: k.SK } };
 }
 
+/** Drop `undefined` members in place (DynamoDB has no undefined). */
+export function dropUndefined<T extends Record<string, unknown>>(o: T): T {
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
+  return o;
+}
+
+/**
+ * Times on entity items are epoch-ms numbers (so they compare in conditions, e.g. `retryAfter`);
+ * inside opaque event data they use the tagged form above.
+ */
+export const epochMs = (d: Date | undefined) => (d === undefined ? undefined : d.getTime());
+
 // ---------- typed readers for entity items ----------
 
 export const str = (it: Attrs, k: string): string | undefined => it[k]?.S;

@@ -37,7 +37,7 @@ import {
   failedCondition,
   transientCancellation,
   validationCancellation,
-} from './cancellation.js';
+} from './conditions.js';
 import { advance, type Position } from './position.js';
 
 export interface Attempt {

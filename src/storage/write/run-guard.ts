@@ -12,7 +12,7 @@ import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
 import { requiresNewerWorld, SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { keys } from '../../ddb.js';
-import { isTerminalRun, NOT_TERMINAL, TERMINAL_VALUES } from '../records/status.js';
+import { isTerminalRun, NOT_TERMINAL, TERMINAL_VALUES } from '../records/lifecycle.js';
 import { type Attrs, keysOf, num, str } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { getItem } from '../table/reads.js';

@@ -55,14 +55,14 @@ describe('storage paths', () => {
     const planted = [
       { rel: 'records/event.ts', text: "import type { CreateCall } from '../write/create-call.js';" },
       { rel: 'read/runs.ts', text: "import { x } from '../index.js';\nimport { y } from '../table/reads.js';" },
-      { rel: 'table/reads.ts', text: "import { keysOf } from '../records/attrs.js';" },
+      { rel: 'table/reads.ts', text: "import { expired } from '../records/lifecycle.js';" },
       { rel: 'memory/items.ts', text: "import { ByteLru } from '../../util/byte-lru.js';" },
       { rel: 'loose.ts', text: '' },
     ];
     expect(violations(planted)).toEqual([
       'records/event.ts -> write/create-call.ts',
       'read/runs.ts -> index.ts',
-      'table/reads.ts -> records/attrs.ts',
+      'table/reads.ts -> records/lifecycle.ts',
       'loose.ts is outside table, records, memory, read, write, index.ts',
     ]);
   });
