@@ -26,18 +26,23 @@ import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext, type WorldContext } from './context.js';
 import { RunKeys, type RunKeysOptions } from './encryption/run-keys.js';
 import { createQueue } from './queue/index.js';
-import { createStorage, type OrphanSweepOptions, storageCapabilities } from './storage/index.js';
+import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streams/index.js';
-import { type SweepReport, sweepOrphans } from './sweep/index.js';
+import { type OrphanSweepOptions, type SweepReport, sweepOrphans } from './sweep/index.js';
 
 export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, type WorldConfig } from './config.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
 export type { WorldContext } from './context.js';
 export type { Logger } from './log.js';
-export type { HeldBodySweep } from './queue/body-lifetime.js';
-export { ORPHAN_GRACE_MS, type OrphanSweepOptions, type OrphanSweepReport } from './storage/index.js';
-export { type SweepReport, sweepOrphans } from './sweep/index.js';
+export {
+  type HeldBodySweep,
+  ORPHAN_GRACE_MS,
+  type OrphanSweepOptions,
+  type OrphanSweepReport,
+  type SweepReport,
+  sweepOrphans,
+} from './sweep/index.js';
 
 export interface AwsWorld extends World {
   /**
@@ -70,7 +75,7 @@ export interface CreateWorldOptions {
  * Core's turbo mode (default on) forces an optimistic inline start on a run's first delivery: the
  * first step's body runs BEFORE its `step_started` commits (@workflow/core step-executor.js,
  * `optimisticStart`). Two copies of that delivery (SQS at-least-once) would both run it, and no
- * fence on `step_started` (src/storage/step-lease.ts) can stop a body that precedes it. Core defers
+ * fence on `step_started` (src/storage/write/step-lease.ts) can stop a body that precedes it. Core defers
  * to an explicit `WORKFLOW_OPTIMISTIC_INLINE_START=0` (turbo stays on otherwise), so the World sets
  * that when the operator has set nothing: every body then starts after its `step_started` (cost:
  * the first step's body waits for that one write instead of overlapping it). An explicit `1`

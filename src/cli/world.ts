@@ -34,7 +34,7 @@ export function openWorld(options: OpenWorldOptions = {}): CliWorld {
   const clients = options.clients ?? createClients(config);
   const world = createWorld({ config, clients });
   if (options.resolvePayloads === false) {
-    // Storage follows a pointer only through PayloadStore#resolve (src/storage/payload-placement.ts), and
+    // Storage follows a pointer only through PayloadStore#resolve (src/storage/records/payloads.ts), and
     // each World has its own store instance, so overriding it here affects this World alone.
     world.context.payloads.resolve = async <T>(value: unknown) => value as T;
   }

@@ -12,7 +12,7 @@ import type { WorldContext } from '../context.js';
 import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
-import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/step-lease.js';
+import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/index.js';
 import { CircuitBreaker } from './breaker.js';
 import { createQueueHandler } from './handler.js';
 import { DynamoNonceStore } from './nonces.js';
@@ -104,7 +104,7 @@ export function createConsumer(
     return flowReachable;
   };
 
-  // The step lease (src/storage/step-lease.ts): half the visibility a consumer hides a copy for
+  // The step lease (src/storage/write/step-lease.ts): half the visibility a consumer hides a copy for
   // (the poller's, never longer than the queue's), so a crashed delivery's leases have expired
   // before its copy is shown again.
   const leaseTable = { ddb: ctx.clients.ddb, table: config.tableName };

@@ -16,7 +16,7 @@
  * - The handler never sees a message before its `deliverAt` (by this process's clock).
  * - With `inFlight`, at most one copy of a logical message is dispatched at a time in this
  *   process. Across processes, copies are not serialised here: the step lease on the step item
- *   (src/storage/step-lease.ts, stamped by `step_started` inside the flow route's delivery scope)
+ *   (src/storage/write/step-lease.ts, stamped by `step_started` inside the flow route's delivery scope)
  *   keeps a second copy from running a step body another live delivery is running; core defers
  *   that copy (`{timeoutSeconds}`, or a delayed step message) instead of running it.
  * - `x-vqs-message-id` is the logical id, identical on every SQS copy; the attempt is the carried

@@ -27,14 +27,13 @@
  */
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { WorkflowWorldError } from '@workflow/errors';
-import type { WorkflowRun } from '@workflow/world';
+import { isTerminalWorkflowRunStatus, type WorkflowRun } from '@workflow/world';
 import { describeError, errorName, isConditionalCheckFailed } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { encryptionKeys } from '../ddb.js';
 import { KeyCache, type KeyCacheOptions } from './key-cache.js';
 
 export const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
-const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 /** Counters for the bench and for operators (`world.runKeys.stats()`). */
 export interface RunKeyStats {
@@ -107,7 +106,7 @@ export class RunKeys {
     }
     let loading = this.#loading.get(runId);
     if (!loading) {
-      loading = this.#load(runId, run !== undefined && TERMINAL.has(run.status)).finally(() =>
+      loading = this.#load(runId, run !== undefined && isTerminalWorkflowRunStatus(run.status)).finally(() =>
         this.#loading.delete(runId),
       );
       this.#loading.set(runId, loading);

@@ -18,9 +18,9 @@ import { createContext, type WorldContext } from '../../../src/context.js';
 import { keys } from '../../../src/ddb.js';
 import { HELD_BODY_PREFIX } from '../../../src/limits.js';
 import { COMMAND_PERMISSIONS, commandKey, permissionFor } from '../../../src/provision/iam-actions.js';
-import { SWEPT_ATTR } from '../../../src/storage/orphan-sweep.js';
-import { keysOf } from '../../../src/storage/records/attrs.js';
+import { keysOf } from '../../../src/storage/table/codec.js';
 import { sweepOrphans } from '../../../src/sweep/index.js';
+import { SWEPT_ATTR } from '../../../src/sweep/run-payloads.js';
 import { type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
 
 const DAY = 86_400_000;

@@ -42,7 +42,8 @@ beforeAll(async () => {
   ({ stack, construct } = makeStack({ maxConcurrency: 5, batchSize: 4, maxBatchingWindow: Duration.seconds(2) }));
   template = Template.fromStack(stack);
   resources = template.toJSON().Resources as Resources;
-});
+  // Synthesis of the whole construct takes seconds on a loaded 2-core machine: not a wall-time check.
+}, 120_000);
 
 describe('EveWorldAws: table', () => {
   it('has the key schema, attributes, indexes and TTL of TABLE_SCHEMA (the init source of truth)', () => {
