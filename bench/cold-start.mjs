@@ -18,14 +18,19 @@ async function runNode(code, { env, cwd }) {
   return { wall: ms, result: JSON.parse(out.trim().split('\n').pop()) };
 }
 
-/** The timed child: import + createWorld(), timed inside the process. */
+/**
+ * The timed child: import + createWorld(), timed inside the process: wall time, and the CPU time
+ * the process spent on it (user + system, all threads), which other work on the machine disturbs less.
+ */
 const timedCode = (url, factory) => `
 const boot = performance.now();
 const t = performance.now();
+const cpu0 = process.cpuUsage();
 const m = await import(${JSON.stringify(url)});
 const world = m.${factory}();
 const ms = performance.now() - t;
-console.log(JSON.stringify({ ms, boot }));
+const cpu = process.cpuUsage(cpu0);
+console.log(JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1000, boot }));
 process.exit(0);
 `;
 
@@ -47,7 +52,14 @@ function packageOf(file) {
   return rest[0].startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0];
 }
 
-async function graph(url, factory, opts) {
+/** The AWS SDK service clients among `byPackage` (e.g. `client-dynamodb`). */
+const awsClients = (byPackage) =>
+  Object.keys(byPackage)
+    .filter((p) => p.startsWith('@aws-sdk/client-'))
+    .map((p) => p.slice('@aws-sdk/'.length))
+    .sort();
+
+async function graph(url, factory, opts, own) {
   const dir = mkdtempSync(path.join(tmpdir(), 'eve-bench-graph-'));
   const out = path.join(dir, 'esm.txt');
   try {
@@ -76,6 +88,8 @@ async function graph(url, factory, opts) {
     const top = Object.entries(byPackage).sort((a, b) => b[1].bytes - a[1].bytes);
     return {
       files: files.size,
+      ownFiles: byPackage[own]?.files ?? 0,
+      awsClients: awsClients(byPackage),
       esmFiles: esm.length,
       cjsFiles: files.size - esm.length,
       bytes,
@@ -88,35 +102,49 @@ async function graph(url, factory, opts) {
 }
 
 /**
- * @param targets [{ name, url, factory, env }]: what to import (a file: URL or a package name
- *   resolvable from `cwd`) and the factory to call with no arguments.
+ * @param targets [{ name, url, factory, env, own }]: what to import (a file: URL or a package name
+ *   resolvable from `cwd`), the factory to call with no arguments, and the package whose files
+ *   are the World's own modules (`(this package)` for a dist/ outside node_modules).
+ *
+ * Samples are taken round-robin (one run of each target, then the next round), so that load from
+ * other work on the machine falls on every target alike instead of on whichever ran at the time.
  */
 export async function benchColdStart({ targets, runs = 10, log }) {
-  const results = [];
-  for (const t of targets) {
-    const cwd = mkdtempSync(path.join(tmpdir(), 'eve-bench-cold-'));
-    try {
-      const opts = { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...t.env }, cwd: t.cwd ?? cwd };
-      await runNode(timedCode(t.url, t.factory), opts); // warm the OS file cache once, untimed
-      const samples = [];
-      for (let i = 0; i < runs; i++) samples.push(await runNode(timedCode(t.url, t.factory), opts));
-      const importMs = samples.map((s) => s.result.ms);
-      const processMs = samples.map((s) => s.wall);
-      const g = await graph(t.url, t.factory, opts);
+  const dirs = [];
+  try {
+    const plan = targets.map((t) => {
+      const cwd = mkdtempSync(path.join(tmpdir(), 'eve-bench-cold-'));
+      dirs.push(cwd);
+      return { t, opts: { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...t.env }, cwd: t.cwd ?? cwd } };
+    });
+    // Warm the OS file cache once per target, untimed.
+    for (const p of plan) await runNode(timedCode(p.t.url, p.t.factory), p.opts);
+    const samples = plan.map(() => []);
+    for (let i = 0; i < runs; i++) {
+      for (const [k, p] of plan.entries()) samples[k].push(await runNode(timedCode(p.t.url, p.t.factory), p.opts));
+    }
+    const results = [];
+    for (const [k, { t, opts }] of plan.entries()) {
+      const importMs = samples[k].map((s) => s.result.ms);
+      const processMs = samples[k].map((s) => s.wall);
+      const cpuMs = samples[k].map((s) => s.result.cpuMs);
+      const g = await graph(t.url, t.factory, opts, t.own ?? '(this package)');
       results.push({
         name: t.name,
         runs,
         importAndCreateMs: importMs,
         importAndCreateMsMedian: median(importMs),
         importAndCreateMsP90: pct(importMs, 90),
+        importAndCreateCpuMs: cpuMs,
+        importAndCreateCpuMsMedian: median(cpuMs),
         processWallMs: processMs,
         processWallMsMedian: median(processMs),
         graph: g,
       });
       log(`  cold start ${t.name}: median ${median(importMs).toFixed(0)} ms, ${g.files} files`);
-    } finally {
-      rmSync(cwd, { recursive: true, force: true });
     }
+    return results;
+  } finally {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
-  return results;
 }

@@ -84,7 +84,7 @@ async function measure({ app, stackEnv, dist, scenario, encrypted }) {
   const { RunKeys } = await import(`${dist}/encryption/run-keys.js`);
   // The World's key source, built here and handed to createWorld, so its stats can be read.
   const keysFor = (c) => (config.kmsKeyId ? new RunKeys(createContext(config, c), config.kmsKeyId) : undefined);
-  const { reconcile } = await import(`${dist}/resources.js`);
+  const { reconcile } = await import(`${dist}/provision/index.js`);
   const { LOCAL_KMS_ALIAS } = await import(`${dist}/emulator/stack.js`);
   const config = loadConfig({
     ...stackEnv,

@@ -1,4 +1,4 @@
-// Table 7: what the step lease (src/storage/step-lease.ts) costs. It replaced the per-message
+// Table 7: what the step lease (src/storage/write/step-lease.ts) costs. It replaced the per-message
 // delivery lease (a `LEASE#<messageId>` PutItem taken by the consumer for every delivery): the
 // lease now rides the `step_started` transaction that is written anyway, on the step item. Cases,
 // each against DynamoDB Local in the embedded stack, through the World's storage (dist/):
@@ -58,11 +58,11 @@ function summarize(per) {
 export async function benchLease({ stackEnv, dist, log }) {
   const { loadConfig } = await import(`${dist}/config.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
-  const { reconcile } = await import(`${dist}/resources.js`);
+  const { reconcile } = await import(`${dist}/provision/index.js`);
   const { createContext } = await import(`${dist}/context.js`);
   const { createStorage } = await import(`${dist}/storage/index.js`);
   const { runInDelivery } = await import(`${dist}/delivery-scope.js`);
-  const { extendStepLeases, releaseStepLeases } = await import(`${dist}/storage/step-lease.js`);
+  const { extendStepLeases, releaseStepLeases } = await import(`${dist}/storage/index.js`);
   const { SPEC_VERSION_CURRENT: sv } = await import('@workflow/world');
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-lease-${randomBytes(3).toString('hex')}` });
   const clients = createClients(config);
@@ -212,7 +212,7 @@ export function printLeaseTable(lease, print = console.log) {
   ]);
   print(
     table(
-      `Table 7. Step lease cost (src/storage/step-lease.ts; mean of ${lease.ops} operations per case)`,
+      `Table 7. Step lease cost (src/storage/write/step-lease.ts; mean of ${lease.ops} operations per case)`,
       ['operation', 'DynamoDB requests', 'by command', 'WRU', 'RRU', '$ / M operations'],
       rows,
       [

@@ -23,6 +23,8 @@ const DIST = path.join(ROOT, 'dist');
 const WELL_KNOWN = path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1');
 const RESULTS = path.join(ROOT, 'bench/results');
 const log = (...a) => console.error(...a);
+/** `--cold-before=<dir>`: also time the dist/ of another build (a checkout of main, built) in Table 5. */
+const coldBefore = process.argv.find((a) => a.startsWith('--cold-before='))?.slice('--cold-before='.length);
 const only = new Set(
   (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'workflows,cold,streams,kms,lease').split(','),
 );
@@ -360,8 +362,11 @@ function table5(cold) {
     c.name,
     n0(c.importAndCreateMsMedian),
     n0(c.importAndCreateMsP90),
+    c.importAndCreateCpuMsMedian === undefined ? '—' : n0(c.importAndCreateCpuMsMedian),
     n0(c.processWallMsMedian),
     c.graph.files,
+    c.graph.ownFiles ?? '—',
+    c.graph.awsClients ? c.graph.awsClients.map((x) => x.replace('client-', '')).join(', ') || '—' : '—',
     n2(c.graph.bytes / 1024 / 1024),
     c.graph.packages,
     c.graph.topPackages
@@ -371,10 +376,24 @@ function table5(cold) {
   ]);
   return table(
     `Table 5. Cold start: fresh Node ${process.version} process, import + createWorld() (${cold[0]?.runs} runs each)`,
-    ['World', 'median ms', 'p90 ms', 'process wall ms', 'files loaded', 'MB loaded', 'packages', 'largest packages'],
+    [
+      'World',
+      'median ms',
+      'p90 ms',
+      'CPU ms',
+      'process wall ms',
+      'files loaded',
+      'own modules',
+      'AWS clients loaded',
+      'MB loaded',
+      'packages',
+      'largest packages',
+    ],
     rows,
     [
-      'ms = performance.now() around `await import(world)` + `createWorld()` inside the child; process wall = spawn to exit (adds Node start-up). One untimed run first warms the OS file cache.',
+      "own modules = files of the World's own package (this package's dist/, or @workflow/world-local). AWS clients loaded = the @aws-sdk/client-* packages in the graph; S3, KMS and the Scheduler load on first use.",
+      '`--cold-before=<dir>` adds the dist/ of another build (e.g. main before a change) as a row.',
+      'ms = performance.now() around `await import(world)` + `createWorld()` inside the child; CPU ms = process.cpuUsage() (user + system) over the same span, less disturbed by other work on the machine; process wall = spawn to exit (adds Node start-up). One untimed run per World first warms the OS file cache; runs alternate between the Worlds.',
       'Import graph: a separate run with a module.register() load hook recording every ESM file plus require.cache for the CommonJS files (the AWS SDK is CommonJS); bytes = on-disk size of those files.',
     ],
   );
@@ -501,11 +520,22 @@ async function main() {
             factory: 'createWorld',
             env,
           },
+          ...(coldBefore
+            ? [
+                {
+                  name: `eve-world-aws before (${coldBefore})`,
+                  url: pathToFileURL(path.join(path.resolve(coldBefore), 'index.js')).href,
+                  factory: 'createWorld',
+                  env,
+                },
+              ]
+            : []),
           {
             name: `@workflow/world-local`,
             url: import.meta.resolve('@workflow/world-local'),
             factory: 'createWorld',
             env: {},
+            own: '@workflow/world-local',
           },
         ],
       });

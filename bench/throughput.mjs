@@ -112,7 +112,7 @@ async function onAws(app, stackEnv, opts) {
   const { createWorld } = await import(`${pathToFileURL(DIST).href}/index.js`);
   const { loadConfig } = await import(`${pathToFileURL(DIST).href}/config.js`);
   const { createClients, destroyClients } = await import(`${pathToFileURL(DIST).href}/aws/clients.js`);
-  const { reconcile } = await import(`${pathToFileURL(DIST).href}/resources.js`);
+  const { reconcile } = await import(`${pathToFileURL(DIST).href}/provision/index.js`);
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-tp-${randomBytes(3).toString('hex')}` });
   const clients = createClients(config);
   await reconcile(clients, config, 'apply');

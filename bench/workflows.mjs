@@ -414,7 +414,7 @@ export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
   const { createWorld } = await import(`${dist}/index.js`);
   const { loadConfig } = await import(`${dist}/config.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
-  const { reconcile } = await import(`${dist}/resources.js`);
+  const { reconcile } = await import(`${dist}/provision/index.js`);
   const app = await loadApp(wellKnown);
 
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-${randomBytes(3).toString('hex')}` });

@@ -18,6 +18,7 @@
  * - Closed by default: cleartext to a remote flow route, unsigned remote deliveries and weak
  *   secrets are refused unless an explicit, documented opt-out is set.
  */
+import { FLOW_PATH, SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from './limits.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -273,8 +274,6 @@ function queueProblem(raw: string): string | undefined {
     : `is not a valid SQS queue name or URL ("${raw}": 1-80 letters, digits, - or _)`;
 }
 
-export const FLOW_PATH = '/.well-known/workflow/v1/flow';
-
 /**
  * The environment the World reads: the user-facing settings. Order is the documentation's.
  * Why these and no others: docs/configuration.md, "Why these variables".
@@ -414,7 +413,7 @@ export const VARIABLES = {
     name: 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS',
     default: 900,
     min: 1,
-    max: 43_200,
+    max: SQS_MAX_VISIBILITY_SECONDS,
     description: "The queue's SQS visibility timeout (set by `init`); keep it >= your Lambda timeout.",
   }),
   maxReceiveCount: int({
@@ -507,7 +506,7 @@ export const TUNING = {
     name: 'maxDelayHopSeconds',
     default: 900,
     min: 1,
-    max: 900,
+    max: SQS_MAX_DELAY_SECONDS,
     description: 'Longest SQS delay hop for long waits without a scheduler.',
   }),
   idempotencyTtlSeconds: int({
@@ -521,7 +520,7 @@ export const TUNING = {
     name: 'consumerVisibilitySeconds',
     default: 30,
     min: 5,
-    max: 43_200,
+    max: SQS_MAX_VISIBILITY_SECONDS,
     description:
       'Visibility of copies the in-process consumer receives (never above the queue visibility), extended by heartbeat while a delivery runs; a crashed process delays its messages by at most this.',
   }),

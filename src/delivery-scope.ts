@@ -8,7 +8,7 @@
  *   here that came from the wire (see src/consumer/signing.ts); outside a delivery there is none.
  * - A scope only ever lets a part skip work it could have done anyway (a read it can answer from
  *   memory) or fence work against another copy of the same delivery (the step lease, see
- *   src/storage/step-lease.ts): nothing may depend on a scope being present for correctness of the
+ *   src/storage/write/step-lease.ts): nothing may depend on a scope being present for correctness of the
  *   event log. Lost async context = the plain path (a start without a lease, as before leases).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -31,7 +31,7 @@ export interface DeliveryScope {
    */
   readonly logTails: ReadonlyMap<string, number>;
   /**
-   * The step lease of this delivery (src/storage/step-lease.ts): every `step_started` inside the
+   * The step lease of this delivery (src/storage/write/step-lease.ts): every `step_started` inside the
    * scope stamps the step with it, and the flow route keeps the leases of the steps it started
    * alive while core's handler runs. Absent: starts are not leased (the plain path).
    */

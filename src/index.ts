@@ -38,17 +38,22 @@ import { createContext } from './context.js';
 import { RunKeys } from './encryption/run-keys.js';
 import { consoleLogger } from './log.js';
 import { createQueue } from './queue/index.js';
-import { createStorage, type OrphanSweepOptions, storageCapabilities } from './storage/index.js';
+import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streams/index.js';
-import { type SweepReport, sweepOrphans } from './sweep/index.js';
+import { type OrphanSweepOptions, type SweepReport, sweepOrphans } from './sweep/index.js';
 
 export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
 export type { Logger } from './log.js';
-export type { HeldBodySweep } from './queue/body-lifetime.js';
-export { ORPHAN_GRACE_MS, type OrphanSweepOptions, type OrphanSweepReport } from './storage/index.js';
-export { type SweepReport, sweepOrphans } from './sweep/index.js';
+export {
+  type HeldBodySweep,
+  ORPHAN_GRACE_MS,
+  type OrphanSweepOptions,
+  type OrphanSweepReport,
+  type SweepReport,
+  sweepOrphans,
+} from './sweep/index.js';
 
 export interface AwsWorld extends World {
   /**

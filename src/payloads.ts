@@ -12,7 +12,7 @@
  * - The S3 put happens *before* the DynamoDB write that publishes the pointer, so a reader never
  *   sees a pointer to a missing object. An orphaned object (the write then lost a race, or the
  *   process died in between) costs storage only: `eve-world-aws sweep` deletes the ones under
- *   `runs/` that nothing can reference any more (src/storage/orphan-sweep.ts); queue bodies
+ *   `runs/` that nothing can reference any more (src/sweep/run-payloads.ts); queue bodies
  *   (`queue/`) expire by the bucket's lifecycle rule.
  */
 import type { S3Client } from '@aws-sdk/client-s3';

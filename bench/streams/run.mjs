@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { destroyClients } from '../../.tmp/bench-streams/aws/clients.js';
 import { startStack } from '../../.tmp/bench-streams/emulator/stack.js';
-import { reconcile } from '../../.tmp/bench-streams/resources.js';
+import { reconcile } from '../../.tmp/bench-streams/provision/index.js';
 import { countingStreamer, nowMs, readLatencies } from './shared.mjs';
 
 const READER = fileURLToPath(new URL('./reader.mjs', import.meta.url));

@@ -7,6 +7,7 @@
  * emulators answer with names the modelled classes do not know), so recognition goes by `name`
  * (and `Code` / `__type` for query-protocol errors) plus the HTTP status in `$metadata`.
  */
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
 
 interface AwsLikeError {
@@ -18,6 +19,7 @@ interface AwsLikeError {
   $metadata?: { httpStatusCode?: number };
   $retryable?: { throttling?: boolean };
   CancellationReasons?: { Code?: string; Message?: string; Item?: unknown }[];
+  Item?: Record<string, AttributeValue>;
 }
 
 const asAws = (err: unknown): AwsLikeError => (err && typeof err === 'object' ? (err as AwsLikeError) : {});
@@ -34,6 +36,17 @@ function namesOf(err: unknown): string[] {
 
 const hasName = (err: unknown, names: ReadonlySet<string>): boolean => namesOf(err).some((n) => names.has(n));
 
+/** The error's name (SDK name, else query-protocol code or JSON `__type`), '' when it has none. */
+export function errorName(err: unknown): string {
+  return namesOf(err)[0] ?? '';
+}
+
+/** `Name: message`, for reports and error messages that quote what AWS answered. */
+export function describeError(err: unknown): string {
+  const message = asAws(err).message;
+  return `${errorName(err) || 'Error'}: ${typeof message === 'string' ? message : String(err)}`;
+}
+
 /** The HTTP status the service answered with, when there was an answer. */
 export function httpStatusOf(err: unknown): number | undefined {
   const s = asAws(err).$metadata?.httpStatusCode;
@@ -43,6 +56,14 @@ export function httpStatusOf(err: unknown): number | undefined {
 /** A DynamoDB condition expression failed (single-item write). */
 export function isConditionalCheckFailed(err: unknown): boolean {
   return hasName(err, new Set(['ConditionalCheckFailedException']));
+}
+
+/**
+ * The item a failed single-item condition found, when the write asked for it with
+ * `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`; undefined otherwise (or when no item existed).
+ */
+export function conditionFailureItem(err: unknown): Record<string, AttributeValue> | undefined {
+  return isConditionalCheckFailed(err) ? asAws(err).Item : undefined;
 }
 
 /** A `TransactWriteItems` / `TransactGetItems` was cancelled; see {@link cancellationReasons}. */
@@ -93,11 +114,83 @@ const NOT_FOUND = new Set([
   'NoSuchBucket',
   'NotFound',
   'NoSuchKey',
+  'NotFoundException',
 ]);
 
-/** The table, queue, bucket, key or schedule does not exist. */
+/** The table, queue, bucket, object, KMS key or schedule does not exist. */
 export function isNotFound(err: unknown): boolean {
   return hasName(err, NOT_FOUND) || httpStatusOf(err) === 404;
+}
+
+/**
+ * S3 answered that a bucket configuration (policy, lifecycle, public access block, default
+ * encryption) is absent: the setting is missing (drift), not unsupported by the endpoint.
+ */
+export function isNoSuchConfiguration(err: unknown): boolean {
+  return hasName(
+    err,
+    new Set([
+      'NoSuchBucketPolicy',
+      'NoSuchLifecycleConfiguration',
+      'NoSuchPublicAccessBlockConfiguration',
+      'ServerSideEncryptionConfigurationNotFoundError',
+    ]),
+  );
+}
+
+/** The caller's credentials are valid but not allowed the call (IAM or a key or bucket policy). */
+export function isAccessDenied(err: unknown): boolean {
+  return hasName(err, new Set(['AccessDeniedException', 'AccessDenied']));
+}
+
+/** No credentials were found (the SDK's provider chain came up empty). */
+export function isCredentialsMissing(err: unknown): boolean {
+  return hasName(err, new Set(['CredentialsProviderError']));
+}
+
+/** The service rejected the credentials themselves: unknown key, bad signature, expired session. */
+export function isCredentialsRejected(err: unknown): boolean {
+  return hasName(
+    err,
+    new Set([
+      'UnrecognizedClientException',
+      'InvalidClientTokenId',
+      'InvalidSignatureException',
+      'SignatureDoesNotMatch',
+      'ExpiredTokenException',
+      'ExpiredToken',
+      'IncompleteSignatureException',
+      'InvalidAccessKeyId',
+    ]),
+  );
+}
+
+/** The SDK found no region to send to (neither configured nor in the environment or profile). */
+export function isRegionMissing(err: unknown): boolean {
+  return asAws(err).message === 'Region is missing';
+}
+
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * The socket error code when the endpoint could not be reached at all (nothing listening, no
+ * DNS, no route), else undefined. Node puts the code on the error, on the first of an
+ * AggregateError's `errors` (IPv4 + IPv6 attempts) or on its `cause`.
+ */
+export function unreachableCode(err: unknown): string | undefined {
+  const e = err as { code?: unknown; errors?: Array<{ code?: unknown }>; cause?: { code?: unknown } } | undefined;
+  for (const c of [e?.code, e?.errors?.[0]?.code, e?.cause?.code]) {
+    if (typeof c === 'string' && UNREACHABLE.has(c)) return c;
+  }
+  return undefined;
 }
 
 /** The request was malformed or broke a service limit (e.g. a DynamoDB item over 400 KB). */

@@ -45,15 +45,22 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { SCHEDULER_ROLE_ACTIONS, SCHEDULER_ROLE_KMS_ACTIONS } from '../aws/iam-actions.js';
 import { TABLE_SCHEMA } from '../ddb.js';
-import { MAX_MESSAGE_SIZE, PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES, RETENTION_SECONDS } from '../resources.js';
+import {
+  FLOW_PATH as FLOW_ROUTE,
+  MAX_MESSAGE_SIZE,
+  MESSAGE_RETENTION_SECONDS,
+  PAYLOAD_EXPIRY_DAYS,
+  PAYLOAD_PREFIXES,
+  SQS_MAX_VISIBILITY_SECONDS,
+} from '../limits.js';
+import { SCHEDULER_ROLE_ACTIONS, SCHEDULER_ROLE_KMS_ACTIONS } from '../provision/iam-actions.js';
 import { HOST_PORT, READINESS_PATH } from './dockerfile.js';
 import { grantFromTable, nagResourceName } from './grants.js';
 import { requireWorkerAsset, SWEEP_HANDLER, WORKER_HANDLER } from './worker-asset.js';
 
-/** The flow route path eve serves (and the worker POSTs to). */
-export const FLOW_PATH = '.well-known/workflow/v1/flow';
+/** The flow route path eve serves (and the worker POSTs to), relative to the host URL. */
+export const FLOW_PATH = FLOW_ROUTE.slice(1);
 
 export interface EveWorldAwsProps {
   /** Directory of the eve app: holds the Dockerfile and `.output/` from `eve build`. */
@@ -117,8 +124,6 @@ export interface EveWorldAwsProps {
   readonly kmsKey?: kms.IKey | 'create';
 }
 
-const MAX_VISIBILITY_SECONDS = 43_200;
-
 export class EveWorldAws extends Construct {
   readonly table: dynamodb.Table;
   readonly queue: sqs.Queue;
@@ -155,7 +160,7 @@ export class EveWorldAws extends Construct {
         'workerTimeout is shorter than hostTimeout: a step that runs longer than the worker waits is retried while it still runs',
       );
     }
-    const visibilitySeconds = Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(workerTimeout.toSeconds() * factor));
+    const visibilitySeconds = Math.min(SQS_MAX_VISIBILITY_SECONDS, Math.ceil(workerTimeout.toSeconds() * factor));
     if (visibilitySeconds < workerTimeout.toSeconds())
       throw new Error('EveWorldAws: workerTimeout exceeds the 12 h SQS visibility maximum');
     const maxReceiveCount = props.maxReceiveCount ?? 10;
@@ -213,14 +218,14 @@ export class EveWorldAws extends Construct {
       ? { encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: key, dataKeyReuse: Duration.minutes(5) }
       : { encryption: sqs.QueueEncryption.SQS_MANAGED };
     this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
-      retentionPeriod: Duration.seconds(RETENTION_SECONDS),
+      retentionPeriod: Duration.seconds(MESSAGE_RETENTION_SECONDS),
       maxMessageSizeBytes: MAX_MESSAGE_SIZE,
       ...queueEncryption,
       enforceSSL: true,
     });
     this.queue = new sqs.Queue(this, 'Queue', {
       visibilityTimeout: Duration.seconds(visibilitySeconds),
-      retentionPeriod: Duration.seconds(RETENTION_SECONDS),
+      retentionPeriod: Duration.seconds(MESSAGE_RETENTION_SECONDS),
       maxMessageSizeBytes: MAX_MESSAGE_SIZE,
       receiveMessageWaitTime: Duration.seconds(20),
       ...queueEncryption,

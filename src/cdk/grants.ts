@@ -1,5 +1,5 @@
 /**
- * IAM grants for the construct, generated from the command table (src/aws/iam-actions.ts): the
+ * IAM grants for the construct, generated from the command table (src/provision/iam-actions.ts): the
  * same rows `init --print-iam-policy` prints, bound to the stack's resource ARNs.
  */
 import type { Stack } from 'aws-cdk-lib';
@@ -12,7 +12,7 @@ import {
   type IamPrincipal,
   type IamResource,
   PASS_ROLE_CONDITION,
-} from '../aws/iam-actions.js';
+} from '../provision/iam-actions.js';
 
 /**
  * Grant `principal`'s rows of the table on the given ARNs. Resources without ARNs are skipped (no

@@ -18,7 +18,7 @@ import { buildDemo } from '../demo/build.js';
 import { startStack } from '../emulator/stack.js';
 import { createWorld } from '../index.js';
 import { installPromiseWithResolvers } from '../polyfills.js';
-import { reconcile } from '../resources.js';
+import { reconcile } from '../provision/index.js';
 import { CliError, EXIT_FAILURE, palette, printJson } from './output.js';
 import { DEMO_PEERS, requirePeers } from './peers.js';
 

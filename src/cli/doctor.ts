@@ -11,10 +11,18 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { Command } from 'commander';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
-import { isNotFound } from '../aws/errors.js';
+import {
+  describeError,
+  isAccessDenied,
+  isCredentialsMissing,
+  isCredentialsRejected,
+  isNotFound,
+  isRegionMissing,
+  unreachableCode,
+} from '../aws/errors.js';
 import { canConnect } from '../aws/net.js';
 import { ConfigError, loadConfig, type WorldConfig } from '../config.js';
-import { type ResourceReport, reconcile } from '../resources.js';
+import { type ResourceReport, reconcile } from '../provision/index.js';
 import { parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress, renderTable } from './output.js';
 
@@ -31,31 +39,6 @@ export interface DoctorOptions {
   env?: NodeJS.ProcessEnv;
   /** Largest tolerated clock difference (s). */
   maxSkewSeconds?: number;
-}
-
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'ECONNRESET',
-  'EHOSTUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
-const REJECTED = new Set([
-  'UnrecognizedClientException',
-  'InvalidClientTokenId',
-  'InvalidSignatureException',
-  'SignatureDoesNotMatch',
-  'ExpiredTokenException',
-  'ExpiredToken',
-  'IncompleteSignatureException',
-  'InvalidAccessKeyId',
-]);
-
-function errCode(err: unknown): string | undefined {
-  const e = err as { code?: string; name?: string; errors?: Array<{ code?: string }>; cause?: { code?: string } };
-  return e?.code ?? e?.errors?.[0]?.code ?? e?.cause?.code;
 }
 
 function endpointsText(config: WorldConfig): string {
@@ -137,10 +120,10 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
     await clients.ddb.send(new DescribeTableCommand({ TableName: config.tableName }));
     return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
   } catch (err) {
-    const e = err as { name?: string; message?: string };
-    const code = errCode(err);
+    const e = err as { message?: string };
+    const code = unreachableCode(err);
     if (isNotFound(err)) return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
-    if (code && NETWORK_CODES.has(code)) {
+    if (code) {
       return {
         check,
         status: 'fail',
@@ -150,7 +133,7 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
           : 'check the network and AWS_REGION',
       };
     }
-    if (e?.message === 'Region is missing') {
+    if (isRegionMissing(err)) {
       return {
         check,
         status: 'fail',
@@ -158,7 +141,7 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
         fix: 'set AWS_REGION (e.g. us-east-1) or a profile region',
       };
     }
-    if (e?.name === 'CredentialsProviderError') {
+    if (isCredentialsMissing(err)) {
       return {
         check,
         status: 'fail',
@@ -166,15 +149,15 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
         fix: 'set AWS_PROFILE, or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY, or run where an IAM role is available',
       };
     }
-    if (e?.name && REJECTED.has(e.name)) {
+    if (isCredentialsRejected(err)) {
       return {
         check,
         status: 'fail',
-        details: `credentials rejected (${e.name}: ${e.message})`,
+        details: `credentials rejected (${describeError(err)})`,
         fix: 'refresh or replace the credentials (an expired session, a wrong key or a wrong account)',
       };
     }
-    if (e?.name === 'AccessDeniedException' || e?.name === 'AccessDenied') {
+    if (isAccessDenied(err)) {
       return {
         check,
         status: 'fail',
@@ -185,7 +168,7 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
     return {
       check,
       status: 'fail',
-      details: `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`,
+      details: describeError(err),
       fix: 'see the error; EVE_WORLD_AWS_DEBUG=1 shows details',
     };
   }
@@ -271,11 +254,10 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
     try {
       checks.push(...resourceChecks(await reconcile(clients, config, 'verify')));
     } catch (err) {
-      const e = err as { name?: string; message?: string };
       checks.push({
         check: 'resources',
         status: 'fail',
-        details: `could not verify: ${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`,
+        details: `could not verify: ${describeError(err)}`,
         fix: 'check the permissions (`eve-world-aws init --print-iam-policy`) and endpoints',
       });
     }

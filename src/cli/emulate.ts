@@ -27,7 +27,7 @@ import {
   type Stack,
   startStack,
 } from '../emulator/stack.js';
-import { hasProblems, type ResourceReport } from '../resources.js';
+import { hasProblems, type ResourceReport } from '../provision/index.js';
 import { renderReports, runReconcile } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './output.js';
 import { EMULATOR_PEERS, requirePeers } from './peers.js';

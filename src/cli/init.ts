@@ -2,23 +2,23 @@
  * `eve-world-aws init`: create or verify the table, the queue + DLQ and the bucket the World uses.
  *
  * Idempotent (a second run reports everything present and changes nothing); drift is an error with
- * the fix, never silently accepted. The reconciler lives in src/resources.ts and is shared with
+ * the fix, never silently accepted. The reconciler lives in src/provision/ and is shared with
  * `emulate` (and later `doctor`), so this file is only flags and presentation.
  */
 import { Command, InvalidArgumentError } from 'commander';
+import { partitionOf } from '../aws/arn.js';
 import { createClients, destroyClients } from '../aws/clients.js';
-import { partitionOf, principalPolicy, schedulerRolePolicies } from '../aws/iam-policy.js';
+import { isCredentialsMissing, isRegionMissing, unreachableCode } from '../aws/errors.js';
 import { loadConfig, type WorldConfig } from '../config.js';
-import { hasProblems, type ReconcileMode, type ResourceReport, reconcile } from '../resources.js';
+import { principalPolicy, schedulerRolePolicies } from '../provision/iam-policy.js';
+import { hasProblems, type ReconcileMode, type ResourceReport, reconcile } from '../provision/index.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, palette, printJson, progress, renderTable } from './output.js';
-
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH']);
 
 /** Turn the AWS errors a user can fix (nothing listening, no credentials) into one-line messages. */
 export function explainAwsError(err: unknown, config: WorldConfig): unknown {
-  const e = err as { code?: string; name?: string; message?: string; errors?: Array<{ code?: string }> };
-  const code = e?.code ?? e?.errors?.[0]?.code;
-  if (code && NETWORK_CODES.has(code)) {
+  const e = err as { message?: string };
+  const code = unreachableCode(err);
+  if (code) {
     const eps = Object.entries(config.endpoints)
       .filter(([, v]) => v)
       .map(([k, v]) => `${k} ${v}`)
@@ -30,14 +30,14 @@ export function explainAwsError(err: unknown, config: WorldConfig): unknown {
           : ' Check your network and AWS_REGION.'),
     );
   }
-  if (e?.message === 'Region is missing') {
+  if (isRegionMissing(err)) {
     return new CliError(
       'No AWS region configured. Set AWS_REGION (e.g. AWS_REGION=us-east-1) or a profile region, ' +
         'or use the env lines `eve-world-aws emulate` prints.',
       EXIT_USAGE,
     );
   }
-  if (e?.name === 'CredentialsProviderError') {
+  if (isCredentialsMissing(err)) {
     return new CliError(
       `No AWS credentials found (${e.message}). Set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ` +
         'or point AWS_ENDPOINT_URL_* at a local emulator (`eve-world-aws emulate`).',

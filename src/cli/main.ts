@@ -13,7 +13,7 @@ import { doctorCommand } from './doctor.js';
 import { emulateCommand } from './emulate.js';
 import { initCommand } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
-import { redriveCommand } from './redrive.js';
+import { redriveCommand } from './redrive/index.js';
 import { runsCommand } from './runs.js';
 import { sweepCommand } from './sweep.js';
 import { tailCommand } from './tail.js';

@@ -7,7 +7,7 @@
  * stream chunks are paged with their own cursors, so each round reads only what is new.
  */
 import type { Event, Step, WorkflowRun, WorkflowRunWithoutData, World } from '@workflow/world';
-import { eventIdToSlot } from '@workflow/world';
+import { eventIdToSlot, isTerminalWorkflowRunStatus } from '@workflow/world';
 import { sleep } from '../aws/sleep.js';
 import { encodeEventCursor } from '../storage/index.js';
 import { errorText, fromDevalue, hex, jsonSafe, previewValue, truncate, utf8 } from './format.js';
@@ -76,11 +76,14 @@ export interface StreamRow {
 export type TailRow = RunRow | EventRow | StepRow | ChunkRow | StreamRow;
 
 const iso = (d: Date | undefined) => (d === undefined ? undefined : new Date(d).toISOString());
-const isTerminal = (s: string) => s === 'completed' || s === 'failed' || s === 'cancelled';
 
 export function runRow(run: WorkflowRun | WorkflowRunWithoutData, now = Date.now()): RunRow {
   const started = run.startedAt ? new Date(run.startedAt).getTime() : undefined;
-  const end = run.completedAt ? new Date(run.completedAt).getTime() : isTerminal(run.status) ? undefined : now;
+  const end = run.completedAt
+    ? new Date(run.completedAt).getTime()
+    : isTerminalWorkflowRunStatus(run.status)
+      ? undefined
+      : now;
   const rec: RunRow = {
     kind: 'run',
     runId: run.runId,
@@ -309,7 +312,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
     firstRound = false;
 
     if (!opts.follow) return;
-    if (isTerminal(rec.status)) {
+    if (isTerminalWorkflowRunStatus(rec.status)) {
       const open = [...streams].filter(([, s]) => !s.done).map(([n]) => n);
       if (open.length === 0) return;
       terminalSince ??= Date.now();

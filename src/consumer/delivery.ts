@@ -14,8 +14,9 @@
  *   once in it.
  */
 import { parseQueueName, type ValidQueueName } from '@workflow/world';
-import { defaultFlowUrl, FLOW_PATH } from '../config.js';
+import { defaultFlowUrl } from '../config.js';
 import type { WorldContext } from '../context.js';
+import { FLOW_PATH } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { CircuitBreaker } from './breaker.js';

@@ -18,7 +18,7 @@
  * - 500 `{"error":"Internal error"}` when the handler threw or the replay guard could not answer
  *   (redelivered later). The caller never sees internal detail; it is logged here instead.
  *
- * The step lease (src/storage/step-lease.ts): with `stepLease`, each request gets a random token
+ * The step lease (src/storage/write/step-lease.ts): with `stepLease`, each request gets a random token
  * in its delivery scope; every `step_started` core writes inside it stamps the step with it. While
  * the handler runs, the leases of the steps it started are extended every ttl / 3 (stopped when
  * the request is aborted, so an abandoned delivery's leases expire like a crashed one's); when
@@ -43,7 +43,7 @@ export interface HandlerOptions {
   nonces?: NonceStore;
   /** Where internal failures are logged (never sent to the caller). Default: console.error. */
   logError?: (message: string) => void;
-  /** Lease the steps each delivery starts (src/storage/step-lease.ts). Absent: starts are not leased. */
+  /** Lease the steps each delivery starts (src/storage/write/step-lease.ts). Absent: starts are not leased. */
   stepLease?: StepLeasePort;
   now?: () => number;
 }

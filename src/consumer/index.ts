@@ -12,7 +12,7 @@ import type { WorldContext } from '../context.js';
 import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
-import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/step-lease.js';
+import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/index.js';
 import { composeDelivery, queuePrefixOf } from './delivery.js';
 import { createQueueHandler, type HandlerOptions } from './handler.js';
 import { DynamoNonceStore } from './nonces.js';

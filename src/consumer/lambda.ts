@@ -21,7 +21,7 @@
  * `maxReceiveCount` receives). Outages of the flow route (unreachable, 502-504, 429, 408, or 5xx
  * while the circuit is open) are kept hidden for the cool-down and never reach the DLQ. A second
  * copy of a message another container is running (SQS delivered it twice) reaches the flow route,
- * where the step lease (src/storage/step-lease.ts) keeps it from running a step body the first
+ * where the step lease (src/storage/write/step-lease.ts) keeps it from running a step body the first
  * copy is running.
  *
  * Visibility: the event source mapping receives with the queue's own VisibilityTimeout (it must
@@ -31,10 +31,12 @@
  * The entry also carries the scheduled orphan sweep, `sweepHandler` (src/sweep/lambda.ts), so the
  * one pre-bundled asset serves both functions the CDK construct deploys.
  */
-import { assertDeliveriesSafe, FLOW_PATH, loadConfig, unsignedWarning } from '../config.js';
+import { assertDeliveriesSafe, loadConfig, unsignedWarning } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
+import { FLOW_PATH } from '../limits.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { createTransport } from '../queue/transport.js';
+import { forEachLimited } from '../util/concurrency.js';
 import { composeDelivery, type DeliveryComposition } from './delivery.js';
 import { type DeliveryOutcome, deliverMessage, type FlowHandler, type InboundMessage } from './pipeline.js';
 
@@ -140,36 +142,35 @@ export function createSqsHandler(
     // Only records whose outcome is known and positive are reported as successes; anything still
     // running at the deadline (or never started) is a failure, so Lambda never deletes it.
     const succeeded = new Set<string>();
-    let next = 0;
-    const worker = async () => {
-      while (next < records.length && !abort.signal.aborted) {
-        const record = records[next++];
-        const msg = inboundFromRecord(record);
-        let outcome: DeliveryOutcome;
-        try {
-          outcome = await deliverMessage(msg, {
-            ...delivery.deps,
-            signal: abort.signal,
-            visibilitySeconds,
-            gateOnBreaker: true,
-          });
-        } catch (err) {
-          logger.warn(
-            `[eve-world-aws] delivery of SQS message ${record.messageId} failed, it will be retried: ${String(err)}`,
-          );
-          outcome = { action: 'keep', reason: 'failed', detail: String(err) };
-          delivery.breaker.neutral(); // a probe that threw before reaching the route frees the slot
-        }
-        if (outcome.action === 'delete' && !abort.signal.aborted) succeeded.add(record.messageId);
-        opts.onOutcome?.(outcome, msg);
+    const deliver = async (record: SQSRecord) => {
+      const msg = inboundFromRecord(record);
+      let outcome: DeliveryOutcome;
+      try {
+        outcome = await deliverMessage(msg, {
+          ...delivery.deps,
+          signal: abort.signal,
+          visibilitySeconds,
+          gateOnBreaker: true,
+        });
+      } catch (err) {
+        logger.warn(
+          `[eve-world-aws] delivery of SQS message ${record.messageId} failed, it will be retried: ${String(err)}`,
+        );
+        outcome = { action: 'keep', reason: 'failed', detail: String(err) };
+        delivery.breaker.neutral(); // a probe that threw before reaching the route frees the slot
       }
+      if (outcome.action === 'delete' && !abort.signal.aborted) succeeded.add(record.messageId);
+      opts.onOutcome?.(outcome, msg);
     };
     const concurrency = Math.max(1, Math.min(opts.concurrency ?? config.consumerConcurrency, records.length || 1));
     const aborted = new Promise<void>((resolve) =>
       abort.signal.addEventListener('abort', () => resolve(), { once: true }),
     );
     try {
-      await Promise.race([Promise.all(Array.from({ length: concurrency }, worker)), aborted]);
+      await Promise.race([
+        forEachLimited(records, concurrency, deliver, { stop: () => abort.signal.aborted }),
+        aborted,
+      ]);
     } finally {
       if (deadline) clearTimeout(deadline);
     }

@@ -16,7 +16,7 @@
  * - The handler never sees a message before its `deliverAt` (by this process's clock).
  * - With `inFlight`, at most one copy of a logical message is dispatched at a time in this
  *   process. Across processes, copies are not serialised here: the step lease on the step item
- *   (src/storage/step-lease.ts, stamped by `step_started` inside the flow route's delivery scope)
+ *   (src/storage/write/step-lease.ts, stamped by `step_started` inside the flow route's delivery scope)
  *   keeps a second copy from running a step body another live delivery is running; core defers
  *   that copy (`{timeoutSeconds}`, or a delayed step message) instead of running it.
  * - `x-vqs-message-id` is the logical id, identical on every SQS copy; the attempt is the carried
@@ -31,8 +31,9 @@
 import { sleep } from '../aws/sleep.js';
 import type { WorldConfig } from '../config.js';
 import { decodeLogTail } from '../delivery-scope.js';
+import { FLOW_PATH, SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
 import { consoleLogger, type Logger } from '../log.js';
-import { planHop, SQS_MAX_VISIBILITY_SECONDS } from '../queue/delays.js';
+import { planHop } from '../queue/delays.js';
 import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
 import type { SqsTransport } from '../queue/transport.js';
 import type { CircuitBreaker } from './breaker.js';
@@ -101,7 +102,7 @@ export interface DeliveryDeps {
   now?: () => number;
 }
 
-export const DEFAULT_FLOW_PATH = '/.well-known/workflow/v1/flow';
+export const DEFAULT_FLOW_PATH = FLOW_PATH;
 
 /** Largest "not yet due" gap that is waited out in process instead of re-sent (ms). */
 const MAX_INLINE_WAIT_MS = 1000;

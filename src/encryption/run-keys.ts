@@ -22,19 +22,20 @@
  *   per cache lifetime.
  * - Reading never creates: a terminal run without a key item (created before encryption was
  *   turned on) gets `undefined` (its payloads are plaintext), not a fresh key.
+ * - The KMS SDK is loaded on the first key that needs KMS (like `clients.kms()`), never at import:
+ *   a cold start that needs no key does not pay for it.
  */
-import { ConditionalCheckFailedException, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { DecryptCommand, GenerateDataKeyCommand } from '@aws-sdk/client-kms';
+import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { WorkflowWorldError } from '@workflow/errors';
-import type { WorkflowRun } from '@workflow/world';
+import { isTerminalWorkflowRunStatus, type WorkflowRun } from '@workflow/world';
+import { describeError, errorName, isConditionalCheckFailed } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { encryptionKeys } from '../ddb.js';
 import { KeyCache, type KeyCacheOptions } from './key-cache.js';
 
 export const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
-const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
-/** Counters for the bench and for operators (`world.runKeys.stats()`). */
+/** Counters for the bench and for tests (`stats()` of the RunKeys handed to `createWorld({ runKeys })`). */
 export interface RunKeyStats {
   /** Calls to getEncryptionKeyForRun. */
   requests: number;
@@ -105,7 +106,7 @@ export class RunKeys {
     }
     let loading = this.#loading.get(runId);
     if (!loading) {
-      loading = this.#load(runId, run !== undefined && TERMINAL.has(run.status)).finally(() =>
+      loading = this.#load(runId, run !== undefined && isTerminalWorkflowRunStatus(run.status)).finally(() =>
         this.#loading.delete(runId),
       );
       this.#loading.set(runId, loading);
@@ -139,6 +140,7 @@ export class RunKeys {
 
   async #create(runId: string): Promise<Uint8Array> {
     const kms = await this.#ctx.clients.kms();
+    const { GenerateDataKeyCommand } = await import('@aws-sdk/client-kms');
     this.#stats.generateDataKey++;
     const generated = await kms
       .send(
@@ -172,11 +174,7 @@ export class RunKeys {
       );
       return plaintext;
     } catch (err) {
-      if (
-        !(err instanceof ConditionalCheckFailedException) &&
-        (err as { name?: string })?.name !== 'ConditionalCheckFailedException'
-      )
-        throw err;
+      if (!isConditionalCheckFailed(err)) throw err;
     }
     // Someone stored a key first, or this is the SDK's retry of our own put: use what is stored.
     const stored = await this.#read(runId);
@@ -192,6 +190,7 @@ export class RunKeys {
 
   async #unwrap(runId: string, wrapped: Uint8Array): Promise<Uint8Array> {
     const kms = await this.#ctx.clients.kms();
+    const { DecryptCommand } = await import('@aws-sdk/client-kms');
     this.#stats.decrypt++;
     const out = await kms
       .send(new DecryptCommand({ CiphertextBlob: wrapped, EncryptionContext: this.#context(runId) }))
@@ -210,8 +209,7 @@ export class RunKeys {
 
   /** A KMS failure as an error that says what failed and what to do about it. */
   #kmsError(what: string, runId: string, err: unknown): WorkflowWorldError {
-    const name = (err as { name?: string })?.name ?? 'Error';
-    const message = (err as { message?: string })?.message ?? String(err);
+    const name = errorName(err);
     const hint: Record<string, string> = {
       AccessDeniedException: `grant this role kms:GenerateDataKey and kms:Decrypt on ${this.#keyId} (see \`eve-world-aws init --print-iam-policy\`)`,
       DisabledException: `the KMS key is disabled: enable it (aws kms enable-key) or point EVE_WORLD_AWS_KMS_KEY_ID at an enabled key`,
@@ -220,7 +218,7 @@ export class RunKeys {
       InvalidCiphertextException: `the stored data key of run ${runId} does not decrypt under its encryption context: it was altered or copied from another run`,
     };
     return new WorkflowWorldError(
-      `Cannot ${what} run ${runId} with KMS (${name}: ${message}). ${hint[name] ? `Fix: ${hint[name]}.` : ''}`.trim(),
+      `Cannot ${what} run ${runId} with KMS (${describeError(err)}). ${hint[name] ? `Fix: ${hint[name]}.` : ''}`.trim(),
       { cause: err },
     );
   }

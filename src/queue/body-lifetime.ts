@@ -1,50 +1,35 @@
 /**
- * How long an offloaded queue body lives, tied to the copies that point at it.
+ * How long an offloaded queue body lives, tied to the copies that point at it (why a key must say
+ * its lifetime: docs/design.md, "Queue body lifetime").
  *
- * A queue body over the inline threshold lives in S3 and every SQS copy (or schedule) of the
- * message points at it. The bucket expires `queue/` after PAYLOAD_EXPIRY_DAYS (30) by lifecycle,
- * counted from the object's creation, while one logical message can live much longer: a long wait
- * hops through SQS every 15 minutes (or is re-sent by `{timeoutSeconds}` deferrals) for as long
- * as it lasts, and a Scheduler schedule may fire a year later. So the key says how long its object
- * is guaranteed to exist, and every send checks it against how long the copy it sends may live:
- *
- * - `queue/<messageId>/<createdSec>`: under the lifecycle rule, alive until created + 30 days.
+ * Keys:
+ * - `queue/<messageId>/<createdSec>`: under the bucket's `queue/` lifecycle rule, alive until
+ *   created + PAYLOAD_EXPIRY_DAYS.
  * - `queue-held/<messageId>/<untilSec>`: no lifecycle rule; alive until `untilSec`, after which
- *   `eve-world-aws sweep` deletes it ({@link sweepHeldBodies}). Used only when a copy must outlive
- *   the 30-day window from now (a schedule more than ~2 weeks out).
- * - any other key: age unknown, treated as expiring now (so it is re-homed before a send).
+ *   the sweep deletes it (src/sweep/held-bodies.ts). Used only when a copy must outlive the
+ *   lifecycle window from now (a schedule more than ~2 weeks out).
+ * - `queue/<messageId>` (no time in the key): age unknown, treated as expiring now.
  *
  * Invariant, enforced by {@link ensureBodyLifetime} in `SqsTransport.sendPlanned` (the one place
- * every copy is sent from: first sends, hops, `timeoutSeconds` re-sends, parked outage copies):
- * a copy is sent only pointing at a body guaranteed to exist until the copy can no longer be
- * received, i.e. its send time + SQS retention (14 days; the DLQ keeps the original enqueue time)
- * + 1 day of margin, or for a schedule its time + the Scheduler's 1-day retry window + the same.
- * When the current key does not cover that, the body is copied to a fresh key first and the copy
- * points there. Old keys are never deleted here (other copies of the same message may still point
- * at them, e.g. an SQS duplicate); they expire by lifecycle or are swept after `untilSec`.
- *
- * Consequence: a long wait costs one body copy per ~15 days (hops) or one held body (schedule);
- * the consumer does not delete bodies after it settles a message, because SQS may still deliver a
- * duplicate copy that needs its body; lifecycle and the sweep remove them.
- *
- * `eve-world-aws redrive` re-sends dead letters itself (not through the transport) and applies the
- * same check before each send (cli/redrive/dlq-mover.ts).
+ * every copy is sent from: first sends, hops, `timeoutSeconds` re-sends, parked outage copies) and
+ * by `eve-world-aws redrive` before each send: a copy is sent only pointing at a body guaranteed to
+ * exist until the copy can no longer be received, i.e. its send time + SQS retention + 1 day of
+ * margin, or for a schedule its time + the Scheduler's retry window + the same. When the current
+ * key does not cover that, the body is copied to a fresh key first and the copy points there. Old
+ * keys are never deleted here (other copies of the same message may still point at them); they
+ * expire by lifecycle or are swept after `untilSec`.
  */
-import type { WorldContext } from '../context.js';
+import { HELD_BODY_PREFIX, MESSAGE_RETENTION_SECONDS, PAYLOAD_EXPIRY_DAYS, QUEUE_BODY_PREFIX } from '../limits.js';
 import type { PayloadStore } from '../payloads.js';
-import { PAYLOAD_EXPIRY_DAYS, RETENTION_SECONDS } from '../resources.js';
 import { type DelayPlan, SCHEDULE_RETRY_SECONDS } from './delays.js';
 import type { Envelope } from './encoding.js';
-
-export const QUEUE_BODY_PREFIX = 'queue/';
-export const HELD_BODY_PREFIX = 'queue-held/';
 
 const DAY_MS = 86_400_000;
 const WINDOW_MS = PAYLOAD_EXPIRY_DAYS * DAY_MS;
 /** Margin for clock skew between this host and S3, and S3's own rounding. */
 const MARGIN_MS = DAY_MS;
 /** The longest an SQS copy (or its dead letter) can be received after it was sent. */
-const COPY_LIFETIME_MS = RETENTION_SECONDS * 1000 + MARGIN_MS;
+const COPY_LIFETIME_MS = MESSAGE_RETENTION_SECONDS * 1000 + MARGIN_MS;
 
 /** Until when (epoch ms) the body of a copy sent now with `plan` must exist. */
 export function bodyNeededUntil(plan: DelayPlan, now: number): number {
@@ -52,7 +37,7 @@ export function bodyNeededUntil(plan: DelayPlan, now: number): number {
   return now + COPY_LIFETIME_MS;
 }
 
-/** Until when the object at `key` is guaranteed to exist (0: unknown, a key of neither form). */
+/** Until when the object at `key` is guaranteed to exist (0: unknown, e.g. a key without a time). */
 export function bodyAliveUntil(key: string): number {
   const prefix = key.startsWith(HELD_BODY_PREFIX)
     ? HELD_BODY_PREFIX
@@ -89,53 +74,4 @@ export async function ensureBodyLifetime(
   const key = bodyKey(envelope.messageId, neededUntil, now);
   await payloads.putBlob(key, bytes);
   return { ...envelope, s3Key: key };
-}
-
-export interface HeldBodySweep {
-  scanned: number;
-  /** Deleted (or, in a dry run, that would be). */
-  expired: number;
-  expiredBytes: number;
-  keys: string[];
-  failures: Array<{ key: string; error: string }>;
-  /** `signal` was aborted before the listing ended: the next sweep continues. */
-  stopped: boolean;
-}
-
-/**
- * Delete held bodies whose `untilSec` has passed: by then every copy that pointed at one has been
- * received and re-sent (pointing at a fresher key) or is gone (see the invariant above).
- */
-export async function sweepHeldBodies(
-  ctx: WorldContext,
-  opts: { now?: number; dryRun?: boolean; signal?: AbortSignal } = {},
-): Promise<HeldBodySweep> {
-  const now = opts.now ?? Date.now();
-  const out: HeldBodySweep = { scanned: 0, expired: 0, expiredBytes: 0, keys: [], failures: [], stopped: false };
-  if (opts.signal?.aborted) {
-    out.stopped = true;
-    return out;
-  }
-  for await (const page of ctx.payloads.list(HELD_BODY_PREFIX)) {
-    // Checked per listed page (up to 1,000 keys): an aborted signal deletes nothing more.
-    if (opts.signal?.aborted) {
-      out.stopped = true;
-      break;
-    }
-    out.scanned += page.length;
-    const due = page.filter((o) => {
-      const until = bodyAliveUntil(o.key);
-      return until > 0 && until < now;
-    });
-    const failures = opts.dryRun ? [] : await ctx.payloads.deleteKeys(due.map((o) => o.key));
-    const failed = new Set(failures.map((f) => f.key));
-    out.failures.push(...failures);
-    for (const o of due) {
-      if (failed.has(o.key)) continue;
-      out.expired++;
-      out.expiredBytes += o.size;
-      if (out.keys.length < 1000) out.keys.push(o.key);
-    }
-  }
-  return out;
 }

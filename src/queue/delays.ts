@@ -13,10 +13,7 @@
 import type { CreateScheduleCommand } from '@aws-sdk/client-scheduler';
 import type { AwsClients } from '../aws/clients.js';
 import { isConflict } from '../aws/errors.js';
-
-/** SQS's own limits. */
-export const SQS_MAX_DELAY_SECONDS = 900;
-export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
+import { SQS_MAX_DELAY_SECONDS } from '../limits.js';
 
 export type DelayPlan =
   | { kind: 'now' }

@@ -31,15 +31,9 @@
  * - A claim whose send failed is released (conditional on still owning it), so a retry can send.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import {
-  type ConditionalCheckFailedException,
-  DeleteItemCommand,
-  GetItemCommand,
-  PutItemCommand,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { isConditionalCheckFailed } from '../aws/errors.js';
+import { conditionFailureItem, isConditionalCheckFailed } from '../aws/errors.js';
 import { sleep } from '../aws/sleep.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
@@ -127,7 +121,7 @@ export async function claimIdempotencyKey(
       return { claimed: true, messageId, owner, tookOver: false };
     } catch (err) {
       if (!isConditionalCheckFailed(err)) throw err;
-      const item = (err as ConditionalCheckFailedException).Item;
+      const item = conditionFailureItem(err);
       old = item ? (unmarshall(item) as StoredClaim) : await readClaim(ctx, idempotencyKey);
     }
     if (!old) {

@@ -23,6 +23,7 @@ import { toWorldError } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { encodeLogTail } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
+import { mapLimited } from '../util/concurrency.js';
 import type { SchedulerPort } from './delays.js';
 import { encodePayload } from './encoding.js';
 import { claimIdempotencyKey, markIdempotencyKeySent, releaseIdempotencyKey } from './idempotency.js';
@@ -117,20 +118,13 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
   ): Promise<QueueBatchResult[]> => {
     // Per-entry sends (each with its own idempotency claim), 10 at a time; failures are reported
     // per entry, never thrown.
-    const results: QueueBatchResult[] = new Array(messages.length);
-    let next = 0;
-    const worker = async () => {
-      while (next < messages.length) {
-        const i = next++;
-        try {
-          results[i] = await queue(queueName, messages[i].message, messages[i].opts);
-        } catch (err) {
-          results[i] = { messageId: null, error: String(err), retryable: true };
-        }
+    return mapLimited(messages, 10, async (m): Promise<QueueBatchResult> => {
+      try {
+        return await queue(queueName, m.message, m.opts);
+      } catch (err) {
+        return { messageId: null, error: String(err), retryable: true };
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(10, messages.length) }, worker));
-    return results;
+    });
   };
 
   return {

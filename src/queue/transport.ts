@@ -12,6 +12,7 @@
  *   callers can keep the original message until its replacement exists.
  */
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { isQueueUrl } from '../aws/arn.js';
 import { isMessageTooLong } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { bodyKey, bodyNeededUntil, ensureBodyLifetime } from './body-lifetime.js';
@@ -35,8 +36,6 @@ export interface SendResult {
   s3Key?: string;
 }
 
-const isUrl = (ref: string) => /^https?:\/\//.test(ref);
-
 export class SqsTransport {
   private urls = new Map<string, Promise<string>>();
   private arns = new Map<string, Promise<string>>();
@@ -54,7 +53,7 @@ export class SqsTransport {
   private resolveUrl(ref: string): Promise<string> {
     let p = this.urls.get(ref);
     if (!p) {
-      p = isUrl(ref)
+      p = isQueueUrl(ref)
         ? Promise.resolve(ref)
         : this.ctx.clients.sqs.send(new GetQueueUrlCommand({ QueueName: ref })).then((o) => {
             if (!o.QueueUrl) throw new Error(`GetQueueUrl returned no URL for queue ${ref}`);

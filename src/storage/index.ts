@@ -2,7 +2,7 @@
  * Storage for the World on one DynamoDB table (+ S3 for large values).
  *
  * `events.create` is the only mutation: each call commits one `TransactWriteItems` (the event at
- * its slot plus the view writes and their guards), see `create.ts`. Everything else reads.
+ * its slot plus the view writes and their guards), see `write/create.ts`. Everything else reads.
  *
  * ```ts
  * const storage = createStorage(createContext(loadConfig()));
@@ -11,14 +11,14 @@
  */
 import type { Storage, WorldCapabilities } from '@workflow/world';
 import type { WorldContext } from '../context.js';
-import type { StorageCtx } from './context.js';
-import { createEvents } from './create.js';
-import { createEventReads } from './event-reads.js';
-import { createHookReads } from './hook-reads.js';
-import { createRunReads } from './run-reads.js';
-import { SlotHints } from './slot-hints.js';
-import { StepItemCache } from './step-item-cache.js';
-import { createStepReads } from './step-reads.js';
+import { StepItemCache } from './memory/items.js';
+import { SlotHints } from './memory/slot-hints.js';
+import { createEventReads } from './read/events.js';
+import { createHookReads } from './read/hooks.js';
+import { createRunReads } from './read/runs.js';
+import { createStepReads } from './read/steps.js';
+import type { StorageCtx } from './table/context.js';
+import { createEvents } from './write/create.js';
 
 /**
  * Capabilities this storage honours, for the World composer to declare:
@@ -57,10 +57,5 @@ export function createStorage(ctx: WorldContext): WorldStorage {
   };
 }
 
-export {
-  ORPHAN_GRACE_MS,
-  type OrphanSweepOptions,
-  type OrphanSweepReport,
-  sweepOrphanedPayloads,
-} from './orphan-sweep.js';
-export { encodeEventCursor } from './pagination.js';
+export { encodeEventCursor } from './table/pagination.js';
+export { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from './write/step-lease.js';

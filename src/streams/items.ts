@@ -110,7 +110,3 @@ export function decodeCursor(cursor: string | undefined | null): Position {
   if (!p || !ok(p.i) || !ok(p.k) || p.k > p.i) throw badCursor(cursor);
   return { i: p.i, k: p.k };
 }
-
-export function isConditionFailure(err: unknown): err is { name: string; Item?: Record<string, AttributeValue> } {
-  return (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
-}

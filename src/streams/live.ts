@@ -10,27 +10,19 @@
  *  1. the in-process bus (bus.ts): blocks committed by a writer in this process, taken from memory
  *     when one starts exactly at `k` (no request);
  *  2. one consistent Query from `k` (returns every block written since, and the EOF).
- * Pacing of (2): polls are spaced from the START of the previous Query, never closer than
- * `streamPollMs`, so a reader costs at most 1000 / streamPollMs reads per second (20 at the
- * default 50 ms) and a chunk waits on average half an interval, not half an interval plus a
- * Query. A reader that found data by polling (a writer in another process) keeps the fast
- * interval until ACTIVE_MS pass without data (a sparse writer, a chunk every 500 ms, keeps it
- * fast), then the interval grows by BACKOFF per empty poll up to `streamIdlePollMs` (1 read per
- * second at the default; about 4 s and 14 polls from 50 ms to 1 s). A reader opened on a quiet
- * stream starts that ramp at once, so a first chunk shortly after the open is still seen within
- * about 100 ms. A block written mid-burst by core's writer carries `nextAt` (items.ts), when its
- * writer expects the next block to commit (the write session paces its groups, pacing.ts); a
- * reader that got it by polling queries just after that time (plus a small margin that adapts to
- * hints that came too early), still never sooner than `streamPollMs` after its last Query, so its
- * polls follow the writer's puts instead of beating against them. A hint only moves a poll: what
- * is read, and in which order, is the same. While the bus is feeding the reader, polls wait the
- * idle interval: the bus cuts every wait short, the poll is only a fallback. Polls happen only
- * while the consumer wants data (backpressure).
+ * Pacing of (2) (the argument: docs/design.md, "Live stream reads"): polls are spaced from the
+ * START of the previous Query and never closer than `streamPollMs`; after ACTIVE_MS without data
+ * the interval grows by BACKOFF per empty poll up to `streamIdlePollMs`; a block's `nextAt` hint
+ * (items.ts, pacing.ts) moves a poll to just after it, never sooner than `streamPollMs` after the
+ * last Query. A hint only moves a poll: what is read, and in which order, is the same. While the
+ * bus is feeding the reader, polls wait the idle interval. Polls happen only while the consumer
+ * wants data (backpressure).
  *
  * Every exit path (EOF, cancel, error, World close) runs `finish()`, which clears the timer and
  * the bus listener.
  */
 import type { WorldConfig } from '../config.js';
+import { mapLimited } from '../util/concurrency.js';
 import { busKey, type CommittedBlock, readerFinished, readerStarted, subscribe } from './bus.js';
 import type { Block, StoredChunk } from './items.js';
 import type { StreamQueries } from './queries.js';
@@ -134,19 +126,12 @@ export function liveTail(
     const wanted = chunks.slice(from);
     i = Math.max(i, first + chunks.length);
     k = first + chunks.length;
-    const out: Uint8Array[] = new Array(wanted.length);
-    let next = 0;
-    const worker = async () => {
-      while (next < wanted.length) {
-        const n = next++;
-        const c = wanted[n];
-        if (c instanceof Uint8Array) out[n] = c;
-        else if ('d' in c) out[n] = c.d;
-        else if ('s3' in c) out[n] = await deps.fetchS3(c.s3, abort.signal);
-        else out[n] = new Uint8Array(0);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(S3_CONCURRENCY, wanted.length) }, worker));
+    const out = await mapLimited(wanted, S3_CONCURRENCY, async (c) => {
+      if (c instanceof Uint8Array) return c;
+      if ('d' in c) return c.d;
+      if ('s3' in c) return deps.fetchS3(c.s3, abort.signal);
+      return new Uint8Array(0);
+    });
     return out.filter((b) => b.byteLength > 0);
   }
 

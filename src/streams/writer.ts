@@ -14,19 +14,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type AttributeValue, type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { conditionFailureItem, isConditionalCheckFailed } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
 import { busKey, type CommittedBlock, publish } from './bus.js';
-import {
-  BLOCK_BYTES,
-  BLOCK_CHUNKS,
-  type Block,
-  blockEnd,
-  encodeChunk,
-  isConditionFailure,
-  type StoredChunk,
-  toBlock,
-} from './items.js';
+import { BLOCK_BYTES, BLOCK_CHUNKS, type Block, blockEnd, encodeChunk, type StoredChunk, toBlock } from './items.js';
 import type { StreamQueries } from './queries.js';
 
 /** Streams whose tail this writer remembers (oldest forgotten first). */
@@ -132,11 +124,12 @@ export class BlockWriter {
           }),
         );
       } catch (err) {
-        if (!isConditionFailure(err)) {
+        if (!isConditionalCheckFailed(err)) {
           this.tails.delete(tk); // unknown whether it landed; the next put finds out
           throw err;
         }
-        existing = err.Item ? toBlock(err.Item) : undefined;
+        const item = conditionFailureItem(err);
+        existing = item ? toBlock(item) : undefined;
         if (existing?.token !== token) {
           if (existing?.eof) return this.closedAt(tk, existing);
           // Another writer took this key: continue after the real tail.

@@ -1,18 +1,16 @@
 /**
- * The sweep as one operation: orphaned run payloads under `runs/` (src/storage/orphan-sweep.ts)
- * and held queue bodies past their time under `queue-held/` (src/queue/body-lifetime.ts). It
- * composes two independent parts (storage and queue), so it sits above them and below the
- * consumer (whose `/lambda` entry re-exports the scheduled handler, ./lambda.ts) and the World
- * (`world.sweepOrphans`, the CLI's `sweep`).
+ * The sweep as one operation: orphaned run payloads under `runs/` (./run-payloads.ts) and held
+ * queue bodies past their time under `queue-held/` (./held-bodies.ts). It reads what storage and
+ * the queue wrote, so it sits above both and below the consumer (whose `/lambda` entry re-exports
+ * the scheduled handler, ./lambda.ts) and the World (`world.sweepOrphans`, the CLI's `sweep`).
  */
 import type { WorldContext } from '../context.js';
-import { type HeldBodySweep, sweepHeldBodies } from '../queue/body-lifetime.js';
-import {
-  type OrphanSweepOptions,
-  type OrphanSweepReport,
-  storageContext,
-  sweepOrphanedPayloads,
-} from '../storage/index.js';
+import { storageContext } from '../storage/index.js';
+import { type HeldBodySweep, sweepHeldBodies } from './held-bodies.js';
+import { type OrphanSweepOptions, type OrphanSweepReport, sweepOrphanedPayloads } from './run-payloads.js';
+
+export type { HeldBodySweep } from './held-bodies.js';
+export { ORPHAN_GRACE_MS, type OrphanSweepOptions, type OrphanSweepReport } from './run-payloads.js';
 
 /** What {@link sweepOrphans} did: run payloads, and held queue bodies (not with `runId`). */
 export interface SweepReport extends OrphanSweepReport {

@@ -5,7 +5,7 @@
  * step body runs once.
  *
  * Both copies carry the same message id, which core reads as "the inline owner crashed and this is
- * its redelivery" and starts the running step again; the step lease (src/storage/step-lease.ts)
+ * its redelivery" and starts the running step again; the step lease (src/storage/write/step-lease.ts)
  * refuses that start while the first copy's lease lives (`TooEarlyError`: core defers, never runs
  * the body). Core's turbo mode would run a run's first body before its `step_started` commits;
  * the World turns that optimistic start off (src/index.ts), so no body precedes its start.

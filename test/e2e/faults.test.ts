@@ -2,7 +2,7 @@
  * Fault suite (#12), small size: real workflows through real core while the fault proxy injects
  * throttling, 5xx and lost responses (DynamoDB, SQS, S3) or duplicate SQS deliveries consumed by
  * two Worlds at once. Every invariant in test/helpers/faults-suite.ts `violations()` must hold; duplicated
- * step bodies are reported (console), not asserted: the step lease (src/storage/step-lease.ts)
+ * step bodies are reported (console), not asserted: the step lease (src/storage/write/step-lease.ts)
  * keeps them at 0 in the duplicates scenario (bench/faults.mjs), but a body killed mid-way runs
  * again by design, and a holder stalled past its lease could let a copy run it again.
  *

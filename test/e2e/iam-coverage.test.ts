@@ -1,7 +1,7 @@
 /**
  * Proven least privilege: every AWS command the World actually sends during real workflow runs
  * (through the real core, over the wire to the emulators) is recorded by SDK middleware on the
- * World's clients and must have a `runtime` row in the IAM command table (src/aws/iam-actions.ts),
+ * World's clients and must have a `runtime` row in the IAM command table (src/provision/iam-actions.ts),
  * the table that both `init --print-iam-policy` and the CDK construct's grants are generated from.
  * The run uses a KMS key (the emulator's KMS endpoint), so the per-run data key calls are recorded
  * too, and a retention of 1 day, so finished runs' S3 objects are listed and tagged.
@@ -15,8 +15,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getHookByToken, resumeHook, start } from 'workflow/api';
-import { COMMAND_PERMISSIONS, commandKey, permissionFor } from '../../src/aws/iam-actions.js';
 import { LOCAL_KMS_ALIAS } from '../../src/emulator/stack.js';
+import { COMMAND_PERMISSIONS, commandKey, permissionFor } from '../../src/provision/iam-actions.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -108,7 +108,7 @@ describe('IAM command table covers what the World sends', () => {
       expect(recorded, `expected the run to send ${c}`).toContain(c);
     }
     const missing = [...recorded].filter((c) => !permissionFor(c)?.uses.runtime);
-    expect(missing, `commands sent at run time without a runtime row in src/aws/iam-actions.ts`).toEqual([]);
+    expect(missing, `commands sent at run time without a runtime row in src/provision/iam-actions.ts`).toEqual([]);
   });
 });
 

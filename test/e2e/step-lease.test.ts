@@ -1,5 +1,5 @@
 /**
- * The step lease with the real core (src/storage/step-lease.ts): while a delivery runs a long step,
+ * The step lease with the real core (src/storage/write/step-lease.ts): while a delivery runs a long step,
  * a second copy of that delivery (same message id, as SQS hands out at-least-once, or a second
  * Lambda container) is handed to the flow route. Core takes it for the owner's crash-redelivery and
  * starts the running step again; the lease refuses that start (`TooEarlyError`), so the copy never

@@ -7,7 +7,7 @@ import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { type AwsClients, createClients } from '../../src/aws/clients.js';
 import { loadConfig, type WorldConfig, type WorldTuning } from '../../src/config.js';
-import { reconcile } from '../../src/resources.js';
+import { reconcile } from '../../src/provision/index.js';
 
 export function stackEnv(): Record<string, string> {
   return inject('stack').env;

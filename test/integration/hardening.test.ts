@@ -11,7 +11,7 @@ import { DeleteTableCommand, DescribeTimeToLiveCommand, UpdateTimeToLiveCommand 
 import { afterAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../src/aws/clients.js';
 import { runDoctor } from '../../src/cli/doctor.js';
-import { hasProblems, type ResourceReport, reconcile } from '../../src/resources.js';
+import { hasProblems, type ResourceReport, reconcile } from '../../src/provision/index.js';
 import { stackEnv, testConfig, uniquePrefix } from '../helpers/aws.js';
 
 const setting = (r: ResourceReport | undefined, name: string) => r?.settings?.find((s) => s.setting === name);

@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../src/aws/clients.js';
-import { hasProblems, reconcile } from '../../src/resources.js';
+import { hasProblems, reconcile } from '../../src/provision/index.js';
 import { createTableWithoutIndexes, testConfig } from '../helpers/aws.js';
 
 describe('reconcile (init)', () => {

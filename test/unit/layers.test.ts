@@ -2,17 +2,27 @@
  * The layers of src/ run one way (design.md, "Layout"): reads every import of every module under
  * src/ and fails when a module imports one of a higher layer. Pure: parses the files, no emulator.
  *
- *   0 base      config.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts, resources.ts,
+ *   0 base      config.ts, limits.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts,
  *               delivery-scope.ts (the delivery a call runs inside of: set by the flow route, read below),
- *               encryption/ (per-run KMS data keys and at-rest settings: needs only the base)
+ *               encryption/ (per-run KMS data keys: needs only the base),
+ *               util/ (bounded concurrency, the byte-bounded cache: no World knowledge at all)
  *   1 parts     storage/, queue/ (send side), streams/ or streamer(.ts|/)
  *   1.5 sweep   sweep/ (the orphan sweep composed from storage and queue, and its scheduled
  *               Lambda handler, which the consumer's `/lambda` entry re-exports)
  *   2 consumer  consumer/ (receive side: poller, Lambda handler, the delivery pipeline)
  *   3 world     index.ts (composition)
+ *   3.5 provision  provision/ (the resources, their reconciler, the IAM table and policies): above
+ *               the runtime, which never imports it (nor loads it on a cold start), below tooling
  *   4 tooling   cli/, emulator/, demo/, cdk/
  * Within a layer, parts do not import each other either (storage, queue and streams are
  * independent), except that the base may be imported by anyone.
+ *
+ * Folders nest one way: in every folder (src/ itself included), the imports between its entries
+ * (files and subfolders; everything inside a subfolder counts as that subfolder, and a file
+ * `x.ts` counts as the folder `x/`) form no cycle. At src/ that means no cycle between top-level
+ * units; below, no cycle between a folder and its subfolders. Cycles between two files of one
+ * folder are not this rule's business. And one unit lives in one place: no file `x.ts` beside a
+ * folder `x/` (a command's folder holds the command).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -34,9 +44,10 @@ function layerOf(rel: string): Layer {
       'context.ts',
       'delivery-scope.ts',
       'polyfills.ts',
-      'resources.ts',
+      'limits.ts',
       'aws',
       'encryption',
+      'util',
     ].includes(top)
   )
     return { rank: 0, name: 'base' };
@@ -46,7 +57,19 @@ function layerOf(rel: string): Layer {
   if (top === 'sweep') return { rank: 1.5, name: 'sweep' };
   if (top === 'consumer') return { rank: 2, name: 'consumer' };
   if (top === 'index.ts') return { rank: 3, name: 'world' };
+  if (top === 'provision') return { rank: 3.5, name: 'provision' };
   return { rank: 4, name: top.replace(/\.tsx?$/, '') };
+}
+
+/** Every folder under `dir` (posix, relative to src/), `''` for src/ itself. */
+function walkDirs(dir: string): string[] {
+  return [
+    path.relative(SRC, dir).split(path.sep).join('/'),
+    ...readdirSync(dir).flatMap((n) => {
+      const p = path.join(dir, n);
+      return statSync(p).isDirectory() ? walkDirs(p) : [];
+    }),
+  ];
 }
 
 function walk(dir: string): string[] {
@@ -97,10 +120,142 @@ function violations(files: { rel: string; text: string }[]): string[] {
   return bad;
 }
 
+/**
+ * The entry of `folder` that module `rel` belongs to: its first path segment below `folder`, with
+ * `.ts`/`.tsx` dropped so that `x.ts` and `x/` are one entry; undefined when `rel` is not inside
+ * `folder` (or is the folder's own index.ts: the folder itself, not one of its entries).
+ */
+function entryOf(folder: string, rel: string): string | undefined {
+  const prefix = folder === '' ? '' : `${folder}/`;
+  if (!rel.startsWith(prefix)) return undefined;
+  const rest = rel.slice(prefix.length).split('/');
+  if (rest.length === 1 && folder !== '' && /^index\.tsx?$/.test(rest[0])) return undefined;
+  return rest[0].replace(/\.tsx?$/, '');
+}
+
+/** The edges between entries of `folder`, as adjacency sets. */
+function entryGraph(folder: string, files: { rel: string; text: string }[]): Map<string, Set<string>> {
+  const g = new Map<string, Set<string>>();
+  for (const f of files) {
+    const from = entryOf(folder, f.rel);
+    if (from === undefined) continue;
+    for (const spec of importsOf(f.text)) {
+      const to = resolveRel(path.join(SRC, f.rel), spec);
+      if (to === undefined || to.startsWith('..')) continue;
+      const target = entryOf(folder, to);
+      if (target === undefined || target === from) continue;
+      if (!g.has(from)) g.set(from, new Set());
+      g.get(from)?.add(target);
+    }
+  }
+  return g;
+}
+
+/** The strongly connected components of more than one node (Tarjan), each sorted. */
+function cyclesOf(g: Map<string, Set<string>>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  let next = 0;
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of g.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) ?? 0, low.get(w) ?? 0));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v) ?? 0, index.get(w) ?? 0));
+    }
+    if (low.get(v) === index.get(v)) {
+      const scc: string[] = [];
+      for (let w = stack.pop(); w !== undefined; w = stack.pop()) {
+        onStack.delete(w);
+        scc.push(w);
+        if (w === v) break;
+      }
+      if (scc.length > 1) out.push(scc.sort());
+    }
+  };
+  for (const v of [...g.keys()].sort()) if (!index.has(v)) visit(v);
+  return out;
+}
+
+/**
+ * Every cycle between the entries of a folder, as "folder: a ⇄ b ⇄ ..." (folder `src` for the
+ * top level). At src/ every cycle counts; below, only cycles that involve a subfolder.
+ */
+function folderCycles(files: { rel: string; text: string }[], folders: string[]): string[] {
+  const isFolder = (folder: string, entry: string) =>
+    files.some((f) => f.rel.startsWith(folder === '' ? `${entry}/` : `${folder}/${entry}/`));
+  const out: string[] = [];
+  for (const folder of folders) {
+    for (const scc of cyclesOf(entryGraph(folder, files))) {
+      if (folder !== '' && !scc.some((e) => isFolder(folder, e))) continue;
+      out.push(`${folder || 'src'}: ${scc.map((e) => (isFolder(folder, e) ? `${e}/` : e)).join(' ⇄ ')}`);
+    }
+  }
+  return out.sort();
+}
+
+/** Files `x.ts` beside a folder `x/`: one unit in two places. */
+function splitUnits(files: { rel: string }[]): string[] {
+  const rels = new Set(files.map((f) => f.rel));
+  const folders = new Set(
+    files.flatMap((f) =>
+      f.rel
+        .split('/')
+        .slice(0, -1)
+        .map((_, i, a) => a.slice(0, i + 1).join('/')),
+    ),
+  );
+  return [...rels].filter((r) => folders.has(r.replace(/\.tsx?$/, ''))).sort();
+}
+
+/**
+ * The imports that run from one subfolder (or, at src/, any entry) of a cycle to another entry of
+ * it, as "from.ts -> to.ts": where a cycle is closed, for the failure message.
+ */
+function cycleEdges(cycle: string, files: { rel: string; text: string }[]): string[] {
+  const [folderName, members] = cycle.split(': ');
+  const folder = folderName === 'src' ? '' : folderName;
+  const inCycle = new Set(members.split(' ⇄ ').map((e) => e.replace(/\/$/, '')));
+  const out: string[] = [];
+  for (const f of files) {
+    const from = entryOf(folder, f.rel);
+    if (from === undefined || !inCycle.has(from) || (folder !== '' && !f.rel.slice(folder.length + 1).includes('/')))
+      continue;
+    for (const spec of importsOf(f.text)) {
+      const to = resolveRel(path.join(SRC, f.rel), spec);
+      const target = to === undefined ? undefined : entryOf(folder, to);
+      if (target !== undefined && target !== from && inCycle.has(target)) out.push(`${f.rel} -> ${to}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * Known cycles another change removes, as [folder, subfolder entry]: a cycle in that folder
+ * through that subfolder is tolerated until then. storage/records/event.ts imports the type
+ * CreateCall (storage/create-call.ts, which imports records/event.ts) only to read
+ * `now`/`occurredAt`: the storage reorganisation of issue 20 passes those instead. Empty this
+ * list when it lands (the next test fails until it is emptied).
+ */
+const KNOWN_CYCLES: [folder: string, entry: string][] = [];
+const isKnown = (cycle: string) =>
+  KNOWN_CYCLES.some(
+    ([folder, entry]) => cycle.startsWith(`${folder}: `) && cycle.split(' ⇄ ').some((e) => e.endsWith(entry)),
+  );
+
 const files = walk(SRC).map((p) => ({
   rel: path.relative(SRC, p).split(path.sep).join('/'),
   text: readFileSync(p, 'utf8'),
 }));
+
+const folders = walkDirs(SRC);
 
 describe('layers', () => {
   it('no module under src/ imports a higher layer (or a sibling part)', () => {
@@ -129,6 +284,10 @@ describe('layers', () => {
         rel: 'consumer/ok.ts',
         text: "import { createQueue } from '../queue/index.js';\n// import { x } from '../index.js';",
       },
+      { rel: 'queue/body-lifetime.ts', text: "import { RETENTION_SECONDS } from '../provision/queues.js';" },
+      { rel: 'index.ts', text: "import { reconcile } from './provision/index.js';" },
+      { rel: 'cli/init.ts', text: "import { reconcile } from '../provision/index.js';" },
+      { rel: 'provision/index.ts', text: "import { x } from '../cli/output.js';" },
     ];
     expect(violations(planted)).toEqual([
       'queue/index.ts -> consumer/poller.ts (queue -> consumer)',
@@ -137,6 +296,65 @@ describe('layers', () => {
       'storage/a.ts -> queue/index.ts (storage -> queue)',
       'sweep/index.ts -> consumer/index.ts (sweep -> consumer)',
       'storage/b.ts -> sweep/index.ts (storage -> sweep)',
+      'queue/body-lifetime.ts -> provision/queues.ts (queue -> provision)',
+      'index.ts -> provision/index.ts (world -> provision)',
+      'provision/index.ts -> cli/output.ts (provision -> cli)',
+    ]);
+  });
+});
+
+describe('folders nest one way', () => {
+  it('no cycle between top-level units of src/, nor between a folder and its subfolders', () => {
+    expect(folders.length).toBeGreaterThan(5);
+    const cycles = folderCycles(files, folders).filter((c) => !isKnown(c));
+    expect(cycles, cycles.flatMap((c) => cycleEdges(c, files)).join('\n')).toEqual([]);
+  });
+
+  it('every known cycle still exists (else remove it from KNOWN_CYCLES)', () => {
+    const found = folderCycles(files, folders);
+    expect(
+      KNOWN_CYCLES.filter(
+        ([folder, entry]) => !found.some((c) => isKnown(c) && c.startsWith(`${folder}: `) && c.includes(entry)),
+      ),
+    ).toEqual([]);
+  });
+
+  it('no file x.ts beside a folder x/', () => {
+    expect(splitUnits(files)).toEqual([]);
+  });
+
+  it('detects the cycles and the split unit this rule removed (the checks can fail)', () => {
+    const planted = [
+      // Top level: resources.ts ⇄ encryption/ (through the at-rest checks).
+      { rel: 'resources.ts', text: "import { reconcileEncryption } from './encryption/at-rest.js';" },
+      { rel: 'encryption/at-rest.ts', text: "import type { ReconcileMode } from '../resources.js';" },
+      // Folder ⇄ subfolder: storage/ ⇄ storage/records/.
+      { rel: 'storage/create-call.ts', text: "import type { EventRecord } from './records/event.js';" },
+      { rel: 'storage/records/event.ts', text: "import type { CreateCall } from '../create-call.js';" },
+      // Subfolder -> parent alone is fine (records use the codec), and so is parent -> subfolder.
+      { rel: 'storage/codec.ts', text: "import { x } from '../ddb.js';" },
+      { rel: 'storage/records/run.ts', text: "import { toItem } from '../codec.js';" },
+      { rel: 'storage/index.ts', text: "import { runRecord } from './records/run.js';" },
+      // Two files of one folder importing each other: not a folder cycle.
+      { rel: 'queue/a.ts', text: "import { b } from './b.js';" },
+      { rel: 'queue/b.ts', text: "import { a } from './a.js';" },
+      // Deeper: a subfolder's subfolder back to its parent, through a file: cli/redrive/ ⇄ cli/redrive/x/.
+      { rel: 'cli/redrive/index.ts', text: "import { m } from './x/m.js';" },
+      { rel: 'cli/redrive/x/m.ts', text: "import { s } from '../stranded.js';" },
+      { rel: 'cli/redrive/stranded.ts', text: "import { m } from './x/m.js';" },
+      // One unit in two places.
+      { rel: 'cli/tail.ts', text: '' },
+      { rel: 'cli/tail/rows.ts', text: '' },
+    ];
+    const dirs = ['', 'storage', 'storage/records', 'queue', 'cli', 'cli/redrive', 'cli/redrive/x', 'encryption'];
+    expect(folderCycles(planted, dirs)).toEqual([
+      'cli/redrive: stranded ⇄ x/',
+      'src: encryption/ ⇄ resources',
+      'storage: create-call ⇄ records/',
+    ]);
+    expect(splitUnits(planted)).toEqual(['cli/tail.ts']);
+    expect(cycleEdges('storage: create-call ⇄ records/', planted)).toEqual([
+      'storage/records/event.ts -> storage/create-call.ts',
     ]);
   });
 });

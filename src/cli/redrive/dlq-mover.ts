@@ -16,6 +16,7 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { queueNameOf } from '../../aws/arn.js';
 import type { PayloadStore } from '../../payloads.js';
 import { bodyNeededUntil, ensureBodyLifetime } from '../../queue/body-lifetime.js';
 import {
@@ -25,7 +26,6 @@ import {
   MSG_ATTR,
   s3PlaceholderBody,
 } from '../../queue/encoding.js';
-import { queueNameOf } from '../../resources.js';
 import { formatTime } from '../format.js';
 import { colorEnabled, palette, renderTable } from '../output.js';
 

@@ -9,11 +9,20 @@ import type { Event, ResolveData } from '@workflow/world';
 import { SPEC_VERSION_CURRENT, slotToEventId, stripEventDataRefs } from '@workflow/world';
 import { ATTR, keys } from '../../ddb.js';
 import { isS3Pointer } from '../../payloads.js';
-import { type Attrs, date, fromAttr, num, str, toAttr, toItem } from '../codec.js';
-import type { StorageCtx } from '../context.js';
-import type { CreateCall } from '../create-call.js';
-import { loadPayload } from '../payload-placement.js';
-import { dropUndefined, epochMs, keysOf } from './attrs.js';
+import {
+  type Attrs,
+  date,
+  dropUndefined,
+  epochMs,
+  fromAttr,
+  keysOf,
+  num,
+  str,
+  toAttr,
+  toItem,
+} from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import { loadPayload } from './payloads.js';
 
 /**
  * An event as stored. `eventData` is the request's data, kept opaque (unknown fields included),
@@ -34,7 +43,7 @@ export interface EventRecord {
 
 /**
  * Event types that open a correlation and so carry the correlation index key: at most one index
- * write per step, hook or wait (see `correlation.ts`).
+ * write per step, hook or wait (see `../read/correlation.ts`).
  */
 export const OPENS_CORRELATION: ReadonlySet<string> = new Set([
   'step_created',
@@ -89,13 +98,19 @@ export function parseEvent(it: Attrs): EventRecord {
   };
 }
 
+/** When an event was written (`createdAt`, the create call's clock) and when it happened (the caller's `occurredAt`). */
+export interface EventStamp {
+  readonly createdAt: Date;
+  readonly occurredAt?: Date;
+}
+
 /**
  * The record of an event this create is about to write: the request's own fields (unknown ones
  * kept in `extra`, so newer cores' fields round-trip), `occurredAt` from the params, and the slot
  * filled in at commit.
  */
 export function newEvent(
-  call: CreateCall,
+  stamp: EventStamp,
   runId: string,
   data: Record<string, any>,
   eventType: string,
@@ -108,8 +123,8 @@ export function newEvent(
     eventType,
     correlationId: data.correlationId,
     eventData,
-    createdAt: call.now,
-    occurredAt: call.params?.occurredAt,
+    createdAt: stamp.createdAt,
+    occurredAt: stamp.occurredAt,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
     extra: extraFields(data),
   };

@@ -5,10 +5,9 @@
  */
 import type { Hook, ResolveData } from '@workflow/world';
 import { ATTR, keys, shardOf, storageKeys } from '../../ddb.js';
-import { type Attrs, bool, date, num, str, toItem, val } from '../codec.js';
-import type { StorageCtx } from '../context.js';
-import { payloadFor } from '../payload-placement.js';
-import { dropUndefined, epochMs, keysOf } from './attrs.js';
+import { type Attrs, bool, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import { payloadFor } from './payloads.js';
 
 export interface HookRecord {
   runId: string;

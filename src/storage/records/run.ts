@@ -9,10 +9,9 @@
 import type { ResolveData, WorkflowRun } from '@workflow/world';
 import { ATTR, keys, shardOf, storageKeys } from '../../ddb.js';
 import { isS3Pointer } from '../../payloads.js';
-import { type Attrs, date, num, str, toItem, val } from '../codec.js';
-import type { StorageCtx } from '../context.js';
-import { loadPayload, payloadFor } from '../payload-placement.js';
-import { dropUndefined, epochMs, keysOf } from './attrs.js';
+import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import { loadPayload, payloadFor } from './payloads.js';
 
 const iso = (d: Date) => d.toISOString();
 
@@ -66,7 +65,7 @@ export function runItem(r: RunRecord): Attrs {
       [ATTR.gsi2sk]: sortKey,
     }),
     attributes: { M: Object.fromEntries(Object.entries(r.attributes).map(([k, v]) => [k, { S: v }])) },
-    // No hook or wait yet (run-guard.ts `holdingRunGuard` sets it when one is created).
+    // No hook or wait yet (../write/run-guard.ts `holdingRunGuard` sets it when one is created).
     holds: { BOOL: false },
   };
 }

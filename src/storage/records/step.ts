@@ -5,10 +5,9 @@
 import type { ResolveData, Step } from '@workflow/world';
 import { keys } from '../../ddb.js';
 import { isS3Pointer } from '../../payloads.js';
-import { type Attrs, date, num, str, toItem, val } from '../codec.js';
-import type { StorageCtx } from '../context.js';
-import { loadPayload, payloadFor } from '../payload-placement.js';
-import { dropUndefined, epochMs, keysOf } from './attrs.js';
+import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import { loadPayload, payloadFor } from './payloads.js';
 
 export interface StepRecord {
   runId: string;
@@ -27,7 +26,7 @@ export interface StepRecord {
   specVersion?: number;
   /** Bumped by every write: the optimistic guard of the read-then-write transitions. */
   ver: number;
-  /** The step lease (../step-lease.ts): the token of the delivery running the body. Not in `Step`. */
+  /** The step lease (../write/step-lease.ts): the token of the delivery running the body. Not in `Step`. */
   leaseToken?: string;
   /** The lease's expiry (ms since the epoch, the starter's clock). Not in `Step`. */
   leaseUntil?: number;

@@ -1,8 +1,7 @@
 /** The wait view item `RUN#<runId> / WAIT#<correlationId>` <-> the contract's `Wait`. */
 import type { Wait } from '@workflow/world';
 import { keys } from '../../ddb.js';
-import { type Attrs, date, num, str, toItem } from '../codec.js';
-import { dropUndefined, epochMs, keysOf } from './attrs.js';
+import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem } from '../table/codec.js';
 
 export function waitItem(w: Wait & { correlationId: string }): Attrs {
   return {

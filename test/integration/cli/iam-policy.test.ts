@@ -4,8 +4,7 @@
  * Printing touches no AWS endpoint (the env points at a closed port).
  */
 import { describe, expect, it } from 'vitest';
-import { actionsByResource } from '../../../src/aws/iam-actions.js';
-import { partitionOf } from '../../../src/aws/iam-policy.js';
+import { actionsByResource } from '../../../src/provision/iam-actions.js';
 import { runCli } from '../../helpers/cli.js';
 
 const ROLE = 'arn:aws-us-gov:iam::123456789012:role/eve-sched';
@@ -181,12 +180,5 @@ describe('init --print-iam-policy', () => {
     const r = await runCli(['init', '--operator'], env());
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/only go with --print-iam-policy/);
-  });
-
-  it('partitions follow the region', () => {
-    expect(partitionOf('us-east-1')).toBe('aws');
-    expect(partitionOf('cn-north-1')).toBe('aws-cn');
-    expect(partitionOf('us-gov-west-1')).toBe('aws-us-gov');
-    expect(partitionOf(undefined)).toBe('aws');
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The step lease (src/storage/step-lease.ts) against DynamoDB Local: `step_started` inside a
+ * The step lease (src/storage/write/step-lease.ts) against DynamoDB Local: `step_started` inside a
  * delivery scope stamps the step with the delivery's token; another delivery's start of the
  * running step is refused with `TooEarlyError` (core's "come back later") while the lease lives,
  * and takes over once it expired (a crashed owner); the owner's own retry after a lost response
@@ -18,7 +18,7 @@ import { createContext } from '../../../src/context.js';
 import { keys } from '../../../src/ddb.js';
 import { type DeliveryScope, runInDelivery, type StepLease } from '../../../src/delivery-scope.js';
 import { createStorage } from '../../../src/storage/index.js';
-import { extendStepLeases, releaseStepLeases } from '../../../src/storage/step-lease.js';
+import { extendStepLeases, releaseStepLeases } from '../../../src/storage/write/step-lease.js';
 import { createFixture, type Fixture, stackEnv } from '../../helpers/aws.js';
 import { type FaultProxy, startFaultProxy } from '../../helpers/faults-proxy.js';
 import { makeWorld } from '../../helpers/queue.js';

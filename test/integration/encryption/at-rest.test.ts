@@ -1,5 +1,5 @@
 /**
- * `init`/`doctor` with EVE_WORLD_AWS_KMS_KEY_ID (src/encryption/at-rest.ts) against the emulators:
+ * `init`/`doctor` with EVE_WORLD_AWS_KMS_KEY_ID (src/provision/at-rest.ts) against the emulators:
  * the key is checked by use, the queues are put under it and drift is reported and fixed; what an
  * emulator does not implement is `skipped` with the reason, never reported as applied.
  */
@@ -8,7 +8,7 @@ import { GetQueueAttributesCommand, GetQueueUrlCommand, SetQueueAttributesComman
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { LOCAL_KMS_ALIAS } from '../../../src/emulator/stack.js';
-import { iamPolicy, type ResourceReport, reconcile } from '../../../src/resources.js';
+import { iamPolicy, type ResourceReport, reconcile } from '../../../src/provision/index.js';
 import { createFixture, type Fixture } from '../../helpers/aws.js';
 
 let f: Fixture;

@@ -9,9 +9,10 @@ import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand, type
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
 import type { WorldTuning } from '../../../src/config.js';
-import { bodyAliveUntil, sweepHeldBodies } from '../../../src/queue/body-lifetime.js';
+import { bodyAliveUntil } from '../../../src/queue/body-lifetime.js';
 import { createOneTimeSchedule, type SchedulerPort } from '../../../src/queue/delays.js';
 import { decodeEnvelope, decodePayload } from '../../../src/queue/encoding.js';
+import { sweepHeldBodies } from '../../../src/sweep/held-bodies.js';
 import { deliverAtClock, makeWorld, receiveAll, sleep, type World, waitFor } from '../../helpers/queue.js';
 
 const Q = '__wkf_workflow_sleepy' as ValidQueueName;

@@ -13,14 +13,14 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
-import { COMMAND_PERMISSIONS, commandKey, permissionFor } from '../../../src/aws/iam-actions.js';
 import { createSweepHandler, type SweepSummary, sweepHandler } from '../../../src/consumer/lambda.js';
 import { createContext, type WorldContext } from '../../../src/context.js';
 import { keys } from '../../../src/ddb.js';
-import { HELD_BODY_PREFIX } from '../../../src/queue/body-lifetime.js';
-import { SWEPT_ATTR } from '../../../src/storage/orphan-sweep.js';
-import { keysOf } from '../../../src/storage/records/attrs.js';
+import { HELD_BODY_PREFIX } from '../../../src/limits.js';
+import { COMMAND_PERMISSIONS, commandKey, permissionFor } from '../../../src/provision/iam-actions.js';
+import { keysOf } from '../../../src/storage/table/codec.js';
 import { sweepOrphans } from '../../../src/sweep/index.js';
+import { SWEPT_ATTR } from '../../../src/sweep/run-payloads.js';
 import { type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
 
 const DAY = 86_400_000;
@@ -251,7 +251,7 @@ describe('sweepHandler (the scheduled Lambda)', () => {
     }
     const rows = COMMAND_PERMISSIONS.filter((p) => p.uses.sweeper).map((p) => p.command);
     const missing = [...sent].filter((c) => !permissionFor(c)?.uses.sweeper);
-    expect(missing, 'sent by the sweep without a sweeper row in src/aws/iam-actions.ts').toEqual([]);
+    expect(missing, 'sent by the sweep without a sweeper row in src/provision/iam-actions.ts').toEqual([]);
     // And no row grants the sweeper a command it never sends (least privilege, both ways).
     expect([...sent].sort()).toEqual([...rows].sort());
   });

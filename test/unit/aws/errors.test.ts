@@ -1,18 +1,28 @@
 /** src/aws/errors.ts: recognition by name, code, `__type` and HTTP status; mapping to contract errors. */
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { NotFoundException } from '@aws-sdk/client-kms';
 import { QueueDoesNotExist } from '@aws-sdk/client-sqs';
 import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
 import { describe, expect, it } from 'vitest';
 import {
   cancellationReasons,
+  conditionFailureItem,
+  describeError,
+  errorName,
   httpStatusOf,
+  isAccessDenied,
   isConditionalCheckFailed,
+  isCredentialsMissing,
+  isCredentialsRejected,
+  isNoSuchConfiguration,
   isNotFound,
+  isRegionMissing,
   isThrottling,
   isTransactionCanceled,
   isTransportError,
   isValidation,
   toWorldError,
+  unreachableCode,
 } from '../../../src/aws/errors.js';
 
 const meta = { $metadata: { httpStatusCode: 400 } };
@@ -73,5 +83,72 @@ describe('aws/errors', () => {
     expect((v as Error).message).toContain('eventData');
     const other = new Error('boom');
     expect(toWorldError(other, 'x')).toBe(other);
+  });
+
+  it('names and describes an error by what AWS answered', () => {
+    expect(errorName({ name: 'AccessDeniedException', message: 'no' })).toBe('AccessDeniedException');
+    expect(errorName({ __type: 'com.amazon.coral.service#UnrecognizedClientException' })).toBe(
+      'UnrecognizedClientException',
+    );
+    expect(errorName('boom')).toBe('');
+    expect(describeError({ name: 'DisabledException', message: 'key is disabled' })).toBe(
+      'DisabledException: key is disabled',
+    );
+    expect(describeError('boom')).toBe('Error: boom');
+  });
+
+  it('the item a failed condition found, only from a condition failure', () => {
+    const Item = { PK: { S: 'a' } };
+    // A plain object with the name (another SDK copy's class, an emulator) counts like the class.
+    expect(conditionFailureItem({ name: 'ConditionalCheckFailedException', Item })).toBe(Item);
+    expect(conditionFailureItem(new ConditionalCheckFailedException({ message: 'x', $metadata: {}, Item }))).toBe(Item);
+    expect(conditionFailureItem({ name: 'ConditionalCheckFailedException' })).toBeUndefined();
+    expect(conditionFailureItem({ name: 'ValidationException', Item })).toBeUndefined();
+  });
+
+  it('KMS NotFoundException (HTTP 400) is not found', () => {
+    expect(
+      isNotFound(new NotFoundException({ message: 'Key does not exist', $metadata: { httpStatusCode: 400 } })),
+    ).toBe(true);
+  });
+
+  it('S3: a missing bucket configuration is absent, not a missing bucket', () => {
+    for (const name of [
+      'NoSuchBucketPolicy',
+      'NoSuchLifecycleConfiguration',
+      'NoSuchPublicAccessBlockConfiguration',
+      'ServerSideEncryptionConfigurationNotFoundError',
+    ])
+      expect(isNoSuchConfiguration({ name, $metadata: { httpStatusCode: 404 } }), name).toBe(true);
+    expect(isNoSuchConfiguration({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } })).toBe(false);
+  });
+
+  it('credentials: missing, rejected, or valid but not allowed', () => {
+    expect(isCredentialsMissing({ name: 'CredentialsProviderError', message: 'Could not load credentials' })).toBe(
+      true,
+    );
+    expect(isCredentialsRejected({ name: 'UnrecognizedClientException', ...meta })).toBe(true);
+    expect(isCredentialsRejected({ Code: 'SignatureDoesNotMatch', ...meta })).toBe(true);
+    expect(isCredentialsRejected({ name: 'ExpiredTokenException', ...meta })).toBe(true);
+    expect(isAccessDenied({ name: 'AccessDeniedException', ...meta })).toBe(true);
+    expect(isAccessDenied({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } })).toBe(true);
+    expect(isAccessDenied({ name: 'UnrecognizedClientException', ...meta })).toBe(false);
+    expect(isCredentialsRejected({ name: 'AccessDeniedException', ...meta })).toBe(false);
+    expect(isRegionMissing(new Error('Region is missing'))).toBe(true);
+    expect(isRegionMissing(new Error('Region is us-east-1'))).toBe(false);
+  });
+
+  it('unreachable endpoints: the socket code, on the error, an AggregateError or its cause', () => {
+    expect(unreachableCode(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe(
+      'ECONNREFUSED',
+    );
+    expect(unreachableCode(new AggregateError([Object.assign(new Error('x'), { code: 'ECONNREFUSED' })]))).toBe(
+      'ECONNREFUSED',
+    );
+    expect(unreachableCode(new Error('x', { cause: { code: 'UND_ERR_CONNECT_TIMEOUT' } }))).toBe(
+      'UND_ERR_CONNECT_TIMEOUT',
+    );
+    expect(unreachableCode({ code: 'ERR_SOMETHING_ELSE' })).toBeUndefined();
+    expect(unreachableCode({ name: 'ThrottlingException', $metadata: { httpStatusCode: 400 } })).toBeUndefined();
   });
 });

@@ -15,11 +15,16 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { actionsByResource } from '../../../src/aws/iam-actions.js';
 import { hostDockerfile } from '../../../src/cdk/dockerfile.js';
 import { EveWorldAws } from '../../../src/cdk/eve-world-aws.js';
 import { TABLE_SCHEMA } from '../../../src/ddb.js';
-import { MAX_MESSAGE_SIZE, PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES, RETENTION_SECONDS } from '../../../src/resources.js';
+import {
+  MAX_MESSAGE_SIZE,
+  MESSAGE_RETENTION_SECONDS,
+  PAYLOAD_EXPIRY_DAYS,
+  PAYLOAD_PREFIXES,
+} from '../../../src/limits.js';
+import { actionsByResource } from '../../../src/provision/iam-actions.js';
 import { ensureWorkerBundle, fakeEveApp, makeStack, repoRoot } from '../../helpers/cdk.js';
 
 type Resources = Record<string, { Type: string; Properties: Record<string, any> }>;
@@ -37,7 +42,8 @@ beforeAll(async () => {
   ({ stack, construct } = makeStack({ maxConcurrency: 5, batchSize: 4, maxBatchingWindow: Duration.seconds(2) }));
   template = Template.fromStack(stack);
   resources = template.toJSON().Resources as Resources;
-});
+  // Synthesis of the whole construct takes seconds on a loaded 2-core machine: not a wall-time check.
+}, 120_000);
 
 describe('EveWorldAws: table', () => {
   it('has the key schema, attributes, indexes and TTL of TABLE_SCHEMA (the init source of truth)', () => {
@@ -72,7 +78,7 @@ describe('EveWorldAws: queues', () => {
   it('the queue redrives to the DLQ, is SSE + TLS only, and its visibility is 6x the worker timeout', () => {
     template.hasResourceProperties('AWS::SQS::Queue', {
       VisibilityTimeout: 6 * 900,
-      MessageRetentionPeriod: RETENTION_SECONDS,
+      MessageRetentionPeriod: MESSAGE_RETENTION_SECONDS,
       MaximumMessageSize: MAX_MESSAGE_SIZE,
       ReceiveMessageWaitTimeSeconds: 20,
       SqsManagedSseEnabled: true,

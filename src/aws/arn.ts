@@ -1,0 +1,35 @@
+/**
+ * ARN parts derived from configuration: the partition of a region, and the name of a queue given
+ * as a name or a queue URL. The one place either is computed (IAM policies, bucket policies,
+ * reports and the CLI all ask here).
+ */
+
+/**
+ * Region patterns per partition, as in the AWS SDK's partition table
+ * (`@aws-sdk/core` util-endpoints `partitions.json`). Anything else is the commercial `aws`.
+ */
+const PARTITIONS: readonly [RegExp, string][] = [
+  [/^cn-\w+-\d+$/, 'aws-cn'],
+  [/^us-gov-\w+-\d+$/, 'aws-us-gov'],
+  [/^us-iso-\w+-\d+$/, 'aws-iso'],
+  [/^us-isob-\w+-\d+$/, 'aws-iso-b'],
+  [/^eu-isoe-\w+-\d+$/, 'aws-iso-e'],
+  [/^us-isof-\w+-\d+$/, 'aws-iso-f'],
+  [/^eusc-de-\w+-\d+$/, 'aws-eusc'],
+];
+
+/** The ARN partition of `region`: `cn-north-1` -> `aws-cn`, `us-iso-east-1` -> `aws-iso`, ...; default `aws`. */
+export function partitionOf(region: string | undefined): string {
+  if (region) for (const [re, partition] of PARTITIONS) if (re.test(region)) return partition;
+  return 'aws';
+}
+
+/** Whether a queue reference is a queue URL (else it is a queue name). */
+export function isQueueUrl(ref: string): boolean {
+  return /^https?:\/\//.test(ref);
+}
+
+/** The queue name of a reference that is a name or a URL (`https://.../123456789012/name` -> `name`). */
+export function queueNameOf(ref: string): string {
+  return isQueueUrl(ref) ? (ref.replace(/\/+$/, '').split('/').pop() ?? ref) : ref;
+}

@@ -1,0 +1,114 @@
+/**
+ * `eve-world-aws redrive`: put work back on the queue.
+ *
+ * 1. DLQ -> queue (default): every dead-lettered message, or only those of `--run <id>`, is moved
+ *    back by the DLQ mover (./dlq-mover.ts).
+ * 2. `--stranded`: runs that nothing will wake get their continuation re-enqueued, as decided by
+ *    the stranded-run classifier (./stranded.ts).
+ */
+import { getQueueTopicPrefix } from '@workflow/world';
+import { Command, InvalidArgumentError } from 'commander';
+import { createTransport } from '../../queue/transport.js';
+import { parseDuration, parsePositiveInt } from '../format.js';
+import { CliError, EXIT_FAILURE, printJson } from '../output.js';
+import { withWorld } from '../world.js';
+import { moveDlqMessages, renderMoveSummary } from './dlq-mover.js';
+import { redriveStranded, renderStranded } from './stranded.js';
+
+interface RedriveOptions {
+  run?: string;
+  dryRun?: boolean;
+  limit?: number;
+  json?: boolean;
+  stranded?: boolean;
+  olderThan: number;
+  namespace?: string;
+}
+
+/** A queue namespace is valid when @workflow/world can build its queue prefix from it. */
+function parseNamespace(v: string): string {
+  try {
+    getQueueTopicPrefix('workflow', v);
+  } catch {
+    throw new InvalidArgumentError(
+      'must be lowercase letters and digits, starting with a letter (e.g. eve6576652d64656d6f).',
+    );
+  }
+  return v;
+}
+
+export function redriveCommand(): Command {
+  return new Command('redrive')
+    .description('Move dead-lettered messages back to the queue, or re-enqueue stranded runs (--stranded)')
+    .option('--run <runId>', 'only messages of this run')
+    .option('--dry-run', 'show what would be moved or enqueued and change nothing')
+    .option('--limit <n>', 'move at most this many messages', parsePositiveInt)
+    .option('--json', 'print the result as JSON')
+    .option(
+      '--stranded',
+      'instead of the DLQ: find active runs that nothing will wake and re-enqueue their continuation',
+    )
+    .option(
+      '--older-than <duration>',
+      'with --stranded: only runs idle (no new event) for this long',
+      parseDuration,
+      3_600_000,
+    )
+    .option(
+      '--namespace <ns>',
+      'with --stranded: queue namespace of the app (default: $WORKFLOW_QUEUE_NAMESPACE; eve agents use eve<hex of the agent name>)',
+      parseNamespace,
+    )
+    .addHelpText(
+      'after',
+      `
+DLQ mode moves each message receive -> send -> delete: a failure between send and delete leaves a
+duplicate (harmless: the World is idempotent), never a loss. The message attributes (eve.*) are
+copied unchanged (an S3-offloaded body that could expire under the copy is copied to a fresh key
+first). A pass ends on a DLQ of any size: each message is looked at and moved at
+most once (skipped and dry-run messages that reappear during a long pass are recognised), and one
+pass handles at most 100,000 messages (run it again for the rest).
+
+--stranded looks at pending/running runs whose last event is older than --older-than, with no
+wait or retry due in the future, no hook waiting for a resume and no message in the DLQ, and
+enqueues their continuation with an idempotency key derived from (run, last event), so running it
+twice sends one message.
+
+Examples:
+  eve-world-aws redrive --dry-run
+  eve-world-aws redrive --run wrun_01JD...
+  eve-world-aws redrive --stranded --older-than 2h
+
+Exit codes: 0 done; 1 a message could not be moved or an AWS error; 2 bad usage or configuration.`,
+    )
+    .action(async (opts: RedriveOptions) => {
+      if (opts.stranded && (opts.run || opts.limit))
+        throw new CliError('--run and --limit apply to the DLQ mode, not --stranded', 2);
+      await withWorld({}, async (w) => {
+        if (opts.stranded) {
+          const s = await redriveStranded(w, {
+            olderThanMs: opts.olderThan,
+            dryRun: opts.dryRun,
+            namespace: opts.namespace,
+          });
+          if (opts.json) printJson({ mode: 'stranded', ...s });
+          else process.stdout.write(renderStranded(s));
+          return;
+        }
+        const transport = createTransport(w.context);
+        const [sourceUrl, targetUrl] = await Promise.all([transport.dlqUrl(), transport.queueUrl()]);
+        const s = await moveDlqMessages({
+          sqs: w.clients.sqs,
+          sourceUrl,
+          targetUrl,
+          runId: opts.run,
+          dryRun: opts.dryRun,
+          limit: opts.limit,
+          payloads: w.context.payloads,
+        });
+        if (opts.json) printJson({ mode: 'dlq', ...s });
+        else process.stdout.write(renderMoveSummary(s));
+        if (s.failed > 0) throw new CliError('', EXIT_FAILURE);
+      });
+    });
+}

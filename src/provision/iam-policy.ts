@@ -1,0 +1,229 @@
+/**
+ * IAM policy documents printed by `eve-world-aws init --print-iam-policy [--operator]`, generated
+ * from the command table in `iam-actions.ts` (the CDK construct's grants come from the same table).
+ *
+ * ARNs are partition-aware (derived from the region by src/aws/arn.ts unless given),
+ * `iam:PassRole` carries an `iam:PassedToService` condition, and the Scheduler role's own policy
+ * and trust policy are printed alongside.
+ *
+ * The KMS key (EVE_WORLD_AWS_KMS_KEY_ID) is granted by ARN when the setting is a key id or key ARN.
+ * An alias cannot be a policy resource (KMS authorizes on the key), so an alias becomes every key
+ * of the account and region, narrowed by `kms:ResourceAliases` to keys carrying that alias.
+ */
+import { partitionOf, queueNameOf } from '../aws/arn.js';
+import type { WorldConfig } from '../config.js';
+import {
+  actionsByResource,
+  GRANT_ACTIONS,
+  GRANT_CONDITION,
+  type IamPrincipal,
+  type IamResource,
+  PASS_ROLE_CONDITION,
+  SCHEDULER_ROLE_ACTIONS,
+  SCHEDULER_ROLE_KMS_ACTIONS,
+} from './iam-actions.js';
+
+export interface PolicyStatement {
+  Sid: string;
+  Effect: 'Allow';
+  Action: string[];
+  Resource: string[];
+  Condition?: Record<string, Record<string, string>>;
+}
+
+export interface PolicyDocument {
+  Version: '2012-10-17';
+  Statement: PolicyStatement[];
+}
+
+export interface PolicyTarget {
+  partition: string;
+  region: string;
+  account: string;
+}
+
+/**
+ * The policy resource for the configured key, and the alias condition when it is named by alias.
+ * Key ARN: as is. Key id: an ARN in the target account and region. Alias name or alias ARN: every
+ * key (`key/*`) of that account and region, with `kms:ResourceAliases` = the alias.
+ */
+export function kmsKeyResource(
+  keyId: string,
+  t: PolicyTarget,
+): { arn: string; condition?: Record<string, Record<string, string>> } {
+  const aliasArn = /^arn:([a-z-]+):kms:([a-z0-9-]+):(\d{12}):(alias\/.+)$/.exec(keyId);
+  if (aliasArn) {
+    const [, partition, region, account, alias] = aliasArn;
+    return {
+      arn: `arn:${partition}:kms:${region}:${account}:key/*`,
+      condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': alias } },
+    };
+  }
+  if (keyId.startsWith('alias/')) {
+    return {
+      arn: `arn:${t.partition}:kms:${t.region}:${t.account}:key/*`,
+      condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': keyId } },
+    };
+  }
+  if (keyId.startsWith('arn:')) return { arn: keyId };
+  return { arn: `arn:${t.partition}:kms:${t.region}:${t.account}:key/${keyId}` };
+}
+
+/** The ARN of each named resource of a deployment (`kmsKey` is empty without a configured key). */
+export function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamResource, string[]> {
+  const table = `arn:${t.partition}:dynamodb:${t.region}:${t.account}:table/${config.tableName}`;
+  const roleArn = config.schedulerRoleArn ?? `arn:${t.partition}:iam::${t.account}:role/<scheduler-role>`;
+  return {
+    table: [table],
+    tableIndexes: [`${table}/index/*`],
+    queue: [`arn:${t.partition}:sqs:${t.region}:${t.account}:${queueNameOf(config.queue)}`],
+    dlq: [`arn:${t.partition}:sqs:${t.region}:${t.account}:${queueNameOf(config.deadLetterQueue)}`],
+    bucket: [`arn:${t.partition}:s3:::${config.bucket}`],
+    bucketObjects: [`arn:${t.partition}:s3:::${config.bucket}/*`],
+    scheduleGroupSchedules: [
+      `arn:${t.partition}:scheduler:${t.region}:${t.account}:schedule/${config.schedulerGroup}/*`,
+    ],
+    schedulerRole: [roleArn],
+    kmsKey: config.kmsKeyId ? [kmsKeyResource(config.kmsKeyId, t).arn] : [],
+  };
+}
+
+const SID: Record<IamResource, string> = {
+  table: 'Table',
+  tableIndexes: 'TableIndexes',
+  queue: 'Queue',
+  dlq: 'DeadLetterQueue',
+  bucket: 'Bucket',
+  bucketObjects: 'BucketObjects',
+  scheduleGroupSchedules: 'LongWaitSchedules',
+  schedulerRole: 'PassSchedulerRole',
+  kmsKey: 'RunKeys',
+};
+
+/**
+ * The policy for a principal. Scheduler statements are included only when a scheduler role is
+ * configured (without one, long waits use SQS hops and the World never calls the Scheduler), KMS
+ * statements only when a key is configured. `kms:CreateGrant` (init) is its own statement, limited
+ * to grants for AWS resources.
+ */
+export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t: PolicyTarget): PolicyDocument {
+  const arns = resourceArns(config, t);
+  const prefix = ({ runtime: 'World', operator: 'Operator', init: 'Init', sweeper: 'Sweeper' } as const)[principal];
+  const statements: PolicyStatement[] = [];
+  const key = config.kmsKeyId ? kmsKeyResource(config.kmsKeyId, t) : undefined;
+  for (const [resource, actions] of actionsByResource(principal)) {
+    if ((resource === 'scheduleGroupSchedules' || resource === 'schedulerRole') && !config.schedulerRoleArn) continue;
+    if (resource === 'kmsKey' && !key) continue;
+    const condition =
+      resource === 'schedulerRole'
+        ? (structuredClone(PASS_ROLE_CONDITION) as PolicyStatement['Condition'])
+        : resource === 'kmsKey'
+          ? key?.condition
+          : undefined;
+    const plain = actions.filter((a) => !GRANT_ACTIONS.includes(a));
+    const grants = actions.filter((a) => GRANT_ACTIONS.includes(a));
+    if (plain.length > 0) {
+      statements.push({
+        Sid: `${prefix}${SID[resource]}`,
+        Effect: 'Allow',
+        Action: plain,
+        Resource: arns[resource],
+        ...(condition ? { Condition: structuredClone(condition) } : {}),
+      });
+    }
+    if (grants.length > 0) {
+      statements.push({
+        Sid: `${prefix}${SID[resource]}Grants`,
+        Effect: 'Allow',
+        Action: grants,
+        Resource: arns[resource],
+        Condition: {
+          ...structuredClone(condition ?? {}),
+          ...(structuredClone(GRANT_CONDITION) as PolicyStatement['Condition']),
+        },
+      });
+    }
+  }
+  return { Version: '2012-10-17', Statement: statements };
+}
+
+/**
+ * The Scheduler role: trusted by scheduler.amazonaws.com from this account only; may send to the
+ * queue (and, with the queue under a KMS key, use the key as an SSE-KMS producer).
+ */
+export function schedulerRolePolicies(
+  config: WorldConfig,
+  t: PolicyTarget,
+): { trustPolicy: object; policy: PolicyDocument } {
+  const arns = resourceArns(config, t);
+  return {
+    trustPolicy: {
+      Version: '2012-10-17',
+      Statement: [
+        {
+          Effect: 'Allow',
+          Principal: { Service: 'scheduler.amazonaws.com' },
+          Action: 'sts:AssumeRole',
+          Condition: { StringEquals: { 'aws:SourceAccount': t.account } },
+        },
+      ],
+    },
+    policy: {
+      Version: '2012-10-17',
+      Statement: [
+        { Sid: 'SchedulerSendToQueue', Effect: 'Allow', Action: [...SCHEDULER_ROLE_ACTIONS], Resource: arns.queue },
+        ...schedulerKeyStatements(config, t),
+      ],
+    },
+  };
+}
+
+function schedulerKeyStatements(config: WorldConfig, t: PolicyTarget): PolicyStatement[] {
+  if (!config.kmsKeyId) return [];
+  const key = kmsKeyResource(config.kmsKeyId, t);
+  return [
+    {
+      Sid: 'SchedulerQueueKey',
+      Effect: 'Allow',
+      Action: [...SCHEDULER_ROLE_KMS_ACTIONS],
+      Resource: [key.arn],
+      ...(key.condition ? { Condition: key.condition } : {}),
+    },
+  ];
+}
+
+export interface PrintedPolicies {
+  /** Attach to the host and worker functions (or any process running the World). */
+  world?: PolicyDocument;
+  /** Attach to operators running doctor / redrive / tail / runs (includes the World's). */
+  operator?: PolicyDocument;
+  /** The role EventBridge Scheduler assumes to deliver long waits. */
+  schedulerRole?: { trustPolicy: object; policy: PolicyDocument };
+}
+
+/** What `init --print-iam-policy [--operator]` prints. */
+export function printedPolicies(
+  config: WorldConfig,
+  opts: { account?: string; region?: string; partition?: string; operator?: boolean } = {},
+): PrintedPolicies {
+  const region = opts.region ?? config.region ?? '<region>';
+  const t: PolicyTarget = {
+    partition: opts.partition ?? partitionOf(config.region),
+    region,
+    account: opts.account ?? '<account-id>',
+  };
+  if (opts.operator) return { operator: principalPolicy('operator', config, t) };
+  return {
+    world: principalPolicy('runtime', config, t),
+    ...(config.schedulerRoleArn ? { schedulerRole: schedulerRolePolicies(config, t) } : {}),
+  };
+}
+
+/** The World's run-time policy. */
+export function iamPolicy(
+  config: WorldConfig,
+  account = '<account-id>',
+  region = config.region ?? '<region>',
+): PolicyDocument {
+  return principalPolicy('runtime', config, { partition: partitionOf(region), region, account });
+}

@@ -1,0 +1,46 @@
+/**
+ * Provisioning: the AWS resources the World needs (one table, one queue with its DLQ, one bucket,
+ * and with EVE_WORLD_AWS_KMS_KEY_ID their encryption at rest) and {@link reconcile}, which
+ * creates what is missing and reports drift in what exists. Used by `init` (apply / dry run),
+ * `emulate`, `doctor` (verify), the CDK construct (the IAM table) and the test harness.
+ *
+ * A layer of its own above the World's parts: no runtime module imports it (test/unit/layers
+ * .test.ts), so a Lambda cold start never loads it. Only standard AWS APIs are used, so the same
+ * code runs against real AWS and the emulators.
+ */
+import type { AwsClients } from '../aws/clients.js';
+import type { WorldConfig } from '../config.js';
+import { reconcileEncryption } from './at-rest.js';
+import { reconcileBucket } from './bucket.js';
+import { reconcileQueues } from './queues.js';
+import type { ReconcileMode, ResourceReport } from './settings.js';
+import { reconcileTable } from './table.js';
+
+export { TLS_ONLY_SID } from './bucket.js';
+export { iamPolicy } from './iam-policy.js';
+export { queueDrift } from './queues.js';
+export type {
+  ReconcileMode,
+  ResourceKind,
+  ResourceReport,
+  ResourceState,
+  SettingReport,
+  SettingState,
+} from './settings.js';
+
+/** Create (apply), plan (dry-run) or check (verify) every resource, in dependency order. */
+export async function reconcile(
+  clients: AwsClients,
+  config: WorldConfig,
+  mode: ReconcileMode,
+): Promise<ResourceReport[]> {
+  const table = await reconcileTable(clients.ddb, config.tableName, mode);
+  const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);
+  const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region, config.retentionDays);
+  // With EVE_WORLD_AWS_KMS_KEY_ID: the key and SSE-KMS on all of the above (./at-rest.ts).
+  return [table, dlq, queue, bucket, ...(await reconcileEncryption(clients, config, mode))];
+}
+
+export function hasProblems(reports: ResourceReport[]): boolean {
+  return reports.some((r) => r.state === 'drift' || r.state === 'missing');
+}

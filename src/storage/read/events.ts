@@ -1,0 +1,124 @@
+/**
+ * `events.*` reads: get by slot id, list (ascending by default; no `limit` = every remaining
+ * event, capped at the per-run maximum), and listByCorrelationId (see `correlation.ts`). The returned cursor is the last event's slot even on the final page, so an incremental
+ * reader can resume from it.
+ */
+import type {
+  Event,
+  GetEventParams,
+  ListEventsByCorrelationIdParams,
+  ListEventsParams,
+  PaginatedResponse,
+  ResolveData,
+} from '@workflow/world';
+import { eventIdToSlot, getMaxEventsPerRun } from '@workflow/world';
+import { keys } from '../../ddb.js';
+import { currentDelivery } from '../../delivery-scope.js';
+import type { SlotHints } from '../memory/slot-hints.js';
+import { type EventRecord, parseEvent, toEvent } from '../records/event.js';
+import type { StorageCtx } from '../table/context.js';
+import { assertId, invalidArgument, notFound } from '../table/errors.js';
+import { decodeEventCursor, encodeEventCursor, MAX_LIMIT, pageLimit } from '../table/pagination.js';
+import { getItem, queryPage } from '../table/reads.js';
+import { correlationEvents } from './correlation.js';
+import { EVT_END, EVT_START } from './log-tail.js';
+
+export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
+  async function get(runId: string, eventId: string, params?: GetEventParams): Promise<Event> {
+    assertId('runId', runId);
+    const slot = typeof eventId === 'string' ? eventIdToSlot(eventId) : null;
+    if (slot === null) throw invalidArgument('eventId', `Invalid event id "${String(eventId).slice(0, 60)}"`);
+    const item = await getItem(ctx, keys.event(runId, slot));
+    if (!item) throw notFound(`Event ${eventId} in run ${runId} not found`);
+    return toEvent(ctx, parseEvent(item), params?.resolveData ?? 'all');
+  }
+
+  /**
+   * Ascending by default; no `limit` means every remaining event (capped at the per-run
+   * maximum). The returned cursor is the last event's slot even on the final page, so an
+   * incremental reader can resume from it.
+   */
+  async function list(params: ListEventsParams): Promise<PaginatedResponse<Event>> {
+    assertId('runId', params.runId);
+    const p = params.pagination ?? {};
+    const asc = p.sortOrder !== 'desc';
+    // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
+    const after = p.cursor ? decodeEventCursor(p.cursor) : undefined;
+    const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
+    const remembered = asc ? fromMemory(params.runId, after ?? 0, limit) : undefined;
+    if (remembered) return eventPage(remembered, limit, p.cursor, params.resolveData);
+    const [lo, hi] = asc
+      ? [keys.eventSk((after ?? 0) + 1), EVT_END]
+      : [EVT_START, after === undefined ? EVT_END : after <= 1 ? `${EVT_START}0` : keys.eventSk(after - 1)];
+    const items = await queryPage(
+      ctx,
+      {
+        KeyConditionExpression: 'PK = :pk AND SK BETWEEN :lo AND :hi',
+        ExpressionAttributeValues: { ':pk': { S: keys.runPk(params.runId) }, ':lo': { S: lo }, ':hi': { S: hi } },
+        ScanIndexForward: asc,
+        ConsistentRead: true,
+      },
+      limit,
+    );
+    const recs = items.map(parseEvent);
+    // A page read from the start of the log, or from a slot whose predecessors are remembered,
+    // extends what this process can answer from memory.
+    if (asc && recs.length > 0) hints.note(params.runId, Math.max(...recs.map((r) => r.slot)), recs);
+    return eventPage(recs, limit, p.cursor, params.resolveData);
+  }
+
+  /**
+   * The page after `after` from this process's memory of the log, or undefined when a read is
+   * needed. Only inside a delivery whose message says how far its sender had seen the log, and
+   * only once this process has seen at least that far with every event in between remembered.
+   *
+   * Why that is enough: a slot is claimed only after every lower one exists (../write/commit.ts), so the
+   * remembered events 1..tail are the log as it was when slot `tail` committed, a strongly
+   * consistent read taken then. The delivery's causes (the sender's writes) are all at or below
+   * the message's tail, so such a read shows them; anything committed since is a newer cause of
+   * its own message, whose delivery reads at least that far. The log is append-only, so a
+   * remembered event is exactly what a Query of its slot returns.
+   */
+  function fromMemory(runId: string, after: number, limit: number): EventRecord[] | undefined {
+    const need = currentDelivery()?.logTails.get(runId);
+    if (need === undefined) return undefined;
+    const tail = hints.get(runId);
+    if (tail === undefined || tail < need) return undefined;
+    if (after >= tail) return [];
+    // One more than the page when there is one, so the page knows it has more.
+    return hints.recent(runId, after, Math.min(tail, after + limit + 1));
+  }
+
+  async function listByCorrelationId(params: ListEventsByCorrelationIdParams): Promise<PaginatedResponse<Event>> {
+    assertId('runId', params.runId);
+    assertId('correlationId', params.correlationId);
+    const p = params.pagination ?? {};
+    const asc = p.sortOrder !== 'desc';
+    // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
+    const after = p.cursor ? decodeEventCursor(p.cursor) : undefined;
+    const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
+    const items = await correlationEvents(ctx, {
+      runId: params.runId,
+      correlationId: params.correlationId,
+      after,
+      ascending: asc,
+      limit,
+    });
+    return eventPage(items.map(parseEvent), limit, p.cursor, params.resolveData);
+  }
+
+  async function eventPage(
+    all: EventRecord[],
+    limit: number,
+    cursorIn: string | undefined,
+    rd: ResolveData | undefined,
+  ) {
+    const hasMore = all.length > limit;
+    const recs = all.slice(0, limit);
+    const data = await Promise.all(recs.map((r) => toEvent(ctx, r, rd ?? 'all')));
+    const cursor = recs.length > 0 ? encodeEventCursor(recs[recs.length - 1].slot) : (cursorIn ?? null);
+    return { data, cursor, hasMore };
+  }
+
+  return { get, list, listByCorrelationId };
+}

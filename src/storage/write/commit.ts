@@ -1,0 +1,186 @@
+/**
+ * The one commit path: every `events.create` writes through {@link commit}, which allocates the
+ * event's slot at commit ("bump and report"), and every transaction goes through
+ * {@link transact}, which turns AWS failures into the contract's errors.
+ *
+ * An event id is its dense 1-based position (`slotToEventId`). There is no counter item: the claim
+ * on slot N *is* the conditional put of `EVT#N` (`attribute_not_exists`), inside the same
+ * `TransactWriteItems` as the view writes and their guards. Invariants:
+ *
+ * - **Dense.** A write only ever tries `last + 1` where `last` is a slot known to exist (see
+ *   `position.ts`), so slots 1..N-1 exist when N is claimed. Synthetic events take the lower of
+ *   two consecutive slots in the same transaction.
+ * - **No burned slots.** A cancelled transaction writes nothing, so a lost race leaves no hole.
+ * - **Bump, never fail.** When the slot put is the failed condition, the tail is re-read (with
+ *   data when the caller is collecting a report/delta) and the write retries one above it.
+ * - **Guards first.** A failed guard (any other condition) is the handler's to map to the exact
+ *   `@workflow/errors` class, whatever slot the event would have taken.
+ * - **Idempotent attempts.** Each attempt carries its own `ClientRequestToken`, so an SDK-level
+ *   retry of an attempt that did commit returns success instead of bumping a second copy.
+ * - **Contract errors.** Throttling that outlasts the SDK's retries (or contention that outlasts
+ *   ours) is `ThrottleError`; an invalid write (e.g. an item over DynamoDB's 400 KB) is a 400
+ *   `WorkflowWorldError` naming the field that made it too large.
+ */
+
+import { randomUUID } from 'node:crypto';
+import { type TransactWriteItem, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
+import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
+import { isThrottling, isValidation, toWorldError } from '../../aws/errors.js';
+import type { SlotHints } from '../memory/slot-hints.js';
+import { eventsAfter, tailSlot } from '../read/log-tail.js';
+import { backoff } from '../table/backoff.js';
+import { type Attrs, itemSize } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import {
+  type Cancellation,
+  cancellationOf,
+  failedCondition,
+  transientCancellation,
+  validationCancellation,
+} from './conditions.js';
+import { advance, type Position } from './position.js';
+
+export interface Attempt {
+  items: TransactWriteItem[];
+  /** Indices in `items` of the event puts (the slot claims). */
+  eventIdx: number[];
+}
+
+export interface CommitOptions {
+  runId: string;
+  /** What is being written (the event type), for error messages. */
+  what: string;
+  build: (slot: number) => Attempt | Promise<Attempt>;
+  /**
+   * Called when a guard (a non-event condition) failed. Throws the contract error, or returns
+   * `'retry'` after refreshing the state `build` reads (e.g. an optimistic version moved).
+   */
+  onGuard: (c: Cancellation) => 'retry' | Promise<'retry'> | Promise<never> | never;
+  /** Called instead of bumping when the slot is taken, for writes that must take a fixed slot. */
+  onSlotTaken?: () => never;
+}
+
+export interface Committed {
+  /** First slot this commit took (the synthetic event's, when there is one). */
+  slot: number;
+  /** Number of slots taken. */
+  count: number;
+}
+
+const MAX_ATTEMPTS = 200;
+/** DynamoDB's item size limit (names + values). */
+const DYNAMODB_ITEM_LIMIT = 400 * 1024;
+
+/**
+ * One `TransactWriteItems` with its own `ClientRequestToken`. A cancellation for conditions or
+ * contention is rethrown as is (the caller decides); anything AWS refuses after the SDK's retries
+ * becomes the contract's error.
+ */
+export async function transact(ctx: StorageCtx, items: TransactWriteItem[], what: string): Promise<void> {
+  try {
+    await ctx.ddb.send(new TransactWriteItemsCommand({ TransactItems: items, ClientRequestToken: randomUUID() }));
+  } catch (err) {
+    const c = cancellationOf(err);
+    if (c ? validationCancellation(c) : isValidation(err)) throw invalidWrite(what, items, err);
+    if (!c && isThrottling(err)) throw toWorldError(err, what);
+    throw err;
+  }
+}
+
+export async function commit(ctx: StorageCtx, hints: SlotHints, pos: Position, o: CommitOptions): Promise<Committed> {
+  const start = await advance(ctx, hints, o.runId, pos);
+  let last = start.last!;
+  let transient = 0;
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const slot = last + 1;
+    const a = await o.build(slot);
+    try {
+      await transact(ctx, a.items, o.what);
+      hints.note(o.runId, slot + a.eventIdx.length - 1);
+      return { slot, count: a.eventIdx.length };
+    } catch (err) {
+      const c = cancellationOf(err);
+      if (!c) throw err;
+      // Guards first: a refused event is refused whatever slot it would have taken.
+      const guardFailed = c.reasons.some((r, i) => r.Code === 'ConditionalCheckFailed' && !a.eventIdx.includes(i));
+      if (guardFailed) {
+        await o.onGuard(c);
+        continue;
+      }
+      if (a.eventIdx.some((i) => failedCondition(c, i))) {
+        o.onSlotTaken?.();
+        // Lost the slot race: move above the current tail.
+        if (pos.collect) {
+          const evs = await eventsAfter(ctx, o.runId, last);
+          pos.collect.push(...evs);
+          last = evs.length > 0 ? evs[evs.length - 1].slot : last + a.eventIdx.length;
+          hints.note(o.runId, last, evs);
+        } else {
+          last = Math.max(last + 1, await tailSlot(ctx, o.runId));
+          hints.note(o.runId, last);
+        }
+        continue;
+      }
+      if (transientCancellation(c)) {
+        await backoff(transient++);
+        continue;
+      }
+      throw err;
+    }
+  }
+  throw new ThrottleError(`${o.what}: DynamoDB kept cancelling the transaction (contention or throttling)`, {
+    retryAfter: 1,
+  });
+}
+
+/** Items and their fields as the message names them: the event's data by key, views by attribute. */
+const FIELD_NAMES: Record<string, string> = { ed: 'eventData', xt: 'event', attributes: 'attributes' };
+
+/**
+ * The 400 for a write DynamoDB refused as invalid. When an item is over DynamoDB's 400 KB, the
+ * error names the item and its largest field (what the caller can shrink or offload).
+ */
+function invalidWrite(what: string, items: TransactWriteItem[], err: unknown): WorkflowWorldError {
+  const puts = items.map((i) => i.Put?.Item).filter((i): i is Attrs => i !== undefined);
+  const largest = puts.map((item) => ({ item, size: itemSize(item) })).sort((a, b) => b.size - a.size)[0];
+  const awsMessage = (err as { message?: string }).message ?? 'request rejected';
+  if (!largest || largest.size < DYNAMODB_ITEM_LIMIT * 0.9) {
+    return new WorkflowWorldError(`${what}: DynamoDB refused the write: ${awsMessage}`, {
+      status: 400,
+      code: 'INVALID_ARGUMENT',
+    });
+  }
+  const field = largestField(largest.item);
+  const kb = (n: number) => `${Math.round(n / 1024)} KB`;
+  return new WorkflowWorldError(
+    `${what}: ${field.name} makes the ${itemKind(largest.item)} item ${kb(largest.size)}, over DynamoDB's 400 KB item limit ` +
+      `(${field.name} is ${kb(field.size)}). Send a smaller value, or lower the payloadThresholdBytes tuning option so payload fields go to S3.`,
+    { status: 400, code: 'INVALID_ARGUMENT', field: field.name },
+  );
+}
+
+function largestField(item: Attrs): { name: string; size: number } {
+  let best = { name: '', size: -1 };
+  for (const [k, v] of Object.entries(item)) {
+    if (k === 'PK' || k === 'SK') continue;
+    if ((k === 'ed' || k === 'xt') && v.M) {
+      for (const [f, x] of Object.entries(v.M)) {
+        const size = itemSize({ [f]: x });
+        if (size > best.size) best = { name: `${FIELD_NAMES[k]}.${f}`, size };
+      }
+      continue;
+    }
+    const size = itemSize({ [k]: v });
+    if (size > best.size) best = { name: FIELD_NAMES[k] ?? k, size };
+  }
+  return best;
+}
+
+function itemKind(item: Attrs): string {
+  const sk = item.SK?.S ?? '';
+  if (sk.startsWith('EVT#')) return 'event';
+  if (sk.startsWith('STEP#')) return 'step';
+  if (sk === 'RUN#meta') return 'run';
+  if (sk.startsWith('HOOK#')) return 'hook';
+  return 'view';
+}

@@ -1,0 +1,59 @@
+/**
+ * The conditions a create's transaction is built from, and how a cancelled one is read.
+ *
+ * - The two conditional puts: the create claim of a view item (`attribute_not_exists`,
+ *   reporting the existing item on failure) and the slot claim of an event (`attribute_not_exists`
+ *   on `EVT#<slot>`: a taken slot fails the transaction, see `commit.ts`).
+ * - A cancelled transaction reports one reason per action, in action order, and with
+ *   `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` a failed condition carries the item as it
+ *   was. The create paths read those reasons to choose the exact `@workflow/errors` class without
+ *   a second read: a slot claim that failed is a bump, a failed guard names the state it saw.
+ *   (Recognising the AWS error itself is `aws/errors.ts`'s job.)
+ */
+import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
+import { cancellationReasons, isTransactionCanceled } from '../../aws/errors.js';
+import type { Attrs } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+
+/** Put with `attribute_not_exists`: the create-claim of a view item. */
+export function putNew(ctx: StorageCtx, item: Attrs): TransactWriteItem {
+  return {
+    Put: {
+      TableName: ctx.table,
+      Item: item,
+      ConditionExpression: 'attribute_not_exists(PK)',
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  };
+}
+
+/** The slot claim: an event put that fails if the slot is taken. */
+export function putEvent(ctx: StorageCtx, item: Attrs): TransactWriteItem {
+  return { Put: { TableName: ctx.table, Item: item, ConditionExpression: 'attribute_not_exists(PK)' } };
+}
+
+export interface Cancellation {
+  readonly reasons: readonly { Code?: string; Message?: string; Item?: Record<string, unknown> }[];
+}
+
+export function cancellationOf(err: unknown): Cancellation | undefined {
+  return isTransactionCanceled(err) ? { reasons: cancellationReasons(err) } : undefined;
+}
+
+export const failedCondition = (c: Cancellation, i: number): boolean => c.reasons[i]?.Code === 'ConditionalCheckFailed';
+
+/** The item a failed condition saw (`undefined` when the item did not exist). */
+export const oldItem = (c: Cancellation, i: number): Attrs | undefined => c.reasons[i]?.Item as Attrs | undefined;
+
+/** Reasons that are worth retrying the same transaction for. */
+export function transientCancellation(c: Cancellation): boolean {
+  return c.reasons.some(
+    (r) =>
+      r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded',
+  );
+}
+
+/** A reason DynamoDB gives when an action is invalid (e.g. an item over 400 KB). */
+export function validationCancellation(c: Cancellation): boolean {
+  return c.reasons.some((r) => r.Code === 'ValidationError');
+}

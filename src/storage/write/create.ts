@@ -1,0 +1,167 @@
+/**
+ * `events.create`: validate, route to the event's handler, and assemble the `EventResult`.
+ *
+ * Result assembly owns the three "delta" producers, which share `events/cursor/hasMore`:
+ * - `sinceCursor`: everything after the cursor up to this write's own events, i.e. what
+ *   `events.list({cursor})` returns right after the write (collected during the bump, so a
+ *   write that did not race needs no read at all);
+ * - the run_started preload (and `preloadEvents` on hook_received): the whole log;
+ * - bump and report: with `eventCount` only, the events on the slots the write skipped over.
+ */
+import { WorkflowWorldError } from '@workflow/errors';
+import type { CreateEventParams, EventResult, ResolveData } from '@workflow/world';
+import { getMaxEventsPerRun } from '@workflow/world';
+import type { StepItemCache } from '../memory/items.js';
+import { RunItemCache } from '../memory/items.js';
+import type { SlotHints } from '../memory/slot-hints.js';
+import { type EventRecord, toEvent } from '../records/event.js';
+import { dropUndefined } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import { assertId, invalidArgument } from '../table/errors.js';
+import { encodeEventCursor } from '../table/pagination.js';
+import { type CreateCall, type Outcome, Resolved } from './create-call.js';
+import { hookCreated, hookDisposed, hookReceived, waitCompleted, waitCreated } from './hook-events.js';
+import { attrSet, runCreated, runStarted, runTerminal } from './run-events.js';
+import { stepCreated, stepFinished, stepRetrying, stepStartedBare, stepStartedLazy } from './step-events.js';
+
+type Data = Record<string, any>;
+type Handler = (call: CreateCall, runId: string, data: Data) => Promise<Outcome>;
+
+const HANDLERS: Record<string, Handler> = {
+  run_started: runStarted,
+  run_completed: runTerminal,
+  run_failed: runTerminal,
+  run_cancelled: runTerminal,
+  attr_set: attrSet,
+  step_created: stepCreated,
+  step_started: (call, runId, data) =>
+    typeof data.eventData?.stepName === 'string' && data.eventData.input !== undefined
+      ? stepStartedLazy(call, runId, data)
+      : stepStartedBare(call, runId, data),
+  step_completed: stepFinished,
+  step_failed: stepFinished,
+  step_retrying: stepRetrying,
+  hook_created: hookCreated,
+  hook_received: hookReceived,
+  hook_disposed: hookDisposed,
+  wait_created: waitCreated,
+  wait_completed: waitCompleted,
+};
+
+/** Event types whose entity is named by `correlationId`. */
+const NEEDS_CORRELATION = new Set([
+  'step_created',
+  'step_started',
+  'step_completed',
+  'step_failed',
+  'step_retrying',
+  'hook_created',
+  'hook_received',
+  'hook_disposed',
+  'wait_created',
+  'wait_completed',
+]);
+
+/**
+ * Runs `fn` after every earlier create for the same run in this process has settled.
+ *
+ * Why: a fan-out runs its steps inline in one process, and their creates would all claim the
+ * same next slot; every loser then pays a cancelled transaction (billed) plus a tail Query and
+ * retries, so attempts grow with the square of the parallelism. Queued behind each other, each
+ * create starts from the slot the previous one committed (the in-process hint) and lands first
+ * time. Creates from other processes still race, which bump-and-report handles.
+ */
+function perRunQueue() {
+  const tails = new Map<string, Promise<unknown>>();
+  return <T>(runId: string, fn: () => Promise<T>): Promise<T> => {
+    const prev = tails.get(runId);
+    const next = prev ? prev.then(fn, fn) : fn();
+    tails.set(runId, next);
+    const clear = () => {
+      if (tails.get(runId) === next) tails.delete(runId);
+    };
+    next.then(clear, clear);
+    return next;
+  };
+}
+
+export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs = new RunItemCache()) {
+  const queue = perRunQueue();
+  const createOne = createUnqueued(ctx, hints, steps, runs);
+  return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
+    typeof runId === 'string' && runId !== ''
+      ? queue(runId, () => createOne(runId, data, params))
+      : createOne(runId, data, params);
+}
+
+function createUnqueued(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs: RunItemCache) {
+  return async function create(runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> {
+    if (!data || typeof data !== 'object' || typeof data.eventType !== 'string') {
+      throw invalidArgument('eventType', 'event request must have an eventType');
+    }
+    const rd: ResolveData = params?.resolveData ?? 'all';
+    const now = new Date();
+    const call: CreateCall = {
+      ctx,
+      hints,
+      steps,
+      runs,
+      params,
+      rd,
+      now,
+      stamp: { createdAt: now, occurredAt: params?.occurredAt },
+    };
+    const type = data.eventType;
+    if (NEEDS_CORRELATION.has(type)) assertId('correlationId', data.correlationId);
+    if (data.correlationId !== undefined && data.correlationId !== null) assertId('correlationId', data.correlationId);
+    try {
+      if (type === 'run_created') {
+        const out = await runCreated(call, runId, data);
+        return assemble(call, out.runId, out);
+      }
+      assertId('runId', runId);
+      const handler = HANDLERS[type];
+      if (!handler) throw invalidArgument('eventType', `Unsupported event type "${type}"`);
+      return await assemble(call, runId, await handler(call, runId, data));
+    } catch (e) {
+      if (e instanceof Resolved) return withMaxEvents(e.result);
+      throw e;
+    }
+  };
+}
+
+function withMaxEvents(r: EventResult): EventResult {
+  return r.run ? { ...r, maxEvents: getMaxEventsPerRun() } : r;
+}
+
+async function assemble(call: CreateCall, runId: string, out: Outcome): Promise<EventResult> {
+  const { ctx, rd, params } = call;
+  const own = out.own;
+  if (own.length === 0) throw new WorkflowWorldError(`events.create committed nothing for run "${runId}"`);
+  const last = own[own.length - 1];
+  const events = (list: EventRecord[]) => Promise.all(list.map((e) => toEvent(ctx, e, rd)));
+  const result: EventResult = dropUndefined({
+    event: await toEvent(ctx, last, rd),
+    run: out.run,
+    step: out.step,
+    hook: out.hook,
+    wait: out.wait,
+    ...(out.stepCreated ? { stepCreated: true as const } : {}),
+  });
+  const collected = out.pos.collect ?? [];
+  let page: Pick<EventResult, 'events' | 'cursor' | 'hasMore'> | undefined;
+  if (out.fullLog) {
+    page = {
+      events: await events([...(out.preload ?? []), ...collected, ...own]),
+      cursor: encodeEventCursor(last.slot),
+      hasMore: false,
+    };
+  } else if (typeof params?.sinceCursor === 'string') {
+    page = { events: await events([...collected, ...own]), cursor: encodeEventCursor(last.slot), hasMore: false };
+  } else if (collected.length > 0) {
+    // Report: the skipped slots only; no cursor, it must not move the caller's read position.
+    page = { events: await events(collected.filter((e) => e.slot < own[0].slot)), cursor: null, hasMore: false };
+  }
+  call.hints.note(runId, last.slot, [...(out.preload ?? []), ...collected, ...own]);
+  return withMaxEvents(page ? ({ ...result, ...page } as EventResult) : result);
+}

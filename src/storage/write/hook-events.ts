@@ -1,0 +1,344 @@
+/**
+ * Hook and wait events: hook_created (global token claim, hook_conflict), hook_received
+ * (with `(runId, resumeId)` dedupe), hook_disposed, wait_created, wait_completed.
+ *
+ * The hook item `HOOK#<token>` *is* the token claim: created with `attribute_not_exists` in the
+ * same transaction as the `hook_created` event, deleted (conditioned on its owner) by
+ * `hook_disposed` and by the terminal run's release. A claim whose owning run is terminal or
+ * gone is taken over by the next claimant (conditioned on the stale owner), so a release the
+ * terminal path missed can never block a token forever.
+ */
+import { QueryCommand } from '@aws-sdk/client-dynamodb';
+import { EntityConflictError, HookNotFoundError, RunExpiredError } from '@workflow/errors';
+import { SPEC_VERSION_CURRENT } from '@workflow/world';
+import { ATTR, GSI1, keys, storageKeys } from '../../ddb.js';
+import { correlationEvents } from '../read/correlation.js';
+import { readRunTail } from '../read/log-tail.js';
+import { type EventRecord, eventItem, newEvent, parseEvent, toEvent } from '../records/event.js';
+import { type HookRecord, hookItem, parseHook, toHook, tokenOfHookPk } from '../records/hook.js';
+import { isTerminalRun } from '../records/lifecycle.js';
+import { placeEventData, placePayloads, runPrefix } from '../records/payloads.js';
+import { parseRun, toRun } from '../records/run.js';
+import { parseWait, waitItem } from '../records/wait.js';
+import { keysOf, num, str } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import { assertId, notFound } from '../table/errors.js';
+import { getItem } from '../table/reads.js';
+import { commit } from './commit.js';
+import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
+import { type CreateCall, type Outcome, Resolved } from './create-call.js';
+import { advance, type Position, startPosition } from './position.js';
+import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError } from './run-guard.js';
+
+type Data = Record<string, any>;
+
+const hookOwnedBy = (runId: string, hookId: string) => ({
+  ConditionExpression: 'runId = :r AND hookId = :h',
+  ExpressionAttributeValues: { ':r': { S: runId }, ':h': { S: hookId } },
+});
+
+/** The token of a run's hook when the event did not carry it (GSI1 `RUNHOOKS#<runId>`). */
+async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<string | undefined> {
+  const res = await ctx.ddb.send(
+    new QueryCommand({
+      TableName: ctx.table,
+      IndexName: GSI1,
+      KeyConditionExpression: `${ATTR.gsi1pk} = :p AND ${ATTR.gsi1sk} = :h`,
+      ExpressionAttributeValues: { ':p': { S: keys.runHooksGsi(runId) }, ':h': { S: hookId } },
+    }),
+  );
+  const pk = res.Items?.[0]?.PK?.S;
+  return pk === undefined ? undefined : tokenOfHookPk(pk);
+}
+
+/** Whether the log of `runId` holds an event of `type` for `correlationId`. */
+async function hasEvent(ctx: StorageCtx, runId: string, correlationId: string, type: string): Promise<boolean> {
+  return (
+    (await correlationEvents(ctx, { runId, correlationId, ascending: true, limit: 1, eventType: type })).length > 0
+  );
+}
+
+/** A claim may be taken over once its run is terminal (or gone) and its retention has passed. */
+async function claimReleasable(ctx: StorageCtx, holder: HookRecord, now: Date): Promise<boolean> {
+  if (holder.tokenRetentionUntil && holder.tokenRetentionUntil.getTime() > now.getTime()) return false;
+  const run = await getItem(ctx, keys.runMeta(holder.runId));
+  return !run || isTerminalRun(str(run, 'status'));
+}
+
+// ---------------------------------------------------------------- hook_created
+
+export async function hookCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
+  const hookId: string = data.correlationId;
+  const ed: Data = data.eventData ?? {};
+  const token = ed.token;
+  assertId('token', token);
+  const terminal = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
+  const placed = await placePayloads(ctx, { metadata: ed.metadata }, `${runPrefix(runId)}/hooks/${hookId}`, 4096, () =>
+    checkRunGuard(ctx, runId, terminal),
+  );
+  const rec: HookRecord = {
+    runId,
+    hookId,
+    token,
+    metadata: placed.metadata,
+    createdAt: call.now,
+    specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
+    isWebhook: ed.isWebhook ?? false,
+    isSystem: ed.isSystem ?? false,
+    tokenRetentionUntil: ed.tokenRetentionUntil === undefined ? undefined : new Date(ed.tokenRetentionUntil),
+  };
+  const created = newEvent(call.stamp, runId, data, 'hook_created', ed);
+  let takeover: HookRecord | undefined;
+  let conflictWith: string | undefined;
+  const pos = startPosition(call.params);
+  const done = await commit(ctx, call.hints, pos, {
+    runId,
+    what: 'hook_created',
+    build: (slot) => {
+      if (conflictWith !== undefined) {
+        const ev = newEvent(call.stamp, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
+        return { items: [runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))], eventIdx: [1] };
+      }
+      const claim = takeover
+        ? {
+            Put: {
+              TableName: ctx.table,
+              Item: hookItem(rec),
+              ...hookOwnedBy(takeover.runId, takeover.hookId),
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+            },
+          }
+        : putNew(ctx, hookItem(rec));
+      return {
+        items: [
+          claim,
+          holdingRunGuard(ctx, runId),
+          putEvent(ctx, eventItem({ ...created, slot, eventData: { ...ed, metadata: placed.metadata } })),
+        ],
+        eventIdx: [2],
+      };
+    },
+    onGuard: async (c) => {
+      const runIdx = conflictWith !== undefined ? 0 : 1;
+      if (failedCondition(c, runIdx)) throw runGuardError(runId, oldItem(c, runIdx), terminal);
+      const old = oldItem(c, 0);
+      if (!old) {
+        takeover = undefined; // the stale claim went away meanwhile: claim it fresh
+        return 'retry' as const;
+      }
+      const holder = parseHook(old);
+      if (holder.runId === runId && holder.hookId === hookId)
+        throw new EntityConflictError(`Hook "${hookId}" already created`);
+      if (await claimReleasable(ctx, holder, call.now)) takeover = holder;
+      else conflictWith = holder.runId;
+      return 'retry' as const;
+    },
+  });
+  if (conflictWith !== undefined) {
+    const ev = newEvent(call.stamp, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
+    return { own: [{ ...ev, slot: done.slot }], pos, hook: undefined };
+  }
+  call.runs.update(runId, { [HOLDS]: { BOOL: true } });
+  return {
+    own: [{ ...created, slot: done.slot }],
+    pos,
+    hook: await toHook(ctx, { ...rec, metadata: ed.metadata }, call.rd),
+  };
+}
+
+// ---------------------------------------------------------------- hook_received
+
+export async function hookReceived(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx, params } = call;
+  const hookId: string = data.correlationId;
+  const ed: Data = data.eventData ?? {};
+  const token = typeof ed.token === 'string' ? ed.token : await tokenOf(ctx, runId, hookId);
+  if (!token) throw new HookNotFoundError(hookId);
+  const resumeId = typeof params?.resumeId === 'string' && params.resumeId !== '' ? params.resumeId : undefined;
+  const digest = typeof params?.resumePayloadDigest === 'string' ? params.resumePayloadDigest : undefined;
+  const expired = (s: string) =>
+    new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s);
+  const stored = await placeEventData(ctx, runId, 'hook_received', ed, () => checkRunGuard(ctx, runId, expired));
+  const ev: EventRecord = { ...newEvent(call.stamp, runId, data, 'hook_received', ed), resumeId };
+
+  let pos: Position = startPosition(params);
+  let preload: EventRecord[] | undefined;
+  let run: HookRunView | undefined;
+  if (params?.preloadEvents === true) {
+    // Read the whole log with the run; the write then lands right after it (or reports the bump).
+    const read = await readRunTail(ctx, runId, 0);
+    if (read.run) {
+      const r = parseRun(read.run);
+      if (r.startedAt && !isTerminalRun(r.status)) {
+        preload = read.events;
+        run = r;
+      }
+    }
+    pos = { last: read.tail, collect: [] };
+  }
+  const done = await commit(ctx, call.hints, pos, {
+    runId,
+    what: 'hook_received',
+    build: (slot) => {
+      const items = [
+        { ConditionCheck: { TableName: ctx.table, Key: keysOf(keys.hook(token)), ...hookOwnedBy(runId, hookId) } },
+        runGuard(ctx, runId),
+        putEvent(ctx, eventItem({ ...ev, slot, eventData: stored })),
+      ];
+      if (resumeId) {
+        const claim = {
+          ...keysOf(storageKeys.resumeClaim(runId, resumeId)),
+          hookId: { S: hookId },
+          slot: { N: String(slot) },
+        };
+        if (digest) Object.assign(claim, { digest: { S: digest } });
+        items.push(putNew(ctx, claim));
+      }
+      return { items, eventIdx: [2] };
+    },
+    onGuard: async (c) => {
+      if (resumeId && failedCondition(c, 3)) {
+        // This resume is already committed (or the id was reused): converge or refuse.
+        const claim = oldItem(c, 3)!;
+        if (str(claim, 'hookId') !== hookId)
+          throw new EntityConflictError(`hook_received resumeId "${resumeId}" already recorded for a different hook`);
+        const had = str(claim, 'digest');
+        if (digest && had && had !== digest)
+          throw new EntityConflictError(
+            `hook_received resumeId "${resumeId}" already recorded with a different payload`,
+          );
+        const item = await getItem(ctx, keys.event(runId, num(claim, 'slot')!));
+        throw new Resolved({ event: await toEvent(ctx, parseEvent(item!), call.rd) });
+      }
+      if (failedCondition(c, 0)) throw new HookNotFoundError(hookId);
+      throw runGuardError(
+        runId,
+        oldItem(c, 1),
+        (s) => new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s),
+      );
+    },
+  });
+  const out: Outcome = { own: [{ ...ev, slot: done.slot }], pos };
+  if (preload && run) {
+    out.run = await toRun(ctx, run, call.rd);
+    out.preload = preload;
+    out.fullLog = true;
+  }
+  return out;
+}
+
+type HookRunView = ReturnType<typeof parseRun>;
+
+// ---------------------------------------------------------------- hook_disposed
+
+export async function hookDisposed(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
+  const hookId: string = data.correlationId;
+  const ed: Data | undefined = data.eventData;
+  const token = typeof ed?.token === 'string' ? ed.token : await tokenOf(ctx, runId, hookId);
+  const gone = async (): Promise<never> => {
+    if (await hasEvent(ctx, runId, hookId, 'hook_disposed'))
+      throw new EntityConflictError(`Hook "${hookId}" already disposed`);
+    throw new HookNotFoundError(hookId);
+  };
+  if (!token) return gone();
+  const ev = newEvent(call.stamp, runId, data, 'hook_disposed', ed);
+  const pos = startPosition(call.params);
+  const done = await commit(ctx, call.hints, pos, {
+    runId,
+    what: 'hook_disposed',
+    build: (slot) => ({
+      items: [
+        { Delete: { TableName: ctx.table, Key: keysOf(keys.hook(token)), ...hookOwnedBy(runId, hookId) } },
+        putEvent(ctx, eventItem({ ...ev, slot })),
+      ],
+      eventIdx: [1],
+    }),
+    onGuard: gone,
+  });
+  return { own: [{ ...ev, slot: done.slot }], pos };
+}
+
+// ---------------------------------------------------------------- waits
+
+export async function waitCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
+  const cid: string = data.correlationId;
+  const ed: Data = data.eventData ?? {};
+  const wait = {
+    waitId: `${runId}-${cid}`,
+    correlationId: cid,
+    runId,
+    status: 'waiting' as const,
+    resumeAt: ed.resumeAt === undefined ? undefined : new Date(ed.resumeAt),
+    createdAt: call.now,
+    updatedAt: call.now,
+    specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
+  };
+  const ev = newEvent(call.stamp, runId, data, 'wait_created', ed);
+  const pos = startPosition(call.params);
+  const done = await commit(ctx, call.hints, pos, {
+    runId,
+    what: 'wait_created',
+    build: (slot) => ({
+      items: [putNew(ctx, waitItem(wait)), holdingRunGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))],
+      eventIdx: [2],
+    }),
+    onGuard: (c) => {
+      if (failedCondition(c, 1))
+        throw runGuardError(
+          runId,
+          oldItem(c, 1),
+          (s) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`),
+        );
+      throw new EntityConflictError(`Wait "${cid}" already exists`);
+    },
+  });
+  call.runs.update(runId, { [HOLDS]: { BOOL: true } });
+  const { correlationId: _, ...w } = wait;
+  return { own: [{ ...ev, slot: done.slot }], pos, wait: w };
+}
+
+export async function waitCompleted(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
+  const cid: string = data.correlationId;
+  const [item, pos] = await Promise.all([
+    getItem(ctx, keys.wait(runId, cid)),
+    advance(call.ctx, call.hints, runId, startPosition(call.params)),
+  ]);
+  const check = (it: typeof item) => {
+    if (!it) throw notFound(`Wait "${cid}" not found`);
+    if (str(it, 'status') !== 'waiting') throw new EntityConflictError(`Wait "${cid}" already completed`);
+    return parseWait(it);
+  };
+  const cur = check(item);
+  const next = { ...cur, correlationId: cid, status: 'completed' as const, completedAt: call.now, updatedAt: call.now };
+  const ev = newEvent(call.stamp, runId, data, 'wait_completed', data.eventData);
+  const done = await commit(ctx, call.hints, pos, {
+    runId,
+    what: 'wait_completed',
+    build: (slot) => ({
+      items: [
+        {
+          Put: {
+            TableName: ctx.table,
+            Item: waitItem(next),
+            ConditionExpression: '#st = :w',
+            ExpressionAttributeNames: { '#st': 'status' },
+            ExpressionAttributeValues: { ':w': { S: 'waiting' } },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
+        putEvent(ctx, eventItem({ ...ev, slot })),
+      ],
+      eventIdx: [1],
+    }),
+    onGuard: (c) => {
+      check(oldItem(c, 0));
+      return 'retry' as const;
+    },
+  });
+  const { correlationId: _, ...w } = next;
+  return { own: [{ ...ev, slot: done.slot }], pos, wait: w };
+}

@@ -1,0 +1,208 @@
+/**
+ * Retention: what a run gives up when it reaches a terminal state (docs/design.md, "Retention").
+ *
+ * Invariants:
+ * - `$retention: '0'` (`readRunRetention` mode `none`) purges the run's user payloads: the
+ *   payload attributes of every item (`payloadPaths`), the contents of its stream blocks (the
+ *   block keeps its length), and its S3 objects; the entities stay readable.
+ * - With a retention (`retentionDays`, else {@link PURGED_ENTITY_GRACE_SECONDS} after a purge)
+ *   every item of the run gets a `ttl`, the run view last; without a purge the run view gets
+ *   `expiredAt` = that time and the S3 objects are tagged for the bucket's lifecycle rule.
+ * - Runs after the terminal transaction committed; a failure is logged and leaves data in place.
+ *   Every update is conditional on the item existing, and idempotent.
+ */
+import { type AttributeValue, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { getEventDataRefFields, readRunRetention } from '@workflow/world';
+import { isConditionalCheckFailed } from '../../aws/errors.js';
+import { ATTR, GSI1, keys } from '../../ddb.js';
+import { RETENTION_TAG } from '../../limits.js';
+import { consoleLogger } from '../../log.js';
+import { forEachLimited } from '../../util/concurrency.js';
+import { runPrefix } from '../records/payloads.js';
+import type { Attrs } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import { queryAll } from '../table/reads.js';
+
+/** How long the payload-free entities of a `$retention: '0'` run are kept without a World-wide retention. */
+export const PURGED_ENTITY_GRACE_SECONDS = 86_400;
+
+/** Whether a finished run asked for its user payloads to be purged at once (`$retention: '0'`). */
+export function purgesOnFinish(attributes: Record<string, string>): boolean {
+  return readRunRetention(attributes).mode === 'none';
+}
+
+/** Seconds the items of a terminal run are kept, or undefined for "keep". */
+export function retentionSeconds(ctx: StorageCtx, attributes: Record<string, string>): number | undefined {
+  const days = ctx.config.retentionDays;
+  if (days !== undefined) return days * 86_400;
+  return purgesOnFinish(attributes) ? PURGED_ENTITY_GRACE_SECONDS : undefined;
+}
+
+/** Top-level payload attributes of run, step and hook items. */
+const ENTITY_PAYLOADS = ['input', 'output', 'error', 'metadata'];
+/**
+ * A stream block item (streams/items.ts) holds its chunks in the list `c`. A purge keeps the list's
+ * length (the block's chunk indices stay dense for readers) and empties every element.
+ */
+const BLOCK_CHUNKS = 'c';
+
+/** The document paths holding user payloads in one item, as REMOVE paths plus their names. */
+export function payloadPaths(item: Attrs): { paths: string[]; names: Record<string, string> } {
+  const paths: string[] = [];
+  const names: Record<string, string> = {};
+  const add = (path: string[]) => {
+    const aliases = path.map((p) => {
+      const a = `#p${Object.keys(names).length}`;
+      names[a] = p;
+      return a;
+    });
+    paths.push(aliases.join('.'));
+  };
+  const sk = item.SK?.S ?? '';
+  if (sk.startsWith(keys.chunkSkPrefix)) return { paths, names }; // see blockPurge()
+  for (const a of ENTITY_PAYLOADS) if (item[a] !== undefined) add([a]);
+  const ed = item.ed?.M;
+  const type = item.t?.S;
+  if (ed && type) for (const f of getEventDataRefFields(type)) if (ed[f] !== undefined) add(['ed', f]);
+  return { paths, names };
+}
+
+/** For a stream block item: `SET c = [NULL, ...]` with as many elements as it has chunks. */
+function blockPurge(
+  item: Attrs,
+): { set: string; names: Record<string, string>; values: Record<string, AttributeValue> } | undefined {
+  const list = item[BLOCK_CHUNKS]?.L;
+  if (!(item.SK?.S ?? '').startsWith(keys.chunkSkPrefix) || !list) return undefined;
+  return {
+    set: ', #blk = :empty',
+    names: { '#blk': BLOCK_CHUNKS },
+    values: { ':empty': { L: list.map(() => ({ NULL: true })) } },
+  };
+}
+
+const CONCURRENCY = 16;
+
+/** Stamp `ttl` on each item and, when purging, remove its payload attributes in the same update. */
+async function stamp(ctx: StorageCtx, items: Attrs[], ttl: number, purge: boolean): Promise<void> {
+  await forEachLimited(items, CONCURRENCY, async (it) => {
+    const { paths, names } = purge ? payloadPaths(it) : { paths: [], names: {} };
+    const block = purge ? blockPurge(it) : undefined;
+    const values: Record<string, AttributeValue> = { ':t': { N: String(ttl) }, ...block?.values };
+    await ctx.ddb
+      .send(
+        new UpdateItemCommand({
+          TableName: ctx.table,
+          Key: { PK: it.PK, SK: it.SK },
+          UpdateExpression: `SET #ttl = :t${block?.set ?? ''}${paths.length > 0 ? ` REMOVE ${paths.join(', ')}` : ''}`,
+          ConditionExpression: 'attribute_exists(PK)',
+          ExpressionAttributeNames: { '#ttl': ATTR.ttl, ...names, ...block?.names },
+          ExpressionAttributeValues: values,
+        }),
+      )
+      .catch((e) => {
+        if (!isConditionalCheckFailed(e)) throw e; // deleted meanwhile (a released wait): nothing to stamp
+      });
+  });
+}
+
+/**
+ * Apply the run's retention after its terminal event committed at `now`. A purge reads the items
+ * whole (it must see which payload fields each holds); a plain expiry reads only their keys.
+ */
+export async function applyRetention(
+  ctx: StorageCtx,
+  runId: string,
+  attributes: Record<string, string>,
+  now: Date,
+): Promise<void> {
+  const seconds = retentionSeconds(ctx, attributes);
+  if (seconds === undefined) return;
+  const purge = purgesOnFinish(attributes);
+  const ttl = Math.floor(now.getTime() / 1000) + seconds;
+  const projection = purge ? {} : { ProjectionExpression: 'PK, SK' };
+  try {
+    const [own, streams] = await Promise.all([
+      queryAll(ctx, {
+        KeyConditionExpression: 'PK = :pk',
+        ExpressionAttributeValues: { ':pk': { S: keys.runPk(runId) } },
+        ...projection,
+        ConsistentRead: true,
+      }),
+      queryAll(ctx, {
+        IndexName: GSI1,
+        KeyConditionExpression: '#g = :g',
+        ExpressionAttributeNames: { '#g': ATTR.gsi1pk },
+        ExpressionAttributeValues: { ':g': { S: keys.runStreamsGsi(runId) } },
+      }),
+    ]);
+    const chunks = (
+      await Promise.all(
+        streams.map((s) =>
+          queryAll(ctx, {
+            KeyConditionExpression: 'PK = :pk',
+            ExpressionAttributeValues: { ':pk': s.PK },
+            ...projection,
+            ConsistentRead: true,
+          }),
+        ),
+      )
+    ).flat();
+    // The run view last: once it carries the TTL, everything else already does.
+    const view = own.filter((i) => i.SK.S === 'RUN#meta');
+    await stamp(ctx, [...own.filter((i) => i.SK.S !== 'RUN#meta'), ...chunks], ttl, purge);
+    await stamp(ctx, view, ttl, purge);
+    // A purged run's `expiredAt` (the terminal time) came with its terminal transaction.
+    if (!purge)
+      await ctx.ddb.send(
+        new UpdateItemCommand({
+          TableName: ctx.table,
+          Key: { PK: { S: keys.runPk(runId) }, SK: { S: 'RUN#meta' } },
+          UpdateExpression: 'SET expiredAt = :e',
+          ConditionExpression: 'attribute_exists(PK)',
+          ExpressionAttributeValues: { ':e': { N: String(ttl * 1000) } },
+        }),
+      );
+    await expireObjects(ctx, runId, purge);
+  } catch (err) {
+    consoleLogger.warn(
+      `[eve-world-aws] retention of run ${runId} not applied (its data is kept): ${(err as Error).message}`,
+    );
+  }
+}
+
+/** Delete (retention 0) or tag for the lifecycle rule (N days) every object of the run. */
+async function expireObjects(ctx: StorageCtx, runId: string, now: boolean): Promise<void> {
+  const [s3, { ListObjectsV2Command, DeleteObjectsCommand, PutObjectTaggingCommand }] = await Promise.all([
+    ctx.payloads.s3(),
+    import('@aws-sdk/client-s3'),
+  ]);
+  let token: string | undefined;
+  do {
+    const page = await s3.send(
+      new ListObjectsV2Command({
+        Bucket: ctx.payloads.bucket,
+        Prefix: `${runPrefix(runId)}/`,
+        ContinuationToken: token,
+      }),
+    );
+    const objects = (page.Contents ?? []).map((o) => ({ Key: o.Key! }));
+    if (objects.length > 0 && now) {
+      await s3.send(
+        new DeleteObjectsCommand({ Bucket: ctx.payloads.bucket, Delete: { Objects: objects, Quiet: true } }),
+      );
+    } else if (objects.length > 0) {
+      await Promise.all(
+        objects.map((o) =>
+          s3.send(
+            new PutObjectTaggingCommand({
+              Bucket: ctx.payloads.bucket,
+              Key: o.Key,
+              Tagging: { TagSet: [{ Key: RETENTION_TAG, Value: 'true' }] },
+            }),
+          ),
+        ),
+      );
+    }
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+}

@@ -1,0 +1,85 @@
+/**
+ * The run guard most child events carry: a ConditionCheck on `RUN#meta` that the run exists, is
+ * not terminal and has a spec this World serves. Both the guard and every terminal transition
+ * touch `RUN#meta`, so an event is ordered against the run's end. A failed guard maps to the
+ * exact contract error through {@link runGuardError}.
+ *
+ * The orphan sweep (src/sweep/run-payloads.ts) relies on this: once `RUN#meta` is terminal, no create that
+ * carries this guard can publish a pointer under `runs/<runId>/`. The creates that do not carry it
+ * (a running step's completion, `step_retrying`, stream blocks) are listed there and protected.
+ */
+import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
+import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
+import { requiresNewerWorld, SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
+import { keys } from '../../ddb.js';
+import { isTerminalRun, NOT_TERMINAL, TERMINAL_VALUES } from '../records/lifecycle.js';
+import { type Attrs, keysOf, num, str } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import { getItem } from '../table/reads.js';
+
+export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
+  return {
+    ConditionCheck: {
+      TableName: ctx.table,
+      Key: keysOf(keys.runMeta(runId)),
+      ConditionExpression: `attribute_exists(PK) AND ${NOT_TERMINAL} AND (attribute_not_exists(specVersion) OR specVersion <= :maxsv)`,
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ...TERMINAL_VALUES, ':maxsv': { N: String(SPEC_VERSION_MAX_SUPPORTED) } },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  };
+}
+
+/**
+ * {@link runGuard} for an event that leaves something for the run's end to release (a hook or a
+ * wait): the same condition as an Update that sets the run's `holds` flag, in the same
+ * transaction. A run whose flag is still `false` at its terminal transition skips the release
+ * queries (run-release.ts); the terminal transaction is conditioned on that value, so a hold
+ * that commits in between forces a re-read instead of being missed.
+ */
+export function holdingRunGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
+  const { ConditionCheck: check } = runGuard(ctx, runId);
+  return {
+    Update: {
+      ...check!,
+      UpdateExpression: 'SET #holds = :held',
+      ExpressionAttributeNames: { ...check!.ExpressionAttributeNames, '#holds': HOLDS },
+      ExpressionAttributeValues: { ...check!.ExpressionAttributeValues, ':held': { BOOL: true } },
+    },
+  };
+}
+
+/** The run item's flag: `false` from creation, `true` once a hook or wait was created. */
+export const HOLDS = 'holds';
+
+/** Whether a run read before its terminal transition may hold hooks or waits (absent: a run from before the flag). */
+export function mayHold(run: Attrs): boolean {
+  return run[HOLDS]?.BOOL !== false;
+}
+
+/** The error a failed {@link runGuard} stands for. */
+export function runGuardError(runId: string, old: Attrs | undefined, onTerminal: (status: string) => Error): Error {
+  if (!old) return new WorkflowRunNotFoundError(runId);
+  const sv = num(old, 'specVersion');
+  if (requiresNewerWorld(sv)) return new RunNotSupportedError(sv!, SPEC_VERSION_MAX_SUPPORTED);
+  return onTerminal(str(old, 'status') ?? 'unknown');
+}
+
+/**
+ * The run guard read ahead (strongly consistent): throws what the guard would. Used before an
+ * upload to S3, so a create the guard will refuse leaves no object behind.
+ */
+export async function checkRunGuard(
+  ctx: StorageCtx,
+  runId: string,
+  onTerminal: (status: string) => Error,
+): Promise<void> {
+  const run = await getItem(ctx, keys.runMeta(runId));
+  if (!run || isTerminalRun(str(run, 'status')) || requiresNewerWorld(num(run, 'specVersion')))
+    throw runGuardError(runId, run, onTerminal);
+}
+
+/** The same check on a run already read. */
+export function assertSpec(run: { specVersion?: number }): void {
+  if (requiresNewerWorld(run.specVersion)) throw new RunNotSupportedError(run.specVersion!, SPEC_VERSION_MAX_SUPPORTED);
+}

@@ -1,0 +1,90 @@
+/**
+ * What a terminal run gives up: its hooks (releasing their tokens) and its pending waits.
+ *
+ * Runs after the terminal transaction committed, so no new hook or wait can appear (their creates
+ * carry a run guard). Idempotent: each hook delete is conditioned on its owner, and a token missed
+ * here (GSI lag) is taken over by the next claimant, which checks that the holder's run is
+ * terminal. Hooks with a `tokenRetentionUntil` in the future are kept (the `hookRetention`
+ * capability), readable and holding their token, with a TTL at the end of their retention.
+ */
+import { BatchWriteItemCommand, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { isConditionalCheckFailed } from '../../aws/errors.js';
+import { ATTR, GSI1, keys, storageKeys } from '../../ddb.js';
+import { backoff } from '../table/backoff.js';
+import { type Attrs, num, str } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+import { queryAll } from '../table/reads.js';
+
+export async function releaseRun(ctx: StorageCtx, runId: string, purge = false): Promise<void> {
+  const [hooks, waits] = await Promise.all([
+    queryAll(ctx, {
+      IndexName: GSI1,
+      KeyConditionExpression: `${ATTR.gsi1pk} = :h`,
+      ExpressionAttributeValues: { ':h': { S: keys.runHooksGsi(runId) } },
+    }),
+    queryAll(ctx, {
+      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :w)',
+      FilterExpression: '#st = :waiting',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: {
+        ':pk': { S: keys.runPk(runId) },
+        ':w': { S: keys.waitSkPrefix },
+        ':waiting': { S: 'waiting' },
+      },
+      ProjectionExpression: 'PK, SK',
+      ConsistentRead: true,
+    }),
+  ]);
+  const now = Date.now();
+  await Promise.all(hooks.map((h) => releaseHook(ctx, runId, h, now, purge)));
+  for (let i = 0; i < waits.length; i += 25) {
+    let req = waits.slice(i, i + 25).map((w) => ({ DeleteRequest: { Key: { PK: w.PK, SK: w.SK } } }));
+    for (let attempt = 0; req.length > 0; attempt++) {
+      const res = await ctx.ddb.send(new BatchWriteItemCommand({ RequestItems: { [ctx.table]: req } }));
+      req = (res.UnprocessedItems?.[ctx.table] ?? []) as typeof req;
+      if (req.length > 0) await backoff(attempt);
+    }
+  }
+}
+
+/**
+ * Delete one hook of the finished run (releasing its token), unless its token retention lasts:
+ * then it stays readable and claimed until `tokenRetentionUntil`, and gets that as its TTL (and,
+ * for a `$retention: '0'` run, loses its metadata: keeping the token does not keep the payload).
+ */
+async function releaseHook(ctx: StorageCtx, runId: string, h: Attrs, now: number, purge: boolean): Promise<void> {
+  const owned = { ':r': { S: runId }, ':h': { S: str(h, ATTR.gsi1sk)! } };
+  const key = { PK: h.PK, SK: { S: storageKeys.hookMetaSk } };
+  try {
+    await ctx.ddb.send(
+      new DeleteItemCommand({
+        TableName: ctx.table,
+        Key: key,
+        // The condition reads the retention (the index does not hold it).
+        ConditionExpression:
+          'runId = :r AND hookId = :h AND (attribute_not_exists(tokenRetentionUntil) OR tokenRetentionUntil <= :now)',
+        ExpressionAttributeValues: { ...owned, ':now': { N: String(now) } },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+  } catch (e) {
+    if (!isConditionalCheckFailed(e)) throw e;
+    const old = (e as { Item?: Attrs }).Item;
+    const until = old && str(old, 'runId') === runId ? num(old, 'tokenRetentionUntil') : undefined;
+    if (until === undefined) return; // another run's hook holds the token now
+    await ctx.ddb
+      .send(
+        new UpdateItemCommand({
+          TableName: ctx.table,
+          Key: key,
+          UpdateExpression: purge ? 'SET #ttl = :t REMOVE #md' : 'SET #ttl = :t',
+          ConditionExpression: 'runId = :r AND hookId = :h',
+          ExpressionAttributeNames: { '#ttl': ATTR.ttl, ...(purge ? { '#md': 'metadata' } : {}) },
+          ExpressionAttributeValues: { ...owned, ':t': { N: String(Math.ceil(until / 1000)) } },
+        }),
+      )
+      .catch((err) => {
+        if (!isConditionalCheckFailed(err)) throw err;
+      });
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * AWS facts have one home each: errors are recognised by src/aws/errors.ts, partitions and queue
+ * names come from src/aws/arn.ts. Scans every module under src/ for a rival: an `instanceof` on
+ * an SDK exception class (fails across SDK copies), a comparison of an error's name with an AWS
+ * exception name, a partition table, or its own queue-URL test. Pure: reads the files.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = path.resolve(__dirname, '../../../src');
+
+function walk(dir: string): string[] {
+  return readdirSync(dir).flatMap((n) => {
+    const p = path.join(dir, n);
+    if (statSync(p).isDirectory()) return walk(p);
+    return /\.(ts|tsx)$/.test(n) && !n.endsWith('.d.ts') ? [p] : [];
+  });
+}
+
+/** [what, pattern, the one module allowed to have it]. */
+const RULES: [string, RegExp, string][] = [
+  ['instanceof an SDK exception (use src/aws/errors.ts)', /\binstanceof\s+\w+Exception\b/, ''],
+  [
+    'an AWS error name compared by hand (use src/aws/errors.ts)',
+    /\.(name|Code|code|__type)\s*[!=]==?\s*'[A-Za-z.]*(Exception|AccessDenied|CredentialsProviderError|NotFound|NoSuch\w*)'/,
+    'aws/errors.ts',
+  ],
+  ['a partition table (use partitionOf from src/aws/arn.ts)', /['"]aws-(cn|us-gov|iso)/, 'aws/arn.ts'],
+  ['a queue-URL test (use isQueueUrl / queueNameOf from src/aws/arn.ts)', /\^https\?:\\\//, 'aws/arn.ts'],
+];
+
+/**
+ * Modules that may match a rule for another reason: config.ts validates that a queue setting is
+ * a URL before any client exists (it may import only src/limits.ts, so not src/aws/).
+ */
+const EXCEPTIONS: Record<string, string[]> = { 'config.ts': ['a queue-URL test'] };
+
+function rivals(files: { rel: string; text: string }[]): string[] {
+  const out: string[] = [];
+  for (const f of files) {
+    const text = f.text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+    for (const [what, re, home] of RULES) {
+      if (f.rel === home || EXCEPTIONS[f.rel]?.some((e) => what.startsWith(e))) continue;
+      if (re.test(text)) out.push(`${f.rel}: ${what}`);
+    }
+  }
+  return out;
+}
+
+const files = walk(SRC).map((p) => ({
+  rel: path.relative(SRC, p).split(path.sep).join('/'),
+  text: readFileSync(p, 'utf8'),
+}));
+
+describe('one place for AWS facts', () => {
+  it('no module under src/ recognises AWS errors, partitions or queue URLs on its own', () => {
+    expect(files.length).toBeGreaterThan(20);
+    expect(rivals(files)).toEqual([]);
+  });
+
+  it('detects each kind of rival (the check can fail)', () => {
+    const planted = [
+      { rel: 'encryption/run-keys.ts', text: 'if (!(err instanceof ConditionalCheckFailedException)) throw err;' },
+      { rel: 'streams/items.ts', text: "return (err as E)?.name === 'ConditionalCheckFailedException';" },
+      { rel: 'cli/doctor.ts', text: "if (e?.name === 'AccessDeniedException' || e?.name === 'AccessDenied') {" },
+      { rel: 'cli/init.ts', text: "if (e?.name === 'CredentialsProviderError') {" },
+      { rel: 'resources.ts', text: "if (region?.startsWith('cn-')) return 'aws-cn';" },
+      { rel: 'queue/transport.ts', text: 'const isUrl = (ref: string) => /^https?:\\/\\//.test(ref);' },
+      { rel: 'aws/errors.ts', text: "return e.name === 'ThrottlingException';" },
+      { rel: 'aws/arn.ts', text: "[/^cn-/, 'aws-cn'], /^https?:\\/\\//" },
+      { rel: 'cli/world.ts', text: "(err as E)?.name === 'WorkflowRunNotFoundError' // a workflow error, not AWS" },
+      { rel: 'queue/ok.ts', text: "// e.name === 'ThrottlingException' in a comment" },
+    ];
+    expect(rivals(planted)).toEqual([
+      'encryption/run-keys.ts: instanceof an SDK exception (use src/aws/errors.ts)',
+      'streams/items.ts: an AWS error name compared by hand (use src/aws/errors.ts)',
+      'cli/doctor.ts: an AWS error name compared by hand (use src/aws/errors.ts)',
+      'cli/init.ts: an AWS error name compared by hand (use src/aws/errors.ts)',
+      'resources.ts: a partition table (use partitionOf from src/aws/arn.ts)',
+      'queue/transport.ts: a queue-URL test (use isQueueUrl / queueNameOf from src/aws/arn.ts)',
+    ]);
+  });
+});
