@@ -1,7 +1,7 @@
 // Table 6: what KMS envelope encryption (EVE_WORLD_AWS_KMS_KEY_ID) costs per run. Real workflows
 // on the real core, on eve-world-aws against the embedded emulators and their KMS endpoint, with
 // and without the key. Counted per run: KMS calls (SDK middleware on the KMS client), the World's
-// key requests and cache hits (world.runKeys.stats()), and key-item reads/writes. Then a cold
+// key requests and cache hits (the RunKeys' stats()), and key-item reads/writes. Then a cold
 // process (new clients, empty cache: a new Lambda container, or an operator's `wf inspect`) asks for
 // the key of each finished run once. Wall times are from the emulators, not AWS (informational).
 //
@@ -80,6 +80,10 @@ async function measure({ app, stackEnv, dist, scenario, encrypted }) {
   const { createWorld } = await import(`${dist}/index.js`);
   const { loadConfig } = await import(`${dist}/config.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
+  const { createContext } = await import(`${dist}/context.js`);
+  const { RunKeys } = await import(`${dist}/encryption/run-keys.js`);
+  // The World's key source, built here and handed to createWorld, so its stats can be read.
+  const keysFor = (c) => (config.kmsKeyId ? new RunKeys(createContext(config, c), config.kmsKeyId) : undefined);
   const { reconcile } = await import(`${dist}/provision/index.js`);
   const { LOCAL_KMS_ALIAS } = await import(`${dist}/emulator/stack.js`);
   const config = loadConfig({
@@ -91,7 +95,8 @@ async function measure({ app, stackEnv, dist, scenario, encrypted }) {
   await reconcile(clients, config, 'apply');
   const kmsCalls = {};
   countCalls(await clients.kms(), kmsCalls);
-  const world = createWorld({ config, clients });
+  const runKeys = keysFor(clients);
+  const world = createWorld({ config, clients, runKeys });
   world.registerHandler('__wkf_workflow_', app.flow.POST);
   await world.start();
   app.runtime.setWorld(world);
@@ -100,10 +105,10 @@ async function measure({ app, stackEnv, dist, scenario, encrypted }) {
     await runOne(app, world, scenario); // warm-up (connections, code paths); not counted
     for (let i = 0; i < scenario.runs; i++) {
       const kmsBefore = { ...kmsCalls };
-      const statsBefore = world.runKeys?.stats();
+      const statsBefore = runKeys?.stats();
       const r = await runOne(app, world, scenario);
       await new Promise((res) => setTimeout(res, 100)); // let the last settle finish
-      const stats = world.runKeys?.stats();
+      const stats = runKeys?.stats();
       const delta = (k) => (stats && statsBefore ? stats[k] - statsBefore[k] : 0);
       runs.push({
         ...r,
@@ -124,14 +129,15 @@ async function measure({ app, stackEnv, dist, scenario, encrypted }) {
     const coldCalls = {};
     const coldClients = createClients(config);
     countCalls(await coldClients.kms(), coldCalls);
-    const reader = createWorld({ config, clients: coldClients });
+    const readerKeys = keysFor(coldClients);
+    const reader = createWorld({ config, clients: coldClients, runKeys: readerKeys });
     const t = performance.now();
     for (const r of runs) await reader.getEncryptionKeyForRun(await reader.runs.get(r.runId));
     cold = {
       runs: runs.length,
       msPerRun: (performance.now() - t) / runs.length,
       kms: coldCalls,
-      stats: reader.runKeys.stats(),
+      stats: readerKeys.stats(),
     };
     await reader.close();
     destroyClients(coldClients);

@@ -1,20 +1,37 @@
 /**
- * Configuration: environment variables -> one typed, frozen object, validated once.
+ * Configuration: the environment and the tuning options -> one typed, frozen object, validated
+ * once.
  *
- * Under eve the World factory is called with no arguments, so the environment is the only
- * channel. Every variable is listed in {@link ENV_DOCS} (the README table is generated from the
- * same list), and every failure names the variable, what was wrong and an example value.
+ * Under eve the World factory is called with no arguments, so the environment is the only channel
+ * an operator has: it carries the settings a deployment chooses (names, the signing secret, the
+ * flow URL, limits, the scheduler role, the KMS key), listed in {@link VARIABLES}. Knobs only tests,
+ * benchmarks and embedders turn (poll intervals, thresholds, timeouts) are {@link TUNING} options
+ * (`createWorld({ tuning })`, `loadConfig(env, tuning)`), never variables.
+ *
+ * Invariants:
+ * - Each setting's name, default, accepted values and description are written once, in these two
+ *   tables; the parser reads them and docs/configuration.md is generated from them
+ *   (`npm run docs:config`, checked by test/unit/config-docs.test.ts).
+ * - Every failure is a {@link ConfigError} naming the setting, what was wrong and an example.
+ * - This is the only module of the runtime that reads `process.env` (components get the parsed
+ *   config), and the only one that writes it ({@link applyCoreDefaults}).
+ * - Closed by default: cleartext to a remote flow route, unsigned remote deliveries and weak
+ *   secrets are refused unless an explicit, documented opt-out is set.
  */
 import { FLOW_PATH, SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from './limits.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
   constructor(
+    /** The environment variable, or `tuning.<option>` for an option. */
     readonly variable: string,
     problem: string,
     example: string,
   ) {
-    super(`${variable} ${problem}. Example: ${variable}=${example}`);
+    const option = variable.startsWith('tuning.') ? variable.slice('tuning.'.length) : undefined;
+    super(
+      `${variable} ${problem}. Example: ${option === undefined ? `${variable}=${example}` : `{ tuning: { ${option}: ${example} } }`}`,
+    );
   }
 }
 
@@ -26,28 +43,19 @@ export interface Endpoints {
   readonly kms?: string;
 }
 
-export interface WorldConfig {
-  /** Region for every client; undefined lets the SDK resolve it (profile, IMDS). */
-  readonly region?: string;
-  readonly endpoints: Endpoints;
-  /** Prefix used to derive default resource names. */
-  readonly prefix: string;
-  readonly tableName: string;
-  /** Queue name or full URL; resolved to a URL lazily (GetQueueUrl) when it is a name. */
-  readonly queue: string;
-  readonly deadLetterQueue: string;
-  readonly bucket: string;
+/** The options of {@link TUNING}: for tests, benchmarks and embedders (`createWorld({ tuning })`). */
+export interface WorldTuning {
   /** Values (payloads, chunks, message bodies) larger than this go to S3. */
   readonly payloadThresholdBytes: number;
   /**
    * Stored run/step/event/hook payloads larger than this (or than `payloadThresholdBytes`, the
    * lower wins) go to S3: the storage side of the threshold, chosen by the cost model (README,
-   * "Inline threshold"). Absent: `payloadThresholdBytes` alone.
+   * "Inline threshold").
    */
-  readonly storageInlineBytes?: number;
+  readonly storageInlineBytes: number;
   /** Fastest live-stream poll interval (ms), used while chunks flow. */
   readonly streamPollMs: number;
-  /** Slowest live-stream poll interval (ms), reached by backing off on an idle stream. */
+  /** Slowest live-stream poll interval (ms), reached by backing off on an idle stream; >= streamPollMs. */
   readonly streamIdlePollMs: number;
   /** The World's `streamFlushIntervalMs`: how long core holds a stream's leading chunk to group it. */
   readonly streamFlushMs: number;
@@ -57,36 +65,14 @@ export interface WorldConfig {
    * of the window (at most 1000 / streamBurstMs PutItems per second per stream). 0 = off.
    */
   readonly streamBurstMs: number;
-  /**
-   * HMAC secret deliveries are signed with (the first of {@link signingSecrets}); undefined when no
-   * secret is configured (then only in-process deliveries are accepted, see src/consumer/signing.ts).
-   */
-  readonly signingSecret?: string;
-  /** Every secret a delivery may be signed with (rotation: sign with the first, verify with any). */
-  readonly signingSecrets: readonly string[];
-  /**
-   * EVE_WORLD_AWS_ALLOW_UNSIGNED=1: the explicit opt-out for private networks. Deliveries may go
-   * unsigned to a non-loopback flow route, and the flow route accepts unsigned requests.
-   */
-  readonly allowUnsigned: boolean;
-  /** Flow route the in-process consumer POSTs to when no handler is registered in process. */
-  readonly flowUrl?: string;
-  /** Concurrent deliveries handled by the in-process consumer. */
-  readonly consumerConcurrency: number;
   /** Longest single SQS delay hop (s) for long waits without a scheduler (SQS max 900). */
   readonly maxDelayHopSeconds: number;
   /** How long a used idempotency key keeps deduping (s). */
   readonly idempotencyTtlSeconds: number;
-  /** Days a terminal run's items and objects are kept (DynamoDB TTL); undefined = kept forever. */
-  readonly retentionDays?: number;
-  /**
-   * The queue's SQS visibility timeout (s), set by `init`: what the Lambda event source mapping's
-   * copies are hidden for (keep it >= the function timeout). Also caps the failure backoff.
-   */
-  readonly visibilityTimeoutSeconds: number;
   /**
    * Visibility (s) the in-process consumer receives with (ReceiveMessage `VisibilityTimeout`) and
    * extends by heartbeat while a delivery runs: how long a crashed process delays its messages.
+   * Never above `visibilityTimeoutSeconds`.
    */
   readonly consumerVisibilitySeconds: number;
   /** SDK: how long to wait for a TCP/TLS connection (ms). */
@@ -96,13 +82,58 @@ export interface WorldConfig {
    * SQS long polls get at least 30 s on top of their wait, so a poll is never cut short.
    */
   readonly requestTimeoutMs: number;
+  /** Deployment id reported by getDeploymentId(). */
+  readonly deploymentId: string;
+}
+
+export interface WorldConfig extends WorldTuning {
+  /** Region for every client; undefined lets the SDK resolve it (profile, IMDS). */
+  readonly region?: string;
+  readonly endpoints: Endpoints;
+  /**
+   * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY of the environment read, when both are set: given to
+   * clients of loopback endpoints (emulators) only. Real AWS always uses the SDK's provider chain.
+   */
+  readonly emulatorCredentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
+  /** Prefix used to derive default resource names. */
+  readonly prefix: string;
+  readonly tableName: string;
+  /** Queue name or full URL; resolved to a URL lazily (GetQueueUrl) when it is a name. */
+  readonly queue: string;
+  readonly deadLetterQueue: string;
+  readonly bucket: string;
+  /**
+   * Every secret a delivery may be signed with (rotation: sign with the first, verify with any).
+   * Empty: only in-process deliveries are accepted (src/consumer/signing.ts).
+   */
+  readonly signingSecrets: readonly string[];
+  /**
+   * EVE_WORLD_AWS_ALLOW_UNSIGNED=1: the explicit opt-out for private networks. Deliveries may go
+   * unsigned to a non-loopback flow route, and the flow route accepts unsigned requests.
+   */
+  readonly allowUnsigned: boolean;
+  /** Flow route the consumer POSTs to when no handler is registered in process (explicitly set). */
+  readonly flowUrl?: string;
+  /** EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1: an `http://` flow URL to a non-loopback host is allowed. */
+  readonly allowInsecureFlowUrl: boolean;
+  /** PORT: the local `eve start` server, the flow route when no flow URL is set. */
+  readonly port: number;
+  /** Running inside AWS Lambda (AWS_LAMBDA_FUNCTION_NAME set): the event source mapping consumes. */
+  readonly inLambda: boolean;
+  /** Concurrent deliveries handled by the in-process consumer (and per Lambda batch). */
+  readonly consumerConcurrency: number;
+  /** Days a terminal run's items and objects are kept (DynamoDB TTL); undefined = kept forever. */
+  readonly retentionDays?: number;
+  /**
+   * The queue's SQS visibility timeout (s), set by `init`: what the Lambda event source mapping's
+   * copies are hidden for (keep it >= the function timeout). Also caps the failure backoff.
+   */
+  readonly visibilityTimeoutSeconds: number;
   /** Receives before SQS moves a message to the DLQ. */
   readonly maxReceiveCount: number;
   /** EventBridge Scheduler role for long waits; undefined -> 900 s SQS hops. */
   readonly schedulerRoleArn?: string;
   readonly schedulerGroup: string;
-  /** Deployment id reported by getDeploymentId(). */
-  readonly deploymentId: string;
   /**
    * Customer-managed KMS key (id, ARN, alias name or alias ARN). Set: run payloads are
    * envelope-encrypted per run (src/encryption/) and `init` puts table, queue and bucket under it.
@@ -111,338 +142,69 @@ export interface WorldConfig {
   readonly kmsKeyId?: string;
 }
 
+/** One row of the documentation, as docs/configuration.md prints it. */
 export interface EnvDoc {
   readonly name: string;
+  /** The default as documented (`-`: unset). */
   readonly default: string;
+  /** Accepted values, e.g. `1-1000`. */
+  readonly values: string;
   readonly description: string;
 }
 
-/** The documented environment; README's table mirrors this list. */
-export const ENV_DOCS: readonly EnvDoc[] = [
-  {
-    name: 'AWS_REGION',
-    default: 'SDK default chain',
-    description: 'Region for all clients (`AWS_DEFAULT_REGION` is also read).',
-  },
-  { name: 'AWS_PROFILE', default: '-', description: 'Shared-config profile, read by the AWS SDK.' },
-  {
-    name: 'AWS_ENDPOINT_URL',
-    default: '-',
-    description: 'Endpoint for every service (emulators). Per-service variables win.',
-  },
-  { name: 'AWS_ENDPOINT_URL_DYNAMODB', default: '-', description: 'DynamoDB endpoint, e.g. DynamoDB Local.' },
-  { name: 'AWS_ENDPOINT_URL_SQS', default: '-', description: 'SQS endpoint, e.g. fauxqs or ElasticMQ.' },
-  {
-    name: 'AWS_ENDPOINT_URL_S3',
-    default: '-',
-    description: 'S3 endpoint (path-style is used whenever an endpoint is set).',
-  },
-  { name: 'AWS_ENDPOINT_URL_SCHEDULER', default: '-', description: 'EventBridge Scheduler endpoint.' },
-  { name: 'AWS_ENDPOINT_URL_KMS', default: '-', description: "KMS endpoint, e.g. the embedded emulator's." },
-  { name: 'EVE_WORLD_AWS_PREFIX', default: 'eve-world', description: 'Prefix for the default resource names below.' },
-  { name: 'EVE_WORLD_AWS_TABLE', default: '<prefix>', description: 'DynamoDB table name.' },
-  { name: 'EVE_WORLD_AWS_QUEUE', default: '<prefix>-queue', description: 'SQS queue name or URL.' },
-  { name: 'EVE_WORLD_AWS_DLQ', default: '<prefix>-dlq', description: 'Dead-letter queue name or URL.' },
-  { name: 'EVE_WORLD_AWS_BUCKET', default: '<prefix>-payloads', description: 'S3 bucket for large payloads.' },
-  {
-    name: 'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES',
-    default: '300000',
-    description: 'Values larger than this are stored in S3 (max 350000): queue bodies and stream chunks.',
-  },
-  {
-    name: 'EVE_WORLD_AWS_STORAGE_INLINE_BYTES',
-    default: '16384',
-    description:
-      'Stored payloads (run/step input and output, event data, hook metadata) larger than this, or than EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES if lower, are stored in S3 (max 350000). The default is chosen by the cost model in the README ("Inline threshold").',
-  },
-  { name: 'EVE_WORLD_AWS_STREAM_POLL_MS', default: '50', description: 'Live stream poll interval while chunks flow.' },
-  {
-    name: 'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS',
-    default: '1000',
-    description: 'Live stream poll interval after backing off on an idle stream.',
-  },
-  {
-    name: 'EVE_WORLD_AWS_STREAM_FLUSH_MS',
-    default: '0',
-    description:
-      "Core holds a stream's first chunk after quiet this long to write it with the next ones in one request (the World's streamFlushIntervalMs; 0 = send at once; WORKFLOW_STREAM_FLUSH_INTERVAL_MS overrides it). Trade-off table: bench/README.md.",
-  },
-  {
-    name: 'EVE_WORLD_AWS_STREAM_BURST_MS',
-    default: '60',
-    description:
-      "Burst window of a step's stream writer (getWritable()): while chunks keep coming (a write less than two windows after the previous one), each write is acknowledged no earlier than this after it arrived (it is stored and delivered at once), so core sends the chunks of the window as one PutItem: at most 1000 / this puts per second per stream. A chunk after quiet is acknowledged at once. A streaming step ends up to about two windows later (core's drain waits for the paced acknowledgement). 0 = off; 0-1000. Trade-off table: bench/README.md.",
-  },
-  {
-    name: 'EVE_WORLD_AWS_SIGNING_SECRET',
-    default: '-',
-    description:
-      'HMAC-SHA256 secret for deliveries over HTTP (>= 16 chars each); a comma-separated list rotates: sign with the first, accept any. Required when the flow URL is not a loopback address.',
-  },
-  {
-    name: 'EVE_WORLD_AWS_ALLOW_UNSIGNED',
-    default: '0',
-    description:
-      '`1`: allow unsigned deliveries to a non-loopback flow route and accept them there. Private networks only.',
-  },
-  {
-    name: 'EVE_WORLD_AWS_FLOW_URL',
-    default: `http://127.0.0.1:$PORT${FLOW_PATH}`,
-    description: 'Flow route the in-process consumer POSTs to when no handler is registered.',
-  },
-  { name: 'EVE_WORLD_AWS_CONCURRENCY', default: '8', description: 'Deliveries the in-process consumer runs at once.' },
-  {
-    name: 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS',
-    default: '900',
-    description: 'Longest SQS delay hop for long waits without a scheduler (1-900).',
-  },
-  {
-    name: 'EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS',
-    default: '604800',
-    description: 'How long a used idempotency key keeps deduping.',
-  },
-  {
-    name: 'EVE_WORLD_AWS_RETENTION_DAYS',
-    default: '-',
-    description:
-      "Days a finished run's items (and S3 objects) are kept before they expire (DynamoDB TTL). Unset: kept. A run's own $retention '0' purges its payloads and S3 objects at once and keeps the payload-free entities for these days (1 day when unset).",
-  },
-  {
-    name: 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS',
-    default: '900',
-    description: "The queue's SQS visibility timeout (set by `init`); keep it >= your Lambda timeout.",
-  },
-  {
-    name: 'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS',
-    default: '30',
-    description:
-      'Visibility of copies the in-process consumer receives (never above EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS), extended by heartbeat while a delivery runs; a crashed process delays its messages by at most this (5-43200).',
-  },
-  {
-    name: 'EVE_WORLD_AWS_CONNECT_TIMEOUT_MS',
-    default: '3000',
-    description: 'AWS SDK connection timeout (TCP + TLS) per attempt.',
-  },
-  {
-    name: 'EVE_WORLD_AWS_REQUEST_TIMEOUT_MS',
-    default: '15000',
-    description:
-      'AWS SDK request timeout: a request with no bytes moving for this long is abandoned and retried (SQS long polls get 30 s more than their wait).',
-  },
-  {
-    name: 'EVE_WORLD_AWS_MAX_RECEIVE_COUNT',
-    default: '10',
-    description: 'Receives before a message moves to the DLQ.',
-  },
-  {
-    name: 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',
-    default: '-',
-    description: 'IAM role EventBridge Scheduler assumes to send to the queue; enables scheduler-based long waits.',
-  },
-  { name: 'EVE_WORLD_AWS_SCHEDULER_GROUP', default: 'default', description: 'Schedule group for long-wait schedules.' },
-  {
-    name: 'EVE_WORLD_AWS_KMS_KEY_ID',
-    default: '-',
-    description:
-      'Customer-managed KMS key (id, ARN or alias). Set: step/run/hook payloads and stream chunks are encrypted per run (envelope encryption), and `init` puts table, queue and bucket under the key. Unset: no payload encryption.',
-  },
-  {
-    name: 'EVE_WORLD_AWS_DEPLOYMENT_ID',
-    default: 'eve-world-aws',
-    description: 'Deployment id reported to the runtime.',
-  },
-];
-
 type Env = Record<string, string | undefined>;
 
-function str(env: Env, name: string): string | undefined {
-  const v = env[name];
-  if (v === undefined) return undefined;
-  const t = v.trim();
-  return t === '' ? undefined : t;
+interface Setting {
+  readonly name: string;
+  readonly description: string;
+  /** A valid value, quoted in error messages. */
+  readonly example: string;
 }
 
-function int(env: Env, name: string, def: number, min: number, max: number, example: string): number {
-  const raw = str(env, name);
-  if (raw === undefined) return def;
-  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`, example);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`, example);
-  return n;
+interface IntSetting extends Setting {
+  readonly kind: 'int';
+  readonly default?: number;
+  readonly min: number;
+  readonly max: number;
 }
 
-function bool(env: Env, name: string): boolean {
-  const raw = str(env, name);
-  if (raw === undefined) return false;
-  if (/^(1|true|yes)$/i.test(raw)) return true;
-  if (/^(0|false|no)$/i.test(raw)) return false;
-  throw new ConfigError(name, `must be 1 or 0, got "${raw}"`, '1');
+interface FlagSetting extends Setting {
+  readonly kind: 'flag';
 }
 
-function url(env: Env, name: string, example: string): string | undefined {
-  const raw = str(env, name);
-  if (raw === undefined) return undefined;
-  try {
-    const u = new URL(raw);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
-  } catch {
-    throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`, example);
-  }
-  return raw.replace(/\/+$/, '');
+interface TextSetting extends Setting {
+  readonly kind: 'text';
+  /** The default; `<prefix>` stands for EVE_WORLD_AWS_PREFIX. Absent: unset. */
+  readonly default?: string;
+  /** Without a default: what happens when it is unset, as the docs show it. */
+  readonly unset?: string;
+  /** Accepted values, in words (the docs' "Values" column). */
+  readonly values: string;
+  /** Undefined when `value` is acceptable, else the problem, e.g. `is not a region name`. */
+  readonly check?: (value: string) => string | undefined;
 }
 
-// DynamoDB: 3-255 of [a-zA-Z0-9_.-]
-const TABLE_RE = /^[a-zA-Z0-9_.-]{3,255}$/;
-// SQS: 1-80 of [a-zA-Z0-9_-] (no .fifo: the design uses one standard queue), or a URL.
-const QUEUE_RE = /^[a-zA-Z0-9_-]{1,80}$/;
-// S3: 3-63 lowercase letters, digits, dots and hyphens, starting and ending alphanumeric.
-const BUCKET_RE = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
-// KMS: key id (UUID or multi-Region mrk-), key ARN, alias name, alias ARN.
-const KMS_KEY_RE =
-  /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32}|alias\/[a-zA-Z0-9/_-]{1,250}|arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(?:key\/(?:[0-9a-f-]{36}|mrk-[0-9a-f]{32})|alias\/[a-zA-Z0-9/_-]{1,250}))$/;
-const PREFIX_RE = /^[a-z0-9][a-z0-9-]{0,39}$/;
-
-function queueRef(env: Env, name: string, def: string): string {
-  const raw = str(env, name) ?? def;
-  if (/^https?:\/\//.test(raw))
-    return url(env, name, 'https://sqs.us-east-1.amazonaws.com/123456789012/eve-world-queue') ?? raw;
-  if (!QUEUE_RE.test(raw)) {
-    throw new ConfigError(
-      name,
-      `is not a valid SQS queue name or URL ("${raw}": 1-80 letters, digits, - or _)`,
-      'eve-world-queue',
-    );
-  }
-  return raw;
+/** Documented, read by someone else (the SDK, Lambda, core). */
+interface ExternalSetting extends Setting {
+  readonly kind: 'external';
+  readonly default: string;
+  readonly values: string;
 }
 
-/** Parse and validate `env`. Throws {@link ConfigError} on the first bad variable. */
-export function loadConfig(env: Env = process.env): WorldConfig {
-  const prefix = str(env, 'EVE_WORLD_AWS_PREFIX') ?? 'eve-world';
-  if (!PREFIX_RE.test(prefix)) {
-    throw new ConfigError(
-      'EVE_WORLD_AWS_PREFIX',
-      `must be 1-40 lowercase letters, digits or hyphens, got "${prefix}"`,
-      'my-agent',
-    );
-  }
-  const tableName = str(env, 'EVE_WORLD_AWS_TABLE') ?? prefix;
-  if (!TABLE_RE.test(tableName)) {
-    throw new ConfigError(
-      'EVE_WORLD_AWS_TABLE',
-      `is not a valid DynamoDB table name ("${tableName}": 3-255 letters, digits, _ . -)`,
-      'eve-world',
-    );
-  }
-  const bucket = str(env, 'EVE_WORLD_AWS_BUCKET') ?? `${prefix}-payloads`;
-  if (!BUCKET_RE.test(bucket) || bucket.includes('..')) {
-    throw new ConfigError(
-      'EVE_WORLD_AWS_BUCKET',
-      `is not a valid S3 bucket name ("${bucket}": 3-63 lowercase letters, digits, . or -)`,
-      'my-agent-payloads',
-    );
-  }
-  const region = str(env, 'AWS_REGION') ?? str(env, 'AWS_DEFAULT_REGION');
-  if (region !== undefined && !/^[a-z]{2}(-[a-z]+)+-\d+$/.test(region)) {
-    throw new ConfigError('AWS_REGION', `is not a region name, got "${region}"`, 'us-east-1');
-  }
-  const all = url(env, 'AWS_ENDPOINT_URL', 'http://127.0.0.1:4566');
-  const endpoints: Endpoints = Object.freeze({
-    dynamodb: url(env, 'AWS_ENDPOINT_URL_DYNAMODB', 'http://127.0.0.1:8000') ?? all,
-    sqs: url(env, 'AWS_ENDPOINT_URL_SQS', 'http://127.0.0.1:4566') ?? all,
-    s3: url(env, 'AWS_ENDPOINT_URL_S3', 'http://127.0.0.1:4566') ?? all,
-    scheduler: url(env, 'AWS_ENDPOINT_URL_SCHEDULER', 'http://127.0.0.1:4567') ?? all,
-    kms: url(env, 'AWS_ENDPOINT_URL_KMS', 'http://127.0.0.1:4568') ?? all,
-  });
-  const signingSecrets = (str(env, 'EVE_WORLD_AWS_SIGNING_SECRET') ?? '')
-    .split(',')
-    .map((x) => x.trim())
-    .filter((x) => x !== '');
-  if (signingSecrets.some((x) => x.length < 16)) {
-    throw new ConfigError(
-      'EVE_WORLD_AWS_SIGNING_SECRET',
-      'must be at least 16 characters (each, when it is a comma-separated list for rotation)',
-      '$(openssl rand -hex 32)',
-    );
-  }
-  const allowUnsigned = bool(env, 'EVE_WORLD_AWS_ALLOW_UNSIGNED');
-  const streamPollMs = int(env, 'EVE_WORLD_AWS_STREAM_POLL_MS', 50, 5, 60_000, '50');
-  const streamIdlePollMs = int(env, 'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS', 1000, 5, 60_000, '1000');
-  if (streamIdlePollMs < streamPollMs) {
-    throw new ConfigError(
-      'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS',
-      `must be >= EVE_WORLD_AWS_STREAM_POLL_MS (${streamPollMs})`,
-      String(Math.max(1000, streamPollMs)),
-    );
-  }
-  const schedulerRoleArn = str(env, 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN');
-  if (schedulerRoleArn !== undefined && !/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/.test(schedulerRoleArn)) {
-    throw new ConfigError(
-      'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',
-      `is not an IAM role ARN, got "${schedulerRoleArn}"`,
-      'arn:aws:iam::123456789012:role/eve-world-scheduler',
-    );
-  }
-  const kmsKeyId = str(env, 'EVE_WORLD_AWS_KMS_KEY_ID');
-  if (kmsKeyId !== undefined && !KMS_KEY_RE.test(kmsKeyId)) {
-    throw new ConfigError(
-      'EVE_WORLD_AWS_KMS_KEY_ID',
-      `is not a KMS key id, key ARN, alias name or alias ARN, got "${kmsKeyId}"`,
-      'alias/eve-world (or arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab)',
-    );
-  }
-  const flowUrl = url(env, 'EVE_WORLD_AWS_FLOW_URL', `http://127.0.0.1:3000${FLOW_PATH}`);
+type AnySetting = IntSetting | FlagSetting | TextSetting | ExternalSetting;
 
-  return Object.freeze({
-    region,
-    endpoints,
-    prefix,
-    tableName,
-    queue: queueRef(env, 'EVE_WORLD_AWS_QUEUE', `${prefix}-queue`),
-    deadLetterQueue: queueRef(env, 'EVE_WORLD_AWS_DLQ', `${prefix}-dlq`),
-    bucket,
-    payloadThresholdBytes: int(env, 'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES', 300_000, 1, 350_000, '300000'),
-    storageInlineBytes: int(env, 'EVE_WORLD_AWS_STORAGE_INLINE_BYTES', 16_384, 1, 350_000, '16384'),
-    streamPollMs,
-    streamIdlePollMs,
-    streamFlushMs: int(env, 'EVE_WORLD_AWS_STREAM_FLUSH_MS', 0, 0, 10_000, '0'),
-    streamBurstMs: int(env, 'EVE_WORLD_AWS_STREAM_BURST_MS', 60, 0, 1000, '60'),
-    signingSecret: signingSecrets[0],
-    signingSecrets: Object.freeze(signingSecrets),
-    allowUnsigned,
-    flowUrl,
-    consumerConcurrency: int(env, 'EVE_WORLD_AWS_CONCURRENCY', 8, 1, 1000, '8'),
-    maxDelayHopSeconds: int(env, 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS', 900, 1, SQS_MAX_DELAY_SECONDS, '900'),
-    idempotencyTtlSeconds: int(env, 'EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS', 604_800, 60, 31_536_000, '604800'),
-    retentionDays:
-      str(env, 'EVE_WORLD_AWS_RETENTION_DAYS') === undefined
-        ? undefined
-        : int(env, 'EVE_WORLD_AWS_RETENTION_DAYS', 0, 0, 36_500, '30'),
-    visibilityTimeoutSeconds: int(
-      env,
-      'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS',
-      900,
-      1,
-      SQS_MAX_VISIBILITY_SECONDS,
-      '900',
-    ),
-    consumerVisibilitySeconds: int(
-      env,
-      'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS',
-      30,
-      5,
-      SQS_MAX_VISIBILITY_SECONDS,
-      '30',
-    ),
-    connectTimeoutMs: int(env, 'EVE_WORLD_AWS_CONNECT_TIMEOUT_MS', 3000, 100, 60_000, '3000'),
-    requestTimeoutMs: int(env, 'EVE_WORLD_AWS_REQUEST_TIMEOUT_MS', 15_000, 1000, 600_000, '15000'),
-    maxReceiveCount: int(env, 'EVE_WORLD_AWS_MAX_RECEIVE_COUNT', 10, 1, 1000, '10'),
-    schedulerRoleArn,
-    schedulerGroup: str(env, 'EVE_WORLD_AWS_SCHEDULER_GROUP') ?? 'default',
-    deploymentId: str(env, 'EVE_WORLD_AWS_DEPLOYMENT_ID') ?? 'eve-world-aws',
-    kmsKeyId,
-  });
-}
+const int = <S extends Omit<IntSetting, 'kind' | 'example'> & { example?: string }>(s: S): IntSetting & S => ({
+  kind: 'int',
+  example: String(s.default ?? s.min),
+  ...s,
+});
+const flag = (s: Omit<FlagSetting, 'kind' | 'example'>): FlagSetting => ({ kind: 'flag', example: '1', ...s });
+const text = <S extends Omit<TextSetting, 'kind'>>(s: S): TextSetting & S => ({ kind: 'text', ...s });
+const external = (s: Omit<ExternalSetting, 'kind' | 'example'>): ExternalSetting => ({
+  kind: 'external',
+  example: '',
+  ...s,
+});
 
 /** True for http(s) URLs on this machine: 127.0.0.0/8, ::1 or `localhost`. */
 export function isLoopbackUrl(raw: string): boolean {
@@ -455,19 +217,576 @@ export function isLoopbackUrl(raw: string): boolean {
   return host === 'localhost' || host === '[::1]' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
+function httpUrlProblem(raw: string): string | undefined {
+  try {
+    const u = new URL(raw);
+    if (u.protocol === 'http:' || u.protocol === 'https:') return undefined;
+  } catch {
+    // fall through
+  }
+  return `must be an http(s) URL, got "${raw}"`;
+}
+
+const endpoint = (name: string, service: string, example: string): TextSetting =>
+  text({
+    name,
+    description: service,
+    values: 'http(s) URL',
+    example,
+    check: httpUrlProblem,
+  });
+
+/** The minimum strength of a signing secret (each one, when it is a rotation list). */
+export const SECRET_RULE = {
+  minLength: 32,
+  minDistinct: 8,
+  words: 'at least 32 characters, at least 8 distinct characters, and not one shorter string repeated',
+} as const;
+
+/** Undefined when `secret` meets {@link SECRET_RULE}, else what is wrong. */
+export function secretWeakness(secret: string): string | undefined {
+  if (secret.length < SECRET_RULE.minLength) return `is ${secret.length} characters`;
+  if (new Set(secret).size < SECRET_RULE.minDistinct) return `has only ${new Set(secret).size} distinct characters`;
+  for (let p = 1; p <= secret.length / 2; p++) {
+    if (secret.length % p === 0 && secret.slice(0, p).repeat(secret.length / p) === secret)
+      return `repeats "${secret.slice(0, p)}"`;
+  }
+  return undefined;
+}
+
+// DynamoDB: 3-255 of [a-zA-Z0-9_.-]
+const TABLE_RE = /^[a-zA-Z0-9_.-]{3,255}$/;
+// SQS: 1-80 of [a-zA-Z0-9_-] (no .fifo: the design uses one standard queue), or a URL.
+const QUEUE_RE = /^[a-zA-Z0-9_-]{1,80}$/;
+// S3: 3-63 lowercase letters, digits, dots and hyphens, starting and ending alphanumeric.
+const BUCKET_RE = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+// KMS: key id (UUID or multi-Region mrk-), key ARN, alias name, alias ARN.
+const KMS_KEY_RE =
+  /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32}|alias\/[a-zA-Z0-9/_-]{1,250}|arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(?:key\/(?:[0-9a-f-]{36}|mrk-[0-9a-f]{32})|alias\/[a-zA-Z0-9/_-]{1,250}))$/;
+const PREFIX_RE = /^[a-z0-9][a-z0-9-]{0,39}$/;
+const ROLE_ARN_RE = /^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/;
+const REGION_RE = /^[a-z]{2}(-[a-z]+)+-\d+$/;
+
+function queueProblem(raw: string): string | undefined {
+  if (/^https?:\/\//.test(raw)) return httpUrlProblem(raw);
+  return QUEUE_RE.test(raw)
+    ? undefined
+    : `is not a valid SQS queue name or URL ("${raw}": 1-80 letters, digits, - or _)`;
+}
+
 /**
- * Closed by default: deliveries to a flow route that is not on this machine must be signed, or
- * anyone who can reach the route could forge them. Throws a {@link ConfigError} naming
- * EVE_WORLD_AWS_SIGNING_SECRET unless a secret is configured, the URL is loopback, or the explicit
- * opt-out EVE_WORLD_AWS_ALLOW_UNSIGNED=1 is set. Pure: call it before any client is built.
+ * The environment the World reads: the user-facing settings. Order is the documentation's.
+ * Why these and no others: docs/configuration.md, "Why these variables".
  */
-export function assertDeliveriesSigned(config: WorldConfig, flowUrl: string): void {
+export const VARIABLES = {
+  region: text({
+    name: 'AWS_REGION',
+    unset: 'SDK default chain',
+    values: 'region name',
+    description: 'Region for all clients (`AWS_DEFAULT_REGION` is also read).',
+    example: 'us-east-1',
+    check: (v) => (REGION_RE.test(v) ? undefined : `is not a region name, got "${v}"`),
+  }),
+  profile: external({
+    name: 'AWS_PROFILE',
+    default: '-',
+    values: 'profile name',
+    description: 'Shared-config profile, read by the AWS SDK.',
+  }),
+  endpoint: endpoint(
+    'AWS_ENDPOINT_URL',
+    'Endpoint for every service (emulators). Per-service variables win.',
+    'http://127.0.0.1:4566',
+  ),
+  endpointDynamodb: endpoint(
+    'AWS_ENDPOINT_URL_DYNAMODB',
+    'DynamoDB endpoint, e.g. DynamoDB Local.',
+    'http://127.0.0.1:8000',
+  ),
+  endpointSqs: endpoint('AWS_ENDPOINT_URL_SQS', 'SQS endpoint, e.g. fauxqs or ElasticMQ.', 'http://127.0.0.1:4566'),
+  endpointS3: endpoint(
+    'AWS_ENDPOINT_URL_S3',
+    'S3 endpoint (path-style is used whenever an endpoint is set).',
+    'http://127.0.0.1:4566',
+  ),
+  endpointScheduler: endpoint('AWS_ENDPOINT_URL_SCHEDULER', 'EventBridge Scheduler endpoint.', 'http://127.0.0.1:4567'),
+  endpointKms: endpoint('AWS_ENDPOINT_URL_KMS', "KMS endpoint, e.g. the embedded emulator's.", 'http://127.0.0.1:4568'),
+  port: int({
+    name: 'PORT',
+    default: 3000,
+    min: 1,
+    max: 65_535,
+    description: 'Port of the local `eve start` server: the flow route is on it when EVE_WORLD_AWS_FLOW_URL is unset.',
+  }),
+  lambda: external({
+    name: 'AWS_LAMBDA_FUNCTION_NAME',
+    default: '-',
+    values: 'set by Lambda',
+    description: 'Set inside AWS Lambda: `start()` then runs no poller (the event source mapping consumes the queue).',
+  }),
+  prefix: text({
+    name: 'EVE_WORLD_AWS_PREFIX',
+    default: 'eve-world',
+    values: '1-40 of a-z 0-9 -',
+    description: 'Prefix for the default resource names below.',
+    example: 'my-agent',
+    check: (v) => (PREFIX_RE.test(v) ? undefined : `must be 1-40 lowercase letters, digits or hyphens, got "${v}"`),
+  }),
+  tableName: text({
+    name: 'EVE_WORLD_AWS_TABLE',
+    default: '<prefix>',
+    values: 'DynamoDB table name',
+    description: 'DynamoDB table name.',
+    example: 'eve-world',
+    check: (v) =>
+      TABLE_RE.test(v) ? undefined : `is not a valid DynamoDB table name ("${v}": 3-255 letters, digits, _ . -)`,
+  }),
+  queue: text({
+    name: 'EVE_WORLD_AWS_QUEUE',
+    default: '<prefix>-queue',
+    values: 'SQS queue name or URL',
+    description: 'SQS queue name or URL.',
+    example: 'eve-world-queue',
+    check: queueProblem,
+  }),
+  deadLetterQueue: text({
+    name: 'EVE_WORLD_AWS_DLQ',
+    default: '<prefix>-dlq',
+    values: 'SQS queue name or URL',
+    description: 'Dead-letter queue name or URL.',
+    example: 'eve-world-queue',
+    check: queueProblem,
+  }),
+  bucket: text({
+    name: 'EVE_WORLD_AWS_BUCKET',
+    default: '<prefix>-payloads',
+    values: 'S3 bucket name',
+    description: 'S3 bucket for large payloads.',
+    example: 'my-agent-payloads',
+    check: (v) =>
+      BUCKET_RE.test(v) && !v.includes('..')
+        ? undefined
+        : `is not a valid S3 bucket name ("${v}": 3-63 lowercase letters, digits, . or -)`,
+  }),
+  signingSecret: text({
+    name: 'EVE_WORLD_AWS_SIGNING_SECRET',
+    values: `comma-separated list, each ${SECRET_RULE.words}`,
+    description:
+      'HMAC-SHA256 secret for deliveries over HTTP; a comma-separated list rotates: sign with the first, accept any. Required when the flow URL is not a loopback address.',
+    example: '$(openssl rand -hex 32)',
+  }),
+  allowUnsigned: flag({
+    name: 'EVE_WORLD_AWS_ALLOW_UNSIGNED',
+    description:
+      '`1`: allow unsigned deliveries to a non-loopback flow route and accept them there. Private networks only; `start()` logs a warning while it is set.',
+  }),
+  flowUrl: text({
+    name: 'EVE_WORLD_AWS_FLOW_URL',
+    unset: `http://127.0.0.1:$PORT${FLOW_PATH}`,
+    values: 'https URL (http only to loopback)',
+    description:
+      'Flow route the consumer POSTs to when no handler is registered in process. `http://` is refused unless the host is loopback or EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1.',
+    example: `https://agent.example.com${FLOW_PATH}`,
+    check: httpUrlProblem,
+  }),
+  allowInsecureFlowUrl: flag({
+    name: 'EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL',
+    description:
+      '`1`: allow an `http://` flow URL to a host that is not loopback (bodies travel in cleartext). Private networks only.',
+  }),
+  consumerConcurrency: int({
+    name: 'EVE_WORLD_AWS_CONCURRENCY',
+    default: 8,
+    min: 1,
+    max: 1000,
+    description: 'Deliveries the in-process consumer runs at once (and a Lambda runs per batch).',
+  }),
+  retentionDays: int({
+    name: 'EVE_WORLD_AWS_RETENTION_DAYS',
+    min: 1,
+    max: 36_500,
+    example: '30',
+    description:
+      "Days a finished run's items and S3 objects are kept before they expire (DynamoDB TTL, bucket lifecycle). Unset: kept. A run's own `$retention: '0'` purges its payloads and S3 objects at once and keeps the payload-free entities for these days (1 day when unset).",
+  }),
+  visibilityTimeoutSeconds: int({
+    name: 'EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS',
+    default: 900,
+    min: 1,
+    max: SQS_MAX_VISIBILITY_SECONDS,
+    description: "The queue's SQS visibility timeout (set by `init`); keep it >= your Lambda timeout.",
+  }),
+  maxReceiveCount: int({
+    name: 'EVE_WORLD_AWS_MAX_RECEIVE_COUNT',
+    default: 10,
+    min: 1,
+    max: 1000,
+    description: 'Receives before a message moves to the DLQ (set by `init`).',
+  }),
+  schedulerRoleArn: text({
+    name: 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',
+    values: 'IAM role ARN',
+    description: 'IAM role EventBridge Scheduler assumes to send to the queue; enables scheduler-based long waits.',
+    example: 'arn:aws:iam::123456789012:role/eve-world-scheduler',
+    check: (v) => (ROLE_ARN_RE.test(v) ? undefined : `is not an IAM role ARN, got "${v}"`),
+  }),
+  schedulerGroup: text({
+    name: 'EVE_WORLD_AWS_SCHEDULER_GROUP',
+    default: 'default',
+    values: 'schedule group name',
+    description: 'Schedule group for long-wait schedules.',
+    example: 'eve-world',
+  }),
+  kmsKeyId: text({
+    name: 'EVE_WORLD_AWS_KMS_KEY_ID',
+    values: 'key id, key ARN, alias or alias ARN',
+    description:
+      'Customer-managed KMS key. Set: step/run/hook payloads and stream chunks are encrypted per run (envelope encryption), and `init` puts table, queue and bucket under the key. Unset: no payload encryption.',
+    example: 'alias/eve-world (or arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab)',
+    check: (v) =>
+      KMS_KEY_RE.test(v) ? undefined : `is not a KMS key id, key ARN, alias name or alias ARN, got "${v}"`,
+  }),
+  optimisticInlineStart: external({
+    name: 'WORKFLOW_OPTIMISTIC_INLINE_START',
+    default: '0',
+    values: '`0` or `1`',
+    description:
+      "Set to the default by `createWorld()` when unset. Core's switch for running an inline step body before its `step_started` commits; core's turbo mode forces it on for a run's first delivery unless this is explicitly `0`. The World sets `0` so every body starts after its `step_started`, where the step lease fences duplicate deliveries; `1` saves one write of latency on a run's first step and allows a duplicated first delivery to run that body twice.",
+  }),
+} as const satisfies Record<string, AnySetting>;
+
+/** Options, not variables: `createWorld({ tuning })` or `loadConfig(env, tuning)`. Names are the keys. */
+export const TUNING = {
+  payloadThresholdBytes: int({
+    name: 'payloadThresholdBytes',
+    default: 300_000,
+    min: 1,
+    max: 350_000,
+    description: 'Queue bodies and stream chunks larger than this are stored in S3; also caps `storageInlineBytes`.',
+  }),
+  storageInlineBytes: int({
+    name: 'storageInlineBytes',
+    default: 16_384,
+    min: 1,
+    max: 350_000,
+    description:
+      'Stored payloads (run/step input and output, event data, hook metadata) larger than this, or than `payloadThresholdBytes` if lower, go to S3. Chosen by the cost model (README, "Inline threshold").',
+  }),
+  streamPollMs: int({
+    name: 'streamPollMs',
+    default: 50,
+    min: 5,
+    max: 60_000,
+    description: 'Live stream poll interval while chunks flow.',
+  }),
+  streamIdlePollMs: int({
+    name: 'streamIdlePollMs',
+    default: 1000,
+    min: 5,
+    max: 60_000,
+    description: 'Live stream poll interval after backing off on an idle stream (>= `streamPollMs`).',
+  }),
+  streamFlushMs: int({
+    name: 'streamFlushMs',
+    default: 0,
+    min: 0,
+    max: 10_000,
+    description:
+      "The World's `streamFlushIntervalMs`: core holds a stream's first chunk after quiet this long to write it with the next ones (`0` = at once; core's `WORKFLOW_STREAM_FLUSH_INTERVAL_MS` overrides it). Trade-off table: bench/README.md.",
+  }),
+  streamBurstMs: int({
+    name: 'streamBurstMs',
+    default: 60,
+    min: 0,
+    max: 1000,
+    description:
+      "Burst window of a step's stream writer: while chunks keep coming, each write is acknowledged no earlier than this after it arrived, so core sends the window's chunks as one PutItem (at most 1000 / this puts per second per stream). `0` = off. Trade-off table: bench/README.md.",
+  }),
+  maxDelayHopSeconds: int({
+    name: 'maxDelayHopSeconds',
+    default: 900,
+    min: 1,
+    max: SQS_MAX_DELAY_SECONDS,
+    description: 'Longest SQS delay hop for long waits without a scheduler.',
+  }),
+  idempotencyTtlSeconds: int({
+    name: 'idempotencyTtlSeconds',
+    default: 604_800,
+    min: 60,
+    max: 31_536_000,
+    description: 'How long a used idempotency key keeps deduping.',
+  }),
+  consumerVisibilitySeconds: int({
+    name: 'consumerVisibilitySeconds',
+    default: 30,
+    min: 5,
+    max: SQS_MAX_VISIBILITY_SECONDS,
+    description:
+      'Visibility of copies the in-process consumer receives (never above the queue visibility), extended by heartbeat while a delivery runs; a crashed process delays its messages by at most this.',
+  }),
+  connectTimeoutMs: int({
+    name: 'connectTimeoutMs',
+    default: 3000,
+    min: 100,
+    max: 60_000,
+    description: 'AWS SDK connection timeout (TCP + TLS) per attempt.',
+  }),
+  requestTimeoutMs: int({
+    name: 'requestTimeoutMs',
+    default: 15_000,
+    min: 1000,
+    max: 600_000,
+    description:
+      'AWS SDK request timeout: a request with no bytes moving for this long is abandoned and retried (SQS long polls get 30 s more than their wait).',
+  }),
+  deploymentId: text({
+    name: 'deploymentId',
+    default: 'eve-world-aws',
+    values: 'string',
+    description: 'Deployment id reported to the runtime (`getDeploymentId()`).',
+    example: "'dpl_test'",
+  }),
+} as const satisfies { [K in keyof WorldTuning]: AnySetting };
+
+function documented(s: AnySetting): EnvDoc {
+  const values =
+    s.kind === 'int'
+      ? `${s.min}-${s.max}`
+      : s.kind === 'flag'
+        ? '`1` / `0`'
+        : (s as TextSetting | ExternalSetting).values;
+  const def =
+    s.kind === 'flag' ? '0' : s.default !== undefined ? String(s.default) : s.kind === 'text' ? (s.unset ?? '-') : '-';
+  return { name: s.name, default: def, values, description: s.description };
+}
+
+/** The documented environment, from {@link VARIABLES}. */
+export const ENV_DOCS: readonly EnvDoc[] = Object.values(VARIABLES).map(documented);
+/** The documented tuning options, from {@link TUNING}. */
+export const TUNING_DOCS: readonly EnvDoc[] = Object.values(TUNING).map(documented);
+
+// --- parsing --------------------------------------------------------------------------------
+
+/** A source of raw values: the environment, or the tuning options (keyed by option name). */
+interface Source {
+  raw(s: Setting): string | undefined;
+  /** The name errors carry. */
+  label(s: Setting): string;
+}
+
+function envSource(env: Env): Source {
+  return {
+    raw: (s) => {
+      const v = env[s.name]?.trim();
+      return v === undefined || v === '' ? undefined : v;
+    },
+    label: (s) => s.name,
+  };
+}
+
+function tuningSource(tuning: Partial<Record<string, unknown>>): Source {
+  return {
+    raw: (s) => {
+      const v = tuning[s.name];
+      return v === undefined ? undefined : String(v);
+    },
+    label: (s) => `tuning.${s.name}`,
+  };
+}
+
+function readInt(src: Source, s: IntSetting): number | undefined {
+  const raw = src.raw(s);
+  if (raw === undefined) return s.default;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(src.label(s), `must be a whole number, got "${raw}"`, s.example);
+  const n = Number(raw);
+  if (n < s.min || n > s.max)
+    throw new ConfigError(src.label(s), `must be between ${s.min} and ${s.max}, got ${n}`, s.example);
+  return n;
+}
+
+/** {@link readInt} for a setting with a default. */
+function readCount(src: Source, s: IntSetting & { default: number }): number {
+  return readInt(src, s) as number;
+}
+
+function readFlag(src: Source, s: FlagSetting): boolean {
+  const raw = src.raw(s);
+  if (raw === undefined) return false;
+  if (/^(1|true|yes)$/i.test(raw)) return true;
+  if (/^(0|false|no)$/i.test(raw)) return false;
+  throw new ConfigError(src.label(s), `must be 1 or 0, got "${raw}"`, s.example);
+}
+
+/** The value (or the default, `<prefix>` filled in), checked; undefined when unset without default. */
+function readText(src: Source, s: TextSetting, prefix = ''): string | undefined {
+  const raw = src.raw(s) ?? s.default?.replace('<prefix>', prefix);
+  if (raw === undefined) return undefined;
+  const problem = s.check?.(raw);
+  if (problem !== undefined) throw new ConfigError(src.label(s), problem, s.example);
+  return raw;
+}
+
+function readUrl(src: Source, s: TextSetting): string | undefined {
+  return readText(src, s)?.replace(/\/+$/, '');
+}
+
+function readSecrets(src: Source, s: TextSetting): readonly string[] {
+  const secrets = (src.raw(s) ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+  secrets.forEach((secret, i) => {
+    const weak = secretWeakness(secret);
+    if (weak === undefined) return;
+    const which = secrets.length > 1 ? `secret ${i + 1} of the rotation list` : 'the secret';
+    throw new ConfigError(
+      src.label(s),
+      `is too weak (${which} ${weak}): each secret must have ${SECRET_RULE.words}`,
+      s.example,
+    );
+  });
+  return Object.freeze(secrets);
+}
+
+function readTuning(tuning: Partial<WorldTuning>): WorldTuning {
+  const src = tuningSource(tuning as Record<string, unknown>);
+  const T = TUNING;
+  const streamPollMs = readCount(src, T.streamPollMs);
+  const streamIdlePollMs = readCount(src, T.streamIdlePollMs);
+  if (streamIdlePollMs < streamPollMs) {
+    throw new ConfigError(
+      src.label(T.streamIdlePollMs),
+      `must be >= streamPollMs (${streamPollMs})`,
+      String(Math.max(1000, streamPollMs)),
+    );
+  }
+  return {
+    payloadThresholdBytes: readCount(src, T.payloadThresholdBytes),
+    storageInlineBytes: readCount(src, T.storageInlineBytes),
+    streamPollMs,
+    streamIdlePollMs,
+    streamFlushMs: readCount(src, T.streamFlushMs),
+    streamBurstMs: readCount(src, T.streamBurstMs),
+    maxDelayHopSeconds: readCount(src, T.maxDelayHopSeconds),
+    idempotencyTtlSeconds: readCount(src, T.idempotencyTtlSeconds),
+    consumerVisibilitySeconds: readCount(src, T.consumerVisibilitySeconds),
+    connectTimeoutMs: readCount(src, T.connectTimeoutMs),
+    requestTimeoutMs: readCount(src, T.requestTimeoutMs),
+    deploymentId: readText(src, T.deploymentId) as string,
+  };
+}
+
+/**
+ * Parse and validate `env` (user-facing settings) and `tuning` (options). Throws a
+ * {@link ConfigError} on the first bad value.
+ */
+export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> = {}): WorldConfig {
+  const src = envSource(env);
+  const V = VARIABLES;
+  const prefix = readText(src, V.prefix) as string;
+  // AWS_DEFAULT_REGION is the SDK's older spelling; a bad value is reported as AWS_REGION.
+  const region = readText(
+    envSource({ [V.region.name]: env[V.region.name]?.trim() || env.AWS_DEFAULT_REGION }),
+    V.region,
+  );
+  const all = readUrl(src, V.endpoint);
+  const endpoints: Endpoints = Object.freeze({
+    dynamodb: readUrl(src, V.endpointDynamodb) ?? all,
+    sqs: readUrl(src, V.endpointSqs) ?? all,
+    s3: readUrl(src, V.endpointS3) ?? all,
+    scheduler: readUrl(src, V.endpointScheduler) ?? all,
+    kms: readUrl(src, V.endpointKms) ?? all,
+  });
+  const flowUrl = readUrl(src, V.flowUrl);
+  const allowInsecureFlowUrl = readFlag(src, V.allowInsecureFlowUrl);
+  if (flowUrl !== undefined) assertFlowUrlEncrypted(flowUrl, allowInsecureFlowUrl);
+
+  return Object.freeze({
+    ...readTuning(tuning),
+    region,
+    endpoints,
+    emulatorCredentials:
+      env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+        ? Object.freeze({ accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY })
+        : undefined,
+    prefix,
+    tableName: readText(src, V.tableName, prefix) as string,
+    queue: readUrlOrName(src, V.queue, prefix),
+    deadLetterQueue: readUrlOrName(src, V.deadLetterQueue, prefix),
+    bucket: readText(src, V.bucket, prefix) as string,
+    signingSecrets: readSecrets(src, V.signingSecret),
+    allowUnsigned: readFlag(src, V.allowUnsigned),
+    flowUrl,
+    allowInsecureFlowUrl,
+    port: readCount(src, V.port),
+    inLambda: src.raw(V.lambda) !== undefined,
+    consumerConcurrency: readCount(src, V.consumerConcurrency),
+    retentionDays: readInt(src, V.retentionDays),
+    visibilityTimeoutSeconds: readCount(src, V.visibilityTimeoutSeconds),
+    maxReceiveCount: readCount(src, V.maxReceiveCount),
+    schedulerRoleArn: readText(src, V.schedulerRoleArn),
+    schedulerGroup: readText(src, V.schedulerGroup) as string,
+    kmsKeyId: readText(src, V.kmsKeyId),
+  });
+}
+
+function readUrlOrName(src: Source, s: TextSetting, prefix: string): string {
+  const v = readText(src, s, prefix) as string;
+  return /^https?:\/\//.test(v) ? v.replace(/\/+$/, '') : v;
+}
+
+/** `config` with `tuning` applied over it, validated like {@link loadConfig}'s. */
+export function withTuning(config: WorldConfig, tuning: Partial<WorldTuning> | undefined): WorldConfig {
+  if (tuning === undefined || Object.keys(tuning).length === 0) return config;
+  const current: Partial<WorldTuning> = {};
+  for (const k of Object.keys(TUNING) as (keyof WorldTuning)[]) (current as Record<string, unknown>)[k] = config[k];
+  return Object.freeze({ ...config, ...readTuning({ ...current, ...tuning }) });
+}
+
+/** Where deliveries go over HTTP: the configured flow URL, else the local `eve start` flow route. */
+export function defaultFlowUrl(config: Pick<WorldConfig, 'flowUrl' | 'port'>): string {
+  return config.flowUrl ?? `http://127.0.0.1:${config.port}${FLOW_PATH}`;
+}
+
+/**
+ * Closed by default: bodies travel to a remote flow route encrypted. Throws a {@link ConfigError}
+ * naming EVE_WORLD_AWS_FLOW_URL for an `http://` URL to a host that is not loopback, unless the
+ * explicit opt-out EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1 is set.
+ */
+function assertFlowUrlEncrypted(flowUrl: string, allowInsecure: boolean): void {
+  if (allowInsecure || isLoopbackUrl(flowUrl) || new URL(flowUrl).protocol === 'https:') return;
+  throw new ConfigError(
+    VARIABLES.flowUrl.name,
+    `is cleartext http to a host that is not loopback (${flowUrl}): step inputs and outputs would cross the network unencrypted. ` +
+      `Use https (or set ${VARIABLES.allowInsecureFlowUrl.name}=1, on a private network only)`,
+    VARIABLES.flowUrl.example,
+  );
+}
+
+/**
+ * Closed by default, checked before any client is built: deliveries to a flow route that is not
+ * on this machine must be encrypted (https) and signed, or anyone who can see or reach the route
+ * could read bodies or forge deliveries. Throws a {@link ConfigError} naming the setting to fix,
+ * unless the URL is loopback or the explicit opt-outs (EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1,
+ * EVE_WORLD_AWS_ALLOW_UNSIGNED=1) are set.
+ */
+export function assertDeliveriesSafe(config: WorldConfig, flowUrl: string): void {
+  assertFlowUrlEncrypted(flowUrl, config.allowInsecureFlowUrl);
   if (config.signingSecrets.length > 0 || config.allowUnsigned || isLoopbackUrl(flowUrl)) return;
   throw new ConfigError(
-    'EVE_WORLD_AWS_SIGNING_SECRET',
+    VARIABLES.signingSecret.name,
     `is required: deliveries go to ${flowUrl}, which is not a loopback address, and anyone who can reach an unsigned flow route can run steps. ` +
-      'Set the same secret where the consumer runs and where the flow route runs (or EVE_WORLD_AWS_ALLOW_UNSIGNED=1, on a private network only)',
-    '$(openssl rand -hex 32)',
+      `Set the same secret where the consumer runs and where the flow route runs (or ${VARIABLES.allowUnsigned.name}=1, on a private network only)`,
+    VARIABLES.signingSecret.example,
+  );
+}
+
+/** The line `start()` logs while unsigned deliveries are allowed; undefined when they are not. */
+export function unsignedWarning(config: Pick<WorldConfig, 'allowUnsigned'>): string | undefined {
+  if (!config.allowUnsigned) return undefined;
+  return (
+    `[eve-world-aws] WARNING: ${VARIABLES.allowUnsigned.name}=1: deliveries may go unsigned and the flow route accepts unsigned requests; ` +
+    'anyone who can reach the flow route can run steps. Use it on a private network only; set EVE_WORLD_AWS_SIGNING_SECRET and unset it otherwise.'
   );
 }
 
@@ -477,4 +796,21 @@ let cached: WorldConfig | undefined;
 export function getConfig(): WorldConfig {
   cached ??= loadConfig(process.env);
   return cached;
+}
+
+/**
+ * The one write to the environment, for `@workflow/core`, which reads its own variable.
+ *
+ * Core's turbo mode (default on) forces an optimistic inline start on a run's first delivery: the
+ * first step's body runs BEFORE its `step_started` commits (@workflow/core step-executor.js,
+ * `optimisticStart`). Two copies of that delivery (SQS at-least-once) would both run it, and no
+ * fence on `step_started` (src/storage/step-lease.ts) can stop a body that precedes it. Core defers
+ * to an explicit `WORKFLOW_OPTIMISTIC_INLINE_START=0` (turbo stays on otherwise), so the World sets
+ * that when the operator has set nothing: every body then starts after its `step_started` (cost:
+ * the first step's body waits for that one write instead of overlapping it). An explicit `1`
+ * keeps optimistic starts, and with them possible duplicate bodies of a run's first step.
+ */
+export function applyCoreDefaults(env: Env = process.env): void {
+  const name = VARIABLES.optimisticInlineStart.name;
+  if (env[name] === undefined || env[name] === '') env[name] = VARIABLES.optimisticInlineStart.default;
 }

@@ -12,15 +12,26 @@ export interface WorldContext {
   readonly payloads: PayloadStore;
 }
 
-export function createContext(config: WorldConfig, clients: AwsClients = createClients(config)): WorldContext {
-  return {
-    config,
-    clients,
-    // Stored payloads use the lower of the two thresholds (queue bodies and chunks: the first).
-    payloads: new PayloadStore(
-      clients.s3,
-      config.bucket,
-      Math.min(config.payloadThresholdBytes, config.storageInlineBytes ?? config.payloadThresholdBytes),
-    ),
-  };
+export interface ContextOptions {
+  /**
+   * false: S3 pointers in stored payloads come back as the pointers themselves instead of being
+   * downloaded (storage follows a pointer only through {@link PayloadStore.resolve}), so an
+   * operator's preview never reads S3. Stream chunks are unaffected. Default true.
+   */
+  resolvePayloads?: boolean;
+}
+
+export function createContext(
+  config: WorldConfig,
+  clients: AwsClients = createClients(config),
+  options: ContextOptions = {},
+): WorldContext {
+  // Stored payloads use the lower of the two thresholds (queue bodies and chunks: the first).
+  const payloads = new PayloadStore(
+    clients.s3,
+    config.bucket,
+    Math.min(config.payloadThresholdBytes, config.storageInlineBytes),
+  );
+  if (options.resolvePayloads === false) payloads.resolve = async <T>(value: unknown) => value as T;
+  return { config, clients, payloads };
 }

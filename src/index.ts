@@ -2,8 +2,10 @@
  * `@portfolio/eve-world-aws`: a Workflow DevKit World on DynamoDB + SQS + S3.
  *
  * `createWorld()` is the only public door. Under eve (and `wf --backend`) it is called with no
- * arguments, so everything comes from the environment (see src/config.ts and the README table);
- * tests and embedders may pass an explicit config and clients instead.
+ * arguments, so everything comes from the environment (src/config.ts, docs/configuration.md);
+ * tests and embedders may pass an explicit config, tuning options and clients instead. The World
+ * exposes the contract and its own operations, never its parts: tools build what they need from
+ * the same factories (createContext, createTransport) with the same config.
  *
  * Composition, flat as the runtime expects, one hop to each part:
  * - storage   src/storage/   runs/steps/events/hooks: the event log on one DynamoDB table
@@ -20,20 +22,29 @@
  */
 import { SPEC_VERSION_CURRENT, type WorkflowRun, type World } from '@workflow/world';
 import { type AwsClients, destroyClients } from './aws/clients.js';
-import { assertDeliveriesSigned, getConfig, type WorldConfig } from './config.js';
-import { type CreateConsumerOptions, createConsumer, defaultFlowUrl } from './consumer/index.js';
+import {
+  applyCoreDefaults,
+  assertDeliveriesSafe,
+  defaultFlowUrl,
+  getConfig,
+  unsignedWarning,
+  type WorldConfig,
+  type WorldTuning,
+  withTuning,
+} from './config.js';
+import { type CreateConsumerOptions, createConsumer } from './consumer/index.js';
 import type { FlowHandler } from './consumer/pipeline.js';
-import { createContext, type WorldContext } from './context.js';
-import { RunKeys, type RunKeysOptions } from './encryption/run-keys.js';
+import { createContext } from './context.js';
+import { RunKeys } from './encryption/run-keys.js';
+import { consoleLogger } from './log.js';
 import { createQueue } from './queue/index.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streams/index.js';
 import { type OrphanSweepOptions, type SweepReport, sweepOrphans } from './sweep/index.js';
 
 export type { AwsClients } from './aws/clients.js';
-export { ConfigError, ENV_DOCS, loadConfig, type WorldConfig } from './config.js';
+export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
-export type { WorldContext } from './context.js';
 export type { Logger } from './log.js';
 export {
   type HeldBodySweep,
@@ -52,10 +63,6 @@ export interface AwsWorld extends World {
   registerHandler(prefix: string, handler: FlowHandler): void;
   start(): Promise<void>;
   close(): Promise<void>;
-  /** The context the World was built from (config, clients, payload store). */
-  readonly context: WorldContext;
-  /** Per-run KMS data keys, when EVE_WORLD_AWS_KMS_KEY_ID is set (src/encryption/run-keys.ts). */
-  readonly runKeys?: RunKeys;
   /** {@link sweepOrphans} on this World's resources. */
   sweepOrphans(options?: OrphanSweepOptions): Promise<SweepReport>;
 }
@@ -63,50 +70,48 @@ export interface AwsWorld extends World {
 export interface CreateWorldOptions {
   /** Explicit config; defaults to the environment (validated once per process). */
   config?: WorldConfig;
+  /**
+   * Options no deployment needs to set (poll intervals, thresholds, timeouts; src/config.ts
+   * `TUNING`, docs/configuration.md), applied over `config` and validated like it.
+   */
+  tuning?: Partial<WorldTuning>;
   /** Explicit clients (e.g. with fault-injection middleware); the World then does not destroy them. */
   clients?: AwsClients;
   /** Tuning of the in-process consumer (tests, embedders). */
   consumer?: CreateConsumerOptions;
-  /** Bounds of the in-process cache of unwrapped run keys (used only with a KMS key). */
-  runKeys?: RunKeysOptions;
-}
-
-/**
- * Core's turbo mode (default on) forces an optimistic inline start on a run's first delivery: the
- * first step's body runs BEFORE its `step_started` commits (@workflow/core step-executor.js,
- * `optimisticStart`). Two copies of that delivery (SQS at-least-once) would both run it, and no
- * fence on `step_started` (src/storage/write/step-lease.ts) can stop a body that precedes it. Core defers
- * to an explicit `WORKFLOW_OPTIMISTIC_INLINE_START=0` (turbo stays on otherwise), so the World sets
- * that when the operator has set nothing: every body then starts after its `step_started` (cost:
- * the first step's body waits for that one write instead of overlapping it). An explicit `1`
- * keeps optimistic starts, and with them possible duplicate bodies of a run's first step.
- */
-function awaitStepStarts(env: NodeJS.ProcessEnv = process.env): void {
-  if (env.WORKFLOW_OPTIMISTIC_INLINE_START === undefined || env.WORKFLOW_OPTIMISTIC_INLINE_START === '')
-    env.WORKFLOW_OPTIMISTIC_INLINE_START = '0';
+  /**
+   * The per-run key source (src/encryption/run-keys.ts) to use instead of the World's own, e.g.
+   * one with other cache bounds, or one whose `stats()` a test or benchmark reads. Default: built
+   * from the World's context when EVE_WORLD_AWS_KMS_KEY_ID is set.
+   */
+  runKeys?: RunKeys;
+  /**
+   * false: S3 pointers in run/step/event payloads come back as the pointers themselves instead of
+   * being downloaded, so an operator's preview never reads S3. Stream chunks are unaffected.
+   */
+  resolvePayloads?: boolean;
 }
 
 export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
-  const config = options.config ?? getConfig();
-  awaitStepStarts();
-  // Closed by default, before any client exists: unsigned deliveries only to this machine.
-  assertDeliveriesSigned(config, defaultFlowUrl(config.flowUrl));
+  const config = withTuning(options.config ?? getConfig(), options.tuning);
+  applyCoreDefaults();
+  // Closed by default, before any client exists: cleartext and unsigned deliveries only to this machine.
+  assertDeliveriesSafe(config, defaultFlowUrl(config));
+  const logger = options.consumer?.logger ?? consoleLogger;
   const ownsClients = options.clients === undefined;
-  const context = createContext(config, options.clients);
+  const context = createContext(config, options.clients, { resolvePayloads: options.resolvePayloads });
   const storage = createStorage(context);
-  const queue = createQueue(context, { logger: options.consumer?.logger, logTail: storage.logTail });
+  const queue = createQueue(context, { logger, logTail: storage.logTail });
   const consumer = createConsumer(context, queue.transport, options.consumer);
   const streamer = createStreamer(context);
   // Without a KMS key the World has no getEncryptionKeyForRun at all, so core stores plaintext
   // exactly as before; with one, core encrypts every payload under a per-run data key.
-  const runKeys = config.kmsKeyId ? new RunKeys(context, config.kmsKeyId, options.runKeys) : undefined;
+  const runKeys = options.runKeys ?? (config.kmsKeyId ? new RunKeys(context, config.kmsKeyId) : undefined);
   let closed: Promise<void> | undefined;
 
   const world = {
     specVersion: SPEC_VERSION_CURRENT,
     capabilities: { ...storageCapabilities },
-    context,
-    runKeys,
     ...(runKeys ? { getEncryptionKeyForRun: (runOrId: WorkflowRun | string) => runKeys.forRun(runOrId) } : {}),
     // Storage
     runs: storage.runs,
@@ -125,6 +130,9 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     streamFlushIntervalMs: streamer.streamFlushIntervalMs,
     sweepOrphans: (o?: OrphanSweepOptions) => sweepOrphans(context, o),
     async start() {
+      // Loud on every start: the opt-out is for private networks and must not go unnoticed.
+      const warning = unsignedWarning(config);
+      if (warning) logger.warn(warning);
       await consumer.start();
     },
     close() {

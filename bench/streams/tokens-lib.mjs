@@ -23,9 +23,13 @@ export async function loadImpl() {
   return { createClients, destroyClients, loadConfig, createContext, createStreamer };
 }
 
-/** A Streamer on its own clients, counting the DynamoDB requests it sends, by command. */
-export function countingStreamer(impl, env, options) {
-  const config = impl.loadConfig(env);
+/**
+ * A Streamer on its own clients, counting the DynamoDB requests it sends, by command. `tuning`:
+ * the World's tuning options (e.g. `{ streamBurstMs }`); a baseline build that predates them
+ * ignores the argument.
+ */
+export function countingStreamer(impl, env, options, tuning = {}) {
+  const config = impl.loadConfig(env, tuning);
   const clients = impl.createClients(config);
   // readTimes: when each read (Query/Get) was sent, wall-clock ms, to count reads per second
   // inside the writer's active window.

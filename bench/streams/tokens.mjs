@@ -73,10 +73,7 @@ const sum = (byCommand, pick) => Object.entries(byCommand).reduce((n, [c, v]) =>
  * from just before write() to the reader receiving the chunk.
  */
 async function scenario(impl, env, { mode, flushMs, burstMs, count, gapMs }) {
-  const w = countingStreamer(
-    impl,
-    burstMs === undefined ? env : { ...env, EVE_WORLD_AWS_STREAM_BURST_MS: String(burstMs) },
-  );
+  const w = countingStreamer(impl, env, undefined, burstMs === undefined ? {} : { streamBurstMs: burstMs });
   setWorld({ specVersion: SPEC_VERSION_CURRENT, streams: w.streamer.streams, streamFlushIntervalMs: flushMs });
   const run = `wrun_tok${randomBytes(6).toString('hex')}`;
   const name = 'tokens';
@@ -218,7 +215,7 @@ async function main() {
     await reconcile(clients, cfg, 'apply');
     destroyClients(clients);
     const flushMs = impl.loadConfig(env).streamFlushMs; // undefined on the baseline: core's default (0)
-    const burstMs = undefined; // the build's own default (EVE_WORLD_AWS_STREAM_BURST_MS when set)
+    const burstMs = undefined; // the build's own default (tuning option streamBurstMs)
     await scenario(impl, env, { mode: 'in-process', flushMs, count: 30, gapMs: 5 }); // warm-up
     const results = {
       label: args.has('--save-baseline') ? 'commit f1d0e53 (before #16)' : 'this build',
@@ -234,7 +231,7 @@ async function main() {
       }
       results.sweep = sweep;
       table(
-        'Window sweep (flush = streamFlushIntervalMs, burst = EVE_WORLD_AWS_STREAM_BURST_MS): latency vs DynamoDB requests per chunk',
+        'Window sweep (flush = streamFlushIntervalMs, burst = tuning option streamBurstMs): latency vs DynamoDB requests per chunk',
         [
           'flush/burst ms',
           'load',

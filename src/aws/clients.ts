@@ -45,13 +45,17 @@ function lazy<T>(make: () => Promise<T>): Lazy<T> {
 
 const MAX_ATTEMPTS = 8;
 
-/** Local emulators accept any credentials; real AWS uses the default provider chain. */
-function localCredentials(endpoint: string | undefined) {
+/**
+ * Local emulators accept any credentials: a loopback endpoint gets the configured static ones, or
+ * placeholders. Everything else uses the SDK's default provider chain.
+ */
+function localCredentials(endpoint: string | undefined, configured: WorldConfig['emulatorCredentials']) {
   if (!endpoint) return undefined;
   const host = new URL(endpoint).hostname;
   const local = host === '127.0.0.1' || host === 'localhost' || host === '::1' || host === '[::1]';
-  if (!local || (process.env.AWS_ACCESS_KEY_ID && process.env.AWS_SECRET_ACCESS_KEY)) return undefined;
-  return { accessKeyId: 'local', secretAccessKey: 'local' };
+  if (!local) return undefined;
+  // A fresh object per client: the SDK annotates the credentials it is given.
+  return configured ? { ...configured } : { accessKeyId: 'local', secretAccessKey: 'local' };
 }
 
 /** SQS long polls wait up to 20 s with no bytes moving; their socket timeout must exceed that. */
@@ -68,19 +72,23 @@ export function createClients(config: WorldConfig): AwsClients {
   const base = { region, maxAttempts: MAX_ATTEMPTS, ...timeouts(config) };
   const { dynamodb, sqs, s3, scheduler, kms } = config.endpoints;
   return {
-    ddb: new DynamoDBClient({ ...base, endpoint: dynamodb, credentials: localCredentials(dynamodb) }),
+    ddb: new DynamoDBClient({
+      ...base,
+      endpoint: dynamodb,
+      credentials: localCredentials(dynamodb, config.emulatorCredentials),
+    }),
     sqs: new SQSClient({
       ...base,
       ...timeouts(config, LONG_POLL_ALLOWANCE_MS),
       endpoint: sqs,
-      credentials: localCredentials(sqs),
+      credentials: localCredentials(sqs, config.emulatorCredentials),
     }),
     s3: lazy(async () => {
       const { S3Client } = await import('@aws-sdk/client-s3');
       return new S3Client({
         ...base,
         endpoint: s3,
-        credentials: localCredentials(s3),
+        credentials: localCredentials(s3, config.emulatorCredentials),
         // Emulators serve path-style only; checksum-on-demand avoids aws-chunked uploads that some
         // emulators store verbatim (fauxqs and MinIO).
         forcePathStyle: s3 !== undefined,
@@ -90,11 +98,15 @@ export function createClients(config: WorldConfig): AwsClients {
     }),
     scheduler: lazy(async () => {
       const { SchedulerClient } = await import('@aws-sdk/client-scheduler');
-      return new SchedulerClient({ ...base, endpoint: scheduler, credentials: localCredentials(scheduler) });
+      return new SchedulerClient({
+        ...base,
+        endpoint: scheduler,
+        credentials: localCredentials(scheduler, config.emulatorCredentials),
+      });
     }),
     kms: lazy(async () => {
       const { KMSClient } = await import('@aws-sdk/client-kms');
-      return new KMSClient({ ...base, endpoint: kms, credentials: localCredentials(kms) });
+      return new KMSClient({ ...base, endpoint: kms, credentials: localCredentials(kms, config.emulatorCredentials) });
     }),
   };
 }

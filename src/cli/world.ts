@@ -1,11 +1,14 @@
 /**
  * The World for read-mostly operator commands (tail, runs, redrive): built from the environment
  * like `createWorld()` under eve, but never `start()`ed, so no consumer competes with the real
- * ones for queue messages. Callers close it when done.
+ * ones for queue messages. Beside it, the same config's own context (clients, payload store) for
+ * what a command does outside the World contract (moving DLQ messages, listing objects): built
+ * with the runtime's factories, never taken out of the World. Callers close it when done.
  */
 import { WorkflowRunNotFoundError } from '@workflow/errors';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig, type WorldConfig } from '../config.js';
+import { createContext, type WorldContext } from '../context.js';
 import { type AwsWorld, createWorld } from '../index.js';
 import { explainAwsError } from './init.js';
 import { CliError, EXIT_FAILURE } from './output.js';
@@ -14,6 +17,8 @@ export interface CliWorld {
   world: AwsWorld;
   config: WorldConfig;
   clients: AwsClients;
+  /** Config, clients and a payload store (always resolving) for work outside the World contract. */
+  context: WorldContext;
   close(): Promise<void>;
 }
 
@@ -32,17 +37,14 @@ export function openWorld(options: OpenWorldOptions = {}): CliWorld {
   const config = loadConfig(options.env ?? process.env);
   const ownsClients = options.clients === undefined;
   const clients = options.clients ?? createClients(config);
-  const world = createWorld({ config, clients });
-  if (options.resolvePayloads === false) {
-    // Storage follows a pointer only through PayloadStore#resolve (src/storage/records/payloads.ts), and
-    // each World has its own store instance, so overriding it here affects this World alone.
-    world.context.payloads.resolve = async <T>(value: unknown) => value as T;
-  }
+  const world = createWorld({ config, clients, resolvePayloads: options.resolvePayloads });
+  const context = createContext(config, clients);
   let closed: Promise<void> | undefined;
   return {
     world,
     config,
     clients,
+    context,
     close() {
       closed ??= (async () => {
         await world.close();

@@ -37,8 +37,6 @@ export type QueueMessageHandler = Parameters<Queue['createQueueHandler']>[1];
 export interface HandlerOptions {
   /** Accepted secrets (rotation: any of them). Empty or absent: only this process's own key. */
   signingSecrets?: readonly string[];
-  /** @deprecated one secret; same as `signingSecrets: [signingSecret]`. */
-  signingSecret?: string;
   /** With no secret: accept unsigned requests too (EVE_WORLD_AWS_ALLOW_UNSIGNED=1). */
   allowUnsigned?: boolean;
   /** Replay guard for configured secrets. Default: per process (use a durable one across instances). */
@@ -66,11 +64,7 @@ export function createQueueHandler(
   handler: QueueMessageHandler,
   opts: HandlerOptions = {},
 ): (req: Request) => Promise<Response> {
-  const secrets = opts.signingSecrets?.length
-    ? opts.signingSecrets
-    : opts.signingSecret !== undefined
-      ? [opts.signingSecret]
-      : [];
+  const secrets = opts.signingSecrets ?? [];
   // Unsigned requests are accepted only on the explicit opt-out, and only when no secret is set.
   const acceptUnsigned = secrets.length === 0 && opts.allowUnsigned === true;
   const keys = secrets.length > 0 ? secrets : [processSigningKey()];

@@ -1,31 +1,30 @@
 /**
  * The receive side of the World: the flow-route handler (`createQueueHandler`), in-process
  * handlers (`registerHandler`), and the in-process SQS consumer that `start()` runs on plain Node
- * hosts. The Lambda SQS handler (./lambda.ts) shares the same pipeline (./pipeline.ts).
+ * hosts. The Lambda SQS handler (./lambda.ts) is composed the same way (./delivery.ts).
  *
  * Where a delivery goes: a handler registered for the queue name's prefix (in process), else
  * `config.flowUrl`, else the local `eve start` flow route (`http://127.0.0.1:$PORT/...`).
  */
-import { parseQueueName, type Queue, type QueuePrefix, type ValidQueueName } from '@workflow/world';
+import type { Queue, QueuePrefix } from '@workflow/world';
 import { canConnect } from '../aws/net.js';
 import type { WorldContext } from '../context.js';
 import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/index.js';
-import { CircuitBreaker } from './breaker.js';
-import { createQueueHandler } from './handler.js';
+import { composeDelivery, queuePrefixOf } from './delivery.js';
+import { createQueueHandler, type HandlerOptions } from './handler.js';
 import { DynamoNonceStore } from './nonces.js';
-import { DEFAULT_FLOW_PATH, type DeliveryOutcome, type FlowHandler, type InboundMessage } from './pipeline.js';
+import type { DeliveryOutcome, FlowHandler, InboundMessage } from './pipeline.js';
 import { SqsPoller } from './poller.js';
-import { SqsReceipts } from './receipts.js';
-import { processSigningKey } from './signing.js';
+import type { SqsReceipts } from './receipts.js';
 
 export interface CreateConsumerOptions {
   /**
    * `'poll'`: `start()` runs the in-process SQS consumer. `'none'`: `start()` does nothing (a
    * Lambda, where the SQS event source mapping consumes). Default: `'none'` inside AWS Lambda
-   * (`AWS_LAMBDA_FUNCTION_NAME` set), else `'poll'`.
+   * (`config.inLambda`: AWS_LAMBDA_FUNCTION_NAME set), else `'poll'`.
    */
   consumer?: 'poll' | 'none';
   logger?: Logger;
@@ -49,14 +48,6 @@ export interface Consumer extends Pick<Queue, 'createQueueHandler'> {
   readonly receipts: SqsReceipts;
 }
 
-/** Where deliveries go over HTTP: `config.flowUrl`, else the local `eve start` flow route. */
-export function defaultFlowUrl(
-  flowUrl: string | undefined,
-  env: Record<string, string | undefined> = process.env,
-): string {
-  return flowUrl ?? `http://127.0.0.1:${env.PORT ?? '3000'}${DEFAULT_FLOW_PATH}`;
-}
-
 export function createConsumer(
   ctx: WorldContext,
   transport: SqsTransport,
@@ -64,23 +55,19 @@ export function createConsumer(
 ): Consumer {
   const { config } = ctx;
   const logger = options.logger ?? consoleLogger;
-  const receipts = new SqsReceipts(transport);
   const handlers = new Map<string, FlowHandler>();
-  const mode = options.consumer ?? (process.env.AWS_LAMBDA_FUNCTION_NAME ? 'none' : 'poll');
+  const mode = options.consumer ?? (config.inLambda ? 'none' : 'poll');
+  const delivery = composeDelivery(ctx, transport, {
+    logger,
+    inProcess: (queueName) => {
+      const prefix = queuePrefixOf(queueName);
+      return prefix === undefined ? undefined : handlers.get(prefix);
+    },
+    breakerCooldownMs: options.breakerCooldownMs,
+  });
+  const { receipts } = delivery;
   let poller: SqsPoller | undefined;
   let closed = false;
-
-  const route = (queueName: string): { handler: FlowHandler; url: string } => {
-    let prefix: string | undefined;
-    try {
-      prefix = parseQueueName(queueName as ValidQueueName).prefix;
-    } catch {
-      prefix = undefined;
-    }
-    const registered = prefix !== undefined ? handlers.get(prefix) : undefined;
-    if (registered) return { handler: registered, url: `http://localhost${DEFAULT_FLOW_PATH}` };
-    return { handler: (req) => fetch(req), url: defaultFlowUrl(config.flowUrl) };
-  };
 
   let flowReachable = false;
   let waitingSince: number | undefined;
@@ -88,7 +75,7 @@ export function createConsumer(
     // In-process handlers need no network; over HTTP, wait for the flow route to listen so that
     // early receives (before `eve start` serves) do not burn receive counts.
     if (handlers.size > 0 || flowReachable) return true;
-    const url = defaultFlowUrl(config.flowUrl);
+    const url = delivery.flowUrl;
     flowReachable = await canConnect(url);
     if (flowReachable) {
       if (waitingSince !== undefined)
@@ -103,27 +90,11 @@ export function createConsumer(
     }
     return flowReachable;
   };
-
-  // The step lease (src/storage/write/step-lease.ts): half the visibility a consumer hides a copy for
-  // (the poller's, never longer than the queue's), so a crashed delivery's leases have expired
-  // before its copy is shown again.
-  const leaseTable = { ddb: ctx.clients.ddb, table: config.tableName };
-  const stepLease = {
-    ttlMs: stepLeaseTtlMs(Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds)),
-    extend: (l: StepLease) => extendStepLeases(leaseTable, l),
-    release: (l: StepLease) => releaseStepLeases(leaseTable, l),
-  };
+  const routeOptions = flowRouteOptions(ctx, logger);
 
   return {
     receipts,
-    createQueueHandler: (prefix, handler) =>
-      createQueueHandler(prefix, handler, {
-        signingSecrets: config.signingSecrets,
-        allowUnsigned: config.allowUnsigned,
-        nonces: new DynamoNonceStore(ctx),
-        logError: (m) => logger.error(m),
-        stepLease,
-      }),
+    createQueueHandler: (prefix, handler) => createQueueHandler(prefix, handler, routeOptions),
     registerHandler(prefix, handler) {
       handlers.set(prefix, handler);
     },
@@ -131,19 +102,12 @@ export function createConsumer(
       if (closed || mode === 'none' || poller) return;
       const waitTimeSeconds = Math.max(0, Math.min(20, options.waitTimeSeconds ?? 5));
       poller = new SqsPoller({
-        config,
-        transport,
-        receipts,
-        route,
-        // No secret: sign with this process's key, which only a flow route in this process accepts.
-        signingSecret: config.signingSecret ?? processSigningKey(),
-        logger,
+        ...delivery.deps,
         concurrency: config.consumerConcurrency,
         waitTimeSeconds,
         // Never longer than the queue's own visibility: a short queue visibility stays short.
         visibilitySeconds: Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds),
         drainTimeoutMs: options.drainTimeoutMs,
-        breaker: new CircuitBreaker(logger, 'the flow route', { cooldownMs: options.breakerCooldownMs }),
         ready,
         onOutcome: (outcome, msg) => {
           if (outcome.action === 'keep' && outcome.reason === 'transport') flowReachable = false;
@@ -155,6 +119,28 @@ export function createConsumer(
     async close() {
       closed = true;
       await poller?.close();
+    },
+  };
+}
+
+/**
+ * What the flow route (`createQueueHandler`) checks and keeps alive: the configured secrets, the
+ * replay store, and the step lease, whose TTL is half the visibility a consumer hides a copy for
+ * (the poller's, never longer than the queue's), so a crashed delivery's leases have expired
+ * before its copy is shown again.
+ */
+function flowRouteOptions(ctx: WorldContext, logger: Logger): HandlerOptions {
+  const { config } = ctx;
+  const leaseTable = { ddb: ctx.clients.ddb, table: config.tableName };
+  return {
+    signingSecrets: config.signingSecrets,
+    allowUnsigned: config.allowUnsigned,
+    nonces: new DynamoNonceStore(ctx),
+    logError: (m) => logger.error(m),
+    stepLease: {
+      ttlMs: stepLeaseTtlMs(Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds)),
+      extend: (l: StepLease) => extendStepLeases(leaseTable, l),
+      release: (l: StepLease) => releaseStepLeases(leaseTable, l),
     },
   };
 }

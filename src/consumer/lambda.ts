@@ -13,7 +13,8 @@
  * import { POST } from './.well-known/workflow/v1/flow.mjs';
  * export const handler = createSqsHandler({ flow: POST });
  * ```
- * Record fate (the pipeline in ./pipeline.ts decides): ack, or a replacement sent (next long-wait
+ * The parts (signing, routing, receipts, breaker) are composed by ./delivery.ts, as for the
+ * poller. Record fate (the pipeline in ./pipeline.ts decides): ack, or a replacement sent (next long-wait
  * hop, long `timeoutSeconds`, an outage copy on its last receive) -> success, so Lambda deletes it.
  * `{timeoutSeconds}` within 12 h -> visibility changed, reported as a failure so Lambda leaves it.
  * Handler error, 4xx, malformed message -> failure (retried with backoff, then the DLQ after
@@ -30,22 +31,14 @@
  * The entry also carries the scheduled orphan sweep, `sweepHandler` (src/sweep/lambda.ts), so the
  * one pre-bundled asset serves both functions the CDK construct deploys.
  */
-import { assertDeliveriesSigned, loadConfig, type WorldConfig } from '../config.js';
+import { assertDeliveriesSafe, loadConfig, unsignedWarning } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
+import { FLOW_PATH } from '../limits.js';
 import { consoleLogger, type Logger } from '../log.js';
-import { schedulerPort } from '../queue/delays.js';
-import { SqsTransport } from '../queue/transport.js';
+import { createTransport } from '../queue/transport.js';
 import { forEachLimited } from '../util/concurrency.js';
-import { CircuitBreaker } from './breaker.js';
-import {
-  DEFAULT_FLOW_PATH,
-  type DeliveryOutcome,
-  deliverMessage,
-  type FlowHandler,
-  type InboundMessage,
-} from './pipeline.js';
-import { SqsReceipts } from './receipts.js';
-import { processSigningKey } from './signing.js';
+import { composeDelivery, type DeliveryComposition } from './delivery.js';
+import { type DeliveryOutcome, deliverMessage, type FlowHandler, type InboundMessage } from './pipeline.js';
 
 /** The parts of the Lambda SQS event this handler reads (structurally compatible with @types/aws-lambda). */
 export interface SQSRecord {
@@ -106,53 +99,38 @@ export function createSqsHandler(
   opts: SqsHandlerOptions = {},
 ): (event: SQSEvent, context?: LambdaContextLike) => Promise<SQSBatchResponse> {
   const logger = opts.logger ?? consoleLogger;
-  let state:
-    | {
-        ctx: WorldContext;
-        config: WorldConfig;
-        transport: SqsTransport;
-        receipts: SqsReceipts;
-        breaker: CircuitBreaker;
-        handler: FlowHandler;
-        url: string;
-        inFlight: Set<string>;
-      }
-    | undefined;
+  let state: { ctx: WorldContext; delivery: DeliveryComposition } | undefined;
 
   // Built on the first event, so importing the module never throws on a bad environment.
   const init = () => {
     if (state) return state;
-    const config = opts.context?.config ?? loadConfig(process.env);
+    const config = opts.context?.config ?? loadConfig();
     const flowUrl = opts.flowUrl ?? config.flowUrl;
     if (!opts.flow && !flowUrl) {
       throw new Error(
         'eve-world-aws Lambda consumer: set EVE_WORLD_AWS_FLOW_URL to the flow route URL ' +
-          `(https://<host>${DEFAULT_FLOW_PATH}), or pass { flow } to createSqsHandler for in-process delivery`,
+          `(https://<host>${FLOW_PATH}), or pass { flow } to createSqsHandler for in-process delivery`,
       );
     }
-    // Closed by default: refuse unsigned deliveries over a network before any client is built.
-    if (!opts.flow) assertDeliveriesSigned(config, flowUrl as string);
+    // Closed by default: refuse cleartext or unsigned deliveries over a network before any client is built.
+    if (!opts.flow) assertDeliveriesSafe(config, flowUrl as string);
+    const warning = unsignedWarning(config);
+    if (warning) logger.warn(warning);
     const ctx = opts.context ?? createContext(config);
-    // Long re-sends (`timeoutSeconds` over 12 h) use the Scheduler when one is configured.
-    const transport = new SqsTransport(ctx, config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined);
+    const flow = opts.flow;
     state = {
       ctx,
-      config,
-      inFlight: new Set<string>(),
-      transport,
-      receipts: new SqsReceipts(transport),
       // Per container: a warm container that saw the route fail stops burning receives.
-      breaker: new CircuitBreaker(logger, 'the flow route'),
-      handler: opts.flow ?? ((req) => fetch(req)),
-      url: opts.flow ? `http://localhost${DEFAULT_FLOW_PATH}` : (flowUrl as string),
+      delivery: composeDelivery(ctx, createTransport(ctx), { logger, inProcess: () => flow, flowUrl }),
     };
     return state;
   };
 
   return async (event, context) => {
-    const s = init();
+    const { ctx, delivery } = init();
+    const { config } = ctx;
     // The visibility the event source mapping's copies really have (the queue's attribute).
-    const visibilitySeconds = await s.receipts.visibilityInForce().catch(() => s.config.visibilityTimeoutSeconds);
+    const visibilitySeconds = await delivery.receipts.visibilityInForce().catch(() => config.visibilityTimeoutSeconds);
     const records = event.Records ?? [];
     const abort = new AbortController();
     const remaining = context?.getRemainingTimeInMillis?.();
@@ -169,30 +147,22 @@ export function createSqsHandler(
       let outcome: DeliveryOutcome;
       try {
         outcome = await deliverMessage(msg, {
-          config: s.config,
-          transport: s.transport,
-          receipts: s.receipts,
-          route: () => ({ handler: s.handler, url: s.url }),
-          // No secret: this process's key, which only an in-process flow route (`flow`) accepts.
-          signingSecret: s.config.signingSecret ?? processSigningKey(),
-          logger,
+          ...delivery.deps,
           signal: abort.signal,
           visibilitySeconds,
-          breaker: s.breaker,
           gateOnBreaker: true,
-          inFlight: s.inFlight,
         });
       } catch (err) {
         logger.warn(
           `[eve-world-aws] delivery of SQS message ${record.messageId} failed, it will be retried: ${String(err)}`,
         );
         outcome = { action: 'keep', reason: 'failed', detail: String(err) };
-        s.breaker.neutral(); // a probe that threw before reaching the route frees the slot
+        delivery.breaker.neutral(); // a probe that threw before reaching the route frees the slot
       }
       if (outcome.action === 'delete' && !abort.signal.aborted) succeeded.add(record.messageId);
       opts.onOutcome?.(outcome, msg);
     };
-    const concurrency = Math.max(1, Math.min(opts.concurrency ?? s.config.consumerConcurrency, records.length || 1));
+    const concurrency = Math.max(1, Math.min(opts.concurrency ?? config.consumerConcurrency, records.length || 1));
     const aborted = new Promise<void>((resolve) =>
       abort.signal.addEventListener('abort', () => resolve(), { once: true }),
     );

@@ -35,7 +35,7 @@ import { KeyCache, type KeyCacheOptions } from './key-cache.js';
 
 export const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
 
-/** Counters for the bench and for operators (`world.runKeys.stats()`). */
+/** Counters for the bench and for tests (`stats()` of the RunKeys handed to `createWorld({ runKeys })`). */
 export interface RunKeyStats {
   /** Calls to getEncryptionKeyForRun. */
   requests: number;

@@ -5,8 +5,8 @@
  * `QKEY#<key>` item:
  * - `pending {owner, leaseUntil, messageId}`: written by {@link claimIdempotencyKey} before the send;
  * - `sent {messageId, sentAt}`: written by {@link markIdempotencyKeySent} after SQS (or the
- *   Scheduler) accepted the message. Items written before the two phases existed have no `state`
- *   and count as sent.
+ *   Scheduler) accepted the message.
+ * An item with neither state was not written here: the claim fails loudly rather than guess.
  *
  * The claim is one conditional PutItem that succeeds when
  * - no claim exists, or the existing claim's TTL has passed (DynamoDB deletes expired items
@@ -56,7 +56,7 @@ export interface ClaimOptions {
 }
 
 interface StoredClaim {
-  state?: 'pending' | 'sent';
+  state: 'pending' | 'sent';
   messageId?: string;
   owner?: string;
   leaseUntil?: number;
@@ -129,7 +129,12 @@ export async function claimIdempotencyKey(
       await pause(wait);
       continue;
     }
-    if (old.state !== 'pending') return { claimed: false, messageId: old.messageId ?? '' };
+    if (old.state === 'sent') return { claimed: false, messageId: old.messageId ?? '' };
+    if (old.state !== 'pending') {
+      throw new Error(
+        `idempotency key ${idempotencyKey}: its item in ${ctx.config.tableName} has no state (pending or sent), so it was not written by this World; delete it or use another key`,
+      );
+    }
     if ((old.leaseUntil ?? 0) > t) {
       // Being sent by a live owner: wait for `sent` (a duplicate) or for the lease to end.
       await pause(Math.min(wait, Math.max(1, (old.leaseUntil ?? t) - t)));

@@ -24,10 +24,10 @@ import type { WorldContext } from '../context.js';
 import { encodeLogTail } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { mapLimited } from '../util/concurrency.js';
-import { type SchedulerPort, schedulerPort } from './delays.js';
+import type { SchedulerPort } from './delays.js';
 import { encodePayload } from './encoding.js';
 import { claimIdempotencyKey, markIdempotencyKeySent, releaseIdempotencyKey } from './idempotency.js';
-import { SqsTransport } from './transport.js';
+import { createTransport, type SqsTransport } from './transport.js';
 
 export interface CreateQueueOptions {
   /**
@@ -51,8 +51,7 @@ export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'q
 export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {}): QueueSender {
   const { config } = ctx;
   const logger = options.logger ?? consoleLogger;
-  const scheduler = options.scheduler ?? (config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined);
-  const transport = new SqsTransport(ctx, scheduler);
+  const transport = createTransport(ctx, options.scheduler);
   const nextUlid = monotonicFactory();
   const tailOf = (payload: QueuePayload): string | undefined => {
     const p = payload as { runId?: unknown; workflowRunId?: unknown };

@@ -23,6 +23,7 @@ import {
   SCHEDULER_INPUT_LIMIT,
   type SchedulerPort,
   scheduleName,
+  schedulerPort,
 } from './delays.js';
 import { type Envelope, encodeEnvelope, envelopeAttributes, s3PlaceholderBody } from './encoding.js';
 
@@ -186,4 +187,12 @@ export class SqsTransport {
     });
     return { via: 'scheduler', scheduleName: name, s3Key: withDue.s3Key };
   }
+}
+
+/**
+ * The SQS transport of `ctx`'s queue and DLQ: long delays through the Scheduler when a scheduler
+ * role is configured (or `scheduler` is given), else SQS hops.
+ */
+export function createTransport(ctx: WorldContext, scheduler?: SchedulerPort): SqsTransport {
+  return new SqsTransport(ctx, scheduler ?? (ctx.config.schedulerRoleArn ? schedulerPort(ctx.clients) : undefined));
 }

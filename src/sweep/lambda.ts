@@ -107,7 +107,7 @@ export function createSweepHandler(
     const started = Date.now();
     const fromEvent = sweepEventOptions(event);
     // A bad environment throws here (ConfigError): a failed invocation, like a failed sweep.
-    const ctx = opts.context ?? createContext(loadConfig(process.env));
+    const ctx = opts.context ?? createContext(loadConfig());
     const remaining = lambdaContext?.getRemainingTimeInMillis?.();
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;

@@ -10,7 +10,7 @@ import { type E2e, startE2e } from '../helpers/e2e.js';
 let e2e: E2e;
 
 beforeAll(async () => {
-  e2e = await startE2e({ extraEnv: { EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '2' } });
+  e2e = await startE2e({ tuning: { maxDelayHopSeconds: 2 } });
 });
 afterAll(async () => {
   await e2e?.close();

@@ -10,7 +10,10 @@ import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { deriveRunPayloadKeys, prepareReplayPayload } from '@workflow/core/serialization';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resumeHook, start } from 'workflow/api';
+import { createClients, destroyClients } from '../../src/aws/clients.js';
+import { createContext } from '../../src/context.js';
 import { LOCAL_KMS_ALIAS } from '../../src/emulator/stack.js';
+import { RunKeys } from '../../src/encryption/run-keys.js';
 import { createWorld } from '../../src/index.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';
 
@@ -84,7 +87,8 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
 
   beforeAll(async () => {
     e2e = await startE2e({
-      extraEnv: { EVE_WORLD_AWS_KMS_KEY_ID: LOCAL_KMS_ALIAS, EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '400' },
+      extraEnv: { EVE_WORLD_AWS_KMS_KEY_ID: LOCAL_KMS_ALIAS },
+      tuning: { payloadThresholdBytes: 400 },
     });
     expect(typeof e2e.world.getEncryptionKeyForRun).toBe('function');
     const counted = await start(e2e.workflows.countedSteps as never, [MARKER, 2]);
@@ -153,7 +157,7 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
   });
 
   it('keeps one wrapped key per run in the run partition; the runtime used exactly those keys', async () => {
-    const stats = e2e.world.runKeys!.stats();
+    const stats = e2e.runKeys!.stats();
     // Each run's key was generated once (in start()), and every later request hit the cache.
     expect(stats.generateDataKey).toBe(4);
     expect(stats.racesLost).toBe(0);
@@ -173,13 +177,16 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
   });
 
   it('an operator World (own clients, cold cache, KMS access) unwraps the same key and reads the payloads', async () => {
-    const operator = createWorld({ config: e2e.fixture.config });
+    const { config } = e2e.fixture;
+    const clients = createClients(config);
+    const operatorKeys = new RunKeys(createContext(config, clients), config.kmsKeyId as string);
+    const operator = createWorld({ config, clients, runKeys: operatorKeys });
     try {
       const run = await operator.runs.get(runs.counted!);
       const key = await operator.getEncryptionKeyForRun!(run);
       expect(key).toHaveLength(32);
       expect(Buffer.from(key!).equals(Buffer.from((await e2e.world.getEncryptionKeyForRun!(run))!))).toBe(true);
-      expect(operator.runKeys!.stats()).toMatchObject({ decrypt: 1, generateDataKey: 0, keyWrites: 0 });
+      expect(operatorKeys.stats()).toMatchObject({ decrypt: 1, generateDataKey: 0, keyWrites: 0 });
 
       const keys = await deriveRunPayloadKeys(key!);
       const input = await prepareReplayPayload(run.input as Uint8Array, keys);
@@ -197,6 +204,7 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
       await expect(prepareReplayPayload(run.input as Uint8Array, await deriveRunPayloadKeys(other!))).rejects.toThrow();
     } finally {
       await operator.close();
+      destroyClients(clients);
     }
   });
 });
@@ -212,7 +220,6 @@ describe('without EVE_WORLD_AWS_KMS_KEY_ID (control): the same workflow is store
 
   it('has no getEncryptionKeyForRun, never loads KMS, and the marker is readable in the table', async () => {
     expect(e2e.world.getEncryptionKeyForRun).toBeUndefined();
-    expect(e2e.world.runKeys).toBeUndefined();
     const run = await start(e2e.workflows.countedSteps as never, [MARKER, 1]);
     expect(await run.returnValue).toBe(7);
     const raw = await rawStorage(e2e, run.runId);

@@ -41,9 +41,8 @@ function record(client: Stackable): void {
 beforeAll(async () => {
   // A low hop maximum so a short sleep goes through the delayed-send path too.
   e2e = await startE2e({
+    tuning: { maxDelayHopSeconds: 2, payloadThresholdBytes: 1000 },
     extraEnv: {
-      EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '2',
-      EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000',
       EVE_WORLD_AWS_KMS_KEY_ID: LOCAL_KMS_ALIAS,
       EVE_WORLD_AWS_RETENTION_DAYS: '1',
     },
@@ -88,7 +87,7 @@ describe('IAM command table covers what the World sends', () => {
     await e2e.world.events.list({ runId: big.runId, pagination: {} });
 
     // A process that did not create the run's key (`wf web`, another instance) unwraps it: Decrypt.
-    e2e.world.runKeys?.clear();
+    e2e.runKeys?.clear();
     expect(await e2e.world.getEncryptionKeyForRun?.(big.runId)).toHaveLength(32);
 
     console.log(`[iam-coverage] ${recorded.size} commands recorded: ${[...recorded].sort().join(' ')}`);

@@ -19,7 +19,7 @@ const taps: { runId?: string; stepId?: string; req: Request }[] = [];
 let e2e: E2e;
 beforeAll(async () => {
   e2e = await startE2e({
-    extraEnv: { EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS: '5' },
+    tuning: { consumerVisibilitySeconds: 5 },
     tap: (req) => {
       const entry: { runId?: string; stepId?: string; req: Request } = { req };
       taps.push(entry);

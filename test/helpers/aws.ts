@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { type AwsClients, createClients } from '../../src/aws/clients.js';
-import { loadConfig, type WorldConfig } from '../../src/config.js';
+import { loadConfig, type WorldConfig, type WorldTuning } from '../../src/config.js';
 import { reconcile } from '../../src/provision/index.js';
 
 export function stackEnv(): Record<string, string> {
@@ -19,8 +19,12 @@ export function uniquePrefix(tag = 't'): string {
 }
 
 /** Config for a fresh set of resource names on the emulator stack. */
-export function testConfig(extraEnv: Record<string, string> = {}, tag = 't'): WorldConfig {
-  return loadConfig({ ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix(tag), ...extraEnv });
+export function testConfig(
+  extraEnv: Record<string, string> = {},
+  tag = 't',
+  tuning: Partial<WorldTuning> = {},
+): WorldConfig {
+  return loadConfig({ ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix(tag), ...extraEnv }, tuning);
 }
 
 export interface Fixture {
@@ -30,10 +34,17 @@ export interface Fixture {
   env: Record<string, string>;
 }
 
-/** Create a table, queues and bucket with unique names and return config + clients. */
-export async function createFixture(extraEnv: Record<string, string> = {}, tag = 't'): Promise<Fixture> {
+/**
+ * Create a table, queues and bucket with unique names and return config + clients. `tuning`
+ * (options, not variables) is in `config` only; a child process gets it by other means.
+ */
+export async function createFixture(
+  extraEnv: Record<string, string> = {},
+  tag = 't',
+  tuning: Partial<WorldTuning> = {},
+): Promise<Fixture> {
   const env = { ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix(tag), ...extraEnv };
-  const config = loadConfig(env);
+  const config = loadConfig(env, tuning);
   const clients = createClients(config);
   await reconcile(clients, config, 'apply');
   return { config, clients, env };

@@ -8,6 +8,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setWorld } from 'workflow/runtime';
+import type { WorldTuning } from '../../src/config.js';
+import { createContext } from '../../src/context.js';
+import { RunKeys } from '../../src/encryption/run-keys.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 
@@ -18,6 +21,8 @@ type FlowPost = (req: Request) => Promise<Response>;
 
 export interface E2eOptions {
   extraEnv?: Record<string, string>;
+  /** Options (not variables), e.g. `{ maxDelayHopSeconds: 2 }`. */
+  tuning?: Partial<WorldTuning>;
   /**
    * Duplicate every delivery (SQS at-least-once, worst case):
    * - `'sqs'`: every SendMessage is sent twice (fault-injection middleware on the SQS client), so
@@ -46,6 +51,8 @@ function duplicateSends(fixture: Fixture): void {
 
 export interface E2e {
   world: AwsWorld;
+  /** The World's per-run key source (built here, so its stats can be read), when the config has a KMS key. */
+  runKeys?: RunKeys;
   fixture: Fixture;
   /** Workflow metadata by export name, for `start()`. */
   workflows: Record<string, { workflowId: string }>;
@@ -68,13 +75,15 @@ async function runIdOf(req: Request): Promise<string | undefined> {
 }
 
 export async function startE2e(opts: E2eOptions = {}): Promise<E2e> {
-  const fixture = await createFixture({ EVE_WORLD_AWS_CONCURRENCY: '16', ...opts.extraEnv }, 'e2e');
+  const fixture = await createFixture({ EVE_WORLD_AWS_CONCURRENCY: '16', ...opts.extraEnv }, 'e2e', opts.tuning);
   const manifest = JSON.parse(readFileSync(path.join(wellKnown, 'manifest.json'), 'utf8'));
   const workflows = manifest.workflows['workflows/checklist.ts'] as Record<string, { workflowId: string }>;
   const flow = (await import(path.join(wellKnown, 'flow.mjs'))) as { POST: FlowPost };
 
   if (opts.duplicateDelivery === 'sqs') duplicateSends(fixture);
-  const world = createWorld({ config: fixture.config, clients: fixture.clients });
+  const { kmsKeyId } = fixture.config;
+  const runKeys = kmsKeyId ? new RunKeys(createContext(fixture.config, fixture.clients), kmsKeyId) : undefined;
+  const world = createWorld({ config: fixture.config, clients: fixture.clients, runKeys });
   const invocations = new Map<string, number>();
   const handler: FlowPost = async (req) => {
     const runId = await runIdOf(req);
@@ -89,6 +98,7 @@ export async function startE2e(opts: E2eOptions = {}): Promise<E2e> {
   setWorld(world);
   return {
     world,
+    runKeys,
     fixture,
     workflows,
     invocations,

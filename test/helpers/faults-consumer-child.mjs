@@ -2,15 +2,16 @@
 // consumes the queue and runs the e2e flow route in process, like `eve start` does. The suite
 // starts several, duplicates deliveries between them, and SIGKILLs them.
 //
-// argv: <dist/index.js URL> <flow.mjs path> <tally file>
+// argv: <dist/index.js URL> <flow.mjs path> <tally file> [tuning JSON]
+// Tuning options are not variables, so they come as the last argument, passed to createWorld.
 // Every step-body execution of `countedAdd` appends `<key>\t<pid>` to the tally file at once (a
 // SIGKILLed process loses nothing it counted; the suite kills the process that is mid-body). Prints "ready" on stdout once consuming.
 import { appendFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
-const [distUrl, flowPath, tallyFile] = process.argv.slice(2);
+const [distUrl, flowPath, tallyFile, tuningJson] = process.argv.slice(2);
 if (!distUrl || !flowPath || !tallyFile) {
-  console.error('usage: faults-consumer-child.mjs <dist/index.js URL> <flow.mjs path> <tally file>');
+  console.error('usage: faults-consumer-child.mjs <dist/index.js URL> <flow.mjs path> <tally file> [tuning JSON]');
   process.exit(2);
 }
 
@@ -28,7 +29,7 @@ const { createWorld } = await import(distUrl);
 const { setWorld } = await import('workflow/runtime');
 const flow = await import(pathToFileURL(flowPath).href);
 
-const world = createWorld();
+const world = createWorld({ tuning: JSON.parse(tuningJson ?? '{}') });
 world.registerHandler('__wkf_workflow_', (req) => flow.POST(req));
 setWorld(world);
 await world.start();

@@ -24,8 +24,10 @@ import { eventIdToSlot } from '@workflow/world';
 import { start } from 'workflow/api';
 import { setWorld } from 'workflow/runtime';
 import { createClients, destroyClients } from '../../src/aws/clients.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, type WorldTuning } from '../../src/config.js';
+import { createContext, type WorldContext } from '../../src/context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
+import { createTransport } from '../../src/queue/transport.js';
 import { createFixture } from '../helpers/aws.js';
 import { type FaultRule, startFaultProxies } from './faults-proxy.js';
 
@@ -39,8 +41,10 @@ export interface FaultScenario {
   s3?: FaultRule[];
   /** A second World consuming the same queue, so duplicate copies are handled at once by two consumers. */
   secondConsumer?: boolean;
-  /** Extra config env (e.g. a low payload threshold, so S3 carries the payloads). */
+  /** Extra config env. */
   env?: Record<string, string>;
+  /** Tuning options (e.g. a low payload threshold, so S3 carries the payloads), also for the consumer processes. */
+  tuning?: Partial<WorldTuning>;
   /** Consumer processes (test/helpers/faults-consumer-child.mjs on dist/) next to the in-process one. */
   childConsumers?: number;
   /** SIGKILL a consumer process mid-body at most this often and start a replacement. */
@@ -106,7 +110,7 @@ export function wireFaults(rate = 0.03): FaultScenario {
       { kind: 'lose-response', rate },
     ],
     // Payloads and message bodies over 64 bytes go through S3, so S3 faults are on the path.
-    env: { EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '64' },
+    tuning: { payloadThresholdBytes: 64 },
   };
 }
 
@@ -160,7 +164,11 @@ export async function runFaultScenario(
   const seed = opts.seed ?? 1;
   const log = opts.log ?? (() => {});
   const proxies = await startFaultProxies(opts.stackEnv, seed);
-  const fixture = await createFixture({ EVE_WORLD_AWS_CONCURRENCY: '16', ...scenario.env, ...proxies.env }, 'flt');
+  const fixture = await createFixture(
+    { EVE_WORLD_AWS_CONCURRENCY: '16', ...scenario.env, ...proxies.env },
+    'flt',
+    scenario.tuning,
+  );
   const manifest = JSON.parse(readFileSync(path.join(wellKnown, 'manifest.json'), 'utf8'));
   const workflows = manifest.workflows['workflows/checklist.ts'] as Record<string, { workflowId: string }>;
   const flow = (await import(path.join(wellKnown, 'flow.mjs'))) as { POST: FlowPost };
@@ -168,7 +176,9 @@ export async function runFaultScenario(
     ((globalThis as Record<string, unknown>).__e2eStepTally as Map<string, number> | undefined) ??
     new Map<string, number>();
 
-  const children = scenario.childConsumers ? await startChildren(scenario.childConsumers, fixture.env, log) : undefined;
+  const children = scenario.childConsumers
+    ? await startChildren(scenario.childConsumers, fixture.env, scenario.tuning ?? {}, log)
+    : undefined;
   const worlds: AwsWorld[] = [createWorld({ config: fixture.config, clients: fixture.clients })];
   const extraClients = scenario.secondConsumer ? createClients(loadConfig(fixture.env)) : undefined;
   if (extraClients) worlds.push(createWorld({ config: fixture.config, clients: extraClients }));
@@ -328,7 +338,7 @@ export async function runFaultScenario(
         delayed: n('ApproximateNumberOfMessagesDelayed'),
       };
     };
-    const { queueUrl, dlqUrl } = await queueUrls(world);
+    const { queueUrl, dlqUrl } = await queueUrls(createContext(fixture.config, fixture.clients));
     // Duplicates of the last messages may still be in flight: give them a moment to drain.
     const drainEnd = Date.now() + 30_000;
     for (;;) {
@@ -386,9 +396,8 @@ export async function runFaultScenario(
   return report;
 }
 
-async function queueUrls(world: AwsWorld): Promise<{ queueUrl: string; dlqUrl: string }> {
-  const { SqsTransport } = await import('../../src/queue/transport.js');
-  const t = new SqsTransport(world.context);
+async function queueUrls(ctx: WorldContext): Promise<{ queueUrl: string; dlqUrl: string }> {
+  const t = createTransport(ctx);
   return { queueUrl: await t.queueUrl(), dlqUrl: await t.dlqUrl() };
 }
 
@@ -458,7 +467,12 @@ function ensureDist(): string {
   return pathToFileURL(index).href;
 }
 
-async function startChildren(n: number, env: Record<string, string>, log: (m: string) => void) {
+async function startChildren(
+  n: number,
+  env: Record<string, string>,
+  tuning: Partial<WorldTuning>,
+  log: (m: string) => void,
+) {
   const distUrl = ensureDist();
   const dir = mkdtempSync(path.join(tmpdir(), 'eve-faults-'));
   const tallyFile = path.join(dir, 'tally.txt');
@@ -468,7 +482,7 @@ async function startChildren(n: number, env: Record<string, string>, log: (m: st
     new Promise<ChildProcess>((resolve, reject) => {
       const child = spawn(
         process.execPath,
-        ['--no-warnings', script, distUrl, path.join(wellKnown, 'flow.mjs'), tallyFile],
+        ['--no-warnings', script, distUrl, path.join(wellKnown, 'flow.mjs'), tallyFile, JSON.stringify(tuning)],
         {
           env: { ...process.env, ...env },
           stdio: ['ignore', 'pipe', 'pipe'],

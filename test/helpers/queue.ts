@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { MessageId, ValidQueueName } from '@workflow/world';
 import { destroyClients } from '../../src/aws/clients.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, TUNING, type WorldConfig, type WorldTuning } from '../../src/config.js';
 import { type Consumer, type CreateConsumerOptions, createConsumer } from '../../src/consumer/index.js';
 import { type DeliveryOutcome, deliverMessage } from '../../src/consumer/pipeline.js';
 import { inboundFromSdk } from '../../src/consumer/poller.js';
@@ -57,9 +57,16 @@ export interface World {
  * `register: false`). `extraEnv` tunes config; `sameAs` reuses another world's resources (a
  * second World instance on the same table and queue, with its own clients).
  */
+/** The tuning options `config` was built with. */
+export function tuningOf(config: WorldConfig): Partial<WorldTuning> {
+  return Object.fromEntries(Object.keys(TUNING).map((k) => [k, config[k as keyof WorldTuning]]));
+}
+
 export async function makeWorld(
   opts: {
     env?: Record<string, string>;
+    /** Options (not variables), e.g. `{ maxDelayHopSeconds: 1 }`; `sameAs` keeps the other world's. */
+    tuning?: Partial<WorldTuning>;
     sameAs?: World;
     register?: boolean;
     start?: boolean;
@@ -69,10 +76,10 @@ export async function makeWorld(
   const fixture = opts.sameAs
     ? (() => {
         const env = { ...opts.sameAs.fixture.env, ...opts.env };
-        const config = loadConfig(env);
+        const config = loadConfig(env, { ...tuningOf(opts.sameAs.fixture.config), ...opts.tuning });
         return { config, clients: createContext(config).clients, env } as Fixture;
       })()
-    : await createFixture(opts.env ?? {}, 'q');
+    : await createFixture(opts.env ?? {}, 'q', opts.tuning);
   const ctx = createContext(fixture.config, fixture.clients);
   const logger = new MemoryLogger();
   const sender = createQueue(ctx, {

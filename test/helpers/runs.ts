@@ -4,6 +4,8 @@
  */
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { stringify } from 'devalue';
+import type { WorldTuning } from '../../src/config.js';
+import { createContext, type WorldContext } from '../../src/context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createFixture, type Fixture } from './aws.js';
 
@@ -15,16 +17,23 @@ export const devl = (value: unknown) => bytes(`devl${stringify(value)}`);
 export interface OpsFixture {
   fixture: Fixture;
   world: AwsWorld;
+  /** The fixture's own context (clients, payload store) for what a test does beside the World. */
+  context: WorldContext;
   env: Record<string, string>;
   close(): Promise<void>;
 }
 
-export async function opsFixture(extraEnv: Record<string, string> = {}, tag = 'ops'): Promise<OpsFixture> {
-  const fixture = await createFixture(extraEnv, tag);
+export async function opsFixture(
+  extraEnv: Record<string, string> = {},
+  tag = 'ops',
+  tuning: Partial<WorldTuning> = {},
+): Promise<OpsFixture> {
+  const fixture = await createFixture(extraEnv, tag, tuning);
   const world = createWorld({ config: fixture.config, clients: fixture.clients });
   return {
     fixture,
     world,
+    context: createContext(fixture.config, fixture.clients),
     env: fixture.env,
     close: async () => {
       await world.close();

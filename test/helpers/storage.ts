@@ -7,6 +7,7 @@ import type { Storage } from '@workflow/world';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { afterAll, beforeAll } from 'vitest';
 import { destroyClients } from '../../src/aws/clients.js';
+import type { WorldTuning } from '../../src/config.js';
 import { createContext, type WorldContext } from '../../src/context.js';
 import { createStorage } from '../../src/storage/index.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
@@ -19,8 +20,11 @@ export interface StorageFixture extends Fixture {
   close(): void;
 }
 
-export async function storageFixture(extraEnv: Record<string, string> = {}): Promise<StorageFixture> {
-  const f = await createFixture(extraEnv, 'st');
+export async function storageFixture(
+  extraEnv: Record<string, string> = {},
+  tuning: Partial<WorldTuning> = {},
+): Promise<StorageFixture> {
+  const f = await createFixture(extraEnv, 'st', tuning);
   const ctx = createContext(f.config, f.clients);
   return {
     ...f,

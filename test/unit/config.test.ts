@@ -1,10 +1,30 @@
 /** Unit tests for src/config.ts: defaults, derived names, validation messages, immutability. */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { assertDeliveriesSigned, ConfigError, ENV_DOCS, isLoopbackUrl, loadConfig } from '../../src/config.js';
+import {
+  applyCoreDefaults,
+  assertDeliveriesSafe,
+  ConfigError,
+  ENV_DOCS,
+  isLoopbackUrl,
+  loadConfig,
+  secretWeakness,
+  TUNING,
+  TUNING_DOCS,
+  unsignedWarning,
+  VARIABLES,
+  type WorldTuning,
+  withTuning,
+} from '../../src/config.js';
 
-function configError(env: Record<string, string>): ConfigError {
+/** A secret that meets the strength rule (64 hex characters, like `openssl rand -hex 32`). */
+const STRONG = 'f3a1c9e04b7d2e68a5c1f09b3d7e4a2c6b8d0e1f2a3b4c5d6e7f8091a2b3c4d5';
+const STRONG_OLD = '9c0e5d1b7a3f2c4e6d8b0a1c3e5f7d9b2a4c6e8f0d1b3a5c7e9f2d4b6a8c0e1f';
+
+function configError(env: Record<string, string>, tuning: Partial<WorldTuning> = {}): ConfigError {
   try {
-    loadConfig(env);
+    loadConfig(env, tuning);
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return err as ConfigError;
@@ -28,7 +48,14 @@ describe('loadConfig', () => {
       streamIdlePollMs: 1000,
       streamFlushMs: 0,
       streamBurstMs: 60,
-      signingSecret: undefined,
+      signingSecrets: [],
+      allowUnsigned: false,
+      allowInsecureFlowUrl: false,
+      flowUrl: undefined,
+      port: 3000,
+      inLambda: false,
+      emulatorCredentials: undefined,
+      retentionDays: undefined,
       consumerConcurrency: 8,
       maxDelayHopSeconds: 900,
       idempotencyTtlSeconds: 604_800,
@@ -109,13 +136,57 @@ describe('loadConfig', () => {
   });
 
   it('parses numbers within their bounds', () => {
-    const c = loadConfig({
-      EVE_WORLD_AWS_CONCURRENCY: '32',
-      EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '3',
-      EVE_WORLD_AWS_STREAM_POLL_MS: '20',
-      EVE_WORLD_AWS_STREAM_BURST_MS: '0',
+    const c = loadConfig(
+      { EVE_WORLD_AWS_CONCURRENCY: '32', EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '3', EVE_WORLD_AWS_RETENTION_DAYS: '1' },
+      { streamPollMs: 20, streamBurstMs: 0 },
+    );
+    expect(c).toMatchObject({
+      consumerConcurrency: 32,
+      maxReceiveCount: 3,
+      retentionDays: 1,
+      streamPollMs: 20,
+      streamBurstMs: 0,
     });
-    expect(c).toMatchObject({ consumerConcurrency: 32, maxReceiveCount: 3, streamPollMs: 20, streamBurstMs: 0 });
+  });
+
+  it('reads PORT, AWS_LAMBDA_FUNCTION_NAME and static credentials (for emulators), so no component reads the environment', () => {
+    const c = loadConfig({
+      PORT: '8080',
+      AWS_LAMBDA_FUNCTION_NAME: 'worker',
+      AWS_ACCESS_KEY_ID: 'a',
+      AWS_SECRET_ACCESS_KEY: 'b',
+    });
+    expect(c).toMatchObject({
+      port: 8080,
+      inLambda: true,
+      emulatorCredentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+    });
+    expect(loadConfig({ AWS_ACCESS_KEY_ID: 'a' }).emulatorCredentials).toBeUndefined();
+  });
+
+  it('takes test and bench knobs as tuning options, never from the environment', () => {
+    // A former variable is ignored: knobs are options now.
+    expect(
+      loadConfig({ EVE_WORLD_AWS_STREAM_POLL_MS: '20', EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '64' }),
+    ).toMatchObject({
+      streamPollMs: 50,
+      payloadThresholdBytes: 300_000,
+    });
+    const base = loadConfig({ EVE_WORLD_AWS_PREFIX: 'my-agent' });
+    const tuned = withTuning(base, { maxDelayHopSeconds: 1, deploymentId: 'dpl_test' });
+    expect(tuned).toMatchObject({
+      prefix: 'my-agent',
+      maxDelayHopSeconds: 1,
+      deploymentId: 'dpl_test',
+      streamPollMs: 50,
+    });
+    expect(Object.isFrozen(tuned)).toBe(true);
+    expect(withTuning(base, undefined)).toBe(base);
+    // Applied over a tuned config, the earlier options stay.
+    expect(withTuning(tuned, { streamPollMs: 10 })).toMatchObject({ maxDelayHopSeconds: 1, streamPollMs: 10 });
+    expect(() => withTuning(base, { streamBurstMs: 5000 })).toThrow(
+      /^tuning\.streamBurstMs must be between 0 and 1000, got 5000\. Example: \{ tuning: \{ streamBurstMs: 60 \} \}$/,
+    );
   });
 
   it.each([
@@ -145,39 +216,27 @@ describe('loadConfig', () => {
     [{ AWS_ENDPOINT_URL: 'ftp://x' }, 'AWS_ENDPOINT_URL', /must be an http\(s\) URL/, 'http://127.0.0.1:4566'],
     [{ EVE_WORLD_AWS_CONCURRENCY: 'eight' }, 'EVE_WORLD_AWS_CONCURRENCY', /must be a whole number, got "eight"/, '8'],
     [{ EVE_WORLD_AWS_CONCURRENCY: '0' }, 'EVE_WORLD_AWS_CONCURRENCY', /must be between 1 and 1000, got 0/, '8'],
-    [{ EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '901' }, 'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS', /between 1 and 900/, '900'],
-    [
-      { EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '-1' },
-      'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES',
-      /whole number/,
-      '300000',
-    ],
     [
       { EVE_WORLD_AWS_SIGNING_SECRET: 'short' },
       'EVE_WORLD_AWS_SIGNING_SECRET',
-      /at least 16 characters/,
+      /too weak \(the secret is 5 characters\).*at least 32 characters/,
       '$(openssl rand -hex 32)',
     ],
     [
-      { EVE_WORLD_AWS_SIGNING_SECRET: 'new-secret-0123456789,short' },
+      { EVE_WORLD_AWS_SIGNING_SECRET: `${STRONG},new-secret-0123456789` },
       'EVE_WORLD_AWS_SIGNING_SECRET',
-      /at least 16 characters \(each/,
+      /too weak \(secret 2 of the rotation list is 21 characters\)/,
       '$(openssl rand -hex 32)',
     ],
     [{ EVE_WORLD_AWS_ALLOW_UNSIGNED: 'maybe' }, 'EVE_WORLD_AWS_ALLOW_UNSIGNED', /must be 1 or 0, got "maybe"/, '1'],
     [
-      { EVE_WORLD_AWS_STREAM_POLL_MS: '500', EVE_WORLD_AWS_STREAM_IDLE_POLL_MS: '100' },
-      'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS',
-      /must be >= EVE_WORLD_AWS_STREAM_POLL_MS \(500\)/,
-      '1000',
+      { EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL: 'sure' },
+      'EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL',
+      /must be 1 or 0, got "sure"/,
+      '1',
     ],
-    [
-      { EVE_WORLD_AWS_STREAM_BURST_MS: '1001' },
-      'EVE_WORLD_AWS_STREAM_BURST_MS',
-      /must be between 0 and 1000, got 1001/,
-      '60',
-    ],
-    [{ EVE_WORLD_AWS_STREAM_BURST_MS: '60ms' }, 'EVE_WORLD_AWS_STREAM_BURST_MS', /must be a whole number/, '60'],
+    [{ EVE_WORLD_AWS_RETENTION_DAYS: '0' }, 'EVE_WORLD_AWS_RETENTION_DAYS', /must be between 1 and 36500, got 0/, '30'],
+    [{ PORT: '70000' }, 'PORT', /must be between 1 and 65535/, '3000'],
     [
       { EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: 'my-role' },
       'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',
@@ -193,10 +252,96 @@ describe('loadConfig', () => {
     expect(err.message).not.toMatch(/\n/);
   });
 
+  it.each([
+    [{ streamBurstMs: 1001 }, 'tuning.streamBurstMs', /must be between 0 and 1000, got 1001/, '60'],
+    [{ streamBurstMs: 1.5 }, 'tuning.streamBurstMs', /must be a whole number, got "1.5"/, '60'],
+    [{ maxDelayHopSeconds: 901 }, 'tuning.maxDelayHopSeconds', /between 1 and 900/, '900'],
+    [{ payloadThresholdBytes: -1 }, 'tuning.payloadThresholdBytes', /whole number/, '300000'],
+    [
+      { streamPollMs: 500, streamIdlePollMs: 100 },
+      'tuning.streamIdlePollMs',
+      /must be >= streamPollMs \(500\)/,
+      '1000',
+    ],
+  ])('tuning %o -> ConfigError naming %s, the problem and an example', (tuning, option, problem, example) => {
+    const err = configError({}, tuning as Partial<WorldTuning>);
+    expect(err.variable).toBe(option);
+    expect(err.message).toMatch(problem);
+    expect(err.message.endsWith(`Example: { tuning: { ${option.slice('tuning.'.length)}: ${example} } }`)).toBe(true);
+  });
+
+  it('refuses EVE_WORLD_AWS_RETENTION_DAYS=0 (finished runs would vanish at once); 1 is the least', () => {
+    expect(() => loadConfig({ EVE_WORLD_AWS_RETENTION_DAYS: '0' })).toThrow(ConfigError);
+    expect(loadConfig({ EVE_WORLD_AWS_RETENTION_DAYS: '1' }).retentionDays).toBe(1);
+  });
+
+  it('refuses weak signing secrets: short, few distinct characters, or a repeated pattern', () => {
+    for (const [weak, why] of [
+      ['0123456789abcdef', /is 16 characters/],
+      ['a'.repeat(40), /has only 1 distinct characters/],
+      ['abcabcabcabcabcabcabcabcabcabcabcabc', /has only 3 distinct characters/],
+      ['0123456789abcdef0123456789abcdef', /repeats "0123456789abcdef"/],
+    ] as const) {
+      expect(secretWeakness(weak)).toMatch(why);
+      expect(() => loadConfig({ EVE_WORLD_AWS_SIGNING_SECRET: weak })).toThrow(
+        /EVE_WORLD_AWS_SIGNING_SECRET is too weak/,
+      );
+    }
+    // What `openssl rand -hex 16` and `-base64 24` print passes.
+    for (const ok of [STRONG, STRONG.slice(0, 32), 'q2V9x+Lr0d8Zk3Tn7Wb1Hs4Yc6Fj5Mp2'])
+      expect(secretWeakness(ok)).toBeUndefined();
+  });
+
+  it('refuses an http:// flow URL to a host that is not loopback, unless EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1', () => {
+    const cleartext = 'http://flow.internal.example:3000/.well-known/workflow/v1/flow';
+    let err: ConfigError | undefined;
+    try {
+      loadConfig({ EVE_WORLD_AWS_FLOW_URL: cleartext, EVE_WORLD_AWS_SIGNING_SECRET: STRONG });
+    } catch (e) {
+      err = e as ConfigError;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err?.variable).toBe('EVE_WORLD_AWS_FLOW_URL');
+    expect(err?.message).toMatch(
+      /cleartext http to a host that is not loopback.*EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1/,
+    );
+    expect(loadConfig({ EVE_WORLD_AWS_FLOW_URL: cleartext, EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL: '1' }).flowUrl).toBe(
+      cleartext,
+    );
+    for (const fine of [
+      'https://flow.example.com/f',
+      'http://127.0.0.1:3000/f',
+      'http://localhost/f',
+      'http://[::1]:8/f',
+    ])
+      expect(loadConfig({ EVE_WORLD_AWS_FLOW_URL: fine }).flowUrl).toBe(fine);
+    // A URL given in code (the Lambda handler's flowUrl option) gets the same check.
+    expect(() => assertDeliveriesSafe(loadConfig({ EVE_WORLD_AWS_SIGNING_SECRET: STRONG }), cleartext)).toThrow(
+      /^EVE_WORLD_AWS_FLOW_URL is cleartext/,
+    );
+  });
+
+  it('has a loud warning for start() exactly when unsigned deliveries are allowed', () => {
+    expect(unsignedWarning(loadConfig({}))).toBeUndefined();
+    expect(unsignedWarning(loadConfig({ EVE_WORLD_AWS_SIGNING_SECRET: STRONG }))).toBeUndefined();
+    expect(unsignedWarning(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' }))).toMatch(
+      /^\[eve-world-aws\] WARNING: EVE_WORLD_AWS_ALLOW_UNSIGNED=1: .*anyone who can reach the flow route can run steps/,
+    );
+  });
+
+  it('sets WORKFLOW_OPTIMISTIC_INLINE_START=0 for core only when the operator set nothing', () => {
+    const env: Record<string, string | undefined> = {};
+    applyCoreDefaults(env);
+    expect(env.WORKFLOW_OPTIMISTIC_INLINE_START).toBe('0');
+    const explicit: Record<string, string | undefined> = { WORKFLOW_OPTIMISTIC_INLINE_START: '1' };
+    applyCoreDefaults(explicit);
+    expect(explicit.WORKFLOW_OPTIMISTIC_INLINE_START).toBe('1');
+  });
+
   it('reads a comma-separated secret list for rotation: sign with the first, accept any', () => {
-    const c = loadConfig({ EVE_WORLD_AWS_SIGNING_SECRET: ' new-secret-0123456789 , old-secret-0123456789 ,' });
-    expect(c.signingSecret).toBe('new-secret-0123456789');
-    expect(c.signingSecrets).toEqual(['new-secret-0123456789', 'old-secret-0123456789']);
+    const c = loadConfig({ EVE_WORLD_AWS_SIGNING_SECRET: ` ${STRONG} , ${STRONG_OLD} ,` });
+    expect(c.signingSecrets).toEqual([STRONG, STRONG_OLD]);
+    expect(Object.isFrozen(c.signingSecrets)).toBe(true);
     expect(loadConfig({}).signingSecrets).toEqual([]);
     expect(loadConfig({}).allowUnsigned).toBe(false);
     expect(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' }).allowUnsigned).toBe(true);
@@ -214,14 +359,12 @@ describe('loadConfig', () => {
       ),
     ).toBe(false);
     const remote = 'https://flow.example.com/.well-known/workflow/v1/flow';
-    expect(() => assertDeliveriesSigned(loadConfig({}), remote)).toThrow(ConfigError);
-    expect(() => assertDeliveriesSigned(loadConfig({}), remote)).toThrow(/^EVE_WORLD_AWS_SIGNING_SECRET is required/);
+    expect(() => assertDeliveriesSafe(loadConfig({}), remote)).toThrow(ConfigError);
+    expect(() => assertDeliveriesSafe(loadConfig({}), remote)).toThrow(/^EVE_WORLD_AWS_SIGNING_SECRET is required/);
+    expect(() => assertDeliveriesSafe(loadConfig({ EVE_WORLD_AWS_SIGNING_SECRET: STRONG }), remote)).not.toThrow();
+    expect(() => assertDeliveriesSafe(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' }), remote)).not.toThrow();
     expect(() =>
-      assertDeliveriesSigned(loadConfig({ EVE_WORLD_AWS_SIGNING_SECRET: 'a-secret-0123456789' }), remote),
-    ).not.toThrow();
-    expect(() => assertDeliveriesSigned(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' }), remote)).not.toThrow();
-    expect(() =>
-      assertDeliveriesSigned(loadConfig({}), 'http://127.0.0.1:3000/.well-known/workflow/v1/flow'),
+      assertDeliveriesSafe(loadConfig({}), 'http://127.0.0.1:3000/.well-known/workflow/v1/flow'),
     ).not.toThrow();
   });
 
@@ -234,13 +377,24 @@ describe('loadConfig', () => {
     }).toThrow(TypeError);
   });
 
-  it('documents every variable it reads exactly once in ENV_DOCS', () => {
+  it('documents every variable and option it reads exactly once, from the one table the parser reads', () => {
     const names = ENV_DOCS.map((d) => d.name);
     expect(new Set(names).size).toBe(names.length);
-    for (const d of ENV_DOCS) {
+    for (const d of [...ENV_DOCS, ...TUNING_DOCS]) {
       expect(d.description.length).toBeGreaterThan(10);
       expect(d.default).toBeTruthy();
+      expect(d.values).toBeTruthy();
     }
+    // About a dozen of the World's own variables (docs/configuration.md argues the set).
+    const own = names.filter((n) => n.startsWith('EVE_WORLD_AWS_'));
+    expect(own.length).toBeLessThanOrEqual(16);
+    // The documented defaults are the parser's: an empty environment yields exactly them.
+    const empty = loadConfig({}) as unknown as Record<string, unknown>;
+    for (const [key, s] of Object.entries(TUNING)) expect(String(empty[key]), key).toBe(String(s.default));
+    for (const key of ['consumerConcurrency', 'visibilityTimeoutSeconds', 'maxReceiveCount', 'port'] as const)
+      expect(empty[key]).toBe(VARIABLES[key].default);
+    expect(empty.prefix).toBe(VARIABLES.prefix.default);
+    expect(empty.queue).toBe(VARIABLES.queue.default.replace('<prefix>', 'eve-world'));
     for (const name of [
       'AWS_REGION',
       'EVE_WORLD_AWS_PREFIX',
@@ -253,5 +407,43 @@ describe('loadConfig', () => {
     ]) {
       expect(names).toContain(name);
     }
+  });
+});
+
+describe('the environment has one reader', () => {
+  const SRC = path.resolve(import.meta.dirname, '../../src');
+  /** Tooling (above the runtime) may read its own variables. */
+  const TOOLING = ['cli/', 'cdk/', 'emulator/', 'demo/', 'config-docs.ts'];
+  const walk = (dir: string): string[] =>
+    readdirSync(dir).flatMap((n) => {
+      const p = path.join(dir, n);
+      return statSync(p).isDirectory() ? walk(p) : /\.tsx?$/.test(n) ? [p] : [];
+    });
+  /** Runtime modules other than config.ts that touch `process.env` (comments aside). */
+  function readers(files: { rel: string; text: string }[]): string[] {
+    return files
+      .filter((f) => f.rel !== 'config.ts' && !TOOLING.some((t) => f.rel.startsWith(t)))
+      .filter((f) => /\bprocess\.env\b/.test(f.text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '')))
+      .map((f) => f.rel);
+  }
+
+  it('no runtime module but src/config.ts reads or writes process.env', () => {
+    const files = walk(SRC).map((p) => ({
+      rel: path.relative(SRC, p).split(path.sep).join('/'),
+      text: readFileSync(p, 'utf8'),
+    }));
+    expect(files.length).toBeGreaterThan(20);
+    expect(readers(files)).toEqual([]);
+  });
+
+  it('finds a planted reader (the check can fail)', () => {
+    expect(
+      readers([
+        { rel: 'consumer/index.ts', text: "const mode = process.env.AWS_LAMBDA_FUNCTION_NAME ? 'none' : 'poll';" },
+        { rel: 'aws/clients.ts', text: '// process.env is read by config.ts only' },
+        { rel: 'cli/main.ts', text: 'process.env.EVE_WORLD_AWS_DEBUG' },
+        { rel: 'config.ts', text: 'process.env' },
+      ]),
+    ).toEqual(['consumer/index.ts']);
   });
 });

@@ -57,6 +57,43 @@ describe('createWorld', () => {
     expect(world.capabilities).toEqual({ hookResumeDedup: true, hookRetention: { active: true } });
   });
 
+  it('exposes the contract and its own operations, never its parts (no context, clients or key source)', () => {
+    expect(Object.keys(world).sort()).toEqual(
+      [
+        'specVersion',
+        'capabilities',
+        'runs',
+        'steps',
+        'events',
+        'hooks',
+        'getDeploymentId',
+        'queue',
+        'queueBatch',
+        'createQueueHandler',
+        'registerHandler',
+        'streams',
+        'streamFlushIntervalMs',
+        'sweepOrphans',
+        'start',
+        'close',
+      ].sort(),
+    );
+  });
+
+  it('takes tuning options over its config, validated like the variables', async () => {
+    const tuned = entry.createWorld({
+      config: loadConfig({ AWS_REGION: 'us-east-1' }),
+      tuning: { streamFlushMs: 25, deploymentId: 'dpl_test' },
+      consumer: { consumer: 'none' },
+    });
+    expect(tuned.streamFlushIntervalMs).toBe(25);
+    expect(await tuned.getDeploymentId()).toBe('dpl_test');
+    await tuned.close();
+    expect(() => entry.createWorld({ config: loadConfig({}), tuning: { streamBurstMs: -1 } })).toThrow(
+      /^tuning\.streamBurstMs must be a whole number/,
+    );
+  });
+
   it('queueBatch is the real implementation: a bad queue name is reported per entry, not thrown', async () => {
     await expect(world.queueBatch?.('nope' as never, [{ message: { runId: 'r' } as never }])).resolves.toEqual([
       { messageId: null, error: 'Error: Invalid queue name: nope', retryable: true },

@@ -8,7 +8,7 @@
  */
 import { getQueueTopicPrefix } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
-import { SqsTransport } from '../../queue/transport.js';
+import { createTransport } from '../../queue/transport.js';
 import { parseDuration, parsePositiveInt } from '../format.js';
 import { CliError, EXIT_FAILURE, printJson } from '../output.js';
 import { withWorld } from '../world.js';
@@ -95,7 +95,7 @@ Exit codes: 0 done; 1 a message could not be moved or an AWS error; 2 bad usage 
           else process.stdout.write(renderStranded(s));
           return;
         }
-        const transport = new SqsTransport(w.world.context);
+        const transport = createTransport(w.context);
         const [sourceUrl, targetUrl] = await Promise.all([transport.dlqUrl(), transport.queueUrl()]);
         const s = await moveDlqMessages({
           sqs: w.clients.sqs,
@@ -104,7 +104,7 @@ Exit codes: 0 done; 1 a message could not be moved or an AWS error; 2 bad usage 
           runId: opts.run,
           dryRun: opts.dryRun,
           limit: opts.limit,
-          payloads: w.world.context.payloads,
+          payloads: w.context.payloads,
         });
         if (opts.json) printJson({ mode: 'dlq', ...s });
         else process.stdout.write(renderMoveSummary(s));

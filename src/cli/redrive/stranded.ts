@@ -8,7 +8,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { Event, WorkflowRun } from '@workflow/world';
 import { eventIdToSlot, getQueueTopicPrefix, resolveQueueNamespace } from '@workflow/world';
 import { keys } from '../../ddb.js';
-import { SqsTransport } from '../../queue/transport.js';
+import { createTransport } from '../../queue/transport.js';
 import { formatDuration, formatTime } from '../format.js';
 import { colorEnabled, palette, renderTable } from '../output.js';
 import type { CliWorld } from '../world.js';
@@ -202,7 +202,7 @@ async function allEvents(w: CliWorld, runId: string): Promise<Event[]> {
 
 /** Runs of the DLQ's messages (peeked: received, then released at once). */
 async function dlqRunIds(w: CliWorld): Promise<Set<string>> {
-  const transport = new SqsTransport(w.world.context);
+  const transport = createTransport(w.context);
   const [dlq, queue] = await Promise.all([transport.dlqUrl(), transport.queueUrl()]);
   const runIds = new Set<string>();
   // Every message's run id through onMessage; no per-message records kept (memory bound).
@@ -212,7 +212,7 @@ async function dlqRunIds(w: CliWorld): Promise<Set<string>> {
     targetUrl: queue,
     dryRun: true,
     visibilityTimeoutSeconds: 60,
-    payloads: w.world.context.payloads,
+    payloads: w.context.payloads,
     maxRecords: 0,
     onMessage: (m) => {
       if (m.runId !== undefined) runIds.add(m.runId);

@@ -154,7 +154,7 @@ function invalidWrite(what: string, items: TransactWriteItem[], err: unknown): W
   const kb = (n: number) => `${Math.round(n / 1024)} KB`;
   return new WorkflowWorldError(
     `${what}: ${field.name} makes the ${itemKind(largest.item)} item ${kb(largest.size)}, over DynamoDB's 400 KB item limit ` +
-      `(${field.name} is ${kb(field.size)}). Send a smaller value, or lower EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES so payload fields go to S3.`,
+      `(${field.name} is ${kb(field.size)}). Send a smaller value, or lower the payloadThresholdBytes tuning option so payload fields go to S3.`,
     { status: 400, code: 'INVALID_ARGUMENT', field: field.name },
   );
 }

@@ -18,7 +18,7 @@ let dlqUrl: string;
 
 async function freshFixture(tag: string) {
   const fx = await opsFixture({}, tag);
-  const t = new SqsTransport(fx.world.context);
+  const t = new SqsTransport(fx.context);
   return { fx, queueUrl: await t.queueUrl(), dlqUrl: await t.dlqUrl() };
 }
 
@@ -131,7 +131,7 @@ describe('redrive: DLQ -> queue', () => {
         sqs: faulty,
         sourceUrl: dlq,
         targetUrl: q,
-        payloads: fx.world.context.payloads,
+        payloads: fx.context.payloads,
       });
       faulty.destroy();
       expect(first).toMatchObject({ moved: 0, failed: 1 });
@@ -192,7 +192,7 @@ describe('redrive: DLQ -> queue', () => {
         [legacy, 'msg_big'],
         [fresh, 'msg_fresh'],
       ]) {
-        await fx.world.context.payloads.putBlob(key, bytes);
+        await fx.context.payloads.putBlob(key, bytes);
         await fx.fixture.clients.sqs.send(
           new SendMessageCommand({
             QueueUrl: dlq,
@@ -221,7 +221,7 @@ describe('redrive: DLQ -> queue', () => {
       expect(keyOf('msg_fresh')).toBe(fresh);
       const rehomed = keyOf('msg_big');
       expect(rehomed).toMatch(/^queue\/msg_big\/\d+$/);
-      expect(Buffer.compare(await fx.world.context.payloads.getBytes(rehomed), bytes)).toBe(0);
+      expect(Buffer.compare(await fx.context.payloads.getBytes(rehomed), bytes)).toBe(0);
       const body = copies.find((m) => m.MessageAttributes?.['eve.id']?.StringValue === 'msg_big')?.Body;
       expect(JSON.parse(body ?? '{}')).toEqual({ __s3: rehomed });
     } finally {

@@ -21,13 +21,13 @@ const output = new Uint8Array(randomBytes(5_000));
 
 async function keysUnder(prefix: string): Promise<string[]> {
   const out: string[] = [];
-  for await (const page of f.world.context.payloads.list(prefix)) out.push(...page.map((o) => o.key));
+  for await (const page of f.context.payloads.list(prefix)) out.push(...page.map((o) => o.key));
   return out.sort();
 }
 
 beforeAll(async () => {
   // A low threshold, so the runs' inputs and outputs below go to S3.
-  f = await opsFixture({ EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000' }, 'sweep');
+  f = await opsFixture({}, 'sweep', { payloadThresholdBytes: 1000 });
   done = await createRun(f.world, 'wf-sweep', 'x'.repeat(3000));
   await startRun(f.world, done);
   await ev(f.world, done, { eventType: 'run_completed', eventData: { output } });
@@ -35,8 +35,8 @@ beforeAll(async () => {
   await startRun(f.world, active);
   orphan = `runs/${done}/run/output-${'a'.repeat(32)}`;
   activeObject = `runs/${active}/run/output-${'b'.repeat(32)}`;
-  await f.world.context.payloads.putBlob(orphan, new Uint8Array(randomBytes(2_000)));
-  await f.world.context.payloads.putBlob(activeObject, new Uint8Array(randomBytes(2_000)));
+  await f.context.payloads.putBlob(orphan, new Uint8Array(randomBytes(2_000)));
+  await f.context.payloads.putBlob(activeObject, new Uint8Array(randomBytes(2_000)));
   // S3 times have 1 s resolution: let the objects be strictly older than a zero grace.
   await sleep(1100);
 });

@@ -25,7 +25,7 @@ let done: string;
 
 beforeAll(async () => {
   // A small offload threshold, so one step result lives in S3.
-  f = await opsFixture({ EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000' }, 'tail');
+  f = await opsFixture({}, 'tail', { payloadThresholdBytes: 1000 });
   done = await finishedRun(f.world);
 });
 

@@ -60,7 +60,7 @@ async function eventOf(w: World, count: number): Promise<{ event: SQSEvent; byRu
 
 describe.concurrent('Lambda SQS handler', () => {
   test('returns batchItemFailures for exactly the records that must be retried (in process)', async ({ expect }) => {
-    const w = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '1' } });
+    const w = await makeWorld({ start: false, register: false, tuning: { maxDelayHopSeconds: 1 } });
     worlds.push(w);
     const flow = w.queue.createQueueHandler('__wkf_workflow_', async (body: any, meta) => {
       w.deliveries.push({ body, meta, at: Date.now() });
@@ -112,7 +112,7 @@ describe.concurrent('Lambda SQS handler', () => {
   test('over HTTP: signed deliveries succeed; a wrong secret is refused (401) and reported as a failure', async ({
     expect,
   }) => {
-    const secret = 'lambda-secret-0123456789';
+    const secret = '8d3f1a6c0e9b2d7f4a5c1e8b0d6f3a9c2e7b4d1f8a0c5e3b9d6f2a7c4e1b0d8f';
     const w = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_SIGNING_SECRET: secret } });
     worlds.push(w);
     const server = await serve(
@@ -134,7 +134,7 @@ describe.concurrent('Lambda SQS handler', () => {
         sameAs: w,
         start: false,
         register: false,
-        env: { EVE_WORLD_AWS_SIGNING_SECRET: 'not-the-same-secret-42' },
+        env: { EVE_WORLD_AWS_SIGNING_SECRET: 'a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9' },
       });
       worlds.push(wrong);
       const logger = new MemoryLogger();

@@ -7,9 +7,11 @@ import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateKeyCommand, DisableKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import type { WorkflowRun } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClients } from '../../../src/aws/clients.js';
+import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
+import { createContext } from '../../../src/context.js';
 import { LOCAL_KMS_ALIAS } from '../../../src/emulator/stack.js';
 import { KeyCache } from '../../../src/encryption/key-cache.js';
+import { RunKeys, type RunKeysOptions } from '../../../src/encryption/run-keys.js';
 import { type AwsWorld, createWorld } from '../../../src/index.js';
 import { createFixture, type Fixture, stackEnv } from '../../helpers/aws.js';
 
@@ -19,9 +21,18 @@ let seq = 0;
 /** A fresh run id (the key logic does not parse it). */
 const newRunId = () => `wrun_01KMSTEST${Date.now()}${seq++}`;
 
+const ownClients: AwsClients[] = [];
+const keysOf = new Map<AwsWorld, RunKeys>();
+/** The World's per-run key source (built here and handed to createWorld, so its stats can be read). */
+const runKeysOf = (w: AwsWorld) => keysOf.get(w) as RunKeys;
+
 /** A World with its own clients (like another process): own cache, own connections. */
-function world(extra: Parameters<typeof createWorld>[0] = {}): AwsWorld {
-  const w = createWorld({ config: f.config, ...extra });
+function world(extra: { clients?: AwsClients } = {}, bounds: RunKeysOptions = {}): AwsWorld {
+  const clients = extra.clients ?? createClients(f.config);
+  if (!extra.clients) ownClients.push(clients);
+  const runKeys = new RunKeys(createContext(f.config, clients), f.config.kmsKeyId as string, bounds);
+  const w = createWorld({ config: f.config, clients, runKeys });
+  keysOf.set(w, runKeys);
   worlds.push(w);
   return w;
 }
@@ -45,6 +56,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(worlds.map((w) => w.close()));
+  for (const c of ownClients) destroyClients(c);
 });
 
 describe('getEncryptionKeyForRun with KMS', () => {
@@ -59,7 +71,7 @@ describe('getEncryptionKeyForRun with KMS', () => {
     expect(Buffer.from(item!.wrappedKey!.B!).includes(Buffer.from(k1!))).toBe(false);
     const k2 = await keyOf(w, { runId, status: 'running' } as WorkflowRun);
     expect(Buffer.from(k2!).equals(Buffer.from(k1!))).toBe(true);
-    expect(w.runKeys!.stats()).toMatchObject({
+    expect(runKeysOf(w).stats()).toMatchObject({
       requests: 2,
       cacheHits: 1,
       generateDataKey: 1,
@@ -79,7 +91,7 @@ describe('getEncryptionKeyForRun with KMS', () => {
     const runId = newRunId();
     const keys = await Promise.all(Array.from({ length: 10 }, () => keyOf(w, runId)));
     expect(new Set(keys.map((k) => Buffer.from(k!).toString('hex'))).size).toBe(1);
-    expect(w.runKeys!.stats()).toMatchObject({ requests: 10, generateDataKey: 1, keyWrites: 1 });
+    expect(runKeysOf(w).stats()).toMatchObject({ requests: 10, generateDataKey: 1, keyWrites: 1 });
   });
 
   it('two processes that create at the same moment converge on ONE key (the loser adopts the stored one)', async () => {
@@ -108,7 +120,7 @@ describe('getEncryptionKeyForRun with KMS', () => {
     const runId = newRunId();
     const [ka, kb] = await Promise.all([keyOf(a, runId), keyOf(b, runId)]);
     expect(Buffer.from(ka!).equals(Buffer.from(kb!))).toBe(true);
-    const [sa, sb] = [a.runKeys!.stats(), b.runKeys!.stats()];
+    const [sa, sb] = [runKeysOf(a).stats(), runKeysOf(b).stats()];
     expect(sa.generateDataKey + sb.generateDataKey).toBe(2);
     expect(sa.racesLost + sb.racesLost).toBe(1);
     expect(sa.decrypt + sb.decrypt).toBe(1); // only the loser unwraps
@@ -140,27 +152,27 @@ describe('getEncryptionKeyForRun with KMS', () => {
     const runId = newRunId();
     const key = await keyOf(w, runId);
     expect(puts).toBe(2);
-    expect(w.runKeys!.stats()).toMatchObject({ generateDataKey: 1, decrypt: 0, racesLost: 0 });
+    expect(runKeysOf(w).stats()).toMatchObject({ generateDataKey: 1, decrypt: 0, racesLost: 0 });
     expect(Buffer.from((await keyOf(world(), runId))!).equals(Buffer.from(key!))).toBe(true);
     clients.ddb.destroy();
     (await clients.kms()).destroy();
   });
 
   it('the cache is bounded: the least recently used key is dropped and unwrapped again (same bytes) when needed', async () => {
-    const w = world({ runKeys: { maxEntries: 2 } });
+    const w = world({}, { maxEntries: 2 });
     const [r1, r2, r3] = [newRunId(), newRunId(), newRunId()];
     const k1 = await keyOf(w, r1);
     await keyOf(w, r2);
     await keyOf(w, r3);
-    expect(w.runKeys!.cached).toBe(2);
-    const before = w.runKeys!.stats();
+    expect(runKeysOf(w).cached).toBe(2);
+    const before = runKeysOf(w).stats();
     const again = await keyOf(w, r1);
     expect(Buffer.from(again!).equals(Buffer.from(k1!))).toBe(true);
-    const after = w.runKeys!.stats();
+    const after = runKeysOf(w).stats();
     expect(after.decrypt - before.decrypt).toBe(1);
     expect(after.keyReads - before.keyReads).toBe(1);
     expect(after.generateDataKey).toBe(before.generateDataKey);
-    expect(w.runKeys!.cached).toBe(2);
+    expect(runKeysOf(w).cached).toBe(2);
   });
 
   it('reading never creates: a terminal run without a key item has no key (its payloads are plaintext)', async () => {
@@ -168,7 +180,7 @@ describe('getEncryptionKeyForRun with KMS', () => {
     const runId = newRunId();
     expect(await keyOf(w, { runId, status: 'completed' } as WorkflowRun)).toBeUndefined();
     expect(await storedKeyItem(runId)).toBeUndefined();
-    expect(w.runKeys!.stats().generateDataKey).toBe(0);
+    expect(runKeysOf(w).stats().generateDataKey).toBe(0);
     // A terminal run that has a key still gets it.
     const live = newRunId();
     const k = await keyOf(world(), live);

@@ -145,21 +145,20 @@ describe.sequential('idempotency claims', () => {
     });
   });
 
-  test('items written before the two phases (no state) count as sent', async () => {
+  test('an item with no state (not written by this World) fails the claim with a clear error, not a duplicate', async () => {
     const { PutItemCommand } = await import('@aws-sdk/client-dynamodb');
     await w.fixture.clients.ddb.send(
       new PutItemCommand({
         TableName: w.fixture.config.tableName,
         Item: {
-          ...{ PK: { S: keys.qkey('k-legacy').PK }, SK: { S: keys.qkey('k-legacy').SK } },
-          messageId: { S: 'msg_legacy' },
+          ...{ PK: { S: keys.qkey('k-foreign').PK }, SK: { S: keys.qkey('k-foreign').SK } },
+          messageId: { S: 'msg_foreign' },
           ttl: { N: String(Math.floor(Date.now() / 1000) + 600) },
         },
       }),
     );
-    expect(await claimIdempotencyKey(w.ctx, 'k-legacy', 'msg_new', Q)).toEqual({
-      claimed: false,
-      messageId: 'msg_legacy',
-    });
+    await expect(claimIdempotencyKey(w.ctx, 'k-foreign', 'msg_new', Q)).rejects.toThrow(
+      /idempotency key k-foreign: .* has no state \(pending or sent\)/,
+    );
   });
 });

@@ -37,7 +37,7 @@ const s3KeyOf = (m: Message) => m.MessageAttributes?.['eve.s3']?.StringValue ?? 
 
 test('a 40-day wait on SQS hops re-homes its body before the lifecycle could expire it, and delivers it intact', async () => {
   w = await makeWorld({
-    env: { EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '1', EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000' },
+    tuning: { maxDelayHopSeconds: 1, payloadThresholdBytes: 1000 },
     start: false,
   });
   const input = new Uint8Array(20_000).map((_, i) => (i * 7) % 251);

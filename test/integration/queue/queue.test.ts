@@ -130,7 +130,8 @@ describe.concurrent('SQS queue', () => {
   test('a long wait crosses several hops and arrives after, not before, its due time', async ({ expect }) => {
     const outcomes: DeliveryOutcome[] = [];
     const w = await world({
-      env: { ...FAST, EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '1' },
+      env: FAST,
+      tuning: { maxDelayHopSeconds: 1 },
       queueOptions: { onDeliveryOutcome: (o) => outcomes.push(o) },
     });
     const sentAt = Date.now();
@@ -242,7 +243,11 @@ describe.concurrent('SQS queue', () => {
     try {
       const w = await world({
         register: false,
-        env: { ...FAST, EVE_WORLD_AWS_SIGNING_SECRET: 'http-secret-0123456789', EVE_WORLD_AWS_FLOW_URL: server.url },
+        env: {
+          ...FAST,
+          EVE_WORLD_AWS_SIGNING_SECRET: '3c7e1a9f5b2d8c4e0a6f1b7d3e9c5a2f8b4d0e6c1a7f3b9d5e2c8a4f0b6d1e7c',
+          EVE_WORLD_AWS_FLOW_URL: server.url,
+        },
       });
       handler = w.queue.createQueueHandler('__wkf_workflow_', async (body, meta) => {
         w.deliveries.push({ body, meta, at: Date.now() });
@@ -279,7 +284,7 @@ describe.concurrent('SQS queue', () => {
 });
 
 test('getDeploymentId reports the configured deployment id', async () => {
-  const w = await world({ start: false, env: { EVE_WORLD_AWS_DEPLOYMENT_ID: 'dpl_test' } });
+  const w = await world({ start: false, tuning: { deploymentId: 'dpl_test' } });
   expect(await w.queue.getDeploymentId()).toBe('dpl_test');
   const batch = await w.queue.queueBatch(Q, [
     { message: { runId: 'wrun_b1' } },

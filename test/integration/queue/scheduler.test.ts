@@ -8,6 +8,7 @@ import { CreateScheduleCommand } from '@aws-sdk/client-scheduler';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
+import type { WorldTuning } from '../../../src/config.js';
 import { bodyAliveUntil } from '../../../src/queue/body-lifetime.js';
 import { createOneTimeSchedule, type SchedulerPort } from '../../../src/queue/delays.js';
 import { decodeEnvelope, decodePayload } from '../../../src/queue/encoding.js';
@@ -47,17 +48,16 @@ afterAll(async () => {
   await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
 });
 
-async function schedWorld(extra: Record<string, string> = {}) {
+async function schedWorld(tuning: Partial<WorldTuning> = {}) {
   let sqs: SQSClient | undefined;
   const fake = new RecordingScheduler(() => sqs as SQSClient);
   const w = await makeWorld({
     env: {
       EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '2',
-      EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '1',
       EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE,
       EVE_WORLD_AWS_SCHEDULER_GROUP: 'eve-test',
-      ...extra,
     },
+    tuning: { maxDelayHopSeconds: 1, ...tuning },
     start: false,
     queueOptions: { scheduler: fake },
   });
@@ -149,7 +149,7 @@ describe('the body of a scheduled message outlives its schedule', () => {
   const DAY = 86_400_000;
 
   test('a schedule 60 days out keeps its body under queue-held/ until the copy it sends is gone; the sweep then deletes it', async () => {
-    const { w, fake } = await schedWorld({ EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000' });
+    const { w, fake } = await schedWorld({ payloadThresholdBytes: 1000 });
     const input = new Uint8Array(20_000).map((_, i) => i % 241);
     const { messageId } = await w.queue.queue(Q, { runId: 'wrun_far', input } as any, {
       delaySeconds: 60 * 86_400,

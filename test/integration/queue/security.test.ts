@@ -22,7 +22,8 @@ import { encodePayload } from '../../../src/queue/encoding.js';
 import { stackEnv } from '../../helpers/aws.js';
 import { MemoryLogger, makeWorld, serve, type World, waitFor } from '../../helpers/queue.js';
 
-const SECRET = 'security-secret-0123456789';
+/** Meets the strength rule (src/config.ts SECRET_RULE), like `openssl rand -hex 32`. */
+const SECRET = '5e2b9d0c7a41f6e38b1d4c9a0f2e7b6d3c8a1f5e0b9d2c7a4f6e1b8d3c0a9f2e';
 const Q = '__wkf_workflow_sec' as ValidQueueName;
 
 const worlds: World[] = [];
@@ -232,8 +233,77 @@ describe('closed by default: no unsigned deliveries over a network', () => {
     }
     // A loopback-looking name that is not loopback is still a network host.
     expect(() =>
-      createWorld({ config: loadConfig({ ...stackEnv(), EVE_WORLD_AWS_FLOW_URL: 'http://127.0.0.1.nip.io/flow' }) }),
+      createWorld({ config: loadConfig({ ...stackEnv(), EVE_WORLD_AWS_FLOW_URL: 'https://127.0.0.1.nip.io/flow' }) }),
     ).toThrow(/EVE_WORLD_AWS_SIGNING_SECRET/);
+  });
+
+  test('an http:// flow URL to another host is refused before any client exists, unless explicitly allowed', async () => {
+    const cleartext = 'http://flow.internal.example:3000/.well-known/workflow/v1/flow';
+    let err: unknown;
+    try {
+      loadConfig({ ...stackEnv(), EVE_WORLD_AWS_FLOW_URL: cleartext, EVE_WORLD_AWS_SIGNING_SECRET: SECRET });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).variable).toBe('EVE_WORLD_AWS_FLOW_URL');
+    expect((err as Error).message).toContain('EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1');
+    // The documented opt-out (a private network): accepted, still signed.
+    const world = createWorld({
+      config: loadConfig({
+        ...stackEnv(),
+        EVE_WORLD_AWS_FLOW_URL: cleartext,
+        EVE_WORLD_AWS_SIGNING_SECRET: SECRET,
+        EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL: '1',
+      }),
+    });
+    await world.close();
+  });
+
+  test('the Lambda consumer refuses an http:// flowUrl option to another host before any AWS call', async () => {
+    const config = loadConfig({ ...stackEnv(), EVE_WORLD_AWS_SIGNING_SECRET: SECRET });
+    const ctx = createContext(config);
+    const sent = countCommands(ctx.clients);
+    try {
+      const handler = createSqsHandler({
+        context: ctx,
+        flowUrl: 'http://10.0.0.5/.well-known/workflow/v1/flow',
+        logger: new MemoryLogger(),
+      });
+      await expect(handler({ Records: [] })).rejects.toThrow(/^EVE_WORLD_AWS_FLOW_URL is cleartext http/);
+      expect(sent).toEqual([]);
+    } finally {
+      destroyClients(ctx.clients);
+    }
+  });
+
+  test('start() logs one loud warning while unsigned deliveries are allowed, and none otherwise', async () => {
+    const warnings = async (env: Record<string, string>) => {
+      const logger = new MemoryLogger();
+      const world = createWorld({
+        config: loadConfig({ ...stackEnv(), ...env }),
+        consumer: { consumer: 'none', logger },
+      });
+      await world.start();
+      await world.close();
+      return logger.lines.filter((l) => l.startsWith('WARN') && l.includes('EVE_WORLD_AWS_ALLOW_UNSIGNED=1'));
+    };
+    expect(await warnings({})).toEqual([]);
+    expect(await warnings({ EVE_WORLD_AWS_SIGNING_SECRET: SECRET })).toEqual([]);
+    const loud = await warnings({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1', EVE_WORLD_AWS_FLOW_URL: PUBLIC });
+    expect(loud).toHaveLength(1);
+    expect(loud[0]).toMatch(/WARNING: .*anyone who can reach the flow route can run steps/);
+    // The Lambda consumer says the same on its first event.
+    const logger = new MemoryLogger();
+    const ctx = createContext(
+      loadConfig({ ...stackEnv(), EVE_WORLD_AWS_ALLOW_UNSIGNED: '1', EVE_WORLD_AWS_FLOW_URL: PUBLIC }),
+    );
+    try {
+      await createSqsHandler({ context: ctx, logger })({ Records: [] });
+      expect(logger.lines.filter((l) => l.includes('WARNING: EVE_WORLD_AWS_ALLOW_UNSIGNED=1'))).toHaveLength(1);
+    } finally {
+      destroyClients(ctx.clients);
+    }
   });
 
   test('the Lambda consumer refuses a public flow URL without a secret before any AWS call', async () => {

@@ -55,7 +55,7 @@ function faultyClients(dropper: Dropper): AwsClients {
 }
 
 beforeAll(async () => {
-  fx = await createFixture({ EVE_WORLD_AWS_STREAM_POLL_MS: '10', EVE_WORLD_AWS_STREAM_IDLE_POLL_MS: '50' }, 'sflt');
+  fx = await createFixture({}, 'sflt', { streamPollMs: 10, streamIdlePollMs: 50 });
 });
 
 afterAll(() => {

@@ -22,14 +22,7 @@ let seq = 0;
 const newRun = () => `wrun_test${Date.now()}${seq++}`;
 
 beforeAll(async () => {
-  fx = await createFixture(
-    {
-      EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000',
-      EVE_WORLD_AWS_STREAM_POLL_MS: '10',
-      EVE_WORLD_AWS_STREAM_IDLE_POLL_MS: '100',
-    },
-    'strm',
-  );
+  fx = await createFixture({}, 'strm', { payloadThresholdBytes: 1000, streamPollMs: 10, streamIdlePollMs: 100 });
   streamer = createStreamer(createContext(fx.config, fx.clients));
 });
 

@@ -37,7 +37,7 @@ const savedEnv = { ...process.env };
 const plenty = { getRemainingTimeInMillis: () => 600_000 };
 
 beforeAll(async () => {
-  f = await storageFixture({ EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000' });
+  f = await storageFixture({}, { payloadThresholdBytes: 1000 });
   ctx = f.ctx;
   storage = f.storage;
   // What the construct's sweeper function gets: the World's names (plus the emulator endpoints).

@@ -37,7 +37,7 @@ const sent: string[] = [];
 let failQueries = false;
 
 beforeAll(async () => {
-  f = await storageFixture({ EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: '1000' });
+  f = await storageFixture({}, { payloadThresholdBytes: 1000 });
   ctx = f.ctx;
   storage = f.storage;
   faulty = createClients(f.config);

@@ -1,9 +1,9 @@
 /** src/aws/errors.ts: recognition by name, code, `__type` and HTTP status; mapping to contract errors. */
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { NotFoundException } from '@aws-sdk/client-kms';
 import { QueueDoesNotExist } from '@aws-sdk/client-sqs';
 import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
 import { describe, expect, it } from 'vitest';
-import { NotFoundException } from '@aws-sdk/client-kms';
 import {
   cancellationReasons,
   conditionFailureItem,

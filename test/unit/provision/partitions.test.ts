@@ -3,6 +3,7 @@
  * statement and every ARN of the printed IAM policy, both through src/aws/arn.ts (a bucket policy
  * naming `arn:aws:s3:::` in an ISO region would not match its own bucket).
  */
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { tlsOnlyStatement } from '../../../src/provision/bucket.js';
@@ -24,7 +25,7 @@ describe.each(CASES)('region %s (partition %s)', (region, partition) => {
   });
 
   it('every ARN of the run-time policy is in that partition', () => {
-    const config = loadConfig({ AWS_REGION: region, EVE_WORLD_AWS_SIGNING_SECRET: 'x'.repeat(32) });
+    const config = loadConfig({ AWS_REGION: region, EVE_WORLD_AWS_SIGNING_SECRET: randomBytes(32).toString('hex') });
     const arns = iamPolicy(config, '123456789012').Statement.flatMap((s) => s.Resource);
     expect(arns.length).toBeGreaterThan(3);
     for (const arn of arns) expect(arn.startsWith(`arn:${partition}:`), arn).toBe(true);

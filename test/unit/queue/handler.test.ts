@@ -260,7 +260,7 @@ describe('createQueueHandler with a signing secret', () => {
 
   it('accepts a correctly signed request', async () => {
     const r = recorder();
-    const res = await createQueueHandler('__wkf_workflow_', r.fn, { signingSecret: SECRET })(
+    const res = await createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [SECRET] })(
       request(body, deliveryHeaders(body)),
     );
     expect(res.status).toBe(200);
@@ -269,7 +269,7 @@ describe('createQueueHandler with a signing secret', () => {
 
   it('refuses unsigned, forged, tampered, wrong-secret, stale and replayed requests with 401', async () => {
     const r = recorder();
-    const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecret: SECRET });
+    const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [SECRET] });
     const plain = { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_01ABC', 'x-vqs-message-attempt': '1' };
     const cases: Request[] = [
       request(body, plain),

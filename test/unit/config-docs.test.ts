@@ -1,0 +1,96 @@
+/**
+ * docs/configuration.md carries the tables generated from src/config.ts (the one table the parser
+ * reads): stale docs fail here. `npm run docs:config` regenerates them.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ENV_DOCS, TUNING_DOCS } from '../../src/config.js';
+import { renderConfigurationDoc, tuningTable, variablesTable } from '../../src/config-docs.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
+
+describe('docs/configuration.md', () => {
+  const doc = read('docs/configuration.md');
+
+  it('is up to date with src/config.ts (run npm run docs:config)', () => {
+    expect(renderConfigurationDoc(doc) === doc, 'docs/configuration.md is stale: run npm run docs:config').toBe(true);
+  });
+
+  it('has one row per variable and per option, with its default and range from the table', () => {
+    for (const d of [...ENV_DOCS, ...TUNING_DOCS]) expect(doc, d.name).toContain(`| \`${d.name}\` |`);
+    expect(variablesTable()).toContain('| `EVE_WORLD_AWS_CONCURRENCY` | `8` | 1-1000 |');
+    expect(variablesTable()).toContain('| `EVE_WORLD_AWS_RETENTION_DAYS` | — | 1-36500 |');
+    expect(tuningTable()).toContain('| `streamBurstMs` | `60` | 0-1000 |');
+  });
+
+  it('detects a stale table (the check can fail)', () => {
+    const stale = doc.replace('| `EVE_WORLD_AWS_CONCURRENCY` | `8` |', '| `EVE_WORLD_AWS_CONCURRENCY` | `16` |');
+    expect(stale).not.toBe(doc);
+    expect(renderConfigurationDoc(stale)).toBe(doc);
+    expect(() => renderConfigurationDoc('no markers here')).toThrow(/missing markers/);
+  });
+
+  it('is where the README sends readers for configuration', () => {
+    const readme = read('README.md');
+    const start = readme.indexOf('\n## Configuration\n');
+    expect(start).toBeGreaterThan(0);
+    const section = readme.slice(start, readme.indexOf('\n## ', start + 5));
+    expect(section).toContain('(docs/configuration.md)');
+  });
+});
+
+describe('no dead variable', () => {
+  // The variables the World no longer reads (docs/configuration.md, "What is no longer a variable").
+  const FORMER = [
+    'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES',
+    'EVE_WORLD_AWS_STORAGE_INLINE_BYTES',
+    'EVE_WORLD_AWS_STREAM_POLL_MS',
+    'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS',
+    'EVE_WORLD_AWS_STREAM_FLUSH_MS',
+    'EVE_WORLD_AWS_STREAM_BURST_MS',
+    'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS',
+    'EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS',
+    'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS',
+    'EVE_WORLD_AWS_CONNECT_TIMEOUT_MS',
+    'EVE_WORLD_AWS_REQUEST_TIMEOUT_MS',
+    'EVE_WORLD_AWS_DEPLOYMENT_ID',
+  ];
+  /** Read by the CLI and the tests, not by the World. */
+  const TOOLING = ['EVE_WORLD_AWS_DEBUG', 'EVE_WORLD_AWS_JAVA', 'EVE_WORLD_AWS_SKIP_BUILD'];
+  /** Where a former name may appear: the page that lists them, and the test that they are ignored. */
+  const MAY_NAME_FORMER = ['docs/configuration.md', 'test/unit/config.test.ts', 'test/unit/config-docs.test.ts'];
+
+  function unknownNames(files: { path: string; text: string }[]): string[] {
+    const known = new Set([...ENV_DOCS.map((d) => d.name), ...TOOLING]);
+    const out: string[] = [];
+    for (const f of files) {
+      for (const m of f.text.matchAll(/EVE_WORLD_AWS_[A-Z0-9_]*[A-Z0-9]/g)) {
+        const former = FORMER.includes(m[0]) && MAY_NAME_FORMER.includes(f.path);
+        if (!known.has(m[0]) && !former) out.push(`${f.path}: ${m[0]}`);
+      }
+    }
+    return [...new Set(out)];
+  }
+
+  it('every EVE_WORLD_AWS_* name in the tracked files is a variable the World reads (or a tooling one)', () => {
+    const tracked = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' })
+      .split('\n')
+      .filter((f) => /\.(ts|tsx|mjs|js|md|json|yml|sh)$|^\.ci\//.test(f) && existsSync(path.join(ROOT, f)));
+    expect(tracked.length).toBeGreaterThan(100);
+    expect(unknownNames(tracked.map((p) => ({ path: p, text: read(p) })))).toEqual([]);
+  });
+
+  it('finds a dead variable set in a test (the check can fail)', () => {
+    const typo = ['EVE', 'WORLD', 'AWS', 'TYPO'].join('_'); // not spelled out: this file is scanned too
+    expect(
+      unknownNames([
+        { path: 'test/x.test.ts', text: "createFixture({ EVE_WORLD_AWS_STREAM_POLL_MS: '10' })" },
+        { path: 'docs/configuration.md', text: '`EVE_WORLD_AWS_STREAM_POLL_MS` is an option now' },
+        { path: 'README.md', text: `set ${typo}=1` },
+      ]),
+    ).toEqual(['test/x.test.ts: EVE_WORLD_AWS_STREAM_POLL_MS', `README.md: ${typo}`]);
+  });
+});
