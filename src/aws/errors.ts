@@ -87,6 +87,20 @@ export function cancellationReasons(
   }[];
 }
 
+/**
+ * What one cancellation reason's `Code` means (DynamoDB's documented reason codes):
+ * `condition` (a condition failed), `transient` (a conflict with another transaction or a throttle:
+ * the same transaction may be retried), `validation` (the action is invalid, e.g. an item over
+ * 400 KB), `other` (including `None` for actions that were fine).
+ */
+export function cancellationReasonKind(code: string | undefined): 'condition' | 'transient' | 'validation' | 'other' {
+  if (code === 'ConditionalCheckFailed') return 'condition';
+  if (code === 'TransactionConflict' || code === 'ThrottlingError' || code === 'ProvisionedThroughputExceeded')
+    return 'transient';
+  if (code === 'ValidationError') return 'validation';
+  return 'other';
+}
+
 const THROTTLING = new Set([
   'ThrottlingException',
   'Throttling',

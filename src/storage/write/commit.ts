@@ -102,7 +102,7 @@ export async function commit(ctx: StorageCtx, hints: SlotHints, pos: Position, o
       const c = cancellationOf(err);
       if (!c) throw err;
       // Guards first: a refused event is refused whatever slot it would have taken.
-      const guardFailed = c.reasons.some((r, i) => r.Code === 'ConditionalCheckFailed' && !a.eventIdx.includes(i));
+      const guardFailed = c.reasons.some((_, i) => failedCondition(c, i) && !a.eventIdx.includes(i));
       if (guardFailed) {
         await o.onGuard(c);
         continue;

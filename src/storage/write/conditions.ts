@@ -11,7 +11,7 @@
  *   (Recognising the AWS error itself is `aws/errors.ts`'s job.)
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
-import { cancellationReasons, isTransactionCanceled } from '../../aws/errors.js';
+import { cancellationReasonKind, cancellationReasons, isTransactionCanceled } from '../../aws/errors.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 
@@ -40,20 +40,18 @@ export function cancellationOf(err: unknown): Cancellation | undefined {
   return isTransactionCanceled(err) ? { reasons: cancellationReasons(err) } : undefined;
 }
 
-export const failedCondition = (c: Cancellation, i: number): boolean => c.reasons[i]?.Code === 'ConditionalCheckFailed';
+export const failedCondition = (c: Cancellation, i: number): boolean =>
+  cancellationReasonKind(c.reasons[i]?.Code) === 'condition';
 
 /** The item a failed condition saw (`undefined` when the item did not exist). */
 export const oldItem = (c: Cancellation, i: number): Attrs | undefined => c.reasons[i]?.Item as Attrs | undefined;
 
 /** Reasons that are worth retrying the same transaction for. */
 export function transientCancellation(c: Cancellation): boolean {
-  return c.reasons.some(
-    (r) =>
-      r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded',
-  );
+  return c.reasons.some((r) => cancellationReasonKind(r.Code) === 'transient');
 }
 
 /** A reason DynamoDB gives when an action is invalid (e.g. an item over 400 KB). */
 export function validationCancellation(c: Cancellation): boolean {
-  return c.reasons.some((r) => r.Code === 'ValidationError');
+  return c.reasons.some((r) => cancellationReasonKind(r.Code) === 'validation');
 }

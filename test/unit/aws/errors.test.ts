@@ -5,6 +5,7 @@ import { QueueDoesNotExist } from '@aws-sdk/client-sqs';
 import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
 import { describe, expect, it } from 'vitest';
 import {
+  cancellationReasonKind,
   cancellationReasons,
   conditionFailureItem,
   describeError,
@@ -150,5 +151,15 @@ describe('aws/errors', () => {
     );
     expect(unreachableCode({ code: 'ERR_SOMETHING_ELSE' })).toBeUndefined();
     expect(unreachableCode({ name: 'ThrottlingException', $metadata: { httpStatusCode: 400 } })).toBeUndefined();
+  });
+
+  it('classifies transaction cancellation reason codes', () => {
+    expect(cancellationReasonKind('ConditionalCheckFailed')).toBe('condition');
+    expect(cancellationReasonKind('TransactionConflict')).toBe('transient');
+    expect(cancellationReasonKind('ThrottlingError')).toBe('transient');
+    expect(cancellationReasonKind('ProvisionedThroughputExceeded')).toBe('transient');
+    expect(cancellationReasonKind('ValidationError')).toBe('validation');
+    expect(cancellationReasonKind('None')).toBe('other');
+    expect(cancellationReasonKind(undefined)).toBe('other');
   });
 });

@@ -23,7 +23,7 @@ const RULES: [string, RegExp, string][] = [
   ['instanceof an SDK exception (use src/aws/errors.ts)', /\binstanceof\s+\w+Exception\b/, ''],
   [
     'an AWS error name compared by hand (use src/aws/errors.ts)',
-    /\.(name|Code|code|__type)\s*[!=]==?\s*'[A-Za-z.]*(Exception|AccessDenied|CredentialsProviderError|NotFound|NoSuch\w*)'/,
+    /\.(name|Code|code|__type)\s*[!=]==?\s*'[A-Za-z.]*(Exception|AccessDenied|CredentialsProviderError|NotFound|NoSuch\w*|ConditionalCheckFailed|TransactionConflict|ThrottlingError|ProvisionedThroughputExceeded|ValidationError)'/,
     'aws/errors.ts',
   ],
   ['a partition table (use partitionOf from src/aws/arn.ts)', /['"]aws-(cn|us-gov|iso)/, 'aws/arn.ts'],
@@ -71,6 +71,7 @@ describe('one place for AWS facts', () => {
       { rel: 'aws/arn.ts', text: "[/^cn-/, 'aws-cn'], /^https?:\\/\\//" },
       { rel: 'cli/world.ts', text: "(err as E)?.name === 'WorkflowRunNotFoundError' // a workflow error, not AWS" },
       { rel: 'queue/ok.ts', text: "// e.name === 'ThrottlingException' in a comment" },
+      { rel: 'storage/write/commit.ts', text: "c.reasons.some((r) => r.Code === 'ConditionalCheckFailed')" },
     ];
     expect(rivals(planted)).toEqual([
       'encryption/run-keys.ts: instanceof an SDK exception (use src/aws/errors.ts)',
@@ -79,6 +80,7 @@ describe('one place for AWS facts', () => {
       'cli/init.ts: an AWS error name compared by hand (use src/aws/errors.ts)',
       'resources.ts: a partition table (use partitionOf from src/aws/arn.ts)',
       'queue/transport.ts: a queue-URL test (use isQueueUrl / queueNameOf from src/aws/arn.ts)',
+      'storage/write/commit.ts: an AWS error name compared by hand (use src/aws/errors.ts)',
     ]);
   });
 });
