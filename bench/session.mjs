@@ -12,7 +12,8 @@
 // clients, wrappers on the World's methods and on the flow handler).
 //
 // `npm run bench -- --only=session` runs it in the suite; `node bench/session.mjs` alone (after
-// `npm run build`), `--turns=N` (default 100), `--skip-local`, `--skip-cold`.
+// `npm run build`), `--turns=N` (default 100), `--skip-local`, `--skip-cold`; BENCH_DIST=<dir>
+// measures another build (e.g. the code before a change), BENCH_SESSION_JSON=<file> saves the result.
 import './lib/polyfills.mjs';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -607,7 +608,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const ROOT = fileURLToPath(new URL('..', import.meta.url));
   const { buildE2eApp } = await import(pathToFileURL(path.join(ROOT, 'test/e2e/build.mjs')).href);
   await buildE2eApp();
-  const dist = pathToFileURL(path.join(ROOT, 'dist')).href;
+  // BENCH_DIST: another build's dist/ (e.g. the code before a change, built into .tmp/).
+  const dist = pathToFileURL(path.resolve(ROOT, process.env.BENCH_DIST ?? 'dist')).href;
   const { startStack } = await import(`${dist}/emulator/stack.js`);
   const turns = Number(process.argv.find((a) => a.startsWith('--turns='))?.slice(8) ?? 100);
   const stack = await startStack({ dynamodbPort: 0, awsPort: 0, startTimeoutSeconds: 90 });
