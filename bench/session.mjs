@@ -286,7 +286,8 @@ async function oursSetup({ stackEnv, dist }) {
   const { createWorld } = await import(`${dist}/index.js`);
   const { loadConfig } = await import(`${dist}/config.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
-  const { reconcile } = await import(`${dist}/resources.js`);
+  // Provisioning moved from resources.js to provision/ (a build from before the move still works).
+  const { reconcile } = await import(`${dist}/provision/index.js`).catch(() => import(`${dist}/resources.js`));
   const { TABLE_SCHEMA } = await import(`${dist}/ddb.js`);
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-session-${randomBytes(3).toString('hex')}` });
   const clients = createClients(config);
