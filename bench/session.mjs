@@ -248,7 +248,7 @@ function dumpTurn(w, stamps, deliveries) {
     ...w.calls.map((c) => ({
       at: c.start,
       end: c.end,
-      what: `${c.command}${c.ok ? '' : ` FAILED ${c.error}`} ${c.input?.TransactItems ? c.input.TransactItems.map((t) => `${Object.keys(t)[0]}:${Object.values(t)[0].Item?.SK?.S ?? Object.values(t)[0].Key?.SK?.S}`).join(' ') : (c.input?.Item?.SK?.S ?? c.input?.Key?.SK?.S ?? '')} ${c.billed ? `billed ${c.billed.total} (gsi ${c.billed.gsi})` : ''} local ${c.capacity?.total ?? ''}`,
+      what: `${c.command}${c.ok ? '' : ` FAILED ${c.error}`} ${c.input?.TransactItems ? c.input.TransactItems.map((t) => `${Object.keys(t)[0]}:${Object.values(t)[0].Item?.SK?.S ?? Object.values(t)[0].Key?.SK?.S}`).join(' ') : (c.input?.Item?.SK?.S ?? c.input?.Key?.SK?.S ?? '')} ${c.billed ? `billed ${c.billed.total} (gsi ${c.billed.gsi})` : ''} local ${c.capacity?.total ?? ''}${c.command === 'Query' ? ` limit ${c.input?.Limit ?? '-'} ${c.input?.IndexName ?? ''} ${JSON.stringify(c.input?.ExpressionAttributeValues ?? {}).slice(0, 160)}` : ''}`,
     })),
     ...stamps
       .filter((e) => e.start >= w.from && e.start < w.to)
