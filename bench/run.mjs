@@ -15,6 +15,7 @@ import { benchKms, printKmsTable } from './kms.mjs';
 import { benchLease, printLeaseTable } from './lease.mjs';
 import { fmt, table } from './lib/format.mjs';
 import { CALL_LATENCY_MS, dollars, PRICES } from './lib/model.mjs';
+import { benchSession, printSessionTables } from './session.mjs';
 import { benchStreams } from './streams.mjs';
 import { benchLocal, benchOurs, SCENARIOS } from './workflows.mjs';
 
@@ -25,9 +26,13 @@ const RESULTS = path.join(ROOT, 'bench/results');
 const log = (...a) => console.error(...a);
 /** `--cold-before=<dir>`: also time the dist/ of another build (a checkout of main, built) in Table 5. */
 const coldBefore = process.argv.find((a) => a.startsWith('--cold-before='))?.slice('--cold-before='.length);
-const only = new Set(
-  (process.argv.find((a) => a.startsWith('--only='))?.slice(7) ?? 'workflows,cold,streams,kms,lease').split(','),
-);
+/** `--only=a,b` or `--only a,b`: run a subset (default: everything). */
+function onlyArg(argv) {
+  const i = argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
+  if (i < 0) return 'workflows,session,cold,streams,kms,lease';
+  return argv[i] === '--only' ? (argv[i + 1] ?? '') : argv[i].slice(7);
+}
+const only = new Set(onlyArg(process.argv).split(','));
 
 function build() {
   log('Building dist/ (npm run build)...');
@@ -162,7 +167,8 @@ function table1(ours, local) {
       ['AWS calls', '2', n1(m((s) => total(s.counts))), 'n/a'],
       ['  of which DynamoDB writes (TxWrite)', '2', n1(m((s) => s.counts.TransactWriteItems ?? 0)), 'n/a'],
       ['  of which DynamoDB reads (Get/Query)', '0', n1(m(reads)), 'n/a'],
-      ['Write request units', '—', n1(m((s) => s.wru)), 'n/a'],
+      ['Write request units, billed (AWS rules)', '—', n1(m((s) => s.billedWru ?? Number.NaN)), 'n/a'],
+      ['Write request units, DynamoDB Local report', '—', n1(m((s) => s.wru)), 'n/a'],
       ['Read request units', '0', n1(m((s) => s.rru)), 'n/a'],
       [
         'Per-run overhead (seq1 minus one step): AWS calls',
@@ -207,8 +213,10 @@ function table1(ours, local) {
 
 // ------------------------------------------------------------------ table 2
 
+/** Dollars at AWS's billing of the requests sent (billed WRU includes failed writes); older results: DynamoDB Local's units. */
 function costOf(s) {
-  return dollars({ wru: s.wru + s.failedWru, rru: s.rru, sqsRequests: s.sqsRequests, s3: s.s3 });
+  const wru = s.billedWru ?? s.wru + s.failedWru;
+  return dollars({ wru, rru: s.rru, sqsRequests: s.sqsRequests, s3: s.s3 });
 }
 
 function table2(ours) {
@@ -220,6 +228,8 @@ function table2(ours) {
     const s3req = total(s.s3);
     return [
       d.label,
+      n1(s.billedWru),
+      n1(s.billedGsiWru),
       n1(s.wru),
       n1(s.gsiWru),
       s.failedWru ? n1(s.failedWru) : '0',
@@ -236,6 +246,8 @@ function table2(ours) {
   const mc = m((s) => costOf(s).total);
   rows.push([
     '→ one more sequential step',
+    n1(m((s) => s.billedWru)),
+    n1(m((s) => s.billedGsiWru)),
     n1(m((s) => s.wru)),
     n1(m((s) => s.gsiWru)),
     n1(m((s) => s.failedWru)),
@@ -253,7 +265,9 @@ function table2(ours) {
     'Table 2. Consumed capacity and cost per run (eve-world-aws)',
     [
       'workflow',
-      'WRU',
+      'billed WRU',
+      'of which GSI',
+      'DDB Local WRU',
       'of which GSI',
       'failed WRU²',
       'RRU³',
@@ -267,7 +281,7 @@ function table2(ours) {
     rows,
     [
       `Prices (${PRICES.region}, ${PRICES.asOf}): DynamoDB on-demand $${(PRICES.dynamodbWriteRequestUnit * 1e6).toFixed(3)} per million write request units, $${(PRICES.dynamodbReadRequestUnit * 1e6).toFixed(3)} per million read request units; SQS standard $${(PRICES.sqsRequest * 1e6).toFixed(2)} per million requests (64 KB chunks); S3 $${(PRICES.s3Put * 1e3).toFixed(3)} per 1,000 PUT, $${(PRICES.s3Get * 1e3).toFixed(4)} per 1,000 GET. Free tiers not applied; storage not included in $.`,
-      'WRU/RRU: ConsumedCapacity (ReturnConsumedCapacity=INDEXES) as returned by DynamoDB Local for every successful call; GSI = the part spent on index copies.',
+      'billed WRU: write request units as AWS bills the requests sent (bench/lib/billing.mjs: 1 per KB of the larger of old/new item, 2 per KB per transaction action incl. ConditionCheck, 1 per KB per index write, 2 for a changed index key; failed writes included); $ use it. DDB Local WRU/RRU: ConsumedCapacity (ReturnConsumedCapacity=INDEXES) as returned by DynamoDB Local for every successful call; GSI = the part spent on index copies.',
       '² failed writes: DynamoDB Local returns no capacity for them; estimated from the request (item size, x2 transactional, one copy per GSI key) as an upper bound, included in $.',
       '³ DynamoDB Local reports 0 for a Query that matches nothing; AWS bills the minimum (0.5 eventual / 1 strong), which is added here.',
       `⁴ item bytes left in the table by one run (DynamoDB size rules, approximate) / billed storage incl. 100 B per item and one copy per GSI the item is projected into. At $${PRICES.dynamodbStorageGbMonth}/GB-month, the seq10 run costs $${((sc.seq10.stored.billedBytesPerRun / 1024 ** 3) * PRICES.dynamodbStorageGbMonth * 1e6).toFixed(2)} per million runs per month kept.`,
@@ -407,7 +421,9 @@ function table6(ours) {
   const m = (f) => (f(sc.seq10) - f(sc.seq1)) / 9;
   const pct = (x) => `${(100 * x).toFixed(1)}%`;
   const rows = [
-    ['One more sequential inline step: write units, all', n1(m((s) => s.wru))],
+    ['One more sequential inline step: billed write units (AWS rules), all', n1(m((s) => s.billedWru ?? Number.NaN))],
+    ['  of which index copies', n1(m((s) => s.billedGsiWru ?? Number.NaN))],
+    ['One more sequential inline step: DynamoDB Local write units, all', n1(m((s) => s.wru))],
     ['  of which index copies', n1(m((s) => s.gsiWru))],
     ...SCENARIOS.map((d) => [
       `${d.label}: index write units per run (of all)`,
@@ -451,6 +467,7 @@ function printTables(results) {
   out.push(table4(results.streams), table5(results.coldStart));
   if (results.ours) out.push(table6(results.ours));
   console.log(out.join('\n'));
+  if (results.session) printSessionTables(results.session);
   const la = (l) => (l ?? []).map((x) => x.toFixed(1)).join(' ');
   console.log(
     `\nTotal ${results.seconds.toFixed(0)} s. Node ${results.machine.node}, ${results.machine.cpus} × ${results.machine.cpuModel}; load average ${la(results.machine.loadAvgAtStart)} at start, ${la(results.machine.loadAvgAtEnd)} at end (timings are sensitive to other work on the machine).`,
@@ -507,6 +524,17 @@ async function main() {
         log('Workflows on @workflow/world-local...');
         results.local = await benchLocal({ wellKnown: WELL_KNOWN, log });
       }
+    }
+    if (only.has('session')) {
+      log('Session: one hook, 100 turns (bench/session.mjs)...');
+      results.session = await benchSession({
+        stackEnv: stack.env,
+        wellKnown: WELL_KNOWN,
+        dist: pathToFileURL(DIST).href,
+        log,
+        turns: Number(process.env.BENCH_SESSION_TURNS ?? 100),
+        local: !process.argv.includes('--skip-local'),
+      });
     }
     if (only.has('cold')) {
       log('Cold start...');

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { createBilling } from './lib/billing.mjs';
 import { itemSize, writeUnits } from './lib/dynamo-size.mjs';
 import { mean, median } from './lib/format.mjs';
 import { createRecorder, instrumentClients, instrumentWorld } from './lib/meter.mjs';
@@ -110,6 +111,8 @@ function summarizeRun(calls, worldCalls, t0, tEnd) {
   let rruAdjusted = 0;
   let gsiWru = 0;
   let failedWru = 0;
+  let billedWru = 0;
+  let billedGsiWru = 0;
   let sqsRequests = 0;
   let s3 = {};
   for (const c of calls) {
@@ -124,6 +127,10 @@ function summarizeRun(calls, worldCalls, t0, tEnd) {
     counts[c.command] = (counts[c.command] ?? 0) + 1;
     if (!c.ok) failed[c.command] = (failed[c.command] ?? 0) + 1;
     if (c.service === 'ddb') {
+      if (c.billed) {
+        billedWru += c.billed.total;
+        billedGsiWru += c.billed.gsi;
+      }
       if (DDB_WRITES.has(c.command)) {
         if (c.ok) {
           wru += c.capacity?.total ?? 0;
@@ -149,6 +156,8 @@ function summarizeRun(calls, worldCalls, t0, tEnd) {
     wru,
     gsiWru,
     failedWru,
+    billedWru,
+    billedGsiWru,
     rru,
     rruAdjusted,
     sqsRequests,
@@ -177,6 +186,8 @@ function averageRuns(runs) {
     wru: avg((r) => r.wru),
     gsiWru: avg((r) => r.gsiWru),
     failedWru: avg((r) => r.failedWru),
+    billedWru: avg((r) => r.billedWru),
+    billedGsiWru: avg((r) => r.billedGsiWru),
     rru: avg((r) => r.rru),
     rruAdjusted: avg((r) => r.rruAdjusted),
     sqsRequests: avg((r) => r.sqsRequests),
@@ -429,6 +440,9 @@ export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
   const observer = createClients(config); // the bench's own reads (scans, listings): not counted
   const rec = createRecorder();
   await instrumentClients(clients, rec);
+  // Write units as AWS bills them, from the requests sent (lib/billing.mjs).
+  const billing = createBilling(TABLE_SCHEMA);
+  rec.onEnd = billing.observe;
   const world = createWorld({ config, clients });
   const wr = instrumentWorld(world, rec);
   world.registerHandler('__wkf_workflow_', app.flow.POST);
@@ -468,7 +482,20 @@ export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
       },
     };
     const spread = indexSpread((await snapshot(observer, config)).items);
+    const m = (f) => (f(scenarios.seq10) - f(scenarios.seq1)) / 9;
     return {
+      // One more sequential inline step: billed = AWS's rules from the requests sent; local = DynamoDB Local's report.
+      perStep: {
+        billedWru: m((x) => x.billedWru),
+        billedGsiWru: m((x) => x.billedGsiWru),
+        localWru: m((x) => x.wru),
+        ddbRequests: m((x) =>
+          Object.entries(x.counts)
+            .filter(([k]) => !/Message|Receive/.test(k))
+            .reduce((a, [, v]) => a + v, 0),
+        ),
+      },
+      billingUnknown: billing.unknown(),
       scenarios,
       idle,
       indexSpread: spread,

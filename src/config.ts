@@ -61,8 +61,9 @@ export interface WorldTuning {
   readonly streamFlushMs: number;
   /**
    * Burst window of core's stream writer (streams/pacing.ts): while chunks keep coming, a write
-   * is acknowledged no earlier than this after it arrived, so the next group collects the chunks
-   * of the window (at most 1000 / streamBurstMs PutItems per second per stream). 0 = off.
+   * from a burst's third on is acknowledged no earlier than this after it arrived, so the next
+   * group collects the chunks of the window (at most 1000 / streamBurstMs PutItems per second per
+   * stream); a short reply (two writes) is not held. 0 = off.
    */
   readonly streamBurstMs: number;
   /** Longest single SQS delay hop (s) for long waits without a scheduler (SQS max 900). */
@@ -500,7 +501,7 @@ export const TUNING = {
     min: 0,
     max: 1000,
     description:
-      "Burst window of a step's stream writer: while chunks keep coming, each write is acknowledged no earlier than this after it arrived, so core sends the window's chunks as one PutItem (at most 1000 / this puts per second per stream). `0` = off. Trade-off table: bench/README.md.",
+      "Burst window of a step's stream writer: while chunks keep coming, each write from a burst's third on is acknowledged no earlier than this after it arrived, so core sends the window's chunks as one PutItem (at most 1000 / this puts per second per stream); a short reply (two writes) is acknowledged when durable. `0` = off. Trade-off table: bench/README.md.",
   }),
   maxDelayHopSeconds: int({
     name: 'maxDelayHopSeconds',

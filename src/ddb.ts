@@ -6,7 +6,8 @@
  * PK                      SK                 what
  * RUN#<runId>             EVT#<slot:20>      event log, source of truth; slot = dense 1-based position
  * RUN#<runId>             RUN#meta           run view
- * RUN#<runId>             STEP#<stepId>      step view (+ the step lease: leaseToken, leaseUntil; storage/step-lease.ts)
+ * RUN#<runId>             STEP#<stepId>      step view (+ the step lease: leaseToken, leaseUntil; storage/step-lease.ts;
+ *                                            fs = slot of its step_created, storage/read/correlation.ts)
  * RUN#<runId>             WAIT#<waitId>      wait view
  * RUN#<runId>             RUNRESUME#<rid>    hook_received dedupe claim (resumeId -> slot); sorts after
  *                                            RUN#meta so EVT#..RUN#meta is exactly log + run view

@@ -28,6 +28,8 @@ export function createRecorder() {
   const t0 = performance.now();
   return {
     calls,
+    /** Called with each entry as its call finishes (e.g. the billing book, lib/billing.mjs). */
+    onEnd: undefined,
     now: () => performance.now() - t0,
     /** Calls recorded since `mark` (an index returned by `mark()`). */
     mark: () => calls.length,
@@ -96,6 +98,7 @@ export async function instrumentClients(clients, recorder) {
           throw err;
         } finally {
           entry.end = recorder.now();
+          recorder.onEnd?.(entry);
         }
       },
       { step: 'initialize', name: 'benchRecorder', priority: 'high' },
@@ -168,6 +171,11 @@ export function instrumentWorld(world, recorder) {
   };
   return {
     worldCalls,
+    /** Tell the waiters an event was written (by another World instance, e.g. a fresh one per delivery). */
+    notify(runId, type) {
+      if (type === 'run_completed' || type === 'run_failed' || type === 'run_cancelled') notify(runId, 'terminal');
+      notify(runId, type);
+    },
     mark: () => worldCalls.length,
     since: (mark) => worldCalls.slice(mark),
     /** Resolves (with the recorder time) once an event of `type` was written for the run; `terminal` = any run end. */

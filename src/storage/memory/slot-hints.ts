@@ -1,7 +1,8 @@
 /**
  * What this process knows about a run's log: the highest slot known to exist, and the most recent
- * events it committed or read (small ones only). Writers take their deltas from here, and a
- * delivery's `events.list` is answered from here when it covers the log (../read/events.ts).
+ * events it committed or read (small ones only). Writers take their deltas from here, a
+ * delivery's `events.list` is answered from here when it covers the log (../read/events.ts), and
+ * `run_started`'s preload reads only the events after a remembered prefix (../write/run-events.ts).
  *
  * Invariant: only committed or read slots are noted, so a hint is never above the real tail;
  * trying `hint + 1` keeps the log dense, and a stale hint costs one lost slot race, not

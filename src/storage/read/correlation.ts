@@ -1,22 +1,31 @@
 /**
  * The events of one correlation (a step, hook or wait) within a run.
  *
- * Only the *first* event of a correlation (`step_created`, including the synthetic one of a lazy
- * start, `hook_created`, `hook_conflict`, `wait_created`) carries the correlation index key, so a
- * step costs at most one index write however many events it has. A read finds that first slot in
- * the index and reads the rest from the run's log (strongly consistent), filtered by correlation
- * id: nothing before the first event can belong to the correlation. A correlation with no indexed
- * first event (e.g. an `attr_set` id) is read from the start of the log.
+ * A read finds the slot of the correlation's first event and reads the rest from the run's log
+ * (strongly consistent), filtered by correlation id: nothing before the first event can belong to
+ * the correlation. Where the first slot is found:
+ * - a step: its step item records the slot of its `step_created` (`firstSlot`, written in the
+ *   same transaction), so a step costs no index write at all;
+ * - a hook or wait: only its first event (`hook_created`, `hook_conflict`, `wait_created`)
+ *   carries the correlation index key (GSI1), so it costs one index write however many events it
+ *   has; so does the `step_created` of a step written before `firstSlot` was recorded.
+ * A correlation with neither (e.g. an `attr_set` id) is read from the start of the log.
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { ATTR, GSI1, keys } from '../../ddb.js';
-import type { Attrs } from '../table/codec.js';
+import { type Attrs, num } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
-import { queryPage } from '../table/reads.js';
+import { getItem, queryPage } from '../table/reads.js';
 import { EVT_END } from './log-tail.js';
 
-/** The slot of the correlation's first event (1 when none is indexed). */
+/** The slot of the correlation's first event (1 when none is recorded or indexed). */
 async function firstSlot(ctx: StorageCtx, runId: string, correlationId: string): Promise<number> {
+  // Core's step ids are `step_<ulid>`; any other id that names a step is still found below (the
+  // index of an older step) or by reading the log from its start.
+  if (correlationId.startsWith('step_')) {
+    const recorded = num((await getItem(ctx, keys.step(runId, correlationId))) ?? {}, 'fs');
+    if (recorded !== undefined) return recorded;
+  }
   const res = await ctx.ddb.send(
     new QueryCommand({
       TableName: ctx.table,

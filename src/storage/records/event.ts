@@ -43,14 +43,10 @@ export interface EventRecord {
 
 /**
  * Event types that open a correlation and so carry the correlation index key: at most one index
- * write per step, hook or wait (see `../read/correlation.ts`).
+ * write per hook or wait (see `../read/correlation.ts`). A step's `step_created` carries none:
+ * its step item records the slot (`firstSlot`), so a step's events are found without an index copy.
  */
-export const OPENS_CORRELATION: ReadonlySet<string> = new Set([
-  'step_created',
-  'hook_created',
-  'hook_conflict',
-  'wait_created',
-]);
+export const OPENS_CORRELATION: ReadonlySet<string> = new Set(['hook_created', 'hook_conflict', 'wait_created']);
 
 const KNOWN_REQUEST_FIELDS = new Set(['eventType', 'correlationId', 'eventData', 'specVersion']);
 

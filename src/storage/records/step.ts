@@ -30,6 +30,12 @@ export interface StepRecord {
   leaseToken?: string;
   /** The lease's expiry (ms since the epoch, the starter's clock). Not in `Step`. */
   leaseUntil?: number;
+  /**
+   * The log slot of the step's `step_created` (the first event of its correlation): where
+   * `listByCorrelationId` starts reading (../correlation.ts), so step events need no index copy.
+   * Absent on steps written before it was recorded; their `step_created` is indexed instead.
+   */
+  firstSlot?: number;
 }
 
 export function stepItem(s: StepRecord): Attrs {
@@ -53,6 +59,7 @@ export function stepItem(s: StepRecord): Attrs {
       ver: s.ver,
       leaseToken: s.leaseToken,
       leaseUntil: s.leaseUntil,
+      fs: s.firstSlot,
     }),
   };
 }
@@ -76,6 +83,7 @@ export function parseStep(it: Attrs): StepRecord {
     ver: num(it, 'ver') ?? 0,
     leaseToken: str(it, 'leaseToken'),
     leaseUntil: num(it, 'leaseUntil'),
+    firstSlot: num(it, 'fs'),
   };
 }
 

@@ -157,9 +157,13 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
   // The start is conditioned on what it relies on (pending, the attributes' version).
   const hint = call.hints.get(runId);
   const remembered = !preload && (ec !== undefined || hint !== undefined) ? call.runs.known(runId) : undefined;
+  // The log is append-only: a prefix this process remembers (it wrote or read those slots) is
+  // exactly what a read would return, so the preload reads only the run and the events after it.
+  const prefix = preload && !remembered && hint !== undefined ? call.hints.recent(runId, 0, hint) : undefined;
   const read = remembered
     ? { run: remembered, events: [] as EventRecord[], tail: ec ?? hint! }
-    : await readRunTail(ctx, runId, preload ? 0 : ec);
+    : await readRunTail(ctx, runId, preload ? (prefix ? hint : 0) : ec);
+  if (prefix) read.events = [...prefix, ...read.events];
   const pos: Position = remembered
     ? { last: read.tail, collect: [] }
     : { last: read.tail, collect: preload || ec === undefined ? [] : [...read.events] };

@@ -72,7 +72,7 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
     what: 'step_created',
     build: (slot) => ({
       items: [
-        putNew(ctx, stepItem(rec)),
+        putNew(ctx, stepItem({ ...rec, firstSlot: slot })),
         runGuard(ctx, runId),
         putEvent(ctx, eventItem({ ...ev, slot, eventData: { ...ed, input: placed.input } })),
       ],
@@ -83,6 +83,7 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
       throw new EntityConflictError(`Step "${stepId}" already created`);
     },
   });
+  rec.firstSlot = done.slot;
   call.steps.remember(runId, stepId, stepItem(rec));
   return { own: [{ ...ev, slot: done.slot }], pos, step: await toStep(ctx, { ...rec, input: ed.input }, call.rd) };
 }
@@ -132,7 +133,7 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
     what: 'step_started',
     build: (slot) => ({
       items: [
-        putNew(ctx, stepItem(rec)),
+        putNew(ctx, stepItem({ ...rec, firstSlot: slot })),
         runGuard(ctx, runId),
         putEvent(ctx, eventItem({ ...created, slot, eventData: { ...createdData, input: placed.input } })),
         putEvent(ctx, eventItem({ ...started, slot: slot + 1 })),
@@ -146,6 +147,7 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
     },
   });
   noteStarted(lease, runId, stepId);
+  rec.firstSlot = done.slot;
   call.steps.remember(runId, stepId, stepItem(rec));
   return {
     own: [

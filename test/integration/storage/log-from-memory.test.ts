@@ -3,7 +3,8 @@
  * seen the log at least as far as the message's sender had (the message's `eve.tail`), with every
  * event in between remembered; otherwise it reads DynamoDB. Calls are counted by SDK middleware
  * on real DynamoDB Local / S3 emulator clients; what memory answers is compared with what a
- * Query returns to another Storage (another "process").
+ * Query returns to another Storage (another "process"). `run_started`'s preload (the whole log)
+ * reads only the events after the prefix this process remembers.
  */
 import type { Event, Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +17,7 @@ import { bytes, runCreatedReq, type StorageFixture, storageFixture, sv } from '.
 let f: StorageFixture;
 let counted: ReturnType<typeof createClients>;
 const ddbCalls: string[] = [];
+const ddbInputs: any[] = [];
 
 beforeAll(async () => {
   f = await storageFixture();
@@ -23,6 +25,7 @@ beforeAll(async () => {
   (counted.ddb as { middlewareStack: { add: (...a: any[]) => void } }).middlewareStack.add(
     (next: any, context: any) => async (args: any) => {
       ddbCalls.push(context.commandName.replace(/Command$/, ''));
+      ddbInputs.push(args.input);
       return next(args);
     },
     { step: 'initialize', name: 'countDdb' },
@@ -35,10 +38,11 @@ afterAll(() => {
 
 const process_ = (): WorldStorage => createStorage(createContext(f.config, counted));
 
-async function ddb<T>(fn: () => Promise<T>): Promise<{ out: T; calls: string[] }> {
+async function ddb<T>(fn: () => Promise<T>): Promise<{ out: T; calls: string[]; inputs: any[] }> {
   ddbCalls.length = 0;
+  ddbInputs.length = 0;
   const out = await fn();
-  return { out, calls: [...ddbCalls] };
+  return { out, calls: [...ddbCalls], inputs: [...ddbInputs] };
 }
 
 const inDelivery = <T>(tails: [string, number][], fn: () => Promise<T>) =>
@@ -183,5 +187,30 @@ describe('events.list inside a delivery', () => {
     expect(r.calls).toEqual(['Query']);
     const done = r.out.data.find((e) => e.eventType === 'step_completed') as { eventData?: { result?: Uint8Array } };
     expect(Buffer.from(done.eventData!.result!).equals(Buffer.from(big))).toBe(true);
+  });
+});
+
+describe("run_started's preload", () => {
+  it('reads only the run and the events after the prefix this process remembers, and returns the whole log', async () => {
+    const a = process_();
+    const runId = await runWithSteps(a);
+    // A later delivery of the same run (a hook's message, say): core calls run_started, whose
+    // preload returns the whole log. This process wrote slots 1..6, so only what follows is read.
+    const mem = await ddb(() => a.events.create(runId, { eventType: 'run_started', specVersion: sv }));
+    expect(mem.calls).toEqual(['Query']);
+    expect(mem.inputs[0].ExpressionAttributeValues[':a'].S).toBe('EVT#00000000000000000007');
+    // Another process remembers nothing: it reads the log from slot 1, and gets the same answer.
+    const read = await ddb(() => process_().events.create(runId, { eventType: 'run_started', specVersion: sv }));
+    expect(read.inputs[0].ExpressionAttributeValues[':a'].S).toBe('EVT#00000000000000000001');
+    const log = (r: unknown) => plain(((r as { events?: Event[] }).events ?? []) as Event[]);
+    expect(log(mem.out).map((e: Event) => e.eventType)).toEqual([
+      'run_created',
+      'run_started',
+      'step_created',
+      'step_started',
+      'step_completed',
+      'step_created',
+    ]);
+    expect(log(mem.out)).toEqual(log(read.out));
   });
 });

@@ -125,7 +125,7 @@ describe('index spread', () => {
     expect(TABLE_SCHEMA.gsis.map((g) => g.projection.ProjectionType)).toEqual(['INCLUDE', 'INCLUDE']);
   });
 
-  it('a step writes one correlation-index item, not one per event', async () => {
+  it('a step writes no correlation-index item: its step item records where its events start', async () => {
     const runId = runs.find((r) => r.status === 'running')!.runId;
     await f.storage.events.create(runId, {
       eventType: 'step_started',
@@ -141,7 +141,10 @@ describe('index spread', () => {
     });
     const items = (await scanAll()).filter((i) => i.PK.S === `RUN#${runId}` && i.cid?.S === 'step_x');
     expect(items.map((i) => i.t.S)).toEqual(['step_created', 'step_started', 'step_completed']);
-    expect(items.filter((i) => i.GSI1PK !== undefined).map((i) => i.t.S)).toEqual(['step_created']);
+    expect(items.filter((i) => i.GSI1PK !== undefined)).toEqual([]);
+    const step = (await scanAll()).find((i) => i.PK.S === `RUN#${runId}` && i.SK.S === 'STEP#step_x');
+    const createdSlot = Number(items[0].SK.S!.slice('EVT#'.length));
+    expect(Number(step?.fs?.N)).toBe(createdSlot);
     // ... and listByCorrelationId still returns all three, both ways and paged.
     const asc = await storage.events.listByCorrelationId({ runId, correlationId: 'step_x' });
     expect(asc.data.map((e) => e.eventType)).toEqual(['step_created', 'step_started', 'step_completed']);

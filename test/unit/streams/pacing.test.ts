@@ -13,17 +13,28 @@ describe('BurstPacer', () => {
     expect(p.arrive(5000)).toBe(5000);
   });
 
-  it('in a burst, releases each acknowledgement one window after the write arrived', () => {
+  it('from the third write of a burst, releases each acknowledgement one window after the write arrived', () => {
     const p = new BurstPacer(80);
     expect(p.arrive(0)).toBe(0); // the burst's first chunk: at once
-    expect(p.arrive(20)).toBe(100); // the next one 20 ms later: paced
+    expect(p.arrive(20)).toBe(20); // its second write: at once (a short reply is not paced)
+    expect(p.arrive(40)).toBe(120); // the third: paced
     // Core sends the next group as soon as the previous write is acknowledged.
-    expect(p.arrive(100)).toBe(180);
-    expect(p.arrive(180)).toBe(260);
+    expect(p.arrive(120)).toBe(200);
+    expect(p.arrive(200)).toBe(280);
     // A gap shorter than two windows keeps the burst; at two windows it is over.
-    expect(p.arrive(339)).toBe(419); // 159 ms after the previous write
-    expect(p.arrive(499)).toBe(499); // 160 ms after it: quiet
-    expect(p.arrive(519)).toBe(599); // and the next chunk starts a burst again
+    expect(p.arrive(359)).toBe(439); // 159 ms after the previous write
+    expect(p.arrive(519)).toBe(519); // 160 ms after it: quiet
+    expect(p.arrive(539)).toBe(539); // the next burst's second write: at once
+    expect(p.arrive(559)).toBe(639); // its third: paced again
+  });
+
+  it('acknowledges a short reply (one chunk, then the rest as one group) without a window', () => {
+    const p = new BurstPacer(60);
+    // Five chunks written at once: core sends the first alone, then the four that accumulated
+    // while it was in flight. Both acknowledgements are released as soon as they are durable,
+    // so the step's drain (and its step_completed) does not wait for the window.
+    expect(p.arrive(1000)).toBe(1000);
+    expect(p.arrive(1004)).toBe(1004);
   });
 
   it('never paces with a window of 0', () => {
