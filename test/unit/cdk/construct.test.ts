@@ -421,7 +421,8 @@ describe('EveWorldAws: kmsKey', () => {
 
 describe('EveWorldAws: alarms and outputs', () => {
   it('alarms on DLQ depth, oldest message age, worker errors and sweeper errors, with an optional SNS topic', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+    // 4 on built-in metrics, 3 on the World's own (test/unit/cdk/observability.test.ts).
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 7);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'ApproximateNumberOfMessagesVisible',
       Namespace: 'AWS/SQS',
@@ -447,7 +448,7 @@ describe('EveWorldAws: alarms and outputs', () => {
     const c = new EveWorldAws(s, 'Eve', { app: fakeEveApp(), alarmTopic: topic });
     const t = Template.fromStack(s);
     const alarms = t.findResources('AWS::CloudWatch::Alarm');
-    expect(c.alarms).toHaveLength(4);
+    expect(c.alarms).toHaveLength(7);
     expect(Object.values(alarms).map((a: any) => a.Properties.AlarmActions)).toEqual(
       c.alarms.map(() => [{ Ref: s.getLogicalId(topic.node.defaultChild as never) }]),
     );
@@ -546,7 +547,7 @@ describe('EveWorldAws: the scheduled orphan sweep', () => {
     expect(rulesOf(off.Resources)).toEqual([]);
     expect(c.sweeperFunction).toBeUndefined();
     expect(c.sweepRule).toBeUndefined();
-    expect(c.alarms).toHaveLength(3);
+    expect(c.alarms).toHaveLength(6);
     expect(Object.keys(off.Outputs).filter((k) => k.includes('Sweeper'))).toEqual([]);
     expect(JSON.stringify(off)).not.toContain('sweepHandler');
   });
