@@ -14,7 +14,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { hostDockerfile } from '../../../src/cdk/dockerfile.js';
 import { EveWorldAws } from '../../../src/cdk/eve-world-aws.js';
 import { TABLE_SCHEMA } from '../../../src/ddb.js';
@@ -26,6 +26,9 @@ import {
 } from '../../../src/limits.js';
 import { actionsByResource } from '../../../src/provision/iam-actions.js';
 import { ensureWorkerBundle, fakeEveApp, makeStack, repoRoot } from '../../helpers/cdk.js';
+
+// Tests that synthesize a whole stack take seconds on a loaded 2-core machine: no wall-time check.
+vi.setConfig({ testTimeout: 60_000 });
 
 type Resources = Record<string, { Type: string; Properties: Record<string, any> }>;
 
