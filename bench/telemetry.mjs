@@ -1,4 +1,4 @@
-// Table 8: what the telemetry costs (docs/observability.md).
+// Table 9: what the telemetry costs (docs/observability.md).
 // 1. CPU per delivery: real workflows on the real core through the in-process poller, one child
 //    process per mode (bench/lib/telemetry-child.mjs): no SDK and no metrics, EMF metrics on, an
 //    OpenTelemetry SDK registered and metrics on. The child's own CPU (user + system) over the
@@ -151,7 +151,7 @@ export function printTelemetryTable(r) {
   ];
   console.log(
     table(
-      'Table 8a. Telemetry: CPU per delivery (in-process poller, manySteps(4), child-process CPU)',
+      'Table 9a. Telemetry: CPU per delivery (in-process poller, manySteps(4), child-process CPU)',
       ['mode', 'deliveries', 'CPU ms / delivery', 'vs off', 'spans', 'EMF lines'],
       rows,
       [
@@ -167,7 +167,7 @@ export function printTelemetryTable(r) {
   );
   console.log(
     table(
-      'Table 8b. SQS worker bundle (dist/lambda-worker/index.mjs)',
+      'Table 9b. SQS worker bundle (dist/lambda-worker/index.mjs)',
       ['build', 'KiB', 'import ms (median of 7)', 'import CPU ms'],
       bundleRows,
       ['import: a fresh Node process importing the bundle, the module part of a Lambda cold start.'],
