@@ -1,7 +1,7 @@
 // `npm run bench`: the benchmark suite (issue 8). Builds what it needs, starts one embedded
 // emulator stack (DynamoDB Local + fauxqs), runs real workflows on eve-world-aws and on
 // @workflow/world-local, measures cold start, runs the streams bench (bench/streams), the KMS and
-// step-lease benches (bench/kms.mjs, bench/lease.mjs), prints the tables and writes
+// step-lease benches (bench/kms.mjs, bench/lease.mjs), the telemetry cost (bench/telemetry.mjs), prints the tables and writes
 // bench/results/<timestamp>.json and bench/results/latest.json.
 // Benchmarks print; they never assert. Method: bench/README.md.
 import './lib/polyfills.mjs';
@@ -17,6 +17,7 @@ import { fmt, table } from './lib/format.mjs';
 import { CALL_LATENCY_MS, dollars, PRICES } from './lib/model.mjs';
 import { benchSession, printSessionTables } from './session.mjs';
 import { benchStreams } from './streams.mjs';
+import { benchTelemetry, printTelemetryTable } from './telemetry.mjs';
 import { benchLocal, benchOurs, SCENARIOS } from './workflows.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -29,7 +30,7 @@ const coldBefore = process.argv.find((a) => a.startsWith('--cold-before='))?.sli
 /** `--only=a,b` or `--only a,b`: run a subset (default: everything). */
 function onlyArg(argv) {
   const i = argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
-  if (i < 0) return 'workflows,session,cold,streams,kms,lease';
+  if (i < 0) return 'workflows,session,cold,streams,kms,lease,telemetry';
   return argv[i] === '--only' ? (argv[i + 1] ?? '') : argv[i].slice(7);
 }
 const only = new Set(onlyArg(process.argv).split(','));
@@ -482,6 +483,7 @@ async function main() {
     printTables(saved);
     if (saved.kms) printKmsTable(saved.kms);
     if (saved.lease) printLeaseTable(saved.lease);
+    if (saved.telemetry) printTelemetryTable(saved.telemetry);
     return;
   }
   const started = new Date();
@@ -576,6 +578,15 @@ async function main() {
       log('Step lease (bench/lease.mjs)...');
       results.lease = await benchLease({ stackEnv: stack.env, dist: pathToFileURL(DIST).href, log });
     }
+    if (only.has('telemetry')) {
+      log('Telemetry cost (bench/telemetry.mjs)...');
+      results.telemetry = await benchTelemetry({
+        stackEnv: stack.env,
+        wellKnown: WELL_KNOWN,
+        dist: pathToFileURL(DIST).href,
+        log,
+      });
+    }
   } finally {
     await stack.stop();
   }
@@ -589,6 +600,7 @@ async function main() {
   printTables(results);
   if (results.kms) printKmsTable(results.kms);
   if (results.lease) printLeaseTable(results.lease);
+  if (results.telemetry) printTelemetryTable(results.telemetry);
 
   mkdirSync(RESULTS, { recursive: true });
   const stamp = started.toISOString().replace(/[:.]/g, '-');

@@ -19,6 +19,7 @@
  *   secrets are refused unless an explicit, documented opt-out is set.
  */
 import { FLOW_PATH, SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from './limits.js';
+import { LOG_LEVELS, type LogLevel } from './log.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -141,6 +142,10 @@ export interface WorldConfig extends WorldTuning {
    * Unset: no encryption by the World (the AWS-owned at-rest encryption still applies).
    */
   readonly kmsKeyId?: string;
+  /** Write EMF metrics (src/telemetry/metrics.ts): EVE_WORLD_AWS_METRICS; unset, on in Lambda only. */
+  readonly metrics: boolean;
+  /** EVE_WORLD_AWS_LOG_LEVEL (src/log.ts). Lines are JSON in Lambda, text elsewhere. */
+  readonly logLevel: LogLevel;
 }
 
 /** One row of the documentation, as docs/configuration.md prints it. */
@@ -447,6 +452,25 @@ export const VARIABLES = {
     check: (v) =>
       KMS_KEY_RE.test(v) ? undefined : `is not a KMS key id, key ARN, alias name or alias ARN, got "${v}"`,
   }),
+  metrics: text({
+    name: 'EVE_WORLD_AWS_METRICS',
+    unset: '`1` in Lambda, else `0`',
+    values: '`1` / `0`',
+    description:
+      "Write the World's metrics as CloudWatch EMF lines on stdout (namespace `EveWorldAws`, dimension `Queue`): once per Lambda invocation or flow-route request, every minute from the in-process poller. docs/observability.md lists them.",
+    example: '1',
+    check: (v) => (/^(0|1)$/.test(v) ? undefined : `must be 1 or 0, got "${v}"`),
+  }),
+  logLevel: text({
+    name: 'EVE_WORLD_AWS_LOG_LEVEL',
+    default: 'info',
+    values: LOG_LEVELS.map((l) => `\`${l}\``).join(', '),
+    description:
+      'Lowest level logged. Lines are JSON inside Lambda (level, message, runId, messageId, queue, attempt, errorName), text elsewhere.',
+    example: 'warn',
+    check: (v) =>
+      LOG_LEVELS.includes(v as LogLevel) ? undefined : `must be one of ${LOG_LEVELS.join(', ')}, got "${v}"`,
+  }),
   optimisticInlineStart: external({
     name: 'WORKFLOW_OPTIMISTIC_INLINE_START',
     default: '0',
@@ -728,6 +752,9 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     schedulerRoleArn: readText(src, V.schedulerRoleArn),
     schedulerGroup: readText(src, V.schedulerGroup) as string,
     kmsKeyId: readText(src, V.kmsKeyId),
+    // Unset: on inside Lambda, whose stdout CloudWatch Logs reads (a terminal would only print JSON).
+    metrics: (readText(src, V.metrics) ?? (src.raw(V.lambda) !== undefined ? '1' : '0')) === '1',
+    logLevel: readText(src, V.logLevel) as LogLevel,
   });
 }
 

@@ -16,6 +16,7 @@
  *   (`queue/`) expire by the bucket's lifecycle rule.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
+import { countMetric } from './telemetry/metrics.js';
 
 export interface S3Pointer {
   readonly __s3: string;
@@ -77,6 +78,7 @@ export class PayloadStore {
         ContentType: isBytes ? 'application/octet-stream' : 'application/json',
       }),
     );
+    countMetric('S3Offloads');
     return isBytes ? { __s3: key, size: body.byteLength } : { __s3: key, json: true, size: body.byteLength };
   }
 

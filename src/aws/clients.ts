@@ -17,6 +17,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { WorldConfig } from '../config.js';
+import { instrumentClient } from './call-metrics.js';
 
 export interface AwsClients {
   readonly ddb: DynamoDBClient;
@@ -72,41 +73,56 @@ export function createClients(config: WorldConfig): AwsClients {
   const base = { region, maxAttempts: MAX_ATTEMPTS, ...timeouts(config) };
   const { dynamodb, sqs, s3, scheduler, kms } = config.endpoints;
   return {
-    ddb: new DynamoDBClient({
-      ...base,
-      endpoint: dynamodb,
-      credentials: localCredentials(dynamodb, config.emulatorCredentials),
-    }),
-    sqs: new SQSClient({
-      ...base,
-      ...timeouts(config, LONG_POLL_ALLOWANCE_MS),
-      endpoint: sqs,
-      credentials: localCredentials(sqs, config.emulatorCredentials),
-    }),
+    ddb: instrumentClient(
+      new DynamoDBClient({
+        ...base,
+        endpoint: dynamodb,
+        credentials: localCredentials(dynamodb, config.emulatorCredentials),
+      }),
+      'dynamodb',
+    ),
+    sqs: instrumentClient(
+      new SQSClient({
+        ...base,
+        ...timeouts(config, LONG_POLL_ALLOWANCE_MS),
+        endpoint: sqs,
+        credentials: localCredentials(sqs, config.emulatorCredentials),
+      }),
+      'sqs',
+    ),
     s3: lazy(async () => {
       const { S3Client } = await import('@aws-sdk/client-s3');
-      return new S3Client({
-        ...base,
-        endpoint: s3,
-        credentials: localCredentials(s3, config.emulatorCredentials),
-        // Emulators serve path-style only; checksum-on-demand avoids aws-chunked uploads that some
-        // emulators store verbatim (fauxqs and MinIO).
-        forcePathStyle: s3 !== undefined,
-        requestChecksumCalculation: s3 !== undefined ? 'WHEN_REQUIRED' : undefined,
-        responseChecksumValidation: s3 !== undefined ? 'WHEN_REQUIRED' : undefined,
-      });
+      return instrumentClient(
+        new S3Client({
+          ...base,
+          endpoint: s3,
+          credentials: localCredentials(s3, config.emulatorCredentials),
+          // Emulators serve path-style only; checksum-on-demand avoids aws-chunked uploads that some
+          // emulators store verbatim (fauxqs and MinIO).
+          forcePathStyle: s3 !== undefined,
+          requestChecksumCalculation: s3 !== undefined ? 'WHEN_REQUIRED' : undefined,
+          responseChecksumValidation: s3 !== undefined ? 'WHEN_REQUIRED' : undefined,
+        }),
+        's3',
+      );
     }),
     scheduler: lazy(async () => {
       const { SchedulerClient } = await import('@aws-sdk/client-scheduler');
-      return new SchedulerClient({
-        ...base,
-        endpoint: scheduler,
-        credentials: localCredentials(scheduler, config.emulatorCredentials),
-      });
+      return instrumentClient(
+        new SchedulerClient({
+          ...base,
+          endpoint: scheduler,
+          credentials: localCredentials(scheduler, config.emulatorCredentials),
+        }),
+        'scheduler',
+      );
     }),
     kms: lazy(async () => {
       const { KMSClient } = await import('@aws-sdk/client-kms');
-      return new KMSClient({ ...base, endpoint: kms, credentials: localCredentials(kms, config.emulatorCredentials) });
+      return instrumentClient(
+        new KMSClient({ ...base, endpoint: kms, credentials: localCredentials(kms, config.emulatorCredentials) }),
+        'kms',
+      );
     }),
   };
 }

@@ -20,7 +20,9 @@
  * - The orphan sweep, daily by default (`sweepSchedule`): a second function from the worker's
  *   asset (handler `index.sweepHandler`), triggered by an EventBridge rule, reserved concurrency 1
  *   (two sweeps never overlap), with only the `sweeper` rows of the command table.
- * - Alarms on DLQ depth, oldest-message age, worker errors and sweep failures (optional SNS topic).
+ * - Alarms on DLQ depth, oldest-message age, worker errors and sweep failures, and on the World's
+ *   own metrics (dead-letters, breaker opens, sustained throttling); a dashboard (./observability.ts);
+ *   X-Ray / ADOT tracing as an option (`tracing`). Optional SNS topic for the alarm actions.
  *
  * The flow route is public on the Function URL but refuses unsigned requests: the World's queue
  * handler verifies the HMAC signature with EVE_WORLD_AWS_SIGNING_SECRET (see README "Deploy to AWS").
@@ -57,6 +59,7 @@ import {
 import { SCHEDULER_ROLE_ACTIONS, SCHEDULER_ROLE_KMS_ACTIONS } from '../provision/iam-actions.js';
 import { HOST_PORT, READINESS_PATH } from './dockerfile.js';
 import { grantFromTable, nagResourceName } from './grants.js';
+import { worldAlarms, worldDashboard } from './observability.js';
 import { requireWorkerAsset, SWEEP_HANDLER, WORKER_HANDLER } from './worker-asset.js';
 
 /** The flow route path eve serves (and the worker POSTs to), relative to the host URL. */
@@ -107,6 +110,17 @@ export interface EveWorldAwsProps {
   readonly hostEnvironment?: Record<string, string>;
   /** Alarm actions go to this topic when given. */
   readonly alarmTopic?: sns.ITopic;
+  /**
+   * Tracing of the worker and the host (docs/observability.md). `xray`: X-Ray active tracing on
+   * both functions. `adotLayerArn`: an AWS Distro for OpenTelemetry Lambda layer for the worker,
+   * started by `AWS_LAMBDA_EXEC_WRAPPER` (`execWrapper`, default `/opt/otel-instrument`, the
+   * current ADOT JavaScript layers'; the legacy ones use `/opt/otel-handler`); it registers the
+   * SDK the World's and core's spans go to. The host is a container image, so ADOT goes into its
+   * Dockerfile instead. Default: neither (the spans cost nothing without an SDK).
+   */
+  readonly tracing?: { readonly xray?: boolean; readonly adotLayerArn?: string; readonly execWrapper?: string };
+  /** The CloudWatch dashboard (World metrics, queues, functions). Default true. */
+  readonly dashboard?: boolean;
   /** Oldest-message-age alarm threshold. Default 30 minutes. */
   readonly oldestMessageAgeThreshold?: Duration;
   /** Server access logs for the payload bucket go here when given (cdk-nag AwsSolutions-S1). */
@@ -140,6 +154,8 @@ export class EveWorldAws extends Construct {
   /** The EventBridge rule that invokes {@link sweeperFunction}. */
   readonly sweepRule?: events.Rule;
   readonly alarms: cloudwatch.Alarm[];
+  /** The operator's dashboard, unless `dashboard: false`. */
+  readonly dashboard?: cloudwatch.Dashboard;
   /** The run-data key, when `kmsKey` is set. */
   readonly kmsKey?: kms.IKey;
 
@@ -339,6 +355,7 @@ export class EveWorldAws extends Construct {
       timeout: hostTimeout,
       role: functionRole('Host', hostLogs),
       logGroup: hostLogs,
+      tracing: props.tracing?.xray ? lambda.Tracing.ACTIVE : undefined,
       environment: {
         ...props.hostEnvironment,
         ...worldEnv,
@@ -369,11 +386,20 @@ export class EveWorldAws extends Construct {
       timeout: workerTimeout,
       role: functionRole('Worker', workerLogs),
       logGroup: workerLogs,
+      tracing: props.tracing?.xray ? lambda.Tracing.ACTIVE : undefined,
       environment: {
         ...worldEnv,
         EVE_WORLD_AWS_FLOW_URL: `${this.hostUrl.url}${FLOW_PATH}`,
+        ...(props.tracing?.adotLayerArn
+          ? { AWS_LAMBDA_EXEC_WRAPPER: props.tracing.execWrapper ?? '/opt/otel-instrument' }
+          : {}),
       },
     });
+    if (props.tracing?.adotLayerArn) {
+      this.workerFunction.addLayers(
+        lambda.LayerVersion.fromLayerVersionArn(this, 'AdotLayer', props.tracing.adotLayerArn),
+      );
+    }
     this.workerFunction.addEventSource(
       new SqsEventSource(this.queue, {
         batchSize: props.batchSize ?? 10,
@@ -516,6 +542,9 @@ export class EveWorldAws extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       }),
     ];
+    // The World's own metrics (EMF from the worker and the host): dead-letters, breaker, throttling.
+    this.alarms.push(...worldAlarms(this, alarm));
+    if (props.dashboard !== false) this.dashboard = worldDashboard(this, 'Dashboard', this);
     if (this.sweeperFunction)
       this.alarms.push(
         alarm('SweeperErrorsAlarm', {

@@ -9,6 +9,7 @@
  * one poison message failing over and over must reach the DLQ, not pause the whole consumer.
  */
 import type { Logger } from '../log.js';
+import { countMetric } from '../telemetry/metrics.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
@@ -101,6 +102,7 @@ export class CircuitBreaker {
     if (!enough) return false;
     this.state = 'open';
     this.openedAt = this.now();
+    countMetric('BreakerOpens');
     this.logger.warn(
       `[eve-world-aws] ${this.what} is failing (${this.streak} deliveries in a row, last: ${detail.slice(0, 200)}); ` +
         'circuit open, pausing consumption (messages are kept, not dead-lettered)',

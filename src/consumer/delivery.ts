@@ -14,11 +14,13 @@
  *   once in it.
  */
 import { parseQueueName, type ValidQueueName } from '@workflow/world';
+import { queueNameOf } from '../aws/arn.js';
 import { defaultFlowUrl } from '../config.js';
 import type { WorldContext } from '../context.js';
 import { FLOW_PATH } from '../limits.js';
-import type { Logger } from '../log.js';
+import { configureLogging, type Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
+import { enableMetrics } from '../telemetry/metrics.js';
 import { CircuitBreaker } from './breaker.js';
 import type { DeliveryDeps, FlowHandler } from './pipeline.js';
 import { SqsReceipts } from './receipts.js';
@@ -61,6 +63,9 @@ export function composeDelivery(
   options: DeliveryCompositionOptions,
 ): DeliveryComposition {
   const { config } = ctx;
+  // The process's log format and level, and its EMF metrics (docs/observability.md).
+  configureLogging(config);
+  if (config.metrics) enableMetrics({ dimensions: { Queue: queueNameOf(config.queue) } });
   const flowUrl = options.flowUrl ?? defaultFlowUrl(config);
   const receipts = new SqsReceipts(transport);
   const breaker = new CircuitBreaker(options.logger, 'the flow route', { cooldownMs: options.breakerCooldownMs });

@@ -29,7 +29,9 @@
 import { randomUUID } from 'node:crypto';
 import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@workflow/world';
 import { type DeliveryScope, decodeLogTail, runInDelivery, type StepLease } from '../delivery-scope.js';
+import { type LogFields, withLogContext } from '../log.js';
 import { decodePayload } from '../queue/encoding.js';
+import { TRACEPARENT_HEADER, withRemoteParent } from '../telemetry/tracing.js';
 import { LOG_TAIL_HEADER, type NonceStore, processSigningKey, ReplayGuard, verifySignature } from './signing.js';
 
 export type QueueMessageHandler = Parameters<Queue['createQueueHandler']>[1];
@@ -42,7 +44,7 @@ export interface HandlerOptions {
   /** Replay guard for configured secrets. Default: per process (use a durable one across instances). */
   nonces?: NonceStore;
   /** Where internal failures are logged (never sent to the caller). Default: console.error. */
-  logError?: (message: string) => void;
+  logError?: (message: string, fields?: LogFields) => void;
   /** Lease the steps each delivery starts (src/storage/write/step-lease.ts). Absent: starts are not leased. */
   stepLease?: StepLeasePort;
   now?: () => number;
@@ -71,7 +73,7 @@ export function createQueueHandler(
   // Configured secrets are shared by every instance, so their replays are refused durably. Requests
   // signed with the process key are verified only by this process: an in-memory guard sees them all.
   const replay = secrets.length > 0 && opts.nonces ? opts.nonces : new ReplayGuard();
-  const logError = opts.logError ?? ((m: string) => console.error(m));
+  const logError = opts.logError ?? ((m: string, _fields?: LogFields) => console.error(m));
   const now = opts.now ?? Date.now;
   const decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -142,12 +144,21 @@ export function createQueueHandler(
     try {
       let result: unknown;
       try {
-        result = await runInDelivery(scope, () =>
-          handler(body, {
-            attempt,
-            queueName: queueName as ValidQueueName,
-            messageId: messageId as MessageId,
-          }),
+        // Core runs under the consumer's delivery span: its signed `traceparent` (ignored unsigned).
+        const parent = acceptUnsigned ? undefined : req.headers.get(TRACEPARENT_HEADER);
+        const runId = (body as { runId?: unknown }).runId;
+        result = await withRemoteParent(parent, () =>
+          withLogContext(
+            { messageId, queue: queueName, attempt, runId: typeof runId === 'string' ? runId : undefined },
+            () =>
+              runInDelivery(scope, () =>
+                handler(body, {
+                  attempt,
+                  queueName: queueName as ValidQueueName,
+                  messageId: messageId as MessageId,
+                }),
+              ),
+          ),
         );
       } finally {
         stopHeartbeat();
@@ -168,6 +179,7 @@ export function createQueueHandler(
     } catch (err) {
       logError(
         `[eve-world-aws] flow route: handler failed for message ${messageId} on ${queueName} (attempt ${attempt}): ${describe(err)}`,
+        { messageId, queue: queueName, attempt, errorName: err instanceof Error ? err.name : typeof err },
       );
       return json({ error: 'Internal error' }, 500);
     }

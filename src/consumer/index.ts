@@ -13,12 +13,16 @@ import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/index.js';
+import { flushEvery, flushMetrics } from '../telemetry/metrics.js';
 import { composeDelivery, queuePrefixOf } from './delivery.js';
 import { createQueueHandler, type HandlerOptions } from './handler.js';
 import { DynamoNonceStore } from './nonces.js';
 import type { DeliveryOutcome, FlowHandler, InboundMessage } from './pipeline.js';
 import { SqsPoller } from './poller.js';
 import type { SqsReceipts } from './receipts.js';
+
+/** How often the in-process consumer writes its metrics (EVE_WORLD_AWS_METRICS=1). */
+const METRICS_FLUSH_MS = 60_000;
 
 export interface CreateConsumerOptions {
   /**
@@ -67,7 +71,12 @@ export function createConsumer(
   });
   const { receipts } = delivery;
   let poller: SqsPoller | undefined;
+  let stopMetrics: (() => void) | undefined;
   let closed = false;
+  // EMF metrics (enabled by composeDelivery): the poller writes them every minute; inside Lambda
+  // (the host's flow route) the process may be frozen once a response is sent, so each flow-route
+  // request writes its own.
+  const flushPerRequest = config.metrics && mode === 'none';
 
   let flowReachable = false;
   let waitingSince: number | undefined;
@@ -94,7 +103,17 @@ export function createConsumer(
 
   return {
     receipts,
-    createQueueHandler: (prefix, handler) => createQueueHandler(prefix, handler, routeOptions),
+    createQueueHandler: (prefix, handler) => {
+      const route = createQueueHandler(prefix, handler, routeOptions);
+      if (!flushPerRequest) return route;
+      return async (req) => {
+        try {
+          return await route(req);
+        } finally {
+          flushMetrics();
+        }
+      };
+    },
     registerHandler(prefix, handler) {
       handlers.set(prefix, handler);
     },
@@ -115,10 +134,13 @@ export function createConsumer(
         },
       });
       poller.start();
+      if (config.metrics) stopMetrics = flushEvery(METRICS_FLUSH_MS);
     },
     async close() {
       closed = true;
       await poller?.close();
+      stopMetrics?.();
+      stopMetrics = undefined;
     },
   };
 }
@@ -136,7 +158,7 @@ function flowRouteOptions(ctx: WorldContext, logger: Logger): HandlerOptions {
     signingSecrets: config.signingSecrets,
     allowUnsigned: config.allowUnsigned,
     nonces: new DynamoNonceStore(ctx),
-    logError: (m) => logger.error(m),
+    logError: (m, fields) => logger.error(m, fields),
     stepLease: {
       ttlMs: stepLeaseTtlMs(Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds)),
       extend: (l: StepLease) => extendStepLeases(leaseTable, l),

@@ -92,6 +92,7 @@ export function inboundFromRecord(r: SQSRecord): InboundMessage {
     body: r.body ?? '',
     attributes,
     receiveCount: Number(r.attributes?.ApproximateReceiveCount ?? '1') || 1,
+    sentAt: Number(r.attributes?.SentTimestamp) || undefined,
   };
 }
 
@@ -173,6 +174,8 @@ export function createSqsHandler(
       ]);
     } finally {
       if (deadline) clearTimeout(deadline);
+      // EMF (on by default in Lambda): this invocation's deliveries, before Lambda freezes the process.
+      flushMetrics();
     }
     if (abort.signal.aborted)
       logger.warn('[eve-world-aws] Lambda deadline reached; unfinished records are reported as failures');
@@ -191,3 +194,5 @@ export {
   type SweepSummary,
   sweepHandler,
 } from '../sweep/lambda.js';
+
+import { flushMetrics } from '../telemetry/metrics.js';

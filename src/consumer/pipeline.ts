@@ -28,6 +28,7 @@
  *   after `maxReceiveCount` receives; the last failing receive logs exactly one DLQ line.
  */
 
+import { queueNameOf } from '../aws/arn.js';
 import { sleep } from '../aws/sleep.js';
 import type { WorldConfig } from '../config.js';
 import { decodeLogTail } from '../delivery-scope.js';
@@ -36,7 +37,9 @@ import { consoleLogger, type Logger } from '../log.js';
 import { planHop } from '../queue/delays.js';
 import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
 import type { SqsTransport } from '../queue/transport.js';
+import { currentTraceparent, TRACEPARENT_HEADER } from '../telemetry/tracing.js';
 import type { CircuitBreaker } from './breaker.js';
+import { observeDelivery } from './delivery-telemetry.js';
 import type { SqsReceipts } from './receipts.js';
 import { LOG_TAIL_HEADER, processSigningKey, signatureHeaders } from './signing.js';
 
@@ -52,6 +55,8 @@ export interface InboundMessage {
   attributes: Record<string, string | undefined>;
   /** SQS ApproximateReceiveCount (1 on first receive). */
   receiveCount: number;
+  /** SQS SentTimestamp of this copy (epoch ms), when the receive asked for it. */
+  sentAt?: number;
 }
 
 export type DeliveryOutcome =
@@ -126,7 +131,13 @@ type Verdict =
   | { kind: 'outage'; reason: 'transport' | 'unavailable'; detail: string; ambiguous: boolean }
   | { kind: 'aborted' };
 
-export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): Promise<DeliveryOutcome> {
+/** One delivery inside its span and log context, counted (./delivery-telemetry.ts). */
+export function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): Promise<DeliveryOutcome> {
+  const queue = queueNameOf(deps.config.queue);
+  return observeDelivery(msg, queue, deps.config.maxReceiveCount, () => deliverOnce(msg, deps), deps.now);
+}
+
+async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<DeliveryOutcome> {
   const logger = deps.logger ?? consoleLogger;
   const now = deps.now ?? Date.now;
 
@@ -206,12 +217,16 @@ async function dispatch(
   };
   const logTail = decodeLogTail(envelope.logTail) ? envelope.logTail : undefined;
   if (logTail) headers[LOG_TAIL_HEADER] = logTail;
+  // The delivery span, so the flow route (in another process too) runs core under it.
+  const traceparent = currentTraceparent();
+  if (traceparent) headers[TRACEPARENT_HEADER] = traceparent;
   const parts = {
     queueName: envelope.queueName,
     messageId: envelope.messageId,
     attempt,
     body,
     ...(logTail ? { logTail } : {}),
+    ...(traceparent ? { traceparent } : {}),
   };
   Object.assign(headers, signatureHeaders(deps.signingSecret ?? processSigningKey(), parts, now()));
 
@@ -451,6 +466,7 @@ function reportLastReceive(
   logger.error(
     `[eve-world-aws] DLQ: run ${runId} on queue ${envelope?.queueName ?? 'unknown'} (message ${envelope?.messageId ?? msg.sqsMessageId}) ` +
       `failed ${msg.receiveCount}/${config.maxReceiveCount} receives; it moves to ${config.deadLetterQueue} (last error: ${detail.slice(0, 300)})`,
+    { runId, messageId: envelope?.messageId ?? msg.sqsMessageId, queue: envelope?.queueName },
   );
 }
 

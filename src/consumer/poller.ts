@@ -44,6 +44,7 @@ export function inboundFromSdk(m: Message): InboundMessage {
     body: m.Body ?? '',
     attributes,
     receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? '1') || 1,
+    sentAt: Number(m.Attributes?.SentTimestamp) || undefined,
   };
 }
 

@@ -36,7 +36,7 @@ export class SqsReceipts {
         WaitTimeSeconds: opts.waitTimeSeconds,
         VisibilityTimeout: opts.visibilitySeconds,
         MessageAttributeNames: ['All'],
-        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        MessageSystemAttributeNames: ['ApproximateReceiveCount', 'SentTimestamp'],
       }),
     );
     return out.Messages ?? [];

@@ -9,9 +9,12 @@
  *   "v1", timestamp, x-vqs-queue-name, x-vqs-message-id, x-vqs-message-attempt, hex(SHA-256(body)), nonce
  * so the body, the three delivery headers and the time are all covered, and every signing is
  * unique (two legitimate copies of one SQS message sent in the same second are not "replays").
- * then, when the delivery carries one, the log tail (`x-eve-log-tail`, see src/delivery-scope.ts).
- * The nonce and tail lines are absent when their headers are (older senders); removing either
- * header from a request signed with it breaks the signature, so that is no downgrade.
+ * then, when the delivery carries one, the log tail (`x-eve-log-tail`, see src/delivery-scope.ts),
+ * then, when it carries one, `"trace " + traceparent` (the W3C header of the delivery span, which
+ * the flow route parents core's work to: src/telemetry/tracing.ts).
+ * The nonce, tail and trace lines are absent when their headers are (older senders, no tracing);
+ * removing one of those headers from a request signed with it breaks the signature, so that is no
+ * downgrade.
  *
  * The receiver rejects a request whose timestamp is more than the tolerance (300 s) away from its
  * own clock (stale or replayed later), and a signature that was already accepted (an exact replay
@@ -25,6 +28,7 @@
  * consumer in the same process (in-process loopback development) and refuses everything else.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { TRACEPARENT_HEADER } from '../telemetry/tracing.js';
 
 export const SIGNATURE_HEADER = 'x-eve-signature';
 export const TIMESTAMP_HEADER = 'x-eve-timestamp';
@@ -41,6 +45,8 @@ export interface SignedParts {
   nonce?: string;
   /** The `x-eve-log-tail` header's value, when the delivery carries one. */
   logTail?: string;
+  /** The W3C `traceparent` header's value (the delivery span), when the delivery carries one. */
+  traceparent?: string;
 }
 
 function canonical(p: SignedParts): string {
@@ -48,6 +54,7 @@ function canonical(p: SignedParts): string {
   const lines = ['v1', String(p.timestamp), p.queueName, p.messageId, String(p.attempt), digest];
   if (p.nonce !== undefined) lines.push(p.nonce);
   if (p.logTail !== undefined) lines.push(`tail ${p.logTail}`);
+  if (p.traceparent !== undefined) lines.push(`trace ${p.traceparent}`);
   return lines.join('\n');
 }
 
@@ -105,6 +112,7 @@ export function verifySignature(
     body,
     nonce: headers.get(NONCE_HEADER) ?? undefined,
     logTail: headers.get(LOG_TAIL_HEADER) ?? undefined,
+    traceparent: headers.get(TRACEPARENT_HEADER) ?? undefined,
   };
   const a = Buffer.from(sig);
   // Every secret is tried (no early exit), so timing does not tell which one matched.

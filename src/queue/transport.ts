@@ -12,9 +12,10 @@
  *   callers can keep the original message until its replacement exists.
  */
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { isQueueUrl } from '../aws/arn.js';
+import { isQueueUrl, queueNameOf } from '../aws/arn.js';
 import { isMessageTooLong } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
+import { withSendSpan } from '../telemetry/spans.js';
 import { bodyKey, bodyNeededUntil, ensureBodyLifetime } from './body-lifetime.js';
 import {
   createOneTimeSchedule,
@@ -144,20 +145,43 @@ export class SqsTransport {
     }
   }
 
-  private async sendSqs(envelope: Envelope, delaySeconds: number): Promise<SendResult> {
-    const body = envelope.s3Key !== undefined ? s3PlaceholderBody(envelope.s3Key) : (envelope.body as string);
-    const out = await this.ctx.clients.sqs.send(
-      new SendMessageCommand({
-        QueueUrl: await this.queueUrl(),
-        MessageBody: body,
-        DelaySeconds: delaySeconds > 0 ? delaySeconds : undefined,
-        MessageAttributes: envelopeAttributes(envelope),
-      }),
-    );
-    return { via: 'sqs', sqsMessageId: out.MessageId, s3Key: envelope.s3Key };
+  private sendSqs(envelope: Envelope, delaySeconds: number): Promise<SendResult> {
+    const queue = queueNameOf(this.ctx.config.queue);
+    return withSendSpan({ queue, via: 'sqs', messageId: envelope.messageId, delaySeconds }, async (span) => {
+      const body = envelope.s3Key !== undefined ? s3PlaceholderBody(envelope.s3Key) : (envelope.body as string);
+      const out = await this.ctx.clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: await this.queueUrl(),
+          MessageBody: body,
+          DelaySeconds: delaySeconds > 0 ? delaySeconds : undefined,
+          MessageAttributes: envelopeAttributes(envelope),
+        }),
+      );
+      span.setAttributes({
+        'messaging.message.id': out.MessageId,
+        'eve_world_aws.offloaded': envelope.s3Key !== undefined,
+      });
+      return { via: 'sqs', sqsMessageId: out.MessageId, s3Key: envelope.s3Key };
+    });
   }
 
-  private async sendScheduled(
+  private sendScheduled(
+    envelope: Envelope,
+    deliverAt: number,
+    at: Date,
+    neededUntil: number,
+    now: number,
+  ): Promise<SendResult> {
+    const info = {
+      queue: queueNameOf(this.ctx.config.queue),
+      via: 'scheduler' as const,
+      messageId: envelope.messageId,
+      delaySeconds: Math.max(0, Math.round((deliverAt - now) / 1000)),
+    };
+    return withSendSpan(info, () => this.schedule(envelope, deliverAt, at, neededUntil, now));
+  }
+
+  private async schedule(
     envelope: Envelope,
     deliverAt: number,
     at: Date,

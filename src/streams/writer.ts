@@ -17,6 +17,8 @@ import { type AttributeValue, type DynamoDBClient, PutItemCommand } from '@aws-s
 import { conditionFailureItem, isConditionalCheckFailed } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
+import { countMetric } from '../telemetry/metrics.js';
+import { withStreamFlushSpan } from '../telemetry/spans.js';
 import { busKey, type CommittedBlock, publish } from './bus.js';
 import { BLOCK_BYTES, BLOCK_CHUNKS, type Block, blockEnd, encodeChunk, type StoredChunk, toBlock } from './items.js';
 import type { StreamQueries } from './queries.js';
@@ -93,7 +95,27 @@ export class BlockWriter {
    * Put one block (`stored` undefined = the EOF). Returns true when the stream turned out to be
    * closed already (nothing written).
    */
-  private async put(
+  private put(
+    runId: string,
+    name: string,
+    token: string,
+    stored: StoredChunk[] | undefined,
+    bytes: Uint8Array[],
+    nextAt?: number,
+  ): Promise<boolean> {
+    const size = bytes.reduce((n, b) => n + b.byteLength, 0);
+    return withStreamFlushSpan({ chunks: bytes.length, bytes: size }, async (span) => {
+      const closed = await this.putBlock(runId, name, token, stored, bytes, nextAt);
+      span.setAttributes({ 'eve_world_aws.stream.closed': closed, 'eve_world_aws.stream.eof': !stored });
+      if (!closed && stored) {
+        countMetric('StreamChunks', bytes.length);
+        countMetric('StreamBytes', size);
+      }
+      return closed;
+    });
+  }
+
+  private async putBlock(
     runId: string,
     name: string,
     token: string,

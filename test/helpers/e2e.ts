@@ -33,6 +33,8 @@ export interface E2eOptions {
   duplicateDelivery?: 'sqs' | 'handler';
   /** Sees a copy of every request the consumer hands to the flow route (before it runs). */
   tap?: (req: Request) => void;
+  /** `'none'`: no in-process poller (the test consumes the queue itself, e.g. as Lambda would). */
+  consumer?: 'poll' | 'none';
 }
 
 /** Fault injection: send every SQS message (and batch) twice. */
@@ -83,7 +85,12 @@ export async function startE2e(opts: E2eOptions = {}): Promise<E2e> {
   if (opts.duplicateDelivery === 'sqs') duplicateSends(fixture);
   const { kmsKeyId } = fixture.config;
   const runKeys = kmsKeyId ? new RunKeys(createContext(fixture.config, fixture.clients), kmsKeyId) : undefined;
-  const world = createWorld({ config: fixture.config, clients: fixture.clients, runKeys });
+  const world = createWorld({
+    config: fixture.config,
+    clients: fixture.clients,
+    runKeys,
+    ...(opts.consumer ? { consumer: { consumer: opts.consumer } } : {}),
+  });
   const invocations = new Map<string, number>();
   const handler: FlowPost = async (req) => {
     const runId = await runIdOf(req);

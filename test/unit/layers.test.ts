@@ -5,7 +5,8 @@
  *   0 base      config.ts, limits.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts,
  *               delivery-scope.ts (the delivery a call runs inside of: set by the flow route, read below),
  *               encryption/ (per-run KMS data keys: needs only the base),
- *               util/ (bounded concurrency, the byte-bounded cache: no World knowledge at all)
+ *               util/ (bounded concurrency, the byte-bounded cache: no World knowledge at all),
+ *               telemetry/ (spans through the optional OpenTelemetry API, EMF metrics)
  *   1 parts     storage/, queue/ (send side), streams/ or streamer(.ts|/)
  *   1.5 sweep   sweep/ (the orphan sweep composed from storage and queue, and its scheduled
  *               Lambda handler, which the consumer's `/lambda` entry re-exports)
@@ -48,6 +49,7 @@ function layerOf(rel: string): Layer {
       'aws',
       'encryption',
       'util',
+      'telemetry',
     ].includes(top)
   )
     return { rank: 0, name: 'base' };

@@ -26,6 +26,8 @@ import { randomUUID } from 'node:crypto';
 import { type TransactWriteItem, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
 import { isThrottling, isValidation, toWorldError } from '../../aws/errors.js';
+import { countMetric } from '../../telemetry/metrics.js';
+import { noteCancellation, noteSlotBump, noteWriteRetry } from '../../telemetry/spans.js';
 import type { SlotHints } from '../memory/slot-hints.js';
 import { eventsAfter, tailSlot } from '../read/log-tail.js';
 import { backoff } from '../table/backoff.js';
@@ -101,14 +103,18 @@ export async function commit(ctx: StorageCtx, hints: SlotHints, pos: Position, o
     } catch (err) {
       const c = cancellationOf(err);
       if (!c) throw err;
+      noteCancellation(c.reasons.map((r) => r.Code ?? 'None'));
       // Guards first: a refused event is refused whatever slot it would have taken.
       const guardFailed = c.reasons.some((_, i) => failedCondition(c, i) && !a.eventIdx.includes(i));
       if (guardFailed) {
         await o.onGuard(c);
+        noteWriteRetry('guard');
         continue;
       }
       if (a.eventIdx.some((i) => failedCondition(c, i))) {
         o.onSlotTaken?.();
+        noteSlotBump(slot);
+        countMetric('SlotBumps');
         // Lost the slot race: move above the current tail.
         if (pos.collect) {
           const evs = await eventsAfter(ctx, o.runId, last);
@@ -122,12 +128,14 @@ export async function commit(ctx: StorageCtx, hints: SlotHints, pos: Position, o
         continue;
       }
       if (transientCancellation(c)) {
+        noteWriteRetry('transient');
         await backoff(transient++);
         continue;
       }
       throw err;
     }
   }
+  countMetric('Throttles');
   throw new ThrottleError(`${o.what}: DynamoDB kept cancelling the transaction (contention or throttling)`, {
     retryAfter: 1,
   });

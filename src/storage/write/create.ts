@@ -11,6 +11,8 @@
 import { WorkflowWorldError } from '@workflow/errors';
 import type { CreateEventParams, EventResult, ResolveData } from '@workflow/world';
 import { getMaxEventsPerRun } from '@workflow/world';
+import { countMetric, type MetricName } from '../../telemetry/metrics.js';
+import { withStorageWriteSpan } from '../../telemetry/spans.js';
 import type { StepItemCache } from '../memory/items.js';
 import { RunItemCache } from '../memory/items.js';
 import type { SlotHints } from '../memory/slot-hints.js';
@@ -94,7 +96,26 @@ export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemC
       : createOne(runId, data, params);
 }
 
+/** Terminal (and start) events counted as metrics once committed (src/telemetry/metrics.ts). */
+const EVENT_METRICS: Partial<Record<string, MetricName>> = {
+  run_started: 'RunsStarted',
+  run_completed: 'RunsCompleted',
+  run_failed: 'RunsFailed',
+  run_cancelled: 'RunsCancelled',
+  step_completed: 'StepsCompleted',
+  step_failed: 'StepsFailed',
+  step_retrying: 'StepsRetried',
+};
+
 function createUnqueued(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs: RunItemCache) {
+  const create = createTraced(ctx, hints, steps, runs);
+  return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
+    withStorageWriteSpan({ eventType: String(data?.eventType), runId: runId ?? undefined }, () =>
+      create(runId, data, params),
+    );
+}
+
+function createTraced(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs: RunItemCache) {
   return async function create(runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> {
     if (!data || typeof data !== 'object' || typeof data.eventType !== 'string') {
       throw invalidArgument('eventType', 'event request must have an eventType');
@@ -122,7 +143,10 @@ function createUnqueued(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache,
       assertId('runId', runId);
       const handler = HANDLERS[type];
       if (!handler) throw invalidArgument('eventType', `Unsupported event type "${type}"`);
-      return await assemble(call, runId, await handler(call, runId, data));
+      const result = await assemble(call, runId, await handler(call, runId, data));
+      const metric = EVENT_METRICS[type];
+      if (metric) countMetric(metric);
+      return result;
     } catch (e) {
       if (e instanceof Resolved) return withMaxEvents(e.result);
       throw e;

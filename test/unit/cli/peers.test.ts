@@ -25,16 +25,19 @@ const pkg = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '..', '..'
 /** Peers of the `/cdk` entry (the construct), which only a CDK app imports. */
 const CDK_PEERS = ['aws-cdk-lib', 'constructs'];
 
+/** Peers the runtime loads when present and does without otherwise (src/telemetry/tracing.ts). */
+const RUNTIME_PEERS = ['@opentelemetry/api'];
+
 describe('optional peers', () => {
   it('every peer a command or the /cdk entry needs is an optional peer, pinned in devDependencies, and not a dependency', () => {
-    for (const name of new Set([...DEMO_PEERS, ...TUI_PEERS, ...CDK_PEERS])) {
+    for (const name of new Set([...DEMO_PEERS, ...TUI_PEERS, ...CDK_PEERS, ...RUNTIME_PEERS])) {
       expect(pkg.peerDependencies[name], name).toBeDefined();
       expect(pkg.peerDependenciesMeta[name]?.optional, name).toBe(true);
       expect(pkg.devDependencies[name], name).toMatch(/^\d+\.\d+\.\d+/);
       expect(pkg.dependencies[name], name).toBeUndefined();
     }
     expect(Object.keys(pkg.peerDependencies).sort()).toEqual(
-      [...new Set([...DEMO_PEERS, ...TUI_PEERS, ...CDK_PEERS])].sort(),
+      [...new Set([...DEMO_PEERS, ...TUI_PEERS, ...CDK_PEERS, ...RUNTIME_PEERS])].sort(),
     );
   });
 

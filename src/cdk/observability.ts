@@ -1,0 +1,158 @@
+/**
+ * What the `EveWorldAws` construct shows an operator: a CloudWatch dashboard over the World's own
+ * EMF metrics (src/telemetry/metrics.ts: namespace `EveWorldAws`, dimension `Queue`) and the
+ * built-in SQS and Lambda metrics, and the alarms on the World's metrics (dead-letters, breaker
+ * open, sustained throttling) that sit beside the built-in ones in eve-world-aws.ts.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+import { DEFAULT_NAMESPACE, type MetricName } from '../telemetry/metrics.js';
+
+export interface ObservedStack {
+  readonly queue: sqs.IQueue;
+  readonly deadLetterQueue: sqs.IQueue;
+  readonly workerFunction: lambda.IFunction;
+  readonly hostFunction: lambda.IFunction;
+}
+
+/** One of the World's metrics for this stack's queue. */
+export function worldMetric(
+  queue: sqs.IQueue,
+  name: MetricName,
+  statistic = 'Sum',
+  period = Duration.minutes(1),
+  label?: string,
+): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: DEFAULT_NAMESPACE,
+    metricName: name,
+    dimensionsMap: { Queue: queue.queueName },
+    statistic,
+    period,
+    ...(label ? { label } : {}),
+  });
+}
+
+const graph = (title: string, left: cloudwatch.IMetric[], right: cloudwatch.IMetric[] = [], width = 8) =>
+  new cloudwatch.GraphWidget({ title, left, right, width, height: 6 });
+
+export function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwatch.Dashboard {
+  const w = (name: MetricName, statistic?: string, label?: string) =>
+    worldMetric(s.queue, name, statistic, Duration.minutes(1), label);
+  const oneMinute = { period: Duration.minutes(1) };
+  const dashboard = new cloudwatch.Dashboard(scope, id, { defaultInterval: Duration.hours(3) });
+  dashboard.addWidgets(
+    graph('Runs started / completed / failed', [
+      w('RunsStarted'),
+      w('RunsCompleted'),
+      w('RunsFailed'),
+      w('RunsCancelled'),
+    ]),
+    graph('Steps per second', [
+      new cloudwatch.MathExpression({
+        expression: 'completed / PERIOD(completed)',
+        usingMetrics: { completed: w('StepsCompleted') },
+        label: 'steps/s',
+        period: Duration.minutes(1),
+      }),
+      new cloudwatch.MathExpression({
+        expression: 'failed / PERIOD(failed)',
+        usingMetrics: { failed: w('StepsFailed') },
+        label: 'failed steps/s',
+        period: Duration.minutes(1),
+      }),
+    ]),
+    graph('Delivery latency, enqueue to handled (ms)', [
+      w('DeliveryLatency', 'p50', 'p50'),
+      w('DeliveryLatency', 'p99', 'p99'),
+      w('QueueAge', 'p99', 'queue age p99'),
+    ]),
+  );
+  dashboard.addWidgets(
+    graph(
+      'Queue depth and oldest message (s)',
+      [
+        s.queue.metricApproximateNumberOfMessagesVisible({ ...oneMinute, statistic: 'Maximum', label: 'visible' }),
+        s.queue.metricApproximateNumberOfMessagesNotVisible({ ...oneMinute, statistic: 'Maximum', label: 'in flight' }),
+      ],
+      [s.queue.metricApproximateAgeOfOldestMessage({ ...oneMinute, statistic: 'Maximum', label: 'oldest (s)' })],
+    ),
+    graph('Dead-letter queue', [
+      s.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        ...oneMinute,
+        statistic: 'Maximum',
+        label: 'DLQ depth',
+      }),
+      w('DeliveriesDeadLettered', 'Sum', 'dead-lettered'),
+    ]),
+    graph('Deliveries by outcome', [
+      w('DeliveriesAcked', 'Sum', 'acked'),
+      w('DeliveriesRetried', 'Sum', 'retried'),
+      w('DeliveriesDeferred', 'Sum', 'deferred'),
+      w('DeliveriesRefusedCopy', 'Sum', 'refused copy'),
+    ]),
+  );
+  dashboard.addWidgets(
+    graph(
+      'Worker errors, throttles, breaker',
+      [
+        s.workerFunction.metricErrors({ ...oneMinute, label: 'worker errors' }),
+        s.workerFunction.metricThrottles({ ...oneMinute, label: 'worker throttled (Lambda)' }),
+        w('Throttles', 'Sum', 'AWS throttles after retries'),
+        w('BreakerOpens', 'Sum', 'breaker opens'),
+      ],
+      [],
+    ),
+    graph('Worker and host duration (ms)', [
+      s.workerFunction.metricDuration({ ...oneMinute, statistic: 'p50', label: 'worker p50' }),
+      s.workerFunction.metricDuration({ ...oneMinute, statistic: 'p99', label: 'worker p99' }),
+      s.hostFunction.metricDuration({ ...oneMinute, statistic: 'p99', label: 'host p99' }),
+    ]),
+    graph(
+      'Streams, S3, KMS, slot bumps',
+      [w('StreamChunks'), w('S3Offloads'), w('KmsCalls'), w('SlotBumps')],
+      [w('StreamBytes')],
+    ),
+  );
+  return dashboard;
+}
+
+/** Alarms on the World's own metrics; `make` adds the stack's alarm action. */
+export function worldAlarms(
+  s: Pick<ObservedStack, 'queue'>,
+  make: (id: string, props: cloudwatch.AlarmProps) => cloudwatch.Alarm,
+): cloudwatch.Alarm[] {
+  const five = Duration.minutes(5);
+  return [
+    make('DeadLetteredAlarm', {
+      alarmDescription:
+        'A delivery failed on its last allowed receive and went to the DLQ (World metric DeliveriesDeadLettered): see the worker log line "DLQ:", then `eve-world-aws redrive --dry-run`',
+      metric: worldMetric(s.queue, 'DeliveriesDeadLettered', 'Sum', five),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    }),
+    make('BreakerOpenAlarm', {
+      alarmDescription:
+        'The worker opened its circuit breaker: the flow route (host) keeps failing or is unreachable; messages are kept, not dead-lettered',
+      metric: worldMetric(s.queue, 'BreakerOpens', 'Sum', five),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    }),
+    make('SustainedThrottlingAlarm', {
+      alarmDescription:
+        'AWS calls stay throttled after the SDK retries, for 15 minutes (World metric Throttles): raise the table/queue limits or lower the worker concurrency',
+      metric: worldMetric(s.queue, 'Throttles', 'Sum', five),
+      threshold: 10,
+      evaluationPeriods: 3,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    }),
+  ];
+}

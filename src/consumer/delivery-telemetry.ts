@@ -1,0 +1,87 @@
+/**
+ * What one delivery tells the operator: its span (`process <queue>`, the parent of core's
+ * invocation, see src/telemetry/spans.ts), the log fields every line inside it carries, and its
+ * metrics (outcome, queue age, latency). Wraps the pipeline's {@link DeliveryOutcome} without
+ * changing it.
+ *
+ * Outcome -> metric (src/telemetry/metrics.ts):
+ *   ack                                              DeliveriesAcked (+ DeliveryLatency)
+ *   rescheduled, redelayed, deferred                 DeliveriesDeferred
+ *   deferred because a copy is running here          DeliveriesRefusedCopy
+ *   failed/malformed/unauthorized on the last receive DeliveriesDeadLettered
+ *   any other keep, parked                           DeliveriesRetried
+ */
+import { withLogContext } from '../log.js';
+import { MSG_ATTR } from '../queue/encoding.js';
+import { countMetric, type MetricName, observeMetric } from '../telemetry/metrics.js';
+import { deliveryResultAttributes, withDeliverySpan } from '../telemetry/spans.js';
+import type { DeliveryOutcome, InboundMessage } from './pipeline.js';
+
+/** The pipeline's detail on a copy deferred because another copy is being delivered in process. */
+const BUSY = /^a copy is being delivered/;
+
+export function outcomeMetric(outcome: DeliveryOutcome, receiveCount: number, maxReceiveCount: number): MetricName {
+  if (outcome.action === 'delete') {
+    if (outcome.reason === 'ack') return 'DeliveriesAcked';
+    return outcome.reason === 'parked' ? 'DeliveriesRetried' : 'DeliveriesDeferred';
+  }
+  switch (outcome.reason) {
+    case 'deferred':
+      return outcome.detail && BUSY.test(outcome.detail) ? 'DeliveriesRefusedCopy' : 'DeliveriesDeferred';
+    case 'failed':
+    case 'malformed':
+    case 'unauthorized':
+      return receiveCount >= maxReceiveCount ? 'DeliveriesDeadLettered' : 'DeliveriesRetried';
+    default:
+      return 'DeliveriesRetried';
+  }
+}
+
+const METRIC_OUTCOME: Record<string, string> = {
+  DeliveriesAcked: 'acked',
+  DeliveriesRetried: 'retried',
+  DeliveriesDeferred: 'deferred',
+  DeliveriesDeadLettered: 'dead-lettered',
+  DeliveriesRefusedCopy: 'refused-copy',
+};
+
+/**
+ * Run one delivery (`deliver`) inside its span and log context, and count its outcome. `queue`
+ * is the SQS queue's name; `now` the pipeline's clock.
+ */
+export function observeDelivery(
+  msg: InboundMessage,
+  queue: string,
+  maxReceiveCount: number,
+  deliver: () => Promise<DeliveryOutcome>,
+  now: () => number = Date.now,
+): Promise<DeliveryOutcome> {
+  const receivedAt = now();
+  const messageId = msg.attributes[MSG_ATTR.id];
+  const logicalQueue = msg.attributes[MSG_ATTR.queue];
+  const offset = Number(msg.attributes[MSG_ATTR.attemptOffset] ?? 0) || 0;
+  const attempt = messageId ? offset + Math.max(1, msg.receiveCount) : undefined;
+  if (msg.sentAt !== undefined) observeMetric('QueueAge', receivedAt - msg.sentAt);
+  return withDeliverySpan(
+    { queue, sqsMessageId: msg.sqsMessageId, receiveCount: msg.receiveCount, sentAt: msg.sentAt, receivedAt },
+    (span) =>
+      withLogContext({ messageId, queue: logicalQueue, attempt }, async () => {
+        const outcome = await deliver();
+        const metric = outcomeMetric(outcome, msg.receiveCount, maxReceiveCount);
+        countMetric(metric);
+        if (metric === 'DeliveriesAcked' && msg.sentAt !== undefined) {
+          const due = Number(msg.attributes[MSG_ATTR.deliverAt]);
+          observeMetric('DeliveryLatency', now() - Math.max(msg.sentAt, Number.isFinite(due) ? due : 0));
+        }
+        span.setAttributes(
+          deliveryResultAttributes({
+            messageId: outcome.messageId ?? messageId,
+            logicalQueue,
+            attempt,
+            outcome: METRIC_OUTCOME[metric],
+          }),
+        );
+        return outcome;
+      }),
+  );
+}

@@ -1,0 +1,141 @@
+/**
+ * The World's spans, by name and attribute (OpenTelemetry messaging conventions where they
+ * apply, `eve_world_aws.*` for what they do not cover). Each helper runs `fn` inside its span;
+ * see ./tracing.ts for what happens without an SDK.
+ *
+ *   process <queue>    consumer   one SQS copy through the delivery pipeline; the flow route (core's
+ *                                 `workflow.route.flow` / `workflow.execute`) runs inside it
+ *   send <queue>       producer   one SQS send or Scheduler schedule, under core's `queue.publish`
+ *   eve_world_aws.events.create   one `events.create` write (event type, retries, slot bumps,
+ *                                 cancellation reasons)
+ *   eve_world_aws.stream.flush    one stream write (chunks, bytes)
+ *
+ * Run ids appear on spans (a trace is per run anyway) and never on metrics (./metrics.ts).
+ */
+import { activeSpanEvent, type SpanAttributes, type SpanHandle, withSpan } from './tracing.js';
+
+export interface DeliverySpanInfo {
+  /** SQS queue name the copy was received from (`messaging.destination.name`). */
+  queue: string;
+  /** SQS MessageId of this copy (`messaging.message.id`). */
+  sqsMessageId: string;
+  /** SQS ApproximateReceiveCount. */
+  receiveCount: number;
+  /** When the copy was sent (SQS SentTimestamp, epoch ms), for the queue age. */
+  sentAt?: number;
+  /** When the consumer received it (epoch ms): the span starts there. */
+  receivedAt?: number;
+}
+
+/** The delivery's outcome and what the envelope told, learned once decoded. */
+export interface DeliverySpanResult {
+  /** Logical message id (`x-vqs-message-id`, the same on every copy). */
+  messageId?: string;
+  /** Logical queue (`__wkf_workflow_…`). */
+  logicalQueue?: string;
+  attempt?: number;
+  outcome?: string;
+}
+
+export function deliveryAttributes(info: DeliverySpanInfo): SpanAttributes {
+  return {
+    'messaging.system': 'aws_sqs',
+    'messaging.operation.type': 'process',
+    'messaging.operation.name': 'process',
+    'messaging.destination.name': info.queue,
+    'messaging.message.id': info.sqsMessageId,
+    'eve_world_aws.receive_count': info.receiveCount,
+    'eve_world_aws.queue_age_ms':
+      info.sentAt !== undefined ? Math.max(0, (info.receivedAt ?? Date.now()) - info.sentAt) : undefined,
+  };
+}
+
+export function deliveryResultAttributes(r: DeliverySpanResult): SpanAttributes {
+  return {
+    'messaging.message.conversation_id': r.messageId,
+    'eve_world_aws.queue.name': r.logicalQueue,
+    'eve_world_aws.attempt': r.attempt,
+    'eve_world_aws.delivery.outcome': r.outcome,
+  };
+}
+
+/** One SQS copy, received, through the pipeline. */
+export function withDeliverySpan<T>(info: DeliverySpanInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
+  return withSpan(`process ${info.queue}`, deliveryAttributes(info), fn, {
+    kind: 'consumer',
+    startTime: info.receivedAt,
+  });
+}
+
+export interface SendSpanInfo {
+  queue: string;
+  via: 'sqs' | 'scheduler';
+  /** Logical message id. */
+  messageId: string;
+  delaySeconds?: number;
+}
+
+/** One SQS send or Scheduler schedule (a child of core's `queue.publish` when core sends). */
+export function withSendSpan<T>(info: SendSpanInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
+  return withSpan(
+    `${info.via === 'scheduler' ? 'schedule' : 'send'} ${info.queue}`,
+    {
+      'messaging.system': 'aws_sqs',
+      'messaging.operation.type': info.via === 'scheduler' ? 'create' : 'send',
+      'messaging.operation.name': info.via === 'scheduler' ? 'schedule' : 'send',
+      'messaging.destination.name': info.queue,
+      'messaging.message.conversation_id': info.messageId,
+      'eve_world_aws.delay_seconds': info.delaySeconds,
+    },
+    fn,
+    { kind: 'producer' },
+  );
+}
+
+export interface StorageWriteInfo {
+  eventType: string;
+  runId?: string;
+}
+
+/**
+ * One `events.create`. Inside it, the write's retries, slot bumps and (on a refused transaction)
+ * cancellation reasons are added with {@link noteWriteRetry}, {@link noteSlotBump} and
+ * {@link noteCancellation} (./tracing.ts `annotateActiveSpan` under the hood).
+ */
+export function withStorageWriteSpan<T>(info: StorageWriteInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
+  return withSpan(
+    'eve_world_aws.events.create',
+    { 'db.system.name': 'aws.dynamodb', 'eve_world_aws.event.type': info.eventType, 'workflow.run.id': info.runId },
+    fn,
+    { kind: 'internal' },
+  );
+}
+
+export interface StreamFlushInfo {
+  chunks: number;
+  bytes: number;
+}
+
+export function withStreamFlushSpan<T>(info: StreamFlushInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
+  return withSpan(
+    'eve_world_aws.stream.flush',
+    { 'eve_world_aws.stream.chunks': info.chunks, 'eve_world_aws.stream.bytes': info.bytes },
+    fn,
+    { kind: 'internal' },
+  );
+}
+
+/** A retried attempt of the active write (throttled, conflicting, …): an event on its span. */
+export function noteWriteRetry(reason: string): void {
+  activeSpanEvent('eve_world_aws.write.retry', { 'eve_world_aws.retry.reason': reason });
+}
+
+/** The active write lost its log slot to another writer and took the next one. */
+export function noteSlotBump(slot?: number): void {
+  activeSpanEvent('eve_world_aws.write.slot_bump', { 'eve_world_aws.slot': slot });
+}
+
+/** DynamoDB refused the active write's transaction; `reasons` are the per-item codes. */
+export function noteCancellation(reasons: readonly string[]): void {
+  activeSpanEvent('eve_world_aws.write.cancelled', { 'eve_world_aws.cancellation_reasons': reasons.join(',') });
+}
