@@ -44,19 +44,29 @@ describe('docker-compose.yml', () => {
   it.each([
     ['dynamodb', 'amazon/dynamodb-local', 'EVE_EMULATE_DYNAMODB_PORT', 8000, 8000],
     ['sqs', 'softwaremill/elasticmq-native', 'EVE_EMULATE_SQS_PORT', 4566, 9324],
-    ['s3', 'minio/minio', 'EVE_EMULATE_S3_PORT', 4567, 9000],
+    ['s3', 'quay.io/minio/minio', 'EVE_EMULATE_S3_PORT', 4567, 9000],
   ])(
     'service %s: image %s, loopback port from %s (default %i), a healthcheck',
     (name, image, variable, hostPort, containerPort) => {
       const port = `127.0.0.1:\${${variable}:-${hostPort}}:${containerPort}`;
       const body = svc[name];
-      expect(body).toMatch(new RegExp(`^ {4}image: ${image.replace('/', '\\/')}:`, 'm'));
+      expect(body).toMatch(new RegExp(`^ {4}image: ${image.replaceAll('/', '\\/').replaceAll('.', '\\.')}:`, 'm'));
       expect(body).toContain(`- "${port}"`);
       expect(body).toMatch(/^ {4}healthcheck:\n(?: {6}#.*\n)* {6}test: \[/m);
       // Flow-style lists must be balanced JSON arrays to be valid YAML.
       for (const m of body.matchAll(/^\s+(?:test|command): (\[.*\])$/gm)) expect(() => JSON.parse(m[1])).not.toThrow();
     },
   );
+
+  it('pins every image to a release (no floating tag), and says how to move a pin', () => {
+    for (const [name, body] of Object.entries(svc)) {
+      const tag = /^ {4}image: [^\s:]+:(\S+)$/m.exec(body)?.[1];
+      expect(tag, name).toBeDefined();
+      expect(tag, name).not.toMatch(/^(latest|stable|edge|nightly)$/);
+      expect(tag, name).toMatch(/\d/);
+    }
+    expect(yaml).toMatch(/^# To move a pin: /m);
+  });
 
   it('mounts the ElasticMQ config from emulator/', () => {
     expect(svc.sqs).toContain('./emulator/elasticmq.conf:/opt/elasticmq.conf:ro');
