@@ -76,23 +76,50 @@ export function installSite(root: string = ownRoot(), globalDir: string = global
   return { kind: 'project', dir: parts.slice(0, nm).join(path.sep) || path.sep };
 }
 
+/** "Install them ... with `<command>`" for `specs`, as it works at `site` (no trailing period). */
+function howToInstall(pkgName: string, command: string, specs: string[], site: InstallSite): string {
+  switch (site.kind) {
+    case 'npx': {
+      const npx = ['npx', '-p', pkgName, ...specs.flatMap((s) => ['-p', s]), 'eve-world-aws', command].join(' ');
+      return `Run it with them: \`${npx}\``;
+    }
+    case 'global':
+      return `Install them next to it with \`npm i -g ${specs.join(' ')}\``;
+    case 'project': {
+      const where = path.resolve(site.dir) === process.cwd() ? '' : ` in ${site.dir}`;
+      return `Install them${where} with \`npm i -D ${specs.join(' ')}\``;
+    }
+  }
+}
+
 /** The one-line install hint for `missing`, for `eve-world-aws <command>`, as it works at `site`. */
 export function installHint(command: string, missing: string[], site: InstallSite = installSite()): string {
   const pkg = ownPackage();
   const specs = missing.map((n) => spec(pkg, n));
-  const needs = `\`eve-world-aws ${command}\` needs ${missing.join(', ')} (optional peer dependencies, not installed).`;
-  switch (site.kind) {
-    case 'npx': {
-      const npx = ['npx', '-p', pkg.name, ...specs.flatMap((s) => ['-p', s]), 'eve-world-aws', command].join(' ');
-      return `${needs} Run it with them: \`${npx}\`.`;
-    }
-    case 'global':
-      return `${needs} Install them next to it with \`npm i -g ${specs.join(' ')}\`, then run the command again.`;
-    case 'project': {
-      const where = path.resolve(site.dir) === process.cwd() ? '' : ` in ${site.dir}`;
-      return `${needs} Install them${where} with \`npm i -D ${specs.join(' ')}\`, then run the command again.`;
-    }
-  }
+  const how = howToInstall(pkg.name, command, specs, site);
+  return (
+    `\`eve-world-aws ${command}\` needs ${missing.join(', ')} (optional peer dependencies, not installed). ` +
+    `${how}${site.kind === 'npx' ? '' : ', then run the command again'}.`
+  );
+}
+
+/**
+ * The one-line notice for a command that works without `missing` but does less: `feature` is
+ * what they add, `fallback` what the command does instead.
+ */
+export function fallbackHint(
+  command: string,
+  missing: string[],
+  feature: string,
+  fallback: string,
+  site: InstallSite = installSite(),
+): string {
+  const pkg = ownPackage();
+  const specs = missing.map((n) => spec(pkg, n));
+  return (
+    `${feature} needs ${missing.join(', ')} (optional peer dependencies, not installed), so ` +
+    `\`eve-world-aws ${command}\` ${fallback}. ${howToInstall(pkg.name, command, specs, site)} for it.`
+  );
 }
 
 /** Throws a usage error (exit 2) with the install hint unless every one of `names` is installed. */

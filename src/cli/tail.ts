@@ -11,7 +11,7 @@
 import { Command } from 'commander';
 import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './output.js';
-import { isInstalled, TUI_PEERS } from './peers.js';
+import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';
 import { chunkLines, followRun, type RunRow, type TailRow } from './tail-rows.js';
 import { getRunOrFail, withWorld } from './world.js';
 
@@ -136,6 +136,11 @@ export async function inkSink(
 }
 
 export async function runTail(runId: string, opts: TailOptions): Promise<void> {
+  const missing = TUI_PEERS.filter((n) => !isInstalled(n));
+  const terminal = !opts.json && process.stdout.isTTY === true;
+  // Said once, on stderr, before any output: a terminal user expects the live view.
+  if (terminal && missing.length > 0)
+    process.stderr.write(`note: ${fallbackHint('tail', missing, 'The live view', 'prints plain lines')}\n`);
   await withWorld({ resolvePayloads: opts.data === true }, async (w) => {
     await getRunOrFail(w, runId);
     const ac = new AbortController();
@@ -152,7 +157,7 @@ export async function runTail(runId: string, opts: TailOptions): Promise<void> {
     });
     const sink = opts.json
       ? ndjsonSink()
-      : process.stdout.isTTY && TUI_PEERS.every(isInstalled)
+      : terminal && missing.length === 0
         ? await inkSink(runId, opts.follow)
         : plainSink();
     let last: RunRow | undefined;

@@ -185,6 +185,24 @@ describe('a production install (the tarball alone)', () => {
     ]);
   });
 
+  it('tail on a terminal says once that it prints plain lines without ink and react, and how to get the view', async () => {
+    // `script` gives the command a pseudo-terminal (its stdout and stderr both go to our stdout).
+    const r = await run(
+      dir,
+      'script',
+      ['-qec', 'npx eve-world-aws tail wrun_01KB2Z3Y4X5W6V7T8S9R0Q1P2N', '/dev/null'],
+      {
+        AWS_REGION: 'us-east-1',
+        AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+      },
+    );
+    const notes = r.stdout.split(/\r?\n/).filter((l) => l.startsWith('note: The live view'));
+    expect(notes, r.stdout).toEqual([
+      'note: The live view needs ink, react (optional peer dependencies, not installed), so `eve-world-aws tail` prints plain lines. ' +
+        'Install them with `npm i -D ink@6.8.0 react@19.3.1` for it.',
+    ]);
+  }, 60_000);
+
   it('emulate and demo say what to install, in one line, with exit 2', async () => {
     const emulate = await run(dir, 'npx', ['eve-world-aws', 'emulate']);
     expect(emulate.code).toBe(2);

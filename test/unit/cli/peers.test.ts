@@ -10,6 +10,7 @@ import { CliError, EXIT_USAGE } from '../../../src/cli/output.js';
 import {
   DEMO_PEERS,
   EMULATOR_PEERS,
+  fallbackHint,
   installHint,
   installSite,
   isInstalled,
@@ -66,6 +67,18 @@ describe('optional peers', () => {
     expect(fromNpx).not.toContain('npm i');
 
     expect(installHint('emulate', EMULATOR_PEERS, { kind: 'global' })).toContain(`\`npm i -g ${versions}\``);
+  });
+
+  it('the fallback notice says what is missing, what happens instead, and the install command', () => {
+    const note = fallbackHint('tail', TUI_PEERS, 'The live view', 'prints plain lines', {
+      kind: 'project',
+      dir: process.cwd(),
+    });
+    expect(note).not.toContain('\n');
+    expect(note).toBe(
+      'The live view needs ink, react (optional peer dependencies, not installed), so `eve-world-aws tail` prints plain lines. ' +
+        `Install them with \`npm i -D ink@${pkg.devDependencies.ink} react@${pkg.devDependencies.react}\` for it.`,
+    );
   });
 
   it("tells a project install, npx's cache and a global install apart by where the package sits", () => {
