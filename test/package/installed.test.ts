@@ -196,7 +196,8 @@ describe('a production install (the tarball alone)', () => {
         AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
       },
     );
-    const notes = r.stdout.split(/\r?\n/).filter((l) => l.startsWith('note: The live view'));
+    // (npx may draw its spinner on the same terminal line first.)
+    const notes = r.stdout.match(/note: The live view[^\r\n]*/g) ?? [];
     expect(notes, r.stdout).toEqual([
       'note: The live view needs ink, react (optional peer dependencies, not installed), so `eve-world-aws tail` prints plain lines. ' +
         'Install them with `npm i -D ink@6.8.0 react@19.3.1` for it.',
