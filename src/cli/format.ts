@@ -4,7 +4,7 @@
  * writers show the same thing.
  */
 import * as zlib from 'node:zlib';
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
 import { isS3Pointer } from '../payloads.js';
 
 /** `2026-11-30 12:34:56Z`: UTC, second precision, sortable; '-' when absent. */
@@ -53,6 +53,23 @@ export function parseDuration(value: string): number {
     throw new InvalidArgumentError('must be a duration such as 30s, 15m, 1h or 2d.');
   }
   return total;
+}
+
+/** `3600000` -> `1h`, `90000` -> `90s`: the largest unit that divides it (for `--help` defaults). */
+export function durationText(ms: number): string {
+  for (const [unit, size] of [
+    ['d', UNITS.d],
+    ['h', UNITS.h],
+    ['m', UNITS.m],
+    ['s', UNITS.s],
+  ] as const)
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
+
+/** A `<duration>` option (parsed by `parseDuration`) whose `--help` shows its default as `1h`, not `3600000`. */
+export function durationOption(flags: string, description: string, defaultMs: number): Option {
+  return new Option(flags, description).argParser(parseDuration).default(defaultMs, durationText(defaultMs));
 }
 
 export function parsePositiveInt(value: string): number {

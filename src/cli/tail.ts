@@ -8,7 +8,7 @@
  * Exit codes: 0 the run completed (or, with --no-follow, is not failed/cancelled); 1 the run failed
  * or was cancelled, or the run id is unknown; 2 usage or configuration error; 130 interrupted.
  */
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './output.js';
 import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';
@@ -197,11 +197,10 @@ export function tailCommand(): Command {
     .option('--no-follow', 'print a snapshot of the run now and exit')
     .option('--json', 'print NDJSON records (kind: run, event, step, stream, chunk) for jq')
     .option('--since <slot>', 'start the event log at this slot (1 = the first event)', parsePositiveInt)
-    .option(
-      '--stream <name>',
-      'show only this stream (repeatable; default: every stream of the run)',
-      collect,
-      [] as string[],
+    .addOption(
+      new Option('--stream <name>', 'show only this stream (repeatable)')
+        .argParser(collect)
+        .default([] as string[], 'every stream of the run'),
     )
     .option('--data', 'resolve S3 pointers in event data (reads S3); without it large values show as <s3 key>')
     .option(
