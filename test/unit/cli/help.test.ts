@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { durationText } from '../../../src/cli/format.js';
-import { redriveCommand } from '../../../src/cli/redrive.js';
+import { redriveCommand } from '../../../src/cli/redrive/index.js';
 import { sweepCommand } from '../../../src/cli/sweep.js';
 import { tailCommand } from '../../../src/cli/tail.js';
 
