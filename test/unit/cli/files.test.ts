@@ -151,9 +151,12 @@ describe('README', () => {
     for (const d of ENV_DOCS) expect(doc, d.name).toContain(`| \`${d.name}\` |`);
   });
 
-  it('gives the fresh-machine commands and the CLI', () => {
+  it('gives the two fresh-machine commands, the emulator and where the CLI manual is', () => {
+    expect(readme).toContain('npm ci && npm start');
+    expect(readme).toContain('npm ci && npm test');
     expect(readme).toContain('npx eve-world-aws emulate');
-    expect(readme).toContain('npm test');
+    expect(readme).toContain('](docs/cli.md)');
+    const cli = read('docs/cli.md');
     for (const cmd of [
       'eve-world-aws init',
       'eve-world-aws emulate',
@@ -163,7 +166,7 @@ describe('README', () => {
       '--data-dir',
       '--env-file',
     ]) {
-      expect(readme).toContain(cmd);
+      expect(cli).toContain(cmd);
     }
   });
 });
