@@ -90,6 +90,8 @@ describe('.ci/run', () => {
     expect(script).toMatch(
       /if ! command -v java[^\n]*\n(?:.*\n){0,4}.*apt-get update\n.*apt-get install -y openjdk-17-jre-headless/,
     );
+    // The pseudo-terminal test needs tmux.
+    expect(script).toMatch(/if ! command -v tmux[^\n]*\n(?:.*\n){0,4}.*apt-get update\n.*apt-get install -y tmux/);
     const lines = script.split('\n');
     const order = [/^npm ci$/, /^npm run build$/, /^npm run typecheck$/, /^npm run check$/, /\bnpm test$/].map((re) =>
       lines.findIndex((l) => re.test(l)),
