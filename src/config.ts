@@ -50,7 +50,7 @@ export interface WorldTuning {
   readonly payloadThresholdBytes: number;
   /**
    * Stored run/step/event/hook payloads larger than this (or than `payloadThresholdBytes`, the
-   * lower wins) go to S3: the storage side of the threshold, chosen by the cost model (README,
+   * lower wins) go to S3: the storage side of the threshold, chosen by the cost model (docs/design.md,
    * "Inline threshold").
    */
   readonly storageInlineBytes: number;
@@ -495,7 +495,7 @@ export const TUNING = {
     min: 1,
     max: 350_000,
     description:
-      'Stored payloads (run/step input and output, event data, hook metadata) larger than this, or than `payloadThresholdBytes` if lower, go to S3. Chosen by the cost model (README, "Inline threshold").',
+      'Stored payloads (run/step input and output, event data, hook metadata) larger than this, or than `payloadThresholdBytes` if lower, go to S3. Chosen by the cost model (docs/design.md, "Inline threshold").',
   }),
   streamPollMs: int({
     name: 'streamPollMs',

@@ -23,8 +23,10 @@ const stack = new Stack(app, 'EveAgentOnLambda', {
 new EveWorldAws(stack, 'Agent', {
   // The eve app: its Dockerfile (hostDockerfile()) and `.output/` from `eve build`.
   app: fileURLToPath(new URL('./agent', import.meta.url)),
-  // Example settings: let `cdk destroy` remove the data too. Keep the defaults (retain,
-  // deletion protection on) for anything that matters.
+  // Example setting: no deletion protection on the table. `cdk destroy` still RETAINS the table
+  // and the payload bucket (the default `removalPolicy`), so the data outlives the stack; without
+  // the protection they can then be deleted by hand (see README.md). Keep protection on (the
+  // default) for anything that matters.
   deletionProtection: false,
 });
 

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { sleep } from '../aws/sleep.js';
 import { loadConfig } from '../config.js';
-import { composeStack, DEFAULT_DOCKER_S3_PORT, DOCKER_CREDENTIALS } from '../emulator/docker.js';
+import { composeStack, DEFAULT_DOCKER_S3_PORT, DOCKER_CREDENTIALS, dockerCompose } from '../emulator/docker.js';
 import {
   assertPortFree,
   DEFAULT_AWS_PORT,
@@ -223,13 +223,15 @@ async function runDocker(opts: EmulateOptions, shutdown: Shutdown): Promise<void
       '--data-dir is not supported with --docker: the Docker stack keeps its data in memory.',
       EXIT_USAGE,
     );
+  // Docker first: without an engine the ports do not matter.
+  const compose = dockerCompose();
   const dynamodbPort = opts.dynamodbPort || (await freePort());
   const sqsPort = opts.port || (await freePort());
   const s3Port = opts.s3Port || (opts.s3Port === undefined && opts.port ? opts.port + 1 : await freePort());
   await assertPortFree(dynamodbPort, 'DynamoDB Local', '--dynamodb-port');
   await assertPortFree(sqsPort, 'SQS (ElasticMQ)', '--port');
   await assertPortFree(s3Port, 'S3 (MinIO)', '--s3-port');
-  const stack = composeStack({ dynamodb: dynamodbPort, sqs: sqsPort, s3: s3Port });
+  const stack = composeStack({ dynamodb: dynamodbPort, sqs: sqsPort, s3: s3Port }, compose);
   shutdown.duringStartup = false; // from here on, stopping means `compose down`
   try {
     const { endpoints, env: stackEnv } = await stack.up();

@@ -3,7 +3,8 @@
  * byte previews and JSON-safe values. Pure functions, so the ink view and the plain/NDJSON
  * writers show the same thing.
  */
-import { InvalidArgumentError } from 'commander';
+import * as zlib from 'node:zlib';
+import { InvalidArgumentError, Option } from 'commander';
 import { isS3Pointer } from '../payloads.js';
 
 /** `2026-11-30 12:34:56Z`: UTC, second precision, sortable; '-' when absent. */
@@ -54,6 +55,23 @@ export function parseDuration(value: string): number {
   return total;
 }
 
+/** `3600000` -> `1h`, `90000` -> `90s`: the largest unit that divides it (for `--help` defaults). */
+export function durationText(ms: number): string {
+  for (const [unit, size] of [
+    ['d', UNITS.d],
+    ['h', UNITS.h],
+    ['m', UNITS.m],
+    ['s', UNITS.s],
+  ] as const)
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
+
+/** A `<duration>` option (parsed by `parseDuration`) whose `--help` shows its default as `1h`, not `3600000`. */
+export function durationOption(flags: string, description: string, defaultMs: number): Option {
+  return new Option(flags, description).argParser(parseDuration).default(defaultMs, durationText(defaultMs));
+}
+
 export function parsePositiveInt(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('must be a positive whole number.');
   return Number(value);
@@ -76,8 +94,34 @@ export function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
 }
 
-/** Serialization format prefixes of @workflow/core payloads (4 ASCII bytes). */
+/** Serialization format prefixes of @workflow/core payloads (4 ASCII bytes) that hide their content. */
 const OPAQUE_FORMATS = new Set(['encr', 'encp', 'gzip', 'zstd']);
+
+/** The 4-byte format prefix of a payload ('' when shorter). */
+function formatPrefix(bytes: Uint8Array): string {
+  return bytes.byteLength >= 4 ? String.fromCharCode(...bytes.subarray(0, 4)) : '';
+}
+
+/** zstd decoding: node:zlib has it from Node 22.15 (absent from the Node 20 typings). */
+const zstdDecompressSync = (zlib as { zstdDecompressSync?: (b: Uint8Array) => Buffer }).zstdDecompressSync;
+
+/**
+ * The payload inside a compressed one, for display: the runtime writes `gzip` + gzip(`devl` ...)
+ * or `zstd` + zstd(`devl` ...) for payloads of 1 KiB and more (errors with their stacks, large
+ * results). Undefined when `bytes` is not compressed or cannot be decoded here (zstd on a Node
+ * without it, corrupt data).
+ */
+export function decompressed(bytes: Uint8Array): Uint8Array | undefined {
+  const prefix = formatPrefix(bytes);
+  if (prefix !== 'gzip' && prefix !== 'zstd') return undefined;
+  try {
+    const body = bytes.subarray(4);
+    if (prefix === 'gzip') return new Uint8Array(zlib.gunzipSync(body));
+    return zstdDecompressSync ? new Uint8Array(zstdDecompressSync(body)) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 const DEVALUE_SPECIAL: Record<number, unknown> = {
   [-1]: undefined,
@@ -166,7 +210,9 @@ function compactJson(v: unknown): string {
  * JSON, a marker for encrypted or compressed payloads, other UTF-8 text as is, or hex.
  */
 export function previewBytes(bytes: Uint8Array): string {
-  const prefix = bytes.byteLength >= 4 ? String.fromCharCode(...bytes.subarray(0, 4)) : '';
+  const inner = decompressed(bytes);
+  if (inner) return previewBytes(inner);
+  const prefix = formatPrefix(bytes);
   if (OPAQUE_FORMATS.has(prefix)) return `<${prefix} ${bytes.byteLength} B>`;
   const body = prefix === 'devl' ? bytes.subarray(4) : bytes;
   const text = utf8(body);
@@ -207,6 +253,9 @@ export function truncate(s: string, max: number): string {
 export function jsonSafe(v: unknown): unknown {
   if (v === undefined || v === null) return v;
   if (v instanceof Uint8Array) {
+    // A compressed payload also carries what it decompresses to.
+    const inner = decompressed(v);
+    if (inner) return { bytes: v.byteLength, format: formatPrefix(v), decompressed: jsonSafe(inner) };
     const text = utf8(v);
     if (text === undefined) return { bytes: v.byteLength, base64: Buffer.from(v).toString('base64') };
     // A `devl` payload also carries its decoded value, so jq can reach into it.
@@ -225,15 +274,19 @@ export function jsonSafe(v: unknown): unknown {
   return v;
 }
 
-/** Error text from a stored run/step error (a structured error, a string, or bytes). */
+/**
+ * Error text from a stored run/step error (a structured error, a string, or bytes): `Name: message`
+ * when the error has a name (`TypeError: ...`, `FatalError: ...`), else its message.
+ */
 export function errorText(e: unknown): string | undefined {
   if (e === undefined || e === null) return undefined;
   if (typeof e === 'string') return e;
   if (e instanceof Uint8Array) {
-    // A serialized error: its message when the payload decodes to something that has one.
-    const text = e.byteLength > 4 ? utf8(e) : undefined;
+    // A serialized error (possibly compressed): its name and message when it decodes to an error.
+    const payload = decompressed(e) ?? e;
+    const text = payload.byteLength > 4 ? utf8(payload) : undefined;
     const decoded = text?.startsWith('devl') ? fromDevalue(text.slice(4)) : undefined;
-    const found = decoded && findMessage(decoded.value);
+    const found = decoded && findError(decoded.value);
     return found ?? previewBytes(e);
   }
   const o = e as { message?: unknown; code?: unknown };
@@ -241,13 +294,20 @@ export function errorText(e: unknown): string | undefined {
   return previewValue(e);
 }
 
-/** The first `message` string in a decoded error (errors may be wrapped as `{Error: {...}}`). */
-function findMessage(v: unknown, depth = 0): string | undefined {
+/**
+ * `Name: message` of the first error in a decoded value. Errors decode as `{Error: {name, message,
+ * stack}}`, or under their class tag without a name (`{FatalError: {message, stack}}`), possibly
+ * wrapped; a bare `{message}` gives just the message.
+ */
+function findError(v: unknown, tag?: string, depth = 0): string | undefined {
   if (v === null || typeof v !== 'object' || depth > 3) return undefined;
-  const m = (v as { message?: unknown }).message;
-  if (typeof m === 'string') return m;
-  for (const x of Object.values(v as Record<string, unknown>)) {
-    const found = findMessage(x, depth + 1);
+  const { name, message } = v as { name?: unknown; message?: unknown };
+  if (typeof message === 'string') {
+    const n = typeof name === 'string' && name ? name : tag;
+    return n ? `${n}: ${message}` : message;
+  }
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    const found = findError(x, /^[A-Z]\w*$/.test(k) ? k : undefined, depth + 1);
     if (found) return found;
   }
   return undefined;

@@ -60,15 +60,84 @@ export function palette(on: boolean = colorEnabled()): Palette {
   };
 }
 
-/** Render rows as a table (plain borders, no colours unless stdout is a colour terminal). */
-export function renderTable(head: string[], rows: string[][], color = colorEnabled()): string {
+/** The terminal's width when stdout is one; undefined for pipes and files (no fitting there). */
+export function terminalColumns(stream: NodeJS.WriteStream = process.stdout): number | undefined {
+  return stream.isTTY && stream.columns > 0 ? stream.columns : undefined;
+}
+
+const ANSI = /\u001b\[[0-9;]*m/g;
+const visible = (s: string) => s.replace(ANSI, '').length;
+
+/**
+ * `text` wrapped to lines of at most `width` columns: on spaces where it can, and words longer
+ * than a line are split (an id stays whole across lines, never cut). Text with colour codes is
+ * left as is (only short status words are coloured).
+ */
+export function wrapCell(text: string, width: number): string {
+  if (width < 1 || text.includes('\u001b[')) return text;
+  const out: string[] = [];
+  for (const para of text.split('\n')) {
+    let line = '';
+    for (const word of para.split(/ +/)) {
+      let w = word;
+      if (line && line.length + 1 + w.length <= width) {
+        line += ` ${w}`;
+        continue;
+      }
+      if (line) out.push(line);
+      while (w.length > width) {
+        out.push(w.slice(0, width));
+        w = w.slice(width);
+      }
+      line = w;
+    }
+    out.push(line);
+  }
+  return out.join('\n');
+}
+
+/**
+ * Column widths (cell text plus 1 column of padding each side) for a table no wider than `width`:
+ * the natural widths when they fit, else the widest columns give way first, down to 8 (or their
+ * heading) each. Borders take one column per column plus one.
+ */
+export function fitColumns(head: string[], rows: string[][], width: number): number[] {
+  const natural = head.map(
+    (h, i) => Math.max(visible(h), ...rows.map((r) => Math.max(0, ...(r[i] ?? '').split('\n').map(visible)))) + 2,
+  );
+  const min = head.map((h, i) => Math.min(natural[i], Math.max(8, visible(h) + 2)));
+  const widths = [...natural];
+  let excess = widths.reduce((a, b) => a + b, 0) + widths.length + 1 - width;
+  while (excess > 0) {
+    let widest = -1;
+    for (let i = 0; i < widths.length; i++)
+      if (widths[i] > min[i] && (widest < 0 || widths[i] > widths[widest])) widest = i;
+    if (widest < 0) break; // every column at its minimum: the table stays wider than the terminal
+    widths[widest]--;
+    excess--;
+  }
+  return widths;
+}
+
+/**
+ * Render rows as a table (plain borders, no colours unless stdout is a colour terminal). On a
+ * terminal (`width`, default: stdout's columns) it fits the width, wrapping cells inside their
+ * column; piped, every cell stays on its line as it is.
+ */
+export function renderTable(
+  head: string[],
+  rows: string[][],
+  color = colorEnabled(),
+  width: number | undefined = terminalColumns(),
+): string {
   const p = palette(color);
+  const fitted = width === undefined ? undefined : fitColumns(head, rows, width);
   const table = new Table({
     head: head.map((h) => p.bold(h)),
     style: { head: [], border: [], compact: true },
-    wordWrap: true,
+    ...(fitted ? { colWidths: fitted, wordWrap: true, wrapOnWordBoundary: false } : { wordWrap: true }),
   });
-  for (const r of rows) table.push(r);
+  for (const r of rows) table.push(fitted ? r.map((c, i) => wrapCell(c, fitted[i] - 2)) : r);
   return table.toString();
 }
 

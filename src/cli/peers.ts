@@ -7,10 +7,13 @@
  *
  * The World itself (`createWorld`, the Lambda handler) and init/runs/redrive/doctor never load them.
  * A command that needs a missing one stops before doing anything, with exit 2 and ONE line that
- * says what to install (the versions this package was tested with) or how to run it once with npx.
+ * says what to install (the versions this package was tested with), in the form that works where
+ * this copy of the package is installed (see `installHint`).
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CliError, EXIT_USAGE } from './output.js';
 
 const require = createRequire(import.meta.url);
@@ -42,14 +45,80 @@ function spec(pkg: OwnPackage, name: string): string {
   return version && /^\d/.test(version) ? `${name}@${version}` : name;
 }
 
-/** The one-line install hint for `missing`, for `eve-world-aws <command>`. */
-export function installHint(command: string, missing: string[]): string {
+/** This package's root directory (dist/cli/ and src/cli/ are two levels below it). */
+function ownRoot(): string {
+  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+}
+
+/**
+ * Where this copy of the package runs from, which decides the install command that helps:
+ * - `npx`: npx's own cache (`.../_npx/<hash>/node_modules/...`), e.g. `npx @portfolio/eve-world-aws`
+ *   outside a project. Only a new npx invocation that names the peers too can add them.
+ * - `global`: npm's global node_modules (`npm i -g`); peers installed globally sit next to it.
+ * - `project`: a project's node_modules, or a clone of this repository. `npm i -D` in that project
+ *   works; an `npx -p ... eve-world-aws` there would run the project's copy, which cannot see
+ *   packages npx put in its cache, so it is never offered.
+ */
+export type InstallSite = { kind: 'npx' } | { kind: 'global' } | { kind: 'project'; dir: string };
+
+/** npm's global prefix: `npm_config_global_prefix` when npm started us, else the one next to this node. */
+function globalNodeModules(env: NodeJS.ProcessEnv = process.env): string {
+  const prefix = env.npm_config_global_prefix || path.dirname(path.dirname(process.execPath));
+  return process.platform === 'win32' ? path.join(prefix, 'node_modules') : path.join(prefix, 'lib', 'node_modules');
+}
+
+export function installSite(root: string = ownRoot(), globalDir: string = globalNodeModules()): InstallSite {
+  const parts = root.split(path.sep);
+  if (parts.includes('_npx')) return { kind: 'npx' };
+  const nm = parts.indexOf('node_modules');
+  if (nm < 0) return { kind: 'project', dir: root };
+  if (path.resolve(parts.slice(0, nm + 1).join(path.sep)) === path.resolve(globalDir)) return { kind: 'global' };
+  return { kind: 'project', dir: parts.slice(0, nm).join(path.sep) || path.sep };
+}
+
+/** "Install them ... with `<command>`" for `specs`, as it works at `site` (no trailing period). */
+function howToInstall(pkgName: string, command: string, specs: string[], site: InstallSite): string {
+  switch (site.kind) {
+    case 'npx': {
+      const npx = ['npx', '-p', pkgName, ...specs.flatMap((s) => ['-p', s]), 'eve-world-aws', command].join(' ');
+      return `Run it with them: \`${npx}\``;
+    }
+    case 'global':
+      return `Install them next to it with \`npm i -g ${specs.join(' ')}\``;
+    case 'project': {
+      const where = path.resolve(site.dir) === process.cwd() ? '' : ` in ${site.dir}`;
+      return `Install them${where} with \`npm i -D ${specs.join(' ')}\``;
+    }
+  }
+}
+
+/** The one-line install hint for `missing`, for `eve-world-aws <command>`, as it works at `site`. */
+export function installHint(command: string, missing: string[], site: InstallSite = installSite()): string {
   const pkg = ownPackage();
   const specs = missing.map((n) => spec(pkg, n));
-  const npx = ['npx', '-p', pkg.name, ...specs.flatMap((s) => ['-p', s]), 'eve-world-aws', command].join(' ');
+  const how = howToInstall(pkg.name, command, specs, site);
   return (
     `\`eve-world-aws ${command}\` needs ${missing.join(', ')} (optional peer dependencies, not installed). ` +
-    `Install them with \`npm i -D ${specs.join(' ')}\`, or run it once with \`${npx}\`.`
+    `${how}${site.kind === 'npx' ? '' : ', then run the command again'}.`
+  );
+}
+
+/**
+ * The one-line notice for a command that works without `missing` but does less: `feature` is
+ * what they add, `fallback` what the command does instead.
+ */
+export function fallbackHint(
+  command: string,
+  missing: string[],
+  feature: string,
+  fallback: string,
+  site: InstallSite = installSite(),
+): string {
+  const pkg = ownPackage();
+  const specs = missing.map((n) => spec(pkg, n));
+  return (
+    `${feature} needs ${missing.join(', ')} (optional peer dependencies, not installed), so ` +
+    `\`eve-world-aws ${command}\` ${fallback}. ${howToInstall(pkg.name, command, specs, site)} for it.`
   );
 }
 

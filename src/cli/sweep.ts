@@ -8,7 +8,7 @@ import { workflowRunIdSchema } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import type { SweepReport } from '../index.js';
 import { ORPHAN_GRACE_MS } from '../index.js';
-import { formatDuration, parseDuration } from './format.js';
+import { durationOption, formatDuration } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress } from './output.js';
 import { withWorld } from './world.js';
 
@@ -57,11 +57,12 @@ export function sweepCommand(): Command {
   return new Command('sweep')
     .description('Delete S3 objects no run can reference any more (orphaned payloads, expired held queue bodies)')
     .option('--dry-run', 'list what would be deleted and delete nothing')
-    .option(
-      '--older-than <duration>',
-      'grace: keep objects younger than this, and everything of runs that ended more recently',
-      parseDuration,
-      ORPHAN_GRACE_MS,
+    .addOption(
+      durationOption(
+        '--older-than <duration>',
+        'grace: keep objects younger than this, and everything of runs that ended more recently',
+        ORPHAN_GRACE_MS,
+      ),
     )
     .option('--run <runId>', 'only this run’s objects (runs/<runId>/)', parseRunId)
     .option('--recheck', 'also re-read finished runs an earlier sweep already cleaned')

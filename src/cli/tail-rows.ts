@@ -137,9 +137,14 @@ export function eventRow(ev: Event, stepNames: ReadonlyMap<string, string>): Eve
     (data && typeof data === 'object' && typeof (data as { stepName?: unknown }).stepName === 'string'
       ? (data as { stepName: string }).stepName
       : undefined) ?? (ev.correlationId ? stepNames.get(ev.correlationId) : undefined);
+  // A failure's `error` (serialized, often compressed) previews as `Name: message`.
   const shown =
     data && typeof data === 'object' && !Array.isArray(data) && !(data instanceof Uint8Array)
-      ? Object.fromEntries(Object.entries(data as Record<string, unknown>).filter(([k]) => !PREVIEW_SKIP.has(k)))
+      ? Object.fromEntries(
+          Object.entries(data as Record<string, unknown>)
+            .filter(([k]) => !PREVIEW_SKIP.has(k))
+            .map(([k, v]) => (k === 'error' && v instanceof Uint8Array ? [k, errorText(v)] : [k, v])),
+        )
       : data;
   return dropUndefined({
     kind: 'event',

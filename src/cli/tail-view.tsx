@@ -95,7 +95,7 @@ function Label({ children, color }: { children: ReactNode } & Style) {
 }
 
 export function Header({ run, runId, now, color }: { run?: RunRow; runId: string; now: number } & Style) {
-  if (!run) return <Text>run {runId}: loading…</Text>;
+  if (!run) return <Text wrap="truncate">run {runId}: loading…</Text>;
   const running = run.status === 'running' || run.status === 'pending';
   const duration =
     run.startedAt === undefined
@@ -105,14 +105,15 @@ export function Header({ run, runId, now, color }: { run?: RunRow; runId: string
         : running
           ? now - Date.parse(run.startedAt)
           : run.durationMs;
+  // Every line is cut to the terminal width (never wrapped), so the layout's line count holds.
   return (
     <Box flexDirection="column">
-      <Text>
+      <Text wrap="truncate">
         <Text bold>run {run.runId}</Text>
         <Label color={color}> · workflow </Label>
         <Text>{run.workflowName}</Text>
       </Text>
-      <Text>
+      <Text wrap="truncate">
         <Label color={color}>status </Label>
         <Status status={run.status} color={color} />
         <Label color={color}> · started </Label>
@@ -120,34 +121,67 @@ export function Header({ run, runId, now, color }: { run?: RunRow; runId: string
         <Label color={color}> · duration </Label>
         <Text>{formatDuration(duration)}</Text>
       </Text>
-      {run.error ? <Text color={color ? 'red' : undefined}>error: {truncate(run.error, 200)}</Text> : null}
+      {run.error ? (
+        <Text wrap="truncate" color={color ? 'red' : undefined}>
+          error: {truncate(run.error, 200)}
+        </Text>
+      ) : null}
     </Box>
   );
 }
 
-// Correlation ids from the runtime are `step_`/`wait_`/`hook_` + a 26-character ULID: 31 columns.
-const COL = { slot: 5, type: 16, corr: 31, step: 18, time: 13 };
+/**
+ * Event log columns for a terminal `width` columns wide. Fixed: slot, event type (the longest,
+ * `step_completed`/`wait_completed`, is 14), time of day (`12:34:56.789`, 12). Correlation ids
+ * from the runtime are `step_`/`wait_`/`hook_` + a 26-character ULID (31 columns) and get their
+ * full width when there is room; on a narrow terminal the id (cut from the left: its tail is the
+ * unique part) and the step name give way first, so the data keeps at least DATA_MIN columns.
+ */
+export function eventColumns(width: number): {
+  slot: number;
+  type: number;
+  corr: number;
+  step: number;
+  time: number;
+  data: number;
+} {
+  const fixed = { slot: 5, type: 14, time: 12 };
+  const gaps = 5;
+  const rest = width - fixed.slot - fixed.type - fixed.time - gaps;
+  let corr = 31;
+  let step = 18;
+  let deficit = DATA_MIN - (rest - corr - step);
+  const give = (have: number, min: number) => {
+    const d = Math.max(0, Math.min(deficit, have - min));
+    deficit -= d;
+    return have - d;
+  };
+  corr = give(corr, 12);
+  step = give(step, 10);
+  return { ...fixed, corr, step, data: Math.max(1, rest - corr - step) };
+}
+const DATA_MIN = 20;
 
 export function EventLog({ events, max, width, color }: { events: EventRow[]; max: number; width: number } & Style) {
   const shown = events.length > max ? events.slice(events.length - max) : events;
   const hidden = events.length - shown.length;
-  const previewWidth = Math.max(10, width - (COL.slot + COL.type + COL.corr + COL.step + COL.time + 5));
+  const COL = eventColumns(width);
   return (
     <Box flexDirection="column">
-      <Text bold>
-        {'#'.padStart(COL.slot)} {'event'.padEnd(COL.type)} {'correlation id'.padEnd(COL.corr)}{' '}
+      <Text bold wrap="truncate">
+        {'#'.padStart(COL.slot)} {'event'.padEnd(COL.type)} {'correlation id'.slice(0, COL.corr).padEnd(COL.corr)}{' '}
         {'step'.padEnd(COL.step)} {'time'.padEnd(COL.time)} data
       </Text>
       {hidden > 0 ? (
         <Label color={color}>{`${''.padStart(COL.slot)} … ${hidden} earlier event${hidden === 1 ? '' : 's'}`}</Label>
       ) : null}
-      {shown.length === 0 ? <Label color={color}>{''.padStart(COL.slot)} (no events yet)</Label> : null}
+      {events.length === 0 ? <Label color={color}>{''.padStart(COL.slot)} (no events yet)</Label> : null}
       {shown.map((e) => (
         <Text key={e.slot} wrap="truncate">
           {String(e.slot).padStart(COL.slot)}{' '}
           <Text color={color ? eventColor(e.eventType) : undefined}>{cell(e.eventType, COL.type)}</Text>{' '}
-          {cell(e.correlationId ?? '-', COL.corr)} {cell(e.stepName ? shortName(e.stepName) : '-', COL.step)}{' '}
-          {cell(formatClock(e.createdAt), COL.time)} {truncate(e.preview, previewWidth)}
+          {cell(e.correlationId ?? '-', COL.corr)} {nameCell(e.stepName ? shortName(e.stepName) : '-', COL.step)}{' '}
+          {cell(formatClock(e.createdAt), COL.time)} {truncate(e.preview, COL.data)}
         </Text>
       ))}
     </Box>
@@ -168,38 +202,48 @@ function cell(s: string, n: number): string {
   return `…${s.slice(s.length - n + 1)}`;
 }
 
-export function StepsTable({ steps, max, color }: { steps: StepRow[]; max: number } & Style) {
+/** Pad or cut to exactly `n` columns, keeping the start (names read from the left). */
+function nameCell(s: string, n: number): string {
+  return s.length <= n ? s.padEnd(n) : `${s.slice(0, n - 1)}…`;
+}
+
+export function StepsTable({ steps, max, width, color }: { steps: StepRow[]; max: number; width: number } & Style) {
   if (steps.length === 0) return null;
   const shown = steps.length > max ? steps.slice(steps.length - max) : steps;
-  const w = { name: Math.min(28, Math.max(4, ...shown.map((s) => shortName(s.stepName).length))), id: 31, status: 10 };
+  // The step id (31 columns) is cut from the left on a narrow terminal, as in the event log.
+  const id = width >= 100 ? 31 : 12;
+  const w = { name: Math.min(28, Math.max(4, ...shown.map((s) => shortName(s.stepName).length))), id, status: 10 };
+  const errorWidth = Math.max(10, width - (w.name + w.id + w.status + 7 + 8 + 5));
   return (
     <Box flexDirection="column">
-      <Text bold>
+      <Text bold wrap="truncate">
         {'step'.padEnd(w.name)} {'id'.padEnd(w.id)} {'status'.padEnd(w.status)} {'attempt'.padEnd(7)} duration
       </Text>
       {steps.length > shown.length ? <Label color={color}>… {steps.length - shown.length} earlier steps</Label> : null}
       {shown.map((s) => (
         <Text key={s.stepId} wrap="truncate">
-          {cell(shortName(s.stepName), w.name)} {cell(s.stepId, w.id)}{' '}
+          {nameCell(shortName(s.stepName), w.name)} {cell(s.stepId, w.id)}{' '}
           <Text color={color ? STATUS_COLOR[s.status] : undefined}>{s.status.padEnd(w.status)}</Text>{' '}
-          {String(s.attempt).padEnd(7)} {formatDuration(s.durationMs)}
-          {s.error ? ` ${truncate(s.error, 60)}` : ''}
+          {String(s.attempt).padEnd(7)} {formatDuration(s.durationMs).padEnd(8)}
+          {s.error ? ` ${truncate(s.error, errorWidth)}` : ''}
         </Text>
       ))}
     </Box>
   );
 }
 
-export function Streams({ streams, maxLines, color }: { streams: StreamState[]; maxLines: number } & Style) {
+export function Streams({ streams, maxLines, color }: { streams: StreamState[]; maxLines: number[] } & Style) {
   if (streams.length === 0) return null;
   return (
     <Box flexDirection="column">
-      {streams.map((s) => {
+      {streams.map((s, at) => {
         const lines = s.lines;
-        const shown = lines.length > maxLines ? lines.slice(lines.length - maxLines) : lines;
+        const max = maxLines[at] ?? Number.POSITIVE_INFINITY;
+        // The newest lines: a stream's end is what is happening now.
+        const shown = lines.length > max ? lines.slice(lines.length - max) : lines;
         return (
           <Box key={s.name} flexDirection="column">
-            <Text>
+            <Text wrap="truncate">
               <Text bold>stream {s.name}</Text>
               <Label color={color}>
                 {' '}
@@ -221,6 +265,74 @@ export function Streams({ streams, maxLines, color }: { streams: StreamState[]; 
       })}
     </Box>
   );
+}
+
+/** How many rows of each part the view shows (see {@link tailLayout}). */
+export interface TailLayout {
+  events: number;
+  steps: number;
+  /** Per stream, in the state's order. */
+  streamLines: number[];
+}
+
+/** Lines a list of `n` items takes when `shown` of them are shown (plus "… earlier" when cut). */
+const listLines = (n: number, shown: number) => shown + (shown < n ? 1 : 0);
+
+/**
+ * Rows per part for a view at most `rows - 1` lines tall (the cursor's line stays free, so the
+ * terminal never scrolls and ink can redraw in place), keeping the newest of everything: the
+ * last events, the last steps, each stream's last lines. Every rendered line is one terminal line
+ * (they are cut, never wrapped), so counting lines is exact. While it does not fit, the event log
+ * gives way down to 3 rows, then the steps down to 2, the streams down to 2 lines each, then all
+ * down to 1. `rows: Infinity` shows everything.
+ */
+export function tailLayout(
+  state: Pick<TailState, 'run' | 'events' | 'steps' | 'streams' | 'notice' | 'finished'>,
+  rows: number,
+  follow: boolean,
+): TailLayout {
+  const nEvents = state.events.length;
+  const nSteps = state.steps.size;
+  const nLines = [...state.streams.values()].map((s) => s.lines.length);
+  if (!Number.isFinite(rows)) return { events: nEvents, steps: nSteps, streamLines: nLines };
+  let steps = Math.min(nSteps, 8);
+  const lines = nLines.map((n) => Math.min(n, 6));
+  const fixed =
+    2 + // header
+    (state.run?.error ? 1 : 0) +
+    2 + // margin + event log heading
+    (nEvents === 0 ? 1 : 0) + // "(no events yet)"
+    (nSteps > 0 ? 2 : 0) + // margin + steps heading
+    (nLines.length > 0 ? 1 + nLines.length : 0) + // margin + one title per stream
+    (state.notice ? 1 : 0) +
+    (follow && !state.finished ? 1 : 0);
+  const others = () =>
+    fixed + (nSteps > 0 ? listLines(nSteps, steps) : 0) + lines.reduce((t, l, i) => t + listLines(nLines[i], l), 0);
+  /** Event rows that fit in `room` lines (one goes to "… earlier" when not all fit). */
+  const eventsIn = (room: number) => (nEvents === 0 ? 0 : nEvents <= room ? nEvents : Math.max(0, room - 1));
+  const budget = rows - 1;
+  const eventFloor = (min: number) => Math.min(nEvents, min);
+  for (const [stepMin, lineMin, eventMin] of [
+    [2, 2, 3],
+    [1, 1, 1],
+    [0, 0, 1],
+  ]) {
+    for (;;) {
+      if (eventsIn(budget - others()) >= eventFloor(eventMin)) break;
+      if (steps > Math.min(nSteps, stepMin)) {
+        steps--;
+        continue;
+      }
+      const widest = lines.reduce((best, l, i) => (l > (lines[best] ?? -1) ? i : best), -1);
+      if (widest >= 0 && lines[widest] > Math.min(nLines[widest], lineMin)) {
+        lines[widest]--;
+        continue;
+      }
+      break;
+    }
+    if (eventsIn(budget - others()) >= eventFloor(eventMin)) break;
+  }
+  return { events: Math.max(eventsIn(budget - others()), 0), steps, streamLines: lines };
 }
 
 export interface TailViewProps {
@@ -247,32 +359,28 @@ export function TailView({
 }: TailViewProps) {
   const steps = [...state.steps.values()];
   const streams = [...state.streams.values()];
-  const finite = Number.isFinite(rows);
-  const maxSteps = finite ? 8 : Number.POSITIVE_INFINITY;
-  const maxLines = finite ? 6 : Number.POSITIVE_INFINITY;
-  // What is left of the screen after the header, tables, streams and spacing goes to the event log.
-  const reserved =
-    4 +
-    (steps.length ? Math.min(steps.length, maxSteps) + 2 : 0) +
-    streams.reduce((n, s) => n + 2 + Math.min(maxLines, s.chunks.length * 2), 0);
-  const maxEvents = finite ? Math.max(5, rows - reserved - 3) : Number.POSITIVE_INFINITY;
+  const layout = tailLayout(state, rows, follow);
   return (
     <Box flexDirection="column" width={columns}>
       <Header run={state.run} runId={runId} now={now} color={color} />
       <Box marginTop={1}>
-        <EventLog events={state.events} max={maxEvents} width={columns} color={color} />
+        <EventLog events={state.events} max={layout.events} width={columns} color={color} />
       </Box>
       {steps.length > 0 ? (
         <Box marginTop={1}>
-          <StepsTable steps={steps} max={maxSteps} color={color} />
+          <StepsTable steps={steps} max={layout.steps} width={columns} color={color} />
         </Box>
       ) : null}
       {streams.length > 0 ? (
         <Box marginTop={1}>
-          <Streams streams={streams} maxLines={maxLines} color={color} />
+          <Streams streams={streams} maxLines={layout.streamLines} color={color} />
         </Box>
       ) : null}
-      {state.notice ? <Text color={color ? 'yellow' : undefined}>note: {state.notice}</Text> : null}
+      {state.notice ? (
+        <Text wrap="truncate" color={color ? 'yellow' : undefined}>
+          note: {state.notice}
+        </Text>
+      ) : null}
       {follow && !state.finished ? <Label color={color}>following… (Ctrl-C to stop)</Label> : null}
     </Box>
   );

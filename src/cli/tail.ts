@@ -8,10 +8,10 @@
  * Exit codes: 0 the run completed (or, with --no-follow, is not failed/cancelled); 1 the run failed
  * or was cancelled, or the run id is unknown; 2 usage or configuration error; 130 interrupted.
  */
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './output.js';
-import { isInstalled, TUI_PEERS } from './peers.js';
+import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';
 import { chunkLines, followRun, type RunRow, type TailRow } from './tail-rows.js';
 import { getRunOrFail, withWorld } from './world.js';
 
@@ -136,6 +136,11 @@ export async function inkSink(
 }
 
 export async function runTail(runId: string, opts: TailOptions): Promise<void> {
+  const missing = TUI_PEERS.filter((n) => !isInstalled(n));
+  const terminal = !opts.json && process.stdout.isTTY === true;
+  // Said once, on stderr, before any output: a terminal user expects the live view.
+  if (terminal && missing.length > 0)
+    process.stderr.write(`note: ${fallbackHint('tail', missing, 'The live view', 'prints plain lines')}\n`);
   await withWorld({ resolvePayloads: opts.data === true }, async (w) => {
     await getRunOrFail(w, runId);
     const ac = new AbortController();
@@ -152,7 +157,7 @@ export async function runTail(runId: string, opts: TailOptions): Promise<void> {
     });
     const sink = opts.json
       ? ndjsonSink()
-      : process.stdout.isTTY && TUI_PEERS.every(isInstalled)
+      : terminal && missing.length === 0
         ? await inkSink(runId, opts.follow)
         : plainSink();
     let last: RunRow | undefined;
@@ -192,11 +197,10 @@ export function tailCommand(): Command {
     .option('--no-follow', 'print a snapshot of the run now and exit')
     .option('--json', 'print NDJSON records (kind: run, event, step, stream, chunk) for jq')
     .option('--since <slot>', 'start the event log at this slot (1 = the first event)', parsePositiveInt)
-    .option(
-      '--stream <name>',
-      'show only this stream (repeatable; default: every stream of the run)',
-      collect,
-      [] as string[],
+    .addOption(
+      new Option('--stream <name>', 'show only this stream (repeatable)')
+        .argParser(collect)
+        .default([] as string[], 'every stream of the run'),
     )
     .option('--data', 'resolve S3 pointers in event data (reads S3); without it large values show as <s3 key>')
     .option(

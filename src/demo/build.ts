@@ -11,6 +11,10 @@
  * default is `node_modules/.cache/eve-world-aws/demo-build/<hash>` in the node_modules that holds
  * `workflow`; the hash covers the source and the `workflow` version, so an upgrade rebuilds and an
  * unchanged demo reuses the bundle. Nothing is written into this package's own directory.
+ *
+ * The builder resolves `workflowManifestPath` against `process.cwd()` and SWC keeps its plugin
+ * cache in `<cwd>/.swc`, whatever `workingDir` says: the build runs with the process inside the
+ * build directory, so nothing lands in the folder the user ran the command from.
  */
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -58,8 +62,9 @@ export function defaultDemoBuildDir(): string {
 }
 
 export async function buildDemo(
-  outDir: string = defaultDemoBuildDir(),
+  buildDir: string = defaultDemoBuildDir(),
 ): Promise<{ flowPath: string; manifestPath: string; built: boolean }> {
+  const outDir = path.resolve(buildDir);
   const v1 = path.join(outDir, '.well-known/workflow/v1');
   const flowPath = path.join(v1, 'flow.mjs');
   const manifestPath = path.join(v1, 'manifest.json');
@@ -91,9 +96,12 @@ export async function buildDemo(
   // (e.g. `demo --json`), and send the builder's lines to stderr.
   const { log, info } = console;
   console.log = console.info = (...args: unknown[]) => console.error(...args);
+  const cwd = process.cwd();
+  process.chdir(outDir);
   try {
     await builder.build();
   } finally {
+    process.chdir(cwd);
     console.log = log;
     console.info = info;
   }

@@ -73,12 +73,23 @@ export interface ComposeStack {
 }
 
 /**
- * Checks Docker and Compose, then returns `up` (starts the services and waits for their
- * healthchecks) and `down` (removes them; safe to call whether or not `up` ran or succeeded).
+ * Checks that a Docker engine answers and Compose is installed; returns the Compose command.
+ * Callers run it before anything else (port checks included), so a machine without Docker hears
+ * about Docker, not about a busy port.
  */
-export function composeStack(ports: ComposePorts): { up(): Promise<ComposeStack>; down(): Promise<void> } {
+export function dockerCompose(): string[] {
   checkDocker();
-  const compose = composeCommand();
+  return composeCommand();
+}
+
+/**
+ * Returns `up` (starts the services and waits for their healthchecks) and `down` (removes them;
+ * safe to call whether or not `up` ran or succeeded). `compose` is `dockerCompose()`'s answer.
+ */
+export function composeStack(
+  ports: ComposePorts,
+  compose: string[] = dockerCompose(),
+): { up(): Promise<ComposeStack>; down(): Promise<void> } {
   const composeEnv = {
     ...process.env,
     EVE_EMULATE_DYNAMODB_PORT: String(ports.dynamodb),

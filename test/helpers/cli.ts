@@ -44,9 +44,10 @@ export function runCommand(
   args: string[],
   env: Record<string, string | undefined> = {},
   timeoutMs = 60_000,
+  cwd = ROOT,
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -71,13 +72,14 @@ export function runCommand(
   });
 }
 
-/** Run the CLI to completion. */
+/** Run the CLI to completion (in the repository, or in `cwd`). */
 export function runCli(
   args: string[],
   env: Record<string, string | undefined> = {},
   timeoutMs = 60_000,
+  cwd = ROOT,
 ): Promise<CliResult> {
-  return runCommand(process.execPath, [BIN, ...args], env, timeoutMs);
+  return runCommand(process.execPath, [BIN, ...args], env, timeoutMs, cwd);
 }
 
 /** A long-running CLI process (emulate) with its output collected as it arrives. */

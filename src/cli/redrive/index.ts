@@ -9,7 +9,7 @@
 import { getQueueTopicPrefix } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { createTransport } from '../../queue/transport.js';
-import { parseDuration, parsePositiveInt } from '../format.js';
+import { durationOption, parsePositiveInt } from '../format.js';
 import { CliError, EXIT_FAILURE, printJson } from '../output.js';
 import { withWorld } from '../world.js';
 import { moveDlqMessages, renderMoveSummary } from './dlq-mover.js';
@@ -48,11 +48,12 @@ export function redriveCommand(): Command {
       '--stranded',
       'instead of the DLQ: find active runs that nothing will wake and re-enqueue their continuation',
     )
-    .option(
-      '--older-than <duration>',
-      'with --stranded: only runs idle (no new event) for this long',
-      parseDuration,
-      3_600_000,
+    .addOption(
+      durationOption(
+        '--older-than <duration>',
+        'with --stranded: only runs idle (no new event) for this long',
+        3_600_000,
+      ),
     )
     .option(
       '--namespace <ns>',

@@ -1,19 +1,37 @@
 /**
  * `eve-world-aws demo` (the README's first command, via `npm start`): its own embedded stack, the
- * sample workflow compiled and run through SQS on this World, then everything stopped.
+ * sample workflow compiled and run through SQS on this World, then everything stopped. Run from
+ * inside a user's project, it writes nothing there but its documented data dir (`.emulate/`): the
+ * project's own `wf build` output stays as it was.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { runCli } from '../../helpers/cli.js';
+import { ROOT, runCli } from '../../helpers/cli.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'eve-world-demo-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-it('runs the sample workflow to completion and reports it as JSON', async () => {
-  const r = await runCli(['demo', '--json', '--data-dir', path.join(dir, 'dynamodb')], {}, 150_000);
+/** Every path under `root`, relative, sorted (directories too). */
+function tree(root: string): string[] {
+  return readdirSync(root, { recursive: true, encoding: 'utf8' }).sort();
+}
+
+it('run inside a project, runs the sample workflow to completion and writes only .emulate/ there', async () => {
+  const project = path.join(dir, 'app');
+  const manifest = path.join(project, '.well-known/workflow/v1/manifest.json');
+  mkdirSync(path.dirname(manifest), { recursive: true });
+  const sentinel = '{"workflows":{"the app itself":{}}}\n';
+  writeFileSync(manifest, sentinel);
+  writeFileSync(path.join(project, 'package.json'), '{"name":"app","private":true}\n');
+  const before = tree(project);
+  // A cached bundle would skip the compile, the part that used to write into the cwd.
+  rmSync(path.join(ROOT, 'node_modules/.cache/eve-world-aws/demo-build'), { recursive: true, force: true });
+
+  const r = await runCli(['demo', '--json'], {}, 150_000, project);
   expect(r.code, r.stderr).toBe(0);
+  expect(r.stderr).toMatch(/Compiled workflows/);
   const out = JSON.parse(r.stdout) as {
     runId: string;
     status: string;
@@ -28,4 +46,10 @@ it('runs the sample workflow to completion and reports it as JSON', async () => 
   expect(out.stream).toContain('approved=true by the demo');
   // 3 parallel steps, 5 stream steps, a sleep, a hook: every event of the run was seen.
   expect(out.events).toBeGreaterThanOrEqual(30);
+
+  expect(readFileSync(manifest, 'utf8')).toBe(sentinel);
+  const added = tree(project).filter((p) => !before.includes(p));
+  expect(added.filter((p) => p.split(path.sep)[0] !== '.emulate')).toEqual([]);
+  // The default data dir, in the cwd as documented.
+  expect(added).toContain(path.join('.emulate', 'dynamodb'));
 }, 180_000);

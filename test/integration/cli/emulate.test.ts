@@ -229,9 +229,21 @@ describe('eve-world-aws emulate: failures', () => {
 });
 
 describe('eve-world-aws emulate --docker', () => {
+  /** Free ports for every service: a developer's own DynamoDB Local on :8000 must not matter. */
+  const ports = async () => [
+    '--port',
+    String(await freePort()),
+    '--dynamodb-port',
+    String(await freePort()),
+    '--s3-port',
+    String(await freePort()),
+  ];
+
   it('says no Docker engine answered and points to the embedded mode', async () => {
     // A socket path nobody listens on: fails the same way with or without a local engine.
-    const r = await runCli(['emulate', '--docker'], { DOCKER_HOST: `unix://${path.join(tmp, 'no-docker.sock')}` });
+    const r = await runCli(['emulate', '--docker', ...(await ports())], {
+      DOCKER_HOST: `unix://${path.join(tmp, 'no-docker.sock')}`,
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/No Docker engine answered/);
     expect(r.stderr).toMatch(/run `eve-world-aws emulate` without --docker for the embedded stack/);
@@ -239,8 +251,26 @@ describe('eve-world-aws emulate --docker', () => {
   });
 
   it('says the same when the docker command is not installed', async () => {
-    const r = await runCli(['emulate', '--docker'], { PATH: mkdtempSync(path.join(tmp, 'nodocker-')) });
+    const r = await runCli(['emulate', '--docker', ...(await ports())], {
+      PATH: mkdtempSync(path.join(tmp, 'nodocker-')),
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/No Docker engine answered: the `docker` command is not installed.*without --docker/);
+  });
+
+  it('checks for Docker before the ports: a busy port on a machine without Docker is not the news', async () => {
+    const srv = net.createServer();
+    await new Promise<void>((r) => srv.listen({ port: 0, host: '127.0.0.1' }, () => r()));
+    const busy = (srv.address() as net.AddressInfo).port;
+    try {
+      const r = await runCli(['emulate', '--docker', ...(await ports()), '--dynamodb-port', String(busy)], {
+        PATH: mkdtempSync(path.join(tmp, 'nodocker-')),
+      });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/No Docker engine answered/);
+      expect(r.stderr).not.toMatch(/already in use/);
+    } finally {
+      srv.close();
+    }
   });
 });

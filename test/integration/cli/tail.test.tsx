@@ -3,6 +3,7 @@
  * (NDJSON parsed back, plain lines), exit codes, and the ink view rendered with
  * ink-testing-library from records the follow loop read from the World.
  */
+import { dehydrateRunError } from '@workflow/core/serialization';
 import { render } from 'ink-testing-library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { followRun, type TailRow } from '../../../src/cli/tail-rows.js';
@@ -12,6 +13,7 @@ import { CliProcess, runCli } from '../../helpers/cli.js';
 import {
   completeRun,
   createRun,
+  ev,
   failRun,
   finishedRun,
   type OpsFixture,
@@ -178,6 +180,42 @@ describe('tail (CLI)', () => {
 
     const usage = await runCli(['tail'], f.env);
     expect(usage.code).toBe(2);
+  });
+
+  it('shows a compressed failure as the error name and message in tail, tail --data and runs --json', async () => {
+    const runId = await createRun(f.world, 'wf-gzip');
+    await startRun(f.world, runId);
+    // What the runtime stores for a failed run: core's serializer, compressed (gzip forced, as on
+    // a Node without zstd), with a stack long enough to pass the 1 KiB threshold.
+    const err = new TypeError('card declined');
+    err.stack = `TypeError: card declined\n${'    at charge (file:///app/workflows/order.ts:1:1)\n'.repeat(30)}`;
+    const codec = process.env.WORKFLOW_COMPRESSION_CODEC;
+    process.env.WORKFLOW_COMPRESSION_CODEC = 'gzip';
+    const error = await dehydrateRunError(err, runId, undefined, globalThis, true);
+    if (codec === undefined) delete process.env.WORKFLOW_COMPRESSION_CODEC;
+    else process.env.WORKFLOW_COMPRESSION_CODEC = codec;
+    expect(String.fromCharCode(...(error as Uint8Array).subarray(0, 4))).toBe('gzip');
+    await ev(f.world, runId, { eventType: 'run_failed', eventData: { error, errorCode: 'USER_ERROR' } });
+
+    const plain = await runCli(['tail', runId], f.env);
+    expect(plain.code).toBe(1);
+    expect(plain.stdout).toContain('error="TypeError: card declined"');
+    expect(plain.stdout).toMatch(/ run_failed - - \S+ error=TypeError: card declined errorCode=USER_ERROR/);
+    expect(plain.stderr).toContain(`run ${runId} failed: TypeError: card declined`);
+    expect(plain.stdout).not.toContain('<gzip');
+
+    const data = parse((await runCli(['tail', runId, '--json', '--data'], f.env)).stdout);
+    const failed = data.find((x) => x.kind === 'event' && x.eventType === 'run_failed');
+    expect(failed?.preview).toBe('error=TypeError: card declined errorCode=USER_ERROR');
+    expect(failed?.data.error).toMatchObject({
+      format: 'gzip',
+      decompressed: { value: { TypeError: { message: 'card declined' } } },
+    });
+
+    const runs = JSON.parse((await runCli(['runs', '--json', '--workflow', 'wf-gzip'], f.env)).stdout) as {
+      runs: Array<{ runId: string; error?: string }>;
+    };
+    expect(runs.runs).toEqual([expect.objectContaining({ runId, error: 'TypeError: card declined' })]);
   });
 
   it('--help documents the options and exit codes', async () => {

