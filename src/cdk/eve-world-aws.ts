@@ -209,7 +209,9 @@ export class EveWorldAws extends Construct {
         indexName: g.name,
         partitionKey: { name: g.pk, type: attrType(g.pk) },
         sortKey: { name: g.sk, type: attrType(g.sk) },
-        projectionType: dynamodb.ProjectionType.ALL,
+        // The projection `init` creates: the listing attributes only, not every item's payload.
+        projectionType: dynamodb.ProjectionType.INCLUDE,
+        nonKeyAttributes: [...g.projection.NonKeyAttributes],
       });
     }
 
