@@ -43,7 +43,7 @@ function signedRequest(
       'x-vqs-queue-name': Q,
       'x-vqs-message-id': messageId,
       'x-vqs-message-attempt': '1',
-      ...signatureHeaders(secret, { queueName: Q, messageId, attempt: 1, body }),
+      ...signatureHeaders(secret, { queueName: Q, messageId, attempt: 1, body, destination: url }),
     },
     body,
   });
@@ -85,7 +85,7 @@ describe('replays are refused across instances', () => {
     expect((await ha(captured.clone())).status).toBe(200);
     const replayed = await hb(captured.clone());
     expect(replayed.status).toBe(401);
-    expect(await replayed.json()).toEqual({ error: 'Unauthorized: replayed request' });
+    expect(await replayed.json()).toEqual({ error: 'Unauthorized' });
     expect((await ha(captured.clone())).status).toBe(401);
     expect(ran).toEqual(['a:wrun_once']);
 

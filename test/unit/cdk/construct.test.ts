@@ -66,7 +66,10 @@ describe('EveWorldAws: table', () => {
         pk: g.pk,
         sk: g.sk,
         // The projection `init` creates, attribute for attribute (ALL would triple the index writes).
-        projection: { ProjectionType: g.projection.ProjectionType, NonKeyAttributes: [...g.projection.NonKeyAttributes] },
+        projection: {
+          ProjectionType: g.projection.ProjectionType,
+          NonKeyAttributes: [...g.projection.NonKeyAttributes],
+        },
       })),
     );
     expect(p.TimeToLiveSpecification).toEqual({ AttributeName: TABLE_SCHEMA.ttlAttribute, Enabled: true });
