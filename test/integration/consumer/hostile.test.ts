@@ -20,7 +20,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
-import { createSqsHandler } from '../../../src/consumer/lambda.js';
+import { createSqsHandler, type SQSRecord } from '../../../src/consumer/lambda.js';
 import type { DeliveryOutcome, InboundMessage } from '../../../src/consumer/pipeline.js';
 import { encodePayload, MSG_ATTR } from '../../../src/queue/encoding.js';
 import { deliveryInputProblem } from '../../../src/queue/header-values.js';
@@ -312,7 +312,9 @@ describe('hostile deliveries beside ordinary traffic', () => {
         const msgs = r.Messages ?? [];
         if (msgs.length === 0) continue;
         const res = await handler(
-          { Records: msgs.map((m) => toRecord(m, 'arn:aws:sqs:us-east-1:000000000000:q', 'us-east-1')) },
+          {
+            Records: msgs.map((m) => toRecord(m, 'arn:aws:sqs:us-east-1:000000000000:q', 'us-east-1')) as SQSRecord[],
+          },
           { getRemainingTimeInMillis: () => 60_000 },
         );
         const failed = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));

@@ -437,7 +437,11 @@ describe('the flow route reads nothing it does not trust', () => {
         Date.now() - 3_600_000,
       );
       for (const headers of [delivery, { ...delivery, ...stale }]) {
-        for (const framing of [{ 'content-length': String(HALF_GIB) }, { 'transfer-encoding': 'chunked' }]) {
+        const framings: Record<string, string>[] = [
+          { 'content-length': String(HALF_GIB) },
+          { 'transfer-encoding': 'chunked' },
+        ];
+        for (const framing of framings) {
           const before = server.stats.pulled;
           const res = await lazyPost(server.url, { ...headers, ...framing }, HALF_GIB);
           expect(res.status).toBe(401);
