@@ -31,6 +31,7 @@ import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@w
 import { type DeliveryScope, decodeLogTail, runInDelivery, type StepLease } from '../delivery-scope.js';
 import { decodePayload } from '../queue/encoding.js';
 import { decodeHeaderValue } from '../queue/header-values.js';
+import type { SigningSecretSource } from './secret-source.js';
 import {
   checkSignatureHeaders,
   LOG_TAIL_HEADER,
@@ -45,6 +46,11 @@ export type QueueMessageHandler = Parameters<Queue['createQueueHandler']>[1];
 export interface HandlerOptions {
   /** Accepted secrets (rotation: any of them). Empty or absent: only this process's own key. */
   signingSecrets?: readonly string[];
+  /**
+   * Secrets read from Secrets Manager (EVE_WORLD_AWS_SIGNING_SECRET_ARN, ./secret-source.ts), used
+   * instead of `signingSecrets`; re-read once when a signature does not verify (rotation).
+   */
+  secretSource?: SigningSecretSource;
   /** With no secret: accept unsigned requests too (EVE_WORLD_AWS_ALLOW_UNSIGNED=1). */
   allowUnsigned?: boolean;
   /** Replay guard for configured secrets. Default: per process (use a durable one across instances). */
@@ -80,12 +86,14 @@ export function createQueueHandler(
   opts: HandlerOptions = {},
 ): (req: Request) => Promise<Response> {
   const secrets = opts.signingSecrets ?? [];
+  const source = opts.secretSource;
+  const shared = secrets.length > 0 || source !== undefined;
   // Unsigned requests are accepted only on the explicit opt-out, and only when no secret is set.
-  const acceptUnsigned = secrets.length === 0 && opts.allowUnsigned === true;
+  const acceptUnsigned = !shared && opts.allowUnsigned === true;
   const keys = secrets.length > 0 ? secrets : [processSigningKey()];
   // Configured secrets are shared by every instance, so their replays are refused durably. Requests
   // signed with the process key are verified only by this process: an in-memory guard sees them all.
-  const replay = secrets.length > 0 && opts.nonces ? opts.nonces : new ReplayGuard();
+  const replay = shared && opts.nonces ? opts.nonces : new ReplayGuard();
   const logError = opts.logError ?? ((m: string) => console.error(m));
   const now = opts.now ?? Date.now;
   const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -111,7 +119,22 @@ export function createQueueHandler(
     if (!read.ok) return json({ error: read.error }, read.status);
     const bytes = read.bytes;
     if (!acceptUnsigned) {
-      const v = verifySignature(keys, req, bytes, now());
+      let accepted: readonly string[] = keys;
+      if (source) {
+        try {
+          accepted = await source.accepted();
+        } catch (err) {
+          logError(
+            `[eve-world-aws] flow route: cannot read the signing secret, the delivery will be retried: ${describe(err)}`,
+          );
+          return json({ error: 'Internal error' }, 500);
+        }
+      }
+      let v = verifySignature(accepted, req, bytes, now());
+      // Maybe rotated since the last read: re-read (rate-limited) and try once more.
+      if (!v.ok && v.reason === 'bad signature' && source && (await source.refreshAfterFailure())) {
+        v = verifySignature(await source.accepted(), req, bytes, now());
+      }
       if (!v.ok) return unauthorized(req, v.reason);
       let fresh: boolean;
       try {

@@ -72,10 +72,11 @@ export interface DeliveryDeps {
   /** The flow route for a logical queue name. */
   route(queueName: string): { handler: FlowHandler; url: string };
   /**
-   * Signs every delivery (closed by default). Unset: this process's random key, which only a flow
-   * route in this same process accepts.
+   * Signs every delivery (closed by default): the secret, or where to read it (Secrets Manager,
+   * ./secret-source.ts). Unset: this process's random key, which only a flow route in this same
+   * process accepts.
    */
-  signingSecret?: string;
+  signingSecret?: string | (() => Promise<string>);
   logger?: Logger;
   /** Aborts an HTTP delivery (shutdown, Lambda deadline); the copy is then released. */
   signal?: AbortSignal;
@@ -180,6 +181,7 @@ export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): P
   // message's fault, found before the breaker is asked: it never takes the probe slot.
   const built = await buildRequest(envelope, attempt, deps, now);
   if (built.kind === 'poison') return settle(msg, envelope, attempt, { ...built, early: true }, deps, logger);
+  if (built.kind === 'outage') return settle(msg, envelope, attempt, built, deps, logger);
   if (deps.gateOnBreaker && deps.breaker && !deps.breaker.tryAcquire()) {
     return settle(msg, envelope, attempt, { kind: 'paused' }, deps, logger);
   }
@@ -198,7 +200,8 @@ export async function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): P
 /** A flow request ready to send, or why this message cannot be sent at all. */
 type Built =
   | { kind: 'request'; handler: FlowHandler; url: string; request: Request }
-  | Extract<Verdict, { kind: 'poison' }>;
+  | Extract<Verdict, { kind: 'poison' }>
+  | Extract<Verdict, { kind: 'outage' }>;
 
 async function buildRequest(
   envelope: Envelope,
@@ -214,6 +217,21 @@ async function buildRequest(
         : Buffer.from(await deps.transport.ctx.payloads.getBytes(envelope.s3Key)).toString('utf8');
   } catch (err) {
     return { kind: 'poison', reason: 'failed', detail: `cannot read offloaded body ${envelope.s3Key}: ${String(err)}` };
+  }
+  let secret: string;
+  try {
+    secret =
+      typeof deps.signingSecret === 'function'
+        ? await deps.signingSecret()
+        : (deps.signingSecret ?? processSigningKey());
+  } catch (err) {
+    // Secrets Manager is unreachable or refuses: infrastructure, not this message; kept, not dead-lettered.
+    return {
+      kind: 'outage',
+      reason: 'unavailable',
+      ambiguous: false,
+      detail: `cannot read the signing secret: ${String(err)}`,
+    };
   }
   try {
     // Names and ids travel encoded when they are not plain ASCII (src/queue/header-values.ts); the
@@ -231,7 +249,7 @@ async function buildRequest(
     if (logTail) headers[LOG_TAIL_HEADER] = logTail;
     const { handler, url } = deps.route(envelope.queueName);
     const parts = { queueName, messageId, attempt, body, destination: url, ...(logTail ? { logTail } : {}) };
-    Object.assign(headers, signatureHeaders(deps.signingSecret ?? processSigningKey(), parts, now()));
+    Object.assign(headers, signatureHeaders(secret, parts, now()));
     const request = new Request(url, { method: 'POST', headers, body, signal: deps.signal });
     return { kind: 'request', handler, url, request };
   } catch (err) {

@@ -139,7 +139,7 @@ describe('init --print-iam-policy', () => {
     expect(queue?.Action).toContain('sqs:SendMessage');
   });
 
-  it("--scheduler-role prints the role's trust policy (this account only) and its one permission", async () => {
+  it("--scheduler-role prints the role's trust policy (this account's schedule group only) and its one permission", async () => {
     const doc = (await print(['--scheduler-role'], { EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE })) as unknown as {
       trustPolicy: { Statement: Array<Record<string, unknown>> };
       policy: Doc;
@@ -149,7 +149,13 @@ describe('init --print-iam-policy', () => {
         Effect: 'Allow',
         Principal: { Service: 'scheduler.amazonaws.com' },
         Action: 'sts:AssumeRole',
-        Condition: { StringEquals: { 'aws:SourceAccount': '123456789012' } },
+        // Only schedules of this World's group (a schedule elsewhere in the account cannot use the role).
+        Condition: {
+          StringEquals: {
+            'aws:SourceAccount': '123456789012',
+            'aws:SourceArn': 'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule-group/default',
+          },
+        },
       },
     ]);
     expect(doc.policy.Statement).toEqual([

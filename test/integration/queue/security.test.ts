@@ -9,12 +9,13 @@
  *   512 MiB body gets its 401 after ~0 bytes), refuses an oversized body by content-length and
  *   while streaming (413), and gives up on a body that does not arrive (408).
  */
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { ValidQueueName } from '@workflow/world';
+
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
 import { ConfigError, loadConfig } from '../../../src/config.js';

@@ -313,7 +313,7 @@ describe('createQueueHandler with a signing secret', () => {
   it('every refusal is the same 401 to the caller; the reason is only logged', async () => {
     const logged: string[] = [];
     const h = createQueueHandler('__wkf_workflow_', recorder().fn, {
-      signingSecret: SECRET,
+      signingSecrets: [SECRET],
       logError: (m) => logged.push(m),
     });
     const plain = { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_01ABC', 'x-vqs-message-attempt': '1' };
@@ -342,7 +342,7 @@ describe('createQueueHandler with a signing secret', () => {
 
   it('the signature covers the destination: the same delivery sent to another host or path is refused', async () => {
     const r = recorder();
-    const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecret: SECRET });
+    const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [SECRET] });
     const signedFor = (destination: string) => ({
       'x-vqs-queue-name': Q,
       'x-vqs-message-id': 'msg_01ABC',
@@ -380,7 +380,7 @@ describe('createQueueHandler with a signing secret', () => {
 
   it('names and ids that are not plain ASCII travel encoded, signed, and reach the handler decoded', async () => {
     const r = recorder();
-    const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecret: SECRET });
+    const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [SECRET] });
     const queueName = '__wkf_workflow_workflow//./workflows/注文//注文する';
     const messageId = 'msg_ünïcode ';
     const wire = { queueName: encodeHeaderValue(queueName), messageId: encodeHeaderValue(messageId) };
