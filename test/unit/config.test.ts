@@ -107,6 +107,7 @@ describe('loadConfig', () => {
       s3: 'http://127.0.0.1:4566',
       scheduler: 'http://127.0.0.1:4566',
       kms: 'http://127.0.0.1:4566',
+      secretsManager: 'http://127.0.0.1:4566',
     });
   });
 
