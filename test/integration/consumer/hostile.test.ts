@@ -25,7 +25,7 @@ import type { DeliveryOutcome, InboundMessage } from '../../../src/consumer/pipe
 import { encodePayload, MSG_ATTR } from '../../../src/queue/encoding.js';
 import { deliveryInputProblem } from '../../../src/queue/header-values.js';
 import { seededRandom } from '../../helpers/faults-proxy.js';
-import { makeWorld, receiveAll, serve, sleep, type World, waitFor } from '../../helpers/queue.js';
+import { makeWorld, receiveAll, serve, sleep, type World } from '../../helpers/queue.js';
 import { toRecord } from '../../lambda/esm-simulator.js';
 
 const SECRET = 'hostile-secret-0123456789abcdef';
