@@ -40,8 +40,10 @@ describe('init --print-iam-policy', () => {
       if (!r.startsWith('arn:aws-us-gov:s3:::'))
         expect(r).toMatch(/^arn:aws-us-gov:[a-z]+:(us-gov-west-1)?:123456789012:/);
     expect(all).not.toContain('arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-dlq');
-    // Every runtime action of the table, except the KMS ones (no key configured here).
-    const runtime = [...actionsByResource('runtime').values()].flat().filter((a) => !a.startsWith('kms:'));
+    // Every runtime action of the table, except the KMS and Secrets Manager ones (no key, no secret ARN here).
+    const runtime = [...actionsByResource('runtime').values()]
+      .flat()
+      .filter((a) => !a.startsWith('kms:') && !a.startsWith('secretsmanager:'));
     expect(new Set(doc.Statement.flatMap((s) => s.Action))).toEqual(new Set(runtime));
     const passRole = doc.Statement.find((s) => s.Action.includes('iam:PassRole'));
     expect(passRole).toEqual({
@@ -62,6 +64,14 @@ describe('init --print-iam-policy', () => {
       'arn:aws-us-gov:s3:::pol-payloads',
     ]);
     expect(doc.Statement.flatMap((s) => s.Action).filter((a) => a.startsWith('kms:'))).toEqual([]);
+  });
+
+  it('with EVE_WORLD_AWS_SIGNING_SECRET_ARN the World may read that secret, and only that one', async () => {
+    const arn = 'arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:eve-signing-AbCdEf';
+    const doc = await print([], { EVE_WORLD_AWS_SIGNING_SECRET_ARN: arn });
+    expect(doc.Statement.filter((s) => s.Action.some((a) => a.startsWith('secretsmanager:')))).toEqual([
+      { Sid: 'WorldSigningSecret', Effect: 'Allow', Action: ['secretsmanager:GetSecretValue'], Resource: [arn] },
+    ]);
   });
 
   it('with EVE_WORLD_AWS_KMS_KEY_ID the World may generate and unwrap data keys under that key only', async () => {
