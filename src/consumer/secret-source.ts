@@ -18,6 +18,7 @@
  */
 import type { GetSecretValueCommandOutput } from '@aws-sdk/client-secrets-manager';
 import type { AwsClients } from '../aws/clients.js';
+import { isNotFound } from '../aws/errors.js';
 
 export interface SigningSecretSource {
   /** The secret to sign with. */
@@ -126,11 +127,7 @@ export class SecretsManagerSigningSecret implements SigningSecretSource {
       previous = parseSecretString(this.arn, 'AWSPREVIOUS', (await get('AWSPREVIOUS')).SecretString);
     } catch (err) {
       // No previous version (never rotated), or one that is not a usable secret: current only.
-      if (
-        (err as { name?: string })?.name !== 'ResourceNotFoundException' &&
-        !(err instanceof Error && /AWSPREVIOUS/.test(err.message))
-      )
-        throw err;
+      if (!isNotFound(err) && !(err instanceof Error && /AWSPREVIOUS/.test(err.message))) throw err;
     }
     const loaded: Loaded = {
       signing: current[0],
