@@ -152,7 +152,8 @@ export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t:
 
 /**
  * The Scheduler role: trusted by scheduler.amazonaws.com for schedules of this World's schedule
- * group in this account only (`aws:SourceAccount` + `aws:SourceArn`); may send to the queue (and, with the queue under a KMS key, use the key as an SSE-KMS producer).
+ * group in this account only (`aws:SourceAccount` + `aws:SourceArn`); may send to the queue
+ * (and, with the queue under a KMS key, use the key as an SSE-KMS producer).
  */
 export function schedulerRolePolicies(
   config: WorldConfig,

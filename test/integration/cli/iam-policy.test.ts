@@ -66,6 +66,25 @@ describe('init --print-iam-policy', () => {
     expect(doc.Statement.flatMap((s) => s.Action).filter((a) => a.startsWith('kms:'))).toEqual([]);
   });
 
+  it('--scheduler-role with a group of its own names that group; the shared default group is warned about on stderr', async () => {
+    const own = await runCli(
+      ['init', '--print-iam-policy', '--account', '123456789012', '--scheduler-role'],
+      env({ EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE, EVE_WORLD_AWS_SCHEDULER_GROUP: 'pol-waits' }),
+    );
+    expect(own.code, own.stderr).toBe(0);
+    expect(own.stderr).toBe('');
+    expect(JSON.parse(own.stdout).trustPolicy.Statement[0].Condition.StringEquals['aws:SourceArn']).toBe(
+      'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule-group/pol-waits',
+    );
+    const shared = await runCli(
+      ['init', '--print-iam-policy', '--account', '123456789012', '--scheduler-role'],
+      env({ EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE }),
+    );
+    expect(shared.code).toBe(0);
+    expect(JSON.parse(shared.stdout).trustPolicy).toBeDefined();
+    expect(shared.stderr).toMatch(/shared "default" schedule group.*EVE_WORLD_AWS_SCHEDULER_GROUP=/s);
+  });
+
   it('with EVE_WORLD_AWS_SIGNING_SECRET_ARN the World may read that secret, and only that one', async () => {
     const arn = 'arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:eve-signing-AbCdEf';
     const doc = await print([], { EVE_WORLD_AWS_SIGNING_SECRET_ARN: arn });
