@@ -8,7 +8,7 @@
  *   for {@link SecretSourceOptions.ttlMs}; concurrent readers share one read. The SDK client is
  *   loaded only then (`clients.secretsManager()`), never by importing the World.
  * - The AWSCURRENT value signs (its first entry when it is a comma-separated list, as in
- *   EVE_WORLD_AWS_SIGNING_SECRET); AWSCURRENT and AWSPREVIOUS verify, so during a rotation a
+ *   EVE_WORLD_AWS_SIGNING_SECRET, and held to the same strength); AWSCURRENT and AWSPREVIOUS verify, so during a rotation a
  *   sender with a stale cache and a receiver with a fresh one (or the reverse) still agree.
  * - After a signature did not verify, the receiver re-reads at most once per
  *   {@link SecretSourceOptions.minRefreshMs}: a rotation is picked up at the first delivery
@@ -19,6 +19,7 @@
 import type { GetSecretValueCommandOutput } from '@aws-sdk/client-secrets-manager';
 import type { AwsClients } from '../aws/clients.js';
 import { isNotFound } from '../aws/errors.js';
+import { SECRET_RULE, secretWeakness } from '../config.js';
 
 export interface SigningSecretSource {
   /** The secret to sign with. */
@@ -43,17 +44,16 @@ interface Loaded {
   at: number;
 }
 
-const MIN_SECRET_LENGTH = 16;
-
-/** The secrets in one secret string: comma-separated, trimmed, each at least 16 characters. */
+/** The secrets in one secret string: comma-separated, trimmed, each as strong as the config demands. */
 function parseSecretString(arn: string, stage: string, text: string | undefined): string[] {
   const list = (text ?? '')
     .split(',')
     .map((x) => x.trim())
     .filter((x) => x !== '');
-  if (list.length === 0 || list.some((x) => x.length < MIN_SECRET_LENGTH)) {
+  const weak = list.length === 0 ? 'is empty' : list.map(secretWeakness).find((w) => w !== undefined);
+  if (weak !== undefined) {
     throw new Error(
-      `the ${stage} value of signing secret ${arn} must be a string of at least ${MIN_SECRET_LENGTH} characters (or a comma-separated list of them); ` +
+      `the ${stage} value of signing secret ${arn} ${weak}: each secret (comma-separated for rotation) must have ${SECRET_RULE.words}; ` +
         'set it with `aws secretsmanager put-secret-value --secret-id <arn> --secret-string "$(openssl rand -hex 32)"`',
     );
   }

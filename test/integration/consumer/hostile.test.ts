@@ -28,7 +28,7 @@ import { seededRandom } from '../../helpers/faults-proxy.js';
 import { makeWorld, receiveAll, serve, sleep, type World } from '../../helpers/queue.js';
 import { toRecord } from '../../lambda/esm-simulator.js';
 
-const SECRET = 'hostile-secret-0123456789abcdef';
+const SECRET = 'hostile-secret-0123456789abcdefgh';
 const PREFIX = '__wkf_workflow_';
 const MAX_RECEIVES = 3;
 const TAG = 'test.tag';
