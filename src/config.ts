@@ -42,6 +42,7 @@ export interface Endpoints {
   readonly s3?: string;
   readonly scheduler?: string;
   readonly kms?: string;
+  readonly secretsManager?: string;
 }
 
 /** The options of {@link TUNING}: for tests, benchmarks and embedders (`createWorld({ tuning })`). */
@@ -109,6 +110,11 @@ export interface WorldConfig extends WorldTuning {
    * Empty: only in-process deliveries are accepted (src/consumer/signing.ts).
    */
   readonly signingSecrets: readonly string[];
+  /**
+   * Secrets Manager secret holding the signing secret(s) (EVE_WORLD_AWS_SIGNING_SECRET_ARN), read
+   * at first use instead of {@link signingSecrets} (src/consumer/secret-source.ts).
+   */
+  readonly signingSecretArn?: string;
   /**
    * EVE_WORLD_AWS_ALLOW_UNSIGNED=1: the explicit opt-out for private networks. Deliveries may go
    * unsigned to a non-loopback flow route, and the flow route accepts unsigned requests.
@@ -271,6 +277,7 @@ const KMS_KEY_RE =
   /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32}|alias\/[a-zA-Z0-9/_-]{1,250}|arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(?:key\/(?:[0-9a-f-]{36}|mrk-[0-9a-f]{32})|alias\/[a-zA-Z0-9/_-]{1,250}))$/;
 const PREFIX_RE = /^[a-z0-9][a-z0-9-]{0,39}$/;
 const ROLE_ARN_RE = /^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/;
+const SECRET_ARN_RE = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}$/;
 const REGION_RE = /^[a-z]{2}(-[a-z]+)+-\d+$/;
 
 function queueProblem(raw: string): string | undefined {
@@ -317,6 +324,11 @@ export const VARIABLES = {
   ),
   endpointScheduler: endpoint('AWS_ENDPOINT_URL_SCHEDULER', 'EventBridge Scheduler endpoint.', 'http://127.0.0.1:4567'),
   endpointKms: endpoint('AWS_ENDPOINT_URL_KMS', "KMS endpoint, e.g. the embedded emulator's.", 'http://127.0.0.1:4568'),
+  endpointSecretsManager: endpoint(
+    'AWS_ENDPOINT_URL_SECRETS_MANAGER',
+    "Secrets Manager endpoint (for EVE_WORLD_AWS_SIGNING_SECRET_ARN), e.g. the embedded emulator's.",
+    'http://127.0.0.1:4569',
+  ),
   port: int({
     name: 'PORT',
     default: 3000,
@@ -380,6 +392,14 @@ export const VARIABLES = {
     description:
       'HMAC-SHA256 secret for deliveries over HTTP; a comma-separated list rotates: sign with the first, accept any. Required when the flow URL is not a loopback address.',
     example: '$(openssl rand -hex 32)',
+  }),
+  signingSecretArn: text({
+    name: 'EVE_WORLD_AWS_SIGNING_SECRET_ARN',
+    values: 'Secrets Manager secret ARN',
+    description:
+      'Secrets Manager secret holding the signing secret, instead of EVE_WORLD_AWS_SIGNING_SECRET (never both): read at the first delivery and cached; its AWSCURRENT value signs, AWSCURRENT and AWSPREVIOUS verify, so a rotation needs no redeploy. Needs `secretsmanager:GetSecretValue` on that secret. What the CDK construct sets.',
+    example: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:eve-world-signing-AbCdEf',
+    check: (v) => (SECRET_ARN_RE.test(v) ? undefined : `is not a Secrets Manager secret ARN, got "${v}"`),
   }),
   allowUnsigned: flag({
     name: 'EVE_WORLD_AWS_ALLOW_UNSIGNED',
@@ -721,7 +741,17 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     s3: readUrl(src, V.endpointS3) ?? all,
     scheduler: readUrl(src, V.endpointScheduler) ?? all,
     kms: readUrl(src, V.endpointKms) ?? all,
+    secretsManager: readUrl(src, V.endpointSecretsManager) ?? all,
   });
+  const signingSecrets = readSecrets(src, V.signingSecret);
+  const signingSecretArn = readText(src, V.signingSecretArn);
+  if (signingSecretArn !== undefined && signingSecrets.length > 0) {
+    throw new ConfigError(
+      V.signingSecretArn.name,
+      `cannot be set together with ${V.signingSecret.name} (which one would sign?); keep one of them`,
+      V.signingSecretArn.example,
+    );
+  }
   const flowUrl = readUrl(src, V.flowUrl);
   const allowInsecureFlowUrl = readFlag(src, V.allowInsecureFlowUrl);
   if (flowUrl !== undefined) assertFlowUrlEncrypted(flowUrl, allowInsecureFlowUrl);
@@ -739,7 +769,8 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     queue: readUrlOrName(src, V.queue, prefix),
     deadLetterQueue: readUrlOrName(src, V.deadLetterQueue, prefix),
     bucket: readText(src, V.bucket, prefix) as string,
-    signingSecrets: readSecrets(src, V.signingSecret),
+    signingSecrets,
+    signingSecretArn,
     allowUnsigned: readFlag(src, V.allowUnsigned),
     flowUrl,
     allowInsecureFlowUrl,
@@ -800,7 +831,8 @@ function assertFlowUrlEncrypted(flowUrl: string, allowInsecure: boolean): void {
  */
 export function assertDeliveriesSafe(config: WorldConfig, flowUrl: string): void {
   assertFlowUrlEncrypted(flowUrl, config.allowInsecureFlowUrl);
-  if (config.signingSecrets.length > 0 || config.allowUnsigned || isLoopbackUrl(flowUrl)) return;
+  if (config.signingSecrets.length > 0 || config.signingSecretArn || config.allowUnsigned || isLoopbackUrl(flowUrl))
+    return;
   throw new ConfigError(
     VARIABLES.signingSecret.name,
     `is required: deliveries go to ${flowUrl}, which is not a loopback address, and anyone who can reach an unsigned flow route can run steps. ` +

@@ -15,6 +15,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { KMSClient } from '@aws-sdk/client-kms';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SchedulerClient } from '@aws-sdk/client-scheduler';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { WorldConfig } from '../config.js';
 import { instrumentClient } from './call-metrics.js';
@@ -32,6 +33,8 @@ export interface AwsClients {
   scheduler(): Promise<SchedulerClient>;
   /** KMS, loaded on first use like S3: only Worlds with EVE_WORLD_AWS_KMS_KEY_ID ever call it. */
   kms(): Promise<KMSClient>;
+  /** Secrets Manager, loaded on first use: only with EVE_WORLD_AWS_SIGNING_SECRET_ARN. */
+  secretsManager(): Promise<SecretsManagerClient>;
 }
 
 type Lazy<T> = (() => Promise<T>) & { created?: Promise<T> };
@@ -71,7 +74,7 @@ function timeouts(config: Pick<WorldConfig, 'connectTimeoutMs' | 'requestTimeout
 export function createClients(config: WorldConfig): AwsClients {
   const region = config.region ?? (Object.values(config.endpoints).some(Boolean) ? 'us-east-1' : undefined);
   const base = { region, maxAttempts: MAX_ATTEMPTS, ...timeouts(config) };
-  const { dynamodb, sqs, s3, scheduler, kms } = config.endpoints;
+  const { dynamodb, sqs, s3, scheduler, kms, secretsManager } = config.endpoints;
   return {
     ddb: instrumentClient(
       new DynamoDBClient({
@@ -124,6 +127,14 @@ export function createClients(config: WorldConfig): AwsClients {
         'kms',
       );
     }),
+    secretsManager: lazy(async () => {
+      const { SecretsManagerClient } = await import('@aws-sdk/client-secrets-manager');
+      return new SecretsManagerClient({
+        ...base,
+        endpoint: secretsManager,
+        credentials: localCredentials(secretsManager, config.emulatorCredentials),
+      });
+    }),
   };
 }
 
@@ -131,7 +142,9 @@ export function destroyClients(clients: AwsClients): void {
   clients.ddb.destroy();
   clients.sqs.destroy();
   // Only the lazy clients that were created.
-  for (const f of [clients.s3, clients.scheduler, clients.kms] as Lazy<{ destroy(): void }>[]) {
+  for (const f of [clients.s3, clients.scheduler, clients.kms, clients.secretsManager] as Lazy<{
+    destroy(): void;
+  }>[]) {
     f.created?.then((c) => c.destroy()).catch(() => {});
   }
 }

@@ -8,7 +8,8 @@
  *   SQS event sources; validated to be at least 1, i.e. never below the timeout).
  * - Payload bucket: public access blocked, SSE-S3, TLS-only policy, the lifecycle rules of `init`.
  * - EventBridge Scheduler group + a role that can only `sqs:SendMessage` to this queue.
- * - A generated signing secret (Secrets Manager) shared by the host and the worker.
+ * - A generated signing secret (Secrets Manager) shared by the host and the worker: they get its
+ *   ARN and `secretsmanager:GetSecretValue` on it, never the value (docs/security.md).
  * - Host: the eve app (`eve build` output) in a container with the Lambda Web Adapter, Function
  *   URL in RESPONSE_STREAM mode. Worker: the package's bundled `/lambda` handler on Node 24, an SQS
  *   event source with ReportBatchItemFailures, delivering signed to the host's flow route.
@@ -25,7 +26,8 @@
  *   X-Ray / ADOT tracing as an option (`tracing`). Optional SNS topic for the alarm actions.
  *
  * The flow route is public on the Function URL but refuses unsigned requests: the World's queue
- * handler verifies the HMAC signature with EVE_WORLD_AWS_SIGNING_SECRET (see README "Deploy to AWS").
+ * handler verifies the HMAC signature with the secret EVE_WORLD_AWS_SIGNING_SECRET_ARN names (see
+ * README "Deploy to AWS" and docs/security.md).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -225,7 +227,9 @@ export class EveWorldAws extends Construct {
         indexName: g.name,
         partitionKey: { name: g.pk, type: attrType(g.pk) },
         sortKey: { name: g.sk, type: attrType(g.sk) },
-        projectionType: dynamodb.ProjectionType.ALL,
+        // The projection `init` creates: the listing attributes only, not every item's payload.
+        projectionType: dynamodb.ProjectionType.INCLUDE,
+        nonKeyAttributes: [...g.projection.NonKeyAttributes],
       });
     }
 
@@ -274,8 +278,11 @@ export class EveWorldAws extends Construct {
     });
     this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
       description: 'EventBridge Scheduler delivers eve-world-aws long waits to the work queue',
+      // Only schedules of this stack's group may use it (confused deputy: not any schedule of the account).
       assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
-        conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': stack.account, 'aws:SourceArn': this.scheduleGroup.attrArn },
+        },
       }),
     });
     this.schedulerRole.addToPolicy(
@@ -289,7 +296,8 @@ export class EveWorldAws extends Construct {
 
     // ---- signing secret ----
     this.signingSecret = new secretsmanager.Secret(this, 'SigningSecret', {
-      description: 'HMAC secret: the worker signs deliveries, the host verifies them (EVE_WORLD_AWS_SIGNING_SECRET)',
+      description:
+        'HMAC secret: the worker signs deliveries, the host verifies them (EVE_WORLD_AWS_SIGNING_SECRET_ARN)',
       generateSecretString: { passwordLength: 64, excludePunctuation: true },
     });
 
@@ -302,8 +310,9 @@ export class EveWorldAws extends Construct {
       EVE_WORLD_AWS_SCHEDULER_GROUP: this.scheduleGroup.ref,
       EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(visibilitySeconds),
       EVE_WORLD_AWS_MAX_RECEIVE_COUNT: String(maxReceiveCount),
-      // Resolved by CloudFormation at deploy ({{resolve:secretsmanager:...}}); never in the template.
-      EVE_WORLD_AWS_SIGNING_SECRET: this.signingSecret.secretValue.unsafeUnwrap(),
+      // The ARN only: each function reads the value at its first delivery (GetSecretValue on this
+      // secret alone), so the function configuration never holds it (src/consumer/secret-source.ts).
+      EVE_WORLD_AWS_SIGNING_SECRET_ARN: this.signingSecret.secretArn,
       ...(key ? { EVE_WORLD_AWS_KMS_KEY_ID: key.keyArn } : {}),
     };
 
@@ -462,6 +471,8 @@ export class EveWorldAws extends Construct {
       scheduleGroupSchedules: [scheduleArn],
       schedulerRole: [this.schedulerRole.roleArn],
       kmsKey: key ? [key.keyArn] : [],
+      // GetSecretValue on this one secret (the runtime row of the table).
+      signingSecret: [this.signingSecret.secretArn],
     };
     grantFromTable(this.hostFunction, 'runtime', arns);
     grantFromTable(this.workerFunction, 'runtime', arns);
@@ -502,8 +513,8 @@ export class EveWorldAws extends Construct {
     Validations.of(this.signingSecret).acknowledge({
       id: 'AwsSolutions-SMG4',
       reason:
-        'The HMAC secret reaches both functions at deploy time; rotate by updating the secret and redeploying (README "Deploy to AWS"). ' +
-        'Scheduled rotation without a redeploy would make host and worker disagree.',
+        'No rotation Lambda: rotate by putting a new value (aws secretsmanager put-secret-value); both functions pick it up ' +
+        'without a redeploy (the new AWSCURRENT signs, AWSCURRENT and AWSPREVIOUS verify; docs/security.md).',
     });
 
     // ---- alarms ----

@@ -166,6 +166,14 @@ Exit codes: 0 every resource present or created; 1 drift or missing (the fix is 
       if (opts.printIamPolicy) {
         const region = config.region ?? '<region>';
         const target = { partition: partitionOf(config.region), region, account: opts.account ?? '<account-id>' };
+        if (config.schedulerRoleArn && config.schedulerGroup === 'default') {
+          // The policy stays valid JSON on stdout; the caveat goes to stderr.
+          process.stderr.write(
+            'warning: EVE_WORLD_AWS_SCHEDULER_GROUP is the account\'s shared "default" schedule group, so any schedule there ' +
+              'may use the Scheduler role and send to the queue. Create a group for this World ' +
+              `(aws scheduler create-schedule-group --name ${config.prefix}) and set EVE_WORLD_AWS_SCHEDULER_GROUP=${config.prefix} (docs/security.md).\n`,
+          );
+        }
         if (opts.schedulerRole) printJson(schedulerRolePolicies(config, target));
         else
           printJson(principalPolicy(opts.operator ? 'operator' : opts.deployer ? 'init' : 'runtime', config, target));

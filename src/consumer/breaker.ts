@@ -4,9 +4,14 @@
  * consumer stops receiving while the breaker is open and probes with one delivery after a
  * cool-down (doubling up to `maxCooldownMs`). One log line when it opens, one when it closes.
  *
- * Opening needs `threshold` outage failures in a row, and a plain HTTP 500 (which is also what a
- * handler that throws returns) counts only when the streak spans at least two different messages:
- * one poison message failing over and over must reach the DLQ, not pause the whole consumer.
+ * Invariants:
+ * - Only failures that reached the network count (unreachable, 5xx, 429, 408: the pipeline never
+ *   reports an error raised in this process, which is the message's fault, see pipeline.ts).
+ * - Opening needs an unbroken streak of such failures spanning `threshold` DISTINCT messages: one
+ *   message failing over and over (or a few copies of it) must reach the DLQ or its own
+ *   backoff, never pause the whole consumer.
+ * - At most one probe at a time while open; a probe that ends neither way (`neutral`) frees the
+ *   slot at once.
  */
 import type { Logger } from '../log.js';
 import { countMetric } from '../telemetry/metrics.js';
@@ -87,7 +92,7 @@ export class CircuitBreaker {
    * Record an outage-class failure. `ambiguous` marks a plain 500 (maybe the handler threw).
    * Returns true when the failure should be treated as an outage (the breaker is open now).
    */
-  failed(messageId: string, detail: string, ambiguous = false): boolean {
+  failed(messageId: string, detail: string, _ambiguous = false): boolean {
     this.streak++;
     this.streakMessages.add(messageId);
     if (this.state === 'half-open') {
@@ -98,13 +103,14 @@ export class CircuitBreaker {
       return true;
     }
     if (this.state === 'open') return true;
-    const enough = this.streak >= this.threshold && (!ambiguous || this.streakMessages.size >= 2);
-    if (!enough) return false;
+    // `_ambiguous` (a plain 500, also what a handler that throws returns) needs nothing more:
+    // the streak must span distinct messages either way.
+    if (this.streakMessages.size < this.threshold) return false;
     this.state = 'open';
     this.openedAt = this.now();
     countMetric('BreakerOpens');
     this.logger.warn(
-      `[eve-world-aws] ${this.what} is failing (${this.streak} deliveries in a row, last: ${detail.slice(0, 200)}); ` +
+      `[eve-world-aws] ${this.what} is failing (${this.streak} deliveries of ${this.streakMessages.size} messages in a row, last: ${detail.slice(0, 200)}); ` +
         'circuit open, pausing consumption (messages are kept, not dead-lettered)',
     );
     return true;

@@ -5,8 +5,9 @@
  * both shapes; only how copies arrive (long poll vs event source mapping) differs.
  *
  * Invariants:
- * - Every delivery is signed: with the first configured secret, else with this process's random
- *   key, which only a flow route in this same process accepts (./signing.ts).
+ * - Every delivery is signed: with the AWSCURRENT value of EVE_WORLD_AWS_SIGNING_SECRET_ARN
+ *   (./secret-source.ts), else the first configured secret, else this process's random key, which
+ *   only a flow route in this same process accepts (./signing.ts).
  * - A queue whose prefix has an in-process handler goes to it; every other one goes over HTTP to
  *   the configured flow URL, else the local `eve start` route (`defaultFlowUrl`).
  * - One breaker and one set of in-flight logical ids per consumer: a warm container or a process
@@ -24,6 +25,7 @@ import { enableMetrics } from '../telemetry/metrics.js';
 import { CircuitBreaker } from './breaker.js';
 import type { DeliveryDeps, FlowHandler } from './pipeline.js';
 import { SqsReceipts } from './receipts.js';
+import { type SigningSecretSource, signingSecretSource } from './secret-source.js';
 import { processSigningKey } from './signing.js';
 
 export interface DeliveryCompositionOptions {
@@ -37,6 +39,8 @@ export interface DeliveryCompositionOptions {
   flowUrl?: string;
   /** Circuit breaker cool-down (ms), doubling up to 60 s. */
   breakerCooldownMs?: number;
+  /** The Secrets Manager source to sign with (shared with a flow route). Default: from the config. */
+  secretSource?: SigningSecretSource;
 }
 
 export interface DeliveryComposition {
@@ -70,6 +74,7 @@ export function composeDelivery(
   const receipts = new SqsReceipts(transport);
   const breaker = new CircuitBreaker(options.logger, 'the flow route', { cooldownMs: options.breakerCooldownMs });
   const http: FlowHandler = (req) => fetch(req);
+  const source = options.secretSource ?? signingSecretSource(config, ctx.clients);
   return {
     receipts,
     breaker,
@@ -82,7 +87,7 @@ export function composeDelivery(
         const local = options.inProcess(queueName);
         return local ? { handler: local, url: `http://localhost${FLOW_PATH}` } : { handler: http, url: flowUrl };
       },
-      signingSecret: config.signingSecrets[0] ?? processSigningKey(),
+      signingSecret: source ? () => source.signing() : (config.signingSecrets[0] ?? processSigningKey()),
       logger: options.logger,
       breaker,
       inFlight: new Set<string>(),

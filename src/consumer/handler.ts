@@ -31,14 +31,28 @@ import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@w
 import { type DeliveryScope, decodeLogTail, runInDelivery, type StepLease } from '../delivery-scope.js';
 import { type LogFields, withLogContext } from '../log.js';
 import { decodePayload } from '../queue/encoding.js';
+import { decodeHeaderValue } from '../queue/header-values.js';
 import { TRACEPARENT_HEADER, withRemoteParent } from '../telemetry/tracing.js';
-import { LOG_TAIL_HEADER, type NonceStore, processSigningKey, ReplayGuard, verifySignature } from './signing.js';
+import type { SigningSecretSource } from './secret-source.js';
+import {
+  checkSignatureHeaders,
+  LOG_TAIL_HEADER,
+  type NonceStore,
+  processSigningKey,
+  ReplayGuard,
+  verifySignature,
+} from './signing.js';
 
 export type QueueMessageHandler = Parameters<Queue['createQueueHandler']>[1];
 
 export interface HandlerOptions {
   /** Accepted secrets (rotation: any of them). Empty or absent: only this process's own key. */
   signingSecrets?: readonly string[];
+  /**
+   * Secrets read from Secrets Manager (EVE_WORLD_AWS_SIGNING_SECRET_ARN, ./secret-source.ts), used
+   * instead of `signingSecrets`; re-read once when a signature does not verify (rotation).
+   */
+  secretSource?: SigningSecretSource;
   /** With no secret: accept unsigned requests too (EVE_WORLD_AWS_ALLOW_UNSIGNED=1). */
   allowUnsigned?: boolean;
   /** Replay guard for configured secrets. Default: per process (use a durable one across instances). */
@@ -47,8 +61,15 @@ export interface HandlerOptions {
   logError?: (message: string, fields?: LogFields) => void;
   /** Lease the steps each delivery starts (src/storage/write/step-lease.ts). Absent: starts are not leased. */
   stepLease?: StepLeasePort;
+  /** Largest request body read (bytes); larger ones get 413. Default 32 MiB. */
+  maxBodyBytes?: number;
+  /** How long reading the body may take (ms) before the request gets 408. Default 30 000. */
+  readTimeoutMs?: number;
   now?: () => number;
 }
+
+export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_READ_TIMEOUT_MS = 30_000;
 
 /** What the flow route needs to keep a delivery's step leases: the ttl, a heartbeat and a release. */
 export interface StepLeasePort {
@@ -67,26 +88,56 @@ export function createQueueHandler(
   opts: HandlerOptions = {},
 ): (req: Request) => Promise<Response> {
   const secrets = opts.signingSecrets ?? [];
+  const source = opts.secretSource;
+  const shared = secrets.length > 0 || source !== undefined;
   // Unsigned requests are accepted only on the explicit opt-out, and only when no secret is set.
-  const acceptUnsigned = secrets.length === 0 && opts.allowUnsigned === true;
+  const acceptUnsigned = !shared && opts.allowUnsigned === true;
   const keys = secrets.length > 0 ? secrets : [processSigningKey()];
   // Configured secrets are shared by every instance, so their replays are refused durably. Requests
   // signed with the process key are verified only by this process: an in-memory guard sees them all.
-  const replay = secrets.length > 0 && opts.nonces ? opts.nonces : new ReplayGuard();
+  const replay = shared && opts.nonces ? opts.nonces : new ReplayGuard();
   const logError = opts.logError ?? ((m: string, _fields?: LogFields) => console.error(m));
   const now = opts.now ?? Date.now;
   const decoder = new TextDecoder('utf-8', { fatal: true });
+  const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const readTimeoutMs = opts.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
+  // One answer for every refusal: the reason (which would tell a prober that a captured
+  // signature is genuine, say) is only logged.
+  const unauthorized = (req: Request, reason: string) => {
+    logError(
+      `[eve-world-aws] flow route refused a request (401, ${reason}): message ${describeHeader(req, 'x-vqs-message-id')} on ${describeHeader(req, 'x-vqs-queue-name')}`,
+    );
+    return json({ error: 'Unauthorized' }, 401);
+  };
 
   return async (req) => {
-    let bytes: Uint8Array;
-    try {
-      bytes = new Uint8Array(await req.arrayBuffer());
-    } catch {
-      return json({ error: 'Unreadable request body' }, 400);
-    }
+    // Nothing is read before the request shows it could be trusted: a signature and a fresh
+    // timestamp (the HMAC itself needs the body).
     if (!acceptUnsigned) {
-      const v = verifySignature(keys, req.headers, bytes, now());
-      if (!v.ok) return json({ error: `Unauthorized: ${v.reason}` }, 401);
+      const pre = checkSignatureHeaders(req.headers, now());
+      if (!pre.ok) return unauthorized(req, pre.reason);
+    }
+    const read = await readBody(req, maxBodyBytes, readTimeoutMs);
+    if (!read.ok) return json({ error: read.error }, read.status);
+    const bytes = read.bytes;
+    if (!acceptUnsigned) {
+      let accepted: readonly string[] = keys;
+      if (source) {
+        try {
+          accepted = await source.accepted();
+        } catch (err) {
+          logError(
+            `[eve-world-aws] flow route: cannot read the signing secret, the delivery will be retried: ${describe(err)}`,
+          );
+          return json({ error: 'Internal error' }, 500);
+        }
+      }
+      let v = verifySignature(accepted, req, bytes, now());
+      // Maybe rotated since the last read: re-read (rate-limited) and try once more.
+      if (!v.ok && v.reason === 'bad signature' && source && (await source.refreshAfterFailure())) {
+        v = verifySignature(await source.accepted(), req, bytes, now());
+      }
+      if (!v.ok) return unauthorized(req, v.reason);
       let fresh: boolean;
       try {
         fresh = await replay.claim(v.signature, v.timestamp);
@@ -94,11 +145,12 @@ export function createQueueHandler(
         logError(`[eve-world-aws] flow route: replay check failed, the delivery will be retried: ${describe(err)}`);
         return json({ error: 'Internal error' }, 500);
       }
-      if (!fresh) return json({ error: 'Unauthorized: replayed request' }, 401);
+      if (!fresh) return unauthorized(req, 'replayed request');
     }
 
-    const queueName = req.headers.get('x-vqs-queue-name');
-    const messageId = req.headers.get('x-vqs-message-id');
+    // Header values travel encoded when they are not plain ASCII (src/queue/header-values.ts).
+    const queueName = decodeHeaderValue(req.headers.get('x-vqs-queue-name') ?? '');
+    const messageId = decodeHeaderValue(req.headers.get('x-vqs-message-id') ?? '');
     const attemptRaw = req.headers.get('x-vqs-message-attempt');
     const attempt = Number(attemptRaw);
     if (
@@ -187,6 +239,60 @@ export function createQueueHandler(
 }
 
 const noop = () => {};
+
+type BodyRead = { ok: true; bytes: Uint8Array } | { ok: false; status: 400 | 408 | 413; error: string };
+
+/**
+ * The request body, at most `max` bytes (refused by `content-length` before reading, and while
+ * streaming for a body without one or with a false one) and within `timeoutMs`. What is not read
+ * is left to the server (it discards it or closes the connection).
+ */
+async function readBody(req: Request, max: number, timeoutMs: number): Promise<BodyRead> {
+  const tooLarge = { ok: false, status: 413, error: `Request body larger than ${max} bytes` } as const;
+  const declared = req.headers.get('content-length');
+  if (declared !== null) {
+    if (!/^\d+$/.test(declared)) return { ok: false, status: 400, error: 'Malformed content-length' };
+    if (Number(declared) > max) return tooLarge;
+  }
+  if (!req.body) return { ok: true, bytes: new Uint8Array(0) };
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+  });
+  try {
+    for (;;) {
+      const r = await Promise.race([reader.read(), deadline]);
+      if (r === 'timeout') return { ok: false, status: 408, error: 'Request body not received in time' };
+      if (r.done) break;
+      total += r.value.byteLength;
+      if (total > max) return tooLarge;
+      chunks.push(r.value);
+    }
+  } catch {
+    return { ok: false, status: 400, error: 'Unreadable request body' };
+  } finally {
+    clearTimeout(timer);
+    reader.releaseLock();
+  }
+  if (chunks.length === 1) return { ok: true, bytes: chunks[0] };
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  return { ok: true, bytes };
+}
+
+/** A header of an untrusted request, for a log line: decoded, quoted, cut short. */
+function describeHeader(req: Request, name: string): string {
+  const raw = req.headers.get(name);
+  if (raw === null) return `(no ${name})`;
+  return JSON.stringify((decodeHeaderValue(raw) ?? raw).slice(0, 200));
+}
 
 /** Extends the delivery's step leases every ttl / 3 until stopped or the request is aborted. */
 function heartbeat(

@@ -20,6 +20,7 @@ import { DynamoNonceStore } from './nonces.js';
 import type { DeliveryOutcome, FlowHandler, InboundMessage } from './pipeline.js';
 import { SqsPoller } from './poller.js';
 import type { SqsReceipts } from './receipts.js';
+import { type SigningSecretSource, signingSecretSource } from './secret-source.js';
 
 /** How often the in-process consumer writes its metrics (EVE_WORLD_AWS_METRICS=1). */
 const METRICS_FLUSH_MS = 60_000;
@@ -61,8 +62,11 @@ export function createConsumer(
   const logger = options.logger ?? consoleLogger;
   const handlers = new Map<string, FlowHandler>();
   const mode = options.consumer ?? (config.inLambda ? 'none' : 'poll');
+  // EVE_WORLD_AWS_SIGNING_SECRET_ARN: one read (and cache) for both directions of this World.
+  const secretSource = signingSecretSource(config, ctx.clients);
   const delivery = composeDelivery(ctx, transport, {
     logger,
+    secretSource,
     inProcess: (queueName) => {
       const prefix = queuePrefixOf(queueName);
       return prefix === undefined ? undefined : handlers.get(prefix);
@@ -99,7 +103,7 @@ export function createConsumer(
     }
     return flowReachable;
   };
-  const routeOptions = flowRouteOptions(ctx, logger);
+  const routeOptions = flowRouteOptions(ctx, logger, secretSource);
 
   return {
     receipts,
@@ -146,16 +150,21 @@ export function createConsumer(
 }
 
 /**
- * What the flow route (`createQueueHandler`) checks and keeps alive: the configured secrets, the
- * replay store, and the step lease, whose TTL is half the visibility a consumer hides a copy for
+ * What the flow route (`createQueueHandler`) checks and keeps alive: the configured secrets (or
+ * the Secrets Manager source), the replay store, and the step lease, whose TTL is half the visibility a consumer hides a copy for
  * (the poller's, never longer than the queue's), so a crashed delivery's leases have expired
  * before its copy is shown again.
  */
-function flowRouteOptions(ctx: WorldContext, logger: Logger): HandlerOptions {
+function flowRouteOptions(
+  ctx: WorldContext,
+  logger: Logger,
+  secretSource: SigningSecretSource | undefined,
+): HandlerOptions {
   const { config } = ctx;
   const leaseTable = { ddb: ctx.clients.ddb, table: config.tableName };
   return {
     signingSecrets: config.signingSecrets,
+    secretSource,
     allowUnsigned: config.allowUnsigned,
     nonces: new DynamoNonceStore(ctx),
     logError: (m, fields) => logger.error(m, fields),

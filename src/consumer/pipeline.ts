@@ -36,6 +36,7 @@ import { FLOW_PATH, SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { planHop } from '../queue/delays.js';
 import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
+import { encodeHeaderValue } from '../queue/header-values.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { currentTraceparent, TRACEPARENT_HEADER } from '../telemetry/tracing.js';
 import type { CircuitBreaker } from './breaker.js';
@@ -76,10 +77,11 @@ export interface DeliveryDeps {
   /** The flow route for a logical queue name. */
   route(queueName: string): { handler: FlowHandler; url: string };
   /**
-   * Signs every delivery (closed by default). Unset: this process's random key, which only a flow
-   * route in this same process accepts.
+   * Signs every delivery (closed by default): the secret, or where to read it (Secrets Manager,
+   * ./secret-source.ts). Unset: this process's random key, which only a flow route in this same
+   * process accepts.
    */
-  signingSecret?: string;
+  signingSecret?: string | (() => Promise<string>);
   logger?: Logger;
   /** Aborts an HTTP delivery (shutdown, Lambda deadline); the copy is then released. */
   signal?: AbortSignal;
@@ -127,7 +129,13 @@ type Verdict =
   | { kind: 'later'; seconds: number }
   | { kind: 'busy'; seconds: number; detail: string }
   | { kind: 'paused' }
-  | { kind: 'poison'; reason: 'malformed' | 'unauthorized' | 'failed'; detail: string }
+  | {
+      kind: 'poison';
+      reason: 'malformed' | 'unauthorized' | 'failed';
+      detail: string;
+      /** Found before the breaker was asked (decode, build): this copy holds no probe slot. */
+      early?: true;
+    }
   | { kind: 'outage'; reason: 'transport' | 'unavailable'; detail: string; ambiguous: boolean }
   | { kind: 'aborted' };
 
@@ -144,10 +152,15 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
   // 1. decode
   const decoded = envelopeFromMessage(msg.body, msg.attributes);
   if (typeof decoded === 'string') {
-    logger.error(
-      `[eve-world-aws] SQS message ${msg.sqsMessageId} cannot be delivered: ${decoded}; it is kept (SQS retries it, then dead-letters it)`,
+    // Malformed: retried with backoff, then dead-lettered with one DLQ line (see reportLastReceive).
+    return settle(
+      msg,
+      undefined,
+      0,
+      { kind: 'poison', reason: 'malformed', detail: decoded, early: true },
+      deps,
+      logger,
     );
-    return settle(msg, undefined, 0, { kind: 'poison', reason: 'malformed', detail: decoded }, deps, logger);
   }
   const envelope = decoded;
   const attempt = envelope.attemptOffset + Math.max(1, msg.receiveCount);
@@ -175,6 +188,11 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
       logger,
     );
   }
+  // A request that cannot be built (a header value no encoding saves, a broken route) is this
+  // message's fault, found before the breaker is asked: it never takes the probe slot.
+  const built = await buildRequest(envelope, attempt, deps, now);
+  if (built.kind === 'poison') return settle(msg, envelope, attempt, { ...built, early: true }, deps, logger);
+  if (built.kind === 'outage') return settle(msg, envelope, attempt, built, deps, logger);
   if (deps.gateOnBreaker && deps.breaker && !deps.breaker.tryAcquire()) {
     return settle(msg, envelope, attempt, { kind: 'paused' }, deps, logger);
   }
@@ -182,7 +200,7 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
   // 3. dispatch
   deps.inFlight?.add(envelope.messageId);
   try {
-    const verdict = await dispatch(msg, envelope, attempt, deps, logger, now);
+    const verdict = await dispatch(msg, built, deps);
     // 4. settle
     return await settle(msg, envelope, attempt, verdict, deps, logger);
   } finally {
@@ -190,14 +208,18 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
   }
 }
 
-async function dispatch(
-  msg: InboundMessage,
+/** A flow request ready to send, or why this message cannot be sent at all. */
+type Built =
+  | { kind: 'request'; handler: FlowHandler; url: string; request: Request }
+  | Extract<Verdict, { kind: 'poison' }>
+  | Extract<Verdict, { kind: 'outage' }>;
+
+async function buildRequest(
   envelope: Envelope,
   attempt: number,
   deps: DeliveryDeps,
-  logger: Logger,
   now: () => number,
-): Promise<Verdict> {
+): Promise<Built> {
   let body: string;
   try {
     body =
@@ -207,39 +229,76 @@ async function dispatch(
   } catch (err) {
     return { kind: 'poison', reason: 'failed', detail: `cannot read offloaded body ${envelope.s3Key}: ${String(err)}` };
   }
+  let secret: string;
+  try {
+    secret =
+      typeof deps.signingSecret === 'function'
+        ? await deps.signingSecret()
+        : (deps.signingSecret ?? processSigningKey());
+  } catch (err) {
+    // Secrets Manager is unreachable or refuses: infrastructure, not this message; kept, not dead-lettered.
+    return {
+      kind: 'outage',
+      reason: 'unavailable',
+      ambiguous: false,
+      detail: `cannot read the signing secret: ${String(err)}`,
+    };
+  }
+  try {
+    // Names and ids travel encoded when they are not plain ASCII (src/queue/header-values.ts); the
+    // signature covers the values on the wire.
+    const queueName = encodeHeaderValue(envelope.queueName);
+    const messageId = encodeHeaderValue(envelope.messageId);
+    const headers: Record<string, string> = {
+      ...passThroughHeaders(envelope.headers),
+      'content-type': 'application/json',
+      'x-vqs-queue-name': queueName,
+      'x-vqs-message-id': messageId,
+      'x-vqs-message-attempt': String(attempt),
+    };
+    const logTail = decodeLogTail(envelope.logTail) ? envelope.logTail : undefined;
+    if (logTail) headers[LOG_TAIL_HEADER] = logTail;
+    // The delivery span, so the flow route (in another process too) runs core under it.
+    const traceparent = currentTraceparent();
+    if (traceparent) headers[TRACEPARENT_HEADER] = traceparent;
+    const { handler, url } = deps.route(envelope.queueName);
+    const parts = {
+      queueName,
+      messageId,
+      attempt,
+      body,
+      destination: url,
+      ...(logTail ? { logTail } : {}),
+      ...(traceparent ? { traceparent } : {}),
+    };
+    Object.assign(headers, signatureHeaders(secret, parts, now()));
+    const request = new Request(url, { method: 'POST', headers, body, signal: deps.signal });
+    return { kind: 'request', handler, url, request };
+  } catch (err) {
+    return { kind: 'poison', reason: 'malformed', detail: `cannot build the flow request: ${String(err)}` };
+  }
+}
 
-  const headers: Record<string, string> = {
-    ...passThroughHeaders(envelope.headers),
-    'content-type': 'application/json',
-    'x-vqs-queue-name': envelope.queueName,
-    'x-vqs-message-id': envelope.messageId,
-    'x-vqs-message-attempt': String(attempt),
-  };
-  const logTail = decodeLogTail(envelope.logTail) ? envelope.logTail : undefined;
-  if (logTail) headers[LOG_TAIL_HEADER] = logTail;
-  // The delivery span, so the flow route (in another process too) runs core under it.
-  const traceparent = currentTraceparent();
-  if (traceparent) headers[TRACEPARENT_HEADER] = traceparent;
-  const parts = {
-    queueName: envelope.queueName,
-    messageId: envelope.messageId,
-    attempt,
-    body,
-    ...(logTail ? { logTail } : {}),
-    ...(traceparent ? { traceparent } : {}),
-  };
-  Object.assign(headers, signatureHeaders(deps.signingSecret ?? processSigningKey(), parts, now()));
-
-  const { handler, url } = deps.route(envelope.queueName);
-  const stopHeartbeat = startHeartbeat(msg.receiptHandle, deps, logger);
+async function dispatch(
+  msg: InboundMessage,
+  built: Extract<Built, { kind: 'request' }>,
+  deps: DeliveryDeps,
+): Promise<Verdict> {
+  const { handler, url, request } = built;
+  const stopHeartbeat = startHeartbeat(msg.receiptHandle, deps, deps.logger ?? consoleLogger);
   let status: number;
   let text: string;
   try {
-    const res = await handler(new Request(url, { method: 'POST', headers, body, signal: deps.signal }));
+    const res = await handler(request);
     status = res.status;
     text = await res.text();
   } catch (err) {
     if (deps.signal?.aborted) return { kind: 'aborted' };
+    // Only a failure on the network is the route's outage; anything raised here (an in-process
+    // handler that threw, a request the client refused to send) is this message's.
+    if (!isNetworkError(err)) {
+      return { kind: 'poison', reason: 'malformed', detail: `the flow request failed locally: ${describeError(err)}` };
+    }
     return {
       kind: 'outage',
       reason: 'transport',
@@ -272,7 +331,9 @@ async function settle(
   logger: Logger,
 ): Promise<DeliveryOutcome> {
   const messageId = envelope?.messageId;
-  const where = envelope ? `message ${envelope.messageId} on ${envelope.queueName}` : `SQS message ${msg.sqsMessageId}`;
+  const where = envelope
+    ? `message ${quoted(envelope.messageId)} on ${quoted(envelope.queueName)}`
+    : `SQS message ${msg.sqsMessageId}`;
   switch (verdict.kind) {
     case 'ack':
       deps.breaker?.succeeded();
@@ -320,12 +381,14 @@ async function settle(
     }
 
     case 'poison':
-      deps.breaker?.neutral();
+      // A poison copy that was the probe gives the slot back at once; one found before the
+      // breaker was asked never touches it.
+      if (!verdict.early) deps.breaker?.neutral();
       if (verdict.reason === 'unauthorized') {
         logger.error(
           `[eve-world-aws] flow route refused ${where} as unauthorized; check EVE_WORLD_AWS_SIGNING_SECRET is the same on both sides (${verdict.detail})`,
         );
-      } else if (envelope) {
+      } else if (envelope && verdict.reason !== 'malformed') {
         logger.warn(`[eve-world-aws] ${where} attempt ${attempt} failed: ${verdict.detail}`);
       }
       return keepFailed(msg, envelope, verdict.reason, verdict.detail, deps, logger);
@@ -361,9 +424,11 @@ async function park(
   detail: string,
   deps: DeliveryDeps,
 ): Promise<DeliveryOutcome> {
-  const seconds = deps.breaker?.isOpen
+  const base = deps.breaker?.isOpen
     ? deps.breaker.cooldownSeconds
     : failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
+  // Jitter: copies parked together do not all come back in the same second.
+  const seconds = Math.min(SQS_MAX_VISIBILITY_SECONDS, base + Math.floor(Math.random() * (Math.ceil(base / 2) + 1)));
   if (msg.receiveCount >= deps.config.maxReceiveCount - 1) {
     await deps.transport.send({ ...envelope, attemptOffset: attempt }, seconds, {
       allowScheduler: false,
@@ -462,12 +527,58 @@ function reportLastReceive(
   detail: string,
 ): void {
   if (msg.receiveCount < config.maxReceiveCount) return;
-  const runId = runIdOf(envelope?.body ?? msg.body) ?? 'unknown';
+  const runId = runIdOf(envelope?.body ?? msg.body);
+  // Names from the message are quoted (JSON): a hostile one cannot forge log lines.
   logger.error(
-    `[eve-world-aws] DLQ: run ${runId} on queue ${envelope?.queueName ?? 'unknown'} (message ${envelope?.messageId ?? msg.sqsMessageId}) ` +
-      `failed ${msg.receiveCount}/${config.maxReceiveCount} receives; it moves to ${config.deadLetterQueue} (last error: ${detail.slice(0, 300)})`,
+    `[eve-world-aws] DLQ: run ${runId === undefined ? 'unknown' : quoted(runId)} on queue ${envelope ? quoted(envelope.queueName) : 'unknown'} (message ${envelope ? quoted(envelope.messageId) : msg.sqsMessageId}) ` +
+      `failed ${msg.receiveCount}/${config.maxReceiveCount} receives; it moves to ${config.deadLetterQueue} (reason: ${JSON.stringify(detail.slice(0, 300))})`,
     { runId, messageId: envelope?.messageId ?? msg.sqsMessageId, queue: envelope?.queueName },
   );
+}
+
+/** A string from a message for a log line: as is when plain, else JSON-quoted; cut short. */
+function quoted(v: string): string {
+  const short = v.length > 300 ? `${v.slice(0, 300)}…` : v;
+  return /^[\x21-\x7e]*$/.test(short) ? short : JSON.stringify(short);
+}
+
+function describeError(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+/** Error codes of a request that reached for the network and failed there (Node and undici). */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_RESPONSE_STATUS_CODE',
+]);
+
+/** TLS, HTTP parser and undici failures are the network's too; undici's argument errors are not. */
+const NETWORK_CODE_PREFIX = /^(UND_ERR_|ERR_TLS_|ERR_SSL_|ERR_HTTP2_|HPE_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/;
+const LOCAL_CODES = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED', 'UND_ERR_ABORTED']);
+
+/** True when `err` (or a cause of it) is a network failure, not one raised in this process. */
+export function isNetworkError(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code !== 'string' || LOCAL_CODES.has(code)) continue;
+    if (NETWORK_CODES.has(code) || NETWORK_CODE_PREFIX.test(code)) return true;
+  }
+  return false;
 }
 
 /**
@@ -476,5 +587,9 @@ function reportLastReceive(
  */
 function passThroughHeaders(h: Record<string, string> | undefined): Record<string, string> {
   if (!h) return {};
-  return Object.fromEntries(Object.entries(h).filter(([k]) => !/^x-(eve|vqs)-/i.test(k)));
+  return Object.fromEntries(
+    Object.entries(h)
+      .filter(([k]) => !/^x-(eve|vqs)-/i.test(k))
+      .map(([k, v]) => [k, encodeHeaderValue(v)]),
+  );
 }

@@ -1,26 +1,36 @@
 /**
  * HMAC-SHA256 signatures on queue deliveries.
  *
- * Scheme `v1`: the consumer sends
+ * Scheme `v2`: the consumer sends
  *   x-eve-timestamp: <unix seconds>
  *   x-eve-nonce: <32 random hex digits>
- *   x-eve-signature: v1=<hex HMAC-SHA256(secret, canonical)>
+ *   x-eve-signature: v2=<hex HMAC-SHA256(secret, canonical)>
  * where canonical is the newline-joined list
- *   "v1", timestamp, x-vqs-queue-name, x-vqs-message-id, x-vqs-message-attempt, hex(SHA-256(body)), nonce
- * so the body, the three delivery headers and the time are all covered, and every signing is
- * unique (two legitimate copies of one SQS message sent in the same second are not "replays").
- * then, when the delivery carries one, the log tail (`x-eve-log-tail`, see src/delivery-scope.ts),
- * then, when it carries one, `"trace " + traceparent` (the W3C header of the delivery span, which
- * the flow route parents core's work to: src/telemetry/tracing.ts).
- * The nonce, tail and trace lines are absent when their headers are (older senders, no tracing);
- * removing one of those headers from a request signed with it breaks the signature, so that is no
- * downgrade.
+ *   "v2", timestamp, x-vqs-queue-name, x-vqs-message-id, x-vqs-message-attempt, hex(SHA-256(body)),
+ *   nonce (when sent), "dest <host><path>", then "tail <x-eve-log-tail>" when the delivery carries
+ *   one, then "trace <traceparent>" when it carries one (the W3C header of the delivery span, which
+ *   the flow route parents core's work to: src/telemetry/tracing.ts)
+ * so the body, the three delivery headers (their wire values, src/queue/header-values.ts), the time,
+ * the destination and the trace parent are all covered, and every signing is unique (two legitimate
+ * copies of one SQS message sent in the same second are not "replays"). Removing the nonce, tail
+ * or trace header from a request signed with it breaks the signature, so that is no downgrade;
+ * `v1` (no destination) is no longer accepted.
  *
- * The receiver rejects a request whose timestamp is more than the tolerance (300 s) away from its
- * own clock (stale or replayed later), and a signature that was already accepted (an exact replay
- * inside the window): by any instance when a durable {@link NonceStore} is given (a DynamoDB
- * conditional put, src/consumer/nonces.ts), else within this process ({@link ReplayGuard}).
- * Comparison is constant-time.
+ * The destination is the host (with a non-default port, lower case) and path of the URL the
+ * sender POSTed to. A delivery captured in one environment is thus refused by another that shares
+ * the secret. The receiver accepts the destination built from any of: the first
+ * `x-forwarded-host`, the `Host` header, the host of the request URL (each with the request's
+ * path). Behind a Lambda Function URL and the Web Adapter the app sees the Function URL host in
+ * `Host`, which is the host the worker sent to; a proxy that rewrites `Host` must pass the
+ * original in `x-forwarded-host`. Forging a forwarded host gains nothing: it only lets through a
+ * signature made for that host, which still needs the secret.
+ *
+ * The receiver refuses, before it reads the body ({@link checkSignatureHeaders}), a request with
+ * no signature or timestamp, or a timestamp more than the tolerance (300 s) away from its own
+ * clock (stale or replayed later); after reading, a signature that does not match, and one that
+ * was already accepted (an exact replay inside the window): by any instance when a durable
+ * {@link NonceStore} is given (a DynamoDB conditional put, src/consumer/nonces.ts), else within
+ * this process ({@link ReplayGuard}). Comparison is constant-time.
  *
  * Rotation: the receiver accepts a signature made with any of its secrets; senders sign with the
  * first. Without a configured secret, the consumer signs with {@link processSigningKey}, a random
@@ -42,6 +52,8 @@ export interface SignedParts {
   messageId: string;
   attempt: string | number;
   body: string | Uint8Array;
+  /** The URL the delivery is POSTed to (only its host and path are signed). */
+  destination: string;
   nonce?: string;
   /** The `x-eve-log-tail` header's value, when the delivery carries one. */
   logTail?: string;
@@ -49,17 +61,28 @@ export interface SignedParts {
   traceparent?: string;
 }
 
-function canonical(p: SignedParts): string {
+/** `<host><path>` of a URL, host in lower case: the signed destination. */
+export function destinationOf(url: string | URL): string {
+  const u = typeof url === 'string' ? new URL(url) : url;
+  return `${u.host.toLowerCase()}${u.pathname}`;
+}
+
+function canonical(p: Omit<SignedParts, 'destination'>, destination: string): string {
   const digest = createHash('sha256').update(p.body).digest('hex');
-  const lines = ['v1', String(p.timestamp), p.queueName, p.messageId, String(p.attempt), digest];
+  const lines = ['v2', String(p.timestamp), p.queueName, p.messageId, String(p.attempt), digest];
   if (p.nonce !== undefined) lines.push(p.nonce);
+  lines.push(`dest ${destination}`);
   if (p.logTail !== undefined) lines.push(`tail ${p.logTail}`);
   if (p.traceparent !== undefined) lines.push(`trace ${p.traceparent}`);
   return lines.join('\n');
 }
 
 export function computeSignature(secret: string, parts: SignedParts): string {
-  return `v1=${createHmac('sha256', secret).update(canonical(parts)).digest('hex')}`;
+  return hmac(secret, parts, destinationOf(parts.destination));
+}
+
+function hmac(secret: string, parts: Omit<SignedParts, 'destination'>, destination: string): string {
+  return `v2=${createHmac('sha256', secret).update(canonical(parts, destination)).digest('hex')}`;
 }
 
 /** Headers to add to a delivery. */
@@ -91,10 +114,12 @@ export function processSigningKey(): string {
   return g[slot];
 }
 
-export function verifySignature(
-  secret: string | readonly string[],
+/**
+ * What can be checked before the body is read: a signature and a timestamp are present, and the
+ * timestamp is within the tolerance of this clock.
+ */
+export function checkSignatureHeaders(
   headers: Headers,
-  body: Uint8Array,
   now = Date.now(),
   toleranceSeconds = SIGNATURE_TOLERANCE_SECONDS,
 ): VerifyResult {
@@ -104,8 +129,39 @@ export function verifySignature(
   if (!/^\d{1,12}$/.test(ts)) return { ok: false, reason: 'malformed timestamp' };
   const timestamp = Number(ts);
   if (Math.abs(now / 1000 - timestamp) > toleranceSeconds) return { ok: false, reason: 'stale timestamp' };
-  const parts: SignedParts = {
-    timestamp,
+  if (!/^v2=[0-9a-f]{64}$/.test(sig)) return { ok: false, reason: 'malformed signature (not v2)' };
+  return { ok: true, signature: sig, timestamp };
+}
+
+/**
+ * The destinations a request may have been signed for: its path under the first
+ * `x-forwarded-host`, the `Host` header and the request URL's host (see the header of this file).
+ */
+export function requestDestinations(url: string, headers: Headers): string[] {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return [];
+  }
+  const hosts = [headers.get('x-forwarded-host')?.split(',')[0]?.trim(), headers.get('host')?.trim(), u.host];
+  const out = new Set<string>();
+  for (const h of hosts) if (h) out.add(`${h.toLowerCase()}${u.pathname}`);
+  return [...out];
+}
+
+export function verifySignature(
+  secret: string | readonly string[],
+  req: { url: string; headers: Headers },
+  body: Uint8Array,
+  now = Date.now(),
+  toleranceSeconds = SIGNATURE_TOLERANCE_SECONDS,
+): VerifyResult {
+  const { headers } = req;
+  const pre = checkSignatureHeaders(headers, now, toleranceSeconds);
+  if (!pre.ok) return pre;
+  const base = {
+    timestamp: pre.timestamp,
     queueName: headers.get('x-vqs-queue-name') ?? '',
     messageId: headers.get('x-vqs-message-id') ?? '',
     attempt: headers.get('x-vqs-message-attempt') ?? '',
@@ -114,15 +170,17 @@ export function verifySignature(
     logTail: headers.get(LOG_TAIL_HEADER) ?? undefined,
     traceparent: headers.get(TRACEPARENT_HEADER) ?? undefined,
   };
-  const a = Buffer.from(sig);
-  // Every secret is tried (no early exit), so timing does not tell which one matched.
+  const a = Buffer.from(pre.signature);
+  // Every secret and destination is tried (no early exit), so timing does not tell which matched.
   let match = false;
-  for (const s of typeof secret === 'string' ? [secret] : secret) {
-    const b = Buffer.from(computeSignature(s, parts));
-    if (a.length === b.length && timingSafeEqual(a as Uint8Array, b as Uint8Array)) match = true;
+  for (const destination of requestDestinations(req.url, headers)) {
+    for (const s of typeof secret === 'string' ? [secret] : secret) {
+      const b = Buffer.from(hmac(s, base, destination));
+      if (a.length === b.length && timingSafeEqual(a as Uint8Array, b as Uint8Array)) match = true;
+    }
   }
   if (!match) return { ok: false, reason: 'bad signature' };
-  return { ok: true, signature: sig, timestamp };
+  return pre;
 }
 
 /** Where accepted signatures are remembered until they expire, to refuse replays. */

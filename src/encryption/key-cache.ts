@@ -63,6 +63,12 @@ export class KeyCache {
     }
   }
 
+  /** Forget one key (zeroed). */
+  delete(runId: string): void {
+    this.#entries.get(runId)?.key.fill(0);
+    this.#entries.delete(runId);
+  }
+
   clear(): void {
     for (const e of this.#entries.values()) e.key.fill(0);
     this.#entries.clear();

@@ -24,16 +24,33 @@
  *   turned on) gets `undefined` (its payloads are plaintext), not a fresh key.
  * - The KMS SDK is loaded on the first key that needs KMS (like `clients.kms()`), never at import:
  *   a cold start that needs no key does not pay for it.
+ * - Only run ids are keyed: a string that is not `wrun_` + a ULID (core's run id, which
+ *   `run_created` insists on) is refused before any KMS call or write.
+ * - A key made before its run exists (core asks in `start()`, before `run_created`; a health
+ *   check asks for a run that may never be created) is written with a TTL ({@link PENDING_KEY_SECONDS}
+ *   after the later of now and the id's ULID time, past the 24 h in which core may still create
+ *   the run) and `pendingTtl` = that TTL. The first request that finds the run created (the run
+ *   was passed, or its view exists) removes both, in one conditional update that leaves a TTL
+ *   retention set since alone; so keys of runs that never materialise expire, and keys of real
+ *   runs live exactly as long as the run's other items.
  */
-import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { WorkflowWorldError } from '@workflow/errors';
-import { isTerminalWorkflowRunStatus, type WorkflowRun } from '@workflow/world';
+import { isTerminalWorkflowRunStatus, type WorkflowRun, workflowRunIdSchema } from '@workflow/world';
+import { decodeTime } from 'ulid';
 import { describeError, errorName, isConditionalCheckFailed } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
-import { encryptionKeys } from '../ddb.js';
+import { ATTR, encryptionKeys, keys } from '../ddb.js';
 import { KeyCache, type KeyCacheOptions } from './key-cache.js';
 
 export const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
+
+/** How long the key of a run that was never created is kept (s): two days past its id's time. */
+export const PENDING_KEY_SECONDS = 2 * 86_400;
+/** The most run ids whose key is pending kept in memory (past it, their keys leave the cache too). */
+const MAX_PENDING = 10_000;
+/** How often a pending key's run is looked for (ms). */
+const PENDING_CHECK_MS = 1000;
 
 /** Counters for the bench and for tests (`stats()` of the RunKeys handed to `createWorld({ runKeys })`). */
 export interface RunKeyStats {
@@ -50,6 +67,8 @@ export interface RunKeyStats {
   keyWrites: number;
   /** Creation races lost to another process (its key was adopted). */
   racesLost: number;
+  /** Pending key items whose run was found created (their TTL removed). */
+  keysKept: number;
 }
 
 export interface RunKeysOptions extends KeyCacheOptions {}
@@ -59,6 +78,8 @@ export class RunKeys {
   readonly #keyId: string;
   readonly #cache: KeyCache;
   readonly #loading = new Map<string, Promise<Uint8Array | undefined>>();
+  /** Run ids whose key item is still pending (see above) -> when to look for the run next. */
+  readonly #pending = new Map<string, number>();
   readonly #stats: RunKeyStats = {
     requests: 0,
     cacheHits: 0,
@@ -67,6 +88,7 @@ export class RunKeys {
     keyReads: 0,
     keyWrites: 0,
     racesLost: 0,
+    keysKept: 0,
   };
 
   constructor(ctx: WorldContext, keyId: string, opts: RunKeysOptions = {}) {
@@ -93,15 +115,18 @@ export class RunKeys {
   async forRun(runOrId: WorkflowRun | string): Promise<Uint8Array | undefined> {
     const run = typeof runOrId === 'string' ? undefined : runOrId;
     const runId = typeof runOrId === 'string' ? runOrId : runOrId?.runId;
-    if (typeof runId !== 'string' || runId.length === 0 || Buffer.byteLength(runId) > 900) {
-      throw new WorkflowWorldError('getEncryptionKeyForRun needs a run or a non-empty run id (at most 900 bytes)', {
-        status: 400,
-      });
+    if (typeof runId !== 'string' || !workflowRunIdSchema.safeParse(runId).success) {
+      const shown = typeof runId === 'string' ? JSON.stringify(runId.slice(0, 100)) : typeof runId;
+      throw new WorkflowWorldError(
+        `getEncryptionKeyForRun needs a run or a run id (wrun_ followed by a ULID), got ${shown}`,
+        { status: 400 },
+      );
     }
     this.#stats.requests++;
     const hit = this.#cache.get(runId);
     if (hit) {
       this.#stats.cacheHits++;
+      await this.#settlePending(runId, run);
       return hit;
     }
     let loading = this.#loading.get(runId);
@@ -112,30 +137,97 @@ export class RunKeys {
       this.#loading.set(runId, loading);
     }
     const key = await loading;
+    if (key) await this.#settlePending(runId, run);
     return key?.slice();
   }
 
   async #load(runId: string, terminal: boolean): Promise<Uint8Array | undefined> {
     const stored = await this.#read(runId);
     let key: Uint8Array | undefined;
-    if (stored) key = await this.#unwrap(runId, stored);
-    else if (!terminal) key = await this.#create(runId);
+    if (stored) {
+      key = await this.#unwrap(runId, stored.wrapped);
+      if (stored.pending) this.#markPending(runId);
+    } else if (!terminal) key = await this.#create(runId);
     if (key) this.#cache.set(runId, key);
     return key;
   }
 
-  async #read(runId: string): Promise<Uint8Array | undefined> {
+  async #read(runId: string): Promise<{ wrapped: Uint8Array; pending: boolean } | undefined> {
     this.#stats.keyReads++;
     const out = await this.#ctx.clients.ddb.send(
       new GetItemCommand({
         TableName: this.#ctx.config.tableName,
         Key: { PK: { S: encryptionKeys.runKey(runId).PK }, SK: { S: encryptionKeys.runKey(runId).SK } },
         ConsistentRead: true,
-        ProjectionExpression: 'wrappedKey',
+        ProjectionExpression: 'wrappedKey, pendingTtl',
       }),
     );
     const b = out.Item?.wrappedKey?.B;
-    return b && b.length > 0 ? b : undefined;
+    return b && b.length > 0 ? { wrapped: b, pending: out.Item?.pendingTtl !== undefined } : undefined;
+  }
+
+  #markPending(runId: string): void {
+    this.#pending.set(runId, 0);
+    while (this.#pending.size > MAX_PENDING) {
+      // Forgotten here, so it must be re-read (and found pending again) on its next request.
+      const oldest = this.#pending.keys().next().value as string;
+      this.#pending.delete(oldest);
+      this.#cache.delete(oldest);
+    }
+  }
+
+  /**
+   * A pending key whose run now exists stops expiring. Looked for at most once a second per run;
+   * a failure is retried on a later request (the key stays pending, never lost before its TTL).
+   */
+  async #settlePending(runId: string, run: WorkflowRun | undefined): Promise<void> {
+    const next = this.#pending.get(runId);
+    if (next === undefined || (run === undefined && Date.now() < next)) return;
+    this.#pending.set(runId, Date.now() + PENDING_CHECK_MS);
+    try {
+      if (run === undefined && !(await this.#runExists(runId))) return;
+      await this.#keepKey(runId);
+      this.#pending.delete(runId);
+    } catch {
+      // Retried on a later request.
+    }
+  }
+
+  async #runExists(runId: string): Promise<boolean> {
+    const out = await this.#ctx.clients.ddb.send(
+      new GetItemCommand({
+        TableName: this.#ctx.config.tableName,
+        Key: { PK: { S: keys.runMeta(runId).PK }, SK: { S: keys.runMeta(runId).SK } },
+        ConsistentRead: true,
+        ProjectionExpression: 'PK',
+      }),
+    );
+    return out.Item !== undefined;
+  }
+
+  /** Removes the pending TTL (only if still the one creation set) and the mark. Idempotent. */
+  async #keepKey(runId: string): Promise<void> {
+    const { PK, SK } = encryptionKeys.runKey(runId);
+    const update = (expression: string, condition: string) =>
+      this.#ctx.clients.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.#ctx.config.tableName,
+          Key: { PK: { S: PK }, SK: { S: SK } },
+          UpdateExpression: expression,
+          ConditionExpression: condition,
+          ...(`${expression} ${condition}`.includes('#ttl') ? { ExpressionAttributeNames: { '#ttl': ATTR.ttl } } : {}),
+        }),
+      );
+    this.#stats.keysKept++;
+    try {
+      await update('REMOVE #ttl, pendingTtl', 'attribute_exists(pendingTtl) AND #ttl = pendingTtl');
+    } catch (err) {
+      if (!isConditionalCheckFailed(err)) throw err;
+      // Already kept, or retention set its own TTL since: keep that, drop the mark.
+      await update('REMOVE pendingTtl', 'attribute_exists(PK)').catch((e) => {
+        if (!isConditionalCheckFailed(e)) throw e; // the item is gone: nothing to keep
+      });
+    }
   }
 
   async #create(runId: string): Promise<Uint8Array> {
@@ -157,6 +249,10 @@ export class RunKeys {
       );
     }
     const { PK, SK } = encryptionKeys.runKey(runId);
+    // Pending until the run is found created (see above).
+    const pendingTtl = String(
+      Math.floor(Math.max(Date.now(), decodeTime(runId.slice(5))) / 1000) + PENDING_KEY_SECONDS,
+    );
     try {
       this.#stats.keyWrites++;
       await this.#ctx.clients.ddb.send(
@@ -168,10 +264,13 @@ export class RunKeys {
             wrappedKey: { B: wrapped },
             kmsKeyArn: { S: keyArn ?? this.#keyId },
             createdAt: { N: String(Date.now()) },
+            [ATTR.ttl]: { N: pendingTtl },
+            pendingTtl: { N: pendingTtl },
           },
           ConditionExpression: 'attribute_not_exists(PK)',
         }),
       );
+      this.#markPending(runId);
       return plaintext;
     } catch (err) {
       if (!isConditionalCheckFailed(err)) throw err;
@@ -182,10 +281,11 @@ export class RunKeys {
       throw new WorkflowWorldError(`The data key item of run ${runId} vanished during creation; retry`, {
         status: 409,
       });
-    if (Buffer.from(stored).equals(Buffer.from(wrapped))) return plaintext;
+    if (stored.pending) this.#markPending(runId);
+    if (Buffer.from(stored.wrapped).equals(Buffer.from(wrapped))) return plaintext;
     plaintext.fill(0);
     this.#stats.racesLost++;
-    return this.#unwrap(runId, stored);
+    return this.#unwrap(runId, stored.wrapped);
   }
 
   async #unwrap(runId: string, wrapped: Uint8Array): Promise<Uint8Array> {

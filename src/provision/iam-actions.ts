@@ -20,7 +20,8 @@
  *   includes `runtime`) covers `eve-world-aws sweep`. test/integration/sweep/lambda.test.ts records
  *   what a sweep sends and checks it against these rows.
  *
- * KMS (EVE_WORLD_AWS_KMS_KEY_ID): rows on `kmsKey` land in a policy only when a key is configured.
+ * KMS (EVE_WORLD_AWS_KMS_KEY_ID): rows on `kmsKey` land in a policy only when a key is configured;
+ * likewise the `signingSecret` row only with EVE_WORLD_AWS_SIGNING_SECRET_ARN.
  * The runtime's GenerateDataKey + Decrypt serve both the per-run data keys (src/encryption/
  * run-keys.ts) and SSE-KMS on the queue (send: GenerateDataKey, receive: Decrypt) and the bucket
  * (PutObject: GenerateDataKey, GetObject: Decrypt). DynamoDB SSE-KMS needs no caller permission at
@@ -41,11 +42,12 @@ export type IamResource =
   | 'bucketObjects'
   | 'scheduleGroupSchedules'
   | 'schedulerRole'
-  | 'kmsKey';
+  | 'kmsKey'
+  | 'signingSecret';
 
 export type IamPrincipal = 'runtime' | 'operator' | 'init' | 'sweeper';
 
-export type AwsService = 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms';
+export type AwsService = 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms' | 'secretsmanager';
 
 /** The IAM service prefix of the actions that may land on each resource (`kms:*` only on the key, `iam:*` only on the role). */
 export const RESOURCE_SERVICE: Record<IamResource, string> = {
@@ -58,6 +60,7 @@ export const RESOURCE_SERVICE: Record<IamResource, string> = {
   scheduleGroupSchedules: 'scheduler',
   schedulerRole: 'iam',
   kmsKey: 'kms',
+  signingSecret: 'secretsmanager',
 };
 
 export interface CommandPermission {
@@ -318,6 +321,14 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     uses: { operator: ['kmsKey'], init: ['kmsKey'] },
     why: 'doctor/init: key exists, enabled, symmetric',
   },
+
+  // ---- Secrets Manager: EVE_WORLD_AWS_SIGNING_SECRET_ARN (statements only when it is set) ----
+  {
+    command: 'secretsmanager:GetSecretValue',
+    actions: ['secretsmanager:GetSecretValue'],
+    uses: { runtime: ['signingSecret'] },
+    why: 'the delivery signing secret, AWSCURRENT and AWSPREVIOUS (src/consumer/secret-source.ts)',
+  },
 ];
 
 /** Look up a recorded command (`SQSClient` + `SendMessageCommand`, or `sqs:SendMessage`). */
@@ -331,6 +342,7 @@ const CLIENT_SERVICE: Record<string, AwsService> = {
   S3Client: 's3',
   SchedulerClient: 'scheduler',
   KMSClient: 'kms',
+  SecretsManagerClient: 'secretsmanager',
 };
 
 /** `DynamoDBClient` + `QueryCommand` -> `dynamodb:Query` (the key of {@link COMMAND_PERMISSIONS}). */

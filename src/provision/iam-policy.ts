@@ -85,6 +85,7 @@ export function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamRe
     ],
     schedulerRole: [roleArn],
     kmsKey: config.kmsKeyId ? [kmsKeyResource(config.kmsKeyId, t).arn] : [],
+    signingSecret: config.signingSecretArn ? [config.signingSecretArn] : [],
   };
 }
 
@@ -98,6 +99,7 @@ const SID: Record<IamResource, string> = {
   scheduleGroupSchedules: 'LongWaitSchedules',
   schedulerRole: 'PassSchedulerRole',
   kmsKey: 'RunKeys',
+  signingSecret: 'SigningSecret',
 };
 
 /**
@@ -114,6 +116,7 @@ export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t:
   for (const [resource, actions] of actionsByResource(principal)) {
     if ((resource === 'scheduleGroupSchedules' || resource === 'schedulerRole') && !config.schedulerRoleArn) continue;
     if (resource === 'kmsKey' && !key) continue;
+    if (arns[resource].length === 0) continue; // e.g. no EVE_WORLD_AWS_SIGNING_SECRET_ARN
     const condition =
       resource === 'schedulerRole'
         ? (structuredClone(PASS_ROLE_CONDITION) as PolicyStatement['Condition'])
@@ -148,8 +151,9 @@ export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t:
 }
 
 /**
- * The Scheduler role: trusted by scheduler.amazonaws.com from this account only; may send to the
- * queue (and, with the queue under a KMS key, use the key as an SSE-KMS producer).
+ * The Scheduler role: trusted by scheduler.amazonaws.com for schedules of this World's schedule
+ * group in this account only (`aws:SourceAccount` + `aws:SourceArn`); may send to the queue
+ * (and, with the queue under a KMS key, use the key as an SSE-KMS producer).
  */
 export function schedulerRolePolicies(
   config: WorldConfig,
@@ -164,7 +168,13 @@ export function schedulerRolePolicies(
           Effect: 'Allow',
           Principal: { Service: 'scheduler.amazonaws.com' },
           Action: 'sts:AssumeRole',
-          Condition: { StringEquals: { 'aws:SourceAccount': t.account } },
+          // Only schedules of this World's group may use the role (not every schedule of the account).
+          Condition: {
+            StringEquals: {
+              'aws:SourceAccount': t.account,
+              'aws:SourceArn': `arn:${t.partition}:scheduler:${t.region}:${t.account}:schedule-group/${config.schedulerGroup}`,
+            },
+          },
         },
       ],
     },

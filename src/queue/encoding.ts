@@ -147,7 +147,14 @@ export function envelopeAttributes(envelope: Envelope): Record<string, { DataTyp
     attrs[MSG_ATTR.deliverAt] = { DataType: 'String', StringValue: String(envelope.deliverAt) };
   if (envelope.s3Key !== undefined) attrs[MSG_ATTR.s3] = { DataType: 'String', StringValue: envelope.s3Key };
   if (envelope.headers && Object.keys(envelope.headers).length > 0) {
-    attrs[MSG_ATTR.headers] = { DataType: 'String', StringValue: JSON.stringify(envelope.headers) };
+    attrs[MSG_ATTR.headers] = {
+      DataType: 'String',
+      // U+FFFE / U+FFFF are refused by SQS: escaped, which JSON reads back as the same characters.
+      StringValue: JSON.stringify(envelope.headers).replace(
+        /[\ufffe\uffff]/g,
+        (c) => `\\u${c.charCodeAt(0).toString(16)}`,
+      ),
+    };
   }
   if (envelope.logTail !== undefined) attrs[MSG_ATTR.logTail] = { DataType: 'String', StringValue: envelope.logTail };
   return attrs;

@@ -26,6 +26,7 @@ import { consoleLogger, type Logger } from '../log.js';
 import { mapLimited } from '../util/concurrency.js';
 import type { SchedulerPort } from './delays.js';
 import { encodePayload } from './encoding.js';
+import { deliveryInputProblem } from './header-values.js';
 import { claimIdempotencyKey, markIdempotencyKeySent, releaseIdempotencyKey } from './idempotency.js';
 import { createTransport, type SqsTransport } from './transport.js';
 
@@ -67,6 +68,9 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     opts?: QueueOptions,
   ): Promise<{ messageId: MessageId | null }> => {
     if (!ValidQueueName.safeParse(queueName).success) throw new Error(`Invalid queue name: ${queueName}`);
+    // Refused before anything is claimed or sent; any other name or header value travels encoded.
+    const problem = deliveryInputProblem(queueName, opts?.headers);
+    if (problem) throw new Error(`queue(): ${problem}`);
     // Encode first: a payload that cannot be encoded must not burn its idempotency key.
     const body = encodePayload(payload);
     const key = opts?.idempotencyKey;

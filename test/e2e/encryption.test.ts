@@ -173,6 +173,9 @@ describe('with EVE_WORLD_AWS_KMS_KEY_ID: payloads are ciphertext at rest, and th
       expect(item.Items).toHaveLength(1);
       expect(item.Items![0]!.wrappedKey!.B!.length).toBeGreaterThan(32);
       expect(item.Items![0]!.kmsKeyArn!.S).toMatch(/^arn:aws:kms:/);
+      // Made in start() before run_created, so pending at first; the run exists, so it is kept.
+      expect(item.Items![0]!.ttl).toBeUndefined();
+      expect(item.Items![0]!.pendingTtl).toBeUndefined();
     }
   });
 

@@ -50,6 +50,7 @@ async function copyOf(req: Request): Promise<Request> {
     messageId: h.get('x-vqs-message-id') ?? '',
     attempt: h.get('x-vqs-message-attempt') ?? '1',
     body,
+    destination: req.url,
     ...(tail ? { logTail: tail } : {}),
   };
   for (const [k, v] of Object.entries(signatureHeaders(processSigningKey(), parts))) h.set(k, v);

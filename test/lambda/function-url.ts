@@ -33,7 +33,10 @@ export class FunctionUrlProxy {
       };
       // Streamed both ways (the Function URL is in RESPONSE_STREAM mode): NDJSON session streams
       // pass through chunk by chunk.
-      const upstream = request(target, { method: req.method, headers: { ...req.headers, host: target.host } }, (up) => {
+      // As a proxy that rewrites Host must: the original goes in x-forwarded-host, so the signed
+      // destination (the host the worker sent to) still verifies (docs/security.md).
+      const headers = { ...req.headers, host: target.host, 'x-forwarded-host': req.headers.host };
+      const upstream = request(target, { method: req.method, headers }, (up) => {
         record(up.statusCode ?? 502);
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);

@@ -1,7 +1,7 @@
 /**
  * The lean runtime path: a cold `import('@portfolio/eve-world-aws')` plus `createWorld()` loads
- * the DynamoDB and SQS clients and the World's runtime modules only. S3, KMS and the Scheduler
- * are loaded on first use (src/aws/clients.ts); provisioning, the CLI, the CDK construct, the
+ * the DynamoDB and SQS clients and the World's runtime modules only. S3, KMS, the Scheduler and
+ * Secrets Manager (only with EVE_WORLD_AWS_SIGNING_SECRET_ARN) are loaded on first use (src/aws/clients.ts); provisioning, the CLI, the CDK construct, the
  * emulator, the demo and the TUI never. What a Lambda cold start pays is measured by the bench
  * (`npm run bench`, Table 5); this test holds the line. Runs dist/ (built by the global setup).
  */
@@ -17,6 +17,7 @@ const NOT_AT_START = [
   '@aws-sdk/client-s3',
   '@aws-sdk/client-kms',
   '@aws-sdk/client-scheduler',
+  '@aws-sdk/client-secrets-manager',
   'commander',
   'cli-table3',
   'ink',
@@ -64,9 +65,10 @@ describe('cold import + createWorld()', () => {
     // at-rest checks, KMS) at import time.
     const files = coldImport(
       '@portfolio/eve-world-aws',
-      `m.createWorld(); await import(${JSON.stringify(path.join(DIST, 'provision', 'index.js'))});`,
+      `m.createWorld(); await import(${JSON.stringify(path.join(DIST, 'provision', 'index.js'))}); await import('@aws-sdk/client-secrets-manager');`,
     );
     const bad = forbidden(files);
+    expect(bad).toContain('@aws-sdk/client-secrets-manager');
     expect(bad).toContain('dist/provision/index.js');
     expect(bad).toContain('dist/provision/at-rest.js');
     expect(bad).toContain('@aws-sdk/client-s3');

@@ -40,8 +40,10 @@ describe('init --print-iam-policy', () => {
       if (!r.startsWith('arn:aws-us-gov:s3:::'))
         expect(r).toMatch(/^arn:aws-us-gov:[a-z]+:(us-gov-west-1)?:123456789012:/);
     expect(all).not.toContain('arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-dlq');
-    // Every runtime action of the table, except the KMS ones (no key configured here).
-    const runtime = [...actionsByResource('runtime').values()].flat().filter((a) => !a.startsWith('kms:'));
+    // Every runtime action of the table, except the KMS and Secrets Manager ones (no key, no secret ARN here).
+    const runtime = [...actionsByResource('runtime').values()]
+      .flat()
+      .filter((a) => !a.startsWith('kms:') && !a.startsWith('secretsmanager:'));
     expect(new Set(doc.Statement.flatMap((s) => s.Action))).toEqual(new Set(runtime));
     const passRole = doc.Statement.find((s) => s.Action.includes('iam:PassRole'));
     expect(passRole).toEqual({
@@ -62,6 +64,33 @@ describe('init --print-iam-policy', () => {
       'arn:aws-us-gov:s3:::pol-payloads',
     ]);
     expect(doc.Statement.flatMap((s) => s.Action).filter((a) => a.startsWith('kms:'))).toEqual([]);
+  });
+
+  it('--scheduler-role with a group of its own names that group; the shared default group is warned about on stderr', async () => {
+    const own = await runCli(
+      ['init', '--print-iam-policy', '--account', '123456789012', '--scheduler-role'],
+      env({ EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE, EVE_WORLD_AWS_SCHEDULER_GROUP: 'pol-waits' }),
+    );
+    expect(own.code, own.stderr).toBe(0);
+    expect(own.stderr).toBe('');
+    expect(JSON.parse(own.stdout).trustPolicy.Statement[0].Condition.StringEquals['aws:SourceArn']).toBe(
+      'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule-group/pol-waits',
+    );
+    const shared = await runCli(
+      ['init', '--print-iam-policy', '--account', '123456789012', '--scheduler-role'],
+      env({ EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE }),
+    );
+    expect(shared.code).toBe(0);
+    expect(JSON.parse(shared.stdout).trustPolicy).toBeDefined();
+    expect(shared.stderr).toMatch(/shared "default" schedule group.*EVE_WORLD_AWS_SCHEDULER_GROUP=/s);
+  });
+
+  it('with EVE_WORLD_AWS_SIGNING_SECRET_ARN the World may read that secret, and only that one', async () => {
+    const arn = 'arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:eve-signing-AbCdEf';
+    const doc = await print([], { EVE_WORLD_AWS_SIGNING_SECRET_ARN: arn });
+    expect(doc.Statement.filter((s) => s.Action.some((a) => a.startsWith('secretsmanager:')))).toEqual([
+      { Sid: 'WorldSigningSecret', Effect: 'Allow', Action: ['secretsmanager:GetSecretValue'], Resource: [arn] },
+    ]);
   });
 
   it('with EVE_WORLD_AWS_KMS_KEY_ID the World may generate and unwrap data keys under that key only', async () => {
@@ -139,7 +168,7 @@ describe('init --print-iam-policy', () => {
     expect(queue?.Action).toContain('sqs:SendMessage');
   });
 
-  it("--scheduler-role prints the role's trust policy (this account only) and its one permission", async () => {
+  it("--scheduler-role prints the role's trust policy (this account's schedule group only) and its one permission", async () => {
     const doc = (await print(['--scheduler-role'], { EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE })) as unknown as {
       trustPolicy: { Statement: Array<Record<string, unknown>> };
       policy: Doc;
@@ -149,7 +178,13 @@ describe('init --print-iam-policy', () => {
         Effect: 'Allow',
         Principal: { Service: 'scheduler.amazonaws.com' },
         Action: 'sts:AssumeRole',
-        Condition: { StringEquals: { 'aws:SourceAccount': '123456789012' } },
+        // Only schedules of this World's group (a schedule elsewhere in the account cannot use the role).
+        Condition: {
+          StringEquals: {
+            'aws:SourceAccount': '123456789012',
+            'aws:SourceArn': 'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule-group/default',
+          },
+        },
       },
     ]);
     expect(doc.policy.Statement).toEqual([

@@ -210,7 +210,13 @@ describe('step lease in the flow route', () => {
   });
 
   function signedRequest(messageId: string, body: string): Request {
-    const parts = { queueName: '__wkf_workflow_lease', messageId, attempt: 1, body };
+    const parts = {
+      queueName: '__wkf_workflow_lease',
+      messageId,
+      attempt: 1,
+      body,
+      destination: 'http://localhost/flow',
+    };
     return new Request('http://localhost/flow', {
       method: 'POST',
       headers: {
@@ -300,7 +306,13 @@ test('default settings: a start under the flow route holds its step for 15 s, ha
       heldMs = Number(item.Item?.leaseUntil?.N) - t0;
       await s.events.create(runId, complete('step_default'));
     });
-    const parts = { queueName: '__wkf_workflow_lease', messageId: 'msg_default', attempt: 1, body: '{}' };
+    const parts = {
+      queueName: '__wkf_workflow_lease',
+      messageId: 'msg_default',
+      attempt: 1,
+      body: '{}',
+      destination: 'http://localhost/flow',
+    };
     const res = await route(
       new Request('http://localhost/flow', {
         method: 'POST',

@@ -242,4 +242,79 @@ describe('Lambda SQS handler heartbeat', () => {
     await sleep(1500);
     expect(await receiveAll(w, await w.queue.transport.dlqUrl())).toHaveLength(0);
   });
+
+  test('a copy that cannot even be built is poison: it never takes the probe slot of an open circuit', async ({
+    expect,
+  }) => {
+    const w = await makeWorld({ start: false, register: false });
+    worlds.push(w);
+    for (let i = 0; i < 3; i++) await w.queue.queue(Q, { runId: `down_${i}` });
+    const down = await eventOf(w, 3);
+    let flow: (req: Request) => Promise<Response> = async () => new Response('bad gateway', { status: 502 });
+    const logger = new MemoryLogger();
+    const outcomes: DeliveryOutcome[] = [];
+    const handler = createSqsHandler({
+      flow: (req) => flow(req),
+      context: w.ctx,
+      concurrency: 1,
+      logger,
+      onOutcome: (o) => outcomes.push(o),
+    });
+    await handler(down.event);
+    expect(logger.lines.filter((l) => l.includes('circuit open'))).toHaveLength(1);
+    await sleep(5100); // the cool-down: the next delivery is the probe
+
+    // First in the batch: a copy whose pass-through header name no request can carry.
+    const url = await w.queue.transport.queueUrl();
+    const { SendMessageCommand } = await import('@aws-sdk/client-sqs');
+    await w.fixture.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: '{"runId":"poison"}',
+        MessageAttributes: {
+          [MSG_ATTR.queue]: { DataType: 'String', StringValue: Q },
+          [MSG_ATTR.id]: { DataType: 'String', StringValue: 'msg_POISON' },
+          [MSG_ATTR.headers]: { DataType: 'String', StringValue: JSON.stringify({ 注文: 'x' }) },
+        },
+      }),
+    );
+    const poison = await eventOf(w, 1);
+    await w.queue.queue(Q, { runId: 'ok' });
+    const ok = await eventOf(w, 1);
+    flow = w.queue.createQueueHandler('__wkf_workflow_', async (body: any, meta) => {
+      w.deliveries.push({ body, meta, at: Date.now() });
+    });
+    outcomes.length = 0;
+    const res = await handler({ Records: [...poison.event.Records, ...ok.event.Records] });
+    // The parked copies of the outage are back by now too: all of them acked, the poison failed.
+    expect(outcomes.find((o) => o.messageId === 'msg_POISON')?.reason).toBe('malformed');
+    expect(outcomes.filter((o) => o.messageId !== 'msg_POISON').map((o) => o.reason)).toEqual(
+      outcomes.filter((o) => o.messageId !== 'msg_POISON').map(() => 'ack'),
+    );
+    expect(res.batchItemFailures).toEqual([{ itemIdentifier: poison.byRun.get('poison') }]);
+    expect(w.deliveries.map((d) => d.body.runId)).toContain('ok');
+    expect(logger.lines.filter((l) => l.includes('circuit closed'))).toHaveLength(1);
+  });
+
+  test('an in-process flow route that throws is the message failing, not an outage', async ({ expect }) => {
+    const w = await makeWorld({ start: false, register: false });
+    worlds.push(w);
+    for (let i = 0; i < 4; i++) await w.queue.queue(Q, { runId: `throws_${i}` });
+    const { event } = await eventOf(w, 4);
+    const logger = new MemoryLogger();
+    const outcomes: DeliveryOutcome[] = [];
+    const handler = createSqsHandler({
+      flow: async () => {
+        throw new TypeError('Cannot convert argument to a ByteString');
+      },
+      context: w.ctx,
+      concurrency: 1,
+      logger,
+      onOutcome: (o) => outcomes.push(o),
+    });
+    const res = await handler(event);
+    expect(outcomes.map((o) => o.reason)).toEqual(['malformed', 'malformed', 'malformed', 'malformed']);
+    expect(res.batchItemFailures).toHaveLength(4);
+    expect(logger.lines.filter((l) => l.includes('circuit open'))).toEqual([]);
+  });
 });

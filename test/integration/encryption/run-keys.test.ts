@@ -3,23 +3,24 @@
  * endpoint. Races and lost responses are injected as SDK middleware between the World and the
  * emulators; nothing is mocked.
  */
-import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateKeyCommand, DisableKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import type { WorkflowRun } from '@workflow/world';
+import { ulid } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
 import { createContext } from '../../../src/context.js';
 import { LOCAL_KMS_ALIAS } from '../../../src/emulator/stack.js';
 import { KeyCache } from '../../../src/encryption/key-cache.js';
-import { RunKeys, type RunKeysOptions } from '../../../src/encryption/run-keys.js';
+import { PENDING_KEY_SECONDS, RunKeys, type RunKeysOptions } from '../../../src/encryption/run-keys.js';
 import { type AwsWorld, createWorld } from '../../../src/index.js';
 import { createFixture, type Fixture, stackEnv } from '../../helpers/aws.js';
+import { devl, sv } from '../../helpers/runs.js';
 
 let f: Fixture;
 const worlds: AwsWorld[] = [];
-let seq = 0;
-/** A fresh run id (the key logic does not parse it). */
-const newRunId = () => `wrun_01KMSTEST${Date.now()}${seq++}`;
+/** A fresh run id, as core mints it (`wrun_` + ULID). */
+const newRunId = () => `wrun_${ulid()}`;
 
 const ownClients: AwsClients[] = [];
 const keysOf = new Map<AwsWorld, RunKeys>();
@@ -224,9 +225,95 @@ describe('getEncryptionKeyForRun with KMS', () => {
     expect(await storedKeyItem(runId)).toBeUndefined();
   });
 
-  it('rejects a missing run id with a clear error', async () => {
+  it('a string that is not a run id costs no KMS call and writes nothing', async () => {
     const w = world();
-    await expect(keyOf(w, '')).rejects.toThrow(/getEncryptionKeyForRun needs a run or a non-empty run id/);
+    const hostile = [
+      '',
+      'does-not-exist',
+      'RUN#evil#',
+      'wrun_../../etc',
+      'x'.repeat(900),
+      `wrun_${ulid()}x`,
+      `wrun_${ulid().toLowerCase().replace(/[0-9]/g, 'u')}`,
+      `wrun_${'I'.repeat(26)}`,
+    ];
+    for (const id of hostile) {
+      await expect(keyOf(w, id), id).rejects.toThrow(
+        /getEncryptionKeyForRun needs a run or a run id \(wrun_ followed by a ULID\)/,
+      );
+      await expect(keyOf(w, { runId: id, status: 'running' } as WorkflowRun)).rejects.toThrow(
+        /wrun_ followed by a ULID/,
+      );
+    }
+    expect(runKeysOf(w).stats()).toMatchObject({
+      requests: 0,
+      generateDataKey: 0,
+      decrypt: 0,
+      keyReads: 0,
+      keyWrites: 0,
+    });
+    for (const id of ['does-not-exist', 'RUN#evil#', 'wrun_../../etc']) expect(await storedKeyItem(id)).toBeUndefined();
+  });
+
+  it('the key of a run that is never created expires; once the run exists its key stops expiring', async () => {
+    const w = world();
+    // A health check (or a start() that died) asks for a run that never comes.
+    const ghost = newRunId();
+    const before = Math.floor(Date.now() / 1000);
+    await keyOf(w, ghost);
+    const item = (await storedKeyItem(ghost))!;
+    const ttl = Number(item.ttl?.N);
+    expect(ttl).toBeGreaterThanOrEqual(before + PENDING_KEY_SECONDS);
+    expect(ttl).toBeLessThanOrEqual(before + PENDING_KEY_SECONDS + 5);
+    expect(item.pendingTtl?.N).toBe(item.ttl?.N);
+
+    // core's start(): the key first (a string), then run_created with that id, then the run is used.
+    const runId = newRunId();
+    const key = await keyOf(w, runId);
+    expect((await storedKeyItem(runId))?.ttl).toBeDefined();
+    await w.events.create(runId, {
+      eventType: 'run_created',
+      specVersion: sv,
+      eventData: { deploymentId: 'test', workflowName: 'wf', input: devl(1) },
+    } as never);
+    await new Promise((r) => setTimeout(r, 1100)); // a pending run is looked for at most once a second
+    expect(Buffer.from((await keyOf(w, runId))!).equals(Buffer.from(key!))).toBe(true);
+    const kept = (await storedKeyItem(runId))!;
+    expect(kept.ttl).toBeUndefined();
+    expect(kept.pendingTtl).toBeUndefined();
+    expect(kept.wrappedKey?.B).toBeDefined();
+    // Another process that first meets the key after the run exists keeps it too.
+    const other = newRunId();
+    await keyOf(w, other);
+    await w.events.create(other, {
+      eventType: 'run_created',
+      specVersion: sv,
+      eventData: { deploymentId: 'test', workflowName: 'wf', input: devl(1) },
+    } as never);
+    await keyOf(world(), other);
+    expect((await storedKeyItem(other))?.ttl).toBeUndefined();
+    // The ghost's key is still pending: nothing found it a run.
+    expect((await storedKeyItem(ghost))?.ttl?.N).toBe(String(ttl));
+  });
+
+  it('a TTL that retention set after the key was kept pending is left alone', async () => {
+    const w = world();
+    const runId = newRunId();
+    await keyOf(w, runId);
+    // Retention stamped the run's items (including the key) before the key was found kept.
+    await f.clients.ddb.send(
+      new UpdateItemCommand({
+        TableName: f.config.tableName,
+        Key: { PK: { S: `RUN#${runId}` }, SK: { S: 'RUNKEY' } },
+        UpdateExpression: 'SET #t = :t',
+        ExpressionAttributeNames: { '#t': 'ttl' },
+        ExpressionAttributeValues: { ':t': { N: '1999999999' } },
+      }),
+    );
+    await keyOf(w, { runId, status: 'completed' } as WorkflowRun);
+    const item = (await storedKeyItem(runId))!;
+    expect(item.ttl?.N).toBe('1999999999');
+    expect(item.pendingTtl).toBeUndefined();
   });
 });
 

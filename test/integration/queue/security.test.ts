@@ -4,8 +4,15 @@
  *   the SDK retries the nonce put after a lost response (fault injection in SDK middleware);
  * - a replay-guard failure is a 500 with no detail, and nothing runs;
  * - `createWorld()` and the Lambda consumer refuse a non-loopback flow URL without a secret, before
- *   any AWS call, unless EVE_WORLD_AWS_ALLOW_UNSIGNED=1.
+ *   any AWS call, unless EVE_WORLD_AWS_ALLOW_UNSIGNED=1;
+ * - over real HTTP, the flow route reads nothing of an unsigned or stale request (a lazily generated
+ *   512 MiB body gets its 401 after ~0 bytes), refuses an oversized body by content-length and
+ *   while streaming (413), and gives up on a body that does not arrive (408).
  */
+
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { ValidQueueName } from '@workflow/world';
@@ -43,7 +50,7 @@ function signedRequest(
       'x-vqs-queue-name': Q,
       'x-vqs-message-id': messageId,
       'x-vqs-message-attempt': '1',
-      ...signatureHeaders(secret, { queueName: Q, messageId, attempt: 1, body }),
+      ...signatureHeaders(secret, { queueName: Q, messageId, attempt: 1, body, destination: url }),
     },
     body,
   });
@@ -85,7 +92,7 @@ describe('replays are refused across instances', () => {
     expect((await ha(captured.clone())).status).toBe(200);
     const replayed = await hb(captured.clone());
     expect(replayed.status).toBe(401);
-    expect(await replayed.json()).toEqual({ error: 'Unauthorized: replayed request' });
+    expect(await replayed.json()).toEqual({ error: 'Unauthorized' });
     expect((await ha(captured.clone())).status).toBe(401);
     expect(ran).toEqual(['a:wrun_once']);
 
@@ -324,6 +331,198 @@ describe('closed by default: no unsigned deliveries over a network', () => {
       expect(sent).toEqual([]);
     } finally {
       destroyClients(ctx.clients);
+    }
+  });
+});
+
+/**
+ * A Node HTTP server handing the request body to the handler as a stream (as a framework does),
+ * counting the bytes the handler pulls. A request left unread is not drained: its connection is
+ * closed once the answer is out.
+ */
+async function streamingServe(handler: (req: Request) => Promise<Response>) {
+  const stats = { pulled: 0 };
+  const server = createServer(async (req, res) => {
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
+    const counted = (Readable.toWeb(req) as ReadableStream<Uint8Array>).pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, c) {
+          stats.pulled += chunk.byteLength;
+          c.enqueue(chunk);
+        },
+      }),
+    );
+    const response = await handler(
+      new Request(`http://${req.headers.host}${req.url}`, {
+        method: 'POST',
+        headers,
+        body: counted,
+        duplex: 'half',
+      } as RequestInit),
+    );
+    res.writeHead(response.status, { 'content-type': 'application/json', connection: 'close' });
+    res.end(new Uint8Array(await response.arrayBuffer()), () => {
+      if (!req.complete) req.socket.destroy();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/.well-known/workflow/v1/flow`,
+    stats,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+/**
+ * POST `total` bytes generated lazily (64 KiB at a time, as the socket drains), stopping when the
+ * answer arrives. Resolves with the status and how many bytes were generated.
+ */
+function lazyPost(
+  url: string,
+  headers: Record<string, string>,
+  total: number,
+  opts: { stallAfter?: number } = {},
+): Promise<{ status: number; generated: number }> {
+  const chunk = Buffer.alloc(64 * 1024, 0x61);
+  return new Promise((resolve, reject) => {
+    let generated = 0;
+    let answered = false;
+    const req = httpRequest(url, { method: 'POST', headers }, (res) => {
+      answered = true;
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, generated }));
+      req.destroy();
+    });
+    req.on('error', (err) => {
+      if (!answered) reject(err);
+    });
+    const pump = () => {
+      while (!answered && generated < total) {
+        if (opts.stallAfter !== undefined && generated >= opts.stallAfter) return; // never sends the rest
+        generated += chunk.length;
+        if (!req.write(chunk)) {
+          req.once('drain', pump);
+          return;
+        }
+      }
+      if (!answered && generated >= total) req.end();
+    };
+    pump();
+  });
+}
+
+describe('the flow route reads nothing it does not trust', () => {
+  const HALF_GIB = 512 * 1024 * 1024;
+  const delivery = { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_BIG', 'x-vqs-message-attempt': '1' };
+
+  test('an unsigned or stale 512 MiB body gets its 401 having read nothing of it', async () => {
+    const logger = new MemoryLogger();
+    let ran = 0;
+    const { createQueueHandler } = await import('../../../src/consumer/handler.js');
+    const server = await streamingServe(
+      createQueueHandler('__wkf_workflow_', async () => void ran++, {
+        signingSecrets: [SECRET],
+        logError: (m) => logger.error(m),
+      }),
+    );
+    try {
+      const stale = signatureHeaders(
+        SECRET,
+        { queueName: Q, messageId: 'msg_BIG', attempt: 1, body: '', destination: server.url },
+        Date.now() - 3_600_000,
+      );
+      for (const headers of [delivery, { ...delivery, ...stale }]) {
+        const framings: Record<string, string>[] = [
+          { 'content-length': String(HALF_GIB) },
+          { 'transfer-encoding': 'chunked' },
+        ];
+        for (const framing of framings) {
+          const before = server.stats.pulled;
+          const res = await lazyPost(server.url, { ...headers, ...framing }, HALF_GIB);
+          expect(res.status).toBe(401);
+          expect(server.stats.pulled - before).toBe(0);
+          // What the socket buffers took before the answer, not the body.
+          expect(res.generated).toBeLessThan(32 * 1024 * 1024);
+        }
+      }
+      expect(ran).toBe(0);
+      expect(logger.lines.filter((l) => l.includes('unsigned request'))).toHaveLength(2);
+      expect(logger.lines.filter((l) => l.includes('stale timestamp'))).toHaveLength(2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('a fresh-looking signed request with a body over the cap gets 413: by content-length before reading, while streaming after the cap', async () => {
+    const { createQueueHandler } = await import('../../../src/consumer/handler.js');
+    const max = 1024 * 1024;
+    const server = await streamingServe(
+      createQueueHandler('__wkf_workflow_', async () => undefined, {
+        signingSecrets: [SECRET],
+        maxBodyBytes: max,
+        logError: () => {},
+      }),
+    );
+    try {
+      // Signed over another body: the signature cannot be checked before the body is read, so the
+      // cap is what bounds the read.
+      const signed = {
+        ...delivery,
+        ...signatureHeaders(SECRET, {
+          queueName: Q,
+          messageId: 'msg_BIG',
+          attempt: 1,
+          body: '{}',
+          destination: server.url,
+        }),
+      };
+      const declared = await lazyPost(server.url, { ...signed, 'content-length': String(HALF_GIB) }, HALF_GIB);
+      expect(declared.status).toBe(413);
+      expect(server.stats.pulled).toBe(0);
+      const streamed = await lazyPost(server.url, { ...signed, 'transfer-encoding': 'chunked' }, HALF_GIB);
+      expect(streamed.status).toBe(413);
+      expect(server.stats.pulled).toBeGreaterThan(max);
+      expect(server.stats.pulled).toBeLessThan(max + 1024 * 1024);
+      expect(streamed.generated).toBeLessThan(32 * 1024 * 1024);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('a body that stops arriving gets 408 after the read deadline', async () => {
+    const { createQueueHandler } = await import('../../../src/consumer/handler.js');
+    let ran = 0;
+    const server = await streamingServe(
+      createQueueHandler('__wkf_workflow_', async () => void ran++, {
+        signingSecrets: [SECRET],
+        readTimeoutMs: 300,
+        logError: () => {},
+      }),
+    );
+    try {
+      const signed = {
+        ...delivery,
+        ...signatureHeaders(SECRET, {
+          queueName: Q,
+          messageId: 'msg_BIG',
+          attempt: 1,
+          body: '{}',
+          destination: server.url,
+        }),
+      };
+      const res = await lazyPost(server.url, { ...signed, 'content-length': String(1024 * 1024) }, 1024 * 1024, {
+        stallAfter: 64 * 1024,
+      });
+      expect(res.status).toBe(408);
+      expect(ran).toBe(0);
+    } finally {
+      await server.close();
     }
   });
 });

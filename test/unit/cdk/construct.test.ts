@@ -61,9 +61,20 @@ describe('EveWorldAws: table', () => {
         name: g.IndexName,
         pk: g.KeySchema[0].AttributeName,
         sk: g.KeySchema[1].AttributeName,
-        projection: g.Projection.ProjectionType,
+        projection: g.Projection,
       })),
-    ).toEqual(TABLE_SCHEMA.gsis.map((g) => ({ name: g.name, pk: g.pk, sk: g.sk, projection: 'ALL' })));
+    ).toEqual(
+      TABLE_SCHEMA.gsis.map((g) => ({
+        name: g.name,
+        pk: g.pk,
+        sk: g.sk,
+        // The projection `init` creates, attribute for attribute (ALL would triple the index writes).
+        projection: {
+          ProjectionType: g.projection.ProjectionType,
+          NonKeyAttributes: [...g.projection.NonKeyAttributes],
+        },
+      })),
+    );
     expect(p.TimeToLiveSpecification).toEqual({ AttributeName: TABLE_SCHEMA.ttlAttribute, Enabled: true });
     expect(p.BillingMode).toBe('PAY_PER_REQUEST');
     expect(p.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
@@ -141,7 +152,7 @@ describe('EveWorldAws: bucket', () => {
 });
 
 describe('EveWorldAws: scheduler, secret, functions', () => {
-  it('the Scheduler role is trusted by scheduler.amazonaws.com from this account and can only send to the queue', () => {
+  it('the Scheduler role is trusted by scheduler.amazonaws.com for this stack’s schedule group only and can only send to the queue', () => {
     template.resourceCountIs('AWS::Scheduler::ScheduleGroup', 1);
     const role = resources[logicalId(construct.schedulerRole)];
     expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
@@ -149,7 +160,12 @@ describe('EveWorldAws: scheduler, secret, functions', () => {
         Action: 'sts:AssumeRole',
         Effect: 'Allow',
         Principal: { Service: 'scheduler.amazonaws.com' },
-        Condition: { StringEquals: { 'aws:SourceAccount': '123456789012' } },
+        Condition: {
+          StringEquals: {
+            'aws:SourceAccount': '123456789012',
+            'aws:SourceArn': { 'Fn::GetAtt': [stack.getLogicalId(construct.scheduleGroup), 'Arn'] },
+          },
+        },
       },
     ]);
     const policies = ofType('AWS::IAM::Policy').filter(([, p]) =>
@@ -160,17 +176,40 @@ describe('EveWorldAws: scheduler, secret, functions', () => {
     ]);
   });
 
-  it('generates the signing secret and hands it to both functions by a deploy-time reference (never in the template)', () => {
+  it('generates the signing secret; host and worker get its ARN and GetSecretValue on it alone, never its value', () => {
     template.hasResourceProperties('AWS::SecretsManager::Secret', {
       GenerateSecretString: { PasswordLength: 64, ExcludePunctuation: true },
     });
+    const secretId = logicalId(construct.signingSecret as never);
     // Host and worker; the sweeper never gets the secret (asserted with its environment below).
     const fns = ofType('AWS::Lambda::Function').filter(([, f]) => f.Properties.Handler !== 'index.sweepHandler');
     expect(fns).toHaveLength(2);
     for (const [, fn] of fns) {
-      expect(JSON.stringify(fn.Properties.Environment.Variables.EVE_WORLD_AWS_SIGNING_SECRET)).toContain(
-        '{{resolve:secretsmanager:',
-      );
+      expect(fn.Properties.Environment.Variables.EVE_WORLD_AWS_SIGNING_SECRET_ARN).toEqual({ Ref: secretId });
+      expect(fn.Properties.Environment.Variables.EVE_WORLD_AWS_SIGNING_SECRET).toBeUndefined();
+    }
+    for (const fn of [construct.hostFunction, construct.workerFunction]) {
+      const statements = ofType('AWS::IAM::Policy')
+        .filter(([, p]) =>
+          p.Properties.Roles.some((r: any) => r.Ref === stack.getLogicalId(fn.role!.node.defaultChild as never)),
+        )
+        .flatMap(
+          ([, p]) => p.Properties.PolicyDocument.Statement as Array<{ Action: string | string[]; Resource: unknown }>,
+        );
+      const sm = statements.filter((st) => JSON.stringify(st.Action).includes('secretsmanager:'));
+      expect(sm).toEqual([{ Action: 'secretsmanager:GetSecretValue', Effect: 'Allow', Resource: { Ref: secretId } }]);
+    }
+  });
+
+  it('no function environment anywhere holds a secret value or a dynamic reference to one', () => {
+    for (const kmsKey of [undefined, 'create' as const]) {
+      const t = Template.fromStack(makeStack(kmsKey ? { kmsKey } : {}).stack).toJSON();
+      for (const [id, r] of Object.entries(t.Resources as Resources)) {
+        if (r.Type !== 'AWS::Lambda::Function') continue;
+        const env = JSON.stringify(r.Properties.Environment ?? {});
+        expect(env, id).not.toMatch(/resolve:secretsmanager|resolve:ssm-secure|SecretString/i);
+        expect(env, id).not.toMatch(/"EVE_WORLD_AWS_SIGNING_SECRET"/);
+      }
     }
   });
 
@@ -203,7 +242,7 @@ describe('EveWorldAws: scheduler, secret, functions', () => {
           EVE_WORLD_AWS_FLOW_URL: {
             'Fn::Join': ['', [{ 'Fn::GetAtt': [Match.anyValue(), 'FunctionUrl'] }, '.well-known/workflow/v1/flow']],
           },
-          EVE_WORLD_AWS_SIGNING_SECRET: Match.anyValue(),
+          EVE_WORLD_AWS_SIGNING_SECRET_ARN: Match.anyValue(),
         }),
       },
     });

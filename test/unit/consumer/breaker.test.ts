@@ -20,11 +20,11 @@ function make() {
 }
 
 describe('CircuitBreaker', () => {
-  it('opens after three outage failures in a row, logs once, and pauses until the cool-down', () => {
+  it('opens after outage failures of three distinct messages in a row, logs once, and pauses until the cool-down', () => {
     const { b, lines, advance } = make();
     expect(b.failed('m1', 'HTTP 503')).toBe(false);
-    expect(b.failed('m1', 'HTTP 503')).toBe(false);
-    expect(b.failed('m1', 'HTTP 503')).toBe(true);
+    expect(b.failed('m2', 'HTTP 503')).toBe(false);
+    expect(b.failed('m3', 'HTTP 503')).toBe(true);
     expect(b.isOpen).toBe(true);
     expect(lines.filter((l) => l.includes('circuit open'))).toHaveLength(1);
     expect(b.tryAcquire()).toBe(false);
@@ -48,11 +48,24 @@ describe('CircuitBreaker', () => {
     }
   });
 
-  it('a plain 500 from one message over and over does not open it (poison goes to the DLQ)', () => {
-    const { b } = make();
-    for (let i = 0; i < 10; i++) expect(b.failed('same', 'HTTP 500', true)).toBe(false);
-    expect(b.isOpen).toBe(false);
-    expect(b.failed('other', 'HTTP 500', true)).toBe(true);
+  it('one message (or two) failing over and over never opens it, whatever the failure', () => {
+    for (const ambiguous of [true, false]) {
+      const { b } = make();
+      for (let i = 0; i < 10; i++) expect(b.failed('same', 'HTTP 502', ambiguous)).toBe(false);
+      for (let i = 0; i < 10; i++) expect(b.failed('other', 'HTTP 502', ambiguous)).toBe(false);
+      expect(b.isOpen).toBe(false);
+      expect(b.failed('third', 'HTTP 502', ambiguous)).toBe(true);
+    }
+  });
+
+  it('a probe that ends neither way frees the slot at once', () => {
+    const { b, advance } = make();
+    for (const m of ['a', 'b', 'c']) b.failed(m, 'ECONNREFUSED');
+    advance(5000);
+    expect(b.tryAcquire()).toBe(true);
+    expect(b.tryAcquire()).toBe(false);
+    b.neutral();
+    expect(b.tryAcquire()).toBe(true);
   });
 
   it('a success resets the streak', () => {

@@ -28,6 +28,7 @@ function headers(traceparent: string | undefined, sent: Record<string, string> =
       messageId: 'msg_1',
       attempt: 1,
       body,
+      destination: 'http://127.0.0.1/.well-known/workflow/v1/flow',
       ...(traceparent ? { traceparent } : {}),
     }),
     ...(traceparent ? { [TRACEPARENT_HEADER]: traceparent } : {}),

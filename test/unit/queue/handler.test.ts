@@ -23,12 +23,14 @@ import {
   envelopeAttributes,
   envelopeFromMessage,
 } from '../../../src/queue/encoding.js';
+import { decodeHeaderValue, encodeHeaderValue } from '../../../src/queue/header-values.js';
 
 const SECRET = 'test-secret-0123456789abcdef';
 const Q = '__wkf_workflow_demo';
+const FLOW_URL = 'http://127.0.0.1/.well-known/workflow/v1/flow';
 
 function request(body: string | Uint8Array, headers: Record<string, string>): Request {
-  return new Request('http://127.0.0.1/.well-known/workflow/v1/flow', {
+  return new Request(FLOW_URL, {
     method: 'POST',
     headers,
     body: body as BodyInit,
@@ -44,7 +46,7 @@ function deliveryHeaders(body: string, extra: Record<string, string> = {}, now =
   };
   return {
     ...base,
-    ...signatureHeaders(secret, { queueName: Q, messageId: 'msg_01ABC', attempt: 1, body }, now),
+    ...signatureHeaders(secret, { queueName: Q, messageId: 'msg_01ABC', attempt: 1, body, destination: FLOW_URL }, now),
     ...extra,
   };
 }
@@ -58,7 +60,7 @@ function localHeaders(body: string, meta: { id?: string; attempt?: number; queue
     'x-vqs-queue-name': queueName,
     'x-vqs-message-id': messageId,
     'x-vqs-message-attempt': String(attempt),
-    ...signatureHeaders(processSigningKey(), { queueName, messageId, attempt, body }),
+    ...signatureHeaders(processSigningKey(), { queueName, messageId, attempt, body, destination: FLOW_URL }),
   };
 }
 
@@ -169,7 +171,7 @@ describe('createQueueHandler without a secret', () => {
       request(body, { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_1', 'x-vqs-message-attempt': '1' }),
     );
     expect(unsigned.status).toBe(401);
-    expect(await unsigned.json()).toEqual({ error: 'Unauthorized: unsigned request' });
+    expect(await unsigned.json()).toEqual({ error: 'Unauthorized' });
     // Another process's key (or a guessed secret) is not this process's key.
     expect((await h(request(body, deliveryHeaders(body)))).status).toBe(401);
     // An exact replay of an in-process delivery is refused too.
@@ -287,6 +289,7 @@ describe('createQueueHandler with a signing secret', () => {
           messageId: 'msg_01ABC',
           attempt: 1,
           body,
+          destination: FLOW_URL,
         }),
       }),
       // Correctly signed, but 10 minutes old / 10 minutes in the future.
@@ -304,8 +307,96 @@ describe('createQueueHandler with a signing secret', () => {
     expect((await h(request(body, headers))).status).toBe(200);
     const replay = await h(request(body, headers));
     expect(replay.status).toBe(401);
-    expect(await replay.json()).toEqual({ error: 'Unauthorized: replayed request' });
     expect(r.calls).toHaveLength(1);
+  });
+
+  it('every refusal is the same 401 to the caller; the reason is only logged', async () => {
+    const logged: string[] = [];
+    const h = createQueueHandler('__wkf_workflow_', recorder().fn, {
+      signingSecrets: [SECRET],
+      logError: (m) => logged.push(m),
+    });
+    const plain = { 'x-vqs-queue-name': Q, 'x-vqs-message-id': 'msg_01ABC', 'x-vqs-message-attempt': '1' };
+    const headers = deliveryHeaders(body);
+    const cases: Array<[Request, string]> = [
+      [request(body, plain), 'unsigned request'],
+      [request(body, deliveryHeaders(body, {}, Date.now() - 600_000)), 'stale timestamp'],
+      [request(body, deliveryHeaders(body, { 'x-eve-signature': `v2=${'0'.repeat(64)}` })), 'bad signature'],
+      [request(body, headers), ''],
+      [request(body, headers), 'replayed request'],
+    ];
+    const bodies = new Set<string>();
+    for (const [req, reason] of cases) {
+      const res = await h(req);
+      if (!reason) {
+        expect(res.status).toBe(200);
+        continue;
+      }
+      expect(res.status).toBe(401);
+      bodies.add(await res.text());
+      expect(logged.at(-1)).toContain(reason);
+      expect(logged.at(-1)).toContain('msg_01ABC');
+    }
+    expect([...bodies]).toEqual(['{"error":"Unauthorized"}']);
+  });
+
+  it('the signature covers the destination: the same delivery sent to another host or path is refused', async () => {
+    const r = recorder();
+    const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [SECRET] });
+    const signedFor = (destination: string) => ({
+      'x-vqs-queue-name': Q,
+      'x-vqs-message-id': 'msg_01ABC',
+      'x-vqs-message-attempt': '1',
+      ...signatureHeaders(SECRET, { queueName: Q, messageId: 'msg_01ABC', attempt: 1, body, destination }),
+    });
+    // Signed for staging, captured and replayed to production (same secret): refused.
+    expect((await h(request(body, signedFor('https://staging.example.com/.well-known/workflow/v1/flow')))).status).toBe(
+      401,
+    );
+    // Another path on the same host: refused.
+    expect((await h(request(body, signedFor('http://127.0.0.1/other/flow')))).status).toBe(401);
+    // Behind a proxy that rewrote Host: accepted by x-forwarded-host, or by the Host header the
+    // sender used (a Function URL: the app sees the URL's host).
+    const viaProxy = new Request(FLOW_URL, {
+      method: 'POST',
+      headers: {
+        ...signedFor('https://abc.lambda-url.eu-west-1.on.aws/.well-known/workflow/v1/flow'),
+        'x-forwarded-host': 'abc.lambda-url.eu-west-1.on.aws',
+      },
+      body,
+    });
+    expect((await h(viaProxy)).status).toBe(200);
+    const hostHeader = new Request(FLOW_URL, {
+      method: 'POST',
+      headers: {
+        ...signedFor('https://ABC.lambda-url.eu-west-1.on.aws/.well-known/workflow/v1/flow'),
+        host: 'abc.lambda-url.eu-west-1.on.aws',
+      },
+      body,
+    });
+    expect((await h(hostHeader)).status).toBe(200);
+    expect(r.calls).toHaveLength(2);
+  });
+
+  it('names and ids that are not plain ASCII travel encoded, signed, and reach the handler decoded', async () => {
+    const r = recorder();
+    const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [SECRET] });
+    const queueName = '__wkf_workflow_workflow//./workflows/注文//注文する';
+    const messageId = 'msg_ünïcode ';
+    const wire = { queueName: encodeHeaderValue(queueName), messageId: encodeHeaderValue(messageId) };
+    expect(wire.queueName).toMatch(/^UTF-8''[\x21-\x7e]+$/);
+    const headers = {
+      'x-vqs-queue-name': wire.queueName,
+      'x-vqs-message-id': wire.messageId,
+      'x-vqs-message-attempt': '1',
+      ...signatureHeaders(SECRET, { ...wire, attempt: 1, body, destination: FLOW_URL }),
+    };
+    expect((await h(request(body, headers))).status).toBe(200);
+    expect(r.calls[0].meta).toEqual({ attempt: 1, queueName, messageId });
+    // A plain value that happens to start with the marker is encoded too: the mapping is one to one.
+    expect(decodeHeaderValue(encodeHeaderValue("UTF-8''x"))).toBe("UTF-8''x");
+    expect(encodeHeaderValue('__wkf_workflow_plain/name')).toBe('__wkf_workflow_plain/name');
+    expect(decodeHeaderValue("UTF-8''%E0%A4")).toBeUndefined();
   });
 
   it('rotation: accepts any configured secret, refuses one that was removed', async () => {
@@ -340,7 +431,11 @@ describe('the log tail a delivery carries', () => {
       'x-vqs-message-id': 'msg_01ABC',
       'x-vqs-message-attempt': '1',
       [LOG_TAIL_HEADER]: t,
-      ...signatureHeaders(SECRET, { queueName: Q, messageId: 'msg_01ABC', attempt: 1, body, logTail: t }, now),
+      ...signatureHeaders(
+        SECRET,
+        { queueName: Q, messageId: 'msg_01ABC', attempt: 1, body, logTail: t, destination: FLOW_URL },
+        now,
+      ),
     };
   }
 
@@ -396,7 +491,14 @@ describe('the log tail a delivery carries', () => {
     const again = {
       ...first,
       'x-vqs-message-attempt': '3',
-      ...signatureHeaders(SECRET, { queueName: Q, messageId: 'msg_01ABC', attempt: 3, body, logTail: tail }),
+      ...signatureHeaders(SECRET, {
+        queueName: Q,
+        messageId: 'msg_01ABC',
+        attempt: 3,
+        body,
+        logTail: tail,
+        destination: FLOW_URL,
+      }),
     };
     expect((await h(request(body, again))).status).toBe(200);
     expect(r.seen[0] !== 'none' && r.seen[0]!.logTails.size).toBe(0);
