@@ -474,7 +474,7 @@ export const VARIABLES = {
   }),
   metrics: text({
     name: 'EVE_WORLD_AWS_METRICS',
-    unset: '`1` in Lambda, else `0`',
+    unset: '1 in Lambda, else 0',
     values: '`1` / `0`',
     description:
       "Write the World's metrics as CloudWatch EMF lines on stdout (namespace `EveWorldAws`, dimension `Queue`): once per Lambda invocation or flow-route request, every minute from the in-process poller. docs/observability.md lists them.",

@@ -149,23 +149,26 @@ describe('write session', () => {
     const reader = (await s.streams.get(runId, 'paced')).getReader();
     const session = s.streams.createWriteSession!(runId, 'paced', { writerId: 'wrtr_paced' });
     await session.write(0, ['a']); // after quiet: acknowledged once durable
+    await session.write(1, ['b']); // a burst's second write: acknowledged once durable too
     let acked = false;
-    const second = session.write(1, ['b']).then(() => {
+    const third = session.write(2, ['c']).then(() => {
       acked = true;
     });
     expect(dec.decode((await reader.read()).value)).toBe('a');
     expect(dec.decode((await reader.read()).value)).toBe('b');
+    expect(dec.decode((await reader.read()).value)).toBe('c');
     // Committed (a Query sees it) and delivered from memory, while the writer is still held.
-    expect(await s.streams.getInfo(runId, 'paced')).toEqual({ tailIndex: 1, done: false });
+    expect(await s.streams.getInfo(runId, 'paced')).toEqual({ tailIndex: 2, done: false });
     expect(acked).toBe(false);
-    // The paced block tells pollers elsewhere when the writer's next block is due; the first
-    // block (after quiet, acknowledged at once) carries no such hint.
+    // The paced block tells pollers elsewhere when the writer's next block is due; the blocks
+    // acknowledged at once (after quiet, and a burst's second) carry no such hint.
     const blocks = (await new StreamQueries(clients.ddb, fx.config.tableName).blocksFrom(runId, 'paced', 0)).blocks;
     expect(blocks.map((b) => [b.first, b.nextAt === undefined])).toEqual([
       [0, true],
-      [1, false],
+      [1, true],
+      [2, false],
     ]);
-    await second;
+    await third;
     await session.close();
     expect((await reader.read()).done).toBe(true);
     await s.close();
