@@ -23,8 +23,7 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type JsonBody, ServiceError, startJsonService } from './json-service.js';
 
 export interface KmsServerOptions {
   /** Port on 127.0.0.1 (0 = any free port). */
@@ -59,15 +58,7 @@ interface State {
   aliases: Record<string, string>;
 }
 
-class KmsError extends Error {
-  constructor(
-    readonly type: string,
-    message: string,
-    readonly status = 400,
-  ) {
-    super(message);
-  }
-}
+class KmsError extends ServiceError {}
 
 const BLOB_VERSION = 1;
 const ID_LEN = 36; // a UUID
@@ -125,7 +116,7 @@ function open(key: StoredKey, blob: Buffer, ctx: Record<string, string>): Buffer
   }
 }
 
-type Body = Record<string, unknown>;
+type Body = JsonBody;
 
 function str(body: Body, field: string, required: true): string;
 function str(body: Body, field: string, required?: false): string | undefined;
@@ -178,7 +169,6 @@ export async function startKmsServer(opts: KmsServerOptions = {}): Promise<KmsSe
   const save = () => {
     if (opts.stateFile) writeFileSync(opts.stateFile, JSON.stringify(state), { mode: 0o600 });
   };
-  const calls = new Map<string, number>();
 
   const createKey = (description: string): StoredKey => {
     const key: StoredKey = {
@@ -336,83 +326,13 @@ export async function startKmsServer(opts: KmsServerOptions = {}): Promise<KmsSe
     },
   };
 
-  const reply = (res: http.ServerResponse, status: number, payload: unknown) => {
-    const body = JSON.stringify(payload);
-    res.writeHead(status, {
-      'content-type': 'application/x-amz-json-1.1',
-      'content-length': Buffer.byteLength(body),
-      'x-amzn-requestid': randomUUID(),
-    });
-    res.end(body);
-  };
-  const fail = (res: http.ServerResponse, err: KmsError) => {
-    res.setHeader('x-amzn-errortype', err.type);
-    reply(res, err.status, { __type: err.type, message: err.message });
-  };
-
-  const server = http.createServer((req, res) => {
-    const target = String(req.headers['x-amz-target'] ?? '');
-    const op = target.startsWith('TrentService.') ? target.slice('TrentService.'.length) : '';
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooBig = false;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) tooBig = true;
-      else chunks.push(c);
-    });
-    req.on('end', () => {
-      calls.set(op || '(none)', (calls.get(op || '(none)') ?? 0) + 1);
-      try {
-        if (tooBig) throw new KmsError('ValidationException', `Request body is larger than ${MAX_BODY} bytes`, 413);
-        if (req.method !== 'POST' || req.url !== '/')
-          throw new KmsError('UnknownOperationException', 'KMS accepts POST / only', 404);
-        if (!/^AWS4-HMAC-SHA256 /.test(String(req.headers.authorization ?? ''))) {
-          throw new KmsError('MissingAuthenticationTokenException', 'Request is missing a SigV4 Authorization header');
-        }
-        const handler = Object.hasOwn(operations, op) ? operations[op] : undefined;
-        if (!handler) {
-          throw new KmsError(
-            op ? 'UnsupportedOperationException' : 'UnknownOperationException',
-            op
-              ? `${op} is not implemented by the eve-world-aws KMS emulator`
-              : `X-Amz-Target must be TrentService.<Operation>, got "${target}"`,
-          );
-        }
-        let body: Body;
-        try {
-          const text = Buffer.concat(chunks).toString('utf8');
-          body = text.trim() === '' ? {} : (JSON.parse(text) as Body);
-        } catch {
-          throw new KmsError('SerializationException', 'Request body is not JSON');
-        }
-        if (typeof body !== 'object' || body === null || Array.isArray(body))
-          throw new KmsError('SerializationException', 'Request body must be a JSON object');
-        reply(res, 200, handler(body));
-      } catch (err) {
-        fail(res, err instanceof KmsError ? err : new KmsError('KMSInternalException', 'internal error', 500));
-      }
-    });
+  return startJsonService({
+    service: 'KMS',
+    targetPrefix: 'TrentService',
+    maxBodyBytes: MAX_BODY,
+    tooLargeType: 'ValidationException',
+    internalType: 'KMSInternalException',
+    operations,
+    port: opts.port,
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: opts.port ?? 0, host: '127.0.0.1' }, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  let closed: Promise<void> | undefined;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    port,
-    calls,
-    close() {
-      closed ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      return closed;
-    },
-  };
 }

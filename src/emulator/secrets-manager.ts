@@ -18,8 +18,7 @@
  * functions, resource policies, replication.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type JsonBody, ServiceError, startJsonService } from './json-service.js';
 
 export interface SecretsManagerServerOptions {
   /** Port on 127.0.0.1 (0 = any free port). */
@@ -49,26 +48,17 @@ interface Secret {
   versions: Version[];
 }
 
-class SmError extends Error {
-  constructor(
-    readonly type: string,
-    message: string,
-    readonly status = 400,
-  ) {
-    super(message);
-  }
-}
+class SmError extends ServiceError {}
 
 const MAX_BODY = 64 * 1024;
 const NAME_RE = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
 
-type Body = Record<string, unknown>;
+type Body = JsonBody;
 
 export async function startSecretsManagerServer(opts: SecretsManagerServerOptions = {}): Promise<SecretsManagerServer> {
   const region = opts.region ?? 'us-east-1';
   const account = opts.accountId ?? '000000000000';
   const secrets = new Map<string, Secret>();
-  const calls = new Map<string, number>();
 
   const str = (body: Body, field: string, required = false): string | undefined => {
     const v = body[field];
@@ -145,81 +135,13 @@ export async function startSecretsManagerServer(opts: SecretsManagerServerOption
     },
   };
 
-  const reply = (res: http.ServerResponse, status: number, payload: unknown) => {
-    const body = JSON.stringify(payload);
-    res.writeHead(status, {
-      'content-type': 'application/x-amz-json-1.1',
-      'content-length': Buffer.byteLength(body),
-      'x-amzn-requestid': randomUUID(),
-    });
-    res.end(body);
-  };
-
-  const server = http.createServer((req, res) => {
-    const target = String(req.headers['x-amz-target'] ?? '');
-    const op = target.startsWith('secretsmanager.') ? target.slice('secretsmanager.'.length) : '';
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooBig = false;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) tooBig = true;
-      else chunks.push(c);
-    });
-    req.on('end', () => {
-      calls.set(op || '(none)', (calls.get(op || '(none)') ?? 0) + 1);
-      try {
-        if (tooBig) throw new SmError('InvalidRequestException', `Request body is larger than ${MAX_BODY} bytes`, 413);
-        if (req.method !== 'POST' || req.url !== '/')
-          throw new SmError('UnknownOperationException', 'Secrets Manager accepts POST / only', 404);
-        if (!/^AWS4-HMAC-SHA256 /.test(String(req.headers.authorization ?? ''))) {
-          throw new SmError('MissingAuthenticationTokenException', 'Request is missing a SigV4 Authorization header');
-        }
-        const handler = Object.hasOwn(operations, op) ? operations[op] : undefined;
-        if (!handler) {
-          throw new SmError(
-            op ? 'UnsupportedOperationException' : 'UnknownOperationException',
-            op
-              ? `${op} is not implemented by the eve-world-aws Secrets Manager emulator`
-              : `X-Amz-Target must be secretsmanager.<Operation>, got "${target}"`,
-          );
-        }
-        let body: Body;
-        try {
-          const text = Buffer.concat(chunks).toString('utf8');
-          body = text.trim() === '' ? {} : (JSON.parse(text) as Body);
-        } catch {
-          throw new SmError('SerializationException', 'Request body is not JSON');
-        }
-        if (typeof body !== 'object' || body === null || Array.isArray(body))
-          throw new SmError('SerializationException', 'Request body must be a JSON object');
-        reply(res, 200, handler(body));
-      } catch (err) {
-        const e = err instanceof SmError ? err : new SmError('InternalServiceError', 'internal error', 500);
-        res.setHeader('x-amzn-errortype', e.type);
-        reply(res, e.status, { __type: e.type, message: e.message });
-      }
-    });
+  return startJsonService({
+    service: 'Secrets Manager',
+    targetPrefix: 'secretsmanager',
+    maxBodyBytes: MAX_BODY,
+    tooLargeType: 'InvalidRequestException',
+    internalType: 'InternalServiceError',
+    operations,
+    port: opts.port,
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: opts.port ?? 0, host: '127.0.0.1' }, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  let closed: Promise<void> | undefined;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    port,
-    calls,
-    close() {
-      closed ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      return closed;
-    },
-  };
 }
