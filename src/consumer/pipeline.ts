@@ -32,7 +32,7 @@ import { queueNameOf } from '../aws/arn.js';
 import { sleep } from '../aws/sleep.js';
 import type { WorldConfig } from '../config.js';
 import { decodeLogTail } from '../delivery-scope.js';
-import { FLOW_PATH, SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
+import { SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { planHop } from '../queue/delays.js';
 import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
@@ -108,8 +108,6 @@ export interface DeliveryDeps {
   inFlight?: Set<string>;
   now?: () => number;
 }
-
-export const DEFAULT_FLOW_PATH = FLOW_PATH;
 
 /** Largest "not yet due" gap that is waited out in process instead of re-sent (ms). */
 const MAX_INLINE_WAIT_MS = 1000;

@@ -13,7 +13,6 @@
 import {
   DeleteMessageBatchCommand,
   GetQueueUrlCommand,
-  type Message,
   ReceiveMessageCommand,
 } from '@aws-sdk/client-sqs';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
@@ -27,6 +26,7 @@ import { type E2e, startE2e } from '../helpers/e2e.js';
 import { emfViolations } from '../helpers/emf.js';
 import { type InMemoryTracing, parentOf, registerInMemoryTracing } from '../helpers/otel.js';
 import { serve } from '../helpers/queue.js';
+import { toRecord } from '../lambda/esm-simulator.js';
 
 let otel: InMemoryTracing;
 const emf: string[] = [];
@@ -167,26 +167,6 @@ describe('in-process poller', () => {
   });
 });
 
-/** The record shape Lambda's SQS event source mapping produces. */
-function toRecord(m: Message, arn: string): SQSRecord {
-  const messageAttributes: SQSRecord['messageAttributes'] = {};
-  for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
-    messageAttributes[k] = { stringValue: v.StringValue, dataType: v.DataType ?? 'String' };
-  }
-  return {
-    messageId: m.MessageId as string,
-    receiptHandle: m.ReceiptHandle as string,
-    body: m.Body ?? '',
-    attributes: {
-      ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1',
-      SentTimestamp: m.Attributes?.SentTimestamp ?? String(Date.now()),
-    },
-    messageAttributes,
-    eventSource: 'aws:sqs',
-    eventSourceARN: arn,
-  };
-}
-
 /**
  * A minimal event source mapping: receive a batch, invoke the handler with it, delete what it
  * did not report as failed (ReportBatchItemFailures). Runs until `stop()`.
@@ -211,7 +191,9 @@ function eventSourceMapping(e2e: E2e, handler: ReturnType<typeof createSqsHandle
         .then((o) => o.Messages ?? []);
       if (msgs.length === 0) continue;
       counts.records += msgs.length;
-      const res = await handler({ Records: msgs.map((m) => toRecord(m, 'arn:aws:sqs:us-east-1:000000000000:q')) });
+      const res = await handler({
+        Records: msgs.map((m) => toRecord(m, 'arn:aws:sqs:us-east-1:000000000000:q', 'us-east-1') as SQSRecord),
+      });
       const failed = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
       const done = msgs.filter((m) => !failed.has(m.MessageId as string));
       if (done.length > 0) {
