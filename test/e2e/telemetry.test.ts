@@ -10,11 +10,7 @@
  * their per-outcome counts equal the delivery spans' outcomes.
  */
 
-import {
-  DeleteMessageBatchCommand,
-  GetQueueUrlCommand,
-  ReceiveMessageCommand,
-} from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, GetQueueUrlCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { start } from 'workflow/api';
