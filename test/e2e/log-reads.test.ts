@@ -5,19 +5,23 @@
  * (the `run_started` preload). Counts come from SDK middleware on the World's own DynamoDB client
  * and a counter around `events.list`; results are checked in full.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { start } from 'workflow/api';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { resumeHook, start } from 'workflow/api';
 import { type E2e, startE2e } from '../helpers/e2e.js';
 
 let e2e: E2e;
 const ddb: string[] = [];
+/** The sort keys of the items each GetItem read. */
+const gets: string[] = [];
 let lists = 0;
 
 beforeAll(async () => {
   e2e = await startE2e();
   e2e.fixture.clients.ddb.middlewareStack.add(
     (next, context) => async (args) => {
-      ddb.push(((context as { commandName?: string }).commandName ?? '').replace(/Command$/, ''));
+      const name = ((context as { commandName?: string }).commandName ?? '').replace(/Command$/, '');
+      ddb.push(name);
+      if (name === 'GetItem') gets.push(String((args.input as { Key?: { SK?: { S?: string } } }).Key?.SK?.S));
       return next(args);
     },
     { step: 'initialize', name: 'countLogReads' },
@@ -51,4 +55,34 @@ it('a fan-out of 8 completes, and its flow invocations list the log from memory'
     expect(lists - 1).toBeGreaterThanOrEqual(4);
     expect(queries).toBeLessThanOrEqual(1);
   }
+});
+
+it('a hook resume reads the hook and not its run: the hook carries the run\'s resume context', async () => {
+  const token = `resume-${Date.now()}`;
+  const run = await start(e2e.workflows.hookCollector as never, [token, 2]);
+  await vi.waitFor(async () => expect(await e2e.world.hooks.getByToken(token)).toBeTruthy(), {
+    timeout: 20_000,
+    interval: 100,
+  });
+  const stored = await e2e.world.runs.get(run.runId);
+  const hook = await e2e.world.hooks.getByToken(token);
+  // Exactly what core derives from the run when a hook has none (resume-hook.js, the fallback).
+  expect(hook.resumeContext).toEqual({
+    deploymentId: stored.deploymentId,
+    workflowName: stored.workflowName,
+    runSpecVersion: stored.specVersion,
+    workflowCoreVersion: stored.executionContext?.workflowCoreVersion,
+    ...(stored.executionContext?.traceCarrier ? { traceCarrier: stored.executionContext.traceCarrier } : {}),
+    ...(stored.encryptionPublicKey ? { encryptionPublicKey: stored.encryptionPublicKey } : {}),
+    ...(stored.executionContext?.hookResumeInputVersion !== undefined
+      ? { hookResumeInputVersion: stored.executionContext.hookResumeInputVersion }
+      : {}),
+  });
+  expect(hook.resumeContext?.workflowCoreVersion).toEqual(expect.any(String));
+  gets.length = 0;
+  await resumeHook(token, { value: 1 });
+  // resumeHook: hooks.getByToken (GetItem HOOK#meta), then hook_received; no runs.get (RUN#meta).
+  expect(gets).toEqual(['HOOK#meta']);
+  await resumeHook(token, { value: 2 });
+  expect(await run.returnValue).toEqual([1, 2]);
 });

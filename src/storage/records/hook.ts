@@ -3,11 +3,13 @@
  * contract's `Hook`. Its index keys list a run's hooks (GSI1) and find a hook by id or list all
  * hooks (GSI2, sharded by the hook id).
  */
-import type { Hook, ResolveData } from '@workflow/world';
+import type { Hook, HookResumeContext, ResolveData } from '@workflow/world';
 import { ATTR, keys, shardOf, storageKeys } from '../../ddb.js';
+import { isS3Pointer } from '../../payloads.js';
 import { type Attrs, bool, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { payloadFor } from './payloads.js';
+import type { RunRecord } from './run.js';
 
 export interface HookRecord {
   runId: string;
@@ -19,6 +21,8 @@ export interface HookRecord {
   isWebhook?: boolean;
   isSystem?: boolean;
   tokenRetentionUntil?: Date;
+  /** The owning run's resume context (see {@link resumeContextOf}); absent when the run was not at hand. */
+  resumeContext?: HookResumeContext;
 }
 
 /** Single-tenant World: no owner/project/environment dimension (as world-postgres). */
@@ -37,6 +41,7 @@ export function hookItem(h: HookRecord): Attrs {
       isWebhook: h.isWebhook,
       isSystem: h.isSystem,
       tokenRetentionUntil: epochMs(h.tokenRetentionUntil),
+      resumeContext: h.resumeContext,
       [ATTR.gsi1pk]: keys.runHooksGsi(h.runId),
       [ATTR.gsi1sk]: h.hookId,
       [ATTR.gsi2pk]: keys.hooksGsi(shardOf(h.hookId)),
@@ -56,6 +61,7 @@ export function parseHook(it: Attrs): HookRecord {
     isWebhook: bool(it, 'isWebhook'),
     isSystem: bool(it, 'isSystem'),
     tokenRetentionUntil: date(it, 'tokenRetentionUntil'),
+    resumeContext: val(it, 'resumeContext') as HookResumeContext | undefined,
   };
 }
 
@@ -71,7 +77,37 @@ export async function toHook(ctx: StorageCtx, h: HookRecord, rd: ResolveData): P
     isWebhook: h.isWebhook,
     isSystem: h.isSystem,
     tokenRetentionUntil: h.tokenRetentionUntil,
+    resumeContext: h.resumeContext,
   }) as Hook;
+}
+
+/**
+ * What core needs to resume a hook without reading its run (`Hook.resumeContext`: queue routing,
+ * serialization capabilities, the key to seal the payload to, the trace link), taken from the run
+ * when the hook is created. Every field is fixed when the run is created, so the copy on the hook
+ * item never goes stale. A run whose execution context is not inline gets none: core then reads
+ * the run, as it does for hooks without one.
+ */
+export function resumeContextOf(run: RunRecord): HookResumeContext | undefined {
+  const ec = run.executionContext;
+  if (ec !== undefined && (typeof ec !== 'object' || ec === null || isS3Pointer(ec) || ec instanceof Uint8Array))
+    return undefined;
+  const coreVersion = ec?.workflowCoreVersion;
+  const traceCarrier = ec?.traceCarrier;
+  const inputVersion = ec?.hookResumeInputVersion;
+  return dropUndefined({
+    deploymentId: run.deploymentId,
+    workflowName: run.workflowName,
+    runSpecVersion: run.specVersion,
+    workflowCoreVersion: typeof coreVersion === 'string' ? coreVersion : undefined,
+    traceCarrier: isStringRecord(traceCarrier) ? traceCarrier : undefined,
+    encryptionPublicKey: run.encryptionPublicKey,
+    hookResumeInputVersion: typeof inputVersion === 'number' ? inputVersion : undefined,
+  });
+}
+
+function isStringRecord(v: unknown): v is Record<string, string> {
+  return typeof v === 'object' && v !== null && Object.values(v).every((x) => typeof x === 'string');
 }
 
 /** The token a hook item's partition key names (`HOOK#<token>`). */

@@ -15,7 +15,7 @@ import { ATTR, GSI1, keys, storageKeys } from '../../ddb.js';
 import { correlationEvents } from '../read/correlation.js';
 import { readRunTail } from '../read/log-tail.js';
 import { type EventRecord, eventItem, newEvent, parseEvent, toEvent } from '../records/event.js';
-import { type HookRecord, hookItem, parseHook, toHook, tokenOfHookPk } from '../records/hook.js';
+import { type HookRecord, hookItem, parseHook, resumeContextOf, toHook, tokenOfHookPk } from '../records/hook.js';
 import { isTerminalRun } from '../records/lifecycle.js';
 import { placeEventData, placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, toRun } from '../records/run.js';
@@ -87,6 +87,8 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     isWebhook: ed.isWebhook ?? false,
     isSystem: ed.isSystem ?? false,
     tokenRetentionUntil: ed.tokenRetentionUntil === undefined ? undefined : new Date(ed.tokenRetentionUntil),
+    // From the run this process remembers (a delivery's run_started put it there); never read for it.
+    resumeContext: resumeContextOfKnownRun(call, runId),
   };
   const created = newEvent(call.stamp, runId, data, 'hook_created', ed);
   let takeover: HookRecord | undefined;
@@ -145,6 +147,11 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     pos,
     hook: await toHook(ctx, { ...rec, metadata: ed.metadata }, call.rd),
   };
+}
+
+function resumeContextOfKnownRun(call: CreateCall, runId: string) {
+  const item = call.runs.known(runId);
+  return item ? resumeContextOf(parseRun(item)) : undefined;
 }
 
 // ---------------------------------------------------------------- hook_received
