@@ -90,6 +90,11 @@ export interface WorldTuning {
 }
 
 export interface WorldConfig extends WorldTuning {
+  /**
+   * `EVE_WORLD_AWS_*` variables set in the environment read that this World does not read (former
+   * variables, typos), sorted; {@link startupWarnings} names each one.
+   */
+  readonly ignoredVariables: readonly string[];
   /** Region for every client; undefined lets the SDK resolve it (profile, IMDS). */
   readonly region?: string;
   readonly endpoints: Endpoints;
@@ -786,7 +791,42 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     // Unset: on inside Lambda, whose stdout CloudWatch Logs reads (a terminal would only print JSON).
     metrics: (readText(src, V.metrics) ?? (src.raw(V.lambda) !== undefined ? '1' : '0')) === '1',
     logLevel: readText(src, V.logLevel) as LogLevel,
+    ignoredVariables: Object.freeze(ignoredVariables(env)),
   });
+}
+
+/**
+ * Variables earlier versions read, each with the `createWorld({ tuning })` option that replaced
+ * it (docs/configuration.md, "What is no longer a variable"). One still set is ignored, and
+ * {@link startupWarnings} says what to do instead.
+ */
+export const FORMER_VARIABLES: Readonly<Record<string, keyof WorldTuning>> = Object.freeze({
+  EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: 'payloadThresholdBytes',
+  EVE_WORLD_AWS_STORAGE_INLINE_BYTES: 'storageInlineBytes',
+  EVE_WORLD_AWS_STREAM_POLL_MS: 'streamPollMs',
+  EVE_WORLD_AWS_STREAM_IDLE_POLL_MS: 'streamIdlePollMs',
+  EVE_WORLD_AWS_STREAM_FLUSH_MS: 'streamFlushMs',
+  EVE_WORLD_AWS_STREAM_BURST_MS: 'streamBurstMs',
+  EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: 'maxDelayHopSeconds',
+  EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS: 'idempotencyTtlSeconds',
+  EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS: 'consumerVisibilitySeconds',
+  EVE_WORLD_AWS_CONNECT_TIMEOUT_MS: 'connectTimeoutMs',
+  EVE_WORLD_AWS_REQUEST_TIMEOUT_MS: 'requestTimeoutMs',
+  EVE_WORLD_AWS_DEPLOYMENT_ID: 'deploymentId',
+});
+
+/** `EVE_WORLD_AWS_*` names read by the CLI and the test tooling, not by the World. */
+export const TOOL_VARIABLES: readonly string[] = Object.freeze([
+  'EVE_WORLD_AWS_DEBUG',
+  'EVE_WORLD_AWS_JAVA',
+  'EVE_WORLD_AWS_SKIP_BUILD',
+]);
+
+function ignoredVariables(env: Env): string[] {
+  const read = new Set<string>([...Object.values(VARIABLES).map((v) => v.name), ...TOOL_VARIABLES]);
+  return Object.keys(env)
+    .filter((k) => k.startsWith('EVE_WORLD_AWS_') && !read.has(k) && (env[k]?.trim() ?? '') !== '')
+    .sort();
 }
 
 function readUrlOrName(src: Source, s: TextSetting, prefix: string): string {
@@ -839,6 +879,25 @@ export function assertDeliveriesSafe(config: WorldConfig, flowUrl: string): void
       `Set the same secret where the consumer runs and where the flow route runs (or ${VARIABLES.allowUnsigned.name}=1, on a private network only)`,
     VARIABLES.signingSecret.example,
   );
+}
+
+/**
+ * What `start()` (and the Lambda consumer's first event) logs about the configuration: the
+ * unsigned-deliveries warning while that opt-out is set, and one line per ignored variable.
+ */
+export function startupWarnings(config: Pick<WorldConfig, 'allowUnsigned' | 'ignoredVariables'>): string[] {
+  const out: string[] = [];
+  const unsigned = unsignedWarning(config);
+  if (unsigned) out.push(unsigned);
+  for (const name of config.ignoredVariables) {
+    const option = FORMER_VARIABLES[name];
+    out.push(
+      option
+        ? `[eve-world-aws] ${name} is set but no longer read: it is the option createWorld({ tuning: { ${option} } }) now; unset it (docs/configuration.md).`
+        : `[eve-world-aws] ${name} is set but is not a variable of this World (a typo?); it is ignored. The variables are listed in docs/configuration.md.`,
+    );
+  }
+  return out;
 }
 
 /** The line `start()` logs while unsigned deliveries are allowed; undefined when they are not. */

@@ -27,7 +27,7 @@ import {
   assertDeliveriesSafe,
   defaultFlowUrl,
   getConfig,
-  unsignedWarning,
+  startupWarnings,
   type WorldConfig,
   type WorldTuning,
   withTuning,
@@ -130,9 +130,9 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     streamFlushIntervalMs: streamer.streamFlushIntervalMs,
     sweepOrphans: (o?: OrphanSweepOptions) => sweepOrphans(context, o),
     async start() {
-      // Loud on every start: the opt-out is for private networks and must not go unnoticed.
-      const warning = unsignedWarning(config);
-      if (warning) logger.warn(warning);
+      // Loud on every start: the unsigned opt-out is for private networks and must not go
+      // unnoticed, and a variable that is set but not read is a setting the operator thinks holds.
+      for (const warning of startupWarnings(config)) logger.warn(warning);
       await consumer.start();
     },
     close() {

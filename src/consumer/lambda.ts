@@ -31,7 +31,7 @@
  * The entry also carries the scheduled orphan sweep, `sweepHandler` (src/sweep/lambda.ts), so the
  * one pre-bundled asset serves both functions the CDK construct deploys.
  */
-import { assertDeliveriesSafe, loadConfig, unsignedWarning } from '../config.js';
+import { assertDeliveriesSafe, loadConfig, startupWarnings } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
 import { FLOW_PATH } from '../limits.js';
 import { consoleLogger, type Logger } from '../log.js';
@@ -115,8 +115,7 @@ export function createSqsHandler(
     }
     // Closed by default: refuse cleartext or unsigned deliveries over a network before any client is built.
     if (!opts.flow) assertDeliveriesSafe(config, flowUrl as string);
-    const warning = unsignedWarning(config);
-    if (warning) logger.warn(warning);
+    for (const warning of startupWarnings(config)) logger.warn(warning);
     const ctx = opts.context ?? createContext(config);
     const flow = opts.flow;
     state = {

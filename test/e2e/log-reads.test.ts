@@ -57,7 +57,7 @@ it('a fan-out of 8 completes, and its flow invocations list the log from memory'
   }
 });
 
-it('a hook resume reads the hook and not its run: the hook carries the run\'s resume context', async () => {
+it("a hook resume reads the hook and not its run: the hook carries the run's resume context", async () => {
   const token = `resume-${Date.now()}`;
   const run = await start(e2e.workflows.hookCollector as never, [token, 2]);
   await vi.waitFor(async () => expect(await e2e.world.hooks.getByToken(token)).toBeTruthy(), {

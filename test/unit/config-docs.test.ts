@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ENV_DOCS, TUNING_DOCS } from '../../src/config.js';
+import { ENV_DOCS, FORMER_VARIABLES, TOOL_VARIABLES, TUNING_DOCS } from '../../src/config.js';
 import { renderConfigurationDoc, tuningTable, variablesTable } from '../../src/config-docs.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -41,25 +41,26 @@ describe('docs/configuration.md', () => {
 });
 
 describe('no dead variable', () => {
+  it('lists every former variable on the page, with the option that replaced it', () => {
+    const page = read('docs/configuration.md');
+    for (const [name, option] of Object.entries(FORMER_VARIABLES)) {
+      const row = page.split('\n').find((l) => l.startsWith('|') && l.includes(`\`${name}\``));
+      expect(row, name).toBeDefined();
+      expect(row).toContain(`\`${option}\``);
+    }
+  });
+
   // The variables the World no longer reads (docs/configuration.md, "What is no longer a variable").
-  const FORMER = [
-    'EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES',
-    'EVE_WORLD_AWS_STORAGE_INLINE_BYTES',
-    'EVE_WORLD_AWS_STREAM_POLL_MS',
-    'EVE_WORLD_AWS_STREAM_IDLE_POLL_MS',
-    'EVE_WORLD_AWS_STREAM_FLUSH_MS',
-    'EVE_WORLD_AWS_STREAM_BURST_MS',
-    'EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS',
-    'EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS',
-    'EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS',
-    'EVE_WORLD_AWS_CONNECT_TIMEOUT_MS',
-    'EVE_WORLD_AWS_REQUEST_TIMEOUT_MS',
-    'EVE_WORLD_AWS_DEPLOYMENT_ID',
-  ];
+  const FORMER = Object.keys(FORMER_VARIABLES);
   /** Read by the CLI and the tests, not by the World. */
-  const TOOLING = ['EVE_WORLD_AWS_DEBUG', 'EVE_WORLD_AWS_JAVA', 'EVE_WORLD_AWS_SKIP_BUILD'];
+  const TOOLING = TOOL_VARIABLES;
   /** Where a former name may appear: the page that lists them, and the test that they are ignored. */
-  const MAY_NAME_FORMER = ['docs/configuration.md', 'test/unit/config.test.ts', 'test/unit/config-docs.test.ts'];
+  const MAY_NAME_FORMER = [
+    'src/config.ts',
+    'docs/configuration.md',
+    'test/unit/config.test.ts',
+    'test/unit/config-docs.test.ts',
+  ];
 
   function unknownNames(files: { path: string; text: string }[]): string[] {
     const known = new Set([...ENV_DOCS.map((d) => d.name), ...TOOLING]);

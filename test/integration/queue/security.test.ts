@@ -300,6 +300,19 @@ describe('closed by default: no unsigned deliveries over a network', () => {
     const loud = await warnings({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1', EVE_WORLD_AWS_FLOW_URL: PUBLIC });
     expect(loud).toHaveLength(1);
     expect(loud[0]).toMatch(/WARNING: .*anyone who can reach the flow route can run steps/);
+    // A variable that is set but not read is named too (an operator thinks it holds).
+    const former = new MemoryLogger();
+    const world = createWorld({
+      config: loadConfig({ ...stackEnv(), EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: '5' }),
+      consumer: { consumer: 'none', logger: former },
+    });
+    await world.start();
+    await world.close();
+    expect(
+      former.lines.filter((l) => l.startsWith('WARN') && l.includes('EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS')),
+    ).toEqual([
+      expect.stringContaining('no longer read: it is the option createWorld({ tuning: { maxDelayHopSeconds } })'),
+    ]);
     // The Lambda consumer says the same on its first event.
     const logger = new MemoryLogger();
     const ctx = createContext(
