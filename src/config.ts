@@ -162,7 +162,7 @@ export interface WorldConfig extends WorldTuning {
 /** One row of the documentation, as docs/configuration.md prints it. */
 export interface EnvDoc {
   readonly name: string;
-  /** The default as documented (`-`: unset). */
+  /** The default as the docs show it, in Markdown: a value in code font, prose for a rule (`—`: none). */
   readonly default: string;
   /** Accepted values, e.g. `1-1000`. */
   readonly values: string;
@@ -193,7 +193,7 @@ interface TextSetting extends Setting {
   readonly kind: 'text';
   /** The default; `<prefix>` stands for EVE_WORLD_AWS_PREFIX. Absent: unset. */
   readonly default?: string;
-  /** Without a default: what happens when it is unset, as the docs show it. */
+  /** Without a default: what happens when it is unset, as the docs show it (Markdown: literals in backticks). */
   readonly unset?: string;
   /** Accepted values, in words (the docs' "Values" column). */
   readonly values: string;
@@ -413,7 +413,7 @@ export const VARIABLES = {
   }),
   flowUrl: text({
     name: 'EVE_WORLD_AWS_FLOW_URL',
-    unset: `http://127.0.0.1:$PORT${FLOW_PATH}`,
+    unset: `\`http://127.0.0.1:$PORT${FLOW_PATH}\``,
     values: 'https URL (http only to loopback)',
     description:
       'Flow route the consumer POSTs to when no handler is registered in process. `http://` is refused unless the host is loopback or EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1.',
@@ -479,7 +479,7 @@ export const VARIABLES = {
   }),
   metrics: text({
     name: 'EVE_WORLD_AWS_METRICS',
-    unset: '1 in Lambda, else 0',
+    unset: '`1` in Lambda, else `0`',
     values: '`1` / `0`',
     description:
       "Write the World's metrics as CloudWatch EMF lines on stdout (namespace `EveWorldAws`, dimension `Queue`): once per Lambda invocation or flow-route request, every minute from the in-process poller. docs/observability.md lists them.",
@@ -606,7 +606,13 @@ function documented(s: AnySetting): EnvDoc {
         ? '`1` / `0`'
         : (s as TextSetting | ExternalSetting).values;
   const def =
-    s.kind === 'flag' ? '0' : s.default !== undefined ? String(s.default) : s.kind === 'text' ? (s.unset ?? '-') : '-';
+    s.kind === 'flag'
+      ? '`0`'
+      : s.default !== undefined && s.default !== '-'
+        ? `\`${s.default}\``
+        : s.kind === 'text'
+          ? (s.unset ?? '—')
+          : '—';
   return { name: s.name, default: def, values, description: s.description };
 }
 
