@@ -4,7 +4,9 @@
  *
  * ```
  * PK                      SK                 what
- * RUN#<runId>             EVT#<slot:20>      event log, source of truth; slot = dense 1-based position
+ * RUN#<runId>             EVT#<slot:20>      event log, source of truth; slot = dense 1-based position. An
+ *                                            item holds one event, or a pair (slots N and N+1, the second
+ *                                            in the map `e2`; no EVT#<N+1> item then): storage/records/event.ts
  * RUN#<runId>             RUN#meta           run view
  * RUN#<runId>             STEP#<stepId>      step view (+ the step lease: leaseToken, leaseUntil; storage/step-lease.ts;
  *                                            fs = slot of its step_created, storage/read/correlation.ts)
@@ -28,6 +30,8 @@
  * ```
  *
  * Slots and chunk indices are zero-padded to 20 digits so that string order is numeric order.
+ * The log items' covered slots tile 1..last (a pair covers two), so `EVT#` keys are dense except
+ * for the second halves of pairs.
  *
  * **No hot index partition.** DynamoDB serves about 1,000 WCU/s per partition-key value, and a
  * throttled index pushes back on the base table's transactions. List keys are therefore sharded

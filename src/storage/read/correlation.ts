@@ -10,9 +10,16 @@
  *   carries the correlation index key (GSI1), so it costs one index write however many events it
  *   has; so does the `step_created` of a step written before `firstSlot` was recorded.
  * A correlation with neither (e.g. an `attr_set` id) is read from the start of the log.
+ *
+ * Pair items (../records/event.ts): a step's lazy start stores its `step_created` and
+ * `step_started` as one item at `firstSlot`, so the read starts at that item; a correlation's
+ * first event is never a pair's second half (a pair opens no correlation, and a step's first
+ * slot is its pair's key). The index filter matches an item when either of its events belongs to
+ * the correlation, and each event is then checked on its own.
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { ATTR, GSI1, keys } from '../../ddb.js';
+import { type EventRecord, eventsOf, PAIR_ATTR } from '../records/event.js';
 import { type Attrs, num } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { getItem, queryPage } from '../table/reads.js';
@@ -51,12 +58,13 @@ export interface CorrelationQuery {
   eventType?: string;
 }
 
-/** Up to `limit + 1` event items of the correlation (the extra one only tells `hasMore`). */
-export async function correlationEvents(ctx: StorageCtx, q: CorrelationQuery): Promise<Attrs[]> {
+/** Up to `limit + 1` events of the correlation, in the read's order (the extra one only tells `hasMore`). */
+export async function correlationEvents(ctx: StorageCtx, q: CorrelationQuery): Promise<EventRecord[]> {
   const first = await firstSlot(ctx, q.runId, q.correlationId);
   let lo = keys.eventSk(first);
   let hi = EVT_END;
-  if (q.after !== undefined && q.ascending) lo = keys.eventSk(Math.max(first, q.after + 1));
+  // From the bound's own item, inclusive (the bound may be a pair's first half); see events.ts.
+  if (q.after !== undefined && q.ascending) lo = keys.eventSk(Math.max(first, q.after));
   if (q.after !== undefined && !q.ascending) {
     if (q.after - 1 < first) return [];
     hi = keys.eventSk(q.after - 1);
@@ -67,20 +75,28 @@ export async function correlationEvents(ctx: StorageCtx, q: CorrelationQuery): P
     ':hi': { S: hi },
     ':c': { S: q.correlationId },
   };
-  let filter = 'cid = :c';
+  let own = 'cid = :c';
+  let second = `#p.cid = :c`;
   if (q.eventType !== undefined) {
-    filter += ' AND t = :t';
+    own += ' AND t = :t';
+    second += ' AND #p.t = :t';
     values[':t'] = { S: q.eventType };
   }
-  return queryPage(
+  const items = await queryPage(
     ctx,
     {
       KeyConditionExpression: 'PK = :pk AND SK BETWEEN :lo AND :hi',
-      FilterExpression: filter,
+      FilterExpression: `(${own}) OR (${second})`,
+      ExpressionAttributeNames: { '#p': PAIR_ATTR },
       ExpressionAttributeValues: values,
       ScanIndexForward: q.ascending,
       ConsistentRead: true,
     },
-    q.limit,
+    // One more: an ascending read's first item may hold only events at or below the bound.
+    q.limit + 1,
+  );
+  const bounds = q.after === undefined ? {} : q.ascending ? { after: q.after } : { before: q.after };
+  return eventsOf(items, bounds, !q.ascending).filter(
+    (e) => e.correlationId === q.correlationId && (q.eventType === undefined || e.eventType === q.eventType),
   );
 }

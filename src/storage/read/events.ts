@@ -15,22 +15,22 @@ import { eventIdToSlot, getMaxEventsPerRun } from '@workflow/world';
 import { keys } from '../../ddb.js';
 import { currentDelivery } from '../../delivery-scope.js';
 import type { SlotHints } from '../memory/slot-hints.js';
-import { type EventRecord, parseEvent, toEvent } from '../records/event.js';
+import { cursorAt, type EventRecord, eventsOf, toEvent } from '../records/event.js';
 import type { StorageCtx } from '../table/context.js';
 import { assertId, invalidArgument, notFound } from '../table/errors.js';
-import { decodeEventCursor, encodeEventCursor, MAX_LIMIT, pageLimit } from '../table/pagination.js';
-import { getItem, queryPage } from '../table/reads.js';
+import { decodeEventCursor, MAX_LIMIT, pageLimit } from '../table/pagination.js';
+import { queryPage } from '../table/reads.js';
 import { correlationEvents } from './correlation.js';
-import { EVT_END, EVT_START } from './log-tail.js';
+import { EVT_END, EVT_START, eventAt } from './log-tail.js';
 
 export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
   async function get(runId: string, eventId: string, params?: GetEventParams): Promise<Event> {
     assertId('runId', runId);
     const slot = typeof eventId === 'string' ? eventIdToSlot(eventId) : null;
     if (slot === null) throw invalidArgument('eventId', `Invalid event id "${String(eventId).slice(0, 60)}"`);
-    const item = await getItem(ctx, keys.event(runId, slot));
-    if (!item) throw notFound(`Event ${eventId} in run ${runId} not found`);
-    return toEvent(ctx, parseEvent(item), params?.resolveData ?? 'all');
+    const ev = await eventAt(ctx, runId, slot);
+    if (!ev) throw notFound(`Event ${eventId} in run ${runId} not found`);
+    return toEvent(ctx, ev, params?.resolveData ?? 'all');
   }
 
   /**
@@ -43,12 +43,14 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     const p = params.pagination ?? {};
     const asc = p.sortOrder !== 'desc';
     // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
-    const after = p.cursor ? decodeEventCursor(p.cursor) : undefined;
+    const after = p.cursor ? decodeEventCursor(p.cursor).slot : undefined;
     const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
     const remembered = asc ? fromMemory(params.runId, after ?? 0, limit) : undefined;
     if (remembered) return eventPage(remembered, limit, p.cursor, params.resolveData);
+    // Ascending from the cursor's own item (a pair's first half may be the bound), descending
+    // from the item before it (a pair there may hold the bound itself); eventsOf drops the bound.
     const [lo, hi] = asc
-      ? [keys.eventSk((after ?? 0) + 1), EVT_END]
+      ? [after === undefined ? EVT_START : keys.eventSk(after), EVT_END]
       : [EVT_START, after === undefined ? EVT_END : after <= 1 ? `${EVT_START}0` : keys.eventSk(after - 1)];
     const items = await queryPage(
       ctx,
@@ -58,9 +60,10 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
         ScanIndexForward: asc,
         ConsistentRead: true,
       },
-      limit,
+      // One item more than the page: an ascending read's first item may lie wholly at the bound.
+      limit + 1,
     );
-    const recs = items.map(parseEvent);
+    const recs = asc ? eventsOf(items, { after }) : eventsOf(items, { before: after }, true);
     // A page read from the start of the log, or from a slot whose predecessors are remembered,
     // extends what this process can answer from memory.
     if (asc && recs.length > 0) hints.note(params.runId, Math.max(...recs.map((r) => r.slot)), recs);
@@ -95,16 +98,16 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     const p = params.pagination ?? {};
     const asc = p.sortOrder !== 'desc';
     // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
-    const after = p.cursor ? decodeEventCursor(p.cursor) : undefined;
+    const after = p.cursor ? decodeEventCursor(p.cursor).slot : undefined;
     const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
-    const items = await correlationEvents(ctx, {
+    const recs = await correlationEvents(ctx, {
       runId: params.runId,
       correlationId: params.correlationId,
       after,
       ascending: asc,
       limit,
     });
-    return eventPage(items.map(parseEvent), limit, p.cursor, params.resolveData);
+    return eventPage(recs, limit, p.cursor, params.resolveData);
   }
 
   async function eventPage(
@@ -116,7 +119,7 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     const hasMore = all.length > limit;
     const recs = all.slice(0, limit);
     const data = await Promise.all(recs.map((r) => toEvent(ctx, r, rd ?? 'all')));
-    const cursor = recs.length > 0 ? encodeEventCursor(recs[recs.length - 1].slot) : (cursorIn ?? null);
+    const cursor = recs.length > 0 ? cursorAt(recs[recs.length - 1]) : (cursorIn ?? null);
     return { data, cursor, hasMore };
   }
 

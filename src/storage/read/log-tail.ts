@@ -1,14 +1,18 @@
 /**
- * Reads of a run's log tail, all strongly consistent: the events after a slot, the last slot, and
- * the run view together with the tail in one Query.
+ * Reads of a run's log tail, all strongly consistent: the events after a slot, the last slot, one
+ * event by slot, and the run view together with the tail in one Query.
  *
- * Invariant relied on: in a run's partition `EVT#<slot:20>` sorts right before `RUN#meta` and
- * nothing sorts between them (see `ddb.ts`), so the range `EVT#<after+1>` .. `RUN#meta` is exactly
- * "the events after `after`, then the run".
+ * Invariants relied on: in a run's partition `EVT#<slot:20>` sorts right before `RUN#meta` and
+ * nothing sorts between them (see `ddb.ts`), and log items tile the log (a pair item at N also
+ * covers N + 1, ../records/event.ts). So the range `EVT#<after>` .. `RUN#meta` is exactly "the
+ * items covering the slots after `after`, then the run": it starts at `after`'s own item,
+ * inclusive, because `after` may be a pair's first half, and the events at or below `after` are
+ * dropped. Every tail these reads report is the last slot an item covers, so a writer that
+ * tries one above it never lands inside a pair.
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { keys, storageKeys } from '../../ddb.js';
-import { type EventRecord, parseEvent } from '../records/event.js';
+import { type EventRecord, eventsOf, LAST_SLOT_PROJECTION, lastSlotOf } from '../records/event.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { queryAll } from '../table/reads.js';
@@ -16,21 +20,21 @@ import { queryAll } from '../table/reads.js';
 export const EVT_START = keys.eventSkPrefix;
 export const EVT_END = `${keys.eventSkPrefix}~`;
 
-/** Events with slot > `after`, ascending. */
+/** Events with slot > `after`, ascending; the last one is the last slot of its item. */
 export async function eventsAfter(ctx: StorageCtx, runId: string, after: number): Promise<EventRecord[]> {
   const items = await queryAll(ctx, {
     KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :b',
     ExpressionAttributeValues: {
       ':pk': { S: keys.runPk(runId) },
-      ':a': { S: keys.eventSk(after + 1) },
+      ':a': { S: keys.eventSk(after) },
       ':b': { S: EVT_END },
     },
     ConsistentRead: true,
   });
-  return items.map(parseEvent);
+  return eventsOf(items, { after });
 }
 
-/** The last committed slot (0 for an empty log): one keys-only Query. */
+/** The last committed slot (0 for an empty log): one Query of the last item's key. */
 export async function tailSlot(ctx: StorageCtx, runId: string): Promise<number> {
   const res = await ctx.ddb.send(
     new QueryCommand({
@@ -40,11 +44,33 @@ export async function tailSlot(ctx: StorageCtx, runId: string): Promise<number> 
       ScanIndexForward: false,
       Limit: 1,
       ConsistentRead: true,
-      ProjectionExpression: 'SK',
+      ProjectionExpression: LAST_SLOT_PROJECTION,
     }),
   );
-  const sk = res.Items?.[0]?.SK?.S;
-  return sk ? keys.slotFromEventSk(sk) : 0;
+  const last = res.Items?.[0] as Attrs | undefined;
+  return last ? lastSlotOf(last) : 0;
+}
+
+/**
+ * The event at `slot`, if it exists: its own item, or the second half of the pair at `slot - 1`.
+ * One Query of the two keys, backwards, one item.
+ */
+export async function eventAt(ctx: StorageCtx, runId: string, slot: number): Promise<EventRecord | undefined> {
+  const res = await ctx.ddb.send(
+    new QueryCommand({
+      TableName: ctx.table,
+      KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :b',
+      ExpressionAttributeValues: {
+        ':pk': { S: keys.runPk(runId) },
+        ':a': { S: keys.eventSk(slot - 1) },
+        ':b': { S: keys.eventSk(slot) },
+      },
+      ScanIndexForward: false,
+      Limit: 1,
+      ConsistentRead: true,
+    }),
+  );
+  return eventsOf((res.Items ?? []) as Attrs[]).find((e) => e.slot === slot);
 }
 
 export interface RunTail {
@@ -52,24 +78,28 @@ export interface RunTail {
   run?: Attrs;
   /** Events after `after` (only when `after` was given), ascending. */
   events: EventRecord[];
-  /** Highest slot known to exist. */
+  /** The last slot an item covers, as far as this read saw (never inside a pair). */
   tail: number;
 }
 
 /**
  * The run view and the log tail in one Query. Without `after`, a descending `Limit 2` returns the
- * run and the last event.
+ * run and the last item. With `after` inside a pair, the tail is the pair's second half even when
+ * nothing follows it.
  */
 export async function readRunTail(ctx: StorageCtx, runId: string, after?: number): Promise<RunTail> {
   const pk = { ':pk': { S: keys.runPk(runId) } };
   if (after !== undefined) {
     const items = await queryAll(ctx, {
       KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :m',
-      ExpressionAttributeValues: { ...pk, ':a': { S: keys.eventSk(after + 1) }, ':m': { S: storageKeys.runMetaSk } },
+      ExpressionAttributeValues: { ...pk, ':a': { S: keys.eventSk(after) }, ':m': { S: storageKeys.runMetaSk } },
       ConsistentRead: true,
     });
     const run = items.find((i) => i.SK.S === storageKeys.runMetaSk);
-    const events = items.filter((i) => i.SK.S !== storageKeys.runMetaSk).map(parseEvent);
+    const events = eventsOf(
+      items.filter((i) => i.SK.S !== storageKeys.runMetaSk),
+      { after },
+    );
     return { run, events, tail: events.length > 0 ? events[events.length - 1].slot : after };
   }
   const res = await ctx.ddb.send(
@@ -85,5 +115,5 @@ export async function readRunTail(ctx: StorageCtx, runId: string, after?: number
   const items = (res.Items ?? []) as Attrs[];
   const run = items.find((i) => i.SK.S === storageKeys.runMetaSk);
   const last = items.find((i) => i.SK.S !== storageKeys.runMetaSk);
-  return { run, events: [], tail: last ? keys.slotFromEventSk(last.SK.S!) : 0 };
+  return { run, events: [], tail: last ? lastSlotOf(last) : 0 };
 }

@@ -1,9 +1,30 @@
 /**
- * The event item `RUN#<runId> / EVT#<slot>` <-> `EventRecord` <-> the contract's `Event`.
+ * The log item `RUN#<runId> / EVT#<slot>` <-> `EventRecord` <-> the contract's `Event`.
  *
  * Event data is kept opaque: whatever fields a core sends are stored and returned unchanged
  * (unknown top-level request fields ride in `extra`), with large fields replaced by S3 pointers.
  * `toEvent` strips ref fields for `'none'` (never reading S3) and follows pointers otherwise.
+ *
+ * **Pair items.** A log item holds one event, or two: a *pair* item at `EVT#<N>` holds the
+ * event at slot N in its top-level attributes and the event at N + 1 in the map `e2`
+ * ({@link PAIR_ATTR}), both encoded by the same codec (`eventFields`), so the second event is
+ * stored exactly like a single one. The lazy `step_started` (and the resilient `run_started`)
+ * writes its synthetic create and itself as one pair: one action in its transaction instead of
+ * two. Invariants, enforced here and relied on by every reader and writer of the log:
+ * - **Items tile the log.** Each item covers its slot, a pair also the next; the covered ranges
+ *   tile 1..last with no gap and no overlap, so no item `EVT#<N+1>` exists beside a pair at N.
+ *   A writer claims a slot by putting the item key (../write/commit.ts) and must therefore start
+ *   from the last slot an item *covers* ({@link lastSlotOf}), never from a pair's first half.
+ * - **Readers expand.** {@link parseEvents} returns an item's events in slot order (1 or 2); a
+ *   read starting or ending inside a pair reads the item of its bound and drops what is outside
+ *   ({@link eventsOf}). The first half of a pair is marked `pairedWithNext`, so a cursor that
+ *   ends on it says so ({@link cursorAt}).
+ * - **A pair opens no correlation.** Only the item of a hook/wait-opening event carries the
+ *   correlation index key, pointing at the item's own slot; a pair holds step or run events, and
+ *   {@link eventItem} refuses a pair with a correlation-opening event.
+ *
+ * Format note: a process from before pair items reads a pair as its first event only; every
+ * process on one table must run a version with pair items (0.1.0 on, unreleased before).
  */
 import type { Event, ResolveData } from '@workflow/world';
 import { SPEC_VERSION_CURRENT, slotToEventId, stripEventDataRefs } from '@workflow/world';
@@ -22,6 +43,7 @@ import {
   toItem,
 } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
+import { encodeEventCursor } from '../table/pagination.js';
 import { loadPayload } from './payloads.js';
 
 /**
@@ -39,7 +61,16 @@ export interface EventRecord {
   specVersion?: number;
   resumeId?: string;
   extra?: Record<string, unknown>;
+  /**
+   * This event is the first half of a pair item: slot + 1 is stored in the same item. Set only
+   * by {@link pairEvents} (for a read pair and for a written one); never stored, never part of
+   * the `Event`.
+   */
+  pairedWithNext?: true;
 }
+
+/** The map attribute of a pair item holding its second event. */
+export const PAIR_ATTR = 'e2';
 
 /**
  * Event types that open a correlation and so carry the correlation index key: at most one index
@@ -58,31 +89,25 @@ export function extraFields(data: Record<string, unknown>): Record<string, unkno
   return Object.keys(extra).length > 0 ? extra : undefined;
 }
 
-export function eventItem(e: EventRecord): Attrs {
-  const item: Attrs = {
-    ...keysOf(keys.event(e.runId, e.slot)),
-    ...toItem({
-      t: e.eventType,
-      cid: e.correlationId,
-      ca: epochMs(e.createdAt),
-      oa: epochMs(e.occurredAt),
-      sv: e.specVersion,
-      rid: e.resumeId,
-    }),
-  };
-  if (e.eventData !== undefined) item.ed = toAttr(e.eventData)!;
-  if (e.extra !== undefined) item.xt = toAttr(e.extra)!;
-  if (e.correlationId !== undefined && OPENS_CORRELATION.has(e.eventType)) {
-    item[ATTR.gsi1pk] = { S: keys.corrGsi(e.runId, e.correlationId) };
-    item[ATTR.gsi1sk] = { S: keys.eventSk(e.slot) };
-  }
-  return item;
+/** An event's own fields (no key): the top level of a log item, or a pair item's `e2` map. */
+function eventFields(e: EventRecord): Attrs {
+  const a = toItem({
+    t: e.eventType,
+    cid: e.correlationId,
+    ca: epochMs(e.createdAt),
+    oa: epochMs(e.occurredAt),
+    sv: e.specVersion,
+    rid: e.resumeId,
+  });
+  if (e.eventData !== undefined) a.ed = toAttr(e.eventData)!;
+  if (e.extra !== undefined) a.xt = toAttr(e.extra)!;
+  return a;
 }
 
-export function parseEvent(it: Attrs): EventRecord {
+function fromFields(runId: string, slot: number, it: Attrs): EventRecord {
   return {
-    runId: str(it, 'PK')!.slice(4),
-    slot: keys.slotFromEventSk(str(it, 'SK')!),
+    runId,
+    slot,
     eventType: str(it, 't')!,
     correlationId: str(it, 'cid'),
     eventData: it.ed === undefined ? undefined : (fromAttr(it.ed) as Record<string, unknown>),
@@ -93,6 +118,77 @@ export function parseEvent(it: Attrs): EventRecord {
     extra: it.xt === undefined ? undefined : (fromAttr(it.xt) as Record<string, unknown>),
   };
 }
+
+/**
+ * The log item of `first` at its slot, or, with `second` (which must be at the next slot), the
+ * pair item holding both.
+ */
+export function eventItem(first: EventRecord, second?: EventRecord): Attrs {
+  const item: Attrs = { ...keysOf(keys.event(first.runId, first.slot)), ...eventFields(first) };
+  if (second !== undefined) {
+    if (second.slot !== first.slot + 1 || second.runId !== first.runId)
+      throw new Error(`a pair item holds two consecutive slots of one run (got ${first.slot}, ${second.slot})`);
+    if (OPENS_CORRELATION.has(first.eventType) || OPENS_CORRELATION.has(second.eventType))
+      throw new Error(`a pair item cannot hold a correlation-opening event (${first.eventType}, ${second.eventType})`);
+    item[PAIR_ATTR] = { M: eventFields(second) };
+  } else if (first.correlationId !== undefined && OPENS_CORRELATION.has(first.eventType)) {
+    item[ATTR.gsi1pk] = { S: keys.corrGsi(first.runId, first.correlationId) };
+    item[ATTR.gsi1sk] = { S: keys.eventSk(first.slot) };
+  }
+  return item;
+}
+
+/** The events a log item holds, in slot order: one, or two for a pair item. */
+export function parseEvents(it: Attrs): EventRecord[] {
+  const runId = str(it, 'PK')!.slice(4);
+  const slot = keys.slotFromEventSk(str(it, 'SK')!);
+  const first = fromFields(runId, slot, it);
+  const second = it[PAIR_ATTR]?.M;
+  return second === undefined ? [first] : pairEvents(first, fromFields(runId, slot + 1, second));
+}
+
+/** The two events of a pair item, as read or as its writer reports them: the first marked. */
+export const pairEvents = (first: EventRecord, second: EventRecord): EventRecord[] => [
+  { ...first, pairedWithNext: true },
+  second,
+];
+
+/**
+ * The last slot a log item covers: its own, or the next for a pair. Needs only the item's `SK`
+ * and its pair marker, which {@link LAST_SLOT_PROJECTION} reads.
+ */
+export function lastSlotOf(it: Attrs): number {
+  return keys.slotFromEventSk(str(it, 'SK')!) + (it[PAIR_ATTR] === undefined ? 0 : 1);
+}
+
+/** The projection {@link lastSlotOf} needs (the key and one small field of a pair's second event). */
+export const LAST_SLOT_PROJECTION = `SK, ${PAIR_ATTR}.t`;
+
+/**
+ * The events of log items read in log order (`descending`: the Query ran backwards, and each
+ * pair is reversed too), keeping only slots after `after` and before `before`. Reads start at
+ * the item of their bound, inclusive, because a bound may be a pair's first half.
+ */
+export function eventsOf(
+  items: readonly Attrs[],
+  bounds: { after?: number; before?: number } = {},
+  descending = false,
+): EventRecord[] {
+  const out: EventRecord[] = [];
+  for (const it of items) {
+    const evs = parseEvents(it);
+    if (descending) evs.reverse();
+    for (const e of evs) {
+      if (bounds.after !== undefined && e.slot <= bounds.after) continue;
+      if (bounds.before !== undefined && e.slot >= bounds.before) continue;
+      out.push(e);
+    }
+  }
+  return out;
+}
+
+/** The cursor after `e` (ascending) or before it (descending): the half form on a pair's first half. */
+export const cursorAt = (e: EventRecord): string => encodeEventCursor(e.slot, e.pairedWithNext === true);
 
 /** When an event was written (`createdAt`, the create call's clock) and when it happened (the caller's `occurredAt`). */
 export interface EventStamp {

@@ -4,15 +4,22 @@
  * {@link transact}, which turns AWS failures into the contract's errors.
  *
  * An event id is its dense 1-based position (`slotToEventId`). There is no counter item: the claim
- * on slot N *is* the conditional put of `EVT#N` (`attribute_not_exists`), inside the same
- * `TransactWriteItems` as the view writes and their guards. Invariants:
+ * on slot N *is* the conditional put of the log item `EVT#N` (`attribute_not_exists`), inside the
+ * same `TransactWriteItems` as the view writes and their guards. A transaction writes one log
+ * item: one event, or a pair (a synthetic event at N and its cause at N + 1, one item covering
+ * both; ../records/event.ts). Invariants:
  *
- * - **Dense.** A write only ever tries `last + 1` where `last` is a slot known to exist (see
- *   `position.ts`), so slots 1..N-1 exist when N is claimed. Synthetic events take the lower of
- *   two consecutive slots in the same transaction.
+ * - **Dense, tiled.** The items' covered slot ranges tile 1..last with no gap and no overlap. A
+ *   write only ever tries `last + 1` where `last` is the last slot an item is known to *cover*
+ *   (see `position.ts`): then every slot up to `last` is covered and `last + 1` is no item's
+ *   second half, so the claim of `EVT#<last+1>` fails exactly when that slot is taken. (From a
+ *   pair's first half N the put of `EVT#<N+1>` would succeed over the pair's second half; no
+ *   writer holds such a position.)
  * - **No burned slots.** A cancelled transaction writes nothing, so a lost race leaves no hole.
  * - **Bump, never fail.** When the slot put is the failed condition, the tail is re-read (with
- *   data when the caller is collecting a report/delta) and the write retries one above it.
+ *   data when the caller is collecting a report/delta) and the write retries one above it. A
+ *   read that shows nothing past `last` (the refusing item was deleted since, e.g. by TTL)
+ *   retries the same slot: never a guess that could land inside a pair.
  * - **Guards first.** A failed guard (any other condition) is the handler's to map to the exact
  *   `@workflow/errors` class, whatever slot the event would have taken.
  * - **Idempotent attempts.** Each attempt carries its own `ClientRequestToken`, so an SDK-level
@@ -30,6 +37,7 @@ import { countMetric } from '../../telemetry/metrics.js';
 import { noteCancellation, noteSlotBump, noteWriteRetry } from '../../telemetry/spans.js';
 import type { SlotHints } from '../memory/slot-hints.js';
 import { eventsAfter, tailSlot } from '../read/log-tail.js';
+import { lastSlotOf, PAIR_ATTR } from '../records/event.js';
 import { backoff } from '../table/backoff.js';
 import { type Attrs, itemSize } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
@@ -44,8 +52,8 @@ import { advance, type Position } from './position.js';
 
 export interface Attempt {
   items: TransactWriteItem[];
-  /** Indices in `items` of the event puts (the slot claims). */
-  eventIdx: number[];
+  /** Index in `items` of the log item put (the slot claim): one event, or a pair. */
+  eventIdx: number;
 }
 
 export interface CommitOptions {
@@ -65,7 +73,7 @@ export interface CommitOptions {
 export interface Committed {
   /** First slot this commit took (the synthetic event's, when there is one). */
   slot: number;
-  /** Number of slots taken. */
+  /** Number of slots taken (2 for a pair item). */
   count: number;
 }
 
@@ -96,33 +104,34 @@ export async function commit(ctx: StorageCtx, hints: SlotHints, pos: Position, o
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const slot = last + 1;
     const a = await o.build(slot);
+    const covered = lastSlotOf(a.items[a.eventIdx].Put!.Item!); // `slot`, or `slot + 1` for a pair
     try {
       await transact(ctx, a.items, o.what);
-      hints.note(o.runId, slot + a.eventIdx.length - 1);
-      return { slot, count: a.eventIdx.length };
+      hints.note(o.runId, covered);
+      return { slot, count: covered - slot + 1 };
     } catch (err) {
       const c = cancellationOf(err);
       if (!c) throw err;
       noteCancellation(c.reasons.map((r) => r.Code ?? 'None'));
       // Guards first: a refused event is refused whatever slot it would have taken.
-      const guardFailed = c.reasons.some((_, i) => failedCondition(c, i) && !a.eventIdx.includes(i));
+      const guardFailed = c.reasons.some((_, i) => failedCondition(c, i) && i !== a.eventIdx);
       if (guardFailed) {
         await o.onGuard(c);
         noteWriteRetry('guard');
         continue;
       }
-      if (a.eventIdx.some((i) => failedCondition(c, i))) {
+      if (failedCondition(c, a.eventIdx)) {
         o.onSlotTaken?.();
         noteSlotBump(slot);
         countMetric('SlotBumps');
-        // Lost the slot race: move above the current tail.
+        // Lost the slot race: move above the current tail (the last slot an item covers).
         if (pos.collect) {
           const evs = await eventsAfter(ctx, o.runId, last);
           pos.collect.push(...evs);
-          last = evs.length > 0 ? evs[evs.length - 1].slot : last + a.eventIdx.length;
+          if (evs.length > 0) last = evs[evs.length - 1].slot;
           hints.note(o.runId, last, evs);
         } else {
-          last = Math.max(last + 1, await tailSlot(ctx, o.runId));
+          last = Math.max(last, await tailSlot(ctx, o.runId));
           hints.note(o.runId, last);
         }
         continue;
@@ -141,7 +150,10 @@ export async function commit(ctx: StorageCtx, hints: SlotHints, pos: Position, o
   });
 }
 
-/** Items and their fields as the message names them: the event's data by key, views by attribute. */
+/**
+ * Items and their fields as the message names them: the event's data by key, views by attribute.
+ * A pair item's second event (`e2`) is named like the first: both come from the caller's request.
+ */
 const FIELD_NAMES: Record<string, string> = { ed: 'eventData', xt: 'event', attributes: 'attributes' };
 
 /**
@@ -171,6 +183,11 @@ function largestField(item: Attrs): { name: string; size: number } {
   let best = { name: '', size: -1 };
   for (const [k, v] of Object.entries(item)) {
     if (k === 'PK' || k === 'SK') continue;
+    if (k === PAIR_ATTR && v.M) {
+      const inner = largestField(v.M);
+      if (inner.size > best.size) best = inner;
+      continue;
+    }
     if ((k === 'ed' || k === 'xt') && v.M) {
       for (const [f, x] of Object.entries(v.M)) {
         const size = itemSize({ [f]: x });

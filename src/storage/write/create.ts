@@ -16,11 +16,10 @@ import { withStorageWriteSpan } from '../../telemetry/spans.js';
 import type { StepItemCache } from '../memory/items.js';
 import { RunItemCache } from '../memory/items.js';
 import type { SlotHints } from '../memory/slot-hints.js';
-import { type EventRecord, toEvent } from '../records/event.js';
+import { cursorAt, type EventRecord, toEvent } from '../records/event.js';
 import { dropUndefined } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { assertId, invalidArgument } from '../table/errors.js';
-import { encodeEventCursor } from '../table/pagination.js';
 import { type CreateCall, type Outcome, Resolved } from './create-call.js';
 import { hookCreated, hookDisposed, hookReceived, waitCompleted, waitCreated } from './hook-events.js';
 import { attrSet, runCreated, runStarted, runTerminal } from './run-events.js';
@@ -177,11 +176,11 @@ async function assemble(call: CreateCall, runId: string, out: Outcome): Promise<
   if (out.fullLog) {
     page = {
       events: await events([...(out.preload ?? []), ...collected, ...own]),
-      cursor: encodeEventCursor(last.slot),
+      cursor: cursorAt(last),
       hasMore: false,
     };
   } else if (typeof params?.sinceCursor === 'string') {
-    page = { events: await events([...collected, ...own]), cursor: encodeEventCursor(last.slot), hasMore: false };
+    page = { events: await events([...collected, ...own]), cursor: cursorAt(last), hasMore: false };
   } else if (collected.length > 0) {
     // Report: the skipped slots only; no cursor, it must not move the caller's read position.
     page = { events: await events(collected.filter((e) => e.slot < own[0].slot)), cursor: null, hasMore: false };

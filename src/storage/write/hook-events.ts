@@ -13,8 +13,8 @@ import { EntityConflictError, HookNotFoundError, RunExpiredError } from '@workfl
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { ATTR, GSI1, keys, storageKeys } from '../../ddb.js';
 import { correlationEvents } from '../read/correlation.js';
-import { readRunTail } from '../read/log-tail.js';
-import { type EventRecord, eventItem, newEvent, parseEvent, toEvent } from '../records/event.js';
+import { eventAt, readRunTail } from '../read/log-tail.js';
+import { type EventRecord, eventItem, newEvent, toEvent } from '../records/event.js';
 import { type HookRecord, hookItem, parseHook, resumeContextOf, toHook, tokenOfHookPk } from '../records/hook.js';
 import { isTerminalRun } from '../records/lifecycle.js';
 import { placeEventData, placePayloads, runPrefix } from '../records/payloads.js';
@@ -100,7 +100,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     build: (slot) => {
       if (conflictWith !== undefined) {
         const ev = newEvent(call.stamp, runId, data, 'hook_conflict', { token, conflictingRunId: conflictWith });
-        return { items: [runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))], eventIdx: [1] };
+        return { items: [runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))], eventIdx: 1 };
       }
       const claim = takeover
         ? {
@@ -118,7 +118,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
           holdingRunGuard(ctx, runId),
           putEvent(ctx, eventItem({ ...created, slot, eventData: { ...ed, metadata: placed.metadata } })),
         ],
-        eventIdx: [2],
+        eventIdx: 2,
       };
     },
     onGuard: async (c) => {
@@ -202,7 +202,7 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
         if (digest) Object.assign(claim, { digest: { S: digest } });
         items.push(putNew(ctx, claim));
       }
-      return { items, eventIdx: [2] };
+      return { items, eventIdx: 2 };
     },
     onGuard: async (c) => {
       if (resumeId && failedCondition(c, 3)) {
@@ -215,8 +215,8 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
           throw new EntityConflictError(
             `hook_received resumeId "${resumeId}" already recorded with a different payload`,
           );
-        const item = await getItem(ctx, keys.event(runId, num(claim, 'slot')!));
-        throw new Resolved({ event: await toEvent(ctx, parseEvent(item!), call.rd) });
+        const committed = await eventAt(ctx, runId, num(claim, 'slot')!);
+        throw new Resolved({ event: await toEvent(ctx, committed!, call.rd) });
       }
       if (failedCondition(c, 0)) throw new HookNotFoundError(hookId);
       throw runGuardError(
@@ -260,7 +260,7 @@ export async function hookDisposed(call: CreateCall, runId: string, data: Data):
         { Delete: { TableName: ctx.table, Key: keysOf(keys.hook(token)), ...hookOwnedBy(runId, hookId) } },
         putEvent(ctx, eventItem({ ...ev, slot })),
       ],
-      eventIdx: [1],
+      eventIdx: 1,
     }),
     onGuard: gone,
   });
@@ -290,7 +290,7 @@ export async function waitCreated(call: CreateCall, runId: string, data: Data): 
     what: 'wait_created',
     build: (slot) => ({
       items: [putNew(ctx, waitItem(wait)), holdingRunGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))],
-      eventIdx: [2],
+      eventIdx: 2,
     }),
     onGuard: (c) => {
       if (failedCondition(c, 1))
@@ -339,7 +339,7 @@ export async function waitCompleted(call: CreateCall, runId: string, data: Data)
         },
         putEvent(ctx, eventItem({ ...ev, slot })),
       ],
-      eventIdx: [1],
+      eventIdx: 1,
     }),
     onGuard: (c) => {
       check(oldItem(c, 0));

@@ -18,6 +18,7 @@ import { ATTR, GSI1, keys } from '../../ddb.js';
 import { RETENTION_TAG } from '../../limits.js';
 import { consoleLogger } from '../../log.js';
 import { forEachLimited } from '../../util/concurrency.js';
+import { PAIR_ATTR } from '../records/event.js';
 import { runPrefix } from '../records/payloads.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
@@ -61,9 +62,15 @@ export function payloadPaths(item: Attrs): { paths: string[]; names: Record<stri
   const sk = item.SK?.S ?? '';
   if (sk.startsWith(keys.chunkSkPrefix)) return { paths, names }; // see blockPurge()
   for (const a of ENTITY_PAYLOADS) if (item[a] !== undefined) add([a]);
-  const ed = item.ed?.M;
-  const type = item.t?.S;
-  if (ed && type) for (const f of getEventDataRefFields(type)) if (ed[f] !== undefined) add(['ed', f]);
+  // An event's ref fields: the item's own event, and a pair item's second event in its map.
+  const eventRefs = (ev: Attrs, at: string[]) => {
+    const ed = ev.ed?.M;
+    const type = ev.t?.S;
+    if (ed && type) for (const f of getEventDataRefFields(type)) if (ed[f] !== undefined) add([...at, 'ed', f]);
+  };
+  eventRefs(item, []);
+  const second = item[PAIR_ATTR]?.M;
+  if (second) eventRefs(second, [PAIR_ATTR]);
   return { paths, names };
 }
 

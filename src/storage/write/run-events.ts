@@ -20,13 +20,20 @@ import {
 import { ulid } from 'ulid';
 import { keys } from '../../ddb.js';
 import { readRunTail } from '../read/log-tail.js';
-import { atSlot as at, type EventRecord, eventItem, newEvent, toEvent } from '../records/event.js';
+import {
+  atSlot as at,
+  cursorAt,
+  type EventRecord,
+  eventItem,
+  newEvent,
+  pairEvents,
+  toEvent,
+} from '../records/event.js';
 import { isTerminalRun, NOT_TERMINAL, TERMINAL_VALUES } from '../records/lifecycle.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, type RunRecord, runItem, toRun } from '../records/run.js';
 import { backoff } from '../table/backoff.js';
 import { type Attrs, itemSize, keysOf, str, toAttr, valueSize } from '../table/codec.js';
-import { encodeEventCursor } from '../table/pagination.js';
 import { getItem } from '../table/reads.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
@@ -133,7 +140,7 @@ export async function runCreated(
           putNew(ctx, runItem(run)),
           putEvent(ctx, eventItem({ ...at(ev, slot), eventData: { ...ed, input: placed.input } })),
         ],
-        eventIdx: [1],
+        eventIdx: 1,
       }),
       onGuard: exists,
       onSlotTaken: exists,
@@ -152,7 +159,8 @@ export function runStarted(call: CreateCall, runId: string, data: Data): Promise
 async function runStartedOnce(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const { ctx, params } = call;
   const preload = params?.skipPreload !== true;
-  const ec = startPosition(params).last;
+  const start = startPosition(params);
+  const ec = start.last;
   // Warm, without a preload: the run as this process created it, the tail from memory (no read).
   // The start is conditioned on what it relies on (pending, the attributes' version).
   const hint = call.hints.get(runId);
@@ -164,8 +172,12 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
     ? { run: remembered, events: [] as EventRecord[], tail: ec ?? hint! }
     : await readRunTail(ctx, runId, preload ? (prefix ? hint : 0) : ec);
   if (prefix) read.events = [...prefix, ...read.events];
+  // Remembered: the caller's own position as given (a half-form cursor keeps its mark for
+  // `advance`); read: the tail the read ended at, never inside a pair (../read/log-tail.ts).
   const pos: Position = remembered
-    ? { last: read.tail, collect: [] }
+    ? ec !== undefined
+      ? start
+      : { last: hint, collect: [] }
     : { last: read.tail, collect: preload || ec === undefined ? [] : [...read.events] };
   const ev = newEvent(call.stamp, runId, data, 'run_started', undefined); // eventData belongs on run_created only
 
@@ -216,7 +228,7 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
         },
         putEvent(ctx, eventItem(at(ev, slot))),
       ],
-      eventIdx: [1],
+      eventIdx: 1,
     }),
     onGuard: (c) => {
       call.runs.forget(runId);
@@ -268,17 +280,20 @@ async function resilientStart(
     build: (slot) => ({
       items: [
         putNew(ctx, runItem(run)),
-        putEvent(ctx, eventItem({ ...at(created, slot), eventData: { ...ed, input: placed.input } })),
-        putEvent(ctx, eventItem(at(started, slot + 1))),
+        // One pair item: the synthetic run_created at `slot`, the start at `slot + 1`.
+        putEvent(
+          ctx,
+          eventItem({ ...at(created, slot), eventData: { ...ed, input: placed.input } }, at(started, slot + 1)),
+        ),
       ],
-      eventIdx: [1, 2],
+      eventIdx: 1,
     }),
     onGuard: () => {
       throw new Restart(); // a concurrent run_created won: continue as an ordinary start
     },
   });
   return {
-    own: [at(created, done.slot), at(started, done.slot + 1)],
+    own: pairEvents(at(created, done.slot), at(started, done.slot + 1)),
     pos,
     run: await toRun(ctx, { ...run, input: ed.input }, call.rd),
     preload: before,
@@ -289,7 +304,7 @@ async function resilientStart(
 async function logPage(call: CreateCall, events: EventRecord[]) {
   return {
     events: await Promise.all(events.map((e) => toEvent(call.ctx, e, call.rd))),
-    cursor: events.length > 0 ? encodeEventCursor(events[events.length - 1].slot) : null,
+    cursor: events.length > 0 ? cursorAt(events[events.length - 1]) : null,
     hasMore: false,
   };
 }
@@ -303,7 +318,8 @@ export function runTerminal(call: CreateCall, runId: string, data: Data): Promis
 async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const { ctx, params } = call;
   const type = data.eventType as 'run_completed' | 'run_failed' | 'run_cancelled';
-  const ec = startPosition(params).last;
+  const start = startPosition(params);
+  const ec = start.last;
   // Warm: the run view as this process last saw it, and the tail from memory (no read). The write
   // below is conditioned on what it decides from it (see ../memory/items.ts).
   const remembered = ec !== undefined || call.hints.get(runId) !== undefined ? call.runs.known(runId) : undefined;
@@ -314,9 +330,7 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
   const rec = parseRun(read.run);
   assertSpec(rec);
   const pos: Position = remembered
-    ? ec === undefined
-      ? {}
-      : { last: ec, collect: [] }
+    ? start
     : { last: read.tail, collect: ec === undefined ? undefined : [...read.events] };
   const ed: Data = data.eventData ?? {};
 
@@ -342,7 +356,7 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
           },
           putEvent(ctx, eventItem(at(ev, slot))),
         ],
-        eventIdx: [1],
+        eventIdx: 1,
       }),
       onGuard: () => {
         throw new Restart();
@@ -425,7 +439,7 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: Data): Pro
         },
         putEvent(ctx, eventItem(at(storedEv, slot))),
       ],
-      eventIdx: [1],
+      eventIdx: 1,
     }),
     onGuard: (c) => {
       call.runs.forget(runId);
@@ -506,7 +520,7 @@ async function attrSetOnce(
         putEvent(ctx, eventItem(at(ev, slot))),
       ];
       if (claim) items.push(putNew(ctx, { ...keysOf(keys.attrClaim(runId, claim)), slot: { N: String(slot) } }));
-      return { items, eventIdx: [1] };
+      return { items, eventIdx: 1 };
     },
     onGuard: (c) => {
       if (claim && failedCondition(c, 2)) throw new EntityConflictError(`Attribute event "${claim}" already exists`);

@@ -19,7 +19,7 @@ import { EntityConflictError, RunExpiredError, TooEarlyError } from '@workflow/e
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { keys } from '../../ddb.js';
 import { isS3Pointer } from '../../payloads.js';
-import { eventItem, newEvent } from '../records/event.js';
+import { eventItem, newEvent, pairEvents } from '../records/event.js';
 import { isTerminalStep } from '../records/lifecycle.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseStep, type StepRecord, stepItem, toStep } from '../records/step.js';
@@ -76,7 +76,7 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
         runGuard(ctx, runId),
         putEvent(ctx, eventItem({ ...ev, slot, eventData: { ...ed, input: placed.input } })),
       ],
-      eventIdx: [2],
+      eventIdx: 2,
     }),
     onGuard: (c) => {
       if (failedCondition(c, 1)) throw runGuardError(runId, oldItem(c, 1), terminalRunConflict);
@@ -89,8 +89,9 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
 }
 
 /**
- * Lazy start: the step does not exist yet and this start carries its input. One transaction
- * creates the step (running, attempt 1), the synthetic step_created at the lower slot and the
+ * Lazy start: the step does not exist yet and this start carries its input. One transaction of
+ * three actions creates the step (running, attempt 1), checks the run guard, and puts one pair
+ * item (../records/event.ts) holding the synthetic step_created at the lower slot and the
  * step_started above it. Only the caller whose claim won gets `stepCreated: true`.
  */
 export async function stepStartedLazy(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
@@ -135,10 +136,15 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
       items: [
         putNew(ctx, stepItem({ ...rec, firstSlot: slot })),
         runGuard(ctx, runId),
-        putEvent(ctx, eventItem({ ...created, slot, eventData: { ...createdData, input: placed.input } })),
-        putEvent(ctx, eventItem({ ...started, slot: slot + 1 })),
+        putEvent(
+          ctx,
+          eventItem(
+            { ...created, slot, eventData: { ...createdData, input: placed.input } },
+            { ...started, slot: slot + 1 },
+          ),
+        ),
       ],
-      eventIdx: [2, 3],
+      eventIdx: 2,
     }),
     onGuard: (c) => {
       // The loser of the create claim must not run the body: EntityConflictError, never a start.
@@ -150,10 +156,7 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
   rec.firstSlot = done.slot;
   call.steps.remember(runId, stepId, stepItem(rec));
   return {
-    own: [
-      { ...created, slot: done.slot },
-      { ...started, slot: done.slot + 1 },
-    ],
+    own: pairEvents({ ...created, slot: done.slot }, { ...started, slot: done.slot + 1 }),
     pos,
     step: await toStep(ctx, { ...rec, input }, call.rd),
     stepCreated: true,
@@ -221,7 +224,7 @@ async function transition(
         putEvent(ctx, eventItem({ ...ev, slot, eventData: t.eventData })),
       ];
       if (t.runTerminal) items.push(runGuard(ctx, runId));
-      return { items, eventIdx: [1] };
+      return { items, eventIdx: 1 };
     },
     onGuard: async (c) => {
       if (t.runTerminal && failedCondition(c, 2)) throw runGuardError(runId, oldItem(c, 2), t.runTerminal);

@@ -195,13 +195,14 @@ describe("run_started's preload", () => {
     const a = process_();
     const runId = await runWithSteps(a);
     // A later delivery of the same run (a hook's message, say): core calls run_started, whose
-    // preload returns the whole log. This process wrote slots 1..6, so only what follows is read.
+    // preload returns the whole log. This process wrote slots 1..6, so only what follows is read
+    // (from the item of slot 6, inclusive: a bound may be a pair's first half).
     const mem = await ddb(() => a.events.create(runId, { eventType: 'run_started', specVersion: sv }));
     expect(mem.calls).toEqual(['Query']);
-    expect(mem.inputs[0].ExpressionAttributeValues[':a'].S).toBe('EVT#00000000000000000007');
-    // Another process remembers nothing: it reads the log from slot 1, and gets the same answer.
+    expect(mem.inputs[0].ExpressionAttributeValues[':a'].S).toBe('EVT#00000000000000000006');
+    // Another process remembers nothing: it reads the whole log (after slot 0), and gets the same answer.
     const read = await ddb(() => process_().events.create(runId, { eventType: 'run_started', specVersion: sv }));
-    expect(read.inputs[0].ExpressionAttributeValues[':a'].S).toBe('EVT#00000000000000000001');
+    expect(read.inputs[0].ExpressionAttributeValues[':a'].S).toBe('EVT#00000000000000000000');
     const log = (r: unknown) => plain(((r as { events?: Event[] }).events ?? []) as Event[]);
     expect(log(mem.out).map((e: Event) => e.eventType)).toEqual([
       'run_created',

@@ -137,8 +137,10 @@ describe('retention', () => {
     expect(items.length).toBeGreaterThan(5);
     for (const it of items) {
       for (const a of ['input', 'output', 'error', 'metadata']) expect(it[a], `${it.SK.S}.${a}`).toBeUndefined();
-      for (const a of ['input', 'output', 'result', 'error', 'payload', 'metadata'])
+      for (const a of ['input', 'output', 'result', 'error', 'payload', 'metadata']) {
         expect(it.ed?.M?.[a], `${it.SK.S}.ed.${a}`).toBeUndefined();
+        expect(it.e2?.M?.ed?.M?.[a], `${it.SK.S}.e2.ed.${a}`).toBeUndefined(); // a pair's second event
+      }
     }
     // The entities go by TTL a day after the terminal event; the S3 objects went at once.
     for (const it of items) {

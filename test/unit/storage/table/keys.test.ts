@@ -30,7 +30,10 @@ it('shardOf spreads ids evenly: over 16,000 run ids no shard holds more than 1/1
 });
 
 it('cursors round-trip; a bad one is a 400 naming the field', () => {
-  expect(decodeEventCursor(encodeEventCursor(42))).toBe(42);
+  expect(decodeEventCursor(encodeEventCursor(42))).toEqual({ slot: 42, midPair: false });
+  // The half form: the slot is a pair item's first half (storage/records/event.ts).
+  expect(encodeEventCursor(42, true)).not.toBe(encodeEventCursor(42));
+  expect(decodeEventCursor(encodeEventCursor(42, true))).toEqual({ slot: 42, midPair: true });
   const sk = '2026-12-01T04:00:00.000Z#wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV';
   expect(decodeShardCursor(encodeShardCursor(sk))).toBe(sk);
   const key = { PK: { S: 'RUN#a' }, SK: { S: 'STEP#b' } };
