@@ -146,6 +146,10 @@ export interface WorldConfig extends WorldTuning {
   readonly maxReceiveCount: number;
   /** EventBridge Scheduler role for long waits; undefined -> 900 s SQS hops. */
   readonly schedulerRoleArn?: string;
+  /**
+   * Schedule group of the long-wait schedules: by default this World's own, named like the table
+   * from {@link prefix}; `init` creates it when a scheduler role is set.
+   */
   readonly schedulerGroup: string;
   /**
    * Customer-managed KMS key (id, ARN, alias name or alias ARN). Set: run payloads are
@@ -284,6 +288,14 @@ const PREFIX_RE = /^[a-z0-9][a-z0-9-]{0,39}$/;
 const ROLE_ARN_RE = /^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/;
 const SECRET_ARN_RE = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}$/;
 const REGION_RE = /^[a-z]{2}(-[a-z]+)+-\d+$/;
+// EventBridge Scheduler: schedule group names are 1-64 of [0-9a-zA-Z-_.].
+const SCHEDULE_GROUP_RE = /^[0-9a-zA-Z_.-]{1,64}$/;
+
+/**
+ * The account's shared schedule group, which always exists: every schedule of the account that
+ * does not name a group is in it, so a Scheduler role trusted for it is trusted for all of them.
+ */
+export const SHARED_SCHEDULE_GROUP = 'default';
 
 function queueProblem(raw: string): string | undefined {
   if (/^https?:\/\//.test(raw)) return httpUrlProblem(raw);
@@ -327,7 +339,11 @@ export const VARIABLES = {
     'S3 endpoint (path-style is used whenever an endpoint is set).',
     'http://127.0.0.1:4566',
   ),
-  endpointScheduler: endpoint('AWS_ENDPOINT_URL_SCHEDULER', 'EventBridge Scheduler endpoint.', 'http://127.0.0.1:4567'),
+  endpointScheduler: endpoint(
+    'AWS_ENDPOINT_URL_SCHEDULER',
+    "EventBridge Scheduler endpoint, e.g. the embedded emulator's.",
+    'http://127.0.0.1:4567',
+  ),
   endpointKms: endpoint('AWS_ENDPOINT_URL_KMS', "KMS endpoint, e.g. the embedded emulator's.", 'http://127.0.0.1:4568'),
   endpointSecretsManager: endpoint(
     'AWS_ENDPOINT_URL_SECRETS_MANAGER',
@@ -463,10 +479,12 @@ export const VARIABLES = {
   }),
   schedulerGroup: text({
     name: 'EVE_WORLD_AWS_SCHEDULER_GROUP',
-    default: 'default',
-    values: 'schedule group name',
-    description: 'Schedule group for long-wait schedules.',
+    default: '<prefix>',
+    values: 'schedule group name (1-64 of a-z A-Z 0-9 - _ .)',
+    description: `Schedule group for long-wait schedules: this World's own, which \`init\` creates when EVE_WORLD_AWS_SCHEDULER_ROLE_ARN is set; the Scheduler role trusts only schedules of this group. \`${SHARED_SCHEDULE_GROUP}\` (the account's shared group) only as an explicit choice, which \`init\` warns about.`,
     example: 'eve-world',
+    check: (v) =>
+      SCHEDULE_GROUP_RE.test(v) ? undefined : `is not a schedule group name ("${v}": 1-64 letters, digits, - _ .)`,
   }),
   kmsKeyId: text({
     name: 'EVE_WORLD_AWS_KMS_KEY_ID',
@@ -792,7 +810,7 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     visibilityTimeoutSeconds: readCount(src, V.visibilityTimeoutSeconds),
     maxReceiveCount: readCount(src, V.maxReceiveCount),
     schedulerRoleArn: readText(src, V.schedulerRoleArn),
-    schedulerGroup: readText(src, V.schedulerGroup) as string,
+    schedulerGroup: readText(src, V.schedulerGroup, prefix) as string,
     kmsKeyId: readText(src, V.kmsKeyId),
     // Unset: on inside Lambda, whose stdout CloudWatch Logs reads (a terminal would only print JSON).
     metrics: (readText(src, V.metrics) ?? (src.raw(V.lambda) !== undefined ? '1' : '0')) === '1',

@@ -1,7 +1,7 @@
 /**
- * ARN parts derived from configuration: the partition of a region, and the name of a queue given
- * as a name or a queue URL. The one place either is computed (IAM policies, bucket policies,
- * reports and the CLI all ask here).
+ * ARN parts derived from configuration: the partition of a region, the name of a queue given as a
+ * name or a queue URL, and the parts of an ARN. The one place any of them is computed (IAM
+ * policies, bucket policies, reports, the CLI and the emulators all ask here).
  */
 
 /**
@@ -32,4 +32,21 @@ export function isQueueUrl(ref: string): boolean {
 /** The queue name of a reference that is a name or a URL (`https://.../123456789012/name` -> `name`). */
 export function queueNameOf(ref: string): string {
   return isQueueUrl(ref) ? (ref.replace(/\/+$/, '').split('/').pop() ?? ref) : ref;
+}
+
+export interface ArnParts {
+  readonly partition: string;
+  readonly service: string;
+  readonly region: string;
+  readonly account: string;
+  /** Everything after the account, e.g. a queue name or `role/name`. */
+  readonly resource: string;
+}
+
+/** `arn:<partition>:<service>:<region>:<account>:<resource>` -> its parts; undefined when it is not an ARN. */
+export function parseArn(arn: string): ArnParts | undefined {
+  const m = /^arn:(aws[a-z-]*):([a-z0-9-]+):([a-z0-9-]*):(\d{12}|):(.+)$/.exec(arn);
+  if (!m) return undefined;
+  const [, partition, service, region, account, resource] = m;
+  return { partition, service, region, account, resource };
 }

@@ -468,6 +468,7 @@ export class EveWorldAws extends Construct {
       queue: [this.queue.queueArn],
       bucket: [this.bucket.bucketArn],
       bucketObjects: [this.bucket.arnForObjects('*')],
+      scheduleGroup: [this.scheduleGroup.attrArn],
       scheduleGroupSchedules: [scheduleArn],
       schedulerRole: [this.schedulerRole.roleArn],
       kmsKey: key ? [key.keyArn] : [],

@@ -1,8 +1,8 @@
 /**
  * `eve-world-aws doctor`: is this environment ready to run the World? Checks, in order:
  * configuration, endpoint reachability (custom endpoints only), credentials (one cheap signed call), the table schema, the queue + DLQ and the
- * redrive policy, the bucket (the same verifier `init` uses, in 'verify' mode: nothing is
- * created), and clock skew against the AWS (or emulator) server. Prints a pass/fail table with the
+ * redrive policy, the bucket, with a scheduler role the schedule group (the same verifier `init`
+ * uses, in 'verify' mode: nothing is created), and clock skew against the AWS (or emulator) server. Prints a pass/fail table with the
  * fix for each failure; exit 1 on any failure.
  *
  * Clock skew matters twice: AWS rejects signatures more than 5 minutes off, and long waits are
@@ -97,8 +97,10 @@ function sampleClock(clients: AwsClients): ClockSample[] {
  */
 async function checkEndpoints(config: WorldConfig): Promise<Check> {
   const check = 'endpoints';
-  const { dynamodb, sqs, s3 } = config.endpoints;
-  const eps = Object.entries({ dynamodb, sqs, s3 }).filter((e): e is [string, string] => typeof e[1] === 'string');
+  const { dynamodb, sqs, s3, scheduler } = config.endpoints;
+  // The Scheduler only when the World uses it (a scheduler role), like the resource check below.
+  const used = { dynamodb, sqs, s3, ...(config.schedulerRoleArn ? { scheduler } : {}) };
+  const eps = Object.entries(used).filter((e): e is [string, string] => typeof e[1] === 'string');
   if (eps.length === 0)
     return { check, status: 'pass', details: `AWS default endpoints${config.region ? ` in ${config.region}` : ''}` };
   const down = (
@@ -179,6 +181,7 @@ const RESOURCE_LABEL: Record<ResourceReport['kind'], string> = {
   dlq: 'dead-letter queue',
   queue: 'queue + redrive policy',
   bucket: 'bucket',
+  'schedule-group': 'schedule group',
   encryption: 'KMS encryption',
 };
 
@@ -316,7 +319,9 @@ interface DoctorCliOptions {
 
 export function doctorCommand(): Command {
   return new Command('doctor')
-    .description('Check configuration, credentials, table, queues and redrive policy, bucket and clock skew')
+    .description(
+      'Check configuration, credentials, table, queues and redrive policy, bucket, schedule group (with a scheduler role) and clock skew',
+    )
     .option('--json', 'print {ok, checks: [...]} as JSON')
     .option('--max-skew <seconds>', 'largest tolerated clock difference with the AWS server', parsePositiveInt, 5)
     .addHelpText(

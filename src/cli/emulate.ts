@@ -3,6 +3,8 @@
  *
  * Embedded (default, no Docker): DynamoDB Local (java child) + fauxqs (SQS + S3, in this process)
  * via src/emulator/stack.ts; both are optional peer dependencies (see ./peers.ts), checked first.
+ * The stack adds KMS, Secrets Manager and EventBridge Scheduler endpoints of our own (in this
+ * process, no dependency), whose `AWS_ENDPOINT_URL_*` lines are printed with the others.
  * `--docker`: docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) via src/emulator/docker.ts.
  * Either way it creates the resources like `init`, prints the env a shell needs, and on
  * SIGINT/SIGTERM/SIGHUP, or when its parent process goes away, stops everything it started and
@@ -118,7 +120,7 @@ class Shutdown {
 
 interface Ready {
   mode: 'embedded' | 'docker';
-  endpoints: { dynamodb: string; sqs: string; s3: string; kms?: string };
+  endpoints: { dynamodb: string; sqs: string; s3: string; kms?: string; secretsManager?: string; scheduler?: string };
   env: Record<string, string>;
   resources: ResourceReport[] | null;
   storage: string;
@@ -157,9 +159,15 @@ function announce(ready: Ready, opts: EmulateOptions): void {
     out.push(`# resources: ${ready.resources.map((r) => `${r.kind} ${r.name} (${r.state})`).join(', ')}`);
   else out.push('# resources: not created (--no-init); run `eve-world-aws init` with the lines below');
   out.push(...lines);
+  const { dynamodb, sqs, s3, kms, secretsManager, scheduler } = ready.endpoints;
+  const ours = [
+    kms ? `KMS ${kms}` : '',
+    secretsManager ? `Secrets Manager ${secretsManager}` : '',
+    scheduler ? `Scheduler ${scheduler}` : '',
+  ].filter(Boolean);
   out.push(
-    `# eve-world-aws emulate ready (${ready.mode}): DynamoDB ${ready.endpoints.dynamodb}, SQS ${ready.endpoints.sqs}, ` +
-      `S3 ${ready.endpoints.s3}; ${ready.storage}. Paste the export lines into another shell. Ctrl-C stops it.`,
+    `# eve-world-aws emulate ready (${ready.mode}): DynamoDB ${dynamodb}, SQS ${sqs}, S3 ${s3}` +
+      `${ours.map((e) => `, ${e}`).join('')}; ${ready.storage}. Paste the export lines into another shell. Ctrl-C stops it.`,
   );
   process.stdout.write(`${out.join('\n')}\n`);
 }
@@ -199,6 +207,8 @@ async function runEmbedded(opts: EmulateOptions, shutdown: Shutdown): Promise<vo
           sqs: stack.sqsEndpoint,
           s3: stack.s3Endpoint,
           kms: stack.kmsEndpoint,
+          secretsManager: stack.secretsManagerEndpoint,
+          scheduler: stack.schedulerEndpoint,
         },
         env,
         resources,
@@ -292,7 +302,9 @@ export function emulateCommand(): Command {
         `
 Everything listens on 127.0.0.1. The embedded stack needs Java 17 (DynamoDB Local); fauxqs keeps
 queues and the bucket in memory only, so they are re-created at every start (--data-dir persists
-DynamoDB only). EVE_WORLD_AWS_JAVA overrides the java binary (default: $JAVA_HOME/bin/java, java).
+DynamoDB and the KMS keys only). It also serves KMS, Secrets Manager and EventBridge Scheduler
+endpoints (free ports, in memory; schedules fire into the emulated queues).
+EVE_WORLD_AWS_JAVA overrides the java binary (default: $JAVA_HOME/bin/java, java).
 
 Resource names come from EVE_WORLD_AWS_PREFIX etc., as for the World; the EVE_WORLD_AWS_* variables
 you set are repeated in the export lines. Ctrl-C (SIGINT) or SIGTERM stops every child and exits 0.

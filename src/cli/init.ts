@@ -1,5 +1,6 @@
 /**
- * `eve-world-aws init`: create or verify the table, the queue + DLQ and the bucket the World uses.
+ * `eve-world-aws init`: create or verify the table, the queue + DLQ and the bucket the World uses,
+ * and with a scheduler role its own schedule group.
  *
  * Idempotent (a second run reports everything present and changes nothing); drift is an error with
  * the fix, never silently accepted. The reconciler lives in src/provision/ and is shared with
@@ -11,7 +12,13 @@ import { createClients, destroyClients } from '../aws/clients.js';
 import { isCredentialsMissing, isRegionMissing, unreachableCode } from '../aws/errors.js';
 import { loadConfig, type WorldConfig } from '../config.js';
 import { principalPolicy, schedulerRolePolicies } from '../provision/iam-policy.js';
-import { hasProblems, type ReconcileMode, type ResourceReport, reconcile } from '../provision/index.js';
+import {
+  hasProblems,
+  type ReconcileMode,
+  type ResourceReport,
+  reconcile,
+  sharedScheduleGroupWarning,
+} from '../provision/index.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, palette, printJson, progress, renderTable } from './output.js';
 
 /** Turn the AWS errors a user can fix (nothing listening, no credentials) into one-line messages. */
@@ -114,6 +121,12 @@ export function summary(reports: ResourceReport[], mode: ReconcileMode): string 
   return `Created ${n(created)}, fixed settings of ${n(updated)}; ${count('present')} already present.`;
 }
 
+/** The caveat of an explicit shared schedule group, on stderr (stdout stays the report or the JSON). */
+function warnSharedScheduleGroup(config: WorldConfig): void {
+  const warning = sharedScheduleGroupWarning(config);
+  if (warning) process.stderr.write(`warning: ${warning}\n`);
+}
+
 function parseAccount(v: string): string {
   if (!/^\d{12}$/.test(v)) throw new InvalidArgumentError('must be a 12-digit AWS account id, e.g. 123456789012.');
   return v;
@@ -131,7 +144,9 @@ interface InitOptions {
 
 export function initCommand(): Command {
   return new Command('init')
-    .description('Create or verify the DynamoDB table, the SQS queue and its DLQ, and the S3 bucket (idempotent)')
+    .description(
+      'Create or verify the DynamoDB table, the SQS queue and its DLQ, the S3 bucket and, with a scheduler role, the schedule group (idempotent)',
+    )
     .option('--dry-run', 'print what would be created and change nothing')
     .option('--json', 'print the result as JSON (for scripts)')
     .option('--print-iam-policy', 'print the least-privilege IAM policy the World needs at run time, and exit')
@@ -153,6 +168,9 @@ export function initCommand(): Command {
       `
 Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from
 AWS_ENDPOINT_URL_* (set by \`eve-world-aws emulate\`), credentials from the standard AWS chain.
+With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler
+schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit \`default\` (the
+account's shared group) is used as it is, with a warning.
 
 The bucket's lifecycle rule expires queue bodies under queue/; nothing expires orphaned run
 payloads (uploads whose write never committed) or held bodies of very long waits: schedule
@@ -166,14 +184,7 @@ Exit codes: 0 every resource present or created; 1 drift or missing (the fix is 
       if (opts.printIamPolicy) {
         const region = config.region ?? '<region>';
         const target = { partition: partitionOf(config.region), region, account: opts.account ?? '<account-id>' };
-        if (config.schedulerRoleArn && config.schedulerGroup === 'default') {
-          // The policy stays valid JSON on stdout; the caveat goes to stderr.
-          process.stderr.write(
-            'warning: EVE_WORLD_AWS_SCHEDULER_GROUP is the account\'s shared "default" schedule group, so any schedule there ' +
-              'may use the Scheduler role and send to the queue. Create a group for this World ' +
-              `(aws scheduler create-schedule-group --name ${config.prefix}) and set EVE_WORLD_AWS_SCHEDULER_GROUP=${config.prefix} (docs/security.md).\n`,
-          );
-        }
+        warnSharedScheduleGroup(config);
         if (opts.schedulerRole) printJson(schedulerRolePolicies(config, target));
         else
           printJson(principalPolicy(opts.operator ? 'operator' : opts.deployer ? 'init' : 'runtime', config, target));
@@ -181,6 +192,7 @@ Exit codes: 0 every resource present or created; 1 drift or missing (the fix is 
       }
       if (opts.operator || opts.schedulerRole || opts.deployer)
         throw new CliError('--operator, --deployer and --scheduler-role only go with --print-iam-policy', EXIT_USAGE);
+      warnSharedScheduleGroup(config);
       const mode: ReconcileMode = opts.dryRun ? 'dry-run' : 'apply';
       const reports = await runReconcile(config, mode);
       const ok = !hasProblems(reports);

@@ -23,7 +23,8 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { type JsonBody, ServiceError, startJsonService } from './json-service.js';
+import { type JsonBody, startJsonService } from './json-service.js';
+import { ServiceError } from './service-server.js';
 
 export interface KmsServerOptions {
   /** Port on 127.0.0.1 (0 = any free port). */

@@ -18,7 +18,8 @@
  * functions, resource policies, replication.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { type JsonBody, ServiceError, startJsonService } from './json-service.js';
+import { type JsonBody, startJsonService } from './json-service.js';
+import { ServiceError } from './service-server.js';
 
 export interface SecretsManagerServerOptions {
   /** Port on 127.0.0.1 (0 = any free port). */

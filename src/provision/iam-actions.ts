@@ -21,7 +21,10 @@
  *   what a sweep sends and checks it against these rows.
  *
  * KMS (EVE_WORLD_AWS_KMS_KEY_ID): rows on `kmsKey` land in a policy only when a key is configured;
- * likewise the `signingSecret` row only with EVE_WORLD_AWS_SIGNING_SECRET_ARN.
+ * likewise the `signingSecret` row only with EVE_WORLD_AWS_SIGNING_SECRET_ARN, and the Scheduler
+ * rows (`scheduleGroup`, `scheduleGroupSchedules`, `schedulerRole`) only with
+ * EVE_WORLD_AWS_SCHEDULER_ROLE_ARN. The group itself is `init`'s (create) and `doctor`'s (read),
+ * never the runtime's: the World only creates schedules in it.
  * The runtime's GenerateDataKey + Decrypt serve both the per-run data keys (src/encryption/
  * run-keys.ts) and SSE-KMS on the queue (send: GenerateDataKey, receive: Decrypt) and the bucket
  * (PutObject: GenerateDataKey, GetObject: Decrypt). DynamoDB SSE-KMS needs no caller permission at
@@ -40,6 +43,7 @@ export type IamResource =
   | 'dlq'
   | 'bucket'
   | 'bucketObjects'
+  | 'scheduleGroup'
   | 'scheduleGroupSchedules'
   | 'schedulerRole'
   | 'kmsKey'
@@ -57,6 +61,7 @@ export const RESOURCE_SERVICE: Record<IamResource, string> = {
   dlq: 'sqs',
   bucket: 's3',
   bucketObjects: 's3',
+  scheduleGroup: 'scheduler',
   scheduleGroupSchedules: 'scheduler',
   schedulerRole: 'iam',
   kmsKey: 'kms',
@@ -300,6 +305,18 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     actions: ['scheduler:CreateSchedule', 'iam:PassRole'],
     uses: { runtime: ['scheduleGroupSchedules', 'schedulerRole'] },
     why: 'one-time at() schedule targeting the queue; passes the Scheduler role (PassedToService condition)',
+  },
+  {
+    command: 'scheduler:GetScheduleGroup',
+    actions: ['scheduler:GetScheduleGroup'],
+    uses: { operator: ['scheduleGroup'], init: ['scheduleGroup'] },
+    why: 'doctor, init verify: the World’s own schedule group exists and is active',
+  },
+  {
+    command: 'scheduler:CreateScheduleGroup',
+    actions: ['scheduler:CreateScheduleGroup'],
+    uses: { init: ['scheduleGroup'] },
+    why: 'init: the World’s own schedule group, when a scheduler role is configured',
   },
 
   // ---- KMS: EVE_WORLD_AWS_KMS_KEY_ID (statements only when a key is configured) ----

@@ -80,6 +80,7 @@ export function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamRe
     dlq: [`arn:${t.partition}:sqs:${t.region}:${t.account}:${queueNameOf(config.deadLetterQueue)}`],
     bucket: [`arn:${t.partition}:s3:::${config.bucket}`],
     bucketObjects: [`arn:${t.partition}:s3:::${config.bucket}/*`],
+    scheduleGroup: [`arn:${t.partition}:scheduler:${t.region}:${t.account}:schedule-group/${config.schedulerGroup}`],
     scheduleGroupSchedules: [
       `arn:${t.partition}:scheduler:${t.region}:${t.account}:schedule/${config.schedulerGroup}/*`,
     ],
@@ -96,11 +97,19 @@ const SID: Record<IamResource, string> = {
   dlq: 'DeadLetterQueue',
   bucket: 'Bucket',
   bucketObjects: 'BucketObjects',
+  scheduleGroup: 'ScheduleGroup',
   scheduleGroupSchedules: 'LongWaitSchedules',
   schedulerRole: 'PassSchedulerRole',
   kmsKey: 'RunKeys',
   signingSecret: 'SigningSecret',
 };
+
+/** Resources that exist (and are granted) only with a scheduler role configured. */
+const SCHEDULER_RESOURCES: ReadonlySet<IamResource> = new Set([
+  'scheduleGroup',
+  'scheduleGroupSchedules',
+  'schedulerRole',
+]);
 
 /**
  * The policy for a principal. Scheduler statements are included only when a scheduler role is
@@ -114,7 +123,7 @@ export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t:
   const statements: PolicyStatement[] = [];
   const key = config.kmsKeyId ? kmsKeyResource(config.kmsKeyId, t) : undefined;
   for (const [resource, actions] of actionsByResource(principal)) {
-    if ((resource === 'scheduleGroupSchedules' || resource === 'schedulerRole') && !config.schedulerRoleArn) continue;
+    if (SCHEDULER_RESOURCES.has(resource) && !config.schedulerRoleArn) continue;
     if (resource === 'kmsKey' && !key) continue;
     if (arns[resource].length === 0) continue; // e.g. no EVE_WORLD_AWS_SIGNING_SECRET_ARN
     const condition =
@@ -172,7 +181,7 @@ export function schedulerRolePolicies(
           Condition: {
             StringEquals: {
               'aws:SourceAccount': t.account,
-              'aws:SourceArn': `arn:${t.partition}:scheduler:${t.region}:${t.account}:schedule-group/${config.schedulerGroup}`,
+              'aws:SourceArn': arns.scheduleGroup[0],
             },
           },
         },

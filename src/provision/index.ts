@@ -1,6 +1,7 @@
 /**
  * Provisioning: the AWS resources the World needs (one table, one queue with its DLQ, one bucket,
- * and with EVE_WORLD_AWS_KMS_KEY_ID their encryption at rest) and {@link reconcile}, which
+ * with EVE_WORLD_AWS_SCHEDULER_ROLE_ARN its own schedule group, and with EVE_WORLD_AWS_KMS_KEY_ID
+ * their encryption at rest) and {@link reconcile}, which
  * creates what is missing and reports drift in what exists. Used by `init` (apply / dry run),
  * `emulate`, `doctor` (verify), the CDK construct (the IAM table) and the test harness.
  *
@@ -13,12 +14,14 @@ import type { WorldConfig } from '../config.js';
 import { reconcileEncryption } from './at-rest.js';
 import { reconcileBucket } from './bucket.js';
 import { reconcileQueues } from './queues.js';
+import { reconcileScheduleGroup } from './schedule-group.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
 import { reconcileTable } from './table.js';
 
 export { TLS_ONLY_SID } from './bucket.js';
 export { iamPolicy } from './iam-policy.js';
 export { queueDrift } from './queues.js';
+export { sharedScheduleGroupWarning } from './schedule-group.js';
 export type {
   ReconcileMode,
   ResourceKind,
@@ -37,8 +40,10 @@ export async function reconcile(
   const table = await reconcileTable(clients.ddb, config.tableName, mode);
   const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);
   const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region, config.retentionDays);
+  // With a scheduler role: the World's own schedule group (without one the Scheduler is never called).
+  const group = config.schedulerRoleArn ? [await reconcileScheduleGroup(await clients.scheduler(), config, mode)] : [];
   // With EVE_WORLD_AWS_KMS_KEY_ID: the key and SSE-KMS on all of the above (./at-rest.ts).
-  return [table, dlq, queue, bucket, ...(await reconcileEncryption(clients, config, mode))];
+  return [table, dlq, queue, bucket, ...group, ...(await reconcileEncryption(clients, config, mode))];
 }
 
 export function hasProblems(reports: ResourceReport[]): boolean {

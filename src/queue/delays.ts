@@ -12,7 +12,7 @@
  */
 import type { CreateScheduleCommand } from '@aws-sdk/client-scheduler';
 import type { AwsClients } from '../aws/clients.js';
-import { isConflict } from '../aws/errors.js';
+import { isConflict, isNotFound } from '../aws/errors.js';
 import { SQS_MAX_DELAY_SECONDS } from '../limits.js';
 
 export type DelayPlan =
@@ -58,7 +58,7 @@ export function atExpression(at: Date): string {
   return `at(${at.toISOString().slice(0, 19)})`;
 }
 
-/** The one Scheduler call the World makes; tests substitute a recording fake. */
+/** The one Scheduler call the World makes; tests may substitute a recording fake (one that fires early). */
 export interface SchedulerPort {
   send(command: CreateScheduleCommand): Promise<unknown>;
 }
@@ -121,6 +121,14 @@ export async function createOneTimeSchedule(scheduler: SchedulerPort, s: OneTime
   } catch (err) {
     // Same name = this very message was already scheduled by an earlier attempt of this send.
     if (isConflict(err)) return;
+    // The group is the deployment's (made by `init` or the CDK construct), never created here.
+    if (isNotFound(err)) {
+      throw new Error(
+        `EventBridge Scheduler: schedule group "${s.group}" does not exist (EVE_WORLD_AWS_SCHEDULER_GROUP); ` +
+          'run `eve-world-aws init` to create it',
+        { cause: err },
+      );
+    }
     throw err;
   }
 }

@@ -4,7 +4,8 @@
  * World's clients and must have a `runtime` row in the IAM command table (src/provision/iam-actions.ts),
  * the table that both `init --print-iam-policy` and the CDK construct's grants are generated from.
  * The run uses a KMS key (the emulator's KMS endpoint), so the per-run data key calls are recorded
- * too, and a retention of 1 day, so finished runs' S3 objects are listed and tagged.
+ * too, a retention of 1 day, so finished runs' S3 objects are listed and tagged, and a scheduler
+ * role with a 2 s hop maximum, so a 3 s sleep is a schedule on the emulator's Scheduler.
  * A second check scans the source for every SDK command class any module constructs (CLI
  * included, static and dynamic imports), so commands the e2e run cannot reach are still covered by
  * some principal's row.
@@ -39,12 +40,13 @@ function record(client: Stackable): void {
 }
 
 beforeAll(async () => {
-  // A low hop maximum so a short sleep goes through the delayed-send path too.
+  // A low hop maximum so a short sleep goes through the delayed-send path too (here: the Scheduler).
   e2e = await startE2e({
     tuning: { maxDelayHopSeconds: 2, payloadThresholdBytes: 1000 },
     extraEnv: {
       EVE_WORLD_AWS_KMS_KEY_ID: LOCAL_KMS_ALIAS,
       EVE_WORLD_AWS_RETENTION_DAYS: '1',
+      EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: 'arn:aws:iam::000000000000:role/eve-world-iam-coverage',
     },
   });
   const { clients } = e2e.fixture;
@@ -52,6 +54,7 @@ beforeAll(async () => {
   record(clients.sqs as never);
   record((await clients.s3()) as never);
   record((await clients.kms()) as never);
+  record((await clients.scheduler()) as never);
 });
 afterAll(async () => {
   await e2e?.close();
@@ -103,6 +106,7 @@ describe('IAM command table covers what the World sends', () => {
       's3:ListObjectsV2',
       'kms:GenerateDataKey',
       'kms:Decrypt',
+      'scheduler:CreateSchedule',
     ];
     for (const c of expected) {
       expect(recorded, `expected the run to send ${c}`).toContain(c);
@@ -153,7 +157,13 @@ describe('IAM command table covers every SDK command in the source', () => {
     expect(unresolved).toEqual([]);
     expect(found.size).toBeGreaterThan(40);
     // The dynamic imports are seen too (payloads, retention, schedules).
-    for (const c of ['s3:PutObject', 's3:DeleteObjects', 'scheduler:CreateSchedule', 'kms:GenerateDataKey'])
+    for (const c of [
+      's3:PutObject',
+      's3:DeleteObjects',
+      'scheduler:CreateSchedule',
+      'scheduler:CreateScheduleGroup',
+      'kms:GenerateDataKey',
+    ])
       expect(found).toContain(c);
     const known = new Set<string>(COMMAND_PERMISSIONS.map((p) => p.command));
     expect([...found].filter((c) => !known.has(c))).toEqual([]);

@@ -13,6 +13,17 @@ export function stackEnv(): Record<string, string> {
   return inject('stack').env;
 }
 
+/**
+ * The stack's endpoint in `variable` (e.g. AWS_ENDPOINT_URL_SCHEDULER). Throws when the stack has
+ * none, before any client is built: a test must never fall back to the real AWS endpoint.
+ */
+export function stackEndpoint(variable: string): string {
+  const url = stackEnv()[variable];
+  if (!url || !/^http:\/\/127\.0\.0\.1:\d+$/.test(url))
+    throw new Error(`the emulator stack has no loopback ${variable} (got ${String(url)})`);
+  return url;
+}
+
 /** A unique lowercase prefix, e.g. `t-3fa9c1`. */
 export function uniquePrefix(tag = 't'): string {
   return `${tag}-${randomBytes(4).toString('hex')}`;
@@ -45,6 +56,8 @@ export async function createFixture(
 ): Promise<Fixture> {
   const env = { ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix(tag), ...extraEnv };
   const config = loadConfig(env, tuning);
+  // With a scheduler role the World (and reconcile) call the Scheduler: only ever the stack's.
+  if (config.schedulerRoleArn) stackEndpoint('AWS_ENDPOINT_URL_SCHEDULER');
   const clients = createClients(config);
   await reconcile(clients, config, 'apply');
   return { config, clients, env };

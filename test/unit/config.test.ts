@@ -66,7 +66,8 @@ describe('loadConfig', () => {
       requestTimeoutMs: 15_000,
       maxReceiveCount: 10,
       schedulerRoleArn: undefined,
-      schedulerGroup: 'default',
+      // This World's own group, named from the prefix like the table: not the account's shared `default`.
+      schedulerGroup: 'eve-world',
       deploymentId: 'eve-world-aws',
     });
     expect(c.endpoints).toEqual({ dynamodb: undefined, sqs: undefined, s3: undefined, scheduler: undefined });
@@ -78,7 +79,15 @@ describe('loadConfig', () => {
       queue: 'my-agent-queue',
       deadLetterQueue: 'my-agent-dlq',
       bucket: 'my-agent-payloads',
+      schedulerGroup: 'my-agent',
     });
+    // The shared `default` group only when chosen explicitly.
+    expect(
+      loadConfig({ EVE_WORLD_AWS_PREFIX: 'my-agent', EVE_WORLD_AWS_SCHEDULER_GROUP: 'default' }).schedulerGroup,
+    ).toBe('default');
+    expect(
+      loadConfig({ EVE_WORLD_AWS_PREFIX: 'my-agent', EVE_WORLD_AWS_SCHEDULER_GROUP: 'Team.waits_1' }).schedulerGroup,
+    ).toBe('Team.waits_1');
     expect(
       loadConfig({
         EVE_WORLD_AWS_PREFIX: 'my-agent',
@@ -244,6 +253,12 @@ describe('loadConfig', () => {
       'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',
       /not an IAM role ARN/,
       'arn:aws:iam::123456789012:role/eve-world-scheduler',
+    ],
+    [
+      { EVE_WORLD_AWS_SCHEDULER_GROUP: 'my group/1' },
+      'EVE_WORLD_AWS_SCHEDULER_GROUP',
+      /is not a schedule group name \("my group\/1": 1-64 letters, digits, - _ \.\)/,
+      'eve-world',
     ],
   ])('%o -> ConfigError naming %s, the problem and an example', (env, variable, problem, example) => {
     const err = configError(env as Record<string, string>);

@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { DeleteScheduleGroupCommand } from '@aws-sdk/client-scheduler';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyClients } from '../../../src/aws/clients.js';
@@ -66,6 +67,30 @@ describe('doctor', () => {
     expect(human.code).toBe(1);
     expect(human.stdout).toMatch(/x table schema: .*missing.*\n {2}fix: run `eve-world-aws init`/);
     expect(human.stdout).toMatch(/4 checks failed \(see the fix above\)\./);
+  });
+
+  it("with a scheduler role, checks the World's own schedule group: passes when init made it, fails with the fix when it is gone", async () => {
+    const fx = await createFixture(
+      { EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: 'arn:aws:iam::000000000000:role/doc-sched' },
+      'docs',
+    );
+    try {
+      const ok = await doctorJson(fx.env);
+      expect(ok.code).toBe(0);
+      expect(byName(ok.out)['schedule group']).toMatchObject({ status: 'pass' });
+      expect(byName(ok.out)['schedule group'].details).toMatch(new RegExp(`^${fx.config.prefix}: exists \\(ACTIVE\\)`));
+      expect(byName(ok.out).endpoints.details).toMatch(/scheduler http:\/\/127\.0\.0\.1:\d+/);
+
+      await (await fx.clients.scheduler()).send(new DeleteScheduleGroupCommand({ Name: fx.config.schedulerGroup }));
+      const { code, out } = await doctorJson(fx.env);
+      expect(code).toBe(1);
+      expect(byName(out)['schedule group']).toMatchObject({ status: 'fail', fix: 'run `eve-world-aws init`' });
+      expect(byName(out)['schedule group'].details).toMatch(/missing/);
+      // Everything else is still fine.
+      expect(out.checks.filter((c) => c.status === 'fail').map((c) => c.check)).toEqual(['schedule group']);
+    } finally {
+      destroyClients(fx.clients);
+    }
   });
 
   it('reports a queue without a redrive policy as drift, with the command that fixes it', async () => {

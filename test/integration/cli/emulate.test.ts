@@ -16,6 +16,7 @@ import {
   isAlive,
   parseExports,
   runCli,
+  runCommand,
   sleep,
   waitGone,
 } from '../../helpers/cli.js';
@@ -39,6 +40,13 @@ function fakeJava(name: string, body: string): string {
   );
   chmodSync(file, 0o755);
   return file;
+}
+
+/** Run an ES module snippet with `env` (the CLI tests' clean environment plus it); its stdout. */
+async function runNode(code: string, env: Record<string, string>): Promise<string> {
+  const r = await runCommand(process.execPath, ['--input-type=module', '-e', code], env);
+  expect(r.code, r.stderr).toBe(0);
+  return r.stdout;
 }
 
 afterEach(() => {
@@ -66,8 +74,30 @@ describe('eve-world-aws emulate (embedded)', () => {
       AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${dynamodbPort}`,
       AWS_ENDPOINT_URL_SQS: `http://127.0.0.1:${awsPort}`,
       AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${awsPort}`,
+      AWS_ENDPOINT_URL_KMS: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+      AWS_ENDPOINT_URL_SCHEDULER: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
       EVE_WORLD_AWS_PREFIX: 'emu-a',
     });
+    expect(p.stdout).toMatch(
+      new RegExp(
+        `^# eve-world-aws emulate ready \\(embedded\\): .*Secrets Manager ${env.AWS_ENDPOINT_URL_SECRETS_MANAGER}, Scheduler ${env.AWS_ENDPOINT_URL_SCHEDULER};`,
+        'm',
+      ),
+    );
+    // The printed endpoints answer: the SDKs find them through the printed variable names.
+    const scheduler = await runNode(
+      "const {SchedulerClient,GetScheduleGroupCommand}=await import('@aws-sdk/client-scheduler');" +
+        "const o=await new SchedulerClient({}).send(new GetScheduleGroupCommand({Name:'default'}));console.log(o.State);",
+      env,
+    );
+    expect(scheduler.trim()).toBe('ACTIVE');
+    const secrets = await runNode(
+      "const {SecretsManagerClient,CreateSecretCommand}=await import('@aws-sdk/client-secrets-manager');" +
+        "const o=await new SecretsManagerClient({}).send(new CreateSecretCommand({Name:'emu-a-s',SecretString:'x'}));console.log(o.Name);",
+      env,
+    );
+    expect(secrets.trim()).toBe('emu-a-s');
     expect(p.stdout).toMatch(
       /^# resources: table emu-a \(created\), dlq emu-a-dlq \(created\), queue emu-a-queue \(created\), bucket emu-a-payloads \(created\)$/m,
     );
@@ -106,6 +136,8 @@ describe('eve-world-aws emulate (embedded)', () => {
       ['--port', String(awsPort), '--dynamodb-port', String(dynamodbPort), '--data-dir', dataDir, '--json'],
       {
         EVE_WORLD_AWS_PREFIX: 'emu-a',
+        // With a scheduler role the World's own schedule group is created too.
+        EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: 'arn:aws:iam::000000000000:role/emu-scheduler',
       },
     );
     await p.waitFor(/\n}\n$/);
@@ -117,14 +149,20 @@ describe('eve-world-aws emulate (embedded)', () => {
         dynamodb: `http://127.0.0.1:${dynamodbPort}`,
         sqs: `http://127.0.0.1:${awsPort}`,
         s3: `http://127.0.0.1:${awsPort}`,
+        kms: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+        secretsManager: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+        scheduler: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
       },
       env: { AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${dynamodbPort}`, EVE_WORLD_AWS_PREFIX: 'emu-a' },
     });
+    expect(ready.env.AWS_ENDPOINT_URL_SCHEDULER).toBe(ready.endpoints.scheduler);
+    expect(ready.env.AWS_ENDPOINT_URL_SECRETS_MANAGER).toBe(ready.endpoints.secretsManager);
     expect(ready.resources.map((r: { kind: string; state: string }) => `${r.kind}:${r.state}`)).toEqual([
       'table:present',
       'dlq:created',
       'queue:created',
       'bucket:created',
+      'schedule-group:created',
     ]);
     p.child.kill('SIGTERM');
     expect(await p.exited).toEqual({ code: 0, signal: null });

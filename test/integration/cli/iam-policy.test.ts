@@ -53,9 +53,12 @@ describe('init --print-iam-policy', () => {
       Resource: [ROLE],
       Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
     });
+    // The World's own group by default, named from the prefix like the table (not the account's shared `default`).
     expect(doc.Statement.find((s) => s.Action.includes('scheduler:CreateSchedule'))?.Resource).toEqual([
-      'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule/default/*',
+      'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule/pol/*',
     ]);
+    // Creating and reading the group is init's and doctor's business, not the World's.
+    expect(doc.Statement.flatMap((s) => s.Action).filter((a) => /ScheduleGroup/.test(a))).toEqual([]);
     expect(doc.Statement.find((s) => s.Action.includes('dynamodb:TransactWriteItems'))).toBeUndefined(); // the action is per item kind
     expect(doc.Statement.find((s) => s.Action.includes('dynamodb:ConditionCheckItem'))?.Resource).toEqual([
       'arn:aws-us-gov:dynamodb:us-gov-west-1:123456789012:table/pol',
@@ -66,7 +69,7 @@ describe('init --print-iam-policy', () => {
     expect(doc.Statement.flatMap((s) => s.Action).filter((a) => a.startsWith('kms:'))).toEqual([]);
   });
 
-  it('--scheduler-role with a group of its own names that group; the shared default group is warned about on stderr', async () => {
+  it('--scheduler-role names the configured group; only an explicit shared `default` group is warned about on stderr', async () => {
     const own = await runCli(
       ['init', '--print-iam-policy', '--account', '123456789012', '--scheduler-role'],
       env({ EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE, EVE_WORLD_AWS_SCHEDULER_GROUP: 'pol-waits' }),
@@ -76,13 +79,28 @@ describe('init --print-iam-policy', () => {
     expect(JSON.parse(own.stdout).trustPolicy.Statement[0].Condition.StringEquals['aws:SourceArn']).toBe(
       'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule-group/pol-waits',
     );
-    const shared = await runCli(
+    // Unset: the World's own group, no warning.
+    const byDefault = await runCli(
       ['init', '--print-iam-policy', '--account', '123456789012', '--scheduler-role'],
       env({ EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE }),
     );
+    expect(byDefault.code, byDefault.stderr).toBe(0);
+    expect(byDefault.stderr).toBe('');
+    expect(JSON.parse(byDefault.stdout).trustPolicy.Statement[0].Condition.StringEquals['aws:SourceArn']).toBe(
+      'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule-group/pol',
+    );
+    // The account's shared group, only as an explicit choice, and then with a warning.
+    const shared = await runCli(
+      ['init', '--print-iam-policy', '--account', '123456789012', '--scheduler-role'],
+      env({ EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE, EVE_WORLD_AWS_SCHEDULER_GROUP: 'default' }),
+    );
     expect(shared.code).toBe(0);
-    expect(JSON.parse(shared.stdout).trustPolicy).toBeDefined();
-    expect(shared.stderr).toMatch(/shared "default" schedule group.*EVE_WORLD_AWS_SCHEDULER_GROUP=/s);
+    expect(JSON.parse(shared.stdout).trustPolicy.Statement[0].Condition.StringEquals['aws:SourceArn']).toBe(
+      'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule-group/default',
+    );
+    expect(shared.stderr).toMatch(
+      /^warning: EVE_WORLD_AWS_SCHEDULER_GROUP=default is the account's shared "default" schedule group.*any schedule there may use the Scheduler role/s,
+    );
   });
 
   it('with EVE_WORLD_AWS_SIGNING_SECRET_ARN the World may read that secret, and only that one', async () => {
@@ -145,10 +163,41 @@ describe('init --print-iam-policy', () => {
   });
 
   it('without a scheduler role there are no Scheduler or PassRole statements', async () => {
-    const doc = await print([]);
-    expect(
-      doc.Statement.flatMap((s) => s.Action).filter((a) => a.startsWith('scheduler:') || a.startsWith('iam:')),
-    ).toEqual([]);
+    for (const flags of [[], ['--deployer'], ['--operator']]) {
+      const doc = await print(flags);
+      expect(
+        doc.Statement.flatMap((s) => s.Action).filter((a) => a.startsWith('scheduler:') || a.startsWith('iam:')),
+        flags.join(' '),
+      ).toEqual([]);
+    }
+  });
+
+  it('with a scheduler role, --deployer may create and read the schedule group, --operator (doctor) only read it', async () => {
+    const group = 'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule-group/pol';
+    const deployer = await print(['--deployer'], { EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE });
+    expect(deployer.Statement.filter((s) => s.Action.some((a) => a.startsWith('scheduler:')))).toEqual([
+      {
+        Sid: 'InitScheduleGroup',
+        Effect: 'Allow',
+        Action: ['scheduler:CreateScheduleGroup', 'scheduler:GetScheduleGroup'],
+        Resource: [group],
+      },
+    ]);
+    // init never creates schedules nor passes the role.
+    expect(deployer.Statement.flatMap((s) => s.Action)).not.toContain('iam:PassRole');
+    const operator = await print(['--operator'], { EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE });
+    expect(operator.Statement.find((s) => s.Sid === 'OperatorScheduleGroup')).toEqual({
+      Sid: 'OperatorScheduleGroup',
+      Effect: 'Allow',
+      Action: ['scheduler:GetScheduleGroup'],
+      Resource: [group],
+    });
+    // An explicit group name is what every policy and the trust name.
+    const own = await print(['--deployer'], {
+      EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE,
+      EVE_WORLD_AWS_SCHEDULER_GROUP: 'pol-waits',
+    });
+    expect(own.Statement.find((s) => s.Sid === 'InitScheduleGroup')?.Resource).toEqual([`${group}-waits`]);
   });
 
   it('--operator adds exactly what redrive needs on the DLQ, on top of the World policy', async () => {
@@ -182,7 +231,7 @@ describe('init --print-iam-policy', () => {
         Condition: {
           StringEquals: {
             'aws:SourceAccount': '123456789012',
-            'aws:SourceArn': 'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule-group/default',
+            'aws:SourceArn': 'arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule-group/pol',
           },
         },
       },

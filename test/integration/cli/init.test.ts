@@ -4,11 +4,13 @@
  */
 import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { HeadBucketCommand } from '@aws-sdk/client-s3';
+import { CreateScheduleGroupCommand, GetScheduleGroupCommand } from '@aws-sdk/client-scheduler';
 import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
 import { loadConfig } from '../../../src/config.js';
 import { freePort } from '../../../src/emulator/stack.js';
+import { reconcile } from '../../../src/provision/index.js';
 import { createTableWithoutIndexes, stackEnv, uniquePrefix } from '../../helpers/aws.js';
 import { runCli } from '../../helpers/cli.js';
 
@@ -156,5 +158,97 @@ describe('eve-world-aws init', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/Cannot reach AWS .*ECONNREFUSED.*eve-world-aws emulate/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  describe("with a scheduler role: the World's own schedule group", () => {
+    const ROLE = 'arn:aws:iam::000000000000:role/eve-world-init-scheduler';
+    const withRole = (extra: Record<string, string> = {}): Record<string, string> => ({
+      ...envFor(),
+      EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE,
+      ...extra,
+    });
+
+    it('creates it (named from the prefix), a second init is a no-op, and a dry run plans it first', async () => {
+      const env = withRole();
+      const prefix = env.EVE_WORLD_AWS_PREFIX;
+      const plan = JSON.parse((await runCli(['init', '--dry-run', '--json'], env)).stdout) as { resources: Report[] };
+      expect(plan.resources.map((x) => [x.kind, x.name, x.state])).toContainEqual([
+        'schedule-group',
+        prefix,
+        'would-create',
+      ]);
+
+      const first = await runCli(['init', '--json'], env);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stderr).toBe(''); // its own group: no warning
+      const created = JSON.parse(first.stdout) as { resources: Report[] };
+      expect(created.resources.map((x) => [x.kind, x.name, x.state])).toEqual([
+        ['table', prefix, 'created'],
+        ['dlq', `${prefix}-dlq`, 'created'],
+        ['queue', `${prefix}-queue`, 'created'],
+        ['bucket', `${prefix}-payloads`, 'created'],
+        ['schedule-group', prefix, 'created'],
+      ]);
+      const c = createClients(loadConfig(env));
+      try {
+        const group = await (await c.scheduler()).send(new GetScheduleGroupCommand({ Name: prefix }));
+        expect(group).toMatchObject({ Name: prefix, State: 'ACTIVE' });
+      } finally {
+        destroyClients(c);
+      }
+
+      const second = await runCli(['init'], env);
+      expect(second.code).toBe(0);
+      expect(second.stdout).toMatch(/All 5 resources present; nothing changed\./);
+      expect(second.stdout).toMatch(/schedule-group\s+│\s+\S+\s+│\s+present/);
+    });
+
+    it('a group of that name that exists already is verified, not an error', async () => {
+      const env = withRole();
+      const c = createClients(loadConfig(env));
+      try {
+        await (await c.scheduler()).send(new CreateScheduleGroupCommand({ Name: env.EVE_WORLD_AWS_PREFIX }));
+      } finally {
+        destroyClients(c);
+      }
+      const r = await runCli(['init', '--json'], env);
+      expect(r.code, r.stderr).toBe(0);
+      const group = (JSON.parse(r.stdout) as { resources: Report[] }).resources.find(
+        (x) => x.kind === 'schedule-group',
+      );
+      expect(group).toMatchObject({ state: 'present', details: ['exists (ACTIVE)'] });
+    });
+
+    it('verify mode (doctor) reports a missing group with the fix; without a role there is no group at all', async () => {
+      const env = withRole();
+      const config = loadConfig(env);
+      const c = createClients(config);
+      try {
+        const reports = await reconcile(c, config, 'verify');
+        expect(reports.find((x) => x.kind === 'schedule-group')).toMatchObject({
+          name: config.prefix,
+          state: 'missing',
+          fix: 'run `eve-world-aws init`',
+        });
+        const none = loadConfig(envFor(config.prefix));
+        expect((await reconcile(c, none, 'verify')).map((x) => x.kind)).not.toContain('schedule-group');
+      } finally {
+        destroyClients(c);
+      }
+    });
+
+    it('the shared `default` group only as an explicit choice: used as it is, and init warns', async () => {
+      const env = withRole({ EVE_WORLD_AWS_SCHEDULER_GROUP: 'default' });
+      const r = await runCli(['init', '--json'], env);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(
+        /^warning: EVE_WORLD_AWS_SCHEDULER_GROUP=default is the account's shared "default" schedule group, so any schedule there may use the Scheduler role/,
+      );
+      const group = (JSON.parse(r.stdout) as { resources: Report[] }).resources.find(
+        (x) => x.kind === 'schedule-group',
+      );
+      expect(group?.state).toBe('present');
+      expect(group?.details.join('\n')).toMatch(/warning: .*shared "default" schedule group/);
+    });
   });
 });

@@ -1,10 +1,18 @@
 /**
- * Long delays through EventBridge Scheduler. The Scheduler API has no emulator, so a recording fake
- * stands in for the client: it asserts nothing itself, records every CreateSchedule, and can "fire"
- * a schedule by sending its Input to the real (emulated) SQS target queue, here deliberately early,
- * to prove the consumer still holds the message until it is due.
+ * Long delays through EventBridge Scheduler. Most cases run over the wire against the embedded
+ * emulator's Scheduler (src/emulator/scheduler.ts): the World creates its schedule in its own
+ * group (made by the fixture's reconcile, as `init` does), reads back as sent, and the schedule
+ * fires into the real (emulated) queue. Two cases need a schedule to fire EARLY, which the
+ * Scheduler never does: for those a recording fake stands in for the client, records every
+ * CreateSchedule, and "fires" by sending its Input to the queue itself, to prove the consumer
+ * still holds the message until it is due.
  */
-import { CreateScheduleCommand } from '@aws-sdk/client-scheduler';
+import {
+  CreateScheduleCommand,
+  DeleteScheduleCommand,
+  GetScheduleCommand,
+  ListSchedulesCommand,
+} from '@aws-sdk/client-scheduler';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -55,7 +63,6 @@ async function schedWorld(tuning: Partial<WorldTuning> = {}) {
     env: {
       EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '2',
       EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE,
-      EVE_WORLD_AWS_SCHEDULER_GROUP: 'eve-test',
     },
     tuning: { maxDelayHopSeconds: 1, ...tuning },
     start: false,
@@ -73,20 +80,47 @@ async function arnOf(w: World, url: string): Promise<string> {
   return out.Attributes!.QueueArn!;
 }
 
-describe.concurrent('EventBridge Scheduler long waits (recording fake)', () => {
-  test('creates one one-time schedule at the due time targeting the queue, deleted after completion', async ({
+/** A World whose long waits go through the emulator's Scheduler (its own group, created by reconcile). */
+async function wireWorld(tuning: Partial<WorldTuning> = {}) {
+  const w = await makeWorld({
+    env: { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '2', EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE },
+    tuning: { maxDelayHopSeconds: 1, ...tuning },
+    start: false,
+  });
+  worlds.push(w);
+  return w;
+}
+
+async function schedulesOf(w: World) {
+  const scheduler = await w.fixture.clients.scheduler();
+  const group = w.fixture.config.schedulerGroup;
+  const { Schedules = [] } = await scheduler.send(new ListSchedulesCommand({ GroupName: group }));
+  return Promise.all(Schedules.map((s) => scheduler.send(new GetScheduleCommand({ Name: s.Name, GroupName: group }))));
+}
+
+async function deleteSchedules(w: World) {
+  const scheduler = await w.fixture.clients.scheduler();
+  for (const s of await schedulesOf(w))
+    await scheduler.send(new DeleteScheduleCommand({ Name: s.Name, GroupName: s.GroupName }));
+}
+
+describe.concurrent('EventBridge Scheduler long waits (the emulator, over the wire)', () => {
+  test("creates one one-time schedule in the World's own group at the due time targeting the queue, deleted after completion", async ({
     expect,
   }) => {
-    const { w, fake } = await schedWorld();
+    const w = await wireWorld();
+    expect(w.fixture.config.schedulerGroup).toBe(w.fixture.config.prefix);
     const before = Date.now();
     const { messageId } = await w.queue.queue(Q, { runId: 'wrun_sched' }, { delaySeconds: 82_800 });
-    expect(fake.calls).toHaveLength(1);
-    const s = fake.calls[0];
-    expect(s.GroupName).toBe('eve-test');
+    const all = await schedulesOf(w);
+    expect(all).toHaveLength(1);
+    const s = all[0];
+    expect(s.GroupName).toBe(w.fixture.config.prefix);
     expect(s.Name).toMatch(/^[0-9A-Za-z_.-]{1,64}$/);
     expect(s.ActionAfterCompletion).toBe('DELETE');
     expect(s.FlexibleTimeWindow).toEqual({ Mode: 'OFF' });
     expect(s.ScheduleExpressionTimezone).toBe('UTC');
+    expect(s.State).toBe('ENABLED');
     const at = Date.parse(`${/^at\((.+)\)$/.exec(s.ScheduleExpression!)![1]}Z`);
     expect(at).toBeGreaterThanOrEqual(before + 82_800_000);
     expect(at).toBeLessThanOrEqual(Date.now() + 82_800_000 + 1000);
@@ -98,21 +132,46 @@ describe.concurrent('EventBridge Scheduler long waits (recording fake)', () => {
     expect(env.deliverAt).toBeGreaterThanOrEqual(before + 82_800_000);
     // Nothing went to SQS directly.
     expect(await receiveAll(w, await w.queue.transport.queueUrl())).toHaveLength(0);
+    await deleteSchedules(w);
   });
 
   test('every schedule has a unique name; short delays stay on SQS', async ({ expect }) => {
-    const { w, fake } = await schedWorld();
+    const w = await wireWorld();
     await Promise.all([
       w.queue.queue(Q, { runId: 'a' }, { delaySeconds: 5000 }),
       w.queue.queue(Q, { runId: 'b' }, { delaySeconds: 5000 }),
       w.queue.queue(Q, { runId: 'c' }, { delaySeconds: 20_000 }),
       w.queue.queue(Q, { runId: 'd' }, { delaySeconds: 1 }),
     ]);
-    expect(fake.calls).toHaveLength(3);
-    expect(new Set(fake.calls.map((c) => c.Name)).size).toBe(3);
+    const all = await schedulesOf(w);
+    expect(all).toHaveLength(3);
+    expect(new Set(all.map((c) => c.Name)).size).toBe(3);
     expect(await receiveAll(w, await w.queue.transport.queueUrl(), 2)).toHaveLength(1);
+    await deleteSchedules(w);
   });
 
+  test('a wait longer than the hop fires from the Scheduler into the queue and is delivered once, when due', async ({
+    expect,
+  }) => {
+    const w = await wireWorld();
+    await w.queue.start();
+    const sentAt = Date.now();
+    const { messageId } = await w.queue.queue(Q, { runId: 'wrun_wire', input: new Uint8Array([7, 0]) } as any, {
+      delaySeconds: 3,
+    });
+    expect(await schedulesOf(w)).toHaveLength(1);
+    await waitFor(() => w.deliveries.length === 1, 20_000, 'scheduled delivery');
+    expect(w.deliveries[0].at - sentAt).toBeGreaterThanOrEqual(3000);
+    expect(w.deliveries[0].meta).toMatchObject({ messageId, queueName: Q, attempt: 1 });
+    expect(Array.from(w.deliveries[0].body.input)).toEqual([7, 0]);
+    // The schedule deleted itself after it fired.
+    expect(await schedulesOf(w)).toHaveLength(0);
+    await sleep(1500);
+    expect(w.deliveries).toHaveLength(1);
+  });
+});
+
+describe.concurrent('EventBridge Scheduler long waits (recording fake: schedules that fire early)', () => {
   test('a schedule that fires early is held by the consumer until due, then delivered once', async ({ expect }) => {
     const { w, fake } = await schedWorld();
     await w.queue.start();

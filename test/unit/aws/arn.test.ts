@@ -1,6 +1,6 @@
-/** src/aws/arn.ts: the partition of every region family the SDK knows, and queue names from URLs. */
+/** src/aws/arn.ts: the partition of every region family the SDK knows, queue names from URLs, ARN parts. */
 import { describe, expect, it } from 'vitest';
-import { isQueueUrl, partitionOf, queueNameOf } from '../../../src/aws/arn.js';
+import { isQueueUrl, parseArn, partitionOf, queueNameOf } from '../../../src/aws/arn.js';
 
 describe('partitionOf', () => {
   it.each([
@@ -39,5 +39,28 @@ describe('queue references', () => {
     expect(queueNameOf('http://127.0.0.1:4566/000000000000/q-dlq')).toBe('q-dlq');
     expect(isQueueUrl('eve-world-queue')).toBe(false);
     expect(queueNameOf('eve-world-queue')).toBe('eve-world-queue');
+  });
+});
+
+describe('parseArn', () => {
+  it('splits an ARN into its parts; the resource keeps its own separators', () => {
+    expect(parseArn('arn:aws:sqs:us-east-1:000000000000:eve-world-queue')).toEqual({
+      partition: 'aws',
+      service: 'sqs',
+      region: 'us-east-1',
+      account: '000000000000',
+      resource: 'eve-world-queue',
+    });
+    expect(parseArn('arn:aws-us-gov:scheduler:us-gov-west-1:123456789012:schedule/g/n')?.resource).toBe('schedule/g/n');
+    expect(parseArn('arn:aws:iam::123456789012:role/x')).toMatchObject({
+      service: 'iam',
+      region: '',
+      resource: 'role/x',
+    });
+  });
+
+  it('is undefined for anything that is not an ARN', () => {
+    for (const s of ['', 'eve-world-queue', 'https://sqs.us-east-1.amazonaws.com/1/q', 'arn:aws:sqs:us-east-1:12:q'])
+      expect(parseArn(s), s).toBeUndefined();
   });
 });
