@@ -245,6 +245,14 @@ async function transition(
   };
 }
 
+/**
+ * The step after a transition that hands it back (step_completed, step_failed, step_retrying):
+ * the changes, a new version, and no lease, so the delivery's heartbeat lets go of it.
+ */
+function handedBack(s: StepRecord, now: Date, changes: Partial<StepRecord>): StepRecord {
+  return { ...s, ...changes, updatedAt: now, ver: s.ver + 1, leaseToken: undefined, leaseUntil: undefined };
+}
+
 function assertLive(s: StepRecord): void {
   if (isTerminalStep(s.status)) throw new EntityConflictError(`Cannot modify step in terminal state "${s.status}"`);
 }
@@ -330,16 +338,11 @@ export function stepFinished(call: CreateCall, runId: string, data: Data): Promi
       assertLive(s);
       const stored = await place(raw);
       return {
-        next: {
-          ...s,
+        next: handedBack(s, call.now, {
           status: completed ? 'completed' : 'failed',
           [field]: stored,
           completedAt: call.now,
-          updatedAt: call.now,
-          ver: s.ver + 1,
-          leaseToken: undefined,
-          leaseUntil: undefined,
-        },
+        }),
         eventData: { ...ed, [eventField]: stored },
         runTerminal:
           s.status === 'running'
@@ -364,16 +367,7 @@ export function stepRetrying(call: CreateCall, runId: string, data: Data): Promi
       assertLive(s);
       const stored = await place(raw);
       return {
-        next: {
-          ...s,
-          status: 'pending',
-          error: stored,
-          retryAfter,
-          updatedAt: call.now,
-          ver: s.ver + 1,
-          leaseToken: undefined,
-          leaseUntil: undefined,
-        },
+        next: handedBack(s, call.now, { status: 'pending', error: stored, retryAfter }),
         eventData: { ...ed, error: stored },
       };
     },
