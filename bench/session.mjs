@@ -25,7 +25,7 @@ import { fmt, mean, pct, table } from './lib/format.mjs';
 import { createRecorder, instrumentClients, instrumentWorld } from './lib/meter.mjs';
 
 const CHUNKS = 5;
-const WARMUP_TURNS = 5;
+const WARMUP_TURNS = Number(process.env.BENCH_SESSION_WARMUP ?? 5);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let flowInstances = 0;

@@ -32,7 +32,7 @@ import {
   type WorldTuning,
   withTuning,
 } from './config.js';
-import { type CreateConsumerOptions, createConsumer } from './consumer/index.js';
+import { type Consumer, type CreateConsumerOptions, createConsumer } from './consumer/index.js';
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context.js';
 import { RunKeys } from './encryption/run-keys.js';
@@ -101,8 +101,16 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const ownsClients = options.clients === undefined;
   const context = createContext(config, options.clients, { resolvePayloads: options.resolvePayloads });
   const storage = createStorage(context);
-  const queue = createQueue(context, { logger, logTail: storage.logTail });
+  // The consumer needs the queue's transport, and the queue offers its sends to the consumer's
+  // early delivery: bound once both exist.
+  const early: { consumer?: Consumer } = {};
+  const queue = createQueue(context, {
+    logger,
+    logTail: storage.logTail,
+    deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload),
+  });
   const consumer = createConsumer(context, queue.transport, options.consumer);
+  early.consumer = consumer;
   const streamer = createStreamer(context);
   // Without a KMS key the World has no getEncryptionKeyForRun at all, so core stores plaintext
   // exactly as before; with one, core encrypts every payload under a per-run data key.

@@ -12,7 +12,7 @@
  *   any other keep, parked                           DeliveriesRetried
  */
 import { withLogContext } from '../log.js';
-import { MSG_ATTR } from '../queue/encoding.js';
+import { type Envelope, MSG_ATTR } from '../queue/encoding.js';
 import { countMetric, type MetricName, observeMetric } from '../telemetry/metrics.js';
 import { deliveryResultAttributes, withDeliverySpan } from '../telemetry/spans.js';
 import type { DeliveryOutcome, InboundMessage } from './pipeline.js';
@@ -83,5 +83,21 @@ export function observeDelivery(
         );
         return outcome;
       }),
+  );
+}
+
+/**
+ * Run an early delivery (./early-deliveries.ts) inside its span and log context. Its outcome is
+ * counted once, by the SQS copy that takes its verdict, so nothing is counted here.
+ */
+export function observeEarlyDelivery<T>(envelope: Envelope, queue: string, deliver: () => Promise<T>): Promise<T> {
+  const attempt = envelope.attemptOffset + 1;
+  return withDeliverySpan({ queue, sqsMessageId: '', receiveCount: 0, receivedAt: Date.now(), early: true }, (span) =>
+    withLogContext({ messageId: envelope.messageId, queue: envelope.queueName, attempt }, () => {
+      span.setAttributes(
+        deliveryResultAttributes({ messageId: envelope.messageId, logicalQueue: envelope.queueName, attempt }),
+      );
+      return deliver();
+    }),
   );
 }

@@ -6,11 +6,12 @@
  * Where a delivery goes: a handler registered for the queue name's prefix (in process), else
  * `config.flowUrl`, else the local `eve start` flow route (`http://127.0.0.1:$PORT/...`).
  */
-import type { Queue, QueuePrefix } from '@workflow/world';
+import type { Queue, QueuePayload, QueuePrefix } from '@workflow/world';
 import { canConnect } from '../aws/net.js';
 import type { WorldContext } from '../context.js';
 import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
+import type { Envelope } from '../queue/encoding.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/index.js';
 import { flushEvery, flushMetrics } from '../telemetry/metrics.js';
@@ -41,6 +42,13 @@ export interface CreateConsumerOptions {
   breakerCooldownMs?: number;
   /** Observes every delivery outcome of the in-process consumer. */
   onDeliveryOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
+  /**
+   * Early delivery (./early-deliveries.ts): a message this World sends while its in-process
+   * consumer runs, to a queue with a handler registered in process, is delivered at once, beside
+   * its SQS send, instead of after the send and the long poll; step executions excepted. Default
+   * true; false waits for the copy.
+   */
+  earlyDelivery?: boolean;
 }
 
 export interface Consumer extends Pick<Queue, 'createQueueHandler'> {
@@ -50,6 +58,12 @@ export interface Consumer extends Pick<Queue, 'createQueueHandler'> {
   start(): Promise<void>;
   /** Stops receiving (releasing what the last poll returned) and drains deliveries. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Offered every message the World's queue is about to send without a delay: it is delivered
+   * early when the in-process consumer runs, a handler is registered for its queue, and it is not
+   * a step execution.
+   */
+  deliverEarly(envelope: Envelope, payload: QueuePayload): void;
   readonly receipts: SqsReceipts;
 }
 
@@ -120,6 +134,15 @@ export function createConsumer(
     },
     registerHandler(prefix, handler) {
       handlers.set(prefix, handler);
+    },
+    deliverEarly(envelope, payload) {
+      if (options.earlyDelivery === false || !poller?.running) return;
+      // Not a step execution (a payload with `stepId`): core publishes it together with its own
+      // step_created write, which an early delivery would race on every step.
+      if (typeof (payload as { stepId?: unknown }).stepId === 'string') return;
+      const prefix = queuePrefixOf(envelope.queueName);
+      if (prefix === undefined || !handlers.has(prefix)) return;
+      poller.deliverEarly(envelope);
     },
     async start() {
       if (closed || mode === 'none' || poller) return;

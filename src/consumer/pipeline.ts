@@ -3,8 +3,9 @@
  * poller and the Lambda SQS handler. It runs in four steps, each once, in this order:
  *
  *   decode   the SQS copy -> one {@link Envelope} (attributes or scheduler envelope), or malformed
- *   decide   deliver now | hop (long wait not due: send the next hop) | defer (a copy of the same
- *            logical message is running in this process already)
+ *   decide   deliver now | hop (long wait not due: send the next hop) | take the verdict of an
+ *            early delivery of it in this process | defer (a copy of the same logical message is
+ *            running in this process already)
  *   dispatch signed `createQueueHandler` request to the flow route (in process or over HTTP),
  *            with a visibility heartbeat while it runs -> a {@link Verdict}
  *   settle   ack (caller deletes) | keep (visibility set for the retry) | re-send (a replacement
@@ -19,6 +20,8 @@
  *   (src/storage/write/step-lease.ts, stamped by `step_started` inside the flow route's delivery scope)
  *   keeps a second copy from running a step body another live delivery is running; core defers
  *   that copy (`{timeoutSeconds}`, or a delayed step message) instead of running it.
+ * - A copy of a message this consumer delivered early (./early-deliveries.ts) is dispatched only
+ *   when that delivery did not succeed; otherwise it is settled by the early verdict.
  * - `x-vqs-message-id` is the logical id, identical on every SQS copy; the attempt is the carried
  *   attempt offset plus SQS's ApproximateReceiveCount.
  * - Outages of the flow route (unreachable, 502/503/504, 429, 408, or any 5xx while the circuit is
@@ -41,6 +44,7 @@ import type { SqsTransport } from '../queue/transport.js';
 import { currentTraceparent, TRACEPARENT_HEADER } from '../telemetry/tracing.js';
 import type { CircuitBreaker } from './breaker.js';
 import { observeDelivery } from './delivery-telemetry.js';
+import type { EarlyDeliveries } from './early-deliveries.js';
 import type { SqsReceipts } from './receipts.js';
 import { LOG_TAIL_HEADER, processSigningKey, signatureHeaders } from './signing.js';
 
@@ -106,6 +110,11 @@ export interface DeliveryDeps {
    * committed (without a request; across processes the step lease does the same, see above).
    */
   inFlight?: Set<string>;
+  /**
+   * Messages this consumer delivered before their SQS copy arrived (./early-deliveries.ts): a
+   * copy of one takes that delivery's verdict instead of being dispatched again.
+   */
+  early?: EarlyDeliveries<Verdict>;
   now?: () => number;
 }
 
@@ -121,7 +130,7 @@ export function failureBackoffSeconds(receiveCount: number, visibilityTimeoutSec
 }
 
 /** What dispatch (or decode) concluded; settle turns it into SQS calls. */
-type Verdict =
+export type Verdict =
   | { kind: 'ack' }
   | { kind: 'hop'; delaySeconds: number; deliverAt: number }
   | { kind: 'later'; seconds: number }
@@ -172,6 +181,14 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
     }
     if (remaining > 0) await sleep(remaining, deps.signal);
   }
+  const early = deps.early?.take(envelope.messageId);
+  if (early) {
+    // Delivered early in this process: wait for that delivery (keeping this copy hidden) and take
+    // its verdict; a failed early delivery leaves this copy to be delivered as usual.
+    const stopHeartbeat = startHeartbeat(msg.receiptHandle, deps, logger);
+    const verdict = await early.finally(stopHeartbeat);
+    if (verdict && verdict.kind !== 'aborted') return settle(msg, envelope, attempt, verdict, deps, logger);
+  }
   if (deps.inFlight?.has(envelope.messageId)) {
     return settle(
       msg,
@@ -201,6 +218,31 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
     const verdict = await dispatch(msg, built, deps);
     // 4. settle
     return await settle(msg, envelope, attempt, verdict, deps, logger);
+  } finally {
+    deps.inFlight?.delete(envelope.messageId);
+  }
+}
+
+/**
+ * Delivers `envelope` before its SQS copy arrives (./early-deliveries.ts): the request is built
+ * and dispatched as for the copy's first receive, with no receipt to keep alive or settle. The
+ * verdict is the copy's to settle (undefined: the handler was not reached, the copy is delivered
+ * as usual); nothing here deletes, defers, dead-letters or touches the breaker.
+ */
+export async function deliverEarly(envelope: Envelope, deps: DeliveryDeps): Promise<Verdict | undefined> {
+  const now = deps.now ?? Date.now;
+  const built = await buildRequest(envelope, envelope.attemptOffset + 1, deps, now);
+  if (built.kind !== 'request') return undefined;
+  const msg: InboundMessage = {
+    sqsMessageId: '',
+    receiptHandle: '',
+    body: envelope.body ?? '',
+    attributes: {},
+    receiveCount: 1,
+  };
+  deps.inFlight?.add(envelope.messageId);
+  try {
+    return await dispatch(msg, built, deps);
   } finally {
     deps.inFlight?.delete(envelope.messageId);
   }

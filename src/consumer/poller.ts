@@ -3,7 +3,8 @@
  * `start()`.
  *
  * Invariants:
- * - At most `concurrency` deliveries run at once; a receive asks only for free slots (<= 10).
+ * - At most `concurrency` deliveries run at once, early ones (./early-deliveries.ts) included; a
+ *   receive asks only for free slots (<= 10), and an early delivery starts only in a free slot.
  * - Copies are received with the consumer's own short visibility (`visibilitySeconds`, default
  *   30 s) and the pipeline's heartbeat extends it while the handler runs, so a process killed
  *   mid-delivery delays its messages by at most that visibility, not the queue's 900 s.
@@ -11,14 +12,30 @@
  * - `close()` never strands a received copy: it lets the current long poll finish (it is not
  *   aborted: SQS may hand a message to an abandoned receive) and releases (visibility 0) whatever
  *   that poll returns; deliveries still running after `drainTimeoutMs` are aborted and released.
+ * - `close()` also receives, for at most {@link EARLY_COPY_WAIT_MS}, the copies of early
+ *   deliveries begun in that window that have not arrived yet, and settles them by their verdicts
+ *   (anything else it receives then is released): an acked early delivery is not delivered again
+ *   after a restart. A copy another process received is that process's to deliver.
  * - The loop survives any error (receive, `ready()`, the pipeline): it logs, backs off, goes on.
  * - While the circuit breaker is open (the flow route is down) nothing is received.
  * - `close()` is idempotent; `start()` after `close()` is refused.
  */
+import { AsyncResource } from 'node:async_hooks';
 import type { Message } from '@aws-sdk/client-sqs';
+import { queueNameOf } from '../aws/arn.js';
 import { sleep } from '../aws/sleep.js';
 import { consoleLogger, type Logger } from '../log.js';
-import { type DeliveryDeps, type DeliveryOutcome, deliverMessage, type InboundMessage } from './pipeline.js';
+import { type Envelope, MSG_ATTR } from '../queue/encoding.js';
+import { observeEarlyDelivery } from './delivery-telemetry.js';
+import { EarlyDeliveries } from './early-deliveries.js';
+import {
+  type DeliveryDeps,
+  type DeliveryOutcome,
+  deliverEarly,
+  deliverMessage,
+  type InboundMessage,
+  type Verdict,
+} from './pipeline.js';
 
 export interface PollerOptions extends Omit<DeliveryDeps, 'signal'> {
   concurrency: number;
@@ -48,6 +65,9 @@ export function inboundFromSdk(m: Message): InboundMessage {
   };
 }
 
+/** How long `close()` waits for the copies of recent early deliveries (ms). */
+export const EARLY_COPY_WAIT_MS = 5_000;
+
 export class SqsPoller {
   private readonly logger: Logger;
   private readonly inFlight = new Set<Promise<void>>();
@@ -55,6 +75,14 @@ export class SqsPoller {
   private readonly receiptsHeld = new Set<string>();
   /** Logical message ids being handled, so a duplicate copy never runs concurrently. */
   private readonly handling = new Set<string>();
+  /** Messages delivered early whose SQS copies have not been received here yet. */
+  private readonly early = new EarlyDeliveries<Verdict>();
+  /**
+   * Runs an early delivery in the async context the loop runs in (`start()`'s), not the sender's:
+   * it must not inherit the sender's span, log context or delivery scope, just as a received copy
+   * does not.
+   */
+  private inLoopContext: (fn: () => Promise<Verdict | undefined>) => Promise<Verdict | undefined> = (fn) => fn();
   /** Wakes sleeps of the loop at close; never aborts a receive. */
   private readonly stopController = new AbortController();
   /** Aborts deliveries still running when the drain timeout passes. */
@@ -77,7 +105,30 @@ export class SqsPoller {
 
   start(): void {
     if (this.closed) throw new Error('SqsPoller was closed; create a new one');
-    this.loop ??= this.run();
+    if (this.loop) return;
+    this.inLoopContext = AsyncResource.bind((fn: () => Promise<Verdict | undefined>) => fn());
+    this.loop = this.run();
+  }
+
+  /**
+   * Delivers `envelope`, a message this process is sending right now, before its SQS copy arrives
+   * (./early-deliveries.ts). Refused (false) when the poller is not running or has no free slot;
+   * the copy is then delivered as usual.
+   */
+  deliverEarly(envelope: Envelope): boolean {
+    if (!this.running || this.inFlight.size >= Math.max(1, this.opts.concurrency)) return false;
+    const deps: DeliveryDeps = { ...this.opts, signal: this.deliveryController.signal, inFlight: this.handling };
+    const verdict = this.inLoopContext(() =>
+      observeEarlyDelivery(envelope, queueNameOf(this.opts.config.queue), () => deliverEarly(envelope, deps)),
+    );
+    this.early.begin(envelope.messageId, verdict);
+    this.track(
+      verdict.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+    return true;
   }
 
   async close(): Promise<void> {
@@ -86,6 +137,7 @@ export class SqsPoller {
     this.stopController.abort();
     this.slotFreed?.();
     await this.loop;
+    await this.settleEarlyCopies();
     if (this.inFlight.size > 0) {
       const drained = Promise.allSettled([...this.inFlight]).then(() => true);
       const timedOut = sleep(this.opts.drainTimeoutMs ?? 30_000).then(() => false);
@@ -96,6 +148,32 @@ export class SqsPoller {
         this.deliveryController.abort();
         // An in-process handler may ignore the abort: release its copy now instead of waiting.
         await Promise.all([...this.receiptsHeld].map((r) => this.opts.receipts.release(r).catch(() => undefined)));
+      }
+    }
+  }
+
+  /** At close: receive the copies of recent early deliveries (see the invariants above). */
+  private async settleEarlyCopies(): Promise<void> {
+    const started = Date.now();
+    for (;;) {
+      const newest = this.early.newestAt();
+      const now = Date.now();
+      if (newest === undefined || now - newest > EARLY_COPY_WAIT_MS || now - started > EARLY_COPY_WAIT_MS) return;
+      let messages: Message[];
+      try {
+        messages = await this.opts.receipts.receive({
+          max: 10,
+          waitTimeSeconds: 1,
+          visibilitySeconds: this.opts.visibilitySeconds,
+        });
+      } catch {
+        return;
+      }
+      for (const m of messages) {
+        const msg = inboundFromSdk(m);
+        const id = msg.attributes[MSG_ATTR.id];
+        if (id !== undefined && this.early.has(id)) this.track(this.handle(msg));
+        else await this.opts.receipts.release(msg.receiptHandle).catch(() => undefined);
       }
     }
   }
@@ -175,6 +253,7 @@ export class SqsPoller {
         ...this.opts,
         signal: this.deliveryController.signal,
         inFlight: this.handling,
+        early: this.early,
       });
     } catch (err) {
       // An SQS/S3 call inside the pipeline failed (e.g. sending the next hop): keep the copy.

@@ -9,6 +9,9 @@
  * - `queue()` resolves only after SQS (or the Scheduler) accepted the message, or after finding
  *   that its idempotency key was already used (then it returns the first message's id).
  * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message.
+ * - A message without a delay is offered to `deliverEarly` (the in-process consumer) once its key
+ *   is claimed (a duplicate is never offered) and before it is sent; the offer changes nothing of
+ *   the claim, the send or what `queue()` returns.
  */
 import {
   type MessageId,
@@ -25,7 +28,7 @@ import { encodeLogTail } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { mapLimited } from '../util/concurrency.js';
 import type { SchedulerPort } from './delays.js';
-import { encodePayload } from './encoding.js';
+import { type Envelope, encodePayload } from './encoding.js';
 import { deliveryInputProblem } from './header-values.js';
 import { claimIdempotencyKey, markIdempotencyKeySent, releaseIdempotencyKey } from './idempotency.js';
 import { createTransport, type SqsTransport } from './transport.js';
@@ -43,6 +46,12 @@ export interface CreateQueueOptions {
    * log must be (src/delivery-scope.ts). Absent: messages carry no tail.
    */
   logTail?: (runId: string) => number | undefined;
+  /**
+   * Offered each message about to be sent without a delay, after its idempotency claim and before
+   * its send (the in-process consumer's early delivery, src/consumer/early-deliveries.ts). It must
+   * not throw or wait; the send goes on as if it were not there.
+   */
+  deliverEarly?: (envelope: Envelope, payload: QueuePayload) => void;
 }
 
 export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'queue' | 'queueBatch'>> {
@@ -74,31 +83,35 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     // Encode first: a payload that cannot be encoded must not burn its idempotency key.
     const body = encodePayload(payload);
     const key = opts?.idempotencyKey;
+    const minted = `msg_${nextUlid()}`;
+    // Read after core's writes for this message, so the tail covers everything they committed.
+    const logTail = tailOf(payload);
+    const envelope: Envelope = {
+      queueName,
+      messageId: minted,
+      attemptOffset: 0,
+      body,
+      headers: opts?.headers && { ...opts.headers },
+      ...(logTail ? { logTail } : {}),
+    };
     // Two-phase idempotency claim (see idempotency.ts): pending -> send -> sent. Throttling that
     // outlasted the SDK's retries surfaces as the contract's ThrottleError.
     const claim =
       key !== undefined
-        ? await claimIdempotencyKey(ctx, key, `msg_${nextUlid()}`, queueName).catch((err) => {
+        ? await claimIdempotencyKey(ctx, key, minted, queueName).catch((err) => {
             throw toWorldError(err, 'queue: idempotency claim');
           })
         : undefined;
     // A duplicate: the first sender's id (null if the store could not say which it was).
     if (claim && !claim.claimed) return { messageId: (claim.messageId || null) as MessageId | null };
-    const messageId = claim?.messageId ?? `msg_${nextUlid()}`;
-    // Read after core's writes for this message, so the tail covers everything they committed.
-    const logTail = tailOf(payload);
+    // A claim taken over from a dead sender keeps that sender's id.
+    const messageId = claim?.messageId ?? minted;
+    // Early delivery runs beside the send, which goes on unchanged (a failed send leaves it one
+    // more delivery of the message: see src/consumer/early-deliveries.ts). After the claim, so a
+    // duplicate key starts nothing.
+    if (!(opts?.delaySeconds && opts.delaySeconds > 0)) options.deliverEarly?.({ ...envelope, messageId }, payload);
     try {
-      await transport.send(
-        {
-          queueName,
-          messageId,
-          attemptOffset: 0,
-          body,
-          headers: opts?.headers && { ...opts.headers },
-          ...(logTail ? { logTail } : {}),
-        },
-        opts?.delaySeconds,
-      );
+      await transport.send({ ...envelope, messageId }, opts?.delaySeconds);
     } catch (err) {
       if (key !== undefined && claim?.claimed) {
         await releaseIdempotencyKey(ctx, key, claim.owner).catch((e) =>

@@ -3,8 +3,9 @@
  * apply, `eve_world_aws.*` for what they do not cover). Each helper runs `fn` inside its span;
  * see ./tracing.ts for what happens without an SDK.
  *
- *   process <queue>    consumer   one SQS copy through the delivery pipeline; the flow route (core's
- *                                 `workflow.route.flow` / `workflow.execute`) runs inside it
+ *   process <queue>    consumer   one SQS copy through the delivery pipeline, or one early delivery
+ *                                 (before its copy); the flow route (core's `workflow.route.flow` /
+ *                                 `workflow.execute`) runs inside it
  *   send <queue>       producer   one SQS send or Scheduler schedule, under core's `queue.publish`
  *   eve_world_aws.events.create   one `events.create` write (event type, retries, slot bumps,
  *                                 cancellation reasons)
@@ -25,6 +26,8 @@ export interface DeliverySpanInfo {
   sentAt?: number;
   /** When the consumer received it (epoch ms): the span starts there. */
   receivedAt?: number;
+  /** Delivered early, before its SQS copy (src/consumer/early-deliveries.ts): there is no copy yet. */
+  early?: boolean;
 }
 
 /** The delivery's outcome and what the envelope told, learned once decoded. */
@@ -45,6 +48,7 @@ export function deliveryAttributes(info: DeliverySpanInfo): SpanAttributes {
     'messaging.destination.name': info.queue,
     'messaging.message.id': info.sqsMessageId,
     'eve_world_aws.receive_count': info.receiveCount,
+    'eve_world_aws.delivery.early': info.early || undefined,
     'eve_world_aws.queue_age_ms':
       info.sentAt !== undefined ? Math.max(0, (info.receivedAt ?? Date.now()) - info.sentAt) : undefined,
   };

@@ -82,10 +82,13 @@ export async function makeWorld(
     : await createFixture(opts.env ?? {}, 'q', opts.tuning);
   const ctx = createContext(fixture.config, fixture.clients);
   const logger = new MemoryLogger();
+  // Wired as createWorld wires them: the queue offers its sends to the consumer's early delivery.
+  const early: { consumer?: Consumer } = {};
   const sender = createQueue(ctx, {
     logger,
     scheduler: opts.queueOptions?.scheduler,
     logTail: opts.queueOptions?.logTail,
+    deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload),
   });
   const consumer = createConsumer(ctx, sender.transport, {
     consumer: 'poll',
@@ -94,6 +97,7 @@ export async function makeWorld(
     logger,
     ...opts.queueOptions,
   });
+  early.consumer = consumer;
   const queue: QueueUnderTest = {
     transport: sender.transport,
     getDeploymentId: sender.getDeploymentId,
@@ -103,6 +107,7 @@ export async function makeWorld(
     registerHandler: consumer.registerHandler,
     start: consumer.start,
     close: consumer.close,
+    deliverEarly: consumer.deliverEarly,
   };
   const world: World = {
     fixture,

@@ -1,0 +1,176 @@
+/**
+ * Early delivery (src/consumer/early-deliveries.ts) through the real queue and poller on the
+ * emulator stack, with the defaults createWorld uses. SendMessage is held in SDK middleware, so a
+ * delivery seen while it is held was started early, before SQS could have returned the copy.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ValidQueueName } from '@workflow/world';
+import { afterAll, describe, expect, test } from 'vitest';
+import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
+import { makeWorld, receiveAll, sleep, type World, waitFor } from '../../helpers/queue.js';
+
+const Q = '__wkf_workflow_early' as ValidQueueName;
+const FAST = { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '2' };
+
+const worlds: World[] = [];
+afterAll(async () => {
+  await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
+});
+
+interface Held {
+  w: World;
+  outcomes: { outcome: DeliveryOutcome; at: number }[];
+  /** SendMessage calls that reached SQS (after the gate). */
+  sent: number;
+  hold(): void;
+  release(): void;
+}
+
+/** A World whose SendMessage calls wait while the gate is held. */
+async function heldWorld(
+  queueOptions: NonNullable<Parameters<typeof makeWorld>[0]>['queueOptions'] = {},
+): Promise<Held> {
+  const outcomes: Held['outcomes'] = [];
+  const w = await makeWorld({
+    env: FAST,
+    queueOptions: { ...queueOptions, onDeliveryOutcome: (outcome) => outcomes.push({ outcome, at: Date.now() }) },
+  });
+  worlds.push(w);
+  let gate: Promise<void> | undefined;
+  let open: (() => void) | undefined;
+  const held: Held = {
+    w,
+    outcomes,
+    sent: 0,
+    hold() {
+      gate = new Promise((r) => (open = r));
+    },
+    release() {
+      open?.();
+      gate = undefined;
+    },
+  };
+  w.fixture.clients.sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      if ((context as { commandName?: string }).commandName === 'SendMessageCommand') {
+        if (gate) await gate;
+        const out = await next(args);
+        held.sent++;
+        return out;
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'testHoldSendMessage' },
+  );
+  return held;
+}
+
+describe.concurrent('early delivery', () => {
+  test('a flow message is delivered while its SendMessage is held; its copy is then deleted, not dispatched again', async () => {
+    const h = await heldWorld();
+    h.hold();
+    const pending = h.w.queue.queue(Q, { runId: 'wrun_early' } as any);
+    await waitFor(() => h.w.deliveries.length === 1, 10_000, 'the early delivery');
+    expect(h.sent).toBe(0);
+    expect(h.w.deliveries[0].meta.attempt).toBe(1);
+    h.release();
+    const { messageId } = await pending;
+    expect(h.w.deliveries[0].meta.messageId).toBe(messageId);
+    // The copy arrives, takes the early verdict (ack) and is deleted.
+    await waitFor(
+      () => h.outcomes.find((o) => o.outcome.messageId === messageId),
+      10_000,
+      'the copy settled by the early verdict',
+    );
+    expect(h.outcomes.map((o) => o.outcome)).toEqual([{ action: 'delete', reason: 'ack', messageId }]);
+    // Nothing comes back after the visibility timeout, and the handler ran once.
+    await sleep(2500);
+    expect(h.w.deliveries).toHaveLength(1);
+    await h.w.queue.close();
+    expect(await receiveAll(h.w, await h.w.queue.transport.queueUrl())).toHaveLength(0);
+  });
+
+  test('a failed early delivery is the copy first attempt: the copy comes back as attempt 2, after the backoff', async () => {
+    const h = await heldWorld();
+    h.w.respond = (d) => {
+      if (d.meta.attempt === 1) throw new Error('transient');
+      return undefined;
+    };
+    h.hold();
+    const pending = h.w.queue.queue(Q, { runId: 'wrun_fail' } as any);
+    await waitFor(() => h.w.deliveries.length === 1, 10_000, 'the early delivery');
+    expect(h.sent).toBe(0);
+    h.release();
+    const { messageId } = await pending;
+    await waitFor(() => h.w.deliveries.length >= 2, 15_000, 'the retry');
+    await sleep(300);
+    expect(h.w.deliveries.map((d) => [d.meta.messageId, d.meta.attempt])).toEqual([
+      [messageId, 1],
+      [messageId, 2],
+    ]);
+    // The copy was hidden for the failure backoff (2 s for a first receive), not redelivered at once.
+    expect(h.w.deliveries[1].at - h.w.deliveries[0].at).toBeGreaterThanOrEqual(1500);
+    expect(h.outcomes.map((o) => [o.outcome.action, o.outcome.reason])).toEqual([
+      ['keep', 'failed'],
+      ['delete', 'ack'],
+    ]);
+  });
+
+  test('{timeoutSeconds} from an early delivery defers the copy by that long', async () => {
+    const h = await heldWorld();
+    h.w.respond = (d) => (d.meta.attempt === 1 ? { timeoutSeconds: 1 } : undefined);
+    const { messageId } = await h.w.queue.queue(Q, { runId: 'wrun_later' } as any);
+    await waitFor(() => h.w.deliveries.length >= 2, 15_000, 'the deferred delivery');
+    expect(h.w.deliveries.map((d) => [d.meta.messageId, d.meta.attempt])).toEqual([
+      [messageId, 1],
+      [messageId, 2],
+    ]);
+    expect(h.w.deliveries[1].at - h.w.deliveries[0].at).toBeGreaterThanOrEqual(900);
+    expect(h.outcomes[0].outcome).toMatchObject({ action: 'keep', reason: 'deferred', messageId });
+  });
+
+  test('step messages, delayed messages and a used idempotency key wait for (or never get) a copy', async () => {
+    const h = await heldWorld();
+    const { messageId: first } = await h.w.queue.queue(Q, { runId: 'wrun_key' } as any, { idempotencyKey: 'k-early' });
+    await waitFor(() => h.w.deliveries.length === 1, 10_000, 'the keyed delivery');
+    h.hold();
+    // A step execution: core writes its step_created at the same time.
+    const step = h.w.queue.queue(Q, { runId: 'wrun_step', stepId: 'step_1', stepName: 's' } as any);
+    const delayed = h.w.queue.queue(Q, { runId: 'wrun_delayed' } as any, { delaySeconds: 1 });
+    // A duplicate key sends nothing, so the gate does not hold it.
+    expect((await h.w.queue.queue(Q, { runId: 'wrun_key' } as any, { idempotencyKey: 'k-early' })).messageId).toBe(
+      first,
+    );
+    await sleep(700);
+    expect(h.w.deliveries.map((d) => d.body.runId)).toEqual(['wrun_key']);
+    h.release();
+    await Promise.all([step, delayed]);
+    await waitFor(() => h.w.deliveries.length === 3, 15_000, 'the copies');
+    expect(h.w.deliveries.map((d) => d.body.runId).sort()).toEqual(['wrun_delayed', 'wrun_key', 'wrun_step']);
+  });
+
+  test("an early delivery runs in the consumer's async context, not the sender's", async () => {
+    const h = await heldWorld();
+    const sender = new AsyncLocalStorage<string>();
+    const seen: (string | undefined)[] = [];
+    h.w.respond = () => void seen.push(sender.getStore());
+    h.hold();
+    const pending = sender.run('the sender', () => h.w.queue.queue(Q, { runId: 'wrun_ctx' } as any));
+    await waitFor(() => seen.length === 1, 10_000, 'the early delivery');
+    expect(h.sent).toBe(0);
+    expect(seen).toEqual([undefined]);
+    h.release();
+    await pending;
+  });
+
+  test('earlyDelivery: false waits for the copy', async () => {
+    const h = await heldWorld({ earlyDelivery: false });
+    h.hold();
+    const pending = h.w.queue.queue(Q, { runId: 'wrun_off' } as any);
+    await sleep(700);
+    expect(h.w.deliveries).toHaveLength(0);
+    h.release();
+    await pending;
+    await waitFor(() => h.w.deliveries.length === 1, 10_000, 'the copy');
+  });
+});

@@ -1,0 +1,61 @@
+/**
+ * The early-delivery registry (src/consumer/early-deliveries.ts) on its own clock: a verdict goes
+ * to one copy, once; it waits for its copy only so long and only so many are kept; a rejected or
+ * missing verdict means "deliver the copy as usual".
+ */
+import { describe, expect, it } from 'vitest';
+import { EARLY_MAX_ENTRIES, EARLY_RETAIN_MS, EarlyDeliveries } from '../../../src/consumer/early-deliveries.js';
+
+describe('EarlyDeliveries', () => {
+  it('hands a verdict to the first copy that asks, and to no other', async () => {
+    const early = new EarlyDeliveries<string>(() => 0);
+    early.begin('msg_a', Promise.resolve('ack'));
+    expect(await early.take('msg_a')).toBe('ack');
+    expect(early.take('msg_a')).toBeUndefined();
+    expect(early.take('msg_b')).toBeUndefined();
+    expect(early.size).toBe(0);
+  });
+
+  it('a copy that arrives while the early delivery runs waits for its verdict', async () => {
+    const early = new EarlyDeliveries<string>(() => 0);
+    let finish!: (v: string) => void;
+    early.begin('msg_a', new Promise((r) => (finish = r)));
+    const taken = early.take('msg_a');
+    expect(taken).toBeDefined();
+    let got: string | undefined;
+    void taken!.then((v) => (got = v));
+    await Promise.resolve();
+    expect(got).toBeUndefined();
+    finish('later');
+    expect(await taken).toBe('later');
+  });
+
+  it('a rejected early delivery reads as "deliver the copy as usual"', async () => {
+    const early = new EarlyDeliveries<string>(() => 0);
+    early.begin('msg_a', Promise.reject(new Error('boom')));
+    expect(await early.take('msg_a')).toBeUndefined();
+  });
+
+  it('a verdict older than the retention is dropped: the copy is delivered as usual', async () => {
+    let now = 1_000;
+    const early = new EarlyDeliveries<string>(() => now);
+    early.begin('msg_old', Promise.resolve('ack'));
+    early.begin('msg_new', Promise.resolve('ack'));
+    now += EARLY_RETAIN_MS + 1;
+    expect(early.take('msg_old')).toBeUndefined();
+    // Pruned on the next begin, oldest first.
+    early.begin('msg_next', Promise.resolve('ack'));
+    expect(early.size).toBe(1);
+    expect(await early.take('msg_next')).toBe('ack');
+  });
+
+  it('keeps at most maxEntries verdicts, dropping the oldest', async () => {
+    const early = new EarlyDeliveries<number>(() => 0, EARLY_RETAIN_MS, 3);
+    for (let i = 0; i < 5; i++) early.begin(`msg_${i}`, Promise.resolve(i));
+    expect(early.size).toBe(3);
+    expect(early.take('msg_0')).toBeUndefined();
+    expect(early.take('msg_1')).toBeUndefined();
+    expect(await early.take('msg_4')).toBe(4);
+    expect(EARLY_MAX_ENTRIES).toBeGreaterThanOrEqual(1000);
+  });
+});
