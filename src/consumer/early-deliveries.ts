@@ -2,19 +2,21 @@
  * Early delivery: a message sent by this process to a queue whose flow route is a handler
  * registered in this same process is delivered at once, beside its send, instead of after the SQS
  * round trip (send, then the long poll). A hook resume in `eve start` (or any process that runs
- * the in-process consumer) then wakes its run without waiting for the queue: the SendMessage and
- * the receive leave the turn's critical path.
+ * the in-process consumer) then wakes its run without waiting for the queue: the idempotency
+ * claim, the SendMessage and the receive leave the turn's critical path.
  *
  * The SQS copy is still sent, exactly as before (claim, send, mark: ../queue/idempotency.ts), and
  * stays the durable record of the message. This registry hands the early delivery's verdict to
  * that copy when it is received here.
  *
  * Invariants:
- * - The queue's semantics do not change: an early delivery is a delivery of a message the queue
- *   has claimed (its idempotency key, if any: a duplicate key starts nothing) and is sending.
+ * - The queue's semantics do not change: the claim, the send and what `queue()` returns are as
+ *   before, and an early delivery is one more delivery of a message `queue()` was asked to send.
  *   Deliveries are at-least-once anyway (core replays deterministically, and the step lease keeps
- *   a second copy from running a step body another delivery runs), so a send that fails after its
- *   early delivery started leaves one more delivery of the message, never a lost or a wrong one.
+ *   a second copy from running a step body another delivery runs), so the cases where it is extra
+ *   leave a replay, never a lost or a wrong step: a send that fails after it started, a key that
+ *   another process sent first (a key's first send from this process is delivered beside its
+ *   claim; a key this process sent before only after a successful claim, ../queue/index.ts).
  * - A copy received here while its early delivery runs waits for it, and is then settled by its
  *   verdict as if the copy itself had been dispatched and got it: an ack deletes the copy, a
  *   `timeoutSeconds` defers it, a failure hides it for the failure backoff (so the early delivery

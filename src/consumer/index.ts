@@ -46,7 +46,10 @@ export interface CreateConsumerOptions {
    * Early delivery (./early-deliveries.ts): a message this World sends while its in-process
    * consumer runs, to a queue with a handler registered in process, is delivered at once, beside
    * its SQS send, instead of after the send and the long poll; step executions excepted. Default
-   * true; false waits for the copy.
+   * false (opt-in): with several consumer processes on one queue, the copy often reaches another
+   * process while the early delivery still runs, which makes two concurrent deliveries of one
+   * message (and core's crash-recovery path for inline steps) the common case instead of the rare
+   * one; see docs/design.md. Suited to one consumer process per queue.
    */
   earlyDelivery?: boolean;
 }
@@ -136,7 +139,7 @@ export function createConsumer(
       handlers.set(prefix, handler);
     },
     deliverEarly(envelope, payload) {
-      if (options.earlyDelivery === false || !poller?.running) return;
+      if (options.earlyDelivery !== true || !poller?.running) return;
       // Not a step execution (a payload with `stepId`): core publishes it together with its own
       // step_created write, which an early delivery would race on every step.
       if (typeof (payload as { stepId?: unknown }).stepId === 'string') return;

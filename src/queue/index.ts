@@ -9,9 +9,10 @@
  * - `queue()` resolves only after SQS (or the Scheduler) accepted the message, or after finding
  *   that its idempotency key was already used (then it returns the first message's id).
  * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message.
- * - A message without a delay is offered to `deliverEarly` (the in-process consumer) once its key
- *   is claimed (a duplicate is never offered) and before it is sent; the offer changes nothing of
- *   the claim, the send or what `queue()` returns.
+ * - A message without a delay is offered to `deliverEarly` (the in-process consumer) before it is
+ *   sent: before its claim the first time this process sends its key (or when it has none), after
+ *   a successful claim otherwise. The offer changes nothing of the claim, the send or what
+ *   `queue()` returns.
  */
 import {
   type MessageId,
@@ -27,11 +28,15 @@ import type { WorldContext } from '../context.js';
 import { encodeLogTail } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { mapLimited } from '../util/concurrency.js';
+import { RecentKeys } from '../util/recent-keys.js';
 import type { SchedulerPort } from './delays.js';
 import { type Envelope, encodePayload } from './encoding.js';
 import { deliveryInputProblem } from './header-values.js';
 import { claimIdempotencyKey, markIdempotencyKeySent, releaseIdempotencyKey } from './idempotency.js';
 import { createTransport, type SqsTransport } from './transport.js';
+
+/** Idempotency keys remembered as offered for early delivery (a retry of one is not offered first). */
+const OFFERED_KEYS = 10_000;
 
 export interface CreateQueueOptions {
   /**
@@ -47,9 +52,9 @@ export interface CreateQueueOptions {
    */
   logTail?: (runId: string) => number | undefined;
   /**
-   * Offered each message about to be sent without a delay, after its idempotency claim and before
-   * its send (the in-process consumer's early delivery, src/consumer/early-deliveries.ts). It must
-   * not throw or wait; the send goes on as if it were not there.
+   * Offered each message about to be sent without a delay (the in-process consumer's early
+   * delivery, src/consumer/early-deliveries.ts), before its send; see the invariants above for
+   * when relative to its claim. It must not throw or wait; the send goes on as if it were not there.
    */
   deliverEarly?: (envelope: Envelope, payload: QueuePayload) => void;
 }
@@ -63,6 +68,8 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
   const logger = options.logger ?? consoleLogger;
   const transport = createTransport(ctx, options.scheduler);
   const nextUlid = monotonicFactory();
+  /** Idempotency keys this process has offered for early delivery lately. */
+  const offeredKeys = new RecentKeys(OFFERED_KEYS);
   const tailOf = (payload: QueuePayload): string | undefined => {
     const p = payload as { runId?: unknown; workflowRunId?: unknown };
     const runId =
@@ -94,6 +101,14 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
       headers: opts?.headers && { ...opts.headers },
       ...(logTail ? { logTail } : {}),
     };
+    // Early delivery (src/consumer/early-deliveries.ts) runs beside the claim and the send, which
+    // go on unchanged. A key's first send from this process is offered before its claim; a key this
+    // process sent before (core republishing after an error) only once claimed, so a retry here
+    // never starts a second one. A key another process also sends, or a failed send, leaves it one
+    // more delivery of the message.
+    const early = options.deliverEarly !== undefined && !(opts?.delaySeconds && opts.delaySeconds > 0);
+    const offeredFirst = early && (key === undefined || offeredKeys.add(key));
+    if (offeredFirst) options.deliverEarly?.({ ...envelope }, payload);
     // Two-phase idempotency claim (see idempotency.ts): pending -> send -> sent. Throttling that
     // outlasted the SDK's retries surfaces as the contract's ThrottleError.
     const claim =
@@ -106,10 +121,7 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     if (claim && !claim.claimed) return { messageId: (claim.messageId || null) as MessageId | null };
     // A claim taken over from a dead sender keeps that sender's id.
     const messageId = claim?.messageId ?? minted;
-    // Early delivery runs beside the send, which goes on unchanged (a failed send leaves it one
-    // more delivery of the message: see src/consumer/early-deliveries.ts). After the claim, so a
-    // duplicate key starts nothing.
-    if (!(opts?.delaySeconds && opts.delaySeconds > 0)) options.deliverEarly?.({ ...envelope, messageId }, payload);
+    if (early && !offeredFirst) options.deliverEarly?.({ ...envelope, messageId }, payload);
     try {
       await transport.send({ ...envelope, messageId }, opts?.delaySeconds);
     } catch (err) {

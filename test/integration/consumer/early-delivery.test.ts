@@ -1,7 +1,8 @@
 /**
- * Early delivery (src/consumer/early-deliveries.ts) through the real queue and poller on the
- * emulator stack, with the defaults createWorld uses. SendMessage is held in SDK middleware, so a
- * delivery seen while it is held was started early, before SQS could have returned the copy.
+ * Early delivery (src/consumer/early-deliveries.ts, opt-in: `earlyDelivery: true`) through the
+ * real queue and poller on the emulator stack, wired as createWorld wires them. SendMessage is
+ * held in SDK middleware, so a delivery seen while it is held was started early, before SQS could
+ * have returned the copy.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ValidQueueName } from '@workflow/world';
@@ -33,7 +34,11 @@ async function heldWorld(
   const outcomes: Held['outcomes'] = [];
   const w = await makeWorld({
     env: FAST,
-    queueOptions: { ...queueOptions, onDeliveryOutcome: (outcome) => outcomes.push({ outcome, at: Date.now() }) },
+    queueOptions: {
+      earlyDelivery: true,
+      ...queueOptions,
+      onDeliveryOutcome: (outcome) => outcomes.push({ outcome, at: Date.now() }),
+    },
   });
   worlds.push(w);
   let gate: Promise<void> | undefined;
@@ -129,7 +134,7 @@ describe.concurrent('early delivery', () => {
     expect(h.outcomes[0].outcome).toMatchObject({ action: 'keep', reason: 'deferred', messageId });
   });
 
-  test('step messages, delayed messages and a used idempotency key wait for (or never get) a copy', async () => {
+  test('step messages, delayed messages and a key this process used wait for (or never get) a copy', async () => {
     const h = await heldWorld();
     const { messageId: first } = await h.w.queue.queue(Q, { runId: 'wrun_key' } as any, { idempotencyKey: 'k-early' });
     await waitFor(() => h.w.deliveries.length === 1, 10_000, 'the keyed delivery');
@@ -149,6 +154,58 @@ describe.concurrent('early delivery', () => {
     expect(h.w.deliveries.map((d) => d.body.runId).sort()).toEqual(['wrun_delayed', 'wrun_key', 'wrun_step']);
   });
 
+  test("a key's first send from this process is delivered beside its claim, a retry only once claimed", async () => {
+    const h = await heldWorld();
+    // Hold the claim's PutItem on QKEY#… in DynamoDB middleware.
+    let claimGate: Promise<void> | undefined;
+    let openClaim: (() => void) | undefined;
+    h.w.fixture.clients.ddb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = (args as { input?: { Item?: { PK?: { S?: string } } } }).input;
+        const name = (context as { commandName?: string }).commandName;
+        if (name === 'PutItemCommand' && input?.Item?.PK?.S?.startsWith('QKEY#') && claimGate) await claimGate;
+        return next(args);
+      },
+      { step: 'initialize', name: 'testHoldClaim' },
+    );
+    claimGate = new Promise((r) => (openClaim = r));
+    const first = h.w.queue.queue(Q, { runId: 'wrun_first_key' } as any, { idempotencyKey: 'k-first' });
+    await waitFor(() => h.w.deliveries.length === 1, 10_000, 'the delivery beside the held claim');
+    openClaim?.();
+    const { messageId } = await first;
+    expect(h.w.deliveries[0].meta.messageId).toBe(messageId);
+    await waitFor(() => h.outcomes.some((o) => o.outcome.messageId === messageId), 10_000, 'its copy settled');
+    // The same key again from this process (as core republishes after an error): its claim
+    // answers first (a duplicate here), so nothing is delivered or sent.
+    claimGate = new Promise((r) => (openClaim = r));
+    const again = h.w.queue.queue(Q, { runId: 'wrun_first_key' } as any, { idempotencyKey: 'k-first' });
+    await sleep(500);
+    expect(h.w.deliveries).toHaveLength(1);
+    openClaim?.();
+    expect((await again).messageId).toBe(messageId);
+    await sleep(500);
+    expect(h.w.deliveries).toHaveLength(1);
+  });
+
+  test('a key another World sent first costs one extra delivery here and sends nothing', async () => {
+    const h = await heldWorld();
+    const other = await makeWorld({ sameAs: h.w, register: false, start: false });
+    worlds.push(other);
+    const { messageId: theirs } = await other.queue.queue(Q, { runId: 'wrun_shared' } as any, {
+      idempotencyKey: 'k-shared',
+    });
+    const sentBefore = h.sent;
+    const { messageId } = await h.w.queue.queue(Q, { runId: 'wrun_shared' } as any, { idempotencyKey: 'k-shared' });
+    expect(messageId).toBe(theirs);
+    expect(h.sent).toBe(sentBefore);
+    // This World delivers its offer early (a replay of the run), and then the other World's copy,
+    // which it receives from the shared queue: two deliveries, one message sent.
+    await waitFor(() => h.w.deliveries.length === 2, 15_000, 'the early delivery and the copy');
+    expect(h.w.deliveries.map((d) => d.meta.messageId)).toContain(theirs);
+    await sleep(2500);
+    expect(h.w.deliveries).toHaveLength(2);
+  });
+
   test("an early delivery runs in the consumer's async context, not the sender's", async () => {
     const h = await heldWorld();
     const sender = new AsyncLocalStorage<string>();
@@ -163,8 +220,8 @@ describe.concurrent('early delivery', () => {
     await pending;
   });
 
-  test('earlyDelivery: false waits for the copy', async () => {
-    const h = await heldWorld({ earlyDelivery: false });
+  test('by default (earlyDelivery unset) a message waits for its copy', async () => {
+    const h = await heldWorld({ earlyDelivery: undefined });
     h.hold();
     const pending = h.w.queue.queue(Q, { runId: 'wrun_off' } as any);
     await sleep(700);
