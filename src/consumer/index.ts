@@ -46,10 +46,11 @@ export interface CreateConsumerOptions {
    * Early delivery (./early-deliveries.ts): a message this World sends while its in-process
    * consumer runs, to a queue with a handler registered in process, is delivered at once, beside
    * its SQS send, instead of after the send and the long poll; step executions excepted. Default
-   * false (opt-in): with several consumer processes on one queue, the copy often reaches another
-   * process while the early delivery still runs, which makes two concurrent deliveries of one
-   * message (and core's crash-recovery path for inline steps) the common case instead of the rare
-   * one; see docs/design.md. Suited to one consumer process per queue.
+   * false. Only for one consumer process per queue: with several, the copy can be received by
+   * another process while the early delivery runs, where core takes it for a crash-redelivery of
+   * the inline steps, hands the ones it cannot start to delayed step messages and acks it; the
+   * early delivery then has no SQS copy behind it, and if this process dies the run can be left
+   * without a wake (docs/design.md, "Faults and duplicates").
    */
   earlyDelivery?: boolean;
 }
