@@ -101,13 +101,15 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const ownsClients = options.clients === undefined;
   const context = createContext(config, options.clients, { resolvePayloads: options.resolvePayloads });
   const storage = createStorage(context);
-  // The consumer needs the queue's transport, and the queue offers its sends to the consumer's
-  // early delivery: bound once both exist.
+  // The consumer needs the queue's transport, and (when early delivery is on) the queue offers its
+  // sends to the consumer: bound once both exist. Off, the queue is given nothing to offer to.
   const early: { consumer?: Consumer } = {};
   const queue = createQueue(context, {
     logger,
     logTail: storage.logTail,
-    deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload),
+    ...(options.consumer?.earlyDelivery === true
+      ? { deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload) }
+      : {}),
   });
   const consumer = createConsumer(context, queue.transport, options.consumer);
   early.consumer = consumer;

@@ -82,13 +82,15 @@ export async function makeWorld(
     : await createFixture(opts.env ?? {}, 'q', opts.tuning);
   const ctx = createContext(fixture.config, fixture.clients);
   const logger = new MemoryLogger();
-  // Wired as createWorld wires them: the queue offers its sends to the consumer's early delivery.
+  // Wired as createWorld wires them: with early delivery on, the queue offers its sends to the consumer.
   const early: { consumer?: Consumer } = {};
   const sender = createQueue(ctx, {
     logger,
     scheduler: opts.queueOptions?.scheduler,
     logTail: opts.queueOptions?.logTail,
-    deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload),
+    ...(opts.queueOptions?.earlyDelivery === true
+      ? { deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload) }
+      : {}),
   });
   const consumer = createConsumer(ctx, sender.transport, {
     consumer: 'poll',
