@@ -304,7 +304,9 @@ async function benchOursSession({ stackEnv, wellKnown, dist, log, turns, cold })
   const billing = createBilling(s.schema);
   await instrumentClients(s.clients, rec);
   rec.onEnd = billing.observe;
-  const world = s.createWorld({ config: s.config, clients: s.clients });
+  // BENCH_SESSION_EARLY=0: the warm World without early delivery (`earlyDelivery: false`), to compare.
+  const early = process.env.BENCH_SESSION_EARLY === '0' ? { consumer: { earlyDelivery: false } } : {};
+  const world = s.createWorld({ config: s.config, clients: s.clients, ...early });
   const wr = instrumentWorld(world, rec);
   const stamps = [];
   const deliveries = [];
@@ -394,7 +396,12 @@ async function benchLocalSession({ wellKnown, log, turns }) {
 }
 
 export async function benchSession({ stackEnv, wellKnown, dist, log, turns = 100, local = true, cold = true }) {
-  const out = { turns, chunksPerTurn: CHUNKS, warmupTurns: WARMUP_TURNS };
+  const out = {
+    turns,
+    chunksPerTurn: CHUNKS,
+    warmupTurns: WARMUP_TURNS,
+    earlyDelivery: process.env.BENCH_SESSION_EARLY !== '0',
+  };
   log('  session: eve-world-aws, warm (one World, in-process consumer)...');
   out.warm = await benchOursSession({ stackEnv, wellKnown, dist, log, turns, cold: false });
   if (cold) {
@@ -532,7 +539,7 @@ export function printSessionTables(r) {
       ],
       rows,
       [
-        `Turns 2..${r.turns} (turn 1 pays the session's first delivery; it is in Table 8b); the 2..${SHORT_SESSION} columns are the same session's first turns (world-local slows as its log grows, so the long window flatters the ratio). After ${r.warmupTurns} unmeasured warm-up turns of another session. Same process, same compiled workflow; the client sends the next message as soon as the last chunk is read.`,
+        `Turns 2..${r.turns} (turn 1 pays the session's first delivery; it is in Table 8b); the 2..${SHORT_SESSION} columns are the same session's first turns (world-local slows as its log grows, so the long window flatters the ratio). After ${r.warmupTurns} unmeasured warm-up turns of another session. Early delivery ${r.earlyDelivery === false ? 'off (BENCH_SESSION_EARLY=0)' : 'on (the default)'}. Same process, same compiled workflow; the client sends the next message as soon as the last chunk is read.`,
         'billed WRU = write request units as AWS bills the requests sent (bench/lib/billing.mjs; rules and sources in bench/README.md); DDB Local WRU = what DynamoDB Local reports (ConsumedCapacity).',
       ],
     ),

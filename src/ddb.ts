@@ -76,6 +76,8 @@ export const keys = {
   chunkSkPrefix: 'CHUNK#',
   indexFromChunkSk: (sk: string) => Number(sk.slice(6)),
   qkey: (idempotencyKey: string) => ({ PK: `QKEY#${idempotencyKey}`, SK: 'QKEY' }),
+  /** What became of an early delivery whose SQS copy another process holds (src/consumer/early-records.ts). */
+  earlyDelivery: (messageId: string) => ({ PK: `EARLY#${messageId}`, SK: 'EARLY' }),
   /** A delivery signature the flow route accepted; refuses its replay on every instance. */
   deliveryNonce: (signature: string) => ({ PK: `NONCE#${signature}`, SK: 'NONCE' }),
   // GSI partitions

@@ -32,7 +32,7 @@ import {
   type WorldTuning,
   withTuning,
 } from './config.js';
-import { type Consumer, type CreateConsumerOptions, createConsumer } from './consumer/index.js';
+import { type Consumer, type CreateConsumerOptions, createConsumer, earlyDeliveryEnabled } from './consumer/index.js';
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context.js';
 import { RunKeys } from './encryption/run-keys.js';
@@ -102,12 +102,13 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const context = createContext(config, options.clients, { resolvePayloads: options.resolvePayloads });
   const storage = createStorage(context);
   // The consumer needs the queue's transport, and (when early delivery is on) the queue offers its
-  // sends to the consumer: bound once both exist. Off, the queue is given nothing to offer to.
+  // sends to the consumer: bound once both exist. Off (or with no in-process consumer, as in a
+  // Lambda), the queue is given nothing to offer to.
   const early: { consumer?: Consumer } = {};
   const queue = createQueue(context, {
     logger,
     logTail: storage.logTail,
-    ...(options.consumer?.earlyDelivery === true
+    ...(earlyDeliveryEnabled(config, options.consumer)
       ? { deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload) }
       : {}),
   });

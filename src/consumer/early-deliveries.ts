@@ -24,11 +24,16 @@
  *   never reached the handler (its request could not be built, or it was aborted) leaves the copy
  *   to be delivered as usual.
  * - A verdict waits for its copy at most {@link EARLY_RETAIN_MS} and at most
- *   {@link EARLY_MAX_ENTRIES} verdicts are kept (oldest dropped first): a copy received by another
- *   process, or later than that, is delivered there once more, which is safe as above.
+ *   {@link EARLY_MAX_ENTRIES} verdicts are kept (oldest dropped first): a copy received later
+ *   than that is delivered once more, which is safe as above.
+ * - A copy received by another consumer is never dispatched there while this delivery may run:
+ *   it carries this registry's {@link EarlyDeliveries.owner} and is held, and settled by what
+ *   this process records about the delivery (./early-records.ts).
  * - Each verdict is taken at most once: a second copy of the message (SQS delivered it twice) is
  *   delivered as usual.
  */
+
+import { randomUUID } from 'node:crypto';
 
 /** How long a verdict waits for the SQS copy of its message (ms). */
 export const EARLY_RETAIN_MS = 5 * 60_000;
@@ -50,6 +55,8 @@ export class EarlyDeliveries<V> {
   private readonly entries = new Map<string, Entry<V>>();
 
   constructor(
+    /** This consumer's id in the marks of its copies (./early-records.ts): one per registry. */
+    readonly owner: string = randomUUID(),
     private readonly now: () => number = Date.now,
     private readonly retainMs = EARLY_RETAIN_MS,
     private readonly maxEntries = EARLY_MAX_ENTRIES,

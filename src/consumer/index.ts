@@ -8,10 +8,11 @@
  */
 import type { Queue, QueuePayload, QueuePrefix } from '@workflow/world';
 import { canConnect } from '../aws/net.js';
+import type { WorldConfig } from '../config.js';
 import type { WorldContext } from '../context.js';
 import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
-import type { Envelope } from '../queue/encoding.js';
+import type { EarlyMark, Envelope } from '../queue/encoding.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/index.js';
 import { flushEvery, flushMetrics } from '../telemetry/metrics.js';
@@ -46,11 +47,9 @@ export interface CreateConsumerOptions {
    * Early delivery (./early-deliveries.ts): a message this World sends while its in-process
    * consumer runs, to a queue with a handler registered in process, is delivered at once, beside
    * its SQS send, instead of after the send and the long poll; step executions excepted. Default
-   * false. Only for one consumer process per queue: with several, the copy can be received by
-   * another process while the early delivery runs, where core takes it for a crash-redelivery of
-   * the inline steps, hands the ones it cannot start to delayed step messages and acks it; the
-   * early delivery then has no SQS copy behind it, and if this process dies the run can be left
-   * without a wake (docs/design.md, "Faults and duplicates").
+   * true (where the in-process consumer polls). With several consumer processes on one queue, a
+   * copy another process receives is held there while the early delivery may run
+   * (./early-records.ts). `false`: every message waits for its SQS copy.
    */
   earlyDelivery?: boolean;
 }
@@ -67,8 +66,17 @@ export interface Consumer extends Pick<Queue, 'createQueueHandler'> {
    * early when the in-process consumer runs, a handler is registered for its queue, and it is not
    * a step execution.
    */
-  deliverEarly(envelope: Envelope, payload: QueuePayload): void;
+  deliverEarly(envelope: Envelope, payload: QueuePayload): EarlyMark | undefined;
   readonly receipts: SqsReceipts;
+}
+
+/** Whether a World with these options offers its sends for early delivery (the one place this is decided). */
+export function earlyDeliveryEnabled(config: WorldConfig, options: CreateConsumerOptions = {}): boolean {
+  return options.earlyDelivery !== false && consumerMode(config, options) === 'poll';
+}
+
+function consumerMode(config: WorldConfig, options: CreateConsumerOptions): 'poll' | 'none' {
+  return options.consumer ?? (config.inLambda ? 'none' : 'poll');
 }
 
 export function createConsumer(
@@ -79,7 +87,7 @@ export function createConsumer(
   const { config } = ctx;
   const logger = options.logger ?? consoleLogger;
   const handlers = new Map<string, FlowHandler>();
-  const mode = options.consumer ?? (config.inLambda ? 'none' : 'poll');
+  const mode = consumerMode(config, options);
   // EVE_WORLD_AWS_SIGNING_SECRET_ARN: one read (and cache) for both directions of this World.
   const secretSource = signingSecretSource(config, ctx.clients);
   const delivery = composeDelivery(ctx, transport, {
@@ -140,13 +148,13 @@ export function createConsumer(
       handlers.set(prefix, handler);
     },
     deliverEarly(envelope, payload) {
-      if (options.earlyDelivery !== true || !poller?.running) return;
+      if (!earlyDeliveryEnabled(config, options) || !poller?.running) return undefined;
       // Not a step execution (a payload with `stepId`): core publishes it together with its own
       // step_created write, which an early delivery would race on every step.
-      if (typeof (payload as { stepId?: unknown }).stepId === 'string') return;
+      if (typeof (payload as { stepId?: unknown }).stepId === 'string') return undefined;
       const prefix = queuePrefixOf(envelope.queueName);
-      if (prefix === undefined || !handlers.has(prefix)) return;
-      poller.deliverEarly(envelope);
+      if (prefix === undefined || !handlers.has(prefix)) return undefined;
+      return poller.deliverEarly(envelope);
     },
     async start() {
       if (closed || mode === 'none' || poller) return;

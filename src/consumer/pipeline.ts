@@ -21,7 +21,9 @@
  *   keeps a second copy from running a step body another live delivery is running; core defers
  *   that copy (`{timeoutSeconds}`, or a delayed step message) instead of running it.
  * - A copy of a message this consumer delivered early (./early-deliveries.ts) is dispatched only
- *   when that delivery did not succeed; otherwise it is settled by the early verdict.
+ *   when that delivery did not succeed; otherwise it is settled by the early verdict. A copy
+ *   another consumer delivered early (its `eve.early` mark) is held, undispatched, while that
+ *   delivery may run, then settled by its record or dispatched (./early-records.ts).
  * - `x-vqs-message-id` is the logical id, identical on every SQS copy; the attempt is the carried
  *   attempt offset plus SQS's ApproximateReceiveCount.
  * - Outages of the flow route (unreachable, 502/503/504, 429, 408, or any 5xx while the circuit is
@@ -45,6 +47,7 @@ import { currentTraceparent, TRACEPARENT_HEADER } from '../telemetry/tracing.js'
 import type { CircuitBreaker } from './breaker.js';
 import { observeDelivery } from './delivery-telemetry.js';
 import type { EarlyDeliveries } from './early-deliveries.js';
+import { heldForOwner } from './early-records.js';
 import type { SqsReceipts } from './receipts.js';
 import { LOG_TAIL_HEADER, processSigningKey, signatureHeaders } from './signing.js';
 
@@ -188,6 +191,13 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
     const stopHeartbeat = startHeartbeat(msg.receiptHandle, deps, logger);
     const verdict = await early.finally(stopHeartbeat);
     if (verdict && verdict.kind !== 'aborted') return settle(msg, envelope, attempt, verdict, deps, logger);
+  } else if (envelope.early && envelope.early.owner !== deps.early?.owner) {
+    // Another consumer delivered it early: never dispatched while that delivery may run.
+    const held = await heldForOwner(deps.transport.ctx, envelope.messageId, envelope.early, now);
+    if (held?.kind === 'hold') {
+      return settle(msg, envelope, attempt, { kind: 'busy', seconds: held.seconds, detail: held.detail }, deps, logger);
+    }
+    if (held) return settle(msg, envelope, attempt, held, deps, logger);
   }
   if (deps.inFlight?.has(envelope.messageId)) {
     return settle(

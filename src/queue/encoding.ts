@@ -28,9 +28,27 @@ export const MSG_ATTR = {
   headers: 'eve.headers',
   /** `<slot> <runId>`: how far the sender had seen the run's log (src/delivery-scope.ts). */
   logTail: 'eve.tail',
+  /** `<owner> <until>`: the copy of a message its owner delivered early (src/consumer/early-records.ts). */
+  early: 'eve.early',
 } as const;
 
 export const ENVELOPE_TAG = 'eve-world-aws/v1';
+
+/**
+ * Carried by the SQS copy of a message delivered early (src/consumer/early-records.ts): which
+ * consumer process delivered it, and until when (its epoch ms) other consumers hold the copy.
+ */
+export interface EarlyMark {
+  owner: string;
+  until: number;
+}
+
+/** `eve.early`'s value: the owner (no spaces) and `until`, or undefined when unreadable. */
+export function decodeEarlyMark(raw: string | undefined): EarlyMark | undefined {
+  if (raw === undefined) return undefined;
+  const m = /^(\S{1,128}) (\d{1,16})$/.exec(raw);
+  return m ? { owner: m[1], until: Number(m[2]) } : undefined;
+}
 
 /** One logical queue message, independent of how SQS carried it. */
 export interface Envelope {
@@ -48,6 +66,8 @@ export interface Envelope {
    * (src/delivery-scope.ts). Advisory: a receiver without it reads the log from DynamoDB.
    */
   logTail?: string;
+  /** Set on the copy of a message this process delivered early. */
+  early?: EarlyMark;
 }
 
 function replacer(this: unknown, key: string, value: unknown): unknown {
@@ -102,6 +122,7 @@ export function encodeEnvelope(envelope: Envelope): string {
     s3: envelope.s3Key,
     h: envelope.headers,
     t: envelope.logTail,
+    e: envelope.early && `${envelope.early.owner} ${envelope.early.until}`,
     b: envelope.body,
   }).replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
@@ -126,6 +147,7 @@ export function decodeEnvelope(text: string): Envelope | undefined {
     s3Key: typeof raw.s3 === 'string' ? raw.s3 : undefined,
     headers: isStringRecord(raw.h) ? raw.h : undefined,
     logTail: typeof raw.t === 'string' ? raw.t : undefined,
+    early: typeof raw.e === 'string' ? decodeEarlyMark(raw.e) : undefined,
   };
 }
 
@@ -157,6 +179,9 @@ export function envelopeAttributes(envelope: Envelope): Record<string, { DataTyp
     };
   }
   if (envelope.logTail !== undefined) attrs[MSG_ATTR.logTail] = { DataType: 'String', StringValue: envelope.logTail };
+  if (envelope.early !== undefined) {
+    attrs[MSG_ATTR.early] = { DataType: 'String', StringValue: `${envelope.early.owner} ${envelope.early.until}` };
+  }
   return attrs;
 }
 
@@ -206,5 +231,6 @@ export function envelopeFromMessage(body: string, attrs: Record<string, string |
     body: s3Key === undefined ? body : undefined,
     headers,
     logTail: attrs[MSG_ATTR.logTail],
+    early: decodeEarlyMark(attrs[MSG_ATTR.early]),
   };
 }

@@ -11,8 +11,8 @@
  * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message.
  * - A message without a delay is offered to `deliverEarly` (the in-process consumer) before it is
  *   sent: before its claim the first time this process sends its key (or when it has none), after
- *   a successful claim otherwise. The offer changes nothing of the claim, the send or what
- *   `queue()` returns.
+ *   a successful claim otherwise. The offer changes nothing of the claim or what `queue()`
+ *   returns; a taken offer marks the SQS copy (`eve.early`, src/consumer/early-records.ts).
  */
 import {
   type MessageId,
@@ -30,7 +30,7 @@ import { consoleLogger, type Logger } from '../log.js';
 import { mapLimited } from '../util/concurrency.js';
 import { RecentKeys } from '../util/recent-keys.js';
 import type { SchedulerPort } from './delays.js';
-import { type Envelope, encodePayload } from './encoding.js';
+import { type EarlyMark, type Envelope, encodePayload } from './encoding.js';
 import { deliveryInputProblem } from './header-values.js';
 import { claimIdempotencyKey, markIdempotencyKeySent, releaseIdempotencyKey } from './idempotency.js';
 import { createTransport, type SqsTransport } from './transport.js';
@@ -54,9 +54,10 @@ export interface CreateQueueOptions {
   /**
    * Offered each message about to be sent without a delay (the in-process consumer's early
    * delivery, src/consumer/early-deliveries.ts), before its send; see the invariants above for
-   * when relative to its claim. It must not throw or wait; the send goes on as if it were not there.
+   * when relative to its claim. It returns the mark for the SQS copy when it took the message
+   * (undefined when it did not). It must not throw or wait.
    */
-  deliverEarly?: (envelope: Envelope, payload: QueuePayload) => void;
+  deliverEarly?: (envelope: Envelope, payload: QueuePayload) => EarlyMark | undefined;
 }
 
 export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'queue' | 'queueBatch'>> {
@@ -108,7 +109,7 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     // more delivery of the message.
     const early = options.deliverEarly !== undefined && !(opts?.delaySeconds && opts.delaySeconds > 0);
     const offeredFirst = early && (key === undefined || offeredKeys.add(key));
-    if (offeredFirst) options.deliverEarly?.({ ...envelope }, payload);
+    let mark = offeredFirst ? options.deliverEarly?.({ ...envelope }, payload) : undefined;
     // Two-phase idempotency claim (see idempotency.ts): pending -> send -> sent. Throttling that
     // outlasted the SDK's retries surfaces as the contract's ThrottleError.
     const claim =
@@ -121,9 +122,11 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     if (claim && !claim.claimed) return { messageId: (claim.messageId || null) as MessageId | null };
     // A claim taken over from a dead sender keeps that sender's id.
     const messageId = claim?.messageId ?? minted;
-    if (early && !offeredFirst) options.deliverEarly?.({ ...envelope, messageId }, payload);
+    // A claim taken over keeps another id than the one delivered early: that copy is not its.
+    if (messageId !== minted) mark = undefined;
+    if (early && !offeredFirst) mark = options.deliverEarly?.({ ...envelope, messageId }, payload);
     try {
-      await transport.send({ ...envelope, messageId }, opts?.delaySeconds);
+      await transport.send({ ...envelope, messageId, ...(mark ? { early: mark } : {}) }, opts?.delaySeconds);
     } catch (err) {
       if (key !== undefined && claim?.claimed) {
         await releaseIdempotencyKey(ctx, key, claim.owner).catch((e) =>

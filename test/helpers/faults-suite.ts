@@ -72,6 +72,11 @@ export interface FaultReport {
   queueLeft: number;
   nonTerminalRuns: number;
   pendingClaims: number;
+  /**
+   * Early deliveries whose SQS copy did not reach their own process while they ran: each left an
+   * `EARLY#` record (src/consumer/early-records.ts), and its copy was held by another consumer.
+   */
+  earlyRecords: number;
   /** Step bodies: expected (one per step), ran, extra (ran - distinct). */
   bodiesExpected: number;
   bodiesRan: number;
@@ -206,6 +211,7 @@ export async function runFaultScenario(
     queueLeft: 0,
     nonTerminalRuns: 0,
     pendingClaims: 0,
+    earlyRecords: 0,
     bodiesExpected: opts.runs * STEPS_PER_RUN,
     bodiesRan: 0,
     extraBodies: 0,
@@ -368,7 +374,8 @@ export async function runFaultScenario(
     report.nonTerminalRuns = (
       await world.runs.list({ status: ['pending', 'running'], resolveData: 'none', pagination: { limit: 100 } })
     ).data.length;
-    report.pendingClaims = await countPendingClaims(fixture.clients, fixture.config.tableName);
+    report.pendingClaims = await countItems(fixture.clients, fixture.config.tableName, 'QKEY#', 'pending');
+    report.earlyRecords = await countItems(fixture.clients, fixture.config.tableName, 'EARLY#');
 
     const counts = new Map([...tally().entries()].filter(([k]) => k.startsWith(`${prefix}:`)));
     for (const k of children?.tally() ?? []) {
@@ -401,16 +408,22 @@ async function queueUrls(ctx: WorldContext): Promise<{ queueUrl: string; dlqUrl:
   return { queueUrl: await t.queueUrl(), dlqUrl: await t.dlqUrl() };
 }
 
-async function countPendingClaims(clients: ReturnType<typeof createClients>, tableName: string): Promise<number> {
+/** Items whose PK starts with `prefix` (and whose `state` is `state`, when given). */
+async function countItems(
+  clients: ReturnType<typeof createClients>,
+  tableName: string,
+  prefix: string,
+  state?: string,
+): Promise<number> {
   let n = 0;
   let start: Record<string, never> | undefined;
   do {
     const out = await clients.ddb.send(
       new ScanCommand({
         TableName: tableName,
-        FilterExpression: 'begins_with(PK, :q) AND #state = :pending',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':q': { S: 'QKEY#' }, ':pending': { S: 'pending' } },
+        FilterExpression: state === undefined ? 'begins_with(PK, :q)' : 'begins_with(PK, :q) AND #state = :state',
+        ...(state === undefined ? {} : { ExpressionAttributeNames: { '#state': 'state' } }),
+        ExpressionAttributeValues: { ':q': { S: prefix }, ...(state === undefined ? {} : { ':state': { S: state } }) },
         ExclusiveStartKey: start,
       }),
     );

@@ -1,5 +1,5 @@
 /**
- * Early delivery (src/consumer/early-deliveries.ts, opt-in: `earlyDelivery: true`) through the
+ * Early delivery (src/consumer/early-deliveries.ts, on by default; `earlyDelivery: false` is off) through the
  * real queue and poller on the emulator stack, wired as createWorld wires them. SendMessage is
  * held in SDK middleware, so a delivery seen while it is held was started early, before SQS could
  * have returned the copy.
@@ -220,8 +220,15 @@ describe.concurrent('early delivery', () => {
     await pending;
   });
 
-  test('by default (earlyDelivery unset) a message waits for its copy', async () => {
-    const h = await heldWorld({ earlyDelivery: undefined });
+  test('on by default (earlyDelivery unset); earlyDelivery: false makes a message wait for its copy', async () => {
+    const on = await heldWorld({ earlyDelivery: undefined });
+    on.hold();
+    const sent = on.w.queue.queue(Q, { runId: 'wrun_default' } as any);
+    await waitFor(() => on.w.deliveries.length === 1, 10_000, 'the early delivery by default');
+    expect(on.sent).toBe(0);
+    on.release();
+    await sent;
+    const h = await heldWorld({ earlyDelivery: false });
     h.hold();
     const pending = h.w.queue.queue(Q, { runId: 'wrun_off' } as any);
     await sleep(700);

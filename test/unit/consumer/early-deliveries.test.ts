@@ -4,11 +4,13 @@
  * missing verdict means "deliver the copy as usual".
  */
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config.js';
 import { EARLY_MAX_ENTRIES, EARLY_RETAIN_MS, EarlyDeliveries } from '../../../src/consumer/early-deliveries.js';
+import { earlyDeliveryEnabled } from '../../../src/consumer/index.js';
 
 describe('EarlyDeliveries', () => {
   it('hands a verdict to the first copy that asks, and to no other', async () => {
-    const early = new EarlyDeliveries<string>(() => 0);
+    const early = new EarlyDeliveries<string>('me', () => 0);
     early.begin('msg_a', Promise.resolve('ack'));
     expect(await early.take('msg_a')).toBe('ack');
     expect(early.take('msg_a')).toBeUndefined();
@@ -17,7 +19,7 @@ describe('EarlyDeliveries', () => {
   });
 
   it('a copy that arrives while the early delivery runs waits for its verdict', async () => {
-    const early = new EarlyDeliveries<string>(() => 0);
+    const early = new EarlyDeliveries<string>('me', () => 0);
     let finish!: (v: string) => void;
     early.begin('msg_a', new Promise((r) => (finish = r)));
     const taken = early.take('msg_a');
@@ -31,14 +33,14 @@ describe('EarlyDeliveries', () => {
   });
 
   it('a rejected early delivery reads as "deliver the copy as usual"', async () => {
-    const early = new EarlyDeliveries<string>(() => 0);
+    const early = new EarlyDeliveries<string>('me', () => 0);
     early.begin('msg_a', Promise.reject(new Error('boom')));
     expect(await early.take('msg_a')).toBeUndefined();
   });
 
   it('a verdict older than the retention is dropped: the copy is delivered as usual', async () => {
     let now = 1_000;
-    const early = new EarlyDeliveries<string>(() => now);
+    const early = new EarlyDeliveries<string>('me', () => now);
     early.begin('msg_old', Promise.resolve('ack'));
     early.begin('msg_new', Promise.resolve('ack'));
     now += EARLY_RETAIN_MS + 1;
@@ -50,12 +52,25 @@ describe('EarlyDeliveries', () => {
   });
 
   it('keeps at most maxEntries verdicts, dropping the oldest', async () => {
-    const early = new EarlyDeliveries<number>(() => 0, EARLY_RETAIN_MS, 3);
+    const early = new EarlyDeliveries<number>('me', () => 0, EARLY_RETAIN_MS, 3);
     for (let i = 0; i < 5; i++) early.begin(`msg_${i}`, Promise.resolve(i));
     expect(early.size).toBe(3);
     expect(early.take('msg_0')).toBeUndefined();
     expect(early.take('msg_1')).toBeUndefined();
     expect(await early.take('msg_4')).toBe(4);
     expect(EARLY_MAX_ENTRIES).toBeGreaterThanOrEqual(1000);
+  });
+});
+
+describe('earlyDeliveryEnabled', () => {
+  it('on by default where the in-process consumer polls; off with earlyDelivery: false, consumer: none, or in a Lambda', () => {
+    const host = loadConfig({});
+    const lambda = loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'worker' });
+    expect(earlyDeliveryEnabled(host)).toBe(true);
+    expect(earlyDeliveryEnabled(host, { earlyDelivery: true })).toBe(true);
+    expect(earlyDeliveryEnabled(host, { earlyDelivery: false })).toBe(false);
+    expect(earlyDeliveryEnabled(host, { consumer: 'none' })).toBe(false);
+    expect(earlyDeliveryEnabled(lambda)).toBe(false);
+    expect(earlyDeliveryEnabled(lambda, { consumer: 'poll' })).toBe(true);
   });
 });

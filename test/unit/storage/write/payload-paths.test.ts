@@ -3,7 +3,7 @@
  * the second event of a pair item (src/storage/records/event.ts) included. Pure: builds items, no AWS.
  */
 import { expect, it } from 'vitest';
-import { eventItem, type EventRecord } from '../../../../src/storage/records/event.js';
+import { type EventRecord, eventItem } from '../../../../src/storage/records/event.js';
 import { payloadPaths } from '../../../../src/storage/write/retention.js';
 
 const ev = (slot: number, eventType: string, eventData: Record<string, unknown>): EventRecord => ({
