@@ -193,7 +193,15 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
     if (verdict && verdict.kind !== 'aborted') return settle(msg, envelope, attempt, verdict, deps, logger);
   } else if (envelope.early && envelope.early.owner !== deps.early?.owner) {
     // Another consumer delivered it early: never dispatched while that delivery may run.
-    const held = await heldForOwner(deps.transport.ctx, envelope.messageId, envelope.early, now);
+    // A record that cannot be read (DynamoDB throttling or down) is not this message's fault: it
+    // is held and asked again, and a hold never counts toward the DLQ (defer re-sends instead).
+    const held = await heldForOwner(deps.transport.ctx, envelope.messageId, envelope.early, now).catch(
+      (err): Awaited<ReturnType<typeof heldForOwner>> => ({
+        kind: 'hold',
+        seconds: BUSY_RETRY_SECONDS,
+        detail: `could not read the early-delivery record, asked again in ${BUSY_RETRY_SECONDS} s: ${String(err)}`,
+      }),
+    );
     if (held?.kind === 'hold') {
       return settle(msg, envelope, attempt, { kind: 'busy', seconds: held.seconds, detail: held.detail }, deps, logger);
     }

@@ -82,13 +82,13 @@ describe.concurrent('early delivery across two consumers', () => {
     const p = await pair();
     const { messageId } = await p.owner.queue.queue(Q, { runId: 'wrun_two_ack' } as any);
     expect(p.owner.deliveries.map((d) => d.meta.messageId)).toEqual([messageId]);
-    // The copy reaches the other consumer at once and is held for the hold (2 s), undispatched.
-    await waitFor(() => reasons(p, messageId).length >= 1, 10_000, 'the copy held by the other consumer');
-    expect(reasons(p, messageId)[0]).toBe('keep:deferred');
+    // The copy reaches the other consumer, which does not dispatch it: held while the mark's hold
+    // lasts (2 s), then settled by the record (on a loaded machine it may arrive after the hold).
+    await waitFor(() => reasons(p, messageId).length >= 1, 10_000, 'the copy received by the other consumer');
     // The early delivery acked before the copy reached its owner: `done ack` is recorded, and the
     // other consumer deletes the copy without dispatching it.
     await waitFor(() => reasons(p, messageId).includes('delete:ack'), 15_000, 'the copy settled by the record');
-    expect(p.recordWrites).toEqual(['done']);
+    expect(p.recordWrites.at(-1)).toBe('done');
     expect(p.other.deliveries).toHaveLength(0);
     expect(p.owner.deliveries).toHaveLength(1);
     await sleep(2500);
@@ -151,7 +151,33 @@ describe.concurrent('early delivery across two consumers', () => {
     await waitFor(() => p.other.deliveries.length === 1, 20_000, 'the copy dispatched by the other consumer');
     expect(p.other.deliveries[0].meta.messageId).toBe(messageId);
     expect(p.other.deliveries[0].at - sentAt).toBeGreaterThanOrEqual(1500);
-    expect(reasons(p, messageId)[0]).toBe('keep:deferred');
+  });
+
+  test('a record that cannot be read holds the copy (never dispatched, never toward the DLQ) until it can', async () => {
+    const p = await pair();
+    let failures = 0;
+    p.other.fixture.clients.ddb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = (args as { input?: { Key?: { PK?: { S?: string } } } }).input;
+        if (
+          (context as { commandName?: string }).commandName === 'GetItemCommand' &&
+          input?.Key?.PK?.S?.startsWith('EARLY#')
+        ) {
+          if (failures++ === 0)
+            throw Object.assign(new Error('test: DynamoDB unavailable'), { name: 'InternalServerError' });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'testFailRecordRead' },
+    );
+    const { messageId } = await p.owner.queue.queue(Q, { runId: 'wrun_two_unreadable' } as any);
+    await waitFor(() => reasons(p, messageId).includes('delete:ack'), 20_000, 'the copy settled once the record reads');
+    const held = p.otherOutcomes.filter((o) => o.outcome.messageId === messageId).map((o) => o.outcome);
+    // Held (by the mark, unless it arrived after the hold, then for the failed read), then settled.
+    expect(held.map((o) => `${o.action}:${o.reason}`).slice(-2)).toEqual(['keep:deferred', 'delete:ack']);
+    expect(held.slice(0, -1).every((o) => o.action === 'keep' && o.reason === 'deferred')).toBe(true);
+    expect((held.at(-2) as { detail?: string }).detail).toMatch(/could not read the early-delivery record/);
+    expect(p.other.deliveries).toHaveLength(0);
   });
 
   test('{timeoutSeconds} from the early delivery: the other consumer delivers the copy when it asked, not before', async () => {
@@ -160,7 +186,7 @@ describe.concurrent('early delivery across two consumers', () => {
     const sentAt = Date.now();
     const { messageId } = await p.owner.queue.queue(Q, { runId: 'wrun_two_later' } as any);
     await waitFor(() => p.other.deliveries.length === 1, 20_000, 'the deferred copy');
-    expect(p.recordWrites).toEqual(['done']);
+    expect(p.recordWrites.at(-1)).toBe('done');
     expect(p.other.deliveries[0].meta.messageId).toBe(messageId);
     expect(p.other.deliveries[0].at - sentAt).toBeGreaterThanOrEqual(3500);
   });
