@@ -109,6 +109,57 @@ describe.concurrent('Lambda SQS handler', () => {
     expect(copies.some((m) => m.MessageId !== byRun.get('not-due'))).toBe(true);
   });
 
+  test("a copy another consumer delivered early is held, not dispatched, until that delivery's record settles it", async ({
+    expect,
+  }) => {
+    const w = await makeWorld({ start: false, register: false });
+    worlds.push(w);
+    const flow = w.queue.createQueueHandler('__wkf_workflow_', async (body: any, meta) => {
+      w.deliveries.push({ body, meta, at: Date.now() });
+      return undefined;
+    });
+    const url = await w.queue.transport.queueUrl();
+    // As an `eve start` host that delivered these early sends them: one still within its hold,
+    // one past it whose owner recorded an ack, one past it with no record (its owner died).
+    const { envelopeAttributes, encodePayload } = await import('../../../src/queue/encoding.js');
+    const { recordDone } = await import('../../../src/consumer/early-records.js');
+    const { SendMessageCommand } = await import('@aws-sdk/client-sqs');
+    const send = (runId: string, messageId: string, until: number) =>
+      w.fixture.clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: url,
+          MessageBody: encodePayload({ runId }),
+          MessageAttributes: envelopeAttributes({
+            queueName: Q,
+            messageId,
+            attemptOffset: 0,
+            early: { owner: 'host-1', until },
+          }),
+        }),
+      );
+    await send('held', 'msg_EARLY_HELD', Date.now() + 20_000);
+    await send('acked', 'msg_EARLY_ACKED', Date.now() - 1);
+    await send('orphan', 'msg_EARLY_ORPHAN', Date.now() - 1);
+    await recordDone(w.ctx, 'msg_EARLY_ACKED', 'host-1', { verdict: 'ack' });
+    const { event, byRun } = await eventOf(w, 3);
+    expect(event.Records).toHaveLength(3);
+    const outcomes: DeliveryOutcome[] = [];
+    const handler = createSqsHandler({
+      flow,
+      context: w.ctx,
+      logger: new MemoryLogger(),
+      onOutcome: (o) => outcomes.push(o),
+    });
+    const res = await handler(event);
+    expect(res.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([byRun.get('held')]);
+    expect(w.deliveries.map((d) => d.body.runId)).toEqual(['orphan']);
+    expect(outcomes.map((o) => `${o.messageId} ${o.reason}`).sort()).toEqual([
+      'msg_EARLY_ACKED ack',
+      'msg_EARLY_HELD deferred',
+      'msg_EARLY_ORPHAN ack',
+    ]);
+  });
+
   test('over HTTP: signed deliveries succeed; a wrong secret is refused (401) and reported as a failure', async ({
     expect,
   }) => {
