@@ -23,9 +23,10 @@
  *   is the copy's first attempt, counted toward the DLQ as one receive). An early delivery that
  *   never reached the handler (its request could not be built, or it was aborted) leaves the copy
  *   to be delivered as usual.
- * - A verdict waits for its copy at most {@link EARLY_RETAIN_MS} and at most
+ * - A verdict waits for its copy at most {@link EARLY_RETAIN_MS} from when it came, and at most
  *   {@link EARLY_MAX_ENTRIES} verdicts are kept (oldest dropped first): a copy received later
- *   than that is delivered once more, which is safe as above.
+ *   than that is delivered once more, which is safe as above. An early delivery still running is
+ *   never dropped: its copy, wherever it is, must not be dispatched beside it.
  * - A copy received by another consumer is never dispatched there while this delivery may run:
  *   it carries this registry's {@link EarlyDeliveries.owner} and is held, and settled by what
  *   this process records about the delivery (./early-records.ts).
@@ -42,16 +43,20 @@ export const EARLY_MAX_ENTRIES = 10_000;
 
 interface Entry<V> {
   verdict: Promise<V | undefined>;
+  /** When it was begun while pending; when its verdict came once settled. */
   at: number;
+  pending: boolean;
 }
 
 /**
  * The verdicts of early deliveries (`V`: the pipeline's verdict), each waiting for the SQS copy of
  * its message. A verdict of `undefined` (or a rejected one) means the early delivery never reached
- * the handler: the copy is delivered as usual.
+ * the handler: the copy is delivered as usual. An entry whose delivery still runs is never dropped
+ * (there are at most as many as the consumer's slots); retention and the size cap count from the
+ * verdict.
  */
 export class EarlyDeliveries<V> {
-  /** Insertion order is age order: the first entry is the oldest. */
+  /** Settled entries are (re)inserted when they settle: among them, insertion order is age order. */
   private readonly entries = new Map<string, Entry<V>>();
 
   constructor(
@@ -72,11 +77,15 @@ export class EarlyDeliveries<V> {
     this.entries.delete(messageId);
     // A rejection means the same as undefined: the copy is delivered as usual.
     const settled = verdict.catch(() => undefined);
-    this.entries.set(messageId, { verdict: settled, at: this.now() });
-    while (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
-    }
+    const entry: Entry<V> = { verdict: settled, at: this.now(), pending: true };
+    this.entries.set(messageId, entry);
+    void settled.then(() => {
+      // Still waiting for its copy: it now ages from its verdict.
+      if (this.entries.get(messageId) !== entry) return;
+      this.entries.delete(messageId);
+      this.entries.set(messageId, { ...entry, at: this.now(), pending: false });
+      this.prune();
+    });
   }
 
   /** Whether a verdict waits for a copy of `messageId`. */
@@ -84,10 +93,10 @@ export class EarlyDeliveries<V> {
     return this.entries.has(messageId);
   }
 
-  /** When the newest verdict still waiting for its copy was begun (caller's clock), if any. */
+  /** When the newest entry still waiting for its copy was begun or settled (caller's clock), if any. */
   newestAt(): number | undefined {
     let at: number | undefined;
-    for (const entry of this.entries.values()) at = entry.at;
+    for (const entry of this.entries.values()) at = at === undefined ? entry.at : Math.max(at, entry.at);
     return at;
   }
 
@@ -96,14 +105,23 @@ export class EarlyDeliveries<V> {
     const entry = this.entries.get(messageId);
     if (!entry) return undefined;
     this.entries.delete(messageId);
-    return this.now() - entry.at > this.retainMs ? undefined : entry.verdict;
+    return !entry.pending && this.now() - entry.at > this.retainMs ? undefined : entry.verdict;
   }
 
+  /** Drops settled entries past retention, then the oldest settled ones over the size cap. */
   private prune(): void {
     const cutoff = this.now() - this.retainMs;
+    let settled = 0;
     for (const [id, entry] of this.entries) {
-      if (entry.at >= cutoff) break;
+      if (entry.pending) continue;
+      if (entry.at < cutoff) this.entries.delete(id);
+      else settled++;
+    }
+    for (const [id, entry] of this.entries) {
+      if (this.entries.size <= this.maxEntries || settled === 0) break;
+      if (entry.pending) continue;
       this.entries.delete(id);
+      settled--;
     }
   }
 }

@@ -132,7 +132,7 @@ export class SqsPoller {
 
   /**
    * While an early delivery runs and its copy has not reached this process, vouch for it in its
-   * record (`running`, from half the hold on, renewed every half lease), and record how it ended
+   * record (`running`, from half the hold on, renewed every hold), and record how it ended
    * (`done`) if the copy still has not arrived then: another consumer holding the copy settles it
    * by that record (./early-records.ts). A copy received here needs no record.
    */

@@ -8,6 +8,9 @@ import { loadConfig } from '../../../src/config.js';
 import { EARLY_MAX_ENTRIES, EARLY_RETAIN_MS, EarlyDeliveries } from '../../../src/consumer/early-deliveries.js';
 import { earlyDeliveryEnabled } from '../../../src/consumer/index.js';
 
+/** Lets settled verdicts re-age (their registry hears of them a microtask later). */
+const settle = () => new Promise((r) => setImmediate(r));
+
 describe('EarlyDeliveries', () => {
   it('hands a verdict to the first copy that asks, and to no other', async () => {
     const early = new EarlyDeliveries<string>('me', () => 0);
@@ -43,6 +46,7 @@ describe('EarlyDeliveries', () => {
     const early = new EarlyDeliveries<string>('me', () => now);
     early.begin('msg_old', Promise.resolve('ack'));
     early.begin('msg_new', Promise.resolve('ack'));
+    await settle();
     now += EARLY_RETAIN_MS + 1;
     expect(early.take('msg_old')).toBeUndefined();
     // Pruned on the next begin, oldest first.
@@ -51,9 +55,28 @@ describe('EarlyDeliveries', () => {
     expect(await early.take('msg_next')).toBe('ack');
   });
 
+  it('a delivery still running is never dropped, however old; its retention starts at its verdict', async () => {
+    let now = 1_000;
+    const early = new EarlyDeliveries<string>('me', () => now, EARLY_RETAIN_MS, 2);
+    let finish!: (v: string) => void;
+    early.begin('msg_long', new Promise((r) => (finish = r)));
+    now += 2 * EARLY_RETAIN_MS;
+    for (let i = 0; i < 4; i++) early.begin(`msg_${i}`, Promise.resolve('ack'));
+    await settle();
+    // Over the cap and past retention, the running one stays (its record renewals depend on it).
+    expect(early.has('msg_long')).toBe(true);
+    finish('ack');
+    await settle();
+    now += EARLY_RETAIN_MS - 1;
+    early.begin('msg_after', Promise.resolve('ack'));
+    expect(early.has('msg_long')).toBe(true);
+    expect(await early.take('msg_long')).toBe('ack');
+  });
+
   it('keeps at most maxEntries verdicts, dropping the oldest', async () => {
     const early = new EarlyDeliveries<number>('me', () => 0, EARLY_RETAIN_MS, 3);
     for (let i = 0; i < 5; i++) early.begin(`msg_${i}`, Promise.resolve(i));
+    await settle();
     expect(early.size).toBe(3);
     expect(early.take('msg_0')).toBeUndefined();
     expect(early.take('msg_1')).toBeUndefined();
