@@ -20,6 +20,9 @@
  * STREAM#<runId>#<name>   CHUNK#<index:20>   stream block: chunks from <index> on, or the EOF (streams/items.ts)
  * QKEY#<idempotencyKey>   QKEY               queue dedupe claim, with a TTL attribute
  * NONCE#<signature>       NONCE              accepted delivery signature (replay guard), with a TTL
+ * EARLY#<messageId>       EARLY              what became of an early delivery whose copy another consumer
+ *                                            holds (consumer/early-records.ts), with a TTL
+ * (an idempotency key or message id over 1,024 bytes is stored as `sha256:<hex>`: {@link boundedPart})
  * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (first event of a hook/wait
  *                                                                   correlation; see below)
  *                      WF#<workflowName>#<shard> / <createdAt>#<runId>  (runs by workflow name)
@@ -52,10 +55,20 @@ export const ATTR = {
   ttl: 'ttl',
 } as const;
 
+import { createHash } from 'node:crypto';
+
 export const GSI1 = 'GSI1';
 export const GSI2 = 'GSI2';
 
 const pad = (n: number) => String(n).padStart(20, '0');
+
+/**
+ * A key part that comes from outside the World (an idempotency key, a message id from a message):
+ * as is, or `sha256:<hex>` when over 1,024 bytes, so the key stays under DynamoDB's 2,048-byte cap.
+ */
+function boundedPart(value: string): string {
+  return Buffer.byteLength(value) > 1024 ? `sha256:${createHash('sha256').update(value).digest('hex')}` : value;
+}
 
 export const keys = {
   runPk: (runId: string) => `RUN#${runId}`,
@@ -75,9 +88,9 @@ export const keys = {
   chunkSk: (index: number) => `CHUNK#${pad(index)}`,
   chunkSkPrefix: 'CHUNK#',
   indexFromChunkSk: (sk: string) => Number(sk.slice(6)),
-  qkey: (idempotencyKey: string) => ({ PK: `QKEY#${idempotencyKey}`, SK: 'QKEY' }),
+  qkey: (idempotencyKey: string) => ({ PK: `QKEY#${boundedPart(idempotencyKey)}`, SK: 'QKEY' }),
   /** What became of an early delivery whose SQS copy another process holds (src/consumer/early-records.ts). */
-  earlyDelivery: (messageId: string) => ({ PK: `EARLY#${messageId}`, SK: 'EARLY' }),
+  earlyDelivery: (messageId: string) => ({ PK: `EARLY#${boundedPart(messageId)}`, SK: 'EARLY' }),
   /** A delivery signature the flow route accepted; refuses its replay on every instance. */
   deliveryNonce: (signature: string) => ({ PK: `NONCE#${signature}`, SK: 'NONCE' }),
   // GSI partitions

@@ -31,9 +31,9 @@
  * - An owner that dies stops renewing: its copy is dispatched at most one lease after its last
  *   renewal (at most the hold when it died first), like a crashed delivery's copy after its visibility.
  * - A mark is advisory and bounded: a hold is never longer than {@link MAX_HOLD_SECONDS}, and an
- *   unreadable mark is ignored (the copy is dispatched as usual).
+ *   unreadable mark is ignored (the copy is dispatched as usual); a message id of any length
+ *   makes a valid key (../ddb.ts).
  */
-import { createHash } from 'node:crypto';
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { isConditionalCheckFailed } from '../aws/errors.js';
@@ -63,13 +63,6 @@ export type Held =
   /** The early delivery asked to be delivered again at `resumeAt`. */
   | { kind: 'later'; seconds: number };
 
-function recordKey(messageId: string) {
-  // Key attributes are capped at 2048 bytes; an id from a message can be anything.
-  const id =
-    Buffer.byteLength(messageId) > 512 ? `sha256:${createHash('sha256').update(messageId).digest('hex')}` : messageId;
-  return keys.earlyDelivery(id);
-}
-
 function holdSeconds(ms: number): number {
   return Math.min(MAX_HOLD_SECONDS, Math.max(1, Math.ceil(ms / 1000)));
 }
@@ -93,7 +86,11 @@ export async function heldForOwner(
     };
   }
   const out = await ctx.clients.ddb.send(
-    new GetItemCommand({ TableName: ctx.config.tableName, Key: marshall(recordKey(messageId)), ConsistentRead: true }),
+    new GetItemCommand({
+      TableName: ctx.config.tableName,
+      Key: marshall(keys.earlyDelivery(messageId)),
+      ConsistentRead: true,
+    }),
   );
   const record = out.Item ? (unmarshall(out.Item) as StoredRecord) : undefined;
   if (!record) return undefined;
@@ -120,7 +117,7 @@ async function putRecord(ctx: WorldContext, messageId: string, owner: string, fi
       new PutItemCommand({
         TableName: ctx.config.tableName,
         Item: marshall({
-          ...recordKey(messageId),
+          ...keys.earlyDelivery(messageId),
           owner,
           ...fields,
           [ATTR.ttl]: Math.floor(Date.now() / 1000) + RECORD_TTL_SECONDS,

@@ -88,6 +88,7 @@ export function createConsumer(
   const logger = options.logger ?? consoleLogger;
   const handlers = new Map<string, FlowHandler>();
   const mode = consumerMode(config, options);
+  const earlyOn = earlyDeliveryEnabled(config, options);
   // EVE_WORLD_AWS_SIGNING_SECRET_ARN: one read (and cache) for both directions of this World.
   const secretSource = signingSecretSource(config, ctx.clients);
   const delivery = composeDelivery(ctx, transport, {
@@ -148,7 +149,7 @@ export function createConsumer(
       handlers.set(prefix, handler);
     },
     deliverEarly(envelope, payload) {
-      if (!earlyDeliveryEnabled(config, options) || !poller?.running) return undefined;
+      if (!earlyOn || !poller?.running) return undefined;
       // Not a step execution (a payload with `stepId`): core publishes it together with its own
       // step_created write, which an early delivery would race on every step.
       if (typeof (payload as { stepId?: unknown }).stepId === 'string') return undefined;

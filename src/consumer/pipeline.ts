@@ -47,7 +47,7 @@ import { currentTraceparent, TRACEPARENT_HEADER } from '../telemetry/tracing.js'
 import type { CircuitBreaker } from './breaker.js';
 import { observeDelivery } from './delivery-telemetry.js';
 import type { EarlyDeliveries } from './early-deliveries.js';
-import { heldForOwner } from './early-records.js';
+import { type Held, heldForOwner } from './early-records.js';
 import type { SqsReceipts } from './receipts.js';
 import { LOG_TAIL_HEADER, processSigningKey, signatureHeaders } from './signing.js';
 
@@ -196,7 +196,7 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
     // A record that cannot be read (DynamoDB throttling or down) is not this message's fault: it
     // is held and asked again, and a hold never counts toward the DLQ (defer re-sends instead).
     const held = await heldForOwner(deps.transport.ctx, envelope.messageId, envelope.early, now).catch(
-      (err): Awaited<ReturnType<typeof heldForOwner>> => ({
+      (err): Held => ({
         kind: 'hold',
         seconds: BUSY_RETRY_SECONDS,
         detail: `could not read the early-delivery record, asked again in ${BUSY_RETRY_SECONDS} s: ${String(err)}`,

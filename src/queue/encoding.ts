@@ -43,7 +43,12 @@ export interface EarlyMark {
   until: number;
 }
 
-/** `eve.early`'s value: the owner (no spaces) and `until`, or undefined when unreadable. */
+/** `eve.early`'s value: the owner (no spaces), a space, and `until`. */
+function encodeEarlyMark(mark: EarlyMark): string {
+  return `${mark.owner} ${mark.until}`;
+}
+
+/** Inverse of {@link encodeEarlyMark}, or undefined when unreadable. */
 export function decodeEarlyMark(raw: string | undefined): EarlyMark | undefined {
   if (raw === undefined) return undefined;
   const m = /^(\S{1,128}) (\d{1,16})$/.exec(raw);
@@ -122,7 +127,7 @@ export function encodeEnvelope(envelope: Envelope): string {
     s3: envelope.s3Key,
     h: envelope.headers,
     t: envelope.logTail,
-    e: envelope.early && `${envelope.early.owner} ${envelope.early.until}`,
+    e: envelope.early && encodeEarlyMark(envelope.early),
     b: envelope.body,
   }).replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
@@ -180,7 +185,7 @@ export function envelopeAttributes(envelope: Envelope): Record<string, { DataTyp
   }
   if (envelope.logTail !== undefined) attrs[MSG_ATTR.logTail] = { DataType: 'String', StringValue: envelope.logTail };
   if (envelope.early !== undefined) {
-    attrs[MSG_ATTR.early] = { DataType: 'String', StringValue: `${envelope.early.owner} ${envelope.early.until}` };
+    attrs[MSG_ATTR.early] = { DataType: 'String', StringValue: encodeEarlyMark(envelope.early) };
   }
   return attrs;
 }

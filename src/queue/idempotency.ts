@@ -30,7 +30,7 @@
  *   re-arms and relies on a used key staying used).
  * - A claim whose send failed is released (conditional on still owning it), so a retry can send.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { conditionFailureItem, isConditionalCheckFailed } from '../aws/errors.js';
@@ -63,18 +63,11 @@ interface StoredClaim {
   ttl?: number;
 }
 
-/** DynamoDB key attributes are capped at 2048 bytes; very long keys are hashed. */
-function storedKey(idempotencyKey: string): string {
-  return Buffer.byteLength(idempotencyKey) > 1024
-    ? `sha256:${createHash('sha256').update(idempotencyKey).digest('hex')}`
-    : idempotencyKey;
-}
-
 async function readClaim(ctx: WorldContext, key: string): Promise<StoredClaim | undefined> {
   const out = await ctx.clients.ddb.send(
     new GetItemCommand({
       TableName: ctx.config.tableName,
-      Key: marshall(keys.qkey(storedKey(key))),
+      Key: marshall(keys.qkey(key)),
       ConsistentRead: true,
     }),
   );
@@ -92,7 +85,7 @@ export async function claimIdempotencyKey(
   const leaseMs = opts.leaseMs ?? IDEMPOTENCY_LEASE_MS;
   const pause = opts.sleep ?? ((ms: number) => sleep(ms));
   const owner = opts.owner ?? randomUUID();
-  const Key = keys.qkey(storedKey(idempotencyKey));
+  const Key = keys.qkey(idempotencyKey);
   let wait = 25;
   for (;;) {
     const t = now();
@@ -192,7 +185,7 @@ export async function markIdempotencyKeySent(
     await ctx.clients.ddb.send(
       new UpdateItemCommand({
         TableName: ctx.config.tableName,
-        Key: marshall(keys.qkey(storedKey(idempotencyKey))),
+        Key: marshall(keys.qkey(idempotencyKey)),
         UpdateExpression: 'SET #state = :sent, #sentAt = :at REMOVE #lease',
         // `sent` by us already (a retried update) also passes: the write is the same.
         ConditionExpression: '#owner = :owner',
@@ -213,7 +206,7 @@ export async function releaseIdempotencyKey(ctx: WorldContext, idempotencyKey: s
     await ctx.clients.ddb.send(
       new DeleteItemCommand({
         TableName: ctx.config.tableName,
-        Key: marshall(keys.qkey(storedKey(idempotencyKey))),
+        Key: marshall(keys.qkey(idempotencyKey)),
         ConditionExpression: '#owner = :owner AND #state = :pending',
         ExpressionAttributeNames: { '#owner': 'owner', '#state': 'state' },
         ExpressionAttributeValues: marshall({ ':owner': owner, ':pending': 'pending' }),
