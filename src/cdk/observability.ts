@@ -1,15 +1,19 @@
 /**
  * What the `EveWorldAws` construct shows an operator: a CloudWatch dashboard over the World's own
  * EMF metrics (src/telemetry/metrics.ts: namespace `EveWorldAws`, dimension `Queue`) and the
- * built-in SQS and Lambda metrics, and the alarms on the World's metrics (dead-letters, breaker
- * open, sustained throttling) that sit beside the built-in ones in eve-world-aws.ts.
+ * built-in SQS and Lambda metrics; alarms on DLQ depth, oldest-message age, worker and sweeper
+ * errors, and on the World's own metrics (dead-letters, breaker opens, sustained throttling), with
+ * the optional SNS topic as their action. Tracing (`tracing`) is set on the functions themselves
+ * (./host.ts, ./worker.ts).
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { DEFAULT_NAMESPACE, type MetricName } from '../telemetry/metrics.js';
+import type { EveWorldAwsProps } from './props.js';
 
 export interface ObservedStack {
   readonly queue: sqs.IQueue;
@@ -155,4 +159,66 @@ export function worldAlarms(
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     }),
   ];
+}
+
+/**
+ * The alarms and, unless `dashboard: false`, the dashboard, in `scope` (ids `<Name>Alarm`,
+ * `Dashboard`).
+ */
+export function addObservability(
+  scope: Construct,
+  props: EveWorldAwsProps,
+  s: ObservedStack & { readonly sweeperFunction?: lambda.IFunction },
+): { alarms: cloudwatch.Alarm[]; dashboard?: cloudwatch.Dashboard } {
+  const alarm = (id: string, a: cloudwatch.AlarmProps) => {
+    const x = new cloudwatch.Alarm(scope, id, a);
+    if (props.alarmTopic) x.addAlarmAction(new cwActions.SnsAction(props.alarmTopic));
+    return x;
+  };
+  const ageThreshold = props.oldestMessageAgeThreshold ?? Duration.minutes(30);
+  const alarms = [
+    alarm('DeadLetterAlarm', {
+      alarmDescription: 'Messages reached the DLQ: inspect with `eve-world-aws redrive --dry-run`',
+      metric: s.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(1),
+        statistic: 'Maximum',
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    }),
+    alarm('OldestMessageAlarm', {
+      alarmDescription: 'The oldest queue message waits too long: the worker is failing or throttled',
+      metric: s.queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum' }),
+      threshold: ageThreshold.toSeconds(),
+      evaluationPeriods: 5,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    }),
+    alarm('WorkerErrorsAlarm', {
+      alarmDescription: 'The SQS worker function failed invocations',
+      metric: s.workerFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    }),
+    // The World's own metrics (EMF from the worker and the host): dead-letters, breaker, throttling.
+    ...worldAlarms(s, alarm),
+  ];
+  if (s.sweeperFunction)
+    alarms.push(
+      alarm('SweeperErrorsAlarm', {
+        alarmDescription:
+          'The orphan sweep failed (objects or runs it could not sweep, or a bad environment): see the sweeper log; `eve-world-aws sweep` runs it by hand',
+        metric: s.sweeperFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    );
+  const dashboard = props.dashboard !== false ? worldDashboard(scope, 'Dashboard', s) : undefined;
+  return { alarms, dashboard };
 }

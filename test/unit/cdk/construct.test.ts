@@ -531,7 +531,7 @@ describe('EveWorldAws: the scheduled orphan sweep', () => {
     );
   const rulesOf = (res: Resources) => Object.entries(res).filter(([, r]) => r.Type === 'AWS::Events::Rule');
 
-  it('a Node 24 function from the worker asset with handler index.sweepHandler, 15 min, reserved concurrency 1, no async retry', () => {
+  it('a Node 24 function from the worker asset with handler index.sweepHandler, 15 min, no reserved concurrency, no async retry', () => {
     const [[id, fn], ...more] = sweepers(resources);
     expect(more).toEqual([]);
     expect(id).toBe(logicalId(construct.sweeperFunction!));

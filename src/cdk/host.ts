@@ -1,0 +1,86 @@
+/**
+ * The host: the eve app (`eve build` output) in a container with the Lambda Web Adapter
+ * (./dockerfile.ts), behind a Function URL in RESPONSE_STREAM mode.
+ *
+ * The URL is public: eve's routes are the product. The flow route on it refuses unsigned requests:
+ * the World's queue handler verifies the HMAC signature with the secret
+ * EVE_WORLD_AWS_SIGNING_SECRET_ARN names, and answers 401 to anything unsigned, forged, stale or
+ * replayed (README "Deploy to AWS", docs/security.md).
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { Annotations } from 'aws-cdk-lib';
+import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { FLOW_PATH as FLOW_ROUTE } from '../limits.js';
+import { HOST_PORT, READINESS_PATH } from './dockerfile.js';
+import { addFunctionBase } from './function-role.js';
+import type { EveWorldAwsProps, Settings } from './props.js';
+
+/** The flow route path eve serves (and the worker POSTs to), relative to the host URL. */
+export const FLOW_PATH = FLOW_ROUTE.slice(1);
+
+export interface Host {
+  readonly hostFunction: lambda.DockerImageFunction;
+  readonly hostUrl: lambda.FunctionUrl;
+  readonly logGroup: logs.LogGroup;
+}
+
+/** The host function, its log group, role and URL, in `scope` (ids `Host`, `HostLogs`, `HostRole`). */
+export function addHost(
+  scope: Construct,
+  props: EveWorldAwsProps,
+  settings: Settings,
+  worldEnv: Record<string, string>,
+): Host {
+  const code = props.hostCode ?? imageFromApp(scope, props);
+  const base = addFunctionBase(scope, 'Host', props.logRetention);
+  const hostFunction = new lambda.DockerImageFunction(scope, 'Host', {
+    description: 'eve app (Nitro server behind the Lambda Web Adapter)',
+    code,
+    architecture: lambda.Architecture.X86_64,
+    memorySize: props.hostMemorySize ?? 1024,
+    timeout: settings.hostTimeout,
+    role: base.role,
+    logGroup: base.logGroup,
+    tracing: props.tracing?.xray ? lambda.Tracing.ACTIVE : undefined,
+    environment: {
+      ...props.hostEnvironment,
+      ...worldEnv,
+      AWS_LWA_INVOKE_MODE: 'response_stream',
+      AWS_LWA_READINESS_CHECK_PATH: READINESS_PATH,
+      AWS_LWA_PORT: String(HOST_PORT),
+      PORT: String(HOST_PORT),
+    },
+  });
+  const hostUrl = hostFunction.addFunctionUrl({
+    authType: lambda.FunctionUrlAuthType.NONE,
+    invokeMode: lambda.InvokeMode.RESPONSE_STREAM,
+  });
+  return { hostFunction, hostUrl, logGroup: base.logGroup };
+}
+
+/** The image built from the app directory's Dockerfile; a missing Dockerfile is a synth error that says how to make it. */
+function imageFromApp(scope: Construct, props: EveWorldAwsProps): lambda.DockerImageCode {
+  const appDir = path.resolve(props.app);
+  const dockerfile = props.dockerfile ?? 'Dockerfile';
+  if (!existsSync(path.join(appDir, dockerfile))) {
+    throw new Error(
+      `EveWorldAws: ${path.join(appDir, dockerfile)} is missing. Generate it once with ` +
+        `\`node --input-type=module -e "import {hostDockerfile} from '@portfolio/eve-world-aws/cdk'; process.stdout.write(hostDockerfile())" > ${path.join(props.app, dockerfile)}\``,
+    );
+  }
+  if (!existsSync(path.join(appDir, '.output/server/index.mjs'))) {
+    Annotations.of(scope).addWarningV2(
+      'eve-world-aws:no-eve-build',
+      `${appDir}/.output is missing: run \`npx eve build\` in the app before \`cdk deploy\``,
+    );
+  }
+  return lambda.DockerImageCode.fromImageAsset(appDir, {
+    file: dockerfile,
+    platform: Platform.LINUX_AMD64,
+    exclude: ['node_modules', 'cdk.out', '.git', '.eve', '.workflow-data'],
+  });
+}

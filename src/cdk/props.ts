@@ -1,0 +1,127 @@
+/**
+ * What `EveWorldAws` accepts (`EveWorldAwsProps`), and the settings every part reads from it:
+ * defaults applied once, and the props that cannot work refused at synth with what to change.
+ *
+ * The queue's visibility is derived from the worker timeout (`visibilityTimeoutFactor`, default 6
+ * as AWS advises for SQS event sources), and is never below it: a factor under 1 is refused, and a
+ * worker timeout beyond the 12 h SQS visibility maximum too.
+ */
+import { Annotations, Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type * as events from 'aws-cdk-lib/aws-events';
+import type * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import type { Construct } from 'constructs';
+import { SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
+
+export interface EveWorldAwsProps {
+  /** Directory of the eve app: holds the Dockerfile and `.output/` from `eve build`. */
+  readonly app: string;
+  /** Dockerfile name inside `app` (create it with `hostDockerfile()`). Default `Dockerfile`. */
+  readonly dockerfile?: string;
+  /** Replace the host image entirely (e.g. `DockerImageCode.fromEcr`). */
+  readonly hostCode?: lambda.DockerImageCode;
+  /**
+   * Replace the worker code (default: the package's pre-bundled `/lambda` handler). The sweeper
+   * function runs the same code with handler `index.sweepHandler`, so a replacement must export it
+   * too (or set `sweepSchedule: false`).
+   */
+  readonly workerCode?: lambda.Code;
+  /**
+   * When the orphan sweep runs (`eve-world-aws sweep`: deletes orphaned run payloads and expired
+   * held queue bodies, which no lifecycle rule removes). Default once a day
+   * (`events.Schedule.rate(Duration.days(1))`); `false`: no sweeper function and no rule.
+   */
+  readonly sweepSchedule?: events.Schedule | false;
+  /** Host timeout: the longest turn a client can stream. Default 15 minutes (the Lambda maximum). */
+  readonly hostTimeout?: Duration;
+  /** Host memory. Default 1024 MB. */
+  readonly hostMemorySize?: number;
+  /** Worker timeout: it waits for the host's step to finish. Default: the host timeout. */
+  readonly workerTimeout?: Duration;
+  /** Worker memory. Default 256 MB. */
+  readonly workerMemorySize?: number;
+  /** Queue visibility = factor x worker timeout (capped at 12 h). Default 6 (AWS guidance); minimum 1. */
+  readonly visibilityTimeoutFactor?: number;
+  /** Receives before a message moves to the DLQ. Default 10. */
+  readonly maxReceiveCount?: number;
+  /** SQS records per worker invocation. Default 10. */
+  readonly batchSize?: number;
+  /** Wait to fill a batch. Default none (deliver at once: turns are latency sensitive). */
+  readonly maxBatchingWindow?: Duration;
+  /** Concurrent worker invocations the event source mapping may run (2-1000). Default 10. */
+  readonly maxConcurrency?: number;
+  /** Table deletion protection. Default true. */
+  readonly deletionProtection?: boolean;
+  /** What `cdk destroy` does to the table and bucket. Default RETAIN. */
+  readonly removalPolicy?: RemovalPolicy;
+  /** Extra environment for the host (e.g. the model provider's API key reference). */
+  readonly hostEnvironment?: Record<string, string>;
+  /** Alarm actions go to this topic when given. */
+  readonly alarmTopic?: sns.ITopic;
+  /**
+   * Tracing of the worker and the host (docs/observability.md). `xray`: X-Ray active tracing on
+   * both functions. `adotLayerArn`: an AWS Distro for OpenTelemetry Lambda layer for the worker,
+   * started by `AWS_LAMBDA_EXEC_WRAPPER` (`execWrapper`, default `/opt/otel-instrument`, the
+   * current ADOT JavaScript layers'; the legacy ones use `/opt/otel-handler`); it registers the
+   * SDK the World's and core's spans go to. The host is a container image, so ADOT goes into its
+   * Dockerfile instead. Default: neither (the spans cost nothing without an SDK).
+   */
+  readonly tracing?: { readonly xray?: boolean; readonly adotLayerArn?: string; readonly execWrapper?: string };
+  /** The CloudWatch dashboard (World metrics, queues, functions). Default true. */
+  readonly dashboard?: boolean;
+  /** Oldest-message-age alarm threshold. Default 30 minutes. */
+  readonly oldestMessageAgeThreshold?: Duration;
+  /** Server access logs for the payload bucket go here when given (cdk-nag AwsSolutions-S1). */
+  readonly accessLogsBucket?: s3.IBucket;
+  /** Log retention for the functions' log groups. Default one month. */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * Customer-managed KMS key for the run data (EVE_WORLD_AWS_KMS_KEY_ID on both functions): each
+   * run's payloads are envelope-encrypted under a data key it wraps, and the table, both queues and
+   * the bucket are encrypted at rest under it. `'create'` makes a symmetric key with yearly
+   * rotation (removed per `removalPolicy`); or pass a key (`kms.Key.fromKeyArn`, not an alias: IAM
+   * grants name the key). An imported key's policy must let IAM policies of this account grant its
+   * use (the default key policy does). Default: none (AWS-owned keys, no payload encryption).
+   */
+  readonly kmsKey?: kms.IKey | 'create';
+}
+
+/** The props the parts share, with their defaults applied and checked. */
+export interface Settings {
+  readonly removalPolicy: RemovalPolicy;
+  readonly hostTimeout: Duration;
+  readonly workerTimeout: Duration;
+  /** The work queue's visibility timeout: factor x worker timeout, capped at the SQS maximum. */
+  readonly visibilitySeconds: number;
+  readonly maxReceiveCount: number;
+  readonly maxConcurrency: number;
+}
+
+/** Defaults and checks; a doubtful but workable combination is a synth warning on `scope`. */
+export function resolveSettings(scope: Construct, props: EveWorldAwsProps): Settings {
+  const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+  const hostTimeout = props.hostTimeout ?? Duration.minutes(15);
+  const workerTimeout = props.workerTimeout ?? hostTimeout;
+  const factor = props.visibilityTimeoutFactor ?? 6;
+  if (!(factor >= 1))
+    throw new Error(
+      `EveWorldAws: visibilityTimeoutFactor must be >= 1 (the queue visibility may never be below the worker timeout), got ${factor}`,
+    );
+  if (workerTimeout.toSeconds() < hostTimeout.toSeconds()) {
+    Annotations.of(scope).addWarningV2(
+      'eve-world-aws:worker-timeout',
+      'workerTimeout is shorter than hostTimeout: a step that runs longer than the worker waits is retried while it still runs',
+    );
+  }
+  const visibilitySeconds = Math.min(SQS_MAX_VISIBILITY_SECONDS, Math.ceil(workerTimeout.toSeconds() * factor));
+  if (visibilitySeconds < workerTimeout.toSeconds())
+    throw new Error('EveWorldAws: workerTimeout exceeds the 12 h SQS visibility maximum');
+  const maxReceiveCount = props.maxReceiveCount ?? 10;
+  const maxConcurrency = props.maxConcurrency ?? 10;
+  if (maxConcurrency < 2 || maxConcurrency > 1000)
+    throw new Error(`EveWorldAws: maxConcurrency must be 2-1000 (SQS event source limit), got ${maxConcurrency}`);
+  return { removalPolicy, hostTimeout, workerTimeout, visibilitySeconds, maxReceiveCount, maxConcurrency };
+}
