@@ -947,7 +947,7 @@ export function getConfig(): WorldConfig {
  * Core's turbo mode (default on) forces an optimistic inline start on a run's first delivery: the
  * first step's body runs BEFORE its `step_started` commits (@workflow/core step-executor.js,
  * `optimisticStart`). Two copies of that delivery (SQS at-least-once) would both run it, and no
- * fence on `step_started` (src/storage/step-lease.ts) can stop a body that precedes it. Core defers
+ * fence on `step_started` (src/storage/write/step-lease.ts) can stop a body that precedes it. Core defers
  * to an explicit `WORKFLOW_OPTIMISTIC_INLINE_START=0` (turbo stays on otherwise), so the World sets
  * that when the operator has set nothing: every body then starts after its `step_started` (cost:
  * the first step's body waits for that one write instead of overlapping it). An explicit `1`

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { WORKER_HANDLER } from './worker-asset.js';
 
 /**
- * Bundle the worker into `outDir/index.mjs`. `entry` defaults to the package's `/lambda` export
+ * Bundle the worker into `<outDir>/index.mjs`. `entry` defaults to the package's `/lambda` export
  * (the compiled `dist/` file); tests pass the TypeScript source instead.
  */
 export async function bundleWorker(packageRoot: string, outDir: string, entry?: string): Promise<string> {

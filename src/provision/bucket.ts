@@ -36,7 +36,7 @@ const PUBLIC_ACCESS_BLOCK = {
 
 /**
  * The bucket's lifecycle rules: offloaded queue bodies expire; with EVE_WORLD_AWS_RETENTION_DAYS,
- * objects of finished runs (tagged by storage/retention.ts) expire too.
+ * objects of finished runs (tagged by storage/write/retention.ts) expire too.
  */
 function lifecycleRules(retentionDays?: number): LifecycleRule[] {
   return [

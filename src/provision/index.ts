@@ -5,8 +5,8 @@
  * creates what is missing and reports drift in what exists. Used by `init` (apply / dry run),
  * `emulate`, `doctor` (verify), the CDK construct (the IAM table) and the test harness.
  *
- * A layer of its own above the World's parts: no runtime module imports it (test/unit/layers
- * .test.ts), so a Lambda cold start never loads it. Only standard AWS APIs are used, so the same
+ * A layer of its own above the World's parts: no runtime module imports it
+ * (test/unit/layers.test.ts), so a Lambda cold start never loads it. Only standard AWS APIs are used, so the same
  * code runs against real AWS and the emulators.
  */
 import type { AwsClients } from '../aws/clients.js';

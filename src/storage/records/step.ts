@@ -32,7 +32,7 @@ export interface StepRecord {
   leaseUntil?: number;
   /**
    * The log slot of the step's `step_created` (the first event of its correlation): where
-   * `listByCorrelationId` starts reading (../correlation.ts), so step events need no index copy.
+   * `listByCorrelationId` starts reading (../read/correlation.ts), so step events need no index copy.
    * Absent on steps written before it was recorded; their `step_created` is indexed instead.
    */
   firstSlot?: number;
