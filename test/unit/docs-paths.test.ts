@@ -10,6 +10,9 @@
  * Skipped: placeholders and globs (`<runId>`, `*`), package paths (`@workflow/core/...`), URLs,
  * and build outputs that are not in a clean checkout (`dist/`, `.tmp/`, `node_modules/`).
  *
+ * And every `eve-world-aws <command>` they cite (backticked, or a line of a code block) is a command
+ * of the CLI.
+ *
  * A path resolves from the repository root, from the citing file's folder, or as the tail of a
  * file or folder in the tree (`write/commit.ts`); a bare file name (`commit.ts`) as the name of a
  * file in the tree. An import-style `x.js` resolves to its `x.ts`. Resolving by tail keeps short
@@ -20,6 +23,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { buildProgram } from '../../src/cli/main.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 
@@ -142,6 +146,46 @@ describe('every path a document or a comment cites exists', () => {
       for (const t of commentTokens(text)) if (looksLikePath(t) && !resolves(t, file)) missing.push(`${file}: ${t}`);
     }
     expect([...new Set(missing)]).toEqual([]);
+  });
+});
+
+/**
+ * The command words of `eve-world-aws <command>` citations: backticked spans, and in markdown the
+ * lines of code blocks.
+ */
+function citedCommands(text: string, markdown: boolean): string[] {
+  const spans = [...text.matchAll(/`([^`\n]+)`/g)].map((m) => m[1]);
+  const codeLines: string[] = [];
+  let fence = false;
+  for (const line of markdown ? text.split('\n') : []) {
+    if (line.startsWith('```')) fence = !fence;
+    else if (fence) codeLines.push(line.trim());
+  }
+  return [...spans, ...codeLines]
+    .map((t) => /^(?:npx )?eve-world-aws ([a-z][\w-]*)/.exec(t)?.[1])
+    .filter((c): c is string => c !== undefined);
+}
+
+describe('every eve-world-aws command a document or a comment cites exists', () => {
+  const commands = new Set(buildProgram().commands.map((c) => c.name()));
+  const unknown = (cited: string[]) => [...new Set(cited.filter((c) => !commands.has(c)))];
+
+  it.each(DOCS)('%s', (file) => {
+    expect(unknown(citedCommands(readFileSync(path.join(ROOT, file), 'utf8'), true))).toEqual([]);
+  });
+
+  it('comments in src/, bench/ and scripts/', () => {
+    const missing = SOURCES.flatMap((file) =>
+      unknown(citedCommands(comments(readFileSync(path.join(ROOT, file), 'utf8')), false)).map((c) => `${file}: ${c}`),
+    );
+    expect(missing).toEqual([]);
+  });
+
+  it('finds backticked and code-block citations, not prose', () => {
+    const md =
+      'run `eve-world-aws init --json`, or\n```sh\nnpx eve-world-aws dockerfile > x\n```\neve-world-aws spends less';
+    expect(citedCommands(md, true)).toEqual(['init', 'dockerfile']);
+    expect(citedCommands('what eve-world-aws spends; `npx eve-world-aws sweep`', false)).toEqual(['sweep']);
   });
 });
 
