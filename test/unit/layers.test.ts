@@ -1,5 +1,5 @@
 /**
- * The layers of src/ run one way (design.md, "Layout"): reads every import of every module under
+ * The layers of src/ run one way (docs/layout.md, "Where things are"): reads every import of every module under
  * src/ and fails when a module imports one of a higher layer. Pure: parses the files, no emulator.
  *
  *   0 base      config.ts, limits.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts,

@@ -1,5 +1,5 @@
 /**
- * storage/'s folders depend one way (README "Where things are", docs/design.md "Storage layout"):
+ * storage/'s folders depend one way (docs/layout.md, "Where things are"):
  * table/ <- records/ <- memory/ <- read/ <- write/ <- index.ts. A module imports only its own
  * folder or one to its left; no subfolder imports storage/index.ts. Pure: parses the files.
  */
