@@ -5,7 +5,7 @@
  * The URL is public: eve's routes are the product. The flow route on it refuses unsigned requests:
  * the World's queue handler verifies the HMAC signature with the secret
  * EVE_WORLD_AWS_SIGNING_SECRET_ARN names, and answers 401 to anything unsigned, forged, stale or
- * replayed (README "Deploy to AWS", docs/security.md).
+ * replayed (docs/deploy.md, docs/security.md).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';

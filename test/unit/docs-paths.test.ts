@@ -11,7 +11,8 @@
  * and build outputs that are not in a clean checkout (`dist/`, `.tmp/`, `node_modules/`).
  *
  * And every `eve-world-aws <command>` they cite (backticked, or a line of a code block) is a command
- * of the CLI.
+ * of the CLI, and every section they cite by name (`docs/design.md, "Retention"`) is a heading of
+ * that file (test/ comments included).
  *
  * A path resolves from the repository root, from the citing file's folder, or as the tail of a
  * file or folder in the tree (`write/commit.ts`); a bare file name (`commit.ts`) as the name of a
@@ -186,6 +187,58 @@ describe('every eve-world-aws command a document or a comment cites exists', () 
       'run `eve-world-aws init --json`, or\n```sh\nnpx eve-world-aws dockerfile > x\n```\neve-world-aws spends less';
     expect(citedCommands(md, true)).toEqual(['init', 'dockerfile']);
     expect(citedCommands('what eve-world-aws spends; `npx eve-world-aws sweep`', false)).toEqual(['sweep']);
+  });
+});
+
+/** The headings of a markdown file (outside code fences), backticks dropped. */
+function headings(md: string): Set<string> {
+  const out = new Set<string>();
+  let fence = false;
+  for (const line of md.split('\n')) {
+    if (line.startsWith('```')) fence = !fence;
+    const m = !fence && /^#{1,6} (.*)$/.exec(line);
+    if (m) out.add(m[1].replace(/`/g, '').trim());
+  }
+  return out;
+}
+
+/** `docs/design.md, "Retention"`, `design.md "Log items"`, `README "Use it"`: [file, section] pairs. */
+function sectionCitations(text: string): Array<[string, string]> {
+  const flat = text.replace(/\n\s*(\*\s?)?/g, ' ');
+  return [...flat.matchAll(/\b((?:[\w-]+\/)*[\w-]+\.md|README),? ["\u201c]([^"\u201d]+)["\u201d]/g)].map(
+    (m) => [m[1], m[2]] as [string, string],
+  );
+}
+
+/** The markdown file a citation names: from the root, else under docs/. */
+function citedDoc(name: string): string | undefined {
+  const file = name === 'README' ? 'README.md' : name;
+  return [file, `docs/${file}`].find((f) => TREE.has(f));
+}
+
+describe('every section a document or a comment cites by name exists', () => {
+  // This file is left out: its examples are citations on purpose.
+  const TESTS = FILES.filter((f) => /^test\/.*\.(ts|tsx|mts|mjs)$/.test(f) && f !== 'test/unit/docs-paths.test.ts');
+  it('in README.md, docs/*.md, bench/README.md and the comments of src/, bench/, scripts/ and test/', () => {
+    const missing: string[] = [];
+    for (const file of [...DOCS, ...SOURCES, ...TESTS]) {
+      const raw = readFileSync(path.join(ROOT, file), 'utf8');
+      for (const [doc, section] of sectionCitations(DOCS.includes(file) ? raw : comments(raw))) {
+        const target = citedDoc(doc);
+        if (!target) missing.push(`${file}: ${doc} (no such file)`);
+        else if (!headings(readFileSync(path.join(ROOT, target), 'utf8')).has(section))
+          missing.push(`${file}: ${doc} "${section}" (no such heading in ${target})`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('reads citations across comment lines', () => {
+    expect(sectionCitations('the argument: docs/design.md, "Live\n * stream reads"; README "Use it"')).toEqual([
+      ['docs/design.md', 'Live stream reads'],
+      ['README', 'Use it'],
+    ]);
+    expect(headings('# A\n```\n# not\n```\n### `tail <runId>`: x')).toEqual(new Set(['A', 'tail <runId>: x']));
   });
 });
 
