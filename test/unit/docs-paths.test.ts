@@ -2,7 +2,7 @@
  * Every repository path a document or a source comment cites exists.
  *
  * Cited paths are found precisely, so prose is not flagged:
- * - in README.md, docs/*.md and bench/README.md: backticked spans with no space that start with a
+ * - in README.md, docs/*.md, bench/README.md and examples/*/README.md: backticked spans with no space that start with a
  *   top-level folder of the repository (`src/cdk/`) or end in a file extension of its own
  *   (`commit.ts`, `lib/meter.mjs`); markdown links are test/unit/docs.test.ts's job;
  * - in comments of src/, bench/ and scripts/ files: the same shapes, backticked or not, and
@@ -129,7 +129,13 @@ function commentTokens(text: string): string[] {
     .filter((t) => t.includes('/') || /\.[a-z]+$/.test(t));
 }
 
-const DOCS = FILES.filter((f) => f === 'README.md' || /^docs\/[^/]+\.md$/.test(f) || f === 'bench/README.md');
+const DOCS = FILES.filter(
+  (f) =>
+    f === 'README.md' ||
+    /^docs\/[^/]+\.md$/.test(f) ||
+    f === 'bench/README.md' ||
+    /^examples\/[^/]+\/README\.md$/.test(f),
+);
 const SOURCES = FILES.filter((f) => /^(src|bench|scripts)\/.*\.(ts|mts|mjs|js)$/.test(f));
 
 describe('every path a document or a comment cites exists', () => {
