@@ -2,7 +2,7 @@
  * Every repository path a document or a source comment cites exists.
  *
  * Cited paths are found precisely, so prose is not flagged:
- * - in README.md, docs/*.md, bench/README.md and examples/*/README.md: backticked spans with no
+ * - in README.md, docs/*.md, bench/README.md and the examples' READMEs: backticked spans with no
  *   space that start with a top-level folder of the repository (`src/cdk/`) or end in a file
  *   extension of its own (`commit.ts`, `lib/meter.mjs`); markdown links are
  *   test/unit/docs.test.ts's job;
