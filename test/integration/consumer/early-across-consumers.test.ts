@@ -118,7 +118,8 @@ describe.concurrent('early delivery across two consumers', () => {
     await sleep(7000);
     expect(p.other.deliveries).toHaveLength(0);
     expect(p.recordWrites.filter((s) => s === 'running').length).toBeGreaterThanOrEqual(2);
-    expect(reasons(p, messageId).every((r) => r === 'keep:deferred')).toBe(true);
+    // Each hold replaced the copy (never a receive that raises the attempt).
+    expect(reasons(p, messageId).every((r) => r === 'delete:held')).toBe(true);
     finish?.();
     await waitFor(() => reasons(p, messageId).includes('delete:ack'), 15_000, 'the copy settled by the record');
     expect(p.recordWrites.at(-1)).toBe('done');
@@ -174,8 +175,9 @@ describe.concurrent('early delivery across two consumers', () => {
     await waitFor(() => reasons(p, messageId).includes('delete:ack'), 20_000, 'the copy settled once the record reads');
     const held = p.otherOutcomes.filter((o) => o.outcome.messageId === messageId).map((o) => o.outcome);
     // Held (by the mark, unless it arrived after the hold, then for the failed read), then settled.
-    expect(held.map((o) => `${o.action}:${o.reason}`).slice(-2)).toEqual(['keep:deferred', 'delete:ack']);
-    expect(held.slice(0, -1).every((o) => o.action === 'keep' && o.reason === 'deferred')).toBe(true);
+    expect(held.map((o) => `${o.action}:${o.reason}`).slice(-2)).toEqual(['delete:held', 'delete:ack']);
+    expect(held.slice(0, -1).every((o) => o.action === 'delete' && o.reason === 'held')).toBe(true);
+    expect(held.at(-2)?.hold).toBe('early-record-unreadable');
     expect((held.at(-2) as { detail?: string }).detail).toMatch(/could not read the early-delivery record/);
     expect(p.other.deliveries).toHaveLength(0);
   });
