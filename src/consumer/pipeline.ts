@@ -160,7 +160,7 @@ const BUSY_RETRY_SECONDS = 5;
 
 /**
  * Longest wait of a copy whose request could not be built because a dependency (S3, the
- * signing-secret source) is failing (s, before jitter; the consumer visibility when shorter): the
+ * signing-secret source) is failing (s, before jitter; the queue visibility timeout when shorter): the
  * copy is replaced each time, so its receive count cannot pace the retries as the failure backoff
  * does.
  */
