@@ -126,7 +126,7 @@ describe('aws/errors', () => {
   });
 
   it("S3 reads: the object's own fault (gone, archived, no body) versus the service failing", () => {
-    for (const name of ['NoSuchKey', 'InvalidObjectState', 'NoObjectBody']) {
+    for (const name of ['NoSuchKey', 'InvalidObjectState', 'KeyTooLongError', 'NoObjectBody']) {
       expect(isObjectFault(Object.assign(new Error(name), { name }))).toBe(true);
     }
     expect(isObjectFault({ name: 'NotFound', $metadata: { httpStatusCode: 404 } })).toBe(true);
