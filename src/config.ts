@@ -125,6 +125,12 @@ export interface WorldConfig extends WorldTuning {
    * unsigned to a non-loopback flow route, and the flow route accepts unsigned requests.
    */
   readonly allowUnsigned: boolean;
+  /**
+   * EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1: the flow route also takes the first `x-forwarded-host`
+   * as the host a delivery was signed for (behind a proxy that sets it). Off: only `Host` and the
+   * request URL's host (src/consumer/signing.ts).
+   */
+  readonly trustForwardedHost: boolean;
   /** Flow route the consumer POSTs to when no handler is registered in process (explicitly set). */
   readonly flowUrl?: string;
   /** EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1: an `http://` flow URL to a non-loopback host is allowed. */
@@ -426,6 +432,11 @@ export const VARIABLES = {
     name: 'EVE_WORLD_AWS_ALLOW_UNSIGNED',
     description:
       '`1`: allow unsigned deliveries to a non-loopback flow route and accept them there. Private networks only; `start()` logs a warning while it is set.',
+  }),
+  trustForwardedHost: flag({
+    name: 'EVE_WORLD_AWS_TRUST_FORWARDED_HOST',
+    description:
+      '`1`: the flow route also accepts a delivery signed for the host in the first `x-forwarded-host` header, as well as for `Host`. Set it only where every request reaches the route through a proxy that rewrites `Host` and sets `x-forwarded-host` itself, replacing any the client sent; otherwise a sender chooses the destination its signature is checked against.',
   }),
   flowUrl: text({
     name: 'EVE_WORLD_AWS_FLOW_URL',
@@ -801,6 +812,7 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     signingSecrets,
     signingSecretArn,
     allowUnsigned: readFlag(src, V.allowUnsigned),
+    trustForwardedHost: readFlag(src, V.trustForwardedHost),
     flowUrl,
     allowInsecureFlowUrl,
     port: readCount(src, V.port),

@@ -144,7 +144,9 @@ export class PayloadStore {
   async getBytes(key: string): Promise<Uint8Array> {
     const [s3, { GetObjectCommand }] = await Promise.all([this.s3(), import('@aws-sdk/client-s3')]);
     const out = await s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-    if (!out.Body) throw new Error(`S3 object s3://${this.bucket}/${key} has no body`);
+    if (!out.Body) {
+      throw Object.assign(new Error(`S3 object s3://${this.bucket}/${key} has no body`), { name: 'NoObjectBody' });
+    }
     return new Uint8Array(await out.Body.transformToByteArray());
   }
 }

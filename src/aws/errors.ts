@@ -137,6 +137,19 @@ export function isNotFound(err: unknown): boolean {
 }
 
 /**
+ * Reading an object failed through the object's own fault, not S3's: no object under the key (its
+ * lifetime ended, or it was never written), a key S3 cannot hold, an object that cannot be read
+ * back (archived), or an object with no body. Anything else (throttling, 5xx, the network, credentials, a missing bucket)
+ * is the service failing, an outage.
+ */
+export function isObjectFault(err: unknown): boolean {
+  return (
+    hasName(err, new Set(['NoSuchKey', 'InvalidObjectState', 'KeyTooLongError', 'NoObjectBody'])) ||
+    (httpStatusOf(err) === 404 && !hasName(err, new Set(['NoSuchBucket'])))
+  );
+}
+
+/**
  * S3 answered that a bucket configuration (policy, lifecycle, public access block, default
  * encryption) is absent: the setting is missing (drift), not unsupported by the endpoint.
  */

@@ -6,10 +6,11 @@
  *
  * Outcome -> metric (src/telemetry/metrics.ts):
  *   ack                                              DeliveriesAcked (+ DeliveryLatency)
- *   rescheduled, redelayed, deferred                 DeliveriesDeferred
- *   deferred because a copy is running here          DeliveriesRefusedCopy
+ *   rescheduled, redelayed, deferred, held           DeliveriesDeferred
+ *   held or deferred because a copy runs here        DeliveriesRefusedCopy (`hold: 'copy-running'`)
  *   failed/malformed/unauthorized on the last receive DeliveriesDeadLettered
- *   any other keep, parked                           DeliveriesRetried
+ *   any other keep, parked, retried                  DeliveriesRetried
+ * The metric is chosen from the outcome's structured fields (`reason`, `hold`), never its text.
  */
 import { withLogContext } from '../log.js';
 import { type Envelope, MSG_ATTR } from '../queue/encoding.js';
@@ -17,17 +18,15 @@ import { countMetric, type MetricName, observeMetric } from '../telemetry/metric
 import { deliveryResultAttributes, withDeliverySpan } from '../telemetry/spans.js';
 import type { DeliveryOutcome, InboundMessage } from './pipeline.js';
 
-/** The pipeline's detail on a copy deferred because another copy is being delivered in process. */
-const BUSY = /^a copy is being delivered/;
-
 export function outcomeMetric(outcome: DeliveryOutcome, receiveCount: number, maxReceiveCount: number): MetricName {
+  if (outcome.hold === 'copy-running') return 'DeliveriesRefusedCopy';
   if (outcome.action === 'delete') {
     if (outcome.reason === 'ack') return 'DeliveriesAcked';
-    return outcome.reason === 'parked' ? 'DeliveriesRetried' : 'DeliveriesDeferred';
+    return outcome.reason === 'parked' || outcome.reason === 'retried' ? 'DeliveriesRetried' : 'DeliveriesDeferred';
   }
   switch (outcome.reason) {
     case 'deferred':
-      return outcome.detail && BUSY.test(outcome.detail) ? 'DeliveriesRefusedCopy' : 'DeliveriesDeferred';
+      return 'DeliveriesDeferred';
     case 'failed':
     case 'malformed':
     case 'unauthorized':

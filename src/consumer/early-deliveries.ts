@@ -18,11 +18,11 @@
  *   another process sent first (a key's first send from this process is delivered beside its
  *   claim; a key this process sent before only after a successful claim, ../queue/index.ts).
  * - A copy received here while its early delivery runs waits for it, and is then settled by its
- *   verdict as if the copy itself had been dispatched and got it: an ack deletes the copy, a
- *   `timeoutSeconds` defers it, a failure hides it for the failure backoff (so the early delivery
- *   is the copy's first attempt, counted toward the DLQ as one receive). An early delivery that
- *   never reached the handler (its request could not be built, or it was aborted) leaves the copy
- *   to be delivered as usual.
+ *   verdict: an ack deletes the copy, a `timeoutSeconds` replaces it by a copy delayed that long,
+ *   a failure by one delayed for the failure backoff. The early delivery is the copy's first
+ *   attempt (the copy's offset counts it, ../queue/index.ts), so settling by it raises no count
+ *   (./pipeline.ts). An early delivery that never reached the handler (its request could not be
+ *   built, or it was aborted) leaves the copy to be delivered as usual.
  * - A verdict waits for its copy at most {@link EARLY_RETAIN_MS} from when it came, and at most
  *   {@link EARLY_MAX_ENTRIES} verdicts are kept (oldest dropped first): a copy received later
  *   than that is delivered once more, which is safe as above. An early delivery still running is

@@ -13,7 +13,8 @@
  * The copy of an early delivery carries its mark (`eve.early`: the owner, one id per consumer
  * process, and `until`, the owner's clock + the consumer visibility). A consumer that is not the
  * owner (another process, a Lambda, the same process after a restart):
- * - before `until`: hides the copy until then, unread and undispatched;
+ * - before `until`: holds the copy until then, unread and undispatched (a hold replaces the copy by
+ *   one delayed that long, so it never raises the attempt: ./pipeline.ts);
  * - from `until`: reads the record (`EARLY#<messageId>`):
  *   - `running` with a lease in the future: hides the copy until the lease ends;
  *   - `done` `ack`: the early delivery acked the message; the copy is deleted (settled by it);

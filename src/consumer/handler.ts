@@ -15,8 +15,10 @@
  * - 400 missing headers, unhandled queue, empty or malformed body; the handler never runs.
  * - 200 `{"timeoutSeconds":N}` the handler asked for redelivery after N seconds (not an ack).
  * - 200 `{"result":...}` for `invoke: true` payloads; 200 `{"ok":true}` otherwise (ack).
- * - 500 `{"error":"Internal error"}` when the handler threw or the replay guard could not answer
- *   (redelivered later). The caller never sees internal detail; it is logged here instead.
+ * - 500 `{"error":"Internal error"}` when the handler threw (redelivered later, counted toward the
+ *   DLQ). The caller never sees internal detail; it is logged here instead.
+ * - 503 `{"error":"Service unavailable"}` when the signing-secret source or the replay guard could
+ *   not answer: an outage, which the consumer parks without counting it against the message.
  *
  * The step lease (src/storage/write/step-lease.ts): with `stepLease`, each request gets a random token
  * in its delivery scope; every `step_started` core writes inside it stamps the step with it. While
@@ -40,6 +42,7 @@ import {
   type NonceStore,
   processSigningKey,
   ReplayGuard,
+  SIGNATURE_TOLERANCE_SECONDS,
   verifySignature,
 } from './signing.js';
 
@@ -55,6 +58,11 @@ export interface HandlerOptions {
   secretSource?: SigningSecretSource;
   /** With no secret: accept unsigned requests too (EVE_WORLD_AWS_ALLOW_UNSIGNED=1). */
   allowUnsigned?: boolean;
+  /**
+   * Also check a signature against the first `x-forwarded-host` (EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1,
+   * behind a proxy that sets it). Default: only `Host` and the request URL (./signing.ts).
+   */
+  trustForwardedHost?: boolean;
   /** Replay guard for configured secrets. Default: per process (use a durable one across instances). */
   nonces?: NonceStore;
   /** Where internal failures are logged (never sent to the caller). Default: console.error. */
@@ -129,13 +137,15 @@ export function createQueueHandler(
           logError(
             `[eve-world-aws] flow route: cannot read the signing secret, the delivery will be retried: ${describe(err)}`,
           );
-          return json({ error: 'Internal error' }, 500);
+          // 503, not 500: an outage of the secret source, never counted against the message.
+          return json({ error: 'Service unavailable' }, 503);
         }
       }
-      let v = verifySignature(accepted, req, bytes, now());
+      const trust = opts.trustForwardedHost === true;
+      let v = verifySignature(accepted, req, bytes, now(), SIGNATURE_TOLERANCE_SECONDS, trust);
       // Maybe rotated since the last read: re-read (rate-limited) and try once more.
       if (!v.ok && v.reason === 'bad signature' && source && (await source.refreshAfterFailure())) {
-        v = verifySignature(await source.accepted(), req, bytes, now());
+        v = verifySignature(await source.accepted(), req, bytes, now(), SIGNATURE_TOLERANCE_SECONDS, trust);
       }
       if (!v.ok) return unauthorized(req, v.reason);
       let fresh: boolean;
@@ -143,7 +153,7 @@ export function createQueueHandler(
         fresh = await replay.claim(v.signature, v.timestamp);
       } catch (err) {
         logError(`[eve-world-aws] flow route: replay check failed, the delivery will be retried: ${describe(err)}`);
-        return json({ error: 'Internal error' }, 500);
+        return json({ error: 'Service unavailable' }, 503);
       }
       if (!fresh) return unauthorized(req, 'replayed request');
     }

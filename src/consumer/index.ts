@@ -202,6 +202,7 @@ function flowRouteOptions(
     signingSecrets: config.signingSecrets,
     secretSource,
     allowUnsigned: config.allowUnsigned,
+    trustForwardedHost: config.trustForwardedHost,
     nonces: new DynamoNonceStore(ctx),
     logError: (m, fields) => logger.error(m, fields),
     stepLease: {

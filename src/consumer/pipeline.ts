@@ -4,16 +4,17 @@
  *
  *   decode   the SQS copy -> one {@link Envelope} (attributes or scheduler envelope), or malformed
  *   decide   deliver now | hop (long wait not due: send the next hop) | take the verdict of an
- *            early delivery of it in this process | defer (a copy of the same logical message is
- *            running in this process already)
+ *            early delivery of it in this process | hold (a copy of the same logical message is
+ *            running in this process already, or another consumer's early delivery of it may run)
  *   dispatch signed `createQueueHandler` request to the flow route (in process or over HTTP),
  *            with a visibility heartbeat while it runs -> a {@link Verdict}
- *   settle   ack (caller deletes) | keep (visibility set for the retry) | re-send (a replacement
- *            copy was accepted, caller deletes this one)
+ *   settle   ack (caller deletes) | keep (visibility set for the retry) | replace (a fresh copy
+ *            was accepted, caller deletes this one)
  *
  * Invariants:
  * - A copy is deleted only after its handler acked it, or after its replacement (next hop, long
- *   `timeoutSeconds`, parked outage copy) has been accepted by SQS or the Scheduler.
+ *   `timeoutSeconds`, a copy held or parked without a dispatch) has been accepted by SQS or the
+ *   Scheduler.
  * - The handler never sees a message before its `deliverAt` (by this process's clock).
  * - With `inFlight`, at most one copy of a logical message is dispatched at a time in this
  *   process. Across processes, copies are not serialised here: the step lease on the step item
@@ -24,16 +25,27 @@
  *   when that delivery did not succeed; otherwise it is settled by the early verdict. A copy
  *   another consumer delivered early (its `eve.early` mark) is held, undispatched, while that
  *   delivery may run, then settled by its record or dispatched (./early-records.ts).
- * - `x-vqs-message-id` is the logical id, identical on every SQS copy; the attempt is the carried
- *   attempt offset plus SQS's ApproximateReceiveCount.
- * - Outages of the flow route (unreachable, 502/503/504, 429, 408, or any 5xx while the circuit is
- *   open) never push a message into the DLQ: the copy is parked (hidden for the cool-down) and, on
- *   its last allowed receive, replaced by a fresh copy.
+ * - `x-vqs-message-id` is the logical id, identical on every SQS copy.
+ * - The attempt core sees (`x-vqs-message-attempt`) counts dispatches only: holds, parks before the
+ *   route was reached and settling a copy by its early verdict never raise it, however long they
+ *   last (core fails a workflow run above 48). It is the copy's offset plus SQS's
+ *   ApproximateReceiveCount, and stays exact because a receive that does not dispatch never
+ *   leaves its copy to be received again: it is replaced by a fresh copy whose offset is the
+ *   dispatches so far (`replace`). The copy of an early delivery carries an offset that counts it
+ *   (src/queue/index.ts). The count may run over by one (an early delivery whose request could not
+ *   be built, a replacement SQS refused), never under (see docs/design.md).
+ * - Outages never push a message into the DLQ: of the flow route (unreachable, 502/503/504, 429,
+ *   408, or any 5xx while the circuit is open), of S3 reading an offloaded body, or of the
+ *   signing-secret source. A copy the route may have received is parked (hidden for the cool-down)
+ *   and, on its last allowed receive, replaced by a fresh copy; a copy the route never received is
+ *   replaced at once. Only the message's own fault counts: malformed, 4xx, a handler that keeps
+ *   failing, an offloaded body that is gone (src/aws/errors.ts, `isObjectFault`).
  * - Poison (malformed, 4xx, a handler that keeps failing) is retried with backoff and dead-lettered
  *   after `maxReceiveCount` receives; the last failing receive logs exactly one DLQ line.
  */
 
 import { queueNameOf } from '../aws/arn.js';
+import { isObjectFault } from '../aws/errors.js';
 import { sleep } from '../aws/sleep.js';
 import type { WorldConfig } from '../config.js';
 import { decodeLogTail } from '../delivery-scope.js';
@@ -67,13 +79,32 @@ export interface InboundMessage {
   sentAt?: number;
 }
 
+/**
+ * Why a copy was held, undispatched: a copy of it runs in this process (`copy-running`), another
+ * consumer's early delivery of it may run (`early-delivery`), or that delivery's record could not
+ * be read (`early-record-unreadable`). Metrics read this, never the detail text.
+ */
+export type HoldCause = 'copy-running' | 'early-delivery' | 'early-record-unreadable';
+
+/**
+ * What became of a received copy. `delete`: the caller deletes it (acked, or replaced by a copy SQS
+ * accepted: `held`, `parked` and `retried` are replacements of a copy that was not dispatched).
+ * `keep`: it stays, hidden for the retry.
+ */
 export type DeliveryOutcome =
-  | { action: 'delete'; reason: 'ack' | 'rescheduled' | 'redelayed' | 'parked'; messageId?: string }
+  | {
+      action: 'delete';
+      reason: 'ack' | 'rescheduled' | 'redelayed' | 'parked' | 'held' | 'retried';
+      messageId?: string;
+      hold?: HoldCause;
+      detail?: string;
+    }
   | {
       action: 'keep';
       reason: 'deferred' | 'failed' | 'malformed' | 'unauthorized' | 'transport' | 'unavailable' | 'released';
       messageId?: string;
       detail?: string;
+      hold?: HoldCause;
     };
 
 export interface DeliveryDeps {
@@ -127,6 +158,14 @@ const MAX_INLINE_WAIT_MS = 1000;
 /** How long a copy of a message that is already being handled in this process waits (s). */
 const BUSY_RETRY_SECONDS = 5;
 
+/**
+ * Longest wait of a copy whose request could not be built because a dependency (S3, the
+ * signing-secret source) is failing (s, before jitter; the queue visibility timeout when shorter): the
+ * copy is replaced each time, so its receive count cannot pace the retries as the failure backoff
+ * does.
+ */
+export const DEPENDENCY_PARK_SECONDS = 15;
+
 /** Backoff before SQS shows a failed delivery again: 2, 4, 8 … 64 s, never above visibility. */
 export function failureBackoffSeconds(receiveCount: number, visibilityTimeoutSeconds: number): number {
   return Math.min(visibilityTimeoutSeconds, 2 ** Math.min(Math.max(1, receiveCount), 6));
@@ -137,7 +176,8 @@ export type Verdict =
   | { kind: 'ack' }
   | { kind: 'hop'; delaySeconds: number; deliverAt: number }
   | { kind: 'later'; seconds: number }
-  | { kind: 'busy'; seconds: number; detail: string }
+  /** Hide the copy for `seconds`, undispatched (see {@link HoldCause}). */
+  | { kind: 'hold'; seconds: number; detail: string; cause: HoldCause }
   | { kind: 'paused' }
   | {
       kind: 'poison';
@@ -146,7 +186,20 @@ export type Verdict =
       /** Found before the breaker was asked (decode, build): this copy holds no probe slot. */
       early?: true;
     }
-  | { kind: 'outage'; reason: 'transport' | 'unavailable'; detail: string; ambiguous: boolean }
+  | {
+      kind: 'outage';
+      reason: 'transport' | 'unavailable';
+      detail: string;
+      ambiguous: boolean;
+      /**
+       * False when the request provably never reached the flow route: it could not be built (S3
+       * or the secret source failing: `dependency`) or no connection was made (refused, no DNS,
+       * no route, connect timeout). Such a receive is not a dispatch.
+       */
+      reached: boolean;
+      /** Whose outage: the flow route's (the breaker counts it) or a dependency's (it does not). */
+      of: 'route' | 'dependency';
+    }
   | { kind: 'aborted' };
 
 /** One delivery inside its span and log context, counted (./delivery-telemetry.ts). */
@@ -170,64 +223,68 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
       { kind: 'poison', reason: 'malformed', detail: decoded, early: true },
       deps,
       logger,
+      false,
     );
   }
   const envelope = decoded;
+  // The attempt a dispatch of this receive is: every earlier receive of this copy was a dispatch
+  // (a receive that is not one replaces the copy, see `replace`), and the offset counts the
+  // dispatches before this copy.
   const attempt = envelope.attemptOffset + Math.max(1, msg.receiveCount);
+  const undispatched = (verdict: Verdict) => settle(msg, envelope, attempt, verdict, deps, logger, false);
 
   // 2. decide
   if (envelope.deliverAt !== undefined) {
     const remaining = envelope.deliverAt - now();
     if (remaining > MAX_INLINE_WAIT_MS) {
       const hop = planHop(envelope.deliverAt, now(), deps.config.maxDelayHopSeconds);
-      return settle(msg, envelope, attempt, { kind: 'hop', ...hop }, deps, logger);
+      return undispatched({ kind: 'hop', ...hop });
     }
     if (remaining > 0) await sleep(remaining, deps.signal);
   }
   const early = deps.early?.take(envelope.messageId);
   if (early) {
     // Delivered early in this process: wait for that delivery (keeping this copy hidden) and take
-    // its verdict; a failed early delivery leaves this copy to be delivered as usual.
+    // its verdict; a failed early delivery leaves this copy to be delivered as usual. The early
+    // delivery was the dispatch (this copy's offset counts it), so settling by it is not one.
     const stopHeartbeat = startHeartbeat(msg.receiptHandle, deps, logger);
     const verdict = await early.finally(stopHeartbeat);
-    if (verdict && verdict.kind !== 'aborted') return settle(msg, envelope, attempt, verdict, deps, logger);
+    if (verdict && verdict.kind !== 'aborted') return undispatched(verdict);
   } else if (envelope.early && envelope.early.owner !== deps.early?.owner) {
     // Another consumer delivered it early: never dispatched while that delivery may run.
     // A record that cannot be read (DynamoDB throttling or down) is not this message's fault: it
-    // is held and asked again, and a hold never counts toward the DLQ (defer re-sends instead).
-    const held = await heldForOwner(deps.transport.ctx, envelope.messageId, envelope.early, now).catch(
-      (err): Held => ({
+    // is held and asked again; a hold is not a dispatch and never counts toward the DLQ.
+    let held: Held | undefined;
+    let cause: HoldCause = 'early-delivery';
+    try {
+      held = await heldForOwner(deps.transport.ctx, envelope.messageId, envelope.early, now);
+    } catch (err) {
+      cause = 'early-record-unreadable';
+      held = {
         kind: 'hold',
         seconds: BUSY_RETRY_SECONDS,
         detail: `could not read the early-delivery record, asked again in ${BUSY_RETRY_SECONDS} s: ${String(err)}`,
-      }),
-    );
-    if (held?.kind === 'hold') {
-      return settle(msg, envelope, attempt, { kind: 'busy', seconds: held.seconds, detail: held.detail }, deps, logger);
+      };
     }
-    if (held) return settle(msg, envelope, attempt, held, deps, logger);
+    if (held?.kind === 'hold') return undispatched({ ...held, cause });
+    if (held) return undispatched(held);
   }
   if (deps.inFlight?.has(envelope.messageId)) {
-    return settle(
-      msg,
-      envelope,
-      attempt,
-      {
-        kind: 'busy',
-        seconds: BUSY_RETRY_SECONDS,
-        detail: `a copy is being delivered in this process; retried in ${BUSY_RETRY_SECONDS} s`,
-      },
-      deps,
-      logger,
-    );
+    return undispatched({
+      kind: 'hold',
+      seconds: BUSY_RETRY_SECONDS,
+      detail: `a copy is being delivered in this process; retried in ${BUSY_RETRY_SECONDS} s`,
+      cause: 'copy-running',
+    });
   }
-  // A request that cannot be built (a header value no encoding saves, a broken route) is this
-  // message's fault, found before the breaker is asked: it never takes the probe slot.
+  // A request that cannot be built (a header value no encoding saves, a broken route, the body's
+  // object gone) is this message's fault, found before the breaker is asked: it never takes the
+  // probe slot. One that cannot be built because S3 or the secret source fails is parked.
   const built = await buildRequest(envelope, attempt, deps, now);
-  if (built.kind === 'poison') return settle(msg, envelope, attempt, { ...built, early: true }, deps, logger);
-  if (built.kind === 'outage') return settle(msg, envelope, attempt, built, deps, logger);
+  if (built.kind === 'poison') return undispatched({ ...built, early: true });
+  if (built.kind === 'outage') return undispatched(built);
   if (deps.gateOnBreaker && deps.breaker && !deps.breaker.tryAcquire()) {
-    return settle(msg, envelope, attempt, { kind: 'paused' }, deps, logger);
+    return undispatched({ kind: 'paused' });
   }
 
   // 3. dispatch
@@ -235,7 +292,7 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
   try {
     const verdict = await dispatch(msg, built, deps);
     // 4. settle
-    return await settle(msg, envelope, attempt, verdict, deps, logger);
+    return await settle(msg, envelope, attempt, verdict, deps, logger, true);
   } finally {
     deps.inFlight?.delete(envelope.messageId);
   }
@@ -285,7 +342,10 @@ async function buildRequest(
         ? (envelope.body ?? '')
         : Buffer.from(await deps.transport.ctx.payloads.getBytes(envelope.s3Key)).toString('utf8');
   } catch (err) {
-    return { kind: 'poison', reason: 'failed', detail: `cannot read offloaded body ${envelope.s3Key}: ${String(err)}` };
+    const detail = `cannot read offloaded body ${envelope.s3Key}: ${String(err)}`;
+    // The object gone (its lifetime ended) is this message's fault; S3 failing is an outage.
+    if (isObjectFault(err)) return { kind: 'poison', reason: 'failed', detail };
+    return { kind: 'outage', reason: 'unavailable', ambiguous: false, reached: false, of: 'dependency', detail };
   }
   let secret: string;
   try {
@@ -299,6 +359,8 @@ async function buildRequest(
       kind: 'outage',
       reason: 'unavailable',
       ambiguous: false,
+      reached: false,
+      of: 'dependency',
       detail: `cannot read the signing secret: ${String(err)}`,
     };
   }
@@ -361,6 +423,8 @@ async function dispatch(
       kind: 'outage',
       reason: 'transport',
       ambiguous: false,
+      reached: !isConnectError(err),
+      of: 'route',
       detail: `flow route unreachable (${url}): ${String((err as Error)?.cause ?? err)}`,
     };
   } finally {
@@ -374,12 +438,25 @@ async function dispatch(
   const detail = `HTTP ${status}: ${text.slice(0, 500)}`;
   if (status === 408 || status === 429 || status >= 500) {
     // 500 is also what createQueueHandler answers when the handler threw: ambiguous.
-    return { kind: 'outage', reason: 'unavailable', detail, ambiguous: status === 500 || status === 501 };
+    return {
+      kind: 'outage',
+      reason: 'unavailable',
+      detail,
+      ambiguous: status === 500 || status === 501,
+      reached: true,
+      of: 'route',
+    };
   }
   if (status === 401) return { kind: 'poison', reason: 'unauthorized', detail };
   return { kind: 'poison', reason: status === 400 ? 'malformed' : 'failed', detail };
 }
 
+/**
+ * Turns a verdict into SQS calls. `dispatched`: this receive handed the request to the flow route.
+ * A receive that did not (a hold, a park before the route was reached, a copy settled by its early
+ * delivery's verdict) and leaves the message to be delivered again replaces the copy (`replace`),
+ * so the attempt core sees counts dispatches only.
+ */
 async function settle(
   msg: InboundMessage,
   envelope: Envelope | undefined,
@@ -387,6 +464,7 @@ async function settle(
   verdict: Verdict,
   deps: DeliveryDeps,
   logger: Logger,
+  dispatched: boolean,
 ): Promise<DeliveryOutcome> {
   const messageId = envelope?.messageId;
   const where = envelope
@@ -409,16 +487,28 @@ async function settle(
 
     case 'later':
       deps.breaker?.succeeded();
+      if (!dispatched) {
+        // An early delivery's `timeoutSeconds`: it has ended, so the fresh copy carries no mark.
+        return replace(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger, { reason: 'rescheduled' });
+      }
       return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger);
 
-    case 'busy':
-      // A copy of a message this consumer is running right now: not a verdict on the route.
+    case 'hold':
+      // Not a verdict on the route. The fresh copy keeps the mark: the early delivery may still run.
       deps.breaker?.neutral();
-      return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger, verdict.detail);
+      return replace(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger, {
+        reason: 'held',
+        hold: verdict.cause,
+        detail: verdict.detail,
+        keepMark: true,
+      });
 
     case 'paused':
       // The circuit is open: the route was not called, the copy waits out the cool-down.
-      return park(msg, envelope as Envelope, attempt, 'unavailable', 'circuit open: the flow route is failing', deps);
+      return park(msg, envelope as Envelope, attempt, 'unavailable', 'circuit open: the flow route is failing', deps, {
+        reached: false,
+        logger,
+      });
 
     case 'aborted':
       deps.breaker?.neutral();
@@ -428,14 +518,28 @@ async function settle(
 
     case 'outage': {
       // Unreachable, 502-504, 429 and 408 are always an outage; a plain 500 only while the circuit
-      // is open (several messages failing in a row), otherwise it is the handler failing.
-      const open = deps.breaker?.failed(messageId ?? msg.sqsMessageId, verdict.detail, verdict.ambiguous) ?? false;
+      // is open (several messages failing in a row), otherwise it is the handler failing. S3 or the
+      // secret source failing is an outage of neither the route nor the message: the breaker is
+      // not told.
+      let open = false;
+      if (verdict.of === 'route') {
+        open = deps.breaker?.failed(messageId ?? msg.sqsMessageId, verdict.detail, verdict.ambiguous) ?? false;
+      } else {
+        deps.breaker?.neutral();
+      }
       const outage = open || !verdict.ambiguous;
-      if (!outage) return keepFailed(msg, envelope, 'failed', verdict.detail, deps, logger);
+      if (!outage) {
+        if (!dispatched) return retryUndispatched(msg, envelope as Envelope, attempt, verdict.detail, deps, logger);
+        return keepFailed(msg, envelope, 'failed', verdict.detail, deps, logger);
+      }
       logger.warn(
         `[eve-world-aws] ${where}: ${verdict.detail}; kept for retry (an outage does not count toward the DLQ)`,
       );
-      return park(msg, envelope as Envelope, attempt, verdict.reason, verdict.detail, deps);
+      return park(msg, envelope as Envelope, attempt, verdict.reason, verdict.detail, deps, {
+        reached: dispatched && verdict.reached,
+        dependency: verdict.of === 'dependency',
+        logger,
+      });
     }
 
     case 'poison':
@@ -449,8 +553,83 @@ async function settle(
       } else if (envelope && verdict.reason !== 'malformed') {
         logger.warn(`[eve-world-aws] ${where} attempt ${attempt} failed: ${verdict.detail}`);
       }
+      // An early delivery that failed (its verdict taken by this copy): retried on a fresh copy.
+      if (!dispatched && !verdict.early && envelope) {
+        return retryUndispatched(msg, envelope, attempt, verdict.detail, deps, logger);
+      }
       return keepFailed(msg, envelope, verdict.reason, verdict.detail, deps, logger);
   }
+}
+
+/**
+ * A receive that did not dispatch, and the message is to be delivered again in `seconds`: the copy
+ * is replaced by a fresh one (same logical id) that SQS shows after `seconds`, carrying the
+ * dispatches so far (`attempt - 1`) as its offset, and this copy is deleted. Its receive count
+ * thus never counts a receive that was not a dispatch. The fresh copy keeps an early-delivery mark
+ * only with `keepMark`. When the send fails the copy is hidden for `seconds` instead (this receive
+ * then counts as one more attempt: never fewer than the dispatches).
+ *
+ * Two copies of one message can exist for a moment (the send succeeded, the delete failed): the
+ * old one is received again after its visibility. That is an SQS duplicate like any other, which
+ * the in-flight set, the early-delivery records and the step lease make safe (see the invariants).
+ */
+async function replace(
+  msg: InboundMessage,
+  envelope: Envelope,
+  attempt: number,
+  seconds: number,
+  deps: DeliveryDeps,
+  logger: Logger,
+  outcome: {
+    reason: 'held' | 'parked' | 'rescheduled' | 'retried';
+    hold?: HoldCause;
+    detail?: string;
+    keepMark?: boolean;
+  },
+): Promise<DeliveryOutcome> {
+  const { early, ...rest } = envelope;
+  const fresh: Envelope = {
+    ...rest,
+    attemptOffset: Math.max(0, attempt - 1),
+    deliverAt: undefined,
+    ...(outcome.keepMark && early ? { early } : {}),
+  };
+  const wait = Math.max(0, Math.ceil(seconds));
+  const info = {
+    messageId: envelope.messageId,
+    ...(outcome.hold ? { hold: outcome.hold } : {}),
+    ...(outcome.detail ? { detail: outcome.detail } : {}),
+  };
+  try {
+    await deps.transport.send(fresh, wait, { now: (deps.now ?? Date.now)() });
+    return { action: 'delete', reason: outcome.reason, ...info };
+  } catch (err) {
+    logger.warn(
+      `[eve-world-aws] could not replace the copy of ${quoted(envelope.messageId)} (hidden ${wait} s instead): ${String(err)}`,
+    );
+    await deps.receipts
+      .changeVisibility(msg.receiptHandle, Math.min(SQS_MAX_VISIBILITY_SECONDS, wait))
+      .catch(() => undefined);
+    const reason = outcome.reason === 'parked' ? 'unavailable' : outcome.reason === 'retried' ? 'failed' : 'deferred';
+    return { action: 'keep', reason, ...info };
+  }
+}
+
+/**
+ * A failure that was not a dispatch of this receive (an early delivery that failed, its verdict
+ * taken by this copy): retried after the failure backoff on a fresh copy. It does not count toward
+ * the DLQ; the dispatches that follow do.
+ */
+function retryUndispatched(
+  msg: InboundMessage,
+  envelope: Envelope,
+  attempt: number,
+  detail: string,
+  deps: DeliveryDeps,
+  logger: Logger,
+): Promise<DeliveryOutcome> {
+  const seconds = failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
+  return replace(msg, envelope, attempt, seconds, deps, logger, { reason: 'retried', detail });
 }
 
 /** A real failure: retried after a short backoff, dead-lettered after `maxReceiveCount` receives. */
@@ -470,9 +649,12 @@ async function keepFailed(
 }
 
 /**
- * An outage: hide the copy for the breaker's cool-down (or the failure backoff). On its last
- * allowed receive the copy is replaced by a fresh one (same logical id, attempt carried), so an
- * outage of any length never moves a message to the DLQ.
+ * An outage: the copy waits for the breaker's cool-down (or the failure backoff; at most
+ * {@link DEPENDENCY_PARK_SECONDS} when S3 or the secret source failed), with jitter. When the
+ * route may have been reached (`reached`), the receive was a dispatch: the copy is hidden, and on
+ * its last allowed receive replaced by a fresh one (same logical id, attempt carried), so an
+ * outage of any length never moves a message to the DLQ. When nothing reached the route, the copy
+ * is replaced at once (`replace`): the park does not raise the attempt.
  */
 async function park(
   msg: InboundMessage,
@@ -481,14 +663,18 @@ async function park(
   reason: 'transport' | 'unavailable',
   detail: string,
   deps: DeliveryDeps,
+  how: { reached: boolean; dependency?: boolean; logger: Logger },
 ): Promise<DeliveryOutcome> {
   const base = deps.breaker?.isOpen
     ? deps.breaker.cooldownSeconds
-    : failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
+    : how.dependency
+      ? Math.max(1, Math.min(DEPENDENCY_PARK_SECONDS, deps.config.visibilityTimeoutSeconds))
+      : failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
   // Jitter: copies parked together do not all come back in the same second.
   const seconds = Math.min(SQS_MAX_VISIBILITY_SECONDS, base + Math.floor(Math.random() * (Math.ceil(base / 2) + 1)));
+  if (!how.reached) return replace(msg, envelope, attempt, seconds, deps, how.logger, { reason: 'parked', detail });
   if (msg.receiveCount >= deps.config.maxReceiveCount - 1) {
-    await deps.transport.send({ ...envelope, attemptOffset: attempt }, seconds, {
+    await deps.transport.send({ ...envelope, attemptOffset: attempt, early: undefined }, seconds, {
       allowScheduler: false,
       now: (deps.now ?? Date.now)(),
     });
@@ -522,20 +708,20 @@ async function defer(
   timeoutSeconds: number,
   deps: DeliveryDeps,
   logger: Logger,
-  detail?: string,
 ): Promise<DeliveryOutcome> {
   const seconds = Math.ceil(timeoutSeconds);
   if (seconds <= SQS_MAX_VISIBILITY_SECONDS && msg.receiveCount < deps.config.maxReceiveCount) {
     try {
       await deps.receipts.changeVisibility(msg.receiptHandle, seconds);
-      return { action: 'keep', reason: 'deferred', messageId: envelope.messageId, ...(detail ? { detail } : {}) };
+      return { action: 'keep', reason: 'deferred', messageId: envelope.messageId };
     } catch (err) {
       logger.warn(
         `[eve-world-aws] ChangeMessageVisibility(${seconds}) failed for ${envelope.messageId}, re-sending instead: ${String(err)}`,
       );
     }
   }
-  await deps.transport.send({ ...envelope, attemptOffset: attempt, deliverAt: undefined }, seconds, {
+  // The copy was dispatched: an early-delivery mark has served, the fresh copy carries none.
+  await deps.transport.send({ ...envelope, attemptOffset: attempt, deliverAt: undefined, early: undefined }, seconds, {
     now: (deps.now ?? Date.now)(),
   });
   return { action: 'delete', reason: 'rescheduled', messageId: envelope.messageId };
@@ -628,6 +814,29 @@ const NETWORK_CODES = new Set([
 /** TLS, HTTP parser and undici failures are the network's too; undici's argument errors are not. */
 const NETWORK_CODE_PREFIX = /^(UND_ERR_|ERR_TLS_|ERR_SSL_|ERR_HTTP2_|HPE_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/;
 const LOCAL_CODES = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED', 'UND_ERR_ABORTED']);
+
+/** Network failures before a connection existed: the request was never sent. */
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** True when `err` (or a cause of it) failed before a connection was made: the route was not reached. */
+export function isConnectError(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && CONNECT_CODES.has(code)) return true;
+    const first = (e as { errors?: Array<{ code?: unknown }> }).errors?.[0]?.code;
+    if (typeof first === 'string' && CONNECT_CODES.has(first)) return true;
+  }
+  return false;
+}
 
 /** True when `err` (or a cause of it) is a network failure, not one raised in this process. */
 export function isNetworkError(err: unknown): boolean {

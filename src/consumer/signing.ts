@@ -17,13 +17,15 @@
  * `v1` (no destination) is no longer accepted.
  *
  * The destination is the host (with a non-default port, lower case) and path of the URL the
- * sender POSTed to. A delivery captured in one environment is thus refused by another that shares
- * the secret. The receiver accepts the destination built from any of: the first
- * `x-forwarded-host`, the `Host` header, the host of the request URL (each with the request's
- * path). Behind a Lambda Function URL and the Web Adapter the app sees the Function URL host in
- * `Host`, which is the host the worker sent to; a proxy that rewrites `Host` must pass the
- * original in `x-forwarded-host`. Forging a forwarded host gains nothing: it only lets through a
- * signature made for that host, which still needs the secret.
+ * sender POSTed to. The receiver accepts the destination built from the `Host` header or the host
+ * of the request URL (each with the request's path), and from the first `x-forwarded-host` only
+ * when the operator opted in (`trustForwardedHost`, EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1), since
+ * a client can send that header with any value. Behind a Lambda Function URL and the Web Adapter
+ * the app sees the Function URL host in `Host`, which is the host the worker sent to. What the
+ * binding holds against is stated in docs/security.md: a delivery captured in one environment is
+ * refused by another that shares the secret when the other is reached under its own host name
+ * (a Function URL, a load balancer or CDN routing by host); a server reached directly accepts
+ * whatever `Host` its client sends.
  *
  * The receiver refuses, before it reads the body ({@link checkSignatureHeaders}), a request with
  * no signature or timestamp, or a timestamp more than the tolerance (300 s) away from its own
@@ -134,17 +136,19 @@ export function checkSignatureHeaders(
 }
 
 /**
- * The destinations a request may have been signed for: its path under the first
- * `x-forwarded-host`, the `Host` header and the request URL's host (see the header of this file).
+ * The destinations a request may have been signed for: its path under the `Host` header and the
+ * request URL's host, and under the first `x-forwarded-host` only with `trustForwardedHost` (see
+ * the header of this file).
  */
-export function requestDestinations(url: string, headers: Headers): string[] {
+export function requestDestinations(url: string, headers: Headers, trustForwardedHost = false): string[] {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
     return [];
   }
-  const hosts = [headers.get('x-forwarded-host')?.split(',')[0]?.trim(), headers.get('host')?.trim(), u.host];
+  const forwarded = trustForwardedHost ? headers.get('x-forwarded-host')?.split(',')[0]?.trim() : undefined;
+  const hosts = [forwarded, headers.get('host')?.trim(), u.host];
   const out = new Set<string>();
   for (const h of hosts) if (h) out.add(`${h.toLowerCase()}${u.pathname}`);
   return [...out];
@@ -156,6 +160,7 @@ export function verifySignature(
   body: Uint8Array,
   now = Date.now(),
   toleranceSeconds = SIGNATURE_TOLERANCE_SECONDS,
+  trustForwardedHost = false,
 ): VerifyResult {
   const { headers } = req;
   const pre = checkSignatureHeaders(headers, now, toleranceSeconds);
@@ -173,7 +178,7 @@ export function verifySignature(
   const a = Buffer.from(pre.signature);
   // Every secret and destination is tried (no early exit), so timing does not tell which matched.
   let match = false;
-  for (const destination of requestDestinations(req.url, headers)) {
+  for (const destination of requestDestinations(req.url, headers, trustForwardedHost)) {
     for (const s of typeof secret === 'string' ? [secret] : secret) {
       const b = Buffer.from(hmac(s, base, destination));
       if (a.length === b.length && timingSafeEqual(a as Uint8Array, b as Uint8Array)) match = true;

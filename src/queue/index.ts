@@ -126,7 +126,9 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     if (messageId !== minted) mark = undefined;
     if (early && !offeredFirst) mark = options.deliverEarly?.({ ...envelope, messageId }, payload);
     try {
-      await transport.send({ ...envelope, messageId, ...(mark ? { early: mark } : {}) }, opts?.delaySeconds);
+      // A marked copy's offset counts its early delivery, a dispatch (src/consumer/pipeline.ts).
+      const marked = mark ? { early: mark, attemptOffset: envelope.attemptOffset + 1 } : {};
+      await transport.send({ ...envelope, messageId, ...marked }, opts?.delaySeconds);
     } catch (err) {
       if (key !== undefined && claim?.claimed) {
         await releaseIdempotencyKey(ctx, key, claim.owner).catch((e) =>

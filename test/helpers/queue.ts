@@ -200,6 +200,8 @@ export const eveId = (m: Message) => m.MessageAttributes?.['eve.id']?.StringValu
 /** Serve a Web `(Request) => Response` handler on 127.0.0.1:<free port>. */
 export async function serve(
   handler: (req: Request) => Promise<Response>,
+  /** The port to listen on (127.0.0.1); default a free one. */
+  port = 0,
 ): Promise<{ url: string; requests: number; close(): Promise<void> }> {
   const state = { requests: 0 };
   const server: Server = createServer(async (req, res) => {
@@ -221,10 +223,10 @@ export async function serve(
     res.writeHead(response.status, outHeaders);
     res.end(new Uint8Array(await response.arrayBuffer()));
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  const bound = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}/.well-known/workflow/v1/flow`,
+    url: `http://127.0.0.1:${bound}/.well-known/workflow/v1/flow`,
     get requests() {
       return state.requests;
     },

@@ -33,9 +33,9 @@ export class FunctionUrlProxy {
       };
       // Streamed both ways (the Function URL is in RESPONSE_STREAM mode): NDJSON session streams
       // pass through chunk by chunk.
-      // As a proxy that rewrites Host must: the original goes in x-forwarded-host, so the signed
-      // destination (the host the worker sent to) still verifies (docs/security.md).
-      const headers = { ...req.headers, host: target.host, 'x-forwarded-host': req.headers.host };
+      // As a Function URL with the Lambda Web Adapter: the app sees the host the worker sent to in
+      // `Host`, so the signed destination verifies without trusting x-forwarded-host (docs/security.md).
+      const headers = { ...req.headers, host: req.headers.host };
       const upstream = request(target, { method: req.method, headers }, (up) => {
         record(up.statusCode ?? 502);
         res.writeHead(up.statusCode ?? 502, up.headers);

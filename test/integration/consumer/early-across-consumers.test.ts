@@ -30,8 +30,8 @@ interface Pair {
   dead: { value: boolean };
 }
 
-async function pair(): Promise<Pair> {
-  const owner = await makeWorld({ env: FAST, queueOptions: { earlyDelivery: true } });
+async function pair(env: Record<string, string> = {}): Promise<Pair> {
+  const owner = await makeWorld({ env: { ...FAST, ...env }, queueOptions: { earlyDelivery: true } });
   worlds.push(owner);
   const otherOutcomes: Pair['otherOutcomes'] = [];
   const other = await makeWorld({
@@ -118,12 +118,68 @@ describe.concurrent('early delivery across two consumers', () => {
     await sleep(7000);
     expect(p.other.deliveries).toHaveLength(0);
     expect(p.recordWrites.filter((s) => s === 'running').length).toBeGreaterThanOrEqual(2);
-    expect(reasons(p, messageId).every((r) => r === 'keep:deferred')).toBe(true);
+    // Each hold replaced the copy (never a receive that raises the attempt).
+    expect(reasons(p, messageId).every((r) => r === 'delete:held')).toBe(true);
     finish?.();
     await waitFor(() => reasons(p, messageId).includes('delete:ack'), 15_000, 'the copy settled by the record');
     expect(p.recordWrites.at(-1)).toBe('done');
     expect(p.other.deliveries).toHaveLength(0);
     expect(beside).toBe(0);
+  });
+
+  test('holds never raise the attempt core sees: a long early delivery, then its copy is delivered at attempt 2', async () => {
+    // The queue redrives after 2 receives: holds that counted would raise the attempt by one each
+    // (and would have to be re-sent to stay out of the DLQ).
+    const p = await pair({ EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '2' });
+    let finish: (() => void) | undefined;
+    p.owner.respond = () =>
+      new Promise<unknown>((r) => {
+        finish = () => r({ timeoutSeconds: 1 });
+      });
+    const { messageId } = await p.owner.queue.queue(Q, { runId: 'wrun_two_attempts' } as any);
+    // Held again and again while the early delivery runs (2 s holds, renewed 4 s leases).
+    await waitFor(() => reasons(p, messageId).length >= 4, 30_000, 'four holds');
+    expect(p.other.deliveries).toHaveLength(0);
+    finish?.();
+    await waitFor(() => reasons(p, messageId).includes('delete:ack'), 20_000, 'the copy delivered and acked');
+    expect(p.owner.deliveries.map((d) => d.meta.attempt)).toEqual([1]);
+    expect(p.other.deliveries).toHaveLength(1);
+    expect(p.other.deliveries[0].meta).toMatchObject({ messageId, attempt: 2 });
+    const all = reasons(p, messageId);
+    // Every hold replaced the copy (and a `later` record not yet due replaced it once more, unmarked).
+    expect(all.slice(0, -1).every((r) => r === 'delete:held' || r === 'delete:rescheduled')).toBe(true);
+    expect(all.at(-1)).toBe('delete:ack');
+    expect(await receiveAll(p.other, await p.other.queue.transport.dlqUrl())).toHaveLength(0);
+  });
+
+  test('a DynamoDB outage longer than the hold budget: the record unreadable for 5 holds, the copy then delivered at attempt 2', async () => {
+    const p = await pair({ EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '2' });
+    let failures = 0;
+    p.other.fixture.clients.ddb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = (args as { input?: { Key?: { PK?: { S?: string } } } }).input;
+        if (
+          (context as { commandName?: string }).commandName === 'GetItemCommand' &&
+          input?.Key?.PK?.S?.startsWith('EARLY#') &&
+          failures < 5
+        ) {
+          failures++;
+          throw Object.assign(new Error('test: DynamoDB unavailable'), { name: 'InternalServerError' });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'testRecordReadOutage' },
+    );
+    // The early delivery asks to be delivered again: its copy must be dispatched, as the 2nd attempt.
+    p.owner.respond = () => ({ timeoutSeconds: 1 });
+    const { messageId } = await p.owner.queue.queue(Q, { runId: 'wrun_two_ddb_down' } as any);
+    await waitFor(() => p.other.deliveries.length === 1, 90_000, 'the copy delivered after the outage');
+    expect(failures).toBe(5);
+    expect(p.other.deliveries[0].meta).toMatchObject({ messageId, attempt: 2 });
+    const held = p.otherOutcomes.filter((o) => o.outcome.messageId === messageId).map((o) => o.outcome);
+    expect(held.filter((o) => o.hold === 'early-record-unreadable')).toHaveLength(5);
+    expect(held.every((o) => o.action === 'delete')).toBe(true);
+    expect(await receiveAll(p.other, await p.other.queue.transport.dlqUrl())).toHaveLength(0);
   });
 
   test("an owner that dies mid-delivery: its copy is dispatched by the other consumer once the owner's lease ends", async () => {
@@ -174,8 +230,9 @@ describe.concurrent('early delivery across two consumers', () => {
     await waitFor(() => reasons(p, messageId).includes('delete:ack'), 20_000, 'the copy settled once the record reads');
     const held = p.otherOutcomes.filter((o) => o.outcome.messageId === messageId).map((o) => o.outcome);
     // Held (by the mark, unless it arrived after the hold, then for the failed read), then settled.
-    expect(held.map((o) => `${o.action}:${o.reason}`).slice(-2)).toEqual(['keep:deferred', 'delete:ack']);
-    expect(held.slice(0, -1).every((o) => o.action === 'keep' && o.reason === 'deferred')).toBe(true);
+    expect(held.map((o) => `${o.action}:${o.reason}`).slice(-2)).toEqual(['delete:held', 'delete:ack']);
+    expect(held.slice(0, -1).every((o) => o.action === 'delete' && o.reason === 'held')).toBe(true);
+    expect(held.at(-2)?.hold).toBe('early-record-unreadable');
     expect((held.at(-2) as { detail?: string }).detail).toMatch(/could not read the early-delivery record/);
     expect(p.other.deliveries).toHaveLength(0);
   });

@@ -115,8 +115,9 @@ describe.concurrent('early delivery', () => {
     ]);
     // The copy was hidden for the failure backoff (2 s for a first receive), not redelivered at once.
     expect(h.w.deliveries[1].at - h.w.deliveries[0].at).toBeGreaterThanOrEqual(1500);
+    // The early delivery was the first dispatch: its copy is replaced (attempt carried), not counted again.
     expect(h.outcomes.map((o) => [o.outcome.action, o.outcome.reason])).toEqual([
-      ['keep', 'failed'],
+      ['delete', 'retried'],
       ['delete', 'ack'],
     ]);
   });
@@ -131,7 +132,7 @@ describe.concurrent('early delivery', () => {
       [messageId, 2],
     ]);
     expect(h.w.deliveries[1].at - h.w.deliveries[0].at).toBeGreaterThanOrEqual(900);
-    expect(h.outcomes[0].outcome).toMatchObject({ action: 'keep', reason: 'deferred', messageId });
+    expect(h.outcomes[0].outcome).toMatchObject({ action: 'delete', reason: 'rescheduled', messageId });
   });
 
   test('step messages, delayed messages and a key this process used wait for (or never get) a copy', async () => {

@@ -3,7 +3,7 @@
  * real messages on the emulated queue: `batchItemFailures` lists exactly the records to retry, in
  * process and over signed HTTP.
  */
-import type { Message } from '@aws-sdk/client-sqs';
+import type { Message, SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createSqsHandler, type SQSEvent, type SQSRecord } from '../../../src/consumer/lambda.js';
@@ -141,8 +141,18 @@ describe.concurrent('Lambda SQS handler', () => {
     await send('acked', 'msg_EARLY_ACKED', Date.now() - 1);
     await send('orphan', 'msg_EARLY_ORPHAN', Date.now() - 1);
     await recordDone(w.ctx, 'msg_EARLY_ACKED', 'host-1', { verdict: 'ack' });
-    const { event, byRun } = await eventOf(w, 3);
+    const { event } = await eventOf(w, 3);
     expect(event.Records).toHaveLength(3);
+    const sent: SendMessageCommandInput[] = [];
+    w.fixture.clients.sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if ((context as { commandName?: string }).commandName === 'SendMessageCommand') {
+          sent.push((args as { input: SendMessageCommandInput }).input);
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'testRecordSends' },
+    );
     const outcomes: DeliveryOutcome[] = [];
     const handler = createSqsHandler({
       flow,
@@ -151,13 +161,22 @@ describe.concurrent('Lambda SQS handler', () => {
       onOutcome: (o) => outcomes.push(o),
     });
     const res = await handler(event);
-    expect(res.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([byRun.get('held')]);
+    // The held copy is replaced (a fresh copy, still marked, its attempt offset unchanged), so Lambda
+    // deletes this one: a hold never raises the attempt core sees.
+    expect(res.batchItemFailures).toEqual([]);
     expect(w.deliveries.map((d) => d.body.runId)).toEqual(['orphan']);
+    expect(w.deliveries[0].meta.attempt).toBe(1);
     expect(outcomes.map((o) => `${o.messageId} ${o.reason}`).sort()).toEqual([
       'msg_EARLY_ACKED ack',
-      'msg_EARLY_HELD deferred',
+      'msg_EARLY_HELD held',
       'msg_EARLY_ORPHAN ack',
     ]);
+    expect(sent).toHaveLength(1);
+    const fresh = sent[0];
+    expect(fresh.MessageAttributes?.[MSG_ATTR.id]?.StringValue).toBe('msg_EARLY_HELD');
+    expect(fresh.MessageAttributes?.[MSG_ATTR.early]?.StringValue).toMatch(/^host-1 \d+$/);
+    expect(fresh.MessageAttributes?.[MSG_ATTR.attemptOffset]).toBeUndefined();
+    expect(fresh.DelaySeconds).toBeGreaterThanOrEqual(15);
   });
 
   test('over HTTP: signed deliveries succeed; a wrong secret is refused (401) and reported as a failure', async ({

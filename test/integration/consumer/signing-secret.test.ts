@@ -166,7 +166,8 @@ describe('deliveries signed with a secret read from Secrets Manager', () => {
       const outcomes: DeliveryOutcome[] = [];
       const bad = createSqsHandler({ flowUrl: server.url, context: broken.ctx, onOutcome: (o) => outcomes.push(o) });
       await bad({ Records: records(await receiveAll(w, url)) });
-      expect(outcomes.map((o) => o.reason)).toEqual(['unavailable']);
+      // Parked: the copy is replaced (the route was never reached, so the attempt is not raised).
+      expect(outcomes.map((o) => `${o.action}:${o.reason}`)).toEqual(['delete:parked']);
       expect(w.deliveries).toHaveLength(1);
       expect(await receiveAll(w, await w.queue.transport.dlqUrl())).toEqual([]);
     } finally {

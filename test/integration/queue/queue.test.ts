@@ -177,12 +177,14 @@ describe.concurrent('SQS queue', () => {
     };
     const { messageId } = await w.queue.queue(EVE_QUEUE, { runId: 'wrun_dead' });
     const dlqUrl = await w.queue.transport.dlqUrl();
-    await waitFor(() => w.deliveries.length === 2, 15_000, 'two failed deliveries');
+    // The early delivery (attempt 1) is not a receive of the copy: its failure replaces the copy,
+    // whose two receives (attempts 2 and 3) are what the queue counts toward the DLQ.
+    await waitFor(() => w.deliveries.length === 3, 20_000, 'three failed deliveries');
     let dead: Awaited<ReturnType<typeof receiveAll>> = [];
     const end = Date.now() + 15_000;
     while (dead.length === 0 && Date.now() < end) dead = await receiveAll(w, dlqUrl);
     expect(dead.map((m) => m.MessageAttributes?.[MSG_ATTR.id]?.StringValue)).toEqual([messageId]);
-    expect(w.deliveries).toHaveLength(2);
+    expect(w.deliveries.map((d) => d.meta.attempt)).toEqual([1, 2, 3]);
     const lines = w.logger.lines.filter((l) => l.includes('] DLQ:'));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain('wrun_dead');

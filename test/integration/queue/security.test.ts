@@ -143,7 +143,7 @@ describe('replays are refused across instances', () => {
     }
   });
 
-  test('when the replay guard cannot answer, the caller gets a bare 500 and nothing runs', async () => {
+  test('when the replay guard cannot answer, the caller gets a bare 503 (an outage, parked) and nothing runs', async () => {
     const w = await makeWorld({ start: false, register: false, env: { EVE_WORLD_AWS_SIGNING_SECRET: SECRET } });
     worlds.push(w);
     const missing = createContext(
@@ -157,9 +157,9 @@ describe('replays are refused across instances', () => {
     let ran = 0;
     const h = queue.createQueueHandler('__wkf_workflow_', async () => void ran++);
     const res = await h(signedRequest(encodePayload({ runId: 'wrun_x' }), 'msg_NOTABLE'));
-    expect(res.status).toBe(500);
+    expect(res.status).toBe(503);
     const text = await res.text();
-    expect(JSON.parse(text)).toEqual({ error: 'Internal error' });
+    expect(JSON.parse(text)).toEqual({ error: 'Service unavailable' });
     expect(text).not.toMatch(/no-such-table|ResourceNotFound/);
     expect(logger.lines.some((l) => l.startsWith('ERROR') && /ResourceNotFound|non-existent table/i.test(l))).toBe(
       true,

@@ -17,6 +17,7 @@ import {
   isCredentialsRejected,
   isNoSuchConfiguration,
   isNotFound,
+  isObjectFault,
   isRegionMissing,
   isThrottling,
   isTransactionCanceled,
@@ -122,6 +123,19 @@ describe('aws/errors', () => {
     ])
       expect(isNoSuchConfiguration({ name, $metadata: { httpStatusCode: 404 } }), name).toBe(true);
     expect(isNoSuchConfiguration({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } })).toBe(false);
+  });
+
+  it("S3 reads: the object's own fault (gone, archived, no body) versus the service failing", () => {
+    for (const name of ['NoSuchKey', 'InvalidObjectState', 'KeyTooLongError', 'NoObjectBody']) {
+      expect(isObjectFault(Object.assign(new Error(name), { name }))).toBe(true);
+    }
+    expect(isObjectFault({ name: 'NotFound', $metadata: { httpStatusCode: 404 } })).toBe(true);
+    // A missing bucket, throttling, 5xx, the network, credentials: S3 (or its setup) failing.
+    expect(isObjectFault({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } })).toBe(false);
+    expect(isObjectFault({ name: 'SlowDown', $metadata: { httpStatusCode: 503 } })).toBe(false);
+    expect(isObjectFault({ name: 'InternalError', $metadata: { httpStatusCode: 500 } })).toBe(false);
+    expect(isObjectFault(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe(false);
+    expect(isObjectFault({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } })).toBe(false);
   });
 
   it('credentials: missing, rejected, or valid but not allowed', () => {

@@ -269,6 +269,23 @@ describe('createQueueHandler with a signing secret', () => {
     expect(r.calls).toHaveLength(1);
   });
 
+  it('a replay store that cannot answer is an outage (503, never a 500 counted against the message)', async () => {
+    const r = recorder();
+    const logged: string[] = [];
+    const res = await createQueueHandler('__wkf_workflow_', r.fn, {
+      signingSecrets: [SECRET],
+      nonces: {
+        claim: async () => {
+          throw Object.assign(new Error('test: DynamoDB unavailable'), { name: 'InternalServerError' });
+        },
+      },
+      logError: (m) => logged.push(m),
+    })(request(body, deliveryHeaders(body)));
+    expect(res.status).toBe(503);
+    expect(r.calls).toHaveLength(0);
+    expect(logged.join('\n')).toMatch(/replay check failed/);
+  });
+
   it('refuses unsigned, forged, tampered, wrong-secret, stale and replayed requests with 401', async () => {
     const r = recorder();
     const h = createQueueHandler('__wkf_workflow_', r.fn, { signingSecrets: [SECRET] });
@@ -355,17 +372,24 @@ describe('createQueueHandler with a signing secret', () => {
     );
     // Another path on the same host: refused.
     expect((await h(request(body, signedFor('http://127.0.0.1/other/flow')))).status).toBe(401);
-    // Behind a proxy that rewrote Host: accepted by x-forwarded-host, or by the Host header the
-    // sender used (a Function URL: the app sees the URL's host).
-    const viaProxy = new Request(FLOW_URL, {
-      method: 'POST',
-      headers: {
-        ...signedFor('https://abc.lambda-url.eu-west-1.on.aws/.well-known/workflow/v1/flow'),
-        'x-forwarded-host': 'abc.lambda-url.eu-west-1.on.aws',
-      },
-      body,
+    // Accepted by the Host header the sender used (a Function URL: the app sees the URL's host).
+    // A forwarded host is the client's to choose: taken only when the operator opted in (a proxy
+    // that sets it), so a delivery signed for staging and replayed with that header is refused.
+    const viaProxy = () =>
+      new Request(FLOW_URL, {
+        method: 'POST',
+        headers: {
+          ...signedFor('https://abc.lambda-url.eu-west-1.on.aws/.well-known/workflow/v1/flow'),
+          'x-forwarded-host': 'abc.lambda-url.eu-west-1.on.aws',
+        },
+        body,
+      });
+    expect((await h(viaProxy())).status).toBe(401);
+    const behindProxy = createQueueHandler('__wkf_workflow_', r.fn, {
+      signingSecrets: [SECRET],
+      trustForwardedHost: true,
     });
-    expect((await h(viaProxy)).status).toBe(200);
+    expect((await behindProxy(viaProxy())).status).toBe(200);
     const hostHeader = new Request(FLOW_URL, {
       method: 'POST',
       headers: {
