@@ -2,7 +2,7 @@
  * `eve-world-aws emulate` end to end: the real CLI, a real DynamoDB Local JVM and fauxqs on free
  * ports, then the printed env used by `init` in another process, then a signal.
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -128,12 +128,25 @@ describe('eve-world-aws emulate (embedded)', () => {
     expect(await p.exited).toEqual({ code: 0, signal: null });
     expect(await waitGone(javaPids[0])).toBe(true);
     expect(dynamoLocalOnPort(dynamodbPort)).toEqual([]);
+    // Its ports are gone, so is the env file: sourcing it fails instead of pointing at nothing.
+    expect(existsSync(envFile)).toBe(false);
   });
 
   it('keeps DynamoDB data in --data-dir across restarts (queues and bucket are re-created), --json, SIGTERM', async () => {
     const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
+    const envFile = path.join(tmp, 'sigterm.env');
     const p = emulate(
-      ['--port', String(awsPort), '--dynamodb-port', String(dynamodbPort), '--data-dir', dataDir, '--json'],
+      [
+        '--port',
+        String(awsPort),
+        '--dynamodb-port',
+        String(dynamodbPort),
+        '--data-dir',
+        dataDir,
+        '--json',
+        '--env-out',
+        envFile,
+      ],
       {
         EVE_WORLD_AWS_PREFIX: 'emu-a',
         // With a scheduler role the World's own schedule group is created too.
@@ -164,15 +177,25 @@ describe('eve-world-aws emulate (embedded)', () => {
       'bucket:created',
       'schedule-group:created',
     ]);
+    expect(ready.envFile).toBe(envFile);
+    expect(parseExports(readFileSync(envFile, 'utf8'))).toEqual(ready.env);
     p.child.kill('SIGTERM');
     expect(await p.exited).toEqual({ code: 0, signal: null });
     expect(await waitGone(ready.dynamodbPid)).toBe(true);
+    expect(existsSync(envFile)).toBe(false);
   });
 
   it('--no-init starts the stack without creating anything; init --dry-run plans all four; Ctrl-C stops it', async () => {
     const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
-    const p = emulate(['--port', String(awsPort), '--dynamodb-port', String(dynamodbPort), '--no-init'], {}, true);
+    const envFile = path.join(tmp, 'taken-over.env');
+    const p = emulate(
+      ['--port', String(awsPort), '--dynamodb-port', String(dynamodbPort), '--no-init', '--env-out', envFile],
+      {},
+      true,
+    );
     await p.waitFor(READY);
+    // Another emulate wrote the same file since: this one's stop must leave that file alone.
+    writeFileSync(envFile, 'export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:1\n');
     expect(p.stdout).toMatch(/not created \(--no-init\)/);
     const env = parseExports(p.stdout);
     const plan = await runCli(['init', '--dry-run'], env);
@@ -185,6 +208,7 @@ describe('eve-world-aws emulate (embedded)', () => {
     expect(await p.exited).toEqual({ code: 0, signal: null });
     expect(p.stderr).not.toMatch(/exited unexpectedly/);
     expect(dynamoLocalOnPort(dynamodbPort)).toEqual([]);
+    expect(readFileSync(envFile, 'utf8')).toBe('export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:1\n');
   });
 });
 
