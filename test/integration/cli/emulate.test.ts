@@ -2,7 +2,8 @@
  * `eve-world-aws emulate` end to end: the real CLI, a real DynamoDB Local JVM and fauxqs on free
  * ports, then the printed env used by `init` in another process, then a signal.
  */
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,10 +12,12 @@ import { freePort } from '../../../src/emulator/stack.js';
 import {
   CliProcess,
   childPids,
+  cleanEnv,
   cmdline,
   dynamoLocalOnPort,
   isAlive,
   parseExports,
+  ROOT,
   runCli,
   runCommand,
   sleep,
@@ -210,6 +213,70 @@ describe('eve-world-aws emulate (embedded)', () => {
     expect(dynamoLocalOnPort(dynamodbPort)).toEqual([]);
     expect(readFileSync(envFile, 'utf8')).toBe('export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:1\n');
   });
+});
+
+/** Whether `sh` is dash (Debian, Ubuntu), the shell whose death on Ctrl-C npx reports. */
+function shIsDash(): boolean {
+  try {
+    return path.basename(realpathSync('/bin/sh')) === 'dash';
+  } catch {
+    return false;
+  }
+}
+
+describe('eve-world-aws emulate through npx', () => {
+  // docs/cli.md: npm runs the bin as `sh -c "eve-world-aws emulate ..."`. A terminal's Ctrl-C also
+  // reaches that shell; dash (sh on Debian and Ubuntu) dies of it at once, and npm then re-raises
+  // the signal its child died of, so npx reports 130 whatever emulate's own status (0). What a
+  // user relies on still holds: the emulator stops everything and removes its env file.
+  it('Ctrl-C stops everything; npx reports the signal its sh wrapper died of', async () => {
+    const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
+    const envFile = path.join(tmp, 'npx.env');
+    const child = spawn(
+      'npx',
+      [
+        'eve-world-aws',
+        'emulate',
+        '--port',
+        String(awsPort),
+        '--dynamodb-port',
+        String(dynamodbPort),
+        '--env-out',
+        envFile,
+      ],
+      {
+        cwd: ROOT,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: cleanEnv({ npm_config_offline: 'true', npm_config_update_notifier: 'false' }),
+      },
+    );
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    try {
+      for (let i = 0; i < 1200 && !READY.test(stdout); i++) await sleep(100);
+      expect(stdout).toMatch(READY);
+      const java = dynamoLocalOnPort(dynamodbPort);
+      expect(java).toHaveLength(1);
+      process.kill(-(child.pid ?? 0), 'SIGINT'); // the terminal's Ctrl-C: the whole group
+      const status = await exited;
+      if (shIsDash()) expect(status).toEqual({ code: null, signal: 'SIGINT' });
+      expect(await waitGone(java[0], 15_000)).toBe(true);
+      for (let i = 0; i < 100 && existsSync(envFile); i++) await sleep(100);
+      expect(existsSync(envFile)).toBe(false);
+    } finally {
+      try {
+        process.kill(-(child.pid ?? 0), 'SIGKILL');
+      } catch {
+        // the whole group is gone
+      }
+    }
+  }, 180_000);
 });
 
 describe('eve-world-aws emulate: failures', () => {
