@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { EntityConflictError } from '@workflow/errors';
 import { Command } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { sleep } from '../aws/sleep.js';
@@ -210,10 +211,10 @@ async function cancelDemoRun(started: Promise<DemoRun>, signal: NodeJS.Signals):
     await run.cancel({ cancelReason: `eve-world-aws demo interrupted (${signal})` });
     process.stderr.write(`cancelled run ${runId}\n`);
   } catch (err) {
-    // A run that never started, or one that ended meanwhile, needs nothing; anything else is said.
-    const e = err as Error;
-    if (runId !== '(not started)' && !/terminal|already|completed|failed|cancelled/i.test(e.message))
-      process.stderr.write(`could not cancel run ${runId}: ${e.message}\n`);
+    // A run that never started needs nothing; one that ended meanwhile is refused with
+    // EntityConflictError (it is not left running either); anything else is said.
+    if (runId === '(not started)' || EntityConflictError.is(err)) return;
+    process.stderr.write(`could not cancel run ${runId}: ${(err as Error).message}\n`);
   }
 }
 
