@@ -39,6 +39,10 @@ export default defineConfig({
           include: ['test/**/*.test.{ts,tsx}'],
           exclude: [...configDefaults.exclude, 'test/unit/**', 'test/eve/**', 'test/lambda/**'],
           globalSetup: ['test/setup/global.ts'],
+          // The compiled e2e workflows (test/e2e/app/.well-known/, a self-contained 8 MB bundle that
+          // imports only node: builtins) load as Node loads them: through Vite's transform, every
+          // e2e file spent about 25 s parsing and rewriting it before its first test.
+          server: { deps: { external: [/\/test\/e2e\/app\/\.well-known\//] } },
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
