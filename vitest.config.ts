@@ -10,9 +10,17 @@ import { configDefaults, defineConfig } from 'vitest/config';
  *   stops the stack.
  * The eve and Lambda-mode end-to-end tests need their own app install and Node 24: `npm run test:eve`.
  */
+// The AWS SDK's once-per-process "future SDKs need Node 22" warning (9 lines) would open every test
+// process on Node 20; the SDK's own switch turns it off (the CLI's launcher drops it the same way).
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 export default defineConfig({
   test: {
     setupFiles: ['test/setup/polyfills.ts'],
+    // A green run stays quiet: what a passing test logs (core's `[workflow-sdk]` error lines with
+    // their stacks for the failures a test provokes on purpose, the World's warnings, a test's
+    // own notes) is shown only when that test fails, where it helps.
+    silent: 'passed-only',
     // Two cores: files run two at a time (integration files against one shared emulator stack).
     maxWorkers: 2,
     pool: 'forks',
@@ -31,6 +39,10 @@ export default defineConfig({
           include: ['test/**/*.test.{ts,tsx}'],
           exclude: [...configDefaults.exclude, 'test/unit/**', 'test/eve/**', 'test/lambda/**'],
           globalSetup: ['test/setup/global.ts'],
+          // The compiled e2e workflows (test/e2e/app/.well-known/, a self-contained 8 MB bundle that
+          // imports only node: builtins) load as Node loads them: through Vite's transform, every
+          // e2e file spent about 25 s parsing and rewriting it before its first test.
+          server: { deps: { external: [/\/test\/e2e\/app\/\.well-known\//] } },
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },

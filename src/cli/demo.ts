@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { EntityConflictError } from '@workflow/errors';
 import { Command } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { sleep } from '../aws/sleep.js';
@@ -27,9 +28,61 @@ interface DemoOptions {
   json?: boolean;
 }
 
+/** The run `start()` returns (workflow is an optional peer: a type only, loaded when the demo runs). */
+type DemoRun = Awaited<ReturnType<typeof import('workflow/api')['start']>>;
+
+/** Exit code of a demo stopped by Ctrl-C (SIGINT), SIGTERM or SIGHUP, as `tail`'s. */
+const EXIT_INTERRUPTED = 130;
+const SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/**
+ * Ctrl-C during the demo: the first signal cancels the demo's run (a `run_cancelled` event, as
+ * core's `run.cancel()` writes it) before the emulator stops, so the run kept in `--data-dir` is
+ * `cancelled`, never left `running`; a second signal exits at once. DynamoDB Local runs in its
+ * own process group (`ownProcessGroup`), so the terminal's Ctrl-C does not stop it before the
+ * cancel is written.
+ */
+class Interrupt {
+  signal: NodeJS.Signals | undefined;
+  private reject: (err: Error) => void = () => {};
+  private readonly stopped = new Promise<never>((_, reject) => {
+    this.reject = reject;
+  });
+  private readonly onSignal = (sig: NodeJS.Signals) => {
+    if (this.signal) process.exit(EXIT_INTERRUPTED); // the stack's exit hook kills the JVM
+    this.signal = sig;
+    process.stderr.write(`\n${sig}: cancelling the demo run and stopping the emulator (again to quit at once)...\n`);
+    this.reject(new CliError(`interrupted (${sig})`, EXIT_INTERRUPTED));
+  };
+
+  constructor() {
+    this.stopped.catch(() => {}); // raced below; unobserved until then
+    for (const s of SIGNALS) process.on(s, this.onSignal);
+  }
+
+  /** `p`, or a CliError (exit 130) as soon as a signal arrives. */
+  race<T>(p: Promise<T>): Promise<T> {
+    p.catch(() => {}); // abandoned when the signal wins
+    return Promise.race([p, this.stopped]);
+  }
+
+  uninstall(): void {
+    for (const s of SIGNALS) process.off(s, this.onSignal);
+  }
+}
+
 async function runDemo(opts: DemoOptions): Promise<number> {
   requirePeers('demo', DEMO_PEERS);
   installPromiseWithResolvers();
+  const interrupt = new Interrupt();
+  try {
+    return await runDemoSteps(opts, interrupt);
+  } finally {
+    interrupt.uninstall();
+  }
+}
+
+async function runDemoSteps(opts: DemoOptions, interrupt: Interrupt): Promise<number> {
   const c = palette();
   const log = (line: string) => {
     if (!opts.json) process.stdout.write(`${line}\n`);
@@ -38,20 +91,23 @@ async function runDemo(opts: DemoOptions): Promise<number> {
   const stamp = () => `${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s`;
 
   log(c.dim('starting DynamoDB Local + SQS/S3 emulator on 127.0.0.1 …'));
-  const stack = await startStack({ dynamodbPort: 0, awsPort: 0, dataDir: opts.dataDir });
+  const stack = await startStack({ dynamodbPort: 0, awsPort: 0, dataDir: opts.dataDir, ownProcessGroup: true });
   let world: ReturnType<typeof createWorld> | undefined;
+  let started: Promise<DemoRun> | undefined;
+  let finished = false;
   try {
+    if (interrupt.signal) throw new CliError(`interrupted (${interrupt.signal})`, EXIT_INTERRUPTED);
     const config = loadConfig({
       ...process.env,
       ...stack.env,
       EVE_WORLD_AWS_PREFIX: process.env.EVE_WORLD_AWS_PREFIX ?? 'eve-world-demo',
     });
     const clients = createClients(config);
-    await reconcile(clients, config, 'apply');
+    await interrupt.race(reconcile(clients, config, 'apply'));
     log(`${c.dim(stamp())} resources ready: table ${config.tableName}, queue ${config.queue}, bucket ${config.bucket}`);
 
     // Next to the `workflow` package this command loads (see src/demo/build.ts), whatever the cwd.
-    const built = await buildDemo();
+    const built = await interrupt.race(buildDemo());
     log(
       `${c.dim(stamp())} ${built.built ? 'compiled' : 'reused'} the demo workflow (${path.relative(process.cwd(), built.flowPath)})`,
     );
@@ -68,7 +124,8 @@ async function runDemo(opts: DemoOptions): Promise<number> {
     setWorld(world);
 
     const token = `demo-approval-${Date.now()}`;
-    const run = await start(meta, [['Lisbon', 'Oslo', 'Osaka'], token]);
+    started = start(meta, [['Lisbon', 'Oslo', 'Osaka'], token]);
+    const run = await interrupt.race(started);
     log(`${c.dim(stamp())} started run ${c.bold(run.runId)}`);
 
     // Progress: print events as they are committed.
@@ -106,13 +163,15 @@ async function runDemo(opts: DemoOptions): Promise<number> {
       }
       return chunks.join('');
     })();
-    let finished = false;
     const result = run.returnValue.finally(() => {
       finished = true;
     });
+    // Abandoned when a signal interrupts the demo (the cancelled run then rejects them).
+    result.catch(() => {});
+    reader.catch(() => {});
     while (!finished) {
-      await poll();
-      await sleep(150);
+      await interrupt.race(poll());
+      await interrupt.race(sleep(150));
     }
     await poll();
     const value = await result;
@@ -137,8 +196,25 @@ async function runDemo(opts: DemoOptions): Promise<number> {
     destroyClients(clients);
     return status === 'completed' ? 0 : EXIT_FAILURE;
   } finally {
+    if (interrupt.signal && started && !finished) await cancelDemoRun(started, interrupt.signal);
     await world?.close().catch(() => {});
     await stack.stop();
+  }
+}
+
+/** Write the demo run's `run_cancelled` (once it exists); a failure is reported, never thrown. */
+async function cancelDemoRun(started: Promise<DemoRun>, signal: NodeJS.Signals): Promise<void> {
+  let runId = '(not started)';
+  try {
+    const run = await started;
+    runId = run.runId;
+    await run.cancel({ cancelReason: `eve-world-aws demo interrupted (${signal})` });
+    process.stderr.write(`cancelled run ${runId}\n`);
+  } catch (err) {
+    // A run that never started needs nothing; one that ended meanwhile is refused with
+    // EntityConflictError (it is not left running either); anything else is said.
+    if (runId === '(not started)' || EntityConflictError.is(err)) return;
+    process.stderr.write(`could not cancel run ${runId}: ${(err as Error).message}\n`);
   }
 }
 

@@ -7,14 +7,14 @@
  * process, no dependency), whose `AWS_ENDPOINT_URL_*` lines are printed with the others.
  * `--docker`: docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) via src/emulator/docker.ts.
  * Either way it creates the resources like `init`, prints the env a shell needs, and on
- * SIGINT/SIGTERM/SIGHUP, or when its parent process goes away, stops everything it started and
- * exits 0.
+ * SIGINT/SIGTERM/SIGHUP, or when its parent process goes away, stops everything it started,
+ * removes the `--env-file` it wrote, and exits 0.
  *
  * Child-process safety: the stack registers a synchronous process-exit hook that SIGKILLs the
  * java child, so even the "second Ctrl-C" path (immediate exit) and a signal during start-up
  * leave no JVM behind.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { sleep } from '../aws/sleep.js';
@@ -142,14 +142,42 @@ async function initResources(env: Record<string, string>, enabled: boolean): Pro
   return reports;
 }
 
-function announce(ready: Ready, opts: EmulateOptions): void {
-  const lines = exportLines(ready.env);
-  if (opts.envFile) {
-    const file = path.resolve(opts.envFile);
+/**
+ * The `--env-file` this process wrote, which lives only as long as the emulator: its ports mean
+ * nothing once it stops, so on stop (however it stops: a signal, a second Ctrl-C's immediate
+ * exit, a crash) the file is removed, and a user who sources it gets "no such file" instead of
+ * stale endpoints. Removed only while it still holds what this process wrote: another emulate may
+ * have written its own since.
+ */
+class EnvFile {
+  private written: { file: string; text: string } | undefined;
+  private readonly onExit = () => this.remove();
+
+  write(file: string, lines: string[]): void {
     mkdirSync(path.dirname(file), { recursive: true });
     // `export K=V` works for `source FILE` and for `node --env-file=FILE`.
-    writeFileSync(file, `# written by eve-world-aws emulate (pid ${process.pid})\n${lines.join('\n')}\n`);
+    const text = `# written by eve-world-aws emulate (pid ${process.pid}); removed when it stops\n${lines.join('\n')}\n`;
+    writeFileSync(file, text);
+    this.written = { file, text };
+    process.once('exit', this.onExit);
   }
+
+  remove(): void {
+    const w = this.written;
+    if (!w) return;
+    this.written = undefined;
+    process.off('exit', this.onExit);
+    try {
+      if (readFileSync(w.file, 'utf8') === w.text) rmSync(w.file, { force: true });
+    } catch {
+      // already gone, or unreadable: nothing of ours to remove
+    }
+  }
+}
+
+function announce(ready: Ready, opts: EmulateOptions, envFile: EnvFile): void {
+  const lines = exportLines(ready.env);
+  if (opts.envFile) envFile.write(path.resolve(opts.envFile), lines);
   if (opts.json) {
     printJson({ ready: true, ...ready, envFile: opts.envFile ? path.resolve(opts.envFile) : null, pid: process.pid });
     return;
@@ -172,7 +200,7 @@ function announce(ready: Ready, opts: EmulateOptions): void {
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
-async function runEmbedded(opts: EmulateOptions, shutdown: Shutdown): Promise<void> {
+async function runEmbedded(opts: EmulateOptions, shutdown: Shutdown, envFile: EnvFile): Promise<void> {
   const spin = progress('Starting DynamoDB Local and fauxqs...');
   let stack: Stack;
   try {
@@ -218,16 +246,18 @@ async function runEmbedded(opts: EmulateOptions, shutdown: Shutdown): Promise<vo
         dynamodbPid: stack.dynamodbPid,
       },
       opts,
+      envFile,
     );
     await Promise.race([shutdown.waitForStop(), crashed]);
   } finally {
+    envFile.remove();
     await stack.stop();
   }
 }
 
 // ---------- --docker ----------
 
-async function runDocker(opts: EmulateOptions, shutdown: Shutdown): Promise<void> {
+async function runDocker(opts: EmulateOptions, shutdown: Shutdown, envFile: EnvFile): Promise<void> {
   if (opts.dataDir)
     throw new CliError(
       '--data-dir is not supported with --docker: the Docker stack keeps its data in memory.',
@@ -251,9 +281,10 @@ async function runDocker(opts: EmulateOptions, shutdown: Shutdown): Promise<void
     Object.assign(process.env, DOCKER_CREDENTIALS);
     const resources = await initResources(env, opts.init);
     if (shutdown.requested) return;
-    announce({ mode: 'docker', endpoints, env, resources, storage: 'everything in memory' }, opts);
+    announce({ mode: 'docker', endpoints, env, resources, storage: 'everything in memory' }, opts, envFile);
     await shutdown.waitForStop();
   } finally {
+    envFile.remove();
     await stack.down();
   }
 }
@@ -264,11 +295,13 @@ export async function runEmulate(opts: EmulateOptions): Promise<void> {
   // Validate the env-derived names before starting anything (ConfigError -> exit 2).
   loadConfig(process.env);
   const shutdown = new Shutdown();
+  const envFile = new EnvFile();
   shutdown.install();
   try {
-    if (opts.docker) await runDocker(opts, shutdown);
-    else await runEmbedded(opts, shutdown);
+    if (opts.docker) await runDocker(opts, shutdown, envFile);
+    else await runEmbedded(opts, shutdown, envFile);
   } finally {
+    envFile.remove();
     shutdown.uninstall();
   }
 }
@@ -288,7 +321,10 @@ export function emulateCommand(): Command {
       )
       .option('--data-dir <dir>', 'keep DynamoDB data in DIR across restarts (default: in memory)')
       .option('--no-init', 'do not create the table, queues and bucket')
-      .option('--env-file <path>', 'also write the export lines to PATH (usable with `source` and `node --env-file`)')
+      .option(
+        '--env-file <path>',
+        'also write the export lines to PATH (usable with `source` and `node --env-file`); removed when emulate stops',
+      )
       // Node 20's launcher scans the whole command line for `--env-file` and exits 9 when that file
       // does not exist yet, before this program runs; `--env-out` is the same flag without the clash.
       .option(
@@ -307,7 +343,8 @@ endpoints (free ports, in memory; schedules fire into the emulated queues).
 EVE_WORLD_AWS_JAVA overrides the java binary (default: $JAVA_HOME/bin/java, java).
 
 Resource names come from EVE_WORLD_AWS_PREFIX etc., as for the World; the EVE_WORLD_AWS_* variables
-you set are repeated in the export lines. Ctrl-C (SIGINT) or SIGTERM stops every child and exits 0.
+you set are repeated in the export lines. Ctrl-C (SIGINT) or SIGTERM stops every child, removes the
+--env-file/--env-out file (its ports are gone) and exits 0.
 
 Examples:
   eve-world-aws emulate                      # DynamoDB :8000, SQS + S3 :4566

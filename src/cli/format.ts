@@ -38,10 +38,18 @@ export function formatDuration(ms: number | undefined): string {
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** `90s`, `15m`, `1h30m`, `2d` -> milliseconds (a bare number is seconds). Commander parser. */
+/**
+ * `90s`, `15m`, `1h30m`, `2d` -> milliseconds. Commander parser. A unit is required: a bare number
+ * (`--older-than 5`) is a usage error that shows the forms, because no one unit is what every user
+ * means by it (5 seconds would delete what 5 days was meant to keep).
+ */
 export function parseDuration(value: string): number {
   const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  if (/^\d+(?:\.\d+)?$/.test(v)) {
+    throw new InvalidArgumentError(
+      `needs a unit: ${v}d (days), ${v}h (hours), ${v}m (minutes) or ${v}s (seconds); forms can be combined, e.g. 1h30m.`,
+    );
+  }
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
   let total = 0;
   let consumed = 0;

@@ -60,7 +60,7 @@ export function sweepCommand(): Command {
     .addOption(
       durationOption(
         '--older-than <duration>',
-        'grace: keep objects younger than this, and everything of runs that ended more recently',
+        'grace: keep objects younger than this, and everything of runs that ended more recently (units: d, h, m, s, e.g. 5d, 12h, 30m, 90s)',
         ORPHAN_GRACE_MS,
       ),
     )

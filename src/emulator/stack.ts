@@ -41,6 +41,13 @@ export interface StackOptions {
   secretsManagerPort?: number;
   /** EventBridge Scheduler endpoint port (src/emulator/scheduler.ts); 0 or absent = any free port. */
   schedulerPort?: number;
+  /**
+   * Start DynamoDB Local in its own process group, so a terminal's Ctrl-C (sent to the whole
+   * foreground group) reaches only this process, which must then stop the stack itself: for a
+   * caller that still writes to DynamoDB after Ctrl-C (`demo` cancels its run). The process-exit
+   * hook still kills it; only a signal that kills this process outright leaves it running.
+   */
+  ownProcessGroup?: boolean;
 }
 
 export interface Stack {
@@ -172,6 +179,7 @@ function startDynamo(
   port: number,
   dataDir: string | undefined,
   javaCommand: string,
+  ownProcessGroup = false,
 ): { child: ChildProcess; stderr: () => string } {
   const dir = dynamoLocalDir();
   const args = [
@@ -196,6 +204,7 @@ function startDynamo(
     cwd: dir,
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, DDB_LOCAL_TELEMETRY: '0' },
+    detached: ownProcessGroup,
   });
   let err = '';
   child.stderr?.on('data', (d: Buffer) => {
@@ -229,7 +238,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
   };
   try {
-    const { child, stderr } = startDynamo(dynamodbPort, opts.dataDir, javaCommand);
+    const { child, stderr } = startDynamo(dynamodbPort, opts.dataDir, javaCommand, opts.ownProcessGroup);
     const killSync = () => {
       if (child.exitCode === null) child.kill('SIGKILL');
     };

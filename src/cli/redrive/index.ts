@@ -51,7 +51,7 @@ export function redriveCommand(): Command {
     .addOption(
       durationOption(
         '--older-than <duration>',
-        'with --stranded: only runs idle (no new event) for this long',
+        'with --stranded: only runs idle (no new event) for this long (units: d, h, m, s, e.g. 2h)',
         3_600_000,
       ),
     )

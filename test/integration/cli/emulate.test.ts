@@ -2,7 +2,8 @@
  * `eve-world-aws emulate` end to end: the real CLI, a real DynamoDB Local JVM and fauxqs on free
  * ports, then the printed env used by `init` in another process, then a signal.
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,10 +12,12 @@ import { freePort } from '../../../src/emulator/stack.js';
 import {
   CliProcess,
   childPids,
+  cleanEnv,
   cmdline,
   dynamoLocalOnPort,
   isAlive,
   parseExports,
+  ROOT,
   runCli,
   runCommand,
   sleep,
@@ -128,12 +131,25 @@ describe('eve-world-aws emulate (embedded)', () => {
     expect(await p.exited).toEqual({ code: 0, signal: null });
     expect(await waitGone(javaPids[0])).toBe(true);
     expect(dynamoLocalOnPort(dynamodbPort)).toEqual([]);
+    // Its ports are gone, so is the env file: sourcing it fails instead of pointing at nothing.
+    expect(existsSync(envFile)).toBe(false);
   });
 
   it('keeps DynamoDB data in --data-dir across restarts (queues and bucket are re-created), --json, SIGTERM', async () => {
     const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
+    const envFile = path.join(tmp, 'sigterm.env');
     const p = emulate(
-      ['--port', String(awsPort), '--dynamodb-port', String(dynamodbPort), '--data-dir', dataDir, '--json'],
+      [
+        '--port',
+        String(awsPort),
+        '--dynamodb-port',
+        String(dynamodbPort),
+        '--data-dir',
+        dataDir,
+        '--json',
+        '--env-out',
+        envFile,
+      ],
       {
         EVE_WORLD_AWS_PREFIX: 'emu-a',
         // With a scheduler role the World's own schedule group is created too.
@@ -164,15 +180,25 @@ describe('eve-world-aws emulate (embedded)', () => {
       'bucket:created',
       'schedule-group:created',
     ]);
+    expect(ready.envFile).toBe(envFile);
+    expect(parseExports(readFileSync(envFile, 'utf8'))).toEqual(ready.env);
     p.child.kill('SIGTERM');
     expect(await p.exited).toEqual({ code: 0, signal: null });
     expect(await waitGone(ready.dynamodbPid)).toBe(true);
+    expect(existsSync(envFile)).toBe(false);
   });
 
   it('--no-init starts the stack without creating anything; init --dry-run plans all four; Ctrl-C stops it', async () => {
     const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
-    const p = emulate(['--port', String(awsPort), '--dynamodb-port', String(dynamodbPort), '--no-init'], {}, true);
+    const envFile = path.join(tmp, 'taken-over.env');
+    const p = emulate(
+      ['--port', String(awsPort), '--dynamodb-port', String(dynamodbPort), '--no-init', '--env-out', envFile],
+      {},
+      true,
+    );
     await p.waitFor(READY);
+    // Another emulate wrote the same file since: this one's stop must leave that file alone.
+    writeFileSync(envFile, 'export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:1\n');
     expect(p.stdout).toMatch(/not created \(--no-init\)/);
     const env = parseExports(p.stdout);
     const plan = await runCli(['init', '--dry-run'], env);
@@ -185,7 +211,72 @@ describe('eve-world-aws emulate (embedded)', () => {
     expect(await p.exited).toEqual({ code: 0, signal: null });
     expect(p.stderr).not.toMatch(/exited unexpectedly/);
     expect(dynamoLocalOnPort(dynamodbPort)).toEqual([]);
+    expect(readFileSync(envFile, 'utf8')).toBe('export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:1\n');
   });
+});
+
+/** Whether `sh` is dash (Debian, Ubuntu), the shell whose death on Ctrl-C npx reports. */
+function shIsDash(): boolean {
+  try {
+    return path.basename(realpathSync('/bin/sh')) === 'dash';
+  } catch {
+    return false;
+  }
+}
+
+describe('eve-world-aws emulate through npx', () => {
+  // docs/cli.md: npm runs the bin as `sh -c "eve-world-aws emulate ..."`. A terminal's Ctrl-C also
+  // reaches that shell; dash (sh on Debian and Ubuntu) dies of it at once, and npm then re-raises
+  // the signal its child died of, so npx reports 130 whatever emulate's own status (0). What a
+  // user relies on still holds: the emulator stops everything and removes its env file.
+  it('Ctrl-C stops everything; npx reports the signal its sh wrapper died of', async () => {
+    const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
+    const envFile = path.join(tmp, 'npx.env');
+    const child = spawn(
+      'npx',
+      [
+        'eve-world-aws',
+        'emulate',
+        '--port',
+        String(awsPort),
+        '--dynamodb-port',
+        String(dynamodbPort),
+        '--env-out',
+        envFile,
+      ],
+      {
+        cwd: ROOT,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: cleanEnv({ npm_config_offline: 'true', npm_config_update_notifier: 'false' }),
+      },
+    );
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    try {
+      for (let i = 0; i < 1200 && !READY.test(stdout); i++) await sleep(100);
+      expect(stdout).toMatch(READY);
+      const java = dynamoLocalOnPort(dynamodbPort);
+      expect(java).toHaveLength(1);
+      process.kill(-(child.pid ?? 0), 'SIGINT'); // the terminal's Ctrl-C: the whole group
+      const status = await exited;
+      if (shIsDash()) expect(status).toEqual({ code: null, signal: 'SIGINT' });
+      expect(await waitGone(java[0], 15_000)).toBe(true);
+      for (let i = 0; i < 100 && existsSync(envFile); i++) await sleep(100);
+      expect(existsSync(envFile)).toBe(false);
+    } finally {
+      try {
+        process.kill(-(child.pid ?? 0), 'SIGKILL');
+      } catch {
+        // the whole group is gone
+      }
+    }
+  }, 180_000);
 });
 
 describe('eve-world-aws emulate: failures', () => {

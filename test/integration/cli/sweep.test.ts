@@ -109,6 +109,14 @@ describe('sweep', () => {
     const badDuration = await runCli(['sweep', '--older-than', 'soon'], f.env);
     expect(badDuration.code).toBe(2);
     expect(badDuration.stderr).toMatch(/duration such as 30s/);
+    // A bare number is not read as seconds (it would delete what 5 days was meant to keep).
+    const bare = await runCli(['sweep', '--older-than', '5'], f.env);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toMatch(
+      /--older-than <duration>.*needs a unit: 5d \(days\), 5h \(hours\), 5m \(minutes\) or 5s/,
+    );
+    expect(bare.stdout).toBe('');
+    expect(help.stdout).toMatch(/--older-than <duration>[\s\S]*units: d, h, m, s/);
     const badRun = await runCli(['sweep', '--run', 'nope'], f.env);
     expect(badRun.code).toBe(2);
     expect(badRun.stderr).toMatch(/wrun_ followed by a ULID/);

@@ -96,7 +96,14 @@ describe('format', () => {
   });
 
   it('parses and prints durations', () => {
-    expect(parseDuration('90')).toBe(90_000);
+    expect(parseDuration('90s')).toBe(90_000);
+    expect(parseDuration('30m')).toBe(1_800_000);
+    expect(parseDuration('12h')).toBe(43_200_000);
+    // A bare number has no unit anyone can agree on: a usage error showing the forms.
+    expect(() => parseDuration('5')).toThrow(
+      /needs a unit: 5d \(days\), 5h \(hours\), 5m \(minutes\) or 5s \(seconds\)/,
+    );
+    expect(() => parseDuration('0')).toThrow(/needs a unit/);
     expect(parseDuration('1h30m')).toBe(5_400_000);
     expect(parseDuration('2d')).toBe(172_800_000);
     expect(parseDuration('0s')).toBe(0);
