@@ -8,13 +8,16 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.js';
 import { EmulatorError } from '../emulator/stack.js';
+import { cancelCommand } from './cancel.js';
 import { demoCommand } from './demo.js';
 import { doctorCommand } from './doctor.js';
 import { emulateCommand } from './emulate.js';
 import { initCommand } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
 import { redriveCommand } from './redrive/index.js';
+import { resumeCommand } from './resume.js';
 import { runsCommand } from './runs.js';
+import { startCommand } from './start.js';
 import { sweepCommand } from './sweep.js';
 import { tailCommand } from './tail.js';
 
@@ -25,6 +28,9 @@ const COMMANDS: Array<() => Command> = [
   demoCommand,
   tailCommand,
   runsCommand,
+  startCommand,
+  cancelCommand,
+  resumeCommand,
   redriveCommand,
   sweepCommand,
   doctorCommand,
