@@ -30,7 +30,8 @@ export interface CancelResult {
 }
 
 function parseReason(value: string): string {
-  if (value.length > MAX_REASON) throw new InvalidArgumentError(`at most ${MAX_REASON} characters (got ${value.length}).`);
+  if (value.length > MAX_REASON)
+    throw new InvalidArgumentError(`at most ${MAX_REASON} characters (got ${value.length}).`);
   return value;
 }
 
@@ -39,7 +40,10 @@ export async function cancelRunById(runId: string, opts: CancelOptions): Promise
     const run = await getRunOrFail(w, runId);
     if (run.status === 'cancelled') return { runId, status: run.status, cancelled: false };
     if (run.status === 'completed' || run.status === 'failed')
-      throw new CliError(`run ${runId} is already ${run.status}; only a pending or running run can be cancelled`, EXIT_FAILURE);
+      throw new CliError(
+        `run ${runId} is already ${run.status}; only a pending or running run can be cancelled`,
+        EXIT_FAILURE,
+      );
     try {
       await w.world.events.create(runId, {
         eventType: 'run_cancelled',
@@ -62,7 +66,11 @@ export function cancelCommand(): Command {
   return new Command('cancel')
     .description('Cancel a pending or running run (what `wf cancel` and run.cancel() do)')
     .argument('<runId>', 'the run id (wrun_...)')
-    .option('--reason <text>', `why, recorded on the run_cancelled event (at most ${MAX_REASON} characters)`, parseReason)
+    .option(
+      '--reason <text>',
+      `why, recorded on the run_cancelled event (at most ${MAX_REASON} characters)`,
+      parseReason,
+    )
     .option('--json', 'print {runId, status, cancelled} as JSON')
     .addHelpText(
       'after',

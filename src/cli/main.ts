@@ -10,6 +10,7 @@ import { ConfigError } from '../config.js';
 import { EmulatorError } from '../emulator/stack.js';
 import { cancelCommand } from './cancel.js';
 import { demoCommand } from './demo.js';
+import { destroyCommand } from './destroy.js';
 import { doctorCommand } from './doctor.js';
 import { emulateCommand } from './emulate.js';
 import { initCommand } from './init.js';
@@ -34,6 +35,7 @@ const COMMANDS: Array<() => Command> = [
   redriveCommand,
   sweepCommand,
   doctorCommand,
+  destroyCommand,
 ];
 
 function version(): string {

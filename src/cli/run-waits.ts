@@ -40,7 +40,12 @@ export class RunWaits {
         const cur = this.pending.get(id);
         const prev = cur?.kind === 'step' ? cur : undefined;
         const attempt = typeof data.attempt === 'number' ? data.attempt : (prev?.attempt ?? 0) + 1;
-        this.pending.set(id, { kind: 'step', name: String(data.stepName ?? prev?.name ?? id), state: 'running', attempt });
+        this.pending.set(id, {
+          kind: 'step',
+          name: String(data.stepName ?? prev?.name ?? id),
+          state: 'running',
+          attempt,
+        });
         return;
       }
       case 'step_retrying': {
@@ -59,13 +64,13 @@ export class RunWaits {
 
   /** One phrase per pending item, e.g. `hook order-42`, `wait until 2026-12-02T10:00:00.000Z`, `step charge (attempt 2)`. */
   describe(): string[] {
-    return [...this.pending.values()].map((p) => {
+    return [...this.pending.values()].map((p): string => {
       switch (p.kind) {
         case 'hook':
           return `hook ${p.token}`;
         case 'wait':
           return p.until ? `wait until ${p.until}` : 'wait';
-        case 'step': {
+        default: {
           const name = shortName(p.name);
           if (p.state === 'queued') return `step ${name} (queued)`;
           if (p.state === 'retrying')

@@ -19,8 +19,8 @@ import { parseJsonArg, withCoreWorld } from './core-world.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, printJson } from './output.js';
 import { requirePeers } from './peers.js';
 import { listRuns, SCAN_LIMIT } from './runs.js';
-import type { CliWorld } from './world.js';
 import { isFullWorkflowName } from './workflow-names.js';
+import type { CliWorld } from './world.js';
 
 interface StartOptions {
   json?: boolean;
@@ -38,10 +38,13 @@ export async function resolveWorkflowId(w: CliWorld, query: string): Promise<str
   if (ids.length === 0)
     throw new CliError(
       `no run of a workflow named "${query}" among the newest ${SCAN_LIMIT} runs in table ${w.config.tableName}: ` +
-        'pass its full id instead (workflow//<file>//<export>, as in your app\'s .well-known/workflow/v1/manifest.json)',
+        "pass its full id instead (workflow//<file>//<export>, as in your app's .well-known/workflow/v1/manifest.json)",
       EXIT_FAILURE,
     );
-  throw new CliError(`"${query}" names ${ids.length} workflows (${ids.join(', ')}): pass one of these full ids`, EXIT_USAGE);
+  throw new CliError(
+    `"${query}" names ${ids.length} workflows (${ids.join(', ')}): pass one of these full ids`,
+    EXIT_USAGE,
+  );
 }
 
 export async function startWorkflow(query: string, args: unknown[]): Promise<{ runId: string; workflowId: string }> {

@@ -10,8 +10,8 @@ import type { Event, Step, WorkflowRun, WorkflowRunWithoutData, World } from '@w
 import { eventIdToSlot, isTerminalWorkflowRunStatus } from '@workflow/world';
 import { sleep } from '../aws/sleep.js';
 import { encodeEventCursor } from '../storage/index.js';
-import { RunWaits } from './run-waits.js';
 import { errorText, fromDevalue, hex, jsonSafe, previewValue, truncate, utf8 } from './format.js';
+import { RunWaits } from './run-waits.js';
 
 export interface RunRow {
   kind: 'run';
