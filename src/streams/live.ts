@@ -204,10 +204,10 @@ export function liveTail(
       if (performance.now() < nextRunCheckAt) return false;
       nextRunCheckAt = performance.now() + RUN_CHECK_MS;
       ended = await deps.runEnd(runId).catch(() => undefined);
-      if (!ended) return false;
+      if (!ended || finished) return false;
     }
     // The empty Query must have started after the grace, so nothing written before it is missed.
-    if (queryStartWall - ended.endedAt < END_GRACE_MS) return false;
+    if (finished || queryStartWall - ended.endedAt < END_GRACE_MS) return false;
     try {
       await deps.seal(runId, name);
     } catch (err) {
