@@ -58,7 +58,7 @@ function configure(cmd: Command): void {
 export function buildProgram(): Command {
   const program = new Command('eve-world-aws')
     .description(
-      'Workflow DevKit World on DynamoDB + SQS + S3: set up and check AWS resources, run a local emulator, follow runs, replay dead letters, sweep orphaned objects.',
+      'Workflow DevKit World on DynamoDB + SQS + S3: set up, check and remove AWS resources, run a local emulator, follow, start, cancel and resume runs, replay dead letters, sweep orphaned objects.',
     )
     .version(version(), '-V, --version')
     .addHelpText(
