@@ -114,7 +114,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   });
   const consumer = createConsumer(context, queue.transport, options.consumer);
   early.consumer = consumer;
-  const streamer = createStreamer(context);
+  const streamer = createStreamer(context, { runEnd: storage.runEnd, logger });
   // Without a KMS key the World has no getEncryptionKeyForRun at all, so core stores plaintext
   // exactly as before; with one, core encrypts every payload under a per-run data key.
   const runKeys = options.runKeys ?? (config.kmsKeyId ? new RunKeys(context, config.kmsKeyId) : undefined);

@@ -8,13 +8,17 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.js';
 import { EmulatorError } from '../emulator/stack.js';
+import { cancelCommand } from './cancel.js';
 import { demoCommand } from './demo.js';
+import { destroyCommand } from './destroy.js';
 import { doctorCommand } from './doctor.js';
 import { emulateCommand } from './emulate.js';
 import { initCommand } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
 import { redriveCommand } from './redrive/index.js';
+import { resumeCommand } from './resume.js';
 import { runsCommand } from './runs.js';
+import { startCommand } from './start.js';
 import { sweepCommand } from './sweep.js';
 import { tailCommand } from './tail.js';
 
@@ -25,9 +29,13 @@ const COMMANDS: Array<() => Command> = [
   demoCommand,
   tailCommand,
   runsCommand,
+  startCommand,
+  cancelCommand,
+  resumeCommand,
   redriveCommand,
   sweepCommand,
   doctorCommand,
+  destroyCommand,
 ];
 
 function version(): string {
@@ -50,7 +58,7 @@ function configure(cmd: Command): void {
 export function buildProgram(): Command {
   const program = new Command('eve-world-aws')
     .description(
-      'Workflow DevKit World on DynamoDB + SQS + S3: set up and check AWS resources, run a local emulator, follow runs, replay dead letters, sweep orphaned objects.',
+      'Workflow DevKit World on DynamoDB + SQS + S3: set up, check and remove AWS resources, run a local emulator, follow, start, cancel and resume runs, replay dead letters, sweep orphaned objects.',
     )
     .version(version(), '-V, --version')
     .addHelpText(

@@ -10,6 +10,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { formatDuration, formatTime, parsePositiveInt } from './format.js';
 import { colorEnabled, palette, printJson, renderTable } from './output.js';
 import { runRow } from './tail-rows.js';
+import { isFullWorkflowName, workflowMatches } from './workflow-names.js';
 import { withWorld } from './world.js';
 
 export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
@@ -36,26 +37,53 @@ function parseStatus(value: string, previous: RunStatus[] | undefined): RunStatu
   return out;
 }
 
-/** Up to `limit` runs, newest first, paging the World as needed. */
+/** Runs read per page while filtering by a short workflow name. */
+const SCAN_PAGE = 1000;
+/** Newest runs read at most when filtering by a short workflow name (the full id is indexed). */
+export const SCAN_LIMIT = 10_000;
+
+type RunLister = {
+  list: (p: object) => Promise<{ data: WorkflowRun[]; cursor: string | null; hasMore: boolean }>;
+};
+
+/**
+ * Up to `limit` runs, newest first, paging the World as needed. A full workflow id is one indexed
+ * listing; a short name (`order`) filters the newest SCAN_LIMIT runs by time (`scanned` says how
+ * many were read, `scanCapped` that older ones were not).
+ */
 export async function listRuns(
-  runs: { list: (p: object) => Promise<{ data: WorkflowRun[]; cursor: string | null; hasMore: boolean }> },
+  runs: RunLister,
   opts: { status?: RunStatus[]; workflow?: string; limit: number },
-): Promise<{ runs: WorkflowRun[]; hasMore: boolean }> {
+): Promise<{ runs: WorkflowRun[]; hasMore: boolean; scanned?: number; scanCapped?: boolean }> {
+  const status = opts.status && opts.status.length > 0 ? opts.status : undefined;
+  const query = opts.workflow;
+  const byShortName = query !== undefined && !isFullWorkflowName(query);
   const out: WorkflowRun[] = [];
   let cursor: string | undefined;
   let hasMore = false;
+  let scanned = 0;
   do {
     const page = await runs.list({
-      workflowName: opts.workflow,
-      status: opts.status && opts.status.length > 0 ? opts.status : undefined,
+      workflowName: byShortName ? undefined : query,
+      status,
       resolveData: 'none',
-      pagination: { limit: Math.min(1000, opts.limit - out.length), cursor, sortOrder: 'desc' },
+      pagination: {
+        limit: byShortName ? SCAN_PAGE : Math.min(1000, opts.limit - out.length),
+        cursor,
+        sortOrder: 'desc',
+      },
     });
-    out.push(...page.data);
+    scanned += page.data.length;
+    out.push(...(byShortName ? page.data.filter((r) => workflowMatches(r.workflowName, query)) : page.data));
     hasMore = page.hasMore;
     cursor = page.cursor ?? undefined;
-  } while (hasMore && cursor && out.length < opts.limit);
-  return { runs: out.slice(0, opts.limit), hasMore: hasMore || out.length > opts.limit };
+  } while (hasMore && cursor && out.length < opts.limit && (!byShortName || scanned < SCAN_LIMIT));
+  const more = out.length > opts.limit || (hasMore && (!byShortName || out.length >= opts.limit));
+  return {
+    runs: out.slice(0, opts.limit),
+    hasMore: more,
+    ...(byShortName ? { scanned, scanCapped: hasMore && out.length < opts.limit } : {}),
+  };
 }
 
 const STATUS_PAINT: Record<RunStatus, keyof ReturnType<typeof palette>> = {
@@ -93,13 +121,16 @@ export function runsCommand(): Command {
     )
     .option(
       '--workflow <name>',
-      'only runs of this workflow (the workflow name the runtime records, e.g. workflow//./src/x//fn)',
+      'only runs of this workflow: its name (order) or the full id the runtime records (workflow//./workflows/order//order)',
     )
     .option('--limit <n>', 'how many runs to show', parsePositiveInt, 20)
     .option('--json', 'print {runs: [...], hasMore} as JSON')
     .addHelpText(
       'after',
       `
+--workflow with a full id is one indexed query; with a name it filters the newest ${SCAN_LIMIT} runs
+(a note on stderr says when older runs were not read: use the full id, shown in the Workflow column).
+
 "Started" is when the run started executing (its creation time while it is pending); "Duration"
 runs until now for runs that are still going.
 
@@ -107,7 +138,11 @@ Exit codes: 0 listed (also when nothing matches); 1 AWS error; 2 bad usage or co
     )
     .action(async (opts: RunsOptions) => {
       await withWorld({}, async (w) => {
-        const { runs, hasMore } = await listRuns(w.world.runs as never, opts);
+        const { runs, hasMore, scanCapped } = await listRuns(w.world.runs as never, opts);
+        if (scanCapped)
+          process.stderr.write(
+            `note: read the newest ${SCAN_LIMIT} runs only; for older runs of this workflow pass its full id (workflow//<file>//${opts.workflow})\n`,
+          );
         if (opts.json) {
           const now = Date.now();
           printJson({

@@ -11,6 +11,7 @@ import { eventIdToSlot, isTerminalWorkflowRunStatus } from '@workflow/world';
 import { sleep } from '../aws/sleep.js';
 import { encodeEventCursor } from '../storage/index.js';
 import { errorText, fromDevalue, hex, jsonSafe, previewValue, truncate, utf8 } from './format.js';
+import { RunWaits } from './run-waits.js';
 
 export interface RunRow {
   kind: 'run';
@@ -23,6 +24,8 @@ export interface RunRow {
   /** completedAt (or now, while running) minus startedAt. */
   durationMs?: number;
   error?: string;
+  /** While not terminal: what the run waits for (src/cli/run-waits.ts), e.g. `hook order-42`. */
+  waiting?: string[];
 }
 
 export interface EventRow {
@@ -216,6 +219,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
   const dirtySteps = new Set<string>();
   const streams = new Map<string, StreamCursor>();
   let terminalSince: number | undefined;
+  const waits = new RunWaits();
   let sleepMs = fastMs;
   let firstRound = true;
 
@@ -224,25 +228,24 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
 
     const run = await world.runs.get(runId, { resolveData: 'none' });
     const rec = runRow(run);
-    const runKey = `${rec.status}|${rec.startedAt ?? ''}|${rec.completedAt ?? ''}`;
-    if (runKey !== lastRun) {
-      lastRun = runKey;
-      activity = true;
-      yield rec;
-    }
 
     // Events since the cursor (all pages). resolveData 'all' shows inline payloads; whether S3
     // pointers are followed is decided by how the World was opened (--data).
     const fresh: Event[] = [];
-    for (;;) {
-      const page = await world.events.list({
-        runId,
-        pagination: { cursor: eventCursor, limit: 1000 },
-        resolveData: 'all',
-      });
-      fresh.push(...page.data);
-      if (page.cursor) eventCursor = page.cursor;
-      if (!page.hasMore || page.data.length === 0) break;
+    if (firstRound && eventCursor !== undefined) {
+      // What the run waits for needs the events before --since too (read, not shown).
+      for (const e of (await allEvents(world, runId, undefined, opts.since)).events) waits.apply(e);
+    }
+    const read = await allEvents(world, runId, eventCursor);
+    fresh.push(...read.events);
+    eventCursor = read.cursor;
+    for (const e of fresh) waits.apply(e);
+    if (!isTerminalWorkflowRunStatus(rec.status)) rec.waiting = waits.describe();
+    const runKey = `${rec.status}|${rec.startedAt ?? ''}|${rec.completedAt ?? ''}|${rec.waiting?.join(',') ?? ''}`;
+    if (runKey !== lastRun) {
+      lastRun = runKey;
+      activity = true;
+      yield rec;
     }
     // Steps: the first round lists them all; later rounds read only the steps whose events are
     // new (at most MAX_STEP_READS per round, the rest next round), so a round costs what changed,
@@ -330,6 +333,25 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
     }
     sleepMs = activity ? fastMs : Math.min(idleMaxMs, sleepMs * 2);
     await sleep(sleepMs, opts.signal);
+  }
+}
+
+/** Events of a run after `cursor` (all pages), stopping before slot `before` when given. */
+async function allEvents(
+  world: TailWorld,
+  runId: string,
+  cursor: string | undefined,
+  before?: number,
+): Promise<{ events: Event[]; cursor: string | undefined }> {
+  const events: Event[] = [];
+  for (;;) {
+    const page = await world.events.list({ runId, pagination: { cursor, limit: 1000 }, resolveData: 'all' });
+    for (const e of page.data) {
+      if (before !== undefined && (eventIdToSlot(e.eventId) ?? 0) >= before) return { events, cursor };
+      events.push(e);
+    }
+    if (page.cursor) cursor = page.cursor;
+    if (!page.hasMore || page.data.length === 0) return { events, cursor };
   }
 }
 

@@ -120,6 +120,12 @@ export function Header({ run, runId, now, color }: { run?: RunRow; runId: string
         <Text>{formatTime(run.startedAt ?? run.createdAt)}</Text>
         <Label color={color}> · duration </Label>
         <Text>{formatDuration(duration)}</Text>
+        {running && run.waiting && run.waiting.length > 0 ? (
+          <>
+            <Label color={color}> · waiting for </Label>
+            <Text>{run.waiting.join('; ')}</Text>
+          </>
+        ) : null}
       </Text>
       {run.error ? (
         <Text wrap="truncate" color={color ? 'red' : undefined}>

@@ -50,7 +50,8 @@ export function plainLine(rec: TailRow, color = false): string[] {
     case 'run':
       return [
         `${p.bold(`run ${rec.runId}`)} workflow=${rec.workflowName} status=${rec.status} started=${formatTime(rec.startedAt ?? rec.createdAt)}` +
-          ` duration=${formatDuration(rec.durationMs)}${rec.error ? ` error=${JSON.stringify(rec.error)}` : ''}`,
+          ` duration=${formatDuration(rec.durationMs)}${rec.error ? ` error=${JSON.stringify(rec.error)}` : ''}` +
+          (rec.waiting && rec.waiting.length > 0 ? ` waiting for: ${rec.waiting.join('; ')}` : ''),
       ];
     case 'event':
       return [

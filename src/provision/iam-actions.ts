@@ -13,6 +13,9 @@
  *   `runtime`. Only this principal touches the DLQ: the World never sends to, receives from or
  *   deletes from it at run time (SQS moves messages there itself through the redrive policy).
  * - `init`: creating and reconfiguring the resources (`init`, `emulate`). Deploy-time only.
+ * - `destroy`: `eve-world-aws destroy` (src/provision/destroy.ts): reading whether each resource
+ *   holds data, emptying the bucket, deleting the resources `init` created. Deploy-time only, and
+ *   never part of a printed policy: an operator runs it with their own administrative role.
  * - `sweeper`: the scheduled orphan sweep (src/sweep/lambda.ts, deployed by the CDK construct):
  *   exactly the commands `sweepOrphans` sends (reads of the run's items, the `orphansSweptAt`
  *   mark, listing and deleting objects), nothing of the queue, the Scheduler or KMS (it never reads
@@ -49,7 +52,7 @@ export type IamResource =
   | 'kmsKey'
   | 'signingSecret';
 
-export type IamPrincipal = 'runtime' | 'operator' | 'init' | 'sweeper';
+export type IamPrincipal = 'runtime' | 'operator' | 'init' | 'sweeper' | 'destroy';
 
 export type AwsService = 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms' | 'secretsmanager';
 
@@ -137,7 +140,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'dynamodb:DescribeTable',
     actions: ['dynamodb:DescribeTable'],
-    uses: { operator: T, init: T },
+    uses: { operator: T, init: T, destroy: T },
     why: 'doctor, init verify',
   },
   {
@@ -195,13 +198,13 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'sqs:GetQueueUrl',
     actions: ['sqs:GetQueueUrl'],
-    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'] },
+    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'] },
     why: 'queue name -> URL',
   },
   {
     command: 'sqs:GetQueueAttributes',
     actions: ['sqs:GetQueueAttributes'],
-    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'] },
+    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'] },
     why: 'queue ARN for schedules; depth for doctor; event source mapping',
   },
   { command: 'sqs:CreateQueue', actions: ['sqs:CreateQueue'], uses: { init: ['queue', 'dlq'] }, why: 'init' },
@@ -228,13 +231,13 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 's3:ListObjectsV2',
     actions: ['s3:ListBucket'],
-    uses: { runtime: S, sweeper: S },
+    uses: { runtime: S, sweeper: S, destroy: S },
     why: 'retention: list a finished run’s objects (runs/<runId>/); sweep: list run prefixes and held queue bodies',
   },
   {
     command: 's3:DeleteObjects',
     actions: ['s3:DeleteObject'],
-    uses: { runtime: ['bucketObjects'], sweeper: ['bucketObjects'] },
+    uses: { runtime: ['bucketObjects'], sweeper: ['bucketObjects'], destroy: ['bucketObjects'] },
     why: 'retention 0: delete a finished run’s objects; sweep: delete orphaned payloads and expired held queue bodies',
   },
   {
@@ -246,7 +249,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 's3:HeadBucket',
     actions: ['s3:ListBucket'],
-    uses: { operator: ['bucket'], init: ['bucket'] },
+    uses: { operator: ['bucket'], init: ['bucket'], destroy: ['bucket'] },
     why: 'doctor, init verify',
   },
   {
@@ -309,7 +312,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'scheduler:GetScheduleGroup',
     actions: ['scheduler:GetScheduleGroup'],
-    uses: { operator: ['scheduleGroup'], init: ['scheduleGroup'] },
+    uses: { operator: ['scheduleGroup'], init: ['scheduleGroup'], destroy: ['scheduleGroup'] },
     why: 'doctor, init verify: the World’s own schedule group exists and is active',
   },
   {
@@ -317,6 +320,29 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     actions: ['scheduler:CreateScheduleGroup'],
     uses: { init: ['scheduleGroup'] },
     why: 'init: the World’s own schedule group, when a scheduler role is configured',
+  },
+
+  // ---- destroy: removing what init created ----
+  {
+    command: 'dynamodb:Scan',
+    actions: ['dynamodb:Scan'],
+    uses: { destroy: T },
+    why: 'destroy: whether the table holds an item (Limit 1)',
+  },
+  { command: 'dynamodb:DeleteTable', actions: ['dynamodb:DeleteTable'], uses: { destroy: T }, why: 'destroy' },
+  { command: 'sqs:DeleteQueue', actions: ['sqs:DeleteQueue'], uses: { destroy: ['queue', 'dlq'] }, why: 'destroy' },
+  { command: 's3:DeleteBucket', actions: ['s3:DeleteBucket'], uses: { destroy: ['bucket'] }, why: 'destroy' },
+  {
+    command: 'scheduler:ListSchedules',
+    actions: ['scheduler:ListSchedules'],
+    uses: { destroy: ['scheduleGroup'] },
+    why: 'destroy: whether the group holds a schedule (a pending long wait)',
+  },
+  {
+    command: 'scheduler:DeleteScheduleGroup',
+    actions: ['scheduler:DeleteScheduleGroup'],
+    uses: { destroy: ['scheduleGroup'] },
+    why: 'destroy',
   },
 
   // ---- KMS: EVE_WORLD_AWS_KMS_KEY_ID (statements only when a key is configured) ----

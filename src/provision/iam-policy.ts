@@ -119,7 +119,9 @@ const SCHEDULER_RESOURCES: ReadonlySet<IamResource> = new Set([
  */
 export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t: PolicyTarget): PolicyDocument {
   const arns = resourceArns(config, t);
-  const prefix = ({ runtime: 'World', operator: 'Operator', init: 'Init', sweeper: 'Sweeper' } as const)[principal];
+  const prefix = (
+    { runtime: 'World', operator: 'Operator', init: 'Init', sweeper: 'Sweeper', destroy: 'Destroy' } as const
+  )[principal];
   const statements: PolicyStatement[] = [];
   const key = config.kmsKeyId ? kmsKeyResource(config.kmsKeyId, t) : undefined;
   for (const [resource, actions] of actionsByResource(principal)) {

@@ -16,7 +16,8 @@ import type { WorldConfig } from '../config.js';
 import { MAX_MESSAGE_SIZE, MESSAGE_RETENTION_SECONDS } from '../limits.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
 
-async function queueUrl(sqs: SQSClient, ref: string): Promise<string | undefined> {
+/** The queue's URL (`ref`: a name or a URL), undefined when it does not exist. */
+export async function queueUrl(sqs: SQSClient, ref: string): Promise<string | undefined> {
   if (isQueueUrl(ref)) {
     // Check that the URL answers.
     try {

@@ -9,7 +9,8 @@
  * const world = { ...storage, capabilities: { ...storageCapabilities }, specVersion: SPEC_VERSION_CURRENT, ... };
  * ```
  */
-import type { Storage, WorldCapabilities } from '@workflow/world';
+import { WorkflowRunNotFoundError } from '@workflow/errors';
+import type { Storage, WorkflowRunStatus, WorldCapabilities } from '@workflow/world';
 import type { WorldContext } from '../context.js';
 import { StepItemCache } from './memory/items.js';
 import { SlotHints } from './memory/slot-hints.js';
@@ -17,6 +18,7 @@ import { createEventReads } from './read/events.js';
 import { createHookReads } from './read/hooks.js';
 import { createRunReads } from './read/runs.js';
 import { createStepReads } from './read/steps.js';
+import { isTerminalRun } from './records/lifecycle.js';
 import type { StorageCtx } from './table/context.js';
 import { createEvents } from './write/create.js';
 
@@ -41,6 +43,12 @@ export function storageContext(ctx: WorldContext): StorageCtx {
 export interface WorldStorage extends Storage {
   /** Highest slot of `runId`'s log this process has seen committed (for messages' `eve.tail`). */
   logTail(runId: string): number | undefined;
+  /**
+   * A terminal run's status and when it ended (wall-clock ms), undefined while it is not terminal
+   * or when there is no such run. One consistent GetItem, without payloads (live stream reads
+   * use it to end with their run, src/streams/live.ts).
+   */
+  runEnd(runId: string): Promise<{ status: WorkflowRunStatus; endedAt: number } | undefined>;
 }
 
 export function createStorage(ctx: WorldContext): WorldStorage {
@@ -54,6 +62,16 @@ export function createStorage(ctx: WorldContext): WorldStorage {
     hooks: createHookReads(sctx),
     events: { create: createEvents(sctx, hints, new StepItemCache()) as Storage['events']['create'], ...events },
     logTail: (runId) => hints.get(runId),
+    async runEnd(runId) {
+      try {
+        const run = await runs.get(runId, { resolveData: 'none' });
+        if (!isTerminalRun(run.status)) return undefined;
+        return { status: run.status, endedAt: (run.completedAt ?? run.updatedAt).getTime() };
+      } catch (err) {
+        if (WorkflowRunNotFoundError.is(err)) return undefined;
+        throw err;
+      }
+    },
   };
 }
 

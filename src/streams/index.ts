@@ -21,6 +21,7 @@ import type {
   StreamWriteSession,
 } from '@workflow/world';
 import type { WorldContext } from '../context.js';
+import type { Logger } from '../log.js';
 import {
   type Block,
   blockEnd,
@@ -32,7 +33,7 @@ import {
   type StoredChunk,
   toBytes,
 } from './items.js';
-import { liveTail } from './live.js';
+import { type LiveTailDeps, liveTail } from './live.js';
 import { BurstPacer } from './pacing.js';
 import { StreamQueries } from './queries.js';
 import { WriteQueue } from './write-queue.js';
@@ -47,6 +48,14 @@ export interface StreamerOptions {
    * alone and its writes feed no local reader. Tests and the benchmark use it.
    */
   inProcessSignal?: boolean;
+  /**
+   * The status of a run and when it ended, undefined while it is not terminal or not found (the
+   * composer passes storage's runs.get). With it, a live read ends when its run has ended and no
+   * writer is left (live.ts); without it, only at an EOF a writer wrote.
+   */
+  runEnd?: LiveTailDeps['runEnd'];
+  /** Where a reader says why it closed a stream its writer left open. */
+  logger?: Logger;
 }
 
 /** The Streamer plus `close()`, which the World's own close() calls. */
@@ -151,7 +160,8 @@ export function createStreamer(ctx: WorldContext, options: StreamerOptions = {})
       if (i < 0) i = Math.max(0, countOf(await queries.lastBlock(runId, name)) + i);
       // From 0 the first block is at key 0; otherwise find the block holding `i` (or the tail).
       const first = i > 0 ? await queries.lastBlock(runId, name, i) : undefined;
-      return liveTail({ config, table, useBus, queries, readers, fetchS3 }, runId, name, {
+      const ends = options.runEnd ? { runEnd: options.runEnd, seal: streams.close, logger: options.logger } : {};
+      return liveTail({ config, table, useBus, queries, readers, fetchS3, ...ends }, runId, name, {
         i,
         k: first?.first ?? 0,
         first,

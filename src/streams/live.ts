@@ -18,10 +18,24 @@
  * bus is feeding the reader, polls wait the idle interval. Polls happen only while the consumer
  * wants data (backpressure).
  *
+ * The end of a run ends its streams (`runEnd` given): a stream whose writer never wrote its EOF
+ * (the run was cancelled mid-stream, failed, or completed without closing it) would otherwise be
+ * polled forever. Only while the reader is idle (no data for ACTIVE_MS) it reads the run, at most
+ * once per RUN_CHECK_MS until the run is terminal. Once the run has been terminal for
+ * END_GRACE_MS and a Query that started after that found nothing new, no writer is taken to be
+ * left: the reader writes the stream's EOF (`seal`, the writer's idempotent close; a late block
+ * that lands first is kept, the EOF goes after it by density), logs why, and ends at that EOF
+ * like any reader. Sealing, not just closing this reader, is what lets core's `getReadable()`
+ * end: core trusts an end only when `getInfo()` says `done` (else it reconnects), and every
+ * other reader and `getChunks()` then agree. Chunks a writer sends after the seal are dropped,
+ * as for any closed stream.
+ *
  * Every exit path (EOF, cancel, error, World close) runs `finish()`, which clears the timer and
  * the bus listener.
  */
+import type { WorkflowRunStatus } from '@workflow/world';
 import type { WorldConfig } from '../config.js';
+import type { Logger } from '../log.js';
 import { mapLimited } from '../util/concurrency.js';
 import { busKey, type CommittedBlock, readerFinished, readerStarted, subscribe } from './bus.js';
 import type { Block, StoredChunk } from './items.js';
@@ -40,6 +54,16 @@ const SETTLE_START_MS = 5;
 const MAX_BUFFERED_BLOCKS = 1000;
 /** S3 fetches in flight per reader. */
 const S3_CONCURRENCY = 8;
+/** An idle reader reads its run's status at most this often until the run is terminal. */
+const RUN_CHECK_MS = 5000;
+/** How long after its run ended a stream with no new data is taken to have no writer left. */
+export const END_GRACE_MS = 5000;
+
+/** A terminal run: its status and when it ended (wall-clock ms). */
+export interface RunEnd {
+  status: WorkflowRunStatus;
+  endedAt: number;
+}
 
 export interface LiveTailDeps {
   config: WorldConfig;
@@ -49,6 +73,14 @@ export interface LiveTailDeps {
   /** Shutdown hooks of the owning Streamer's readers (its close() calls them). */
   readers: Set<(err: Error) => void>;
   fetchS3(key: string, signal: AbortSignal): Promise<Uint8Array>;
+  /**
+   * The run's end, undefined while it is not terminal (or not found). Absent: a reader ends only
+   * at an EOF some writer wrote.
+   */
+  runEnd?(runId: string): Promise<RunEnd | undefined>;
+  /** Write the stream's EOF (idempotent). Needed with `runEnd`. */
+  seal?(runId: string, name: string): Promise<void>;
+  logger?: Logger;
 }
 
 export function liveTail(
@@ -81,6 +113,12 @@ export function liveTail(
   let mem: CommittedBlock[] = [];
   /** A block read by get() while resolving the start position, applied first. */
   let pending: Block | undefined = start.first;
+  /** The run's end once seen terminal (it never changes after). */
+  let ended: RunEnd | undefined;
+  /** When the run may be read again (performance.now()). */
+  let nextRunCheckAt = 0;
+  /** Wall-clock start of the last Query (to order it after the end's grace). */
+  let queryStartWall = 0;
 
   const onBlock = (b: CommittedBlock) => {
     if (mem.length >= MAX_BUFFERED_BLOCKS) mem = [];
@@ -156,6 +194,36 @@ export function liveTail(
     return taken;
   }
 
+  /**
+   * After an empty Query of an idle reader: true when the run has ended and no writer is left,
+   * once this reader has sealed the stream (header). A failed run read is retried later.
+   */
+  async function runOver(): Promise<boolean> {
+    if (!deps.runEnd || !deps.seal) return false;
+    if (!ended) {
+      if (performance.now() < nextRunCheckAt) return false;
+      nextRunCheckAt = performance.now() + RUN_CHECK_MS;
+      ended = await deps.runEnd(runId).catch(() => undefined);
+      if (!ended || finished) return false;
+    }
+    // The empty Query must have started after the grace, so nothing written before it is missed.
+    if (finished || queryStartWall - ended.endedAt < END_GRACE_MS) return false;
+    try {
+      await deps.seal(runId, name);
+    } catch (err) {
+      deps.logger?.warn(
+        `[eve-world-aws] could not close stream "${name}" of run ${runId} after its run ended (tried again at the next idle poll): ${String(err)}`,
+        { runId },
+      );
+      return false;
+    }
+    deps.logger?.info(
+      `[eve-world-aws] stream "${name}" of run ${runId} ended with its run (${ended.status}): nothing was written for ${END_GRACE_MS / 1000} s after the run ended and its writer never closed it, so the reader closed it (later writes to it are dropped)`,
+      { runId },
+    );
+    return true;
+  }
+
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
@@ -188,6 +256,7 @@ export function liveTail(
               woken = false;
               if (mem.length > 0 && mem[0].first <= k) continue; // the bus brought what we need
               queryStart = performance.now();
+              queryStartWall = Date.now();
               const page = await queries.blocksFrom(runId, name, k, { signal: abort.signal });
               fromQuery = true;
               truncated = page.truncated;
@@ -232,7 +301,13 @@ export function liveTail(
               continue;
             }
             nextQueryAt = queryStart + interval;
-            if (now - lastPolledDataAt >= ACTIVE_MS) interval = Math.min(interval * BACKOFF, config.streamIdlePollMs);
+            if (now - lastPolledDataAt >= ACTIVE_MS) {
+              interval = Math.min(interval * BACKOFF, config.streamIdlePollMs);
+              if (queryStart > 0 && (await runOver())) {
+                if (finished) return;
+                nextQueryAt = 0; // read the EOF just written (or the late block before it)
+              }
+            }
           }
         } catch (err) {
           if (finished) return; // cancelled mid-request

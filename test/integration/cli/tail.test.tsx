@@ -156,7 +156,15 @@ describe('tail (CLI)', () => {
         'step_completed',
         'run_completed',
       ]);
-      expect(recs.filter((x) => x.kind === 'run').map((x) => x.status)).toEqual(['running', 'completed']);
+      // A run record per change of status or of what the run waits for (here its step, while tail
+      // saw it pending): statuses in order, each once; a terminal run waits for nothing.
+      const runRecs = recs.filter((x) => x.kind === 'run');
+      expect(runRecs.map((x) => x.status).filter((st, i, all) => i === 0 || st !== all[i - 1])).toEqual([
+        'running',
+        'completed',
+      ]);
+      expect(runRecs[0].waiting).toEqual([]);
+      expect(runRecs[runRecs.length - 1].waiting).toBeUndefined();
       expect(recs.filter((x) => x.kind === 'chunk').map((c) => c.text)).toEqual(['tick 1', 'tick 2']);
       expect(recs.at(-1)).toMatchObject({ kind: 'stream', stream: 'out', done: true });
     } finally {

@@ -102,6 +102,16 @@ describe('tail view at 80×24', () => {
     expect(lines.length).toBeLessThanOrEqual(23);
     expect(lines.at(-1)).toContain('following… (Ctrl-C to stop)');
   });
+
+  it('the header of a running run says what it waits for, on the status line', () => {
+    const s = { ...state({ events: 3, steps: 1, chunks: 0, status: 'running' }), finished: false };
+    const waiting = ['hook approval-42', 'wait until 2026-12-01T11:00:00.000Z'];
+    const run = { ...s.run!, waiting };
+    const lines = frame({ ...s, run }, 160, 24);
+    const status = lines.find((l) => l.startsWith('status running'));
+    expect(status).toContain('waiting for hook approval-42; wait until 2026-12-01T11:00:00.000Z');
+    expect(frame(s, 160, 24).some((l) => l.includes('waiting for'))).toBe(false);
+  });
 });
 
 describe('tailLayout and eventColumns', () => {

@@ -217,3 +217,23 @@ export async function gated(key: string): Promise<string> {
   'use workflow';
   return gatedStep(key);
 }
+
+/**
+ * Writes `text` to the run's stream, then waits for the hook `token` before closing it: the
+ * stream stays open while the run waits (cancel it there to leave a stream its writer never closed).
+ */
+export async function streamThenHook(token: string, text: string): Promise<string> {
+  'use workflow';
+  const writable = getWritable<Uint8Array>();
+  await writeText(writable, text);
+  const hook = createHook<{ value: string }>({ token });
+  const got = await hook;
+  await closeStream(writable);
+  return got.value;
+}
+
+/** Writes `text` to the run's stream and completes without closing it. */
+export async function streamLeftOpen(text: string): Promise<string> {
+  'use workflow';
+  return writeText(getWritable<Uint8Array>(), text);
+}

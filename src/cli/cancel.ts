@@ -1,0 +1,94 @@
+/**
+ * `eve-world-aws cancel <runId>`: cancel a run as core's `cancelRun` / `run.cancel()` / `wf cancel`
+ * do: one `run_cancelled` event (with the run's own spec version and an optional reason) through
+ * the World's `events.create`. The runtime sees it at the run's next replay: no step or wait
+ * starts after it, and pending hooks stop accepting payloads. Live stream readers end once no
+ * writer is left (src/streams/live.ts).
+ *
+ * Safe twice: cancelling a cancelled run reports it and exits 0. A completed or failed run cannot
+ * be cancelled (exit 1).
+ */
+import { SPEC_VERSION_CURRENT } from '@workflow/world';
+import { Command, InvalidArgumentError } from 'commander';
+import { CliError, EXIT_FAILURE, printJson } from './output.js';
+import { getRunOrFail, withWorld } from './world.js';
+
+/** Core's limit on a cancel reason (characters). */
+const MAX_REASON = 512;
+
+interface CancelOptions {
+  reason?: string;
+  json?: boolean;
+}
+
+export interface CancelResult {
+  runId: string;
+  /** The run's status after the command. */
+  status: string;
+  /** false: it was already cancelled. */
+  cancelled: boolean;
+}
+
+function parseReason(value: string): string {
+  if (value.length > MAX_REASON)
+    throw new InvalidArgumentError(`at most ${MAX_REASON} characters (got ${value.length}).`);
+  return value;
+}
+
+export async function cancelRunById(runId: string, opts: CancelOptions): Promise<CancelResult> {
+  return withWorld({}, async (w) => {
+    const run = await getRunOrFail(w, runId);
+    if (run.status === 'cancelled') return { runId, status: run.status, cancelled: false };
+    if (run.status === 'completed' || run.status === 'failed')
+      throw new CliError(
+        `run ${runId} is already ${run.status}; only a pending or running run can be cancelled`,
+        EXIT_FAILURE,
+      );
+    try {
+      await w.world.events.create(runId, {
+        eventType: 'run_cancelled',
+        specVersion: run.specVersion ?? SPEC_VERSION_CURRENT,
+        ...(opts.reason !== undefined ? { eventData: { cancelReason: opts.reason } } : {}),
+      } as never);
+    } catch (err) {
+      // Ended between the read and the write (or cancelled by someone else): report what it is now.
+      const now = await getRunOrFail(w, runId);
+      if (now.status === 'cancelled') return { runId, status: now.status, cancelled: false };
+      if (now.status === 'completed' || now.status === 'failed')
+        throw new CliError(`run ${runId} ${now.status} before it could be cancelled`, EXIT_FAILURE);
+      throw err;
+    }
+    return { runId, status: 'cancelled', cancelled: true };
+  });
+}
+
+export function cancelCommand(): Command {
+  return new Command('cancel')
+    .description('Cancel a pending or running run (what `wf cancel` and run.cancel() do)')
+    .argument('<runId>', 'the run id (wrun_...)')
+    .option(
+      '--reason <text>',
+      `why, recorded on the run_cancelled event (at most ${MAX_REASON} characters)`,
+      parseReason,
+    )
+    .option('--json', 'print {runId, status, cancelled} as JSON')
+    .addHelpText(
+      'after',
+      `
+The run stops at its next replay: no new step or wait starts, its hooks stop accepting payloads,
+and a step already running is not interrupted. Cancelling a cancelled run is a
+no-op (exit 0, "cancelled": false).
+
+Examples:
+  eve-world-aws cancel wrun_01JD...
+  eve-world-aws cancel wrun_01JD... --reason "duplicate order" --json
+
+Exit codes: 0 cancelled (or already cancelled); 1 no such run, or it already completed or failed;
+2 bad usage or configuration.`,
+    )
+    .action(async (runId: string, opts: CancelOptions) => {
+      const result = await cancelRunById(runId, opts);
+      if (opts.json) printJson(result);
+      else process.stdout.write(`run ${runId} ${result.cancelled ? 'cancelled' : 'was already cancelled'}\n`);
+    });
+}

@@ -1,0 +1,102 @@
+/**
+ * `eve-world-aws destroy`: remove what `init` created for this configuration (the reverse of
+ * `init`; src/provision/destroy.ts decides what that is and never touches anything else).
+ *
+ * A plan by default; `--yes` deletes. A table, bucket, queue or schedule group that holds data
+ * stops the deletion (nothing is deleted) unless `--force` is given as well: told twice.
+ */
+import { Command } from 'commander';
+import { createClients, destroyClients } from '../aws/clients.js';
+import { loadConfig } from '../config.js';
+import { type DestroyReport, destroyResources } from '../provision/destroy.js';
+import { explainAwsError } from './init.js';
+import { CliError, EXIT_FAILURE, palette, printJson, renderTable } from './output.js';
+
+interface DestroyCliOptions {
+  yes?: boolean;
+  force?: boolean;
+  json?: boolean;
+}
+
+const LABEL: Record<DestroyReport['state'], string> = {
+  absent: 'absent',
+  'would-delete': 'would delete',
+  deleted: 'deleted',
+  kept: 'KEPT (holds data)',
+};
+
+function render(reports: DestroyReport[], opts: DestroyCliOptions, kmsKeyId?: string): string {
+  const p = palette();
+  const paint = (s: DestroyReport['state']) =>
+    s === 'kept'
+      ? p.red(LABEL[s])
+      : s === 'deleted'
+        ? p.green(LABEL[s])
+        : s === 'would-delete'
+          ? p.yellow(LABEL[s])
+          : LABEL[s];
+  const out = [
+    renderTable(
+      ['Resource', 'Name', 'State', 'Details'],
+      reports.map((r) => [r.kind, r.name, paint(r.state), r.detail]),
+    ),
+  ];
+  const kept = reports.filter((r) => r.state === 'kept');
+  const todo = reports.filter((r) => r.state === 'would-delete').length;
+  if (kept.length > 0)
+    out.push(
+      `${kept.map((r) => `${r.kind} ${r.name}`).join(', ')} hold${kept.length === 1 ? 's' : ''} data, so nothing ${opts.yes ? 'was' : 'would be'} deleted. ` +
+        'Add --force --yes to delete it with everything else (the data is lost).',
+    );
+  else if (!opts.yes)
+    out.push(
+      todo > 0 ? `Dry run: would delete ${todo} resource(s); run again with --yes to delete.` : 'Nothing to delete.',
+    );
+  else out.push(`Deleted ${reports.filter((r) => r.state === 'deleted').length} resource(s).`);
+  if (kmsKeyId) out.push(`The KMS key ${kmsKeyId} is yours and is never deleted.`);
+  return `${out.join('\n')}\n`;
+}
+
+export function destroyCommand(): Command {
+  return new Command('destroy')
+    .description('Remove what `init` created (schedule group, queue, DLQ, bucket, table): a plan unless --yes')
+    .option('--yes', 'delete (without it: print what would be deleted, change nothing)')
+    .option('--force', 'also delete resources that hold data (runs, objects, messages, schedules); needs --yes')
+    .option('--json', 'print {deleted, resources: [...]} as JSON')
+    .addHelpText(
+      'after',
+      `
+Only the resources this configuration names (EVE_WORLD_AWS_PREFIX, _TABLE, _QUEUE, _DLQ, _BUCKET,
+_SCHEDULER_GROUP) are touched, never the account's shared "default" schedule group, the KMS key
+or the Scheduler role. If any of them holds data, nothing is deleted unless --force is given too.
+A CDK deployment is removed with \`cdk destroy\` instead.
+
+Examples:
+  eve-world-aws destroy                  # the plan
+  eve-world-aws destroy --yes            # delete; refuses if anything holds data
+  eve-world-aws destroy --yes --force    # delete, data included
+
+Exit codes: 0 deleted (or nothing there; a plan); 1 refused because a resource holds data, or an AWS
+error; 2 bad usage or configuration.`,
+    )
+    .action(async (opts: DestroyCliOptions) => {
+      const config = loadConfig();
+      const clients = createClients(config);
+      let reports: DestroyReport[];
+      try {
+        reports = await destroyResources(clients, config, { apply: opts.yes === true, force: opts.force === true });
+      } catch (err) {
+        throw explainAwsError(err, config);
+      } finally {
+        destroyClients(clients);
+      }
+      const refused = opts.yes === true && reports.some((r) => r.state === 'kept');
+      if (opts.json) printJson({ deleted: reports.some((r) => r.state === 'deleted'), resources: reports });
+      else process.stdout.write(render(reports, opts, config.kmsKeyId));
+      if (refused)
+        throw new CliError(
+          'nothing was deleted: a resource holds data (see above; add --force to delete it too)',
+          EXIT_FAILURE,
+        );
+    });
+}

@@ -1,0 +1,87 @@
+/**
+ * `eve-world-aws start <workflow> [json...]`: start a run of a workflow your app has deployed, as
+ * `wf start` does, through core's `start()` on this World (src/cli/core-world.ts). Core needs only
+ * the workflow's id, not its code: it writes `run_created` and sends the run's first message; the
+ * app's consumer (eve start, a Lambda), which has the compiled workflow, runs it. So this command
+ * fits the DevKit's model as long as the id is known:
+ *
+ * - a full id (`workflow//./workflows/order//order`, from the app's manifest or `runs`) is used
+ *   as is, even for a workflow that has never run;
+ * - a name (`order`) is looked up among the newest runs (src/cli/runs.ts, `listRuns`): it must
+ *   have run before, and name exactly one workflow.
+ *
+ * Each argument is one JSON value, passed to the workflow in order (as `wf start` does). The run
+ * carries the CLI World's deployment id (`getDeploymentId()`, the default one); this World routes
+ * no message by deployment, so whichever consumer serves the queue runs it.
+ */
+import { Command } from 'commander';
+import { parseJsonArg, withCoreWorld } from './core-world.js';
+import { CliError, EXIT_FAILURE, EXIT_USAGE, printJson } from './output.js';
+import { requirePeers } from './peers.js';
+import { listRuns, SCAN_LIMIT } from './runs.js';
+import { isFullWorkflowName } from './workflow-names.js';
+import type { CliWorld } from './world.js';
+
+interface StartOptions {
+  json?: boolean;
+}
+
+/** Runs of a short name read to find the workflows it names. */
+const LOOKUP_RUNS = 100;
+
+/** The full workflow id `query` names (see the header). */
+export async function resolveWorkflowId(w: CliWorld, query: string): Promise<string> {
+  if (isFullWorkflowName(query)) return query;
+  const { runs } = await listRuns(w.world.runs as never, { workflow: query, limit: LOOKUP_RUNS });
+  const ids = [...new Set(runs.map((r) => r.workflowName))];
+  if (ids.length === 1) return ids[0];
+  if (ids.length === 0)
+    throw new CliError(
+      `no run of a workflow named "${query}" among the newest ${SCAN_LIMIT} runs in table ${w.config.tableName}: ` +
+        "pass its full id instead (workflow//<file>//<export>, as in your app's .well-known/workflow/v1/manifest.json)",
+      EXIT_FAILURE,
+    );
+  throw new CliError(
+    `"${query}" names ${ids.length} workflows (${ids.join(', ')}): pass one of these full ids`,
+    EXIT_USAGE,
+  );
+}
+
+export async function startWorkflow(query: string, args: unknown[]): Promise<{ runId: string; workflowId: string }> {
+  return withCoreWorld(async (w, core) => {
+    const workflowId = await resolveWorkflowId(w, query);
+    const run = await core.start({ workflowId } as never, args);
+    return { runId: run.runId, workflowId };
+  });
+}
+
+export function startCommand(): Command {
+  return new Command('start')
+    .description("Start a run of a deployed workflow (core's start(), as `wf start` does); your app's consumer runs it")
+    .argument('<workflow>', 'the workflow: its name (order) or full id (workflow//./workflows/order//order)')
+    .argument('[json...]', "the workflow's arguments, one JSON value each")
+    .option('--json', 'print {runId, workflowId} as JSON')
+    .addHelpText(
+      'after',
+      `
+This command writes the run and sends its first message; the workflow runs in your app's consumer
+(eve start, a Lambda), which must be running and have the workflow compiled. A name is looked up
+among the newest runs (the workflow must have run before); a full id always works. Needs the
+optional peer \`workflow\` (the app's own copy).
+
+Examples:
+  eve-world-aws start order '{"id":42}'              # one argument
+  eve-world-aws start 'workflow//./workflows/order//order' '{"id":42}' 2 --json
+  eve-world-aws tail "$(eve-world-aws start order '{"id":42}' --json | jq -r .runId)"
+
+Exit codes: 0 started; 1 no run of that name to take its id from; 2 bad usage (an argument is not
+JSON, a name that matches several workflows), configuration, or \`workflow\` not installed.`,
+    )
+    .action(async (workflow: string, json: string[], opts: StartOptions) => {
+      requirePeers('start', ['workflow']);
+      const args = json.map((a, i) => parseJsonArg(`argument ${i + 1}`, a));
+      const result = await startWorkflow(workflow, args);
+      if (opts.json) printJson(result);
+      else process.stdout.write(`started run ${result.runId} of ${result.workflowId}\n`);
+    });
+}
