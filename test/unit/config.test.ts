@@ -429,7 +429,7 @@ describe('loadConfig', () => {
     // About a dozen of the World's own variables, and the two observability ones (METRICS,
     // LOG_LEVEL); docs/configuration.md argues the set.
     const own = names.filter((n) => n.startsWith('EVE_WORLD_AWS_'));
-    expect(own.length).toBeLessThanOrEqual(19);
+    expect(own.length).toBeLessThanOrEqual(20);
     // The documented defaults are the parser's: an empty environment yields exactly them.
     const empty = loadConfig({}) as unknown as Record<string, unknown>;
     for (const [key, s] of Object.entries(TUNING)) expect(String(empty[key]), key).toBe(String(s.default));
