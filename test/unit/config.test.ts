@@ -10,7 +10,7 @@ import {
   isLoopbackUrl,
   loadConfig,
   secretWeakness,
-  startupWarnings,
+  variableWarnings,
   TUNING,
   TUNING_DOCS,
   unsignedWarning,
@@ -350,16 +350,15 @@ describe('loadConfig', () => {
       [['EVE', 'WORLD', 'AWS', 'BLANK'].join('_')]: ' ',
     });
     expect(c.ignoredVariables).toEqual([misspelt, 'EVE_WORLD_AWS_STREAM_POLL_MS']);
-    const lines = startupWarnings(c);
+    const lines = variableWarnings(c);
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(
-      new RegExp(`^\\[eve-world-aws\\] ${misspelt} is set but is not a variable of this World \\(a typo\\?\\)`),
+      new RegExp(
+        `^\\[eve-world-aws\\] ${misspelt} is set but is not a variable of this World \\(a typo\\?\\); it is ignored\\. Did you mean EVE_WORLD_AWS_SIGNING_SECRET\\?`,
+      ),
     );
     expect(lines[1]).toMatch(/EVE_WORLD_AWS_STREAM_POLL_MS is set but no longer read: .*tuning: \{ streamPollMs \}/);
-    expect(startupWarnings(loadConfig({ EVE_WORLD_AWS_PREFIX: 'agent' }))).toEqual([]);
-    expect(startupWarnings(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' }))).toEqual([
-      unsignedWarning(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' })),
-    ]);
+    expect(variableWarnings(loadConfig({ EVE_WORLD_AWS_PREFIX: 'agent' }))).toEqual([]);
   });
 
   it('has a loud warning for start() exactly when unsigned deliveries are allowed', () => {
