@@ -50,6 +50,7 @@ export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
 export type { Logger } from './log.js';
+export { type MissingResource, MissingResourceError } from './preflight.js';
 export {
   type HeldBodySweep,
   ORPHAN_GRACE_MS,
