@@ -160,6 +160,16 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
     const e = err as { message?: string };
     const code = unreachableCode(err);
     if (isNotFound(err)) return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
+    if (code === 'ENOTFOUND' && !config.endpoints.dynamodb) {
+      // No DNS name for the region's endpoint: far more often a misspelt region than a DNS outage.
+      const region = config.region ?? (await clients.ddb.config.region().catch(() => 'the default region'));
+      return {
+        check,
+        status: 'fail',
+        details: `no DynamoDB endpoint found for region ${region} (ENOTFOUND)`,
+        fix: `check AWS_REGION (${region}): is it a region name such as us-east-1? If it is, check the network's DNS`,
+      };
+    }
     if (code) {
       return {
         check,
