@@ -92,7 +92,7 @@ export interface WorldTuning {
 export interface WorldConfig extends WorldTuning {
   /**
    * `EVE_WORLD_AWS_*` variables set in the environment read that this World does not read (former
-   * variables, typos), sorted; {@link startupWarnings} names each one.
+   * variables, typos), sorted; {@link variableWarnings} names each one.
    */
   readonly ignoredVariables: readonly string[];
   /** Region for every client; undefined lets the SDK resolve it (profile, IMDS). */
@@ -834,7 +834,7 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
 /**
  * Variables earlier versions read, each with the `createWorld({ tuning })` option that replaced
  * it (docs/configuration.md, "What is no longer a variable"). One still set is ignored, and
- * {@link startupWarnings} says what to do instead.
+ * {@link variableWarnings} says what to do instead.
  */
 export const FORMER_VARIABLES: Readonly<Record<string, keyof WorldTuning>> = Object.freeze({
   EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: 'payloadThresholdBytes',
@@ -918,22 +918,79 @@ export function assertDeliveriesSafe(config: WorldConfig, flowUrl: string): void
 }
 
 /**
- * What `start()` (and the Lambda consumer's first event) logs about the configuration: the
- * unsigned-deliveries warning while that opt-out is set, and one line per ignored variable.
+ * One line per ignored variable ({@link WorldConfig.ignoredVariables}): a former variable with the
+ * option that replaced it, any other with the closest name this World reads ({@link closestVariable}).
  */
-export function startupWarnings(config: Pick<WorldConfig, 'allowUnsigned' | 'ignoredVariables'>): string[] {
-  const out: string[] = [];
-  const unsigned = unsignedWarning(config);
-  if (unsigned) out.push(unsigned);
-  for (const name of config.ignoredVariables) {
+export function variableWarnings(config: Pick<WorldConfig, 'ignoredVariables'>): string[] {
+  return config.ignoredVariables.map((name) => {
     const option = FORMER_VARIABLES[name];
-    out.push(
-      option
-        ? `[eve-world-aws] ${name} is set but no longer read: it is the option createWorld({ tuning: { ${option} } }) now; unset it (docs/configuration.md).`
-        : `[eve-world-aws] ${name} is set but is not a variable of this World (a typo?); it is ignored. The variables are listed in docs/configuration.md.`,
-    );
+    return option
+      ? `[eve-world-aws] ${name} is set but no longer read: it is the option createWorld({ tuning: { ${option} } }) now; unset it (docs/configuration.md).`
+      : `[eve-world-aws] ${name} is set but is not a variable of this World (a typo?); it is ignored. Did you mean ${closestVariable(name)}? The variables are listed in docs/configuration.md.`;
+  });
+}
+
+/** Variables {@link variableWarningsOnce} has named in this process. */
+const warnedVariables = new Set<string>();
+
+/**
+ * {@link variableWarnings} for the variables no earlier call in this process named: `createWorld()`
+ * and the Lambda consumer log these, so each ignored variable is named once per process however
+ * many Worlds it builds.
+ */
+export function variableWarningsOnce(config: Pick<WorldConfig, 'ignoredVariables'>): string[] {
+  const fresh = config.ignoredVariables.filter((name) => !warnedVariables.has(name));
+  for (const name of fresh) warnedVariables.add(name);
+  return variableWarnings({ ignoredVariables: fresh });
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions. */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
   }
-  return out;
+  return prev[b.length];
+}
+
+/**
+ * The `EVE_WORLD_AWS_*` name this World (or its CLI) reads that is closest to `name` by edit
+ * distance (the first of the table's order on a tie), e.g. EVE_WORLD_AWS_PREFIX for the prefix
+ * variable with a letter left out.
+ */
+export function closestVariable(name: string): string {
+  const known = [
+    ...Object.values(VARIABLES)
+      .map((v) => v.name)
+      .filter((n) => n.startsWith('EVE_WORLD_AWS_')),
+    ...TOOL_VARIABLES,
+  ];
+  const upper = name.toUpperCase();
+  let best = known[0];
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const k of known) {
+    const d = editDistance(upper, k);
+    if (d < bestDistance) [best, bestDistance] = [k, d];
+  }
+  return best;
+}
+
+/** The settings that name a resource. */
+export type ResourceSetting = 'tableName' | 'queue' | 'deadLetterQueue' | 'bucket';
+
+/**
+ * The variable that chose a resource's name, as `NAME=value`: its own variable, or
+ * EVE_WORLD_AWS_PREFIX when the name is the one the prefix gives (then the variable of its own is
+ * unset, or set to that same name).
+ */
+export function nameChosenBy(config: Pick<WorldConfig, 'prefix' | ResourceSetting>, setting: ResourceSetting): string {
+  const own = VARIABLES[setting];
+  if (config[setting] !== own.default.replace('<prefix>', config.prefix)) return `${own.name}=${config[setting]}`;
+  const isDefault = config.prefix === VARIABLES.prefix.default;
+  return `${VARIABLES.prefix.name}=${config.prefix}${isDefault ? ' (the default)' : ''}`;
 }
 
 /** The line `start()` logs while unsigned deliveries are allowed; undefined when they are not. */

@@ -20,6 +20,8 @@
  * STREAM#<runId>#<name>   CHUNK#<index:20>   stream block: chunks from <index> on, or the EOF (streams/items.ts)
  * QKEY#<idempotencyKey>   QKEY               queue dedupe claim, with a TTL attribute
  * NONCE#<signature>       NONCE              accepted delivery signature (replay guard), with a TTL
+ * PREFLIGHT               PREFLIGHT          never written: read once per process by src/preflight.ts to
+ *                                            prove the table exists and answers
  * EARLY#<messageId>       EARLY              what became of an early delivery whose copy another consumer
  *                                            holds (consumer/early-records.ts), with a TTL
  * (an idempotency key or message id over 1,024 bytes is stored as `sha256:<hex>`: {@link boundedPart})
@@ -91,6 +93,8 @@ export const keys = {
   qkey: (idempotencyKey: string) => ({ PK: `QKEY#${boundedPart(idempotencyKey)}`, SK: 'QKEY' }),
   /** What became of an early delivery whose SQS copy another process holds (src/consumer/early-records.ts). */
   earlyDelivery: (messageId: string) => ({ PK: `EARLY#${boundedPart(messageId)}`, SK: 'EARLY' }),
+  /** Never written: the preflight's one read (src/preflight.ts), which only asks whether the table answers. */
+  preflight: { PK: 'PREFLIGHT', SK: 'PREFLIGHT' },
   /** A delivery signature the flow route accepted; refuses its replay on every instance. */
   deliveryNonce: (signature: string) => ({ PK: `NONCE#${signature}`, SK: 'NONCE' }),
   // GSI partitions

@@ -12,6 +12,8 @@
  * - queue     src/queue/     send side: queue(), queueBatch(), idempotency, long delays
  * - consumer  src/consumer/  receive side: createQueueHandler, registerHandler, the poller start()s
  * - streams   src/streams    block items, one write per group, with polling and an in-process fast path
+ * - preflight src/preflight.ts  before the first write or send (events.create, queue(), a run key) and
+ *                               at start(): the table, queue and bucket exist, once per process
  * The object literal is checked against `AwsWorld` with `satisfies`, so a member that is missing
  * or has the wrong shape is a compile error (no cast).
  *
@@ -27,7 +29,8 @@ import {
   assertDeliveriesSafe,
   defaultFlowUrl,
   getConfig,
-  startupWarnings,
+  unsignedWarning,
+  variableWarningsOnce,
   type WorldConfig,
   type WorldTuning,
   withTuning,
@@ -38,6 +41,7 @@ import { createContext } from './context.js';
 import { RunKeys } from './encryption/run-keys.js';
 import { consoleLogger } from './log.js';
 import { createQueue } from './queue/index.js';
+import { preflight } from './preflight.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streams/index.js';
 import { type OrphanSweepOptions, type SweepReport, sweepOrphans } from './sweep/index.js';
@@ -46,6 +50,7 @@ export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
 export type { Logger } from './log.js';
+export { type MissingResource, MissingResourceError } from './preflight.js';
 export {
   type HeldBodySweep,
   ORPHAN_GRACE_MS,
@@ -98,9 +103,20 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   // Closed by default, before any client exists: cleartext and unsigned deliveries only to this machine.
   assertDeliveriesSafe(config, defaultFlowUrl(config));
   const logger = options.consumer?.logger ?? consoleLogger;
+  // A variable that is set but not read is a setting the operator thinks holds: named once per process.
+  for (const warning of variableWarningsOnce(config)) logger.warn(warning);
   const ownsClients = options.clients === undefined;
   const context = createContext(config, options.clients, { resolvePayloads: options.resolvePayloads });
   const storage = createStorage(context);
+  // Before this World's first write or send, and at start(): the table, queue and bucket exist
+  // (src/preflight.ts, once per process). core's start() writes run_created and queues in
+  // parallel, so both wait for it: a misnamed resource leaves no run and no message behind.
+  let ready = false;
+  const beforeFirstWrite = async () => {
+    if (ready) return;
+    await preflight(context, queue.transport);
+    ready = true;
+  };
   // The consumer needs the queue's transport, and (when early delivery is on) the queue offers its
   // sends to the consumer: bound once both exist. Off (or with no in-process consumer, as in a
   // Lambda), the queue is given nothing to offer to.
@@ -108,6 +124,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const queue = createQueue(context, {
     logger,
     logTail: storage.logTail,
+    beforeSend: () => beforeFirstWrite(),
     ...(earlyDeliveryEnabled(config, options.consumer)
       ? { deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload) }
       : {}),
@@ -119,15 +136,30 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   // exactly as before; with one, core encrypts every payload under a per-run data key.
   const runKeys = options.runKeys ?? (config.kmsKeyId ? new RunKeys(context, config.kmsKeyId) : undefined);
   let closed: Promise<void> | undefined;
+  const events = {
+    ...storage.events,
+    create: async (...args: Parameters<typeof storage.events.create>) => {
+      await beforeFirstWrite();
+      return storage.events.create(...args);
+    },
+  };
 
   const world = {
     specVersion: SPEC_VERSION_CURRENT,
     capabilities: { ...storageCapabilities },
-    ...(runKeys ? { getEncryptionKeyForRun: (runOrId: WorkflowRun | string) => runKeys.forRun(runOrId) } : {}),
+    // A new run's key is written before its run_created (core asks for it first).
+    ...(runKeys
+      ? {
+          getEncryptionKeyForRun: async (runOrId: WorkflowRun | string) => {
+            await beforeFirstWrite();
+            return runKeys.forRun(runOrId);
+          },
+        }
+      : {}),
     // Storage
     runs: storage.runs,
     steps: storage.steps,
-    events: storage.events,
+    events,
     hooks: storage.hooks,
     // Queue: send side
     getDeploymentId: queue.getDeploymentId,
@@ -141,9 +173,10 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     streamFlushIntervalMs: streamer.streamFlushIntervalMs,
     sweepOrphans: (o?: OrphanSweepOptions) => sweepOrphans(context, o),
     async start() {
-      // Loud on every start: the unsigned opt-out is for private networks and must not go
-      // unnoticed, and a variable that is set but not read is a setting the operator thinks holds.
-      for (const warning of startupWarnings(config)) logger.warn(warning);
+      // Loud on every start: the unsigned opt-out is for private networks and must not go unnoticed.
+      const unsigned = unsignedWarning(config);
+      if (unsigned) logger.warn(unsigned);
+      await beforeFirstWrite();
       await consumer.start();
     },
     close() {

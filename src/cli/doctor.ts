@@ -1,9 +1,17 @@
 /**
  * `eve-world-aws doctor`: is this environment ready to run the World? Checks, in order:
- * configuration, endpoint reachability (custom endpoints only), credentials (one cheap signed call), the table schema, the queue + DLQ and the
+ * configuration, variables (every set `EVE_WORLD_AWS_*` the World does not read, with the closest
+ * known name), endpoint reachability (custom endpoints only), credentials (one cheap signed call), the table schema, the queue + DLQ and the
  * redrive policy, the bucket, with a scheduler role the schedule group (the same verifier `init`
  * uses, in 'verify' mode: nothing is created), and clock skew against the AWS (or emulator) server. Prints a pass/fail table with the
  * fix for each failure; exit 1 on any failure.
+ *
+ * It first says what it checks ({@link DoctorTarget}: region, account when a queue URL shows it,
+ * endpoints, resource names and the variable that chose each), and when resources are missing it
+ * names the likelier cause before `init`: when NONE of the table, queues and bucket exist, the
+ * region, the prefix or a misspelt variable points somewhere else far more often than the
+ * resources were never created, and `init` would create a second set; when some exist, `init`
+ * creates the rest.
  *
  * Clock skew matters twice: AWS rejects signatures more than 5 minutes off, and long waits are
  * released by comparing `deliverAt` (stamped by the sender's clock) with the consumer's clock.
@@ -21,7 +29,16 @@ import {
   unreachableCode,
 } from '../aws/errors.js';
 import { canConnect } from '../aws/net.js';
-import { ConfigError, loadConfig, type WorldConfig } from '../config.js';
+import {
+  ConfigError,
+  closestVariable,
+  FORMER_VARIABLES,
+  loadConfig,
+  nameChosenBy,
+  type WorldConfig,
+} from '../config.js';
+import { createContext } from '../context.js';
+import { createTransport } from '../queue/transport.js';
 import { type ResourceReport, reconcile } from '../provision/index.js';
 import { parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress, renderTable } from './output.js';
@@ -33,6 +50,24 @@ export interface Check {
   status: CheckStatus;
   details: string;
   fix?: string;
+}
+
+/** What doctor checked: where the configuration points. */
+export interface DoctorTarget {
+  /** The region asked: configured (AWS_REGION / AWS_DEFAULT_REGION), or what the SDK resolved. */
+  region: string;
+  /** The account, when the queue's URL shows it (no STS call); else undefined. */
+  account?: string;
+  /** The endpoint per service when one is set (emulators, VPC endpoints); empty: the AWS default endpoints. */
+  endpoints: Record<string, string>;
+  /** Each resource's name and the variable that chose it (`NAME=value`). */
+  resources: Record<'table' | 'queue' | 'dlq' | 'bucket', { name: string; chosenBy: string }>;
+}
+
+export interface DoctorReport {
+  /** Undefined when the configuration itself is invalid. */
+  target?: DoctorTarget;
+  checks: Check[];
 }
 
 export interface DoctorOptions {
@@ -125,6 +160,16 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
     const e = err as { message?: string };
     const code = unreachableCode(err);
     if (isNotFound(err)) return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
+    if (code === 'ENOTFOUND' && !config.endpoints.dynamodb) {
+      // No DNS name for the region's endpoint: far more often a misspelt region than a DNS outage.
+      const region = config.region ?? (await clients.ddb.config.region().catch(() => 'the default region'));
+      return {
+        check,
+        status: 'fail',
+        details: `no DynamoDB endpoint found for region ${region} (ENOTFOUND)`,
+        fix: `check AWS_REGION (${region}): is it a region name such as us-east-1? If it is, check the network's DNS`,
+      };
+    }
     if (code) {
       return {
         check,
@@ -195,7 +240,94 @@ function resourceChecks(reports: ResourceReport[]): Check[] {
   }));
 }
 
+/** The set `EVE_WORLD_AWS_*` variables the World does not read: a failed check naming each with what to do. */
+export function variablesCheck(config: Pick<WorldConfig, 'ignoredVariables'>): Check {
+  const check = 'variables';
+  if (config.ignoredVariables.length === 0)
+    return { check, status: 'pass', details: 'every set EVE_WORLD_AWS_* variable is one this World reads' };
+  const each = config.ignoredVariables.map((name) => {
+    const option = FORMER_VARIABLES[name];
+    return option
+      ? { details: `${name} is no longer read`, fix: `unset ${name} (now createWorld({ tuning: { ${option} } }))` }
+      : {
+          details: `${name} is not a variable of this World (did you mean ${closestVariable(name)}?)`,
+          fix: `rename ${name} to ${closestVariable(name)}, or unset it`,
+        };
+  });
+  return {
+    check,
+    status: 'fail',
+    details: `${each.map((e) => e.details).join('\n')}\nignored: the names the World reads are in docs/configuration.md`,
+    fix: each.map((e) => e.fix).join('; '),
+  };
+}
+
+/** Where `config` points: region (resolved by the SDK when not configured), endpoints, names. No network. */
+async function describeTarget(config: WorldConfig, clients: AwsClients): Promise<DoctorTarget> {
+  const region = config.region ?? (await clients.ddb.config.region().catch(() => '(none configured)'));
+  const named = (setting: 'tableName' | 'queue' | 'deadLetterQueue' | 'bucket') => ({
+    name: config[setting],
+    chosenBy: nameChosenBy(config, setting),
+  });
+  return {
+    region,
+    endpoints: Object.fromEntries(Object.entries(config.endpoints).filter((e): e is [string, string] => !!e[1])),
+    resources: {
+      table: named('tableName'),
+      queue: named('queue'),
+      dlq: named('deadLetterQueue'),
+      bucket: named('bucket'),
+    },
+  };
+}
+
+/**
+ * The account without STS, once the endpoints answer: a queue URL carries it
+ * (`https://sqs.<region>.amazonaws.com/<account>/<name>`); undefined when the queue does not exist.
+ */
+async function accountOf(config: WorldConfig, clients: AwsClients): Promise<string | undefined> {
+  const url = await createTransport(createContext(config, clients))
+    .queueUrl()
+    .catch(() => undefined);
+  return url ? /\/(\d{12})\/[^/]+\/?$/.exec(url)?.[1] : undefined;
+}
+
+/** The target as doctor prints it above its table. */
+export function renderTarget(t: DoctorTarget): string {
+  const eps = Object.entries(t.endpoints);
+  const r = t.resources;
+  return [
+    `Region ${t.region}${t.account ? `, account ${t.account}` : ''}; ${eps.length === 0 ? 'AWS default endpoints' : `endpoints ${eps.map(([k, v]) => `${k} ${v}`).join(', ')}`}`,
+    `Table ${r.table.name} (${r.table.chosenBy}), queue ${r.queue.name} (${r.queue.chosenBy}), dlq ${r.dlq.name} (${r.dlq.chosenBy}), bucket ${r.bucket.name} (${r.bucket.chosenBy})`,
+  ].join('\n');
+}
+
+const CORE_RESOURCES = ['table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket'];
+
+/**
+ * When none of the table, queues and bucket exist, the likelier cause is where the configuration
+ * points (region, prefix, a misspelt variable), not that they were never created: each missing
+ * check's fix says so before `init`. When some exist, `init` (creating the rest) stays the fix.
+ */
+function likelierCause(checks: Check[], config: WorldConfig, target: DoctorTarget): void {
+  const core = checks.filter((c) => CORE_RESOURCES.includes(c.check));
+  const missing = core.filter((c) => c.status === 'fail' && /: missing/.test(c.details));
+  if (core.length === 0 || missing.length !== core.length) return;
+  const typos = config.ignoredVariables.filter((v) => FORMER_VARIABLES[v] === undefined);
+  const where = `${config.region ? 'AWS_REGION' : 'the region'} (${target.region}${target.account ? `, account ${target.account}` : ''}${Object.keys(target.endpoints).length > 0 ? `, endpoints ${Object.values(target.endpoints).join(', ')}` : ''})`;
+  const fix =
+    `none of the resources exist here: first check ${typos.length > 0 ? `${typos.map((v) => `${v} (did you mean ${closestVariable(v)}?)`).join(', ')}, ` : ''}` +
+    `${where} and EVE_WORLD_AWS_PREFIX (${config.prefix}): the resources are likelier elsewhere than never created. ` +
+    'Run `eve-world-aws init` only to create a new set here';
+  for (const c of missing) c.fix = fix;
+}
+
 export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
+  return (await runDoctorReport(opts)).checks;
+}
+
+/** {@link runDoctor} with what it checked. */
+export async function runDoctorReport(opts: DoctorOptions = {}): Promise<DoctorReport> {
   const checks: Check[] = [];
   let config: WorldConfig;
   try {
@@ -209,6 +341,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
       fix: `set ${err.variable} to a valid value (example in the message)`,
     });
     for (const c of [
+      'variables',
       'endpoints',
       'credentials',
       'table schema',
@@ -219,14 +352,31 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
     ]) {
       checks.push({ check: c, status: 'skip', details: 'needs a valid configuration' });
     }
-    return checks;
+    return { checks };
   }
   checks.push({
     check: 'configuration',
     status: 'pass',
     details: `region ${config.region ?? '(SDK default)'}; table ${config.tableName}; queue ${config.queue}; dlq ${config.deadLetterQueue}; bucket ${config.bucket}`,
   });
+  checks.push(variablesCheck(config));
 
+  const clients = createClients(config);
+  const target = await describeTarget(config, clients);
+  try {
+    return { target, checks: await checkResources(config, clients, checks, target, opts) };
+  } finally {
+    destroyClients(clients);
+  }
+}
+
+async function checkResources(
+  config: WorldConfig,
+  clients: AwsClients,
+  checks: Check[],
+  target: DoctorTarget,
+  opts: DoctorOptions,
+): Promise<Check[]> {
   const eps = await checkEndpoints(config);
   checks.push(eps);
   if (eps.status !== 'pass') {
@@ -243,32 +393,30 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
     return checks;
   }
 
-  const clients = createClients(config);
   const samples = sampleClock(clients);
-  try {
-    const cred = await checkCredentials(clients, config);
-    checks.push(cred);
-    if (cred.status !== 'pass') {
-      for (const c of ['table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket', 'clock skew']) {
-        checks.push({ check: c, status: 'skip', details: 'needs working credentials' });
-      }
-      return checks;
+  const cred = await checkCredentials(clients, config);
+  checks.push(cred);
+  if (cred.status !== 'pass') {
+    for (const c of ['table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket', 'clock skew']) {
+      checks.push({ check: c, status: 'skip', details: 'needs working credentials' });
     }
-    try {
-      checks.push(...resourceChecks(await reconcile(clients, config, 'verify')));
-    } catch (err) {
-      checks.push({
-        check: 'resources',
-        status: 'fail',
-        details: `could not verify: ${describeError(err)}`,
-        fix: 'check the permissions (`eve-world-aws init --print-iam-policy`) and endpoints',
-      });
-    }
-    checks.push(clockCheck(samples, (opts.maxSkewSeconds ?? 5) * 1000));
     return checks;
-  } finally {
-    destroyClients(clients);
   }
+  const account = await accountOf(config, clients);
+  if (account) target.account = account;
+  try {
+    checks.push(...resourceChecks(await reconcile(clients, config, 'verify')));
+    likelierCause(checks, config, target);
+  } catch (err) {
+    checks.push({
+      check: 'resources',
+      status: 'fail',
+      details: `could not verify: ${describeError(err)}`,
+      fix: 'check the permissions (`eve-world-aws init --print-iam-policy`) and endpoints',
+    });
+  }
+  checks.push(clockCheck(samples, (opts.maxSkewSeconds ?? 5) * 1000));
+  return checks;
 }
 
 export function clockCheck(samples: ClockSample[], maxSkewMs: number): Check {
@@ -322,7 +470,7 @@ export function doctorCommand(): Command {
     .description(
       'Check configuration, credentials, table, queues and redrive policy, bucket, schedule group (with a scheduler role) and clock skew',
     )
-    .option('--json', 'print {ok, checks: [...]} as JSON')
+    .option('--json', 'print {ok, target, checks: [...]} as JSON (target: region, account, endpoints, resource names)')
     .option('--max-skew <seconds>', 'largest tolerated clock difference with the AWS server', parsePositiveInt, 5)
     .addHelpText(
       'after',
@@ -333,15 +481,16 @@ Exit codes: 0 every check passed; 1 a check failed (its fix is printed); 2 bad u
     )
     .action(async (opts: DoctorCliOptions) => {
       const spin = progress('Checking...');
-      let checks: Check[];
+      let report: DoctorReport;
       try {
-        checks = await runDoctor({ maxSkewSeconds: opts.maxSkew });
+        report = await runDoctorReport({ maxSkewSeconds: opts.maxSkew });
       } finally {
         spin.done();
       }
+      const { target, checks } = report;
       const ok = checks.every((c) => c.status !== 'fail');
-      if (opts.json) printJson({ ok, checks });
-      else process.stdout.write(renderChecks(checks));
+      if (opts.json) printJson({ ok, ...(target ? { target } : {}), checks });
+      else process.stdout.write(`${target ? `${renderTarget(target)}\n` : ''}${renderChecks(checks)}`);
       if (!ok) throw new CliError('', EXIT_FAILURE);
     });
 }

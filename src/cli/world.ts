@@ -4,12 +4,21 @@
  * ones for queue messages. Beside it, the same config's own context (clients, payload store) for
  * what a command does outside the World contract (moving DLQ messages, listing objects): built
  * with the runtime's factories, never taken out of the World. Callers close it when done.
+ *
+ * {@link withWorld} is the one seam every such command goes through: it runs the World's
+ * preflight (src/preflight.ts) before the command does anything, so a missing table, queue or
+ * bucket (or, for the commands that read it, DLQ) is named with the fix and exits 1 whatever the
+ * command would have read first, and it maps a "does not exist" answer that comes later (a
+ * resource deleted meanwhile) to the same error.
  */
 import { WorkflowRunNotFoundError } from '@workflow/errors';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
+import { errorName } from '../aws/errors.js';
 import { loadConfig, type WorldConfig } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
 import { type AwsWorld, createWorld } from '../index.js';
+import { MissingResourceError, type PreflightResource, preflight } from '../preflight.js';
+import { createTransport } from '../queue/transport.js';
 import { explainAwsError } from './init.js';
 import { CliError, EXIT_FAILURE } from './output.js';
 
@@ -31,6 +40,8 @@ export interface OpenWorldOptions {
    * being downloaded, so a preview never reads S3. Stream chunks are unaffected.
    */
   resolvePayloads?: boolean;
+  /** The command reads the dead-letter queue: the preflight checks it too. */
+  deadLetterQueue?: boolean;
 }
 
 export function openWorld(options: OpenWorldOptions = {}): CliWorld {
@@ -55,16 +66,37 @@ export function openWorld(options: OpenWorldOptions = {}): CliWorld {
   };
 }
 
-/** Run `fn` with a World and always close it; maps unreachable endpoints/credentials to one line. */
+/**
+ * Run `fn` with a World once its resources are known to exist, and always close it; maps a
+ * missing resource, unreachable endpoints and missing credentials to one line (exit 1, or 2 for
+ * a missing region).
+ */
 export async function withWorld<T>(options: OpenWorldOptions, fn: (w: CliWorld) => Promise<T>): Promise<T> {
   const w = openWorld(options);
   try {
+    await preflight(w.context, createTransport(w.context), { deadLetterQueue: options.deadLetterQueue });
     return await fn(w);
   } catch (err) {
+    const resource = resourceOf(err);
+    const missing =
+      err instanceof MissingResourceError ? err : resource && (await MissingResourceError.of(w.context, resource, err));
+    if (missing) throw new CliError(missing.message, EXIT_FAILURE);
     throw explainAwsError(err, w.config);
   } finally {
     await w.close();
   }
+}
+
+/**
+ * Which resource a "does not exist" answer is about, by the service's error name (DynamoDB's
+ * ResourceNotFoundException is about the table: the World reads no other DynamoDB resource).
+ */
+function resourceOf(err: unknown): PreflightResource | undefined {
+  const name = errorName(err);
+  if (name === 'ResourceNotFoundException') return 'table';
+  if (name === 'NoSuchBucket') return 'bucket';
+  if (/QueueDoesNotExist|NonExistentQueue/.test(name)) return 'queue';
+  return undefined;
 }
 
 /** `runs.get` with a CLI error for an unknown id (exit 1, naming the table that was searched). */

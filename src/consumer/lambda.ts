@@ -31,11 +31,12 @@
  * The entry also carries the scheduled orphan sweep, `sweepHandler` (src/sweep/lambda.ts), so the
  * one pre-bundled asset serves both functions the CDK construct deploys.
  */
-import { assertDeliveriesSafe, loadConfig, startupWarnings } from '../config.js';
+import { assertDeliveriesSafe, loadConfig, unsignedWarning, variableWarningsOnce } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
 import { FLOW_PATH } from '../limits.js';
 import { consoleLogger, type Logger } from '../log.js';
-import { createTransport } from '../queue/transport.js';
+import { preflight } from '../preflight.js';
+import { createTransport, type SqsTransport } from '../queue/transport.js';
 import { forEachLimited } from '../util/concurrency.js';
 import { composeDelivery, type DeliveryComposition } from './delivery.js';
 import { type DeliveryOutcome, deliverMessage, type FlowHandler, type InboundMessage } from './pipeline.js';
@@ -100,7 +101,7 @@ export function createSqsHandler(
   opts: SqsHandlerOptions = {},
 ): (event: SQSEvent, context?: LambdaContextLike) => Promise<SQSBatchResponse> {
   const logger = opts.logger ?? consoleLogger;
-  let state: { ctx: WorldContext; delivery: DeliveryComposition } | undefined;
+  let state: { ctx: WorldContext; transport: SqsTransport; delivery: DeliveryComposition } | undefined;
 
   // Built on the first event, so importing the module never throws on a bad environment.
   const init = () => {
@@ -115,20 +116,28 @@ export function createSqsHandler(
     }
     // Closed by default: refuse cleartext or unsigned deliveries over a network before any client is built.
     if (!opts.flow) assertDeliveriesSafe(config, flowUrl as string);
-    for (const warning of startupWarnings(config)) logger.warn(warning);
+    const unsigned = unsignedWarning(config);
+    if (unsigned) logger.warn(unsigned);
+    for (const warning of variableWarningsOnce(config)) logger.warn(warning);
     const ctx = opts.context ?? createContext(config);
     const flow = opts.flow;
+    const transport = createTransport(ctx);
     state = {
       ctx,
+      transport,
       // Per container: a warm container that saw the route fail stops burning receives.
-      delivery: composeDelivery(ctx, createTransport(ctx), { logger, inProcess: () => flow, flowUrl }),
+      delivery: composeDelivery(ctx, transport, { logger, inProcess: () => flow, flowUrl }),
     };
     return state;
   };
 
   return async (event, context) => {
-    const { ctx, delivery } = init();
+    const { ctx, transport, delivery } = init();
     const { config } = ctx;
+    // Before this container's first send or write: the table, queue and bucket exist (once per
+    // process). A misnamed one fails the invocation with the error that names it; Lambda keeps the
+    // batch and retries it.
+    await preflight(ctx, transport);
     // The visibility the event source mapping's copies really have (the queue's attribute).
     const visibilitySeconds = await delivery.receipts.visibilityInForce().catch(() => config.visibilityTimeoutSeconds);
     const records = event.Records ?? [];

@@ -93,7 +93,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     command: 'dynamodb:GetItem',
     actions: ['dynamodb:GetItem'],
     uses: { runtime: T, operator: T, sweeper: T },
-    why: 'run/step/hook/stream meta reads; redrive checks claims; sweep: a run item’s state',
+    why: 'run/step/hook/stream meta reads; the preflight (the table exists); redrive checks claims; sweep: a run item’s state',
   },
   {
     command: 'dynamodb:BatchGetItem',
@@ -205,7 +205,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     command: 'sqs:GetQueueAttributes',
     actions: ['sqs:GetQueueAttributes'],
     uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'] },
-    why: 'queue ARN for schedules; depth for doctor; event source mapping',
+    why: 'queue ARN for schedules; the preflight of a queue configured as a URL; depth for doctor; event source mapping',
   },
   { command: 'sqs:CreateQueue', actions: ['sqs:CreateQueue'], uses: { init: ['queue', 'dlq'] }, why: 'init' },
   {
@@ -249,8 +249,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 's3:HeadBucket',
     actions: ['s3:ListBucket'],
-    uses: { operator: ['bucket'], init: ['bucket'], destroy: ['bucket'] },
-    why: 'doctor, init verify',
+    uses: { runtime: S, operator: ['bucket'], init: ['bucket'], destroy: ['bucket'] },
+    why: 'the preflight (src/preflight.ts): the bucket exists, before the first write (same action as ListObjectsV2); doctor, init verify',
   },
   {
     command: 's3:GetBucketEncryption',

@@ -58,6 +58,12 @@ export interface CreateQueueOptions {
    * (undefined when it did not). It must not throw or wait.
    */
   deliverEarly?: (envelope: Envelope, payload: QueuePayload) => EarlyMark | undefined;
+  /**
+   * Awaited by each `queue()` once its input is validated, before anything is offered, claimed or
+   * sent (the World's preflight, src/preflight.ts): a rejection fails that `queue()` call (and is
+   * that entry's error in `queueBatch`).
+   */
+  beforeSend?: () => Promise<void>;
 }
 
 export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'queue' | 'queueBatch'>> {
@@ -90,6 +96,7 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     if (problem) throw new Error(`queue(): ${problem}`);
     // Encode first: a payload that cannot be encoded must not burn its idempotency key.
     const body = encodePayload(payload);
+    await options.beforeSend?.();
     const key = opts?.idempotencyKey;
     const minted = `msg_${nextUlid()}`;
     // Read after core's writes for this message, so the tail covers everything they committed.

@@ -6,11 +6,14 @@ import {
   applyCoreDefaults,
   assertDeliveriesSafe,
   ConfigError,
+  closestVariable,
+  nameChosenBy,
+  variableWarningsOnce,
   ENV_DOCS,
   isLoopbackUrl,
   loadConfig,
   secretWeakness,
-  startupWarnings,
+  variableWarnings,
   TUNING,
   TUNING_DOCS,
   unsignedWarning,
@@ -350,16 +353,15 @@ describe('loadConfig', () => {
       [['EVE', 'WORLD', 'AWS', 'BLANK'].join('_')]: ' ',
     });
     expect(c.ignoredVariables).toEqual([misspelt, 'EVE_WORLD_AWS_STREAM_POLL_MS']);
-    const lines = startupWarnings(c);
+    const lines = variableWarnings(c);
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(
-      new RegExp(`^\\[eve-world-aws\\] ${misspelt} is set but is not a variable of this World \\(a typo\\?\\)`),
+      new RegExp(
+        `^\\[eve-world-aws\\] ${misspelt} is set but is not a variable of this World \\(a typo\\?\\); it is ignored\\. Did you mean EVE_WORLD_AWS_SIGNING_SECRET\\?`,
+      ),
     );
     expect(lines[1]).toMatch(/EVE_WORLD_AWS_STREAM_POLL_MS is set but no longer read: .*tuning: \{ streamPollMs \}/);
-    expect(startupWarnings(loadConfig({ EVE_WORLD_AWS_PREFIX: 'agent' }))).toEqual([]);
-    expect(startupWarnings(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' }))).toEqual([
-      unsignedWarning(loadConfig({ EVE_WORLD_AWS_ALLOW_UNSIGNED: '1' })),
-    ]);
+    expect(variableWarnings(loadConfig({ EVE_WORLD_AWS_PREFIX: 'agent' }))).toEqual([]);
   });
 
   it('has a loud warning for start() exactly when unsigned deliveries are allowed', () => {
@@ -487,5 +489,45 @@ describe('the environment has one reader', () => {
         { rel: 'config.ts', text: 'process.env' },
       ]),
     ).toEqual(['consumer/index.ts']);
+  });
+});
+
+describe('unknown variables', () => {
+  // Misspelt names are built, not spelled out: the docs test scans this file for unknown names.
+  const name = (...parts: string[]) => ['EVE', 'WORLD', 'AWS', ...parts].join('_');
+
+  it('names the closest variable by edit distance: a letter left out, swapped, added or changed', () => {
+    expect(closestVariable(name('PREFX'))).toBe('EVE_WORLD_AWS_PREFIX');
+    expect(closestVariable(name('TABEL'))).toBe('EVE_WORLD_AWS_TABLE');
+    expect(closestVariable(name('QUEUES'))).toBe('EVE_WORLD_AWS_QUEUE');
+    expect(closestVariable(name('BUCKIT'))).toBe('EVE_WORLD_AWS_BUCKET');
+    expect(closestVariable(name('DQL'))).toBe('EVE_WORLD_AWS_DLQ');
+    expect(closestVariable(name('SIGNING', 'SECRET', 'ARM'))).toBe('EVE_WORLD_AWS_SIGNING_SECRET_ARN');
+    expect(closestVariable(name('LOGLEVEL'))).toBe('EVE_WORLD_AWS_LOG_LEVEL');
+    // Case is not a difference; the CLI's own variables count as known.
+    expect(closestVariable(name('prefix').toLowerCase())).toBe('EVE_WORLD_AWS_PREFIX');
+    expect(closestVariable(name('DEBUGG'))).toBe('EVE_WORLD_AWS_DEBUG');
+  });
+
+  it('the warning line carries the closest name; each variable is named once per process', () => {
+    const typo = name('PREFX');
+    const other = name('TABEL');
+    const first = variableWarningsOnce(loadConfig({ [typo]: 'shop' }));
+    expect(first).toEqual([expect.stringContaining(`${typo} is set but is not a variable of this World`)]);
+    expect(first[0]).toContain('Did you mean EVE_WORLD_AWS_PREFIX?');
+    // A second World of this process: nothing new to say about the same variable; a new one is named.
+    expect(variableWarningsOnce(loadConfig({ [typo]: 'shop' }))).toEqual([]);
+    const second = variableWarningsOnce(loadConfig({ [typo]: 'shop', [other]: 'x' }));
+    expect(second).toHaveLength(1);
+    expect(second[0]).toContain(`${other} is set but is not a variable`);
+  });
+
+  it('says which variable chose a resource name: its own, or the prefix', () => {
+    expect(nameChosenBy(loadConfig({}), 'tableName')).toBe('EVE_WORLD_AWS_PREFIX=eve-world (the default)');
+    expect(nameChosenBy(loadConfig({ EVE_WORLD_AWS_PREFIX: 'shop' }), 'queue')).toBe('EVE_WORLD_AWS_PREFIX=shop');
+    expect(nameChosenBy(loadConfig({ EVE_WORLD_AWS_PREFIX: 'shop' }), 'bucket')).toBe('EVE_WORLD_AWS_PREFIX=shop');
+    expect(nameChosenBy(loadConfig({ EVE_WORLD_AWS_TABLE: 'orders' }), 'tableName')).toBe('EVE_WORLD_AWS_TABLE=orders');
+    const url = 'https://sqs.us-east-1.amazonaws.com/123456789012/jobs';
+    expect(nameChosenBy(loadConfig({ EVE_WORLD_AWS_DLQ: url }), 'deadLetterQueue')).toBe(`EVE_WORLD_AWS_DLQ=${url}`);
   });
 });

@@ -5,6 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { consoleLogger } from '../../src/log.js';
 import * as entry from '../../src/index.js';
 
 const world = entry.createWorld({ config: loadConfig({ AWS_REGION: 'us-east-1' }), consumer: { consumer: 'none' } });
@@ -98,6 +99,21 @@ describe('createWorld', () => {
     await expect(world.queueBatch?.('nope' as never, [{ message: { runId: 'r' } as never }])).resolves.toEqual([
       { messageId: null, error: 'Error: Invalid queue name: nope', retryable: true },
     ]);
+  });
+
+  it('names a set EVE_WORLD_AWS_* variable it does not read once per process, with the closest known name', async () => {
+    const typo = ['EVE', 'WORLD', 'AWS', 'PREFX'].join('_');
+    const warned: string[] = [];
+    const logger = { ...consoleLogger, warn: (m: string) => warned.push(m) };
+    const make = () =>
+      entry.createWorld({
+        config: loadConfig({ AWS_REGION: 'us-east-1', [typo]: 'shop' }),
+        consumer: { consumer: 'none', logger },
+      });
+    const worlds = [make(), make()];
+    expect(warned).toEqual([expect.stringContaining(`${typo} is set but is not a variable of this World`)]);
+    expect(warned[0]).toContain('Did you mean EVE_WORLD_AWS_PREFIX?');
+    await Promise.all(worlds.map((w) => w.close()));
   });
 
   it('exports the public types and errors a caller needs', () => {

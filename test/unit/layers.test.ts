@@ -6,7 +6,8 @@
  *               delivery-scope.ts (the delivery a call runs inside of: set by the flow route, read below),
  *               encryption/ (per-run KMS data keys: needs only the base),
  *               util/ (bounded concurrency, the byte-bounded cache: no World knowledge at all),
- *               telemetry/ (spans through the optional OpenTelemetry API, EMF metrics)
+ *               telemetry/ (spans through the optional OpenTelemetry API, EMF metrics),
+ *               preflight.ts (the table, queue and bucket exist: reads through the context only)
  *   1 parts     storage/, queue/ (send side), streams/ or streamer(.ts|/)
  *   1.5 sweep   sweep/ (the orphan sweep composed from storage and queue, and its scheduled
  *               Lambda handler, which the consumer's `/lambda` entry re-exports)
@@ -50,6 +51,7 @@ function layerOf(rel: string): Layer {
       'encryption',
       'util',
       'telemetry',
+      'preflight.ts',
     ].includes(top)
   )
     return { rank: 0, name: 'base' };

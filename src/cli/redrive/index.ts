@@ -85,7 +85,7 @@ Exit codes: 0 done; 1 a message could not be moved or an AWS error; 2 bad usage 
     .action(async (opts: RedriveOptions) => {
       if (opts.stranded && (opts.run || opts.limit))
         throw new CliError('--run and --limit apply to the DLQ mode, not --stranded', 2);
-      await withWorld({}, async (w) => {
+      await withWorld({ deadLetterQueue: true }, async (w) => {
         if (opts.stranded) {
           const s = await redriveStranded(w, {
             olderThanMs: opts.olderThan,

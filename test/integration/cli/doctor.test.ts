@@ -9,12 +9,12 @@ import { DeleteScheduleGroupCommand } from '@aws-sdk/client-scheduler';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyClients } from '../../../src/aws/clients.js';
-import { assessSkew, type Check, runDoctor } from '../../../src/cli/doctor.js';
+import { assessSkew, type Check, type DoctorTarget, runDoctor } from '../../../src/cli/doctor.js';
 import { freePort } from '../../../src/emulator/stack.js';
 import { createFixture, stackEnv, uniquePrefix } from '../../helpers/aws.js';
 import { runCli } from '../../helpers/cli.js';
 
-type Out = { ok: boolean; checks: Check[] };
+type Out = { ok: boolean; target?: DoctorTarget; checks: Check[] };
 
 async function doctorJson(env: Record<string, string>): Promise<{ code: number | null; out: Out; stderr: string }> {
   const r = await runCli(['doctor', '--json'], env);
@@ -32,6 +32,7 @@ describe('doctor', () => {
     expect(out.ok).toBe(true);
     expect(out.checks.map((c) => [c.check, c.status])).toEqual([
       ['configuration', 'pass'],
+      ['variables', 'pass'],
       ['endpoints', 'pass'],
       ['credentials', 'pass'],
       ['table schema', 'pass'],
@@ -44,29 +45,89 @@ describe('doctor', () => {
       /^in sync with the server \(to within \d+\.\d s, the Date header's resolution\)$/,
     );
 
+    // What it checked: the region, the account (from the queue URL), the endpoints and every name with its variable.
+    const p = fx.config.prefix;
+    expect(out.target).toEqual({
+      region: 'us-east-1',
+      account: expect.stringMatching(/^\d{12}$/),
+      endpoints: expect.objectContaining({
+        dynamodb: fx.env.AWS_ENDPOINT_URL_DYNAMODB,
+        sqs: fx.env.AWS_ENDPOINT_URL_SQS,
+        s3: fx.env.AWS_ENDPOINT_URL_S3,
+      }),
+      resources: {
+        table: { name: p, chosenBy: `EVE_WORLD_AWS_PREFIX=${p}` },
+        queue: { name: `${p}-queue`, chosenBy: `EVE_WORLD_AWS_PREFIX=${p}` },
+        dlq: { name: `${p}-dlq`, chosenBy: `EVE_WORLD_AWS_PREFIX=${p}` },
+        bucket: { name: `${p}-payloads`, chosenBy: `EVE_WORLD_AWS_PREFIX=${p}` },
+      },
+    });
+
     const human = await runCli(['doctor'], fx.env);
     expect(human.code).toBe(0);
     expect(human.stdout).not.toMatch(/\u001b\[/);
+    expect(human.stdout).toMatch(
+      new RegExp(
+        `^Region us-east-1, account \\d{12}; endpoints dynamodb ${fx.env.AWS_ENDPOINT_URL_DYNAMODB}, sqs .*\nTable ${p} \\(EVE_WORLD_AWS_PREFIX=${p}\\), queue ${p}-queue`,
+      ),
+    );
     expect(human.stdout).toMatch(/Check\s+│\s+Result\s+│\s+Details/);
     expect(human.stdout).toMatch(/queue \+ redrive policy\s+│\s+pass/);
-    expect(human.stdout).toMatch(/All 8 checks passed\./);
+    expect(human.stdout).toMatch(/All 9 checks passed\./);
   });
 
-  it('fails with the fix when resources are missing (exit 1)', async () => {
-    const env = { ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix('docm') };
+  it('when NO resource exists, names the region and the prefix as the likelier cause before init (exit 1)', async () => {
+    const prefix = uniquePrefix('docm');
+    const env = { ...stackEnv(), EVE_WORLD_AWS_PREFIX: prefix };
     const { code, out } = await doctorJson(env);
     expect(code).toBe(1);
     expect(out.ok).toBe(false);
     const c = byName(out);
     expect(c.credentials.status).toBe('pass');
     for (const name of ['table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket']) {
-      expect(c[name]).toMatchObject({ status: 'fail', fix: 'run `eve-world-aws init`' });
+      expect(c[name].status).toBe('fail');
       expect(c[name].details).toMatch(/missing/);
+      expect(c[name].fix).toMatch(
+        new RegExp(
+          `^none of the resources exist here: first check AWS_REGION \\(us-east-1, endpoints http://127\\.0\\.0\\.1:\\d+.*\\) and EVE_WORLD_AWS_PREFIX \\(${prefix}\\): the resources are likelier elsewhere than never created\\. Run \`eve-world-aws init\` only to create a new set here$`,
+        ),
+      );
     }
     const human = await runCli(['doctor'], env);
     expect(human.code).toBe(1);
-    expect(human.stdout).toMatch(/x table schema: .*missing.*\n {2}fix: run `eve-world-aws init`/);
+    expect(human.stdout).toMatch(
+      /x table schema: .*missing.*\n {2}fix: none of the resources exist here: first check AWS_REGION/,
+    );
     expect(human.stdout).toMatch(/4 checks failed \(see the fix above\)\./);
+  });
+
+  it('when SOME resources exist, init (which creates the rest) is the fix', async () => {
+    const fx = await createFixture({}, 'docp');
+    destroyClients(fx.clients);
+    const { code, out } = await doctorJson({ ...fx.env, EVE_WORLD_AWS_BUCKET: `${fx.config.prefix}-other` });
+    expect(code).toBe(1);
+    expect(out.checks.filter((c) => c.status === 'fail')).toEqual([
+      expect.objectContaining({ check: 'bucket', fix: 'run `eve-world-aws init`' }),
+    ]);
+  });
+
+  it('names a misspelt variable as a failed check with the closest name, and as the likelier cause', async () => {
+    // Built, not spelled out: the docs test scans this file for unknown names.
+    const typo = ['EVE', 'WORLD', 'AWS', 'PREFX'].join('_');
+    const env = { ...stackEnv(), EVE_WORLD_AWS_PREFIX: uniquePrefix('doct'), [typo]: 'shop' };
+    const { code, out } = await doctorJson(env);
+    expect(code).toBe(1);
+    expect(byName(out).variables).toEqual({
+      check: 'variables',
+      status: 'fail',
+      details: `${typo} is not a variable of this World (did you mean EVE_WORLD_AWS_PREFIX?)\nignored: the names the World reads are in docs/configuration.md`,
+      fix: `rename ${typo} to EVE_WORLD_AWS_PREFIX, or unset it`,
+    });
+    expect(byName(out)['table schema'].fix).toMatch(
+      new RegExp(
+        `^none of the resources exist here: first check ${typo} \\(did you mean EVE_WORLD_AWS_PREFIX\\?\\), AWS_REGION`,
+      ),
+    );
   });
 
   it("with a scheduler role, checks the World's own schedule group: passes when init made it, fails with the fix when it is gone", async () => {
@@ -135,7 +196,7 @@ describe('doctor', () => {
       status: 'fail',
       details: expect.stringMatching(/^EVE_WORLD_AWS_PREFIX must be/),
     });
-    expect(out.checks.filter((c) => c.status === 'skip')).toHaveLength(7);
+    expect(out.checks.filter((c) => c.status === 'skip')).toHaveLength(8);
   });
 
   describe('clock skew', () => {

@@ -26,7 +26,7 @@ import { createContext } from '../../../src/context.js';
 import { keys } from '../../../src/ddb.js';
 import { createWorld } from '../../../src/index.js';
 import { encodePayload } from '../../../src/queue/encoding.js';
-import { stackEnv } from '../../helpers/aws.js';
+import { createFixture, stackEnv } from '../../helpers/aws.js';
 import { MemoryLogger, makeWorld, serve, type World, waitFor } from '../../helpers/queue.js';
 
 /** Meets the strength rule (src/config.ts SECRET_RULE), like `openssl rand -hex 32`. */
@@ -285,10 +285,13 @@ describe('closed by default: no unsigned deliveries over a network', () => {
   });
 
   test('start() logs one loud warning while unsigned deliveries are allowed, and none otherwise', async () => {
+    // Resources that exist: start() (and the Lambda's first event) check them before anything else.
+    const fx = await createFixture({}, 'sec');
+    destroyClients(fx.clients);
     const warnings = async (env: Record<string, string>) => {
       const logger = new MemoryLogger();
       const world = createWorld({
-        config: loadConfig({ ...stackEnv(), ...env }),
+        config: loadConfig({ ...fx.env, ...env }),
         consumer: { consumer: 'none', logger },
       });
       await world.start();
@@ -304,7 +307,7 @@ describe('closed by default: no unsigned deliveries over a network', () => {
     const formerName = Object.keys(FORMER_VARIABLES).find((k) => FORMER_VARIABLES[k] === 'maxDelayHopSeconds')!;
     const former = new MemoryLogger();
     const world = createWorld({
-      config: loadConfig({ ...stackEnv(), [formerName]: '5' }),
+      config: loadConfig({ ...fx.env, [formerName]: '5' }),
       consumer: { consumer: 'none', logger: former },
     });
     await world.start();
@@ -315,7 +318,7 @@ describe('closed by default: no unsigned deliveries over a network', () => {
     // The Lambda consumer says the same on its first event.
     const logger = new MemoryLogger();
     const ctx = createContext(
-      loadConfig({ ...stackEnv(), EVE_WORLD_AWS_ALLOW_UNSIGNED: '1', EVE_WORLD_AWS_FLOW_URL: PUBLIC }),
+      loadConfig({ ...fx.env, EVE_WORLD_AWS_ALLOW_UNSIGNED: '1', EVE_WORLD_AWS_FLOW_URL: PUBLIC }),
     );
     try {
       await createSqsHandler({ context: ctx, logger })({ Records: [] });
