@@ -22,6 +22,8 @@
  * NONCE#<signature>       NONCE              accepted delivery signature (replay guard), with a TTL
  * EARLY#<messageId>       EARLY              what became of an early delivery whose copy another consumer
  *                                            holds (consumer/early-records.ts), with a TTL
+ * FORMAT#                 meta               the table's format item: formats present, oldest reader allowed
+ *                                            (src/formats.ts, src/table-format.ts; written by `init`)
  * (an idempotency key or message id over 1,024 bytes is stored as `sha256:<hex>`: {@link boundedPart})
  * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (first event of a hook/wait
  *                                                                   correlation; see below)
@@ -93,6 +95,8 @@ export const keys = {
   earlyDelivery: (messageId: string) => ({ PK: `EARLY#${boundedPart(messageId)}`, SK: 'EARLY' }),
   /** A delivery signature the flow route accepted; refuses its replay on every instance. */
   deliveryNonce: (signature: string) => ({ PK: `NONCE#${signature}`, SK: 'NONCE' }),
+  /** The table's format item (src/table-format.ts): one per table. */
+  tableFormat: () => ({ PK: 'FORMAT#', SK: 'meta' }),
   // GSI partitions
   corrGsi: (runId: string, correlationId: string) => `CORR#${runId}#${correlationId}`,
   runHooksGsi: (runId: string) => `RUNHOOKS#${runId}`,

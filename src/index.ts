@@ -41,10 +41,12 @@ import { createQueue } from './queue/index.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streams/index.js';
 import { type OrphanSweepOptions, type SweepReport, sweepOrphans } from './sweep/index.js';
+import { checkTableFormat, TableFormatError } from './table-format.js';
 
 export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
+export { FormatError } from './formats.js';
 export type { Logger } from './log.js';
 export {
   type HeldBodySweep,
@@ -54,6 +56,7 @@ export {
   type SweepReport,
   sweepOrphans,
 } from './sweep/index.js';
+export { TableFormatError } from './table-format.js';
 
 export interface AwsWorld extends World {
   /**
@@ -133,8 +136,22 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     getDeploymentId: queue.getDeploymentId,
     queue: queue.queue,
     queueBatch: queue.queueBatch,
-    // Queue: receive side
-    createQueueHandler: consumer.createQueueHandler,
+    // Queue: receive side. The flow route is where a host that never calls start() (Lambda) first
+    // writes: it checks the table's format first (once) and answers 503 while refused, which the
+    // consumers treat as an outage (the message is parked, never dead-lettered).
+    createQueueHandler: (prefix, handler) => {
+      const route = consumer.createQueueHandler(prefix, handler);
+      return async (req) => {
+        try {
+          await checkTableFormat(context.clients.ddb, config.tableName);
+        } catch (err) {
+          const refused = err instanceof TableFormatError;
+          logger.error(`[eve-world-aws] flow route: ${refused ? '' : 'cannot read the table format: '}${String(err)}`);
+          return Response.json({ error: refused ? 'Table format refused' : 'Unavailable' }, { status: 503 });
+        }
+        return route(req);
+      };
+    },
     registerHandler: consumer.registerHandler,
     // Streams
     streams: streamer.streams,
@@ -144,6 +161,8 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       // Loud on every start: the unsigned opt-out is for private networks and must not go
       // unnoticed, and a variable that is set but not read is a setting the operator thinks holds.
       for (const warning of startupWarnings(config)) logger.warn(warning);
+      // Refuses a table this build is too old (or, before `init`, too new) for: src/table-format.ts.
+      await checkTableFormat(context.clients.ddb, config.tableName);
       await consumer.start();
     },
     close() {

@@ -10,6 +10,7 @@ import { type AwsClients, createClients, destroyClients } from '../aws/clients.j
 import { loadConfig, type WorldConfig } from '../config.js';
 import { createContext, type WorldContext } from '../context.js';
 import { type AwsWorld, createWorld } from '../index.js';
+import { checkTableFormat, TableFormatError } from '../table-format.js';
 import { explainAwsError } from './init.js';
 import { CliError, EXIT_FAILURE } from './output.js';
 
@@ -55,12 +56,18 @@ export function openWorld(options: OpenWorldOptions = {}): CliWorld {
   };
 }
 
-/** Run `fn` with a World and always close it; maps unreachable endpoints/credentials to one line. */
+/**
+ * Run `fn` with a World and always close it; maps unreachable endpoints/credentials to one line.
+ * Before `fn` reads or writes anything, the table's format is checked (src/table-format.ts): a
+ * table this build may not touch is one error line, exit 1.
+ */
 export async function withWorld<T>(options: OpenWorldOptions, fn: (w: CliWorld) => Promise<T>): Promise<T> {
   const w = openWorld(options);
   try {
+    await checkTableFormat(w.clients.ddb, w.config.tableName);
     return await fn(w);
   } catch (err) {
+    if (err instanceof TableFormatError) throw new CliError(err.message, EXIT_FAILURE);
     throw explainAwsError(err, w.config);
   } finally {
     await w.close();
