@@ -38,8 +38,8 @@ export interface Build {
   dir: string;
   /** `file:` URL of its dist/index.js. */
   indexUrl: string;
-  /** Its dist/cli/main.js (run with `node -e "import(...).then(m => m.run())"`). */
-  cliMain: string;
+  /** Its CLI launcher: `node <cli> <command> ...` runs the build's `eve-world-aws`. */
+  cli: string;
 }
 
 function walk(dir: string): string[] {
@@ -64,13 +64,14 @@ async function transpile(dir: string): Promise<Build> {
   });
   const link = path.join(dir, 'node_modules');
   if (!existsSync(link)) symlinkSync(path.join(root, 'node_modules'), link, 'dir');
+  writeFileSync(path.join(dir, 'cli.mjs'), "const { run } = await import('./dist/cli/main.js');\nawait run();\n");
   return asBuild(dir);
 }
 
 function asBuild(dir: string): Build {
   const index = path.join(dir, 'dist', 'index.js');
   if (!existsSync(index)) throw new Error(`the build in ${dir} has no dist/index.js`);
-  return { dir, indexUrl: pathToFileURL(index).href, cliMain: path.join(dir, 'dist', 'cli', 'main.js') };
+  return { dir, indexUrl: pathToFileURL(index).href, cli: path.join(dir, 'cli.mjs') };
 }
 
 /**
