@@ -178,7 +178,6 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
 
 const RESOURCE_LABEL: Record<ResourceReport['kind'], string> = {
   table: 'table schema',
-  'table-format': 'table format',
   dlq: 'dead-letter queue',
   queue: 'queue + redrive policy',
   bucket: 'bucket',
@@ -213,7 +212,6 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
       'endpoints',
       'credentials',
       'table schema',
-      'table format',
       'dead-letter queue',
       'queue + redrive policy',
       'bucket',
@@ -235,7 +233,6 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
     for (const c of [
       'credentials',
       'table schema',
-      'table format',
       'dead-letter queue',
       'queue + redrive policy',
       'bucket',
@@ -252,14 +249,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
     const cred = await checkCredentials(clients, config);
     checks.push(cred);
     if (cred.status !== 'pass') {
-      for (const c of [
-        'table schema',
-        'table format',
-        'dead-letter queue',
-        'queue + redrive policy',
-        'bucket',
-        'clock skew',
-      ]) {
+      for (const c of ['table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket', 'clock skew']) {
         checks.push({ check: c, status: 'skip', details: 'needs working credentials' });
       }
       return checks;

@@ -17,7 +17,7 @@ import { reconcileQueues } from './queues.js';
 import { reconcileScheduleGroup } from './schedule-group.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
 import { reconcileTable } from './table.js';
-import { reconcileTableFormat } from './table-format.js';
+import { reconcileTableFormat, withFormat } from './table-format.js';
 
 export { TLS_ONLY_SID } from './bucket.js';
 export { iamPolicy } from './iam-policy.js';
@@ -38,20 +38,24 @@ export async function reconcile(
   config: WorldConfig,
   mode: ReconcileMode,
 ): Promise<ResourceReport[]> {
-  const table = await reconcileTable(clients.ddb, config.tableName, mode);
-  // The format item (src/formats.ts) right after its table: recorded, upgraded (additive) or checked.
-  const tableFormat = await reconcileTableFormat(
-    clients.ddb,
-    config.tableName,
-    mode,
-    table.state !== 'would-create' && table.state !== 'missing',
+  const schema = await reconcileTable(clients.ddb, config.tableName, mode);
+  // The table's format item (src/formats.ts), reported with the table: recorded, upgraded
+  // (additive) or checked.
+  const table = withFormat(
+    schema,
+    await reconcileTableFormat(
+      clients.ddb,
+      config.tableName,
+      mode,
+      schema.state !== 'would-create' && schema.state !== 'missing',
+    ),
   );
   const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);
   const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region, config.retentionDays);
   // With a scheduler role: the World's own schedule group (without one the Scheduler is never called).
   const group = config.schedulerRoleArn ? [await reconcileScheduleGroup(await clients.scheduler(), config, mode)] : [];
   // With EVE_WORLD_AWS_KMS_KEY_ID: the key and SSE-KMS on all of the above (./at-rest.ts).
-  return [table, tableFormat, dlq, queue, bucket, ...group, ...(await reconcileEncryption(clients, config, mode))];
+  return [table, dlq, queue, bucket, ...group, ...(await reconcileEncryption(clients, config, mode))];
 }
 
 export function hasProblems(reports: ResourceReport[]): boolean {

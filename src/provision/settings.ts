@@ -15,7 +15,7 @@
  */
 import { describeError, errorName, isUnsupported } from '../aws/errors.js';
 
-export type ResourceKind = 'table' | 'table-format' | 'queue' | 'dlq' | 'bucket' | 'schedule-group' | 'encryption';
+export type ResourceKind = 'table' | 'queue' | 'dlq' | 'bucket' | 'schedule-group' | 'encryption';
 /**
  * `updated`: present, and `init` just fixed drifted settings; `would-update`: the dry-run plan for
  * that. `drift` is what is left that `init` could not (or, in `verify`, did not) fix.

@@ -1,6 +1,7 @@
 /**
- * The table's format item as a resource: `init` records and upgrades it, `init --dry-run` says
- * what it would change, `doctor` checks it (src/table-format.ts reads it for the runtime).
+ * The table's format item, part of the table's report (`format: ...` lines): `init` records and
+ * upgrades it, `init --dry-run` says what it would change, `doctor` checks it (the table check);
+ * src/table-format.ts reads it for the runtime.
  *
  * Invariants:
  * - **Additive, never rewriting.** An upgrade step may add items or attributes; it never rewrites
@@ -84,6 +85,31 @@ async function writeFormat(ddb: DynamoDBClient, tableName: string, next: TableFo
   );
 }
 
+/** What became of the format item: a state as a resource's, the lines to report, the fix of a drift. */
+export interface FormatReport {
+  state: ResourceReport['state'];
+  details: string[];
+  fix?: string;
+}
+
+/**
+ * The table's report with its format's folded in: `format:` detail lines; a format drift makes the
+ * table drift (with the fix), a recorded or planned format change an `updated` / `would-update`
+ * of a table that was present.
+ */
+export function withFormat(table: ResourceReport, format: FormatReport): ResourceReport {
+  const out: ResourceReport = { ...table, details: [...table.details, ...format.details.map((d) => `format: ${d}`)] };
+  if (format.state === 'drift' || format.state === 'missing') {
+    out.state = table.state === 'missing' ? 'missing' : 'drift';
+    if (format.fix) out.fix = table.fix ? `${table.fix}; ${format.fix}` : format.fix;
+  } else if (table.state === 'present' && (format.state === 'created' || format.state === 'updated')) {
+    out.state = 'updated';
+  } else if (table.state === 'present' && (format.state === 'would-create' || format.state === 'would-update')) {
+    out.state = 'would-update';
+  }
+  return out;
+}
+
 /**
  * Record (apply), plan (dry-run) or check (verify) the table's format. `tableExists` false: the
  * table is being created or planned, so its format is what this build records on it.
@@ -93,10 +119,8 @@ export async function reconcileTableFormat(
   tableName: string,
   mode: ReconcileMode,
   tableExists: boolean,
-): Promise<ResourceReport> {
-  const report = (state: ResourceReport['state'], details: string[], fix?: string): ResourceReport => ({
-    kind: 'table-format',
-    name: tableName,
+): Promise<FormatReport> {
+  const report = (state: ResourceReport['state'], details: string[], fix?: string): FormatReport => ({
     state,
     details,
     ...(fix ? { fix } : {}),
@@ -110,7 +134,7 @@ export async function reconcileTableFormat(
     const next = targetFormat(unrecorded);
     return mode === 'dry-run'
       ? report('would-create', [`would record ${describe(next)} on the new table`])
-      : report('missing', ['the table is missing'], 'run `eve-world-aws init`');
+      : report('present', []); // the table's own report says it is missing
   }
   const current = await readTableFormat(ddb, tableName);
   const problem = tableFormatProblem(tableName, current);

@@ -68,16 +68,17 @@ describe('a table upgraded by a newer build', () => {
     expect(init.code, init.stderr).toBe(0);
     const report = (JSON.parse(init.stdout) as { resources: { kind: string; state: string; details: string[] }[] })
       .resources;
-    expect(report.find((r) => r.kind === 'table-format')).toMatchObject({ state: 'updated', details: [change] });
+    expect(report.find((r) => r.kind === 'table')).toMatchObject({
+      state: 'updated',
+      details: expect.arrayContaining([`format: ${change}`]),
+    });
     expect(await readTableFormat(fixture.clients.ddb, fixture.config.tableName)).toMatchObject({
       recorded: true,
       minReader: bumped.format,
     });
     // Applied twice: nothing left to change.
     const again = await cli(bumped, fixture, ['init', '--json']);
-    expect(JSON.parse(again.stdout).resources.find((r: { kind: string }) => r.kind === 'table-format').state).toBe(
-      'present',
-    );
+    expect(JSON.parse(again.stdout).resources.find((r: { kind: string }) => r.kind === 'table').state).toBe('present');
   });
 
   const refusal = () =>
@@ -97,7 +98,7 @@ describe('a table upgraded by a newer build', () => {
     expect(String((err as Error).message)).toMatch(refusal());
   });
 
-  it("this build's CLI commands refuse it: one line, exit 1; doctor fails the table format check; init never lowers it", async () => {
+  it("this build's CLI commands refuse it: one line, exit 1; doctor fails the table check; init never lowers it", async () => {
     const runs = await cli(current, fixture, ['runs']);
     expect(runs.code).toBe(1);
     expect(runs.stdout).toBe('');
@@ -107,7 +108,7 @@ describe('a table upgraded by a newer build', () => {
     const doctor = await cli(current, fixture, ['doctor', '--json']);
     expect(doctor.code).toBe(1);
     const checks = JSON.parse(doctor.stdout) as { checks: { check: string; status: string; fix?: string }[] };
-    expect(checks.checks.find((c) => c.check === 'table format')).toMatchObject({
+    expect(checks.checks.find((c) => c.check === 'table schema')).toMatchObject({
       status: 'fail',
       fix: expect.stringContaining(`upgrade eve-world-aws to a build that reads format ${bumped.format}`),
     });
