@@ -65,12 +65,12 @@ export const UNSTAMPED_FORMAT = 1;
 export const UPGRADE_DOC = 'docs/operations.md, "Upgrading and versions"';
 
 /**
- * An item or table of a format this build cannot read. `status` 409 for the runtime's error
- * mapping; the message names the item, its format and this build's.
+ * An item of a format this build cannot read; the message names the item, its format and this
+ * build's. Deliberately no HTTP `status`: core must not mistake it for a conflict (409, its
+ * idempotency signal) or a missing entity; to the runtime it is an unexpected error.
  */
 export class FormatError extends Error {
   override readonly name = 'FormatError';
-  readonly status = 409;
   constructor(
     message: string,
     readonly found: number,
