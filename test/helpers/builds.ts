@@ -64,14 +64,15 @@ async function transpile(dir: string): Promise<Build> {
   });
   const link = path.join(dir, 'node_modules');
   if (!existsSync(link)) symlinkSync(path.join(root, 'node_modules'), link, 'dir');
-  writeFileSync(path.join(dir, 'cli.mjs'), "const { run } = await import('./dist/cli/main.js');\nawait run();\n");
   return asBuild(dir);
 }
 
 function asBuild(dir: string): Build {
   const index = path.join(dir, 'dist', 'index.js');
   if (!existsSync(index)) throw new Error(`the build in ${dir} has no dist/index.js`);
-  return { dir, indexUrl: pathToFileURL(index).href, cli: path.join(dir, 'cli.mjs') };
+  const cli = path.join(dir, 'cli.mjs');
+  if (!existsSync(cli)) writeFileSync(cli, "const { run } = await import('./dist/cli/main.js');\nawait run();\n");
+  return { dir, indexUrl: pathToFileURL(index).href, cli };
 }
 
 /**
