@@ -24,6 +24,8 @@
  *                                            prove the table exists and answers
  * EARLY#<messageId>       EARLY              what became of an early delivery whose copy another consumer
  *                                            holds (consumer/early-records.ts), with a TTL
+ * FORMAT#                 meta               the table's format item: formats present, oldest reader allowed
+ *                                            (src/formats.ts, src/table-format.ts; written by `init`)
  * (an idempotency key or message id over 1,024 bytes is stored as `sha256:<hex>`: {@link boundedPart})
  * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (first event of a hook/wait
  *                                                                   correlation; see below)
@@ -97,6 +99,8 @@ export const keys = {
   preflight: { PK: 'PREFLIGHT', SK: 'PREFLIGHT' },
   /** A delivery signature the flow route accepted; refuses its replay on every instance. */
   deliveryNonce: (signature: string) => ({ PK: `NONCE#${signature}`, SK: 'NONCE' }),
+  /** The table's format item (src/table-format.ts): one per table. */
+  tableFormat: () => ({ PK: 'FORMAT#', SK: 'meta' }),
   // GSI partitions
   corrGsi: (runId: string, correlationId: string) => `CORR#${runId}#${correlationId}`,
   runHooksGsi: (runId: string) => `RUNHOOKS#${runId}`,

@@ -13,7 +13,8 @@
  * - consumer  src/consumer/  receive side: createQueueHandler, registerHandler, the poller start()s
  * - streams   src/streams    block items, one write per group, with polling and an in-process fast path
  * - preflight src/preflight.ts  before the first write or send (events.create, queue(), a run key) and
- *                               at start(): the table, queue and bucket exist, once per process
+ *                               at start(): the table, queue and bucket exist, once per process;
+ *                               then src/table-format.ts: the table's format is one this build may touch
  * The object literal is checked against `AwsWorld` with `satisfies`, so a member that is missing
  * or has the wrong shape is a compile error (no cast).
  *
@@ -45,10 +46,12 @@ import { preflight } from './preflight.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streams/index.js';
 import { type OrphanSweepOptions, type SweepReport, sweepOrphans } from './sweep/index.js';
+import { checkTableFormat, TableFormatError } from './table-format.js';
 
 export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
+export { FormatError } from './formats.js';
 export type { Logger } from './log.js';
 export { type MissingResource, MissingResourceError } from './preflight.js';
 export {
@@ -59,6 +62,7 @@ export {
   type SweepReport,
   sweepOrphans,
 } from './sweep/index.js';
+export { TableFormatError } from './table-format.js';
 
 export interface AwsWorld extends World {
   /**
@@ -109,12 +113,15 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const context = createContext(config, options.clients, { resolvePayloads: options.resolvePayloads });
   const storage = createStorage(context);
   // Before this World's first write or send, and at start(): the table, queue and bucket exist
-  // (src/preflight.ts, once per process). core's start() writes run_created and queues in
-  // parallel, so both wait for it: a misnamed resource leaves no run and no message behind.
+  // (src/preflight.ts), and the table's format is one this build may touch (src/table-format.ts:
+  // a table this build is too old, or before `init` too new, for is refused), once per process.
+  // core's start() writes run_created and queues in parallel, so both wait for it: a misnamed
+  // resource or a refused table leaves no run and no message behind.
   let ready = false;
   const beforeFirstWrite = async () => {
     if (ready) return;
     await preflight(context, queue.transport);
+    await checkTableFormat(context.clients.ddb, config.tableName);
     ready = true;
   };
   // The consumer needs the queue's transport, and (when early delivery is on) the queue offers its
@@ -165,8 +172,22 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     getDeploymentId: queue.getDeploymentId,
     queue: queue.queue,
     queueBatch: queue.queueBatch,
-    // Queue: receive side
-    createQueueHandler: consumer.createQueueHandler,
+    // Queue: receive side. The flow route is where a host that never calls start() (Lambda) first
+    // writes: it checks the table's format first (once) and answers 503 while refused, which the
+    // consumers treat as an outage (the message is parked, never dead-lettered).
+    createQueueHandler: (prefix, handler) => {
+      const route = consumer.createQueueHandler(prefix, handler);
+      return async (req) => {
+        try {
+          await checkTableFormat(context.clients.ddb, config.tableName);
+        } catch (err) {
+          const refused = err instanceof TableFormatError;
+          logger.error(`[eve-world-aws] flow route: ${refused ? '' : 'cannot read the table format: '}${String(err)}`);
+          return Response.json({ error: refused ? 'Table format refused' : 'Unavailable' }, { status: 503 });
+        }
+        return route(req);
+      };
+    },
     registerHandler: consumer.registerHandler,
     // Streams
     streams: streamer.streams,

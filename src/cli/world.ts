@@ -19,6 +19,7 @@ import { createContext, type WorldContext } from '../context.js';
 import { type AwsWorld, createWorld } from '../index.js';
 import { MissingResourceError, type PreflightResource, preflight } from '../preflight.js';
 import { createTransport } from '../queue/transport.js';
+import { checkTableFormat, TableFormatError } from '../table-format.js';
 import { explainAwsError } from './init.js';
 import { CliError, EXIT_FAILURE } from './output.js';
 
@@ -67,16 +68,19 @@ export function openWorld(options: OpenWorldOptions = {}): CliWorld {
 }
 
 /**
- * Run `fn` with a World once its resources are known to exist, and always close it; maps a
- * missing resource, unreachable endpoints and missing credentials to one line (exit 1, or 2 for
- * a missing region).
+ * Run `fn` with a World once its resources are known to exist and the table's format is one
+ * this build may touch (src/table-format.ts), and always close it; maps a missing resource, a
+ * table format this build may not touch, unreachable endpoints and missing credentials to one
+ * line (exit 1, or 2 for a missing region).
  */
 export async function withWorld<T>(options: OpenWorldOptions, fn: (w: CliWorld) => Promise<T>): Promise<T> {
   const w = openWorld(options);
   try {
     await preflight(w.context, createTransport(w.context), { deadLetterQueue: options.deadLetterQueue });
+    await checkTableFormat(w.clients.ddb, w.config.tableName);
     return await fn(w);
   } catch (err) {
+    if (err instanceof TableFormatError) throw new CliError(err.message, EXIT_FAILURE);
     const resource = resourceOf(err);
     const missing =
       err instanceof MissingResourceError ? err : resource && (await MissingResourceError.of(w.context, resource, err));

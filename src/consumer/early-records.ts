@@ -40,6 +40,7 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { isConditionalCheckFailed } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
+import { assertItemFormat, FORMAT_ATTR, FORMATS } from '../formats.js';
 import type { EarlyMark } from '../queue/encoding.js';
 
 /** How long one `running` record vouches for its owner, in holds; renewed every hold. */
@@ -95,6 +96,8 @@ export async function heldForOwner(
   );
   const record = out.Item ? (unmarshall(out.Item) as StoredRecord) : undefined;
   if (!record) return undefined;
+  // A record of a newer format is refused (the copy is held, see the pipeline), never misread.
+  assertItemFormat(record as unknown as Record<string, unknown>, 'records', `early-delivery record EARLY#${messageId}`);
   const at = now();
   if (record.state === 'running') {
     return typeof record.until === 'number' && record.until > at
@@ -119,6 +122,7 @@ async function putRecord(ctx: WorldContext, messageId: string, owner: string, fi
         TableName: ctx.config.tableName,
         Item: marshall({
           ...keys.earlyDelivery(messageId),
+          [FORMAT_ATTR]: FORMATS.records.current,
           owner,
           ...fields,
           [ATTR.ttl]: Math.floor(Date.now() / 1000) + RECORD_TTL_SECONDS,

@@ -18,6 +18,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { isConditionalCheckFailed } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
+import { FORMAT_ATTR, FORMATS } from '../formats.js';
 import { type NonceStore, SIGNATURE_TOLERANCE_SECONDS } from './signing.js';
 
 export class DynamoNonceStore implements NonceStore {
@@ -34,6 +35,7 @@ export class DynamoNonceStore implements NonceStore {
           TableName: this.ctx.config.tableName,
           Item: marshall({
             ...keys.deliveryNonce(signature),
+            [FORMAT_ATTR]: FORMATS.records.current,
             token,
             signedAt: timestamp,
             [ATTR.ttl]: timestamp + 2 * this.toleranceSeconds,

@@ -40,6 +40,9 @@
  *   and, on its last allowed receive, replaced by a fresh copy; a copy the route never received is
  *   replaced at once. Only the message's own fault counts: malformed, 4xx, a handler that keeps
  *   failing, an offloaded body that is gone (src/aws/errors.ts, `isObjectFault`).
+ * - A message of a newer format than this build reads (src/formats.ts) is never decoded nor
+ *   delivered: it is parked (hidden, or re-sent verbatim on its last allowed receive, so it never
+ *   counts toward the DLQ) with a log line naming both versions, for a newer consumer to take.
  * - Poison (malformed, 4xx, a handler that keeps failing) is retried with backoff and dead-lettered
  *   after `maxReceiveCount` receives; the last failing receive logs exactly one DLQ line.
  */
@@ -49,10 +52,11 @@ import { isObjectFault } from '../aws/errors.js';
 import { sleep } from '../aws/sleep.js';
 import type { WorldConfig } from '../config.js';
 import { decodeLogTail } from '../delivery-scope.js';
+import { newerMessageFormat } from '../formats.js';
 import { SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { planHop } from '../queue/delays.js';
-import { decodePayload, type Envelope, envelopeFromMessage } from '../queue/encoding.js';
+import { decodePayload, type Envelope, envelopeFromMessage, MSG_ATTR, messageFormatOf } from '../queue/encoding.js';
 import { encodeHeaderValue } from '../queue/header-values.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { currentTraceparent, TRACEPARENT_HEADER } from '../telemetry/tracing.js';
@@ -211,6 +215,11 @@ export function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): Promise
 async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<DeliveryOutcome> {
   const logger = deps.logger ?? consoleLogger;
   const now = deps.now ?? Date.now;
+
+  // 0. format: a newer one is parked for a newer consumer, never decoded here
+  const format = messageFormatOf(msg.body, msg.attributes);
+  const newer = format === undefined ? undefined : newerMessageFormat(format);
+  if (newer) return parkNewerFormat(msg, newer, deps, logger);
 
   // 1. decode
   const decoded = envelopeFromMessage(msg.body, msg.attributes);
@@ -682,6 +691,32 @@ async function park(
   }
   await deps.receipts.changeVisibility(msg.receiptHandle, seconds).catch(() => undefined);
   return { action: 'keep', reason, messageId: envelope.messageId, detail };
+}
+
+/**
+ * A message of a newer format: hidden for the failure backoff and, on its last allowed receive,
+ * replaced by a verbatim copy (its format kept), so it never reaches the DLQ here. Not a verdict
+ * on the flow route (the breaker is told neutral).
+ */
+async function parkNewerFormat(
+  msg: InboundMessage,
+  reason: string,
+  deps: DeliveryDeps,
+  logger: Logger,
+): Promise<DeliveryOutcome> {
+  deps.breaker?.neutral();
+  const messageId = msg.attributes[MSG_ATTR.id];
+  logger.warn(
+    `[eve-world-aws] SQS message ${msg.sqsMessageId}${messageId ? ` (message ${quoted(messageId)})` : ''}: ${reason}; not delivered, not counted toward the DLQ`,
+  );
+  const base = failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
+  const seconds = base + Math.floor(Math.random() * (Math.ceil(base / 2) + 1));
+  if (msg.receiveCount >= deps.config.maxReceiveCount - 1) {
+    await deps.transport.sendVerbatim(msg.body, msg.attributes, seconds);
+    return { action: 'delete', reason: 'parked', messageId };
+  }
+  await deps.receipts.changeVisibility(msg.receiptHandle, seconds).catch(() => undefined);
+  return { action: 'keep', reason: 'deferred', messageId, detail: reason };
 }
 
 /** `{timeoutSeconds: N}` from a 2xx body, else undefined (an ack). */

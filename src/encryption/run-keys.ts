@@ -41,6 +41,7 @@ import { decodeTime } from 'ulid';
 import { describeError, errorName, isConditionalCheckFailed } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, encryptionKeys, keys } from '../ddb.js';
+import { assertItemFormat, FORMAT_ATTR, formatStamp } from '../formats.js';
 import { KeyCache, type KeyCacheOptions } from './key-cache.js';
 
 export const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
@@ -159,9 +160,11 @@ export class RunKeys {
         TableName: this.#ctx.config.tableName,
         Key: { PK: { S: encryptionKeys.runKey(runId).PK }, SK: { S: encryptionKeys.runKey(runId).SK } },
         ConsistentRead: true,
-        ProjectionExpression: 'wrappedKey, pendingTtl',
+        ProjectionExpression: `wrappedKey, pendingTtl, ${FORMAT_ATTR}`,
       }),
     );
+    // A key item of a newer format is refused, never misread (src/formats.ts).
+    if (out.Item) assertItemFormat(out.Item, 'records', `run key ${encryptionKeys.runKey(runId).PK} / RUNKEY`);
     const b = out.Item?.wrappedKey?.B;
     return b && b.length > 0 ? { wrapped: b, pending: out.Item?.pendingTtl !== undefined } : undefined;
   }
@@ -261,6 +264,7 @@ export class RunKeys {
           Item: {
             PK: { S: PK },
             SK: { S: SK },
+            ...formatStamp('records'),
             wrappedKey: { B: wrapped },
             kmsKeyArn: { S: keyArn ?? this.#keyId },
             createdAt: { N: String(Date.now()) },

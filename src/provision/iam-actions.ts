@@ -92,8 +92,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'dynamodb:GetItem',
     actions: ['dynamodb:GetItem'],
-    uses: { runtime: T, operator: T, sweeper: T },
-    why: 'run/step/hook/stream meta reads; the preflight (the table exists); redrive checks claims; sweep: a run item’s state',
+    uses: { runtime: T, operator: T, init: T, sweeper: T },
+    why: 'run/step/hook/stream meta reads; the preflight (the table exists); the table’s format item (start, CLI, doctor, init); redrive checks claims; sweep: a run item’s state',
   },
   {
     command: 'dynamodb:BatchGetItem',
@@ -110,8 +110,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'dynamodb:PutItem',
     actions: ['dynamodb:PutItem'],
-    uses: { runtime: T },
-    why: 'idempotency claims, stream meta, wrapped run keys, replay nonces',
+    uses: { runtime: T, init: T },
+    why: 'idempotency claims, stream meta, wrapped run keys, replay nonces; init: the table’s format item',
   },
   {
     command: 'dynamodb:UpdateItem',

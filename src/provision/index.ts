@@ -1,5 +1,5 @@
 /**
- * Provisioning: the AWS resources the World needs (one table, one queue with its DLQ, one bucket,
+ * Provisioning: the AWS resources the World needs (one table and its format item, one queue with its DLQ, one bucket,
  * with EVE_WORLD_AWS_SCHEDULER_ROLE_ARN its own schedule group, and with EVE_WORLD_AWS_KMS_KEY_ID
  * their encryption at rest) and {@link reconcile}, which
  * creates what is missing and reports drift in what exists. Used by `init` (apply / dry run),
@@ -17,6 +17,7 @@ import { reconcileQueues } from './queues.js';
 import { reconcileScheduleGroup } from './schedule-group.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
 import { reconcileTable } from './table.js';
+import { reconcileTableFormat, withFormat } from './table-format.js';
 
 export { TLS_ONLY_SID } from './bucket.js';
 export { iamPolicy } from './iam-policy.js';
@@ -37,7 +38,18 @@ export async function reconcile(
   config: WorldConfig,
   mode: ReconcileMode,
 ): Promise<ResourceReport[]> {
-  const table = await reconcileTable(clients.ddb, config.tableName, mode);
+  const schema = await reconcileTable(clients.ddb, config.tableName, mode);
+  // The table's format item (src/formats.ts), reported with the table: recorded, upgraded
+  // (additive) or checked.
+  const table = withFormat(
+    schema,
+    await reconcileTableFormat(
+      clients.ddb,
+      config.tableName,
+      mode,
+      schema.state !== 'would-create' && schema.state !== 'missing',
+    ),
+  );
   const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);
   const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region, config.retentionDays);
   // With a scheduler role: the World's own schedule group (without one the Scheduler is never called).

@@ -10,9 +10,18 @@
  * cannot set message attributes on its SQS target, so a scheduled message instead carries the same
  * fields in a JSON envelope body ({@link encodeEnvelope}). The consumer accepts both forms and
  * normalises them to one {@link Envelope}.
+ *
+ * Every message carries its format (src/formats.ts): `eve.fmt` in the attributes, `f` in the
+ * envelope body (written after `tag`, which older readers match as a prefix). Unstamped = format 1;
+ * readers before 0.2.0 ignore both (an unknown attribute or JSON field is skipped by them).
+ * The consumer parks a message of a newer format instead of delivering it (src/consumer/pipeline.ts).
  */
+import { MESSAGE_FORMAT, MESSAGE_FORMAT_ATTR, parseFormat, UNSTAMPED_FORMAT } from '../formats.js';
 
-/** SQS message attribute names (String data type). At most 10 attributes per message in SQS. */
+/**
+ * SQS message attribute names (String data type). SQS allows at most 10 attributes per message:
+ * 9 are defined here, so one is left. The scheduler's envelope body has no such limit.
+ */
 export const MSG_ATTR = {
   /** Logical queue name, e.g. `__wkf_workflow_x` (not an SQS queue name). */
   queue: 'eve.queue',
@@ -30,6 +39,8 @@ export const MSG_ATTR = {
   logTail: 'eve.tail',
   /** `<owner> <until>`: the copy of a message its owner delivered early (src/consumer/early-records.ts). */
   early: 'eve.early',
+  /** The message's format (src/formats.ts); absent = format 1. */
+  format: MESSAGE_FORMAT_ATTR,
 } as const;
 
 export const ENVELOPE_TAG = 'eve-world-aws/v1';
@@ -73,6 +84,11 @@ export interface Envelope {
   logTail?: string;
   /** Set on the copy of a message this process delivered early. */
   early?: EarlyMark;
+  /**
+   * The format the message was written in, as received (undefined when not decoded from a
+   * message). A send always writes this build's format, whatever this field says.
+   */
+  format?: number;
 }
 
 function replacer(this: unknown, key: string, value: unknown): unknown {
@@ -120,6 +136,7 @@ export function decodePayload(text: string): unknown {
 export function encodeEnvelope(envelope: Envelope): string {
   return JSON.stringify({
     tag: ENVELOPE_TAG,
+    f: MESSAGE_FORMAT,
     q: envelope.queueName,
     id: envelope.messageId,
     ao: envelope.attemptOffset || undefined,
@@ -143,7 +160,10 @@ export function decodeEnvelope(text: string): Envelope | undefined {
   }
   if (typeof raw.q !== 'string' || typeof raw.id !== 'string') return undefined;
   if (typeof raw.b !== 'string' && typeof raw.s3 !== 'string') return undefined;
+  const format = raw.f === undefined ? UNSTAMPED_FORMAT : parseFormat(raw.f);
+  if (format === undefined) return undefined;
   return {
+    format,
     queueName: raw.q,
     messageId: raw.id,
     attemptOffset: typeof raw.ao === 'number' ? raw.ao : 0,
@@ -167,6 +187,7 @@ export function envelopeAttributes(envelope: Envelope): Record<string, { DataTyp
   const attrs: Record<string, { DataType: 'String'; StringValue: string }> = {
     [MSG_ATTR.queue]: { DataType: 'String', StringValue: envelope.queueName },
     [MSG_ATTR.id]: { DataType: 'String', StringValue: envelope.messageId },
+    [MSG_ATTR.format]: { DataType: 'String', StringValue: String(MESSAGE_FORMAT) },
   };
   if (envelope.attemptOffset > 0)
     attrs[MSG_ATTR.attemptOffset] = { DataType: 'String', StringValue: String(envelope.attemptOffset) };
@@ -193,6 +214,22 @@ export function envelopeAttributes(envelope: Envelope): Record<string, { DataTyp
 /** Placeholder body for an S3-offloaded message (SQS requires a non-empty body). */
 export function s3PlaceholderBody(key: string): string {
   return JSON.stringify({ __s3: key });
+}
+
+/**
+ * The format of a received message, read before anything else of it (a newer format may change
+ * the rest): `eve.fmt`, else the envelope body's `f`, else format 1. Undefined when unreadable.
+ */
+export function messageFormatOf(body: string, attrs: Record<string, string | undefined>): number | undefined {
+  const raw = attrs[MSG_ATTR.format];
+  if (raw !== undefined) return parseFormat(raw);
+  if (attrs[MSG_ATTR.queue] !== undefined || !body.startsWith(`{"tag":"${ENVELOPE_TAG}"`)) return UNSTAMPED_FORMAT;
+  try {
+    const f = (JSON.parse(body) as { f?: unknown }).f;
+    return f === undefined ? UNSTAMPED_FORMAT : parseFormat(f);
+  } catch {
+    return UNSTAMPED_FORMAT; // not an envelope after all: decoding reports it
+  }
 }
 
 /**
@@ -226,8 +263,12 @@ export function envelopeFromMessage(body: string, attrs: Record<string, string |
       // Extra headers are advisory; a broken value is dropped rather than failing delivery.
     }
   }
+  const rawFormat = attrs[MSG_ATTR.format];
+  const format = rawFormat === undefined ? UNSTAMPED_FORMAT : parseFormat(rawFormat);
+  if (format === undefined) return `attribute ${MSG_ATTR.format} is not a format version ("${rawFormat}")`;
   const s3Key = attrs[MSG_ATTR.s3];
   return {
+    format,
     queueName,
     messageId,
     attemptOffset: attemptOffset ?? 0,

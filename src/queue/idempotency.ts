@@ -37,6 +37,7 @@ import { conditionFailureItem, isConditionalCheckFailed } from '../aws/errors.js
 import { sleep } from '../aws/sleep.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
+import { assertItemFormat, FORMAT_ATTR, FORMATS } from '../formats.js';
 
 /** How long a pending claim protects its owner's send before another sender may take it over. */
 export const IDEMPOTENCY_LEASE_MS = 30_000;
@@ -97,6 +98,7 @@ export async function claimIdempotencyKey(
           TableName: ctx.config.tableName,
           Item: marshall({
             ...Key,
+            [FORMAT_ATTR]: FORMATS.records.current,
             state: 'pending',
             owner,
             leaseUntil: t + leaseMs,
@@ -116,6 +118,8 @@ export async function claimIdempotencyKey(
       if (!isConditionalCheckFailed(err)) throw err;
       const item = conditionFailureItem(err);
       old = item ? (unmarshall(item) as StoredClaim) : await readClaim(ctx, idempotencyKey);
+      // A claim of a newer format is refused, never misread (src/formats.ts).
+      if (old) assertItemFormat(old as unknown as Record<string, unknown>, 'records', `queue claim ${Key.PK}`);
     }
     if (!old) {
       // Deleted (released) in between: claim again, after a short pause.

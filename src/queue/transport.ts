@@ -15,6 +15,7 @@ import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand } fro
 import { isQueueUrl, queueNameOf } from '../aws/arn.js';
 import { isMessageTooLong } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
+import { SQS_MAX_DELAY_SECONDS } from '../limits.js';
 import { withSendSpan } from '../telemetry/spans.js';
 import { bodyKey, bodyNeededUntil, ensureBodyLifetime } from './body-lifetime.js';
 import {
@@ -91,6 +92,31 @@ export class SqsTransport {
 
   dlqUrl(): Promise<string> {
     return this.resolveUrl(this.ctx.config.deadLetterQueue);
+  }
+
+  /**
+   * Send a received message again exactly as it came (body and string attributes unchanged), a
+   * fresh copy whose receive count starts over. For a message of a format this build cannot read
+   * (src/formats.ts): re-encoding it would rewrite it in this build's format.
+   */
+  async sendVerbatim(
+    body: string,
+    attributes: Record<string, string | undefined>,
+    delaySeconds: number,
+  ): Promise<void> {
+    const MessageAttributes = Object.fromEntries(
+      Object.entries(attributes)
+        .filter((e): e is [string, string] => e[1] !== undefined)
+        .map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
+    );
+    await this.ctx.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: await this.queueUrl(),
+        MessageBody: body,
+        DelaySeconds: Math.max(0, Math.min(SQS_MAX_DELAY_SECONDS, Math.ceil(delaySeconds))),
+        MessageAttributes,
+      }),
+    );
   }
 
   /** Move the body to S3, under a key alive until `neededUntil`, and return the envelope that points at it. */

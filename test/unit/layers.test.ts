@@ -3,6 +3,7 @@
  * src/ and fails when a module imports one of a higher layer. Pure: parses the files, no emulator.
  *
  *   0 base      config.ts, limits.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts,
+ *               formats.ts (format versions), table-format.ts (the table's format check),
  *               delivery-scope.ts (the delivery a call runs inside of: set by the flow route, read below),
  *               encryption/ (per-run KMS data keys: needs only the base),
  *               util/ (bounded concurrency, the byte-bounded cache: no World knowledge at all),
@@ -47,6 +48,8 @@ function layerOf(rel: string): Layer {
       'delivery-scope.ts',
       'polyfills.ts',
       'limits.ts',
+      'formats.ts',
+      'table-format.ts',
       'aws',
       'encryption',
       'util',

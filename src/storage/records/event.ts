@@ -23,12 +23,16 @@
  *   correlation index key, pointing at the item's own slot; a pair holds step or run events, and
  *   {@link eventItem} refuses a pair with a correlation-opening event.
  *
- * Format note: a process from before pair items reads a pair as its first event only; every
- * process on one table must run a version with pair items (0.1.0 on, unreleased before).
+ * **Formats.** Every log item this build writes carries its format (`fv`, src/formats.ts; log
+ * format 2); an unstamped item is format 1 (pair items included). A reader refuses an item of a
+ * format it does not know ({@link parseEvents}, {@link lastSlotOf}) instead of misreading it. A
+ * process from before pair items reads a pair as its first event only: it is older than format 1
+ * and must not share a table with this build (docs/operations.md, "Upgrading and versions").
  */
 import type { Event, ResolveData } from '@workflow/world';
 import { SPEC_VERSION_CURRENT, slotToEventId, stripEventDataRefs } from '@workflow/world';
 import { ATTR, keys } from '../../ddb.js';
+import { assertItemFormat, FORMAT_ATTR, formatStamp } from '../../formats.js';
 import { isS3Pointer } from '../../payloads.js';
 import {
   type Attrs,
@@ -124,7 +128,11 @@ function fromFields(runId: string, slot: number, it: Attrs): EventRecord {
  * pair item holding both.
  */
 export function eventItem(first: EventRecord, second?: EventRecord): Attrs {
-  const item: Attrs = { ...keysOf(keys.event(first.runId, first.slot)), ...eventFields(first) };
+  const item: Attrs = {
+    ...keysOf(keys.event(first.runId, first.slot)),
+    ...eventFields(first),
+    ...formatStamp('log'),
+  };
   if (second !== undefined) {
     if (second.slot !== first.slot + 1 || second.runId !== first.runId)
       throw new Error(`a pair item holds two consecutive slots of one run (got ${first.slot}, ${second.slot})`);
@@ -138,8 +146,14 @@ export function eventItem(first: EventRecord, second?: EventRecord): Attrs {
   return item;
 }
 
+/** Refuses a log item of a format this build cannot read (src/formats.ts): never misread. */
+function assertLogItem(it: Attrs): void {
+  assertItemFormat(it, 'log', `log item ${str(it, 'PK') ?? '?'} / ${str(it, 'SK') ?? '?'}`);
+}
+
 /** The events a log item holds, in slot order: one, or two for a pair item. */
 export function parseEvents(it: Attrs): EventRecord[] {
+  assertLogItem(it);
   const runId = str(it, 'PK')!.slice(4);
   const slot = keys.slotFromEventSk(str(it, 'SK')!);
   const first = fromFields(runId, slot, it);
@@ -158,11 +172,12 @@ export const pairEvents = (first: EventRecord, second: EventRecord): EventRecord
  * and its pair marker, which {@link LAST_SLOT_PROJECTION} reads.
  */
 export function lastSlotOf(it: Attrs): number {
+  assertLogItem(it);
   return keys.slotFromEventSk(str(it, 'SK')!) + (it[PAIR_ATTR] === undefined ? 0 : 1);
 }
 
 /** The projection {@link lastSlotOf} needs (the key and one small field of a pair's second event). */
-export const LAST_SLOT_PROJECTION = `SK, ${PAIR_ATTR}.t`;
+export const LAST_SLOT_PROJECTION = `SK, ${PAIR_ATTR}.t, ${FORMAT_ATTR}`;
 
 /**
  * The events of log items read in log order (`descending`: the Query ran backwards, and each

@@ -5,6 +5,7 @@
  */
 import type { Hook, HookResumeContext, ResolveData } from '@workflow/world';
 import { ATTR, keys, shardOf, storageKeys } from '../../ddb.js';
+import { assertItemFormat, formatStamp } from '../../formats.js';
 import { isS3Pointer } from '../../payloads.js';
 import { type Attrs, bool, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
@@ -30,6 +31,7 @@ const TENANT = { ownerId: '', projectId: '', environment: '' };
 
 export function hookItem(h: HookRecord): Attrs {
   return {
+    ...formatStamp('records'),
     ...keysOf(keys.hook(h.token)),
     ...toItem({
       runId: h.runId,
@@ -51,6 +53,7 @@ export function hookItem(h: HookRecord): Attrs {
 }
 
 export function parseHook(it: Attrs): HookRecord {
+  assertItemFormat(it, 'records', `hook ${str(it, 'PK') ?? '?'} / ${str(it, 'SK') ?? '?'}`);
   return {
     runId: str(it, 'runId')!,
     hookId: str(it, 'hookId')!,

@@ -8,6 +8,7 @@
  */
 import type { ResolveData, WorkflowRun } from '@workflow/world';
 import { ATTR, keys, shardOf, storageKeys } from '../../ddb.js';
+import { assertItemFormat, formatStamp } from '../../formats.js';
 import { isS3Pointer } from '../../payloads.js';
 import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
@@ -40,6 +41,7 @@ export interface RunRecord {
 export function runItem(r: RunRecord): Attrs {
   const sortKey = `${iso(r.createdAt)}#${r.runId}`;
   return {
+    ...formatStamp('records'),
     ...keysOf(keys.runMeta(r.runId)),
     ...toItem({
       runId: r.runId,
@@ -71,6 +73,7 @@ export function runItem(r: RunRecord): Attrs {
 }
 
 export function parseRun(it: Attrs): RunRecord {
+  assertItemFormat(it, 'records', `run view ${str(it, 'PK') ?? '?'} / ${str(it, 'SK') ?? '?'}`);
   const attrs: Record<string, string> = {};
   for (const [k, v] of Object.entries(it.attributes?.M ?? {})) if (v.S !== undefined) attrs[k] = v.S;
   return {

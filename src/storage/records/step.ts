@@ -4,6 +4,7 @@
  */
 import type { ResolveData, Step } from '@workflow/world';
 import { keys } from '../../ddb.js';
+import { assertItemFormat, formatStamp } from '../../formats.js';
 import { isS3Pointer } from '../../payloads.js';
 import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
@@ -40,6 +41,7 @@ export interface StepRecord {
 
 export function stepItem(s: StepRecord): Attrs {
   return {
+    ...formatStamp('records'),
     ...keysOf(keys.step(s.runId, s.stepId)),
     ...toItem({
       runId: s.runId,
@@ -65,6 +67,7 @@ export function stepItem(s: StepRecord): Attrs {
 }
 
 export function parseStep(it: Attrs): StepRecord {
+  assertItemFormat(it, 'records', `step view ${str(it, 'PK') ?? '?'} / ${str(it, 'SK') ?? '?'}`);
   return {
     runId: str(it, 'runId')!,
     stepId: str(it, 'stepId')!,

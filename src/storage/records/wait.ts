@@ -1,10 +1,12 @@
 /** The wait view item `RUN#<runId> / WAIT#<correlationId>` <-> the contract's `Wait`. */
 import type { Wait } from '@workflow/world';
 import { keys } from '../../ddb.js';
+import { assertItemFormat, formatStamp } from '../../formats.js';
 import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem } from '../table/codec.js';
 
 export function waitItem(w: Wait & { correlationId: string }): Attrs {
   return {
+    ...formatStamp('records'),
     ...keysOf(keys.wait(w.runId, w.correlationId)),
     ...toItem({
       waitId: w.waitId,
@@ -20,6 +22,7 @@ export function waitItem(w: Wait & { correlationId: string }): Attrs {
 }
 
 export function parseWait(it: Attrs): Wait {
+  assertItemFormat(it, 'records', `wait view ${str(it, 'PK') ?? '?'} / ${str(it, 'SK') ?? '?'}`);
   return dropUndefined({
     waitId: str(it, 'waitId')!,
     runId: str(it, 'runId')!,

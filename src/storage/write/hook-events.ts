@@ -12,6 +12,7 @@ import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, HookNotFoundError, RunExpiredError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { ATTR, GSI1, keys, storageKeys } from '../../ddb.js';
+import { formatStamp } from '../../formats.js';
 import { correlationEvents } from '../read/correlation.js';
 import { eventAt, readRunTail } from '../read/log-tail.js';
 import { type EventRecord, eventItem, newEvent, toEvent } from '../records/event.js';
@@ -196,6 +197,7 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
       if (resumeId) {
         const claim = {
           ...keysOf(storageKeys.resumeClaim(runId, resumeId)),
+          ...formatStamp('records'),
           hookId: { S: hookId },
           slot: { N: String(slot) },
         };

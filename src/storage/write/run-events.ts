@@ -19,6 +19,7 @@ import {
 } from '@workflow/world';
 import { ulid } from 'ulid';
 import { keys } from '../../ddb.js';
+import { formatStamp } from '../../formats.js';
 import { readRunTail } from '../read/log-tail.js';
 import {
   atSlot as at,
@@ -519,7 +520,14 @@ async function attrSetOnce(
         },
         putEvent(ctx, eventItem(at(ev, slot))),
       ];
-      if (claim) items.push(putNew(ctx, { ...keysOf(keys.attrClaim(runId, claim)), slot: { N: String(slot) } }));
+      if (claim)
+        items.push(
+          putNew(ctx, {
+            ...keysOf(keys.attrClaim(runId, claim)),
+            ...formatStamp('records'),
+            slot: { N: String(slot) },
+          }),
+        );
       return { items, eventIdx: 1 };
     },
     onGuard: (c) => {

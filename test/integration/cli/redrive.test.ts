@@ -97,6 +97,7 @@ describe('redrive: DLQ -> queue', () => {
       // Only the World's own attributes travel back.
       expect(Object.keys(m.MessageAttributes ?? {}).sort()).toEqual([
         'eve.attemptOffset',
+        'eve.fmt',
         'eve.headers',
         'eve.id',
         'eve.queue',

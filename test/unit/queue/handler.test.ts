@@ -14,6 +14,7 @@ import {
   signatureHeaders,
 } from '../../../src/consumer/signing.js';
 import { currentDelivery, decodeLogTail, encodeLogTail } from '../../../src/delivery-scope.js';
+import { MESSAGE_FORMAT } from '../../../src/formats.js';
 import { atExpression, planDelay, planHop, scheduleName } from '../../../src/queue/delays.js';
 import {
   decodeEnvelope,
@@ -107,9 +108,10 @@ describe('typed JSON encoding', () => {
       headers: { x: 'y' },
     };
     const text = encodeEnvelope(env);
-    expect(decodeEnvelope(text)).toEqual(env);
-    expect(envelopeFromMessage(text, {})).toEqual(env);
-    const tailed = { ...env, logTail: encodeLogTail('wrun_01ABC', 7) };
+    // A decoded envelope says which format it was written in (src/formats.ts).
+    expect(decodeEnvelope(text)).toEqual({ ...env, format: MESSAGE_FORMAT });
+    expect(envelopeFromMessage(text, {})).toEqual({ ...env, format: MESSAGE_FORMAT });
+    const tailed = { ...env, format: MESSAGE_FORMAT, logTail: encodeLogTail('wrun_01ABC', 7) };
     expect(envelopeFromMessage(encodeEnvelope(tailed), {})).toEqual(tailed);
     const attrs = Object.fromEntries(
       Object.entries(envelopeAttributes({ ...tailed, deliverAt: undefined })).map(([k, v]) => [k, v.StringValue]),

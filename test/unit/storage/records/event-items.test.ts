@@ -31,7 +31,9 @@ it('stores the second event exactly as its own item would, and reads both back',
   const created = ev(7, 'step_created');
   const started = ev(8, 'step_started', { eventData: { stepName: 's', ownerMessageId: 'm' }, extra: undefined });
   const pair = eventItem(created, started);
-  const { PK, SK, ...alone } = eventItem(started);
+  // The format stamp is the item's, not the event's: a pair carries one, at the top level.
+  const { PK, SK, fv, ...alone } = eventItem(started);
+  expect(fv).toEqual(pair.fv);
   expect(SK.S).toBe('EVT#00000000000000000008');
   expect(pair[PAIR_ATTR]).toEqual({ M: alone });
   expect(pair.SK.S).toBe('EVT#00000000000000000007');

@@ -1,0 +1,119 @@
+/**
+ * The table's format check: may this process touch this table? One GetItem of the format item
+ * (`FORMAT#` / `meta`, src/ddb.ts) per process and table, cached; run by `start()`, by every CLI
+ * command before it reads or writes, by `doctor` and `init` (through src/provision/table-format.ts)
+ * and by a process that never calls `start()` (the Lambda worker, the flow route) before its first
+ * delivery.
+ *
+ * Invariants, enforced by {@link tableFormatProblem}:
+ * - A table whose `minReader` is above this build's {@link READER_FORMAT} is refused: one error
+ *   ({@link TableFormatError}) naming both versions and the upgrade step. Nothing is read or written.
+ * - A build whose writes need a newer reader ({@link MIN_READER_OF_WRITES}) than the table allows
+ *   is refused until `init` with that build raised `minReader` (migrations run before the code).
+ * - A table without a format item was written before versioning: format 1, `minReader` 1. It is
+ *   accepted; `init` records its format.
+ *
+ * The format item is the one item whose shape never changes (every build must read it): the
+ * number attributes `log`, `records`, `messages` (newest format of each family present) and
+ * `minReader`, plus `updatedAt` and `writtenBy` for people. It carries no `fv` stamp.
+ */
+import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { keys } from './ddb.js';
+import { type FormatFamily, MIN_READER_OF_WRITES, READER_FORMAT, UNSTAMPED_FORMAT, UPGRADE_DOC } from './formats.js';
+
+/** What a table's format item says (or implies, when it has none). */
+export interface TableFormat {
+  /** false: no format item, a table from before versioning (everything on it is format 1). */
+  recorded: boolean;
+  /** Newest format of each family present on the table. */
+  formats: Record<FormatFamily, number>;
+  /** The oldest reader version allowed to touch the table. */
+  minReader: number;
+}
+
+/** A process too old (or too new, before `init`) for the table: names both versions and the step. */
+export class TableFormatError extends Error {
+  override readonly name = 'TableFormatError';
+}
+
+const FAMILIES: readonly FormatFamily[] = ['log', 'records', 'messages'];
+
+function numberAttr(item: Record<string, { N?: string } | undefined>, name: string): number {
+  const n = Number(item[name]?.N);
+  return Number.isInteger(n) && n >= 1 ? n : UNSTAMPED_FORMAT;
+}
+
+/** The table's format item, read once (strongly consistent), or the format-1 default. */
+export async function readTableFormat(ddb: DynamoDBClient, tableName: string): Promise<TableFormat> {
+  const out = await ddb.send(new GetItemCommand({ TableName: tableName, Key: marshallKey(), ConsistentRead: true }));
+  const item = out.Item as Record<string, { N?: string }> | undefined;
+  if (!item)
+    return {
+      recorded: false,
+      formats: { log: UNSTAMPED_FORMAT, records: UNSTAMPED_FORMAT, messages: UNSTAMPED_FORMAT },
+      minReader: UNSTAMPED_FORMAT,
+    };
+  const formats = Object.fromEntries(FAMILIES.map((f) => [f, numberAttr(item, f)])) as Record<FormatFamily, number>;
+  return { recorded: true, formats, minReader: numberAttr(item, 'minReader') };
+}
+
+function marshallKey() {
+  const k = keys.tableFormat();
+  return { PK: { S: k.PK }, SK: { S: k.SK } };
+}
+
+/** `log 2, records 2, messages 2`. */
+export function describeFormats(formats: Record<FormatFamily, number>): string {
+  return FAMILIES.map((f) => `${f} ${formats[f]}`).join(', ');
+}
+
+/** Why this build must not touch a table of format `tf`, or undefined when it may. */
+export function tableFormatProblem(tableName: string, tf: TableFormat): string | undefined {
+  if (tf.minReader > READER_FORMAT) {
+    return (
+      `table ${tableName} needs reader format ${tf.minReader} or later (formats present: ${describeFormats(tf.formats)}); ` +
+      `this build of @portfolio/eve-world-aws reads format ${READER_FORMAT}. Upgrade this process to a build that reads ` +
+      `format ${tf.minReader} (${UPGRADE_DOC}).`
+    );
+  }
+  if (MIN_READER_OF_WRITES > tf.minReader) {
+    return (
+      `this build of @portfolio/eve-world-aws writes formats that need reader format ${MIN_READER_OF_WRITES}, and table ` +
+      `${tableName} still allows readers from format ${tf.minReader}. Stop every process older than format ` +
+      `${MIN_READER_OF_WRITES}, then run \`eve-world-aws init\` with this build to upgrade the table (${UPGRADE_DOC}).`
+    );
+  }
+  return undefined;
+}
+
+const checked = new WeakMap<DynamoDBClient, Map<string, Promise<TableFormat>>>();
+
+/**
+ * Resolves when this process may read and write `tableName`; rejects with {@link TableFormatError}
+ * when it may not. Cached per client and table: one GetItem per process. A failed read (throttling,
+ * no such table) is not cached, so the next call asks again; a refusal is.
+ */
+export function checkTableFormat(ddb: DynamoDBClient, tableName: string): Promise<TableFormat> {
+  let byTable = checked.get(ddb);
+  if (!byTable) {
+    byTable = new Map();
+    checked.set(ddb, byTable);
+  }
+  let p = byTable.get(tableName);
+  if (!p) {
+    const cache = byTable;
+    p = readTableFormat(ddb, tableName).then(
+      (tf) => {
+        const problem = tableFormatProblem(tableName, tf);
+        if (problem) throw new TableFormatError(problem);
+        return tf;
+      },
+      (err) => {
+        cache.delete(tableName);
+        throw err;
+      },
+    );
+    byTable.set(tableName, p);
+  }
+  return p;
+}

@@ -1,0 +1,234 @@
+/**
+ * A rolling upgrade, for real (docs/operations.md, "Upgrading and versions"): the previous build
+ * (git ref 5dbee8f, built here from the pinned ref: format 1, no stamps) and this build (format 2)
+ * as two consumer processes on one table and one queue, each running the compiled e2e workflows
+ * through real core. Runs are started on each; the old process is SIGKILLed mid-run (right after it
+ * ran a step body), as a rolling deploy stops it. Every run must complete with the right result
+ * on the new process, with no event id twice in any log and no step completed twice; a step body
+ * runs again only where the killed process was running it.
+ *
+ * The table starts without a format item, as the previous build's `init` left it: this build
+ * accepts it (format 1) and `init` then records format 2 while the runs are being read.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { afterAll, expect, test } from 'vitest';
+import { setWorld } from 'workflow/runtime';
+import { keys } from '../../src/ddb.js';
+import { createWorld } from '../../src/index.js';
+import { reconcile } from '../../src/provision/index.js';
+import { readTableFormat } from '../../src/table-format.js';
+import { createFixture, type Fixture } from '../helpers/aws.js';
+import { type Build, buildCurrent, buildRef, PREVIOUS_REF, removeBuild } from '../helpers/builds.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const wellKnown = path.join(here, 'app/.well-known/workflow/v1');
+const RUNS_PER_BUILD = 3;
+/** countedSteps(prefix, 3): 3 sequential steps, 4 fanned out (0 + 1 + 2 + 3), a 1 s sleep. */
+const EXPECTED = 3 + (0 + 1 + 2 + 3);
+
+interface Child {
+  proc: ChildProcess;
+  pid: number;
+  start(tag: string, args: unknown[]): Promise<string>;
+  output(): string;
+}
+
+const children: ChildProcess[] = [];
+const builds: Build[] = [];
+let scratch: string | undefined;
+
+afterAll(async () => {
+  await Promise.all(
+    children.map(
+      (p) =>
+        new Promise<void>((resolve) => {
+          if (p.exitCode !== null || p.signalCode !== null) return resolve();
+          const t = setTimeout(() => p.kill('SIGKILL'), 10_000);
+          p.once('exit', () => {
+            clearTimeout(t);
+            resolve();
+          });
+          p.kill('SIGTERM');
+        }),
+    ),
+  );
+  for (const b of builds) removeBuild(b);
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+function spawnChild(
+  build: Build,
+  env: Record<string, string>,
+  tallyFile: string,
+  options: Record<string, unknown> = {},
+): Promise<Child> {
+  const script = path.join(here, '..', 'helpers', 'upgrade-child.mjs');
+  const proc = spawn(
+    process.execPath,
+    [
+      '--no-warnings',
+      script,
+      build.indexUrl,
+      path.join(wellKnown, 'flow.mjs'),
+      path.join(wellKnown, 'manifest.json'),
+      tallyFile,
+      JSON.stringify(options),
+    ],
+    { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  children.push(proc);
+  let out = '';
+  let err = '';
+  const waiting = new Map<string, { resolve: (id: string) => void; reject: (e: Error) => void }>();
+  proc.stderr?.on('data', (d: Buffer) => {
+    err = (err + d.toString()).slice(-20_000);
+  });
+  return new Promise((resolve, reject) => {
+    proc.stdout?.on('data', (d: Buffer) => {
+      out = (out + d.toString()).slice(-200_000);
+      for (const line of d.toString().split('\n')) {
+        if (line === 'ready')
+          resolve({
+            proc,
+            pid: proc.pid as number,
+            output: () => `${out}\n${err}`,
+            start: (tag, args) =>
+              new Promise((res, rej) => {
+                waiting.set(tag, { resolve: res, reject: rej });
+                proc.stdin?.write(`start ${tag} countedSteps ${JSON.stringify(args)}\n`);
+              }),
+          });
+        const m = /^(started|failed) (\S+) (.*)$/.exec(line);
+        const w = m && waiting.get(m[2]);
+        if (m && w) {
+          waiting.delete(m[2]);
+          if (m[1] === 'started') w.resolve(m[3]);
+          else w.reject(new Error(`run ${m[2]} failed to start: ${m[3]}`));
+        }
+      }
+    });
+    proc.once('exit', (code, signal) =>
+      reject(new Error(`a ${build.dir} process exited before it was ready (${code ?? signal}): ${err.slice(-3000)}`)),
+    );
+  });
+}
+
+async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, limitMs: number): Promise<void> {
+  const until = Date.now() + limitMs;
+  while (!(await cond())) {
+    if (Date.now() > until) throw new Error(`gave up waiting (${limitMs / 1000} s) for: ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+test(`rolling upgrade from ${PREVIOUS_REF}: runs started on the old and the new build, the old one SIGKILLed mid-run, every run completes once`, async () => {
+  const [previous, current] = await Promise.all([buildRef(PREVIOUS_REF), buildCurrent('upgrade')]);
+  builds.push(current);
+  // A short visibility, so what the killed process held comes back in seconds.
+  const fixture: Fixture = await createFixture(
+    { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '10', EVE_WORLD_AWS_CONCURRENCY: '8' },
+    'upg',
+  );
+  const { config, clients } = fixture;
+  // As the previous build's `init` left the table: no format item.
+  await clients.ddb.send(new DeleteItemCommand({ TableName: config.tableName, Key: marshall(keys.tableFormat()) }));
+  expect((await readTableFormat(clients.ddb, config.tableName)).recorded).toBe(false);
+
+  scratch = mkdtempSync(path.join(tmpdir(), 'eve-upgrade-'));
+  const tallyFile = path.join(scratch, 'tally.txt');
+  writeFileSync(tallyFile, '');
+  const tally = () =>
+    readFileSync(tallyFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split('\t') as [string, string]);
+
+  // The old process delivers nothing early, so every message of its runs goes through SQS to either
+  // process; the new one does (its SQS copies carry the early mark, which the old one honours).
+  // Step messages are never delivered early: those of both builds' runs reach both processes.
+  const [oldProc, newProc] = await Promise.all([
+    spawnChild(previous, fixture.env, tallyFile, { consumer: { earlyDelivery: false } }),
+    spawnChild(current, fixture.env, tallyFile),
+  ]);
+  const world = createWorld({ config, clients, consumer: { consumer: 'none' } });
+  setWorld(world);
+  try {
+    // Runs started on each build, interleaved, so each consumes the other's messages and items.
+    const started: { runId: string; on: 'old' | 'new' }[] = [];
+    for (let i = 0; i < RUNS_PER_BUILD; i++) {
+      started.push({ runId: await oldProc.start(`old:${i}`, [`old:${i}`, 3]), on: 'old' });
+      started.push({ runId: await newProc.start(`new:${i}`, [`new:${i}`, 3]), on: 'new' });
+    }
+
+    // The old process is stopped mid-run: right after it ran a step body of a run the new build
+    // started (it read format-2 messages and items), while runs are still going.
+    await waitUntil(
+      `the ${PREVIOUS_REF} process (pid ${oldProc.pid}) runs a step body of a run started on this build`,
+      () => tally().some(([key, pid]) => pid === String(oldProc.pid) && key.startsWith('new:')),
+      90_000,
+    );
+    oldProc.proc.kill('SIGKILL');
+    const ranOnOld = tally().filter(([, pid]) => pid === String(oldProc.pid));
+
+    // `init` of the new build records the format while the runs go on (additive: no log rewritten).
+    const reports = await reconcile(clients, config, 'apply');
+    expect(reports.find((r) => r.kind === 'table')).toMatchObject({
+      state: 'updated',
+      details: expect.arrayContaining([
+        'format: no format item: format 1 (written before versioning) -> log 2, records 2, messages 2; oldest reader 1',
+      ]),
+    });
+    expect(await readTableFormat(clients.ddb, config.tableName)).toMatchObject({ recorded: true, minReader: 1 });
+
+    // Every run completes, on the new process alone, with the right result.
+    const { getRun } = await import('workflow/api');
+    const late = Symbol('late');
+    const results = await Promise.all(
+      started.map(async ({ runId }) => {
+        let timer: NodeJS.Timeout | undefined;
+        const deadline = new Promise<typeof late>((r) => {
+          timer = setTimeout(() => r(late), 150_000);
+        });
+        const value = await Promise.race([getRun(runId).returnValue, deadline]);
+        clearTimeout(timer);
+        return value;
+      }),
+    );
+    if (results.includes(late as never))
+      throw new Error(`runs did not complete; new process output:\n${newProc.output().slice(-4000)}`);
+    expect(results).toEqual(started.map(() => EXPECTED));
+
+    // Nothing misread or duplicated: no event id twice in any log, and no
+    // step completed twice.
+    for (const { runId, on } of started) {
+      const events = (await world.events.list({ runId, pagination: { limit: 1000 }, resolveData: 'none' })).data;
+      const ids = events.map((e) => e.eventId);
+      expect(new Set(ids).size, `${on} run ${runId}: ${ids.join(' ')}`).toBe(ids.length);
+      const completed = events.filter((e) => e.eventType === 'step_completed').map((e) => e.correlationId);
+      expect(new Set(completed).size, `${on} run ${runId} steps completed`).toBe(completed.length);
+      expect(completed.length).toBe(3 + 4);
+      expect(events.at(-1)?.eventType).toBe('run_completed');
+    }
+
+    // Step bodies: each ran, and ran twice only where the killed process had been running it.
+    const runs = new Map<string, string[]>();
+    for (const [key, pid] of tally()) runs.set(key, [...(runs.get(key) ?? []), pid]);
+    expect(runs.size).toBe(started.length * (3 + 4));
+    for (const [key, pids] of runs) {
+      if (pids.length > 1) expect(pids, `${key} ran again`).toContain(String(oldProc.pid));
+    }
+    console.log(
+      `[upgrade] ${ranOnOld.length} step bodies ran on ${PREVIOUS_REF} before its SIGKILL (${ranOnOld.map(([k]) => k).join(', ')}); ` +
+        `${[...runs.values()].filter((p) => p.length > 1).length} ran again after it`,
+    );
+  } finally {
+    setWorld(undefined as never);
+    await world.close();
+  }
+}, 300_000);
