@@ -147,12 +147,16 @@ describe('messages and items of a newer format', () => {
       delivered.push(req.headers.get('x-vqs-message-id') ?? '');
       return Response.json({ ok: true });
     });
+    // The rolling upgrade's order: this build's consumer started (and checked the table) before the
+    // bumped build's `init` raised the table's oldest reader; only then may the bumped build write.
+    await world.start();
+    const init = await cli(bumped, fixture, ['init', '--json']);
+    expect(init.code).toBe(0);
   });
 
   it('a message is parked with a log line naming both versions: never delivered, never dead-lettered', async () => {
     const { messageId } = await newer.queue('__wkf_workflow_formats' as never, { runId: 'wrun_newer' } as never);
     if (!messageId) throw new Error('queue() returned no message id');
-    await world.start();
     const parked = () => warnings.filter((w) => w.includes(messageId));
     // More receives than maxReceiveCount (3): SQS would have dead-lettered a counted message by now.
     while (parked().length < 5) await new Promise((r) => setTimeout(r, 250));
