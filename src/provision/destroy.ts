@@ -6,7 +6,7 @@
  * Only the resources this config names are ever touched, by exact name: never the account's
  * shared `default` schedule group, never the KMS key (EVE_WORLD_AWS_KMS_KEY_ID is the operator's)
  * nor the Scheduler role (created outside `init`). A resource that holds data (a table with an
- * item, a bucket with an object, a queue with a message, a group with a schedule) stops the whole
+ * item besides its format item, a bucket with an object, a queue with a message, a group with a schedule) stops the whole
  * deletion unless `force`; without `apply` nothing is changed and the report is the plan. Safe twice: a resource
  * already gone is reported `absent`; one deleted by someone else meanwhile counts as deleted.
  */
@@ -28,6 +28,7 @@ import { DeleteQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@
 import { queueNameOf } from '../aws/arn.js';
 import type { AwsClients } from '../aws/clients.js';
 import { isNotFound } from '../aws/errors.js';
+import { keys } from '../ddb.js';
 import { SHARED_SCHEDULE_GROUP, type WorldConfig } from '../config.js';
 import { queueUrl } from './queues.js';
 import type { ResourceKind } from './settings.js';
@@ -83,8 +84,11 @@ function tableTarget(clients: AwsClients, name: string): Target {
         if (isNotFound(err)) return undefined;
         throw err;
       }
-      const page = await ddb.send(new ScanCommand({ TableName: name, Limit: 1, Select: 'COUNT' }));
-      const holdsData = (page.Count ?? 0) > 0;
+      // The table's format item (src/table-format.ts) is the World's own, written by `init`: a
+      // table holding only it is empty. Two keys suffice: any second item is data.
+      const format = keys.tableFormat();
+      const page = await ddb.send(new ScanCommand({ TableName: name, Limit: 2, ProjectionExpression: 'PK, SK' }));
+      const holdsData = (page.Items ?? []).some((i) => !(i.PK?.S === format.PK && i.SK?.S === format.SK));
       return { holdsData, detail: holdsData ? 'holds items (runs, events, streams)' : 'empty' };
     },
     remove: () => gone(() => ddb.send(new DeleteTableCommand({ TableName: name }))),

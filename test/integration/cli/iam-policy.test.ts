@@ -158,8 +158,11 @@ describe('init --print-iam-policy', () => {
       's3:PutEncryptionConfiguration',
     ])
       expect(actions).toContain(a);
-    // Deploy-time only: no data-plane reads or writes.
-    for (const a of ['dynamodb:PutItem', 'sqs:SendMessage', 's3:GetObject']) expect(actions).not.toContain(a);
+    // Deploy-time only: no data-plane reads or writes, but for the table's format item, which
+    // init reads and records (dynamodb:GetItem, dynamodb:PutItem: src/provision/table-format.ts).
+    for (const a of ['dynamodb:PutItem', 'dynamodb:GetItem']) expect(actions).toContain(a);
+    for (const a of ['dynamodb:UpdateItem', 'dynamodb:Query', 'sqs:SendMessage', 's3:GetObject'])
+      expect(actions).not.toContain(a);
   });
 
   it('without a scheduler role there are no Scheduler or PassRole statements', async () => {
