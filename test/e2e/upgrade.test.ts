@@ -25,6 +25,7 @@ import { reconcile } from '../../src/provision/index.js';
 import { readTableFormat } from '../../src/table-format.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 import { type Build, buildCurrent, buildRef, PREVIOUS_REF, removeBuild } from '../helpers/builds.js';
+import { stopChildren } from '../helpers/faults-suite.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const wellKnown = path.join(here, 'app/.well-known/workflow/v1');
@@ -44,20 +45,7 @@ const builds: Build[] = [];
 let scratch: string | undefined;
 
 afterAll(async () => {
-  await Promise.all(
-    children.map(
-      (p) =>
-        new Promise<void>((resolve) => {
-          if (p.exitCode !== null || p.signalCode !== null) return resolve();
-          const t = setTimeout(() => p.kill('SIGKILL'), 10_000);
-          p.once('exit', () => {
-            clearTimeout(t);
-            resolve();
-          });
-          p.kill('SIGTERM');
-        }),
-    ),
-  );
+  await stopChildren(children);
   for (const b of builds) removeBuild(b);
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });

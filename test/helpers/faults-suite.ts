@@ -547,21 +547,26 @@ async function startChildren(
         .map((l) => l.split('\t')[0]),
     async stop() {
       await restarting?.catch(() => undefined);
-      await Promise.all(
-        procs.map(
-          (p) =>
-            new Promise<void>((resolve) => {
-              if (p.exitCode !== null || p.signalCode !== null) return resolve();
-              const t = setTimeout(() => p.kill('SIGKILL'), 10_000);
-              p.once('exit', () => {
-                clearTimeout(t);
-                resolve();
-              });
-              p.kill('SIGTERM');
-            }),
-        ),
-      );
+      await stopChildren(procs);
     },
     dir,
   };
+}
+
+/** Stop child processes: SIGTERM, then SIGKILL after 10 s; resolves once every one has exited. */
+export function stopChildren(procs: readonly ChildProcess[]): Promise<void[]> {
+  return Promise.all(
+    procs.map(
+      (p) =>
+        new Promise<void>((resolve) => {
+          if (p.exitCode !== null || p.signalCode !== null) return resolve();
+          const t = setTimeout(() => p.kill('SIGKILL'), 10_000);
+          p.once('exit', () => {
+            clearTimeout(t);
+            resolve();
+          });
+          p.kill('SIGTERM');
+        }),
+    ),
+  );
 }
