@@ -554,8 +554,8 @@ async function startChildren(
 }
 
 /** Stop child processes: SIGTERM, then SIGKILL after 10 s; resolves once every one has exited. */
-export function stopChildren(procs: readonly ChildProcess[]): Promise<void[]> {
-  return Promise.all(
+export async function stopChildren(procs: readonly ChildProcess[]): Promise<void> {
+  await Promise.all(
     procs.map(
       (p) =>
         new Promise<void>((resolve) => {
