@@ -8,18 +8,19 @@
  * - A signature is accepted at most once across all instances sharing the table.
  * - Safe when the SDK retries the put after a lost response: each claim carries a random token, and
  *   the condition `attribute_not_exists(PK) OR token = :mine` lets this claim's own retry through,
- *   so a lost response never turns a first delivery into a "replay".
+ *   so a lost response never turns a first delivery into a "replay" (the owned-record primitive's
+ *   claim, src/aws/owned-record.ts, with the token as owner).
  * - Items expire by TTL after twice the tolerance (covers clock skew between instances); a request
  *   older than the tolerance is refused by its timestamp before it gets here.
  */
 import { randomUUID } from 'node:crypto';
-import { PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
-import { isConditionalCheckFailed } from '../aws/errors.js';
+import { OwnedRecord, tableOf } from '../aws/owned-record.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
-import { FORMAT_ATTR, FORMATS } from '../formats.js';
 import { type NonceStore, SIGNATURE_TOLERANCE_SECONDS } from './signing.js';
+
+/** The `NONCE#` item as an owned record: its owner is the claim's `token`. */
+const nonces = new OwnedRecord('delivery nonce', { owner: 'token' });
 
 export class DynamoNonceStore implements NonceStore {
   constructor(
@@ -28,27 +29,10 @@ export class DynamoNonceStore implements NonceStore {
   ) {}
 
   async claim(signature: string, timestamp: number): Promise<boolean> {
-    const token = randomUUID();
-    try {
-      await this.ctx.clients.ddb.send(
-        new PutItemCommand({
-          TableName: this.ctx.config.tableName,
-          Item: marshall({
-            ...keys.deliveryNonce(signature),
-            [FORMAT_ATTR]: FORMATS.records.current,
-            token,
-            signedAt: timestamp,
-            [ATTR.ttl]: timestamp + 2 * this.toleranceSeconds,
-          }),
-          ConditionExpression: 'attribute_not_exists(#pk) OR #token = :token',
-          ExpressionAttributeNames: { '#pk': ATTR.pk, '#token': 'token' },
-          ExpressionAttributeValues: marshall({ ':token': token }),
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionalCheckFailed(err)) return false;
-      throw err;
-    }
+    const claim = await nonces.claim(tableOf(this.ctx), keys.deliveryNonce(signature), randomUUID(), {
+      signedAt: timestamp,
+      [ATTR.ttl]: timestamp + 2 * this.toleranceSeconds,
+    });
+    return claim.won;
   }
 }

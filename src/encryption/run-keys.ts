@@ -9,10 +9,12 @@
  * ever hold ciphertext of them.
  *
  * Invariants:
- * - One key per run, whoever asks first: the key item is written with `attribute_not_exists`.
- *   Two processes that generate at once converge on the winner's key (the loser re-reads with a
- *   consistent read and unwraps it), and an SDK retry of our own put after a lost response
- *   recognises its own blob. No payload is ever encrypted under a key that is not stored.
+ * - One key per run, whoever asks first: the key item is an owned record (src/aws/owned-record.ts)
+ *   whose owner token is the wrapped key itself (unique per GenerateDataKey), claimed while
+ *   absent or ours. Two processes that generate at once converge on the winner's key (the loser
+ *   unwraps the key its refused claim returned), and an SDK retry of our own put after a lost
+ *   response finds its own blob and wins. No payload is ever encrypted under a key that is not
+ *   stored.
  * - The encryption context is `{ "eve-world-aws:runId": <runId> }`: a wrapped key copied to
  *   another run's item does not unwrap (KMS answers InvalidCiphertextException), and CloudTrail
  *   shows which run each Decrypt was for. It deliberately does not name the table, so a table
@@ -34,14 +36,14 @@
  *   retention set since alone; so keys of runs that never materialise expire, and keys of real
  *   runs live exactly as long as the run's other items.
  */
-import { GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { WorkflowWorldError } from '@workflow/errors';
 import { isTerminalWorkflowRunStatus, type WorkflowRun, workflowRunIdSchema } from '@workflow/world';
 import { decodeTime } from 'ulid';
-import { describeError, errorName, isConditionalCheckFailed } from '../aws/errors.js';
+import { describeError, errorName } from '../aws/errors.js';
+import { type Fields, OwnedRecord, tableOf, when } from '../aws/owned-record.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, encryptionKeys, keys } from '../ddb.js';
-import { assertItemFormat, FORMAT_ATTR, formatStamp } from '../formats.js';
 import { KeyCache, type KeyCacheOptions } from './key-cache.js';
 
 export const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
@@ -73,6 +75,15 @@ export interface RunKeyStats {
 }
 
 export interface RunKeysOptions extends KeyCacheOptions {}
+
+/** The `RUNKEY` item as an owned record: its owner token is the wrapped key. */
+const runKeys = new OwnedRecord('run key', { owner: 'wrappedKey' });
+
+/** The wrapped key of a stored key item, and whether it is still pending (see above). */
+function storedKey(item: Fields | undefined): { wrapped: Uint8Array; pending: boolean } | undefined {
+  const b = item?.wrappedKey;
+  return b instanceof Uint8Array && b.length > 0 ? { wrapped: b, pending: item?.pendingTtl !== undefined } : undefined;
+}
 
 export class RunKeys {
   readonly #ctx: WorldContext;
@@ -155,18 +166,11 @@ export class RunKeys {
 
   async #read(runId: string): Promise<{ wrapped: Uint8Array; pending: boolean } | undefined> {
     this.#stats.keyReads++;
-    const out = await this.#ctx.clients.ddb.send(
-      new GetItemCommand({
-        TableName: this.#ctx.config.tableName,
-        Key: { PK: { S: encryptionKeys.runKey(runId).PK }, SK: { S: encryptionKeys.runKey(runId).SK } },
-        ConsistentRead: true,
-        ProjectionExpression: `wrappedKey, pendingTtl, ${FORMAT_ATTR}`,
-      }),
-    );
     // A key item of a newer format is refused, never misread (src/formats.ts).
-    if (out.Item) assertItemFormat(out.Item, 'records', `run key ${encryptionKeys.runKey(runId).PK} / RUNKEY`);
-    const b = out.Item?.wrappedKey?.B;
-    return b && b.length > 0 ? { wrapped: b, pending: out.Item?.pendingTtl !== undefined } : undefined;
+    const item = await runKeys.read(tableOf(this.#ctx), encryptionKeys.runKey(runId), {
+      fields: ['wrappedKey', 'pendingTtl'],
+    });
+    return storedKey(item);
   }
 
   #markPending(runId: string): void {
@@ -210,27 +214,14 @@ export class RunKeys {
 
   /** Removes the pending TTL (only if still the one creation set) and the mark. Idempotent. */
   async #keepKey(runId: string): Promise<void> {
-    const { PK, SK } = encryptionKeys.runKey(runId);
-    const update = (expression: string, condition: string) =>
-      this.#ctx.clients.ddb.send(
-        new UpdateItemCommand({
-          TableName: this.#ctx.config.tableName,
-          Key: { PK: { S: PK }, SK: { S: SK } },
-          UpdateExpression: expression,
-          ConditionExpression: condition,
-          ...(`${expression} ${condition}`.includes('#ttl') ? { ExpressionAttributeNames: { '#ttl': ATTR.ttl } } : {}),
-        }),
-      );
+    const table = tableOf(this.#ctx);
+    const key = encryptionKeys.runKey(runId);
     this.#stats.keysKept++;
-    try {
-      await update('REMOVE #ttl, pendingTtl', 'attribute_exists(pendingTtl) AND #ttl = pendingTtl');
-    } catch (err) {
-      if (!isConditionalCheckFailed(err)) throw err;
-      // Already kept, or retention set its own TTL since: keep that, drop the mark.
-      await update('REMOVE pendingTtl', 'attribute_exists(PK)').catch((e) => {
-        if (!isConditionalCheckFailed(e)) throw e; // the item is gone: nothing to keep
-      });
-    }
+    const pendingAsCreated = when.all(when.has('pendingTtl'), when.same(ATTR.ttl, 'pendingTtl'));
+    if (await runKeys.update(table, key, { remove: [ATTR.ttl, 'pendingTtl'] }, pendingAsCreated)) return;
+    // Already kept, or retention set its own TTL since: keep that, drop the mark (a key item that
+    // is gone has nothing to keep).
+    await runKeys.update(table, key, { remove: ['pendingTtl'] }, when.present);
   }
 
   async #create(runId: string): Promise<Uint8Array> {
@@ -251,42 +242,26 @@ export class RunKeys {
         { status: 502 },
       );
     }
-    const { PK, SK } = encryptionKeys.runKey(runId);
     // Pending until the run is found created (see above).
-    const pendingTtl = String(
-      Math.floor(Math.max(Date.now(), decodeTime(runId.slice(5))) / 1000) + PENDING_KEY_SECONDS,
-    );
-    try {
-      this.#stats.keyWrites++;
-      await this.#ctx.clients.ddb.send(
-        new PutItemCommand({
-          TableName: this.#ctx.config.tableName,
-          Item: {
-            PK: { S: PK },
-            SK: { S: SK },
-            ...formatStamp('records'),
-            wrappedKey: { B: wrapped },
-            kmsKeyArn: { S: keyArn ?? this.#keyId },
-            createdAt: { N: String(Date.now()) },
-            [ATTR.ttl]: { N: pendingTtl },
-            pendingTtl: { N: pendingTtl },
-          },
-          ConditionExpression: 'attribute_not_exists(PK)',
-        }),
-      );
+    const pendingTtl = Math.floor(Math.max(Date.now(), decodeTime(runId.slice(5))) / 1000) + PENDING_KEY_SECONDS;
+    this.#stats.keyWrites++;
+    const claim = await runKeys.claim(tableOf(this.#ctx), encryptionKeys.runKey(runId), wrapped, {
+      kmsKeyArn: keyArn ?? this.#keyId,
+      createdAt: Date.now(),
+      [ATTR.ttl]: pendingTtl,
+      pendingTtl,
+    });
+    if (claim.won) {
       this.#markPending(runId);
       return plaintext;
-    } catch (err) {
-      if (!isConditionalCheckFailed(err)) throw err;
     }
-    // Someone stored a key first, or this is the SDK's retry of our own put: use what is stored.
-    const stored = await this.#read(runId);
+    // Someone stored a key first: use what is stored.
+    const stored = storedKey(claim.current);
     if (!stored)
       throw new WorkflowWorldError(`The data key item of run ${runId} vanished during creation; retry`, {
         status: 409,
       });
     if (stored.pending) this.#markPending(runId);
-    if (Buffer.from(stored.wrapped).equals(Buffer.from(wrapped))) return plaintext;
     plaintext.fill(0);
     this.#stats.racesLost++;
     return this.#unwrap(runId, stored.wrapped);

@@ -29,15 +29,13 @@
  * - A used key keeps deduping for `idempotencyTtlSeconds` (the runtime mints fresh keys for
  *   re-arms and relies on a used key staying used).
  * - A claim whose send failed is released (conditional on still owning it), so a retry can send.
+ * The conditions themselves are the owned-record primitive's (src/aws/owned-record.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { conditionFailureItem, isConditionalCheckFailed } from '../aws/errors.js';
+import { OwnedRecord, tableOf } from '../aws/owned-record.js';
 import { sleep } from '../aws/sleep.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
-import { assertItemFormat, FORMAT_ATTR, FORMATS } from '../formats.js';
 
 /** How long a pending claim protects its owner's send before another sender may take it over. */
 export const IDEMPOTENCY_LEASE_MS = 30_000;
@@ -56,24 +54,14 @@ export interface ClaimOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-interface StoredClaim {
-  state: 'pending' | 'sent';
-  messageId?: string;
-  owner?: string;
-  leaseUntil?: number;
-  ttl?: number;
-}
-
-async function readClaim(ctx: WorldContext, key: string): Promise<StoredClaim | undefined> {
-  const out = await ctx.clients.ddb.send(
-    new GetItemCommand({
-      TableName: ctx.config.tableName,
-      Key: marshall(keys.qkey(key)),
-      ConsistentRead: true,
-    }),
-  );
-  return out.Item ? (unmarshall(out.Item) as StoredClaim) : undefined;
-}
+/** The `QKEY#` item as an owned record: `owner`, `state` (pending, sent), `leaseUntil`, the TTL. */
+const claims = new OwnedRecord('queue claim', {
+  owner: 'owner',
+  state: 'state',
+  until: 'leaseUntil',
+  expiresAt: ATTR.ttl,
+});
+const PENDING = ['pending'] as const;
 
 export async function claimIdempotencyKey(
   ctx: WorldContext,
@@ -86,137 +74,80 @@ export async function claimIdempotencyKey(
   const leaseMs = opts.leaseMs ?? IDEMPOTENCY_LEASE_MS;
   const pause = opts.sleep ?? ((ms: number) => sleep(ms));
   const owner = opts.owner ?? randomUUID();
+  const table = tableOf(ctx);
   const Key = keys.qkey(idempotencyKey);
   let wait = 25;
   for (;;) {
     const t = now();
     const nowSec = Math.floor(t / 1000);
-    let old: StoredClaim | undefined;
-    try {
-      await ctx.clients.ddb.send(
-        new PutItemCommand({
-          TableName: ctx.config.tableName,
-          Item: marshall({
-            ...Key,
-            [FORMAT_ATTR]: FORMATS.records.current,
-            state: 'pending',
-            owner,
-            leaseUntil: t + leaseMs,
-            messageId,
-            queueName,
-            createdAt: new Date(t).toISOString(),
-            [ATTR.ttl]: nowSec + ctx.config.idempotencyTtlSeconds,
-          }),
-          ConditionExpression: 'attribute_not_exists(#pk) OR #ttl < :now OR (#state = :pending AND #owner = :owner)',
-          ExpressionAttributeNames: { '#pk': ATTR.pk, '#ttl': ATTR.ttl, '#state': 'state', '#owner': 'owner' },
-          ExpressionAttributeValues: marshall({ ':now': nowSec, ':pending': 'pending', ':owner': owner }),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return { claimed: true, messageId, owner, tookOver: false };
-    } catch (err) {
-      if (!isConditionalCheckFailed(err)) throw err;
-      const item = conditionFailureItem(err);
-      old = item ? (unmarshall(item) as StoredClaim) : await readClaim(ctx, idempotencyKey);
-      // A claim of a newer format is refused, never misread (src/formats.ts).
-      if (old) assertItemFormat(old as unknown as Record<string, unknown>, 'records', `queue claim ${Key.PK}`);
-    }
+    const claim = await claims.claim(
+      table,
+      Key,
+      owner,
+      {
+        state: 'pending',
+        leaseUntil: t + leaseMs,
+        messageId,
+        queueName,
+        createdAt: new Date(t).toISOString(),
+        [ATTR.ttl]: nowSec + ctx.config.idempotencyTtlSeconds,
+      },
+      { nowMs: t, mineIn: PENDING },
+    );
+    if (claim.won) return { claimed: true, messageId, owner, tookOver: false };
+    const old = claim.current;
     if (!old) {
       // Deleted (released) in between: claim again, after a short pause.
       await pause(wait);
       continue;
     }
-    if (old.state === 'sent') return { claimed: false, messageId: old.messageId ?? '' };
+    if (old.state === 'sent') return { claimed: false, messageId: String(old.messageId ?? '') };
     if (old.state !== 'pending') {
       throw new Error(
         `idempotency key ${idempotencyKey}: its item in ${ctx.config.tableName} has no state (pending or sent), so it was not written by this World; delete it or use another key`,
       );
     }
-    if ((old.leaseUntil ?? 0) > t) {
+    const leaseUntil = typeof old.leaseUntil === 'number' ? old.leaseUntil : 0;
+    if (leaseUntil > t) {
       // Being sent by a live owner: wait for `sent` (a duplicate) or for the lease to end.
-      await pause(Math.min(wait, Math.max(1, (old.leaseUntil ?? t) - t)));
+      await pause(Math.min(wait, Math.max(1, leaseUntil - t)));
       wait = Math.min(wait * 2, 1000);
       continue;
     }
     // The owner's lease ended with nothing accepted: take the claim over, keeping its message id.
-    const takenId = old.messageId ?? messageId;
-    try {
-      await ctx.clients.ddb.send(
-        new UpdateItemCommand({
-          TableName: ctx.config.tableName,
-          Key: marshall(Key),
-          UpdateExpression: 'SET #owner = :owner, #lease = :lease, #ttl = :ttl, #prev = :prev',
-          // Re-applying our own takeover (a retry after a lost response) also passes.
-          ConditionExpression: '#state = :pending AND (#owner = :owner OR (#owner = :old AND #lease = :oldLease))',
-          ExpressionAttributeNames: {
-            '#owner': 'owner',
-            '#lease': 'leaseUntil',
-            '#ttl': ATTR.ttl,
-            '#state': 'state',
-            '#prev': 'previousOwner',
-          },
-          ExpressionAttributeValues: marshall({
-            ':owner': owner,
-            ':lease': t + leaseMs,
-            ':ttl': nowSec + ctx.config.idempotencyTtlSeconds,
-            ':pending': 'pending',
-            ':old': old.owner ?? '',
-            ':oldLease': old.leaseUntil ?? 0,
-            ':prev': old.owner ?? '',
-          }),
-        }),
-      );
+    // Re-applying our own takeover (a retry after a lost response) also passes.
+    const takenId = typeof old.messageId === 'string' ? old.messageId : messageId;
+    const set = {
+      leaseUntil: t + leaseMs,
+      [ATTR.ttl]: nowSec + ctx.config.idempotencyTtlSeconds,
+      previousOwner: typeof old.owner === 'string' ? old.owner : '',
+    };
+    if (await claims.takeOver(table, Key, old, owner, { set }, { from: PENDING })) {
       return { claimed: true, messageId: takenId, owner, tookOver: true };
-    } catch (err) {
-      if (!isConditionalCheckFailed(err)) throw err;
-      // Someone else took it over or it was sent meanwhile: look again.
     }
+    // Someone else took it over or it was sent meanwhile: look again.
   }
 }
 
 /**
  * Record that the message of a claim was accepted. Conditional on still owning the claim; a
  * claim taken over meanwhile (this owner was slower than its lease) is left to its new owner.
- * Returns whether the claim was marked.
+ * Returns whether the claim was marked. `sent` by us already (a retried update) also passes: the
+ * write is the same.
  */
-export async function markIdempotencyKeySent(
+export function markIdempotencyKeySent(
   ctx: WorldContext,
   idempotencyKey: string,
   owner: string,
   now = Date.now(),
 ): Promise<boolean> {
-  try {
-    await ctx.clients.ddb.send(
-      new UpdateItemCommand({
-        TableName: ctx.config.tableName,
-        Key: marshall(keys.qkey(idempotencyKey)),
-        UpdateExpression: 'SET #state = :sent, #sentAt = :at REMOVE #lease',
-        // `sent` by us already (a retried update) also passes: the write is the same.
-        ConditionExpression: '#owner = :owner',
-        ExpressionAttributeNames: { '#state': 'state', '#sentAt': 'sentAt', '#lease': 'leaseUntil', '#owner': 'owner' },
-        ExpressionAttributeValues: marshall({ ':sent': 'sent', ':at': new Date(now).toISOString(), ':owner': owner }),
-      }),
-    );
-    return true;
-  } catch (err) {
-    if (isConditionalCheckFailed(err)) return false;
-    throw err;
-  }
+  return claims.transition(tableOf(ctx), keys.qkey(idempotencyKey), owner, {
+    set: { state: 'sent', sentAt: new Date(now).toISOString() },
+    remove: ['leaseUntil'],
+  });
 }
 
 /** Drop our own pending claim (after a failed send). Never removes a claim another sender now holds. */
 export async function releaseIdempotencyKey(ctx: WorldContext, idempotencyKey: string, owner: string): Promise<void> {
-  try {
-    await ctx.clients.ddb.send(
-      new DeleteItemCommand({
-        TableName: ctx.config.tableName,
-        Key: marshall(keys.qkey(idempotencyKey)),
-        ConditionExpression: '#owner = :owner AND #state = :pending',
-        ExpressionAttributeNames: { '#owner': 'owner', '#state': 'state' },
-        ExpressionAttributeValues: marshall({ ':owner': owner, ':pending': 'pending' }),
-      }),
-    );
-  } catch (err) {
-    if (!isConditionalCheckFailed(err)) throw err;
-  }
+  await claims.release(tableOf(ctx), keys.qkey(idempotencyKey), owner, { from: PENDING });
 }

@@ -4,9 +4,9 @@
  * re-enqueued (see {@link analyzeRun}).
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
 import type { Event, WorkflowRun } from '@workflow/world';
 import { eventIdToSlot, getQueueTopicPrefix, resolveQueueNamespace } from '@workflow/world';
+import { keysOf } from '../../aws/item-codec.js';
 import { keys } from '../../ddb.js';
 import { createTransport } from '../../queue/transport.js';
 import { formatDuration, formatTime } from '../format.js';
@@ -262,7 +262,7 @@ export async function redriveStranded(w: CliWorld, opts: StrandedOptions): Promi
         const prior = await w.clients.ddb.send(
           new GetItemCommand({
             TableName: w.config.tableName,
-            Key: marshall(keys.qkey(c.idempotencyKey)),
+            Key: keysOf(keys.qkey(c.idempotencyKey)),
             ConsistentRead: true,
           }),
         );

@@ -31,7 +31,14 @@ import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import type { CreateCall, Outcome } from './create-call.js';
 import { advance, startPosition } from './position.js';
 import { checkRunGuard, runGuard, runGuardError } from './run-guard.js';
-import { assertNoForeignLease, currentStepLease, leaseFence, noteFinished, noteStarted } from './step-lease.js';
+import {
+  assertNoForeignLease,
+  currentStepLease,
+  type LeaseFence,
+  leaseFence,
+  noteFinished,
+  noteStarted,
+} from './step-lease.js';
 
 type Data = Record<string, any>;
 
@@ -173,7 +180,7 @@ interface Transition {
   /** Include a run guard, and the error its terminal state maps to. */
   runTerminal?: (status: string) => Error;
   /** A condition the stored step must also meet, besides its `ver` (a leased start's fence). */
-  fence?: { expr: string; values: Attrs };
+  fence?: LeaseFence;
 }
 
 type Decide = (s: StepRecord, raw: Attrs) => Transition | Promise<Transition>;
@@ -218,6 +225,7 @@ async function transition(
             Item: stepItem(t.next),
             ConditionExpression: t.fence ? `ver = :v AND (${t.fence.expr})` : 'ver = :v',
             ExpressionAttributeValues: { ':v': { N: String(cur.ver) }, ...t.fence?.values },
+            ...(t.fence ? { ExpressionAttributeNames: t.fence.names } : {}),
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
         },

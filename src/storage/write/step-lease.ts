@@ -3,7 +3,8 @@
  * `step_started` transaction that is written anyway (no extra request, no extra item). Why core
  * needs it, and its cost: docs/design.md, "Step lease".
  *
- * Step item fields: `leaseToken` (the delivery's random token), `leaseUntil` (ms, the taker's clock).
+ * Step item fields: `leaseToken` (the delivery's random token), `leaseUntil` (ms, the taker's clock):
+ * an owned record kept on the step item (src/aws/owned-record.ts), which builds every condition.
  *
  * Invariants:
  * - Every `step_started` inside a delivery scope with a lease (the flow route's) stamps the step
@@ -23,14 +24,17 @@
  * - Outside a scope with a lease, starts are allowed and not stamped.
  * - The ttl is half the consumer's visibility, at most 60 s ({@link stepLeaseTtlMs}).
  */
-import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { TooEarlyError } from '@workflow/errors';
-import { isConditionalCheckFailed } from '../../aws/errors.js';
+import { type BuiltCond, type Change, OwnedRecord } from '../../aws/owned-record.js';
 import { keys } from '../../ddb.js';
 import { currentDelivery, type StepLease } from '../../delivery-scope.js';
-import type { Attrs } from '../table/codec.js';
-import { keysOf } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
+
+/** The lease's fields on the step item. */
+const leases = new OwnedRecord('step lease', { owner: 'leaseToken', until: 'leaseUntil' });
+
+/** A leased start's condition, with its placeholders. */
+export type LeaseFence = BuiltCond;
 
 /** Longest lease: a crashed holder blocks its step for at most this long. */
 export const MAX_STEP_LEASE_TTL_MS = 60_000;
@@ -76,39 +80,21 @@ export function assertNoForeignLease(
 }
 
 /** The condition a leased start adds to its `ver` guard: no live lease of another delivery. */
-export function leaseFence(lease: StepLease, nowMs: number): { expr: string; values: Attrs } {
-  return {
-    expr: 'attribute_not_exists(leaseUntil) OR leaseUntil < :lnow OR leaseToken = :ltok',
-    values: { ':lnow': { N: String(nowMs) }, ':ltok': { S: lease.token } },
-  };
+export function leaseFence(lease: StepLease, nowMs: number): LeaseFence {
+  return leases.fence(lease.token, nowMs);
 }
 
 /**
  * A conditional update of a step this delivery leased: applied only while the step still carries
  * the delivery's token. False when it does not (finished, released, or taken over after expiry).
  */
-async function updateIfHeld(
+function updateIfHeld(
   ctx: Pick<StorageCtx, 'ddb' | 'table'>,
   ref: { runId: string; stepId: string },
   token: string,
-  update: string,
-  values: Attrs = {},
+  change: Change,
 ): Promise<boolean> {
-  try {
-    await ctx.ddb.send(
-      new UpdateItemCommand({
-        TableName: ctx.table,
-        Key: keysOf(keys.step(ref.runId, ref.stepId)),
-        UpdateExpression: update,
-        ConditionExpression: 'leaseToken = :tok',
-        ExpressionAttributeValues: { ...values, ':tok': { S: token } },
-      }),
-    );
-    return true;
-  } catch (err) {
-    if (!isConditionalCheckFailed(err)) throw err;
-    return false;
-  }
+  return leases.transition(ctx, keys.step(ref.runId, ref.stepId), token, change);
 }
 
 /**
@@ -120,8 +106,7 @@ export async function extendStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, l
   const lost: string[] = [];
   await Promise.all(
     [...lease.started].map(async ([k, ref]) => {
-      const until = { ':until': { N: String(Date.now() + lease.ttlMs) } };
-      if (await updateIfHeld(ctx, ref, lease.token, 'SET leaseUntil = :until', until)) return;
+      if (await updateIfHeld(ctx, ref, lease.token, { set: { leaseUntil: Date.now() + lease.ttlMs } })) return;
       lease.started.delete(k);
       lost.push(ref.stepId);
     }),
@@ -137,5 +122,5 @@ export async function extendStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, l
 export async function releaseStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, lease: StepLease): Promise<void> {
   const refs = [...lease.started.values()];
   lease.started.clear();
-  await Promise.all(refs.map((ref) => updateIfHeld(ctx, ref, lease.token, 'REMOVE leaseToken, leaseUntil')));
+  await Promise.all(refs.map((ref) => updateIfHeld(ctx, ref, lease.token, { remove: ['leaseToken', 'leaseUntil'] })));
 }

@@ -1,0 +1,378 @@
+/**
+ * The owned record: a DynamoDB item (or a few fields of a host item) that one owner at a time
+ * holds. The one primitive behind the World's ownership protocols, each of which only says what
+ * its fields are and when it claims, moves or lets go:
+ * - the queue's idempotency claims (src/queue/idempotency.ts): claim while absent, past its TTL
+ *   or still our pending one; take over a lapsed lease; mark sent; release;
+ * - the delivery nonces (src/consumer/nonces.ts): claim while absent or ours;
+ * - the run keys (src/encryption/run-keys.ts): the wrapped key is its own owner token (unique per
+ *   GenerateDataKey), claimed while absent or ours; a pending key is kept by anyone;
+ * - the step lease on the step item (src/storage/write/step-lease.ts): the fence inside
+ *   `step_started`'s transaction, renewed and released by its holder.
+ *
+ * A protocol names its fields ({@link OwnedFields}): the owner token, and optionally the state,
+ * the lease end (`until`, epoch ms) and the TTL (epoch s) past which a claim may replace the
+ * record. The operations:
+ * - {@link OwnedRecord.claim}: put-if-absent-or-mine (or past its TTL); on refusal, the record
+ *   that holds the key (from the failed condition, else a consistent read);
+ * - {@link OwnedRecord.transition}: an update conditioned on the owner (renew: a new `until`;
+ *   complete: a new state) and optionally on the states it may leave;
+ * - {@link OwnedRecord.takeOver}: the fence on what was read: succeeds only while the record still
+ *   has the owner and `until` the taker saw, so of two takers one wins;
+ * - {@link OwnedRecord.release}: a delete conditioned on the owner (a host item's fields are
+ *   released with a `transition` that removes them);
+ * - {@link OwnedRecord.update}: a change under a condition built from {@link when} (for moves
+ *   that any process may make, like keeping a run key);
+ * - {@link OwnedRecord.read}; {@link OwnedRecord.fence}, the claim's condition as a fragment for
+ *   a transaction action.
+ *
+ * Invariants (enforced here, so no protocol writes a condition by hand):
+ * - Every write is conditional, and the condition passes again for the same writer with the same
+ *   values: an SDK retry after a lost response is the same write, with the same effect (a claim's
+ *   retry finds the record its own; a transition's, its own owner; a takeover's, its own token).
+ * - Every item a claim puts is format-stamped (src/formats.ts). Every item read, or returned by a
+ *   failed condition, is format-checked: a newer format is refused with a FormatError, never
+ *   misread. Updates and deletes are also conditioned on a format this build writes or reads, so
+ *   a newer record is never changed; when that is the only reason a change was refused, the
+ *   refusal is the FormatError.
+ * - The protocols' keys, field names and values are theirs: this module adds no attribute, so
+ *   items stay byte-compatible with builds that wrote them by hand.
+ */
+import {
+  type AttributeValue,
+  DeleteItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { ATTR } from '../ddb.js';
+import { assertItemFormat, FORMAT_ATTR, FORMATS, formatStamp, itemFormatOf } from '../formats.js';
+import { conditionFailureItem, isConditionalCheckFailed } from './errors.js';
+import { type Attrs, fromAttr, keysOf, toAttr, toItem } from './item-codec.js';
+
+/** The table a record lives in. */
+export interface TableRef {
+  readonly ddb: DynamoDBClient;
+  readonly table: string;
+}
+
+/** The table of a World context (`clients.ddb`, `config.tableName`). */
+export function tableOf(ctx: { clients: { ddb: DynamoDBClient }; config: { tableName: string } }): TableRef {
+  return { ddb: ctx.clients.ddb, table: ctx.config.tableName };
+}
+
+export type Key = { PK: string; SK: string };
+/** An owner token: a random string, or bytes (a run key's wrapped key). */
+export type Owner = string | Uint8Array;
+/** A decoded record: field name -> value (numbers, strings, bytes...). */
+export type Fields = Record<string, unknown>;
+
+/** What an update sets and removes (field names as stored). */
+export interface Change {
+  set?: Fields;
+  remove?: readonly string[];
+}
+
+/** The fields a protocol keeps its ownership in, as stored. */
+export interface OwnedFields {
+  /** The owner token. */
+  owner: string;
+  /** The state, for records that move between states. */
+  state?: string;
+  /** When the holder's lease ends (epoch ms), for records that can lapse and be taken over. */
+  until?: string;
+  /**
+   * The TTL attribute (epoch s) past which a claim may replace the record. DynamoDB deletes
+   * expired items lazily (up to days later), so the claim re-checks it.
+   */
+  expiresAt?: string;
+}
+
+/** A condition expression built with placeholders from `x`. */
+export type Cond = (x: Expr) => string;
+
+/** Placeholders for one expression: `#o<n>` for names, `:o<n>` for values. */
+export class Expr {
+  readonly names: Record<string, string> = {};
+  readonly values: Attrs = {};
+  #byName = new Map<string, string>();
+  #n = 0;
+
+  name(attr: string): string {
+    let ph = this.#byName.get(attr);
+    if (!ph) {
+      ph = `#o${this.#byName.size}`;
+      this.#byName.set(attr, ph);
+      this.names[ph] = attr;
+    }
+    return ph;
+  }
+
+  value(v: unknown): string {
+    const a = toAttr(v);
+    if (a === undefined) throw new TypeError('a condition cannot compare with undefined');
+    const ph = `:o${this.#n++}`;
+    this.values[ph] = a;
+    return ph;
+  }
+}
+
+/** The building blocks of conditions. */
+export const when = {
+  absent: ((x) => `attribute_not_exists(${x.name(ATTR.pk)})`) as Cond,
+  present: ((x) => `attribute_exists(${x.name(ATTR.pk)})`) as Cond,
+  has:
+    (attr: string): Cond =>
+    (x) =>
+      `attribute_exists(${x.name(attr)})`,
+  lacks:
+    (attr: string): Cond =>
+    (x) =>
+      `attribute_not_exists(${x.name(attr)})`,
+  is:
+    (attr: string, v: unknown): Cond =>
+    (x) =>
+      `${x.name(attr)} = ${x.value(v)}`,
+  below:
+    (attr: string, v: number): Cond =>
+    (x) =>
+      `${x.name(attr)} < ${x.value(v)}`,
+  same:
+    (a: string, b: string): Cond =>
+    (x) =>
+      `${x.name(a)} = ${x.name(b)}`,
+  oneOf:
+    (attr: string, vs: readonly unknown[]): Cond =>
+    (x) =>
+      `${x.name(attr)} IN (${vs.map((v) => x.value(v)).join(', ')})`,
+  /** The field is absent or equals `v` (a seen value that may have been missing). */
+  asSeen: (attr: string, v: unknown): Cond => (v === undefined ? when.lacks(attr) : when.is(attr, v)),
+  all:
+    (...cs: Cond[]): Cond =>
+    (x) =>
+      cs.map((c) => `(${c(x)})`).join(' AND '),
+  any:
+    (...cs: Cond[]): Cond =>
+    (x) =>
+      cs.map((c) => `(${c(x)})`).join(' OR '),
+  /** A format this build reads, stamped or not (src/formats.ts). */
+  readable: ((x) =>
+    `attribute_not_exists(${x.name(FORMAT_ATTR)}) OR ${x.name(FORMAT_ATTR)} <= ${x.value(FORMATS.records.current)}`) as Cond,
+};
+
+/** A condition as an expression with its placeholders. */
+export interface BuiltCond {
+  expr: string;
+  names: Record<string, string>;
+  values: Attrs;
+}
+
+export function build(c: Cond): BuiltCond {
+  const x = new Expr();
+  const expr = c(x);
+  return { expr, names: x.names, values: x.values };
+}
+
+export type ClaimResult = { won: true } | { won: false; current?: Fields };
+
+export class OwnedRecord {
+  /**
+   * @param what names a record in errors, e.g. `queue claim` (followed by its key)
+   * @param fields where the protocol keeps owner, state, lease end and TTL
+   */
+  constructor(
+    readonly what: string,
+    readonly fields: OwnedFields,
+  ) {}
+
+  /**
+   * Put the record unless another owner holds the key: wins while the key is absent, past its
+   * TTL (when the protocol has one), or already this owner's (in one of `mineIn`'s states, when
+   * given). `body` is every other field; the item is format-stamped. Refused: the current record.
+   */
+  async claim(
+    t: TableRef,
+    key: Key,
+    owner: Owner,
+    body: Fields,
+    o: { nowMs?: number; mineIn?: readonly string[] } = {},
+  ): Promise<ClaimResult> {
+    const f = this.fields;
+    const mine =
+      f.state && o.mineIn ? when.all(when.is(f.owner, owner), when.oneOf(f.state, o.mineIn)) : when.is(f.owner, owner);
+    const free = f.expiresAt
+      ? when.any(when.absent, when.below(f.expiresAt, Math.floor((o.nowMs ?? Date.now()) / 1000)), mine)
+      : when.any(when.absent, mine);
+    const c = build(free);
+    try {
+      await t.ddb.send(
+        new PutItemCommand({
+          TableName: t.table,
+          Item: { ...toItem({ ...body, [f.owner]: owner }), ...keysOf(key), ...formatStamp('records') },
+          ConditionExpression: c.expr,
+          ExpressionAttributeNames: c.names,
+          ExpressionAttributeValues: c.values,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { won: true };
+    } catch (err) {
+      if (!isConditionalCheckFailed(err)) throw err;
+      const old = conditionFailureItem(err);
+      return { won: false, current: old ? this.#decode(key, old) : await this.read(t, key) };
+    }
+  }
+
+  /**
+   * Change the record while `owner` holds it (and, with `from`, while its state is one of them):
+   * renew (a new `until`), complete (a new state), or release a host item's fields (remove them).
+   * False when the record is not, or no longer, this owner's.
+   */
+  transition(
+    t: TableRef,
+    key: Key,
+    owner: Owner,
+    change: Change,
+    o: { from?: readonly string[] } = {},
+  ): Promise<boolean> {
+    return this.#update(t, key, change, this.#held(owner, o.from), owner);
+  }
+
+  /**
+   * Take the record over from the holder `seen` (read, with a lapsed lease): succeeds only while
+   * the record still has the owner and lease end that were read (and a state of `from`), or is
+   * already `owner`'s (this takeover's retry). Sets the owner and `change.set`.
+   */
+  takeOver(
+    t: TableRef,
+    key: Key,
+    seen: Fields,
+    owner: Owner,
+    change: Change,
+    o: { from?: readonly string[] } = {},
+  ): Promise<boolean> {
+    const f = this.fields;
+    const stillSeen = f.until
+      ? when.all(when.asSeen(f.owner, seen[f.owner]), when.asSeen(f.until, seen[f.until]))
+      : when.asSeen(f.owner, seen[f.owner]);
+    const who = when.any(when.is(f.owner, owner), stillSeen);
+    const cond = f.state && o.from ? when.all(when.oneOf(f.state, o.from), who) : who;
+    return this.#update(t, key, { ...change, set: { ...change.set, [f.owner]: owner } }, cond, owner);
+  }
+
+  /** Delete the record while `owner` holds it (in a state of `from`). False when it is not theirs. */
+  async release(t: TableRef, key: Key, owner: Owner, o: { from?: readonly string[] } = {}): Promise<boolean> {
+    const c = build(when.all(when.readable, this.#held(owner, o.from)));
+    try {
+      await t.ddb.send(
+        new DeleteItemCommand({
+          TableName: t.table,
+          Key: keysOf(key),
+          ConditionExpression: c.expr,
+          ExpressionAttributeNames: c.names,
+          ExpressionAttributeValues: c.values,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (err) {
+      return this.#refused(key, err, owner);
+    }
+  }
+
+  /** Change the record under `cond` (and a readable format). False when the condition fails. */
+  update(t: TableRef, key: Key, change: Change, cond: Cond): Promise<boolean> {
+    return this.#update(t, key, change, cond);
+  }
+
+  /** The record, format-checked; `fields` limits what is read (the format is always read). */
+  async read(
+    t: TableRef,
+    key: Key,
+    o: { consistent?: boolean; fields?: readonly string[] } = {},
+  ): Promise<Fields | undefined> {
+    const x = new Expr();
+    const projection = o.fields ? [...o.fields, FORMAT_ATTR].map((a) => x.name(a)).join(', ') : undefined;
+    const out = await t.ddb.send(
+      new GetItemCommand({
+        TableName: t.table,
+        Key: keysOf(key),
+        ConsistentRead: o.consistent ?? true,
+        ...(projection ? { ProjectionExpression: projection, ExpressionAttributeNames: x.names } : {}),
+      }),
+    );
+    return out.Item ? this.#decode(key, out.Item) : undefined;
+  }
+
+  /**
+   * The claim's condition for a transaction action on a host item: no lease (`until` absent), a
+   * lapsed one, or this owner's. For the step lease inside `step_started`.
+   */
+  fence(owner: Owner, nowMs: number): BuiltCond {
+    const f = this.fields;
+    if (!f.until) throw new TypeError(`${this.what}: a fence needs a lease end field`);
+    return build(when.any(when.lacks(f.until), when.below(f.until, nowMs), when.is(f.owner, owner)));
+  }
+
+  #held(owner: Owner, from: readonly string[] | undefined): Cond {
+    const f = this.fields;
+    return f.state && from ? when.all(when.is(f.owner, owner), when.oneOf(f.state, from)) : when.is(f.owner, owner);
+  }
+
+  async #update(t: TableRef, key: Key, change: Change, cond: Cond, owner?: Owner): Promise<boolean> {
+    const x = new Expr();
+    const sets = Object.entries(change.set ?? {})
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${x.name(k)} = ${x.value(v)}`);
+    const removes = (change.remove ?? []).map((k) => x.name(k));
+    const expr = [sets.length ? `SET ${sets.join(', ')}` : '', removes.length ? `REMOVE ${removes.join(', ')}` : '']
+      .filter(Boolean)
+      .join(' ');
+    if (!expr) throw new TypeError(`${this.what}: an update needs something to set or remove`);
+    const condition = when.all(when.readable, cond)(x);
+    try {
+      await t.ddb.send(
+        new UpdateItemCommand({
+          TableName: t.table,
+          Key: keysOf(key),
+          UpdateExpression: expr,
+          ConditionExpression: condition,
+          ExpressionAttributeNames: x.names,
+          ...(Object.keys(x.values).length ? { ExpressionAttributeValues: x.values } : {}),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (err) {
+      return this.#refused(key, err, owner);
+    }
+  }
+
+  /**
+   * A refused change: false, unless the record is this owner's (or, for an ownerless update,
+   * exists) and of a newer format, which only the format condition refused: a FormatError.
+   */
+  #refused(key: Key, err: unknown, owner: Owner | undefined): false {
+    if (!isConditionalCheckFailed(err)) throw err;
+    const old = conditionFailureItem(err);
+    const fmt = old ? itemFormatOf(old) : undefined;
+    if (old && (fmt === undefined || fmt > FORMATS.records.current)) {
+      if (owner === undefined || sameOwner(old[this.fields.owner], owner)) this.#decode(key, old);
+    }
+    return false;
+  }
+
+  #decode(key: Key, item: Record<string, AttributeValue>): Fields {
+    assertItemFormat(item, 'records', `${this.what} ${key.PK} / ${key.SK}`);
+    const out: Fields = {};
+    for (const [k, v] of Object.entries(item)) out[k] = fromAttr(v);
+    return out;
+  }
+}
+
+function sameOwner(stored: AttributeValue | undefined, owner: Owner): boolean {
+  if (stored === undefined) return false;
+  if (typeof owner === 'string') return stored.S === owner;
+  return stored.B !== undefined && Buffer.from(stored.B).equals(Buffer.from(owner));
+}
