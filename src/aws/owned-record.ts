@@ -19,8 +19,8 @@
  *   complete: a new state) and optionally on the states it may leave;
  * - {@link OwnedRecord.takeOver}: the fence on what was read: succeeds only while the record still
  *   has the owner and `until` the taker saw, so of two takers one wins;
- * - {@link OwnedRecord.release}: a delete conditioned on the owner (a host item's fields are
- *   released with a `transition` that removes them);
+ * - {@link OwnedRecord.release}: a delete conditioned on the owner, a no-op once it is gone (a
+ *   host item's fields are released with a `transition` that removes them);
  * - {@link OwnedRecord.update}: a change under a condition built from {@link when} (for moves
  *   that any process may make, like keeping a run key);
  * - {@link OwnedRecord.read}; {@link OwnedRecord.fence}, the claim's condition as a fragment for
@@ -236,7 +236,7 @@ export class OwnedRecord {
     change: Change,
     o: { from?: readonly string[] } = {},
   ): Promise<boolean> {
-    return this.#update(t, key, change, this.#held(owner, o.from), owner);
+    return this.#update(t, key, change, this.#held(owner, o.from), [owner]);
   }
 
   /**
@@ -258,12 +258,17 @@ export class OwnedRecord {
       : when.asSeen(f.owner, seen[f.owner]);
     const who = when.any(when.is(f.owner, owner), stillSeen);
     const cond = f.state && o.from ? when.all(when.oneOf(f.state, o.from), who) : who;
-    return this.#update(t, key, { ...change, set: { ...change.set, [f.owner]: owner } }, cond, owner);
+    const seenOwner = seen[f.owner];
+    const holders = typeof seenOwner === 'string' || seenOwner instanceof Uint8Array ? [owner, seenOwner] : [owner];
+    return this.#update(t, key, { ...change, set: { ...change.set, [f.owner]: owner } }, cond, holders);
   }
 
-  /** Delete the record while `owner` holds it (in a state of `from`). False when it is not theirs. */
+  /**
+   * Delete the record while `owner` holds it (in a state of `from`); true also when it is gone
+   * (a retry after a lost response). False when another owner holds it.
+   */
   async release(t: TableRef, key: Key, owner: Owner, o: { from?: readonly string[] } = {}): Promise<boolean> {
-    const c = build(when.all(when.readable, this.#held(owner, o.from)));
+    const c = build(when.any(when.absent, when.all(when.readable, this.#held(owner, o.from))));
     try {
       await t.ddb.send(
         new DeleteItemCommand({
@@ -277,7 +282,7 @@ export class OwnedRecord {
       );
       return true;
     } catch (err) {
-      return this.#refused(key, err, owner);
+      return this.#refused(key, err, [owner]);
     }
   }
 
@@ -320,7 +325,8 @@ export class OwnedRecord {
     return f.state && from ? when.all(when.is(f.owner, owner), when.oneOf(f.state, from)) : when.is(f.owner, owner);
   }
 
-  async #update(t: TableRef, key: Key, change: Change, cond: Cond, owner?: Owner): Promise<boolean> {
+  /** `holders`: the owners for whom a refusal can only be the format's (none: anyone's). */
+  async #update(t: TableRef, key: Key, change: Change, cond: Cond, holders?: readonly Owner[]): Promise<boolean> {
     const x = new Expr();
     const sets = Object.entries(change.set ?? {})
       .filter(([, v]) => v !== undefined)
@@ -345,20 +351,21 @@ export class OwnedRecord {
       );
       return true;
     } catch (err) {
-      return this.#refused(key, err, owner);
+      return this.#refused(key, err, holders);
     }
   }
 
   /**
-   * A refused change: false, unless the record is this owner's (or, for an ownerless update,
-   * exists) and of a newer format, which only the format condition refused: a FormatError.
+   * A refused change: false, unless the record is of a format this build does not write and is
+   * held by one of `holders` (or `holders` is not given: an ownerless update), so that the format
+   * was what refused it: then the FormatError.
    */
-  #refused(key: Key, err: unknown, owner: Owner | undefined): false {
+  #refused(key: Key, err: unknown, holders: readonly Owner[] | undefined): false {
     if (!isConditionalCheckFailed(err)) throw err;
     const old = conditionFailureItem(err);
     const fmt = old ? itemFormatOf(old) : undefined;
     if (old && (fmt === undefined || fmt > FORMATS.records.current)) {
-      if (owner === undefined || sameOwner(old[this.fields.owner], owner)) this.#decode(key, old);
+      if (!holders || holders.some((h) => sameOwner(old[this.fields.owner], h))) this.#decode(key, old);
     }
     return false;
   }
