@@ -23,8 +23,9 @@
  *   host item's fields are released with a `transition` that removes them);
  * - {@link OwnedRecord.update}: a change under a condition built from {@link when} (for moves
  *   that any process may make, like keeping a run key);
- * - {@link OwnedRecord.read}; {@link OwnedRecord.fence}, the claim's condition as a fragment for
- *   a transaction action.
+ * - {@link OwnedRecord.read}; {@link OwnedRecord.claimAction}, the claim as a transaction action;
+ *   {@link OwnedRecord.fence}, a lease claim's condition as a fragment of another action (the
+ *   step lease rides the step item's put in `step_started`).
  *
  * Invariants (enforced here, so no protocol writes a condition by hand):
  * - Every write is conditional, and the condition passes again for the same writer with the same
@@ -43,7 +44,9 @@ import {
   DeleteItemCommand,
   type DynamoDBClient,
   GetItemCommand,
+  type Put,
   PutItemCommand,
+  type TransactWriteItem,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { ATTR } from '../ddb.js';
@@ -198,30 +201,45 @@ export class OwnedRecord {
     body: Fields,
     o: { nowMs?: number; mineIn?: readonly string[] } = {},
   ): Promise<ClaimResult> {
-    const f = this.fields;
-    const mine =
-      f.state && o.mineIn ? when.all(when.is(f.owner, owner), when.oneOf(f.state, o.mineIn)) : when.is(f.owner, owner);
-    const free = f.expiresAt
-      ? when.any(when.absent, when.below(f.expiresAt, Math.floor((o.nowMs ?? Date.now()) / 1000)), mine)
-      : when.any(when.absent, mine);
-    const c = build(free);
     try {
-      await t.ddb.send(
-        new PutItemCommand({
-          TableName: t.table,
-          Item: { ...toItem({ ...body, [f.owner]: owner }), ...keysOf(key), ...formatStamp('records') },
-          ConditionExpression: c.expr,
-          ExpressionAttributeNames: c.names,
-          ExpressionAttributeValues: c.values,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
+      await t.ddb.send(new PutItemCommand(this.#claimPut(t, key, owner, body, o)));
       return { won: true };
     } catch (err) {
       if (!isConditionalCheckFailed(err)) throw err;
       const old = conditionFailureItem(err);
       return { won: false, current: old ? this.#decode(key, old) : await this.read(t, key) };
     }
+  }
+
+  /**
+   * {@link claim} as a transaction action, for a claim written together with other items; its
+   * refusal is the transaction's cancellation (with the current record, `ALL_OLD`).
+   */
+  claimAction(
+    t: TableRef,
+    key: Key,
+    owner: Owner,
+    body: Fields,
+    o: { nowMs?: number; mineIn?: readonly string[] } = {},
+  ): TransactWriteItem {
+    return { Put: this.#claimPut(t, key, owner, body, o) };
+  }
+
+  #claimPut(t: TableRef, key: Key, owner: Owner, body: Fields, o: { nowMs?: number; mineIn?: readonly string[] }): Put {
+    const f = this.fields;
+    const mine = this.#held(owner, o.mineIn);
+    const free = f.expiresAt
+      ? when.any(when.absent, when.below(f.expiresAt, Math.floor((o.nowMs ?? Date.now()) / 1000)), mine)
+      : when.any(when.absent, mine);
+    const c = build(free);
+    return {
+      TableName: t.table,
+      Item: { ...toItem({ ...body, [f.owner]: owner }), ...keysOf(key), ...formatStamp('records') },
+      ConditionExpression: c.expr,
+      ExpressionAttributeNames: c.names,
+      ExpressionAttributeValues: c.values,
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    };
   }
 
   /**

@@ -129,6 +129,25 @@ describe('claim', () => {
     expect((await leased.claim(t, k, 'c', pendingBody(), { nowMs: NOW + 3_601_000 })).won).toBe(true);
   });
 
+  it('as a transaction action: won with the other items, or the transaction is cancelled and nothing is written', async () => {
+    const k = key();
+    const other = key();
+    const tx = (owner: string) =>
+      t.ddb.send(
+        new TransactWriteItemsCommand({
+          TransactItems: [
+            leased.claimAction(t, k, owner, pendingBody(), { nowMs: NOW, mineIn: ['pending'] }),
+            { Put: { TableName: t.table, Item: { PK: { S: other.PK }, SK: { S: other.SK }, by: { S: owner } } } },
+          ],
+        }),
+      );
+    await tx('a');
+    expect((await rawItem(k))?.owner).toEqual({ S: 'a' });
+    await tx('a'); // the same owner's retry: the same write
+    await expect(tx('b')).rejects.toSatisfy(isTransactionCanceled);
+    expect((await rawItem(other))?.by).toEqual({ S: 'a' });
+  });
+
   it('a record without a TTL field never lapses: a bare claim is refused however late', async () => {
     const k = key();
     await bare.claim(t, k, 'tok', { ttl: 1 });
