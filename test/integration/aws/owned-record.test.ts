@@ -148,6 +148,16 @@ describe('claim', () => {
     expect((await rawItem(other))?.by).toEqual({ S: 'a' });
   });
 
+  it('bytes as the owner (a run key is owned by its wrapped key): its own put wins again, other bytes are refused', async () => {
+    const k = key();
+    const wrapped = new Uint8Array([1, 2, 3, 0, 255]);
+    expect(await bare.claim(t, k, wrapped, { kmsKeyArn: 'arn' })).toEqual({ won: true });
+    expect((await rawItem(k))?.token).toEqual({ B: wrapped });
+    expect(await bare.claim(t, k, new Uint8Array(wrapped), { kmsKeyArn: 'arn' })).toEqual({ won: true });
+    const refused = await bare.claim(t, k, new Uint8Array([1, 2, 3, 0, 254]), { kmsKeyArn: 'arn' });
+    expect(refused).toMatchObject({ won: false, current: { token: wrapped } });
+  });
+
   it('a record without a TTL field never lapses: a bare claim is refused however late', async () => {
     const k = key();
     await bare.claim(t, k, 'tok', { ttl: 1 });
