@@ -401,8 +401,9 @@ export async function benchOursSession({ stackEnv, wellKnown, dist, log, turns, 
     });
     await settle(rec, wr);
     const windows = turnWindows(rec, session, rec.now());
-    if (process.env.BENCH_SESSION_DUMP)
-      dumpTurn(windows[Number(process.env.BENCH_SESSION_DUMP) - 1], stamps, deliveries);
+    // BENCH_SESSION_DUMP=20 or =10,20,30: every call of those turns, on stderr.
+    for (const n of (process.env.BENCH_SESSION_DUMP ?? '').split(',').filter(Boolean))
+      if (windows[Number(n) - 1]) dumpTurn(windows[Number(n) - 1], stamps, deliveries);
     return {
       turns: windows.map((w) => ({
         ...accountTurn(w, billing),
