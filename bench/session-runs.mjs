@@ -267,7 +267,7 @@ export function printSessionRuns(r) {
       ['operation', 'on the path', 'ms', 'beside the path', 'ms', 'after the turn', 'ms'],
       arows,
       [
-        "on the path: the longest chain of calls that did not overlap in time between the message and the turn's last chunk read (weighted by measured ms: what the turn waited for); beside: the other calls in that interval; after: calls after the last chunk, before the next message. 'outside any call' = latency minus the path calls: core's replay, the World's and the client's code, the event loop.",
+        "on the path: the longest chain of calls that did not overlap in time between the message and the turn's last chunk read (weighted by measured ms: what the turn waited for), among the client's calls before the turn's delivery started and the deliveries' own calls; beside: the other calls in that interval; after: calls after the last chunk, before the next message. 'outside any call' = latency minus the path calls: core's replay, the World's and the client's code, the event loop.",
       ],
     ),
   );

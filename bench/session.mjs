@@ -24,7 +24,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createBilling } from './lib/billing.mjs';
 import { fmt, mean, pct, table } from './lib/format.mjs';
-import { createRecorder, instrumentClients, instrumentWorld } from './lib/meter.mjs';
+import { createRecorder, instrumentClients, instrumentWorld, tagged } from './lib/meter.mjs';
 
 const CHUNKS = 5;
 const WARMUP_TURNS = Number(process.env.BENCH_SESSION_WARMUP ?? 5);
@@ -47,7 +47,8 @@ function timedHandler(handler, rec, deliveries) {
     const d = { start: rec.now(), end: undefined };
     deliveries.push(d);
     try {
-      return await handler(req);
+      // The delivery's AWS calls carry `d` (attributeCalls tells them from the queue's and the client's).
+      return await tagged(d, () => handler(req));
     } finally {
       d.end = rec.now();
     }
@@ -189,23 +190,30 @@ function accountTurn(w, billing) {
 /**
  * Where a turn's AWS calls fall, by operation: `path` = the longest chain of calls that did not
  * overlap in time between the message and the last chunk read (weighted by their measured ms:
- * what the turn waited for, one call after another); `beside` = the other calls in that interval
- * (they overlapped a path call, e.g. the queue's claim and SendMessage beside an early delivery);
+ * what the turn waited for, one call after another), among the calls the turn can wait for: the
+ * client's before the turn's delivery starts (getByToken, hook_received) and any delivery's
+ * (tagged by the flow handler's wrapper; the SQS receive that brought a delivery in); `beside` =
+ * the other calls in that interval (the queue's claim, SendMessage and `sent` mark beside an
+ * early delivery, the copy's receive and delete);
  * `after` = calls after the last chunk was read, before the next message (the step's completion,
  * the suspension). `pathMs` is the time spent in path calls; the rest of the latency is spent
  * outside any AWS call (core's replay, the World's and the client's own code, the event loop).
  * Empty long polls are left out; a ReceiveMessage that returned a message is one call of ~0 ms.
  */
-function attributeCalls(w) {
+function attributeCalls(w, deliveries) {
   const calls = w.calls.filter(
     (c) => !c.observer && c.end !== undefined && (c.command !== 'ReceiveMessage' || c.received > 0),
   );
+  const entered = deliveries.find((d) => d.start >= w.t0 && d.start <= w.t1)?.start ?? w.t1;
+  // A delivery's own calls; the client's and the queue's only before the turn's delivery started
+  // (after it they run beside it: the early delivery does not wait for the claim or the send).
+  const waitable = (c) => c.tag !== undefined || c.end <= entered + 0.5;
   // A long poll's wait is not work: a ReceiveMessage that returned a message counts as a point
   // at its return (the SendMessage -> receive hop shows as time outside any call).
   const startOf = (c) => (c.command === 'ReceiveMessage' ? c.end - 0.001 : c.start);
   const inTurn = calls.filter((c) => startOf(c) >= w.t0 - 0.5 && c.end <= w.t1 + 0.5);
-  // Weighted interval scheduling over the turn's calls, weight = measured duration.
-  const iv = [...inTurn].sort((a, b) => a.end - b.end);
+  // Weighted interval scheduling over the turn's waitable calls, weight = measured duration.
+  const iv = inTurn.filter(waitable).sort((a, b) => a.end - b.end);
   const dur = (c) => c.end - startOf(c);
   const best = [];
   const prev = [];
@@ -408,7 +416,7 @@ export async function benchOursSession({ stackEnv, wellKnown, dist, log, turns, 
       turns: windows.map((w) => ({
         ...accountTurn(w, billing),
         path: milestones(w, stamps, deliveries),
-        calls: attributeCalls(w),
+        calls: attributeCalls(w, deliveries),
       })),
       billingNotes: billing.notes(),
       unbilled: billing.unknown(),
