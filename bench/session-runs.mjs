@@ -98,7 +98,9 @@ function spread(rows) {
   const out = {};
   for (const k of Object.keys(rows[0])) {
     const v = rows.map((r) => r[k]);
-    out[k] = { median: pct(v, 50), min: Math.min(...v), max: Math.max(...v) };
+    const s = [...v].sort((a, b) => a - b);
+    const m = s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    out[k] = { median: m, min: s[0], max: s.at(-1) };
   }
   return out;
 }
