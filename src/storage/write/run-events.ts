@@ -285,7 +285,7 @@ function preloadFromMemory(
   const need = currentDelivery()?.logTails.get(runId);
   if (need === undefined || need > hint) return undefined;
   const item = call.runs.known(runId);
-  if (!item || item.status?.S !== 'running') return undefined;
+  if (item?.status?.S !== 'running') return undefined;
   let started = false;
   for (const e of prefix) {
     if (e.eventType === 'run_started') started = true;
