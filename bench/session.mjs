@@ -14,6 +14,8 @@
 // `npm run bench -- --only=session` runs it in the suite; `node bench/session.mjs` alone (after
 // `npm run build`), `--turns=N` (default 100), `--skip-local`, `--skip-cold`; BENCH_DIST=<dir>
 // measures another build (e.g. the code before a change), BENCH_SESSION_JSON=<file> saves the result.
+// `--runs=3` runs this World and world-local interleaved, three times each, behind an idle gate
+// (`--max-load=0.5`, `--force`), and prints the table docs/benchmarks.md quotes (session-runs.mjs).
 import './lib/polyfills.mjs';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -22,7 +24,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createBilling } from './lib/billing.mjs';
 import { fmt, mean, pct, table } from './lib/format.mjs';
-import { createRecorder, instrumentClients, instrumentWorld } from './lib/meter.mjs';
+import { createRecorder, instrumentClients, instrumentWorld, tagged } from './lib/meter.mjs';
 
 const CHUNKS = 5;
 const WARMUP_TURNS = Number(process.env.BENCH_SESSION_WARMUP ?? 5);
@@ -45,7 +47,8 @@ function timedHandler(handler, rec, deliveries) {
     const d = { start: rec.now(), end: undefined };
     deliveries.push(d);
     try {
-      return await handler(req);
+      // The delivery's AWS calls carry `d` (attributeCalls tells them from the queue's and the client's).
+      return await tagged(d, () => handler(req));
     } finally {
       d.end = rec.now();
     }
@@ -185,6 +188,66 @@ function accountTurn(w, billing) {
 }
 
 /**
+ * Where a turn's AWS calls fall, by operation: `path` = the longest chain of calls that did not
+ * overlap in time between the message and the last chunk read (weighted by their measured ms:
+ * what the turn waited for, one call after another), among the calls the turn can wait for: the
+ * client's before the turn's delivery starts (getByToken, hook_received) and any delivery's
+ * (tagged by the flow handler's wrapper; the SQS receive that brought a delivery in); `beside` =
+ * the other calls in that interval (the queue's claim, SendMessage and `sent` mark beside an
+ * early delivery, the copy's receive and delete);
+ * `after` = calls after the last chunk was read, before the next message (the step's completion,
+ * the suspension). `pathMs` is the time spent in path calls; the rest of the latency is spent
+ * outside any AWS call (core's replay, the World's and the client's own code, the event loop).
+ * Empty long polls are left out; a ReceiveMessage that returned a message is one call of ~0 ms.
+ */
+function attributeCalls(w, deliveries) {
+  const calls = w.calls.filter(
+    (c) => !c.observer && c.end !== undefined && (c.command !== 'ReceiveMessage' || c.received > 0),
+  );
+  const entered = deliveries.find((d) => d.start >= w.t0 && d.start <= w.t1)?.start ?? w.t1;
+  // A delivery's own calls; the client's and the queue's only before the turn's delivery started
+  // (after it they run beside it: the early delivery does not wait for the claim or the send).
+  const waitable = (c) => c.tag !== undefined || c.end <= entered + 0.5;
+  // A long poll's wait is not work: a ReceiveMessage that returned a message counts as a point
+  // at its return (the SendMessage -> receive hop shows as time outside any call).
+  const startOf = (c) => (c.command === 'ReceiveMessage' ? c.end - 0.001 : c.start);
+  const inTurn = calls.filter((c) => startOf(c) >= w.t0 - 0.5 && c.end <= w.t1 + 0.5);
+  // Weighted interval scheduling over the turn's waitable calls, weight = measured duration.
+  const iv = inTurn.filter(waitable).sort((a, b) => a.end - b.end);
+  const dur = (c) => c.end - startOf(c);
+  const best = [];
+  const prev = [];
+  const at = (i) => (i < 0 ? 0 : best[i]);
+  for (let i = 0; i < iv.length; i++) {
+    let j = i - 1;
+    while (j >= 0 && iv[j].end > startOf(iv[i])) j--;
+    prev.push(j);
+    best.push(Math.max(at(i - 1), dur(iv[i]) + at(j)));
+  }
+  const onPath = new Set();
+  for (let i = iv.length - 1; i >= 0; ) {
+    if (dur(iv[i]) + at(prev[i]) >= at(i - 1)) {
+      onPath.add(iv[i]);
+      i = prev[i];
+    } else i--;
+  }
+  const out = { pathMs: at(iv.length - 1), path: {}, beside: {}, after: {} };
+  const add = (bucket, c) => {
+    const k = `${c.service}:${c.command}`;
+    bucket[k] ??= { n: 0, ms: 0 };
+    bucket[k].n++;
+    bucket[k].ms += c.end - startOf(c);
+  };
+  for (const c of calls) {
+    if (onPath.has(c)) add(out.path, c);
+    else if (inTurn.includes(c)) add(out.beside, c);
+    else if (c.start > w.t1) add(out.after, c);
+    else add(out.beside, c); // started in the turn, ended after it
+  }
+  return out;
+}
+
+/**
  * Critical-path milestones of one turn, ms after the message (resumeHook called): when each
  * thing on the path finished. Steps are told apart by name (think = step 1, reply = step 2, the
  * streaming one) and matched to their step_completed by correlation id. Missing milestones
@@ -297,7 +360,7 @@ async function oursSetup({ stackEnv, dist }) {
 }
 
 /** eve-world-aws: warm (one World, its in-process consumer) or cold (a fresh World per delivery). */
-async function benchOursSession({ stackEnv, wellKnown, dist, log, turns, cold }) {
+export async function benchOursSession({ stackEnv, wellKnown, dist, log, turns, cold }) {
   const s = await oursSetup({ stackEnv, dist });
   const app = await loadSessionApp(wellKnown);
   const rec = createRecorder();
@@ -346,10 +409,15 @@ async function benchOursSession({ stackEnv, wellKnown, dist, log, turns, cold })
     });
     await settle(rec, wr);
     const windows = turnWindows(rec, session, rec.now());
-    if (process.env.BENCH_SESSION_DUMP)
-      dumpTurn(windows[Number(process.env.BENCH_SESSION_DUMP) - 1], stamps, deliveries);
+    // BENCH_SESSION_DUMP=20 or =10,20,30: every call of those turns, on stderr.
+    for (const n of (process.env.BENCH_SESSION_DUMP ?? '').split(',').filter(Boolean))
+      if (windows[Number(n) - 1]) dumpTurn(windows[Number(n) - 1], stamps, deliveries);
     return {
-      turns: windows.map((w) => ({ ...accountTurn(w, billing), path: milestones(w, stamps, deliveries) })),
+      turns: windows.map((w) => ({
+        ...accountTurn(w, billing),
+        path: milestones(w, stamps, deliveries),
+        calls: attributeCalls(w, deliveries),
+      })),
       billingNotes: billing.notes(),
       unbilled: billing.unknown(),
     };
@@ -362,7 +430,7 @@ async function benchOursSession({ stackEnv, wellKnown, dist, log, turns, cold })
   }
 }
 
-async function benchLocalSession({ wellKnown, log, turns }) {
+export async function benchLocalSession({ wellKnown, log, turns }) {
   const { createWorld } = await import('@workflow/world-local');
   const pkg = JSON.parse(
     readFileSync(new URL('../node_modules/@workflow/world-local/package.json', import.meta.url), 'utf8'),
@@ -635,21 +703,62 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const dist = pathToFileURL(path.resolve(ROOT, process.env.BENCH_DIST ?? 'dist')).href;
   const { startStack } = await import(`${dist}/emulator/stack.js`);
   const turns = Number(process.argv.find((a) => a.startsWith('--turns='))?.slice(8) ?? 100);
+  const runsArg = process.argv.find((a) => a.startsWith('--runs='))?.slice(7);
+  const runs = runsArg === undefined ? undefined : Number(runsArg);
+  if (runs !== undefined && !(Number.isInteger(runs) && runs >= 1)) {
+    console.error(`--runs=${runsArg}: expected a whole number of runs, 1 or more (e.g. --runs=3)`);
+    process.exit(2);
+  }
+  if (!(Number.isInteger(turns) && turns >= 2)) {
+    console.error('--turns: expected a whole number of turns, 2 or more (e.g. --turns=100)');
+    process.exit(2);
+  }
+  let sessionRuns;
+  let facts;
+  if (runs !== undefined) {
+    // Interleaved runs (bench/session-runs.mjs): the idle gate comes before anything starts.
+    sessionRuns = await import('./session-runs.mjs');
+    const maxLoad = Number(process.argv.find((a) => a.startsWith('--max-load='))?.slice(11) ?? 0.5);
+    const force = process.argv.includes('--force');
+    facts = sessionRuns.machineFacts({ dist, force, maxLoad });
+    const why = sessionRuns.notIdle(facts);
+    if (why && !force) {
+      console.error(`bench/session.mjs: ${why}`);
+      process.exit(1);
+    }
+    if (why) console.error(`bench/session.mjs: measuring anyway (--force): ${why}`);
+  }
   const stack = await startStack({ dynamodbPort: 0, awsPort: 0, startTimeoutSeconds: 90 });
   try {
-    const r = await benchSession({
-      stackEnv: stack.env,
-      wellKnown: path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1'),
-      dist,
-      log: (...a) => console.error(...a),
-      turns,
-      local: !process.argv.includes('--skip-local'),
-      cold: !process.argv.includes('--skip-cold'),
-    });
-    printSessionTables(r);
-    if (process.env.BENCH_SESSION_JSON) {
-      const { writeFileSync } = await import('node:fs');
-      writeFileSync(process.env.BENCH_SESSION_JSON, JSON.stringify(r, null, 2));
+    if (sessionRuns) {
+      const r = await sessionRuns.benchSessionRuns({
+        session: { benchOursSession, benchLocalSession },
+        stackEnv: stack.env,
+        wellKnown: path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1'),
+        dist,
+        log: (...a) => console.error(...a),
+        turns,
+        runs,
+        facts,
+      });
+      sessionRuns.printSessionRuns(r);
+      console.error(`saved ${path.relative(ROOT, sessionRuns.saveSessionRuns(r))}`);
+      process.exitCode = 0;
+    } else {
+      const r = await benchSession({
+        stackEnv: stack.env,
+        wellKnown: path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1'),
+        dist,
+        log: (...a) => console.error(...a),
+        turns,
+        local: !process.argv.includes('--skip-local'),
+        cold: !process.argv.includes('--skip-cold'),
+      });
+      printSessionTables(r);
+      if (process.env.BENCH_SESSION_JSON) {
+        const { writeFileSync } = await import('node:fs');
+        writeFileSync(process.env.BENCH_SESSION_JSON, JSON.stringify(r, null, 2));
+      }
     }
   } finally {
     await stack.stop();

@@ -8,6 +8,10 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 const observerScope = new AsyncLocalStorage();
 export const observe = (fn) => observerScope.run(true, fn);
 
+/** Calls made inside `tagged(tag, fn)` carry `tag` (bench/session.mjs tags each delivery's calls). */
+const tagScope = new AsyncLocalStorage();
+export const tagged = (tag, fn) => tagScope.run(tag, fn);
+
 /** DynamoDB commands that accept ReturnConsumedCapacity. */
 export const CAPACITY_COMMANDS = new Set([
   'PutItemCommand',
@@ -73,6 +77,7 @@ export async function instrumentClients(clients, recorder) {
           capacity: undefined,
           input: undefined,
           received: undefined,
+          tag: tagScope.getStore(),
         };
         if (
           service === 'ddb' &&

@@ -19,6 +19,7 @@ import {
 } from '@workflow/world';
 import { ulid } from 'ulid';
 import { keys } from '../../ddb.js';
+import { currentDelivery } from '../../delivery-scope.js';
 import { formatStamp } from '../../formats.js';
 import { readRunTail } from '../read/log-tail.js';
 import {
@@ -169,6 +170,11 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
   // The log is append-only: a prefix this process remembers (it wrote or read those slots) is
   // exactly what a read would return, so the preload reads only the run and the events after it.
   const prefix = preload && !remembered && hint !== undefined ? call.hints.recent(runId, 0, hint) : undefined;
+  if (prefix) {
+    const known = preloadFromMemory(call, runId, hint!, prefix);
+    if (known)
+      throw new Resolved({ run: await toRun(ctx, known, call.rd), ...(await logPage(call, prefix)) } as EventResult);
+  }
   const read = remembered
     ? { run: remembered, events: [] as EventRecord[], tail: ec ?? hint! }
     : await readRunTail(ctx, runId, preload ? (prefix ? hint : 0) : ec);
@@ -252,6 +258,42 @@ async function runStartedOnce(call: CreateCall, runId: string, data: Data): Prom
     preload: preload ? read.events : undefined,
     fullLog: preload,
   };
+}
+
+/** Events that change the run item: one in a remembered prefix means the remembered item may be older. */
+const RUN_ITEM_EVENTS = new Set(['attr_set', 'run_completed', 'run_failed', 'run_cancelled']);
+
+/**
+ * The run, when a started run's preload can be answered from memory alone (no read): inside a
+ * delivery whose sender had seen the log no further than `hint` (its `eve.tail`, the rule of
+ * `events.list` in ../read/events.ts), with every event 1..`hint` remembered (`prefix`), and the
+ * run item this process remembers is `running` with nothing in the prefix that changes a run item
+ * after its start (an `attr_set`, an end). Why that is enough: the log is append-only and a slot is committed only after the one below it, so 1..hint
+ * is the whole log as of the moment `hint` was committed, and the remembered item is the run as
+ * of then: a consistent answer that includes what the message was sent for, as a read made at
+ * that moment would have returned. What was appended since has its own message. Whatever core
+ * then writes is conditioned on the run item as usual (the run guard), so a run ended meanwhile
+ * fails that write, as after any read.
+ */
+function preloadFromMemory(
+  call: CreateCall,
+  runId: string,
+  hint: number,
+  prefix: EventRecord[],
+): RunRecord | undefined {
+  const need = currentDelivery()?.logTails.get(runId);
+  if (need === undefined || need > hint) return undefined;
+  const item = call.runs.known(runId);
+  if (item?.status?.S !== 'running') return undefined;
+  let started = false;
+  for (const e of prefix) {
+    if (e.eventType === 'run_started') started = true;
+    else if (RUN_ITEM_EVENTS.has(e.eventType)) return undefined;
+  }
+  if (!started) return undefined;
+  const rec = parseRun(item);
+  assertSpec(rec);
+  return rec;
 }
 
 /** Run missing but the start carries its creation data: create it, with a synthetic run_created. */

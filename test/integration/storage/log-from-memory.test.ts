@@ -215,3 +215,76 @@ describe("run_started's preload", () => {
     expect(log(mem.out)).toEqual(log(read.out));
   });
 });
+
+describe("run_started's preload inside a delivery", () => {
+  const started = (s: Storage, runId: string) => s.events.create(runId, { eventType: 'run_started', specVersion: sv });
+  const log = (r: unknown) => plain(((r as { events?: Event[] }).events ?? []) as Event[]);
+  const runOf = (r: unknown) => plain([(r as { run: unknown }).run as Event]);
+
+  it('answers from memory, with no read, when this process has seen the log as far as the sender', async () => {
+    const a = process_();
+    const runId = await runWithSteps(a);
+    const tail = a.logTail(runId)!;
+    const mem = await ddb(() => inDelivery([[runId, tail]], () => started(a, runId)));
+    expect(mem.calls).toEqual([]);
+    // Another process reads it, and gets the same log and the same run.
+    const read = await ddb(() => started(process_(), runId));
+    expect(read.calls).toEqual(['Query']);
+    expect(log(mem.out).map((e: Event) => e.eventType)).toEqual([
+      'run_created',
+      'run_started',
+      'step_created',
+      'step_started',
+      'step_completed',
+      'step_created',
+    ]);
+    expect(log(mem.out)).toEqual(log(read.out));
+    expect(runOf(mem.out)).toEqual(runOf(read.out));
+    expect((mem.out as { run: { status: string } }).run.status).toBe('running');
+  });
+
+  it('reads when the sender saw further than this process, and answers with what the sender wrote', async () => {
+    const a = process_();
+    const b = process_();
+    const runId = await runWithSteps(a);
+    await startStep2(b, runId);
+    const r = await ddb(() => inDelivery([[runId, b.logTail(runId)!]], () => started(a, runId)));
+    expect(r.calls).toEqual(['Query']);
+    expect(log(r.out).at(-1).eventType).toBe('step_started');
+  });
+
+  it('reads outside a delivery, and for a message that names no tail for this run', async () => {
+    const a = process_();
+    const runId = await runWithSteps(a);
+    expect((await ddb(() => started(a, runId))).calls).toEqual(['Query']);
+    expect((await ddb(() => inDelivery([['wrun_other', 1]], () => started(a, runId)))).calls).toEqual(['Query']);
+  });
+
+  it("reads when the remembered log holds another process's attr_set (the remembered run item predates it)", async () => {
+    const a = process_();
+    const b = process_();
+    const runId = await runWithSteps(a);
+    await b.events.create(runId, {
+      eventType: 'attr_set',
+      specVersion: sv,
+      eventData: { changes: [{ key: 'a', value: '1' }], writer: { type: 'step', stepId: 's', attempt: 1 } },
+    } as never);
+    const tail = b.logTail(runId)!;
+    // `a` learns the log as far as the attr_set (its run item is still the one it wrote at start).
+    const seen = await ddb(() => inDelivery([[runId, tail]], () => a.events.list({ runId })));
+    expect(seen.calls).toEqual(['Query']);
+    expect(a.logTail(runId)).toBe(tail);
+    const r = await ddb(() => inDelivery([[runId, tail]], () => started(a, runId)));
+    expect(r.calls).toEqual(['Query']);
+    expect((r.out as { run: { attributes?: Record<string, string> } }).run.attributes).toMatchObject({ a: '1' });
+  });
+
+  it('reads a run this process remembers as pending (another process started it)', async () => {
+    const a = process_();
+    const { run } = await a.events.create(null, runCreatedReq());
+    await process_().events.create(run.runId, { eventType: 'run_started', specVersion: sv });
+    const r = await ddb(() => inDelivery([[run.runId, a.logTail(run.runId)!]], () => started(a, run.runId)));
+    expect(r.calls).toEqual(['Query']);
+    expect((r.out as { run: { status: string } }).run.status).toBe('running');
+  });
+});
