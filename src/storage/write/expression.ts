@@ -102,8 +102,8 @@ export class Expression {
     };
   }
 
-  /** A ConditionCheck action: the conditions only. */
-  toConditionCheck(table: string, key: Attrs): TransactWriteItem {
+  /** A ConditionCheck action: the conditions only; `returnOld`: a failed one returns the item (`ALL_OLD`). */
+  toConditionCheck(table: string, key: Attrs, { returnOld = false } = {}): TransactWriteItem {
     const conditionExpression = this.conditionText();
     return {
       ConditionCheck: {
@@ -111,6 +111,7 @@ export class Expression {
         Key: key,
         ConditionExpression: conditionExpression,
         ...this.placeholders([conditionExpression]),
+        ...(returnOld ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
       },
     };
   }

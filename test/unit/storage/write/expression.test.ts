@@ -2,8 +2,10 @@
  * write/expression.ts: parts render to the expression text and placeholders DynamoDB receives,
  * and a part whose placeholders are out of step with its text is refused before it is sent.
  */
+import { SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { describe, expect, it } from 'vitest';
 import { NOT_TERMINAL, TERMINAL_VALUES } from '../../../../src/storage/records/lifecycle.js';
+import type { StorageCtx } from '../../../../src/storage/table/context.js';
 import {
   assign,
   expression,
@@ -14,6 +16,7 @@ import {
   setStatus,
   statusIs,
 } from '../../../../src/storage/write/expression.js';
+import { holdingRunGuard, runGuard } from '../../../../src/storage/write/run-guard.js';
 
 const KEY = { PK: { S: 'RUN#r' }, SK: { S: 'RUN#meta' } };
 
@@ -66,5 +69,38 @@ describe('expression', () => {
         .set(assign('a', ':v', { N: '1' }), assign('b', ':v', { N: '2' }))
         .toUpdate('t', KEY),
     ).toThrow(/:v stands for two things/);
+  });
+});
+
+describe('the run guards, built from parts', () => {
+  const ctx = { table: 't' } as StorageCtx;
+  const condition = `attribute_exists(PK) AND ${NOT_TERMINAL} AND (attribute_not_exists(specVersion) OR specVersion <= :maxsv)`;
+  const values = { ...TERMINAL_VALUES, ':maxsv': { N: String(SPEC_VERSION_MAX_SUPPORTED) } };
+
+  it('runGuard is the ConditionCheck it always was', () => {
+    expect(runGuard(ctx, 'r')).toEqual({
+      ConditionCheck: {
+        TableName: 't',
+        Key: KEY,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: { '#st': 'status' },
+        ExpressionAttributeValues: values,
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    });
+  });
+
+  it('holdingRunGuard is the same condition on an Update that sets holds', () => {
+    expect(holdingRunGuard(ctx, 'r')).toEqual({
+      Update: {
+        TableName: 't',
+        Key: KEY,
+        ConditionExpression: condition,
+        UpdateExpression: 'SET #holds = :held',
+        ExpressionAttributeNames: { '#st': 'status', '#holds': 'holds' },
+        ExpressionAttributeValues: { ...values, ':held': { BOOL: true } },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    });
   });
 });
