@@ -73,13 +73,20 @@ const MAX_RESTARTS = 20;
  * fails (a contention error, like the commit's own limit).
  */
 export async function restartable<T extends object>(
+  what: string,
   attempt: () => Promise<T | Resolved | Restart>,
 ): Promise<T | Resolved> {
   for (let i = 0; ; i++) {
     const result = await attempt();
-    if (!('kind' in result) || (result as Restart | Resolved).kind !== 'restart') return result as T | Resolved;
+    if (!isRestart(result)) return result;
     if (i >= MAX_RESTARTS)
-      throw new ThrottleError('the run kept changing under the write; try again', { retryAfter: 1 });
+      throw new ThrottleError(`${what}: the run kept changing under the write (contention); try again`, {
+        retryAfter: 1,
+      });
     await backoff(i);
   }
+}
+
+function isRestart(value: object): value is Restart {
+  return 'kind' in value && value.kind === 'restart';
 }

@@ -39,7 +39,7 @@ export function attrSet(call: CreateCall, runId: string, data: EventData): Promi
   const allowReservedAttributes = eventData.allowReservedAttributes === true;
   validateAttributeEventDataSize(eventData as never);
   validateAttributeChanges(changes, { allowReservedAttributes });
-  return restartable(() => attrSetOnce(call, runId, data, eventData, changes, allowReservedAttributes));
+  return restartable('attr_set', () => attrSetOnce(call, runId, data, eventData, changes, allowReservedAttributes));
 }
 
 async function attrSetOnce(

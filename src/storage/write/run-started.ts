@@ -40,7 +40,7 @@ import { assertSpec } from './run-guard.js';
 import { type EventData, newRun, validateSeedAttributes } from './run-seed.js';
 
 export function runStarted(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
-  return restartable(() => runStartedOnce(call, runId, data));
+  return restartable('run_started', () => runStartedOnce(call, runId, data));
 }
 
 async function runStartedOnce(call: CreateCall, runId: string, data: EventData): Promise<Outcome | Resolved | Restart> {

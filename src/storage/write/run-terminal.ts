@@ -62,7 +62,7 @@ const PAYLOAD_FIELD: Record<TerminalType, 'output' | 'error' | undefined> = {
 };
 
 export function runTerminal(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
-  return restartable(() => runTerminalOnce(call, runId, data));
+  return restartable(String(data.eventType), () => runTerminalOnce(call, runId, data));
 }
 
 async function runTerminalOnce(call: CreateCall, runId: string, data: EventData): Promise<Outcome | Restart> {
