@@ -1,7 +1,8 @@
 /**
  * The tuning options: knobs only tests, benchmarks and embedders turn (`createWorld({ tuning })`,
- * `loadConfig(env, tuning)`), never variables. One row per option; the parser (load.ts) reads
- * them and docs/configuration.md is generated from them.
+ * `loadConfig(env, tuning)`), never variables. A new option is one row of {@link TUNING}, its
+ * field of {@link WorldTuning} and its read in load.ts (`readTuning`); docs/configuration.md is
+ * generated from the rows.
  */
 import { SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
 import { type AnySetting, int, text } from './setting.js';

@@ -1,6 +1,7 @@
 /**
- * The environment the World reads: one row per variable, in the documentation's order. The parser
- * (load.ts) reads these rows and docs/configuration.md is generated from them.
+ * The variables table ({@link VARIABLES}) and the constants its rows name. A new variable is one
+ * row here, its field in world-config.ts and its read in load.ts; `npm run docs:config` then
+ * prints it in docs/configuration.md.
  */
 import { FLOW_PATH, SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
 import { LOG_LEVELS, type LogLevel } from '../log.js';
