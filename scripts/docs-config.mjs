@@ -1,5 +1,5 @@
-// Regenerates the configuration tables of docs/configuration.md from src/config.ts (through
-// src/config-docs.ts, bundled on the fly with esbuild, so no build is needed).
+// Regenerates the configuration tables of docs/configuration.md from src/config/ (through
+// src/config/docs.ts, bundled on the fly with esbuild, so no build is needed).
 //
 //   node scripts/docs-config.mjs           rewrite the tables in place
 //   node scripts/docs-config.mjs --check   exit 1 if the file is stale (what the unit test checks)
@@ -11,7 +11,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DOC = `${ROOT}docs/configuration.md`;
 
 const out = await build({
-  entryPoints: [`${ROOT}src/config-docs.ts`],
+  entryPoints: [`${ROOT}src/config/docs.ts`],
   bundle: true,
   format: 'esm',
   platform: 'node',

@@ -3,7 +3,7 @@
  * store. One context per World instance; components never read `process.env` themselves.
  */
 import { type AwsClients, createClients } from './aws/clients.js';
-import type { WorldConfig } from './config.js';
+import type { WorldConfig } from './config/index.js';
 import { PayloadStore } from './payloads.js';
 
 export interface WorldContext {

@@ -2,7 +2,7 @@
  * `@portfolio/eve-world-aws`: a Workflow DevKit World on DynamoDB + SQS + S3.
  *
  * `createWorld()` is the only public door. Under eve (and `wf --backend`) it is called with no
- * arguments, so everything comes from the environment (src/config.ts, docs/configuration.md);
+ * arguments, so everything comes from the environment (src/config/, docs/configuration.md);
  * tests and embedders may pass an explicit config, tuning options and clients instead. The World
  * exposes the contract and its own operations, never its parts: tools build what they need from
  * the same factories (createContext, createTransport) with the same config.
@@ -35,21 +35,21 @@ import {
   type WorldConfig,
   type WorldTuning,
   withTuning,
-} from './config.js';
+} from './config/index.js';
 import { type Consumer, type CreateConsumerOptions, createConsumer, earlyDeliveryEnabled } from './consumer/index.js';
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context.js';
 import { RunKeys } from './encryption/run-keys.js';
 import { consoleLogger } from './log.js';
-import { createQueue } from './queue/index.js';
 import { preflight } from './preflight.js';
+import { createQueue } from './queue/index.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streams/index.js';
 import { type OrphanSweepOptions, type SweepReport, sweepOrphans } from './sweep/index.js';
 import { checkTableFormat, TableFormatError } from './table-format.js';
 
 export type { AwsClients } from './aws/clients.js';
-export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config.js';
+export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config/index.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
 export { FormatError } from './formats.js';
 export type { Logger } from './log.js';
@@ -80,7 +80,7 @@ export interface CreateWorldOptions {
   /** Explicit config; defaults to the environment (validated once per process). */
   config?: WorldConfig;
   /**
-   * Options no deployment needs to set (poll intervals, thresholds, timeouts; src/config.ts
+   * Options no deployment needs to set (poll intervals, thresholds, timeouts; src/config/tuning.ts
    * `TUNING`, docs/configuration.md), applied over `config` and validated like it.
    */
   tuning?: Partial<WorldTuning>;

@@ -23,7 +23,13 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { isQueueUrl } from './aws/arn.js';
 import { describeError, errorName, isNotFound, toWorldError } from './aws/errors.js';
-import { closestVariable, FORMER_VARIABLES, nameChosenBy, type ResourceSetting, type WorldConfig } from './config.js';
+import {
+  closestVariable,
+  FORMER_VARIABLES,
+  nameChosenBy,
+  type ResourceSetting,
+  type WorldConfig,
+} from './config/index.js';
 import type { WorldContext } from './context.js';
 import { keys } from './ddb.js';
 

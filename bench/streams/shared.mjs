@@ -1,7 +1,7 @@
 // Shared by the bench parent and its child reader. Imports the streamer compiled by
 // bench/streams/tsconfig.json (see the bench:streams script).
 import { createClients } from '../../.tmp/bench-streams/aws/clients.js';
-import { loadConfig } from '../../.tmp/bench-streams/config.js';
+import { loadConfig } from '../../.tmp/bench-streams/config/index.js';
 import { createContext } from '../../.tmp/bench-streams/context.js';
 import { createStreamer } from '../../.tmp/bench-streams/streams/index.js';
 

@@ -14,9 +14,10 @@ export const nowMs = () => performance.timeOrigin + performance.now();
 export async function loadImpl() {
   const mod = (p) => import(path.join(implDir, p));
   const streamsPath = existsSync(path.join(implDir, 'streams/index.js')) ? 'streams/index.js' : 'streamer.js';
+  const configPath = existsSync(path.join(implDir, 'config/index.js')) ? 'config/index.js' : 'config.js';
   const [{ createClients, destroyClients }, { loadConfig }, { createContext }, { createStreamer }] = await Promise.all([
     mod('aws/clients.js'),
-    mod('config.js'),
+    mod(configPath),
     mod('context.js'),
     mod(streamsPath),
   ]);

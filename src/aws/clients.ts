@@ -17,7 +17,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SchedulerClient } from '@aws-sdk/client-scheduler';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import type { WorldConfig } from '../config.js';
+import type { WorldConfig } from '../config/index.js';
 import { instrumentClient } from './call-metrics.js';
 
 export interface AwsClients {

@@ -14,7 +14,7 @@ import { EntityConflictError } from '@workflow/errors';
 import { Command } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { sleep } from '../aws/sleep.js';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { buildDemo } from '../demo/build.js';
 import { startStack } from '../emulator/stack.js';
 import { createWorld } from '../index.js';

@@ -7,7 +7,7 @@
  */
 import { Command } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { type DestroyReport, destroyResources } from '../provision/destroy.js';
 import { explainAwsError } from './init.js';
 import { CliError, EXIT_FAILURE, palette, printJson, renderTable } from './output.js';

@@ -18,7 +18,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { sleep } from '../aws/sleep.js';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { composeStack, DEFAULT_DOCKER_S3_PORT, DOCKER_CREDENTIALS, dockerCompose } from '../emulator/docker.js';
 import {
   assertPortFree,

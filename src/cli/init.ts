@@ -10,7 +10,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { partitionOf } from '../aws/arn.js';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { isCredentialsMissing, isRegionMissing, unreachableCode } from '../aws/errors.js';
-import { loadConfig, type WorldConfig } from '../config.js';
+import { loadConfig, type WorldConfig } from '../config/index.js';
 import { principalPolicy, schedulerRolePolicies } from '../provision/iam-policy.js';
 import {
   hasProblems,

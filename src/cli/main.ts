@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../config/index.js';
 import { EmulatorError } from '../emulator/stack.js';
 import { cancelCommand } from './cancel.js';
 import { demoCommand } from './demo.js';

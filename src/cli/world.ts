@@ -14,7 +14,7 @@
 import { WorkflowRunNotFoundError } from '@workflow/errors';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
 import { errorName } from '../aws/errors.js';
-import { loadConfig, type WorldConfig } from '../config.js';
+import { loadConfig, type WorldConfig } from '../config/index.js';
 import { createContext, type WorldContext } from '../context.js';
 import { type AwsWorld, createWorld } from '../index.js';
 import { MissingResourceError, type PreflightResource, preflight } from '../preflight.js';

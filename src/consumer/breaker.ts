@@ -13,6 +13,7 @@
  * - At most one probe at a time while open; a probe that ends neither way (`neutral`) frees the
  *   slot at once.
  */
+import { CONSUMER_OPTIONS } from '../config/index.js';
 import type { Logger } from '../log.js';
 import { countMetric } from '../telemetry/metrics.js';
 
@@ -43,7 +44,7 @@ export class CircuitBreaker {
     opts: BreakerOptions = {},
   ) {
     this.threshold = opts.threshold ?? 3;
-    this.baseCooldownMs = opts.cooldownMs ?? 5_000;
+    this.baseCooldownMs = opts.cooldownMs ?? CONSUMER_OPTIONS.breakerCooldownMs.default;
     this.maxCooldownMs = opts.maxCooldownMs ?? 60_000;
     this.cooldownMs = this.baseCooldownMs;
     this.now = opts.now ?? Date.now;

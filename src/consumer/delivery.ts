@@ -16,7 +16,7 @@
  */
 import { parseQueueName, type ValidQueueName } from '@workflow/world';
 import { queueNameOf } from '../aws/arn.js';
-import { defaultFlowUrl } from '../config.js';
+import { defaultFlowUrl } from '../config/index.js';
 import type { WorldContext } from '../context.js';
 import { FLOW_PATH } from '../limits.js';
 import { configureLogging, type Logger } from '../log.js';

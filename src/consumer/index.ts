@@ -8,7 +8,7 @@
  */
 import type { Queue, QueuePayload, QueuePrefix } from '@workflow/world';
 import { canConnect } from '../aws/net.js';
-import type { WorldConfig } from '../config.js';
+import { CONSUMER_OPTIONS, type WorldConfig } from '../config/index.js';
 import type { WorldContext } from '../context.js';
 import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
@@ -27,30 +27,23 @@ import { type SigningSecretSource, signingSecretSource } from './secret-source.j
 /** How often the in-process consumer writes its metrics (EVE_WORLD_AWS_METRICS=1). */
 const METRICS_FLUSH_MS = 60_000;
 
+/**
+ * The consumer's options. Each one's default and meaning are its row of CONSUMER_OPTIONS
+ * (src/config/consumer.ts), printed in docs/configuration.md, "Consumer options".
+ */
 export interface CreateConsumerOptions {
-  /**
-   * `'poll'`: `start()` runs the in-process SQS consumer. `'none'`: `start()` does nothing (a
-   * Lambda, where the SQS event source mapping consumes). Default: `'none'` inside AWS Lambda
-   * (`config.inLambda`: AWS_LAMBDA_FUNCTION_NAME set), else `'poll'`.
-   */
+  /** `'poll'` (the in-process SQS consumer) or `'none'` (a Lambda). */
   consumer?: 'poll' | 'none';
   logger?: Logger;
-  /** Long-poll wait of the in-process consumer (s, 0..20). Default 5; `close()` waits for it. */
+  /** Long-poll wait of the in-process consumer (s). */
   waitTimeSeconds?: number;
-  /** How long `close()` waits for running deliveries (ms). Default 30 000. */
+  /** How long `close()` waits for running deliveries (ms). */
   drainTimeoutMs?: number;
-  /** Circuit breaker cool-down (ms), doubling up to 60 s. Default 5 000. */
+  /** Circuit breaker cool-down (ms). */
   breakerCooldownMs?: number;
   /** Observes every delivery outcome of the in-process consumer. */
   onDeliveryOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
-  /**
-   * Early delivery (./early-deliveries.ts): a message this World sends while its in-process
-   * consumer runs, to a queue with a handler registered in process, is delivered at once, beside
-   * its SQS send, instead of after the send and the long poll; step executions excepted. Default
-   * true (where the in-process consumer polls). With several consumer processes on one queue, a
-   * copy another process receives is held there while the early delivery may run
-   * (./early-records.ts). `false`: every message waits for its SQS copy.
-   */
+  /** Early delivery (./early-deliveries.ts; with several consumer processes, ./early-records.ts). */
   earlyDelivery?: boolean;
 }
 
@@ -72,7 +65,7 @@ export interface Consumer extends Pick<Queue, 'createQueueHandler'> {
 
 /** Whether a World with these options offers its sends for early delivery (the one place this is decided). */
 export function earlyDeliveryEnabled(config: WorldConfig, options: CreateConsumerOptions = {}): boolean {
-  return options.earlyDelivery !== false && consumerMode(config, options) === 'poll';
+  return (options.earlyDelivery ?? CONSUMER_OPTIONS.earlyDelivery.default) && consumerMode(config, options) === 'poll';
 }
 
 function consumerMode(config: WorldConfig, options: CreateConsumerOptions): 'poll' | 'none' {
@@ -98,7 +91,7 @@ export function createConsumer(
       const prefix = queuePrefixOf(queueName);
       return prefix === undefined ? undefined : handlers.get(prefix);
     },
-    breakerCooldownMs: options.breakerCooldownMs,
+    breakerCooldownMs: options.breakerCooldownMs ?? CONSUMER_OPTIONS.breakerCooldownMs.default,
   });
   const { receipts } = delivery;
   let poller: SqsPoller | undefined;
@@ -159,14 +152,17 @@ export function createConsumer(
     },
     async start() {
       if (closed || mode === 'none' || poller) return;
-      const waitTimeSeconds = Math.max(0, Math.min(20, options.waitTimeSeconds ?? 5));
+      const waitTimeSeconds = Math.max(
+        0,
+        Math.min(20, options.waitTimeSeconds ?? CONSUMER_OPTIONS.waitTimeSeconds.default),
+      );
       poller = new SqsPoller({
         ...delivery.deps,
         concurrency: config.consumerConcurrency,
         waitTimeSeconds,
         // Never longer than the queue's own visibility: a short queue visibility stays short.
         visibilitySeconds: Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds),
-        drainTimeoutMs: options.drainTimeoutMs,
+        drainTimeoutMs: options.drainTimeoutMs ?? CONSUMER_OPTIONS.drainTimeoutMs.default,
         ready,
         onOutcome: (outcome, msg) => {
           if (outcome.action === 'keep' && outcome.reason === 'transport') flowReachable = false;

@@ -31,7 +31,7 @@
  * The entry also carries the scheduled orphan sweep, `sweepHandler` (src/sweep/lambda.ts), so the
  * one pre-bundled asset serves both functions the CDK construct deploys.
  */
-import { assertDeliveriesSafe, loadConfig, unsignedWarning, variableWarningsOnce } from '../config.js';
+import { assertDeliveriesSafe, loadConfig, unsignedWarning, variableWarningsOnce } from '../config/index.js';
 import { createContext, type WorldContext } from '../context.js';
 import { FLOW_PATH } from '../limits.js';
 import { consoleLogger, type Logger } from '../log.js';

@@ -50,7 +50,7 @@
 import { queueNameOf } from '../aws/arn.js';
 import { isObjectFault } from '../aws/errors.js';
 import { sleep } from '../aws/sleep.js';
-import type { WorldConfig } from '../config.js';
+import type { WorldConfig } from '../config/index.js';
 import { decodeLogTail } from '../delivery-scope.js';
 import { newerMessageFormat } from '../formats.js';
 import { SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';

@@ -24,6 +24,7 @@ import { AsyncResource } from 'node:async_hooks';
 import type { Message } from '@aws-sdk/client-sqs';
 import { queueNameOf } from '../aws/arn.js';
 import { sleep } from '../aws/sleep.js';
+import { CONSUMER_OPTIONS } from '../config/index.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { type EarlyMark, type Envelope, MSG_ATTR } from '../queue/encoding.js';
 import { observeEarlyDelivery } from './delivery-telemetry.js';
@@ -185,7 +186,7 @@ export class SqsPoller {
     await this.settleEarlyCopies();
     if (this.inFlight.size > 0) {
       const drained = Promise.allSettled([...this.inFlight]).then(() => true);
-      const timedOut = sleep(this.opts.drainTimeoutMs ?? 30_000).then(() => false);
+      const timedOut = sleep(this.opts.drainTimeoutMs ?? CONSUMER_OPTIONS.drainTimeoutMs.default).then(() => false);
       if (!(await Promise.race([drained, timedOut]))) {
         this.logger.warn(
           `[eve-world-aws] ${this.inFlight.size} deliveries still running at shutdown; releasing them for redelivery`,

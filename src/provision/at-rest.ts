@@ -29,7 +29,7 @@ import {
   isNotFound,
   isUnsupported,
 } from '../aws/errors.js';
-import type { WorldConfig } from '../config.js';
+import type { WorldConfig } from '../config/index.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
 
 const nameOf = (err: unknown) => errorName(err) || 'Error';

@@ -11,7 +11,7 @@
  * of the account and region, narrowed by `kms:ResourceAliases` to keys carrying that alias.
  */
 import { partitionOf, queueNameOf } from '../aws/arn.js';
-import type { WorldConfig } from '../config.js';
+import type { WorldConfig } from '../config/index.js';
 import {
   actionsByResource,
   GRANT_ACTIONS,

@@ -10,7 +10,7 @@
  * code runs against real AWS and the emulators.
  */
 import type { AwsClients } from '../aws/clients.js';
-import type { WorldConfig } from '../config.js';
+import type { WorldConfig } from '../config/index.js';
 import { reconcileEncryption } from './at-rest.js';
 import { reconcileBucket } from './bucket.js';
 import { reconcileQueues } from './queues.js';

@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { isQueueUrl, queueNameOf } from '../aws/arn.js';
 import { isNotFound } from '../aws/errors.js';
-import type { WorldConfig } from '../config.js';
+import type { WorldConfig } from '../config/index.js';
 import { MAX_MESSAGE_SIZE, MESSAGE_RETENTION_SECONDS } from '../limits.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
 

@@ -17,7 +17,7 @@ import {
   type SchedulerClient,
 } from '@aws-sdk/client-scheduler';
 import { isConflict, isNotFound } from '../aws/errors.js';
-import { SHARED_SCHEDULE_GROUP, VARIABLES, type WorldConfig } from '../config.js';
+import { SHARED_SCHEDULE_GROUP, VARIABLES, type WorldConfig } from '../config/index.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
 
 /**

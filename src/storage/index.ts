@@ -75,5 +75,12 @@ export function createStorage(ctx: WorldContext): WorldStorage {
   };
 }
 
+// What the orphan sweep (src/sweep/run-payloads.ts) reads the table with: item states, the run's
+// payload prefix, the codec and the paged reads. It imports these from here, never from inside.
+export { expired, isTerminalRun, isTerminalStep, NOT_TERMINAL, TERMINAL_VALUES } from './records/lifecycle.js';
+export { runPrefix } from './records/payloads.js';
+export { type Attrs, keysOf, num, str } from './table/codec.js';
+export type { StorageCtx } from './table/context.js';
 export { encodeEventCursor } from './table/pagination.js';
+export { getItems, queryAll } from './table/reads.js';
 export { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from './write/step-lease.js';

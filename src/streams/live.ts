@@ -34,7 +34,7 @@
  * the bus listener.
  */
 import type { WorkflowRunStatus } from '@workflow/world';
-import type { WorldConfig } from '../config.js';
+import type { WorldConfig } from '../config/index.js';
 import type { Logger } from '../log.js';
 import { mapLimited } from '../util/concurrency.js';
 import { busKey, type CommittedBlock, readerFinished, readerStarted, subscribe } from './bus.js';

@@ -17,7 +17,7 @@
  * daily sweep uses the defaults (1 h grace).
  */
 import { destroyClients } from '../aws/clients.js';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { createContext, type WorldContext } from '../context.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { type SweepReport, sweepOrphans } from './index.js';

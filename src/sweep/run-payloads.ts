@@ -22,12 +22,21 @@ import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk
 import { DEFAULT_TIMESTAMP_THRESHOLD_PAST_MS, ulidToDate } from '@workflow/world';
 import { isConditionalCheckFailed } from '../aws/errors.js';
 import { ATTR, GSI1, keys } from '../ddb.js';
-import { expired, isTerminalRun, isTerminalStep, NOT_TERMINAL, TERMINAL_VALUES } from '../storage/records/lifecycle.js';
-import { runPrefix } from '../storage/records/payloads.js';
-import type { Attrs } from '../storage/table/codec.js';
-import { keysOf, num, str } from '../storage/table/codec.js';
-import type { StorageCtx } from '../storage/table/context.js';
-import { getItems, queryAll } from '../storage/table/reads.js';
+import {
+  type Attrs,
+  expired,
+  getItems,
+  isTerminalRun,
+  isTerminalStep,
+  keysOf,
+  NOT_TERMINAL,
+  num,
+  queryAll,
+  runPrefix,
+  type StorageCtx,
+  str,
+  TERMINAL_VALUES,
+} from '../storage/index.js';
 import { forEachLimited } from '../util/concurrency.js';
 
 /** Default grace: objects, and runs ended, younger than this are left alone. */

@@ -9,7 +9,7 @@
 import { GetQueueUrlCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { start } from 'workflow/api';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { createWorld } from '../../src/index.js';
 import { MissingResourceError } from '../../src/preflight.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { type AwsClients, createClients } from '../../src/aws/clients.js';
-import { loadConfig, type WorldConfig, type WorldTuning } from '../../src/config.js';
+import { loadConfig, type WorldConfig, type WorldTuning } from '../../src/config/index.js';
 import { reconcile } from '../../src/provision/index.js';
 
 export function stackEnv(): Record<string, string> {

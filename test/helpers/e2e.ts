@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setWorld } from 'workflow/runtime';
-import type { WorldTuning } from '../../src/config.js';
+import type { WorldTuning } from '../../src/config/index.js';
 import { createContext } from '../../src/context.js';
 import { RunKeys } from '../../src/encryption/run-keys.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';

@@ -24,7 +24,7 @@ import { eventIdToSlot } from '@workflow/world';
 import { start } from 'workflow/api';
 import { setWorld } from 'workflow/runtime';
 import { createClients, destroyClients } from '../../src/aws/clients.js';
-import { loadConfig, type WorldTuning } from '../../src/config.js';
+import { loadConfig, type WorldTuning } from '../../src/config/index.js';
 import { createContext, type WorldContext } from '../../src/context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createTransport } from '../../src/queue/transport.js';

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { MessageId, ValidQueueName } from '@workflow/world';
 import { destroyClients } from '../../src/aws/clients.js';
-import { loadConfig, TUNING, type WorldConfig, type WorldTuning } from '../../src/config.js';
+import { loadConfig, TUNING, type WorldConfig, type WorldTuning } from '../../src/config/index.js';
 import {
   type Consumer,
   type CreateConsumerOptions,

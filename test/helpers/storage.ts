@@ -7,7 +7,7 @@ import type { Storage } from '@workflow/world';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { afterAll, beforeAll } from 'vitest';
 import { destroyClients } from '../../src/aws/clients.js';
-import type { WorldTuning } from '../../src/config.js';
+import type { WorldTuning } from '../../src/config/index.js';
 import { createContext, type WorldContext } from '../../src/context.js';
 import { createStorage } from '../../src/storage/index.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';

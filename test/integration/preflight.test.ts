@@ -8,7 +8,7 @@ import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { ThrottleError } from '@workflow/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../src/aws/clients.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { createContext } from '../../src/context.js';
 import { MissingResourceError, preflight } from '../../src/preflight.js';
 import { createTransport } from '../../src/queue/transport.js';

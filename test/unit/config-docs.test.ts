@@ -1,13 +1,13 @@
 /**
- * docs/configuration.md carries the tables generated from src/config.ts (the one table the parser
- * reads): stale docs fail here. `npm run docs:config` regenerates them.
+ * docs/configuration.md carries the tables generated from src/config/ (the tables the parser and
+ * the consumer read): stale docs fail here. `npm run docs:config` regenerates them.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ENV_DOCS, FORMER_VARIABLES, TOOL_VARIABLES, TUNING_DOCS } from '../../src/config.js';
-import { renderConfigurationDoc, tuningTable, variablesTable } from '../../src/config-docs.js';
+import { consumerTable, renderConfigurationDoc, tuningTable, variablesTable } from '../../src/config/docs.js';
+import { CONSUMER_DOCS, ENV_DOCS, FORMER_VARIABLES, TOOL_VARIABLES, TUNING_DOCS } from '../../src/config/index.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
@@ -15,15 +15,17 @@ const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
 describe('docs/configuration.md', () => {
   const doc = read('docs/configuration.md');
 
-  it('is up to date with src/config.ts (run npm run docs:config)', () => {
+  it('is up to date with src/config/ (run npm run docs:config)', () => {
     expect(renderConfigurationDoc(doc) === doc, 'docs/configuration.md is stale: run npm run docs:config').toBe(true);
   });
 
   it('has one row per variable and per option, with its default and range from the table', () => {
-    for (const d of [...ENV_DOCS, ...TUNING_DOCS]) expect(doc, d.name).toContain(`| \`${d.name}\` |`);
+    for (const d of [...ENV_DOCS, ...TUNING_DOCS, ...CONSUMER_DOCS]) expect(doc, d.name).toContain(`| \`${d.name}\` |`);
     expect(variablesTable()).toContain('| `EVE_WORLD_AWS_CONCURRENCY` | `8` | 1-1000 |');
     expect(variablesTable()).toContain('| `EVE_WORLD_AWS_RETENTION_DAYS` | — | 1-36500 |');
     expect(tuningTable()).toContain('| `streamBurstMs` | `60` | 0-1000 |');
+    expect(consumerTable()).toContain('| `drainTimeoutMs` | `30000` | ms |');
+    expect(consumerTable()).toContain('| `consumer` | `none` inside AWS Lambda');
   });
 
   it('detects a stale table (the check can fail)', () => {
@@ -56,7 +58,7 @@ describe('no dead variable', () => {
   const TOOLING = TOOL_VARIABLES;
   /** Where a former name may appear: the page that lists them, and the test that they are ignored. */
   const MAY_NAME_FORMER = [
-    'src/config.ts',
+    'src/config/warnings.ts',
     'docs/configuration.md',
     'test/unit/config.test.ts',
     'test/unit/config-docs.test.ts',
@@ -91,5 +93,17 @@ describe('no dead variable', () => {
         { path: 'README.md', text: `set ${typo}=1` },
       ]),
     ).toEqual(['test/x.test.ts: EVE_WORLD_AWS_STREAM_POLL_MS', `README.md: ${typo}`]);
+  });
+});
+
+describe('the consumer options', () => {
+  it('are every option of CreateConsumerOptions but its callbacks, with the defaults the consumer reads', async () => {
+    const source = readFileSync(path.join(ROOT, 'src/consumer/index.ts'), 'utf8');
+    const block = source.slice(source.indexOf('export interface CreateConsumerOptions {'));
+    const fields = [...block.slice(0, block.indexOf('\n}')).matchAll(/^ {2}(\w+)\?:/gm)].map((m) => m[1]);
+    const callbacks = ['logger', 'onDeliveryOutcome'];
+    expect(fields.filter((f) => !callbacks.includes(f)).sort()).toEqual(CONSUMER_DOCS.map((d) => d.name).sort());
+    // No default written a second time in the consumer: each one is read from the table.
+    expect(source).not.toMatch(/waitTimeSeconds \?\? \d|drainTimeoutMs \?\? \d|earlyDelivery !== false/);
   });
 });

@@ -1,4 +1,4 @@
-/** Unit tests for src/config.ts: defaults, derived names, validation messages, immutability. */
+/** Unit tests for src/config/: defaults, derived names, validation messages, immutability. */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -7,20 +7,20 @@ import {
   assertDeliveriesSafe,
   ConfigError,
   closestVariable,
-  nameChosenBy,
-  variableWarningsOnce,
   ENV_DOCS,
   isLoopbackUrl,
   loadConfig,
+  nameChosenBy,
   secretWeakness,
-  variableWarnings,
   TUNING,
   TUNING_DOCS,
   unsignedWarning,
   VARIABLES,
+  variableWarnings,
+  variableWarningsOnce,
   type WorldTuning,
   withTuning,
-} from '../../src/config.js';
+} from '../../src/config/index.js';
 
 /** A secret that meets the strength rule (64 hex characters, like `openssl rand -hex 32`). */
 const STRONG = 'f3a1c9e04b7d2e68a5c1f09b3d7e4a2c6b8d0e1f2a3b4c5d6e7f8091a2b3c4d5';
@@ -454,24 +454,26 @@ describe('loadConfig', () => {
   });
 });
 
-describe('the environment has one reader', () => {
+describe('the environment has one reader and one writer', () => {
   const SRC = path.resolve(import.meta.dirname, '../../src');
   /** Tooling (above the runtime) may read its own variables. */
-  const TOOLING = ['cli/', 'cdk/', 'emulator/', 'demo/', 'config-docs.ts'];
+  const TOOLING = ['cli/', 'cdk/', 'emulator/', 'demo/', 'config/docs.ts'];
+  /** The reader (the parser's default source, `getConfig`) and the writer (`applyCoreDefaults`). */
+  const ALLOWED = ['config/load.ts', 'config/core-defaults.ts'];
   const walk = (dir: string): string[] =>
     readdirSync(dir).flatMap((n) => {
       const p = path.join(dir, n);
       return statSync(p).isDirectory() ? walk(p) : /\.tsx?$/.test(n) ? [p] : [];
     });
-  /** Runtime modules other than config.ts that touch `process.env` (comments aside). */
+  /** Runtime modules other than {@link ALLOWED} that touch `process.env` (comments aside). */
   function readers(files: { rel: string; text: string }[]): string[] {
     return files
-      .filter((f) => f.rel !== 'config.ts' && !TOOLING.some((t) => f.rel.startsWith(t)))
+      .filter((f) => !ALLOWED.includes(f.rel) && !TOOLING.some((t) => f.rel.startsWith(t)))
       .filter((f) => /\bprocess\.env\b/.test(f.text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '')))
       .map((f) => f.rel);
   }
 
-  it('no runtime module but src/config.ts reads or writes process.env', () => {
+  it('no runtime module but src/config/load.ts and src/config/core-defaults.ts reads or writes process.env', () => {
     const files = walk(SRC).map((p) => ({
       rel: path.relative(SRC, p).split(path.sep).join('/'),
       text: readFileSync(p, 'utf8'),
@@ -484,11 +486,28 @@ describe('the environment has one reader', () => {
     expect(
       readers([
         { rel: 'consumer/index.ts', text: "const mode = process.env.AWS_LAMBDA_FUNCTION_NAME ? 'none' : 'poll';" },
-        { rel: 'aws/clients.ts', text: '// process.env is read by config.ts only' },
+        { rel: 'aws/clients.ts', text: '// process.env is read by config/load.ts only' },
         { rel: 'cli/main.ts', text: 'process.env.EVE_WORLD_AWS_DEBUG' },
-        { rel: 'config.ts', text: 'process.env' },
+        { rel: 'config/load.ts', text: 'process.env' },
+        { rel: 'config/safety.ts', text: 'process.env.PORT' },
       ]),
-    ).toEqual(['consumer/index.ts']);
+    ).toEqual(['consumer/index.ts', 'config/safety.ts']);
+  });
+
+  it('the one write is applyCoreDefaults (src/config/core-defaults.ts), and its row says why', () => {
+    const writes = (text: string) =>
+      text
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/\/\/.*$/gm, '')
+        .match(/\b(process\.)?env\[[^\]]+\]\s*=[^=]/g) ?? [];
+    const files = walk(SRC).map((p) => ({
+      rel: path.relative(SRC, p).split(path.sep).join('/'),
+      text: readFileSync(p, 'utf8'),
+    }));
+    const writers = files.filter((f) => !TOOLING.some((t) => f.rel.startsWith(t)) && writes(f.text).length > 0);
+    expect(writers.map((f) => f.rel)).toEqual(['config/core-defaults.ts']);
+    // Its behaviour is tested above ('applyCoreDefaults'); the docs say why it writes.
+    expect(VARIABLES.optimisticInlineStart.description).toMatch(/Set to the default by `createWorld\(\)` when unset/);
   });
 });
 

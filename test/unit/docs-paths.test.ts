@@ -289,7 +289,7 @@ describe('the path detection', () => {
     expect(resolves('write/step-lease.ts', 'docs/a.md', tree)).toBe(true);
     expect(resolves('step-lease.ts', 'docs/a.md', tree)).toBe(true);
     expect(resolves('x.js', 'src/y.ts', tree)).toBe(true);
-    expect(resolves('storage/step-lease.ts', 'src/config.ts', tree)).toBe(false);
+    expect(resolves('storage/step-lease.ts', 'src/config/index.ts', tree)).toBe(false);
     expect(resolves('src/storage/step-lease.ts', 'docs/a.md', tree)).toBe(false);
     expect(resolves('gone.ts', 'docs/a.md', tree)).toBe(false);
   });

@@ -4,9 +4,9 @@
  * what a caller needs. Building a World opens no connection, so this needs no emulator.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { consoleLogger } from '../../src/log.js';
+import { loadConfig } from '../../src/config/index.js';
 import * as entry from '../../src/index.js';
+import { consoleLogger } from '../../src/log.js';
 
 const world = entry.createWorld({ config: loadConfig({ AWS_REGION: 'us-east-1' }), consumer: { consumer: 'none' } });
 afterAll(() => world.close());

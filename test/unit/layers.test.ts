@@ -2,7 +2,7 @@
  * The layers of src/ run one way (docs/layout.md, "Where things are"): reads every import of every module under
  * src/ and fails when a module imports one of a higher layer. Pure: parses the files, no emulator.
  *
- *   0 base      config.ts, limits.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts,
+ *   0 base      config/, limits.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts,
  *               formats.ts (format versions), table-format.ts (the table's format check),
  *               delivery-scope.ts (the delivery a call runs inside of: set by the flow route, read below),
  *               encryption/ (per-run KMS data keys: needs only the base),
@@ -40,7 +40,7 @@ function layerOf(rel: string): Layer {
   const top = rel.split('/')[0];
   if (
     [
-      'config.ts',
+      'config',
       'log.ts',
       'ddb.ts',
       'payloads.ts',

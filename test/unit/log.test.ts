@@ -3,7 +3,7 @@
  * a terminal, the level setting, and nothing outside the field whitelist.
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { configureLogging, consoleLogger, createLogger, type LogFields, withLogContext } from '../../src/log.js';
 
 function capture(format: 'json' | 'text', level: 'debug' | 'info' | 'warn' | 'error' | 'silent' = 'info') {

@@ -2,7 +2,7 @@
  * What this process knows about a run's log: the highest slot known to exist, and the most recent
  * events it committed or read (small ones only). Writers take their deltas from here, a
  * delivery's `events.list` is answered from here when it covers the log (../read/events.ts), and
- * `run_started`'s preload reads only the events after a remembered prefix (../write/run-events.ts).
+ * `run_started`'s preload reads only the events after a remembered prefix (../write/run-started.ts).
  *
  * Invariant: a hint is the last slot of a log item committed or read (a pair item's second
  * half, never its first: ../records/event.ts), so it is never above the real tail and never

@@ -3,7 +3,7 @@
  * the table name. Storage never reads `process.env` or builds its own clients.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { WorldConfig } from '../../config.js';
+import type { WorldConfig } from '../../config/index.js';
 import type { PayloadStore } from '../../payloads.js';
 
 export interface StorageCtx {

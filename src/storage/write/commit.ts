@@ -56,16 +56,18 @@ export interface Attempt {
   eventIdx: number;
 }
 
-export interface CommitOptions {
+export interface CommitOptions<Stop = never> {
   runId: string;
   /** What is being written (the event type), for error messages. */
   what: string;
   build: (slot: number) => Attempt | Promise<Attempt>;
   /**
-   * Called when a guard (a non-event condition) failed. Throws the contract error, or returns
-   * `'retry'` after refreshing the state `build` reads (e.g. an optimistic version moved).
+   * Called when a guard (a non-event condition) failed. Throws the contract error, returns
+   * `'retry'` after refreshing the state `build` reads (e.g. an optimistic version moved), or
+   * returns a `Stop` value (a `Restart` or `Resolved`, create-call.ts), which {@link commit}
+   * returns instead of committing.
    */
-  onGuard: (c: Cancellation) => 'retry' | Promise<'retry'> | Promise<never> | never;
+  onGuard: (c: Cancellation) => 'retry' | Stop | Promise<'retry' | Stop>;
   /** Called instead of bumping when the slot is taken, for writes that must take a fixed slot. */
   onSlotTaken?: () => never;
 }
@@ -97,7 +99,12 @@ export async function transact(ctx: StorageCtx, items: TransactWriteItem[], what
   }
 }
 
-export async function commit(ctx: StorageCtx, hints: SlotHints, pos: Position, o: CommitOptions): Promise<Committed> {
+export async function commit<Stop = never>(
+  ctx: StorageCtx,
+  hints: SlotHints,
+  pos: Position,
+  o: CommitOptions<Stop>,
+): Promise<Committed | Exclude<Stop, 'retry'>> {
   const start = await advance(ctx, hints, o.runId, pos);
   let last = start.last!;
   let transient = 0;
@@ -116,7 +123,8 @@ export async function commit(ctx: StorageCtx, hints: SlotHints, pos: Position, o
       // Guards first: a refused event is refused whatever slot it would have taken.
       const guardFailed = c.reasons.some((_, i) => failedCondition(c, i) && i !== a.eventIdx);
       if (guardFailed) {
-        await o.onGuard(c);
+        const next = await o.onGuard(c);
+        if (next !== 'retry') return next as Exclude<Stop, 'retry'>;
         noteWriteRetry('guard');
         continue;
       }

@@ -1,13 +1,15 @@
 /**
  * One `events.create` call as its handlers see it (`CreateCall`), what a handler reports back
  * (`Outcome`, assembled into the `EventResult` by `create.ts`), and the two ways a handler ends
- * early: `Resolved` (answer without a further write) and `Restart` (the state it decided on moved;
- * decide again from a fresh read).
+ * early, as returned values: `Resolved` (answer without a further write) and `Restart` (the state it
+ * decided on moved; decide again from a fresh read, {@link restartable}).
  */
+import { ThrottleError } from '@workflow/errors';
 import type { CreateEventParams, EventResult, Hook, ResolveData, Step, Wait, WorkflowRun } from '@workflow/world';
 import type { RunItemCache, StepItemCache } from '../memory/items.js';
 import type { SlotHints } from '../memory/slot-hints.js';
 import type { EventRecord, EventStamp } from '../records/event.js';
+import { backoff } from '../table/backoff.js';
 import type { StorageCtx } from '../table/context.js';
 import type { Position } from './position.js';
 
@@ -17,7 +19,7 @@ export interface CreateCall {
   readonly steps: StepItemCache;
   readonly runs: RunItemCache;
   readonly params: CreateEventParams | undefined;
-  readonly rd: ResolveData;
+  readonly resolveData: ResolveData;
   readonly now: Date;
   /** `now` and the params' `occurredAt`, for the events this call writes. */
   readonly stamp: EventStamp;
@@ -40,16 +42,51 @@ export interface Outcome {
   fullLog?: boolean;
 }
 
-/** A handler finished without (another) write: return this result as is. */
-export class Resolved extends Error {
-  constructor(readonly result: EventResult) {
-    super('resolved');
+/** A handler finished without (another) write: `create` returns `result` as is. */
+export interface Resolved {
+  readonly kind: 'resolved';
+  readonly result: EventResult;
+}
+
+export const resolved = (result: EventResult): Resolved => ({ kind: 'resolved', result });
+
+/** The state a handler decided on moved under it: start over from a fresh read ({@link restartable}). */
+export interface Restart {
+  readonly kind: 'restart';
+}
+
+export const RESTART: Restart = Object.freeze({ kind: 'restart' });
+
+/** How a handler ends: its outcome, or a result given without (another) write. */
+export type Handled = Outcome | Resolved;
+
+/** Whether a handler's or a commit's value is one of the early ends rather than its outcome. */
+export function endedEarly<T extends object>(value: T | Resolved | Restart): value is Resolved | Restart {
+  return 'kind' in value && (value.kind === 'resolved' || value.kind === 'restart');
+}
+
+const MAX_RESTARTS = 20;
+
+/**
+ * Runs one decide-and-commit attempt until it does not ask for a {@link RESTART}, backing off
+ * between attempts; after {@link MAX_RESTARTS} restarts the state is still moving and the call
+ * fails (a contention error, like the commit's own limit).
+ */
+export async function restartable<T extends object>(
+  what: string,
+  attempt: () => Promise<T | Resolved | Restart>,
+): Promise<T | Resolved> {
+  for (let i = 0; ; i++) {
+    const result = await attempt();
+    if (!isRestart(result)) return result;
+    if (i >= MAX_RESTARTS)
+      throw new ThrottleError(`${what}: the run kept changing under the write (contention); try again`, {
+        retryAfter: 1,
+      });
+    await backoff(i);
   }
 }
 
-/** The state a handler decided on moved under it: start over from a fresh read. */
-export class Restart extends Error {
-  constructor() {
-    super('restart');
-  }
+function isRestart(value: object): value is Restart {
+  return 'kind' in value && value.kind === 'restart';
 }

@@ -9,7 +9,7 @@
  * - bump and report: with `eventCount` only, the events on the slots the write skipped over.
  */
 import { WorkflowWorldError } from '@workflow/errors';
-import type { CreateEventParams, EventResult, ResolveData } from '@workflow/world';
+import type { CreateEventParams, EventResult } from '@workflow/world';
 import { getMaxEventsPerRun } from '@workflow/world';
 import { countMetric, type MetricName } from '../../telemetry/metrics.js';
 import { withStorageWriteSpan } from '../../telemetry/spans.js';
@@ -20,13 +20,17 @@ import { cursorAt, type EventRecord, toEvent } from '../records/event.js';
 import { dropUndefined } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { assertId, invalidArgument } from '../table/errors.js';
-import { type CreateCall, type Outcome, Resolved } from './create-call.js';
-import { hookCreated, hookDisposed, hookReceived, waitCompleted, waitCreated } from './hook-events.js';
-import { attrSet, runCreated, runStarted, runTerminal } from './run-events.js';
+import { type CreateCall, endedEarly, type Handled, type Outcome } from './create-call.js';
+import { hookCreated, hookDisposed, hookReceived } from './hook-events.js';
+import { attrSet } from './run-attributes.js';
+import { runCreated } from './run-created.js';
+import { runStarted } from './run-started.js';
+import { runTerminal } from './run-terminal.js';
 import { stepCreated, stepFinished, stepRetrying, stepStartedBare, stepStartedLazy } from './step-events.js';
+import { waitCompleted, waitCreated } from './wait-events.js';
 
 type Data = Record<string, any>;
-type Handler = (call: CreateCall, runId: string, data: Data) => Promise<Outcome>;
+type Handler = (call: CreateCall, runId: string, data: Data) => Promise<Handled>;
 
 const HANDLERS: Record<string, Handler> = {
   run_started: runStarted,
@@ -119,7 +123,6 @@ function createTraced(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, r
     if (!data || typeof data !== 'object' || typeof data.eventType !== 'string') {
       throw invalidArgument('eventType', 'event request must have an eventType');
     }
-    const rd: ResolveData = params?.resolveData ?? 'all';
     const now = new Date();
     const call: CreateCall = {
       ctx,
@@ -127,29 +130,27 @@ function createTraced(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, r
       steps,
       runs,
       params,
-      rd,
+      resolveData: params?.resolveData ?? 'all',
       now,
       stamp: { createdAt: now, occurredAt: params?.occurredAt },
     };
     const type = data.eventType;
     if (NEEDS_CORRELATION.has(type)) assertId('correlationId', data.correlationId);
     if (data.correlationId !== undefined && data.correlationId !== null) assertId('correlationId', data.correlationId);
-    try {
-      if (type === 'run_created') {
-        const out = await runCreated(call, runId, data);
-        return assemble(call, out.runId, out);
-      }
-      assertId('runId', runId);
-      const handler = HANDLERS[type];
-      if (!handler) throw invalidArgument('eventType', `Unsupported event type "${type}"`);
-      const result = await assemble(call, runId, await handler(call, runId, data));
-      const metric = EVENT_METRICS[type];
-      if (metric) countMetric(metric);
-      return result;
-    } catch (e) {
-      if (e instanceof Resolved) return withMaxEvents(e.result);
-      throw e;
+    if (type === 'run_created') {
+      const out = await runCreated(call, runId, data);
+      return assemble(call, out.runId, out);
     }
+    assertId('runId', runId);
+    const handler = HANDLERS[type];
+    if (!handler) throw invalidArgument('eventType', `Unsupported event type "${type}"`);
+    const handled = await handler(call, runId, data);
+    // Resolved: answered from the state as it is, without a write (and without a metric).
+    if (endedEarly(handled)) return withMaxEvents(handled.result);
+    const result = await assemble(call, runId, handled);
+    const metric = EVENT_METRICS[type];
+    if (metric) countMetric(metric);
+    return result;
   };
 }
 
@@ -158,13 +159,13 @@ function withMaxEvents(r: EventResult): EventResult {
 }
 
 async function assemble(call: CreateCall, runId: string, out: Outcome): Promise<EventResult> {
-  const { ctx, rd, params } = call;
+  const { ctx, resolveData, params } = call;
   const own = out.own;
   if (own.length === 0) throw new WorkflowWorldError(`events.create committed nothing for run "${runId}"`);
   const last = own[own.length - 1];
-  const events = (list: EventRecord[]) => Promise.all(list.map((e) => toEvent(ctx, e, rd)));
+  const events = (list: EventRecord[]) => Promise.all(list.map((e) => toEvent(ctx, e, resolveData)));
   const result: EventResult = dropUndefined({
-    event: await toEvent(ctx, last, rd),
+    event: await toEvent(ctx, last, resolveData),
     run: out.run,
     step: out.step,
     hook: out.hook,

@@ -1,6 +1,6 @@
 /**
- * Hook and wait events: hook_created (global token claim, hook_conflict), hook_received
- * (with `(runId, resumeId)` dedupe), hook_disposed, wait_created, wait_completed.
+ * Hook events: hook_created (global token claim, hook_conflict), hook_received (with
+ * `(runId, resumeId)` dedupe), hook_disposed. Waits are wait-events.ts.
  *
  * The hook item `HOOK#<token>` *is* the token claim: created with `attribute_not_exists` in the
  * same transaction as the `hook_created` event, deleted (conditioned on its owner) by
@@ -20,15 +20,14 @@ import { type HookRecord, hookItem, parseHook, resumeContextOf, toHook, tokenOfH
 import { isTerminalRun } from '../records/lifecycle.js';
 import { placeEventData, placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, toRun } from '../records/run.js';
-import { parseWait, waitItem } from '../records/wait.js';
 import { keysOf, num, str } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
-import { assertId, notFound } from '../table/errors.js';
+import { assertId } from '../table/errors.js';
 import { getItem } from '../table/reads.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
-import { type CreateCall, type Outcome, Resolved } from './create-call.js';
-import { advance, type Position, startPosition } from './position.js';
+import { type CreateCall, endedEarly, type Handled, type Outcome, resolved } from './create-call.js';
+import { type Position, startPosition } from './position.js';
 import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError } from './run-guard.js';
 
 type Data = Record<string, any>;
@@ -146,7 +145,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
   return {
     own: [{ ...created, slot: done.slot }],
     pos,
-    hook: await toHook(ctx, { ...rec, metadata: ed.metadata }, call.rd),
+    hook: await toHook(ctx, { ...rec, metadata: ed.metadata }, call.resolveData),
   };
 }
 
@@ -157,7 +156,7 @@ function resumeContextOfKnownRun(call: CreateCall, runId: string) {
 
 // ---------------------------------------------------------------- hook_received
 
-export async function hookReceived(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function hookReceived(call: CreateCall, runId: string, data: Data): Promise<Handled> {
   const { ctx, params } = call;
   const hookId: string = data.correlationId;
   const ed: Data = data.eventData ?? {};
@@ -218,7 +217,7 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
             `hook_received resumeId "${resumeId}" already recorded with a different payload`,
           );
         const committed = await eventAt(ctx, runId, num(claim, 'slot')!);
-        throw new Resolved({ event: await toEvent(ctx, committed!, call.rd) });
+        return resolved({ event: await toEvent(ctx, committed!, call.resolveData) });
       }
       if (failedCondition(c, 0)) throw new HookNotFoundError(hookId);
       throw runGuardError(
@@ -228,9 +227,10 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
       );
     },
   });
+  if (endedEarly(done)) return done;
   const out: Outcome = { own: [{ ...ev, slot: done.slot }], pos };
   if (preload && run) {
-    out.run = await toRun(ctx, run, call.rd);
+    out.run = await toRun(ctx, run, call.resolveData);
     out.preload = preload;
     out.fullLog = true;
   }
@@ -267,87 +267,4 @@ export async function hookDisposed(call: CreateCall, runId: string, data: Data):
     onGuard: gone,
   });
   return { own: [{ ...ev, slot: done.slot }], pos };
-}
-
-// ---------------------------------------------------------------- waits
-
-export async function waitCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
-  const { ctx } = call;
-  const cid: string = data.correlationId;
-  const ed: Data = data.eventData ?? {};
-  const wait = {
-    waitId: `${runId}-${cid}`,
-    correlationId: cid,
-    runId,
-    status: 'waiting' as const,
-    resumeAt: ed.resumeAt === undefined ? undefined : new Date(ed.resumeAt),
-    createdAt: call.now,
-    updatedAt: call.now,
-    specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
-  };
-  const ev = newEvent(call.stamp, runId, data, 'wait_created', ed);
-  const pos = startPosition(call.params);
-  const done = await commit(ctx, call.hints, pos, {
-    runId,
-    what: 'wait_created',
-    build: (slot) => ({
-      items: [putNew(ctx, waitItem(wait)), holdingRunGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))],
-      eventIdx: 2,
-    }),
-    onGuard: (c) => {
-      if (failedCondition(c, 1))
-        throw runGuardError(
-          runId,
-          oldItem(c, 1),
-          (s) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`),
-        );
-      throw new EntityConflictError(`Wait "${cid}" already exists`);
-    },
-  });
-  call.runs.update(runId, { [HOLDS]: { BOOL: true } });
-  const { correlationId: _, ...w } = wait;
-  return { own: [{ ...ev, slot: done.slot }], pos, wait: w };
-}
-
-export async function waitCompleted(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
-  const { ctx } = call;
-  const cid: string = data.correlationId;
-  const [item, pos] = await Promise.all([
-    getItem(ctx, keys.wait(runId, cid)),
-    advance(call.ctx, call.hints, runId, startPosition(call.params)),
-  ]);
-  const check = (it: typeof item) => {
-    if (!it) throw notFound(`Wait "${cid}" not found`);
-    if (str(it, 'status') !== 'waiting') throw new EntityConflictError(`Wait "${cid}" already completed`);
-    return parseWait(it);
-  };
-  const cur = check(item);
-  const next = { ...cur, correlationId: cid, status: 'completed' as const, completedAt: call.now, updatedAt: call.now };
-  const ev = newEvent(call.stamp, runId, data, 'wait_completed', data.eventData);
-  const done = await commit(ctx, call.hints, pos, {
-    runId,
-    what: 'wait_completed',
-    build: (slot) => ({
-      items: [
-        {
-          Put: {
-            TableName: ctx.table,
-            Item: waitItem(next),
-            ConditionExpression: '#st = :w',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: { ':w': { S: 'waiting' } },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          },
-        },
-        putEvent(ctx, eventItem({ ...ev, slot })),
-      ],
-      eventIdx: 1,
-    }),
-    onGuard: (c) => {
-      check(oldItem(c, 0));
-      return 'retry' as const;
-    },
-  });
-  const { correlationId: _, ...w } = next;
-  return { own: [{ ...ev, slot: done.slot }], pos, wait: w };
 }

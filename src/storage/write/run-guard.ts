@@ -12,22 +12,24 @@ import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
 import { requiresNewerWorld, SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { keys } from '../../ddb.js';
-import { isTerminalRun, NOT_TERMINAL, TERMINAL_VALUES } from '../records/lifecycle.js';
+import { isTerminalRun } from '../records/lifecycle.js';
 import { type Attrs, keysOf, num, str } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { getItem } from '../table/reads.js';
+import { type Expression, expression, itemExists, part, runNotTerminal } from './expression.js';
+
+/** The run exists, is not terminal, and has a spec this World serves. */
+const runServed = (): Expression =>
+  expression().when(
+    itemExists,
+    runNotTerminal,
+    part('(attribute_not_exists(specVersion) OR specVersion <= :maxsv)', {
+      ':maxsv': { N: String(SPEC_VERSION_MAX_SUPPORTED) },
+    }),
+  );
 
 export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
-  return {
-    ConditionCheck: {
-      TableName: ctx.table,
-      Key: keysOf(keys.runMeta(runId)),
-      ConditionExpression: `attribute_exists(PK) AND ${NOT_TERMINAL} AND (attribute_not_exists(specVersion) OR specVersion <= :maxsv)`,
-      ExpressionAttributeNames: { '#st': 'status' },
-      ExpressionAttributeValues: { ...TERMINAL_VALUES, ':maxsv': { N: String(SPEC_VERSION_MAX_SUPPORTED) } },
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    },
-  };
+  return runServed().toConditionCheck(ctx.table, keysOf(keys.runMeta(runId)), { returnOld: true });
 }
 
 /**
@@ -38,15 +40,9 @@ export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
  * that commits in between forces a re-read instead of being missed.
  */
 export function holdingRunGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
-  const { ConditionCheck: check } = runGuard(ctx, runId);
-  return {
-    Update: {
-      ...check!,
-      UpdateExpression: 'SET #holds = :held',
-      ExpressionAttributeNames: { ...check!.ExpressionAttributeNames, '#holds': HOLDS },
-      ExpressionAttributeValues: { ...check!.ExpressionAttributeValues, ':held': { BOOL: true } },
-    },
-  };
+  return runServed()
+    .set(part('#holds = :held', { ':held': { BOOL: true } }, { '#holds': HOLDS }))
+    .toUpdate(ctx.table, keysOf(keys.runMeta(runId)));
 }
 
 /** The run item's flag: `false` from creation, `true` once a hook or wait was created. */

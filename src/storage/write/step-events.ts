@@ -92,7 +92,11 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
   });
   rec.firstSlot = done.slot;
   call.steps.remember(runId, stepId, stepItem(rec));
-  return { own: [{ ...ev, slot: done.slot }], pos, step: await toStep(ctx, { ...rec, input: ed.input }, call.rd) };
+  return {
+    own: [{ ...ev, slot: done.slot }],
+    pos,
+    step: await toStep(ctx, { ...rec, input: ed.input }, call.resolveData),
+  };
 }
 
 /**
@@ -165,7 +169,7 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
   return {
     own: pairEvents({ ...created, slot: done.slot }, { ...started, slot: done.slot + 1 }),
     pos,
-    step: await toStep(ctx, { ...rec, input }, call.rd),
+    step: await toStep(ctx, { ...rec, input }, call.resolveData),
     stepCreated: true,
   };
 }
@@ -249,7 +253,7 @@ async function transition(
   return {
     own: [{ ...ev, slot: done.slot, eventData: data.eventData }],
     pos,
-    step: await toStep(ctx, plain(t.next), call.rd),
+    step: await toStep(ctx, plain(t.next), call.resolveData),
   };
 }
 

@@ -8,7 +8,7 @@ import { CreateScheduleGroupCommand, GetScheduleGroupCommand } from '@aws-sdk/cl
 import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/index.js';
 import { freePort } from '../../../src/emulator/stack.js';
 import { reconcile } from '../../../src/provision/index.js';
 import { createTableWithoutIndexes, stackEnv, uniquePrefix } from '../../helpers/aws.js';

@@ -11,7 +11,7 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/index.js';
 import { createQueueHandler } from '../../../src/consumer/handler.js';
 import { processSigningKey, signatureHeaders } from '../../../src/consumer/signing.js';
 import { createContext } from '../../../src/context.js';

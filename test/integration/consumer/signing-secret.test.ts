@@ -17,7 +17,7 @@ import {
 import type { Message } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/index.js';
 import { createSqsHandler, type SQSRecord } from '../../../src/consumer/lambda.js';
 import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
 import { type SecretsManagerServer, startSecretsManagerServer } from '../../../src/emulator/secrets-manager.js';

@@ -16,7 +16,7 @@ import {
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
-import type { WorldTuning } from '../../../src/config.js';
+import type { WorldTuning } from '../../../src/config/index.js';
 import { bodyAliveUntil } from '../../../src/queue/body-lifetime.js';
 import { createOneTimeSchedule, type SchedulerPort } from '../../../src/queue/delays.js';
 import { decodeEnvelope, decodePayload } from '../../../src/queue/encoding.js';

@@ -18,7 +18,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
-import { ConfigError, FORMER_VARIABLES, loadConfig } from '../../../src/config.js';
+import { ConfigError, FORMER_VARIABLES, loadConfig } from '../../../src/config/index.js';
 import { createSqsHandler } from '../../../src/consumer/lambda.js';
 import { DynamoNonceStore } from '../../../src/consumer/nonces.js';
 import { signatureHeaders } from '../../../src/consumer/signing.js';
@@ -29,7 +29,7 @@ import { encodePayload } from '../../../src/queue/encoding.js';
 import { createFixture, stackEnv } from '../../helpers/aws.js';
 import { MemoryLogger, makeWorld, serve, type World, waitFor } from '../../helpers/queue.js';
 
-/** Meets the strength rule (src/config.ts SECRET_RULE), like `openssl rand -hex 32`. */
+/** Meets the strength rule (SECRET_RULE, src/config/checks.ts), like `openssl rand -hex 32`. */
 const SECRET = '5e2b9d0c7a41f6e38b1d4c9a0f2e7b6d3c8a1f5e0b9d2c7a4f6e1b8d3c0a9f2e';
 const Q = '__wkf_workflow_sec' as ValidQueueName;
 

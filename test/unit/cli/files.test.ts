@@ -5,7 +5,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ENV_DOCS } from '../../../src/config.js';
+import { ENV_DOCS } from '../../../src/config/index.js';
 import { ROOT } from '../../helpers/cli.js';
 
 const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');

@@ -4,7 +4,7 @@
  * missing verdict means "deliver the copy as usual".
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/index.js';
 import { EARLY_MAX_ENTRIES, EARLY_RETAIN_MS, EarlyDeliveries } from '../../../src/consumer/early-deliveries.js';
 import { earlyDeliveryEnabled } from '../../../src/consumer/index.js';
 

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/index.js';
 import { tlsOnlyStatement } from '../../../src/provision/bucket.js';
 import { iamPolicy } from '../../../src/provision/iam-policy.js';
 

@@ -4,7 +4,7 @@
  * values, and the 100-metric / 100-value limits.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config.js';
+import { ConfigError, loadConfig } from '../../../src/config/index.js';
 import { type EmfDocument, emfDocuments, MAX_METRICS_PER_DOCUMENT } from '../../../src/telemetry/emf.js';
 import {
   countMetric,

@@ -1,0 +1,43 @@
+/**
+ * The consumer's options (`createWorld({ consumer })`, `CreateConsumerOptions` in
+ * src/consumer/index.ts): programmatic, not variables. One row per option with its default, which
+ * the consumer reads from here; docs/configuration.md is generated from these rows. (The
+ * consumer's `logger` and `onDeliveryOutcome` are callbacks, not settings.)
+ */
+import { option } from './setting.js';
+
+export const CONSUMER_OPTIONS = {
+  consumer: option({
+    name: 'consumer',
+    unset: '`none` inside AWS Lambda (`AWS_LAMBDA_FUNCTION_NAME` set), else `poll`',
+    values: '`poll` / `none`',
+    description:
+      '`poll`: `start()` runs the in-process SQS consumer. `none`: `start()` does nothing (a Lambda, where the SQS event source mapping consumes).',
+  }),
+  waitTimeSeconds: option({
+    name: 'waitTimeSeconds',
+    default: 5,
+    values: '0-20 (s; outside, the nearest end)',
+    description: 'Long-poll wait of the in-process consumer; `close()` waits for the poll in flight.',
+  }),
+  drainTimeoutMs: option({
+    name: 'drainTimeoutMs',
+    default: 30_000,
+    values: 'ms',
+    description: 'How long `close()` waits for running deliveries before it aborts and releases them.',
+  }),
+  breakerCooldownMs: option({
+    name: 'breakerCooldownMs',
+    default: 5000,
+    values: 'ms',
+    description:
+      'Cool-down of the circuit breaker in front of the flow route after it trips, doubling on each further trip up to 60 s.',
+  }),
+  earlyDelivery: option({
+    name: 'earlyDelivery',
+    default: true,
+    values: '`true` / `false`',
+    description:
+      'Early delivery: a message this World sends while its in-process consumer polls, to a queue with a handler registered in process, is delivered at once beside its SQS send (step executions excepted). `false`: every message waits for its SQS copy.',
+  }),
+} as const;

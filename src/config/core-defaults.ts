@@ -1,0 +1,25 @@
+/**
+ * The one write to `process.env` at runtime, for `@workflow/core`, which reads its own variable:
+ * {@link applyCoreDefaults}, called by `createWorld()`. Its row in variables.ts
+ * (`WORKFLOW_OPTIMISTIC_INLINE_START`) says so in docs/configuration.md, and
+ * test/unit/config.test.ts checks that no other runtime module writes the environment.
+ */
+import type { Env } from './setting.js';
+import { VARIABLES } from './variables.js';
+
+/**
+ * The one write to the environment, for `@workflow/core`, which reads its own variable.
+ *
+ * Core's turbo mode (default on) forces an optimistic inline start on a run's first delivery: the
+ * first step's body runs BEFORE its `step_started` commits (@workflow/core step-executor.js,
+ * `optimisticStart`). Two copies of that delivery (SQS at-least-once) would both run it, and no
+ * fence on `step_started` (src/storage/write/step-lease.ts) can stop a body that precedes it. Core defers
+ * to an explicit `WORKFLOW_OPTIMISTIC_INLINE_START=0` (turbo stays on otherwise), so the World sets
+ * that when the operator has set nothing: every body then starts after its `step_started` (cost:
+ * the first step's body waits for that one write instead of overlapping it). An explicit `1`
+ * keeps optimistic starts, and with them possible duplicate bodies of a run's first step.
+ */
+export function applyCoreDefaults(env: Env = process.env): void {
+  const name = VARIABLES.optimisticInlineStart.name;
+  if (env[name] === undefined || env[name] === '') env[name] = VARIABLES.optimisticInlineStart.default;
+}

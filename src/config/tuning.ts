@@ -1,0 +1,145 @@
+/**
+ * The tuning options: knobs only tests, benchmarks and embedders turn (`createWorld({ tuning })`,
+ * `loadConfig(env, tuning)`), never variables. A new option is one row of {@link TUNING}, its
+ * field of {@link WorldTuning} and its read in load.ts (`readTuning`); docs/configuration.md is
+ * generated from the rows.
+ */
+import { SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
+import { type AnySetting, int, text } from './setting.js';
+
+/** The options of {@link TUNING}: for tests, benchmarks and embedders (`createWorld({ tuning })`). */
+export interface WorldTuning {
+  /** Values (payloads, chunks, message bodies) larger than this go to S3. */
+  readonly payloadThresholdBytes: number;
+  /**
+   * Stored run/step/event/hook payloads larger than this (or than `payloadThresholdBytes`, the
+   * lower wins) go to S3: the storage side of the threshold, chosen by the cost model (docs/design.md,
+   * "Inline threshold").
+   */
+  readonly storageInlineBytes: number;
+  /** Fastest live-stream poll interval (ms), used while chunks flow. */
+  readonly streamPollMs: number;
+  /** Slowest live-stream poll interval (ms), reached by backing off on an idle stream; >= streamPollMs. */
+  readonly streamIdlePollMs: number;
+  /** The World's `streamFlushIntervalMs`: how long core holds a stream's leading chunk to group it. */
+  readonly streamFlushMs: number;
+  /**
+   * Burst window of core's stream writer (streams/pacing.ts): while chunks keep coming, a write
+   * from a burst's third on is acknowledged no earlier than this after it arrived, so the next
+   * group collects the chunks of the window (at most 1000 / streamBurstMs PutItems per second per
+   * stream); a short reply (two writes) is not held. 0 = off.
+   */
+  readonly streamBurstMs: number;
+  /** Longest single SQS delay hop (s) for long waits without a scheduler (SQS max 900). */
+  readonly maxDelayHopSeconds: number;
+  /** How long a used idempotency key keeps deduping (s). */
+  readonly idempotencyTtlSeconds: number;
+  /**
+   * Visibility (s) the in-process consumer receives with (ReceiveMessage `VisibilityTimeout`) and
+   * extends by heartbeat while a delivery runs: how long a crashed process delays its messages.
+   * Never above `visibilityTimeoutSeconds`.
+   */
+  readonly consumerVisibilitySeconds: number;
+  /** SDK: how long to wait for a TCP/TLS connection (ms). */
+  readonly connectTimeoutMs: number;
+  /**
+   * SDK: how long a request may sit with no bytes moving (ms) before it is abandoned and retried.
+   * SQS long polls get at least 30 s on top of their wait, so a poll is never cut short.
+   */
+  readonly requestTimeoutMs: number;
+  /** Deployment id reported by getDeploymentId(). */
+  readonly deploymentId: string;
+}
+
+/** Options, not variables: `createWorld({ tuning })` or `loadConfig(env, tuning)`. Names are the keys. */
+export const TUNING = {
+  payloadThresholdBytes: int({
+    name: 'payloadThresholdBytes',
+    default: 300_000,
+    min: 1,
+    max: 350_000,
+    description: 'Queue bodies and stream chunks larger than this are stored in S3; also caps `storageInlineBytes`.',
+  }),
+  storageInlineBytes: int({
+    name: 'storageInlineBytes',
+    default: 16_384,
+    min: 1,
+    max: 350_000,
+    description:
+      'Stored payloads (run/step input and output, event data, hook metadata) larger than this, or than `payloadThresholdBytes` if lower, go to S3. Chosen by the cost model (docs/design.md, "Inline threshold").',
+  }),
+  streamPollMs: int({
+    name: 'streamPollMs',
+    default: 50,
+    min: 5,
+    max: 60_000,
+    description: 'Live stream poll interval while chunks flow.',
+  }),
+  streamIdlePollMs: int({
+    name: 'streamIdlePollMs',
+    default: 1000,
+    min: 5,
+    max: 60_000,
+    description: 'Live stream poll interval after backing off on an idle stream (>= `streamPollMs`).',
+  }),
+  streamFlushMs: int({
+    name: 'streamFlushMs',
+    default: 0,
+    min: 0,
+    max: 10_000,
+    description:
+      "The World's `streamFlushIntervalMs`: core holds a stream's first chunk after quiet this long to write it with the next ones (`0` = at once; core's `WORKFLOW_STREAM_FLUSH_INTERVAL_MS` overrides it). Trade-off table: bench/README.md.",
+  }),
+  streamBurstMs: int({
+    name: 'streamBurstMs',
+    default: 60,
+    min: 0,
+    max: 1000,
+    description:
+      "Burst window of a step's stream writer: while chunks keep coming, each write from a burst's third on is acknowledged no earlier than this after it arrived, so core sends the window's chunks as one PutItem (at most 1000 / this puts per second per stream); a short reply (two writes) is acknowledged when durable. `0` = off. Trade-off table: bench/README.md.",
+  }),
+  maxDelayHopSeconds: int({
+    name: 'maxDelayHopSeconds',
+    default: 900,
+    min: 1,
+    max: SQS_MAX_DELAY_SECONDS,
+    description: 'Longest SQS delay hop for long waits without a scheduler.',
+  }),
+  idempotencyTtlSeconds: int({
+    name: 'idempotencyTtlSeconds',
+    default: 604_800,
+    min: 60,
+    max: 31_536_000,
+    description: 'How long a used idempotency key keeps deduping.',
+  }),
+  consumerVisibilitySeconds: int({
+    name: 'consumerVisibilitySeconds',
+    default: 30,
+    min: 5,
+    max: SQS_MAX_VISIBILITY_SECONDS,
+    description:
+      'Visibility of copies the in-process consumer receives (never above the queue visibility), extended by heartbeat while a delivery runs; a crashed process delays its messages by at most this.',
+  }),
+  connectTimeoutMs: int({
+    name: 'connectTimeoutMs',
+    default: 3000,
+    min: 100,
+    max: 60_000,
+    description: 'AWS SDK connection timeout (TCP + TLS) per attempt.',
+  }),
+  requestTimeoutMs: int({
+    name: 'requestTimeoutMs',
+    default: 15_000,
+    min: 1000,
+    max: 600_000,
+    description:
+      'AWS SDK request timeout: a request with no bytes moving for this long is abandoned and retried (SQS long polls get 30 s more than their wait).',
+  }),
+  deploymentId: text({
+    name: 'deploymentId',
+    default: 'eve-world-aws',
+    values: 'string',
+    description: 'Deployment id reported to the runtime (`getDeploymentId()`).',
+    example: "'dpl_test'",
+  }),
+} as const satisfies { [K in keyof WorldTuning]: AnySetting };

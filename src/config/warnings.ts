@@ -1,0 +1,103 @@
+/**
+ * Variables set but not read: former variables (now tuning options) and typos, each named once
+ * per process with what to do instead.
+ */
+import type { Env } from './setting.js';
+import type { WorldTuning } from './tuning.js';
+import { VARIABLES } from './variables.js';
+import type { WorldConfig } from './world-config.js';
+
+/**
+ * Variables earlier versions read, each with the `createWorld({ tuning })` option that replaced
+ * it (docs/configuration.md, "What is no longer a variable"). One still set is ignored, and
+ * {@link variableWarnings} says what to do instead.
+ */
+export const FORMER_VARIABLES: Readonly<Record<string, keyof WorldTuning>> = Object.freeze({
+  EVE_WORLD_AWS_PAYLOAD_THRESHOLD_BYTES: 'payloadThresholdBytes',
+  EVE_WORLD_AWS_STORAGE_INLINE_BYTES: 'storageInlineBytes',
+  EVE_WORLD_AWS_STREAM_POLL_MS: 'streamPollMs',
+  EVE_WORLD_AWS_STREAM_IDLE_POLL_MS: 'streamIdlePollMs',
+  EVE_WORLD_AWS_STREAM_FLUSH_MS: 'streamFlushMs',
+  EVE_WORLD_AWS_STREAM_BURST_MS: 'streamBurstMs',
+  EVE_WORLD_AWS_MAX_DELAY_HOP_SECONDS: 'maxDelayHopSeconds',
+  EVE_WORLD_AWS_IDEMPOTENCY_TTL_SECONDS: 'idempotencyTtlSeconds',
+  EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS: 'consumerVisibilitySeconds',
+  EVE_WORLD_AWS_CONNECT_TIMEOUT_MS: 'connectTimeoutMs',
+  EVE_WORLD_AWS_REQUEST_TIMEOUT_MS: 'requestTimeoutMs',
+  EVE_WORLD_AWS_DEPLOYMENT_ID: 'deploymentId',
+});
+
+/** `EVE_WORLD_AWS_*` names read by the CLI and the test tooling, not by the World. */
+export const TOOL_VARIABLES: readonly string[] = Object.freeze([
+  'EVE_WORLD_AWS_DEBUG',
+  'EVE_WORLD_AWS_JAVA',
+  'EVE_WORLD_AWS_SKIP_BUILD',
+]);
+
+export function ignoredVariables(env: Env): string[] {
+  const read = new Set<string>([...Object.values(VARIABLES).map((v) => v.name), ...TOOL_VARIABLES]);
+  return Object.keys(env)
+    .filter((k) => k.startsWith('EVE_WORLD_AWS_') && !read.has(k) && (env[k]?.trim() ?? '') !== '')
+    .sort();
+}
+
+/**
+ * One line per ignored variable ({@link WorldConfig.ignoredVariables}): a former variable with the
+ * option that replaced it, any other with the closest name this World reads ({@link closestVariable}).
+ */
+export function variableWarnings(config: Pick<WorldConfig, 'ignoredVariables'>): string[] {
+  return config.ignoredVariables.map((name) => {
+    const option = FORMER_VARIABLES[name];
+    return option
+      ? `[eve-world-aws] ${name} is set but no longer read: it is the option createWorld({ tuning: { ${option} } }) now; unset it (docs/configuration.md).`
+      : `[eve-world-aws] ${name} is set but is not a variable of this World (a typo?); it is ignored. Did you mean ${closestVariable(name)}? The variables are listed in docs/configuration.md.`;
+  });
+}
+
+/** Variables {@link variableWarningsOnce} has named in this process. */
+const warnedVariables = new Set<string>();
+
+/**
+ * {@link variableWarnings} for the variables no earlier call in this process named: `createWorld()`
+ * and the Lambda consumer log these, so each ignored variable is named once per process however
+ * many Worlds it builds.
+ */
+export function variableWarningsOnce(config: Pick<WorldConfig, 'ignoredVariables'>): string[] {
+  const fresh = config.ignoredVariables.filter((name) => !warnedVariables.has(name));
+  for (const name of fresh) warnedVariables.add(name);
+  return variableWarnings({ ignoredVariables: fresh });
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions. */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+/**
+ * The `EVE_WORLD_AWS_*` name this World (or its CLI) reads that is closest to `name` by edit
+ * distance (the first of the table's order on a tie), e.g. EVE_WORLD_AWS_PREFIX for the prefix
+ * variable with a letter left out.
+ */
+export function closestVariable(name: string): string {
+  const known = [
+    ...Object.values(VARIABLES)
+      .map((v) => v.name)
+      .filter((n) => n.startsWith('EVE_WORLD_AWS_')),
+    ...TOOL_VARIABLES,
+  ];
+  const upper = name.toUpperCase();
+  let best = known[0];
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const k of known) {
+    const d = editDistance(upper, k);
+    if (d < bestDistance) [best, bestDistance] = [k, d];
+  }
+  return best;
+}

@@ -1,0 +1,253 @@
+/**
+ * run_started, incl. the resilient start: reads the run view and the log tail in one Query
+ * (`readRunTail`, or from memory when warm and no preload is asked for), decides from that
+ * state, and commits one transaction whose `RUN#meta` condition restates the decision. If the
+ * state moved in between, the ALL_OLD item names the new state and the start is decided again
+ * ({@link restartable}).
+ *
+ * - pending: the run becomes running (`startedAt` kept if set), and the event is appended.
+ * - running: idempotent, no event; the run (and the log, with a preload) is answered as is.
+ * - terminal: `RunExpiredError`.
+ * - missing, with creation data on the event: the resilient start creates it, with a synthetic
+ *   run_created paired with the start in one log item.
+ */
+import { RunExpiredError, WorkflowRunNotFoundError } from '@workflow/errors';
+import type { EventResult } from '@workflow/world';
+import { SPEC_VERSION_CURRENT } from '@workflow/world';
+import { keys } from '../../ddb.js';
+import { currentDelivery } from '../../delivery-scope.js';
+import { readRunTail } from '../read/log-tail.js';
+import { atSlot, cursorAt, type EventRecord, eventItem, newEvent, pairEvents, toEvent } from '../records/event.js';
+import { isTerminalRun } from '../records/lifecycle.js';
+import { placePayloads, runPrefix } from '../records/payloads.js';
+import { parseRun, type RunRecord, runItem, toRun } from '../records/run.js';
+import { keysOf, valueSize } from '../table/codec.js';
+import { commit } from './commit.js';
+import { oldItem, putEvent, putNew } from './conditions.js';
+import {
+  type CreateCall,
+  endedEarly,
+  type Handled,
+  type Outcome,
+  RESTART,
+  type Resolved,
+  type Restart,
+  resolved,
+  restartable,
+} from './create-call.js';
+import { assign, expression, numberIs, part, setStatus, statusIs } from './expression.js';
+import { type Position, startPosition } from './position.js';
+import { assertSpec } from './run-guard.js';
+import { type EventData, newRun, validateSeedAttributes } from './run-seed.js';
+
+export function runStarted(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
+  return restartable('run_started', () => runStartedOnce(call, runId, data));
+}
+
+async function runStartedOnce(call: CreateCall, runId: string, data: EventData): Promise<Outcome | Resolved | Restart> {
+  const { ctx, params } = call;
+  const preload = params?.skipPreload !== true;
+  const start = startPosition(params);
+  const callerTail = start.last;
+  // Warm, without a preload: the run as this process created it, the tail from memory (no read).
+  // The start is conditioned on what it relies on (pending, the attributes' version).
+  const hint = call.hints.get(runId);
+  const remembered = !preload && (callerTail !== undefined || hint !== undefined) ? call.runs.known(runId) : undefined;
+  // The log is append-only: a prefix this process remembers (it wrote or read those slots) is
+  // exactly what a read would return, so the preload reads only the run and the events after it.
+  const prefix = preload && !remembered && hint !== undefined ? call.hints.recent(runId, 0, hint) : undefined;
+  if (prefix) {
+    const known = preloadFromMemory(call, runId, hint!, prefix);
+    if (known)
+      return resolved({
+        run: await toRun(ctx, known, call.resolveData),
+        ...(await logPage(call, prefix)),
+      } as EventResult);
+  }
+  const read = remembered
+    ? { run: remembered, events: [] as EventRecord[], tail: callerTail ?? hint! }
+    : await readRunTail(ctx, runId, preload ? (prefix ? hint : 0) : callerTail);
+  if (prefix) read.events = [...prefix, ...read.events];
+  // Remembered: the caller's own position as given (a half-form cursor keeps its mark for
+  // `advance`); read: the tail the read ended at, never inside a pair (../read/log-tail.ts).
+  const pos: Position = remembered
+    ? callerTail !== undefined
+      ? start
+      : { last: hint, collect: [] }
+    : { last: read.tail, collect: preload || callerTail === undefined ? [] : [...read.events] };
+  const event = newEvent(call.stamp, runId, data, 'run_started', undefined); // eventData belongs on run_created only
+
+  if (!read.run) {
+    const eventData: EventData | undefined = data.eventData;
+    if (
+      !eventData ||
+      typeof eventData.deploymentId !== 'string' ||
+      typeof eventData.workflowName !== 'string' ||
+      eventData.input === undefined
+    ) {
+      throw new WorkflowRunNotFoundError(runId);
+    }
+    return resilientStart(call, runId, data, eventData, pos, preload ? read.events : undefined, event);
+  }
+  const record = parseRun(read.run);
+  assertSpec(record);
+  if (isTerminalRun(record.status)) {
+    throw new RunExpiredError(
+      `Workflow run "${runId}" is already in terminal state "${record.status}"`,
+      runId,
+      record.status,
+    );
+  }
+  if (record.status === 'running') {
+    // Idempotent: no new event.
+    return resolved({
+      run: await toRun(ctx, record, call.resolveData),
+      ...(preload ? await logPage(call, read.events) : {}),
+    } as EventResult);
+  }
+  const next: RunRecord = {
+    ...record,
+    status: 'running',
+    startedAt: record.startedAt ?? call.now,
+    updatedAt: call.now,
+  };
+  const now = { N: String(call.now.getTime()) };
+  const startRun = expression()
+    .set(
+      setStatus(':run', 'running'),
+      part('startedAt = if_not_exists(startedAt, :now)', { ':now': now }),
+      assign('updatedAt', ':now', now),
+    )
+    .when(statusIs(':pending', 'pending'));
+  if (remembered) startRun.when(numberIs('attrVer', ':av', record.attrVer));
+  const done = await commit(ctx, call.hints, pos, {
+    runId,
+    what: 'run_started',
+    build: (slot) => ({
+      items: [startRun.toUpdate(ctx.table, keysOf(keys.runMeta(runId))), putEvent(ctx, eventItem(atSlot(event, slot)))],
+      eventIdx: 1,
+    }),
+    onGuard: (c) => {
+      call.runs.forget(runId);
+      if (!oldItem(c, 0)) throw new WorkflowRunNotFoundError(runId);
+      // Started or finished concurrently, or the remembered attributes moved: re-read and answer
+      // from that state.
+      return RESTART;
+    },
+  });
+  if (endedEarly(done)) return done;
+  call.runs.remember(runId, {
+    ...read.run,
+    status: { S: 'running' },
+    startedAt: { N: String(next.startedAt!.getTime()) },
+    updatedAt: { N: String(call.now.getTime()) },
+  });
+  return {
+    own: [atSlot(event, done.slot)],
+    pos,
+    run: await toRun(ctx, next, call.resolveData),
+    preload: preload ? read.events : undefined,
+    fullLog: preload,
+  };
+}
+
+/** Events that change the run item: one in a remembered prefix means the remembered item may be older. */
+const RUN_ITEM_EVENTS = new Set(['attr_set', 'run_completed', 'run_failed', 'run_cancelled']);
+
+/**
+ * The run, when a started run's preload can be answered from memory alone (no read): inside a
+ * delivery whose sender had seen the log no further than `hint` (its `eve.tail`, the rule of
+ * `events.list` in ../read/events.ts), with every event 1..`hint` remembered (`prefix`), and the
+ * run item this process remembers is `running` with nothing in the prefix that changes a run item
+ * after its start (an `attr_set`, an end). Why that is enough: the log is append-only and a slot is committed only after the one below it, so 1..hint
+ * is the whole log as of the moment `hint` was committed, and the remembered item is the run as
+ * of then: a consistent answer that includes what the message was sent for, as a read made at
+ * that moment would have returned. What was appended since has its own message. Whatever core
+ * then writes is conditioned on the run item as usual (the run guard), so a run ended meanwhile
+ * fails that write, as after any read.
+ */
+function preloadFromMemory(
+  call: CreateCall,
+  runId: string,
+  hint: number,
+  prefix: EventRecord[],
+): RunRecord | undefined {
+  const need = currentDelivery()?.logTails.get(runId);
+  if (need === undefined || need > hint) return undefined;
+  const item = call.runs.known(runId);
+  if (item?.status?.S !== 'running') return undefined;
+  let started = false;
+  for (const e of prefix) {
+    if (e.eventType === 'run_started') started = true;
+    else if (RUN_ITEM_EVENTS.has(e.eventType)) return undefined;
+  }
+  if (!started) return undefined;
+  const rec = parseRun(item);
+  assertSpec(rec);
+  return rec;
+}
+
+/** Run missing but the start carries its creation data: create it, with a synthetic run_created. */
+async function resilientStart(
+  call: CreateCall,
+  runId: string,
+  data: EventData,
+  eventData: EventData,
+  pos: Position,
+  before: EventRecord[] | undefined,
+  started: EventRecord,
+): Promise<Outcome | Restart> {
+  const { ctx } = call;
+  validateSeedAttributes(eventData);
+  const specVersion = data.specVersion ?? SPEC_VERSION_CURRENT;
+  const placed = await placePayloads(
+    ctx,
+    { input: eventData.input },
+    `${runPrefix(runId)}/run`,
+    1024 + valueSize({ ...eventData, input: undefined }),
+  );
+  const run: RunRecord = {
+    ...newRun(call, runId, eventData, specVersion, placed.input),
+    status: 'running',
+    startedAt: call.now,
+  };
+  const created: EventRecord = {
+    ...newEvent(call.stamp, runId, { specVersion: data.specVersion }, 'run_created', eventData),
+  };
+  const done = await commit(ctx, call.hints, pos, {
+    runId,
+    what: 'run_started',
+    build: (slot) => ({
+      items: [
+        putNew(ctx, runItem(run)),
+        // One pair item: the synthetic run_created at `slot`, the start at `slot + 1`.
+        putEvent(
+          ctx,
+          eventItem(
+            { ...atSlot(created, slot), eventData: { ...eventData, input: placed.input } },
+            atSlot(started, slot + 1),
+          ),
+        ),
+      ],
+      eventIdx: 1,
+    }),
+    onGuard: () => RESTART, // a concurrent run_created won: continue as an ordinary start
+  });
+  if (endedEarly(done)) return done;
+  return {
+    own: pairEvents(atSlot(created, done.slot), atSlot(started, done.slot + 1)),
+    pos,
+    run: await toRun(ctx, { ...run, input: eventData.input }, call.resolveData),
+    preload: before,
+    fullLog: before !== undefined,
+  };
+}
+
+/** The whole log as one page (the preload of an idempotent start). */
+async function logPage(call: CreateCall, events: EventRecord[]) {
+  return {
+    events: await Promise.all(events.map((e) => toEvent(call.ctx, e, call.resolveData))),
+    cursor: events.length > 0 ? cursorAt(events[events.length - 1]) : null,
+    hasMore: false,
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * Wait events: wait_created (the wait item, created once, and the run's `holds` flag, which the
+ * terminal transition reads to know it has something to release) and wait_completed (the wait
+ * item moves from `waiting` to `completed` once).
+ */
+import { EntityConflictError } from '@workflow/errors';
+import { SPEC_VERSION_CURRENT } from '@workflow/world';
+import { keys } from '../../ddb.js';
+import { eventItem, newEvent } from '../records/event.js';
+import { parseWait, waitItem } from '../records/wait.js';
+import { str } from '../table/codec.js';
+import { notFound } from '../table/errors.js';
+import { getItem } from '../table/reads.js';
+import { commit } from './commit.js';
+import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
+import type { CreateCall, Outcome } from './create-call.js';
+import { advance, startPosition } from './position.js';
+import { HOLDS, holdingRunGuard, runGuardError } from './run-guard.js';
+
+type Data = Record<string, any>;
+
+export async function waitCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
+  const cid: string = data.correlationId;
+  const ed: Data = data.eventData ?? {};
+  const wait = {
+    waitId: `${runId}-${cid}`,
+    correlationId: cid,
+    runId,
+    status: 'waiting' as const,
+    resumeAt: ed.resumeAt === undefined ? undefined : new Date(ed.resumeAt),
+    createdAt: call.now,
+    updatedAt: call.now,
+    specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
+  };
+  const ev = newEvent(call.stamp, runId, data, 'wait_created', ed);
+  const pos = startPosition(call.params);
+  const done = await commit(ctx, call.hints, pos, {
+    runId,
+    what: 'wait_created',
+    build: (slot) => ({
+      items: [putNew(ctx, waitItem(wait)), holdingRunGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))],
+      eventIdx: 2,
+    }),
+    onGuard: (c) => {
+      if (failedCondition(c, 1))
+        throw runGuardError(
+          runId,
+          oldItem(c, 1),
+          (s) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`),
+        );
+      throw new EntityConflictError(`Wait "${cid}" already exists`);
+    },
+  });
+  call.runs.update(runId, { [HOLDS]: { BOOL: true } });
+  const { correlationId: _, ...w } = wait;
+  return { own: [{ ...ev, slot: done.slot }], pos, wait: w };
+}
+
+export async function waitCompleted(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+  const { ctx } = call;
+  const cid: string = data.correlationId;
+  const [item, pos] = await Promise.all([
+    getItem(ctx, keys.wait(runId, cid)),
+    advance(call.ctx, call.hints, runId, startPosition(call.params)),
+  ]);
+  const check = (it: typeof item) => {
+    if (!it) throw notFound(`Wait "${cid}" not found`);
+    if (str(it, 'status') !== 'waiting') throw new EntityConflictError(`Wait "${cid}" already completed`);
+    return parseWait(it);
+  };
+  const cur = check(item);
+  const next = { ...cur, correlationId: cid, status: 'completed' as const, completedAt: call.now, updatedAt: call.now };
+  const ev = newEvent(call.stamp, runId, data, 'wait_completed', data.eventData);
+  const done = await commit(ctx, call.hints, pos, {
+    runId,
+    what: 'wait_completed',
+    build: (slot) => ({
+      items: [
+        {
+          Put: {
+            TableName: ctx.table,
+            Item: waitItem(next),
+            ConditionExpression: '#st = :w',
+            ExpressionAttributeNames: { '#st': 'status' },
+            ExpressionAttributeValues: { ':w': { S: 'waiting' } },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
+        putEvent(ctx, eventItem({ ...ev, slot })),
+      ],
+      eventIdx: 1,
+    }),
+    onGuard: (c) => {
+      check(oldItem(c, 0));
+      return 'retry' as const;
+    },
+  });
+  const { correlationId: _, ...w } = next;
+  return { own: [{ ...ev, slot: done.slot }], pos, wait: w };
+}
