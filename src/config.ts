@@ -85,8 +85,11 @@ export interface WorldTuning {
    * SQS long polls get at least 30 s on top of their wait, so a poll is never cut short.
    */
   readonly requestTimeoutMs: number;
-  /** Deployment id reported by getDeploymentId(). */
-  readonly deploymentId: string;
+  /**
+   * The deployment id getDeploymentId() reports, over EVE_WORLD_AWS_DEPLOYMENT_ID; undefined:
+   * derived (src/deployment/id.ts).
+   */
+  readonly deploymentId?: string;
 }
 
 export interface WorldConfig extends WorldTuning {
@@ -167,7 +170,16 @@ export interface WorldConfig extends WorldTuning {
   readonly metrics: boolean;
   /** EVE_WORLD_AWS_LOG_LEVEL (src/log.ts). Lines are JSON in Lambda, text elsewhere. */
   readonly logLevel: LogLevel;
+  /** EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: whether runs stay on their deployment (src/deployment/id.ts). */
+  readonly deploymentAffinity: DeploymentAffinityMode;
+  /** EVE_WORLD_AWS_BUILD_DIR: the build a plain Node host's deployment id is hashed from. */
+  readonly buildDir?: string;
+  /** AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_FUNCTION_VERSION, inside Lambda. */
+  readonly lambdaFunction?: { readonly name: string; readonly version?: string };
 }
+
+/** `on`: runs stay on their deployment; `off`: today's single id; `auto`: on where the host routes by version. */
+export type DeploymentAffinityMode = 'auto' | 'on' | 'off';
 
 /** One row of the documentation, as docs/configuration.md prints it. */
 export interface EnvDoc {
@@ -525,6 +537,41 @@ export const VARIABLES = {
     check: (v) =>
       LOG_LEVELS.includes(v as LogLevel) ? undefined : `must be one of ${LOG_LEVELS.join(', ')}, got "${v}"`,
   }),
+  // Deployment affinity (issue 32, src/deployment/): one block.
+  deploymentId: text({
+    name: 'EVE_WORLD_AWS_DEPLOYMENT_ID',
+    unset:
+      'derived: `lambda:<function>:<version>` in Lambda, `build:<hash of EVE_WORLD_AWS_BUILD_DIR>` on a plain Node host with affinity on, else `eve-world-aws`',
+    values: '1-128 of letters, digits and `:._@/-`',
+    description:
+      'The deployment (immutable build) this process is: what `getDeploymentId()` reports and what new runs are pinned to. Set it when the derived id does not name the build, e.g. a release tag.',
+    example: 'release-2026-12-01',
+    check: (v) =>
+      /^[A-Za-z0-9:._@/-]{1,128}$/.test(v) ? undefined : `must be 1-128 of letters, digits and :._@/-, got "${v}"`,
+  }),
+  deploymentAffinity: text({
+    name: 'EVE_WORLD_AWS_DEPLOYMENT_AFFINITY',
+    default: 'auto',
+    values: '`auto`, `on`, `off`',
+    description:
+      '`on`: a run finishes on the deployment that started it: consumers never run another deployment\'s message, and core\'s deployment guard fails a run whose deployment is retired (`DEPLOYMENT_MISMATCH`); needs `init --deployment-affinity` once. `off`: every process reports the same id and runs replay on whichever build takes them. `auto`: `on` only where the host routes each message to its version (not yet: `off`). docs/operations.md, "Deployment affinity".',
+    example: 'on',
+    check: (v) => (/^(auto|on|off)$/.test(v) ? undefined : `must be auto, on or off, got "${v}"`),
+  }),
+  buildDir: text({
+    name: 'EVE_WORLD_AWS_BUILD_DIR',
+    unset: 'the folder of the entry script (e.g. `.output/server`)',
+    values: 'folder path',
+    description:
+      'The build a plain Node host hashes into its deployment id (every file but `node_modules`, `.eve` and `.workflow-data`), when affinity is on and EVE_WORLD_AWS_DEPLOYMENT_ID is unset.',
+    example: '.output/server',
+  }),
+  lambdaVersion: external({
+    name: 'AWS_LAMBDA_FUNCTION_VERSION',
+    default: '-',
+    values: 'version number or `$LATEST`',
+    description: 'Set by Lambda: the published version that runs, part of the deployment id there.',
+  }),
   optimisticInlineStart: external({
     name: 'WORKFLOW_OPTIMISTIC_INLINE_START',
     default: '0',
@@ -620,9 +667,9 @@ export const TUNING = {
   }),
   deploymentId: text({
     name: 'deploymentId',
-    default: 'eve-world-aws',
+    unset: 'EVE_WORLD_AWS_DEPLOYMENT_ID, else derived',
     values: 'string',
-    description: 'Deployment id reported to the runtime (`getDeploymentId()`).',
+    description: 'Deployment id reported to the runtime (`getDeploymentId()`), over EVE_WORLD_AWS_DEPLOYMENT_ID.',
     example: "'dpl_test'",
   }),
 } as const satisfies { [K in keyof WorldTuning]: AnySetting };
@@ -757,7 +804,7 @@ function readTuning(tuning: Partial<WorldTuning>): WorldTuning {
     consumerVisibilitySeconds: readCount(src, T.consumerVisibilitySeconds),
     connectTimeoutMs: readCount(src, T.connectTimeoutMs),
     requestTimeoutMs: readCount(src, T.requestTimeoutMs),
-    deploymentId: readText(src, T.deploymentId) as string,
+    deploymentId: readText(src, T.deploymentId),
   };
 }
 
@@ -796,8 +843,14 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
   const allowInsecureFlowUrl = readFlag(src, V.allowInsecureFlowUrl);
   if (flowUrl !== undefined) assertFlowUrlEncrypted(flowUrl, allowInsecureFlowUrl);
 
+  const tuned = readTuning(tuning);
+  const lambdaName = src.raw(V.lambda);
   return Object.freeze({
-    ...readTuning(tuning),
+    ...tuned,
+    deploymentId: tuned.deploymentId ?? readText(src, V.deploymentId),
+    deploymentAffinity: readText(src, V.deploymentAffinity) as DeploymentAffinityMode,
+    buildDir: readText(src, V.buildDir),
+    lambdaFunction: lambdaName === undefined ? undefined : { name: lambdaName, version: src.raw(V.lambdaVersion) },
     region,
     endpoints,
     emulatorCredentials:
@@ -848,7 +901,6 @@ export const FORMER_VARIABLES: Readonly<Record<string, keyof WorldTuning>> = Obj
   EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS: 'consumerVisibilitySeconds',
   EVE_WORLD_AWS_CONNECT_TIMEOUT_MS: 'connectTimeoutMs',
   EVE_WORLD_AWS_REQUEST_TIMEOUT_MS: 'requestTimeoutMs',
-  EVE_WORLD_AWS_DEPLOYMENT_ID: 'deploymentId',
 });
 
 /** `EVE_WORLD_AWS_*` names read by the CLI and the test tooling, not by the World. */
