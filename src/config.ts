@@ -90,6 +90,8 @@ export interface WorldTuning {
    * derived (src/deployment/id.ts).
    */
   readonly deploymentId?: string;
+  /** The build a plain Node host's deployment id is hashed from; undefined: the entry script's folder. */
+  readonly buildDir?: string;
 }
 
 export interface WorldConfig extends WorldTuning {
@@ -172,8 +174,6 @@ export interface WorldConfig extends WorldTuning {
   readonly logLevel: LogLevel;
   /** EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: whether runs stay on their deployment (src/deployment/id.ts). */
   readonly deploymentAffinity: DeploymentAffinityMode;
-  /** EVE_WORLD_AWS_BUILD_DIR: the build a plain Node host's deployment id is hashed from. */
-  readonly buildDir?: string;
   /** AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_FUNCTION_VERSION, inside Lambda. */
   readonly lambdaFunction?: { readonly name: string; readonly version?: string };
 }
@@ -541,7 +541,7 @@ export const VARIABLES = {
   deploymentId: text({
     name: 'EVE_WORLD_AWS_DEPLOYMENT_ID',
     unset:
-      'derived: `lambda:<function>:<version>` in Lambda, `build:<hash of EVE_WORLD_AWS_BUILD_DIR>` on a plain Node host with affinity on, else `eve-world-aws`',
+      'derived: `lambda:<function>:<version>` in Lambda, `build:<hash of the build>` on a plain Node host with affinity on, else `eve-world-aws`',
     values: '1-128 of letters, digits and `:._@/-`',
     description:
       'The deployment (immutable build) this process is: what `getDeploymentId()` reports and what new runs are pinned to. Set it when the derived id does not name the build, e.g. a release tag.',
@@ -557,14 +557,6 @@ export const VARIABLES = {
       '`on`: a run finishes on the deployment that started it: consumers never run another deployment\'s message, and core\'s deployment guard fails a run whose deployment is retired (`DEPLOYMENT_MISMATCH`); needs `init --deployment-affinity` once. `off`: every process reports the same id and runs replay on whichever build takes them. `auto`: `on` only where the host routes each message to its version (not yet: `off`). docs/operations.md, "Deployment affinity".',
     example: 'on',
     check: (v) => (/^(auto|on|off)$/.test(v) ? undefined : `must be auto, on or off, got "${v}"`),
-  }),
-  buildDir: text({
-    name: 'EVE_WORLD_AWS_BUILD_DIR',
-    unset: 'the folder of the entry script (e.g. `.output/server`)',
-    values: 'folder path',
-    description:
-      'The build a plain Node host hashes into its deployment id (every file but `node_modules`, `.eve` and `.workflow-data`), when affinity is on and EVE_WORLD_AWS_DEPLOYMENT_ID is unset.',
-    example: '.output/server',
   }),
   lambdaVersion: external({
     name: 'AWS_LAMBDA_FUNCTION_VERSION',
@@ -671,6 +663,14 @@ export const TUNING = {
     values: 'string',
     description: 'Deployment id reported to the runtime (`getDeploymentId()`), over EVE_WORLD_AWS_DEPLOYMENT_ID.',
     example: "'dpl_test'",
+  }),
+  buildDir: text({
+    name: 'buildDir',
+    unset: 'the folder of the entry script (e.g. `.output/server`)',
+    values: 'folder path',
+    description:
+      'The build a plain Node host hashes into its deployment id (every file but `node_modules`, `.eve` and `.workflow-data`), when affinity is on and no id is set.',
+    example: "'.output/server'",
   }),
 } as const satisfies { [K in keyof WorldTuning]: AnySetting };
 
@@ -805,6 +805,7 @@ function readTuning(tuning: Partial<WorldTuning>): WorldTuning {
     connectTimeoutMs: readCount(src, T.connectTimeoutMs),
     requestTimeoutMs: readCount(src, T.requestTimeoutMs),
     deploymentId: readText(src, T.deploymentId),
+    buildDir: readText(src, T.buildDir),
   };
 }
 
@@ -849,7 +850,6 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     ...tuned,
     deploymentId: tuned.deploymentId ?? readText(src, V.deploymentId),
     deploymentAffinity: readText(src, V.deploymentAffinity) as DeploymentAffinityMode,
-    buildDir: readText(src, V.buildDir),
     lambdaFunction: lambdaName === undefined ? undefined : { name: lambdaName, version: src.raw(V.lambdaVersion) },
     region,
     endpoints,

@@ -1,7 +1,7 @@
 /**
  * The deployment this process is: the id `getDeploymentId()` reports (what core pins each new run
  * to) and whether the World declares `capabilities.deploymentAffinity` (core's deployment guard,
- * `@workflow/core` runtime/deployment-guard.js).
+ * `@workflow/core`'s deployment guard).
  *
  * Invariants:
  * - With affinity on, the id names one immutable build: core compares it with a run's pin by
@@ -69,9 +69,9 @@ export function deploymentIdentity(
     const dir = config.buildDir ?? (entryScript ? path.dirname(path.resolve(entryScript)) : undefined);
     if (dir === undefined) {
       throw new ConfigError(
-        'EVE_WORLD_AWS_BUILD_DIR',
-        'is unset and this process has no entry script to find its build by: name the build folder (or set EVE_WORLD_AWS_DEPLOYMENT_ID)',
-        '.output/server',
+        'EVE_WORLD_AWS_DEPLOYMENT_ID',
+        'is unset and this process has no entry script to find its build by: name the build',
+        'release-2026-12-01',
       );
     }
     return `build:${await buildHash(dir)}`;
@@ -97,7 +97,11 @@ export function deploymentIdentity(
 export async function buildHash(dir: string): Promise<string> {
   const files = (await listFiles(dir, '')).sort();
   if (files.length === 0) {
-    throw new ConfigError('EVE_WORLD_AWS_BUILD_DIR', `names a folder with no files (${dir})`, '.output/server');
+    throw new ConfigError(
+      'EVE_WORLD_AWS_DEPLOYMENT_ID',
+      `is unset and the build folder ${dir} holds no files to derive it from: name the build`,
+      'release-2026-12-01',
+    );
   }
   const hash = createHash('sha256');
   for (const rel of files) {

@@ -1,10 +1,10 @@
 /**
  * Whether a send may go to the deployment it names (`QueueOptions.deploymentId`), with affinity on.
- * The throw rules of `isDeploymentUnavailableError` (world `queue.d.ts`: true only when the target
- * definitively cannot receive):
+ * The throw rules of `isDeploymentUnavailableError` (`@workflow/world`'s `Queue`: true only when the
+ * target definitively cannot receive):
  *
  * - Only core's re-route of a misrouted delivery (a payload with `deploymentMismatchRetryCount`,
- *   deployment-guard.js) and a start (`runInput`, start.js) are refused, and only when the registry
+ *   core's deployment guard) and a start (`runInput`, core's `start()`) are refused, and only when the registry
  *   says, on a strongly consistent read, that the target is retired or was never registered. Core
  *   then fails the run with `DEPLOYMENT_MISMATCH` at once.
  * - Every other send goes out (a hook wake for a run of a retired deployment, for one): its
