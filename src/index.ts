@@ -106,6 +106,9 @@ export interface CreateWorldOptions {
   resolvePayloads?: boolean;
 }
 
+/** How often a running World with deployment affinity refreshes its deployment's `lastSeen`. */
+const DEPLOYMENT_HEARTBEAT_MS = 60_000;
+
 export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const config = withTuning(options.config ?? getConfig(), options.tuning);
   applyCoreDefaults();
@@ -163,6 +166,8 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   // exactly as before; with one, core encrypts every payload under a per-run data key.
   const runKeys = options.runKeys ?? (config.kmsKeyId ? new RunKeys(context, config.kmsKeyId) : undefined);
   let closed: Promise<void> | undefined;
+  // With affinity on, a running consumer refreshes its deployment's `lastSeen` (src/deployment/registry.ts).
+  let heartbeat: NodeJS.Timeout | undefined;
   const events = {
     ...storage.events,
     create: async (...args: Parameters<typeof storage.events.create>) => {
@@ -231,9 +236,21 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       if (unsigned) logger.warn(unsigned);
       await beforeFirstWrite();
       await consumer.start();
+      if (identity.affinity && !heartbeat && !closed) {
+        heartbeat = setInterval(() => {
+          void identity
+            .id()
+            .then((id) => registerDeployment(context, id, identity.shape))
+            .catch((err) =>
+              logger.warn(`[eve-world-aws] could not refresh this deployment's lastSeen: ${String(err)}`),
+            );
+        }, DEPLOYMENT_HEARTBEAT_MS);
+        heartbeat.unref();
+      }
     },
     close() {
       closed ??= (async () => {
+        clearInterval(heartbeat);
         await consumer.close();
         await streamer.close();
         runKeys?.clear();
