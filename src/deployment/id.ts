@@ -6,8 +6,8 @@
  * Invariants:
  * - With affinity on, the id names one immutable build: core compares it with a run's pin by
  *   strict equality, so two builds never share an id and one build never reports two. In Lambda it
- *   is `lambda:<function>:<version>` (a published version is immutable; `$LATEST` is refused); on a
- *   plain Node host `build:<hash>` of the build's files (every file under the build folder, its
+ *   will be `lambda:<function>:<version>` (a published version is immutable; affinity is refused
+ *   in Lambda until the worker routes by version); on a plain Node host `build:<hash>` of the build's files (every file under the build folder, its
  *   relative path and bytes, sorted; `node_modules`, `.eve` and `.workflow-data` skipped), unless
  *   EVE_WORLD_AWS_DEPLOYMENT_ID names it.
  * - With affinity off, nothing changes from before affinity existed: every process reports
@@ -37,20 +37,33 @@ export interface DeploymentIdentity {
   id(): Promise<string>;
 }
 
-/** Whether affinity is on for this config (throws a ConfigError where it cannot be). */
+/**
+ * Whether affinity is on for this config. Throws a ConfigError where it cannot hold: inside Lambda,
+ * until the worker routes each message to its version (the Lambda shape's later release removes
+ * this refusal; the id below is already the version's), and on a version that is not immutable.
+ */
 export function affinityEnabled(
   config: Pick<WorldConfig, 'deploymentAffinity' | 'deploymentId' | 'lambdaFunction'>,
 ): boolean {
   if (config.deploymentAffinity !== 'on') return false;
   const fn = config.lambdaFunction;
-  if (fn && config.deploymentId === undefined && (fn.version === undefined || fn.version === '$LATEST')) {
+  if (fn) {
     throw new ConfigError(
       'EVE_WORLD_AWS_DEPLOYMENT_AFFINITY',
-      `is on, but this Lambda runs ${fn.version ?? 'an unknown version'} of ${fn.name}, which is not immutable: publish a version and invoke it (the CDK construct does), set EVE_WORLD_AWS_DEPLOYMENT_ID, or turn affinity off`,
+      `is on, but this process runs in Lambda (${fn.name}), where messages are not yet delivered to the version that started their run: every run would fail after a deploy. Leave it unset (auto) or off`,
       'off',
     );
   }
   return true;
+}
+
+/**
+ * The id of an immutable build when affinity is on and none is set: the Lambda version
+ * (`$LATEST` is not one: undefined), else undefined (a plain Node host hashes its build).
+ */
+export function lambdaDeploymentId(fn: WorldConfig['lambdaFunction']): string | undefined {
+  if (!fn || fn.version === undefined || fn.version === '$LATEST') return undefined;
+  return `lambda:${fn.name}:${fn.version}`;
 }
 
 /** The deployment identity of this process (see the invariants above). */
@@ -65,7 +78,8 @@ export function deploymentIdentity(
   const derive = async (): Promise<string> => {
     if (config.deploymentId !== undefined) return config.deploymentId;
     if (!affinity) return LEGACY_DEPLOYMENT_ID;
-    if (fn) return `lambda:${fn.name}:${fn.version}`;
+    const lambda = lambdaDeploymentId(fn);
+    if (lambda) return lambda;
     const dir = config.buildDir ?? (entryScript ? path.dirname(path.resolve(entryScript)) : undefined);
     if (dir === undefined) {
       throw new ConfigError(

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config.js';
 import { decideDeployment } from '../../../src/consumer/affinity.js';
 import { DeploymentUnavailableError, isDeploymentUnavailableError } from '../../../src/deployment/errors.js';
-import { buildHash, deploymentIdentity, LEGACY_DEPLOYMENT_ID } from '../../../src/deployment/id.js';
+import { buildHash, deploymentIdentity, LEGACY_DEPLOYMENT_ID, lambdaDeploymentId } from '../../../src/deployment/id.js';
 import * as entry from '../../../src/index.js';
 import {
   decodeEnvelope,
@@ -48,20 +48,17 @@ describe('the deployment id', () => {
     expect(await tuned.id()).toBe('dpl_t');
   });
 
-  it('in Lambda with affinity on: lambda:<function>:<version>; $LATEST is refused', async () => {
+  it('in Lambda: refused until the worker routes by version; the id is the published version', () => {
     const on = { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on', AWS_LAMBDA_FUNCTION_NAME: 'host' };
-    const v7 = deploymentIdentity(config({ ...on, AWS_LAMBDA_FUNCTION_VERSION: '7' }));
-    expect(v7.affinity).toBe(true);
-    expect(v7.shape).toBe('lambda');
-    expect(await v7.id()).toBe('lambda:host:7');
-    expect(() => deploymentIdentity(config({ ...on, AWS_LAMBDA_FUNCTION_VERSION: '$LATEST' }))).toThrow(
-      /EVE_WORLD_AWS_DEPLOYMENT_AFFINITY is on, but this Lambda runs \$LATEST of host, which is not immutable/,
+    expect(() => deploymentIdentity(config({ ...on, AWS_LAMBDA_FUNCTION_VERSION: '7' }))).toThrow(
+      /EVE_WORLD_AWS_DEPLOYMENT_AFFINITY is on, but this process runs in Lambda \(host\)/,
     );
-    // Named by the operator: accepted on $LATEST too.
-    const named = deploymentIdentity(
-      config({ ...on, AWS_LAMBDA_FUNCTION_VERSION: '$LATEST', EVE_WORLD_AWS_DEPLOYMENT_ID: 'r1' }),
-    );
-    expect(await named.id()).toBe('r1');
+    const auto = deploymentIdentity(config({ AWS_LAMBDA_FUNCTION_NAME: 'host', AWS_LAMBDA_FUNCTION_VERSION: '7' }));
+    expect(auto.affinity).toBe(false);
+    expect(auto.shape).toBe('lambda');
+    expect(lambdaDeploymentId({ name: 'host', version: '7' })).toBe('lambda:host:7');
+    expect(lambdaDeploymentId({ name: 'host', version: '$LATEST' })).toBeUndefined();
+    expect(lambdaDeploymentId(undefined)).toBeUndefined();
   });
 
   it('on a plain Node host with affinity on: the hash of the build, which any one-byte change moves', async () => {
