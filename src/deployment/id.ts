@@ -9,7 +9,7 @@
  *   will be `lambda:<function>:<version>` (a published version is immutable; affinity is refused
  *   in Lambda until the worker routes by version); on a plain Node host `build:<hash>` of the build's files (every file under the build folder, its
  *   relative path and bytes, sorted; `node_modules`, `.eve` and `.workflow-data` skipped), unless
- *   EVE_WORLD_AWS_DEPLOYMENT_ID names it.
+ *   EVE_WORLD_AWS_DEPLOYMENT_ID names it (the build folder: the entry script's, or the `buildDir` option).
  * - With affinity off, nothing changes from before affinity existed: every process reports
  *   EVE_WORLD_AWS_DEPLOYMENT_ID, else {@link LEGACY_DEPLOYMENT_ID}, and core runs no guard.
  * - `auto` is off until the host routes each message to its version (the Lambda shape, a later
@@ -130,9 +130,9 @@ async function listFiles(root: string, rel: string): Promise<string[]> {
   const entries = await readdir(path.join(root, rel), { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
     if (rel === '' && err.code === 'ENOENT')
       throw new ConfigError(
-        'EVE_WORLD_AWS_BUILD_DIR',
-        `names a folder that does not exist (${root})`,
-        '.output/server',
+        'EVE_WORLD_AWS_DEPLOYMENT_ID',
+        `is unset and the build folder ${root} does not exist: name the build (or set the buildDir option)`,
+        'release-2026-12-01',
       );
     throw err;
   });
