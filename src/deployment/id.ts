@@ -88,6 +88,15 @@ export function deploymentIdentity(
         'release-2026-12-01',
       );
     }
+    // An entry script inside node_modules is a tool's (a CLI that loads the app), not the app's
+    // build: its hash would be the same for every build of the app.
+    if (config.buildDir === undefined && dir.split(path.sep).includes('node_modules')) {
+      throw new ConfigError(
+        'EVE_WORLD_AWS_DEPLOYMENT_ID',
+        `is unset and the entry script's folder ${dir} is a package's, not this app's build: name the build (or set the buildDir option to the built server folder)`,
+        'release-2026-12-01',
+      );
+    }
     return `build:${await buildHash(dir)}`;
   };
   return {

@@ -80,6 +80,11 @@ describe('the deployment id', () => {
     await expect(deploymentIdentity(config(on, { buildDir: path.join(scratch, 'none') })).id()).rejects.toThrow(
       ConfigError,
     );
+    // A tool's entry script (a CLI in node_modules that loads the app) is not the app's build.
+    const tool = path.join(a, 'node_modules', 'x', 'i.js');
+    await expect(deploymentIdentity(config(on), tool).id()).rejects.toThrow(
+      /is a package's, not this app's build: name the build/,
+    );
   });
 
   it('declares deploymentAffinity and the predicate only as configured', () => {
