@@ -62,7 +62,7 @@ describe('two deployments on one queue', () => {
     expect(a.deliveries.map((d) => d.meta.attempt)).toEqual(a.deliveries.map(() => 1));
     expect(b.deliveries.filter((d) => !d.body.own)).toHaveLength(0);
     expect(await receiveAll(a, await a.queue.transport.dlqUrl())).toHaveLength(0);
-  });
+  }, 240_000);
 
   test('a message for a retired or never-registered deployment is dispatched at once by the consumer it reaches', async () => {
     const b = await makeWorld({ env: ON, tuning: { deploymentId: 'dep-b' } });
