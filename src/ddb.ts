@@ -101,6 +101,8 @@ export const keys = {
   deliveryNonce: (signature: string) => ({ PK: `NONCE#${signature}`, SK: 'NONCE' }),
   /** The table's format item (src/table-format.ts): one per table. */
   tableFormat: () => ({ PK: 'FORMAT#', SK: 'meta' }),
+  /** A deployment of this World (src/deployment/registry.ts): one partition, listed by one Query. */
+  deployment: (id: string) => ({ PK: 'DEPLOY#', SK: `DEP#${id}` }),
   // GSI partitions
   corrGsi: (runId: string, correlationId: string) => `CORR#${runId}#${correlationId}`,
   runHooksGsi: (runId: string) => `RUNHOOKS#${runId}`,

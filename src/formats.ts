@@ -36,10 +36,19 @@ export const LOG_FORMAT = 2;
 export const RECORD_FORMAT = 2;
 /** Current format of the queue messages this build writes. */
 export const MESSAGE_FORMAT = 2;
-/** This build's reader version, compared with a table's `minReader`. */
-export const READER_FORMAT = 2;
+/**
+ * This build's reader version, compared with a table's `minReader`. 3: honours `eve.dep` (a
+ * consumer with deployment affinity on never dispatches another deployment's message).
+ */
+export const READER_FORMAT = 3;
 /** The oldest reader version that can read what this build writes (format 2 adds stamps only). */
 export const MIN_READER_OF_WRITES = 1;
+/**
+ * The oldest reader a table must allow before any process on it turns deployment affinity on
+ * (`init --deployment-affinity` raises `minReader` to it): an older consumer ignores `eve.dep` and
+ * would run another deployment's message on its own build.
+ */
+export const AFFINITY_MIN_READER = 3;
 /** The oldest format of each family this build still reads (kept for as long as the docs promise). */
 export const OLDEST_READ_FORMAT = 1;
 

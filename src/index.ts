@@ -39,6 +39,10 @@ import {
 import { type Consumer, type CreateConsumerOptions, createConsumer, earlyDeliveryEnabled } from './consumer/index.js';
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context.js';
+import { createDeploymentFilter } from './consumer/affinity.js';
+import { deploymentIdentity } from './deployment/id.js';
+import { isDeploymentUnavailableError } from './deployment/errors.js';
+import { latestDeployment, registerDeployment } from './deployment/registry.js';
 import { RunKeys } from './encryption/run-keys.js';
 import { consoleLogger } from './log.js';
 import { preflight } from './preflight.js';
@@ -46,7 +50,7 @@ import { createQueue } from './queue/index.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streams/index.js';
 import { type OrphanSweepOptions, type SweepReport, sweepOrphans } from './sweep/index.js';
-import { checkTableFormat, TableFormatError } from './table-format.js';
+import { affinityFormatProblem, checkTableFormat, TableFormatError } from './table-format.js';
 
 export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config/index.js';
@@ -62,6 +66,7 @@ export {
   type SweepReport,
   sweepOrphans,
 } from './sweep/index.js';
+export { DeploymentUnavailableError, isDeploymentUnavailableError } from './deployment/errors.js';
 export { TableFormatError } from './table-format.js';
 
 export interface AwsWorld extends World {
@@ -101,6 +106,9 @@ export interface CreateWorldOptions {
   resolvePayloads?: boolean;
 }
 
+/** How often a running World with deployment affinity refreshes its deployment's `lastSeen`. */
+const DEPLOYMENT_HEARTBEAT_MS = 60_000;
+
 export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const config = withTuning(options.config ?? getConfig(), options.tuning);
   applyCoreDefaults();
@@ -112,6 +120,8 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const ownsClients = options.clients === undefined;
   const context = createContext(config, options.clients, { resolvePayloads: options.resolvePayloads });
   const storage = createStorage(context);
+  // The deployment this process is, and whether runs stay on theirs (src/deployment/id.ts).
+  const identity = deploymentIdentity(config);
   // Before this World's first write or send, and at start(): the table, queue and bucket exist
   // (src/preflight.ts), and the table's format is one this build may touch (src/table-format.ts:
   // a table this build is too old, or before `init` too new, for is refused), once per process.
@@ -121,7 +131,14 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const beforeFirstWrite = async () => {
     if (ready) return;
     await preflight(context, queue.transport);
-    await checkTableFormat(context.clients.ddb, config.tableName);
+    const format = await checkTableFormat(context.clients.ddb, config.tableName);
+    if (identity.affinity) {
+      // Every consumer on the table honours `eve.dep`, and the registry knows this deployment
+      // before any run is pinned to it (src/deployment/registry.ts).
+      const problem = affinityFormatProblem(config.tableName, format);
+      if (problem) throw new TableFormatError(problem);
+      await registerDeployment(context, await identity.id(), identity.shape);
+    }
     ready = true;
   };
   // The consumer needs the queue's transport, and (when early delivery is on) the queue offers its
@@ -129,6 +146,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   // Lambda), the queue is given nothing to offer to.
   const early: { consumer?: Consumer } = {};
   const queue = createQueue(context, {
+    identity,
     logger,
     logTail: storage.logTail,
     beforeSend: () => beforeFirstWrite(),
@@ -136,13 +154,20 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       ? { deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload) }
       : {}),
   });
-  const consumer = createConsumer(context, queue.transport, options.consumer);
+  const consumer = createConsumer(
+    context,
+    queue.transport,
+    options.consumer,
+    createDeploymentFilter(context, identity),
+  );
   early.consumer = consumer;
   const streamer = createStreamer(context, { runEnd: storage.runEnd, logger });
   // Without a KMS key the World has no getEncryptionKeyForRun at all, so core stores plaintext
   // exactly as before; with one, core encrypts every payload under a per-run data key.
   const runKeys = options.runKeys ?? (config.kmsKeyId ? new RunKeys(context, config.kmsKeyId) : undefined);
   let closed: Promise<void> | undefined;
+  // With affinity on, a running consumer refreshes its deployment's `lastSeen` (src/deployment/registry.ts).
+  let heartbeat: NodeJS.Timeout | undefined;
   const events = {
     ...storage.events,
     create: async (...args: Parameters<typeof storage.events.create>) => {
@@ -153,7 +178,8 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
 
   const world = {
     specVersion: SPEC_VERSION_CURRENT,
-    capabilities: { ...storageCapabilities },
+    // deploymentAffinity: core's deployment guard (a run only runs on the deployment it is pinned to).
+    capabilities: { ...storageCapabilities, ...(identity.affinity ? { deploymentAffinity: true } : {}) },
     // A new run's key is written before its run_created (core asks for it first).
     ...(runKeys
       ? {
@@ -170,6 +196,17 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     hooks: storage.hooks,
     // Queue: send side
     getDeploymentId: queue.getDeploymentId,
+    // Called unbound by core: a `this`-free arrow (src/deployment/errors.ts).
+    isDeploymentUnavailableError,
+    ...(identity.affinity
+      ? {
+          // core's `start(..., { deploymentId: 'latest' })`: the newest active deployment of this shape.
+          resolveLatestDeploymentId: async () => {
+            await beforeFirstWrite();
+            return latestDeployment(context, identity.shape, await identity.id());
+          },
+        }
+      : {}),
     queue: queue.queue,
     queueBatch: queue.queueBatch,
     // Queue: receive side. The flow route is where a host that never calls start() (Lambda) first
@@ -199,9 +236,21 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       if (unsigned) logger.warn(unsigned);
       await beforeFirstWrite();
       await consumer.start();
+      if (identity.affinity && !heartbeat && !closed) {
+        heartbeat = setInterval(() => {
+          void identity
+            .id()
+            .then((id) => registerDeployment(context, id, identity.shape))
+            .catch((err) =>
+              logger.warn(`[eve-world-aws] could not refresh this deployment's lastSeen: ${String(err)}`),
+            );
+        }, DEPLOYMENT_HEARTBEAT_MS);
+        heartbeat.unref();
+      }
     },
     close() {
       closed ??= (async () => {
+        clearInterval(heartbeat);
         await consumer.close();
         await streamer.close();
         runKeys?.clear();

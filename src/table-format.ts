@@ -19,7 +19,14 @@
  */
 import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { keys } from './ddb.js';
-import { type FormatFamily, MIN_READER_OF_WRITES, READER_FORMAT, UNSTAMPED_FORMAT, UPGRADE_DOC } from './formats.js';
+import {
+  AFFINITY_MIN_READER,
+  type FormatFamily,
+  MIN_READER_OF_WRITES,
+  READER_FORMAT,
+  UNSTAMPED_FORMAT,
+  UPGRADE_DOC,
+} from './formats.js';
 
 /** What a table's format item says (or implies, when it has none). */
 export interface TableFormat {
@@ -84,6 +91,19 @@ export function tableFormatProblem(tableName: string, tf: TableFormat): string |
     );
   }
   return undefined;
+}
+
+/**
+ * Why a process with deployment affinity on must not use a table of format `tf`, or undefined: the
+ * table still allows readers that ignore `eve.dep` ({@link AFFINITY_MIN_READER}).
+ */
+export function affinityFormatProblem(tableName: string, tf: TableFormat): string | undefined {
+  if (tf.minReader >= AFFINITY_MIN_READER) return undefined;
+  return (
+    `EVE_WORLD_AWS_DEPLOYMENT_AFFINITY is on, and table ${tableName} still allows readers from format ${tf.minReader}, ` +
+    `which would run another deployment's messages on their own build. Stop every process older than reader format ` +
+    `${AFFINITY_MIN_READER}, then run \`eve-world-aws init --deployment-affinity\` (docs/operations.md, "Deployment affinity").`
+  );
 }
 
 const checked = new WeakMap<DynamoDBClient, Map<string, Promise<TableFormat>>>();

@@ -6,6 +6,7 @@
  * the fix, never silently accepted. The reconciler lives in src/provision/ and is shared with
  * `emulate` (and later `doctor`), so this file is only flags and presentation.
  */
+import { AFFINITY_MIN_READER } from '../formats.js';
 import { Command, InvalidArgumentError } from 'commander';
 import { partitionOf } from '../aws/arn.js';
 import { createClients, destroyClients } from '../aws/clients.js';
@@ -54,11 +55,15 @@ export function explainAwsError(err: unknown, config: WorldConfig): unknown {
 }
 
 /** Create (apply) or plan (dry-run) every resource with a spinner; maps fixable AWS errors. */
-export async function runReconcile(config: WorldConfig, mode: ReconcileMode): Promise<ResourceReport[]> {
+export async function runReconcile(
+  config: WorldConfig,
+  mode: ReconcileMode,
+  options: { minReader?: number } = {},
+): Promise<ResourceReport[]> {
   const clients = createClients(config);
   const spin = progress(mode === 'dry-run' ? 'Checking resources (dry run)...' : 'Creating or verifying resources...');
   try {
-    return await reconcile(clients, config, mode);
+    return await reconcile(clients, config, mode, options);
   } catch (err) {
     throw explainAwsError(err, config);
   } finally {
@@ -140,6 +145,7 @@ interface InitOptions {
   schedulerRole?: boolean;
   deployer?: boolean;
   account?: string;
+  deploymentAffinity?: boolean;
 }
 
 export function initCommand(): Command {
@@ -163,6 +169,10 @@ export function initCommand(): Command {
       "with --print-iam-policy: the EventBridge Scheduler role's trust policy and permissions",
     )
     .option('--account <id>', 'AWS account id to put in the IAM policy ARNs (default: <account-id>)', parseAccount)
+    .option(
+      '--deployment-affinity',
+      `allow deployment affinity on the table: refuse readers older than format ${AFFINITY_MIN_READER}, which ignore a message's deployment (stop them first)`,
+    )
     .addHelpText(
       'after',
       `
@@ -194,7 +204,11 @@ Exit codes: 0 every resource present or created; 1 drift or missing (the fix is 
         throw new CliError('--operator, --deployer and --scheduler-role only go with --print-iam-policy', EXIT_USAGE);
       warnSharedScheduleGroup(config);
       const mode: ReconcileMode = opts.dryRun ? 'dry-run' : 'apply';
-      const reports = await runReconcile(config, mode);
+      const reports = await runReconcile(
+        config,
+        mode,
+        opts.deploymentAffinity ? { minReader: AFFINITY_MIN_READER } : {},
+      );
       const ok = !hasProblems(reports);
       if (opts.json) printJson({ ok, mode, resources: reports });
       else process.stdout.write(renderReports(reports, mode));

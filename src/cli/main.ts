@@ -11,6 +11,7 @@ import { EmulatorError } from '../emulator/stack.js';
 import { cancelCommand } from './cancel.js';
 import { demoCommand } from './demo.js';
 import { destroyCommand } from './destroy.js';
+import { deploymentsCommand } from './deployments.js';
 import { doctorCommand } from './doctor.js';
 import { emulateCommand } from './emulate.js';
 import { initCommand } from './init.js';
@@ -35,6 +36,7 @@ const COMMANDS: Array<() => Command> = [
   redriveCommand,
   sweepCommand,
   doctorCommand,
+  deploymentsCommand,
   destroyCommand,
 ];
 

@@ -7,6 +7,7 @@
  */
 import type { WorkflowRun } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
+import { LEGACY_DEPLOYMENT_ID } from '../deployment/id.js';
 import { formatDuration, formatTime, parsePositiveInt } from './format.js';
 import { colorEnabled, palette, printJson, renderTable } from './output.js';
 import { runRow } from './tail-rows.js';
@@ -97,6 +98,8 @@ const STATUS_PAINT: Record<RunStatus, keyof ReturnType<typeof palette>> = {
 export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorEnabled(), now = Date.now()): string {
   if (runs.length === 0) return 'No runs found.\n';
   const p = palette(color);
+  // The Deployment column only when a run is pinned to a real deployment (affinity on somewhere).
+  const deployments = runs.some((r) => r.deploymentId !== LEGACY_DEPLOYMENT_ID);
   const rows = runs.map((r) => {
     const rec = runRow(r, now);
     return [
@@ -105,15 +108,19 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
       p[STATUS_PAINT[rec.status]](rec.status),
       formatTime(rec.startedAt ?? rec.createdAt),
       formatDuration(rec.durationMs),
+      ...(deployments ? [rec.deploymentId ?? '-'] : []),
     ];
   });
   const more = hasMore ? `\n${p.dim(`More runs exist; raise --limit (showing ${runs.length}).`)}` : '';
-  return `${renderTable(['Run', 'Workflow', 'Status', 'Started', 'Duration'], rows, color)}${more}\n`;
+  const head = ['Run', 'Workflow', 'Status', 'Started', 'Duration', ...(deployments ? ['Deployment'] : [])];
+  return `${renderTable(head, rows, color)}${more}\n`;
 }
 
 export function runsCommand(): Command {
   return new Command('runs')
-    .description('List recent runs (newest first): id, workflow, status, started, duration')
+    .description(
+      'List recent runs (newest first): id, workflow, status, started, duration (and deployment, with deployment affinity)',
+    )
     .option(
       '--status <status>',
       `only runs with this status: ${RUN_STATUSES.join(', ')} (comma-separated or repeated)`,

@@ -18,6 +18,8 @@ export interface RunRow {
   runId: string;
   workflowName: string;
   status: WorkflowRun['status'];
+  /** The deployment the run is pinned to (src/deployment/id.ts). */
+  deploymentId?: string;
   createdAt: string;
   startedAt?: string;
   completedAt?: string;
@@ -92,6 +94,7 @@ export function runRow(run: WorkflowRun | WorkflowRunWithoutData, now = Date.now
     runId: run.runId,
     workflowName: run.workflowName,
     status: run.status,
+    deploymentId: run.deploymentId,
     createdAt: new Date(run.createdAt).toISOString(),
     startedAt: iso(run.startedAt),
     completedAt: iso(run.completedAt),

@@ -40,4 +40,4 @@ export {
   variableWarnings,
   variableWarningsOnce,
 } from './warnings.js';
-export type { Endpoints, WorldConfig } from './world-config.js';
+export type { DeploymentAffinityMode, Endpoints, WorldConfig } from './world-config.js';

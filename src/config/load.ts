@@ -13,7 +13,7 @@ import type { Env, FlagSetting, IntSetting, Setting, TextSetting } from './setti
 import { TUNING, type WorldTuning } from './tuning.js';
 import { VARIABLES } from './variables.js';
 import { ignoredVariables } from './warnings.js';
-import type { Endpoints, WorldConfig } from './world-config.js';
+import type { DeploymentAffinityMode, Endpoints, WorldConfig } from './world-config.js';
 
 /** A source of raw values: the environment, or the tuning options (keyed by option name). */
 interface Source {
@@ -120,7 +120,8 @@ function readTuning(tuning: Partial<WorldTuning>): WorldTuning {
     consumerVisibilitySeconds: readCount(src, T.consumerVisibilitySeconds),
     connectTimeoutMs: readCount(src, T.connectTimeoutMs),
     requestTimeoutMs: readCount(src, T.requestTimeoutMs),
-    deploymentId: readText(src, T.deploymentId) as string,
+    deploymentId: readText(src, T.deploymentId),
+    buildDir: readText(src, T.buildDir),
   };
 }
 
@@ -159,8 +160,13 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
   const allowInsecureFlowUrl = readFlag(src, V.allowInsecureFlowUrl);
   if (flowUrl !== undefined) assertFlowUrlEncrypted(flowUrl, allowInsecureFlowUrl);
 
+  const tuned = readTuning(tuning);
+  const lambdaName = src.raw(V.lambda);
   return Object.freeze({
-    ...readTuning(tuning),
+    ...tuned,
+    deploymentId: tuned.deploymentId ?? readText(src, V.deploymentId),
+    deploymentAffinity: readText(src, V.deploymentAffinity) as DeploymentAffinityMode,
+    lambdaFunction: lambdaName === undefined ? undefined : { name: lambdaName, version: src.raw(V.lambdaVersion) },
     region,
     endpoints,
     emulatorCredentials:

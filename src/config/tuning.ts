@@ -47,8 +47,13 @@ export interface WorldTuning {
    * SQS long polls get at least 30 s on top of their wait, so a poll is never cut short.
    */
   readonly requestTimeoutMs: number;
-  /** Deployment id reported by getDeploymentId(). */
-  readonly deploymentId: string;
+  /**
+   * The deployment id getDeploymentId() reports, over EVE_WORLD_AWS_DEPLOYMENT_ID; undefined:
+   * derived (src/deployment/id.ts).
+   */
+  readonly deploymentId?: string;
+  /** The build a plain Node host's deployment id is hashed from; undefined: the entry script's folder. */
+  readonly buildDir?: string;
 }
 
 /** Options, not variables: `createWorld({ tuning })` or `loadConfig(env, tuning)`. Names are the keys. */
@@ -137,9 +142,17 @@ export const TUNING = {
   }),
   deploymentId: text({
     name: 'deploymentId',
-    default: 'eve-world-aws',
+    unset: 'EVE_WORLD_AWS_DEPLOYMENT_ID, else derived',
     values: 'string',
-    description: 'Deployment id reported to the runtime (`getDeploymentId()`).',
+    description: 'Deployment id reported to the runtime (`getDeploymentId()`), over EVE_WORLD_AWS_DEPLOYMENT_ID.',
     example: "'dpl_test'",
+  }),
+  buildDir: text({
+    name: 'buildDir',
+    unset: 'the folder of the entry script (e.g. `.output/server`)',
+    values: 'folder path',
+    description:
+      'The build a plain Node host hashes into its deployment id (every file but `node_modules`, `.eve` and `.workflow-data`), when affinity is on and no id is set.',
+    example: "'.output/server'",
   }),
 } as const satisfies { [K in keyof WorldTuning]: AnySetting };

@@ -250,6 +250,33 @@ export const VARIABLES = {
     check: (v) =>
       LOG_LEVELS.includes(v as LogLevel) ? undefined : `must be one of ${LOG_LEVELS.join(', ')}, got "${v}"`,
   }),
+  // Deployment affinity (issue 32, src/deployment/): one block.
+  deploymentId: text({
+    name: 'EVE_WORLD_AWS_DEPLOYMENT_ID',
+    unset:
+      'derived: `lambda:<function>:<version>` in Lambda, `build:<hash of the build>` on a plain Node host with affinity on, else `eve-world-aws`',
+    values: '1-128 of letters, digits and `:._@/-`',
+    description:
+      'The deployment (immutable build) this process is: what `getDeploymentId()` reports and what new runs are pinned to. Set it when the derived id does not name the build, e.g. a release tag.',
+    example: 'release-2026-12-01',
+    check: (v) =>
+      /^[A-Za-z0-9:._@/-]{1,128}$/.test(v) ? undefined : `must be 1-128 of letters, digits and :._@/-, got "${v}"`,
+  }),
+  deploymentAffinity: text({
+    name: 'EVE_WORLD_AWS_DEPLOYMENT_AFFINITY',
+    default: 'auto',
+    values: '`auto`, `on`, `off`',
+    description:
+      '`on`: a run finishes on the deployment that started it: consumers never run another deployment\'s message, and core\'s deployment guard fails a run whose deployment is retired (`DEPLOYMENT_MISMATCH`); needs `init --deployment-affinity` once. `off`: every process reports the same id and runs replay on whichever build takes them. `auto`: `on` only where the host routes each message to its version (not yet: `off`). docs/operations.md, "Deployment affinity".',
+    example: 'on',
+    check: (v) => (/^(auto|on|off)$/.test(v) ? undefined : `must be auto, on or off, got "${v}"`),
+  }),
+  lambdaVersion: external({
+    name: 'AWS_LAMBDA_FUNCTION_VERSION',
+    default: '-',
+    values: 'version number or `$LATEST`',
+    description: 'Set by Lambda: the published version that runs, part of the deployment id there.',
+  }),
   optimisticInlineStart: external({
     name: 'WORKFLOW_OPTIMISTIC_INLINE_START',
     default: '0',

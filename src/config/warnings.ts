@@ -24,7 +24,6 @@ export const FORMER_VARIABLES: Readonly<Record<string, keyof WorldTuning>> = Obj
   EVE_WORLD_AWS_CONSUMER_VISIBILITY_SECONDS: 'consumerVisibilitySeconds',
   EVE_WORLD_AWS_CONNECT_TIMEOUT_MS: 'connectTimeoutMs',
   EVE_WORLD_AWS_REQUEST_TIMEOUT_MS: 'requestTimeoutMs',
-  EVE_WORLD_AWS_DEPLOYMENT_ID: 'deploymentId',
 });
 
 /** `EVE_WORLD_AWS_*` names read by the CLI and the test tooling, not by the World. */

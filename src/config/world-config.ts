@@ -92,4 +92,11 @@ export interface WorldConfig extends WorldTuning {
   readonly metrics: boolean;
   /** EVE_WORLD_AWS_LOG_LEVEL (src/log.ts). Lines are JSON in Lambda, text elsewhere. */
   readonly logLevel: LogLevel;
+  /** EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: whether runs stay on their deployment (src/deployment/id.ts). */
+  readonly deploymentAffinity: DeploymentAffinityMode;
+  /** AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_FUNCTION_VERSION, inside Lambda. */
+  readonly lambdaFunction?: { readonly name: string; readonly version?: string };
 }
+
+/** `on`: runs stay on their deployment; `off`: today's single id; `auto`: on where the host routes by version. */
+export type DeploymentAffinityMode = 'auto' | 'on' | 'off';

@@ -22,6 +22,7 @@ import { DynamoNonceStore } from './nonces.js';
 import type { DeliveryOutcome, FlowHandler, InboundMessage } from './pipeline.js';
 import { SqsPoller } from './poller.js';
 import type { SqsReceipts } from './receipts.js';
+import type { DeploymentFilter } from './affinity.js';
 import { type SigningSecretSource, signingSecretSource } from './secret-source.js';
 
 /** How often the in-process consumer writes its metrics (EVE_WORLD_AWS_METRICS=1). */
@@ -76,6 +77,8 @@ export function createConsumer(
   ctx: WorldContext,
   transport: SqsTransport,
   options: CreateConsumerOptions = {},
+  /** Deployment affinity of the in-process consumer (./affinity.ts); undefined: every message is dispatched. */
+  affinity?: DeploymentFilter,
 ): Consumer {
   const { config } = ctx;
   const logger = options.logger ?? consoleLogger;
@@ -158,6 +161,7 @@ export function createConsumer(
       );
       poller = new SqsPoller({
         ...delivery.deps,
+        affinity,
         concurrency: config.consumerConcurrency,
         waitTimeSeconds,
         // Never longer than the queue's own visibility: a short queue visibility stays short.

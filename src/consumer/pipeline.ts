@@ -60,6 +60,7 @@ import { decodePayload, type Envelope, envelopeFromMessage, MSG_ATTR, messageFor
 import { encodeHeaderValue } from '../queue/header-values.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { currentTraceparent, TRACEPARENT_HEADER } from '../telemetry/tracing.js';
+import type { AffinityHoldCause, DeploymentFilter } from './affinity.js';
 import type { CircuitBreaker } from './breaker.js';
 import { observeDelivery } from './delivery-telemetry.js';
 import type { EarlyDeliveries } from './early-deliveries.js';
@@ -88,7 +89,7 @@ export interface InboundMessage {
  * consumer's early delivery of it may run (`early-delivery`), or that delivery's record could not
  * be read (`early-record-unreadable`). Metrics read this, never the detail text.
  */
-export type HoldCause = 'copy-running' | 'early-delivery' | 'early-record-unreadable';
+export type HoldCause = 'copy-running' | 'early-delivery' | 'early-record-unreadable' | AffinityHoldCause;
 
 /**
  * What became of a received copy. `delete`: the caller deletes it (acked, or replaced by a copy SQS
@@ -153,6 +154,8 @@ export interface DeliveryDeps {
    * copy of one takes that delivery's verdict instead of being dispatched again.
    */
   early?: EarlyDeliveries<Verdict>;
+  /** Deployment affinity (./affinity.ts): another deployment's message is held, never dispatched. */
+  affinity?: DeploymentFilter;
   now?: () => number;
 }
 
@@ -251,6 +254,8 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
     }
     if (remaining > 0) await sleep(remaining, deps.signal);
   }
+  const away = await deps.affinity?.holdFor(envelope);
+  if (away) return undispatched({ kind: 'hold', ...away });
   const early = deps.early?.take(envelope.messageId);
   if (early) {
     // Delivered early in this process: wait for that delivery (keeping this copy hidden) and take

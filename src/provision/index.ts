@@ -37,6 +37,8 @@ export async function reconcile(
   clients: AwsClients,
   config: WorldConfig,
   mode: ReconcileMode,
+  /** `minReader`: the oldest reader the table allows after `init` at most (`init --deployment-affinity`). */
+  options: { minReader?: number } = {},
 ): Promise<ResourceReport[]> {
   const schema = await reconcileTable(clients.ddb, config.tableName, mode);
   // The table's format item (src/formats.ts), reported with the table: recorded, upgraded
@@ -48,6 +50,7 @@ export async function reconcile(
       config.tableName,
       mode,
       schema.state !== 'would-create' && schema.state !== 'missing',
+      options.minReader,
     ),
   );
   const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);

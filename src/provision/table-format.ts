@@ -37,12 +37,15 @@ export const FORMAT_STEPS: readonly FormatStep[] = [
 
 const FAMILIES: readonly FormatFamily[] = ['log', 'records', 'messages'];
 
-/** The formats the table records after this build's `init`: never lower than what is there. */
-export function targetFormat(current: TableFormat): TableFormat {
+/**
+ * The formats the table records after this build's `init`: never lower than what is there.
+ * `minReader`: the oldest reader to allow at most (`init --deployment-affinity`: AFFINITY_MIN_READER).
+ */
+export function targetFormat(current: TableFormat, minReader = MIN_READER_OF_WRITES): TableFormat {
   const formats = Object.fromEntries(
     FAMILIES.map((f) => [f, Math.max(current.formats[f], FORMATS[f].current)]),
   ) as Record<FormatFamily, number>;
-  return { recorded: true, formats, minReader: Math.max(current.minReader, MIN_READER_OF_WRITES) };
+  return { recorded: true, formats, minReader: Math.max(current.minReader, MIN_READER_OF_WRITES, minReader) };
 }
 
 function sameFormat(a: TableFormat, b: TableFormat): boolean {
@@ -119,6 +122,8 @@ export async function reconcileTableFormat(
   tableName: string,
   mode: ReconcileMode,
   tableExists: boolean,
+  /** The oldest reader the table allows after `init` at most (default: what this build's writes need). */
+  minReader?: number,
 ): Promise<FormatReport> {
   const report = (state: ResourceReport['state'], details: string[], fix?: string): FormatReport => ({
     state,
@@ -131,7 +136,7 @@ export async function reconcileTableFormat(
     minReader: 1,
   };
   if (!tableExists && mode !== 'apply') {
-    const next = targetFormat(unrecorded);
+    const next = targetFormat(unrecorded, minReader);
     return mode === 'dry-run'
       ? report('would-create', [`would record ${describe(next)} on the new table`])
       : report('present', []); // the table's own report says it is missing
@@ -146,7 +151,7 @@ export async function reconcileTableFormat(
       problem ? `upgrade eve-world-aws to a build that reads format ${current.minReader} (${UPGRADE_DOC})` : undefined,
     );
   }
-  const next = targetFormat(current);
+  const next = targetFormat(current, minReader);
   if (current.recorded && sameFormat(current, next)) return report('present', [describe(current)]);
   const from = Math.max(...FAMILIES.map((f) => current.formats[f]));
   const steps = FORMAT_STEPS.filter((s) => s.to > from && s.to <= Math.max(...FAMILIES.map((f) => next.formats[f])));

@@ -20,7 +20,7 @@ import { MESSAGE_FORMAT, MESSAGE_FORMAT_ATTR, parseFormat, UNSTAMPED_FORMAT } fr
 
 /**
  * SQS message attribute names (String data type). SQS allows at most 10 attributes per message:
- * 9 are defined here, so one is left. The scheduler's envelope body has no such limit.
+ * all 10 are defined here. The scheduler's envelope body has no such limit.
  */
 export const MSG_ATTR = {
   /** Logical queue name, e.g. `__wkf_workflow_x` (not an SQS queue name). */
@@ -41,6 +41,12 @@ export const MSG_ATTR = {
   early: 'eve.early',
   /** The message's format (src/formats.ts); absent = format 1. */
   format: MESSAGE_FORMAT_ATTR,
+  /**
+   * The deployment the message is for (src/deployment/): with affinity on, only a consumer of that
+   * deployment dispatches it (src/consumer/affinity.ts). Absent: any consumer (affinity off, or a
+   * message from before it).
+   */
+  deployment: 'eve.dep',
 } as const;
 
 export const ENVELOPE_TAG = 'eve-world-aws/v1';
@@ -89,6 +95,8 @@ export interface Envelope {
    * message). A send always writes this build's format, whatever this field says.
    */
   format?: number;
+  /** The deployment the message is for ({@link MSG_ATTR.deployment}); undefined: any. */
+  deploymentId?: string;
 }
 
 function replacer(this: unknown, key: string, value: unknown): unknown {
@@ -145,6 +153,7 @@ export function encodeEnvelope(envelope: Envelope): string {
     h: envelope.headers,
     t: envelope.logTail,
     e: envelope.early && encodeEarlyMark(envelope.early),
+    d: envelope.deploymentId,
     b: envelope.body,
   }).replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
@@ -173,6 +182,7 @@ export function decodeEnvelope(text: string): Envelope | undefined {
     headers: isStringRecord(raw.h) ? raw.h : undefined,
     logTail: typeof raw.t === 'string' ? raw.t : undefined,
     early: typeof raw.e === 'string' ? decodeEarlyMark(raw.e) : undefined,
+    deploymentId: typeof raw.d === 'string' ? raw.d : undefined,
   };
 }
 
@@ -207,6 +217,9 @@ export function envelopeAttributes(envelope: Envelope): Record<string, { DataTyp
   if (envelope.logTail !== undefined) attrs[MSG_ATTR.logTail] = { DataType: 'String', StringValue: envelope.logTail };
   if (envelope.early !== undefined) {
     attrs[MSG_ATTR.early] = { DataType: 'String', StringValue: encodeEarlyMark(envelope.early) };
+  }
+  if (envelope.deploymentId !== undefined) {
+    attrs[MSG_ATTR.deployment] = { DataType: 'String', StringValue: envelope.deploymentId };
   }
   return attrs;
 }
@@ -278,5 +291,6 @@ export function envelopeFromMessage(body: string, attrs: Record<string, string |
     headers,
     logTail: attrs[MSG_ATTR.logTail],
     early: decodeEarlyMark(attrs[MSG_ATTR.early]),
+    deploymentId: attrs[MSG_ATTR.deployment],
   };
 }

@@ -13,6 +13,11 @@
  *   sent: before its claim the first time this process sends its key (or when it has none), after
  *   a successful claim otherwise. The offer changes nothing of the claim or what `queue()`
  *   returns; a taken offer marks the SQS copy (`eve.early`, src/consumer/early-records.ts).
+ * - With deployment affinity on (src/deployment/), every message names its deployment (`eve.dep`):
+ *   `QueueOptions.deploymentId`, else this process's own (sends from inside a delivery are for the
+ *   run's own deployment: core's guard let the delivery run here). Only a message for this
+ *   process's deployment is offered for early delivery. A send core's guard makes to a retired or
+ *   unknown deployment is refused (src/deployment/targets.ts).
  */
 import {
   type MessageId,
@@ -26,6 +31,8 @@ import { monotonicFactory } from 'ulid';
 import { toWorldError } from '../aws/errors.js';
 import type { WorldContext } from '../context.js';
 import { encodeLogTail } from '../delivery-scope.js';
+import { type DeploymentIdentity, deploymentIdentity } from '../deployment/id.js';
+import { assertTargetReachable } from '../deployment/targets.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { mapLimited } from '../util/concurrency.js';
 import { RecentKeys } from '../util/recent-keys.js';
@@ -64,6 +71,8 @@ export interface CreateQueueOptions {
    * that entry's error in `queueBatch`).
    */
   beforeSend?: () => Promise<void>;
+  /** This process's deployment (src/deployment/id.ts). Default: from `ctx.config`. */
+  identity?: DeploymentIdentity;
 }
 
 export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'queue' | 'queueBatch'>> {
@@ -75,6 +84,7 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
   const logger = options.logger ?? consoleLogger;
   const transport = createTransport(ctx, options.scheduler);
   const nextUlid = monotonicFactory();
+  const identity = options.identity ?? deploymentIdentity(config);
   /** Idempotency keys this process has offered for early delivery lately. */
   const offeredKeys = new RecentKeys(OFFERED_KEYS);
   const tailOf = (payload: QueuePayload): string | undefined => {
@@ -97,6 +107,15 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     // Encode first: a payload that cannot be encoded must not burn its idempotency key.
     const body = encodePayload(payload);
     await options.beforeSend?.();
+    // With affinity on: the deployment the message is for; a send core's guard must not make throws here.
+    let deploymentId: string | undefined;
+    let own = true;
+    if (identity.affinity) {
+      const self = await identity.id();
+      deploymentId = opts?.deploymentId ?? self;
+      own = deploymentId === self;
+      if (!own) await assertTargetReachable(ctx, self, deploymentId, payload);
+    }
     const key = opts?.idempotencyKey;
     const minted = `msg_${nextUlid()}`;
     // Read after core's writes for this message, so the tail covers everything they committed.
@@ -108,13 +127,14 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
       body,
       headers: opts?.headers && { ...opts.headers },
       ...(logTail ? { logTail } : {}),
+      ...(deploymentId !== undefined ? { deploymentId } : {}),
     };
     // Early delivery (src/consumer/early-deliveries.ts) runs beside the claim and the send, which
     // go on unchanged. A key's first send from this process is offered before its claim; a key this
     // process sent before (core republishing after an error) only once claimed, so a retry here
     // never starts a second one. A key another process also sends, or a failed send, leaves it one
     // more delivery of the message.
-    const early = options.deliverEarly !== undefined && !(opts?.delaySeconds && opts.delaySeconds > 0);
+    const early = options.deliverEarly !== undefined && own && !(opts?.delaySeconds && opts.delaySeconds > 0);
     const offeredFirst = early && (key === undefined || offeredKeys.add(key));
     let mark = offeredFirst ? options.deliverEarly?.({ ...envelope }, payload) : undefined;
     // Two-phase idempotency claim (see idempotency.ts): pending -> send -> sent. Throttling that
@@ -170,7 +190,7 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
 
   return {
     transport,
-    getDeploymentId: async () => config.deploymentId,
+    getDeploymentId: () => identity.id(),
     queue,
     queueBatch,
   };

@@ -14,7 +14,9 @@ import {
   createConsumer,
   earlyDeliveryEnabled,
 } from '../../src/consumer/index.js';
+import { createDeploymentFilter } from '../../src/consumer/affinity.js';
 import { type DeliveryOutcome, deliverMessage } from '../../src/consumer/pipeline.js';
+import { deploymentIdentity } from '../../src/deployment/id.js';
 import { inboundFromSdk } from '../../src/consumer/poller.js';
 import { SqsReceipts } from '../../src/consumer/receipts.js';
 import { createContext, type WorldContext } from '../../src/context.js';
@@ -97,13 +99,19 @@ export async function makeWorld(
       ? { deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload) }
       : {}),
   });
-  const consumer = createConsumer(ctx, sender.transport, {
-    consumer: 'poll',
-    waitTimeSeconds: 1,
-    drainTimeoutMs: 2000,
-    logger,
-    ...opts.queueOptions,
-  });
+  const consumer = createConsumer(
+    ctx,
+    sender.transport,
+    {
+      consumer: 'poll',
+      waitTimeSeconds: 1,
+      drainTimeoutMs: 2000,
+      logger,
+      ...opts.queueOptions,
+    },
+    // With EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, as createWorld wires it (src/consumer/affinity.ts).
+    createDeploymentFilter(ctx, deploymentIdentity(fixture.config)),
+  );
   early.consumer = consumer;
   const queue: QueueUnderTest = {
     transport: sender.transport,

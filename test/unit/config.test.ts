@@ -71,7 +71,9 @@ describe('loadConfig', () => {
       schedulerRoleArn: undefined,
       // This World's own group, named from the prefix like the table: not the account's shared `default`.
       schedulerGroup: 'eve-world',
-      deploymentId: 'eve-world-aws',
+      deploymentId: undefined,
+      deploymentAffinity: 'auto',
+      lambdaFunction: undefined,
     });
     expect(c.endpoints).toEqual({ dynamodb: undefined, sqs: undefined, s3: undefined, scheduler: undefined });
   });
@@ -428,10 +430,10 @@ describe('loadConfig', () => {
       expect(d.default).toBeTruthy();
       expect(d.values).toBeTruthy();
     }
-    // About a dozen of the World's own variables, and the two observability ones (METRICS,
-    // LOG_LEVEL); docs/configuration.md argues the set.
+    // About a dozen of the World's own variables, the two observability ones (METRICS,
+    // LOG_LEVEL) and the two of deployments; docs/configuration.md argues the set.
     const own = names.filter((n) => n.startsWith('EVE_WORLD_AWS_'));
-    expect(own.length).toBeLessThanOrEqual(20);
+    expect(own.length).toBeLessThanOrEqual(22);
     // The documented defaults are the parser's: an empty environment yields exactly them.
     const empty = loadConfig({}) as unknown as Record<string, unknown>;
     for (const [key, s] of Object.entries(TUNING)) expect(String(empty[key]), key).toBe(String(s.default));

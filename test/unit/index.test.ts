@@ -68,6 +68,7 @@ describe('createWorld', () => {
         'events',
         'hooks',
         'getDeploymentId',
+        'isDeploymentUnavailableError',
         'queue',
         'queueBatch',
         'createQueueHandler',

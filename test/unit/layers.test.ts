@@ -8,7 +8,8 @@
  *               encryption/ (per-run KMS data keys: needs only the base),
  *               util/ (bounded concurrency, the byte-bounded cache: no World knowledge at all),
  *               telemetry/ (spans through the optional OpenTelemetry API, EMF metrics),
- *               preflight.ts (the table, queue and bucket exist: reads through the context only)
+ *               preflight.ts (the table, queue and bucket exist: reads through the context only),
+ *               deployment/ (the deployment id, registry and send rules of deployment affinity)
  *   1 parts     storage/, queue/ (send side), streams/ or streamer(.ts|/)
  *   1.5 sweep   sweep/ (the orphan sweep composed from storage and queue, and its scheduled
  *               Lambda handler, which the consumer's `/lambda` entry re-exports)
@@ -55,6 +56,7 @@ function layerOf(rel: string): Layer {
       'util',
       'telemetry',
       'preflight.ts',
+      'deployment',
     ].includes(top)
   )
     return { rank: 0, name: 'base' };

@@ -1,0 +1,151 @@
+/**
+ * The deployment registry: one item per deployment this table has seen (`DEPLOY#` / `DEP#<id>`,
+ * src/ddb.ts `keys.deployment`), in one partition that one Query lists. What it answers: which
+ * deployments exist, whether each is `active` or `retired`, when it was first and last seen.
+ *
+ * Invariants:
+ * - A process with affinity on registers its deployment before its first write or send
+ *   (src/index.ts), so no run is pinned to a deployment the registry does not know; it refreshes
+ *   `lastSeen` while it runs. Registering is one UpdateItem that keeps `firstSeen` and `status`:
+ *   safe when applied twice, and it never revives a retired deployment.
+ * - `retired` is final (only `retire` writes it, conditionally on the item existing); a retired
+ *   deployment's messages fail their runs with `DEPLOYMENT_MISMATCH` (src/queue/index.ts throws
+ *   DeploymentUnavailableError on core's re-route), never loop, never reach the DLQ.
+ * - Reads that decide a run's fate (`retired` before throwing) are strongly consistent; reads that
+ *   only route (the consumer's hold) may be cached.
+ */
+import { GetItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { isConditionalCheckFailed } from '../aws/errors.js';
+import type { WorldContext } from '../context.js';
+import { keys } from '../ddb.js';
+import { FORMAT_ATTR, RECORD_FORMAT } from '../formats.js';
+import type { DeploymentShape } from './id.js';
+
+export type DeploymentStatus = 'active' | 'retired';
+
+export interface DeploymentRecord {
+  id: string;
+  shape: DeploymentShape;
+  status: DeploymentStatus;
+  /** Epoch ms of its first registration. */
+  firstSeen: number;
+  /** Epoch ms of its last registration or heartbeat. */
+  lastSeen: number;
+  retiredAt?: number;
+  reason?: string;
+}
+
+function fromItem(item: Record<string, unknown>): DeploymentRecord {
+  const r = unmarshall(item as never) as Record<string, unknown>;
+  return {
+    id: String(r.id),
+    shape: r.shape === 'lambda' ? 'lambda' : 'node',
+    status: r.status === 'retired' ? 'retired' : 'active',
+    firstSeen: Number(r.firstSeen),
+    lastSeen: Number(r.lastSeen),
+    ...(typeof r.retiredAt === 'number' ? { retiredAt: r.retiredAt } : {}),
+    ...(typeof r.reason === 'string' ? { reason: r.reason } : {}),
+  };
+}
+
+/** Registers (or refreshes `lastSeen` of) deployment `id`; keeps its `firstSeen` and `status`. */
+export async function registerDeployment(
+  ctx: WorldContext,
+  id: string,
+  shape: DeploymentShape,
+  now = Date.now(),
+): Promise<void> {
+  await ctx.clients.ddb.send(
+    new UpdateItemCommand({
+      TableName: ctx.config.tableName,
+      Key: marshall(keys.deployment(id)),
+      UpdateExpression:
+        'SET #id = :id, #shape = :shape, #first = if_not_exists(#first, :now), #last = :now, #status = if_not_exists(#status, :active), #fv = :fv',
+      ExpressionAttributeNames: {
+        '#id': 'id',
+        '#shape': 'shape',
+        '#first': 'firstSeen',
+        '#last': 'lastSeen',
+        '#status': 'status',
+        '#fv': FORMAT_ATTR,
+      },
+      ExpressionAttributeValues: marshall({
+        ':id': id,
+        ':shape': shape,
+        ':now': now,
+        ':active': 'active',
+        ':fv': RECORD_FORMAT,
+      }),
+    }),
+  );
+}
+
+/** The record of deployment `id`, or undefined when it was never registered. */
+export async function readDeployment(
+  ctx: WorldContext,
+  id: string,
+  consistent = false,
+): Promise<DeploymentRecord | undefined> {
+  const out = await ctx.clients.ddb.send(
+    new GetItemCommand({
+      TableName: ctx.config.tableName,
+      Key: marshall(keys.deployment(id)),
+      ConsistentRead: consistent,
+    }),
+  );
+  return out.Item ? fromItem(out.Item) : undefined;
+}
+
+/** Every registered deployment, oldest first. */
+export async function listDeployments(ctx: WorldContext): Promise<DeploymentRecord[]> {
+  const out: DeploymentRecord[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ctx.clients.ddb.send(
+      new QueryCommand({
+        TableName: ctx.config.tableName,
+        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :sk)',
+        ExpressionAttributeValues: marshall({ ':pk': keys.deployment('').PK, ':sk': 'DEP#' }),
+        ConsistentRead: true,
+        ...(start ? { ExclusiveStartKey: start as never } : {}),
+      }),
+    );
+    for (const item of page.Items ?? []) out.push(fromItem(item));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out.sort((a, b) => a.firstSeen - b.firstSeen || a.id.localeCompare(b.id));
+}
+
+/**
+ * Marks deployment `id` retired. Conditional on it being registered; retiring a retired one again
+ * changes nothing (its first `retiredAt` stays). Returns false when `id` is not registered.
+ */
+export async function markRetired(ctx: WorldContext, id: string, reason: string, now = Date.now()): Promise<boolean> {
+  try {
+    await ctx.clients.ddb.send(
+      new UpdateItemCommand({
+        TableName: ctx.config.tableName,
+        Key: marshall(keys.deployment(id)),
+        UpdateExpression:
+          'SET #status = :retired, #at = if_not_exists(#at, :now), #reason = if_not_exists(#reason, :reason)',
+        ConditionExpression: 'attribute_exists(PK)',
+        ExpressionAttributeNames: { '#status': 'status', '#at': 'retiredAt', '#reason': 'reason' },
+        ExpressionAttributeValues: marshall({ ':retired': 'retired', ':now': now, ':reason': reason }),
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (isConditionalCheckFailed(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * The newest active deployment of `shape` (core's `deploymentId: 'latest'`): the one registered
+ * last. `self` when none other is (this process is registered before it starts runs).
+ */
+export async function latestDeployment(ctx: WorldContext, shape: DeploymentShape, self: string): Promise<string> {
+  const active = (await listDeployments(ctx)).filter((d) => d.status === 'active' && d.shape === shape);
+  return active.at(-1)?.id ?? self;
+}

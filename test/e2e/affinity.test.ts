@@ -1,0 +1,255 @@
+/**
+ * Deployment affinity as a user meets it, in the in-process shape (docs/operations.md, "Deployment
+ * affinity"): two builds of one workflow whose code differs (A runs its steps a then b, B runs b
+ * then a), each served by its own consumer process of this checkout's World, on one table and one
+ * queue, affinity on, each build's id the hash of its compiled flow bundle. Runs are started on A;
+ * then B is deployed beside it and runs are started on B; every hook is resumed from B. Every A
+ * run must finish on A's code and every B run on B's (a replay of an A run on B's code would
+ * diverge), with nothing in the DLQ. Then A is stopped and retired: its parked run fails with
+ * `DEPLOYMENT_MISMATCH` on its next delivery, once, never looping, never dead-lettered.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { StandaloneBuilder } from '@workflow/builders';
+import { afterAll, expect, test } from 'vitest';
+import { setWorld } from 'workflow/runtime';
+import { markRetired, readDeployment } from '../../src/deployment/registry.js';
+import { AFFINITY_MIN_READER } from '../../src/formats.js';
+import { createWorld } from '../../src/index.js';
+import { reconcile } from '../../src/provision/index.js';
+import { readTableFormat } from '../../src/table-format.js';
+import { createFixture } from '../helpers/aws.js';
+import { type Build, buildCurrent, removeBuild } from '../helpers/builds.js';
+import { stopChildren } from '../helpers/faults-suite.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..');
+/** Inside the checkout, so the compiled apps resolve `workflow` from its node_modules. */
+const scratch = path.join(root, 'node_modules', '.cache', 'eve-world-aws', `affinity-${process.pid}`);
+const RUNS_PER_BUILD = 3;
+const WORKFLOW_FILE = 'workflows/order.ts';
+
+const children: ChildProcess[] = [];
+const builds: Build[] = [];
+afterAll(async () => {
+  await stopChildren(children);
+  for (const b of builds) removeBuild(b);
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** The workflow of build `name`: its two steps in `order`, and a hook between them. */
+function source(name: string, order: ['a', 'b'] | ['b', 'a']): string {
+  const call = (s: string) => `order.push(await step${s.toUpperCase()}(label));`;
+  return `import { createHook } from 'workflow';
+async function stepA(label: string): Promise<string> {
+  'use step';
+  return 'a';
+}
+async function stepB(label: string): Promise<string> {
+  'use step';
+  return 'b';
+}
+export async function ordered(label: string): Promise<{ build: string; order: string[] }> {
+  'use workflow';
+  const order: string[] = [];
+  ${call(order[0])}
+  const hook = createHook<{ go: boolean }>({ token: 'gate:' + label });
+  for await (const _ of hook) break;
+  ${call(order[1])}
+  return { build: '${name}', order };
+}
+`;
+}
+
+async function buildApp(name: string, order: ['a', 'b'] | ['b', 'a']): Promise<string> {
+  const dir = path.join(scratch, name);
+  mkdirSync(path.join(dir, 'workflows'), { recursive: true });
+  writeFileSync(path.join(dir, 'package.json'), '{"private":true,"type":"module"}\n');
+  writeFileSync(path.join(dir, WORKFLOW_FILE), source(name, order));
+  await new StandaloneBuilder({
+    dirs: ['./workflows'],
+    workingDir: dir,
+    buildTarget: 'standalone',
+    stepsBundlePath: './.well-known/workflow/v1/__step_registrations.mjs',
+    workflowsBundlePath: './.well-known/workflow/v1/flow.mjs',
+    webhookBundlePath: './.well-known/workflow/v1/webhook.mjs',
+    workflowManifestPath: './.well-known/workflow/v1/manifest.json',
+  }).build();
+  return dir;
+}
+
+interface Child {
+  proc: ChildProcess;
+  deploymentId: string;
+  start(tag: string, label: string): Promise<string>;
+  resume(tag: string, token: string): Promise<string>;
+  output(): string;
+}
+
+function spawnChild(world: Build, appDir: string, env: Record<string, string>): Promise<Child> {
+  const script = path.join(here, '..', 'helpers', 'affinity-child.mjs');
+  // The build's id: the hash of its compiled workflow bundle (what `eve start` hashes is its server folder).
+  const options = { tuning: { buildDir: path.join(appDir, '.well-known/workflow/v1') } };
+  const proc = spawn(
+    process.execPath,
+    ['--no-warnings', script, world.indexUrl, appDir, WORKFLOW_FILE, JSON.stringify(options)],
+    {
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
+  children.push(proc);
+  let out = '';
+  let err = '';
+  const waiting = new Map<string, { resolve: (id: string) => void; reject: (e: Error) => void }>();
+  const ask = (tag: string, line: string) =>
+    new Promise<string>((resolve, reject) => {
+      waiting.set(tag, { resolve, reject });
+      proc.stdin?.write(`${line}\n`);
+    });
+  proc.stderr?.on('data', (d: Buffer) => {
+    err = (err + d.toString()).slice(-20_000);
+  });
+  return new Promise((resolve, reject) => {
+    proc.stdout?.on('data', (d: Buffer) => {
+      out = (out + d.toString()).slice(-200_000);
+      for (const line of d.toString().split('\n')) {
+        const ready = /^ready (\S+)$/.exec(line);
+        if (ready)
+          resolve({
+            proc,
+            deploymentId: ready[1],
+            output: () => `${out}\n${err}`,
+            start: (tag, label) => ask(tag, `start ${tag} ordered ${JSON.stringify([label])}`),
+            resume: (tag, token) => ask(tag, `resume ${tag} ${token} ${JSON.stringify({ go: true })}`),
+          });
+        const m = /^(started|resumed|failed) (\S+) (.*)$/.exec(line);
+        const w = m && waiting.get(m[2]);
+        if (m && w) {
+          waiting.delete(m[2]);
+          if (m[1] === 'failed') w.reject(new Error(`${m[2]} failed: ${m[3]}`));
+          else w.resolve(m[3]);
+        }
+      }
+    });
+    proc.once('exit', (code, signal) =>
+      reject(new Error(`an affinity child exited before it was ready (${code ?? signal}): ${err.slice(-3000)}`)),
+    );
+  });
+}
+
+async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, limitMs: number): Promise<void> {
+  const until = Date.now() + limitMs;
+  while (!(await cond())) {
+    if (Date.now() > until) throw new Error(`gave up waiting (${limitMs / 1000} s) for: ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+test('two builds beside each other: every run finishes on the build that started it; a retired build fails its runs at once', async () => {
+  const [world, appA, appB] = await Promise.all([
+    buildCurrent('affinity'),
+    buildApp('A', ['a', 'b']),
+    buildApp('B', ['b', 'a']),
+  ]);
+  builds.push(world);
+  const fixture = await createFixture({ EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '10' }, 'aff');
+  const { config, clients } = fixture;
+  // `init --deployment-affinity`: readers that ignore eve.dep are refused from now on.
+  await reconcile(clients, config, 'apply', { minReader: AFFINITY_MIN_READER });
+  expect((await readTableFormat(clients.ddb, config.tableName)).minReader).toBe(AFFINITY_MIN_READER);
+  const env = { ...fixture.env, EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' };
+  // A reader of the table and its runs (no consumer, affinity off: it never sends).
+  const reader = createWorld({ config, clients, consumer: { consumer: 'none' } });
+  const run = (runId: string) => reader.runs.get(runId, { resolveData: 'all' });
+  setWorld(reader);
+  const { getRun } = await import('workflow/api');
+  const returnOf = (runId: string) => getRun(runId).returnValue;
+
+  // Build A alone, with runs parked on their hooks.
+  const a = await spawnChild(world, appA, env);
+  expect(a.deploymentId).toMatch(/^build:[0-9a-f]{16}$/);
+  const onA: string[] = [];
+  for (let i = 0; i < RUNS_PER_BUILD; i++) onA.push(await a.start(`a${i}`, `a${i}`));
+  await waitUntil(
+    'every A run to wait on its hook',
+    async () => {
+      for (let i = 0; i < RUNS_PER_BUILD; i++)
+        if (!(await reader.hooks.getByToken(`gate:a${i}`).catch(() => undefined))) return false;
+      return true;
+    },
+    90_000,
+  );
+
+  // B deployed beside it; new runs start on B.
+  const b = await spawnChild(world, appB, env);
+  expect(b.deploymentId).toMatch(/^build:[0-9a-f]{16}$/);
+  expect(b.deploymentId).not.toBe(a.deploymentId);
+  const onB: string[] = [];
+  for (let i = 0; i < RUNS_PER_BUILD; i++) onB.push(await b.start(`b${i}`, `b${i}`));
+  for (const id of onA) expect((await run(id)).deploymentId).toBe(a.deploymentId);
+  for (const id of onB) expect((await run(id)).deploymentId).toBe(b.deploymentId);
+  expect((await readDeployment({ config, clients } as never, a.deploymentId, true))?.status).toBe('active');
+
+  // Every hook resumed from B: A's runs go back to A.
+  for (let i = 0; i < RUNS_PER_BUILD; i++) {
+    await waitUntil(
+      `hook gate:b${i}`,
+      async () => Boolean(await reader.hooks.getByToken(`gate:b${i}`).catch(() => undefined)),
+      90_000,
+    );
+    await b.resume(`ra${i}`, `gate:a${i}`);
+    await b.resume(`rb${i}`, `gate:b${i}`);
+  }
+  await waitUntil(
+    'every run to finish',
+    async () =>
+      (await Promise.all([...onA, ...onB].map((id) => run(id)))).every(
+        (r) => r.status !== 'running' && r.status !== 'pending',
+      ),
+    120_000,
+  ).catch((e) => {
+    throw new Error(`${e}\nA:\n${a.output().slice(-3000)}\nB:\n${b.output().slice(-3000)}`);
+  });
+  for (const id of onA) expect(await returnOf(id)).toEqual({ build: 'A', order: ['a', 'b'] });
+  for (const id of onB) expect(await returnOf(id)).toEqual({ build: 'B', order: ['b', 'a'] });
+
+  // A retired while one of its runs waits: that run fails once, at its next delivery.
+  const last = await a.start('a-last', 'a-last');
+  await waitUntil(
+    'the last A run to wait on its hook',
+    async () => Boolean(await reader.hooks.getByToken('gate:a-last').catch(() => undefined)),
+    90_000,
+  );
+  a.proc.kill('SIGTERM');
+  await new Promise((r) => a.proc.once('exit', r));
+  expect(await markRetired({ config, clients } as never, a.deploymentId, 'test: A drained')).toBe(true);
+  await b.resume('r-last', 'gate:a-last');
+  await waitUntil('the retired run to fail', async () => (await run(last)).status === 'failed', 60_000).catch((e) => {
+    throw new Error(`${e}\nB:\n${b.output().slice(-4000)}`);
+  });
+  const events = (await reader.events.list({ runId: last, pagination: { limit: 1000 }, resolveData: 'all' })).data;
+  const failed = events.filter((e) => e.eventType === 'run_failed');
+  expect(failed).toHaveLength(1);
+  expect((failed[0] as { eventData?: { errorCode?: string } }).eventData?.errorCode).toBe('DEPLOYMENT_MISMATCH');
+  // Its step b never ran on B's code (B would have run its own order).
+  expect(events.filter((e) => e.eventType === 'step_completed')).toHaveLength(1);
+
+  // Nothing dead-lettered.
+  const dlq = await clients.sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: await (async () => {
+        const { GetQueueUrlCommand } = await import('@aws-sdk/client-sqs');
+        return (await clients.sqs.send(new GetQueueUrlCommand({ QueueName: config.deadLetterQueue })))
+          .QueueUrl as string;
+      })(),
+      WaitTimeSeconds: 1,
+      MaxNumberOfMessages: 10,
+    }),
+  );
+  expect(dlq.Messages ?? []).toHaveLength(0);
+  await reader.close();
+}, 600_000);

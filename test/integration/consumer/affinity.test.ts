@@ -1,0 +1,109 @@
+/**
+ * Deployment affinity with two consumers on one queue (src/consumer/affinity.ts): consumer B never
+ * dispatches a message for deployment A while A is active, and never spends its receive budget
+ * holding it; A's consumer then delivers each one as its first attempt. A message for a retired
+ * or never-registered deployment is dispatched by B (core's guard fails its run there). And the
+ * send rules core's guard relies on (src/deployment/targets.ts), against the real registry.
+ */
+import type { ValidQueueName } from '@workflow/world';
+import { afterAll, describe, expect, test } from 'vitest';
+import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
+import { DeploymentUnavailableError } from '../../../src/deployment/errors.js';
+import { markRetired, readDeployment, registerDeployment } from '../../../src/deployment/registry.js';
+import { makeWorld, receiveAll, type World, waitFor } from '../../helpers/queue.js';
+
+const Q = '__wkf_workflow_affinity' as ValidQueueName;
+const MESSAGES = 20;
+const ON = { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' };
+
+const worlds: World[] = [];
+afterAll(async () => {
+  await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
+});
+
+describe('two deployments on one queue', () => {
+  test("B never dispatches A's messages, nor spends their receive budget; A delivers each as attempt 1", async () => {
+    const a = await makeWorld({ env: ON, tuning: { deploymentId: 'dep-a' }, start: false });
+    worlds.push(a);
+    const bOutcomes: DeliveryOutcome[] = [];
+    const b = await makeWorld({
+      sameAs: a,
+      tuning: { deploymentId: 'dep-b' },
+      queueOptions: { onDeliveryOutcome: (o) => bOutcomes.push(o) },
+    });
+    worlds.push(b);
+    expect(await a.queue.getDeploymentId()).toBe('dep-a');
+    expect(await b.queue.getDeploymentId()).toBe('dep-b');
+    await registerDeployment(a.ctx, 'dep-a', 'node');
+    await registerDeployment(b.ctx, 'dep-b', 'node');
+
+    // A sends while only B consumes: every copy reaches B first.
+    const ids = new Set<string>();
+    for (let i = 0; i < MESSAGES; i++) ids.add(String((await a.queue.queue(Q, { i } as never)).messageId));
+    const heldAtB = () =>
+      new Set(bOutcomes.filter((o) => o.action === 'delete' && o.hold === 'other-deployment').map((o) => o.messageId));
+    await waitFor(() => heldAtB().size === MESSAGES, 60_000, 'B to hold every message of A');
+    expect(b.deliveries).toHaveLength(0);
+    // Every hold replaced its copy: none was left to count toward the DLQ.
+    expect(bOutcomes.every((o) => o.action === 'delete' && o.reason === 'held')).toBe(true);
+
+    // B's own message is B's to deliver.
+    await b.queue.queue(Q, { own: true } as never);
+    await waitFor(() => b.deliveries.some((d) => d.body.own), 20_000, "B to deliver B's own message");
+
+    await a.queue.start();
+    await waitFor(
+      () => new Set(a.deliveries.map((d) => d.meta.messageId)).size === MESSAGES,
+      90_000,
+      'A to deliver all',
+    );
+    expect(new Set(a.deliveries.map((d) => d.meta.messageId))).toEqual(ids);
+    // Holds are not dispatches: each of A's deliveries is its message's first attempt.
+    expect(a.deliveries.map((d) => d.meta.attempt)).toEqual(a.deliveries.map(() => 1));
+    expect(b.deliveries.filter((d) => !d.body.own)).toHaveLength(0);
+    expect(await receiveAll(a, await a.queue.transport.dlqUrl())).toHaveLength(0);
+  }, 240_000);
+
+  test('a message for a retired or never-registered deployment is dispatched at once by the consumer it reaches', async () => {
+    const b = await makeWorld({ env: ON, tuning: { deploymentId: 'dep-b' } });
+    worlds.push(b);
+    await registerDeployment(b.ctx, 'dep-b', 'node');
+    await registerDeployment(b.ctx, 'dep-r', 'node');
+    expect(await markRetired(b.ctx, 'dep-r', 'test')).toBe(true);
+    expect(await markRetired(b.ctx, 'dep-r', 'again')).toBe(true); // applied twice: unchanged
+    expect(await readDeployment(b.ctx, 'dep-r', true)).toMatchObject({ status: 'retired', reason: 'test' });
+    expect(await markRetired(b.ctx, 'dep-none', 'test')).toBe(false);
+    // A hook wake (no re-route, no start) for them goes out: its delivery fails the run, not the send.
+    await b.queue.queue(Q, { to: 'retired' } as never, { deploymentId: 'dep-r' });
+    await b.queue.queue(Q, { to: 'unknown' } as never, { deploymentId: 'dep-none' });
+    await waitFor(() => b.deliveries.length === 2, 30_000, 'both to be dispatched');
+    expect(b.deliveries.map((d) => d.meta.attempt)).toEqual([1, 1]);
+  });
+});
+
+describe('what core may send to another deployment (its guard re-routes and starts)', () => {
+  test('re-routes and starts to a retired or unknown deployment are refused as unavailable; to an active one they go', async () => {
+    const b = await makeWorld({ env: ON, tuning: { deploymentId: 'dep-b' }, start: false });
+    worlds.push(b);
+    await registerDeployment(b.ctx, 'dep-a', 'node');
+    await registerDeployment(b.ctx, 'dep-r', 'node');
+    await markRetired(b.ctx, 'dep-r', 'test');
+    const reroute = { runId: 'wrun_x', deploymentMismatchRetryCount: 1 } as never;
+    const start = { runId: 'wrun_y', runInput: { deploymentId: 'dep-r' } } as never;
+    for (const [target, payload] of [
+      ['dep-r', reroute],
+      ['dep-r', start],
+      ['dep-gone', reroute],
+    ] as const) {
+      const err = await b.queue.queue(Q, payload, { deploymentId: target }).catch((e) => e);
+      expect(err).toBeInstanceOf(DeploymentUnavailableError);
+      expect(b.ctx.config.deploymentAffinity).toBe('on');
+    }
+    await expect(b.queue.queue(Q, reroute, { deploymentId: 'dep-a' })).resolves.toMatchObject({
+      messageId: expect.stringMatching(/^msg_/),
+    });
+    // Sent, stamped with its target.
+    const sent = await receiveAll(b, await b.queue.transport.queueUrl());
+    expect(sent.map((m) => m.MessageAttributes?.['eve.dep']?.StringValue)).toEqual(['dep-a']);
+  });
+});
