@@ -220,3 +220,30 @@ export async function releaseIdempotencyKey(ctx: WorldContext, idempotencyKey: s
     if (!isConditionalCheckFailed(err)) throw err;
   }
 }
+
+/**
+ * Re-open a used key (the liveness backstop, src/backstop/wake.ts): delete its claim if it is
+ * `sent`, so the next `queue()` under the key sends again. Core re-queues a stranded pending step
+ * under the key of its first dispatch, which stays used for `idempotencyTtlSeconds`; when that
+ * message was lost, only a re-opened key lets the re-queue out. Conditional on `sent` (a `pending`
+ * claim has a live or expiring owner, whom the lease takeover above serves); applying it twice
+ * deletes nothing more. At worst the re-send is a duplicate, which the step lease makes safe.
+ * Returns whether a claim was deleted.
+ */
+export async function reopenSentIdempotencyKey(ctx: WorldContext, idempotencyKey: string): Promise<boolean> {
+  try {
+    await ctx.clients.ddb.send(
+      new DeleteItemCommand({
+        TableName: ctx.config.tableName,
+        Key: marshall(keys.qkey(idempotencyKey)),
+        ConditionExpression: '#state = :sent',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: marshall({ ':sent': 'sent' }),
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (isConditionalCheckFailed(err)) return false;
+    throw err;
+  }
+}

@@ -21,6 +21,7 @@ import { ulid } from 'ulid';
 import { keys } from '../../ddb.js';
 import { formatStamp } from '../../formats.js';
 import { readRunTail } from '../read/log-tail.js';
+import { dueOnCreate } from '../records/due.js';
 import {
   atSlot as at,
   cursorAt,
@@ -140,6 +141,7 @@ export async function runCreated(
         items: [
           putNew(ctx, runItem(run)),
           putEvent(ctx, eventItem({ ...at(ev, slot), eventData: { ...ed, input: placed.input } })),
+          dueOnCreate(ctx, runId, Date.now() + ctx.config.backstopSeconds * 1000, slot),
         ],
         eventIdx: 1,
       }),
@@ -286,6 +288,7 @@ async function resilientStart(
           ctx,
           eventItem({ ...at(created, slot), eventData: { ...ed, input: placed.input } }, at(started, slot + 1)),
         ),
+        dueOnCreate(ctx, runId, Date.now() + ctx.config.backstopSeconds * 1000, slot + 1),
       ],
       eventIdx: 1,
     }),
