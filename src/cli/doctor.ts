@@ -38,8 +38,8 @@ import {
   type WorldConfig,
 } from '../config.js';
 import { createContext } from '../context.js';
-import { createTransport } from '../queue/transport.js';
 import { type ResourceReport, reconcile } from '../provision/index.js';
+import { createTransport } from '../queue/transport.js';
 import { parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress, renderTable } from './output.js';
 

@@ -28,8 +28,8 @@ import { DeleteQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@
 import { queueNameOf } from '../aws/arn.js';
 import type { AwsClients } from '../aws/clients.js';
 import { isNotFound } from '../aws/errors.js';
-import { keys } from '../ddb.js';
 import { SHARED_SCHEDULE_GROUP, type WorldConfig } from '../config.js';
+import { keys } from '../ddb.js';
 import { queueUrl } from './queues.js';
 import type { ResourceKind } from './settings.js';
 

@@ -5,8 +5,8 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { consoleLogger } from '../../src/log.js';
 import * as entry from '../../src/index.js';
+import { consoleLogger } from '../../src/log.js';
 
 const world = entry.createWorld({ config: loadConfig({ AWS_REGION: 'us-east-1' }), consumer: { consumer: 'none' } });
 afterAll(() => world.close());

@@ -11,6 +11,7 @@
 import { WorkflowWorldError } from '@workflow/errors';
 import type { CreateEventParams, EventResult, ResolveData } from '@workflow/world';
 import { getMaxEventsPerRun } from '@workflow/world';
+import { noteReadTail } from '../../delivery-scope.js';
 import { countMetric, type MetricName } from '../../telemetry/metrics.js';
 import { withStorageWriteSpan } from '../../telemetry/spans.js';
 import type { StepItemCache } from '../memory/items.js';
@@ -186,5 +187,7 @@ async function assemble(call: CreateCall, runId: string, out: Outcome): Promise<
     page = { events: await events(collected.filter((e) => e.slot < own[0].slot)), cursor: null, hasMore: false };
   }
   call.hints.note(runId, last.slot, [...(out.preload ?? []), ...collected, ...own]);
+  // The caller got the log up to its own event: a read, for the backstop's acknowledgement.
+  if (page?.cursor) noteReadTail(runId, last.slot);
   return withMaxEvents(page ? ({ ...result, ...page } as EventResult) : result);
 }
