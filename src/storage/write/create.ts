@@ -187,7 +187,9 @@ async function assemble(call: CreateCall, runId: string, out: Outcome): Promise<
     page = { events: await events(collected.filter((e) => e.slot < own[0].slot)), cursor: null, hasMore: false };
   }
   call.hints.note(runId, last.slot, [...(out.preload ?? []), ...collected, ...own]);
-  // The caller got the log up to its own event: a read, for the backstop's acknowledgement.
-  if (page?.cursor) noteReadTail(runId, last.slot);
+  // What the caller has now seen of the log, for the backstop's acknowledgement of its turn
+  // (src/backstop/ack.ts): up to its own event when it got the log up to there, or when nothing it
+  // had not seen lay between this process's known tail and its write.
+  if (page?.cursor || collected.length === 0) noteReadTail(runId, last.slot);
   return withMaxEvents(page ? ({ ...result, ...page } as EventResult) : result);
 }
