@@ -5,7 +5,7 @@
  * received hook; a run that owes nothing replays and suspends again.
  *
  * Core (5.0.0-beta) re-queues a pending step under `${stepId}:${fnv1a32Hex(stepName)}`
- * (`stepDispatchIdempotencyKey`, @workflow/core runtime/helpers.js), the key of its first dispatch.
+ * (`stepDispatchIdempotencyKey` in @workflow/core's runtime helpers), the key of its first dispatch.
  * If that message was lost, the key is still used (`QKEY#` `sent`, kept for `idempotencyTtlSeconds`)
  * and the re-queue would be dropped as a duplicate; so the wake re-opens it first
  * (src/queue/idempotency.ts, `reopenSentIdempotencyKey`). Concurrent replays then claim the key
