@@ -200,8 +200,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'sqs:GetQueueUrl',
     actions: ['sqs:GetQueueUrl'],
-    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'] },
-    why: 'queue name -> URL',
+    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'], sweeper: Q },
+    why: 'queue name -> URL (backstop: before its first wake)',
   },
   {
     command: 'sqs:GetQueueAttributes',

@@ -645,7 +645,7 @@ describe('EveWorldAws: the scheduled orphan sweep', () => {
         'dynamodb:UpdateItem',
       ],
       // The backstop's wake (src/backstop/wake.ts).
-      queue: ['sqs:SendMessage'],
+      queue: ['sqs:GetQueueUrl', 'sqs:SendMessage'],
       [JSON.stringify({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(construct.table), 'Arn'] }, '/index/*']] })]: [
         'dynamodb:Query',
       ],
