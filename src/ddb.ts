@@ -14,6 +14,8 @@
  * RUN#<runId>             RUNRESUME#<rid>    hook_received dedupe claim (resumeId -> slot); sorts after
  *                                            RUN#meta so EVT#..RUN#meta is exactly log + run view
  * RUN#<runId>             ATTR#<corrId>      attr_set workflow-writer dedupe claim
+ * RUN#<runId>             DUE                the liveness backstop's check of an active run (storage/records/due.ts,
+ *                                            src/backstop/); sorts before EVT#, outside the log range
  * RUN#<runId>             RUNKEY             the run's KMS-wrapped data key (src/encryption/); sorts
  *                                            after RUN#meta, outside the EVT#..RUN#meta range
  * HOOK#<token>            HOOK#meta          hook by token (global uniqueness claim)
@@ -32,6 +34,7 @@
  *                      WF#<workflowName>#<shard> / <createdAt>#<runId>  (runs by workflow name)
  *                      RUNHOOKS#<runId> / <hookId>                  (hooks of a run)
  *                      RUNSTREAMS#<runId> / <name>                  (streams of a run; on block 0)
+ *                      DUE#<shard> / <dueAt ms:13>#<runId>          (active runs by when the backstop checks them)
  * GSI2: GSI2PK/GSI2SK  RUNS#<shard> / <createdAt ISO>#<runId>       (all runs by time)
  *                      HOOKS#<shard> / <hookId>                     (hook by id; all hooks)
  * ```
@@ -108,6 +111,9 @@ export const keys = {
   runHooksGsi: (runId: string) => `RUNHOOKS#${runId}`,
   runStreamsGsi: (runId: string) => `RUNSTREAMS#${runId}`,
   runsGsi: (shard: number) => `RUNS#${shard}`,
+  /** The liveness backstop's item of a run (storage/records/due.ts) and its GSI1 partition. */
+  due: (runId: string) => ({ PK: `RUN#${runId}`, SK: 'DUE' }),
+  dueGsi: (shard: number) => `DUE#${shard}`,
   hooksGsi: (shard: number) => `HOOKS#${shard}`,
   pad,
 } as const;

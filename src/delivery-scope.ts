@@ -36,6 +36,17 @@ export interface DeliveryScope {
    * alive while core's handler runs. Absent: starts are not leased (the plain path).
    */
   readonly stepLease?: StepLease;
+  /**
+   * The highest log slot this delivery read, per run (written by storage's `events.list`): what the
+   * flow route acknowledges to the liveness backstop when the delivery returns (src/backstop/ack.ts).
+   */
+  readonly readTails?: Map<string, number>;
+}
+
+/** Note that the current delivery read `runId`'s log up to `slot` (no-op outside a delivery). */
+export function noteReadTail(runId: string, slot: number): void {
+  const tails = als.getStore()?.readTails;
+  if (tails && slot > (tails.get(runId) ?? 0)) tails.set(runId, slot);
 }
 
 /** A delivery's step lease: one random token per flow-route request. */

@@ -36,12 +36,12 @@ import {
   type WorldTuning,
   withTuning,
 } from './config/index.js';
+import { createDeploymentFilter } from './consumer/affinity.js';
 import { type Consumer, type CreateConsumerOptions, createConsumer, earlyDeliveryEnabled } from './consumer/index.js';
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context.js';
-import { createDeploymentFilter } from './consumer/affinity.js';
-import { deploymentIdentity } from './deployment/id.js';
 import { isDeploymentUnavailableError } from './deployment/errors.js';
+import { deploymentIdentity } from './deployment/id.js';
 import { latestDeployment, registerDeployment } from './deployment/registry.js';
 import { RunKeys } from './encryption/run-keys.js';
 import { consoleLogger } from './log.js';
@@ -55,6 +55,7 @@ import { affinityFormatProblem, checkTableFormat, TableFormatError } from './tab
 export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config/index.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
+export { DeploymentUnavailableError, isDeploymentUnavailableError } from './deployment/errors.js';
 export { FormatError } from './formats.js';
 export type { Logger } from './log.js';
 export { type MissingResource, MissingResourceError } from './preflight.js';
@@ -66,7 +67,6 @@ export {
   type SweepReport,
   sweepOrphans,
 } from './sweep/index.js';
-export { DeploymentUnavailableError, isDeploymentUnavailableError } from './deployment/errors.js';
 export { TableFormatError } from './table-format.js';
 
 export interface AwsWorld extends World {

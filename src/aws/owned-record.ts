@@ -309,6 +309,29 @@ export class OwnedRecord {
     return this.#update(t, key, change, cond);
   }
 
+  /**
+   * Delete the record under `cond` (and a readable format), whoever holds it. False when the
+   * condition fails, which includes a retry after a lost response (the record is gone).
+   */
+  async remove(t: TableRef, key: Key, cond: Cond): Promise<boolean> {
+    const c = build(when.all(when.readable, cond));
+    try {
+      await t.ddb.send(
+        new DeleteItemCommand({
+          TableName: t.table,
+          Key: keysOf(key),
+          ConditionExpression: c.expr,
+          ExpressionAttributeNames: c.names,
+          ...(Object.keys(c.values).length ? { ExpressionAttributeValues: c.values } : {}),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (err) {
+      return this.#refused(key, err, undefined);
+    }
+  }
+
   /** The record, format-checked; `fields` limits what is read (the format is always read). */
   async read(
     t: TableRef,

@@ -2,7 +2,9 @@
  * The orphan sweep (`eve-world-aws sweep`: orphaned run payloads and expired held queue bodies,
  * which no lifecycle rule removes), on a schedule: a second function from the worker's asset
  * (handler `index.sweepHandler`), invoked by an EventBridge rule, daily by default
- * (`sweepSchedule`), with only the `sweeper` rows of the command table (./grants.ts).
+ * (`sweepSchedule`), with only the `sweeper` rows of the command table (./grants.ts). The same
+ * function runs the liveness backstop's tick (src/backstop/) once a minute (`BackstopSchedule`,
+ * event `{"backstop": true}`).
  */
 import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -19,10 +21,12 @@ import { SWEEP_HANDLER } from './worker-asset.js';
 export interface Sweeper {
   readonly sweeperFunction: lambda.Function;
   readonly sweepRule: events.Rule;
+  /** Invokes the sweeper with `{"backstop": true}` every minute. */
+  readonly backstopRule: events.Rule;
   readonly logGroup: logs.LogGroup;
 }
 
-/** The sweeper function, its log group, role and rule, in `scope` (ids `Sweeper`, `SweeperLogs`, `SweeperRole`, `SweepSchedule`); none with `sweepSchedule: false`. */
+/** The sweeper function, its log group, role and rules, in `scope` (ids `Sweeper`, `SweeperLogs`, `SweeperRole`, `SweepSchedule`, `BackstopSchedule`); none with `sweepSchedule: false`. */
 export function addSweeper(
   scope: Construct,
   props: EveWorldAwsProps,
@@ -61,5 +65,16 @@ export function addSweeper(
     schedule: props.sweepSchedule ?? events.Schedule.rate(Duration.days(1)),
     targets: [new eventsTargets.LambdaFunction(sweeperFunction, { retryAttempts: 2 })],
   });
-  return { sweeperFunction, sweepRule, logGroup: base.logGroup };
+  // The liveness backstop (src/backstop/): one tick a minute, the `T` of its bound in this shape.
+  const backstopRule = new events.Rule(scope, 'BackstopSchedule', {
+    description: 'eve-world-aws: the liveness backstop tick (wakes active runs left with no message)',
+    schedule: events.Schedule.rate(Duration.minutes(1)),
+    targets: [
+      new eventsTargets.LambdaFunction(sweeperFunction, {
+        event: events.RuleTargetInput.fromObject({ backstop: true }),
+        retryAttempts: 0,
+      }),
+    ],
+  });
+  return { sweeperFunction, sweepRule, backstopRule, logGroup: base.logGroup };
 }

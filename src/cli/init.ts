@@ -6,12 +6,13 @@
  * the fix, never silently accepted. The reconciler lives in src/provision/ and is shared with
  * `emulate` (and later `doctor`), so this file is only flags and presentation.
  */
-import { AFFINITY_MIN_READER } from '../formats.js';
+
 import { Command, InvalidArgumentError } from 'commander';
 import { partitionOf } from '../aws/arn.js';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { isCredentialsMissing, isRegionMissing, unreachableCode } from '../aws/errors.js';
 import { loadConfig, type WorldConfig } from '../config/index.js';
+import { AFFINITY_MIN_READER } from '../formats.js';
 import { principalPolicy, schedulerRolePolicies } from '../provision/iam-policy.js';
 import {
   hasProblems,

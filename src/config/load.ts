@@ -117,6 +117,8 @@ function readTuning(tuning: Partial<WorldTuning>): WorldTuning {
     streamBurstMs: readCount(src, T.streamBurstMs),
     maxDelayHopSeconds: readCount(src, T.maxDelayHopSeconds),
     idempotencyTtlSeconds: readCount(src, T.idempotencyTtlSeconds),
+    backstopSeconds: readCount(src, T.backstopSeconds),
+    backstopTickSeconds: readCount(src, T.backstopTickSeconds),
     consumerVisibilitySeconds: readCount(src, T.consumerVisibilitySeconds),
     connectTimeoutMs: readCount(src, T.connectTimeoutMs),
     requestTimeoutMs: readCount(src, T.requestTimeoutMs),

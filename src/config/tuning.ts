@@ -35,6 +35,13 @@ export interface WorldTuning {
   /** How long a used idempotency key keeps deduping (s). */
   readonly idempotencyTtlSeconds: number;
   /**
+   * The liveness backstop (src/backstop/): how long a run that owes work must have been quiet (s)
+   * before a check wakes it, and between the checks of an active run.
+   */
+  readonly backstopSeconds: number;
+  /** How often the in-process backstop looks for due checks (s); 0 = not in this process. */
+  readonly backstopTickSeconds: number;
+  /**
    * Visibility (s) the in-process consumer receives with (ReceiveMessage `VisibilityTimeout`) and
    * extends by heartbeat while a delivery runs: how long a crashed process delays its messages.
    * Never above `visibilityTimeoutSeconds`.
@@ -116,6 +123,22 @@ export const TUNING = {
     min: 60,
     max: 31_536_000,
     description: 'How long a used idempotency key keeps deduping.',
+  }),
+  backstopSeconds: int({
+    name: 'backstopSeconds',
+    default: 60,
+    min: 1,
+    max: 3600,
+    description:
+      'Liveness backstop: how long an active run that owes work (a step to run, an elapsed wait, a received hook) must be quiet before it is woken, and between checks of an active run. Bound and cost: docs/operations.md, "Liveness backstop".',
+  }),
+  backstopTickSeconds: int({
+    name: 'backstopTickSeconds',
+    default: 30,
+    min: 0,
+    max: 3600,
+    description:
+      'How often the in-process consumer looks for runs due a backstop check (16 small Queries a tick); `0` = never in this process (the Lambda deployment checks once a minute from the sweeper).',
   }),
   consumerVisibilitySeconds: int({
     name: 'consumerVisibilitySeconds',

@@ -69,6 +69,12 @@ export interface HandlerOptions {
   logError?: (message: string, fields?: LogFields) => void;
   /** Lease the steps each delivery starts (src/storage/write/step-lease.ts). Absent: starts are not leased. */
   stepLease?: StepLeasePort;
+  /**
+   * Told, without waiting, when a run continuation (a body with `runId` and no `stepId`) returned
+   * normally: the run and the highest slot of its log the delivery read (the liveness backstop's
+   * acknowledgement, src/backstop/ack.ts). Must not throw.
+   */
+  onTurnDone?: (runId: string, readSlot: number) => void;
   /** Largest request body read (bytes); larger ones get 413. Default 32 MiB. */
   maxBodyBytes?: number;
   /** How long reading the body may take (ms) before the request gets 408. Default 30 000. */
@@ -198,6 +204,7 @@ export function createQueueHandler(
       messageId,
       attempt,
       logTails: new Map(tail ? [[tail.runId, tail.slot]] : []),
+      readTails: new Map(),
       ...(lease ? { stepLease: lease } : {}),
     };
     const stopHeartbeat = lease
@@ -232,6 +239,9 @@ export function createQueueHandler(
             );
         }
       }
+      const turn = body as { runId?: unknown; stepId?: unknown };
+      const read = typeof turn.runId === 'string' ? scope.readTails?.get(turn.runId) : undefined;
+      if (read !== undefined && turn.stepId === undefined) opts.onTurnDone?.(turn.runId as string, read);
       if ((body as { invoke?: unknown }).invoke === true) return json({ result });
       const timeoutSeconds = (result as { timeoutSeconds?: unknown } | null | undefined)?.timeoutSeconds;
       if (typeof timeoutSeconds === 'number' && Number.isFinite(timeoutSeconds) && timeoutSeconds >= 0) {

@@ -8,21 +8,22 @@
  */
 import type { Queue, QueuePayload, QueuePrefix } from '@workflow/world';
 import { canConnect } from '../aws/net.js';
+import { ackTurn, startBackstop } from '../backstop/index.js';
 import { CONSUMER_OPTIONS, type WorldConfig } from '../config/index.js';
 import type { WorldContext } from '../context.js';
 import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { EarlyMark, Envelope } from '../queue/encoding.js';
 import type { SqsTransport } from '../queue/transport.js';
-import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from '../storage/index.js';
+import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs, storageContext } from '../storage/index.js';
 import { flushEvery, flushMetrics } from '../telemetry/metrics.js';
+import type { DeploymentFilter } from './affinity.js';
 import { composeDelivery, queuePrefixOf } from './delivery.js';
 import { createQueueHandler, type HandlerOptions } from './handler.js';
 import { DynamoNonceStore } from './nonces.js';
 import type { DeliveryOutcome, FlowHandler, InboundMessage } from './pipeline.js';
 import { SqsPoller } from './poller.js';
 import type { SqsReceipts } from './receipts.js';
-import type { DeploymentFilter } from './affinity.js';
 import { type SigningSecretSource, signingSecretSource } from './secret-source.js';
 
 /** How often the in-process consumer writes its metrics (EVE_WORLD_AWS_METRICS=1). */
@@ -99,6 +100,7 @@ export function createConsumer(
   const { receipts } = delivery;
   let poller: SqsPoller | undefined;
   let stopMetrics: (() => void) | undefined;
+  let stopBackstop: (() => void) | undefined;
   let closed = false;
   // EMF metrics (enabled by composeDelivery): the poller writes them every minute; inside Lambda
   // (the host's flow route) the process may be frozen once a response is sent, so each flow-route
@@ -174,11 +176,15 @@ export function createConsumer(
         },
       });
       poller.start();
+      // The liveness backstop's checks run where the poller runs (src/backstop/).
+      stopBackstop = startBackstop(ctx, { logger });
       if (config.metrics) stopMetrics = flushEvery(METRICS_FLUSH_MS);
     },
     async close() {
       closed = true;
       await poller?.close();
+      stopBackstop?.();
+      stopBackstop = undefined;
       stopMetrics?.();
       stopMetrics = undefined;
     },
@@ -205,6 +211,11 @@ function flowRouteOptions(
     trustForwardedHost: config.trustForwardedHost,
     nonces: new DynamoNonceStore(ctx),
     logError: (m, fields) => logger.error(m, fields),
+    onTurnDone: (runId, slot) => {
+      ackTurn(storageContext(ctx), runId, slot).catch((err) =>
+        logger.warn(`[eve-world-aws] backstop: could not acknowledge the turn of run ${runId}: ${String(err)}`),
+      );
+    },
     stepLease: {
       ttlMs: stepLeaseTtlMs(Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds)),
       extend: (l: StepLease) => extendStepLeases(leaseTable, l),

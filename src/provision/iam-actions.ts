@@ -18,8 +18,10 @@
  *   never part of a printed policy: an operator runs it with their own administrative role.
  * - `sweeper`: the scheduled orphan sweep (src/sweep/lambda.ts, deployed by the CDK construct):
  *   exactly the commands `sweepOrphans` sends (reads of the run's items, the `orphansSweptAt`
- *   mark, listing and deleting objects), nothing of the queue, the Scheduler or KMS (it never reads
- *   an object's content). Every one of them is also a `runtime` row, so the operator policy (which
+ *   mark, listing and deleting objects) and those of a liveness backstop tick (src/backstop/: the
+ *   DUE items' Query, fence and delete, a run's reads, re-opening a step's dispatch key, the wake's
+ *   SendMessage, with GenerateDataKey on a KMS-encrypted queue); nothing of the Scheduler, and no
+ *   Decrypt (it never reads an object's or a message's content). Every one of them is also a `runtime` row, so the operator policy (which
  *   includes `runtime`) covers `eve-world-aws sweep`. test/integration/sweep/lambda.test.ts records
  *   what a sweep sends and checks it against these rows.
  *
@@ -105,7 +107,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     command: 'dynamodb:Query',
     actions: ['dynamodb:Query'],
     uses: { runtime: TI, sweeper: TI },
-    why: 'event log, listings (GSI1/GSI2), stream chunks; sweep: a run’s partition, hooks and streams',
+    why: 'event log, listings (GSI1/GSI2), stream chunks; sweep: a run’s partition, hooks and streams; backstop: due checks (GSI1), a run’s tail, steps and waits',
   },
   {
     command: 'dynamodb:PutItem',
@@ -117,13 +119,13 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     command: 'dynamodb:UpdateItem',
     actions: ['dynamodb:UpdateItem'],
     uses: { runtime: T, sweeper: T },
-    why: 'stream meta, retention TTL stamps, run release, step lease heartbeat and release; sweep: the orphansSweptAt mark',
+    why: 'stream meta, retention TTL stamps, run release, step lease heartbeat and release; sweep: the orphansSweptAt mark; backstop: the DUE fence and turn acknowledgements',
   },
   {
     command: 'dynamodb:DeleteItem',
     actions: ['dynamodb:DeleteItem'],
-    uses: { runtime: T },
-    why: 'released claims, hook disposal',
+    uses: { runtime: T, sweeper: T },
+    why: 'released claims, hook disposal; backstop: a finished run’s DUE item, a stranded step’s used dispatch key',
   },
   {
     command: 'dynamodb:BatchWriteItem',
@@ -174,8 +176,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'sqs:SendMessage',
     actions: ['sqs:SendMessage'],
-    uses: { runtime: Q, operator: Q },
-    why: 'queue(); redrive re-sends DLQ messages to the queue',
+    uses: { runtime: Q, operator: Q, sweeper: Q },
+    why: 'queue(); redrive re-sends DLQ messages to the queue; backstop: a run’s wake',
   },
   {
     command: 'sqs:ReceiveMessage',
@@ -198,8 +200,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'sqs:GetQueueUrl',
     actions: ['sqs:GetQueueUrl'],
-    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'] },
-    why: 'queue name -> URL',
+    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'], sweeper: Q },
+    why: 'queue name -> URL (backstop: before its first wake)',
   },
   {
     command: 'sqs:GetQueueAttributes',
@@ -349,8 +351,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'kms:GenerateDataKey',
     actions: ['kms:GenerateDataKey'],
-    uses: { runtime: ['kmsKey'], init: ['kmsKey'] },
-    why: 'a new run’s data key; SSE-KMS sends to the queue and puts to the bucket; init/doctor prove the key works for the caller',
+    uses: { runtime: ['kmsKey'], init: ['kmsKey'], sweeper: ['kmsKey'] },
+    why: 'a new run’s data key; SSE-KMS sends to the queue and puts to the bucket; init/doctor prove the key works for the caller; backstop: its wakes (SSE-KMS)',
   },
   {
     command: 'kms:Decrypt',

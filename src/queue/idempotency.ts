@@ -32,7 +32,7 @@
  * The conditions themselves are the owned-record primitive's (src/aws/owned-record.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { OwnedRecord, tableOf } from '../aws/owned-record.js';
+import { OwnedRecord, tableOf, when } from '../aws/owned-record.js';
 import { sleep } from '../aws/sleep.js';
 import type { WorldContext } from '../context.js';
 import { ATTR, keys } from '../ddb.js';
@@ -150,4 +150,17 @@ export function markIdempotencyKeySent(
 /** Drop our own pending claim (after a failed send). Never removes a claim another sender now holds. */
 export async function releaseIdempotencyKey(ctx: WorldContext, idempotencyKey: string, owner: string): Promise<void> {
   await claims.release(tableOf(ctx), keys.qkey(idempotencyKey), owner, { from: PENDING });
+}
+
+/**
+ * Re-open a used key (the liveness backstop, src/backstop/wake.ts): delete its claim if it is
+ * `sent`, so the next `queue()` under the key sends again. Core re-queues a stranded pending step
+ * under the key of its first dispatch, which stays used for `idempotencyTtlSeconds`; when that
+ * message was lost, only a re-opened key lets the re-queue out. Conditional on `sent` (a `pending`
+ * claim has a live or expiring owner, whom the lease takeover above serves); applying it twice
+ * deletes nothing more. At worst the re-send is a duplicate, which the step lease makes safe.
+ * Returns whether a claim was deleted.
+ */
+export function reopenSentIdempotencyKey(ctx: WorldContext, idempotencyKey: string): Promise<boolean> {
+  return claims.remove(tableOf(ctx), keys.qkey(idempotencyKey), when.is('state', 'sent'));
 }

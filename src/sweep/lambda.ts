@@ -14,9 +14,12 @@
  *
  * The event may carry the CLI's options (`{"graceMs": 0, "dryRun": true, "recheck": true}`, e.g.
  * from `aws lambda invoke`); the scheduled event from EventBridge has none of these fields, so the
- * daily sweep uses the defaults (1 h grace).
+ * daily sweep uses the defaults (1 h grace). `{"backstop": true}` (the construct's minute rule)
+ * runs one liveness backstop tick instead (src/backstop/); a tick with failed checks fails the
+ * invocation.
  */
 import { destroyClients } from '../aws/clients.js';
+import { runBackstopTick, type TickReport } from '../backstop/index.js';
 import { loadConfig } from '../config/index.js';
 import { createContext, type WorldContext } from '../context.js';
 import { consoleLogger, type Logger } from '../log.js';
@@ -46,6 +49,8 @@ export interface SweepEvent {
   graceMs?: number;
   dryRun?: boolean;
   recheck?: boolean;
+  /** Run one liveness backstop tick instead of the sweep (the construct's minute rule sends this). */
+  backstop?: boolean;
 }
 
 /** The options in `event`, type-checked (a wrong type fails the invocation rather than guessing). */
@@ -57,7 +62,7 @@ export function sweepEventOptions(event: unknown): SweepEvent {
     if (typeof e.graceMs !== 'number') throw new TypeError(`sweep event: graceMs must be a number of ms`);
     out.graceMs = e.graceMs;
   }
-  for (const k of ['dryRun', 'recheck'] as const) {
+  for (const k of ['dryRun', 'recheck', 'backstop'] as const) {
     if (e[k] === undefined) continue;
     if (typeof e[k] !== 'boolean') throw new TypeError(`sweep event: ${k} must be true or false`);
     out[k] = e[k];
@@ -99,15 +104,37 @@ export function summarize(report: SweepReport, durationMs: number): SweepSummary
   };
 }
 
-export function createSweepHandler(
-  opts: SweepHandlerOptions = {},
-): (event?: unknown, context?: SweepLambdaContext) => Promise<SweepSummary> {
+/** What a backstop invocation (`{"backstop": true}`) logs (one JSON line) and returns. */
+export interface BackstopSummary extends TickReport {
+  msg: 'eve-world-aws backstop';
+  durationMs: number;
+}
+
+/** The handler: a backstop event gets a backstop summary, anything else the sweep's. */
+export interface SweepLambdaHandler {
+  (event: { backstop: true }, context?: SweepLambdaContext): Promise<BackstopSummary>;
+  (event?: unknown, context?: SweepLambdaContext): Promise<SweepSummary>;
+}
+
+export function createSweepHandler(opts: SweepHandlerOptions = {}): SweepLambdaHandler {
   const logger = opts.logger ?? consoleLogger;
-  return async (event, lambdaContext) => {
+  return (async (event?: unknown, lambdaContext?: SweepLambdaContext): Promise<SweepSummary | BackstopSummary> => {
     const started = Date.now();
     const fromEvent = sweepEventOptions(event);
     // A bad environment throws here (ConfigError): a failed invocation, like a failed sweep.
     const ctx = opts.context ?? createContext(loadConfig());
+    if (fromEvent.backstop) {
+      try {
+        const report = await runBackstopTick(ctx, { logger });
+        const summary: BackstopSummary = { msg: 'eve-world-aws backstop', durationMs: Date.now() - started, ...report };
+        logger.info(JSON.stringify(summary));
+        if (report.failed > 0)
+          throw new Error(`eve-world-aws backstop: ${report.failed} run checks failed; the next tick retries them`);
+        return summary;
+      } finally {
+        if (!opts.context) destroyClients(ctx.clients);
+      }
+    }
     const remaining = lambdaContext?.getRemainingTimeInMillis?.();
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -139,7 +166,7 @@ export function createSweepHandler(
       if (timer) clearTimeout(timer);
       if (!opts.context) destroyClients(ctx.clients);
     }
-  };
+  }) as SweepLambdaHandler;
 }
 
 /** Ready-made scheduled handler: config from the environment (`index.sweepHandler` in the bundle). */

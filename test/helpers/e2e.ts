@@ -35,6 +35,8 @@ export interface E2eOptions {
   tap?: (req: Request) => void;
   /** `'none'`: no in-process poller (the test consumes the queue itself, e.g. as Lambda would). */
   consumer?: 'poll' | 'none';
+  /** false: no early delivery (every message goes through SQS, so dropping a send loses it). */
+  earlyDelivery?: false;
 }
 
 /** Fault injection: send every SQS message (and batch) twice. */
@@ -89,7 +91,14 @@ export async function startE2e(opts: E2eOptions = {}): Promise<E2e> {
     config: fixture.config,
     clients: fixture.clients,
     runKeys,
-    ...(opts.consumer ? { consumer: { consumer: opts.consumer } } : {}),
+    ...(opts.consumer || opts.earlyDelivery === false
+      ? {
+          consumer: {
+            ...(opts.consumer ? { consumer: opts.consumer } : {}),
+            ...(opts.earlyDelivery === false ? { earlyDelivery: false } : {}),
+          },
+        }
+      : {}),
   });
   const invocations = new Map<string, number>();
   const handler: FlowPost = async (req) => {

@@ -8,19 +8,19 @@ import { type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/cl
 import type { MessageId, ValidQueueName } from '@workflow/world';
 import { destroyClients } from '../../src/aws/clients.js';
 import { loadConfig, TUNING, type WorldConfig, type WorldTuning } from '../../src/config/index.js';
+import { createDeploymentFilter } from '../../src/consumer/affinity.js';
 import {
   type Consumer,
   type CreateConsumerOptions,
   createConsumer,
   earlyDeliveryEnabled,
 } from '../../src/consumer/index.js';
-import { createDeploymentFilter } from '../../src/consumer/affinity.js';
 import { type DeliveryOutcome, deliverMessage } from '../../src/consumer/pipeline.js';
-import { deploymentIdentity } from '../../src/deployment/id.js';
 import { inboundFromSdk } from '../../src/consumer/poller.js';
 import { SqsReceipts } from '../../src/consumer/receipts.js';
 import { createContext, type WorldContext } from '../../src/context.js';
 import { currentDelivery, type DeliveryScope } from '../../src/delivery-scope.js';
+import { deploymentIdentity } from '../../src/deployment/id.js';
 import type { Logger } from '../../src/log.js';
 import { type CreateQueueOptions, createQueue, type QueueSender } from '../../src/queue/index.js';
 import { createFixture, type Fixture } from './aws.js';

@@ -11,6 +11,7 @@
  *               preflight.ts (the table, queue and bucket exist: reads through the context only),
  *               deployment/ (the deployment id, registry and send rules of deployment affinity)
  *   1 parts     storage/, queue/ (send side), streams/ or streamer(.ts|/)
+ *   1.25 backstop  backstop/ (the liveness backstop: reads storage, sends on the queue)
  *   1.5 sweep   sweep/ (the orphan sweep composed from storage and queue, and its scheduled
  *               Lambda handler, which the consumer's `/lambda` entry re-exports)
  *   2 consumer  consumer/ (receive side: poller, Lambda handler, the delivery pipeline)
@@ -63,6 +64,7 @@ function layerOf(rel: string): Layer {
   if (top === 'storage') return { rank: 1, name: 'storage' };
   if (top === 'queue') return { rank: 1, name: 'queue' };
   if (top === 'streams' || top === 'streamer' || top === 'streamer.ts') return { rank: 1, name: 'streams' };
+  if (top === 'backstop') return { rank: 1.25, name: 'backstop' };
   if (top === 'sweep') return { rank: 1.5, name: 'sweep' };
   if (top === 'consumer') return { rank: 2, name: 'consumer' };
   if (top === 'index.ts') return { rank: 3, name: 'world' };

@@ -13,7 +13,7 @@ import type {
 } from '@workflow/world';
 import { eventIdToSlot, getMaxEventsPerRun } from '@workflow/world';
 import { keys } from '../../ddb.js';
-import { currentDelivery } from '../../delivery-scope.js';
+import { currentDelivery, noteReadTail } from '../../delivery-scope.js';
 import type { SlotHints } from '../memory/slot-hints.js';
 import { cursorAt, type EventRecord, eventsOf, toEvent } from '../records/event.js';
 import type { StorageCtx } from '../table/context.js';
@@ -46,7 +46,7 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     const after = p.cursor ? decodeEventCursor(p.cursor).slot : undefined;
     const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
     const remembered = asc ? fromMemory(params.runId, after ?? 0, limit) : undefined;
-    if (remembered) return eventPage(remembered, limit, p.cursor, params.resolveData);
+    if (remembered) return eventPage(noteRead(remembered, limit), limit, p.cursor, params.resolveData);
     // Ascending from the cursor's own item (a pair's first half may be the bound), descending
     // from the item before it (a pair there may hold the bound itself); eventsOf drops the bound.
     const [lo, hi] = asc
@@ -67,7 +67,17 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     // A page read from the start of the log, or from a slot whose predecessors are remembered,
     // extends what this process can answer from memory.
     if (asc && recs.length > 0) hints.note(params.runId, Math.max(...recs.map((r) => r.slot)), recs);
-    return eventPage(recs, limit, p.cursor, params.resolveData);
+    return eventPage(asc ? noteRead(recs, limit) : recs, limit, p.cursor, params.resolveData);
+  }
+
+  /**
+   * An ascending page's events, noted as read by the current delivery (the liveness backstop's
+   * acknowledgement of its turn, src/backstop/ack.ts): the log up to the page's last event.
+   */
+  function noteRead(recs: EventRecord[], limit: number): EventRecord[] {
+    const page = recs.slice(0, limit);
+    if (page.length > 0) noteReadTail(page[0].runId, page[page.length - 1].slot);
+    return recs;
   }
 
   /**

@@ -11,6 +11,7 @@
 import { WorkflowWorldError } from '@workflow/errors';
 import type { CreateEventParams, EventResult } from '@workflow/world';
 import { getMaxEventsPerRun } from '@workflow/world';
+import { noteReadTail } from '../../delivery-scope.js';
 import { countMetric, type MetricName } from '../../telemetry/metrics.js';
 import { withStorageWriteSpan } from '../../telemetry/spans.js';
 import type { StepItemCache } from '../memory/items.js';
@@ -187,5 +188,9 @@ async function assemble(call: CreateCall, runId: string, out: Outcome): Promise<
     page = { events: await events(collected.filter((e) => e.slot < own[0].slot)), cursor: null, hasMore: false };
   }
   call.hints.note(runId, last.slot, [...(out.preload ?? []), ...collected, ...own]);
+  // What the caller has now seen of the log, for the backstop's acknowledgement of its turn
+  // (src/backstop/ack.ts): up to its own event when it got the log up to there, or when nothing it
+  // had not seen lay between this process's known tail and its write.
+  if (page?.cursor || collected.length === 0) noteReadTail(runId, last.slot);
   return withMaxEvents(page ? ({ ...result, ...page } as EventResult) : result);
 }

@@ -15,6 +15,7 @@ import { ATTR, GSI1, keys, storageKeys } from '../../ddb.js';
 import { formatStamp } from '../../formats.js';
 import { correlationEvents } from '../read/correlation.js';
 import { eventAt, readRunTail } from '../read/log-tail.js';
+import { dueOnHookReceived } from '../records/due.js';
 import { type EventRecord, eventItem, newEvent, toEvent } from '../records/event.js';
 import { type HookRecord, hookItem, parseHook, resumeContextOf, toHook, tokenOfHookPk } from '../records/hook.js';
 import { isTerminalRun } from '../records/lifecycle.js';
@@ -203,6 +204,7 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
         if (digest) Object.assign(claim, { digest: { S: digest } });
         items.push(putNew(ctx, claim));
       }
+      items.push(dueOnHookReceived(ctx, runId, Date.now() + ctx.config.backstopSeconds * 1000, slot));
       return { items, eventIdx: 2 };
     },
     onGuard: async (c) => {

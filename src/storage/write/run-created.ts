@@ -7,6 +7,7 @@ import { EntityConflictError, WorkflowWorldError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT, validateUlidTimestamp } from '@workflow/world';
 import { ulid } from 'ulid';
 import { keys } from '../../ddb.js';
+import { dueOnCreate } from '../records/due.js';
 import { atSlot, eventItem, newEvent } from '../records/event.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';
 import { runItem, toRun } from '../records/run.js';
@@ -61,6 +62,7 @@ export async function runCreated(
         items: [
           putNew(ctx, runItem(run)),
           putEvent(ctx, eventItem({ ...atSlot(event, slot), eventData: { ...eventData, input: placed.input } })),
+          dueOnCreate(ctx, runId, Date.now() + ctx.config.backstopSeconds * 1000, slot),
         ],
         eventIdx: 1,
       }),

@@ -17,6 +17,7 @@ import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { keys } from '../../ddb.js';
 import { currentDelivery } from '../../delivery-scope.js';
 import { readRunTail } from '../read/log-tail.js';
+import { dueOnCreate } from '../records/due.js';
 import { atSlot, cursorAt, type EventRecord, eventItem, newEvent, pairEvents, toEvent } from '../records/event.js';
 import { isTerminalRun } from '../records/lifecycle.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';
@@ -228,6 +229,7 @@ async function resilientStart(
             atSlot(started, slot + 1),
           ),
         ),
+        dueOnCreate(ctx, runId, Date.now() + ctx.config.backstopSeconds * 1000, slot + 1),
       ],
       eventIdx: 1,
     }),

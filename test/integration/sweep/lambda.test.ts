@@ -37,7 +37,7 @@ const savedEnv = { ...process.env };
 const plenty = { getRemainingTimeInMillis: () => 600_000 };
 
 beforeAll(async () => {
-  f = await storageFixture({}, { payloadThresholdBytes: 1000 });
+  f = await storageFixture({}, { payloadThresholdBytes: 1000, backstopSeconds: 1 });
   ctx = f.ctx;
   storage = f.storage;
   // What the construct's sweeper function gets: the World's names (plus the emulator endpoints).
@@ -246,10 +246,34 @@ describe('sweepHandler (the scheduled Lambda)', () => {
       const handler = createSweepHandler({ context: createContext(f.config, clients), logger: silent() });
       const out = await handler({ graceMs: 0, recheck: true }, plenty);
       expect(out.objects.orphans).toBeGreaterThanOrEqual(1);
+      // The same function's backstop tick (src/backstop/), with checks due: the finished run's item
+      // is deleted, and a run that owes its start (created, never started) gets a wake.
+      const owing = await startedRun(storage);
+      await storage.events.create(owing, { eventType: 'run_cancelled', specVersion: sv });
+      await storage.events.create(null, {
+        eventType: 'run_created',
+        specVersion: sv,
+        eventData: { deploymentId: 'd', workflowName: 'wf', input: new Uint8Array([1]) },
+      } as never);
+      const tick = createSweepHandler({
+        context: createContext({ ...f.config, backstopSeconds: 1 }, clients),
+        logger: silent(),
+      });
+      // Two ticks a second apart: the first records the stuck run's tail, the second finds it quiet.
+      await new Promise((r) => setTimeout(r, 1100));
+      const first = await tick({ backstop: true }, plenty);
+      expect(first.failed).toBe(0);
+      await new Promise((r) => setTimeout(r, 1100));
+      const second = await tick({ backstop: true }, plenty);
+      expect(first.deleted + second.deleted).toBeGreaterThanOrEqual(1);
+      expect(first.woken + second.woken).toBeGreaterThanOrEqual(1);
     } finally {
       destroyClients(clients);
     }
-    const rows = COMMAND_PERMISSIONS.filter((p) => p.uses.sweeper).map((p) => p.command);
+    // KMS rows apply only with a key (none here).
+    const rows = COMMAND_PERMISSIONS.filter((p) => p.uses.sweeper && !p.command.startsWith('kms:')).map(
+      (p) => p.command,
+    );
     const missing = [...sent].filter((c) => !permissionFor(c)?.uses.sweeper);
     expect(missing, 'sent by the sweep without a sweeper row in src/provision/iam-actions.ts').toEqual([]);
     // And no row grants the sweeper a command it never sends (least privilege, both ways).

@@ -560,10 +560,10 @@ describe('EveWorldAws: the scheduled orphan sweep', () => {
     expect(typeof mod.handler).toBe('function');
   });
 
-  it('an EventBridge rule invokes it once a day by default, and may invoke it', () => {
+  it('an EventBridge rule invokes it once a day by default, and may invoke it; a second, the backstop tick, once a minute', () => {
     const rules = rulesOf(resources);
-    expect(rules).toHaveLength(1);
-    const [[, rule]] = rules;
+    expect(rules).toHaveLength(2);
+    const rule = resources[logicalId(construct.sweepRule!)];
     expect(rule.Properties.ScheduleExpression).toBe('rate(1 day)');
     expect(rule.Properties.State).toBe('ENABLED');
     expect(rule.Properties.Targets).toEqual([
@@ -575,13 +575,28 @@ describe('EveWorldAws: the scheduled orphan sweep', () => {
       FunctionName: { 'Fn::GetAtt': [logicalId(construct.sweeperFunction!), 'Arn'] },
       SourceArn: { 'Fn::GetAtt': [logicalId(construct.sweepRule!), 'Arn'] },
     });
+    const [[backstopId, backstop]] = rules.filter(([id]) => id !== logicalId(construct.sweepRule!));
+    expect(backstop.Properties.ScheduleExpression).toBe('rate(1 minute)');
+    expect(backstop.Properties.Targets).toEqual([
+      expect.objectContaining({
+        Arn: { 'Fn::GetAtt': [logicalId(construct.sweeperFunction!), 'Arn'] },
+        Input: '{"backstop":true}',
+      }),
+    ]);
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      FunctionName: { 'Fn::GetAtt': [logicalId(construct.sweeperFunction!), 'Arn'] },
+      SourceArn: { 'Fn::GetAtt': [backstopId, 'Arn'] },
+    });
   });
 
   it('sweepSchedule sets the schedule; false removes the function, the rule, its alarm and outputs', () => {
     const custom = Template.fromStack(
       makeStack({ sweepSchedule: events.Schedule.cron({ minute: '30', hour: '3' }) }).stack,
     ).toJSON().Resources as Resources;
-    expect(rulesOf(custom).map(([, r]) => r.Properties.ScheduleExpression)).toEqual(['cron(30 3 * * ? *)']);
+    expect(rulesOf(custom).map(([, r]) => r.Properties.ScheduleExpression)).toEqual([
+      'cron(30 3 * * ? *)',
+      'rate(1 minute)',
+    ]);
 
     const { stack: s, construct: c } = makeStack({ sweepSchedule: false });
     const off = Template.fromStack(s).toJSON();
@@ -612,13 +627,25 @@ describe('EveWorldAws: the scheduled orphan sweep', () => {
     }
     const tableArn = JSON.stringify({ 'Fn::GetAtt': [logicalId(construct.table), 'Arn'] });
     const bucketArn = JSON.stringify({ 'Fn::GetAtt': [logicalId(construct.bucket), 'Arn'] });
+    const queueArn = JSON.stringify({ 'Fn::GetAtt': [logicalId(construct.queue), 'Arn'] });
     const granted = Object.fromEntries(
       [...byResource]
         .filter(([, a]) => ![...a].some((x) => x.startsWith('logs:')))
-        .map(([r, a]) => [r === tableArn ? 'table' : r === bucketArn ? 'bucket' : r, [...a].sort()]),
+        .map(([r, a]) => [
+          r === tableArn ? 'table' : r === bucketArn ? 'bucket' : r === queueArn ? 'queue' : r,
+          [...a].sort(),
+        ]),
     );
     expect(granted).toEqual({
-      table: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+      table: [
+        'dynamodb:BatchGetItem',
+        'dynamodb:DeleteItem',
+        'dynamodb:GetItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+      ],
+      // The backstop's wake (src/backstop/wake.ts).
+      queue: ['sqs:GetQueueUrl', 'sqs:SendMessage'],
       [JSON.stringify({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(construct.table), 'Arn'] }, '/index/*']] })]: [
         'dynamodb:Query',
       ],
@@ -627,13 +654,15 @@ describe('EveWorldAws: the scheduled orphan sweep', () => {
         's3:DeleteObject',
       ],
     });
-    // Generated from the table: the same set as its `sweeper` rows.
-    expect(new Set(Object.values(granted).flat())).toEqual(new Set([...actionsByResource('sweeper').values()].flat()));
+    // Generated from the table: the same set as its `sweeper` rows (the KMS row only with a key).
+    expect(new Set(Object.values(granted).flat())).toEqual(
+      new Set([...actionsByResource('sweeper').values()].flat().filter((a) => !a.startsWith('kms:'))),
+    );
     for (const a of statements.flatMap(acts)) expect(a === '*' || a.endsWith(':*'), a).toBe(false);
-    expect(JSON.stringify(statements)).not.toMatch(/"Resource":"\*"|sqs:|kms:|scheduler:|iam:|secretsmanager:/);
+    expect(JSON.stringify(statements)).not.toMatch(/"Resource":"\*"|kms:|scheduler:|iam:|secretsmanager:/);
   });
 
-  it('with a KMS key the sweeper still gets no KMS action and no key id', () => {
+  it('with a KMS key the sweeper gets only GenerateDataKey (the backstop wake, SSE-KMS) and no key id', () => {
     const { stack: s, construct: c } = makeStack({ kmsKey: 'create' });
     const res = Template.fromStack(s).toJSON().Resources as Resources;
     const roleId = s.getLogicalId(c.sweeperFunction!.role!.node.defaultChild as never);
@@ -641,7 +670,7 @@ describe('EveWorldAws: the scheduled orphan sweep', () => {
       (r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((x: any) => x.Ref === roleId),
     );
     expect(docs.length).toBeGreaterThan(0);
-    expect(JSON.stringify(docs)).not.toContain('kms:');
+    expect(JSON.stringify(docs).match(/kms:[A-Za-z]+/g)).toEqual(['kms:GenerateDataKey']);
     const [[, fn]] = sweepers(res);
     expect(fn.Properties.Environment.Variables.EVE_WORLD_AWS_KMS_KEY_ID).toBeUndefined();
   });

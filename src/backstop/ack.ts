@@ -1,0 +1,31 @@
+/**
+ * The flow route's acknowledgement of a quiet turn: after a workflow delivery (a run continuation,
+ * not a step) returned normally, the run's DUE item records the highest log slot that delivery read
+ * (`ackedSlot`), so the backstop does not wake a run for an event its replay already saw (a run
+ * idling on a hook after a step finished). One UpdateItem of a non-key attribute: no index write.
+ *
+ * Conditional on the item existing and on raising `ackedSlot` (a late ack never lowers it), so
+ * applying it twice is applying it once. Off the turn's critical path: the flow route does not wait
+ * for it, and a lost ack costs at most one backstop wake (a replay that does nothing).
+ */
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { isConditionalCheckFailed } from '../aws/errors.js';
+import { keys } from '../ddb.js';
+import { keysOf } from '../storage/table/codec.js';
+import type { StorageCtx } from '../storage/table/context.js';
+
+export async function ackTurn(ctx: StorageCtx, runId: string, slot: number): Promise<void> {
+  try {
+    await ctx.ddb.send(
+      new UpdateItemCommand({
+        TableName: ctx.table,
+        Key: keysOf(keys.due(runId)),
+        UpdateExpression: 'SET ackedSlot = :s',
+        ConditionExpression: 'attribute_exists(PK) AND (attribute_not_exists(ackedSlot) OR ackedSlot < :s)',
+        ExpressionAttributeValues: { ':s': { N: String(slot) } },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionalCheckFailed(err)) throw err;
+  }
+}

@@ -1,0 +1,255 @@
+/**
+ * One backstop tick: find the runs whose check is due, and check each one (docs/operations.md,
+ * "Liveness backstop").
+ *
+ * Finding: one Query per shard of GSI1 (`DUE#<s>`, sort key <= now, at most `limit` a shard). The
+ * index is eventually consistent, so what it shows is only a candidate.
+ *
+ * The fence first: a check starts with a conditional UpdateItem that moves the item's `dueAt` from
+ * the value the index showed to `now + B`, conditional on `dueAt` still being that value. Of two
+ * sweepers (or a sweeper and a `hook_received` that moved the item), one passes and the other does
+ * nothing; no clock decides who acts. A checker that dies after the fence leaves the run to the
+ * check B later. Its last write (the decision's `dueAt`, or the delete) is conditional on the
+ * `dueAt` it fenced, so it never overwrites a `hook_received` that came meanwhile.
+ *
+ * Reads (only for a run that has been quiet since the last check): the run view and the log's last
+ * item (one Query), the events after `ackedSlot` (one Query, newest 50), the steps and the waits.
+ */
+import { DeleteItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { isConditionalCheckFailed } from '../aws/errors.js';
+import { ATTR, GSI1, keys, LIST_SHARDS, storageKeys } from '../ddb.js';
+import type { Logger } from '../log.js';
+import { type DueRecord, dueIndexAttrs, dueSortKey, parseDue } from '../storage/records/due.js';
+import { eventsOf, lastSlotOf } from '../storage/records/event.js';
+import { parseRun } from '../storage/records/run.js';
+import { parseStep } from '../storage/records/step.js';
+import { parseWait } from '../storage/records/wait.js';
+import type { Attrs } from '../storage/table/codec.js';
+import { keysOf } from '../storage/table/codec.js';
+import type { StorageCtx } from '../storage/table/context.js';
+import { queryAll } from '../storage/table/reads.js';
+import { type CheckInput, type Decision, decide } from './decide.js';
+
+/** Sends a run's wake (./wake.ts); injected so the tick needs no queue of its own in tests. */
+export type WakeRun = (
+  run: { runId: string; workflowName: string },
+  stranded: ReadonlyArray<{ stepId: string; stepName: string }>,
+  wakes: number,
+) => Promise<void>;
+
+export interface TickOptions {
+  wake: WakeRun;
+  now?: () => number;
+  /** Due items taken per shard per tick (default 25). */
+  limit?: number;
+  logger?: Logger;
+  /** Called between the fence and the reads (tests: stall one checker). */
+  afterFence?: (runId: string) => Promise<void>;
+}
+
+export interface TickReport {
+  /** Due items the index showed. */
+  due: number;
+  /** Checks whose fence this tick won. */
+  checked: number;
+  woken: number;
+  deleted: number;
+  /** Checks another checker or a write got to first. */
+  fencedOut: number;
+  failed: number;
+}
+
+const UNACKED_PAGE = 50;
+
+export async function backstopTick(ctx: StorageCtx, opts: TickOptions): Promise<TickReport> {
+  const now = (opts.now ?? Date.now)();
+  const report: TickReport = { due: 0, checked: 0, woken: 0, deleted: 0, fencedOut: 0, failed: 0 };
+  const shards = Array.from({ length: LIST_SHARDS }, (_, s) => s);
+  await Promise.all(
+    shards.map(async (s) => {
+      const res = await ctx.ddb.send(
+        new QueryCommand({
+          TableName: ctx.table,
+          IndexName: GSI1,
+          KeyConditionExpression: '#pk = :pk AND #sk <= :upto',
+          ExpressionAttributeNames: { '#pk': ATTR.gsi1pk, '#sk': ATTR.gsi1sk },
+          ExpressionAttributeValues: { ':pk': { S: keys.dueGsi(s) }, ':upto': { S: `${dueSortKey(now, '')}~` } },
+          Limit: opts.limit ?? 25,
+        }),
+      );
+      for (const it of (res.Items ?? []) as Attrs[]) {
+        report.due++;
+        const sk = it[ATTR.gsi1sk]?.S ?? '';
+        const seenDueAt = Number(sk.slice(0, 13));
+        const runId = sk.slice(14);
+        try {
+          const outcome = await checkRun(ctx, runId, seenDueAt, now, opts);
+          if (outcome === 'fenced') report.fencedOut++;
+          else {
+            report.checked++;
+            if (outcome === 'wake') report.woken++;
+            if (outcome === 'delete') report.deleted++;
+          }
+        } catch (err) {
+          report.failed++;
+          opts.logger?.error(`[eve-world-aws] backstop: check of run ${runId} failed: ${String(err)}`);
+        }
+      }
+    }),
+  );
+  return report;
+}
+
+/** Check one run whose item the index showed due at `seenDueAt`. */
+export async function checkRun(
+  ctx: StorageCtx,
+  runId: string,
+  seenDueAt: number,
+  now: number,
+  opts: TickOptions,
+): Promise<'fenced' | Decision['kind']> {
+  const B = ctx.config.backstopSeconds * 1000;
+  const fencedAt = now + B;
+  const due = await moveDue(ctx, runId, seenDueAt, fencedAt, {});
+  if (!due) return 'fenced';
+  await opts.afterFence?.(runId);
+  const input = await readCheck(ctx, runId, due, now, B);
+  const d = decide(input.check);
+  if (d.kind === 'delete') {
+    await deleteDue(ctx, runId, fencedAt);
+    return 'delete';
+  }
+  if (d.kind === 'wake' && input.workflowName) {
+    opts.logger?.info(`[eve-world-aws] backstop: waking run ${runId} (wake ${d.wakes}): ${d.why}`);
+    await opts.wake({ runId, workflowName: input.workflowName }, d.stranded, d.wakes);
+  }
+  await moveDue(ctx, runId, fencedAt, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
+  return d.kind;
+}
+
+/** Move a DUE item's check from `from` to `to` (conditional on `dueAt = from`); its values after, or undefined. */
+async function moveDue(
+  ctx: StorageCtx,
+  runId: string,
+  from: number,
+  to: number,
+  set: { wakes?: number; seenSlot?: number },
+): Promise<DueRecord | undefined> {
+  const idx = dueIndexAttrs(runId, to);
+  const extra = Object.entries(set).filter(([, v]) => v !== undefined) as Array<[string, number]>;
+  try {
+    const out = await ctx.ddb.send(
+      new UpdateItemCommand({
+        TableName: ctx.table,
+        Key: keysOf(keys.due(runId)),
+        UpdateExpression: `SET dueAt = :to, #sk1 = :sk1${extra.map(([k]) => `, ${k} = :${k}`).join('')}`,
+        ConditionExpression: 'dueAt = :from',
+        ExpressionAttributeNames: { '#sk1': ATTR.gsi1sk },
+        ExpressionAttributeValues: {
+          ':to': { N: String(to) },
+          ':from': { N: String(from) },
+          ':sk1': idx[ATTR.gsi1sk],
+          ...Object.fromEntries(extra.map(([k, v]) => [`:${k}`, { N: String(v) }])),
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return out.Attributes ? parseDue(out.Attributes as Attrs) : undefined;
+  } catch (err) {
+    if (isConditionalCheckFailed(err)) return undefined;
+    throw err;
+  }
+}
+
+async function deleteDue(ctx: StorageCtx, runId: string, fencedAt: number): Promise<void> {
+  try {
+    await ctx.ddb.send(
+      new DeleteItemCommand({
+        TableName: ctx.table,
+        Key: keysOf(keys.due(runId)),
+        ConditionExpression: 'dueAt = :at',
+        ExpressionAttributeValues: { ':at': { N: String(fencedAt) } },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionalCheckFailed(err)) throw err;
+  }
+}
+
+/** What {@link decide} needs; the reads past the first only when the run has been quiet. */
+async function readCheck(
+  ctx: StorageCtx,
+  runId: string,
+  due: DueRecord,
+  now: number,
+  quietMs: number,
+): Promise<{ check: CheckInput; workflowName?: string }> {
+  const pk = { ':pk': { S: keys.runPk(runId) } };
+  const head = await ctx.ddb.send(
+    new QueryCommand({
+      TableName: ctx.table,
+      KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :m',
+      ExpressionAttributeValues: { ...pk, ':a': { S: keys.eventSkPrefix }, ':m': { S: storageKeys.runMetaSk } },
+      ScanIndexForward: false,
+      Limit: 2,
+      ConsistentRead: true,
+    }),
+  );
+  const items = (head.Items ?? []) as Attrs[];
+  const runItem = items.find((i) => i.SK.S === storageKeys.runMetaSk);
+  const last = items.find((i) => i.SK.S !== storageKeys.runMetaSk);
+  const run = runItem ? parseRun(runItem) : undefined;
+  const tail = last ? lastSlotOf(last) : 0;
+  const check: CheckInput = {
+    run: run && { status: run.status },
+    tail,
+    unacked: [],
+    steps: [],
+    waits: [],
+    due: { seenSlot: due.seenSlot, wakes: due.wakes },
+    now,
+    quietMs,
+  };
+  if (!run || due.seenSlot !== tail) return { check, workflowName: run?.workflowName };
+  const acked = due.ackedSlot ?? 0;
+  const [unacked, steps, waits] = await Promise.all([
+    tail > acked
+      ? ctx.ddb
+          .send(
+            new QueryCommand({
+              TableName: ctx.table,
+              KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :b',
+              ExpressionAttributeValues: {
+                ...pk,
+                ':a': { S: keys.eventSk(acked) },
+                ':b': { S: `${keys.eventSkPrefix}~` },
+              },
+              ScanIndexForward: false,
+              Limit: UNACKED_PAGE,
+              ConsistentRead: true,
+            }),
+          )
+          .then((r) => eventsOf((r.Items ?? []) as Attrs[], { after: acked }, true))
+      : Promise.resolve([]),
+    queryAll(ctx, {
+      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :p)',
+      ExpressionAttributeValues: { ...pk, ':p': { S: keys.stepSkPrefix } },
+      ConsistentRead: true,
+    }),
+    queryAll(ctx, {
+      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :p)',
+      ExpressionAttributeValues: { ...pk, ':p': { S: keys.waitSkPrefix } },
+      ConsistentRead: true,
+    }),
+  ]);
+  check.unacked = unacked.map((e) => ({ slot: e.slot, type: e.eventType }));
+  check.steps = steps.map(parseStep).map((s) => ({
+    stepId: s.stepId,
+    stepName: s.stepName,
+    status: s.status,
+    leaseUntil: s.leaseUntil,
+    retryAfter: s.retryAfter?.getTime(),
+  }));
+  check.waits = waits.map(parseWait).map((w) => ({ status: w.status, resumeAt: w.resumeAt?.getTime() }));
+  return { check, workflowName: run.workflowName };
+}

@@ -1,0 +1,39 @@
+/**
+ * The backstop's wake of a run: re-open the dispatch keys of its stranded steps, then send a plain
+ * run continuation (`{ runId }`) to the run's workflow queue, as core's own continuations are. Core's
+ * replay then does what the run owes: re-queues a pending step, completes an elapsed wait, replays a
+ * received hook; a run that owes nothing replays and suspends again.
+ *
+ * Core (5.0.0-beta) re-queues a pending step under `${stepId}:${fnv1a32Hex(stepName)}`
+ * (`stepDispatchIdempotencyKey` in @workflow/core's runtime helpers), the key of its first dispatch.
+ * If that message was lost, the key is still used (`QKEY#` `sent`, kept for `idempotencyTtlSeconds`)
+ * and the re-queue would be dropped as a duplicate; so the wake re-opens it first
+ * (src/queue/idempotency.ts, `reopenSentIdempotencyKey`). Concurrent replays then claim the key
+ * afresh and exactly one of them sends.
+ */
+import { getQueueTopicPrefix, resolveQueueNamespace, type ValidQueueName } from '@workflow/world';
+import type { WorldContext } from '../context.js';
+import { reopenSentIdempotencyKey } from '../queue/idempotency.js';
+import type { QueueSender } from '../queue/index.js';
+import type { WakeRun } from './check.js';
+
+/** FNV-1a 32-bit of a string's UTF-16 code units, 8 hex digits: core's `fnv1a32Hex`. */
+export function fnv1a32Hex(value: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < value.length; i++) {
+    hash ^= value.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0).toString(16).padStart(8, '0');
+}
+
+/** Core's idempotency key of a step's dispatch message. */
+export const stepDispatchKey = (stepId: string, stepName: string) => `${stepId}:${fnv1a32Hex(stepName)}`;
+
+export function createWake(ctx: WorldContext, sender: Pick<QueueSender, 'queue'>): WakeRun {
+  return async (run, stranded) => {
+    for (const s of stranded) await reopenSentIdempotencyKey(ctx, stepDispatchKey(s.stepId, s.stepName));
+    const queueName = `${getQueueTopicPrefix('workflow', resolveQueueNamespace(undefined))}${run.workflowName}`;
+    await sender.queue(queueName as ValidQueueName, { runId: run.runId, requestedAt: new Date() });
+  };
+}

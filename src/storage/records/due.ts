@@ -1,0 +1,107 @@
+/**
+ * The liveness backstop's item of an active run, `RUN#<runId> / DUE` (src/backstop/ reads and moves
+ * it): when the backstop next checks the run, indexed in GSI1 under `DUE#<shard(runId)>` /
+ * `<dueAt ms, 13 digits>#<runId>`, so a check is one Query per shard for the items that are due.
+ *
+ * Fields (all numbers but `runId`):
+ * - `dueAt`     when the run is next checked (ms, the clock of whoever set it; skew only moves a check);
+ * - `seenSlot`  the log tail the last check (or the write that set `dueAt`) saw: a check that finds the
+ *               same tail knows the run has been quiet since then, without comparing clocks;
+ * - `ackedSlot` the highest log slot a workflow delivery read and then acknowledged (the flow route):
+ *               a replay owed by an event at or below it was done;
+ * - `wakes`     backstop wakes sent since the run last moved (the backoff's exponent).
+ *
+ * Written in transactions that are written anyway: `run_created` puts it (../write/run-events.ts) and
+ * `hook_received` pulls it forward (../write/hook-events.ts), so a hook received after days of
+ * idling is checked within the bound. A terminal run's item is deleted by its next check.
+ *
+ * Format: an additive record (records format 2, no bump): no older reader queries `DUE#` partitions,
+ * and the `DUE` sort key sorts before `EVT#`, outside every range an older reader reads of a run.
+ */
+import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
+import { ATTR, keys, shardOf } from '../../ddb.js';
+import { assertItemFormat, formatStamp } from '../../formats.js';
+import { type Attrs, keysOf, num, str } from '../table/codec.js';
+import type { StorageCtx } from '../table/context.js';
+
+export interface DueRecord {
+  runId: string;
+  dueAt: number;
+  wakes: number;
+  seenSlot?: number;
+  ackedSlot?: number;
+}
+
+/** The GSI1 sort key of a check at `dueAt`: 13-digit ms, so string order is time order until 2286. */
+export const dueSortKey = (dueAt: number, runId: string) =>
+  `${String(Math.max(0, Math.floor(dueAt))).padStart(13, '0')}#${runId}`;
+
+/** The index attributes of a check at `dueAt`. */
+export function dueIndexAttrs(runId: string, dueAt: number): Attrs {
+  return {
+    [ATTR.gsi1pk]: { S: keys.dueGsi(shardOf(runId)) },
+    [ATTR.gsi1sk]: { S: dueSortKey(dueAt, runId) },
+  };
+}
+
+/**
+ * `run_created`'s DUE item: first check at `dueAt`, the log at slot `slot`. A plain Put: the same
+ * transaction's exclusive run create is its condition (a second create fails as a whole).
+ */
+export function dueOnCreate(ctx: StorageCtx, runId: string, dueAt: number, slot: number): TransactWriteItem {
+  return {
+    Put: {
+      TableName: ctx.table,
+      Item: {
+        ...keysOf(keys.due(runId)),
+        ...formatStamp('records'),
+        ...dueIndexAttrs(runId, dueAt),
+        runId: { S: runId },
+        dueAt: { N: String(dueAt) },
+        wakes: { N: '0' },
+        seenSlot: { N: String(slot) },
+      },
+    },
+  };
+}
+
+/**
+ * `hook_received`'s move of the DUE item: checked at `dueAt`, quiet since `slot`, backoff reset. An
+ * upsert (a run created before the backstop gets its item here); the transaction's run guard is its
+ * condition, and applying it twice sets the same values.
+ */
+export function dueOnHookReceived(ctx: StorageCtx, runId: string, dueAt: number, slot: number): TransactWriteItem {
+  const idx = dueIndexAttrs(runId, dueAt);
+  return {
+    Update: {
+      TableName: ctx.table,
+      Key: keysOf(keys.due(runId)),
+      UpdateExpression: 'SET #fv = :fv, #pk1 = :pk1, #sk1 = :sk1, runId = :r, dueAt = :d, wakes = :z, seenSlot = :s',
+      ExpressionAttributeNames: {
+        '#fv': Object.keys(formatStamp('records'))[0],
+        '#pk1': ATTR.gsi1pk,
+        '#sk1': ATTR.gsi1sk,
+      },
+      ExpressionAttributeValues: {
+        ':fv': Object.values(formatStamp('records'))[0],
+        ':pk1': idx[ATTR.gsi1pk],
+        ':sk1': idx[ATTR.gsi1sk],
+        ':r': { S: runId },
+        ':d': { N: String(dueAt) },
+        ':z': { N: '0' },
+        ':s': { N: String(slot) },
+      },
+    },
+  };
+}
+
+export function parseDue(it: Attrs): DueRecord {
+  assertItemFormat(it, 'records', `backstop item ${str(it, 'PK') ?? '?'} / ${str(it, 'SK') ?? '?'}`);
+  return {
+    runId: str(it, 'runId') ?? (str(it, 'PK') ?? '').slice(4),
+    dueAt: num(it, 'dueAt') ?? 0,
+    wakes: num(it, 'wakes') ?? 0,
+    seenSlot: num(it, 'seenSlot'),
+    ackedSlot: num(it, 'ackedSlot'),
+  };
+}
