@@ -11,7 +11,7 @@
  *               a replay owed by an event at or below it was done;
  * - `wakes`     backstop wakes sent since the run last moved (the backoff's exponent).
  *
- * Written in transactions that are written anyway: `run_created` puts it (../write/run-events.ts) and
+ * Written in transactions that are written anyway: `run_created` puts it (../write/run-created.ts, and the resilient start in ../write/run-started.ts) and
  * `hook_received` pulls it forward (../write/hook-events.ts), so a hook received after days of
  * idling is checked within the bound. A terminal run's item is deleted by its next check.
  *
