@@ -12,7 +12,6 @@ import {
   type Consumer,
   type CreateConsumerOptions,
   createConsumer,
-  earlyDeliveryEnabled,
 } from '../../src/consumer/index.js';
 import { type DeliveryOutcome, deliverMessage } from '../../src/consumer/pipeline.js';
 import { inboundFromSdk } from '../../src/consumer/poller.js';
@@ -21,6 +20,7 @@ import { createContext, type WorldContext } from '../../src/context.js';
 import { currentDelivery, type DeliveryScope } from '../../src/delivery-scope.js';
 import type { Logger } from '../../src/log.js';
 import { type CreateQueueOptions, createQueue, type QueueSender } from '../../src/queue/index.js';
+import { createTransport } from '../../src/queue/transport.js';
 import { createFixture, type Fixture } from './aws.js';
 
 export const PREFIX = '__wkf_workflow_';
@@ -87,24 +87,22 @@ export async function makeWorld(
     : await createFixture(opts.env ?? {}, 'q', opts.tuning);
   const ctx = createContext(fixture.config, fixture.clients);
   const logger = new MemoryLogger();
-  // Wired as createWorld wires them: with early delivery on, the queue offers its sends to the consumer.
-  const early: { consumer?: Consumer } = {};
-  const sender = createQueue(ctx, {
-    logger,
-    scheduler: opts.queueOptions?.scheduler,
-    logTail: opts.queueOptions?.logTail,
-    ...(earlyDeliveryEnabled(fixture.config, { consumer: 'poll', ...opts.queueOptions })
-      ? { deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload) }
-      : {}),
-  });
-  const consumer = createConsumer(ctx, sender.transport, {
+  // Wired as createWorld wires them: the transport, the consumer on it, then the queue offering its
+  // sends to the consumer for early delivery.
+  const transport = createTransport(ctx, opts.queueOptions?.scheduler);
+  const consumer = createConsumer(ctx, transport, {
     consumer: 'poll',
     waitTimeSeconds: 1,
     drainTimeoutMs: 2000,
     logger,
     ...opts.queueOptions,
   });
-  early.consumer = consumer;
+  const sender = createQueue(ctx, {
+    transport,
+    logger,
+    logTail: opts.queueOptions?.logTail,
+    early: consumer.earlyOffer,
+  });
   const queue: QueueUnderTest = {
     transport: sender.transport,
     getDeploymentId: sender.getDeploymentId,
@@ -114,7 +112,7 @@ export async function makeWorld(
     registerHandler: consumer.registerHandler,
     start: consumer.start,
     close: consumer.close,
-    deliverEarly: consumer.deliverEarly,
+    earlyOffer: consumer.earlyOffer,
   };
   const world: World = {
     fixture,
