@@ -51,7 +51,7 @@ export interface CreateConsumerOptions {
    * copy.
    */
   earlyDelivery?: boolean;
-  /** The in-process consumer's clock (epoch ms). Default `Date.now`; tests skew it. */
+  /** This consumer's and its flow route's clock (epoch ms). Default `Date.now`; tests skew it. */
   now?: () => number;
 }
 
@@ -126,7 +126,7 @@ export function createConsumer(
     }
     return flowReachable;
   };
-  const routeOptions = flowRouteOptions(ctx, logger, secretSource);
+  const routeOptions = { ...flowRouteOptions(ctx, logger, secretSource), ...(options.now ? { now: options.now } : {}) };
 
   return {
     receipts,
