@@ -128,10 +128,12 @@ export class SqsPoller {
       observeEarlyDelivery(envelope, queueNameOf(this.opts.config.queue), () => deliverEarly(envelope, deps)),
     );
     this.early.begin(copy.messageId, earlyId, verdict);
-    this.track(verdict.then(
-      () => undefined,
-      () => undefined,
-    ));
+    this.track(
+      verdict.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
   }
 
   async close(): Promise<void> {

@@ -8,11 +8,7 @@ import { type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/cl
 import type { MessageId, ValidQueueName } from '@workflow/world';
 import { destroyClients } from '../../src/aws/clients.js';
 import { loadConfig, TUNING, type WorldConfig, type WorldTuning } from '../../src/config.js';
-import {
-  type Consumer,
-  type CreateConsumerOptions,
-  createConsumer,
-} from '../../src/consumer/index.js';
+import { type Consumer, type CreateConsumerOptions, createConsumer } from '../../src/consumer/index.js';
 import { type DeliveryOutcome, deliverMessage } from '../../src/consumer/pipeline.js';
 import { inboundFromSdk } from '../../src/consumer/poller.js';
 import { SqsReceipts } from '../../src/consumer/receipts.js';

@@ -31,7 +31,9 @@ export interface EarlyOfferDeps {
   /** Whether a handler for `queueName` is registered in this process. */
   hasHandler(queueName: string): boolean;
   /** The running poller, if any: whether it has a free slot, and how it starts an early delivery. */
-  poller(): { readonly running: boolean; hasFreeSlot(): boolean; deliverEarly(copy: Envelope, earlyId: string): void } | undefined;
+  poller():
+    | { readonly running: boolean; hasFreeSlot(): boolean; deliverEarly(copy: Envelope, earlyId: string): void }
+    | undefined;
 }
 
 export function createEarlyOffer(deps: EarlyOfferDeps): EarlyOffer {
