@@ -149,20 +149,7 @@ async function runAndCheck(tag: string, skewMs: number, before?: () => void): Pr
   });
   await resumeHook(token, { value: 1 });
   await resumeHook(token, { value: 2 });
-  const t0 = Date.now();
   expect(await counted.returnValue).toBe(3 + (0 + 1 + 2 + 3));
-  if (process.env.EARLY_DEBUG) {
-    const evs = (await owner.events.list({ runId: counted.runId, pagination: {} })).data;
-    console.log(
-      Date.now() - t0,
-      evs
-        .map(
-          (e) =>
-            `${e.eventType}@${new Date(e.createdAt).toISOString().slice(14, 23)} ${JSON.stringify((e as any).eventData?.ownerMessageId ?? '')}`,
-        )
-        .join('\n'),
-    );
-  }
   expect(await hooked.returnValue).toEqual([1, 2]);
 
   for (const runId of [counted.runId, hooked.runId]) {
