@@ -99,7 +99,6 @@ console.log(
       'stranded',
       'extra bodies',
       'extra %',
-      'held early copies',
       's',
     ],
     reports.map((r) => [
@@ -117,13 +116,11 @@ console.log(
       r.nonTerminalRuns + r.pendingClaims + r.queueLeft,
       `${r.extraBodies}/${r.bodiesExpected}`,
       fmt(r.extraBodiesPct, 2),
-      r.earlyRecords ?? 0,
       fmt(r.seconds, 0),
     ]),
     [
       'holes = runs whose event ids are not slots 1..n; bad terminals = steps/runs without exactly one terminal event; stranded = runs left pending/running + idempotency claims left pending + messages left in the queue.',
       'extra bodies = step-body executions beyond one per step (side effects; the event log stays exactly-once).',
-      'held early copies = early deliveries whose SQS copy another consumer received and held while they ran (their EARLY# records).',
       `Suite ${res.status === 0 ? 'passed' : 'FAILED (see above)'}. Results: ${path.relative(ROOT, file)}`,
     ],
   ),

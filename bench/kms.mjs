@@ -78,7 +78,7 @@ async function runOne(app, world, scenario) {
 
 async function measure({ app, stackEnv, dist, scenario, encrypted }) {
   const { createWorld } = await import(`${dist}/index.js`);
-  const { loadConfig } = await import(`${dist}/config.js`);
+  const { loadConfig } = await import(`${dist}/config/index.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
   const { createContext } = await import(`${dist}/context.js`);
   const { RunKeys } = await import(`${dist}/encryption/run-keys.js`);

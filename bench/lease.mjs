@@ -56,7 +56,7 @@ function summarize(per) {
 }
 
 export async function benchLease({ stackEnv, dist, log }) {
-  const { loadConfig } = await import(`${dist}/config.js`);
+  const { loadConfig } = await import(`${dist}/config/index.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
   const { reconcile } = await import(`${dist}/provision/index.js`);
   const { createContext } = await import(`${dist}/context.js`);

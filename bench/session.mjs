@@ -347,7 +347,7 @@ async function scanAll(ddb, TableName) {
 
 async function oursSetup({ stackEnv, dist }) {
   const { createWorld } = await import(`${dist}/index.js`);
-  const { loadConfig } = await import(`${dist}/config.js`);
+  const { loadConfig } = await import(`${dist}/config/index.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
   // Provisioning moved from resources.js to provision/ (a build from before the move still works).
   const { reconcile } = await import(`${dist}/provision/index.js`).catch(() => import(`${dist}/resources.js`));

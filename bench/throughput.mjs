@@ -110,7 +110,7 @@ function summary(label, { handles, seconds }, lat, runs, steps, rec) {
 
 async function onAws(app, stackEnv, opts) {
   const { createWorld } = await import(`${pathToFileURL(DIST).href}/index.js`);
-  const { loadConfig } = await import(`${pathToFileURL(DIST).href}/config.js`);
+  const { loadConfig } = await import(`${pathToFileURL(DIST).href}/config/index.js`);
   const { createClients, destroyClients } = await import(`${pathToFileURL(DIST).href}/aws/clients.js`);
   const { reconcile } = await import(`${pathToFileURL(DIST).href}/provision/index.js`);
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-tp-${randomBytes(3).toString('hex')}` });

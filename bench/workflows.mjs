@@ -423,7 +423,7 @@ async function runScenarios(app, _world, rec, wr, { measureStorage, log, label }
 
 export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
   const { createWorld } = await import(`${dist}/index.js`);
-  const { loadConfig } = await import(`${dist}/config.js`);
+  const { loadConfig } = await import(`${dist}/config/index.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
   const { reconcile } = await import(`${dist}/provision/index.js`);
   const app = await loadApp(wellKnown);

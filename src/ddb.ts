@@ -24,8 +24,6 @@
  * NONCE#<signature>       NONCE              accepted delivery signature (replay guard), with a TTL
  * PREFLIGHT               PREFLIGHT          never written: read once per process by src/preflight.ts to
  *                                            prove the table exists and answers
- * EARLY#<messageId>       EARLY              what became of an early delivery whose copy another consumer
- *                                            holds (consumer/early-records.ts), with a TTL
  * FORMAT#                 meta               the table's format item: formats present, oldest reader allowed
  *                                            (src/formats.ts, src/table-format.ts; written by `init`)
  * (an idempotency key or message id over 1,024 bytes is stored as `sha256:<hex>`: {@link boundedPart})
@@ -96,8 +94,6 @@ export const keys = {
   chunkSkPrefix: 'CHUNK#',
   indexFromChunkSk: (sk: string) => Number(sk.slice(6)),
   qkey: (idempotencyKey: string) => ({ PK: `QKEY#${boundedPart(idempotencyKey)}`, SK: 'QKEY' }),
-  /** What became of an early delivery whose SQS copy another process holds (src/consumer/early-records.ts). */
-  earlyDelivery: (messageId: string) => ({ PK: `EARLY#${boundedPart(messageId)}`, SK: 'EARLY' }),
   /** Never written: the preflight's one read (src/preflight.ts), which only asks whether the table answers. */
   preflight: { PK: 'PREFLIGHT', SK: 'PREFLIGHT' },
   /** A delivery signature the flow route accepted; refuses its replay on every instance. */

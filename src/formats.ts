@@ -4,8 +4,8 @@
  *
  * - `log`      the event log items `RUN#<runId> / EVT#<slot>` (storage/records/event.ts);
  * - `records`  the World's own items: run, step, wait and hook views, claims (queue idempotency,
- *              hook resumes, attribute writes), the step lease on the step view, early-delivery
- *              records, delivery nonces, run keys;
+ *              hook resumes, attribute writes), the step lease on the step view, delivery
+ *              nonces, run keys;
  * - `messages` queue messages, in both forms (SQS attributes, the Scheduler's JSON envelope).
  *
  * Every item of the first two families carries its format in the attribute {@link FORMAT_ATTR};

@@ -37,7 +37,7 @@ import {
   withTuning,
 } from './config/index.js';
 import { createDeploymentFilter } from './consumer/affinity.js';
-import { type Consumer, type CreateConsumerOptions, createConsumer, earlyDeliveryEnabled } from './consumer/index.js';
+import { type CreateConsumerOptions, createConsumer } from './consumer/index.js';
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context.js';
 import { isDeploymentUnavailableError } from './deployment/errors.js';
@@ -47,6 +47,7 @@ import { RunKeys } from './encryption/run-keys.js';
 import { consoleLogger } from './log.js';
 import { preflight } from './preflight.js';
 import { createQueue } from './queue/index.js';
+import { createTransport } from './queue/transport.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streams/index.js';
 import { type OrphanSweepOptions, type SweepReport, sweepOrphans } from './sweep/index.js';
@@ -130,7 +131,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   let ready = false;
   const beforeFirstWrite = async () => {
     if (ready) return;
-    await preflight(context, queue.transport);
+    await preflight(context, transport);
     const format = await checkTableFormat(context.clients.ddb, config.tableName);
     if (identity.affinity) {
       // Every consumer on the table honours `eve.dep`, and the registry knows this deployment
@@ -141,26 +142,18 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     }
     ready = true;
   };
-  // The consumer needs the queue's transport, and (when early delivery is on) the queue offers its
-  // sends to the consumer: bound once both exist. Off (or with no in-process consumer, as in a
-  // Lambda), the queue is given nothing to offer to.
-  const early: { consumer?: Consumer } = {};
+  // The send side first, then the consumer on it, then the queue, which offers its sends to the
+  // consumer for early delivery (src/consumer/early/offer.ts decides).
+  const transport = createTransport(context);
+  const consumer = createConsumer(context, transport, options.consumer, createDeploymentFilter(context, identity));
   const queue = createQueue(context, {
+    transport,
     identity,
     logger,
     logTail: storage.logTail,
     beforeSend: () => beforeFirstWrite(),
-    ...(earlyDeliveryEnabled(config, options.consumer)
-      ? { deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload) }
-      : {}),
+    early: consumer.earlyOffer,
   });
-  const consumer = createConsumer(
-    context,
-    queue.transport,
-    options.consumer,
-    createDeploymentFilter(context, identity),
-  );
-  early.consumer = consumer;
   const streamer = createStreamer(context, { runEnd: storage.runEnd, logger });
   // Without a KMS key the World has no getEncryptionKeyForRun at all, so core stores plaintext
   // exactly as before; with one, core encrypts every payload under a per-run data key.

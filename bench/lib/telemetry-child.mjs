@@ -25,7 +25,7 @@ if (mode === 'traced') {
 }
 
 const { createWorld } = await import(`${dist}/index.js`);
-const { loadConfig } = await import(`${dist}/config.js`);
+const { loadConfig } = await import(`${dist}/config/index.js`);
 const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
 const { reconcile } = await import(`${dist}/provision/index.js`);
 const { enableMetrics } = await import(`${dist}/telemetry/metrics.js`);

@@ -204,7 +204,7 @@ async function main() {
   const impl = await loadImpl();
   const stackMod = await import(`${CURRENT}/emulator/stack.js`);
   const { reconcile } = await import(`${CURRENT}/provision/index.js`);
-  const current = await import(`${CURRENT}/config.js`);
+  const current = await import(`${CURRENT}/config/index.js`);
   console.log('Starting the embedded emulator stack (DynamoDB Local + fauxqs)...');
   const stack = await stackMod.startStack({ dynamodbPort: 0, awsPort: 0, startTimeoutSeconds: 90 });
   try {

@@ -22,4 +22,9 @@ import { VARIABLES } from './variables.js';
 export function applyCoreDefaults(env: Env = process.env): void {
   const name = VARIABLES.optimisticInlineStart.name;
   if (env[name] === undefined || env[name] === '') env[name] = VARIABLES.optimisticInlineStart.default;
+  // Core's inline-ownership lease (860 s by default) delays the backstop wake another invocation
+  // arms for a step a live delivery owns (docs/design.md, "Early delivery"). The step lease fences
+  // the body itself, so the World shortens it: a dead owner's step is recovered within 20 s.
+  const lease = 'WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS';
+  if (env[lease] === undefined || env[lease] === '') env[lease] = '20';
 }

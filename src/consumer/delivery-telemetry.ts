@@ -86,7 +86,7 @@ export function observeDelivery(
 }
 
 /**
- * Run an early delivery (./early-deliveries.ts) inside its span and log context. Its outcome is
+ * Run an early delivery (./early/offer.ts) inside its span and log context. Its outcome is
  * counted once, by the SQS copy that takes its verdict, so nothing is counted here.
  */
 export function observeEarlyDelivery<T>(envelope: Envelope, queue: string, deliver: () => Promise<T>): Promise<T> {

@@ -6,19 +6,19 @@
  * Where a delivery goes: a handler registered for the queue name's prefix (in process), else
  * `config.flowUrl`, else the local `eve start` flow route (`http://127.0.0.1:$PORT/...`).
  */
-import type { Queue, QueuePayload, QueuePrefix } from '@workflow/world';
+import type { Queue, QueuePrefix } from '@workflow/world';
 import { canConnect } from '../aws/net.js';
 import { ackTurn, startBackstop } from '../backstop/index.js';
 import { CONSUMER_OPTIONS, type WorldConfig } from '../config/index.js';
 import type { WorldContext } from '../context.js';
 import type { StepLease } from '../delivery-scope.js';
 import { consoleLogger, type Logger } from '../log.js';
-import type { EarlyMark, Envelope } from '../queue/encoding.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs, storageContext } from '../storage/index.js';
 import { flushEvery, flushMetrics } from '../telemetry/metrics.js';
 import type { DeploymentFilter } from './affinity.js';
 import { composeDelivery, queuePrefixOf } from './delivery.js';
+import { createEarlyOffer, type EarlyOffer, earlyOn } from './early/offer.js';
 import { createQueueHandler, type HandlerOptions } from './handler.js';
 import { DynamoNonceStore } from './nonces.js';
 import type { DeliveryOutcome, FlowHandler, InboundMessage } from './pipeline.js';
@@ -45,8 +45,16 @@ export interface CreateConsumerOptions {
   breakerCooldownMs?: number;
   /** Observes every delivery outcome of the in-process consumer. */
   onDeliveryOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
-  /** Early delivery (./early-deliveries.ts; with several consumer processes, ./early-records.ts). */
+  /**
+   * Early delivery (./early/offer.ts): a message this World sends while its in-process consumer
+   * runs, to a queue with a handler registered in process, is delivered at once under its own id,
+   * beside its SQS send, instead of after the send and the long poll; step executions excepted.
+   * Default true (where the in-process consumer polls). `false`: every message waits for its SQS
+   * copy.
+   */
   earlyDelivery?: boolean;
+  /** This consumer's and its flow route's clock (epoch ms). Default `Date.now`; tests skew it. */
+  now?: () => number;
 }
 
 export interface Consumer extends Pick<Queue, 'createQueueHandler'> {
@@ -56,18 +64,14 @@ export interface Consumer extends Pick<Queue, 'createQueueHandler'> {
   start(): Promise<void>;
   /** Stops receiving (releasing what the last poll returned) and drains deliveries. Idempotent. */
   close(): Promise<void>;
-  /**
-   * Offered every message the World's queue is about to send without a delay: it is delivered
-   * early when the in-process consumer runs, a handler is registered for its queue, and it is not
-   * a step execution.
-   */
-  deliverEarly(envelope: Envelope, payload: QueuePayload): EarlyMark | undefined;
+  /** Offered every message the World's queue is about to send (./early/offer.ts decides). */
+  readonly earlyOffer: EarlyOffer;
   readonly receipts: SqsReceipts;
 }
 
-/** Whether a World with these options offers its sends for early delivery (the one place this is decided). */
+/** Whether a World with these options delivers early at all (./early/offer.ts). */
 export function earlyDeliveryEnabled(config: WorldConfig, options: CreateConsumerOptions = {}): boolean {
-  return (options.earlyDelivery ?? CONSUMER_OPTIONS.earlyDelivery.default) && consumerMode(config, options) === 'poll';
+  return earlyOn(options.earlyDelivery ?? CONSUMER_OPTIONS.earlyDelivery.default, consumerMode(config, options));
 }
 
 function consumerMode(config: WorldConfig, options: CreateConsumerOptions): 'poll' | 'none' {
@@ -85,7 +89,6 @@ export function createConsumer(
   const logger = options.logger ?? consoleLogger;
   const handlers = new Map<string, FlowHandler>();
   const mode = consumerMode(config, options);
-  const earlyOn = earlyDeliveryEnabled(config, options);
   // EVE_WORLD_AWS_SIGNING_SECRET_ARN: one read (and cache) for both directions of this World.
   const secretSource = signingSecretSource(config, ctx.clients);
   const delivery = composeDelivery(ctx, transport, {
@@ -128,7 +131,7 @@ export function createConsumer(
     }
     return flowReachable;
   };
-  const routeOptions = flowRouteOptions(ctx, logger, secretSource);
+  const routeOptions = { ...flowRouteOptions(ctx, logger, secretSource), ...(options.now ? { now: options.now } : {}) };
 
   return {
     receipts,
@@ -146,15 +149,14 @@ export function createConsumer(
     registerHandler(prefix, handler) {
       handlers.set(prefix, handler);
     },
-    deliverEarly(envelope, payload) {
-      if (!earlyOn || !poller?.running) return undefined;
-      // Not a step execution (a payload with `stepId`): core publishes it together with its own
-      // step_created write, which an early delivery would race on every step.
-      if (typeof (payload as { stepId?: unknown }).stepId === 'string') return undefined;
-      const prefix = queuePrefixOf(envelope.queueName);
-      if (prefix === undefined || !handlers.has(prefix)) return undefined;
-      return poller.deliverEarly(envelope);
-    },
+    earlyOffer: createEarlyOffer({
+      enabled: earlyDeliveryEnabled(config, options),
+      hasHandler: (queueName) => {
+        const prefix = queuePrefixOf(queueName);
+        return prefix !== undefined && handlers.has(prefix);
+      },
+      poller: () => poller,
+    }),
     async start() {
       if (closed || mode === 'none' || poller) return;
       const waitTimeSeconds = Math.max(
@@ -169,6 +171,7 @@ export function createConsumer(
         // Never longer than the queue's own visibility: a short queue visibility stays short.
         visibilitySeconds: Math.min(config.consumerVisibilitySeconds, config.visibilityTimeoutSeconds),
         drainTimeoutMs: options.drainTimeoutMs ?? CONSUMER_OPTIONS.drainTimeoutMs.default,
+        ...(options.now ? { now: options.now } : {}),
         ready,
         onOutcome: (outcome, msg) => {
           if (outcome.action === 'keep' && outcome.reason === 'transport') flowReachable = false;

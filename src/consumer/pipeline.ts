@@ -4,8 +4,8 @@
  *
  *   decode   the SQS copy -> one {@link Envelope} (attributes or scheduler envelope), or malformed
  *   decide   deliver now | hop (long wait not due: send the next hop) | take the verdict of an
- *            early delivery of it in this process | hold (a copy of the same logical message is
- *            running in this process already, or another consumer's early delivery of it may run)
+ *            early delivery of it in this process (or dispatch it as that delivery's redelivery) |
+ *            hold (a copy of the same logical message is running in this process already)
  *   dispatch signed `createQueueHandler` request to the flow route (in process or over HTTP),
  *            with a visibility heartbeat while it runs -> a {@link Verdict}
  *   settle   ack (caller deletes) | keep (visibility set for the retry) | replace (a fresh copy
@@ -21,11 +21,14 @@
  *   (src/storage/write/step-lease.ts, stamped by `step_started` inside the flow route's delivery scope)
  *   keeps a second copy from running a step body another live delivery is running; core defers
  *   that copy (`{timeoutSeconds}`, or a delayed step message) instead of running it.
- * - A copy of a message this consumer delivered early (./early-deliveries.ts) is dispatched only
- *   when that delivery did not succeed; otherwise it is settled by the early verdict. A copy
- *   another consumer delivered early (its `eve.early` mark) is held, undispatched, while that
- *   delivery may run, then settled by its record or dispatched (./early-records.ts).
- * - `x-vqs-message-id` is the logical id, identical on every SQS copy.
+ * - A copy of a message this process delivered early (./early/registry.ts) waits for that
+ *   delivery's verdict (a promise: no clock) and is settled by it: an ack deletes it, a
+ *   `timeoutSeconds` replaces it by a copy delayed that long; a delivery that ended without either
+ *   is redelivered at once as itself (its own id E, so core recovers the steps it owns). Anywhere
+ *   else, and when there is no verdict, the copy is dispatched as usual under its id M: for core
+ *   another invocation of the run (docs/design.md, "Early delivery").
+ * - `x-vqs-message-id` is the logical id, identical on every SQS copy. The one other id a copy is
+ *   ever dispatched under is its early delivery's, in the process that ran it, after it ended.
  * - The attempt core sees (`x-vqs-message-attempt`) counts dispatches only: holds, parks before the
  *   route was reached and settling a copy by its early verdict never raise it, however long they
  *   last (core fails a workflow run above 48). It is the copy's offset plus SQS's
@@ -63,8 +66,7 @@ import { currentTraceparent, TRACEPARENT_HEADER } from '../telemetry/tracing.js'
 import type { AffinityHoldCause, DeploymentFilter } from './affinity.js';
 import type { CircuitBreaker } from './breaker.js';
 import { observeDelivery } from './delivery-telemetry.js';
-import type { EarlyDeliveries } from './early-deliveries.js';
-import { type Held, heldForOwner } from './early-records.js';
+import type { EarlyDeliveries } from './early/registry.js';
 import type { SqsReceipts } from './receipts.js';
 import { LOG_TAIL_HEADER, processSigningKey, signatureHeaders } from './signing.js';
 
@@ -85,11 +87,10 @@ export interface InboundMessage {
 }
 
 /**
- * Why a copy was held, undispatched: a copy of it runs in this process (`copy-running`), another
- * consumer's early delivery of it may run (`early-delivery`), or that delivery's record could not
- * be read (`early-record-unreadable`). Metrics read this, never the detail text.
+ * Why a copy was held, undispatched: a copy of it runs in this process (`copy-running`). Metrics
+ * read this, never the detail text.
  */
-export type HoldCause = 'copy-running' | 'early-delivery' | 'early-record-unreadable' | AffinityHoldCause;
+export type HoldCause = 'copy-running' | AffinityHoldCause;
 
 /**
  * What became of a received copy. `delete`: the caller deletes it (acked, or replaced by a copy SQS
@@ -150,8 +151,8 @@ export interface DeliveryDeps {
    */
   inFlight?: Set<string>;
   /**
-   * Messages this consumer delivered before their SQS copy arrived (./early-deliveries.ts): a
-   * copy of one takes that delivery's verdict instead of being dispatched again.
+   * Messages this consumer delivered before their SQS copy arrived (./early/registry.ts): a copy
+   * of one takes that delivery's verdict instead of being dispatched again.
    */
   early?: EarlyDeliveries<Verdict>;
   /** Deployment affinity (./affinity.ts): another deployment's message is held, never dispatched. */
@@ -256,34 +257,21 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
   }
   const away = await deps.affinity?.holdFor(envelope);
   if (away) return undispatched({ kind: 'hold', ...away });
+  // The id this copy is dispatched under: its own, or its early delivery's (below).
+  let dispatchId = envelope.messageId;
   const early = deps.early?.take(envelope.messageId);
   if (early) {
     // Delivered early in this process: wait for that delivery (keeping this copy hidden) and take
-    // its verdict; a failed early delivery leaves this copy to be delivered as usual. The early
-    // delivery was the dispatch (this copy's offset counts it), so settling by it is not one.
+    // its verdict. The early delivery was a dispatch (this copy's offset counts it): an ack or a
+    // `timeoutSeconds` settles the copy without another. One that reached the handler and ended
+    // without either is redelivered now as itself: its handler has returned (in-process
+    // knowledge, no clock), and under its own id core recovers the steps it owns at once.
     const stopHeartbeat = startHeartbeat(msg.receiptHandle, deps, logger);
-    const verdict = await early.finally(stopHeartbeat);
-    if (verdict && verdict.kind !== 'aborted') return undispatched(verdict);
-  } else if (envelope.early && envelope.early.owner !== deps.early?.owner) {
-    // Another consumer delivered it early: never dispatched while that delivery may run.
-    // A record that cannot be read (DynamoDB throttling or down) is not this message's fault: it
-    // is held and asked again; a hold is not a dispatch and never counts toward the DLQ.
-    let held: Held | undefined;
-    let cause: HoldCause = 'early-delivery';
-    try {
-      held = await heldForOwner(deps.transport.ctx, envelope.messageId, envelope.early, now);
-    } catch (err) {
-      cause = 'early-record-unreadable';
-      held = {
-        kind: 'hold',
-        seconds: BUSY_RETRY_SECONDS,
-        detail: `could not read the early-delivery record, asked again in ${BUSY_RETRY_SECONDS} s: ${String(err)}`,
-      };
-    }
-    if (held?.kind === 'hold') return undispatched({ ...held, cause });
-    if (held) return undispatched(held);
+    const verdict = await early.verdict.finally(stopHeartbeat);
+    if (verdict?.kind === 'ack' || verdict?.kind === 'later') return undispatched(verdict);
+    if (verdict && verdict.kind !== 'aborted') dispatchId = early.earlyId;
   }
-  if (deps.inFlight?.has(envelope.messageId)) {
+  if (deps.inFlight?.has(dispatchId)) {
     return undispatched({
       kind: 'hold',
       seconds: BUSY_RETRY_SECONDS,
@@ -294,7 +282,7 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
   // A request that cannot be built (a header value no encoding saves, a broken route, the body's
   // object gone) is this message's fault, found before the breaker is asked: it never takes the
   // probe slot. One that cannot be built because S3 or the secret source fails is parked.
-  const built = await buildRequest(envelope, attempt, deps, now);
+  const built = await buildRequest({ ...envelope, messageId: dispatchId }, attempt, deps, now);
   if (built.kind === 'poison') return undispatched({ ...built, early: true });
   if (built.kind === 'outage') return undispatched(built);
   if (deps.gateOnBreaker && deps.breaker && !deps.breaker.tryAcquire()) {
@@ -302,21 +290,21 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
   }
 
   // 3. dispatch
-  deps.inFlight?.add(envelope.messageId);
+  deps.inFlight?.add(dispatchId);
   try {
     const verdict = await dispatch(msg, built, deps);
     // 4. settle
     return await settle(msg, envelope, attempt, verdict, deps, logger, true);
   } finally {
-    deps.inFlight?.delete(envelope.messageId);
+    deps.inFlight?.delete(dispatchId);
   }
 }
 
 /**
- * Delivers `envelope` before its SQS copy arrives (./early-deliveries.ts): the request is built
- * and dispatched as for the copy's first receive, with no receipt to keep alive or settle. The
- * verdict is the copy's to settle (undefined: the handler was not reached, the copy is delivered
- * as usual); nothing here deletes, defers, dead-letters or touches the breaker.
+ * Delivers `envelope`, an early delivery under its own id (./early/offer.ts), attempt 1, with no
+ * receipt to keep alive or settle. The verdict is the copy's to settle (undefined: the handler
+ * was not reached, the copy is delivered as usual); nothing here deletes, defers, dead-letters or
+ * touches the breaker.
  */
 export async function deliverEarly(envelope: Envelope, deps: DeliveryDeps): Promise<Verdict | undefined> {
   const now = deps.now ?? Date.now;
@@ -502,19 +490,18 @@ async function settle(
     case 'later':
       deps.breaker?.succeeded();
       if (!dispatched) {
-        // An early delivery's `timeoutSeconds`: it has ended, so the fresh copy carries no mark.
+        // An early delivery's `timeoutSeconds`: a fresh copy (its own id) delayed that long.
         return replace(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger, { reason: 'rescheduled' });
       }
       return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger);
 
     case 'hold':
-      // Not a verdict on the route. The fresh copy keeps the mark: the early delivery may still run.
+      // Not a verdict on the route.
       deps.breaker?.neutral();
       return replace(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger, {
         reason: 'held',
         hold: verdict.cause,
         detail: verdict.detail,
-        keepMark: true,
       });
 
     case 'paused':
@@ -579,13 +566,12 @@ async function settle(
  * A receive that did not dispatch, and the message is to be delivered again in `seconds`: the copy
  * is replaced by a fresh one (same logical id) that SQS shows after `seconds`, carrying the
  * dispatches so far (`attempt - 1`) as its offset, and this copy is deleted. Its receive count
- * thus never counts a receive that was not a dispatch. The fresh copy keeps an early-delivery mark
- * only with `keepMark`. When the send fails the copy is hidden for `seconds` instead (this receive
- * then counts as one more attempt: never fewer than the dispatches).
+ * thus never counts a receive that was not a dispatch. When the send fails the copy is hidden for
+ * `seconds` instead (this receive then counts as one more attempt: never fewer than the dispatches).
  *
  * Two copies of one message can exist for a moment (the send succeeded, the delete failed): the
  * old one is received again after its visibility. That is an SQS duplicate like any other, which
- * the in-flight set, the early-delivery records and the step lease make safe (see the invariants).
+ * the in-flight set and the step lease make safe (see the invariants).
  */
 async function replace(
   msg: InboundMessage,
@@ -598,16 +584,9 @@ async function replace(
     reason: 'held' | 'parked' | 'rescheduled' | 'retried';
     hold?: HoldCause;
     detail?: string;
-    keepMark?: boolean;
   },
 ): Promise<DeliveryOutcome> {
-  const { early, ...rest } = envelope;
-  const fresh: Envelope = {
-    ...rest,
-    attemptOffset: Math.max(0, attempt - 1),
-    deliverAt: undefined,
-    ...(outcome.keepMark && early ? { early } : {}),
-  };
+  const fresh: Envelope = { ...envelope, attemptOffset: Math.max(0, attempt - 1), deliverAt: undefined };
   const wait = Math.max(0, Math.ceil(seconds));
   const info = {
     messageId: envelope.messageId,
@@ -688,7 +667,7 @@ async function park(
   const seconds = Math.min(SQS_MAX_VISIBILITY_SECONDS, base + Math.floor(Math.random() * (Math.ceil(base / 2) + 1)));
   if (!how.reached) return replace(msg, envelope, attempt, seconds, deps, how.logger, { reason: 'parked', detail });
   if (msg.receiveCount >= deps.config.maxReceiveCount - 1) {
-    await deps.transport.send({ ...envelope, attemptOffset: attempt, early: undefined }, seconds, {
+    await deps.transport.send({ ...envelope, attemptOffset: attempt }, seconds, {
       allowScheduler: false,
       now: (deps.now ?? Date.now)(),
     });
@@ -760,8 +739,7 @@ async function defer(
       );
     }
   }
-  // The copy was dispatched: an early-delivery mark has served, the fresh copy carries none.
-  await deps.transport.send({ ...envelope, attemptOffset: attempt, deliverAt: undefined, early: undefined }, seconds, {
+  await deps.transport.send({ ...envelope, attemptOffset: attempt, deliverAt: undefined }, seconds, {
     now: (deps.now ?? Date.now)(),
   });
   return { action: 'delete', reason: 'rescheduled', messageId: envelope.messageId };

@@ -3,7 +3,7 @@
  * `start()`.
  *
  * Invariants:
- * - At most `concurrency` deliveries run at once, early ones (./early-deliveries.ts) included; a
+ * - At most `concurrency` deliveries run at once, early ones (./early/registry.ts) included; a
  *   receive asks only for free slots (<= 10), and an early delivery starts only in a free slot.
  * - Copies are received with the consumer's own short visibility (`visibilitySeconds`, default
  *   30 s) and the pipeline's heartbeat extends it while the handler runs, so a process killed
@@ -26,10 +26,9 @@ import { queueNameOf } from '../aws/arn.js';
 import { sleep } from '../aws/sleep.js';
 import { CONSUMER_OPTIONS } from '../config/index.js';
 import { consoleLogger, type Logger } from '../log.js';
-import { type EarlyMark, type Envelope, MSG_ATTR } from '../queue/encoding.js';
+import { type Envelope, MSG_ATTR } from '../queue/encoding.js';
 import { observeEarlyDelivery } from './delivery-telemetry.js';
-import { EarlyDeliveries } from './early-deliveries.js';
-import { EARLY_LEASE_HOLDS, type EarlyOutcome, recordDone, recordRunning } from './early-records.js';
+import { EarlyDeliveries } from './early/registry.js';
 import {
   type DeliveryDeps,
   type DeliveryOutcome,
@@ -112,68 +111,29 @@ export class SqsPoller {
     this.loop = this.run();
   }
 
+  /** Whether an early delivery may start now (./early/offer.ts asks). */
+  hasFreeSlot(): boolean {
+    return this.inFlight.size < Math.max(1, this.opts.concurrency);
+  }
+
   /**
-   * Delivers `envelope`, a message this process is sending right now, before its SQS copy arrives
-   * (./early-deliveries.ts), and returns the mark its copy must carry (./early-records.ts).
-   * Refused (undefined) when the poller is not running or has no free slot; the copy is then
-   * delivered as usual.
+   * Delivers the message whose SQS copy is `copy`, being sent by this process right now, at once
+   * under its own id `earlyId` (attempt 1), which no SQS copy carries. Its verdict waits in the
+   * registry for the copy, if the copy comes here (./early/registry.ts). Eligibility is the
+   * offer's to decide (./early/offer.ts).
    */
-  deliverEarly(envelope: Envelope): EarlyMark | undefined {
-    if (!this.running || this.inFlight.size >= Math.max(1, this.opts.concurrency)) return undefined;
-    const holdMs = Math.max(1, this.opts.visibilitySeconds) * 1000;
-    const mark: EarlyMark = { owner: this.early.owner, until: Date.now() + holdMs };
+  deliverEarly(copy: Envelope, earlyId: string): void {
+    const envelope: Envelope = { ...copy, messageId: earlyId, attemptOffset: 0 };
     const deps: DeliveryDeps = { ...this.opts, signal: this.deliveryController.signal, inFlight: this.handling };
     const verdict = this.inLoopContext(() =>
       observeEarlyDelivery(envelope, queueNameOf(this.opts.config.queue), () => deliverEarly(envelope, deps)),
     );
-    this.early.begin(envelope.messageId, verdict);
-    this.track(this.reportEarly(envelope.messageId, verdict, holdMs));
-    return mark;
-  }
-
-  /**
-   * While an early delivery runs and its copy has not reached this process, vouch for it in its
-   * record (`running`, from half the hold on, renewed every hold), and record how it ended
-   * (`done`) if the copy still has not arrived then: another consumer holding the copy settles it
-   * by that record (./early-records.ts). A copy received here needs no record.
-   */
-  private async reportEarly(messageId: string, verdict: Promise<Verdict | undefined>, holdMs: number): Promise<void> {
-    const ctx = this.opts.transport.ctx;
-    const owner = this.early.owner;
-    let ended = false;
-    let wrote = false;
-    let writes: Promise<void> = Promise.resolve();
-    let timer: NodeJS.Timeout | undefined;
-    const renew = () => {
-      writes = writes.then(async () => {
-        if (ended || !this.early.has(messageId)) return;
-        try {
-          await recordRunning(ctx, messageId, owner, Date.now() + EARLY_LEASE_HOLDS * holdMs);
-          wrote = true;
-        } catch (err) {
-          this.logger.warn(`[eve-world-aws] could not record early delivery ${messageId} as running: ${String(err)}`);
-        }
-      });
-      timer = setTimeout(renew, holdMs);
-      timer.unref?.();
-    };
-    timer = setTimeout(renew, holdMs / 2);
-    timer.unref?.();
-    const v = await verdict.catch(() => undefined);
-    ended = true;
-    clearTimeout(timer);
-    await writes;
-    if (!this.early.has(messageId)) return;
-    const outcome: EarlyOutcome =
-      v?.kind === 'ack'
-        ? { verdict: 'ack' }
-        : v?.kind === 'later'
-          ? { verdict: 'later', resumeAt: Date.now() + v.seconds * 1000 }
-          : { verdict: 'retry' };
-    // Without a record, a copy held elsewhere is delivered once its hold ends: what `retry` asks.
-    if (outcome.verdict === 'retry' && !wrote) return;
-    await recordDone(ctx, messageId, owner, outcome).catch((err) =>
-      this.logger.warn(`[eve-world-aws] could not record how early delivery ${messageId} ended: ${String(err)}`),
+    this.early.begin(copy.messageId, earlyId, verdict);
+    this.track(
+      verdict.then(
+        () => undefined,
+        () => undefined,
+      ),
     );
   }
 

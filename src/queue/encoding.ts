@@ -37,8 +37,9 @@ export const MSG_ATTR = {
   headers: 'eve.headers',
   /** `<slot> <runId>`: how far the sender had seen the run's log (src/delivery-scope.ts). */
   logTail: 'eve.tail',
-  /** `<owner> <until>`: the copy of a message its owner delivered early (src/consumer/early-records.ts). */
-  early: 'eve.early',
+  // `eve.early` (`e` in the envelope), the early-delivery mark of builds before the clock-free
+  // early delivery (same message format 2), is neither written nor read: such a copy is delivered
+  // as any other (docs/design.md, "Early delivery").
   /** The message's format (src/formats.ts); absent = format 1. */
   format: MESSAGE_FORMAT_ATTR,
   /**
@@ -50,27 +51,6 @@ export const MSG_ATTR = {
 } as const;
 
 export const ENVELOPE_TAG = 'eve-world-aws/v1';
-
-/**
- * Carried by the SQS copy of a message delivered early (src/consumer/early-records.ts): which
- * consumer process delivered it, and until when (its epoch ms) other consumers hold the copy.
- */
-export interface EarlyMark {
-  owner: string;
-  until: number;
-}
-
-/** `eve.early`'s value: the owner (no spaces), a space, and `until`. */
-function encodeEarlyMark(mark: EarlyMark): string {
-  return `${mark.owner} ${mark.until}`;
-}
-
-/** Inverse of {@link encodeEarlyMark}, or undefined when unreadable. */
-export function decodeEarlyMark(raw: string | undefined): EarlyMark | undefined {
-  if (raw === undefined) return undefined;
-  const m = /^(\S{1,128}) (\d{1,16})$/.exec(raw);
-  return m ? { owner: m[1], until: Number(m[2]) } : undefined;
-}
 
 /** One logical queue message, independent of how SQS carried it. */
 export interface Envelope {
@@ -88,8 +68,6 @@ export interface Envelope {
    * (src/delivery-scope.ts). Advisory: a receiver without it reads the log from DynamoDB.
    */
   logTail?: string;
-  /** Set on the copy of a message this process delivered early. */
-  early?: EarlyMark;
   /**
    * The format the message was written in, as received (undefined when not decoded from a
    * message). A send always writes this build's format, whatever this field says.
@@ -152,7 +130,6 @@ export function encodeEnvelope(envelope: Envelope): string {
     s3: envelope.s3Key,
     h: envelope.headers,
     t: envelope.logTail,
-    e: envelope.early && encodeEarlyMark(envelope.early),
     d: envelope.deploymentId,
     b: envelope.body,
   }).replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
@@ -181,7 +158,6 @@ export function decodeEnvelope(text: string): Envelope | undefined {
     s3Key: typeof raw.s3 === 'string' ? raw.s3 : undefined,
     headers: isStringRecord(raw.h) ? raw.h : undefined,
     logTail: typeof raw.t === 'string' ? raw.t : undefined,
-    early: typeof raw.e === 'string' ? decodeEarlyMark(raw.e) : undefined,
     deploymentId: typeof raw.d === 'string' ? raw.d : undefined,
   };
 }
@@ -215,9 +191,6 @@ export function envelopeAttributes(envelope: Envelope): Record<string, { DataTyp
     };
   }
   if (envelope.logTail !== undefined) attrs[MSG_ATTR.logTail] = { DataType: 'String', StringValue: envelope.logTail };
-  if (envelope.early !== undefined) {
-    attrs[MSG_ATTR.early] = { DataType: 'String', StringValue: encodeEarlyMark(envelope.early) };
-  }
   if (envelope.deploymentId !== undefined) {
     attrs[MSG_ATTR.deployment] = { DataType: 'String', StringValue: envelope.deploymentId };
   }
@@ -290,7 +263,6 @@ export function envelopeFromMessage(body: string, attrs: Record<string, string |
     body: s3Key === undefined ? body : undefined,
     headers,
     logTail: attrs[MSG_ATTR.logTail],
-    early: decodeEarlyMark(attrs[MSG_ATTR.early]),
     deploymentId: attrs[MSG_ATTR.deployment],
   };
 }

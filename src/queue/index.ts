@@ -9,10 +9,12 @@
  * - `queue()` resolves only after SQS (or the Scheduler) accepted the message, or after finding
  *   that its idempotency key was already used (then it returns the first message's id).
  * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message.
- * - A message without a delay is offered to `deliverEarly` (the in-process consumer) before it is
- *   sent: before its claim the first time this process sends its key (or when it has none), after
- *   a successful claim otherwise. The offer changes nothing of the claim or what `queue()`
- *   returns; a taken offer marks the SQS copy (`eve.early`, src/consumer/early-records.ts).
+ * - Every message is offered for early delivery (`early`, src/consumer/early/offer.ts decides)
+ *   before it is sent: before its claim the first time this process sends its key (or when it has
+ *   none), after a successful claim otherwise. The offer changes nothing of the claim or what
+ *   `queue()` returns. A taken offer is delivered under its own id E (`msg_<ulid>`, minted here),
+ *   which no SQS copy or schedule ever carries; the copy's offset counts that delivery, so the
+ *   copy is never attempt 1 beside it (docs/design.md, "Early delivery").
  * - With deployment affinity on (src/deployment/), every message names its deployment (`eve.dep`):
  *   `QueueOptions.deploymentId`, else this process's own (sends from inside a delivery are for the
  *   run's own deployment: core's guard let the delivery run here). Only a message for this
@@ -37,7 +39,7 @@ import { consoleLogger, type Logger } from '../log.js';
 import { mapLimited } from '../util/concurrency.js';
 import { RecentKeys } from '../util/recent-keys.js';
 import type { SchedulerPort } from './delays.js';
-import { type EarlyMark, type Envelope, encodePayload } from './encoding.js';
+import { type Envelope, encodePayload } from './encoding.js';
 import { deliveryInputProblem } from './header-values.js';
 import { claimIdempotencyKey, markIdempotencyKeySent, releaseIdempotencyKey } from './idempotency.js';
 import { createTransport, type SqsTransport } from './transport.js';
@@ -59,12 +61,16 @@ export interface CreateQueueOptions {
    */
   logTail?: (runId: string) => number | undefined;
   /**
-   * Offered each message about to be sent without a delay (the in-process consumer's early
-   * delivery, src/consumer/early-deliveries.ts), before its send; see the invariants above for
-   * when relative to its claim. It returns the mark for the SQS copy when it took the message
-   * (undefined when it did not). It must not throw or wait.
+   * The send side of an existing transport (the World builds it first and hands it to its
+   * consumer too). Default: a new one.
    */
-  deliverEarly?: (envelope: Envelope, payload: QueuePayload) => EarlyMark | undefined;
+  transport?: SqsTransport;
+  /**
+   * Offered each message about to be sent (the in-process consumer's early delivery,
+   * src/consumer/early/offer.ts), before its send; see the invariants above for when relative to
+   * its claim. True when it took the message. It must not throw or wait.
+   */
+  early?: (copy: Envelope, earlyId: string, payload: QueuePayload, delaySeconds?: number) => boolean;
   /**
    * Awaited by each `queue()` once its input is validated, before anything is offered, claimed or
    * sent (the World's preflight, src/preflight.ts): a rejection fails that `queue()` call (and is
@@ -82,7 +88,7 @@ export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'q
 export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {}): QueueSender {
   const { config } = ctx;
   const logger = options.logger ?? consoleLogger;
-  const transport = createTransport(ctx, options.scheduler);
+  const transport = options.transport ?? createTransport(ctx, options.scheduler);
   const nextUlid = monotonicFactory();
   const identity = options.identity ?? deploymentIdentity(config);
   /** Idempotency keys this process has offered for early delivery lately. */
@@ -129,14 +135,17 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
       ...(logTail ? { logTail } : {}),
       ...(deploymentId !== undefined ? { deploymentId } : {}),
     };
-    // Early delivery (src/consumer/early-deliveries.ts) runs beside the claim and the send, which
-    // go on unchanged. A key's first send from this process is offered before its claim; a key this
+    // Early delivery (src/consumer/early/offer.ts) runs beside the claim and the send, which go on
+    // unchanged. A key's first send from this process is offered before its claim; a key this
     // process sent before (core republishing after an error) only once claimed, so a retry here
     // never starts a second one. A key another process also sends, or a failed send, leaves it one
     // more delivery of the message.
-    const early = options.deliverEarly !== undefined && own && !(opts?.delaySeconds && opts.delaySeconds > 0);
+    // Only a message for this process's own deployment is delivered early here (affinity).
+    const early = options.early !== undefined && own;
+    const offer = (messageId: string) =>
+      options.early?.({ ...envelope, messageId }, `msg_${nextUlid()}`, payload, opts?.delaySeconds) === true;
     const offeredFirst = early && (key === undefined || offeredKeys.add(key));
-    let mark = offeredFirst ? options.deliverEarly?.({ ...envelope }, payload) : undefined;
+    let taken = offeredFirst && offer(minted);
     // Two-phase idempotency claim (see idempotency.ts): pending -> send -> sent. Throttling that
     // outlasted the SDK's retries surfaces as the contract's ThrottleError.
     const claim =
@@ -149,13 +158,12 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     if (claim && !claim.claimed) return { messageId: (claim.messageId || null) as MessageId | null };
     // A claim taken over from a dead sender keeps that sender's id.
     const messageId = claim?.messageId ?? minted;
-    // A claim taken over keeps another id than the one delivered early: that copy is not its.
-    if (messageId !== minted) mark = undefined;
-    if (early && !offeredFirst) mark = options.deliverEarly?.({ ...envelope, messageId }, payload);
+    if (early && !offeredFirst) taken = offer(messageId);
     try {
-      // A marked copy's offset counts its early delivery, a dispatch (src/consumer/pipeline.ts).
-      const marked = mark ? { early: mark, attemptOffset: envelope.attemptOffset + 1 } : {};
-      await transport.send({ ...envelope, messageId, ...marked }, opts?.delaySeconds);
+      // The copy's offset counts its early delivery, a dispatch, even under a claim taken over
+      // (another id than the one offered): never attempt 1 beside it (src/consumer/pipeline.ts).
+      const offset = taken ? { attemptOffset: envelope.attemptOffset + 1 } : {};
+      await transport.send({ ...envelope, messageId, ...offset }, opts?.delaySeconds);
     } catch (err) {
       if (key !== undefined && claim?.claimed) {
         await releaseIdempotencyKey(ctx, key, claim.owner).catch((e) =>

@@ -9,6 +9,24 @@
 import { appendFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
+// EVE_TEST_CLOCK_SKEW_MS: this process's clock runs that far ahead (negative: behind) of the
+// others', for everything it does (`Date.now()`, `new Date()`): signing and verifying its own
+// deliveries, the timestamps of what it writes, the leases it reads.
+const skew = Number(process.env.EVE_TEST_CLOCK_SKEW_MS ?? 0);
+if (skew) {
+  const RealDate = Date;
+  const realNow = RealDate.now;
+  globalThis.Date = class SkewedDate extends RealDate {
+    constructor(...args) {
+      if (args.length === 0) super(realNow() + skew);
+      else super(...args);
+    }
+    static now() {
+      return realNow() + skew;
+    }
+  };
+}
+
 const [distUrl, flowPath, tallyFile, tuningJson] = process.argv.slice(2);
 if (!distUrl || !flowPath || !tallyFile) {
   console.error('usage: faults-consumer-child.mjs <dist/index.js URL> <flow.mjs path> <tally file> [tuning JSON]');

@@ -72,11 +72,6 @@ export interface FaultReport {
   queueLeft: number;
   nonTerminalRuns: number;
   pendingClaims: number;
-  /**
-   * Early deliveries whose SQS copy did not reach their own process while they ran: each left an
-   * `EARLY#` record (src/consumer/early-records.ts), and its copy was held by another consumer.
-   */
-  earlyRecords: number;
   /** Step bodies: expected (one per step), ran, extra (ran - distinct). */
   bodiesExpected: number;
   bodiesRan: number;
@@ -211,7 +206,6 @@ export async function runFaultScenario(
     queueLeft: 0,
     nonTerminalRuns: 0,
     pendingClaims: 0,
-    earlyRecords: 0,
     bodiesExpected: opts.runs * STEPS_PER_RUN,
     bodiesRan: 0,
     extraBodies: 0,
@@ -375,7 +369,6 @@ export async function runFaultScenario(
       await world.runs.list({ status: ['pending', 'running'], resolveData: 'none', pagination: { limit: 100 } })
     ).data.length;
     report.pendingClaims = await countItems(fixture.clients, fixture.config.tableName, 'QKEY#', 'pending');
-    report.earlyRecords = await countItems(fixture.clients, fixture.config.tableName, 'EARLY#');
 
     const counts = new Map([...tally().entries()].filter(([k]) => k.startsWith(`${prefix}:`)));
     for (const k of children?.tally() ?? []) {
@@ -469,7 +462,8 @@ function newestMtime(dir: string): number {
 }
 
 /** Consumer processes run dist/: build it when it is missing or older than src/. */
-function ensureDist(): string {
+/** dist/index.js (built when older than src/), as the child consumer processes load it. */
+export function ensureDist(): string {
   const index = path.join(root, 'dist', 'index.js');
   if (!existsSync(index) || statSync(index).mtimeMs < newestMtime(path.join(root, 'src'))) {
     const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');

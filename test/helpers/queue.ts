@@ -9,12 +9,7 @@ import type { MessageId, ValidQueueName } from '@workflow/world';
 import { destroyClients } from '../../src/aws/clients.js';
 import { loadConfig, TUNING, type WorldConfig, type WorldTuning } from '../../src/config/index.js';
 import { createDeploymentFilter } from '../../src/consumer/affinity.js';
-import {
-  type Consumer,
-  type CreateConsumerOptions,
-  createConsumer,
-  earlyDeliveryEnabled,
-} from '../../src/consumer/index.js';
+import { type Consumer, type CreateConsumerOptions, createConsumer } from '../../src/consumer/index.js';
 import { type DeliveryOutcome, deliverMessage } from '../../src/consumer/pipeline.js';
 import { inboundFromSdk } from '../../src/consumer/poller.js';
 import { SqsReceipts } from '../../src/consumer/receipts.js';
@@ -23,6 +18,7 @@ import { currentDelivery, type DeliveryScope } from '../../src/delivery-scope.js
 import { deploymentIdentity } from '../../src/deployment/id.js';
 import type { Logger } from '../../src/log.js';
 import { type CreateQueueOptions, createQueue, type QueueSender } from '../../src/queue/index.js';
+import { createTransport } from '../../src/queue/transport.js';
 import { createFixture, type Fixture } from './aws.js';
 
 export const PREFIX = '__wkf_workflow_';
@@ -89,19 +85,12 @@ export async function makeWorld(
     : await createFixture(opts.env ?? {}, 'q', opts.tuning);
   const ctx = createContext(fixture.config, fixture.clients);
   const logger = new MemoryLogger();
-  // Wired as createWorld wires them: with early delivery on, the queue offers its sends to the consumer.
-  const early: { consumer?: Consumer } = {};
-  const sender = createQueue(ctx, {
-    logger,
-    scheduler: opts.queueOptions?.scheduler,
-    logTail: opts.queueOptions?.logTail,
-    ...(earlyDeliveryEnabled(fixture.config, { consumer: 'poll', ...opts.queueOptions })
-      ? { deliverEarly: (envelope, payload) => early.consumer?.deliverEarly(envelope, payload) }
-      : {}),
-  });
+  // Wired as createWorld wires them: the transport, the consumer on it, then the queue offering its
+  // sends to the consumer for early delivery.
+  const transport = createTransport(ctx, opts.queueOptions?.scheduler);
   const consumer = createConsumer(
     ctx,
-    sender.transport,
+    transport,
     {
       consumer: 'poll',
       waitTimeSeconds: 1,
@@ -112,7 +101,12 @@ export async function makeWorld(
     // With EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, as createWorld wires it (src/consumer/affinity.ts).
     createDeploymentFilter(ctx, deploymentIdentity(fixture.config)),
   );
-  early.consumer = consumer;
+  const sender = createQueue(ctx, {
+    transport,
+    logger,
+    logTail: opts.queueOptions?.logTail,
+    early: consumer.earlyOffer,
+  });
   const queue: QueueUnderTest = {
     transport: sender.transport,
     getDeploymentId: sender.getDeploymentId,
@@ -122,7 +116,7 @@ export async function makeWorld(
     registerHandler: consumer.registerHandler,
     start: consumer.start,
     close: consumer.close,
-    deliverEarly: consumer.deliverEarly,
+    earlyOffer: consumer.earlyOffer,
   };
   const world: World = {
     fixture,

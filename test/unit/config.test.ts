@@ -383,6 +383,15 @@ describe('loadConfig', () => {
     expect(explicit.WORKFLOW_OPTIMISTIC_INLINE_START).toBe('1');
   });
 
+  it("shortens core's inline-ownership lease to 20 s unless the operator set it", () => {
+    const env: Record<string, string | undefined> = {};
+    applyCoreDefaults(env);
+    expect(env.WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS).toBe('20');
+    const explicit: Record<string, string | undefined> = { WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS: '860' };
+    applyCoreDefaults(explicit);
+    expect(explicit.WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS).toBe('860');
+  });
+
   it('reads a comma-separated secret list for rotation: sign with the first, accept any', () => {
     const c = loadConfig({ EVE_WORLD_AWS_SIGNING_SECRET: ` ${STRONG} , ${STRONG_OLD} ,` });
     expect(c.signingSecrets).toEqual([STRONG, STRONG_OLD]);

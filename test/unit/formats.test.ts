@@ -72,7 +72,6 @@ describe('message formats', () => {
       body: undefined,
       headers: { a: 'b' },
       logTail: '3 wrun_x',
-      early: { owner: 'o', until: 9 },
     });
     expect(Object.keys(attrs).length).toBeLessThanOrEqual(10);
   });

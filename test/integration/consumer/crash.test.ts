@@ -87,9 +87,9 @@ describe.concurrent('crash-safe consumer', () => {
     await sleep(1000); // a is inside a long poll now
     await a.queue.close();
     const b = await world({ sameAs: a });
-    const { messageId } = await b.queue.queue(Q, { runId: 'wrun_after_close' });
+    await b.queue.queue(Q, { runId: 'wrun_after_close' });
     const d = await waitFor(
-      () => b.deliveries.find((x) => x.meta.messageId === messageId),
+      () => b.deliveries.find((x) => x.body.runId === 'wrun_after_close'),
       10_000,
       'delivery to the next World',
     );

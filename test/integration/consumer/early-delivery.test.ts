@@ -1,8 +1,8 @@
 /**
- * Early delivery (src/consumer/early-deliveries.ts, on by default; `earlyDelivery: false` is off) through the
+ * Early delivery (src/consumer/early/, on by default; `earlyDelivery: false` is off) through the
  * real queue and poller on the emulator stack, wired as createWorld wires them. SendMessage is
  * held in SDK middleware, so a delivery seen while it is held was started early, before SQS could
- * have returned the copy.
+ * have returned the copy. The early delivery carries its own id, which no SQS message carries.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ValidQueueName } from '@workflow/world';
@@ -23,6 +23,8 @@ interface Held {
   outcomes: { outcome: DeliveryOutcome; at: number }[];
   /** SendMessage calls that reached SQS (after the gate). */
   sent: number;
+  /** The message id (`eve.id`) of every SendMessage. */
+  sentIds: string[];
   hold(): void;
   release(): void;
 }
@@ -47,6 +49,7 @@ async function heldWorld(
     w,
     outcomes,
     sent: 0,
+    sentIds: [],
     hold() {
       gate = new Promise((r) => (open = r));
     },
@@ -58,6 +61,9 @@ async function heldWorld(
   w.fixture.clients.sqs.middlewareStack.add(
     (next, context) => async (args) => {
       if ((context as { commandName?: string }).commandName === 'SendMessageCommand') {
+        const attrs = (args as { input: { MessageAttributes?: Record<string, { StringValue?: string }> } }).input
+          .MessageAttributes;
+        held.sentIds.push(attrs?.['eve.id']?.StringValue ?? '?');
         if (gate) await gate;
         const out = await next(args);
         held.sent++;
@@ -80,7 +86,11 @@ describe.concurrent('early delivery', () => {
     expect(h.w.deliveries[0].meta.attempt).toBe(1);
     h.release();
     const { messageId } = await pending;
-    expect(h.w.deliveries[0].meta.messageId).toBe(messageId);
+    // Its own id, which no SQS message carries; the copy is M.
+    const earlyId = h.w.deliveries[0].meta.messageId;
+    expect(earlyId).toMatch(/^msg_[0-9A-Z]{26}$/);
+    expect(earlyId).not.toBe(messageId);
+    expect(h.sentIds).toEqual([messageId]);
     // The copy arrives, takes the early verdict (ack) and is deleted.
     await waitFor(
       () => h.outcomes.find((o) => o.outcome.messageId === messageId),
@@ -95,7 +105,7 @@ describe.concurrent('early delivery', () => {
     expect(await receiveAll(h.w, await h.w.queue.transport.queueUrl())).toHaveLength(0);
   });
 
-  test('a failed early delivery is the copy first attempt: the copy comes back as attempt 2, after the backoff', async () => {
+  test('a failed early delivery is the copy first attempt: the copy is redelivered at once as it, attempt 2', async () => {
     const h = await heldWorld();
     h.w.respond = (d) => {
       if (d.meta.attempt === 1) throw new Error('transient');
@@ -109,17 +119,18 @@ describe.concurrent('early delivery', () => {
     const { messageId } = await pending;
     await waitFor(() => h.w.deliveries.length >= 2, 15_000, 'the retry');
     await sleep(300);
+    // The copy M, received here after the early delivery E ended without an ack, is dispatched as
+    // E (its redelivery: core recovers what E owns under E's id), as attempt 2.
+    const earlyId = h.w.deliveries[0].meta.messageId;
+    expect(earlyId).not.toBe(messageId);
     expect(h.w.deliveries.map((d) => [d.meta.messageId, d.meta.attempt])).toEqual([
-      [messageId, 1],
-      [messageId, 2],
+      [earlyId, 1],
+      [earlyId, 2],
     ]);
-    // The copy was hidden for the failure backoff (2 s for a first receive), not redelivered at once.
-    expect(h.w.deliveries[1].at - h.w.deliveries[0].at).toBeGreaterThanOrEqual(1500);
-    // The early delivery was the first dispatch: its copy is replaced (attempt carried), not counted again.
-    expect(h.outcomes.map((o) => [o.outcome.action, o.outcome.reason])).toEqual([
-      ['delete', 'retried'],
-      ['delete', 'ack'],
+    expect(h.outcomes.map((o) => [o.outcome.action, o.outcome.reason, o.outcome.messageId])).toEqual([
+      ['delete', 'ack', messageId],
     ]);
+    expect(h.sentIds).toEqual([messageId]);
   });
 
   test('{timeoutSeconds} from an early delivery defers the copy by that long', async () => {
@@ -127,10 +138,14 @@ describe.concurrent('early delivery', () => {
     h.w.respond = (d) => (d.meta.attempt === 1 ? { timeoutSeconds: 1 } : undefined);
     const { messageId } = await h.w.queue.queue(Q, { runId: 'wrun_later' } as any);
     await waitFor(() => h.w.deliveries.length >= 2, 15_000, 'the deferred delivery');
+    // The early delivery E asked for later: the copy M is replaced by one delayed that long, and
+    // that one is delivered as M (E has ended), attempt 2.
+    const earlyId = h.w.deliveries[0].meta.messageId;
     expect(h.w.deliveries.map((d) => [d.meta.messageId, d.meta.attempt])).toEqual([
-      [messageId, 1],
+      [earlyId, 1],
       [messageId, 2],
     ]);
+    expect(h.sentIds.every((id) => id === messageId)).toBe(true);
     expect(h.w.deliveries[1].at - h.w.deliveries[0].at).toBeGreaterThanOrEqual(900);
     expect(h.outcomes[0].outcome).toMatchObject({ action: 'delete', reason: 'rescheduled', messageId });
   });
@@ -174,7 +189,8 @@ describe.concurrent('early delivery', () => {
     await waitFor(() => h.w.deliveries.length === 1, 10_000, 'the delivery beside the held claim');
     openClaim?.();
     const { messageId } = await first;
-    expect(h.w.deliveries[0].meta.messageId).toBe(messageId);
+    expect(h.w.deliveries[0].meta.messageId).not.toBe(messageId);
+    expect(h.sentIds).toEqual([messageId]);
     await waitFor(() => h.outcomes.some((o) => o.outcome.messageId === messageId), 10_000, 'its copy settled');
     // The same key again from this process (as core republishes after an error): its claim
     // answers first (a duplicate here), so nothing is delivered or sent.

@@ -109,7 +109,7 @@ describe.concurrent('Lambda SQS handler', () => {
     expect(copies.some((m) => m.MessageId !== byRun.get('not-due'))).toBe(true);
   });
 
-  test("a copy another consumer delivered early is held, not dispatched, until that delivery's record settles it", async ({
+  test('a copy an older build marked as delivered early (`eve.early`) is delivered as any other: the mark is ignored', async ({
     expect,
   }) => {
     const w = await makeWorld({ start: false, register: false });
@@ -119,28 +119,24 @@ describe.concurrent('Lambda SQS handler', () => {
       return undefined;
     });
     const url = await w.queue.transport.queueUrl();
-    // As an `eve start` host that delivered these early sends them: one still within its hold,
-    // one past it whose owner recorded an ack, one past it with no record (its owner died).
+    // As a host of the previous build (same message format 2) sends them: a mark still within its
+    // hold, one past it, and an unreadable one. That build held such copies; this one never does.
     const { envelopeAttributes, encodePayload } = await import('../../../src/queue/encoding.js');
-    const { recordDone } = await import('../../../src/consumer/early-records.js');
     const { SendMessageCommand } = await import('@aws-sdk/client-sqs');
-    const send = (runId: string, messageId: string, until: number) =>
+    const send = (runId: string, messageId: string, mark: string) =>
       w.fixture.clients.sqs.send(
         new SendMessageCommand({
           QueueUrl: url,
           MessageBody: encodePayload({ runId }),
-          MessageAttributes: envelopeAttributes({
-            queueName: Q,
-            messageId,
-            attemptOffset: 0,
-            early: { owner: 'host-1', until },
-          }),
+          MessageAttributes: {
+            ...envelopeAttributes({ queueName: Q, messageId, attemptOffset: 0 }),
+            'eve.early': { DataType: 'String', StringValue: mark },
+          },
         }),
       );
-    await send('held', 'msg_EARLY_HELD', Date.now() + 20_000);
-    await send('acked', 'msg_EARLY_ACKED', Date.now() - 1);
-    await send('orphan', 'msg_EARLY_ORPHAN', Date.now() - 1);
-    await recordDone(w.ctx, 'msg_EARLY_ACKED', 'host-1', { verdict: 'ack' });
+    await send('within', 'msg_MARK_WITHIN', `host-1 ${Date.now() + 20_000}`);
+    await send('past', 'msg_MARK_PAST', `host-1 ${Date.now() - 1}`);
+    await send('garbage', 'msg_MARK_GARBAGE', 'not a mark');
     const { event } = await eventOf(w, 3);
     expect(event.Records).toHaveLength(3);
     const sent: SendMessageCommandInput[] = [];
@@ -161,22 +157,15 @@ describe.concurrent('Lambda SQS handler', () => {
       onOutcome: (o) => outcomes.push(o),
     });
     const res = await handler(event);
-    // The held copy is replaced (a fresh copy, still marked, its attempt offset unchanged), so Lambda
-    // deletes this one: a hold never raises the attempt core sees.
     expect(res.batchItemFailures).toEqual([]);
-    expect(w.deliveries.map((d) => d.body.runId)).toEqual(['orphan']);
-    expect(w.deliveries[0].meta.attempt).toBe(1);
+    expect(w.deliveries.map((d) => d.body.runId).sort()).toEqual(['garbage', 'past', 'within']);
+    expect(w.deliveries.map((d) => d.meta.attempt)).toEqual([1, 1, 1]);
     expect(outcomes.map((o) => `${o.messageId} ${o.reason}`).sort()).toEqual([
-      'msg_EARLY_ACKED ack',
-      'msg_EARLY_HELD held',
-      'msg_EARLY_ORPHAN ack',
+      'msg_MARK_GARBAGE ack',
+      'msg_MARK_PAST ack',
+      'msg_MARK_WITHIN ack',
     ]);
-    expect(sent).toHaveLength(1);
-    const fresh = sent[0];
-    expect(fresh.MessageAttributes?.[MSG_ATTR.id]?.StringValue).toBe('msg_EARLY_HELD');
-    expect(fresh.MessageAttributes?.[MSG_ATTR.early]?.StringValue).toMatch(/^host-1 \d+$/);
-    expect(fresh.MessageAttributes?.[MSG_ATTR.attemptOffset]).toBeUndefined();
-    expect(fresh.DelaySeconds).toBeGreaterThanOrEqual(15);
+    expect(sent).toHaveLength(0);
   });
 
   test('over HTTP: signed deliveries succeed; a wrong secret is refused (401) and reported as a failure', async ({
