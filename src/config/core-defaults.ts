@@ -1,7 +1,7 @@
 /**
  * The one write to `process.env` at runtime, for `@workflow/core`, which reads its own variable:
- * {@link applyCoreDefaults}, called by `createWorld()`. Its row in variables.ts
- * (`WORKFLOW_OPTIMISTIC_INLINE_START`) says so in docs/configuration.md, and
+ * {@link applyCoreDefaults}, called by `createWorld()`. Their rows in variables.ts
+ * (`WORKFLOW_OPTIMISTIC_INLINE_START`, `WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS`) say so in docs/configuration.md, and
  * test/unit/config.test.ts checks that no other runtime module writes the environment.
  */
 import type { Env } from './setting.js';
@@ -18,13 +18,13 @@ import { VARIABLES } from './variables.js';
  * that when the operator has set nothing: every body then starts after its `step_started` (cost:
  * the first step's body waits for that one write instead of overlapping it). An explicit `1`
  * keeps optimistic starts, and with them possible duplicate bodies of a run's first step.
+ *
+ * Core's inline-ownership lease (860 s by default) delays the wake another invocation arms for a
+ * step a live delivery owns (docs/design.md, "Early delivery"). The step lease fences the body
+ * itself, so the World shortens it to 20 s: a dead owner's step is picked up within that.
  */
 export function applyCoreDefaults(env: Env = process.env): void {
-  const name = VARIABLES.optimisticInlineStart.name;
-  if (env[name] === undefined || env[name] === '') env[name] = VARIABLES.optimisticInlineStart.default;
-  // Core's inline-ownership lease (860 s by default) delays the backstop wake another invocation
-  // arms for a step a live delivery owns (docs/design.md, "Early delivery"). The step lease fences
-  // the body itself, so the World shortens it: a dead owner's step is recovered within 20 s.
-  const lease = 'WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS';
-  if (env[lease] === undefined || env[lease] === '') env[lease] = '20';
+  for (const setting of [VARIABLES.optimisticInlineStart, VARIABLES.inlineOwnershipLease]) {
+    if (env[setting.name] === undefined || env[setting.name] === '') env[setting.name] = setting.default;
+  }
 }

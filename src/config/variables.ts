@@ -284,4 +284,11 @@ export const VARIABLES = {
     description:
       "Set to the default by `createWorld()` when unset. Core's switch for running an inline step body before its `step_started` commits; core's turbo mode forces it on for a run's first delivery unless this is explicitly `0`. The World sets `0` so every body starts after its `step_started`, where the step lease fences duplicate deliveries; `1` saves one write of latency on a run's first step and allows a duplicated first delivery to run that body twice.",
   }),
+  inlineOwnershipLease: external({
+    name: 'WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS',
+    default: '20',
+    values: 'seconds',
+    description:
+      "Set to the default by `createWorld()` when unset (core's own default is 860). How long core treats a step an inline delivery started as owned by that delivery: another delivery of the run that finds it owned arms a wake for when this ends instead of restarting it. The World's step lease already fences the body itself, so a short value only decides how soon a step whose delivery died (e.g. an early delivery's process was killed) is picked up again; a long one leaves it waiting up to that long.",
+  }),
 } as const satisfies Record<string, AnySetting>;
