@@ -42,7 +42,7 @@ import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context.js';
 import { isDeploymentUnavailableError } from './deployment/errors.js';
 import { deploymentIdentity } from './deployment/id.js';
-import { latestDeployment, registerDeployment } from './deployment/registry.js';
+import { DEPLOYMENT_HEARTBEAT_MS, latestDeployment, registerDeployment } from './deployment/registry.js';
 import { RunKeys } from './encryption/run-keys.js';
 import { consoleLogger } from './log.js';
 import { preflight } from './preflight.js';
@@ -106,9 +106,6 @@ export interface CreateWorldOptions {
    */
   resolvePayloads?: boolean;
 }
-
-/** How often a running World with deployment affinity refreshes its deployment's `lastSeen`. */
-const DEPLOYMENT_HEARTBEAT_MS = 60_000;
 
 export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const config = withTuning(options.config ?? getConfig(), options.tuning);

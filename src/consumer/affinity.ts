@@ -6,8 +6,11 @@
  * - A message for another deployment that is active is never dispatched here: the pipeline holds
  *   it (`hold` cause `other-deployment`), which replaces the copy without a dispatch, so it spends
  *   none of its receive budget and never reaches the DLQ here, however long its deployment's
- *   consumers take to receive it (src/consumer/pipeline.ts, `replace`). The hold doubles per
- *   message in this process, 1 s to {@link MAX_HOLD_SECONDS}, with jitter.
+ *   consumers take to receive it (src/consumer/pipeline.ts, `replace`). While the target's
+ *   consumers are alive (`lastSeen` within {@link LIVE_MS}) the hold stays 1-2 s, so a message
+ *   bounced here reaches them again at once; otherwise it doubles per message in this process,
+ *   1 s to {@link MAX_HOLD_SECONDS}, with jitter, so a silent deployment's messages cost little.
+ *   Liveness only decides how soon a message is shown again, never where it is dispatched.
  * - A message for a retired or never-registered deployment, for this one, or with no deployment
  *   (sent before affinity was on) is dispatched here: core's guard then runs before any workflow
  *   code; for a run of another deployment it re-routes the message and src/deployment/targets.ts
@@ -17,11 +20,13 @@
  */
 import type { WorldContext } from '../context.js';
 import type { DeploymentIdentity } from '../deployment/id.js';
-import { type DeploymentRecord, readDeployment } from '../deployment/registry.js';
+import { DEPLOYMENT_HEARTBEAT_MS, type DeploymentRecord, readDeployment } from '../deployment/registry.js';
 import type { Envelope } from '../queue/encoding.js';
 
 /** Longest hold of another deployment's message (s, before jitter). */
 export const MAX_HOLD_SECONDS = 60;
+/** A deployment whose `lastSeen` is this recent has a live consumer (three missed heartbeats: not). */
+export const LIVE_MS = 3 * DEPLOYMENT_HEARTBEAT_MS;
 /** How long a registry answer is reused for routing (ms). */
 const RECORD_TTL_MS = 30_000;
 /** Hold after a failed registry read (s). */
@@ -102,7 +107,8 @@ export function createDeploymentFilter(
       holds.delete(envelope.messageId);
       holds.set(envelope.messageId, n + 1);
       if (holds.size > REMEMBERED) holds.delete(holds.keys().next().value as string);
-      const base = Math.min(MAX_HOLD_SECONDS, 2 ** n);
+      const live = record !== undefined && Date.now() - record.lastSeen < LIVE_MS;
+      const base = live ? 1 : Math.min(MAX_HOLD_SECONDS, 2 ** n);
       const seconds = base + Math.floor(random() * (Math.ceil(base / 2) + 1));
       return {
         seconds,

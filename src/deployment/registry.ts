@@ -24,6 +24,9 @@ import type { DeploymentShape } from './id.js';
 
 export type DeploymentStatus = 'active' | 'retired';
 
+/** How often a running World with deployment affinity refreshes its deployment's `lastSeen`. */
+export const DEPLOYMENT_HEARTBEAT_MS = 60_000;
+
 export interface DeploymentRecord {
   id: string;
   shape: DeploymentShape;
