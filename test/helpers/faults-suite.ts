@@ -140,6 +140,10 @@ export function sigkillConsumers(
     childConsumers: 2,
     killEveryMs: everyMs,
     env: { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '10' },
+    // A kill can strand a run (e.g. between an idempotency claim and its send): the liveness
+    // backstop (src/backstop/) is what wakes it, so the suite runs it at a scale that fits the
+    // run deadline (bound 2(B + T) + the step lease: about 30 s here, 3 min at the defaults).
+    tuning: { backstopSeconds: 5, backstopTickSeconds: 2 },
   };
 }
 
