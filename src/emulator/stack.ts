@@ -6,6 +6,11 @@
  *
  * Invariants:
  * - Ports are checked before anything starts, so a port in use fails fast with the port's name.
+ * - A port this module picks is never one another `listen(0)` can be handed meanwhile: our own
+ *   servers listen on port 0 themselves, and DynamoDB Local (which must be told its port before it
+ *   binds) gets one below the OS's ephemeral range ({@link childPort}). Start-up is ready only when
+ *   DynamoDB itself answers (a ListTables result, not any HTTP answer), and a java child that lost
+ *   its port to another process is started again on another port.
  * - Whatever started is stopped on failure half-way (`startStack` never leaks a child), and
  *   `stop()` is idempotent and waits until the java child has exited.
  * - A process-exit hook kills the java child synchronously, so even an unhandled crash of the
@@ -117,6 +122,35 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Below the ephemeral ranges of Linux (32768-60999) and macOS/Windows (49152-65535): a port the
+ * OS never hands to a `listen(0)`, so one picked here cannot be taken by another process's (or
+ * this one's) port-0 server between the pick and the child's bind.
+ */
+const CHILD_PORTS = { min: 20_000, max: 32_000 };
+
+/** A free loopback port for a child process that must be told its port (DynamoDB Local). */
+export async function childPort(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = CHILD_PORTS.min + Math.floor(Math.random() * (CHILD_PORTS.max - CHILD_PORTS.min));
+    if (await canBind(port)) return port;
+  }
+  return freePort();
+}
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(true)));
+  });
+}
+
+/** Whether DynamoDB Local's start-up output says its port was taken. */
+function lostPort(stderr: string): boolean {
+  return /BindException|Address already in use/i.test(stderr);
+}
+
 function dynamoLocalDir(): string {
   const require = createRequire(import.meta.url);
   let pkg: string;
@@ -133,7 +167,8 @@ function dynamoLocalDir(): string {
   return path.join(lib, dir);
 }
 
-async function waitForDynamo(
+/** Resolves once DynamoDB Local answers a ListTables on `endpoint`; rejects if `child` exits first or time runs out. */
+export async function waitForDynamo(
   endpoint: string,
   child: ChildProcess,
   timeoutMs: number,
@@ -163,7 +198,9 @@ async function waitForDynamo(
           body: '{}',
           signal: AbortSignal.timeout(2000),
         });
-        if (res.status < 500) return;
+        // Only DynamoDB's own answer counts: another server on the port answers too.
+        const body = (await res.json().catch(() => undefined)) as { TableNames?: unknown } | undefined;
+        if (res.ok && Array.isArray(body?.TableNames)) return;
       } catch {
         // not listening yet
       }
@@ -227,18 +264,19 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const flags = opts.portFlags ?? { dynamodb: '--dynamodb-port', aws: '--port' };
   const javaCommand = opts.javaCommand ?? 'java';
   checkJava(javaCommand);
-  const dynamodbPort =
-    opts.dynamodbPort === 0 || opts.dynamodbPort === undefined ? await freePort() : opts.dynamodbPort;
-  const awsPort = opts.awsPort === 0 || opts.awsPort === undefined ? await freePort() : opts.awsPort;
+  const pickDynamo = opts.dynamodbPort === 0 || opts.dynamodbPort === undefined;
+  let dynamodbPort = pickDynamo ? await childPort() : (opts.dynamodbPort as number);
+  const awsPortAsked = opts.awsPort ?? 0;
   await assertPortFree(dynamodbPort, 'DynamoDB Local', flags.dynamodb);
-  await assertPortFree(awsPort, 'SQS + S3 (fauxqs)', flags.aws);
+  await assertPortFree(awsPortAsked, 'SQS + S3 (fauxqs)', flags.aws);
 
   const cleanups: Array<() => Promise<void>> = [];
   const stopAll = async () => {
     for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
   };
-  try {
-    const { child, stderr } = startDynamo(dynamodbPort, opts.dataDir, javaCommand, opts.ownProcessGroup);
+  /** Starts the java child on `port`; stopping the stack stops it. */
+  const launchDynamo = (port: number) => {
+    const { child, stderr } = startDynamo(port, opts.dataDir, javaCommand, opts.ownProcessGroup);
     const killSync = () => {
       if (child.exitCode === null) child.kill('SIGKILL');
     };
@@ -251,8 +289,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       child.once('error', (e) => reject(new EmulatorError(`Cannot start DynamoDB Local: ${e.message}. ${JAVA_HELP}`))),
     );
     spawnError.catch(() => {}); // raced below; a spawn error before that must not be unhandled
-    const dynamodbEndpoint = `http://127.0.0.1:${dynamodbPort}`;
-    const dynamodbExited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    return { child, stderr, spawnError, exited, endpoint: `http://127.0.0.1:${port}` };
+  };
+  try {
+    let dynamo = launchDynamo(dynamodbPort);
 
     const { buildApp } = await import('fauxqs').catch((err: NodeJS.ErrnoException) => {
       throw err?.code === 'ERR_MODULE_NOT_FOUND'
@@ -260,10 +301,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         : err;
     });
     const app = buildApp({ logger: false, host: 'localhost', defaultRegion: 'us-east-1' });
-    await app.listen({ port: awsPort, host: '127.0.0.1' });
+    // Port 0 is bound here, by this listen: nothing can take it between a pick and the bind.
+    await app.listen({ port: awsPortAsked, host: '127.0.0.1' });
     cleanups.push(async () => {
       await app.close();
     });
+    const awsPort = (app.server.address() as net.AddressInfo).port;
     const awsEndpoint = `http://127.0.0.1:${awsPort}`;
     const { startKmsServer } = await import('./kms.js');
     const kms = await startKmsServer({
@@ -282,10 +325,21 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const scheduler = await startSchedulerServer({ port: opts.schedulerPort ?? 0, sqsEndpoint: awsEndpoint });
     cleanups.push(() => scheduler.close());
 
-    await Promise.race([
-      waitForDynamo(dynamodbEndpoint, child, (opts.startTimeoutSeconds ?? 30) * 1000, stderr),
-      spawnError,
-    ]);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await Promise.race([
+          waitForDynamo(dynamo.endpoint, dynamo.child, (opts.startTimeoutSeconds ?? 30) * 1000, dynamo.stderr),
+          dynamo.spawnError,
+        ]);
+        break;
+      } catch (err) {
+        // Another process bound the picked port first: pick again (a port the user chose is theirs to fix).
+        if (!pickDynamo || attempt >= 3 || !lostPort(dynamo.stderr())) throw err;
+        dynamodbPort = await childPort();
+        dynamo = launchDynamo(dynamodbPort);
+      }
+    }
+    const { child, endpoint: dynamodbEndpoint, exited: dynamodbExited } = dynamo;
 
     let stopped: Promise<void> | undefined;
     return {

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyClients } from '../../src/aws/clients.js';
-import { freePort } from '../../src/emulator/stack.js';
+import { childPort } from '../../src/emulator/stack.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 import {
   appDir,
@@ -75,7 +75,7 @@ describe('eve 0.80.1 on eve-world-aws (Node 24, embedded emulators)', () => {
       { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(VISIBILITY_TIMEOUT_SECONDS) },
       'eve',
     );
-    port = await freePort();
+    port = await childPort();
     base = `http://127.0.0.1:${port}`;
     env = {
       ...process.env,

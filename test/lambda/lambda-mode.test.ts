@@ -25,7 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyClients } from '../../src/aws/clients.js';
 import { hostDockerfile } from '../../src/cdk/dockerfile.js';
 import { WORKER_HANDLER } from '../../src/cdk/worker-asset.js';
-import { freePort } from '../../src/emulator/stack.js';
+import { childPort } from '../../src/emulator/stack.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 import {
   appDir,
@@ -118,7 +118,7 @@ describe('eve on the Lambda deployment shape (host + bundled worker + ESM simula
       { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(VISIBILITY_TIMEOUT_SECONDS) },
       'lam',
     );
-    [evePort, urlPort] = [await freePort(), await freePort()];
+    [evePort, urlPort] = [await childPort(), await childPort()];
     base = `http://127.0.0.1:${urlPort}`;
 
     const common: NodeJS.ProcessEnv = {

@@ -8,7 +8,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../../../src/emulator/stack.js';
+import { childPort, freePort } from '../../../src/emulator/stack.js';
 import {
   CliProcess,
   childPids,
@@ -61,7 +61,7 @@ describe('eve-world-aws emulate (embedded)', () => {
   const dataDir = path.join(tmp, 'dynamodb');
 
   it('starts, prints the env, serves init from another process, and stops cleanly on SIGINT', async () => {
-    const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
+    const [awsPort, dynamodbPort] = [await freePort(), await childPort()];
     const envFile = path.join(tmp, 'sub', 'emulate.env');
     const p = emulate(
       ['--port', String(awsPort), '--dynamodb-port', String(dynamodbPort), '--data-dir', dataDir, '--env-out', envFile],
@@ -136,7 +136,7 @@ describe('eve-world-aws emulate (embedded)', () => {
   });
 
   it('keeps DynamoDB data in --data-dir across restarts (queues and bucket are re-created), --json, SIGTERM', async () => {
-    const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
+    const [awsPort, dynamodbPort] = [await freePort(), await childPort()];
     const envFile = path.join(tmp, 'sigterm.env');
     const p = emulate(
       [
@@ -189,7 +189,7 @@ describe('eve-world-aws emulate (embedded)', () => {
   });
 
   it('--no-init starts the stack without creating anything; init --dry-run plans all four; Ctrl-C stops it', async () => {
-    const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
+    const [awsPort, dynamodbPort] = [await freePort(), await childPort()];
     const envFile = path.join(tmp, 'taken-over.env');
     const p = emulate(
       ['--port', String(awsPort), '--dynamodb-port', String(dynamodbPort), '--no-init', '--env-out', envFile],
@@ -230,7 +230,7 @@ describe('eve-world-aws emulate through npx', () => {
   // the signal its child died of, so npx reports 130 whatever emulate's own status (0). What a
   // user relies on still holds: the emulator stops everything and removes its env file.
   it('Ctrl-C stops everything; npx reports the signal its sh wrapper died of', async () => {
-    const [awsPort, dynamodbPort] = [await freePort(), await freePort()];
+    const [awsPort, dynamodbPort] = [await freePort(), await childPort()];
     const envFile = path.join(tmp, 'npx.env');
     const child = spawn(
       'npx',
@@ -284,7 +284,7 @@ describe('eve-world-aws emulate: failures', () => {
     const srv = net.createServer();
     await new Promise<void>((r) => srv.listen({ port: 0, host: '127.0.0.1' }, () => r()));
     const busy = (srv.address() as net.AddressInfo).port;
-    const dynamodbPort = await freePort();
+    const dynamodbPort = await childPort();
     try {
       const r = await runCli(['emulate', '--port', String(busy), '--dynamodb-port', String(dynamodbPort)]);
       expect(r.code).toBe(1);
