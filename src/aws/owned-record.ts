@@ -285,23 +285,8 @@ export class OwnedRecord {
    * Delete the record while `owner` holds it (in a state of `from`); true also when it is gone
    * (a retry after a lost response). False when another owner holds it.
    */
-  async release(t: TableRef, key: Key, owner: Owner, o: { from?: readonly string[] } = {}): Promise<boolean> {
-    const c = build(when.any(when.absent, when.all(when.readable, this.#held(owner, o.from))));
-    try {
-      await t.ddb.send(
-        new DeleteItemCommand({
-          TableName: t.table,
-          Key: keysOf(key),
-          ConditionExpression: c.expr,
-          ExpressionAttributeNames: c.names,
-          ExpressionAttributeValues: c.values,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return true;
-    } catch (err) {
-      return this.#refused(key, err, [owner]);
-    }
+  release(t: TableRef, key: Key, owner: Owner, o: { from?: readonly string[] } = {}): Promise<boolean> {
+    return this.#delete(t, key, when.any(when.absent, when.all(when.readable, this.#held(owner, o.from))), [owner]);
   }
 
   /** Change the record under `cond` (and a readable format). False when the condition fails. */
@@ -313,8 +298,13 @@ export class OwnedRecord {
    * Delete the record under `cond` (and a readable format), whoever holds it. False when the
    * condition fails, which includes a retry after a lost response (the record is gone).
    */
-  async remove(t: TableRef, key: Key, cond: Cond): Promise<boolean> {
-    const c = build(when.all(when.readable, cond));
+  remove(t: TableRef, key: Key, cond: Cond): Promise<boolean> {
+    return this.#delete(t, key, when.all(when.readable, cond), undefined);
+  }
+
+  /** DeleteItem under `cond`; a failed condition is refused (see #refused) for `holders`. */
+  async #delete(t: TableRef, key: Key, cond: Cond, holders: readonly Owner[] | undefined): Promise<boolean> {
+    const c = build(cond);
     try {
       await t.ddb.send(
         new DeleteItemCommand({
@@ -328,11 +318,10 @@ export class OwnedRecord {
       );
       return true;
     } catch (err) {
-      return this.#refused(key, err, undefined);
+      return this.#refused(key, err, holders);
     }
   }
 
-  /** The record, format-checked; `fields` limits what is read (the format is always read). */
   async read(
     t: TableRef,
     key: Key,
