@@ -16,6 +16,8 @@ import { isTerminalRun } from '../records/lifecycle.js';
 import { type Attrs, keysOf, num, str } from '../table/codec.js';
 import type { StorageCtx } from '../table/context.js';
 import { getItem } from '../table/reads.js';
+import { type Cancellation, oldItem } from './conditions.js';
+import { type CreateCall, RESTART, type Restart } from './create-call.js';
 import { type Expression, expression, itemExists, part, runNotTerminal } from './expression.js';
 
 /** The run exists, is not terminal, and has a spec this World serves. */
@@ -78,4 +80,18 @@ export async function checkRunGuard(
 /** The same check on a run already read. */
 export function assertSpec(run: { specVersion?: number }): void {
   if (requiresNewerWorld(run.specVersion)) throw new RunNotSupportedError(run.specVersion!, SPEC_VERSION_MAX_SUPPORTED);
+}
+
+/**
+ * The `onGuard` of a write conditioned on the run item as this process remembers it (run_started,
+ * a terminal event): the remembered run is dropped; a run that is gone is not found; any other
+ * change (started or ended concurrently, remembered attributes or `holds` moved) is answered by
+ * reading the run again and deciding from that state ({@link RESTART}).
+ */
+export function rereadRunOnGuard(call: Pick<CreateCall, 'runs'>, runId: string): (c: Cancellation) => Restart {
+  return (c) => {
+    call.runs.forget(runId);
+    if (!oldItem(c, 0)) throw new WorkflowRunNotFoundError(runId);
+    return RESTART;
+  };
 }

@@ -24,7 +24,7 @@ import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, type RunRecord, runItem, toRun } from '../records/run.js';
 import { keysOf, valueSize } from '../table/codec.js';
 import { commit } from './commit.js';
-import { oldItem, putEvent, putNew } from './conditions.js';
+import { putEvent, putNew } from './conditions.js';
 import {
   type CreateCall,
   endedEarly,
@@ -38,7 +38,7 @@ import {
 } from './create-call.js';
 import { assign, expression, numberIs, part, setStatus, statusIs } from './expression.js';
 import { type Position, startPosition } from './position.js';
-import { assertSpec } from './run-guard.js';
+import { assertSpec, rereadRunOnGuard } from './run-guard.js';
 import { type EventData, newRun, validateSeedAttributes } from './run-seed.js';
 
 export function runStarted(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
@@ -128,13 +128,7 @@ async function runStartedOnce(call: CreateCall, runId: string, data: EventData):
       items: [startRun.toUpdate(ctx.table, keysOf(keys.runMeta(runId))), putEvent(ctx, eventItem(atSlot(event, slot)))],
       eventIdx: 1,
     }),
-    onGuard: (c) => {
-      call.runs.forget(runId);
-      if (!oldItem(c, 0)) throw new WorkflowRunNotFoundError(runId);
-      // Started or finished concurrently, or the remembered attributes moved: re-read and answer
-      // from that state.
-      return RESTART;
-    },
+    onGuard: rereadRunOnGuard(call, runId),
   });
   if (endedEarly(done)) return done;
   call.runs.remember(runId, {

@@ -19,7 +19,7 @@ import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, type RunRecord, toRun } from '../records/run.js';
 import { type Attrs, itemSize, keysOf, toAttr } from '../table/codec.js';
 import { commit } from './commit.js';
-import { oldItem, putEvent } from './conditions.js';
+import { putEvent } from './conditions.js';
 import {
   type CreateCall,
   endedEarly,
@@ -42,7 +42,7 @@ import {
 } from './expression.js';
 import { type Position, startPosition } from './position.js';
 import { applyRetention, purgesOnFinish } from './retention.js';
-import { assertSpec, HOLDS, mayHold } from './run-guard.js';
+import { assertSpec, HOLDS, mayHold, rereadRunOnGuard } from './run-guard.js';
 import { releaseRun } from './run-release.js';
 import type { EventData } from './run-seed.js';
 
@@ -188,13 +188,7 @@ async function finishRun(
       ],
       eventIdx: 1,
     }),
-    onGuard: (c) => {
-      call.runs.forget(runId);
-      if (!oldItem(c, 0)) throw new WorkflowRunNotFoundError(runId);
-      // Finished concurrently (re-read, then conflict or idempotent cancel), or the remembered
-      // view / `holds` flag moved (re-read and decide again).
-      return RESTART;
-    },
+    onGuard: rereadRunOnGuard(call, runId),
   });
   if (endedEarly(done)) return done;
   call.runs.forget(runId);
