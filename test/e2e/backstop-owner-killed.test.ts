@@ -19,8 +19,9 @@ import { afterAll, expect, test, vi } from 'vitest';
 import { start } from 'workflow/api';
 import { setWorld } from 'workflow/runtime';
 import { type AwsWorld, createWorld } from '../../src/index.js';
-import type { Logger } from '../../src/log.js';
+import { consoleLogger } from '../../src/log.js';
 import { createFixture } from '../helpers/aws.js';
+import { BackstopTally } from '../helpers/faults-backstop.js';
 import { ensureDist, stopChildren } from '../helpers/faults-suite.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -71,18 +72,11 @@ test('the owner is SIGKILLed inside an inline step: the survivor completes the r
   });
 
   // The survivor sends the start (no consumer yet, no early delivery: the owner takes the delivery).
-  const wakes: string[] = [];
-  const logger: Logger = {
-    info: (m: string) => {
-      if (m.includes('backstop: waking run')) wakes.push(m);
-    },
-    warn: () => {},
-    error: () => {},
-  } as unknown as Logger;
+  const backstop = new BackstopTally();
   world = createWorld({
     config: fixture.config,
     clients: fixture.clients,
-    consumer: { earlyDelivery: false, logger },
+    consumer: { earlyDelivery: false, logger: backstop.logger(consoleLogger) },
   });
   world.registerHandler('__wkf_workflow_', (req) => flow.POST(req));
   setWorld(world);
@@ -113,7 +107,7 @@ test('the owner is SIGKILLed inside an inline step: the survivor completes the r
   expect(tally?.get(key)).toBe(1);
   const events = (await world.events.list({ runId: run.runId, pagination: { limit: 1000 }, resolveData: 'none' })).data;
   const types = events.map((e) => e.eventType);
-  console.log(`[owner killed] events: ${types.join(' ')}; backstop wakes: ${wakes.length}`);
+  console.log(`[owner killed] events: ${types.join(' ')}; backstop wakes: ${backstop.wakes}`);
   expect(events.map((e) => eventIdToSlot(e.eventId))).toEqual(events.map((_, i) => i + 1));
   expect(types.filter((t) => t === 'step_created')).toHaveLength(1);
   // Started by the owner, and again here after the owner died.
