@@ -34,7 +34,7 @@ import { type CheckInput, type Decision, decide } from './decide.js';
 
 /** Sends a run's wake (./wake.ts); injected so the tick needs no queue of its own in tests. */
 export type WakeRun = (
-  run: { runId: string; workflowName: string },
+  run: { runId: string; workflowName: string; deploymentId?: string },
   stranded: ReadonlyArray<{ stepId: string; stepName: string }>,
   wakes: number,
 ) => Promise<void>;
@@ -127,7 +127,7 @@ export async function checkRun(
   }
   if (d.kind === 'wake' && input.workflowName) {
     opts.logger?.info(wakeLogLine(runId, d.wakes, d.why));
-    await opts.wake({ runId, workflowName: input.workflowName }, d.stranded, d.wakes);
+    await opts.wake({ runId, workflowName: input.workflowName, deploymentId: input.deploymentId }, d.stranded, d.wakes);
   }
   await moveDue(ctx, runId, fencedAt, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
   return d.kind;
@@ -184,7 +184,7 @@ async function readCheck(
   due: DueRecord,
   now: number,
   quietMs: number,
-): Promise<{ check: CheckInput; workflowName?: string }> {
+): Promise<{ check: CheckInput; workflowName?: string; deploymentId?: string }> {
   const pk = { ':pk': { S: keys.runPk(runId) } };
   const head = await ctx.ddb.send(
     new QueryCommand({
@@ -211,7 +211,8 @@ async function readCheck(
     now,
     quietMs,
   };
-  if (!run || due.seenSlot !== tail) return { check, workflowName: run?.workflowName };
+  if (!run || due.seenSlot !== tail)
+    return { check, workflowName: run?.workflowName, deploymentId: run?.deploymentId || undefined };
   const acked = due.ackedSlot ?? 0;
   const [unacked, steps, waits] = await Promise.all([
     tail > acked
@@ -252,5 +253,5 @@ async function readCheck(
     retryAfter: s.retryAfter?.getTime(),
   }));
   check.waits = waits.map(parseWait).map((w) => ({ status: w.status, resumeAt: w.resumeAt?.getTime() }));
-  return { check, workflowName: run.workflowName };
+  return { check, workflowName: run.workflowName, deploymentId: run.deploymentId || undefined };
 }

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { start } from 'workflow/api';
 import { setWorld } from 'workflow/runtime';
@@ -110,9 +110,13 @@ async function readDue(runId: string): Promise<{ dueAt: number; seenSlot: number
   };
 }
 
+const workflowNames = new Map<string, string>();
+const workflowNameOf = (runId: string) => workflowNames.get(runId) ?? '?';
+
 /** A run whose first message was swallowed: it owes its start, nothing will wake it. */
 async function strandedRun(): Promise<{ runId: string; committedAt: number }> {
   const run = await start(workflows.addition as never, [1, 2]);
+  workflowNames.set(run.runId, (await world.runs.get(run.runId)).workflowName);
   const due = await readDue(run.runId);
   expect(due).toBeDefined();
   // `run_created` puts the check at its commit + B (the writer's clock).
@@ -173,6 +177,35 @@ describe('the bound at the defaults (B = 60 s, T = 30 s)', () => {
       expect(woken.filter((id) => id === runId)).toHaveLength(1);
     }, 60_000);
   }
+});
+
+describe('where the wake goes', () => {
+  it("to the app's namespace queue (config.queueNamespace), for the run's own deployment", async () => {
+    const { runId, committedAt } = await strandedRun();
+    const deploymentId = (await world.runs.get(runId)).deploymentId;
+    expect(deploymentId).toBeTruthy();
+    const sends: Array<{ queue: string; runId: string; opts: unknown }> = [];
+    const nsCtx = createContext({ ...fixture.config, queueNamespace: 'bsns' }, fixture.clients);
+    await runBackstopTick(nsCtx, {
+      now: () => committedAt + B,
+      logger: { info: () => {}, warn: () => {}, error: () => {} },
+      sender: {
+        queue: async (queue: string, p: unknown, opts: unknown) => {
+          sends.push({ queue, runId: (p as { runId: string }).runId, opts });
+          return { messageId: null };
+        },
+      } as never,
+    });
+    const mine = sends.filter((x) => x.runId === runId);
+    expect(mine).toEqual([{ queue: `__bsns_wkf_workflow_${workflowNameOf(runId)}`, runId, opts: { deploymentId } }]);
+    // Out of the later tests' ticks (they count one run's requests).
+    await fixture.clients.ddb.send(
+      new DeleteItemCommand({
+        TableName: fixture.config.tableName,
+        Key: { PK: { S: keys.due(runId).PK }, SK: { S: keys.due(runId).SK } },
+      }),
+    );
+  }, 60_000);
 });
 
 describe('what the backstop costs (the numbers docs/operations.md states)', () => {
