@@ -99,6 +99,7 @@ console.log(
       'stranded',
       'extra bodies',
       'extra %',
+      'backstop',
       's',
     ],
     reports.map((r) => [
@@ -116,11 +117,13 @@ console.log(
       r.nonTerminalRuns + r.pendingClaims + r.queueLeft,
       `${r.extraBodies}/${r.bodiesExpected}`,
       fmt(r.extraBodiesPct, 2),
+      r.backstopRuns === undefined ? '-' : `${r.backstopRuns} (${r.backstopWakes})`,
       fmt(r.seconds, 0),
     ]),
     [
       'holes = runs whose event ids are not slots 1..n; bad terminals = steps/runs without exactly one terminal event; stranded = runs left pending/running + idempotency claims left pending + messages left in the queue.',
       'extra bodies = step-body executions beyond one per step (side effects; the event log stays exactly-once).',
+      'backstop = runs the liveness backstop woke (wakes sent): runs a fault left with no message that would wake them.',
       `Suite ${res.status === 0 ? 'passed' : 'FAILED (see above)'}. Results: ${path.relative(ROOT, file)}`,
     ],
   ),

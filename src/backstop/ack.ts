@@ -10,21 +10,18 @@
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { isConditionalCheckFailed } from '../aws/errors.js';
+import { when } from '../aws/owned-record.js';
 import { keys } from '../ddb.js';
 import { keysOf } from '../storage/table/codec.js';
 import type { StorageCtx } from '../storage/table/context.js';
+import { assign, condition, expression } from '../storage/write/expression.js';
 
 export async function ackTurn(ctx: StorageCtx, runId: string, slot: number): Promise<void> {
+  const raise = expression()
+    .set(assign('ackedSlot', ':s', { N: String(slot) }))
+    .when(condition(when.all(when.present, when.any(when.lacks('ackedSlot'), when.below('ackedSlot', slot)))));
   try {
-    await ctx.ddb.send(
-      new UpdateItemCommand({
-        TableName: ctx.table,
-        Key: keysOf(keys.due(runId)),
-        UpdateExpression: 'SET ackedSlot = :s',
-        ConditionExpression: 'attribute_exists(PK) AND (attribute_not_exists(ackedSlot) OR ackedSlot < :s)',
-        ExpressionAttributeValues: { ':s': { N: String(slot) } },
-      }),
-    );
+    await ctx.ddb.send(new UpdateItemCommand(raise.toUpdateItem(ctx.table, keysOf(keys.due(runId)))));
   } catch (err) {
     if (!isConditionalCheckFailed(err)) throw err;
   }

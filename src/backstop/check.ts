@@ -17,6 +17,7 @@
  */
 import { DeleteItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { isConditionalCheckFailed } from '../aws/errors.js';
+import { build, when } from '../aws/owned-record.js';
 import { ATTR, GSI1, keys, LIST_SHARDS, storageKeys } from '../ddb.js';
 import type { Logger } from '../log.js';
 import { type DueRecord, dueIndexAttrs, dueSortKey, parseDue } from '../storage/records/due.js';
@@ -28,11 +29,12 @@ import type { Attrs } from '../storage/table/codec.js';
 import { keysOf } from '../storage/table/codec.js';
 import type { StorageCtx } from '../storage/table/context.js';
 import { queryAll } from '../storage/table/reads.js';
+import { assign, condition, expression, part } from '../storage/write/expression.js';
 import { type CheckInput, type Decision, decide } from './decide.js';
 
 /** Sends a run's wake (./wake.ts); injected so the tick needs no queue of its own in tests. */
 export type WakeRun = (
-  run: { runId: string; workflowName: string },
+  run: { runId: string; workflowName: string; deploymentId?: string },
   stranded: ReadonlyArray<{ stepId: string; stepName: string }>,
   wakes: number,
 ) => Promise<void>;
@@ -60,6 +62,10 @@ export interface TickReport {
 }
 
 const UNACKED_PAGE = 50;
+
+/** The line a wake logs (the fault suite counts them: test/helpers/faults-backstop.ts). */
+export const wakeLogLine = (runId: string, wakes: number, why: string) =>
+  `[eve-world-aws] backstop: waking run ${runId} (wake ${wakes}): ${why}`;
 
 export async function backstopTick(ctx: StorageCtx, opts: TickOptions): Promise<TickReport> {
   const now = (opts.now ?? Date.now)();
@@ -120,8 +126,8 @@ export async function checkRun(
     return 'delete';
   }
   if (d.kind === 'wake' && input.workflowName) {
-    opts.logger?.info(`[eve-world-aws] backstop: waking run ${runId} (wake ${d.wakes}): ${d.why}`);
-    await opts.wake({ runId, workflowName: input.workflowName }, d.stranded, d.wakes);
+    opts.logger?.info(wakeLogLine(runId, d.wakes, d.why));
+    await opts.wake({ runId, workflowName: input.workflowName, deploymentId: input.deploymentId }, d.stranded, d.wakes);
   }
   await moveDue(ctx, runId, fencedAt, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
   return d.kind;
@@ -136,23 +142,16 @@ async function moveDue(
   set: { wakes?: number; seenSlot?: number },
 ): Promise<DueRecord | undefined> {
   const idx = dueIndexAttrs(runId, to);
-  const extra = Object.entries(set).filter(([, v]) => v !== undefined) as Array<[string, number]>;
+  const move = expression()
+    .set(
+      assign('dueAt', ':to', { N: String(to) }),
+      part('#sk1 = :sk1', { ':sk1': idx[ATTR.gsi1sk] }, { '#sk1': ATTR.gsi1sk }),
+    )
+    .when(condition(when.is('dueAt', from)));
+  for (const [k, v] of Object.entries(set)) if (v !== undefined) move.set(assign(k, `:${k}`, { N: String(v) }));
   try {
     const out = await ctx.ddb.send(
-      new UpdateItemCommand({
-        TableName: ctx.table,
-        Key: keysOf(keys.due(runId)),
-        UpdateExpression: `SET dueAt = :to, #sk1 = :sk1${extra.map(([k]) => `, ${k} = :${k}`).join('')}`,
-        ConditionExpression: 'dueAt = :from',
-        ExpressionAttributeNames: { '#sk1': ATTR.gsi1sk },
-        ExpressionAttributeValues: {
-          ':to': { N: String(to) },
-          ':from': { N: String(from) },
-          ':sk1': idx[ATTR.gsi1sk],
-          ...Object.fromEntries(extra.map(([k, v]) => [`:${k}`, { N: String(v) }])),
-        },
-        ReturnValues: 'ALL_NEW',
-      }),
+      new UpdateItemCommand({ ...move.toUpdateItem(ctx.table, keysOf(keys.due(runId))), ReturnValues: 'ALL_NEW' }),
     );
     return out.Attributes ? parseDue(out.Attributes as Attrs) : undefined;
   } catch (err) {
@@ -162,13 +161,15 @@ async function moveDue(
 }
 
 async function deleteDue(ctx: StorageCtx, runId: string, fencedAt: number): Promise<void> {
+  const c = build(when.is('dueAt', fencedAt));
   try {
     await ctx.ddb.send(
       new DeleteItemCommand({
         TableName: ctx.table,
         Key: keysOf(keys.due(runId)),
-        ConditionExpression: 'dueAt = :at',
-        ExpressionAttributeValues: { ':at': { N: String(fencedAt) } },
+        ConditionExpression: c.expr,
+        ExpressionAttributeNames: c.names,
+        ExpressionAttributeValues: c.values,
       }),
     );
   } catch (err) {
@@ -183,7 +184,7 @@ async function readCheck(
   due: DueRecord,
   now: number,
   quietMs: number,
-): Promise<{ check: CheckInput; workflowName?: string }> {
+): Promise<{ check: CheckInput; workflowName?: string; deploymentId?: string }> {
   const pk = { ':pk': { S: keys.runPk(runId) } };
   const head = await ctx.ddb.send(
     new QueryCommand({
@@ -210,7 +211,8 @@ async function readCheck(
     now,
     quietMs,
   };
-  if (!run || due.seenSlot !== tail) return { check, workflowName: run?.workflowName };
+  if (!run || due.seenSlot !== tail)
+    return { check, workflowName: run?.workflowName, deploymentId: run?.deploymentId || undefined };
   const acked = due.ackedSlot ?? 0;
   const [unacked, steps, waits] = await Promise.all([
     tail > acked
@@ -251,5 +253,5 @@ async function readCheck(
     retryAfter: s.retryAfter?.getTime(),
   }));
   check.waits = waits.map(parseWait).map((w) => ({ status: w.status, resumeAt: w.resumeAt?.getTime() }));
-  return { check, workflowName: run.workflowName };
+  return { check, workflowName: run.workflowName, deploymentId: run.deploymentId || undefined };
 }

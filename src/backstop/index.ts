@@ -48,11 +48,13 @@ export function startBackstop(ctx: WorldContext, opts: BackstopOptions = {}): ()
   const seconds = ctx.config.backstopTickSeconds;
   if (seconds <= 0) return () => {};
   const logger = opts.logger ?? consoleLogger;
+  // One sender for every tick of this process (it caches the queue's URL).
+  const sender = opts.sender ?? createQueue(ctx, { logger });
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    runBackstopTick(ctx, { ...opts, logger })
+    runBackstopTick(ctx, { ...opts, sender, logger })
       .catch((err) => logger.error(`[eve-world-aws] backstop tick failed: ${String(err)}`))
       .finally(() => {
         running = false;

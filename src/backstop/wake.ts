@@ -1,6 +1,10 @@
 /**
  * The backstop's wake of a run: re-open the dispatch keys of its stranded steps, then send a plain
- * run continuation (`{ runId }`) to the run's workflow queue, as core's own continuations are. Core's
+ * run continuation (`{ runId }`) to the run's workflow queue, as core's own continuations are: the
+ * queue of the app's namespace (`config.queueNamespace`, WORKFLOW_QUEUE_NAMESPACE, as core reads
+ * it), for the run's own deployment (`{ deploymentId }`: with affinity on, the message names it
+ * and only that deployment's consumers run it; a plain continuation is never refused for a
+ * retired one, whose consumers' guard then settles the run, src/deployment/targets.ts). Core's
  * replay then does what the run owes: re-queues a pending step, completes an elapsed wait, replays a
  * received hook; a run that owes nothing replays and suspends again.
  *
@@ -33,7 +37,13 @@ export const stepDispatchKey = (stepId: string, stepName: string) => `${stepId}:
 export function createWake(ctx: WorldContext, sender: Pick<QueueSender, 'queue'>): WakeRun {
   return async (run, stranded) => {
     for (const s of stranded) await reopenSentIdempotencyKey(ctx, stepDispatchKey(s.stepId, s.stepName));
-    const queueName = `${getQueueTopicPrefix('workflow', resolveQueueNamespace(undefined))}${run.workflowName}`;
-    await sender.queue(queueName as ValidQueueName, { runId: run.runId, requestedAt: new Date() });
+    const namespace = resolveQueueNamespace(ctx.config.queueNamespace);
+    const queueName = `${getQueueTopicPrefix('workflow', namespace)}${run.workflowName}`;
+    // For the run's own deployment (affinity): a consumer of another build never runs it.
+    await sender.queue(
+      queueName as ValidQueueName,
+      { runId: run.runId, requestedAt: new Date() },
+      run.deploymentId ? { deploymentId: run.deploymentId } : undefined,
+    );
   };
 }

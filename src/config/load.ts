@@ -169,6 +169,7 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     deploymentId: tuned.deploymentId ?? readText(src, V.deploymentId),
     deploymentAffinity: readText(src, V.deploymentAffinity) as DeploymentAffinityMode,
     lambdaFunction: lambdaName === undefined ? undefined : { name: lambdaName, version: src.raw(V.lambdaVersion) },
+    queueNamespace: src.raw(V.queueNamespace),
     region,
     endpoints,
     emulatorCredentials:

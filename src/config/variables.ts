@@ -291,4 +291,11 @@ export const VARIABLES = {
     description:
       "Set to the default by `createWorld()` when unset (core's own default is 860). How long core treats a step an inline delivery started as owned by that delivery: another delivery of the run that finds it owned arms a wake for when this ends instead of restarting it. The World's step lease already fences the body itself, so a short value only decides how soon a step whose delivery died (e.g. an early delivery's process was killed) is picked up again; a long one leaves it waiting up to that long.",
   }),
+  queueNamespace: external({
+    name: 'WORKFLOW_QUEUE_NAMESPACE',
+    default: '-',
+    values: 'a queue namespace (eve agents: `eve<hex of the agent name>`)',
+    description:
+      "Core's queue namespace of the app's workflows (`__<namespace>_wkf_workflow_<name>`; unset: `__wkf_workflow_<name>`). The World reads it once, for the liveness backstop, which sends a stranded run's wake to the run's workflow queue: set it to the app's namespace wherever the backstop ticks (the consumer process, the sweeper Lambda) when the app passes its namespace to core in code.",
+  }),
 } as const satisfies Record<string, AnySetting>;

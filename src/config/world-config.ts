@@ -96,6 +96,8 @@ export interface WorldConfig extends WorldTuning {
   readonly deploymentAffinity: DeploymentAffinityMode;
   /** AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_FUNCTION_VERSION, inside Lambda. */
   readonly lambdaFunction?: { readonly name: string; readonly version?: string };
+  /** WORKFLOW_QUEUE_NAMESPACE: core's queue namespace of the app, where the backstop sends its wakes. */
+  readonly queueNamespace?: string;
 }
 
 /** `on`: runs stay on their deployment; `off`: today's single id; `auto`: on where the host routes by version. */

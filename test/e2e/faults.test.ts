@@ -85,7 +85,7 @@ describe.sequential('fault suite', () => {
       const r = await runFaultScenario(sigkillConsumers(), { stackEnv: stackEnv(), runs: RUNS, seed: SEED });
       reports.push(r);
       console.log(
-        `[faults] ${r.scenario}: killed ${r.killed}; extra step bodies ${r.extraBodies}/${r.bodiesExpected} (${r.extraBodiesPct.toFixed(2)}%); ${JSON.stringify(r)}`,
+        `[faults] ${r.scenario}: killed ${r.killed}; backstop woke ${r.backstopRuns} runs (${r.backstopWakes} wakes); extra step bodies ${r.extraBodies}/${r.bodiesExpected} (${r.extraBodiesPct.toFixed(2)}%); ${JSON.stringify(r)}`,
       );
       expect(r.killed).toBeGreaterThan(0);
       expect(r.bodiesInChildren).toBeGreaterThan(0);

@@ -41,6 +41,15 @@ class FileTally extends Map {
 }
 globalThis.__e2eStepTally = new FileTally();
 
+// EVE_TEST_HANG_STEP_PREFIX: `gatedStep` bodies whose key starts with it never finish here (their
+// gate never opens), so the test can SIGKILL this process inside the body (test/e2e/backstop-owner-killed.test.ts).
+const hangPrefix = process.env.EVE_TEST_HANG_STEP_PREFIX;
+if (hangPrefix) {
+  globalThis.__e2eGates = {
+    get: (key) => (String(key).startsWith(hangPrefix) ? new Promise(() => {}) : undefined),
+  };
+}
+
 const { installPromiseWithResolvers } = await import(new URL('./polyfills.js', distUrl).href);
 installPromiseWithResolvers();
 const { createWorld } = await import(distUrl);

@@ -11,7 +11,8 @@
  * - the DLQ is empty, the queue drains (nothing left visible, in flight or delayed), no run is
  *   left pending/running and no idempotency claim is left pending (nothing stranded).
  * Duplicated step bodies (a body that ran more than once: side effects, not the event log) are
- * counted and reported separately; they are not an invariant of today's consumer.
+ * counted and reported separately; they are not an invariant of today's consumer. So are the
+ * liveness backstop's wakes (runs a gap left with no message; test/helpers/faults-backstop.ts).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -29,6 +30,8 @@ import { createContext, type WorldContext } from '../../src/context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createTransport } from '../../src/queue/transport.js';
 import { createFixture } from '../helpers/aws.js';
+import { consoleLogger } from '../../src/log.js';
+import { BackstopTally } from './faults-backstop.js';
 import { type FaultRule, startFaultProxies } from './faults-proxy.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -79,6 +82,9 @@ export interface FaultReport {
   extraBodiesPct: number;
   /** Step bodies that ran in the consumer processes (the rest ran in this process). */
   bodiesInChildren: number;
+  /** Wakes the liveness backstop sent (every process's), and the distinct runs they were for. */
+  backstopWakes: number;
+  backstopRuns: number;
   /** Injected faults by `service kind:operation`; consumer processes SIGKILLed. */
   injected: Record<string, number>;
   killed: number;
@@ -180,12 +186,17 @@ export async function runFaultScenario(
     ((globalThis as Record<string, unknown>).__e2eStepTally as Map<string, number> | undefined) ??
     new Map<string, number>();
 
+  // The backstop's wakes, from every process's log lines.
+  const backstop = new BackstopTally();
   const children = scenario.childConsumers
-    ? await startChildren(scenario.childConsumers, fixture.env, scenario.tuning ?? {}, log)
+    ? await startChildren(scenario.childConsumers, fixture.env, scenario.tuning ?? {}, log, (pid, text) =>
+        backstop.chunk(String(pid), text),
+      )
     : undefined;
-  const worlds: AwsWorld[] = [createWorld({ config: fixture.config, clients: fixture.clients })];
+  const consumer = { logger: backstop.logger(consoleLogger) };
+  const worlds: AwsWorld[] = [createWorld({ config: fixture.config, clients: fixture.clients, consumer })];
   const extraClients = scenario.secondConsumer ? createClients(loadConfig(fixture.env)) : undefined;
-  if (extraClients) worlds.push(createWorld({ config: fixture.config, clients: extraClients }));
+  if (extraClients) worlds.push(createWorld({ config: fixture.config, clients: extraClients, consumer }));
   for (const w of worlds) w.registerHandler('__wkf_workflow_', (req) => flow.POST(req));
   setWorld(worlds[0]);
   for (const w of worlds) await w.start();
@@ -216,6 +227,8 @@ export async function runFaultScenario(
     extraBodiesPct: 0,
     bodiesInChildren: 0,
     injected: {},
+    backstopWakes: 0,
+    backstopRuns: 0,
     killed: 0,
     stuck: [],
     requests: {},
@@ -395,6 +408,8 @@ export async function runFaultScenario(
     for (const w of worlds) await w.close().catch(() => undefined);
     if (extraClients) destroyClients(extraClients);
     await proxies.close();
+    report.backstopWakes = backstop.wakes;
+    report.backstopRuns = backstop.runs.size;
     report.seconds = (performance.now() - t0) / 1000;
   }
   return report;
@@ -483,6 +498,8 @@ async function startChildren(
   env: Record<string, string>,
   tuning: Partial<WorldTuning>,
   log: (m: string) => void,
+  /** Each chunk of a consumer process's stdout (its log lines). */
+  onStdout: (pid: number, text: string) => void = () => {},
 ) {
   const distUrl = ensureDist();
   const dir = mkdtempSync(path.join(tmpdir(), 'eve-faults-'));
@@ -505,7 +522,9 @@ async function startChildren(
         if (err.length > 20_000) err = err.slice(-10_000);
       });
       child.stdout?.on('data', (d: Buffer) => {
-        if (d.toString().includes('ready')) resolve(child);
+        const text = d.toString();
+        onStdout(child.pid ?? 0, text);
+        if (text.includes('ready')) resolve(child);
       });
       child.once('exit', (code, signal) =>
         reject(new Error(`consumer process exited before it was ready (${code ?? signal}): ${err.slice(-2000)}`)),

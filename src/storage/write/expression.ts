@@ -8,7 +8,8 @@
  * uses is defined, every definition is used, and one placeholder never stands for two things
  * (DynamoDB would refuse the first two; the third would silently compare against the wrong value).
  */
-import type { AttributeValue, TransactWriteItem } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, TransactWriteItem, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
+import { build, type Cond } from '../../aws/owned-record.js';
 import { NOT_TERMINAL, TERMINAL_VALUES } from '../records/lifecycle.js';
 import type { Attrs } from '../table/codec.js';
 
@@ -47,6 +48,12 @@ export const numberIs = (attribute: string, placeholder: string, value: number):
 /** `attribute = placeholder` with `value`: a SET clause. */
 export const assign = (attribute: string, placeholder: string, value: AttributeValue): Part =>
   part(`${attribute} = ${placeholder}`, { [placeholder]: value });
+
+/** A condition built with `when` (src/aws/owned-record.ts) as a part (placeholders `#o<n>`, `:o<n>`). */
+export function condition(c: Cond): Part {
+  const b = build(c);
+  return part(b.expr, b.values, b.names);
+}
 
 const PLACEHOLDER = /[#:][A-Za-z0-9_]+/g;
 
@@ -100,6 +107,11 @@ export class Expression {
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
     };
+  }
+
+  /** {@link toUpdate} as the input of a single UpdateItem (outside a transaction). */
+  toUpdateItem(table: string, key: Attrs): UpdateItemCommandInput {
+    return this.toUpdate(table, key).Update as UpdateItemCommandInput;
   }
 
   /** A ConditionCheck action: the conditions only; `returnOld`: a failed one returns the item (`ALL_OLD`). */

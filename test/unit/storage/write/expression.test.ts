@@ -6,8 +6,10 @@ import { SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { describe, expect, it } from 'vitest';
 import { NOT_TERMINAL, TERMINAL_VALUES } from '../../../../src/storage/records/lifecycle.js';
 import type { StorageCtx } from '../../../../src/storage/table/context.js';
+import { when as ownedWhen } from '../../../../src/aws/owned-record.js';
 import {
   assign,
+  condition as whenPart,
   expression,
   itemExists,
   numberIs,
@@ -101,6 +103,31 @@ describe('the run guards, built from parts', () => {
         ExpressionAttributeValues: { ...values, ':held': { BOOL: true } },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
+    });
+  });
+});
+
+describe('a `when` condition as a part, and a single UpdateItem', () => {
+  it('renders the condition with its own placeholders beside the SET parts, as UpdateItem input', () => {
+    const input = expression()
+      .set(assign('ackedSlot', ':s', { N: '7' }))
+      .when(
+        whenPart(
+          ownedWhen.all(
+            ownedWhen.present,
+            ownedWhen.any(ownedWhen.lacks('ackedSlot'), ownedWhen.below('ackedSlot', 7)),
+          ),
+        ),
+      )
+      .toUpdateItem('t', { PK: { S: 'RUN#r' }, SK: { S: 'DUE' } });
+    expect(input).toEqual({
+      TableName: 't',
+      Key: { PK: { S: 'RUN#r' }, SK: { S: 'DUE' } },
+      UpdateExpression: 'SET ackedSlot = :s',
+      ConditionExpression: '(attribute_exists(#o0)) AND ((attribute_not_exists(#o1)) OR (#o1 < :o0))',
+      ExpressionAttributeNames: { '#o0': 'PK', '#o1': 'ackedSlot' },
+      ExpressionAttributeValues: { ':s': { N: '7' }, ':o0': { N: '7' } },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     });
   });
 });
