@@ -80,6 +80,8 @@ export interface SweepSummary {
   runs: SweepReport['runs'];
   objects: SweepReport['objects'];
   heldBodies?: { scanned: number; expired: number; expiredBytes: number };
+  /** Deployments retired because they drained (src/sweep/deployments.ts). */
+  deployments?: { scanned: number; retired: string[] };
   /** Objects or run prefixes that could not be swept (the invocation then fails). */
   failures: number;
   /** The first few failures, for the log. */
@@ -99,6 +101,9 @@ export function summarize(report: SweepReport, durationMs: number): SweepSummary
     runs: report.runs,
     objects: report.objects,
     ...(h ? { heldBodies: { scanned: h.scanned, expired: h.expired, expiredBytes: h.expiredBytes } } : {}),
+    ...(report.deployments
+      ? { deployments: { scanned: report.deployments.scanned, retired: report.deployments.retired } }
+      : {}),
     failures: failures.length,
     failed: failures.slice(0, 5),
   };
