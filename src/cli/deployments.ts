@@ -71,6 +71,31 @@ export async function retireDeployment(
   return (await readDeployment(ctx, id, true)) as DeploymentRecord;
 }
 
+/** A doctor check (src/cli/doctor.ts) over {@link deploymentRows}: a warning for runs no live consumer serves. */
+export function deploymentsCheck(rows: DeploymentRow[]): {
+  check: 'deployments';
+  status: 'pass' | 'warn';
+  details: string;
+  fix?: string;
+} {
+  const busy = rows.filter((d) => d.activeRuns > 0);
+  const describe = (d: DeploymentRow) =>
+    `${d.id}: ${d.activeRuns} active run${d.activeRuns === 1 ? '' : 's'}, ${
+      d.status === 'retired' ? 'retired (they fail at their next delivery)' : d.live ? 'live' : 'no live consumer'
+    }`;
+  const live = rows.filter((d) => d.live).map((d) => d.id);
+  const head = `${rows.length} registered; live: ${live.length > 0 ? live.join(', ') : 'none'}`;
+  const details = busy.length === 0 ? `${head}; no active runs` : `${head}\n${busy.map(describe).join('\n')}`;
+  const stranded = busy.filter((d) => d.status === 'active' && !d.live);
+  if (stranded.length === 0) return { check: 'deployments', status: 'pass', details };
+  return {
+    check: 'deployments',
+    status: 'warn',
+    details,
+    fix: `runs of ${stranded.map((d) => d.id).join(', ')} wait: no process of ${stranded.length === 1 ? 'that build' : 'those builds'} heartbeated in 3 min. Start one, or \`eve-world-aws deployments retire <id> --force\` to fail them with DEPLOYMENT_MISMATCH`,
+  };
+}
+
 export function renderDeployments(rows: DeploymentRow[], color?: boolean): string {
   if (rows.length === 0)
     return 'No deployments registered (deployment affinity is off, or no process with it on has written yet).\n';
