@@ -153,5 +153,15 @@ describe('eve-world-aws deployments', () => {
 
     const bad = await runCli(['deployments', 'retire', 'cli:new', '--grace', 'soon'], ops.env);
     expect(bad.code).toBe(2);
+    const unknown = await runCli(['deployments', 'retire', 'cli:none'], ops.env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/deployment cli:none is not registered/);
+
+    const help = await runCli(['deployments', '--help']);
+    expect(help.code).toBe(0);
+    for (const s of ['retire', 'grace period', 'DEPLOYMENT_MISMATCH', 'active, no consumer', 'Exit codes'])
+      expect(help.stdout).toContain(s);
+    const retireHelp = await runCli(['deployments', 'retire', '--help']);
+    for (const s of ['--force', '--grace <duration>', '--json']) expect(retireHelp.stdout).toContain(s);
   }, 120_000);
 });
