@@ -14,7 +14,8 @@
  *
  * The event may carry the CLI's options (`{"graceMs": 0, "dryRun": true, "recheck": true}`, e.g.
  * from `aws lambda invoke`); the scheduled event from EventBridge has none of these fields, so the
- * daily sweep uses the defaults (1 h grace). `{"backstop": true}` (the construct's minute rule)
+ * daily sweep uses the defaults (1 h grace; deployments retire after `deploymentGraceSeconds`,
+ * src/sweep/deployments.ts). `{"backstop": true}` (the construct's minute rule)
  * runs one liveness backstop tick instead (src/backstop/); a tick with failed checks fails the
  * invocation.
  */
