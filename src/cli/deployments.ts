@@ -1,50 +1,51 @@
 /**
  * `eve-world-aws deployments`: the deployments of this table (src/deployment/registry.ts), with
- * how many runs each still has active, and `retire <id>`, which marks one retired so that its
- * runs' next deliveries fail them with `DEPLOYMENT_MISMATCH` (docs/operations.md, "Deployment
- * affinity").
+ * how many runs each still has active and whether a live process serves it, and `retire <id>`,
+ * which marks one retired so that its runs' next deliveries fail them with `DEPLOYMENT_MISMATCH`
+ * (docs/operations.md, "Deployment affinity").
  *
  * Invariants:
- * - `retire` refuses a deployment that is not registered, and one with active runs (pending or
- *   running) unless `--force`: a run of a retired deployment can never finish.
+ * - `retire` refuses a deployment that is not registered; without `--force` also one with active
+ *   runs (pending or running: a run of a retired deployment can never finish) and one heard of
+ *   (heartbeat, a run of it ending) within the grace period (`--grace`, default the tuning
+ *   option `deploymentGraceSeconds`): the decision of src/sweep/deployments.ts, which the daily
+ *   sweep applies too.
  * - Retiring is one conditional write; retiring again changes nothing.
  */
-import type { WorkflowRun } from '@workflow/world';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import type { WorldContext } from '../context.js';
 import { type DeploymentRecord, listDeployments, markRetired, readDeployment } from '../deployment/registry.js';
-import { formatTime } from './format.js';
+import { LIVE_MS } from '../consumer/affinity.js';
+import { deploymentActivity, drainVerdict } from '../sweep/deployments.js';
+import { formatTime, parseDuration } from './format.js';
 import { CliError, EXIT_FAILURE, palette, printJson, renderTable } from './output.js';
-import { listRuns, SCAN_LIMIT } from './runs.js';
 import { withWorld } from './world.js';
 
 export interface DeploymentRow extends DeploymentRecord {
-  /** Runs pinned to it that are pending or running (of the newest SCAN_LIMIT such runs). */
+  /** Runs pinned to it that are pending or running (of the newest 10 000 active runs). */
   activeRuns: number;
+  /** A process of it heartbeated within the last 3 minutes (src/consumer/affinity.ts `LIVE_MS`). */
+  live: boolean;
+  /** Epoch ms it was last heard of: its heartbeat, or the end of its last run if later. */
+  quietSince: number;
 }
 
-type RunLister = Parameters<typeof listRuns>[0];
-
-/** Active runs per deployment id (pending or running; at most SCAN_LIMIT are read). */
-export async function activeRunsByDeployment(runs: RunLister): Promise<Map<string, number>> {
-  const { runs: active } = await listRuns(runs, { status: ['pending', 'running'], limit: SCAN_LIMIT });
-  const out = new Map<string, number>();
-  for (const r of active as WorkflowRun[]) out.set(r.deploymentId, (out.get(r.deploymentId) ?? 0) + 1);
-  return out;
-}
-
-/** Every registered deployment with its active runs, oldest first. */
-export async function deploymentRows(ctx: WorldContext, runs: RunLister): Promise<DeploymentRow[]> {
-  const [records, active] = await Promise.all([listDeployments(ctx), activeRunsByDeployment(runs)]);
-  return records.map((d) => ({ ...d, activeRuns: active.get(d.id) ?? 0 }));
+/** Every registered deployment with its active runs and liveness, oldest first. */
+export async function deploymentRows(ctx: WorldContext, now = Date.now()): Promise<DeploymentRow[]> {
+  const [records, activity] = await Promise.all([listDeployments(ctx), deploymentActivity(ctx)]);
+  return records.map((d) => ({
+    ...d,
+    activeRuns: activity.activeRuns.get(d.id) ?? 0,
+    live: d.status === 'active' && now - d.lastSeen < LIVE_MS,
+    quietSince: Math.max(d.lastSeen, activity.lastRunEnded.get(d.id) ?? 0),
+  }));
 }
 
 /** Marks `id` retired after the checks above; throws a CliError (exit 1) saying why it did not. */
 export async function retireDeployment(
   ctx: WorldContext,
-  runs: RunLister,
   id: string,
-  opts: { force?: boolean } = {},
+  opts: { force?: boolean; graceMs?: number; now?: number } = {},
 ): Promise<DeploymentRecord> {
   const record = await readDeployment(ctx, id, true);
   if (!record)
@@ -52,14 +53,47 @@ export async function retireDeployment(
       `deployment ${id} is not registered on table ${ctx.config.tableName}; \`eve-world-aws deployments\` lists them`,
       EXIT_FAILURE,
     );
-  const active = (await activeRunsByDeployment(runs)).get(id) ?? 0;
-  if (active > 0 && !opts.force)
-    throw new CliError(
-      `deployment ${id} has ${active} active run${active === 1 ? '' : 's'}: wait until they finish (\`eve-world-aws runs --status pending,running\`), or pass --force to fail each with DEPLOYMENT_MISMATCH at its next delivery`,
-      EXIT_FAILURE,
-    );
-  await markRetired(ctx, id, opts.force && active > 0 ? `forced with ${active} active runs` : 'retired by operator');
+  if (record.status === 'retired') return record;
+  const now = opts.now ?? Date.now();
+  const verdict = drainVerdict(
+    record,
+    await deploymentActivity(ctx),
+    opts.graceMs ?? ctx.config.deploymentGraceSeconds * 1000,
+    now,
+  );
+  if (!verdict.retirable && !opts.force) throw new CliError(verdict.detail, EXIT_FAILURE);
+  const reason = verdict.retirable
+    ? 'retired by operator'
+    : verdict.activeRuns > 0
+      ? `forced with ${verdict.activeRuns} active runs`
+      : 'forced within the grace period';
+  await markRetired(ctx, id, reason, now);
   return (await readDeployment(ctx, id, true)) as DeploymentRecord;
+}
+
+/** A doctor check (src/cli/doctor.ts) over {@link deploymentRows}: a warning for runs no live consumer serves. */
+export function deploymentsCheck(rows: DeploymentRow[]): {
+  check: 'deployments';
+  status: 'pass' | 'warn';
+  details: string;
+  fix?: string;
+} {
+  const busy = rows.filter((d) => d.activeRuns > 0);
+  const describe = (d: DeploymentRow) =>
+    `${d.id}: ${d.activeRuns} active run${d.activeRuns === 1 ? '' : 's'}, ${
+      d.status === 'retired' ? 'retired (they fail at their next delivery)' : d.live ? 'live' : 'no live consumer'
+    }`;
+  const live = rows.filter((d) => d.live).map((d) => d.id);
+  const head = `${rows.length} registered; live: ${live.length > 0 ? live.join(', ') : 'none'}`;
+  const details = busy.length === 0 ? `${head}; no active runs` : `${head}\n${busy.map(describe).join('\n')}`;
+  const stranded = busy.filter((d) => d.status === 'active' && !d.live);
+  if (stranded.length === 0) return { check: 'deployments', status: 'pass', details };
+  return {
+    check: 'deployments',
+    status: 'warn',
+    details,
+    fix: `runs of ${stranded.map((d) => d.id).join(', ')} wait: no process of ${stranded.length === 1 ? 'that build' : 'those builds'} heartbeated in 3 min. Start one, or \`eve-world-aws deployments retire <id> --force\` to fail them with DEPLOYMENT_MISMATCH`,
+  };
 }
 
 export function renderDeployments(rows: DeploymentRow[], color?: boolean): string {
@@ -71,7 +105,13 @@ export function renderDeployments(rows: DeploymentRow[], color?: boolean): strin
     rows.map((d) => [
       d.id,
       d.shape,
-      d.status === 'retired' ? p.dim('retired') : p.green('active'),
+      d.status === 'retired'
+        ? p.dim('retired')
+        : d.live
+          ? p.green('active, live')
+          : d.activeRuns > 0
+            ? p.yellow('active, no consumer')
+            : 'active, draining',
       formatTime(new Date(d.firstSeen).toISOString()),
       formatTime(new Date(d.lastSeen).toISOString()),
       String(d.activeRuns),
@@ -86,7 +126,7 @@ export function deploymentsCommand(): Command {
     .option('--json', 'print {deployments: [...]} as JSON')
     .action(async (opts: { json?: boolean }) => {
       await withWorld({}, async (w) => {
-        const rows = await deploymentRows(w.context, w.world.runs as never);
+        const rows = await deploymentRows(w.context);
         if (opts.json) printJson({ deployments: rows });
         else process.stdout.write(renderDeployments(rows));
       });
@@ -94,11 +134,20 @@ export function deploymentsCommand(): Command {
   const retire = new Command('retire')
     .description('Mark a deployment retired: its runs fail with DEPLOYMENT_MISMATCH at their next delivery')
     .argument('<id>', 'the deployment, as `deployments` lists it')
-    .option('--force', 'retire it even though runs pinned to it are still active (they fail)')
+    .option(
+      '--force',
+      'retire it even though runs pinned to it are still active (they fail) or it was heard of within the grace period',
+    )
+    .addOption(
+      new Option(
+        '--grace <duration>',
+        'refuse a deployment heard of (heartbeat, a run of it ending) more recently than this (units: d, h, m, s) (default: 24h, the tuning option deploymentGraceSeconds)',
+      ).argParser(parseDuration),
+    )
     .option('--json', 'print the deployment as JSON')
-    .action(async (id: string, opts: { force?: boolean; json?: boolean }) => {
+    .action(async (id: string, opts: { force?: boolean; grace?: number; json?: boolean }) => {
       await withWorld({}, async (w) => {
-        const record = await retireDeployment(w.context, w.world.runs as never, id, opts);
+        const record = await retireDeployment(w.context, id, { force: opts.force, graceMs: opts.grace });
         if (opts.json) printJson({ deployment: record });
         else process.stdout.write(`Deployment ${record.id} is retired.\n`);
       });
@@ -111,8 +160,22 @@ export function deploymentsCommand(): Command {
       'after',
       `
 Deployments are registered by processes with EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on (docs/operations.md,
-"Deployment affinity"). Retire a build once its processes are stopped and its runs have finished.
+"Deployment affinity"). Status: "active, live" (a process of it heartbeated in the last 3 min),
+"active, no consumer" (runs pinned to it wait: start a process of that build, or retire it with
+--force to fail them), "active, draining" (no live process, no active run), "retired".
 
-Exit codes: 0 done; 1 refused (not registered, active runs without --force) or AWS error; 2 bad usage.`,
+Old deployments drain, then go: once a build's processes are stopped and its runs have finished,
+\`retire\` marks it retired; without --force it refuses one with active runs or heard of within the
+grace period (--grace, default 24 h). The daily sweep (\`eve-world-aws sweep\`, the CDK sweeper)
+retires every deployment that qualifies. A message for a retired deployment fails its run with
+DEPLOYMENT_MISMATCH at its next delivery (once: never a loop, never the DLQ).
+
+Examples:
+  eve-world-aws deployments --json
+  eve-world-aws deployments retire build:0123456789abcdef
+  eve-world-aws deployments retire build:0123456789abcdef --grace 1h
+
+Exit codes: 0 done (retiring a retired one again too); 1 refused (not registered; active runs or
+within the grace period without --force) or AWS error; 2 bad usage or configuration.`,
     );
 }

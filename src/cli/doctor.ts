@@ -3,8 +3,9 @@
  * configuration, variables (every set `EVE_WORLD_AWS_*` the World does not read, with the closest
  * known name), endpoint reachability (custom endpoints only), credentials (one cheap signed call), the table schema, the queue + DLQ and the
  * redrive policy, the bucket, with a scheduler role the schedule group (the same verifier `init`
- * uses, in 'verify' mode: nothing is created), and clock skew against the AWS (or emulator) server. Prints a pass/fail table with the
- * fix for each failure; exit 1 on any failure.
+ * uses, in 'verify' mode: nothing is created), and clock skew against the AWS (or emulator) server; with deployment affinity
+ * (or registered deployments), the deployments with active runs, warning on runs no live consumer serves.
+ * Prints a pass/fail table with the fix for each failure or warning; exit 1 on any failure (a warning is exit 0).
  *
  * It first says what it checks ({@link DoctorTarget}: region, account when a queue URL shows it,
  * endpoints, resource names and the variable that chose each), and when resources are missing it
@@ -38,12 +39,15 @@ import {
   type WorldConfig,
 } from '../config/index.js';
 import { createContext } from '../context.js';
+import { listDeployments } from '../deployment/registry.js';
+import { deploymentRows, deploymentsCheck } from './deployments.js';
 import { type ResourceReport, reconcile } from '../provision/index.js';
 import { createTransport } from '../queue/transport.js';
 import { parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress, renderTable } from './output.js';
 
-export type CheckStatus = 'pass' | 'fail' | 'skip';
+/** `warn`: worth acting on, but the World works (exit 0). */
+export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
 
 export interface Check {
   check: string;
@@ -416,7 +420,27 @@ async function checkResources(
     });
   }
   checks.push(clockCheck(samples, (opts.maxSkewSeconds ?? 5) * 1000));
+  if (checks.find((c) => c.check === 'table schema')?.status === 'pass') {
+    const deployments = await checkDeployments(config, clients);
+    if (deployments) checks.push(deployments);
+  }
   return checks;
+}
+
+/** The deployments check: only with affinity on or deployments registered (else undefined). */
+async function checkDeployments(config: WorldConfig, clients: AwsClients): Promise<Check | undefined> {
+  const ctx = createContext(config, clients);
+  try {
+    if (config.deploymentAffinity !== 'on' && (await listDeployments(ctx)).length === 0) return undefined;
+    return deploymentsCheck(await deploymentRows(ctx));
+  } catch (err) {
+    return {
+      check: 'deployments',
+      status: 'warn',
+      details: `could not read the deployment registry or the runs: ${describeError(err)}`,
+      fix: 'check the permissions (`eve-world-aws init --print-iam-policy --operator`)',
+    };
+  }
 }
 
 export function clockCheck(samples: ClockSample[], maxSkewMs: number): Check {
@@ -441,7 +465,8 @@ export function clockCheck(samples: ClockSample[], maxSkewMs: number): Check {
 
 export function renderChecks(checks: Check[], color = colorEnabled()): string {
   const p = palette(color);
-  const paint = (s: CheckStatus) => (s === 'pass' ? p.green('pass') : s === 'fail' ? p.red('FAIL') : p.dim('skip'));
+  const paint = (s: CheckStatus) =>
+    s === 'pass' ? p.green('pass') : s === 'fail' ? p.red('FAIL') : s === 'warn' ? p.yellow('warn') : p.dim('skip');
   const out = [
     renderTable(
       ['Check', 'Result', 'Details'],
@@ -451,10 +476,13 @@ export function renderChecks(checks: Check[], color = colorEnabled()): string {
   ];
   for (const c of checks.filter((x) => x.status === 'fail'))
     out.push(`${p.red('x')} ${c.check}: ${c.details}\n  fix: ${c.fix ?? 'see the details'}`);
+  for (const c of checks.filter((x) => x.status === 'warn'))
+    out.push(`${p.yellow('!')} ${c.check}: ${c.fix ?? c.details}`);
   const failed = checks.filter((c) => c.status === 'fail').length;
+  const warned = checks.filter((c) => c.status === 'warn').length;
   out.push(
     failed === 0
-      ? `All ${checks.filter((c) => c.status === 'pass').length} checks passed.`
+      ? `All ${checks.filter((c) => c.status === 'pass').length} checks passed${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'} above)` : ''}.`
       : `${failed} check${failed === 1 ? '' : 's'} failed (see the fix above).`,
   );
   return `${out.join('\n')}\n`;
@@ -477,7 +505,10 @@ export function doctorCommand(): Command {
       `
 Read-only: nothing is created or changed (use \`eve-world-aws init\` for that).
 
-Exit codes: 0 every check passed; 1 a check failed (its fix is printed); 2 bad usage.`,
+With deployment affinity, the "deployments" check lists the deployments with active runs and warns
+(exit 0) when one has no live consumer: its runs wait until a process of that build runs again.
+
+Exit codes: 0 every check passed (warnings included); 1 a check failed (its fix is printed); 2 bad usage.`,
     )
     .action(async (opts: DoctorCliOptions) => {
       const spin = progress('Checking...');

@@ -49,6 +49,11 @@ export function renderSweep(r: SweepReport, color = colorEnabled()): string {
     lines.push(
       `Held queue bodies: ${r.heldBodies.scanned} scanned; ${verb} ${r.heldBodies.expired} past their time (${mib(r.heldBodies.expiredBytes)}).`,
     );
+  const d = r.deployments;
+  if (d && d.scanned > 0)
+    lines.push(
+      `Deployments: ${d.scanned} registered; ${r.dryRun ? 'would retire' : 'retired'} ${d.retired.length} drained past their grace period${d.retired.length > 0 ? ` (${d.retired.join(', ')})` : ''}; ${d.kept.length} kept (active runs or heard of within the grace period).`,
+    );
   if (r.dryRun) lines.push(p.yellow('Dry run: nothing was deleted.'));
   return `${lines.join('\n')}\n`;
 }
@@ -79,6 +84,8 @@ exactly the objects that can never be referenced again:
   - under runs/<runId>/ of a run with no run item (its creation never committed, or retention
     purged it) whose id is older than 24 h + --older-than (a run cannot be created later);
   - queue bodies of long waits kept under queue-held/ once every message that used them is gone.
+It also retires deployments (deployment affinity) with no active run that no process or run
+has been heard of for deploymentGraceSeconds (24 h; \`eve-world-aws deployments\`).
 Objects younger than --older-than are always kept; pending and running runs are never touched.
 A finished run whose sweep left nothing undecided is marked clean and skipped by later sweeps
 (one small read each); --recheck reads those again.

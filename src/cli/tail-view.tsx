@@ -112,6 +112,12 @@ export function Header({ run, runId, now, color }: { run?: RunRow; runId: string
         <Text bold>run {run.runId}</Text>
         <Label color={color}> · workflow </Label>
         <Text>{run.workflowName}</Text>
+        {run.deploymentId ? (
+          <>
+            <Label color={color}> · deployment </Label>
+            <Text>{run.deploymentId}</Text>
+          </>
+        ) : null}
       </Text>
       <Text wrap="truncate">
         <Label color={color}>status </Label>

@@ -49,7 +49,7 @@ export function plainLine(rec: TailRow, color = false): string[] {
   switch (rec.kind) {
     case 'run':
       return [
-        `${p.bold(`run ${rec.runId}`)} workflow=${rec.workflowName} status=${rec.status} started=${formatTime(rec.startedAt ?? rec.createdAt)}` +
+        `${p.bold(`run ${rec.runId}`)} workflow=${rec.workflowName}${rec.deploymentId ? ` deployment=${rec.deploymentId}` : ''} status=${rec.status} started=${formatTime(rec.startedAt ?? rec.createdAt)}` +
           ` duration=${formatDuration(rec.durationMs)}${rec.error ? ` error=${JSON.stringify(rec.error)}` : ''}` +
           (rec.waiting && rec.waiting.length > 0 ? ` waiting for: ${rec.waiting.join('; ')}` : ''),
       ];

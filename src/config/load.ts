@@ -124,6 +124,7 @@ function readTuning(tuning: Partial<WorldTuning>): WorldTuning {
     requestTimeoutMs: readCount(src, T.requestTimeoutMs),
     deploymentId: readText(src, T.deploymentId),
     buildDir: readText(src, T.buildDir),
+    deploymentGraceSeconds: readCount(src, T.deploymentGraceSeconds),
   };
 }
 

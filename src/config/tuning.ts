@@ -61,6 +61,11 @@ export interface WorldTuning {
   readonly deploymentId?: string;
   /** The build a plain Node host's deployment id is hashed from; undefined: the entry script's folder. */
   readonly buildDir?: string;
+  /**
+   * How long a deployment must have been quiet (no heartbeat, no run of it ended) before
+   * `deployments retire` (without `--force`) or the daily sweep retires it (s).
+   */
+  readonly deploymentGraceSeconds: number;
 }
 
 /** Options, not variables: `createWorld({ tuning })` or `loadConfig(env, tuning)`. Names are the keys. */
@@ -177,5 +182,13 @@ export const TUNING = {
     description:
       'The build a plain Node host hashes into its deployment id (every file but `node_modules`, `.eve` and `.workflow-data`), when affinity is on and no id is set.',
     example: "'.output/server'",
+  }),
+  deploymentGraceSeconds: int({
+    name: 'deploymentGraceSeconds',
+    default: 86_400,
+    min: 0,
+    max: 31_536_000,
+    description:
+      'Deployment affinity: how long a deployment with no active run must have been quiet (no heartbeat of a live process, no run of it ended) before `deployments retire` without `--force` or the daily sweep retires it. docs/operations.md, "Deployment affinity".',
   }),
 } as const satisfies { [K in keyof WorldTuning]: AnySetting };

@@ -8,6 +8,7 @@
  *   ack                                              DeliveriesAcked (+ DeliveryLatency)
  *   rescheduled, redelayed, deferred, held           DeliveriesDeferred
  *   held or deferred because a copy runs here        DeliveriesRefusedCopy (`hold: 'copy-running'`)
+ *   held for another live deployment (affinity)      DeliveriesHeldForDeployment (`hold: 'other-deployment'`)
  *   failed/malformed/unauthorized on the last receive DeliveriesDeadLettered
  *   any other keep, parked, retried                  DeliveriesRetried
  * The metric is chosen from the outcome's structured fields (`reason`, `hold`), never its text.
@@ -20,6 +21,7 @@ import type { DeliveryOutcome, InboundMessage } from './pipeline.js';
 
 export function outcomeMetric(outcome: DeliveryOutcome, receiveCount: number, maxReceiveCount: number): MetricName {
   if (outcome.hold === 'copy-running') return 'DeliveriesRefusedCopy';
+  if (outcome.hold === 'other-deployment') return 'DeliveriesHeldForDeployment';
   if (outcome.action === 'delete') {
     if (outcome.reason === 'ack') return 'DeliveriesAcked';
     return outcome.reason === 'parked' || outcome.reason === 'retried' ? 'DeliveriesRetried' : 'DeliveriesDeferred';
@@ -42,6 +44,7 @@ const METRIC_OUTCOME: Record<string, string> = {
   DeliveriesDeferred: 'deferred',
   DeliveriesDeadLettered: 'dead-lettered',
   DeliveriesRefusedCopy: 'refused-copy',
+  DeliveriesHeldForDeployment: 'held-for-deployment',
 };
 
 /**

@@ -18,7 +18,7 @@
  *   never part of a printed policy: an operator runs it with their own administrative role.
  * - `sweeper`: the scheduled orphan sweep (src/sweep/lambda.ts, deployed by the CDK construct):
  *   exactly the commands `sweepOrphans` sends (reads of the run's items, the `orphansSweptAt`
- *   mark, listing and deleting objects) and those of a liveness backstop tick (src/backstop/: the
+ *   mark, listing and deleting objects, the deployment registry's Query and retired mark) and those of a liveness backstop tick (src/backstop/: the
  *   DUE items' Query, fence and delete, a run's reads, re-opening a step's dispatch key, the wake's
  *   SendMessage, with GenerateDataKey on a KMS-encrypted queue); nothing of the Scheduler, and no
  *   Decrypt (it never reads an object's or a message's content). Every one of them is also a `runtime` row, so the operator policy (which
@@ -107,7 +107,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     command: 'dynamodb:Query',
     actions: ['dynamodb:Query'],
     uses: { runtime: TI, sweeper: TI },
-    why: 'event log, listings (GSI1/GSI2), stream chunks; sweep: a run’s partition, hooks and streams; backstop: due checks (GSI1), a run’s tail, steps and waits',
+    why: 'event log, listings (GSI1/GSI2), stream chunks; sweep: a run’s partition, hooks and streams, the deployment registry and the active runs (GSI2); backstop: due checks (GSI1), a run’s tail, steps and waits',
   },
   {
     command: 'dynamodb:PutItem',
@@ -119,7 +119,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     command: 'dynamodb:UpdateItem',
     actions: ['dynamodb:UpdateItem'],
     uses: { runtime: T, sweeper: T },
-    why: 'stream meta, retention TTL stamps, run release, step lease heartbeat and release; sweep: the orphansSweptAt mark; backstop: the DUE fence and turn acknowledgements',
+    why: 'stream meta, retention TTL stamps, run release, step lease heartbeat and release; sweep: the orphansSweptAt mark, a drained deployment’s retired mark (src/sweep/deployments.ts); backstop: the DUE fence and turn acknowledgements',
   },
   {
     command: 'dynamodb:DeleteItem',

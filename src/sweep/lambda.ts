@@ -14,7 +14,8 @@
  *
  * The event may carry the CLI's options (`{"graceMs": 0, "dryRun": true, "recheck": true}`, e.g.
  * from `aws lambda invoke`); the scheduled event from EventBridge has none of these fields, so the
- * daily sweep uses the defaults (1 h grace). `{"backstop": true}` (the construct's minute rule)
+ * daily sweep uses the defaults (1 h grace; deployments retire after `deploymentGraceSeconds`,
+ * src/sweep/deployments.ts). `{"backstop": true}` (the construct's minute rule)
  * runs one liveness backstop tick instead (src/backstop/); a tick with failed checks fails the
  * invocation.
  */
@@ -80,6 +81,8 @@ export interface SweepSummary {
   runs: SweepReport['runs'];
   objects: SweepReport['objects'];
   heldBodies?: { scanned: number; expired: number; expiredBytes: number };
+  /** Deployments retired because they drained (src/sweep/deployments.ts). */
+  deployments?: { scanned: number; retired: string[] };
   /** Objects or run prefixes that could not be swept (the invocation then fails). */
   failures: number;
   /** The first few failures, for the log. */
@@ -99,6 +102,9 @@ export function summarize(report: SweepReport, durationMs: number): SweepSummary
     runs: report.runs,
     objects: report.objects,
     ...(h ? { heldBodies: { scanned: h.scanned, expired: h.expired, expiredBytes: h.expiredBytes } } : {}),
+    ...(report.deployments
+      ? { deployments: { scanned: report.deployments.scanned, retired: report.deployments.retired } }
+      : {}),
     failures: failures.length,
     failed: failures.slice(0, 5),
   };

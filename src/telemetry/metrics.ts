@@ -26,6 +26,12 @@ export const METRICS = {
   DeliveriesDeadLettered: 'Count',
   /** A second copy of a message being handled in this process, put back without a request. */
   DeliveriesRefusedCopy: 'Count',
+  /**
+   * A message for another live deployment (deployment affinity) put back without a dispatch, for
+   * that deployment's consumers. No target dimension (dimensions are fixed): the per-deployment
+   * view is `eve-world-aws deployments` / `doctor`.
+   */
+  DeliveriesHeldForDeployment: 'Count',
   /** From when the copy was sent (or became due) to when its delivery settled. */
   DeliveryLatency: 'Milliseconds',
   /** How long the copy waited in the queue before it was received. */

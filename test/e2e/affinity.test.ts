@@ -6,7 +6,8 @@
  * then B is deployed beside it and runs are started on B; every hook is resumed from B. Every A
  * run must finish on A's code and every B run on B's (a replay of an A run on B's code would
  * diverge), with nothing in the DLQ. Then A is stopped and retired: its parked run fails with
- * `DEPLOYMENT_MISMATCH` on its next delivery, once, never looping, never dead-lettered.
+ * `DEPLOYMENT_MISMATCH` on its next delivery, once and at once (core's first re-route is refused,
+ * no re-route budget spent), never looping, never dead-lettered.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { StandaloneBuilder } from '@workflow/builders';
 import { afterAll, expect, test } from 'vitest';
 import { setWorld } from 'workflow/runtime';
+import { errorText } from '../../src/cli/format.js';
 import { markRetired, readDeployment } from '../../src/deployment/registry.js';
 import { AFFINITY_MIN_READER } from '../../src/formats.js';
 import { createWorld } from '../../src/index.js';
@@ -234,7 +236,16 @@ test('two builds beside each other: every run finishes on the build that started
   const events = (await reader.events.list({ runId: last, pagination: { limit: 1000 }, resolveData: 'all' })).data;
   const failed = events.filter((e) => e.eventType === 'run_failed');
   expect(failed).toHaveLength(1);
-  expect((failed[0] as { eventData?: { errorCode?: string } }).eventData?.errorCode).toBe('DEPLOYMENT_MISMATCH');
+  const failure = (failed[0] as { eventData?: { errorCode?: string; error?: unknown } }).eventData;
+  expect(failure?.errorCode).toBe('DEPLOYMENT_MISMATCH');
+  // At once: core failed it on its first re-route, which the World refused (recovery attempts 0),
+  // not after spending its re-route budget on a deployment that cannot answer.
+  const why = errorText(failure?.error) ?? '';
+  expect(why).toContain(
+    `is pinned to deployment "${a.deploymentId}", but was received by deployment "${b.deploymentId}".`,
+  );
+  expect(why).toContain('The run was stopped to protect against code-skew errors.');
+  expect(why).not.toMatch(/re-routed the message/);
   // Its step b never ran on B's code (B would have run its own order).
   expect(events.filter((e) => e.eventType === 'step_completed')).toHaveLength(1);
 

@@ -1,12 +1,20 @@
 /**
- * `eve-world-aws deployments` (src/cli/deployments.ts) against the real registry and real runs:
- * the list counts each deployment's active runs; `retire` refuses an unregistered deployment and
- * one with active runs (unless forced), and retiring twice changes nothing.
+ * `eve-world-aws deployments` (src/cli/deployments.ts) and the sweep's retire pass
+ * (src/sweep/deployments.ts) against the real registry and real runs: the list counts each
+ * deployment's active runs and says which are live; `retire` refuses an unregistered deployment,
+ * one with active runs and one heard of within the grace period (unless forced), and retiring
+ * twice changes nothing; the sweep retires exactly the drained deployments past their grace.
+ * The command itself (built CLI): `--json` and exit codes 0/1/2.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deploymentRows, renderDeployments, retireDeployment } from '../../../src/cli/deployments.js';
-import { registerDeployment } from '../../../src/deployment/registry.js';
+import { readDeployment, registerDeployment } from '../../../src/deployment/registry.js';
+import { sweepOrphans } from '../../../src/sweep/index.js';
+import { sweepDeployments } from '../../../src/sweep/deployments.js';
+import { runCli } from '../../helpers/cli.js';
 import { devl, ev, type OpsFixture, opsFixture, sv } from '../../helpers/runs.js';
+
+const H = 3_600_000;
 
 let ops: OpsFixture;
 beforeAll(async () => {
@@ -23,40 +31,137 @@ async function runOn(deploymentId: string): Promise<string> {
   return (r as { run: { runId: string } }).run.runId;
 }
 
+async function finish(runId: string): Promise<void> {
+  await ev(ops.world, runId, { eventType: 'run_started' });
+  await ev(ops.world, runId, { eventType: 'run_completed', eventData: { output: devl(2) } });
+}
+
 describe('eve-world-aws deployments', () => {
-  it('lists each deployment with its active runs; retire refuses active runs unless forced', async () => {
-    await registerDeployment(ops.context, 'build:aaaa', 'node', 1_000);
-    await registerDeployment(ops.context, 'build:bbbb', 'node', 2_000);
+  it('lists each deployment with its active runs; retire refuses active runs and the grace period unless forced', async () => {
+    const now = Date.now();
+    await registerDeployment(ops.context, 'build:aaaa', 'node', now - 48 * H);
+    await registerDeployment(ops.context, 'build:bbbb', 'node', now - 47 * H);
+    await registerDeployment(ops.context, 'build:live', 'node', now);
     const a1 = await runOn('build:aaaa');
     await runOn('build:aaaa');
-    const done = await runOn('build:bbbb');
-    await ev(ops.world, done, { eventType: 'run_started' });
-    await ev(ops.world, done, { eventType: 'run_completed', eventData: { output: devl(2) } });
+    await finish(await runOn('build:bbbb'));
 
-    const rows = await deploymentRows(ops.context, ops.world.runs as never);
-    expect(rows.map((r) => [r.id, r.status, r.activeRuns])).toEqual([
-      ['build:aaaa', 'active', 2],
-      ['build:bbbb', 'active', 0],
+    const rows = await deploymentRows(ops.context, now);
+    expect(rows.map((r) => [r.id, r.status, r.activeRuns, r.live])).toEqual([
+      ['build:aaaa', 'active', 2, false],
+      ['build:bbbb', 'active', 0, false],
+      ['build:live', 'active', 0, true],
     ]);
-    expect(renderDeployments(rows, false)).toMatch(/build:aaaa\s+│?\s*node/);
+    // B's last run ended just now, later than its heartbeat.
+    expect(rows[1].quietSince).toBeGreaterThanOrEqual(now - 60_000);
+    const table = renderDeployments(rows, false);
+    expect(table).toMatch(/build:aaaa\s+│?\s*node\s+│?\s*active, no consumer/);
+    expect(table).toMatch(/build:live\s+│?\s*node\s+│?\s*active, live/);
 
-    await expect(retireDeployment(ops.context, ops.world.runs as never, 'build:none')).rejects.toThrow(
+    await expect(retireDeployment(ops.context, 'build:none')).rejects.toThrow(
       /deployment build:none is not registered on table/,
     );
-    await expect(retireDeployment(ops.context, ops.world.runs as never, 'build:aaaa')).rejects.toThrow(
+    await expect(retireDeployment(ops.context, 'build:aaaa', { now })).rejects.toThrow(
       /deployment build:aaaa has 2 active runs: wait until they finish .* or pass --force/,
     );
-    expect(await retireDeployment(ops.context, ops.world.runs as never, 'build:bbbb')).toMatchObject({
+    // A run of B ended just now: within the default 24 h grace; a live process: too.
+    await expect(retireDeployment(ops.context, 'build:bbbb', { now })).rejects.toThrow(
+      /deployment build:bbbb was last heard of \d+ s ago .* less than the grace period of 24\.0 h: .* pass --force/,
+    );
+    await expect(retireDeployment(ops.context, 'build:live', { now })).rejects.toThrow(/less than the grace period/);
+    expect((await readDeployment(ops.context, 'build:bbbb', true))?.status).toBe('active');
+
+    // 25 h later B is past its grace (or with a shorter grace now).
+    expect(await retireDeployment(ops.context, 'build:bbbb', { now: now + 25 * H })).toMatchObject({
       status: 'retired',
       reason: 'retired by operator',
     });
     // Twice: unchanged.
-    const again = await retireDeployment(ops.context, ops.world.runs as never, 'build:bbbb');
+    const again = await retireDeployment(ops.context, 'build:bbbb', { force: true });
     expect(again.reason).toBe('retired by operator');
-    expect(await retireDeployment(ops.context, ops.world.runs as never, 'build:aaaa', { force: true })).toMatchObject({
+    expect(await retireDeployment(ops.context, 'build:aaaa', { force: true })).toMatchObject({
       status: 'retired',
       reason: 'forced with 2 active runs',
     });
+    expect(await retireDeployment(ops.context, 'build:live', { force: true, now })).toMatchObject({
+      status: 'retired',
+      reason: 'forced within the grace period',
+    });
     expect((await ops.world.runs.get(a1)).deploymentId).toBe('build:aaaa');
   });
+
+  it('the sweep retires only drained deployments past the grace period (a dry run retires none; twice is once)', async () => {
+    const now = Date.now();
+    await registerDeployment(ops.context, 'sweep:drained', 'node', now - 30 * H);
+    await registerDeployment(ops.context, 'sweep:busy', 'node', now - 30 * H);
+    await registerDeployment(ops.context, 'sweep:ended', 'node', now - 30 * H);
+    await registerDeployment(ops.context, 'sweep:current', 'node', now - 30_000);
+    await runOn('sweep:busy');
+    await finish(await runOn('sweep:ended'));
+
+    const dry = await sweepDeployments(ops.context, { now, dryRun: true });
+    expect(dry.retired).toEqual(['sweep:drained']);
+    expect((await readDeployment(ops.context, 'sweep:drained', true))?.status).toBe('active');
+
+    const swept = await sweepDeployments(ops.context, { now });
+    expect(swept.retired).toEqual(['sweep:drained']);
+    const kept = Object.fromEntries(swept.kept.filter((k) => k.id.startsWith('sweep:')).map((k) => [k.id, k.why]));
+    expect(kept).toEqual({
+      'sweep:busy': 'active-runs',
+      'sweep:ended': 'within-grace',
+      'sweep:current': 'within-grace',
+    });
+    expect(await readDeployment(ops.context, 'sweep:drained', true)).toMatchObject({
+      status: 'retired',
+      reason: expect.stringMatching(/^retired by the sweep: no active run, quiet 30\.0 h$/),
+    });
+    expect((await sweepDeployments(ops.context, { now })).retired).toEqual([]);
+
+    // The World's sweep (what `eve-world-aws sweep` and the daily Lambda run) includes it: a day
+    // later the run of `sweep:ended` is past the grace too; the busy one stays, and so does the
+    // current one, whose live process heartbeats.
+    await registerDeployment(ops.context, 'sweep:current', 'node', now + 25 * H - 60_000);
+    const report = await sweepOrphans(ops.context, { now: now + 25 * H, graceMs: 0 });
+    expect(report.deployments?.retired).toEqual(['sweep:ended']);
+    for (const id of ['sweep:busy', 'sweep:current'])
+      expect((await readDeployment(ops.context, id, true))?.status).toBe('active');
+    // With a run id it is a run's sweep only.
+    expect((await sweepOrphans(ops.context, { runId: await runOn('sweep:busy') })).deployments).toBeUndefined();
+  });
+
+  it('the command: --json, exit 0 on success, 1 when refused, 2 on bad usage', async () => {
+    const now = Date.now();
+    await registerDeployment(ops.context, 'cli:old', 'node', now - 48 * H);
+    await registerDeployment(ops.context, 'cli:new', 'node', now);
+
+    const list = await runCli(['deployments', '--json'], ops.env);
+    expect(list.code, list.stderr).toBe(0);
+    const listed = JSON.parse(list.stdout) as { deployments: Array<{ id: string; live: boolean }> };
+    expect(listed.deployments.find((d) => d.id === 'cli:new')).toMatchObject({ live: true, activeRuns: 0 });
+
+    const refused = await runCli(['deployments', 'retire', 'cli:new', '--json'], ops.env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/less than the grace period of 24\.0 h/);
+
+    const retired = await runCli(['deployments', 'retire', 'cli:old', '--json'], ops.env);
+    expect(retired.code, retired.stderr).toBe(0);
+    expect(JSON.parse(retired.stdout)).toMatchObject({ deployment: { id: 'cli:old', status: 'retired' } });
+
+    const shortGrace = await runCli(['deployments', 'retire', 'cli:new', '--grace', '0s'], ops.env);
+    expect(shortGrace.code, shortGrace.stderr).toBe(0);
+    expect(shortGrace.stdout).toBe('Deployment cli:new is retired.\n');
+
+    const bad = await runCli(['deployments', 'retire', 'cli:new', '--grace', 'soon'], ops.env);
+    expect(bad.code).toBe(2);
+    const unknown = await runCli(['deployments', 'retire', 'cli:none'], ops.env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/deployment cli:none is not registered/);
+
+    const help = await runCli(['deployments', '--help']);
+    expect(help.code).toBe(0);
+    for (const s of ['retire', 'grace period', 'DEPLOYMENT_MISMATCH', 'active, no consumer', 'Exit codes'])
+      expect(help.stdout).toContain(s);
+    const retireHelp = await runCli(['deployments', 'retire', '--help']);
+    for (const s of ['--force', '--grace <duration>', '--json']) expect(retireHelp.stdout).toContain(s);
+  }, 120_000);
 });

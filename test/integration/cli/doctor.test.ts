@@ -13,6 +13,8 @@ import { assessSkew, type Check, type DoctorTarget, runDoctor } from '../../../s
 import { freePort } from '../../../src/emulator/stack.js';
 import { createFixture, stackEnv, uniquePrefix } from '../../helpers/aws.js';
 import { runCli } from '../../helpers/cli.js';
+import { devl, opsFixture, sv } from '../../helpers/runs.js';
+import { registerDeployment } from '../../../src/deployment/registry.js';
 
 type Out = { ok: boolean; target?: DoctorTarget; checks: Check[] };
 
@@ -74,6 +76,41 @@ describe('doctor', () => {
     expect(human.stdout).toMatch(/Check\s+│\s+Result\s+│\s+Details/);
     expect(human.stdout).toMatch(/queue \+ redrive policy\s+│\s+pass/);
     expect(human.stdout).toMatch(/All 9 checks passed\./);
+  });
+
+  it('with deployments registered, lists those with active runs and warns (exit 0) on runs no live consumer serves', async () => {
+    const ops = await opsFixture({}, 'docd');
+    try {
+      const now = Date.now();
+      await registerDeployment(ops.context, 'build:gone', 'node', now - 10 * 60_000);
+      await registerDeployment(ops.context, 'build:here', 'node', now);
+      for (const dep of ['build:gone', 'build:gone', 'build:here'])
+        await ops.world.events.create(null, {
+          eventType: 'run_created',
+          specVersion: sv,
+          eventData: { deploymentId: dep, workflowName: 'workflow//./w//w', input: devl(1) },
+        } as never);
+
+      const { code, out } = await doctorJson(ops.env);
+      expect(code).toBe(0);
+      expect(out.ok).toBe(true);
+      const dep = byName(out).deployments;
+      expect(dep).toMatchObject({ status: 'warn' });
+      expect(dep.details).toBe(
+        '2 registered; live: build:here\nbuild:gone: 2 active runs, no live consumer\nbuild:here: 1 active run, live',
+      );
+      expect(dep.fix).toMatch(
+        /^runs of build:gone wait: no process of that build heartbeated in 3 min\. Start one, or/,
+      );
+
+      const human = await runCli(['doctor'], ops.env);
+      expect(human.code).toBe(0);
+      expect(human.stdout).toMatch(/deployments\s+│\s+warn/);
+      expect(human.stdout).toMatch(/! deployments: runs of build:gone wait/);
+      expect(human.stdout).toMatch(/All 9 checks passed \(1 warning above\)\./);
+    } finally {
+      await ops.close();
+    }
   });
 
   it('when NO resource exists, names the region and the prefix as the likelier cause before init (exit 1)', async () => {

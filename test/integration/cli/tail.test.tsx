@@ -94,7 +94,9 @@ describe('tail (CLI)', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).not.toMatch(/\u001b\[/);
     const lines = r.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(new RegExp(`^run ${done} workflow=wf-demo status=completed started=\\S+ \\S+Z duration=`));
+    expect(lines[0]).toMatch(
+      new RegExp(`^run ${done} workflow=wf-demo deployment=test status=completed started=\\S+ \\S+Z duration=`),
+    );
     expect(lines).toContain('[default#0] hello');
     expect(lines).toContain('[default#1] 0x000102ff');
     expect(lines.some((l) => /^#5 step_completed step_01 add \d\d:\d\d:\d\d\.\d{3} result=6$/.test(l))).toBe(true);
@@ -249,7 +251,8 @@ describe('tail (ink view)', () => {
     );
     const frame = lastFrame() ?? '';
     unmount();
-    expect(frame).toContain(`run ${runId} · workflow wf-ink`);
+    // The run's deployment (deployment affinity: the build it runs on).
+    expect(frame).toContain(`run ${runId} · workflow wf-ink · deployment test`);
     expect(frame).toMatch(/status running · started \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ · duration 1m05s/);
     expect(frame).toMatch(/#\s+event\s+correlation id\s+step\s+time\s+data/);
     expect(frame).toMatch(/ 1 run_created\s+-\s+-\s+\d\d:\d\d:\d\d\.\d{3} .*input=1/);

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
 import { DeploymentUnavailableError } from '../../../src/deployment/errors.js';
 import { markRetired, readDeployment, registerDeployment } from '../../../src/deployment/registry.js';
+import { disableMetrics, enableMetrics, takeMetricDocuments } from '../../../src/telemetry/metrics.js';
 import { makeWorld, receiveAll, type World, waitFor } from '../../helpers/queue.js';
 
 const Q = '__wkf_workflow_affinity' as ValidQueueName;
@@ -18,8 +19,14 @@ const ON = { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' };
 
 const worlds: World[] = [];
 afterAll(async () => {
+  disableMetrics();
   await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
 });
+
+/** The sum of `name` over the EMF documents recorded since the last call. */
+function metricSum(name: string): number {
+  return takeMetricDocuments().reduce((n, d) => n + (typeof d[name] === 'number' ? (d[name] as number) : 0), 0);
+}
 
 describe('two deployments on one queue', () => {
   test("B never dispatches A's messages, nor spends their receive budget; A delivers each as attempt 1", async () => {
@@ -36,6 +43,8 @@ describe('two deployments on one queue', () => {
     expect(await b.queue.getDeploymentId()).toBe('dep-b');
     await registerDeployment(a.ctx, 'dep-a', 'node');
     await registerDeployment(b.ctx, 'dep-b', 'node');
+    enableMetrics({ dimensions: { Queue: 'affinity-test' } });
+    metricSum('DeliveriesHeldForDeployment');
 
     // A sends while only B consumes: every copy reaches B first.
     const ids = new Set<string>();
@@ -46,6 +55,8 @@ describe('two deployments on one queue', () => {
     expect(b.deliveries).toHaveLength(0);
     // Every hold replaced its copy: none was left to count toward the DLQ.
     expect(bOutcomes.every((o) => o.action === 'delete' && o.reason === 'held')).toBe(true);
+    // Holds are counted (EMF, no deployment dimension): at least one per message of A.
+    expect(metricSum('DeliveriesHeldForDeployment')).toBeGreaterThanOrEqual(MESSAGES);
 
     // B's own message is B's to deliver.
     await b.queue.queue(Q, { own: true } as never);
