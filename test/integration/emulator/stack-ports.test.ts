@@ -19,7 +19,9 @@ beforeAll(async () => {
   // Answers every POST as the KMS emulator does a DynamoDB target: HTTP 400 with a JSON error.
   foreign = http.createServer((_req, res) => {
     res.writeHead(400, { 'content-type': 'application/x-amz-json-1.1' });
-    res.end(JSON.stringify({ __type: 'UnknownOperationException', message: 'X-Amz-Target must be TrentService.<Operation>' }));
+    res.end(
+      JSON.stringify({ __type: 'UnknownOperationException', message: 'X-Amz-Target must be TrentService.<Operation>' }),
+    );
   });
   await new Promise<void>((r) => foreign.listen(0, '127.0.0.1', () => r()));
   foreignEndpoint = `http://127.0.0.1:${(foreign.address() as net.AddressInfo).port}`;
@@ -36,14 +38,20 @@ it('another server answering on the port is not taken for DynamoDB Local being r
 });
 
 it('a java child that exits while another server holds its port is reported with its output', async () => {
-  const child = spawn(process.execPath, ['-e', 'console.error("java.net.BindException: Address already in use"); process.exit(1)'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['-e', 'console.error("java.net.BindException: Address already in use"); process.exit(1)'],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let err = '';
   child.stderr?.on('data', (d: Buffer) => {
     err += d.toString();
   });
-  await expect(waitForDynamo(foreignEndpoint, child, 10_000, () => err)).rejects.toThrow(/exited with code 1.*\n.*BindException/s);
+  await expect(waitForDynamo(foreignEndpoint, child, 10_000, () => err)).rejects.toThrow(
+    /exited with code 1.*\n.*BindException/s,
+  );
 });
 
 it('the port picked for the java child is free and never one a listen(0) is handed', async () => {
