@@ -192,7 +192,7 @@ describe('eve redeployed mid-session (deployment affinity, plain Node host)', ()
   it("the session's next message, accepted by B, moves the idle session to B by eve's checkpoint handoff", async () => {
     const b = hosts.B as Host;
     expect(b, 'needs B').toBeDefined();
-    // eve (0.80.1, execution/session/handoff.js) hands an idle session to the deployment that
+    // eve (0.80.1, its SessionHandoff class) hands an idle session to the deployment that
     // accepted its message: a new owner run on B from a checkpoint, never a replay of A's run on
     // B's code. The turn then runs B's tool.
     const sent = await postJson(`${b.base}/eve/v1/session/${session}`, { message: 'now add 10 and 20' });
