@@ -17,7 +17,7 @@ import type { SqsTransport } from '../queue/transport.js';
 import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs, storageContext } from '../storage/index.js';
 import { flushEvery, flushMetrics } from '../telemetry/metrics.js';
 import type { DeploymentFilter } from './affinity.js';
-import { composeDelivery, queuePrefixOf } from './delivery.js';
+import { composeDelivery, queuePrefixOf } from './delivery/compose.js';
 import { createEarlyOffer, type EarlyOffer, earlyOn } from './early/offer.js';
 import { createQueueHandler, type HandlerOptions } from './handler.js';
 import { DynamoNonceStore } from './nonces.js';

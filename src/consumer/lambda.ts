@@ -38,7 +38,7 @@ import { consoleLogger, type Logger } from '../log.js';
 import { preflight } from '../preflight.js';
 import { createTransport, type SqsTransport } from '../queue/transport.js';
 import { forEachLimited } from '../util/concurrency.js';
-import { composeDelivery, type DeliveryComposition } from './delivery.js';
+import { composeDelivery, type DeliveryComposition } from './delivery/compose.js';
 import { type DeliveryOutcome, deliverMessage, type FlowHandler, type InboundMessage } from './pipeline.js';
 
 /** The parts of the Lambda SQS event this handler reads (structurally compatible with @types/aws-lambda). */
