@@ -13,6 +13,7 @@
  *                           client refused to send); aborted (shutdown, deadline) -> `aborted`
  */
 import { consoleLogger } from '../../log.js';
+import { describeError } from '../error-text.js';
 import { isConnectError, isNetworkError } from '../net-errors.js';
 import type { DeliveryDeps, InboundMessage } from './deps.js';
 import type { FlowRequest } from './flow-request.js';
@@ -75,8 +76,4 @@ function parseTimeout(text: string): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-function describeError(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
