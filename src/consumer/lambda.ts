@@ -13,7 +13,7 @@
  * import { POST } from './.well-known/workflow/v1/flow.mjs';
  * export const handler = createSqsHandler({ flow: POST });
  * ```
- * The parts (signing, routing, receipts, breaker) are composed by ./delivery.ts, as for the
+ * The parts (signing, routing, receipts, breaker) are composed by ./delivery/compose.ts, as for the
  * poller. Record fate (the pipeline in ./pipeline.ts decides): ack, or a replacement sent (next long-wait
  * hop, long `timeoutSeconds`, an outage copy on its last receive) -> success, so Lambda deletes it.
  * `{timeoutSeconds}` within 12 h -> visibility changed, reported as a failure so Lambda leaves it.
