@@ -66,8 +66,7 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
   const decision = await decide(msg, envelope, attempt, deps, logger, now);
   if (decision.kind === 'settle') return settle(msg, envelope, attempt, decision.verdict, deps, logger, false);
 
-  // 3. dispatch
-  deps.inFlight?.add(decision.dispatchId);
+  // 3. dispatch (decide reserved `dispatchId` in `inFlight`)
   try {
     const verdict = await dispatch(msg, decision.request, deps);
     // 4. settle

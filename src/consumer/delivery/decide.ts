@@ -30,7 +30,7 @@ import type { Logger } from '../../log.js';
 import { planHop } from '../../queue/delays.js';
 import type { Envelope } from '../../queue/encoding.js';
 import type { DeliveryDeps, InboundMessage } from './deps.js';
-import { buildRequest, type FlowRequest } from './flow-request.js';
+import { type Built, buildRequest, type FlowRequest } from './flow-request.js';
 import { startHeartbeat } from './heartbeat.js';
 import type { Verdict } from './verdict.js';
 
@@ -43,7 +43,10 @@ const BUSY_RETRY_SECONDS = 5;
 export type Decision =
   /** Settle without a dispatch: this receive is not one. */
   | { kind: 'settle'; verdict: Verdict }
-  /** Dispatch `request` under `dispatchId` (the logical id, or the early delivery's). */
+  /**
+   * Dispatch `request` under `dispatchId` (the logical id, or the early delivery's), which is
+   * reserved in `inFlight`: the caller removes it once the copy is settled.
+   */
   | { kind: 'dispatch'; dispatchId: string; request: FlowRequest };
 
 export async function decide(
@@ -87,14 +90,25 @@ export async function decide(
       cause: 'copy-running',
     });
   }
+  // Reserved from the check on, in the same turn: a copy that arrives while this one's request is
+  // being built (S3, the secret source) is held like one arriving during the dispatch.
+  deps.inFlight?.add(dispatchId);
+  const unreserved = (verdict: Verdict): Decision => {
+    deps.inFlight?.delete(dispatchId);
+    return undispatched(verdict);
+  };
   // A request that cannot be built (a header value no encoding saves, a broken route, the body's
   // object gone) is this message's fault, found before the breaker is asked: it never takes the
   // probe slot. One that cannot be built because S3 or the secret source fails is parked.
-  const built = await buildRequest({ ...envelope, messageId: dispatchId }, attempt, deps, now);
-  if (built.kind === 'poison') return undispatched({ ...built, early: true });
-  if (built.kind === 'outage') return undispatched(built);
-  if (deps.gateOnBreaker && deps.breaker && !deps.breaker.tryAcquire()) {
-    return undispatched({ kind: 'paused' });
+  let built: Built;
+  try {
+    built = await buildRequest({ ...envelope, messageId: dispatchId }, attempt, deps, now);
+  } catch (err) {
+    deps.inFlight?.delete(dispatchId);
+    throw err;
   }
+  if (built.kind === 'poison') return unreserved({ ...built, early: true });
+  if (built.kind === 'outage') return unreserved(built);
+  if (deps.gateOnBreaker && deps.breaker && !deps.breaker.tryAcquire()) return unreserved({ kind: 'paused' });
   return { kind: 'dispatch', dispatchId, request: built };
 }
