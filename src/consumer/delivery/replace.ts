@@ -30,7 +30,7 @@ import type { DeliveryOutcome, HoldCause, OutageReason } from './verdict.js';
  *
  * Two copies of one message can exist for a moment (the send succeeded, the delete failed): the
  * old one is received again after its visibility. That is an SQS duplicate like any other, which
- * the in-flight set and the step lease make safe (see the invariants).
+ * the in-flight set and the step lease make safe (./decide.ts).
  */
 export async function replace(
   msg: InboundMessage,
