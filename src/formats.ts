@@ -23,7 +23,7 @@
  *   the oldest reader that can read what this build writes; a build whose writes need a newer
  *   reader than the table's `minReader` refuses to start until `init` raised it (src/table-format.ts).
  * - **Never misread.** A reader that meets a format newer than its `current` refuses the item
- *   ({@link assertItemFormat}: a clear error) or parks the message (src/consumer/pipeline.ts),
+ *   ({@link assertItemFormat}: a clear error) or parks the message (src/consumer/delivery/replace.ts),
  *   never guesses. Old items are never rewritten: `init`'s upgrades are additive.
  *
  * The numeric constants below are one per line (`export const X = n;`), so a test can build a
@@ -132,7 +132,7 @@ export function formatStamp(family: Exclude<FormatFamily, 'messages'>): { [FORMA
 
 /**
  * Why this build must not deliver a message of format `found`, or undefined when it may. Newer:
- * the message is parked for a newer consumer (src/consumer/pipeline.ts), never misread.
+ * the message is parked for a newer consumer (src/consumer/delivery/replace.ts), never misread.
  */
 export function newerMessageFormat(found: number): string | undefined {
   const { current } = FORMATS.messages;

@@ -6,7 +6,7 @@
  * - A message for another deployment that is active is never dispatched here: the pipeline holds
  *   it (`hold` cause `other-deployment`), which replaces the copy without a dispatch, so it spends
  *   none of its receive budget and never reaches the DLQ here, however long its deployment's
- *   consumers take to receive it (src/consumer/pipeline.ts, `replace`). While the target's
+ *   consumers take to receive it (src/consumer/delivery/replace.ts). While the target's
  *   consumers are alive (`lastSeen` within {@link LIVE_MS}) the hold stays 1-2 s, so a message
  *   bounced here reaches them again at once; otherwise it doubles per message in this process,
  *   1 s to {@link MAX_HOLD_SECONDS}, with jitter, so a silent deployment's messages cost little.

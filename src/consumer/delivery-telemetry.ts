@@ -10,31 +10,40 @@
  *   held or deferred because a copy runs here        DeliveriesRefusedCopy (`hold: 'copy-running'`)
  *   held for another live deployment (affinity)      DeliveriesHeldForDeployment (`hold: 'other-deployment'`)
  *   failed/malformed/unauthorized on the last receive DeliveriesDeadLettered
- *   any other keep, parked, retried                  DeliveriesRetried
+ *   any other keep (an outage), parked               DeliveriesRetried
  * The metric is chosen from the outcome's structured fields (`reason`, `hold`), never its text.
  */
 import { withLogContext } from '../log.js';
 import { type Envelope, MSG_ATTR } from '../queue/encoding.js';
 import { countMetric, type MetricName, observeMetric } from '../telemetry/metrics.js';
 import { deliveryResultAttributes, withDeliverySpan } from '../telemetry/spans.js';
-import type { DeliveryOutcome, InboundMessage } from './pipeline.js';
+import type { InboundMessage } from './delivery/deps.js';
+import type { DeliveryOutcome } from './delivery/verdict.js';
 
 export function outcomeMetric(outcome: DeliveryOutcome, receiveCount: number, maxReceiveCount: number): MetricName {
   if (outcome.hold === 'copy-running') return 'DeliveriesRefusedCopy';
   if (outcome.hold === 'other-deployment') return 'DeliveriesHeldForDeployment';
-  if (outcome.action === 'delete') {
-    if (outcome.reason === 'ack') return 'DeliveriesAcked';
-    return outcome.reason === 'parked' || outcome.reason === 'retried' ? 'DeliveriesRetried' : 'DeliveriesDeferred';
-  }
-  switch (outcome.reason) {
+  const reason: DeliveryOutcome['reason'] = outcome.reason;
+  switch (reason) {
+    case 'ack':
+      return 'DeliveriesAcked';
+    case 'rescheduled':
+    case 'redelayed':
+    case 'held':
     case 'deferred':
       return 'DeliveriesDeferred';
     case 'failed':
     case 'malformed':
     case 'unauthorized':
       return receiveCount >= maxReceiveCount ? 'DeliveriesDeadLettered' : 'DeliveriesRetried';
-    default:
+    case 'parked':
+    case 'transport':
+    case 'unavailable':
+    case 'released':
       return 'DeliveriesRetried';
+    default:
+      // Every reason is mapped: a new one fails to compile here.
+      return reason satisfies never;
   }
 }
 

@@ -22,10 +22,8 @@
  *
  * The step lease (src/storage/write/step-lease.ts): with `stepLease`, each request gets a random token
  * in its delivery scope; every `step_started` core writes inside it stamps the step with it. While
- * the handler runs, the leases of the steps it started are extended every ttl / 3 (stopped when
- * the request is aborted, so an abandoned delivery's leases expire like a crashed one's); when
- * the handler settles, those still held (it failed, or returned before finishing them) are
- * released so the redelivery need not wait for them.
+ * the handler runs, the leases are kept, then released (./step-lease-keeper.ts). The body is read
+ * bounded in size and time (./request-body.ts).
  */
 
 import { randomUUID } from 'node:crypto';
@@ -35,6 +33,8 @@ import { type LogFields, withLogContext } from '../log.js';
 import { decodePayload } from '../queue/encoding.js';
 import { decodeHeaderValue } from '../queue/header-values.js';
 import { TRACEPARENT_HEADER, withRemoteParent } from '../telemetry/tracing.js';
+import { describeWithStack } from './error-text.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_MS, readBody } from './request-body.js';
 import type { SigningSecretSource } from './secret-source.js';
 import {
   checkSignatureHeaders,
@@ -45,6 +45,7 @@ import {
   SIGNATURE_TOLERANCE_SECONDS,
   verifySignature,
 } from './signing.js';
+import { keepStepLeases, type StepLeasePort } from './step-lease-keeper.js';
 
 export type QueueMessageHandler = Parameters<Queue['createQueueHandler']>[1];
 
@@ -80,18 +81,6 @@ export interface HandlerOptions {
   /** How long reading the body may take (ms) before the request gets 408. Default 30 000. */
   readTimeoutMs?: number;
   now?: () => number;
-}
-
-export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
-export const DEFAULT_READ_TIMEOUT_MS = 30_000;
-
-/** What the flow route needs to keep a delivery's step leases: the ttl, a heartbeat and a release. */
-export interface StepLeasePort {
-  ttlMs: number;
-  /** Extend every lease in `lease.started`; returns the step ids whose lease was lost. */
-  extend(lease: StepLease): Promise<string[]>;
-  /** Release the leases still in `lease.started` (conditional on the token). */
-  release(lease: StepLease): Promise<void>;
 }
 
 const json = (value: unknown, status = 200) => Response.json(value, { status });
@@ -141,7 +130,7 @@ export function createQueueHandler(
           accepted = await source.accepted();
         } catch (err) {
           logError(
-            `[eve-world-aws] flow route: cannot read the signing secret, the delivery will be retried: ${describe(err)}`,
+            `[eve-world-aws] flow route: cannot read the signing secret, the delivery will be retried: ${describeWithStack(err)}`,
           );
           // 503, not 500: an outage of the secret source, never counted against the message.
           return json({ error: 'Service unavailable' }, 503);
@@ -158,7 +147,9 @@ export function createQueueHandler(
       try {
         fresh = await replay.claim(v.signature, v.timestamp);
       } catch (err) {
-        logError(`[eve-world-aws] flow route: replay check failed, the delivery will be retried: ${describe(err)}`);
+        logError(
+          `[eve-world-aws] flow route: replay check failed, the delivery will be retried: ${describeWithStack(err)}`,
+        );
         return json({ error: 'Service unavailable' }, 503);
       }
       if (!fresh) return unauthorized(req, 'replayed request');
@@ -207,9 +198,9 @@ export function createQueueHandler(
       readTails: new Map(),
       ...(lease ? { stepLease: lease } : {}),
     };
-    const stopHeartbeat = lease
-      ? heartbeat(lease, opts.stepLease as StepLeasePort, req.signal, messageId, logError)
-      : noop;
+    const endLeases = lease
+      ? keepStepLeases(lease, opts.stepLease as StepLeasePort, req.signal, messageId, logError)
+      : undefined;
     try {
       let result: unknown;
       try {
@@ -230,14 +221,7 @@ export function createQueueHandler(
           ),
         );
       } finally {
-        stopHeartbeat();
-        if (lease && lease.started.size > 0) {
-          await (opts.stepLease as StepLeasePort)
-            .release(lease)
-            .catch((err) =>
-              logError(`[eve-world-aws] flow route: could not release step leases of ${messageId}: ${describe(err)}`),
-            );
-        }
+        await endLeases?.();
       }
       const turn = body as { runId?: unknown; stepId?: unknown };
       const read = typeof turn.runId === 'string' ? scope.readTails?.get(turn.runId) : undefined;
@@ -250,7 +234,7 @@ export function createQueueHandler(
       return json({ ok: true });
     } catch (err) {
       logError(
-        `[eve-world-aws] flow route: handler failed for message ${messageId} on ${queueName} (attempt ${attempt}): ${describe(err)}`,
+        `[eve-world-aws] flow route: handler failed for message ${messageId} on ${queueName} (attempt ${attempt}): ${describeWithStack(err)}`,
         { messageId, queue: queueName, attempt, errorName: err instanceof Error ? err.name : typeof err },
       );
       return json({ error: 'Internal error' }, 500);
@@ -258,94 +242,9 @@ export function createQueueHandler(
   };
 }
 
-const noop = () => {};
-
-type BodyRead = { ok: true; bytes: Uint8Array } | { ok: false; status: 400 | 408 | 413; error: string };
-
-/**
- * The request body, at most `max` bytes (refused by `content-length` before reading, and while
- * streaming for a body without one or with a false one) and within `timeoutMs`. What is not read
- * is left to the server (it discards it or closes the connection).
- */
-async function readBody(req: Request, max: number, timeoutMs: number): Promise<BodyRead> {
-  const tooLarge = { ok: false, status: 413, error: `Request body larger than ${max} bytes` } as const;
-  const declared = req.headers.get('content-length');
-  if (declared !== null) {
-    if (!/^\d+$/.test(declared)) return { ok: false, status: 400, error: 'Malformed content-length' };
-    if (Number(declared) > max) return tooLarge;
-  }
-  if (!req.body) return { ok: true, bytes: new Uint8Array(0) };
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), timeoutMs);
-  });
-  try {
-    for (;;) {
-      const r = await Promise.race([reader.read(), deadline]);
-      if (r === 'timeout') return { ok: false, status: 408, error: 'Request body not received in time' };
-      if (r.done) break;
-      total += r.value.byteLength;
-      if (total > max) return tooLarge;
-      chunks.push(r.value);
-    }
-  } catch {
-    return { ok: false, status: 400, error: 'Unreadable request body' };
-  } finally {
-    clearTimeout(timer);
-    reader.releaseLock();
-  }
-  if (chunks.length === 1) return { ok: true, bytes: chunks[0] };
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.byteLength;
-  }
-  return { ok: true, bytes };
-}
-
 /** A header of an untrusted request, for a log line: decoded, quoted, cut short. */
 function describeHeader(req: Request, name: string): string {
   const raw = req.headers.get(name);
   if (raw === null) return `(no ${name})`;
   return JSON.stringify((decodeHeaderValue(raw) ?? raw).slice(0, 200));
-}
-
-/** Extends the delivery's step leases every ttl / 3 until stopped or the request is aborted. */
-function heartbeat(
-  lease: StepLease,
-  port: StepLeasePort,
-  signal: AbortSignal,
-  messageId: string,
-  logError: (m: string) => void,
-): () => void {
-  const timer = setInterval(
-    () => {
-      if (lease.started.size === 0) return;
-      port.extend(lease).then(
-        (lost) => {
-          if (lost.length > 0)
-            logError(
-              `[eve-world-aws] flow route: delivery ${messageId} lost the lease of step(s) ${lost.join(', ')} (expired and taken over, or finished elsewhere)`,
-            );
-        },
-        (err) => logError(`[eve-world-aws] flow route: could not extend step leases of ${messageId}: ${describe(err)}`),
-      );
-    },
-    Math.max(100, Math.floor(lease.ttlMs / 3)),
-  );
-  timer.unref?.();
-  const stop = () => clearInterval(timer);
-  signal.addEventListener('abort', stop, { once: true });
-  return () => {
-    stop();
-    signal.removeEventListener('abort', stop);
-  };
-}
-
-function describe(err: unknown): string {
-  return err instanceof Error ? (err.stack ?? `${err.name}: ${err.message}`) : String(err);
 }

@@ -1,7 +1,7 @@
 /**
  * The receive side of the World: the flow-route handler (`createQueueHandler`), in-process
  * handlers (`registerHandler`), and the in-process SQS consumer that `start()` runs on plain Node
- * hosts. The Lambda SQS handler (./lambda.ts) is composed the same way (./delivery.ts).
+ * hosts. The Lambda SQS handler (./lambda.ts) is composed the same way (./delivery/compose.ts).
  *
  * Where a delivery goes: a handler registered for the queue name's prefix (in process), else
  * `config.flowUrl`, else the local `eve start` flow route (`http://127.0.0.1:$PORT/...`).
@@ -17,7 +17,7 @@ import type { SqsTransport } from '../queue/transport.js';
 import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs, storageContext } from '../storage/index.js';
 import { flushEvery, flushMetrics } from '../telemetry/metrics.js';
 import type { DeploymentFilter } from './affinity.js';
-import { composeDelivery, queuePrefixOf } from './delivery.js';
+import { composeDelivery, queuePrefixOf } from './delivery/compose.js';
 import { createEarlyOffer, type EarlyOffer, earlyOn } from './early/offer.js';
 import { createQueueHandler, type HandlerOptions } from './handler.js';
 import { DynamoNonceStore } from './nonces.js';

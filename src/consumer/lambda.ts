@@ -13,7 +13,7 @@
  * import { POST } from './.well-known/workflow/v1/flow.mjs';
  * export const handler = createSqsHandler({ flow: POST });
  * ```
- * The parts (signing, routing, receipts, breaker) are composed by ./delivery.ts, as for the
+ * The parts (signing, routing, receipts, breaker) are composed by ./delivery/compose.ts, as for the
  * poller. Record fate (the pipeline in ./pipeline.ts decides): ack, or a replacement sent (next long-wait
  * hop, long `timeoutSeconds`, an outage copy on its last receive) -> success, so Lambda deletes it.
  * `{timeoutSeconds}` within 12 h -> visibility changed, reported as a failure so Lambda leaves it.
@@ -38,7 +38,7 @@ import { consoleLogger, type Logger } from '../log.js';
 import { preflight } from '../preflight.js';
 import { createTransport, type SqsTransport } from '../queue/transport.js';
 import { forEachLimited } from '../util/concurrency.js';
-import { composeDelivery, type DeliveryComposition } from './delivery.js';
+import { composeDelivery, type DeliveryComposition } from './delivery/compose.js';
 import { type DeliveryOutcome, deliverMessage, type FlowHandler, type InboundMessage } from './pipeline.js';
 
 /** The parts of the Lambda SQS event this handler reads (structurally compatible with @types/aws-lambda). */

@@ -122,12 +122,22 @@ export class SecretsManagerSigningSecret implements SigningSecretSource {
     const get = (VersionStage: string) =>
       sm.send(new GetSecretValueCommand({ SecretId: this.arn, VersionStage })) as Promise<GetSecretValueCommandOutput>;
     const current = parseSecretString(this.arn, 'AWSCURRENT', (await get('AWSCURRENT')).SecretString);
-    let previous: string[] = [];
+    // No previous version (never rotated, a not-found error), or one that is not a usable secret:
+    // current only. Any other failure of the read is thrown (told apart by the error's name, never
+    // its text).
+    let previousText: string | undefined;
     try {
-      previous = parseSecretString(this.arn, 'AWSPREVIOUS', (await get('AWSPREVIOUS')).SecretString);
+      previousText = (await get('AWSPREVIOUS')).SecretString;
     } catch (err) {
-      // No previous version (never rotated), or one that is not a usable secret: current only.
-      if (!isNotFound(err) && !(err instanceof Error && /AWSPREVIOUS/.test(err.message))) throw err;
+      if (!isNotFound(err)) throw err;
+    }
+    let previous: string[] = [];
+    if (previousText !== undefined) {
+      try {
+        previous = parseSecretString(this.arn, 'AWSPREVIOUS', previousText);
+      } catch {
+        // not a usable secret: current only
+      }
     }
     const loaded: Loaded = {
       signing: current[0],

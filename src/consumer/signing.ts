@@ -102,7 +102,15 @@ export function signatureHeaders(
   };
 }
 
-export type VerifyResult = { ok: true; signature: string; timestamp: number } | { ok: false; reason: string };
+/** Why a request's signature was refused: a closed set, read as data (and logged as is). */
+export type SignatureRefusal =
+  | 'unsigned request'
+  | 'malformed timestamp'
+  | 'stale timestamp'
+  | 'malformed signature (not v2)'
+  | 'bad signature';
+
+export type VerifyResult = { ok: true; signature: string; timestamp: number } | { ok: false; reason: SignatureRefusal };
 
 /**
  * The random signing key of this process (32 bytes, hex), created on first use. Kept on

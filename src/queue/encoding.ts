@@ -14,7 +14,7 @@
  * Every message carries its format (src/formats.ts): `eve.fmt` in the attributes, `f` in the
  * envelope body (written after `tag`, which older readers match as a prefix). Unstamped = format 1;
  * readers before 0.2.0 ignore both (an unknown attribute or JSON field is skipped by them).
- * The consumer parks a message of a newer format instead of delivering it (src/consumer/pipeline.ts).
+ * The consumer parks a message of a newer format instead of delivering it (src/consumer/delivery/replace.ts).
  */
 import { MESSAGE_FORMAT, MESSAGE_FORMAT_ATTR, parseFormat, UNSTAMPED_FORMAT } from '../formats.js';
 

@@ -29,11 +29,10 @@
  * folder are not this rule's business. And one unit lives in one place: no file `x.ts` beside a
  * folder `x/` (a command's folder holds the command).
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-
-const SRC = path.resolve(__dirname, '../../src');
+import { cyclesOf, importsOf, resolveRel, SRC, sourceFiles } from '../helpers/imports.js';
 
 type Layer = { rank: number; name: string };
 
@@ -83,37 +82,6 @@ function walkDirs(dir: string): string[] {
   ];
 }
 
-function walk(dir: string): string[] {
-  return readdirSync(dir).flatMap((n) => {
-    const p = path.join(dir, n);
-    if (statSync(p).isDirectory()) return walk(p);
-    return /\.(ts|tsx)$/.test(n) && !n.endsWith('.d.ts') ? [p] : [];
-  });
-}
-
-/** Relative specifiers of every static import/export-from and dynamic import() in `text`. */
-function importsOf(text: string): string[] {
-  const out: string[] = [];
-  const stripped = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
-  const re =
-    /(?:\bimport\s+(?:type\s+)?(?:[\w*{}\s,$]+\s+from\s+)?|\bexport\s+(?:type\s+)?[\w*{}\s,$]+\s+from\s+|\bimport\s*\(\s*)['"]([^'"]+)['"]/g;
-  for (const m of stripped.matchAll(re)) out.push(m[1]);
-  return out;
-}
-
-function resolveRel(fromFile: string, spec: string): string | undefined {
-  if (!spec.startsWith('.')) return undefined;
-  const abs = path.resolve(path.dirname(fromFile), spec.replace(/\.js$/, '.ts'));
-  for (const cand of [abs, abs.replace(/\.ts$/, '.tsx'), path.join(abs.replace(/\.ts$/, ''), 'index.ts')]) {
-    try {
-      if (statSync(cand).isFile()) return path.relative(SRC, cand).split(path.sep).join('/');
-    } catch {
-      // try the next candidate
-    }
-  }
-  return path.relative(SRC, abs).split(path.sep).join('/');
-}
-
 /** Every edge that breaks the rule, as "from -> to (layer -> layer)". */
 function violations(files: { rel: string; text: string }[]): string[] {
   const bad: string[] = [];
@@ -160,39 +128,6 @@ function entryGraph(folder: string, files: { rel: string; text: string }[]): Map
     }
   }
   return g;
-}
-
-/** The strongly connected components of more than one node (Tarjan), each sorted. */
-function cyclesOf(g: Map<string, Set<string>>): string[][] {
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const out: string[][] = [];
-  let next = 0;
-  const visit = (v: string) => {
-    index.set(v, next);
-    low.set(v, next++);
-    stack.push(v);
-    onStack.add(v);
-    for (const w of g.get(v) ?? []) {
-      if (!index.has(w)) {
-        visit(w);
-        low.set(v, Math.min(low.get(v) ?? 0, low.get(w) ?? 0));
-      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v) ?? 0, index.get(w) ?? 0));
-    }
-    if (low.get(v) === index.get(v)) {
-      const scc: string[] = [];
-      for (let w = stack.pop(); w !== undefined; w = stack.pop()) {
-        onStack.delete(w);
-        scc.push(w);
-        if (w === v) break;
-      }
-      if (scc.length > 1) out.push(scc.sort());
-    }
-  };
-  for (const v of [...g.keys()].sort()) if (!index.has(v)) visit(v);
-  return out;
 }
 
 /**
@@ -261,10 +196,7 @@ const isKnown = (cycle: string) =>
     ([folder, entry]) => cycle.startsWith(`${folder}: `) && cycle.split(' ⇄ ').some((e) => e.endsWith(entry)),
   );
 
-const files = walk(SRC).map((p) => ({
-  rel: path.relative(SRC, p).split(path.sep).join('/'),
-  text: readFileSync(p, 'utf8'),
-}));
+const files = sourceFiles();
 
 const folders = walkDirs(SRC);
 

@@ -1,13 +1,13 @@
 /**
  * The one composition of the delivery pipeline, used by both consumers: the in-process poller
- * (./index.ts, `start()`) and the Lambda SQS handler (./lambda.ts). Each builds its parts here, so
+ * (../index.ts, `start()`) and the Lambda SQS handler (../lambda.ts). Each builds its parts here, so
  * signing, routing, receipts and the circuit breaker are wired the same way in
  * both shapes; only how copies arrive (long poll vs event source mapping) differs.
  *
  * Invariants:
  * - Every delivery is signed: with the AWSCURRENT value of EVE_WORLD_AWS_SIGNING_SECRET_ARN
- *   (./secret-source.ts), else the first configured secret, else this process's random key, which
- *   only a flow route in this same process accepts (./signing.ts).
+ *   (../secret-source.ts), else the first configured secret, else this process's random key, which
+ *   only a flow route in this same process accepts (../signing.ts).
  * - A queue whose prefix has an in-process handler goes to it; every other one goes over HTTP to
  *   the configured flow URL, else the local `eve start` route (`defaultFlowUrl`).
  * - One breaker and one set of in-flight logical ids per consumer: a warm container or a process
@@ -15,18 +15,18 @@
  *   once in it.
  */
 import { parseQueueName, type ValidQueueName } from '@workflow/world';
-import { queueNameOf } from '../aws/arn.js';
-import { defaultFlowUrl } from '../config/index.js';
-import type { WorldContext } from '../context.js';
-import { FLOW_PATH } from '../limits.js';
-import { configureLogging, type Logger } from '../log.js';
-import type { SqsTransport } from '../queue/transport.js';
-import { enableMetrics } from '../telemetry/metrics.js';
-import { CircuitBreaker } from './breaker.js';
-import type { DeliveryDeps, FlowHandler } from './pipeline.js';
-import { SqsReceipts } from './receipts.js';
-import { type SigningSecretSource, signingSecretSource } from './secret-source.js';
-import { processSigningKey } from './signing.js';
+import { queueNameOf } from '../../aws/arn.js';
+import { defaultFlowUrl } from '../../config/index.js';
+import type { WorldContext } from '../../context.js';
+import { FLOW_PATH } from '../../limits.js';
+import { configureLogging, type Logger } from '../../log.js';
+import type { SqsTransport } from '../../queue/transport.js';
+import { enableMetrics } from '../../telemetry/metrics.js';
+import { CircuitBreaker } from '../breaker.js';
+import type { DeliveryDeps, FlowHandler } from './deps.js';
+import { SqsReceipts } from '../receipts.js';
+import { type SigningSecretSource, signingSecretSource } from '../secret-source.js';
+import { processSigningKey } from '../signing.js';
 
 export interface DeliveryCompositionOptions {
   logger: Logger;

@@ -1,0 +1,76 @@
+/**
+ * The inputs of one delivery: the received copy ({@link InboundMessage}), the flow route it goes to
+ * ({@link FlowHandler}) and everything the four steps read ({@link DeliveryDeps}), wired once by
+ * ./compose.ts.
+ */
+import type { WorldConfig } from '../../config/index.js';
+import type { Logger } from '../../log.js';
+import type { SqsTransport } from '../../queue/transport.js';
+import type { DeploymentFilter } from '../affinity.js';
+import type { CircuitBreaker } from '../breaker.js';
+import type { EarlyDeliveries } from '../early/registry.js';
+import type { SqsReceipts } from '../receipts.js';
+import type { Verdict } from './verdict.js';
+
+/** A flow route: the compiled route's `POST`, a registered in-process handler, or `fetch`. */
+export type FlowHandler = (req: Request) => Promise<Response>;
+
+/** A received SQS message, normalised from the SDK's `Message` or a Lambda `SQSRecord`. */
+export interface InboundMessage {
+  sqsMessageId: string;
+  receiptHandle: string;
+  body: string;
+  /** String values of the message attributes. */
+  attributes: Record<string, string | undefined>;
+  /** SQS ApproximateReceiveCount (1 on first receive). */
+  receiveCount: number;
+  /** SQS SentTimestamp of this copy (epoch ms), when the receive asked for it. */
+  sentAt?: number;
+}
+
+export interface DeliveryDeps {
+  config: WorldConfig;
+  /** Send side: next hops and replacement copies. */
+  transport: SqsTransport;
+  receipts: SqsReceipts;
+  /** The flow route for a logical queue name. */
+  route(queueName: string): { handler: FlowHandler; url: string };
+  /**
+   * Signs every delivery (closed by default): the secret, or where to read it (Secrets Manager,
+   * ../secret-source.ts). Unset: this process's random key, which only a flow route in this same
+   * process accepts.
+   */
+  signingSecret?: string | (() => Promise<string>);
+  logger?: Logger;
+  /** Aborts an HTTP delivery (shutdown, Lambda deadline); the copy is then released. */
+  signal?: AbortSignal;
+  /**
+   * Visibility (s) the received copy is hidden for: the heartbeat extends it by this much every
+   * third of it while the handler runs.
+   */
+  visibilitySeconds: number;
+  /** Pauses consumption during a flow-route outage (../breaker.ts). */
+  breaker?: CircuitBreaker;
+  /**
+   * True when the caller did not take the breaker's permission before receiving (the Lambda
+   * handler, whose copies arrive regardless): while the circuit is open a copy is parked without
+   * calling the route. The poller gates its receives instead and leaves this unset.
+   */
+  gateOnBreaker?: boolean;
+  /**
+   * Logical message ids this consumer is handling right now. Core treats a delivery that carries
+   * the message id of a step's inline owner as that owner's crash-redelivery and re-runs the
+   * step, so two copies of one message (SQS standard queues occasionally deliver twice) are not
+   * handled at the same time here: the second copy is deferred and then replays what the first
+   * committed (without a request; across processes the step lease does the same, see ../pipeline.ts).
+   */
+  inFlight?: Set<string>;
+  /**
+   * Messages this consumer delivered before their SQS copy arrived (../early/registry.ts): a copy
+   * of one takes that delivery's verdict instead of being dispatched again.
+   */
+  early?: EarlyDeliveries<Verdict>;
+  /** Deployment affinity (../affinity.ts): another deployment's message is held, never dispatched. */
+  affinity?: DeploymentFilter;
+  now?: () => number;
+}

@@ -1,0 +1,211 @@
+/**
+ * The settle step: the settle policy, one verdict -> the SQS calls for the received copy and the
+ * breaker's news, and the outcome the caller acts on (delete or keep). Replacements and parks are
+ * in ./replace.ts, the backoffs in ./backoff.ts.
+ *
+ * Invariants:
+ * - A copy is deleted only after its handler acked it, or after its replacement (next hop, long
+ *   `timeoutSeconds`, a copy held or parked without a dispatch) has been accepted by SQS or the
+ *   Scheduler.
+ * - Outages never push a message into the DLQ: of the flow route (unreachable, 502/503/504, 429,
+ *   408, or any 5xx while the circuit is open), of S3 reading an offloaded body, or of the
+ *   signing-secret source. A copy the route may have received is parked (hidden for the cool-down)
+ *   and, on its last allowed receive, replaced by a fresh copy; a copy the route never received is
+ *   replaced at once. Only the message's own fault counts: malformed, 4xx, a handler that keeps
+ *   failing, an offloaded body that is gone (src/aws/errors.ts, `isObjectFault`).
+ * - A `timeoutSeconds` is not a failure and never pushes a message into the DLQ (`defer`).
+ * - Poison (malformed, 4xx, a handler that keeps failing) is retried with backoff and dead-lettered
+ *   after `maxReceiveCount` receives; the last failing receive logs exactly one DLQ line.
+ */
+import type { WorldConfig } from '../../config/index.js';
+import { SQS_MAX_VISIBILITY_SECONDS } from '../../limits.js';
+import type { Logger } from '../../log.js';
+import { decodePayload, type Envelope } from '../../queue/encoding.js';
+import { failureBackoffSeconds } from './backoff.js';
+import type { DeliveryDeps, InboundMessage } from './deps.js';
+import { quoted } from './quoted.js';
+import { park, replace } from './replace.js';
+import type { DeliveryOutcome, PoisonReason, Verdict } from './verdict.js';
+
+/**
+ * Turns a verdict into SQS calls. `dispatched`: this receive handed the request to the flow route.
+ * A receive that did not (a hold, a park before the route was reached, a copy settled by its early
+ * delivery's verdict) and leaves the message to be delivered again replaces the copy
+ * (./replace.ts), so the attempt core sees counts dispatches only. Undispatched poison is always
+ * found before the breaker was asked (`early`: decode, build; an early delivery's failure is not
+ * taken as this copy's verdict but dispatched again, see ./decide.ts), so it is kept like any
+ * failure and counts toward the DLQ.
+ */
+export async function settle(
+  msg: InboundMessage,
+  envelope: Envelope | undefined,
+  attempt: number,
+  verdict: Verdict,
+  deps: DeliveryDeps,
+  logger: Logger,
+  dispatched: boolean,
+): Promise<DeliveryOutcome> {
+  const messageId = envelope?.messageId;
+  const where = envelope
+    ? `message ${quoted(envelope.messageId)} on ${quoted(envelope.queueName)}`
+    : `SQS message ${msg.sqsMessageId}`;
+  switch (verdict.kind) {
+    case 'ack':
+      deps.breaker?.succeeded();
+      return { action: 'delete', reason: 'ack', messageId };
+
+    case 'hop':
+      // sendPlanned re-homes an offloaded body that would expire before this hop can be received.
+      await deps.transport.sendPlanned(
+        envelope as Envelope,
+        { kind: 'sqs', delaySeconds: verdict.delaySeconds, deliverAt: verdict.deliverAt },
+        (deps.now ?? Date.now)(),
+      );
+      deps.breaker?.neutral();
+      return { action: 'delete', reason: 'redelayed', messageId };
+
+    case 'later':
+      deps.breaker?.succeeded();
+      if (!dispatched) {
+        // An early delivery's `timeoutSeconds`: a fresh copy (its own id) delayed that long.
+        return replace(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger, { reason: 'rescheduled' });
+      }
+      return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger);
+
+    case 'hold':
+      // Not a verdict on the route.
+      deps.breaker?.neutral();
+      return replace(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger, {
+        reason: 'held',
+        hold: verdict.cause,
+        detail: verdict.detail,
+      });
+
+    case 'paused':
+      // The circuit is open: the route was not called, the copy waits out the cool-down.
+      return park(msg, envelope as Envelope, attempt, 'unavailable', 'circuit open: the flow route is failing', deps, {
+        reached: false,
+        logger,
+      });
+
+    case 'aborted':
+      deps.breaker?.neutral();
+      // Shutdown or deadline: hand the copy back at once instead of hiding it for the visibility.
+      await deps.receipts.release(msg.receiptHandle).catch(() => undefined);
+      return { action: 'keep', reason: 'released', messageId };
+
+    case 'outage': {
+      // Unreachable, 502-504, 429 and 408 are always an outage; a plain 500 only while the circuit
+      // is open (several messages failing in a row), otherwise it is the handler failing. S3 or the
+      // secret source failing is an outage of neither the route nor the message: the breaker is
+      // not told.
+      let open = false;
+      if (verdict.of === 'route') {
+        open = deps.breaker?.failed(messageId ?? msg.sqsMessageId, verdict.detail, verdict.ambiguous) ?? false;
+      } else {
+        deps.breaker?.neutral();
+      }
+      const outage = open || !verdict.ambiguous;
+      // Only a dispatch can be ambiguous (an answer of the route): an outage found before one
+      // (a request that could not be built) is never, so it always parks.
+      if (!outage) return keepFailed(msg, envelope, 'failed', verdict.detail, deps, logger);
+      logger.warn(
+        `[eve-world-aws] ${where}: ${verdict.detail}; kept for retry (an outage does not count toward the DLQ)`,
+      );
+      return park(msg, envelope as Envelope, attempt, verdict.reason, verdict.detail, deps, {
+        reached: dispatched && verdict.reached,
+        dependency: verdict.of === 'dependency',
+        logger,
+      });
+    }
+
+    case 'poison':
+      // A poison copy that was the probe gives the slot back at once; one found before the
+      // breaker was asked never touches it.
+      if (!verdict.early) deps.breaker?.neutral();
+      if (verdict.reason === 'unauthorized') {
+        logger.error(
+          `[eve-world-aws] flow route refused ${where} as unauthorized; check EVE_WORLD_AWS_SIGNING_SECRET is the same on both sides (${verdict.detail})`,
+        );
+      } else if (envelope && verdict.reason !== 'malformed') {
+        logger.warn(`[eve-world-aws] ${where} attempt ${attempt} failed: ${verdict.detail}`);
+      }
+      return keepFailed(msg, envelope, verdict.reason, verdict.detail, deps, logger);
+  }
+}
+
+/** A real failure: retried after a short backoff, dead-lettered after `maxReceiveCount` receives. */
+async function keepFailed(
+  msg: InboundMessage,
+  envelope: Envelope | undefined,
+  reason: PoisonReason,
+  detail: string,
+  deps: DeliveryDeps,
+  logger: Logger,
+): Promise<DeliveryOutcome> {
+  reportLastReceive(msg, envelope, deps.config, logger, detail);
+  // Back after a short backoff rather than a whole visibility timeout: most failures are transient.
+  const seconds = failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
+  await deps.receipts.changeVisibility(msg.receiptHandle, seconds).catch(() => undefined);
+  return { action: 'keep', reason, messageId: envelope?.messageId, detail };
+}
+
+/**
+ * Redeliver the same logical message after `seconds`. Preferred: keep the SQS copy and change its
+ * visibility (same copy, receive count continues). A re-send (same logical id, attempt offset
+ * carried) is used when the wait exceeds SQS's 12 h visibility cap, when SQS refuses the change,
+ * or when the receive count has reached maxReceiveCount: a `timeoutSeconds` is not a failure and
+ * must never push the message into the DLQ.
+ */
+async function defer(
+  msg: InboundMessage,
+  envelope: Envelope,
+  attempt: number,
+  timeoutSeconds: number,
+  deps: DeliveryDeps,
+  logger: Logger,
+): Promise<DeliveryOutcome> {
+  const seconds = Math.ceil(timeoutSeconds);
+  if (seconds <= SQS_MAX_VISIBILITY_SECONDS && msg.receiveCount < deps.config.maxReceiveCount) {
+    try {
+      await deps.receipts.changeVisibility(msg.receiptHandle, seconds);
+      return { action: 'keep', reason: 'deferred', messageId: envelope.messageId };
+    } catch (err) {
+      logger.warn(
+        `[eve-world-aws] ChangeMessageVisibility(${seconds}) failed for ${envelope.messageId}, re-sending instead: ${String(err)}`,
+      );
+    }
+  }
+  await deps.transport.send({ ...envelope, attemptOffset: attempt, deliverAt: undefined }, seconds, {
+    now: (deps.now ?? Date.now)(),
+  });
+  return { action: 'delete', reason: 'rescheduled', messageId: envelope.messageId };
+}
+
+function runIdOf(body: string | undefined): string | undefined {
+  if (!body) return undefined;
+  try {
+    const p = decodePayload(body) as { runId?: unknown };
+    return typeof p?.runId === 'string' ? p.runId : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The single DLQ line: emitted when the failing receive is the last one SQS allows. */
+function reportLastReceive(
+  msg: InboundMessage,
+  envelope: Envelope | undefined,
+  config: WorldConfig,
+  logger: Logger,
+  detail: string,
+): void {
+  if (msg.receiveCount < config.maxReceiveCount) return;
+  const runId = runIdOf(envelope?.body ?? msg.body);
+  // Names from the message are quoted (JSON): a hostile one cannot forge log lines.
+  logger.error(
+    `[eve-world-aws] DLQ: run ${runId === undefined ? 'unknown' : quoted(runId)} on queue ${envelope ? quoted(envelope.queueName) : 'unknown'} (message ${envelope ? quoted(envelope.messageId) : msg.sqsMessageId}) ` +
+      `failed ${msg.receiveCount}/${config.maxReceiveCount} receives; it moves to ${config.deadLetterQueue} (reason: ${JSON.stringify(detail.slice(0, 300))})`,
+    { runId, messageId: envelope?.messageId ?? msg.sqsMessageId, queue: envelope?.queueName },
+  );
+}

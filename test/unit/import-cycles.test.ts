@@ -1,0 +1,76 @@
+/**
+ * No import circle in src/ (issue #31, item 5): reads the relative imports of every module under
+ * src/ (type-only imports included: a circle of types is still two files that each need the other
+ * to be read) and fails on any cycle between files, printing one concrete path of it. Where
+ * test/unit/layers.test.ts checks layers and folders, this checks files, inside a folder too.
+ *
+ * Also: every file of the receive side (src/consumer/) stays under 300 lines, one job each.
+ * Pure: parses the files, no emulator.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cyclePath, cyclesOf, moduleGraph, SRC, sourceFiles, walk } from '../helpers/imports.js';
+
+/**
+ * Cycles that exist today and are to be removed (issue #33), each as its modules sorted and joined
+ * by ' ⇄ ' (as the failure message prints them). The list can only shrink: an entry no longer
+ * found fails the second test until it is deleted. Empty: src/ has no cycle.
+ */
+const ALLOWED_CYCLES: string[] = [];
+
+/** Every file of src/consumer/ has fewer lines than this. */
+const CONSUMER_MAX_LINES = 300;
+
+describe('import cycles', () => {
+  const graph = moduleGraph(sourceFiles());
+  const cycles = cyclesOf(graph).map((scc) => ({ key: scc.join(' ⇄ '), path: cyclePath(graph, scc) }));
+
+  it('reads the graph: every module is in it, with the imports it has', () => {
+    expect(graph.size).toBe(walk(SRC).length);
+    expect(graph.get('consumer/pipeline.ts')).toContain('consumer/delivery/decide.ts');
+    // a type-only import counts
+    expect(graph.get('consumer/delivery-telemetry.ts')).toContain('consumer/delivery/verdict.ts');
+  });
+
+  it('src/ has no import cycle outside the allow-list', () => {
+    const found = cycles.filter((c) => !ALLOWED_CYCLES.includes(c.key)).map((c) => c.path);
+    expect(found, 'import cycles (one path each; break one of its imports)').toEqual([]);
+  });
+
+  it('the allow-list only shrinks: every entry is still a cycle', () => {
+    const keys = new Set(cycles.map((c) => c.key));
+    expect(
+      ALLOWED_CYCLES.filter((k) => !keys.has(k)),
+      'allowed cycles that are gone: delete them',
+    ).toEqual([]);
+  });
+
+  it('finds and prints a cycle (the check can fail)', () => {
+    const g = new Map([
+      ['a.ts', new Set(['b.ts'])],
+      ['b.ts', new Set(['c.ts', 'd.ts'])],
+      ['c.ts', new Set(['a.ts'])],
+      ['d.ts', new Set<string>()],
+    ]);
+    const found = cyclesOf(g);
+    expect(found).toEqual([['a.ts', 'b.ts', 'c.ts']]);
+    expect(cyclePath(g, found[0])).toBe('a.ts -> b.ts -> c.ts -> a.ts');
+    expect(cyclesOf(new Map([['a.ts', new Set(['b.ts'])]]))).toEqual([]);
+  });
+});
+
+describe('src/consumer/ file size', () => {
+  it(`every file is under ${CONSUMER_MAX_LINES} lines`, () => {
+    const dir = path.join(SRC, 'consumer');
+    const files = (readdirSync(dir, { recursive: true }) as string[]).filter((p) =>
+      statSync(path.join(dir, p)).isFile(),
+    );
+    expect(files.length).toBeGreaterThan(10);
+    const long = files
+      .map((p) => ({ p, lines: readFileSync(path.join(dir, p), 'utf8').trimEnd().split('\n').length }))
+      .filter(({ lines }) => lines >= CONSUMER_MAX_LINES)
+      .map(({ p, lines }) => `src/consumer/${p.split(path.sep).join('/')}: ${lines} lines`);
+    expect(long, 'files of src/consumer/ to split').toEqual([]);
+  });
+});
