@@ -15,7 +15,7 @@ describe('outcomeMetric', () => {
       [{ action: 'delete', reason: 'ack' }, 1, 'DeliveriesAcked'],
       [{ action: 'delete', reason: 'rescheduled' }, 1, 'DeliveriesDeferred'],
       [{ action: 'delete', reason: 'redelayed' }, 1, 'DeliveriesDeferred'],
-      [{ action: 'delete', reason: 'held', hold: 'other-deployment' }, 1, 'DeliveriesDeferred'],
+      [{ action: 'delete', reason: 'held', hold: 'other-deployment' }, 1, 'DeliveriesHeldForDeployment'],
       [{ action: 'delete', reason: 'held', hold: 'copy-running' }, 1, 'DeliveriesRefusedCopy'],
       [{ action: 'delete', reason: 'parked' }, MAX, 'DeliveriesRetried'],
       [{ action: 'keep', reason: 'deferred' }, 1, 'DeliveriesDeferred'],
