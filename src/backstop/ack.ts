@@ -2,7 +2,8 @@
  * The flow route's acknowledgement of a quiet turn: after a workflow delivery (a run continuation,
  * not a step) returned normally, the run's DUE item records the highest log slot that delivery read
  * (`ackedSlot`), so the backstop does not wake a run for an event its replay already saw (a run
- * idling on a hook after a step finished). One UpdateItem of a non-key attribute: no index write.
+ * idling on a hook after a step finished), and the queue that delivery came on (`wq`), where a
+ * wake of the run is sent. One UpdateItem of non-key attributes: no index write.
  *
  * Conditional on the item existing and on raising `ackedSlot` (a late ack never lowers it), so
  * applying it twice is applying it once. Off the turn's critical path: the flow route does not wait
@@ -16,9 +17,10 @@ import { keysOf } from '../storage/table/codec.js';
 import type { StorageCtx } from '../storage/table/context.js';
 import { assign, condition, expression } from '../storage/write/expression.js';
 
-export async function ackTurn(ctx: StorageCtx, runId: string, slot: number): Promise<void> {
+export async function ackTurn(ctx: StorageCtx, runId: string, slot: number, queueName?: string): Promise<void> {
   const raise = expression()
     .set(assign('ackedSlot', ':s', { N: String(slot) }))
+    .set(...(queueName ? [assign('wq', ':q', { S: queueName })] : []))
     .when(condition(when.all(when.present, when.any(when.lacks('ackedSlot'), when.below('ackedSlot', slot)))));
   try {
     await ctx.ddb.send(new UpdateItemCommand(raise.toUpdateItem(ctx.table, keysOf(keys.due(runId)))));

@@ -34,7 +34,7 @@ import { type CheckInput, type Decision, decide } from './decide.js';
 
 /** Sends a run's wake (./wake.ts); injected so the tick needs no queue of its own in tests. */
 export type WakeRun = (
-  run: { runId: string; workflowName: string; deploymentId?: string },
+  run: { runId: string; workflowName: string; deploymentId?: string; queueName?: string },
   stranded: ReadonlyArray<{ stepId: string; stepName: string }>,
   wakes: number,
 ) => Promise<void>;
@@ -127,7 +127,8 @@ export async function checkRun(
   }
   if (d.kind === 'wake' && input.workflowName) {
     opts.logger?.info(wakeLogLine(runId, d.wakes, d.why));
-    await opts.wake({ runId, workflowName: input.workflowName, deploymentId: input.deploymentId }, d.stranded, d.wakes);
+    const run = { runId, workflowName: input.workflowName, deploymentId: input.deploymentId };
+    await opts.wake(due.queueName ? { ...run, queueName: due.queueName } : run, d.stranded, d.wakes);
   }
   await moveDue(ctx, runId, fencedAt, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
   return d.kind;

@@ -1,8 +1,9 @@
 /**
  * The backstop's wake of a run: re-open the dispatch keys of its stranded steps, then send a plain
  * run continuation (`{ runId }`) to the run's workflow queue, as core's own continuations are: the
- * queue of the app's namespace (`config.queueNamespace`, WORKFLOW_QUEUE_NAMESPACE, as core reads
- * it), for the run's own deployment (`{ deploymentId }`: with affinity on, the message names it
+ * queue its last acknowledged workflow delivery came on (the DUE item's `wq`, ./ack.ts), else the
+ * queue of the configured namespace (`config.queueNamespace`, WORKFLOW_QUEUE_NAMESPACE, as core
+ * reads it), for the run's own deployment (`{ deploymentId }`: with affinity on, the message names it
  * and only that deployment's consumers run it; a plain continuation is never refused for a
  * retired one, whose consumers' guard then settles the run, src/deployment/targets.ts). Core's
  * replay then does what the run owes: re-queues a pending step, completes an elapsed wait, replays a
@@ -34,11 +35,18 @@ export function fnv1a32Hex(value: string): string {
 /** Core's idempotency key of a step's dispatch message. */
 export const stepDispatchKey = (stepId: string, stepName: string) => `${stepId}:${fnv1a32Hex(stepName)}`;
 
+/**
+ * The workflow queue of a run whose DUE item names none (no workflow delivery of it was acknowledged
+ * yet): the configured namespace's (`WORKFLOW_QUEUE_NAMESPACE`), else core's default.
+ */
+function queueFor(ctx: WorldContext, workflowName: string): string {
+  return `${getQueueTopicPrefix('workflow', resolveQueueNamespace(ctx.config.queueNamespace))}${workflowName}`;
+}
+
 export function createWake(ctx: WorldContext, sender: Pick<QueueSender, 'queue'>): WakeRun {
   return async (run, stranded) => {
     for (const s of stranded) await reopenSentIdempotencyKey(ctx, stepDispatchKey(s.stepId, s.stepName));
-    const namespace = resolveQueueNamespace(ctx.config.queueNamespace);
-    const queueName = `${getQueueTopicPrefix('workflow', namespace)}${run.workflowName}`;
+    const queueName = run.queueName ?? queueFor(ctx, run.workflowName);
     // For the run's own deployment (affinity): a consumer of another build never runs it.
     await sender.queue(
       queueName as ValidQueueName,

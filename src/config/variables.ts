@@ -296,6 +296,6 @@ export const VARIABLES = {
     default: '-',
     values: 'a queue namespace (eve agents: `eve<hex of the agent name>`)',
     description:
-      "Core's queue namespace of the app's workflows (`__<namespace>_wkf_workflow_<name>`; unset: `__wkf_workflow_<name>`). The World reads it once, for the liveness backstop, which sends a stranded run's wake to the run's workflow queue: set it to the app's namespace wherever the backstop ticks (the consumer process, the sweeper Lambda) when the app passes its namespace to core in code.",
+      "Core's queue namespace of the app's workflows (`__<namespace>_wkf_workflow_<name>`; unset: `__wkf_workflow_<name>`). The World reads it once, for the liveness backstop, which sends a stranded run's wake to the queue the run's last acknowledged workflow delivery came on, and to this namespace's queue only for a run none was acknowledged for yet (a run whose first message was lost): set it wherever the backstop ticks (the consumer process, the sweeper Lambda) when the app passes its namespace to core in code, as eve does.",
   }),
 } as const satisfies Record<string, AnySetting>;

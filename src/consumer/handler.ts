@@ -75,7 +75,7 @@ export interface HandlerOptions {
    * normally: the run and the highest slot of its log the delivery read (the liveness backstop's
    * acknowledgement, src/backstop/ack.ts). Must not throw.
    */
-  onTurnDone?: (runId: string, readSlot: number) => void;
+  onTurnDone?: (runId: string, readSlot: number, queueName: string) => void;
   /** Largest request body read (bytes); larger ones get 413. Default 32 MiB. */
   maxBodyBytes?: number;
   /** How long reading the body may take (ms) before the request gets 408. Default 30 000. */
@@ -225,7 +225,7 @@ export function createQueueHandler(
       }
       const turn = body as { runId?: unknown; stepId?: unknown };
       const read = typeof turn.runId === 'string' ? scope.readTails?.get(turn.runId) : undefined;
-      if (read !== undefined && turn.stepId === undefined) opts.onTurnDone?.(turn.runId as string, read);
+      if (read !== undefined && turn.stepId === undefined) opts.onTurnDone?.(turn.runId as string, read, queueName);
       if ((body as { invoke?: unknown }).invoke === true) return json({ result });
       const timeoutSeconds = (result as { timeoutSeconds?: unknown } | null | undefined)?.timeoutSeconds;
       if (typeof timeoutSeconds === 'number' && Number.isFinite(timeoutSeconds) && timeoutSeconds >= 0) {

@@ -214,8 +214,8 @@ function flowRouteOptions(
     trustForwardedHost: config.trustForwardedHost,
     nonces: new DynamoNonceStore(ctx),
     logError: (m, fields) => logger.error(m, fields),
-    onTurnDone: (runId, slot) => {
-      ackTurn(storageContext(ctx), runId, slot).catch((err) =>
+    onTurnDone: (runId, slot, queueName) => {
+      ackTurn(storageContext(ctx), runId, slot, queueName).catch((err) =>
         logger.warn(`[eve-world-aws] backstop: could not acknowledge the turn of run ${runId}: ${String(err)}`),
       );
     },

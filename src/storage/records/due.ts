@@ -9,7 +9,9 @@
  *               same tail knows the run has been quiet since then, without comparing clocks;
  * - `ackedSlot` the highest log slot a workflow delivery read and then acknowledged (the flow route):
  *               a replay owed by an event at or below it was done;
- * - `wakes`     backstop wakes sent since the run last moved (the backoff's exponent).
+ * - `wakes`     backstop wakes sent since the run last moved (the backoff's exponent);
+ * - `wq`        (a string) the queue the run's last acknowledged workflow delivery came on, so a
+ *               wake reaches the app's queue namespace (eve names its own) with nothing configured.
  *
  * Written in transactions that are written anyway: `run_created` puts it (../write/run-created.ts, and the resilient start in ../write/run-started.ts) and
  * `hook_received` pulls it forward (../write/hook-events.ts), so a hook received after days of
@@ -30,6 +32,8 @@ export interface DueRecord {
   wakes: number;
   seenSlot?: number;
   ackedSlot?: number;
+  /** `wq`: the workflow queue of the run's last acknowledged delivery. */
+  queueName?: string;
 }
 
 /** The GSI1 sort key of a check at `dueAt`: 13-digit ms, so string order is time order until 2286. */
@@ -103,5 +107,6 @@ export function parseDue(it: Attrs): DueRecord {
     wakes: num(it, 'wakes') ?? 0,
     seenSlot: num(it, 'seenSlot'),
     ackedSlot: num(it, 'ackedSlot'),
+    queueName: str(it, 'wq'),
   };
 }
