@@ -148,6 +148,7 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     scheduler: readUrl(src, V.endpointScheduler) ?? all,
     kms: readUrl(src, V.endpointKms) ?? all,
     secretsManager: readUrl(src, V.endpointSecretsManager) ?? all,
+    lambda: readUrl(src, V.endpointLambda) ?? all,
   });
   const signingSecrets = readSecrets(src, V.signingSecret);
   const signingSecretArn = readText(src, V.signingSecretArn);

@@ -81,6 +81,11 @@ export const VARIABLES = {
     "Secrets Manager endpoint (for EVE_WORLD_AWS_SIGNING_SECRET_ARN), e.g. the embedded emulator's.",
     'http://127.0.0.1:4569',
   ),
+  endpointLambda: endpoint(
+    'AWS_ENDPOINT_URL_LAMBDA',
+    "Lambda endpoint the worker invokes the host's versions on (deployment affinity in the Lambda shape), e.g. the embedded emulator's.",
+    'http://127.0.0.1:4570',
+  ),
   port: int({
     name: 'PORT',
     default: 3000,

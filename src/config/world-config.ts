@@ -12,6 +12,7 @@ export interface Endpoints {
   readonly scheduler?: string;
   readonly kms?: string;
   readonly secretsManager?: string;
+  readonly lambda?: string;
 }
 
 export interface WorldConfig extends WorldTuning {
