@@ -186,6 +186,7 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     allowUnsigned: readFlag(src, V.allowUnsigned),
     trustForwardedHost: readFlag(src, V.trustForwardedHost),
     flowUrl,
+    hostFunction: readText(src, V.hostFunction),
     allowInsecureFlowUrl,
     port: readCount(src, V.port),
     inLambda: src.raw(V.lambda) !== undefined,

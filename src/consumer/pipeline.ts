@@ -118,8 +118,8 @@ export interface DeliveryDeps {
   /** Send side: next hops and replacement copies. */
   transport: SqsTransport;
   receipts: SqsReceipts;
-  /** The flow route for a logical queue name. */
-  route(queueName: string): { handler: FlowHandler; url: string };
+  /** The flow route for a logical queue name and the deployment the message names (`eve.dep`). */
+  route(queueName: string, deploymentId?: string): { handler: FlowHandler; url: string };
   /**
    * Signs every delivery (closed by default): the secret, or where to read it (Secrets Manager,
    * ./secret-source.ts). Unset: this process's random key, which only a flow route in this same
@@ -383,7 +383,7 @@ async function buildRequest(
     // The delivery span, so the flow route (in another process too) runs core under it.
     const traceparent = currentTraceparent();
     if (traceparent) headers[TRACEPARENT_HEADER] = traceparent;
-    const { handler, url } = deps.route(envelope.queueName);
+    const { handler, url } = deps.route(envelope.queueName, envelope.deploymentId);
     const parts = {
       queueName,
       messageId,
