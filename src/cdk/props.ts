@@ -88,7 +88,7 @@ export interface EveWorldAwsProps {
    */
   readonly kmsKey?: kms.IKey | 'create';
   /**
-   * Deployment affinity (docs/deploy.md, "Redeploys and running runs"): a run finishes on the host
+   * Deployment affinity (docs/design.md, "Deployment affinity on Lambda"): a run finishes on the host
    * version that started it. Each deploy's host version is kept (retained on replacement), the
    * host runs with EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, and the worker invokes each run's version
    * (EVE_WORLD_AWS_HOST_FUNCTION, `lambda:InvokeFunction` on the host's qualified ARNs only). Run

@@ -14,8 +14,8 @@
  * - With affinity off, nothing changes from before affinity existed: every process reports
  *   EVE_WORLD_AWS_DEPLOYMENT_ID, else {@link LEGACY_DEPLOYMENT_ID}, and core runs no guard.
  * - `auto` is off: a plain Node host never turns affinity on by itself, because nothing there keeps
- *   an old build alive for its runs unless the operator does (docs/operations.md, "Deployment
- *   affinity"), and a Lambda host cannot tell by itself whether the worker in front of it invokes
+ *   an old build alive for its runs unless the operator does (docs/operations.md,
+ *   "Deployment affinity"), and a Lambda host cannot tell by itself whether the worker in front of it invokes
  *   versions (EVE_WORLD_AWS_HOST_FUNCTION set on the worker) and whether its old versions are kept:
  *   the CDK construct, which knows both, sets `on` (its `deploymentAffinity` prop).
  */
