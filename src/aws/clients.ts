@@ -65,6 +65,12 @@ function localCredentials(endpoint: string | undefined, configured: WorldConfig[
   return configured ? { ...configured } : { accessKeyId: 'local', secretAccessKey: 'local' };
 }
 
+/**
+ * An Invoke of the host answers when the flow route has run the delivery: up to the 15 min Lambda
+ * maximum with no bytes moving. The worker's own deadline (an abort signal) ends it sooner.
+ */
+const INVOKE_ALLOWANCE_MS = 16 * 60_000;
+
 /** SQS long polls wait up to 20 s with no bytes moving; their socket timeout must exceed that. */
 const LONG_POLL_ALLOWANCE_MS = 30_000;
 
@@ -145,6 +151,7 @@ export function createClients(config: WorldConfig): AwsClients {
       return instrumentClient(
         new LambdaClient({
           ...base,
+          ...timeouts(config, INVOKE_ALLOWANCE_MS),
           maxAttempts: 1,
           endpoint: lambda,
           credentials: localCredentials(lambda, config.emulatorCredentials),
