@@ -17,7 +17,7 @@ interface MiddlewareClient {
 }
 
 /** Add the call metrics to `client` (of `service`); returns it. */
-export function instrumentClient<C>(client: C, service: 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms'): C {
+export function instrumentClient<C>(client: C, service: 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms' | 'lambda'): C {
   (client as unknown as MiddlewareClient).middlewareStack.add(
     (next) => async (args) => {
       if (service === 'kms') countMetric('KmsCalls');

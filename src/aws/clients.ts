@@ -13,6 +13,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { KMSClient } from '@aws-sdk/client-kms';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SchedulerClient } from '@aws-sdk/client-scheduler';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -35,6 +36,8 @@ export interface AwsClients {
   kms(): Promise<KMSClient>;
   /** Secrets Manager, loaded on first use: only with EVE_WORLD_AWS_SIGNING_SECRET_ARN. */
   secretsManager(): Promise<SecretsManagerClient>;
+  /** Lambda, loaded on first use: only the worker delivering to a host version calls it. */
+  lambda(): Promise<LambdaClient>;
 }
 
 type Lazy<T> = (() => Promise<T>) & { created?: Promise<T> };
@@ -62,6 +65,12 @@ function localCredentials(endpoint: string | undefined, configured: WorldConfig[
   return configured ? { ...configured } : { accessKeyId: 'local', secretAccessKey: 'local' };
 }
 
+/**
+ * An Invoke of the host answers when the flow route has run the delivery: up to the 15 min Lambda
+ * maximum with no bytes moving. The worker's own deadline (an abort signal) ends it sooner.
+ */
+const INVOKE_ALLOWANCE_MS = 16 * 60_000;
+
 /** SQS long polls wait up to 20 s with no bytes moving; their socket timeout must exceed that. */
 const LONG_POLL_ALLOWANCE_MS = 30_000;
 
@@ -74,7 +83,7 @@ function timeouts(config: Pick<WorldConfig, 'connectTimeoutMs' | 'requestTimeout
 export function createClients(config: WorldConfig): AwsClients {
   const region = config.region ?? (Object.values(config.endpoints).some(Boolean) ? 'us-east-1' : undefined);
   const base = { region, maxAttempts: MAX_ATTEMPTS, ...timeouts(config) };
-  const { dynamodb, sqs, s3, scheduler, kms, secretsManager } = config.endpoints;
+  const { dynamodb, sqs, s3, scheduler, kms, secretsManager, lambda } = config.endpoints;
   return {
     ddb: instrumentClient(
       new DynamoDBClient({
@@ -135,6 +144,21 @@ export function createClients(config: WorldConfig): AwsClients {
         credentials: localCredentials(secretsManager, config.emulatorCredentials),
       });
     }),
+    lambda: lazy(async () => {
+      const { LambdaClient } = await import('@aws-sdk/client-lambda');
+      // One attempt per Invoke: a retried Invoke would run the flow route twice; the delivery
+      // pipeline decides what a failure means (src/consumer/invoke.ts).
+      return instrumentClient(
+        new LambdaClient({
+          ...base,
+          ...timeouts(config, INVOKE_ALLOWANCE_MS),
+          maxAttempts: 1,
+          endpoint: lambda,
+          credentials: localCredentials(lambda, config.emulatorCredentials),
+        }),
+        'lambda',
+      );
+    }),
   };
 }
 
@@ -142,7 +166,7 @@ export function destroyClients(clients: AwsClients): void {
   clients.ddb.destroy();
   clients.sqs.destroy();
   // Only the lazy clients that were created.
-  for (const f of [clients.s3, clients.scheduler, clients.kms, clients.secretsManager] as Lazy<{
+  for (const f of [clients.s3, clients.scheduler, clients.kms, clients.secretsManager, clients.lambda] as Lazy<{
     destroy(): void;
   }>[]) {
     f.created?.then((c) => c.destroy()).catch(() => {});

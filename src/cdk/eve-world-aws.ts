@@ -55,6 +55,8 @@ export class EveWorldAws extends Construct {
   readonly signingSecret: secretsmanager.Secret;
   readonly hostFunction: lambda.DockerImageFunction;
   readonly hostUrl: lambda.FunctionUrl;
+  /** The host's `live` alias (the version the last deploy published; the Function URL serves it). */
+  readonly hostLiveAlias: lambda.Alias;
   readonly workerFunction: lambda.Function;
   /** The scheduled orphan sweep (absent with `sweepSchedule: false`). */
   readonly sweeperFunction?: lambda.Function;
@@ -76,14 +78,26 @@ export class EveWorldAws extends Construct {
     const host = addHost(this, props, settings, worldEnv);
     // One asset for the worker and the sweeper (both handlers are in the bundle).
     const code = props.workerCode ?? lambda.Code.fromAsset(requireWorkerAsset());
-    const worker = addWorker(this, props, settings, { code, worldEnv, hostUrl: host.hostUrl, queue: queues.queue });
+    const worker = addWorker(this, props, settings, {
+      code,
+      worldEnv,
+      hostUrl: host.hostUrl,
+      queue: queues.queue,
+      hostFunction: props.deploymentAffinity ? host.hostFunction : undefined,
+    });
     const sweeper = addSweeper(this, props, { code, data, queues });
     const functions = {
       hostFunction: host.hostFunction,
       workerFunction: worker.workerFunction,
       sweeperFunction: sweeper?.sweeperFunction,
     };
-    grantWorld(Stack.of(this), { data, queues, signingSecret, ...functions });
+    grantWorld(Stack.of(this), {
+      data,
+      queues,
+      signingSecret,
+      ...functions,
+      invokeHostVersions: props.deploymentAffinity === true,
+    });
     const observed = addObservability(this, props, {
       ...functions,
       queue: queues.queue,
@@ -101,6 +115,7 @@ export class EveWorldAws extends Construct {
     this.signingSecret = signingSecret;
     this.hostFunction = host.hostFunction;
     this.hostUrl = host.hostUrl;
+    this.hostLiveAlias = host.liveAlias;
     this.workerFunction = worker.workerFunction;
     this.sweeperFunction = sweeper?.sweeperFunction;
     this.sweepRule = sweeper?.sweepRule;

@@ -3,7 +3,9 @@
  * same rows `init --print-iam-policy` prints, bound to the stack's resource ARNs. Host and worker
  * get the `runtime` rows, the sweeper the `sweeper` rows; the three wildcard resources this binds
  * (the table's indexes, the bucket's objects, the schedule group's schedules) are acknowledged to
- * cdk-nag here, each with its reason.
+ * cdk-nag here, each with its reason. With deployment affinity the worker alone also gets the
+ * `hostVersions` row: `lambda:InvokeFunction` on `<host function ARN>:*` (its published versions;
+ * the unqualified ARN, `$LATEST`, is not matched), acknowledged the same way.
  */
 import { ArnFormat, type Stack, Validations } from 'aws-cdk-lib';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
@@ -31,6 +33,8 @@ export function grantWorld(
     readonly hostFunction: lambda.IFunction;
     readonly workerFunction: lambda.IFunction;
     readonly sweeperFunction?: lambda.IFunction;
+    /** Deployment affinity: the worker invokes the host's versions. */
+    readonly invokeHostVersions?: boolean;
   },
 ): void {
   const { table, bucket, kmsKey } = parts.data;
@@ -55,7 +59,11 @@ export function grantWorld(
     signingSecret: [parts.signingSecret.secretArn],
   };
   grantFromTable(parts.hostFunction, 'runtime', arns);
-  grantFromTable(parts.workerFunction, 'runtime', arns);
+  const hostVersions = `${parts.hostFunction.functionArn}:*`;
+  grantFromTable(parts.workerFunction, 'runtime', {
+    ...arns,
+    hostVersions: parts.invokeHostVersions ? [hostVersions] : [],
+  });
   if (parts.sweeperFunction) grantFromTable(parts.sweeperFunction, 'sweeper', arns);
 
   // cdk-nag acknowledgements, each with its reason (cdk-nag 3 reads CDK's Validations metadata).
@@ -73,6 +81,15 @@ export function grantWorld(
       'CreateSchedule for one-time long-wait schedules in this stack’s own schedule group; schedule names are per wait.',
     ],
   ];
+  if (parts.invokeHostVersions) {
+    const policy = parts.workerFunction.role?.node.tryFindChild('DefaultPolicy');
+    if (policy)
+      Validations.of(policy).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::${nagResourceName(stack, hostVersions)}]`,
+        reason:
+          "lambda:InvokeFunction on the host function's published versions only (each deploy publishes one; the worker delivers a run's messages to the version that started it).",
+      });
+  }
   for (const fn of [parts.hostFunction, parts.workerFunction, parts.sweeperFunction]) {
     const policy = fn?.role?.node.tryFindChild('DefaultPolicy');
     if (!policy) continue;

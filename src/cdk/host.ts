@@ -1,6 +1,11 @@
 /**
  * The host: the eve app (`eve build` output) in a container with the Lambda Web Adapter
- * (./dockerfile.ts), behind a Function URL in RESPONSE_STREAM mode.
+ * (./dockerfile.ts), behind a Function URL in RESPONSE_STREAM mode on its `live` alias.
+ *
+ * Every deploy publishes a version (`currentVersion`) and points `live` at it. With
+ * `deploymentAffinity` the versions are retained when replaced, so a run pinned to one
+ * (`lambda:<function>:<version>`) is still delivered there by the worker's Invoke (docs/design.md,
+ * "Deployment affinity on Lambda"); without it CloudFormation deletes the replaced version.
  *
  * The URL is public: eve's routes are the product. The flow route on it refuses unsigned requests:
  * the World's queue handler verifies the HMAC signature with the secret
@@ -9,7 +14,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { Annotations } from 'aws-cdk-lib';
+import { Annotations, RemovalPolicy } from 'aws-cdk-lib';
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
@@ -25,6 +30,8 @@ export const FLOW_PATH = FLOW_ROUTE.slice(1);
 export interface Host {
   readonly hostFunction: lambda.DockerImageFunction;
   readonly hostUrl: lambda.FunctionUrl;
+  /** The `live` alias: the version this deploy published, which the Function URL serves. */
+  readonly liveAlias: lambda.Alias;
   readonly logGroup: logs.LogGroup;
 }
 
@@ -46,20 +53,29 @@ export function addHost(
     role: base.role,
     logGroup: base.logGroup,
     tracing: props.tracing?.xray ? lambda.Tracing.ACTIVE : undefined,
+    currentVersionOptions: {
+      removalPolicy: props.deploymentAffinity ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    },
     environment: {
       ...props.hostEnvironment,
       ...worldEnv,
+      ...(props.deploymentAffinity ? { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' } : {}),
       AWS_LWA_INVOKE_MODE: 'response_stream',
       AWS_LWA_READINESS_CHECK_PATH: READINESS_PATH,
       AWS_LWA_PORT: String(HOST_PORT),
       PORT: String(HOST_PORT),
     },
   });
-  const hostUrl = hostFunction.addFunctionUrl({
+  const liveAlias = new lambda.Alias(scope, 'HostLive', {
+    aliasName: 'live',
+    version: hostFunction.currentVersion,
+    description: 'the version the last deploy published; the Function URL serves it',
+  });
+  const hostUrl = liveAlias.addFunctionUrl({
     authType: lambda.FunctionUrlAuthType.NONE,
     invokeMode: lambda.InvokeMode.RESPONSE_STREAM,
   });
-  return { hostFunction, hostUrl, logGroup: base.logGroup };
+  return { hostFunction, hostUrl, liveAlias, logGroup: base.logGroup };
 }
 
 /** The image built from the app directory's Dockerfile; a missing Dockerfile is a synth error that says how to make it. */

@@ -87,6 +87,15 @@ export interface EveWorldAwsProps {
    * use (the default key policy does). Default: none (AWS-owned keys, no payload encryption).
    */
   readonly kmsKey?: kms.IKey | 'create';
+  /**
+   * Deployment affinity (docs/design.md, "Deployment affinity on Lambda"): a run finishes on the host
+   * version that started it. Each deploy's host version is kept (retained on replacement), the
+   * host runs with EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, and the worker invokes each run's version
+   * (EVE_WORLD_AWS_HOST_FUNCTION, `lambda:InvokeFunction` on the host's qualified ARNs only). Run
+   * `eve-world-aws init --deployment-affinity` against the stack's table once before turning it
+   * on. Default false: every message goes to the `live` alias, old versions are deleted.
+   */
+  readonly deploymentAffinity?: boolean;
 }
 
 /** The props the parts share, with their defaults applied and checked. */

@@ -27,6 +27,8 @@ export function addWorker(
     readonly code: lambda.Code;
     readonly worldEnv: Record<string, string>;
     readonly hostUrl: lambda.FunctionUrl;
+    /** With deployment affinity: the host function whose versions the worker invokes. */
+    readonly hostFunction?: lambda.IFunction;
     readonly queue: sqs.IQueue;
   },
 ): Worker {
@@ -46,6 +48,7 @@ export function addWorker(
     environment: {
       ...parts.worldEnv,
       EVE_WORLD_AWS_FLOW_URL: `${parts.hostUrl.url}${FLOW_PATH}`,
+      ...(parts.hostFunction ? { EVE_WORLD_AWS_HOST_FUNCTION: parts.hostFunction.functionName } : {}),
       ...(adot ? { AWS_LAMBDA_EXEC_WRAPPER: props.tracing?.execWrapper ?? '/opt/otel-instrument' } : {}),
     },
   });

@@ -149,6 +149,7 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     scheduler: readUrl(src, V.endpointScheduler) ?? all,
     kms: readUrl(src, V.endpointKms) ?? all,
     secretsManager: readUrl(src, V.endpointSecretsManager) ?? all,
+    lambda: readUrl(src, V.endpointLambda) ?? all,
   });
   const signingSecrets = readSecrets(src, V.signingSecret);
   const signingSecretArn = readText(src, V.signingSecretArn);
@@ -187,6 +188,7 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     allowUnsigned: readFlag(src, V.allowUnsigned),
     trustForwardedHost: readFlag(src, V.trustForwardedHost),
     flowUrl,
+    hostFunction: readText(src, V.hostFunction),
     allowInsecureFlowUrl,
     port: readCount(src, V.port),
     inLambda: src.raw(V.lambda) !== undefined,

@@ -81,6 +81,11 @@ export const VARIABLES = {
     "Secrets Manager endpoint (for EVE_WORLD_AWS_SIGNING_SECRET_ARN), e.g. the embedded emulator's.",
     'http://127.0.0.1:4569',
   ),
+  endpointLambda: endpoint(
+    'AWS_ENDPOINT_URL_LAMBDA',
+    "Lambda endpoint the worker invokes the host's versions on (deployment affinity in the Lambda shape), e.g. the embedded emulator's.",
+    'http://127.0.0.1:4570',
+  ),
   port: int({
     name: 'PORT',
     default: 3000,
@@ -171,6 +176,15 @@ export const VARIABLES = {
       'Flow route the consumer POSTs to when no handler is registered in process. `http://` is refused unless the host is loopback or EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1.',
     example: `https://agent.example.com${FLOW_PATH}`,
     check: httpUrlProblem,
+  }),
+  hostFunction: text({
+    name: 'EVE_WORLD_AWS_HOST_FUNCTION',
+    unset: 'every delivery goes to EVE_WORLD_AWS_FLOW_URL',
+    values: 'a Lambda function name',
+    description:
+      'The worker\'s host function (the CDK construct sets it): a message whose run is pinned to `lambda:<this name>:<version>` is delivered by Lambda Invoke to that published version, so a run finishes on the build that started it; a version that no longer exists retires its deployment and fails its runs with `DEPLOYMENT_MISMATCH` (docs/design.md, "Deployment affinity on Lambda").',
+    example: 'my-agent-Host1234',
+    check: (v) => (/^[A-Za-z0-9_-]{1,64}$/.test(v) ? undefined : `must be a Lambda function name, got "${v}"`),
   }),
   allowInsecureFlowUrl: flag({
     name: 'EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL',
@@ -267,7 +281,7 @@ export const VARIABLES = {
     default: 'auto',
     values: '`auto`, `on`, `off`',
     description:
-      '`on`: a run finishes on the deployment that started it: consumers never run another deployment\'s message, and core\'s deployment guard fails a run whose deployment is retired (`DEPLOYMENT_MISMATCH`); needs `init --deployment-affinity` once. `off`: every process reports the same id and runs replay on whichever build takes them. `auto`: `on` only where the host routes each message to its version (not yet: `off`). docs/operations.md, "Deployment affinity".',
+      "`on`: a run finishes on the deployment that started it: consumers never run another deployment's message, and core's deployment guard fails a run whose deployment is retired (`DEPLOYMENT_MISMATCH`); needs `init --deployment-affinity` once. `off`: every process reports the same id and runs replay on whichever build takes them. `auto`: `off` (a host cannot tell by itself that every message reaches its build); the CDK construct sets `on` on its Lambda host with `deploymentAffinity: true`, where the worker invokes each run's published version (EVE_WORLD_AWS_HOST_FUNCTION). In Lambda, `on` needs a published version (not `$LATEST`) and EVE_WORLD_AWS_DEPLOYMENT_ID unset. docs/operations.md, \"Deployment affinity\".",
     example: 'on',
     check: (v) => (/^(auto|on|off)$/.test(v) ? undefined : `must be auto, on or off, got "${v}"`),
   }),

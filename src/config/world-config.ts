@@ -12,6 +12,7 @@ export interface Endpoints {
   readonly scheduler?: string;
   readonly kms?: string;
   readonly secretsManager?: string;
+  readonly lambda?: string;
 }
 
 export interface WorldConfig extends WorldTuning {
@@ -58,6 +59,8 @@ export interface WorldConfig extends WorldTuning {
   readonly trustForwardedHost: boolean;
   /** Flow route the consumer POSTs to when no handler is registered in process (explicitly set). */
   readonly flowUrl?: string;
+  /** EVE_WORLD_AWS_HOST_FUNCTION: the host function whose versions the worker invokes by id. */
+  readonly hostFunction?: string;
   /** EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1: an `http://` flow URL to a non-loopback host is allowed. */
   readonly allowInsecureFlowUrl: boolean;
   /** PORT: the local `eve start` server, the flow route when no flow URL is set. */

@@ -64,6 +64,11 @@ export interface HandlerOptions {
    * behind a proxy that sets it). Default: only `Host` and the request URL (./signing.ts).
    */
   trustForwardedHost?: boolean;
+  /**
+   * This process's published Lambda version, `lambda:<function>:<version>`: a delivery signed for
+   * it (by Lambda Invoke, ./invoke.ts) is accepted. Absent outside Lambda and on `$LATEST`.
+   */
+  lambdaSelf?: string;
   /** Replay guard for configured secrets. Default: per process (use a durable one across instances). */
   nonces?: NonceStore;
   /** Where internal failures are logged (never sent to the caller). Default: console.error. */
@@ -137,10 +142,18 @@ export function createQueueHandler(
         }
       }
       const trust = opts.trustForwardedHost === true;
-      let v = verifySignature(accepted, req, bytes, now(), SIGNATURE_TOLERANCE_SECONDS, trust);
+      let v = verifySignature(accepted, req, bytes, now(), SIGNATURE_TOLERANCE_SECONDS, trust, opts.lambdaSelf);
       // Maybe rotated since the last read: re-read (rate-limited) and try once more.
       if (!v.ok && v.reason === 'bad signature' && source && (await source.refreshAfterFailure())) {
-        v = verifySignature(await source.accepted(), req, bytes, now(), SIGNATURE_TOLERANCE_SECONDS, trust);
+        v = verifySignature(
+          await source.accepted(),
+          req,
+          bytes,
+          now(),
+          SIGNATURE_TOLERANCE_SECONDS,
+          trust,
+          opts.lambdaSelf,
+        );
       }
       if (!v.ok) return unauthorized(req, v.reason);
       let fresh: boolean;

@@ -16,6 +16,7 @@ import { consoleLogger, type Logger } from '../log.js';
 import type { SqsTransport } from '../queue/transport.js';
 import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs, storageContext } from '../storage/index.js';
 import { flushEvery, flushMetrics } from '../telemetry/metrics.js';
+import { lambdaDeploymentId } from '../deployment/id.js';
 import type { DeploymentFilter } from './affinity.js';
 import { composeDelivery, queuePrefixOf } from './delivery/compose.js';
 import { createEarlyOffer, type EarlyOffer, earlyOn } from './early/offer.js';
@@ -212,6 +213,7 @@ function flowRouteOptions(
     secretSource,
     allowUnsigned: config.allowUnsigned,
     trustForwardedHost: config.trustForwardedHost,
+    lambdaSelf: lambdaDeploymentId(config.lambdaFunction),
     nonces: new DynamoNonceStore(ctx),
     logError: (m, fields) => logger.error(m, fields),
     onTurnDone: (runId, slot, queueName) => {

@@ -17,7 +17,9 @@
  * `v1` (no destination) is no longer accepted.
  *
  * The destination is the host (with a non-default port, lower case) and path of the URL the
- * sender POSTed to. The receiver accepts the destination built from the `Host` header or the host
+ * sender POSTed to; for a delivery by Lambda Invoke to one published version of the host
+ * (./invoke.ts) it is `lambda:<function>:<version>` and the path, which the host accepts only
+ * when it is that function's that version (its own AWS_LAMBDA_FUNCTION_NAME and _VERSION). The receiver accepts the destination built from the `Host` header or the host
  * of the request URL (each with the request's path), and from the first `x-forwarded-host` only
  * when the operator opted in (`trustForwardedHost`, EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1), since
  * a client can send that header with any value. Behind a Lambda Function URL and the Web Adapter
@@ -63,9 +65,13 @@ export interface SignedParts {
   traceparent?: string;
 }
 
-/** `<host><path>` of a URL, host in lower case: the signed destination. */
+/**
+ * `<host><path>` of a URL, host in lower case: the signed destination. A `lambda:<fn>:<ver><path>`
+ * URL (a delivery by Invoke) is its own destination.
+ */
 export function destinationOf(url: string | URL): string {
   const u = typeof url === 'string' ? new URL(url) : url;
+  if (u.protocol === 'lambda:') return `lambda:${u.pathname}`;
   return `${u.host.toLowerCase()}${u.pathname}`;
 }
 
@@ -148,7 +154,12 @@ export function checkSignatureHeaders(
  * request URL's host, and under the first `x-forwarded-host` only with `trustForwardedHost` (see
  * the header of this file).
  */
-export function requestDestinations(url: string, headers: Headers, trustForwardedHost = false): string[] {
+export function requestDestinations(
+  url: string,
+  headers: Headers,
+  trustForwardedHost = false,
+  lambdaSelf?: string,
+): string[] {
   let u: URL;
   try {
     u = new URL(url);
@@ -159,6 +170,8 @@ export function requestDestinations(url: string, headers: Headers, trustForwarde
   const hosts = [forwarded, headers.get('host')?.trim(), u.host];
   const out = new Set<string>();
   for (const h of hosts) if (h) out.add(`${h.toLowerCase()}${u.pathname}`);
+  // In a published Lambda version: the destination of a delivery by Invoke to this very version.
+  if (lambdaSelf) out.add(`${lambdaSelf}${u.pathname}`);
   return [...out];
 }
 
@@ -169,6 +182,7 @@ export function verifySignature(
   now = Date.now(),
   toleranceSeconds = SIGNATURE_TOLERANCE_SECONDS,
   trustForwardedHost = false,
+  lambdaSelf?: string,
 ): VerifyResult {
   const { headers } = req;
   const pre = checkSignatureHeaders(headers, now, toleranceSeconds);
@@ -186,7 +200,7 @@ export function verifySignature(
   const a = Buffer.from(pre.signature);
   // Every secret and destination is tried (no early exit), so timing does not tell which matched.
   let match = false;
-  for (const destination of requestDestinations(req.url, headers, trustForwardedHost)) {
+  for (const destination of requestDestinations(req.url, headers, trustForwardedHost, lambdaSelf)) {
     for (const s of typeof secret === 'string' ? [secret] : secret) {
       const b = Buffer.from(hmac(s, base, destination));
       if (a.length === b.length && timingSafeEqual(a as Uint8Array, b as Uint8Array)) match = true;
@@ -194,6 +208,36 @@ export function verifySignature(
   }
   if (!match) return { ok: false, reason: 'bad signature' };
   return pre;
+}
+
+/**
+ * The headers of `headers` signed again for another destination (a delivery whose Invoke target
+ * is gone, sent on over the flow URL instead): same queue, message, attempt, body, log tail and
+ * trace parent; a new timestamp and nonce.
+ */
+export function resignedHeaders(
+  secret: string,
+  headers: Headers,
+  body: Uint8Array,
+  destination: string,
+  now = Date.now(),
+): Headers {
+  const out = new Headers(headers);
+  const signed = signatureHeaders(
+    secret,
+    {
+      queueName: headers.get('x-vqs-queue-name') ?? '',
+      messageId: headers.get('x-vqs-message-id') ?? '',
+      attempt: headers.get('x-vqs-message-attempt') ?? '',
+      body,
+      destination,
+      ...(headers.get(LOG_TAIL_HEADER) !== null ? { logTail: headers.get(LOG_TAIL_HEADER) as string } : {}),
+      ...(headers.get(TRACEPARENT_HEADER) !== null ? { traceparent: headers.get(TRACEPARENT_HEADER) as string } : {}),
+    },
+    now,
+  );
+  for (const [k, v] of Object.entries(signed)) out.set(k, v);
+  return out;
 }
 
 /** Where accepted signatures are remembered until they expire, to refuse replays. */

@@ -6,15 +6,18 @@
  * Invariants:
  * - With affinity on, the id names one immutable build: core compares it with a run's pin by
  *   strict equality, so two builds never share an id and one build never reports two. In Lambda it
- *   will be `lambda:<function>:<version>` (a published version is immutable; affinity is refused
- *   in Lambda until the worker routes by version); on a plain Node host `build:<hash>` of the build's files (every file under the build folder, its
+ *   is `lambda:<function>:<version>` (a published version is immutable, and the worker invokes that
+ *   version for the run's messages: src/consumer/invoke.ts); `on` there is refused on `$LATEST`
+ *   and with EVE_WORLD_AWS_DEPLOYMENT_ID set, where no worker could reach the build by its id; on a plain Node host `build:<hash>` of the build's files (every file under the build folder, its
  *   relative path and bytes, sorted; `node_modules`, `.eve` and `.workflow-data` skipped), unless
  *   EVE_WORLD_AWS_DEPLOYMENT_ID names it (the build folder: the entry script's, or the `buildDir` option).
  * - With affinity off, nothing changes from before affinity existed: every process reports
  *   EVE_WORLD_AWS_DEPLOYMENT_ID, else {@link LEGACY_DEPLOYMENT_ID}, and core runs no guard.
- * - `auto` is off until the host routes each message to its version (the Lambda shape, a later
- *   release): a plain Node host never turns affinity on by itself, because nothing there keeps an
- *   old build alive for its runs unless the operator does (docs/operations.md, "Deployment affinity").
+ * - `auto` is off: a plain Node host never turns affinity on by itself, because nothing there keeps
+ *   an old build alive for its runs unless the operator does (docs/operations.md,
+ *   "Deployment affinity"), and a Lambda host cannot tell by itself whether the worker in front of it invokes
+ *   versions (EVE_WORLD_AWS_HOST_FUNCTION set on the worker) and whether its old versions are kept:
+ *   the CDK construct, which knows both, sets `on` (its `deploymentAffinity` prop).
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -38,19 +41,25 @@ export interface DeploymentIdentity {
 }
 
 /**
- * Whether affinity is on for this config. Throws a ConfigError where it cannot hold: inside Lambda,
- * until the worker routes each message to its version (the Lambda shape's later release removes
- * this refusal; the id below is already the version's), and on a version that is not immutable.
+ * Whether affinity is on for this config. Throws a ConfigError where it cannot hold: inside Lambda
+ * on `$LATEST` (not immutable) or under an id the worker cannot invoke (EVE_WORLD_AWS_DEPLOYMENT_ID).
  */
 export function affinityEnabled(
   config: Pick<WorldConfig, 'deploymentAffinity' | 'deploymentId' | 'lambdaFunction'>,
 ): boolean {
   if (config.deploymentAffinity !== 'on') return false;
   const fn = config.lambdaFunction;
-  if (fn) {
+  if (fn && config.deploymentId !== undefined) {
+    throw new ConfigError(
+      'EVE_WORLD_AWS_DEPLOYMENT_ID',
+      `is set, but this process runs in Lambda (${fn.name}) with deployment affinity on, where the worker delivers a run's messages to the version its id names (lambda:<function>:<version>): leave it unset`,
+      'unset',
+    );
+  }
+  if (fn && lambdaDeploymentId(fn) === undefined) {
     throw new ConfigError(
       'EVE_WORLD_AWS_DEPLOYMENT_AFFINITY',
-      `is on, but this process runs in Lambda (${fn.name}), where messages are not yet delivered to the version that started their run: every run would fail after a deploy. Leave it unset (auto) or off`,
+      `is on, but this process runs ${fn.name}'s $LATEST, which is not immutable: serve a published version (the CDK construct's \`live\` alias), or turn it off`,
       'off',
     );
   }

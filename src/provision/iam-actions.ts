@@ -26,7 +26,8 @@
  *   what a sweep sends and checks it against these rows.
  *
  * KMS (EVE_WORLD_AWS_KMS_KEY_ID): rows on `kmsKey` land in a policy only when a key is configured;
- * likewise the `signingSecret` row only with EVE_WORLD_AWS_SIGNING_SECRET_ARN, and the Scheduler
+ * likewise the `signingSecret` row only with EVE_WORLD_AWS_SIGNING_SECRET_ARN, the `hostVersions`
+ * row (the worker's Lambda Invoke of a host version) only with EVE_WORLD_AWS_HOST_FUNCTION, and the Scheduler
  * rows (`scheduleGroup`, `scheduleGroupSchedules`, `schedulerRole`) only with
  * EVE_WORLD_AWS_SCHEDULER_ROLE_ARN. The group itself is `init`'s (create) and `doctor`'s (read),
  * never the runtime's: the World only creates schedules in it.
@@ -52,11 +53,13 @@ export type IamResource =
   | 'scheduleGroupSchedules'
   | 'schedulerRole'
   | 'kmsKey'
-  | 'signingSecret';
+  | 'signingSecret'
+  /** The published versions of the host function (`<function ARN>:*`), which the worker invokes. */
+  | 'hostVersions';
 
 export type IamPrincipal = 'runtime' | 'operator' | 'init' | 'sweeper' | 'destroy';
 
-export type AwsService = 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms' | 'secretsmanager';
+export type AwsService = 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms' | 'secretsmanager' | 'lambda';
 
 /** The IAM service prefix of the actions that may land on each resource (`kms:*` only on the key, `iam:*` only on the role). */
 export const RESOURCE_SERVICE: Record<IamResource, string> = {
@@ -71,6 +74,7 @@ export const RESOURCE_SERVICE: Record<IamResource, string> = {
   schedulerRole: 'iam',
   kmsKey: 'kms',
   signingSecret: 'secretsmanager',
+  hostVersions: 'lambda',
 };
 
 export interface CommandPermission {
@@ -374,6 +378,13 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     uses: { runtime: ['signingSecret'] },
     why: 'the delivery signing secret, AWSCURRENT and AWSPREVIOUS (src/consumer/secret-source.ts)',
   },
+  // ---- Lambda: the host's published versions (deployment affinity in the Lambda shape) ----
+  {
+    command: 'lambda:Invoke',
+    actions: ['lambda:InvokeFunction'],
+    uses: { runtime: ['hostVersions'] },
+    why: "the worker delivers a message to its run's host version (src/consumer/invoke.ts); qualified ARNs only",
+  },
 ];
 
 /** Look up a recorded command (`SQSClient` + `SendMessageCommand`, or `sqs:SendMessage`). */
@@ -388,6 +399,7 @@ const CLIENT_SERVICE: Record<string, AwsService> = {
   SchedulerClient: 'scheduler',
   KMSClient: 'kms',
   SecretsManagerClient: 'secretsmanager',
+  LambdaClient: 'lambda',
 };
 
 /** `DynamoDBClient` + `QueryCommand` -> `dynamodb:Query` (the key of {@link COMMAND_PERMISSIONS}). */

@@ -87,6 +87,9 @@ export function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamRe
     schedulerRole: [roleArn],
     kmsKey: config.kmsKeyId ? [kmsKeyResource(config.kmsKeyId, t).arn] : [],
     signingSecret: config.signingSecretArn ? [config.signingSecretArn] : [],
+    hostVersions: config.hostFunction
+      ? [`arn:${t.partition}:lambda:${t.region}:${t.account}:function:${config.hostFunction}:*`]
+      : [],
   };
 }
 
@@ -102,6 +105,7 @@ const SID: Record<IamResource, string> = {
   schedulerRole: 'PassSchedulerRole',
   kmsKey: 'RunKeys',
   signingSecret: 'SigningSecret',
+  hostVersions: 'InvokeHostVersions',
 };
 
 /** Resources that exist (and are granted) only with a scheduler role configured. */

@@ -129,6 +129,7 @@ describe('IAM command table covers every SDK command in the source', () => {
     '@aws-sdk/client-scheduler': 'scheduler',
     '@aws-sdk/client-kms': 'kms',
     '@aws-sdk/client-secrets-manager': 'secretsmanager',
+    '@aws-sdk/client-lambda': 'lambda',
   };
 
   it('each `new XCommand(...)` in src/ has a row (the service is the SDK client module, static or dynamic import, that exports it)', async () => {

@@ -123,6 +123,7 @@ describe('loadConfig', () => {
       scheduler: 'http://127.0.0.1:4566',
       kms: 'http://127.0.0.1:4566',
       secretsManager: 'http://127.0.0.1:4566',
+      lambda: 'http://127.0.0.1:4566',
     });
   });
 
@@ -440,9 +441,10 @@ describe('loadConfig', () => {
       expect(d.values).toBeTruthy();
     }
     // About a dozen of the World's own variables, the two observability ones (METRICS,
-    // LOG_LEVEL) and the two of deployments; docs/configuration.md argues the set.
+    // LOG_LEVEL), the two of deployments and the worker's host function; docs/configuration.md
+    // argues the set.
     const own = names.filter((n) => n.startsWith('EVE_WORLD_AWS_'));
-    expect(own.length).toBeLessThanOrEqual(22);
+    expect(own.length).toBeLessThanOrEqual(23);
     // The documented defaults are the parser's: an empty environment yields exactly them.
     const empty = loadConfig({}) as unknown as Record<string, unknown>;
     for (const [key, s] of Object.entries(TUNING)) expect(String(empty[key]), key).toBe(String(s.default));

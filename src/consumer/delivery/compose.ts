@@ -8,8 +8,10 @@
  * - Every delivery is signed: with the AWSCURRENT value of EVE_WORLD_AWS_SIGNING_SECRET_ARN
  *   (../secret-source.ts), else the first configured secret, else this process's random key, which
  *   only a flow route in this same process accepts (../signing.ts).
- * - A queue whose prefix has an in-process handler goes to it; every other one goes over HTTP to
- *   the configured flow URL, else the local `eve start` route (`defaultFlowUrl`).
+ * - A queue whose prefix has an in-process handler goes to it; a message whose deployment is a
+ *   published version of the host function (EVE_WORLD_AWS_HOST_FUNCTION) goes to that version by
+ *   Lambda Invoke (../invoke.ts); every other one goes over HTTP to the configured flow URL, else
+ *   the local `eve start` route (`defaultFlowUrl`).
  * - One breaker and one set of in-flight logical ids per consumer: a warm container or a process
  *   that saw the route fail stops burning receives, and two copies of one message never run at
  *   once in it.
@@ -18,15 +20,17 @@ import { parseQueueName, type ValidQueueName } from '@workflow/world';
 import { queueNameOf } from '../../aws/arn.js';
 import { defaultFlowUrl } from '../../config/index.js';
 import type { WorldContext } from '../../context.js';
+import { markRetired } from '../../deployment/registry.js';
 import { FLOW_PATH } from '../../limits.js';
 import { configureLogging, type Logger } from '../../log.js';
 import type { SqsTransport } from '../../queue/transport.js';
 import { enableMetrics } from '../../telemetry/metrics.js';
 import { CircuitBreaker } from '../breaker.js';
+import { invokeFlow, type LambdaVersion, lambdaFlowUrl, parseLambdaDeployment } from '../invoke.js';
 import type { DeliveryDeps, FlowHandler } from './deps.js';
 import { SqsReceipts } from '../receipts.js';
 import { type SigningSecretSource, signingSecretSource } from '../secret-source.js';
-import { processSigningKey } from '../signing.js';
+import { processSigningKey, resignedHeaders } from '../signing.js';
 
 export interface DeliveryCompositionOptions {
   logger: Logger;
@@ -75,6 +79,49 @@ export function composeDelivery(
   const breaker = new CircuitBreaker(options.logger, 'the flow route', { cooldownMs: options.breakerCooldownMs });
   const http: FlowHandler = (req) => fetch(req);
   const source = options.secretSource ?? signingSecretSource(config, ctx.clients);
+  const signingSecret = source ? () => source.signing() : (config.signingSecrets[0] ?? processSigningKey());
+  // One Invoke handler per host version a message names (../invoke.ts).
+  const versions = new Map<string, { handler: FlowHandler; url: string }>();
+  const versionRoute = (deploymentId: string | undefined) => {
+    const target = config.hostFunction ? parseLambdaDeployment(deploymentId) : undefined;
+    if (!target || target.functionName !== config.hostFunction) return undefined;
+    let route = versions.get(deploymentId as string);
+    if (!route) {
+      route = {
+        url: lambdaFlowUrl(target),
+        handler: invokeFlow({
+          target,
+          lambda: ctx.clients.lambda,
+          onGone: (headers, body) => retireAndSendLive(deploymentId as string, target, headers, body),
+        }),
+      };
+      versions.set(deploymentId as string, route);
+    }
+    return route;
+  };
+  /** A version Lambda no longer has: its deployment is retired, and the delivery goes to the live URL. */
+  const retireAndSendLive = async (
+    id: string,
+    target: LambdaVersion,
+    headers: Headers,
+    body: Uint8Array,
+  ): Promise<Response> => {
+    try {
+      await markRetired(
+        ctx,
+        id,
+        `Lambda version ${target.version} of ${target.functionName} no longer exists (Invoke: ResourceNotFoundException)`,
+      );
+    } catch (err) {
+      return new Response(`cannot mark deployment ${id} retired: ${String(err)}`, { status: 503 });
+    }
+    options.logger.warn(
+      `[eve-world-aws] deployment ${id} no longer exists in Lambda: marked retired; its runs fail with DEPLOYMENT_MISMATCH`,
+    );
+    const secret = typeof signingSecret === 'function' ? await signingSecret() : signingSecret;
+    const signed = resignedHeaders(secret, headers, body, flowUrl);
+    return http(new Request(flowUrl, { method: 'POST', headers: signed, body: new Uint8Array(body) }));
+  };
   return {
     receipts,
     breaker,
@@ -83,11 +130,12 @@ export function composeDelivery(
       config,
       transport,
       receipts,
-      route: (queueName) => {
+      route: (queueName, deploymentId) => {
         const local = options.inProcess(queueName);
-        return local ? { handler: local, url: `http://localhost${FLOW_PATH}` } : { handler: http, url: flowUrl };
+        if (local) return { handler: local, url: `http://localhost${FLOW_PATH}` };
+        return versionRoute(deploymentId) ?? { handler: http, url: flowUrl };
       },
-      signingSecret: source ? () => source.signing() : (config.signingSecrets[0] ?? processSigningKey()),
+      signingSecret,
       logger: options.logger,
       breaker,
       inFlight: new Set<string>(),

@@ -33,8 +33,8 @@ export interface DeliveryDeps {
   /** Send side: next hops and replacement copies. */
   transport: SqsTransport;
   receipts: SqsReceipts;
-  /** The flow route for a logical queue name. */
-  route(queueName: string): { handler: FlowHandler; url: string };
+  /** The flow route for a logical queue name and the deployment the message names (`eve.dep`). */
+  route(queueName: string, deploymentId?: string): { handler: FlowHandler; url: string };
   /**
    * Signs every delivery (closed by default): the secret, or where to read it (Secrets Manager,
    * ../secret-source.ts). Unset: this process's random key, which only a flow route in this same

@@ -78,7 +78,7 @@ export async function buildRequest(
     // The delivery span, so the flow route (in another process too) runs core under it.
     const traceparent = currentTraceparent();
     if (traceparent) headers[TRACEPARENT_HEADER] = traceparent;
-    const { handler, url } = deps.route(envelope.queueName);
+    const { handler, url } = deps.route(envelope.queueName, envelope.deploymentId);
     const parts = {
       queueName,
       messageId,

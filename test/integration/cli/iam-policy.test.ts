@@ -40,10 +40,11 @@ describe('init --print-iam-policy', () => {
       if (!r.startsWith('arn:aws-us-gov:s3:::'))
         expect(r).toMatch(/^arn:aws-us-gov:[a-z]+:(us-gov-west-1)?:123456789012:/);
     expect(all).not.toContain('arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-dlq');
-    // Every runtime action of the table, except the KMS and Secrets Manager ones (no key, no secret ARN here).
+    // Every runtime action of the table, except the KMS, Secrets Manager and Lambda ones (no key,
+    // no secret ARN, no host function here).
     const runtime = [...actionsByResource('runtime').values()]
       .flat()
-      .filter((a) => !a.startsWith('kms:') && !a.startsWith('secretsmanager:'));
+      .filter((a) => !a.startsWith('kms:') && !a.startsWith('secretsmanager:') && !a.startsWith('lambda:'));
     expect(new Set(doc.Statement.flatMap((s) => s.Action))).toEqual(new Set(runtime));
     const passRole = doc.Statement.find((s) => s.Action.includes('iam:PassRole'));
     expect(passRole).toEqual({
@@ -108,6 +109,18 @@ describe('init --print-iam-policy', () => {
     const doc = await print([], { EVE_WORLD_AWS_SIGNING_SECRET_ARN: arn });
     expect(doc.Statement.filter((s) => s.Action.some((a) => a.startsWith('secretsmanager:')))).toEqual([
       { Sid: 'WorldSigningSecret', Effect: 'Allow', Action: ['secretsmanager:GetSecretValue'], Resource: [arn] },
+    ]);
+  });
+
+  it("with EVE_WORLD_AWS_HOST_FUNCTION the World (the worker) may invoke that function's published versions, and nothing else", async () => {
+    const doc = await print([], { EVE_WORLD_AWS_HOST_FUNCTION: 'agent-Host1234' });
+    expect(doc.Statement.filter((s) => s.Action.some((a) => a.startsWith('lambda:')))).toEqual([
+      {
+        Sid: 'WorldInvokeHostVersions',
+        Effect: 'Allow',
+        Action: ['lambda:InvokeFunction'],
+        Resource: ['arn:aws-us-gov:lambda:us-gov-west-1:123456789012:function:agent-Host1234:*'],
+      },
     ]);
   });
 

@@ -286,8 +286,13 @@ describe('EveWorldAws: grants come from the IAM command table', () => {
   const actions = (s: { Action: string | string[] }) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 
   it('host and worker hold exactly the runtime rows of the table (plus logs), and never the DLQ', () => {
-    // No kmsKey: the key rows have no resource, so no KMS action is granted.
-    const expected = new Set([...actionsByResource('runtime').values()].flat().filter((a) => !a.startsWith('kms:')));
+    // No kmsKey: the key rows have no resource, so no KMS action is granted; no deployment
+    // affinity: no host version to invoke.
+    const expected = new Set(
+      [...actionsByResource('runtime').values()]
+        .flat()
+        .filter((a) => !a.startsWith('kms:') && !a.startsWith('lambda:')),
+    );
     for (const fn of [construct.hostFunction, construct.workerFunction]) {
       const statements = statementsOf(stack.getLogicalId(fn.role!.node.defaultChild as never));
       const granted = new Set(statements.flatMap(actions).filter((a) => !a.startsWith('logs:')));
@@ -317,6 +322,70 @@ describe('EveWorldAws: grants come from the IAM command table', () => {
       }
     }
     expect(checked).toBeGreaterThan(10);
+  });
+});
+
+describe('EveWorldAws: deployment affinity', () => {
+  const fnsOf = (res: Resources) => Object.entries(res).filter(([, r]) => r.Type === 'AWS::Lambda::Function');
+  const policyStatements = (res: Resources, st: Stack, role: { node: { defaultChild?: unknown } }) => {
+    const roleId = st.getLogicalId(role.node.defaultChild as never);
+    return Object.values(res)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(roleId))
+      .flatMap((r) => r.Properties.PolicyDocument.Statement as Array<{ Action: string | string[]; Resource: unknown }>);
+  };
+  const acts = (s: { Action: string | string[] }) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+
+  it('every deploy publishes a host version and points the `live` alias at it; the Function URL is the alias’s', () => {
+    const versions = ofType('AWS::Lambda::Version');
+    expect(versions).toHaveLength(1);
+    const [[versionId, version]] = versions;
+    expect(version.Properties.FunctionName).toEqual({ Ref: logicalId(construct.hostFunction) });
+    // Without affinity a replaced version is deleted.
+    expect((resources[versionId] as { UpdateReplacePolicy?: string }).UpdateReplacePolicy).toBe('Delete');
+    template.hasResourceProperties('AWS::Lambda::Alias', {
+      Name: 'live',
+      FunctionName: { Ref: logicalId(construct.hostFunction) },
+      FunctionVersion: { 'Fn::GetAtt': [versionId, 'Version'] },
+    });
+    const [[, url]] = ofType('AWS::Lambda::Url');
+    expect(url.Properties.Qualifier).toBe('live');
+    // No affinity: the host runs without it, the worker has no function to invoke.
+    for (const [, fn] of fnsOf(resources)) {
+      expect(fn.Properties.Environment?.Variables?.EVE_WORLD_AWS_DEPLOYMENT_AFFINITY).toBeUndefined();
+      expect(fn.Properties.Environment?.Variables?.EVE_WORLD_AWS_HOST_FUNCTION).toBeUndefined();
+    }
+  });
+
+  it('with deploymentAffinity: versions retained, host on, worker names the host and may invoke exactly its versions', () => {
+    const a = makeStack({ deploymentAffinity: true });
+    const res = Template.fromStack(a.stack).toJSON().Resources as Resources;
+    const hostId = a.stack.getLogicalId(a.construct.hostFunction.node.defaultChild as never);
+    const [[versionId, version]] = Object.entries(res).filter(([, r]) => r.Type === 'AWS::Lambda::Version');
+    expect((version as { UpdateReplacePolicy?: string; DeletionPolicy?: string }).UpdateReplacePolicy).toBe('Retain');
+    expect((version as { DeletionPolicy?: string }).DeletionPolicy).toBe('Retain');
+    expect(versionId).toBeTruthy();
+    const host = res[hostId];
+    const workerId = a.stack.getLogicalId(a.construct.workerFunction.node.defaultChild as never);
+    expect(host.Properties.Environment.Variables.EVE_WORLD_AWS_DEPLOYMENT_AFFINITY).toBe('on');
+    expect(res[workerId].Properties.Environment.Variables.EVE_WORLD_AWS_HOST_FUNCTION).toEqual({ Ref: hostId });
+
+    const invoke = policyStatements(res, a.stack, a.construct.workerFunction.role!).filter((s) =>
+      acts(s).some((x) => x.startsWith('lambda:')),
+    );
+    expect(invoke).toEqual([
+      {
+        Action: 'lambda:InvokeFunction',
+        Effect: 'Allow',
+        Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [hostId, 'Arn'] }, ':*']] },
+      },
+    ]);
+    // The host and the sweeper never invoke anything.
+    for (const role of [a.construct.hostFunction.role!, a.construct.sweeperFunction!.role!])
+      expect(
+        policyStatements(res, a.stack, role)
+          .flatMap(acts)
+          .filter((x) => x.startsWith('lambda:')),
+      ).toEqual([]);
   });
 });
 
@@ -394,7 +463,7 @@ describe('EveWorldAws: kmsKey', () => {
     );
     expect(fns).toHaveLength(2);
     for (const fn of fns) expect(fn.Properties.Environment.Variables.EVE_WORLD_AWS_KMS_KEY_ID).toEqual(k.keyRef);
-    const expected = new Set([...actionsByResource('runtime').values()].flat());
+    const expected = new Set([...actionsByResource('runtime').values()].flat().filter((a) => !a.startsWith('lambda:')));
     expect(expected).toContain('kms:GenerateDataKey');
     for (const fn of [k.construct.hostFunction, k.construct.workerFunction]) {
       const statements = policiesOf(k.res, k.stack, fn.role!);
@@ -690,6 +759,12 @@ describe('EveWorldAws: cdk-nag', () => {
       const reason = typeof v === 'string' ? v : v.reason;
       expect(reason, id).toMatch(/\w{3,}.*\w{3,}/);
     }
+  });
+
+  it('AwsSolutionsChecks passes with deploymentAffinity (the invoke grant on the host versions is acknowledged)', () => {
+    const { app } = makeStack({ deploymentAffinity: true });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).not.toThrow();
   });
 
   it('the check is live: an unhardened bucket in the same app fails synthesis', () => {

@@ -48,11 +48,18 @@ describe('the deployment id', () => {
     expect(await tuned.id()).toBe('dpl_t');
   });
 
-  it('in Lambda: refused until the worker routes by version; the id is the published version', () => {
+  it('in Lambda: on for a published version, whose id is lambda:<function>:<version>; refused on $LATEST or under a set id', async () => {
     const on = { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on', AWS_LAMBDA_FUNCTION_NAME: 'host' };
-    expect(() => deploymentIdentity(config({ ...on, AWS_LAMBDA_FUNCTION_VERSION: '7' }))).toThrow(
-      /EVE_WORLD_AWS_DEPLOYMENT_AFFINITY is on, but this process runs in Lambda \(host\)/,
+    const v7 = deploymentIdentity(config({ ...on, AWS_LAMBDA_FUNCTION_VERSION: '7' }));
+    expect(v7.affinity).toBe(true);
+    expect(v7.shape).toBe('lambda');
+    expect(await v7.id()).toBe('lambda:host:7');
+    expect(() => deploymentIdentity(config({ ...on, AWS_LAMBDA_FUNCTION_VERSION: '$LATEST' }))).toThrow(
+      /EVE_WORLD_AWS_DEPLOYMENT_AFFINITY is on, but this process runs host's \$LATEST/,
     );
+    expect(() =>
+      deploymentIdentity(config({ ...on, AWS_LAMBDA_FUNCTION_VERSION: '7', EVE_WORLD_AWS_DEPLOYMENT_ID: 'release-7' })),
+    ).toThrow(/EVE_WORLD_AWS_DEPLOYMENT_ID is set, but this process runs in Lambda \(host\)/);
     const auto = deploymentIdentity(config({ AWS_LAMBDA_FUNCTION_NAME: 'host', AWS_LAMBDA_FUNCTION_VERSION: '7' }));
     expect(auto.affinity).toBe(false);
     expect(auto.shape).toBe('lambda');

@@ -1,0 +1,325 @@
+/**
+ * Deployment affinity in the Lambda shape, offline (docs/design.md, "Deployment affinity on
+ * Lambda"): two builds of one workflow whose code differs (A runs its steps a then b, B runs b
+ * then a), each served as one published version of one host function (`lambda:<fn>:1` and
+ * `lambda:<fn>:2`, child processes of this checkout's World in Lambda mode behind a plain HTTP
+ * server, the Web Adapter's part) and registered on the stack's Lambda emulator, on the wire. The
+ * worker is this checkout's SQS handler (EVE_WORLD_AWS_HOST_FUNCTION set), fed by a small event
+ * source mapping loop that deletes exactly the records not reported as failures; its flow URL is
+ * the `live` alias, a pass-through to whichever version is live. Runs started on A (version 1)
+ * complete on A's code while B (version 2) is live and new runs start on B; every hook is resumed
+ * from B. Then version 1 is deleted: its waiting run fails with `DEPLOYMENT_MISMATCH` once, never
+ * dead-lettered.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DeleteMessageCommand, GetQueueUrlCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { StandaloneBuilder } from '@workflow/builders';
+import { afterAll, expect, test } from 'vitest';
+import { setWorld } from 'workflow/runtime';
+import { loadConfig } from '../../src/config/index.js';
+import { createSqsHandler, type SQSRecord } from '../../src/consumer/lambda.js';
+import { createContext } from '../../src/context.js';
+import { readDeployment } from '../../src/deployment/registry.js';
+import { registerLambdaTarget, removeLambdaTarget } from '../../src/emulator/lambda.js';
+import { AFFINITY_MIN_READER } from '../../src/formats.js';
+import { createWorld } from '../../src/index.js';
+import { FLOW_PATH } from '../../src/limits.js';
+import { reconcile } from '../../src/provision/index.js';
+import { createFixture, stackEndpoint } from '../helpers/aws.js';
+import { type Build, buildCurrent, removeBuild } from '../helpers/builds.js';
+import { stopChildren } from '../helpers/faults-suite.js';
+import { MemoryLogger } from '../helpers/queue.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..');
+/** Inside the checkout, so the compiled apps resolve `workflow` from its node_modules. */
+const scratch = path.join(root, 'node_modules', '.cache', 'eve-world-aws', `affinity-lambda-${process.pid}`);
+const RUNS_PER_BUILD = 2;
+const WORKFLOW_FILE = 'workflows/order.ts';
+const SECRET = '7e1a9c3f5b2d8e0a4c6f1b9d3e5a7c2f8b0d6e4a1c3f9b5d7e2a0c8f6b4d1e3a';
+const FN = `host-${randomBytes(4).toString('hex')}`;
+const lambdaEndpoint = stackEndpoint('AWS_ENDPOINT_URL_LAMBDA');
+
+const children: ChildProcess[] = [];
+const builds: Build[] = [];
+const closers: Array<() => Promise<void> | void> = [];
+afterAll(async () => {
+  for (const c of closers.reverse()) await c();
+  await stopChildren(children);
+  for (const b of builds) removeBuild(b);
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** The workflow of build `name`: its two steps in `order`, and a hook between them. */
+function source(name: string, order: ['a', 'b'] | ['b', 'a']): string {
+  const call = (s: string) => `order.push(await step${s.toUpperCase()}(label));`;
+  return `import { createHook } from 'workflow';
+async function stepA(label: string): Promise<string> {
+  'use step';
+  return 'a';
+}
+async function stepB(label: string): Promise<string> {
+  'use step';
+  return 'b';
+}
+export async function ordered(label: string): Promise<{ build: string; order: string[] }> {
+  'use workflow';
+  const order: string[] = [];
+  ${call(order[0])}
+  const hook = createHook<{ go: boolean }>({ token: 'gate:' + label });
+  for await (const _ of hook) break;
+  ${call(order[1])}
+  return { build: '${name}', order };
+}
+`;
+}
+
+async function buildApp(name: string, order: ['a', 'b'] | ['b', 'a']): Promise<string> {
+  const dir = path.join(scratch, name);
+  mkdirSync(path.join(dir, 'workflows'), { recursive: true });
+  writeFileSync(path.join(dir, 'package.json'), '{"private":true,"type":"module"}\n');
+  writeFileSync(path.join(dir, WORKFLOW_FILE), source(name, order));
+  await new StandaloneBuilder({
+    dirs: ['./workflows'],
+    workingDir: dir,
+    buildTarget: 'standalone',
+    stepsBundlePath: './.well-known/workflow/v1/__step_registrations.mjs',
+    workflowsBundlePath: './.well-known/workflow/v1/flow.mjs',
+    webhookBundlePath: './.well-known/workflow/v1/webhook.mjs',
+    workflowManifestPath: './.well-known/workflow/v1/manifest.json',
+  }).build();
+  return dir;
+}
+
+interface Host {
+  proc: ChildProcess;
+  deploymentId: string;
+  port: number;
+  start(tag: string, label: string): Promise<string>;
+  resume(tag: string, token: string): Promise<string>;
+  output(): string;
+}
+
+/** One host version: a child process of build `world` serving `appDir` as `FN` version `version`. */
+function spawnHost(world: Build, appDir: string, env: Record<string, string>, version: string): Promise<Host> {
+  const script = path.join(here, '..', 'helpers', 'lambda-host-child.mjs');
+  const proc = spawn(process.execPath, ['--no-warnings', script, world.indexUrl, appDir, WORKFLOW_FILE], {
+    env: { ...process.env, ...env, AWS_LAMBDA_FUNCTION_NAME: FN, AWS_LAMBDA_FUNCTION_VERSION: version },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  children.push(proc);
+  let out = '';
+  let err = '';
+  const waiting = new Map<string, { resolve: (id: string) => void; reject: (e: Error) => void }>();
+  const ask = (tag: string, line: string) =>
+    new Promise<string>((resolve, reject) => {
+      waiting.set(tag, { resolve, reject });
+      proc.stdin?.write(`${line}\n`);
+    });
+  proc.stderr?.on('data', (d: Buffer) => {
+    err = (err + d.toString()).slice(-20_000);
+  });
+  return new Promise((resolve, reject) => {
+    proc.stdout?.on('data', (d: Buffer) => {
+      out = (out + d.toString()).slice(-200_000);
+      for (const line of d.toString().split('\n')) {
+        const ready = /^ready (\S+) (\d+)$/.exec(line);
+        if (ready)
+          resolve({
+            proc,
+            deploymentId: ready[1] as string,
+            port: Number(ready[2]),
+            output: () => `${out}\n${err}`,
+            start: (tag, label) => ask(tag, `start ${tag} ordered ${JSON.stringify([label])}`),
+            resume: (tag, token) => ask(tag, `resume ${tag} ${token} ${JSON.stringify({ go: true })}`),
+          });
+        const m = /^(started|resumed|failed) (\S+) (.*)$/.exec(line);
+        const w = m && waiting.get(m[2] as string);
+        if (m && w) {
+          waiting.delete(m[2] as string);
+          if (m[1] === 'failed') w.reject(new Error(`${m[2]} failed: ${m[3]}`));
+          else w.resolve(m[3] as string);
+        }
+      }
+    });
+    proc.once('exit', (code, signal) =>
+      reject(new Error(`a host child exited before it was ready (${code ?? signal}): ${err.slice(-3000)}`)),
+    );
+  });
+}
+
+/**
+ * The `live` alias's Function URL: passes each request on, `Host` header and all, to the port of
+ * the version that is live (the signature binds the URL the worker sent to, as on AWS).
+ */
+async function liveUrl(live: () => number): Promise<string> {
+  const server = http.createServer((req, res) => {
+    const fwd = http.request(
+      { host: '127.0.0.1', port: live(), path: req.url, method: req.method, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
+    fwd.on('error', (e) => {
+      res.writeHead(502);
+      res.end(String(e));
+    });
+    req.pipe(fwd);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  closers.push(() => new Promise<void>((r) => server.close(() => r())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}${FLOW_PATH}`;
+}
+
+async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, limitMs: number): Promise<void> {
+  const until = Date.now() + limitMs;
+  while (!(await cond())) {
+    if (Date.now() > until) throw new Error(`gave up waiting (${limitMs / 1000} s) for: ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+test('two host versions beside each other: every run finishes on the version that started it; a deleted version fails its runs once', async () => {
+  const [world, appA, appB] = await Promise.all([
+    buildCurrent('affinity-lambda'),
+    buildApp('A', ['a', 'b']),
+    buildApp('B', ['b', 'a']),
+  ]);
+  builds.push(world);
+  const fixture = await createFixture(
+    { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '10', EVE_WORLD_AWS_SIGNING_SECRET: SECRET },
+    'afl',
+  );
+  const { config, clients } = fixture;
+  await reconcile(clients, config, 'apply', { minReader: AFFINITY_MIN_READER });
+  const env = { ...fixture.env, EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' };
+  const reader = createWorld({ config, clients, consumer: { consumer: 'none' } });
+  closers.push(() => reader.close());
+  const run = (runId: string) => reader.runs.get(runId, { resolveData: 'all' });
+  setWorld(reader);
+  const { getRun } = await import('workflow/api');
+  const returnOf = (runId: string) => getRun(runId).returnValue;
+
+  // The worker: the SQS handler with the host function named, behind an event source mapping loop.
+  let livePort = 0;
+  const flowUrl = await liveUrl(() => livePort);
+  const workerConfig = loadConfig({ ...fixture.env, EVE_WORLD_AWS_HOST_FUNCTION: FN });
+  const workerCtx = createContext(workerConfig);
+  const logger = new MemoryLogger();
+  const handler = createSqsHandler({ context: workerCtx, flowUrl, logger });
+  const queueUrl = (await clients.sqs.send(new GetQueueUrlCommand({ QueueName: config.queue.split('/').at(-1) })))
+    .QueueUrl as string;
+  let polling = true;
+  const esm = (async () => {
+    while (polling) {
+      const got = await clients.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['ApproximateReceiveCount', 'SentTimestamp'],
+        }),
+      );
+      const msgs = got.Messages ?? [];
+      if (msgs.length === 0) continue;
+      const Records: SQSRecord[] = msgs.map((m) => ({
+        messageId: m.MessageId as string,
+        receiptHandle: m.ReceiptHandle as string,
+        body: m.Body ?? '',
+        attributes: { ...m.Attributes },
+        messageAttributes: Object.fromEntries(
+          Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [
+            k,
+            { stringValue: v.StringValue, dataType: v.DataType ?? 'String' },
+          ]),
+        ),
+      }));
+      const res = await handler({ Records }, { getRemainingTimeInMillis: () => 60_000 });
+      const failed = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
+      for (const m of msgs)
+        if (!failed.has(m.MessageId as string))
+          await clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
+    }
+  })();
+  closers.push(async () => {
+    polling = false;
+    await esm.catch(() => undefined);
+  });
+
+  // Version 1 (build A) deployed and live, with runs parked on their hooks.
+  const a = await spawnHost(world, appA, env, '1');
+  expect(a.deploymentId).toBe(`lambda:${FN}:1`);
+  await registerLambdaTarget(lambdaEndpoint, FN, '1', `http://127.0.0.1:${a.port}`);
+  livePort = a.port;
+  const onA: string[] = [];
+  for (let i = 0; i < RUNS_PER_BUILD; i++) onA.push(await a.start(`a${i}`, `a${i}`));
+  const hookOf = (token: string) => async () => Boolean(await reader.hooks.getByToken(token).catch(() => undefined));
+  const diagnose = (e: unknown) => {
+    throw new Error(`${e}\nworker:\n${logger.lines.slice(-30).join('\n')}\nA:\n${a.output().slice(-3000)}`);
+  };
+  for (let i = 0; i < RUNS_PER_BUILD; i++)
+    await waitUntil(`hook gate:a${i}`, hookOf(`gate:a${i}`), 90_000).catch(diagnose);
+
+  // Version 2 (build B) deployed: `live` points at it; new runs start on it.
+  const b = await spawnHost(world, appB, env, '2');
+  expect(b.deploymentId).toBe(`lambda:${FN}:2`);
+  await registerLambdaTarget(lambdaEndpoint, FN, '2', `http://127.0.0.1:${b.port}`);
+  livePort = b.port;
+  const onB: string[] = [];
+  for (let i = 0; i < RUNS_PER_BUILD; i++) onB.push(await b.start(`b${i}`, `b${i}`));
+  for (const id of onA) expect((await run(id)).deploymentId).toBe(a.deploymentId);
+  for (const id of onB) expect((await run(id)).deploymentId).toBe(b.deploymentId);
+
+  // Every hook resumed from B: A's runs finish on version 1.
+  for (let i = 0; i < RUNS_PER_BUILD; i++) {
+    await waitUntil(`hook gate:b${i}`, hookOf(`gate:b${i}`), 90_000).catch(diagnose);
+    await b.resume(`ra${i}`, `gate:a${i}`);
+    await b.resume(`rb${i}`, `gate:b${i}`);
+  }
+  await waitUntil(
+    'every run to finish',
+    async () =>
+      (await Promise.all([...onA, ...onB].map((id) => run(id)))).every(
+        (r) => r.status !== 'running' && r.status !== 'pending',
+      ),
+    120_000,
+  ).catch((e) => diagnose(`${e}\nB:\n${b.output().slice(-3000)}`));
+  for (const id of onA) expect(await returnOf(id)).toEqual({ build: 'A', order: ['a', 'b'] });
+  for (const id of onB) expect(await returnOf(id)).toEqual({ build: 'B', order: ['b', 'a'] });
+
+  // Version 1 deleted while one of its runs waits: that run fails once, at its next delivery.
+  const last = await a.start('a-last', 'a-last');
+  await waitUntil('the last A run to wait on its hook', hookOf('gate:a-last'), 90_000).catch(diagnose);
+  a.proc.kill('SIGTERM');
+  await new Promise((r) => a.proc.once('exit', r));
+  await removeLambdaTarget(lambdaEndpoint, FN, '1');
+  await b.resume('r-last', 'gate:a-last');
+  await waitUntil(
+    'the run of the deleted version to fail',
+    async () => (await run(last)).status === 'failed',
+    60_000,
+  ).catch((e) => diagnose(`${e}\nB:\n${b.output().slice(-4000)}`));
+  expect((await readDeployment({ config, clients } as never, a.deploymentId, true))?.status).toBe('retired');
+  const events = (await reader.events.list({ runId: last, pagination: { limit: 1000 }, resolveData: 'all' })).data;
+  const failed = events.filter((e) => e.eventType === 'run_failed');
+  expect(failed).toHaveLength(1);
+  expect((failed[0] as { eventData?: { errorCode?: string } }).eventData?.errorCode).toBe('DEPLOYMENT_MISMATCH');
+  expect(events.filter((e) => e.eventType === 'step_completed')).toHaveLength(1);
+
+  // Nothing dead-lettered.
+  const dlqUrl = (
+    await clients.sqs.send(new GetQueueUrlCommand({ QueueName: config.deadLetterQueue.split('/').at(-1) }))
+  ).QueueUrl as string;
+  const dlq = await clients.sqs.send(
+    new ReceiveMessageCommand({ QueueUrl: dlqUrl, WaitTimeSeconds: 1, MaxNumberOfMessages: 10 }),
+  );
+  expect(dlq.Messages ?? []).toHaveLength(0);
+}, 600_000);
