@@ -147,7 +147,7 @@ export function createClients(config: WorldConfig): AwsClients {
     lambda: lazy(async () => {
       const { LambdaClient } = await import('@aws-sdk/client-lambda');
       // One attempt per Invoke: a retried Invoke would run the flow route twice; the delivery
-      // pipeline decides what a failure means (src/consumer/invoke.ts).
+      // pipeline decides what a failure means (src/consumer/delivery/invoke.ts).
       return instrumentClient(
         new LambdaClient({
           ...base,

@@ -66,7 +66,7 @@ export interface HandlerOptions {
   trustForwardedHost?: boolean;
   /**
    * This process's published Lambda version, `lambda:<function>:<version>`: a delivery signed for
-   * it (by Lambda Invoke, ./invoke.ts) is accepted. Absent outside Lambda and on `$LATEST`.
+   * it (by Lambda Invoke, ./delivery/invoke.ts) is accepted. Absent outside Lambda and on `$LATEST`.
    */
   lambdaSelf?: string;
   /** Replay guard for configured secrets. Default: per process (use a durable one across instances). */

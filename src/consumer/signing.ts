@@ -18,7 +18,7 @@
  *
  * The destination is the host (with a non-default port, lower case) and path of the URL the
  * sender POSTed to; for a delivery by Lambda Invoke to one published version of the host
- * (./invoke.ts) it is `lambda:<function>:<version>` and the path, which the host accepts only
+ * (./delivery/invoke.ts) it is `lambda:<function>:<version>` and the path, which the host accepts only
  * when it is that function's that version (its own AWS_LAMBDA_FUNCTION_NAME and _VERSION). The receiver accepts the destination built from the `Host` header or the host
  * of the request URL (each with the request's path), and from the first `x-forwarded-host` only
  * when the operator opted in (`trustForwardedHost`, EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1), since

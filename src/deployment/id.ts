@@ -7,7 +7,7 @@
  * - With affinity on, the id names one immutable build: core compares it with a run's pin by
  *   strict equality, so two builds never share an id and one build never reports two. In Lambda it
  *   is `lambda:<function>:<version>` (a published version is immutable, and the worker invokes that
- *   version for the run's messages: src/consumer/invoke.ts); `on` there is refused on `$LATEST`
+ *   version for the run's messages: src/consumer/delivery/invoke.ts); `on` there is refused on `$LATEST`
  *   and with EVE_WORLD_AWS_DEPLOYMENT_ID set, where no worker could reach the build by its id; on a plain Node host `build:<hash>` of the build's files (every file under the build folder, its
  *   relative path and bytes, sorted; `node_modules`, `.eve` and `.workflow-data` skipped), unless
  *   EVE_WORLD_AWS_DEPLOYMENT_ID names it (the build folder: the entry script's, or the `buildDir` option).

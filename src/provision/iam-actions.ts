@@ -383,7 +383,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     command: 'lambda:Invoke',
     actions: ['lambda:InvokeFunction'],
     uses: { runtime: ['hostVersions'] },
-    why: "the worker delivers a message to its run's host version (src/consumer/invoke.ts); qualified ARNs only",
+    why: "the worker delivers a message to its run's host version (src/consumer/delivery/invoke.ts); qualified ARNs only",
   },
 ];
 

@@ -10,7 +10,7 @@
  *   only a flow route in this same process accepts (../signing.ts).
  * - A queue whose prefix has an in-process handler goes to it; a message whose deployment is a
  *   published version of the host function (EVE_WORLD_AWS_HOST_FUNCTION) goes to that version by
- *   Lambda Invoke (../invoke.ts); every other one goes over HTTP to the configured flow URL, else
+ *   Lambda Invoke (./invoke.ts); every other one goes over HTTP to the configured flow URL, else
  *   the local `eve start` route (`defaultFlowUrl`).
  * - One breaker and one set of in-flight logical ids per consumer: a warm container or a process
  *   that saw the route fail stops burning receives, and two copies of one message never run at
@@ -26,7 +26,7 @@ import { configureLogging, type Logger } from '../../log.js';
 import type { SqsTransport } from '../../queue/transport.js';
 import { enableMetrics } from '../../telemetry/metrics.js';
 import { CircuitBreaker } from '../breaker.js';
-import { invokeFlow, type LambdaVersion, lambdaFlowUrl, parseLambdaDeployment } from '../invoke.js';
+import { invokeFlow, type LambdaVersion, lambdaFlowUrl, parseLambdaDeployment } from './invoke.js';
 import type { DeliveryDeps, FlowHandler } from './deps.js';
 import { SqsReceipts } from '../receipts.js';
 import { type SigningSecretSource, signingSecretSource } from '../secret-source.js';
@@ -80,7 +80,7 @@ export function composeDelivery(
   const http: FlowHandler = (req) => fetch(req);
   const source = options.secretSource ?? signingSecretSource(config, ctx.clients);
   const signingSecret = source ? () => source.signing() : (config.signingSecrets[0] ?? processSigningKey());
-  // One Invoke handler per host version a message names (../invoke.ts).
+  // One Invoke handler per host version a message names (./invoke.ts).
   const versions = new Map<string, { handler: FlowHandler; url: string }>();
   const versionRoute = (deploymentId: string | undefined) => {
     const target = config.hostFunction ? parseLambdaDeployment(deploymentId) : undefined;

@@ -1,5 +1,5 @@
 /**
- * The Lambda worker's delivery by version (src/consumer/invoke.ts): a message whose `eve.dep` is
+ * The Lambda worker's delivery by version (src/consumer/delivery/invoke.ts): a message whose `eve.dep` is
  * `lambda:<host function>:<version>` goes to that version by Lambda Invoke on the wire (the
  * stack's Lambda emulator, AWS_ENDPOINT_URL_LAMBDA), signed for `lambda:<fn>:<ver>` and verified
  * by the host against its own AWS_LAMBDA_FUNCTION_NAME/_VERSION; any other message goes to the

@@ -1,11 +1,11 @@
 /**
- * The pure parts of delivery by Lambda Invoke (src/consumer/invoke.ts) and its signature binding
+ * The pure parts of delivery by Lambda Invoke (src/consumer/delivery/invoke.ts) and its signature binding
  * (src/consumer/signing.ts): which deployment ids are host versions, what a delivery to one is
  * signed for, which host accepts it, and how an Invoke answer becomes an HTTP response (the
  * Function URL shape, and the streamed HTTP-integration framing of a RESPONSE_STREAM host).
  */
 import { describe, expect, it } from 'vitest';
-import { lambdaFlowUrl, parseLambdaDeployment, responseOf } from '../../../src/consumer/invoke.js';
+import { lambdaFlowUrl, parseLambdaDeployment, responseOf } from '../../../src/consumer/delivery/invoke.js';
 import {
   destinationOf,
   requestDestinations,

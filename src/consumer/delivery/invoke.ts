@@ -23,9 +23,9 @@
  */
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import type { InvokeCommandOutput } from '@aws-sdk/client-lambda';
-import { describeError, errorName, isThrottling } from '../aws/errors.js';
-import { FLOW_PATH } from '../limits.js';
-import type { FlowHandler } from './pipeline.js';
+import { describeError, errorName, isThrottling } from '../../aws/errors.js';
+import { FLOW_PATH } from '../../limits.js';
+import type { FlowHandler } from './deps.js';
 
 /** A published version of a function: the deployment id `lambda:<function>:<version>` (src/deployment/id.ts). */
 export interface LambdaVersion {
