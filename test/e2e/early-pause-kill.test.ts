@@ -112,8 +112,14 @@ function spawnProc(script: string, args: string[], env: Record<string, string>):
 }
 
 /** The owner child: starts one countedSteps run under `prefix` and holds at `mode`'s point. */
-async function startOwner(mode: string, prefix: string, tally: string, goDir: string): Promise<Proc> {
-  const p = spawnProc('early-owner-child.mjs', [ensureDist(), flowPath, tally, mode, prefix, goDir], {});
+async function startOwner(
+  mode: string,
+  prefix: string,
+  tally: string,
+  goDir: string,
+  env: Record<string, string> = {},
+): Promise<Proc> {
+  const p = spawnProc('early-owner-child.mjs', [ensureDist(), flowPath, tally, mode, prefix, goDir], env);
   await p.line(/^ready$/);
   return p;
 }
@@ -138,7 +144,7 @@ async function waitCompleted(runId: string): Promise<void> {
 }
 
 /** Every invariant of a finished case. */
-async function check(runId: string, prefix: string, tally: string): Promise<void> {
+async function check(runId: string, prefix: string, tally: string, ranTwice?: string): Promise<void> {
   await waitCompleted(runId);
   expect(await getRun(runId).returnValue).toBe(3 + (0 + 1 + 2 + 3));
   const types = (await reader.events.list({ runId, pagination: {} })).data.map((e) => e.eventType);
@@ -152,7 +158,7 @@ async function check(runId: string, prefix: string, tally: string): Promise<void
     if (key.startsWith(prefix)) ran.set(key, (ran.get(key) ?? 0) + 1);
   }
   expect(ran.size).toBe(7);
-  for (const [key, n] of ran) expect(n, key).toBe(1);
+  for (const [key, n] of ran) expect(n, key).toBe(key === ranTwice ? 2 : 1);
   const ctx = createContext(fixture.config);
   const dlq = await createTransport(ctx).dlqUrl();
   const left = await ctx.clients.sqs.send(
@@ -182,7 +188,7 @@ describe('early delivery, its owner paused (SIGSTOP)', () => {
     writeFileSync(path.join(goDir, 'go-entry'), '');
     owner.child.kill('SIGCONT');
     // E then reaches core, which finds the run over; it answers without running a body.
-    const [, , status] = await owner.line(/^done (\S+) (\d+)$/);
+    const [, , status] = await owner.line(/^done (\S+) (\d+) /);
     expect(Number(status)).toBeLessThan(500);
     await check(runId, prefix, tally);
   }, 240_000);
@@ -199,6 +205,54 @@ describe('early delivery, its owner paused (SIGSTOP)', () => {
     writeFileSync(path.join(goDir, `go-${key.replaceAll(':', '_')}`), '');
     owner.child.kill('SIGCONT');
     await check(runId, prefix, tally);
+  }, 240_000);
+});
+
+/** How many times the tally file counts `key`. */
+function tallied(tally: string, key: string): number {
+  return readFileSync(tally, 'utf8')
+    .split('\n')
+    .filter((l) => l.split('\t')[0] === key).length;
+}
+
+describe('a deferred early delivery', () => {
+  test('E answers timeoutSeconds: its copy comes back later as M, attempt 2, in the same process, and the run completes', async () => {
+    const { prefix, tally, goDir } = caseFiles('deferred');
+    // Core answers a workflow delivery with `{ timeoutSeconds }` only off its turbo path (on it,
+    // attempt 1 with the run's input, it sends a fresh message instead), when it re-invokes the
+    // run: here an inline step's start throttled once. Waits go as messages of their own.
+    const owner = await startOwner('deferred', prefix, tally, goDir, { WORKFLOW_TURBO: '0' });
+    const [, mId, runId] = await owner.line(/^sent (\S+) (\S+)$/);
+    await owner.line(/^throttled step_started$/);
+    // E, the first delivery (attempt 1, under its own id), asks to be invoked again later.
+    const [, eId, eAnswer] = await owner.line(/^done (\S+) 200 1 (.*)$/);
+    expect(eId).not.toBe(mId);
+    expect(JSON.parse(eAnswer)).toHaveProperty('timeoutSeconds');
+    // Its copy is replaced by one delayed that long, dispatched as M (not E), attempt 2.
+    await owner.line(new RegExp(`^done ${mId} 200 2 `));
+    await check(runId, prefix, tally);
+  }, 240_000);
+});
+
+describe('a step body stopped past its lease (the known limit, docs/design.md "Step lease")', () => {
+  test('E stopped inside a step body until the step runs again elsewhere: the body runs twice, the log stays valid', async () => {
+    const { prefix, tally, goDir } = caseFiles('pause-past-lease');
+    await startSurvivor(tally);
+    const owner = await startOwner('pause-body', prefix, tally, goDir);
+    const [, key] = await owner.line(/^body (\S+)$/);
+    const [, , runId] = await owner.line(/^sent (\S+) (\S+)$/);
+    owner.child.kill('SIGSTOP');
+    // No heartbeat while stopped: once the lease (15 s at a 30 s visibility) and core's inline
+    // ownership (20 s) have run out, core's backstop wake restarts the step in the survivor. Waited
+    // for by its effect, the second execution, not by a time.
+    await vi.waitFor(() => expect(tallied(tally, key)).toBe(2), { timeout: 150_000, interval: 250 });
+    await waitCompleted(runId);
+    writeFileSync(path.join(goDir, `go-${key.replaceAll(':', '_')}`), '');
+    owner.child.kill('SIGCONT');
+    // E's body ends after the run did: its step_completed is refused (the step is terminal), and E
+    // answers without failing the run.
+    await owner.line(/^done /);
+    await check(runId, prefix, tally, key);
   }, 240_000);
 });
 

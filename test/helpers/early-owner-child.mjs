@@ -10,7 +10,7 @@
 //   `ready`                      once consuming
 //   `sent <M id> <runId>`        the SendMessage of an early delivery's copy M returned
 //   `point <name> <runId>`       held at the mode's point (below)
-//   `done <E id> <status>`       an early delivery's flow route answered
+//   `done <id> <status> <attempt>` a delivery's flow route answered (all early but in `deferred`)
 //   `body <key>`                 a step body began: it then blocks the whole event loop (as a
 //                                stopped process would) until the file <dir>/go-<key> exists
 // Modes (the point, and what E does meanwhile):
@@ -21,6 +21,10 @@
 //                  first write.
 //   `kill-after-send`   M was sent, E holds at its first write (point `after-send`).
 //   `kill-after-e`      E finished (point `after-e`); nothing else is written after it.
+//   `deferred`     receives are not blind: the process consumes its own copies too; every
+//                  delivery's `done` line carries its attempt and its answer's body. E's first
+//                  `step_started` is throttled once (as after the SDK's retries), so core off its
+//                  turbo path (WORKFLOW_TURBO=0) answers E with `{ timeoutSeconds }`.
 // Every step body appends `<key>\t<pid>` to the tally file before anything else (a SIGKILL loses
 // nothing it counted).
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
@@ -72,6 +76,7 @@ const config = loadConfig(process.env);
 const clients = createClients(config);
 let runId = '?';
 let mSent = false;
+let throttled = false;
 /** A write outside any delivery returned: start()'s run_created. */
 let runCreated = false;
 let eDone = false;
@@ -85,7 +90,7 @@ const point = (name) => {
 clients.sqs.middlewareStack.add(
   (next, context) => async (args) => {
     const name = context.commandName;
-    if (name === 'ReceiveMessageCommand') {
+    if (name === 'ReceiveMessageCommand' && mode !== 'deferred') {
       await sleepMs(200);
       return { output: { Messages: [], $metadata: {} }, response: {} };
     }
@@ -115,6 +120,17 @@ clients.ddb.middlewareStack.add(
   (next, context) => async (args) => {
     const name = context.commandName;
     const write = name === 'TransactWriteItemsCommand' || name === 'PutItemCommand' || name === 'UpdateItemCommand';
+    if (mode === 'deferred' && !throttled && name === 'TransactWriteItemsCommand' && currentDelivery() !== undefined) {
+      if (JSON.stringify(args.input).includes('step_started')) {
+        // DynamoDB throttling that outlasted the SDK's retries (this layer is above them).
+        throttled = true;
+        say('throttled step_started');
+        const err = new Error('Rate of requests exceeds the allowed throughput.');
+        err.name = 'ThrottlingException';
+        err.$metadata = { httpStatusCode: 400 };
+        throw err;
+      }
+    }
     if (write && currentDelivery() !== undefined) {
       // E's writes: held where the mode says.
       if (mode === 'kill-before-send' || mode === 'kill-after-send') return never();
@@ -136,7 +152,10 @@ world.registerHandler('__wkf_workflow_', async (req) => {
     await waitFile('go-entry');
   }
   const res = await flow.POST(req);
-  say(`done ${req.headers.get('x-vqs-message-id') ?? '?'} ${res.status}`);
+  const answer = mode === 'deferred' ? ` ${(await res.clone().text()).replaceAll('\n', ' ').slice(0, 200)}` : '';
+  say(
+    `done ${req.headers.get('x-vqs-message-id') ?? '?'} ${res.status} ${req.headers.get('x-vqs-message-attempt')}${answer}`,
+  );
   if (mode === 'kill-after-e' && !eDone) {
     eDone = true;
     // Settled after the verdict reaches the consumer: the point is printed once E returned.
