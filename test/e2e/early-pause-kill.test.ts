@@ -195,11 +195,12 @@ describe('early delivery, its owner paused (SIGSTOP)', () => {
 
   test("stopped inside E's first step body while M is dispatched elsewhere, then continued", async () => {
     const { prefix, tally, goDir } = caseFiles('pause-body');
-    const survivor = await startSurvivor(tally);
     const owner = await startOwner('pause-body', prefix, tally, goDir);
     const [, key] = await owner.line(/^body (\S+)$/);
     const [, mId, runId] = await owner.line(/^sent (\S+) (\S+)$/);
     owner.child.kill('SIGSTOP');
+    // Started now, so E (not M) is the one that took the step.
+    const survivor = await startSurvivor(tally);
     // The survivor dispatched M (whatever it answered) while E's body was stopped.
     await survivor.line(new RegExp(`^delivered ${mId} `));
     writeFileSync(path.join(goDir, `go-${key.replaceAll(':', '_')}`), '');
@@ -225,11 +226,11 @@ describe('a deferred early delivery', () => {
     const [, mId, runId] = await owner.line(/^sent (\S+) (\S+)$/);
     await owner.line(/^throttled step_started$/);
     // E, the first delivery (attempt 1, under its own id), asks to be invoked again later.
-    const [, eId, eAnswer] = await owner.line(/^done (\S+) 200 1 (.*)$/);
+    const [, eId, eAnswer] = await owner.line(new RegExp(`^done (\\S+) 200 1 ${runId} (.*)$`));
     expect(eId).not.toBe(mId);
     expect(JSON.parse(eAnswer)).toHaveProperty('timeoutSeconds');
     // Its copy is replaced by one delayed that long, dispatched as M (not E), attempt 2.
-    await owner.line(new RegExp(`^done ${mId} 200 2 `));
+    await owner.line(new RegExp(`^done ${mId} 200 2 ${runId} `));
     await check(runId, prefix, tally);
   }, 240_000);
 });
@@ -237,11 +238,12 @@ describe('a deferred early delivery', () => {
 describe('a step body stopped past its lease (the known limit, docs/design.md "Step lease")', () => {
   test('E stopped inside a step body until the step runs again elsewhere: the body runs twice, the log stays valid', async () => {
     const { prefix, tally, goDir } = caseFiles('pause-past-lease');
-    await startSurvivor(tally);
     const owner = await startOwner('pause-body', prefix, tally, goDir);
     const [, key] = await owner.line(/^body (\S+)$/);
     const [, , runId] = await owner.line(/^sent (\S+) (\S+)$/);
     owner.child.kill('SIGSTOP');
+    // Started now, so E (not M) is the one that took the step.
+    await startSurvivor(tally);
     // No heartbeat while stopped: once the lease (15 s at a 30 s visibility) and core's inline
     // ownership (20 s) have run out, core's backstop wake restarts the step in the survivor. Waited
     // for by its effect, the second execution, not by a time.

@@ -10,7 +10,8 @@
 //   `ready`                      once consuming
 //   `sent <M id> <runId>`        the SendMessage of an early delivery's copy M returned
 //   `point <name> <runId>`       held at the mode's point (below)
-//   `done <id> <status> <attempt>` a delivery's flow route answered (all early but in `deferred`)
+//   `done <id> <status> <attempt> <runId>` a delivery's flow route answered (all early but in
+//                                `deferred`, where the answer's body follows)
 //   `body <key>`                 a step body began: it then blocks the whole event loop (as a
 //                                stopped process would) until the file <dir>/go-<key> exists
 // Modes (the point, and what E does meanwhile):
@@ -151,10 +152,11 @@ world.registerHandler('__wkf_workflow_', async (req) => {
     point('entry');
     await waitFile('go-entry');
   }
+  const reqRun = /wrun_[0-9A-Za-z]+/.exec(await req.clone().text())?.[0] ?? '?';
   const res = await flow.POST(req);
   const answer = mode === 'deferred' ? ` ${(await res.clone().text()).replaceAll('\n', ' ').slice(0, 200)}` : '';
   say(
-    `done ${req.headers.get('x-vqs-message-id') ?? '?'} ${res.status} ${req.headers.get('x-vqs-message-attempt')}${answer}`,
+    `done ${req.headers.get('x-vqs-message-id') ?? '?'} ${res.status} ${req.headers.get('x-vqs-message-attempt')} ${reqRun}${answer}`,
   );
   if (mode === 'kill-after-e' && !eDone) {
     eDone = true;
