@@ -9,7 +9,8 @@
  * Pause: the owner stopped at E's door while M runs the whole run elsewhere, then continued; and
  * stopped inside E's first step body while M is dispatched elsewhere, then continued.
  * Kill: (a) after the offer, before M's SendMessage left (the run has no message: the liveness
- * backstop, B = 5 s, T = 2 s on the survivor, wakes it); (b) after M was sent, while E runs (held
+ * backstop, B = 5 s, T = 2 s in both processes, wakes it: the DUE item is first due B of the
+ * writer of run_created after it); (b) after M was sent, while E runs (held
  * at its first write); (c) after E finished, before M is received.
  *
  * Each case checks: the run completes with its value, no `run_failed`, one `run_completed`; every
@@ -268,7 +269,8 @@ describe('early delivery, its owner killed (SIGKILL) at each step of the protoco
     '%s',
     async (_name, mode, pointName) => {
       const { prefix, tally, goDir } = caseFiles(mode);
-      const owner = await startOwner(mode, prefix, tally, goDir);
+      // The same B in the owner: the DUE item its run_created writes is first due B after it.
+      const owner = await startOwner(mode, prefix, tally, goDir, { EVE_TEST_OWNER_TUNING: JSON.stringify(BACKSTOP) });
       const [, runId] = await owner.line(new RegExp(`^point ${pointName} (\\S+)$`));
       expect(runId).toMatch(/^wrun_/);
       owner.child.kill('SIGKILL');

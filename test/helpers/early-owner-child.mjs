@@ -144,7 +144,9 @@ clients.ddb.middlewareStack.add(
   { step: 'initialize', name: 'earlyOwnerHoldWrites' },
 );
 
-const world = createWorld({ config, clients });
+// EVE_TEST_OWNER_TUNING: tuning options (JSON), e.g. the backstop's B, which the DUE item that
+// run_created writes here takes.
+const world = createWorld({ config, clients, tuning: JSON.parse(process.env.EVE_TEST_OWNER_TUNING ?? '{}') });
 world.registerHandler('__wkf_workflow_', async (req) => {
   // E goes on once M was sent (so the lines come in protocol order), except where M never is.
   if (mode !== 'kill-before-send') while (!mSent) await sleepMs(20);
