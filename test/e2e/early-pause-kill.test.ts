@@ -10,11 +10,14 @@
  * stopped inside E's first step body while M is dispatched elsewhere, then continued.
  * Kill: (a) after the offer, before M's SendMessage left (the run has no message: the liveness
  * backstop, B = 5 s, T = 2 s in both processes, wakes it: the DUE item is first due B of the
- * writer of run_created after it); (b) after M was sent, while E runs (held
- * at its first write); (c) after E finished, before M is received.
+ * writer of run_created after it); (b) after M was sent, while E runs (held at its first write);
+ * (c) after E finished, before M is received.
+ * Also: a deferred E (`{ timeoutSeconds }`) whose copy comes back as M; and the known limit of the
+ * step lease, a body stopped past its lease, which runs twice (docs/design.md, "Step lease").
  *
- * Each case checks: the run completes with its value, no `run_failed`, one `run_completed`; every
- * step body ran exactly once (a tally file both processes append to); the DLQ is empty.
+ * Each case checks: the run completes with its value, no `run_failed`, one `run_completed`, seven
+ * `step_completed`; every step body ran exactly once (a tally file both processes append to),
+ * but the known limit's; the DLQ is empty.
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
