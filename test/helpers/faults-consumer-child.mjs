@@ -57,7 +57,14 @@ const { setWorld } = await import('workflow/runtime');
 const flow = await import(pathToFileURL(flowPath).href);
 
 const world = createWorld({ tuning: JSON.parse(tuningJson ?? '{}') });
-world.registerHandler('__wkf_workflow_', (req) => flow.POST(req));
+// EVE_TEST_PRINT_DELIVERIES=1: prints `delivered <message id> <status>` once each delivery's
+// flow route answered (test/e2e/early-pause-kill.test.ts waits for its copy M's).
+const printDeliveries = process.env.EVE_TEST_PRINT_DELIVERIES === '1';
+world.registerHandler('__wkf_workflow_', async (req) => {
+  const res = await flow.POST(req);
+  if (printDeliveries) process.stdout.write(`delivered ${req.headers.get('x-vqs-message-id') ?? '?'} ${res.status}\n`);
+  return res;
+});
 setWorld(world);
 await world.start();
 process.stdout.write('ready\n');

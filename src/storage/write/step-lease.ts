@@ -23,6 +23,22 @@
  *   settles; both are no-ops on a lease that is no longer the delivery's.
  * - Outside a scope with a lease, starts are allowed and not stamped.
  * - The ttl is half the consumer's visibility, at most 60 s ({@link stepLeaseTtlMs}).
+ *
+ * What this lease is not: clock-free. `leaseUntil` is written on the holder's clock and compared
+ * with the reader's, so (test/e2e/early-pause-kill.test.ts pins the pause case):
+ * - Skew: a reader whose clock runs ahead of the holder's by more than what is left of the lease
+ *   (never less than two thirds of the ttl while the holder heartbeats) takes a live lease over,
+ *   and the body runs a second time beside the first; the holder's next heartbeat finds its token
+ *   gone and drops the step, but its body goes on. A reader behind only waits longer (liveness, not safety).
+ * - A paused holder (SIGSTOP, a long GC, a frozen VM) heartbeats nothing: once the ttl has passed
+ *   on the others' clocks a start elsewhere takes the step over (core's inline-ownership wake or a
+ *   redelivery) and runs the body again; the resumed holder's body runs to its end too.
+ * - Completion is fenced by `ver`, not by the token: whichever of the two completions commits first
+ *   is the step's result, the other finds a terminal step and is refused (`EntityConflictError`;
+ *   the run is not failed). The log stays valid (one `step_completed`); the body's side effects
+ *   happened twice.
+ * No lease can stop a resumed body; a clock-free takeover (the taker sees the holder's heartbeat
+ * counter unchanged across a wait on one clock) would remove the skew case only.
  */
 import { TooEarlyError } from '@workflow/errors';
 import { type BuiltCond, type Change, OwnedRecord } from '../../aws/owned-record.js';
