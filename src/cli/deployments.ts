@@ -11,11 +11,16 @@
  *   option `deploymentGraceSeconds`): the decision of src/sweep/deployments.ts, which the daily
  *   sweep applies too.
  * - Retiring is one conditional write; retiring again changes nothing.
+ * - Retiring a Lambda deployment (`lambda:<function>:<version>`) then deletes that published version
+ *   (unless `--keep-version`): the write comes first, so a message for it fails its run whether or
+ *   not the delete has happened; a failed delete exits 1 with the command that finishes it.
  */
 import { Command, Option } from 'commander';
 import type { WorldContext } from '../context.js';
 import { type DeploymentRecord, listDeployments, markRetired, readDeployment } from '../deployment/registry.js';
+import { describeError, errorName } from '../aws/errors.js';
 import { LIVE_MS } from '../consumer/affinity.js';
+import { type LambdaVersion, parseLambdaDeployment } from '../consumer/delivery/invoke.js';
 import { deploymentActivity, drainVerdict } from '../sweep/deployments.js';
 import { formatTime, parseDuration } from './format.js';
 import { CliError, EXIT_FAILURE, palette, printJson, renderTable } from './output.js';
@@ -39,6 +44,31 @@ export async function deploymentRows(ctx: WorldContext, now = Date.now()): Promi
     live: d.status === 'active' && now - d.lastSeen < LIVE_MS,
     quietSince: Math.max(d.lastSeen, activity.lastRunEnded.get(d.id) ?? 0),
   }));
+}
+
+/**
+ * Deletes the published Lambda version a retired deployment ran on (DeleteFunction with its
+ * qualifier): its messages already fail their runs (the worker's Invoke finds it gone and the
+ * registry says retired), and a version kept costs its code storage. A version already gone is
+ * not an error; any other refusal (e.g. an alias still points at it, or AccessDenied) is, naming
+ * the version, after the retire, which stands.
+ */
+export async function deleteLambdaVersion(
+  ctx: WorldContext,
+  v: LambdaVersion,
+): Promise<{ functionName: string; version: string; deleted: boolean }> {
+  const { DeleteFunctionCommand } = await import('@aws-sdk/client-lambda');
+  const lambda = await ctx.clients.lambda();
+  try {
+    await lambda.send(new DeleteFunctionCommand({ FunctionName: v.functionName, Qualifier: v.version }));
+    return { ...v, deleted: true };
+  } catch (err) {
+    if (errorName(err) === 'ResourceNotFoundException') return { ...v, deleted: false };
+    throw new CliError(
+      `The deployment is retired, but version ${v.version} of Lambda function ${v.functionName} could not be deleted: ${describeError(err)}. Delete it with \`aws lambda delete-function --function-name ${v.functionName} --qualifier ${v.version}\`, or rerun with --keep-version to leave it.`,
+      EXIT_FAILURE,
+    );
+  }
 }
 
 /** Marks `id` retired after the checks above; throws a CliError (exit 1) saying why it did not. */
@@ -144,12 +174,23 @@ export function deploymentsCommand(): Command {
         'refuse a deployment heard of (heartbeat, a run of it ending) more recently than this (units: d, h, m, s) (default: 24h, the tuning option deploymentGraceSeconds)',
       ).argParser(parseDuration),
     )
-    .option('--json', 'print the deployment as JSON')
-    .action(async (id: string, opts: { force?: boolean; grace?: number; json?: boolean }) => {
+    .option('--keep-version', 'a Lambda deployment (lambda:<function>:<version>): leave its published version in place')
+    .option('--json', 'print the deployment (and the Lambda version deleted, if any) as JSON')
+    .action(async (id: string, opts: { force?: boolean; grace?: number; keepVersion?: boolean; json?: boolean }) => {
       await withWorld({}, async (w) => {
         const record = await retireDeployment(w.context, id, { force: opts.force, graceMs: opts.grace });
-        if (opts.json) printJson({ deployment: record });
-        else process.stdout.write(`Deployment ${record.id} is retired.\n`);
+        const version = opts.keepVersion ? undefined : parseLambdaDeployment(record.id);
+        const deleted = version ? await deleteLambdaVersion(w.context, version) : undefined;
+        if (opts.json) printJson({ deployment: record, ...(deleted ? { lambdaVersion: deleted } : {}) });
+        else {
+          process.stdout.write(`Deployment ${record.id} is retired.\n`);
+          if (deleted)
+            process.stdout.write(
+              deleted.deleted
+                ? `Deleted version ${deleted.version} of Lambda function ${deleted.functionName}.\n`
+                : `Version ${deleted.version} of Lambda function ${deleted.functionName} was already gone.\n`,
+            );
+        }
       });
     });
   return new Command('deployments')

@@ -3,7 +3,8 @@
  * Lambda REST-JSON protocol (as `@aws-sdk/client-lambda` sends it) for the worker to deliver a
  * message to one version of the host over the wire, through `AWS_ENDPOINT_URL_LAMBDA`:
  *
- *   POST /2015-03-31/functions/{FunctionName}/invocations[?Qualifier=]   Invoke (RequestResponse)
+ *   POST   /2015-03-31/functions/{FunctionName}/invocations[?Qualifier=]   Invoke (RequestResponse)
+ *   DELETE /2015-03-31/functions/{FunctionName}?Qualifier=                  DeleteFunction of one version
  *
  * A function here is a set of targets: each (function, version or alias) is a local HTTP server
  * the test registers, standing for that version's Nitro server behind the Lambda Web Adapter. The
@@ -31,6 +32,9 @@
  * - `FunctionName` may be a name, `name:qualifier` or a function ARN (with or without its
  *   qualifier); a qualifier in the name and a different `Qualifier` query is refused (400).
  * - Listens on 127.0.0.1 only; Invoke requires a SigV4 `Authorization` header (not verified).
+ *
+ * - DeleteFunction deletes one version (or alias) and answers 204; without a `Qualifier` (the whole
+ *   function) it is refused here (400), since nothing in this package deletes a function.
  *
  * Not implemented: `Event` and `DryRun` invocation types (501), response streaming
  * (InvokeWithResponseStream), every other Lambda operation, IAM, and concurrency limits.
@@ -71,6 +75,7 @@ export interface LambdaServer extends ServiceServer {
 export const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
 
 const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
+const FUNCTION_PATH = /^\/2015-03-31\/functions\/([^/]+)$/;
 const CONTROL_PATH = /^\/eve-emulator\/functions\/([^/]+)\/targets\/([^/]+)$/;
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const QUALIFIER = /^(\$LATEST|[0-9]{1,10}|(?!^[0-9]+$)[A-Za-z0-9_-]{1,128})$/;
@@ -116,6 +121,20 @@ export function startLambdaServer(opts: LambdaServerOptions = {}): Promise<Lambd
       throw new ServiceError('InvalidRequestContentException', 'body must be {"url": "..."}');
     register(fn, qualifier, url);
     return {};
+  };
+
+  /** DeleteFunction with a qualifier: that version is gone (its Invokes 404 from then on). */
+  const deleteVersion = (rawName: string, query: string | undefined): RawAnswer => {
+    if (query === undefined && !rawName.includes(':'))
+      throw new ServiceError(
+        'InvalidParameterValueException',
+        'this emulator deletes one version (Qualifier), never a whole function',
+      );
+    const { fn, qualifier } = resolveName(rawName, query);
+    if (!targets.has(key(fn, qualifier)))
+      throw new ServiceError('ResourceNotFoundException', `Function not found: ${arnOf(fn, qualifier)}`, 404);
+    remove(fn, qualifier);
+    return new RawAnswer(204, '', {});
   };
 
   const invoke = async (req: ServiceRequest, rawName: string): Promise<RawAnswer> => {
@@ -186,6 +205,7 @@ export function startLambdaServer(opts: LambdaServerOptions = {}): Promise<Lambd
       const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
       if (INVOKE_PATH.test(path)) return 'Invoke';
       if (CONTROL_PATH.test(path)) return 'RegisterTarget';
+      if (FUNCTION_PATH.test(path)) return 'DeleteFunction';
       return '';
     },
     errorBody: (e) => ({ Type: e.status >= 500 ? 'Service' : 'User', Message: e.message, message: e.message }),
@@ -193,6 +213,10 @@ export function startLambdaServer(opts: LambdaServerOptions = {}): Promise<Lambd
       if (op === 'RegisterTarget') {
         const m = CONTROL_PATH.exec(req.path) as RegExpExecArray;
         return control(req, decodeURIComponent(m[1] as string), decodeURIComponent(m[2] as string));
+      }
+      if (op === 'DeleteFunction' && req.method === 'DELETE') {
+        const m = FUNCTION_PATH.exec(req.path) as RegExpExecArray;
+        return deleteVersion(decodeURIComponent(m[1] as string), req.query.get('Qualifier') ?? undefined);
       }
       if (op === 'Invoke' && req.method === 'POST') {
         const m = INVOKE_PATH.exec(req.path) as RegExpExecArray;

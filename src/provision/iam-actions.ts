@@ -385,6 +385,12 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     uses: { runtime: ['hostVersions'] },
     why: "the worker delivers a message to its run's host version (src/consumer/delivery/invoke.ts); qualified ARNs only",
   },
+  {
+    command: 'lambda:DeleteFunction',
+    actions: ['lambda:DeleteFunction'],
+    uses: { operator: ['hostVersions'] },
+    why: "`deployments retire` deletes a retired Lambda deployment's published version (src/cli/deployments.ts); qualified ARNs only, never the function",
+  },
 ];
 
 /** Look up a recorded command (`SQSClient` + `SendMessageCommand`, or `sqs:SendMessage`). */

@@ -6,9 +6,14 @@
  * twice changes nothing; the sweep retires exactly the drained deployments past their grace.
  * The command itself (built CLI): `--json` and exit codes 0/1/2.
  */
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { InvokeCommand } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deploymentRows, renderDeployments, retireDeployment } from '../../../src/cli/deployments.js';
 import { readDeployment, registerDeployment } from '../../../src/deployment/registry.js';
+import { registerLambdaTarget } from '../../../src/emulator/lambda.js';
 import { sweepOrphans } from '../../../src/sweep/index.js';
 import { sweepDeployments } from '../../../src/sweep/deployments.js';
 import { runCli } from '../../helpers/cli.js';
@@ -163,5 +168,46 @@ describe('eve-world-aws deployments', () => {
       expect(help.stdout).toContain(s);
     const retireHelp = await runCli(['deployments', 'retire', '--help']);
     for (const s of ['--force', '--grace <duration>', '--json']) expect(retireHelp.stdout).toContain(s);
+  }, 120_000);
+
+  it('retiring a Lambda deployment deletes its published version (unless --keep-version); a version already gone is fine', async () => {
+    const endpoint = ops.env.AWS_ENDPOINT_URL_LAMBDA as string;
+    const fn = `host-${Date.now().toString(36)}`;
+    // Versions 3 and 4 of a host function, each standing for one published version.
+    const app = createServer((_req, res) => res.end('{}')).listen(0, '127.0.0.1');
+    await once(app, 'listening');
+    const url = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
+    try {
+      await registerLambdaTarget(endpoint, fn, '3', url);
+      await registerLambdaTarget(endpoint, fn, '4', url);
+      const old = Date.now() - 48 * H;
+      await registerDeployment(ops.context, `lambda:${fn}:3`, 'lambda', old);
+      await registerDeployment(ops.context, `lambda:${fn}:4`, 'lambda', old);
+      const lambda = await ops.fixture.clients.lambda();
+      const invoke = (v: string) =>
+        lambda.send(new InvokeCommand({ FunctionName: fn, Qualifier: v, Payload: Buffer.from('{}') })).then(
+          () => 'there',
+          (err: Error) => err.name,
+        );
+
+      const r = await runCli(['deployments', 'retire', `lambda:${fn}:3`, '--json'], ops.env);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        deployment: { id: `lambda:${fn}:3`, status: 'retired' },
+        lambdaVersion: { functionName: fn, version: '3', deleted: true },
+      });
+      expect(await invoke('3')).toBe('ResourceNotFoundException');
+
+      const again = await runCli(['deployments', 'retire', `lambda:${fn}:3`], ops.env);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toContain(`Version 3 of Lambda function ${fn} was already gone.`);
+
+      const kept = await runCli(['deployments', 'retire', `lambda:${fn}:4`, '--keep-version'], ops.env);
+      expect(kept.code, kept.stderr).toBe(0);
+      expect(kept.stdout).toBe(`Deployment lambda:${fn}:4 is retired.\n`);
+      expect(await invoke('4')).toBe('there');
+    } finally {
+      app.close();
+    }
   }, 120_000);
 });
