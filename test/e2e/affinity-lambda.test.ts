@@ -13,13 +13,12 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DeleteMessageCommand, GetQueueUrlCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { StandaloneBuilder } from '@workflow/builders';
 import { afterAll, expect, test } from 'vitest';
 import { setWorld } from 'workflow/runtime';
 import { loadConfig } from '../../src/config/index.js';
@@ -31,6 +30,7 @@ import { AFFINITY_MIN_READER } from '../../src/formats.js';
 import { createWorld } from '../../src/index.js';
 import { FLOW_PATH } from '../../src/limits.js';
 import { reconcile } from '../../src/provision/index.js';
+import { buildOrderedApp, WORKFLOW_FILE } from '../helpers/ordered-app.js';
 import { createFixture, stackEndpoint } from '../helpers/aws.js';
 import { type Build, buildCurrent, removeBuild } from '../helpers/builds.js';
 import { stopChildren } from '../helpers/faults-suite.js';
@@ -41,7 +41,6 @@ const root = path.resolve(here, '..', '..');
 /** Inside the checkout, so the compiled apps resolve `workflow` from its node_modules. */
 const scratch = path.join(root, 'node_modules', '.cache', 'eve-world-aws', `affinity-lambda-${process.pid}`);
 const RUNS_PER_BUILD = 2;
-const WORKFLOW_FILE = 'workflows/order.ts';
 const SECRET = '7e1a9c3f5b2d8e0a4c6f1b9d3e5a7c2f8b0d6e4a1c3f9b5d7e2a0c8f6b4d1e3a';
 const FN = `host-${randomBytes(4).toString('hex')}`;
 const lambdaEndpoint = stackEndpoint('AWS_ENDPOINT_URL_LAMBDA');
@@ -55,47 +54,6 @@ afterAll(async () => {
   for (const b of builds) removeBuild(b);
   rmSync(scratch, { recursive: true, force: true });
 });
-
-/** The workflow of build `name`: its two steps in `order`, and a hook between them. */
-function source(name: string, order: ['a', 'b'] | ['b', 'a']): string {
-  const call = (s: string) => `order.push(await step${s.toUpperCase()}(label));`;
-  return `import { createHook } from 'workflow';
-async function stepA(label: string): Promise<string> {
-  'use step';
-  return 'a';
-}
-async function stepB(label: string): Promise<string> {
-  'use step';
-  return 'b';
-}
-export async function ordered(label: string): Promise<{ build: string; order: string[] }> {
-  'use workflow';
-  const order: string[] = [];
-  ${call(order[0])}
-  const hook = createHook<{ go: boolean }>({ token: 'gate:' + label });
-  for await (const _ of hook) break;
-  ${call(order[1])}
-  return { build: '${name}', order };
-}
-`;
-}
-
-async function buildApp(name: string, order: ['a', 'b'] | ['b', 'a']): Promise<string> {
-  const dir = path.join(scratch, name);
-  mkdirSync(path.join(dir, 'workflows'), { recursive: true });
-  writeFileSync(path.join(dir, 'package.json'), '{"private":true,"type":"module"}\n');
-  writeFileSync(path.join(dir, WORKFLOW_FILE), source(name, order));
-  await new StandaloneBuilder({
-    dirs: ['./workflows'],
-    workingDir: dir,
-    buildTarget: 'standalone',
-    stepsBundlePath: './.well-known/workflow/v1/__step_registrations.mjs',
-    workflowsBundlePath: './.well-known/workflow/v1/flow.mjs',
-    webhookBundlePath: './.well-known/workflow/v1/webhook.mjs',
-    workflowManifestPath: './.well-known/workflow/v1/manifest.json',
-  }).build();
-  return dir;
-}
 
 interface Host {
   proc: ChildProcess;
@@ -189,8 +147,8 @@ async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, l
 test('two host versions beside each other: every run finishes on the version that started it; a deleted version fails its runs once', async () => {
   const [world, appA, appB] = await Promise.all([
     buildCurrent('affinity-lambda'),
-    buildApp('A', ['a', 'b']),
-    buildApp('B', ['b', 'a']),
+    buildOrderedApp(scratch, 'A', ['a', 'b']),
+    buildOrderedApp(scratch, 'B', ['b', 'a']),
   ]);
   builds.push(world);
   const fixture = await createFixture(

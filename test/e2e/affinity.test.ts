@@ -10,11 +10,10 @@
  * no re-route budget spent), never looping, never dead-lettered.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { StandaloneBuilder } from '@workflow/builders';
 import { afterAll, expect, test } from 'vitest';
 import { setWorld } from 'workflow/runtime';
 import { errorText } from '../../src/cli/format.js';
@@ -23,6 +22,7 @@ import { AFFINITY_MIN_READER } from '../../src/formats.js';
 import { createWorld } from '../../src/index.js';
 import { reconcile } from '../../src/provision/index.js';
 import { readTableFormat } from '../../src/table-format.js';
+import { buildOrderedApp, WORKFLOW_FILE } from '../helpers/ordered-app.js';
 import { createFixture } from '../helpers/aws.js';
 import { type Build, buildCurrent, removeBuild } from '../helpers/builds.js';
 import { stopChildren } from '../helpers/faults-suite.js';
@@ -32,7 +32,6 @@ const root = path.resolve(here, '..', '..');
 /** Inside the checkout, so the compiled apps resolve `workflow` from its node_modules. */
 const scratch = path.join(root, 'node_modules', '.cache', 'eve-world-aws', `affinity-${process.pid}`);
 const RUNS_PER_BUILD = 3;
-const WORKFLOW_FILE = 'workflows/order.ts';
 
 const children: ChildProcess[] = [];
 const builds: Build[] = [];
@@ -41,47 +40,6 @@ afterAll(async () => {
   for (const b of builds) removeBuild(b);
   rmSync(scratch, { recursive: true, force: true });
 });
-
-/** The workflow of build `name`: its two steps in `order`, and a hook between them. */
-function source(name: string, order: ['a', 'b'] | ['b', 'a']): string {
-  const call = (s: string) => `order.push(await step${s.toUpperCase()}(label));`;
-  return `import { createHook } from 'workflow';
-async function stepA(label: string): Promise<string> {
-  'use step';
-  return 'a';
-}
-async function stepB(label: string): Promise<string> {
-  'use step';
-  return 'b';
-}
-export async function ordered(label: string): Promise<{ build: string; order: string[] }> {
-  'use workflow';
-  const order: string[] = [];
-  ${call(order[0])}
-  const hook = createHook<{ go: boolean }>({ token: 'gate:' + label });
-  for await (const _ of hook) break;
-  ${call(order[1])}
-  return { build: '${name}', order };
-}
-`;
-}
-
-async function buildApp(name: string, order: ['a', 'b'] | ['b', 'a']): Promise<string> {
-  const dir = path.join(scratch, name);
-  mkdirSync(path.join(dir, 'workflows'), { recursive: true });
-  writeFileSync(path.join(dir, 'package.json'), '{"private":true,"type":"module"}\n');
-  writeFileSync(path.join(dir, WORKFLOW_FILE), source(name, order));
-  await new StandaloneBuilder({
-    dirs: ['./workflows'],
-    workingDir: dir,
-    buildTarget: 'standalone',
-    stepsBundlePath: './.well-known/workflow/v1/__step_registrations.mjs',
-    workflowsBundlePath: './.well-known/workflow/v1/flow.mjs',
-    webhookBundlePath: './.well-known/workflow/v1/webhook.mjs',
-    workflowManifestPath: './.well-known/workflow/v1/manifest.json',
-  }).build();
-  return dir;
-}
 
 interface Child {
   proc: ChildProcess;
@@ -154,8 +112,8 @@ async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, l
 test('two builds beside each other: every run finishes on the build that started it; a retired build fails its runs at once', async () => {
   const [world, appA, appB] = await Promise.all([
     buildCurrent('affinity'),
-    buildApp('A', ['a', 'b']),
-    buildApp('B', ['b', 'a']),
+    buildOrderedApp(scratch, 'A', ['a', 'b']),
+    buildOrderedApp(scratch, 'B', ['b', 'a']),
   ]);
   builds.push(world);
   const fixture = await createFixture({ EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '10' }, 'aff');

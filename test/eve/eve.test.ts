@@ -21,6 +21,7 @@ import {
   appDir,
   count,
   ended,
+  eveProcessEnv,
   finalMessages,
   groupAlive,
   killGroup,
@@ -77,24 +78,7 @@ describe('eve 0.80.1 on eve-world-aws (Node 24, embedded emulators)', () => {
     );
     port = await childPort();
     base = `http://127.0.0.1:${port}`;
-    env = {
-      ...process.env,
-      ...fixture.env,
-      PATH: `${node24Bin}${path.delimiter}${process.env.PATH ?? ''}`,
-      EVE_E2E_STATE_DIR: stateDir,
-      // Network only to 127.0.0.1: no CLI telemetry.
-      EVE_TELEMETRY_DISABLED: '1',
-      DO_NOT_TRACK: '1',
-      NODE_OPTIONS: '',
-    };
-    // vitest sets NODE_ENV=test, which makes eve replace authored models with its own synthetic
-    // mock (tool inputs invented from the schema): the fixture's mockModel must run instead.
-    delete env.NODE_ENV;
-    delete env.EVE_MOCK_AUTHORED_MODELS;
-    // `eve start --port` hands PORT to the server it forks; the World's consumer derives its flow
-    // URL from that, so the test sets no PORT/EVE_WORLD_AWS_FLOW_URL of its own (the user's path).
-    delete env.PORT;
-    delete env.EVE_WORLD_AWS_FLOW_URL;
+    env = eveProcessEnv(fixture.env, stateDir);
   });
 
   afterAll(async () => {

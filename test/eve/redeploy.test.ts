@@ -23,6 +23,7 @@ import { createFixture, type Fixture } from '../helpers/aws.js';
 import { runCli } from '../helpers/cli.js';
 import {
   appDir,
+  eveProcessEnv,
   finalMessages,
   killGroup,
   logTail,
@@ -99,21 +100,7 @@ describe('eve redeployed mid-session (deployment affinity, plain Node host)', ()
       { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(VISIBILITY_TIMEOUT_SECONDS) },
       'redeploy',
     );
-    env = {
-      ...process.env,
-      ...fixture.env,
-      PATH: `${node24Bin}${path.delimiter}${process.env.PATH ?? ''}`,
-      EVE_E2E_STATE_DIR: stateDir,
-      EVE_TELEMETRY_DISABLED: '1',
-      DO_NOT_TRACK: '1',
-      NODE_OPTIONS: '',
-      EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on',
-    };
-    delete env.NODE_ENV; // eve's synthetic mock model would replace the fixture's (see eve.test.ts)
-    delete env.EVE_MOCK_AUTHORED_MODELS;
-    delete env.PORT;
-    delete env.EVE_WORLD_AWS_FLOW_URL;
-    delete env.EVE_WORLD_AWS_DEPLOYMENT_ID;
+    env = eveProcessEnv(fixture.env, stateDir, { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' });
     // As a user opts in (docs/operations.md, "Deployment affinity"): the table stops older readers.
     const init = await runCli(['init', '--deployment-affinity'], fixture.env);
     expect(init.code, init.stderr).toBe(0);

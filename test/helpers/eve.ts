@@ -241,3 +241,36 @@ export function timeline(label: string, postedAt: number, events: EveEvent[], tu
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/**
+ * The environment an eve process of the tests runs with: the World's (`fixtureEnv`), Node 24 first
+ * on PATH, the fixture tool's state dir, no telemetry (network only to 127.0.0.1), and none of what
+ * would change what is tested: vitest's NODE_ENV=test (eve would replace the fixture's mockModel
+ * with its own synthetic one), a PORT or flow URL of the test's own (`eve start --port` hands PORT
+ * to its server, which derives the flow URL from it, as a user's does), a deployment id.
+ */
+export function eveProcessEnv(
+  fixtureEnv: Record<string, string>,
+  stateDir: string,
+  extra: Record<string, string> = {},
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...fixtureEnv,
+    PATH: `${node24Bin}${path.delimiter}${process.env.PATH ?? ''}`,
+    EVE_E2E_STATE_DIR: stateDir,
+    EVE_TELEMETRY_DISABLED: '1',
+    DO_NOT_TRACK: '1',
+    NODE_OPTIONS: '',
+    ...extra,
+  };
+  for (const k of [
+    'NODE_ENV',
+    'EVE_MOCK_AUTHORED_MODELS',
+    'PORT',
+    'EVE_WORLD_AWS_FLOW_URL',
+    'EVE_WORLD_AWS_DEPLOYMENT_ID',
+  ])
+    if (!(k in extra)) delete env[k];
+  return env;
+}
