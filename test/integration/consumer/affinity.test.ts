@@ -2,7 +2,9 @@
  * Deployment affinity with two consumers on one queue (src/consumer/affinity.ts): consumer B never
  * dispatches a message for deployment A while A is active, and never spends its receive budget
  * holding it; A's consumer then delivers each one as its first attempt. A message for a retired
- * or never-registered deployment is dispatched by B (core's guard fails its run there). And the
+ * or never-registered deployment is dispatched by B (core's guard fails its run there). A DynamoDB
+ * outage that fails B's registry reads for longer than the queue's receive budget holds the message
+ * (whether it is B's is unknown) without spending that budget. And the
  * send rules core's guard relies on (src/deployment/targets.ts), against the real registry.
  */
 import type { ValidQueueName } from '@workflow/world';
@@ -74,6 +76,54 @@ describe('two deployments on one queue', () => {
     expect(b.deliveries.filter((d) => !d.body.own)).toHaveLength(0);
     expect(await receiveAll(a, await a.queue.transport.dlqUrl())).toHaveLength(0);
   }, 240_000);
+
+  test('DynamoDB failing the registry read for longer than the receive budget: held, never dispatched nor dead-lettered; attempt 1 once it answers', async () => {
+    // The queue dead-letters after 2 receives: a hold that counted as one would send the message
+    // there within the outage.
+    const env = { ...ON, EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '2', EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '2' };
+    const a = await makeWorld({ env, tuning: { deploymentId: 'dep-down-a' }, start: false });
+    worlds.push(a);
+    const bOutcomes: DeliveryOutcome[] = [];
+    const b = await makeWorld({
+      sameAs: a,
+      tuning: { deploymentId: 'dep-down-b' },
+      start: false,
+      queueOptions: { onDeliveryOutcome: (o) => bOutcomes.push(o) },
+    });
+    worlds.push(b);
+    await registerDeployment(a.ctx, 'dep-down-a', 'node');
+    // B's DynamoDB answers no registry read (a 503 on every GetItem of a DEPLOY# item).
+    let down = true;
+    b.fixture.clients.ddb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const name = (context as { commandName?: string }).commandName;
+        const key = JSON.stringify((args as { input: { Key?: unknown } }).input.Key ?? {});
+        if (down && name === 'GetItemCommand' && key.includes('DEPLOY#'))
+          throw Object.assign(new Error('Service Unavailable'), {
+            name: 'ServiceUnavailable',
+            $fault: 'server',
+            $metadata: { httpStatusCode: 503 },
+          });
+        return next(args);
+      },
+      { step: 'initialize', name: 'registryDown' },
+    );
+    const { messageId } = await a.queue.queue(Q, { down: true } as never);
+    await b.queue.start();
+    const unreadable = () => bOutcomes.filter((o) => o.hold === 'deployment-registry-unreadable');
+    // More holds than the queue allows receives.
+    await waitFor(() => unreadable().length >= 3, 60_000, 'B to hold the message through the outage');
+    expect(b.deliveries).toHaveLength(0);
+    expect(bOutcomes.every((o) => o.action === 'delete' && o.reason === 'held')).toBe(true);
+    expect(await receiveAll(a, await a.queue.transport.dlqUrl())).toHaveLength(0);
+
+    down = false;
+    await a.queue.start();
+    await waitFor(() => a.deliveries.some((d) => d.meta.messageId === messageId), 60_000, 'A to deliver it');
+    expect(a.deliveries.filter((d) => d.meta.messageId === messageId).map((d) => d.meta.attempt)).toEqual([1]);
+    expect(b.deliveries).toHaveLength(0);
+    expect(await receiveAll(a, await a.queue.transport.dlqUrl())).toHaveLength(0);
+  }, 180_000);
 
   test('a message for a retired or never-registered deployment is dispatched at once by the consumer it reaches', async () => {
     const b = await makeWorld({ env: ON, tuning: { deploymentId: 'dep-b' } });
