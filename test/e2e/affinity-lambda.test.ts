@@ -11,7 +11,7 @@
  * from B. Then version 1 is deleted: its waiting run fails with `DEPLOYMENT_MISMATCH` once, never
  * dead-lettered.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import http from 'node:http';
@@ -30,7 +30,7 @@ import { AFFINITY_MIN_READER } from '../../src/formats.js';
 import { createWorld } from '../../src/index.js';
 import { FLOW_PATH } from '../../src/limits.js';
 import { reconcile } from '../../src/provision/index.js';
-import { buildOrderedApp, WORKFLOW_FILE } from '../helpers/ordered-app.js';
+import { buildOrderedApp, type OrderedChild, spawnOrderedChild, WORKFLOW_FILE } from '../helpers/ordered-app.js';
 import { createFixture, stackEndpoint } from '../helpers/aws.js';
 import { type Build, buildCurrent, removeBuild } from '../helpers/builds.js';
 import { stopChildren } from '../helpers/faults-suite.js';
@@ -55,61 +55,22 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-interface Host {
-  proc: ChildProcess;
+interface Host extends OrderedChild {
   deploymentId: string;
   port: number;
-  start(tag: string, label: string): Promise<string>;
-  resume(tag: string, token: string): Promise<string>;
-  output(): string;
 }
 
 /** One host version: a child process of build `world` serving `appDir` as `FN` version `version`. */
-function spawnHost(world: Build, appDir: string, env: Record<string, string>, version: string): Promise<Host> {
+async function spawnHost(world: Build, appDir: string, env: Record<string, string>, version: string): Promise<Host> {
   const script = path.join(here, '..', 'helpers', 'lambda-host-child.mjs');
-  const proc = spawn(process.execPath, ['--no-warnings', script, world.indexUrl, appDir, WORKFLOW_FILE], {
-    env: { ...process.env, ...env, AWS_LAMBDA_FUNCTION_NAME: FN, AWS_LAMBDA_FUNCTION_VERSION: version },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  children.push(proc);
-  let out = '';
-  let err = '';
-  const waiting = new Map<string, { resolve: (id: string) => void; reject: (e: Error) => void }>();
-  const ask = (tag: string, line: string) =>
-    new Promise<string>((resolve, reject) => {
-      waiting.set(tag, { resolve, reject });
-      proc.stdin?.write(`${line}\n`);
-    });
-  proc.stderr?.on('data', (d: Buffer) => {
-    err = (err + d.toString()).slice(-20_000);
-  });
-  return new Promise((resolve, reject) => {
-    proc.stdout?.on('data', (d: Buffer) => {
-      out = (out + d.toString()).slice(-200_000);
-      for (const line of d.toString().split('\n')) {
-        const ready = /^ready (\S+) (\d+)$/.exec(line);
-        if (ready)
-          resolve({
-            proc,
-            deploymentId: ready[1] as string,
-            port: Number(ready[2]),
-            output: () => `${out}\n${err}`,
-            start: (tag, label) => ask(tag, `start ${tag} ordered ${JSON.stringify([label])}`),
-            resume: (tag, token) => ask(tag, `resume ${tag} ${token} ${JSON.stringify({ go: true })}`),
-          });
-        const m = /^(started|resumed|failed) (\S+) (.*)$/.exec(line);
-        const w = m && waiting.get(m[2] as string);
-        if (m && w) {
-          waiting.delete(m[2] as string);
-          if (m[1] === 'failed') w.reject(new Error(`${m[2]} failed: ${m[3]}`));
-          else w.resolve(m[3] as string);
-        }
-      }
-    });
-    proc.once('exit', (code, signal) =>
-      reject(new Error(`a host child exited before it was ready (${code ?? signal}): ${err.slice(-3000)}`)),
-    );
-  });
+  const child = await spawnOrderedChild(
+    script,
+    [world.indexUrl, appDir, WORKFLOW_FILE],
+    { ...process.env, ...env, AWS_LAMBDA_FUNCTION_NAME: FN, AWS_LAMBDA_FUNCTION_VERSION: version },
+    children,
+    'a host child',
+  );
+  return { ...child, deploymentId: child.ready[0] as string, port: Number(child.ready[1]) };
 }
 
 /**

@@ -9,7 +9,7 @@
  * `DEPLOYMENT_MISMATCH` on its next delivery, once and at once (core's first re-route is refused,
  * no re-route budget spent), never looping, never dead-lettered.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +22,7 @@ import { AFFINITY_MIN_READER } from '../../src/formats.js';
 import { createWorld } from '../../src/index.js';
 import { reconcile } from '../../src/provision/index.js';
 import { readTableFormat } from '../../src/table-format.js';
-import { buildOrderedApp, WORKFLOW_FILE } from '../helpers/ordered-app.js';
+import { buildOrderedApp, type OrderedChild, spawnOrderedChild, WORKFLOW_FILE } from '../helpers/ordered-app.js';
 import { createFixture } from '../helpers/aws.js';
 import { type Build, buildCurrent, removeBuild } from '../helpers/builds.js';
 import { stopChildren } from '../helpers/faults-suite.js';
@@ -41,64 +41,22 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-interface Child {
-  proc: ChildProcess;
+interface Child extends OrderedChild {
   deploymentId: string;
-  start(tag: string, label: string): Promise<string>;
-  resume(tag: string, token: string): Promise<string>;
-  output(): string;
 }
 
-function spawnChild(world: Build, appDir: string, env: Record<string, string>): Promise<Child> {
+async function spawnChild(world: Build, appDir: string, env: Record<string, string>): Promise<Child> {
   const script = path.join(here, '..', 'helpers', 'affinity-child.mjs');
   // The build's id: the hash of its compiled workflow bundle (what `eve start` hashes is its server folder).
   const options = { tuning: { buildDir: path.join(appDir, '.well-known/workflow/v1') } };
-  const proc = spawn(
-    process.execPath,
-    ['--no-warnings', script, world.indexUrl, appDir, WORKFLOW_FILE, JSON.stringify(options)],
-    {
-      env: { ...process.env, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    },
+  const child = await spawnOrderedChild(
+    script,
+    [world.indexUrl, appDir, WORKFLOW_FILE, JSON.stringify(options)],
+    { ...process.env, ...env },
+    children,
+    'an affinity child',
   );
-  children.push(proc);
-  let out = '';
-  let err = '';
-  const waiting = new Map<string, { resolve: (id: string) => void; reject: (e: Error) => void }>();
-  const ask = (tag: string, line: string) =>
-    new Promise<string>((resolve, reject) => {
-      waiting.set(tag, { resolve, reject });
-      proc.stdin?.write(`${line}\n`);
-    });
-  proc.stderr?.on('data', (d: Buffer) => {
-    err = (err + d.toString()).slice(-20_000);
-  });
-  return new Promise((resolve, reject) => {
-    proc.stdout?.on('data', (d: Buffer) => {
-      out = (out + d.toString()).slice(-200_000);
-      for (const line of d.toString().split('\n')) {
-        const ready = /^ready (\S+)$/.exec(line);
-        if (ready)
-          resolve({
-            proc,
-            deploymentId: ready[1],
-            output: () => `${out}\n${err}`,
-            start: (tag, label) => ask(tag, `start ${tag} ordered ${JSON.stringify([label])}`),
-            resume: (tag, token) => ask(tag, `resume ${tag} ${token} ${JSON.stringify({ go: true })}`),
-          });
-        const m = /^(started|resumed|failed) (\S+) (.*)$/.exec(line);
-        const w = m && waiting.get(m[2]);
-        if (m && w) {
-          waiting.delete(m[2]);
-          if (m[1] === 'failed') w.reject(new Error(`${m[2]} failed: ${m[3]}`));
-          else w.resolve(m[3]);
-        }
-      }
-    });
-    proc.once('exit', (code, signal) =>
-      reject(new Error(`an affinity child exited before it was ready (${code ?? signal}): ${err.slice(-3000)}`)),
-    );
-  });
+  return { ...child, deploymentId: child.ready[0] as string };
 }
 
 async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, limitMs: number): Promise<void> {

@@ -4,6 +4,7 @@
  * `ordered(label)` runs step A and step B in the build's order with a hook between them, and
  * returns `{ build, order }`, so a run's result says which build's code ran each half.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { StandaloneBuilder } from '@workflow/builders';
@@ -53,4 +54,69 @@ export async function buildOrderedApp(scratch: string, name: string, order: Step
     workflowManifestPath: './.well-known/workflow/v1/manifest.json',
   }).build();
   return dir;
+}
+
+/** A child process serving one build (test/helpers/affinity-child.mjs, lambda-host-child.mjs). */
+export interface OrderedChild {
+  proc: ChildProcess;
+  /** The fields of its `ready <deploymentId> [...]` line. */
+  ready: string[];
+  /** Starts `ordered(label)`: resolves with the run id (line `started <tag> <runId>`). */
+  start(tag: string, label: string): Promise<string>;
+  /** Resumes the hook `token` (line `resumed <tag> <...>`). */
+  resume(tag: string, token: string): Promise<string>;
+  output(): string;
+}
+
+/**
+ * Spawns `node <script> ...args` and speaks its line protocol: commands on stdin (`start`,
+ * `resume`), answers on stdout (`started|resumed|failed <tag> <rest>`); resolves once it prints
+ * `ready ...`, rejects if it exits first. The process is pushed on `children` for the caller to stop.
+ */
+export function spawnOrderedChild(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  children: ChildProcess[],
+  what: string,
+): Promise<OrderedChild> {
+  const proc = spawn(process.execPath, ['--no-warnings', script, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.push(proc);
+  let out = '';
+  let err = '';
+  const waiting = new Map<string, { resolve: (id: string) => void; reject: (e: Error) => void }>();
+  const ask = (tag: string, line: string) =>
+    new Promise<string>((resolve, reject) => {
+      waiting.set(tag, { resolve, reject });
+      proc.stdin?.write(`${line}\n`);
+    });
+  proc.stderr?.on('data', (d: Buffer) => {
+    err = (err + d.toString()).slice(-20_000);
+  });
+  return new Promise((resolve, reject) => {
+    proc.stdout?.on('data', (d: Buffer) => {
+      out = (out + d.toString()).slice(-200_000);
+      for (const line of d.toString().split('\n')) {
+        const ready = /^ready (.+)$/.exec(line);
+        if (ready)
+          resolve({
+            proc,
+            ready: (ready[1] as string).split(' '),
+            output: () => `${out}\n${err}`,
+            start: (tag, label) => ask(tag, `start ${tag} ordered ${JSON.stringify([label])}`),
+            resume: (tag, token) => ask(tag, `resume ${tag} ${token} ${JSON.stringify({ go: true })}`),
+          });
+        const m = /^(started|resumed|failed) (\S+) (.*)$/.exec(line);
+        const w = m && waiting.get(m[2] as string);
+        if (m && w) {
+          waiting.delete(m[2] as string);
+          if (m[1] === 'failed') w.reject(new Error(`${m[2]} failed: ${m[3]}`));
+          else w.resolve(m[3] as string);
+        }
+      }
+    });
+    proc.once('exit', (code, signal) =>
+      reject(new Error(`${what} exited before it was ready (${code ?? signal}): ${err.slice(-3000)}`)),
+    );
+  });
 }
