@@ -82,7 +82,11 @@ async function bundles({ dist, log }) {
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   const result = {};
-  const after = await bundleWorker(ROOT, path.join(work, 'after'), path.join(ROOT, 'src/consumer/lambda.ts'));
+  const after = await bundleWorker(
+    ROOT,
+    path.join(work, 'after'),
+    path.join(ROOT, 'src/consumer/sqs-event-handler.ts'),
+  );
   result.after = { bytes: statSync(after).size, ...(await importCost(after)) };
   const base = baseCommit();
   if (base) {
@@ -90,7 +94,11 @@ async function bundles({ dist, log }) {
     const tree = path.join(work, 'base');
     mkdirSync(tree, { recursive: true });
     execFileSync('sh', ['-c', `git archive ${base} src | tar -x -C ${JSON.stringify(tree)}`], { cwd: ROOT });
-    const before = await bundleWorker(ROOT, path.join(work, 'before'), path.join(tree, 'src/consumer/lambda.ts'));
+    const before = await bundleWorker(
+      ROOT,
+      path.join(work, 'before'),
+      path.join(tree, 'src/consumer/sqs-event-handler.ts'),
+    );
     result.before = { commit: base, bytes: statSync(before).size, ...(await importCost(before)) };
   }
   rmSync(work, { recursive: true, force: true });

@@ -12,9 +12,9 @@
  * - queue     src/queue/     send side: queue(), queueBatch(), idempotency, long delays
  * - consumer  src/consumer/  receive side: createQueueHandler, registerHandler, the poller start()s
  * - streams   src/streams    block items, one write per group, with polling and an in-process fast path
- * - preflight src/preflight.ts  before the first write or send (events.create, queue(), a run key) and
+ * - preflight src/preflight/resources.ts  before the first write or send (events.create, queue(), a run key) and
  *                               at start(): the table, queue and bucket exist, once per process;
- *                               then src/table-format.ts: the table's format is one this build may touch
+ *                               then src/preflight/format-check.ts: the table's format is one this build may touch
  * The object literal is checked against `AwsWorld` with `satisfies`, so a member that is missing
  * or has the wrong shape is a compile error (no cast).
  *
@@ -39,27 +39,27 @@ import {
 import { createDeploymentFilter } from './consumer/affinity.js';
 import { type CreateConsumerOptions, createConsumer } from './consumer/index.js';
 import type { FlowHandler } from './consumer/pipeline.js';
-import { createContext } from './context.js';
-import { isDeploymentUnavailableError } from './deployment/errors.js';
+import { createContext } from './context/world-context.js';
 import { deploymentIdentity } from './deployment/id.js';
 import { DEPLOYMENT_HEARTBEAT_MS, latestDeployment, registerDeployment } from './deployment/registry.js';
+import { isDeploymentUnavailableError } from './deployment/unavailable-error.js';
 import { RunKeys } from './encryption/run-keys.js';
-import { consoleLogger } from './log.js';
-import { preflight } from './preflight.js';
+import { affinityFormatProblem, checkTableFormat, TableFormatError } from './preflight/format-check.js';
+import { preflight } from './preflight/resources.js';
 import { createQueue } from './queue/index.js';
 import { createTransport } from './queue/transport.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
 import { createStreamer } from './streams/index.js';
 import { type OrphanSweepOptions, type SweepReport, sweepOrphans } from './sweep/index.js';
-import { affinityFormatProblem, checkTableFormat, TableFormatError } from './table-format.js';
+import { consoleLogger } from './telemetry/log.js';
 
 export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config/index.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
-export { DeploymentUnavailableError, isDeploymentUnavailableError } from './deployment/errors.js';
-export { FormatError } from './formats.js';
-export type { Logger } from './log.js';
-export { type MissingResource, MissingResourceError } from './preflight.js';
+export { DeploymentUnavailableError, isDeploymentUnavailableError } from './deployment/unavailable-error.js';
+export { TableFormatError } from './preflight/format-check.js';
+export { type MissingResource, MissingResourceError } from './preflight/resources.js';
+export { FormatError } from './schema/formats.js';
 export {
   type HeldBodySweep,
   ORPHAN_GRACE_MS,
@@ -68,7 +68,7 @@ export {
   type SweepReport,
   sweepOrphans,
 } from './sweep/index.js';
-export { TableFormatError } from './table-format.js';
+export type { Logger } from './telemetry/log.js';
 
 export interface AwsWorld extends World {
   /**
@@ -121,7 +121,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   // The deployment this process is, and whether runs stay on theirs (src/deployment/id.ts).
   const identity = deploymentIdentity(config);
   // Before this World's first write or send, and at start(): the table, queue and bucket exist
-  // (src/preflight.ts), and the table's format is one this build may touch (src/table-format.ts:
+  // (src/preflight/resources.ts), and the table's format is one this build may touch (src/preflight/format-check.ts:
   // a table this build is too old, or before `init` too new, for is refused), once per process.
   // core's start() writes run_created and queues in parallel, so both wait for it: a misnamed
   // resource or a refused table leaves no run and no message behind.
@@ -186,7 +186,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     hooks: storage.hooks,
     // Queue: send side
     getDeploymentId: queue.getDeploymentId,
-    // Called unbound by core: a `this`-free arrow (src/deployment/errors.ts).
+    // Called unbound by core: a `this`-free arrow (src/deployment/unavailable-error.ts).
     isDeploymentUnavailableError,
     ...(identity.affinity
       ? {

@@ -6,9 +6,9 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { destroyClients } from '../../.tmp/bench-streams/aws/clients.js';
 import { startStack } from '../../.tmp/bench-streams/emulator/stack.js';
-import { reconcile } from '../../.tmp/bench-streams/provision/index.js';
+import { destroyClients } from '../../.tmp/bench-streams/src/aws/clients.js';
+import { reconcile } from '../../.tmp/bench-streams/src/provision/index.js';
 import { countingStreamer, nowMs, readLatencies } from './shared.mjs';
 
 const READER = fileURLToPath(new URL('./reader.mjs', import.meta.url));

@@ -1,9 +1,9 @@
 // Shared by the bench parent and its child reader. Imports the streamer compiled by
 // bench/streams/tsconfig.json (see the bench:streams script).
-import { createClients } from '../../.tmp/bench-streams/aws/clients.js';
-import { loadConfig } from '../../.tmp/bench-streams/config/index.js';
-import { createContext } from '../../.tmp/bench-streams/context.js';
-import { createStreamer } from '../../.tmp/bench-streams/streams/index.js';
+import { createClients } from '../../.tmp/bench-streams/src/aws/clients.js';
+import { loadConfig } from '../../.tmp/bench-streams/src/config/index.js';
+import { createContext } from '../../.tmp/bench-streams/src/context/world-context.js';
+import { createStreamer } from '../../.tmp/bench-streams/src/streams/index.js';
 
 /** Wall-clock ms with sub-ms resolution, comparable across processes on one host. */
 export const nowMs = () => performance.timeOrigin + performance.now();

@@ -12,13 +12,18 @@ export const implDir = path.resolve(ROOT, process.env.BENCH_STREAMS_DIR ?? '.tmp
 export const nowMs = () => performance.timeOrigin + performance.now();
 
 export async function loadImpl() {
-  const mod = (p) => import(path.join(implDir, p));
-  const streamsPath = existsSync(path.join(implDir, 'streams/index.js')) ? 'streams/index.js' : 'streamer.js';
-  const configPath = existsSync(path.join(implDir, 'config/index.js')) ? 'config/index.js' : 'config.js';
+  // This build compiles the repository root (src/ and emulator/); a baseline build may be a flat src tree.
+  const srcDir = existsSync(path.join(implDir, 'src')) ? path.join(implDir, 'src') : implDir;
+  const mod = (p) => import(path.join(srcDir, p));
+  const streamsPath = existsSync(path.join(srcDir, 'streams/index.js')) ? 'streams/index.js' : 'streamer.js';
+  const configPath = existsSync(path.join(srcDir, 'config/index.js')) ? 'config/index.js' : 'config.js';
+  const contextPath = existsSync(path.join(srcDir, 'context/world-context.js'))
+    ? 'context/world-context.js'
+    : 'context.js';
   const [{ createClients, destroyClients }, { loadConfig }, { createContext }, { createStreamer }] = await Promise.all([
     mod('aws/clients.js'),
     mod(configPath),
-    mod('context.js'),
+    mod(contextPath),
     mod(streamsPath),
   ]);
   return { createClients, destroyClients, loadConfig, createContext, createStreamer };

@@ -5,7 +5,7 @@
  * Clients passed in by an embedder are left as they are.
  */
 import { countMetric } from '../telemetry/metrics.js';
-import { isThrottling } from './errors.js';
+import { isThrottling } from './sdk-errors.js';
 
 interface MiddlewareClient {
   middlewareStack: {

@@ -31,7 +31,7 @@
  * - Every write is conditional, and the condition passes again for the same writer with the same
  *   values: an SDK retry after a lost response is the same write, with the same effect (a claim's
  *   retry finds the record its own; a transition's, its own owner; a takeover's, its own token).
- * - Every item a claim puts is format-stamped (src/formats.ts). Every item read, or returned by a
+ * - Every item a claim puts is format-stamped (src/schema/formats.ts). Every item read, or returned by a
  *   failed condition, is format-checked: a newer format is refused with a FormatError, never
  *   misread. Updates and deletes are also conditioned on a format this build writes or reads, so
  *   a newer record is never changed; when that is the only reason a change was refused, the
@@ -49,10 +49,10 @@ import {
   type TransactWriteItem,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { ATTR } from '../ddb.js';
-import { assertItemFormat, FORMAT_ATTR, FORMATS, formatStamp, itemFormatOf } from '../formats.js';
-import { conditionFailureItem, isConditionalCheckFailed } from './errors.js';
+import { assertItemFormat, FORMAT_ATTR, FORMATS, formatStamp, itemFormatOf } from '../schema/formats.js';
+import { ATTR } from '../schema/keys.js';
 import { type Attrs, fromAttr, keysOf, toAttr, toItem } from './item-codec.js';
+import { conditionFailureItem, isConditionalCheckFailed } from './sdk-errors.js';
 
 /** The table a record lives in. */
 export interface TableRef {
@@ -159,7 +159,7 @@ export const when = {
     (...cs: Cond[]): Cond =>
     (x) =>
       cs.map((c) => `(${c(x)})`).join(' OR '),
-  /** A format this build reads, stamped or not (src/formats.ts). */
+  /** A format this build reads, stamped or not (src/schema/formats.ts). */
   readable: ((x) =>
     `attribute_not_exists(${x.name(FORMAT_ATTR)}) OR ${x.name(FORMAT_ATTR)} <= ${x.value(FORMATS.records.current)}`) as Cond,
 };

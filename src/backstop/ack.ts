@@ -10,11 +10,11 @@
  * for it, and a lost ack costs at most one backstop wake (a replay that does nothing).
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { isConditionalCheckFailed } from '../aws/errors.js';
 import { when } from '../aws/owned-record.js';
-import { keys } from '../ddb.js';
+import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
+import { keys } from '../schema/keys.js';
 import { keysOf } from '../storage/table/codec.js';
-import type { StorageCtx } from '../storage/table/context.js';
+import type { StorageCtx } from '../storage/table/storage-ctx.js';
 import { assign, condition, expression } from '../storage/write/expression.js';
 
 export async function ackTurn(ctx: StorageCtx, runId: string, slot: number, queueName?: string): Promise<void> {

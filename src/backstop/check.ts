@@ -16,10 +16,9 @@
  * item (one Query), the events after `ackedSlot` (one Query, newest 50), the steps and the waits.
  */
 import { DeleteItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { isConditionalCheckFailed } from '../aws/errors.js';
 import { build, when } from '../aws/owned-record.js';
-import { ATTR, GSI1, keys, LIST_SHARDS, storageKeys } from '../ddb.js';
-import type { Logger } from '../log.js';
+import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
+import { ATTR, GSI1, keys, LIST_SHARDS, storageKeys } from '../schema/keys.js';
 import { type DueRecord, dueIndexAttrs, dueSortKey, parseDue } from '../storage/records/due.js';
 import { eventsOf, lastSlotOf } from '../storage/records/event.js';
 import { parseRun } from '../storage/records/run.js';
@@ -27,9 +26,10 @@ import { parseStep } from '../storage/records/step.js';
 import { parseWait } from '../storage/records/wait.js';
 import type { Attrs } from '../storage/table/codec.js';
 import { keysOf } from '../storage/table/codec.js';
-import type { StorageCtx } from '../storage/table/context.js';
 import { queryAll } from '../storage/table/reads.js';
+import type { StorageCtx } from '../storage/table/storage-ctx.js';
 import { assign, condition, expression, part } from '../storage/write/expression.js';
+import type { Logger } from '../telemetry/log.js';
 import { type CheckInput, type Decision, decide } from './decide.js';
 
 /** Sends a run's wake (./wake.ts); injected so the tick needs no queue of its own in tests. */

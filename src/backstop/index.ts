@@ -9,10 +9,10 @@
  * whose scheduled Lambda runs a tick a minute, and the consumer, whose in-process poller runs one
  * every `backstopTickSeconds`.
  */
-import type { WorldContext } from '../context.js';
-import { consoleLogger, type Logger } from '../log.js';
+import type { WorldContext } from '../context/world-context.js';
 import { createQueue, type QueueSender } from '../queue/index.js';
 import { storageContext } from '../storage/index.js';
+import { consoleLogger, type Logger } from '../telemetry/log.js';
 import { backstopTick, type TickOptions, type TickReport } from './check.js';
 import { createWake } from './wake.js';
 

@@ -17,7 +17,7 @@
  * afresh and exactly one of them sends.
  */
 import { getQueueTopicPrefix, resolveQueueNamespace, type ValidQueueName } from '@workflow/world';
-import type { WorldContext } from '../context.js';
+import type { WorldContext } from '../context/world-context.js';
 import { reopenSentIdempotencyKey } from '../queue/idempotency.js';
 import type { QueueSender } from '../queue/index.js';
 import type { WakeRun } from './check.js';

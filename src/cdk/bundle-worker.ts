@@ -5,12 +5,13 @@
  * needs neither esbuild nor Docker at the user's site, and the Lambda-mode end-to-end test invokes
  * the same artifact.
  *
- * Usage: `node dist/cdk/bundle-worker.js [outDir]`.
+ * Usage: `node dist/src/cdk/bundle-worker.js [outDir]`.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { WORKER_HANDLER } from './worker-asset.js';
+import { packageRoot } from '../util/package-root.js';
+import { WORKER_HANDLER, workerAssetDir } from './worker-asset.js';
 
 /**
  * Bundle the worker into `<outDir>/index.mjs`. `entry` defaults to the package's `/lambda` export
@@ -40,9 +41,8 @@ export async function bundleWorker(packageRoot: string, outDir: string, entry?: 
 
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
 if (isMain) {
-  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-  const out = process.argv[2] ? path.resolve(process.argv[2]) : path.join(root, 'dist/lambda-worker');
-  bundleWorker(root, out).then(
+  const out = process.argv[2] ? path.resolve(process.argv[2]) : workerAssetDir();
+  bundleWorker(packageRoot(), out).then(
     (file) => process.stdout.write(`worker bundle: ${path.relative(process.cwd(), file)}\n`),
     (err) => {
       process.stderr.write(`worker bundle failed: ${String(err)}\n`);

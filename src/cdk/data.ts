@@ -2,7 +2,7 @@
  * The run data at rest: the table, the payload bucket and the optional customer-managed key both
  * are encrypted under.
  *
- * - Table from the same schema `init` creates (src/ddb.ts TABLE_SCHEMA), on demand, PITR on,
+ * - Table from the same schema `init` creates (src/schema/keys.ts TABLE_SCHEMA), on demand, PITR on,
  *   deletion protection on by default.
  * - Payload bucket: public access blocked, SSE-S3, TLS only, the lifecycle rules of `init`.
  * - `kmsKey`: an existing key, or `'create'` for a new one with yearly rotation. The table and the
@@ -14,8 +14,8 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
-import { TABLE_SCHEMA } from '../ddb.js';
-import { PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES } from '../limits.js';
+import { PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES } from '../config/limits.js';
+import { TABLE_SCHEMA } from '../schema/keys.js';
 import type { EveWorldAwsProps, Settings } from './props.js';
 
 export interface Data {

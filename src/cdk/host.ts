@@ -19,7 +19,7 @@ import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { FLOW_PATH as FLOW_ROUTE } from '../limits.js';
+import { FLOW_PATH as FLOW_ROUTE } from '../config/limits.js';
 import { HOST_PORT, READINESS_PATH } from './dockerfile.js';
 import { addFunctionBase } from './function-role.js';
 import type { EveWorldAwsProps, Settings } from './props.js';

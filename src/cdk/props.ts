@@ -14,7 +14,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
-import { SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
+import { SQS_MAX_VISIBILITY_SECONDS } from '../config/limits.js';
 
 export interface EveWorldAwsProps {
   /** Directory of the eve app: holds the Dockerfile and `.output/` from `eve build`. */

@@ -3,7 +3,7 @@
  * Scheduler group whose one-time schedules deliver long waits into it, with the role they assume.
  *
  * - Both queues: SSE-SQS, or SSE-KMS under the run-data key with the 5-minute data key reuse
- *   `init` sets; TLS only; the retention and size caps of src/limits.ts.
+ *   `init` sets; TLS only; the retention and size caps of src/config/limits.ts.
  * - The work queue redrives to the DLQ after `maxReceiveCount` receives; its visibility is the
  *   one ./props.ts derives from the worker timeout.
  * - The Scheduler role may only `sqs:SendMessage` to this queue (and use the key to do so), and
@@ -15,7 +15,7 @@ import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { MAX_MESSAGE_SIZE, MESSAGE_RETENTION_SECONDS } from '../limits.js';
+import { MAX_MESSAGE_SIZE, MESSAGE_RETENTION_SECONDS } from '../config/limits.js';
 import { SCHEDULER_ROLE_ACTIONS, SCHEDULER_ROLE_KMS_ACTIONS } from '../provision/iam-actions.js';
 import type { Settings } from './props.js';
 

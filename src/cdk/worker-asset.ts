@@ -1,20 +1,20 @@
 /**
  * Where the pre-bundled SQS worker lives (`npm run build` writes it, see bundle-worker.ts).
- * Resolved relative to this file, so it works from `dist/cdk/` (the published package) and from
+ * Resolved from the package root, so it works from `dist/src/cdk/` (the published package) and from
  * `src/cdk/` (tests run from source against a built `dist/`).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../util/package-root.js';
 
 /** `<file>.<export>` as Lambda's `Handler` setting expects it. */
 export const WORKER_HANDLER = 'index.handler';
 
-/** The scheduled orphan sweep in the same bundle (src/sweep/lambda.ts, re-exported by `/lambda`). */
+/** The scheduled orphan sweep in the same bundle (src/sweep/sweep-handler.ts, re-exported by `/lambda`). */
 export const SWEEP_HANDLER = 'index.sweepHandler';
 
 export function workerAssetDir(): string {
-  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/lambda-worker');
+  return path.join(packageRoot(), 'dist', 'lambda-worker');
 }
 
 /** The bundle directory, or a clear error saying how to produce it. */

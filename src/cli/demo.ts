@@ -12,14 +12,14 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { EntityConflictError } from '@workflow/errors';
 import { Command } from 'commander';
+import { startStack } from '../../emulator/stack.js';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { sleep } from '../aws/sleep.js';
 import { loadConfig } from '../config/index.js';
 import { buildDemo } from '../demo/build.js';
-import { startStack } from '../emulator/stack.js';
 import { createWorld } from '../index.js';
-import { installPromiseWithResolvers } from '../polyfills.js';
 import { reconcile } from '../provision/index.js';
+import { installPromiseWithResolvers } from '../util/polyfills.js';
 import { CliError, EXIT_FAILURE, palette, printJson } from './output.js';
 import { DEMO_PEERS, requirePeers } from './peers.js';
 

@@ -16,11 +16,11 @@
  *   not the delete has happened; a failed delete exits 1 with the command that finishes it.
  */
 import { Command, Option } from 'commander';
-import type { WorldContext } from '../context.js';
-import { type DeploymentRecord, listDeployments, markRetired, readDeployment } from '../deployment/registry.js';
-import { describeError, errorName } from '../aws/errors.js';
+import { describeError, errorName } from '../aws/sdk-errors.js';
 import { LIVE_MS } from '../consumer/affinity.js';
 import { type LambdaVersion, parseLambdaDeployment } from '../consumer/delivery/invoke.js';
+import type { WorldContext } from '../context/world-context.js';
+import { type DeploymentRecord, listDeployments, markRetired, readDeployment } from '../deployment/registry.js';
 import { deploymentActivity, drainVerdict } from '../sweep/deployments.js';
 import { formatTime, parseDuration } from './format.js';
 import { CliError, EXIT_FAILURE, palette, printJson, renderTable } from './output.js';

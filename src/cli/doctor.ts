@@ -20,6 +20,7 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { Command } from 'commander';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
+import { canConnect } from '../aws/net.js';
 import {
   describeError,
   isAccessDenied,
@@ -28,8 +29,7 @@ import {
   isNotFound,
   isRegionMissing,
   unreachableCode,
-} from '../aws/errors.js';
-import { canConnect } from '../aws/net.js';
+} from '../aws/sdk-errors.js';
 import {
   ConfigError,
   closestVariable,
@@ -38,11 +38,11 @@ import {
   nameChosenBy,
   type WorldConfig,
 } from '../config/index.js';
-import { createContext } from '../context.js';
+import { createContext } from '../context/world-context.js';
 import { listDeployments } from '../deployment/registry.js';
-import { deploymentRows, deploymentsCheck } from './deployments.js';
 import { type ResourceReport, reconcile } from '../provision/index.js';
 import { createTransport } from '../queue/transport.js';
+import { deploymentRows, deploymentsCheck } from './deployments.js';
 import { parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress, renderTable } from './output.js';
 

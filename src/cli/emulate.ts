@@ -2,10 +2,10 @@
  * `eve-world-aws emulate`: a local AWS stack in the foreground.
  *
  * Embedded (default, no Docker): DynamoDB Local (java child) + fauxqs (SQS + S3, in this process)
- * via src/emulator/stack.ts; both are optional peer dependencies (see ./peers.ts), checked first.
+ * via emulator/stack.ts; both are optional peer dependencies (see ./peers.ts), checked first.
  * The stack adds KMS, Secrets Manager and EventBridge Scheduler endpoints of our own (in this
  * process, no dependency), whose `AWS_ENDPOINT_URL_*` lines are printed with the others.
- * `--docker`: docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) via src/emulator/docker.ts.
+ * `--docker`: docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) via emulator/docker.ts.
  * Either way it creates the resources like `init`, prints the env a shell needs, and on
  * SIGINT/SIGTERM/SIGHUP, or when its parent process goes away, stops everything it started,
  * removes the `--env-file` it wrote, and exits 0.
@@ -17,9 +17,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { sleep } from '../aws/sleep.js';
-import { loadConfig } from '../config/index.js';
-import { composeStack, DEFAULT_DOCKER_S3_PORT, DOCKER_CREDENTIALS, dockerCompose } from '../emulator/docker.js';
+import { composeStack, DEFAULT_DOCKER_S3_PORT, DOCKER_CREDENTIALS, dockerCompose } from '../../emulator/docker.js';
 import {
   assertPortFree,
   DEFAULT_AWS_PORT,
@@ -28,7 +26,9 @@ import {
   freePort,
   type Stack,
   startStack,
-} from '../emulator/stack.js';
+} from '../../emulator/stack.js';
+import { sleep } from '../aws/sleep.js';
+import { loadConfig } from '../config/index.js';
 import { hasProblems, type ResourceReport } from '../provision/index.js';
 import { renderReports, runReconcile } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './output.js';

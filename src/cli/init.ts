@@ -10,9 +10,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { partitionOf } from '../aws/arn.js';
 import { createClients, destroyClients } from '../aws/clients.js';
-import { isCredentialsMissing, isRegionMissing, unreachableCode } from '../aws/errors.js';
+import { isCredentialsMissing, isRegionMissing, unreachableCode } from '../aws/sdk-errors.js';
 import { loadConfig, type WorldConfig } from '../config/index.js';
-import { AFFINITY_MIN_READER } from '../formats.js';
 import { principalPolicy, schedulerRolePolicies } from '../provision/iam-policy.js';
 import {
   hasProblems,
@@ -21,6 +20,7 @@ import {
   reconcile,
   sharedScheduleGroupWarning,
 } from '../provision/index.js';
+import { AFFINITY_MIN_READER } from '../schema/formats.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, palette, printJson, progress, renderTable } from './output.js';
 
 /** Turn the AWS errors a user can fix (nothing listening, no credentials) into one-line messages. */

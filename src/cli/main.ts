@@ -5,9 +5,11 @@
  * error. User errors print one line without a stack trace (EVE_WORLD_AWS_DEBUG=1 shows it).
  */
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Command, CommanderError } from 'commander';
+import { EmulatorError } from '../../emulator/stack.js';
 import { ConfigError } from '../config/index.js';
-import { EmulatorError } from '../emulator/stack.js';
+import { packageRoot } from '../util/package-root.js';
 import { cancelCommand } from './cancel.js';
 import { demoCommand } from './demo.js';
 import { deploymentsCommand } from './deployments.js';
@@ -42,7 +44,7 @@ const COMMANDS: Array<() => Command> = [
 
 function version(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    const pkg = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as {
       version?: string;
     };
     return pkg.version ?? '0.0.0';

@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../util/package-root.js';
 import { CliError, EXIT_USAGE } from './output.js';
 
 const require = createRequire(import.meta.url);
@@ -25,8 +25,7 @@ interface OwnPackage {
 }
 
 function ownPackage(): OwnPackage {
-  // dist/cli/peers.js and src/cli/peers.ts are both two levels below the package root.
-  return JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as OwnPackage;
+  return JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as OwnPackage;
 }
 
 /** Whether `name` resolves from this package (a package that hides package.json still counts). */
@@ -45,9 +44,9 @@ function spec(pkg: OwnPackage, name: string): string {
   return version && /^\d/.test(version) ? `${name}@${version}` : name;
 }
 
-/** This package's root directory (dist/cli/ and src/cli/ are two levels below it). */
+/** This package's root directory. */
 function ownRoot(): string {
-  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+  return packageRoot();
 }
 
 /**

@@ -6,20 +6,20 @@
  * with the runtime's factories, never taken out of the World. Callers close it when done.
  *
  * {@link withWorld} is the one seam every such command goes through: it runs the World's
- * preflight (src/preflight.ts) before the command does anything, so a missing table, queue or
+ * preflight (src/preflight/resources.ts) before the command does anything, so a missing table, queue or
  * bucket (or, for the commands that read it, DLQ) is named with the fix and exits 1 whatever the
  * command would have read first, and it maps a "does not exist" answer that comes later (a
  * resource deleted meanwhile) to the same error.
  */
 import { WorkflowRunNotFoundError } from '@workflow/errors';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
-import { errorName } from '../aws/errors.js';
+import { errorName } from '../aws/sdk-errors.js';
 import { loadConfig, type WorldConfig } from '../config/index.js';
-import { createContext, type WorldContext } from '../context.js';
+import { createContext, type WorldContext } from '../context/world-context.js';
 import { type AwsWorld, createWorld } from '../index.js';
-import { MissingResourceError, type PreflightResource, preflight } from '../preflight.js';
+import { checkTableFormat, TableFormatError } from '../preflight/format-check.js';
+import { MissingResourceError, type PreflightResource, preflight } from '../preflight/resources.js';
 import { createTransport } from '../queue/transport.js';
-import { checkTableFormat, TableFormatError } from '../table-format.js';
 import { explainAwsError } from './init.js';
 import { CliError, EXIT_FAILURE } from './output.js';
 
@@ -69,7 +69,7 @@ export function openWorld(options: OpenWorldOptions = {}): CliWorld {
 
 /**
  * Run `fn` with a World once its resources are known to exist and the table's format is one
- * this build may touch (src/table-format.ts), and always close it; maps a missing resource, a
+ * this build may touch (src/preflight/format-check.ts), and always close it; maps a missing resource, a
  * table format this build may not touch, unreachable endpoints and missing credentials to one
  * line (exit 1, or 2 for a missing region).
  */

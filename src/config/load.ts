@@ -5,7 +5,7 @@
  * of the runtime that reads `process.env` (components get the parsed config); core-defaults.ts is
  * the only one that writes it.
  */
-import type { LogLevel } from '../log.js';
+import type { LogLevel } from '../telemetry/log.js';
 import { isHttpUrl, SECRET_RULE, secretWeakness } from './checks.js';
 import { ConfigError } from './config-error.js';
 import { assertFlowUrlEncrypted } from './safety.js';

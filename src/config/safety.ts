@@ -3,9 +3,10 @@
  * unsigned remote deliveries and weak secrets (checks.ts) are refused unless an explicit,
  * documented opt-out is set (docs/configuration.md, "Security settings").
  */
-import { FLOW_PATH } from '../limits.js';
+
 import { isLoopbackUrl } from './checks.js';
 import { ConfigError } from './config-error.js';
+import { FLOW_PATH } from './limits.js';
 import { VARIABLES } from './variables.js';
 import type { WorldConfig } from './world-config.js';
 

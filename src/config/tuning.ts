@@ -4,7 +4,7 @@
  * field of {@link WorldTuning} and its read in load.ts (`readTuning`); docs/configuration.md is
  * generated from the rows.
  */
-import { SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
+import { SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from './limits.js';
 import { type AnySetting, int, text } from './setting.js';
 
 /** The options of {@link TUNING}: for tests, benchmarks and embedders (`createWorld({ tuning })`). */

@@ -3,8 +3,8 @@
  * row here, its field in world-config.ts and its read in load.ts; `npm run docs:config` then
  * prints it in docs/configuration.md.
  */
-import { FLOW_PATH, SQS_MAX_VISIBILITY_SECONDS } from '../limits.js';
-import { LOG_LEVELS, type LogLevel } from '../log.js';
+
+import { LOG_LEVELS, type LogLevel } from '../telemetry/log.js';
 import {
   BUCKET_RE,
   httpUrlProblem,
@@ -18,6 +18,7 @@ import {
   SECRET_RULE,
   TABLE_RE,
 } from './checks.js';
+import { FLOW_PATH, SQS_MAX_VISIBILITY_SECONDS } from './limits.js';
 import { type AnySetting, external, flag, int, type TextSetting, text } from './setting.js';
 
 /**

@@ -2,7 +2,7 @@
  * The parsed configuration every World part is built from ({@link WorldConfig}): the variables
  * (variables.ts) and the tuning options (tuning.ts), validated once by load.ts.
  */
-import type { LogLevel } from '../log.js';
+import type { LogLevel } from '../telemetry/log.js';
 import type { WorldTuning } from './tuning.js';
 
 export interface Endpoints {
@@ -93,7 +93,7 @@ export interface WorldConfig extends WorldTuning {
   readonly kmsKeyId?: string;
   /** Write EMF metrics (src/telemetry/metrics.ts): EVE_WORLD_AWS_METRICS; unset, on in Lambda only. */
   readonly metrics: boolean;
-  /** EVE_WORLD_AWS_LOG_LEVEL (src/log.ts). Lines are JSON in Lambda, text elsewhere. */
+  /** EVE_WORLD_AWS_LOG_LEVEL (src/telemetry/log.ts). Lines are JSON in Lambda, text elsewhere. */
   readonly logLevel: LogLevel;
   /** EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: whether runs stay on their deployment (src/deployment/id.ts). */
   readonly deploymentAffinity: DeploymentAffinityMode;

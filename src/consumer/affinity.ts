@@ -18,7 +18,7 @@
  * - A registry read that fails holds the message (`deployment-registry-unreadable`), never
  *   dispatches it: whether it belongs here is unknown.
  */
-import type { WorldContext } from '../context.js';
+import type { WorldContext } from '../context/world-context.js';
 import type { DeploymentIdentity } from '../deployment/id.js';
 import { DEPLOYMENT_HEARTBEAT_MS, type DeploymentRecord, readDeployment } from '../deployment/registry.js';
 import type { Envelope } from '../queue/encoding.js';

@@ -14,7 +14,7 @@
  *   slot at once.
  */
 import { CONSUMER_OPTIONS } from '../config/index.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../telemetry/log.js';
 import { countMetric } from '../telemetry/metrics.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';

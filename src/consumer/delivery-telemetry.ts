@@ -13,8 +13,9 @@
  *   any other keep (an outage), parked               DeliveriesRetried
  * The metric is chosen from the outcome's structured fields (`reason`, `hold`), never its text.
  */
-import { withLogContext } from '../log.js';
+
 import { type Envelope, MSG_ATTR } from '../queue/encoding.js';
+import { withLogContext } from '../telemetry/log.js';
 import { countMetric, type MetricName, observeMetric } from '../telemetry/metrics.js';
 import { deliveryResultAttributes, withDeliverySpan } from '../telemetry/spans.js';
 import type { InboundMessage } from './delivery/deps.js';

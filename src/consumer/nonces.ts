@@ -1,6 +1,6 @@
 /**
  * Durable replay guard of the flow route: every accepted delivery signature is claimed with one
- * conditional PutItem on `NONCE#<signature>` (src/ddb.ts), so a captured request replayed to any
+ * conditional PutItem on `NONCE#<signature>` (src/schema/keys.ts), so a captured request replayed to any
  * instance inside the signature's 300 s window is refused, not just one replayed to the same
  * process.
  *
@@ -15,8 +15,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { OwnedRecord, tableOf } from '../aws/owned-record.js';
-import type { WorldContext } from '../context.js';
-import { ATTR, keys } from '../ddb.js';
+import type { WorldContext } from '../context/world-context.js';
+import { ATTR, keys } from '../schema/keys.js';
 import { type NonceStore, SIGNATURE_TOLERANCE_SECONDS } from './signing.js';
 
 /** The `NONCE#` item as an owned record: its owner is the claim's `token`. */

@@ -27,9 +27,8 @@
  */
 
 import { queueNameOf } from '../aws/arn.js';
-import { consoleLogger } from '../log.js';
 import type { Envelope } from '../queue/encoding.js';
-import { observeDelivery } from './delivery-telemetry.js';
+import { consoleLogger } from '../telemetry/log.js';
 import { decide } from './delivery/decide.js';
 import { decode } from './delivery/decode.js';
 import type { DeliveryDeps, InboundMessage } from './delivery/deps.js';
@@ -38,6 +37,7 @@ import { buildRequest } from './delivery/flow-request.js';
 import { parkNewerFormat } from './delivery/replace.js';
 import { settle } from './delivery/settle.js';
 import type { DeliveryOutcome, Verdict } from './delivery/verdict.js';
+import { observeDelivery } from './delivery-telemetry.js';
 
 export type { DeliveryDeps, FlowHandler, InboundMessage } from './delivery/deps.js';
 export type { DeliveryOutcome, HoldCause, Verdict } from './delivery/verdict.js';

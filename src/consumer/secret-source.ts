@@ -18,7 +18,7 @@
  */
 import type { GetSecretValueCommandOutput } from '@aws-sdk/client-secrets-manager';
 import type { AwsClients } from '../aws/clients.js';
-import { isNotFound } from '../aws/errors.js';
+import { isNotFound } from '../aws/sdk-errors.js';
 import { SECRET_RULE, secretWeakness } from '../config/index.js';
 
 export interface SigningSecretSource {

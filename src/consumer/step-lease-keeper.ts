@@ -7,7 +7,7 @@
  * Invariant: the heartbeat stops when the request is aborted, so an abandoned delivery's leases
  * expire like a crashed one's.
  */
-import type { StepLease } from '../delivery-scope.js';
+import type { StepLease } from '../context/delivery-scope.js';
 import { describeWithStack } from './error-text.js';
 
 /** What the flow route needs to keep a delivery's step leases: the ttl, a heartbeat and a release. */

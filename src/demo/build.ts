@@ -20,12 +20,16 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../util/package-root.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-/** The demo workflow source: src/demo/workflows/demo.ts, seen from src/demo/ or dist/demo/. */
+/** The demo workflow source: src/demo/workflows/demo.ts (shipped as source; the build runs from dist/src/demo/). */
 export function demoSource(): string {
-  for (const candidate of [path.join(here, 'workflows/demo.ts'), path.join(here, '../../src/demo/workflows/demo.ts')]) {
+  for (const candidate of [
+    path.join(here, 'workflows/demo.ts'),
+    path.join(packageRoot(), 'src/demo/workflows/demo.ts'),
+  ]) {
     if (existsSync(candidate)) return candidate;
   }
   throw new Error(

@@ -1,6 +1,6 @@
 /**
  * The deployment registry: one item per deployment this table has seen (`DEPLOY#` / `DEP#<id>`,
- * src/ddb.ts `keys.deployment`), in one partition that one Query lists. What it answers: which
+ * src/schema/keys.ts `keys.deployment`), in one partition that one Query lists. What it answers: which
  * deployments exist, whether each is `active` or `retired`, when it was first and last seen.
  *
  * Invariants:
@@ -16,10 +16,10 @@
  */
 import { GetItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { isConditionalCheckFailed } from '../aws/errors.js';
-import type { WorldContext } from '../context.js';
-import { keys } from '../ddb.js';
-import { FORMAT_ATTR, RECORD_FORMAT } from '../formats.js';
+import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
+import type { WorldContext } from '../context/world-context.js';
+import { FORMAT_ATTR, RECORD_FORMAT } from '../schema/formats.js';
+import { keys } from '../schema/keys.js';
 import type { DeploymentShape } from './id.js';
 
 export type DeploymentStatus = 'active' | 'retired';

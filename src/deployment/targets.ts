@@ -13,9 +13,9 @@
  * - A registry read that fails is a plain error (core delivers the message again), never this one.
  */
 import type { QueuePayload } from '@workflow/world';
-import type { WorldContext } from '../context.js';
-import { DeploymentUnavailableError } from './errors.js';
+import type { WorldContext } from '../context/world-context.js';
 import { readDeployment } from './registry.js';
+import { DeploymentUnavailableError } from './unavailable-error.js';
 
 /** Why a send to `target` must be refused: throws DeploymentUnavailableError, else resolves. */
 export async function assertTargetReachable(

@@ -3,7 +3,7 @@
  *
  * Each run has its own 32-byte AES-256 data key. KMS generates it (`GenerateDataKey` under the
  * customer-managed key `EVE_WORLD_AWS_KMS_KEY_ID`) and only the wrapped form is stored, in the
- * run's partition (`RUN#<runId>` / `RUNKEY`, see src/ddb.ts). Core derives its payload keys from
+ * run's partition (`RUN#<runId>` / `RUNKEY`, see src/schema/keys.ts). Core derives its payload keys from
  * the plaintext and encrypts step inputs/outputs, run input/output, hook payloads and stream
  * chunks with AES-GCM before they reach the World, so the table, the bucket and the queue only
  * ever hold ciphertext of them.
@@ -40,10 +40,10 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { WorkflowWorldError } from '@workflow/errors';
 import { isTerminalWorkflowRunStatus, type WorkflowRun, workflowRunIdSchema } from '@workflow/world';
 import { decodeTime } from 'ulid';
-import { describeError, errorName } from '../aws/errors.js';
 import { type Fields, OwnedRecord, tableOf, when } from '../aws/owned-record.js';
-import type { WorldContext } from '../context.js';
-import { ATTR, encryptionKeys, keys } from '../ddb.js';
+import { describeError, errorName } from '../aws/sdk-errors.js';
+import type { WorldContext } from '../context/world-context.js';
+import { ATTR, encryptionKeys, keys } from '../schema/keys.js';
 import { KeyCache, type KeyCacheOptions } from './key-cache.js';
 
 export const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
@@ -166,7 +166,7 @@ export class RunKeys {
 
   async #read(runId: string): Promise<{ wrapped: Uint8Array; pending: boolean } | undefined> {
     this.#stats.keyReads++;
-    // A key item of a newer format is refused, never misread (src/formats.ts).
+    // A key item of a newer format is refused, never misread (src/schema/formats.ts).
     const item = await runKeys.read(tableOf(this.#ctx), encryptionKeys.runKey(runId), {
       fields: ['wrappedKey', 'pendingTtl'],
     });

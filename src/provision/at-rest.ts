@@ -28,7 +28,7 @@ import {
   isNoSuchConfiguration,
   isNotFound,
   isUnsupported,
-} from '../aws/errors.js';
+} from '../aws/sdk-errors.js';
 import type { WorldConfig } from '../config/index.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
 

@@ -20,8 +20,8 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { partitionOf } from '../aws/arn.js';
-import { isNoSuchConfiguration, isNotFound } from '../aws/errors.js';
-import { PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES, RETENTION_TAG } from '../limits.js';
+import { isNoSuchConfiguration, isNotFound } from '../aws/sdk-errors.js';
+import { PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES, RETENTION_TAG } from '../config/limits.js';
 import { applySettings, type ReconcileMode, type ResourceReport, reconcileSettings, type Setting } from './settings.js';
 
 /** Sid of the statement `init` adds to the bucket policy; other statements are kept. */

@@ -27,9 +27,9 @@ import {
 import { DeleteQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { queueNameOf } from '../aws/arn.js';
 import type { AwsClients } from '../aws/clients.js';
-import { isNotFound } from '../aws/errors.js';
+import { isNotFound } from '../aws/sdk-errors.js';
 import { SHARED_SCHEDULE_GROUP, type WorldConfig } from '../config/index.js';
-import { keys } from '../ddb.js';
+import { keys } from '../schema/keys.js';
 import { queueUrl } from './queues.js';
 import type { ResourceKind } from './settings.js';
 
@@ -84,7 +84,7 @@ function tableTarget(clients: AwsClients, name: string): Target {
         if (isNotFound(err)) return undefined;
         throw err;
       }
-      // The table's format item (src/table-format.ts) is the World's own, written by `init`: a
+      // The table's format item (src/preflight/format-check.ts) is the World's own, written by `init`: a
       // table holding only it is empty. Two keys suffice: any second item is data.
       const format = keys.tableFormat();
       const page = await ddb.send(new ScanCommand({ TableName: name, Limit: 2, ProjectionExpression: 'PK, SK' }));

@@ -16,7 +16,7 @@
  * - `destroy`: `eve-world-aws destroy` (src/provision/destroy.ts): reading whether each resource
  *   holds data, emptying the bucket, deleting the resources `init` created. Deploy-time only, and
  *   never part of a printed policy: an operator runs it with their own administrative role.
- * - `sweeper`: the scheduled orphan sweep (src/sweep/lambda.ts, deployed by the CDK construct):
+ * - `sweeper`: the scheduled orphan sweep (src/sweep/sweep-handler.ts, deployed by the CDK construct):
  *   exactly the commands `sweepOrphans` sends (reads of the run's items, the `orphansSweptAt`
  *   mark, listing and deleting objects, the deployment registry's Query and retired mark) and those of a liveness backstop tick (src/backstop/: the
  *   DUE items' Query, fence and delete, a run's reads, re-opening a step's dispatch key, the wake's
@@ -256,7 +256,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     command: 's3:HeadBucket',
     actions: ['s3:ListBucket'],
     uses: { runtime: S, operator: ['bucket'], init: ['bucket'], destroy: ['bucket'] },
-    why: 'the preflight (src/preflight.ts): the bucket exists, before the first write (same action as ListObjectsV2); doctor, init verify',
+    why: 'the preflight (src/preflight/resources.ts): the bucket exists, before the first write (same action as ListObjectsV2); doctor, init verify',
   },
   {
     command: 's3:GetBucketEncryption',

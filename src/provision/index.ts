@@ -41,7 +41,7 @@ export async function reconcile(
   options: { minReader?: number } = {},
 ): Promise<ResourceReport[]> {
   const schema = await reconcileTable(clients.ddb, config.tableName, mode);
-  // The table's format item (src/formats.ts), reported with the table: recorded, upgraded
+  // The table's format item (src/schema/formats.ts), reported with the table: recorded, upgraded
   // (additive) or checked.
   const table = withFormat(
     schema,

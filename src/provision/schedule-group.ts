@@ -16,7 +16,7 @@ import {
   type GetScheduleGroupCommandOutput,
   type SchedulerClient,
 } from '@aws-sdk/client-scheduler';
-import { isConflict, isNotFound } from '../aws/errors.js';
+import { isConflict, isNotFound } from '../aws/sdk-errors.js';
 import { SHARED_SCHEDULE_GROUP, VARIABLES, type WorldConfig } from '../config/index.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
 

@@ -13,7 +13,7 @@
  * - A setting the endpoint does not implement (an emulator) is `skipped` with the reason, never
  *   reported as applied nor silently ignored.
  */
-import { describeError, errorName, isUnsupported } from '../aws/errors.js';
+import { describeError, errorName, isUnsupported } from '../aws/sdk-errors.js';
 
 export type ResourceKind = 'table' | 'queue' | 'dlq' | 'bucket' | 'schedule-group' | 'encryption';
 /**

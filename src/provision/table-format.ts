@@ -1,7 +1,7 @@
 /**
  * The table's format item, part of the table's report (`format: ...` lines): `init` records and
  * upgrades it, `init --dry-run` says what it would change, `doctor` checks it (the table check);
- * src/table-format.ts reads it for the runtime.
+ * src/preflight/format-check.ts reads it for the runtime.
  *
  * Invariants:
  * - **Additive, never rewriting.** An upgrade step may add items or attributes; it never rewrites
@@ -13,10 +13,10 @@
  * - A table without a format item is format 1 (before versioning); the first `init` records it.
  */
 import { type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { isConditionalCheckFailed } from '../aws/errors.js';
-import { keys } from '../ddb.js';
-import { FORMATS, type FormatFamily, MIN_READER_OF_WRITES, READER_FORMAT, UPGRADE_DOC } from '../formats.js';
-import { describeFormats, readTableFormat, type TableFormat, tableFormatProblem } from '../table-format.js';
+import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
+import { describeFormats, readTableFormat, type TableFormat, tableFormatProblem } from '../preflight/format-check.js';
+import { FORMATS, type FormatFamily, MIN_READER_OF_WRITES, READER_FORMAT, UPGRADE_DOC } from '../schema/formats.js';
+import { keys } from '../schema/keys.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
 
 /** What each format step changes on a table; `apply` runs the additive migration, if any. */

@@ -13,9 +13,9 @@ import {
   UpdateContinuousBackupsCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { isNotFound, isValidation } from '../aws/errors.js';
+import { isNotFound, isValidation } from '../aws/sdk-errors.js';
 import { sleep } from '../aws/sleep.js';
-import { GSI1, GSI2, TABLE_SCHEMA } from '../ddb.js';
+import { GSI1, GSI2, TABLE_SCHEMA } from '../schema/keys.js';
 import { applySettings, type ReconcileMode, type ResourceReport, reconcileSettings, type Setting } from './settings.js';
 
 function tableDrift(t: TableDescription): string[] {

@@ -19,8 +19,13 @@
  * keys are never deleted here (other copies of the same message may still point at them); they
  * expire by lifecycle or are swept after `untilSec`.
  */
-import { HELD_BODY_PREFIX, MESSAGE_RETENTION_SECONDS, PAYLOAD_EXPIRY_DAYS, QUEUE_BODY_PREFIX } from '../limits.js';
-import type { PayloadStore } from '../payloads.js';
+import {
+  HELD_BODY_PREFIX,
+  MESSAGE_RETENTION_SECONDS,
+  PAYLOAD_EXPIRY_DAYS,
+  QUEUE_BODY_PREFIX,
+} from '../config/limits.js';
+import type { PayloadStore } from '../context/payload-store.js';
 import { type DelayPlan, SCHEDULE_RETRY_SECONDS } from './delays.js';
 import type { Envelope } from './encoding.js';
 

@@ -12,8 +12,8 @@
  */
 import type { CreateScheduleCommand } from '@aws-sdk/client-scheduler';
 import type { AwsClients } from '../aws/clients.js';
-import { isConflict, isNotFound } from '../aws/errors.js';
-import { SQS_MAX_DELAY_SECONDS } from '../limits.js';
+import { isConflict, isNotFound } from '../aws/sdk-errors.js';
+import { SQS_MAX_DELAY_SECONDS } from '../config/limits.js';
 
 export type DelayPlan =
   | { kind: 'now' }

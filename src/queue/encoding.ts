@@ -11,12 +11,12 @@
  * fields in a JSON envelope body ({@link encodeEnvelope}). The consumer accepts both forms and
  * normalises them to one {@link Envelope}.
  *
- * Every message carries its format (src/formats.ts): `eve.fmt` in the attributes, `f` in the
+ * Every message carries its format (src/schema/formats.ts): `eve.fmt` in the attributes, `f` in the
  * envelope body (written after `tag`, which older readers match as a prefix). Unstamped = format 1;
  * readers before 0.2.0 ignore both (an unknown attribute or JSON field is skipped by them).
  * The consumer parks a message of a newer format instead of delivering it (src/consumer/delivery/replace.ts).
  */
-import { MESSAGE_FORMAT, MESSAGE_FORMAT_ATTR, parseFormat, UNSTAMPED_FORMAT } from '../formats.js';
+import { MESSAGE_FORMAT, MESSAGE_FORMAT_ATTR, parseFormat, UNSTAMPED_FORMAT } from '../schema/formats.js';
 
 /**
  * SQS message attribute names (String data type). SQS allows at most 10 attributes per message:
@@ -35,12 +35,12 @@ export const MSG_ATTR = {
   s3: 'eve.s3',
   /** JSON object of extra HTTP headers from `QueueOptions.headers`. */
   headers: 'eve.headers',
-  /** `<slot> <runId>`: how far the sender had seen the run's log (src/delivery-scope.ts). */
+  /** `<slot> <runId>`: how far the sender had seen the run's log (src/context/delivery-scope.ts). */
   logTail: 'eve.tail',
   // `eve.early` (`e` in the envelope), the early-delivery mark of builds before the clock-free
   // early delivery (same message format 2), is neither written nor read: such a copy is delivered
   // as any other (docs/design.md, "Early delivery").
-  /** The message's format (src/formats.ts); absent = format 1. */
+  /** The message's format (src/schema/formats.ts); absent = format 1. */
   format: MESSAGE_FORMAT_ATTR,
   /**
    * The deployment the message is for (src/deployment/): with affinity on, only a consumer of that
@@ -65,7 +65,7 @@ export interface Envelope {
   headers?: Record<string, string>;
   /**
    * `<slot> <runId>`: the run log slot the sender had seen committed when it sent the message
-   * (src/delivery-scope.ts). Advisory: a receiver without it reads the log from DynamoDB.
+   * (src/context/delivery-scope.ts). Advisory: a receiver without it reads the log from DynamoDB.
    */
   logTail?: string;
   /**

@@ -34,8 +34,8 @@
 import { randomUUID } from 'node:crypto';
 import { OwnedRecord, tableOf, when } from '../aws/owned-record.js';
 import { sleep } from '../aws/sleep.js';
-import type { WorldContext } from '../context.js';
-import { ATTR, keys } from '../ddb.js';
+import type { WorldContext } from '../context/world-context.js';
+import { ATTR, keys } from '../schema/keys.js';
 
 /** How long a pending claim protects its owner's send before another sender may take it over. */
 export const IDEMPOTENCY_LEASE_MS = 30_000;

@@ -30,12 +30,12 @@ import {
   ValidQueueName,
 } from '@workflow/world';
 import { monotonicFactory } from 'ulid';
-import { toWorldError } from '../aws/errors.js';
-import type { WorldContext } from '../context.js';
-import { encodeLogTail } from '../delivery-scope.js';
+import { toWorldError } from '../aws/sdk-errors.js';
+import { encodeLogTail } from '../context/delivery-scope.js';
+import type { WorldContext } from '../context/world-context.js';
 import { type DeploymentIdentity, deploymentIdentity } from '../deployment/id.js';
 import { assertTargetReachable } from '../deployment/targets.js';
-import { consoleLogger, type Logger } from '../log.js';
+import { consoleLogger, type Logger } from '../telemetry/log.js';
 import { mapLimited } from '../util/concurrency.js';
 import { RecentKeys } from '../util/recent-keys.js';
 import type { SchedulerPort } from './delays.js';
@@ -57,7 +57,7 @@ export interface CreateQueueOptions {
   /**
    * The highest slot of a run's log this process has seen committed (storage's slot hints). Sent
    * with each message for that run as `eve.tail`, so the receiver knows how fresh its read of the
-   * log must be (src/delivery-scope.ts). Absent: messages carry no tail.
+   * log must be (src/context/delivery-scope.ts). Absent: messages carry no tail.
    */
   logTail?: (runId: string) => number | undefined;
   /**
@@ -73,7 +73,7 @@ export interface CreateQueueOptions {
   early?: (copy: Envelope, earlyId: string, payload: QueuePayload, delaySeconds?: number) => boolean;
   /**
    * Awaited by each `queue()` once its input is validated, before anything is offered, claimed or
-   * sent (the World's preflight, src/preflight.ts): a rejection fails that `queue()` call (and is
+   * sent (the World's preflight, src/preflight/resources.ts): a rejection fails that `queue()` call (and is
    * that entry's error in `queueBatch`).
    */
   beforeSend?: () => Promise<void>;

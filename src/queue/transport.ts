@@ -13,9 +13,9 @@
  */
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { isQueueUrl, queueNameOf } from '../aws/arn.js';
-import { isMessageTooLong } from '../aws/errors.js';
-import type { WorldContext } from '../context.js';
-import { SQS_MAX_DELAY_SECONDS } from '../limits.js';
+import { isMessageTooLong } from '../aws/sdk-errors.js';
+import { SQS_MAX_DELAY_SECONDS } from '../config/limits.js';
+import type { WorldContext } from '../context/world-context.js';
 import { withSendSpan } from '../telemetry/spans.js';
 import { bodyKey, bodyNeededUntil, ensureBodyLifetime } from './body-lifetime.js';
 import {
@@ -97,7 +97,7 @@ export class SqsTransport {
   /**
    * Send a received message again exactly as it came (body and string attributes unchanged), a
    * fresh copy whose receive count starts over. For a message of a format this build cannot read
-   * (src/formats.ts): re-encoding it would rewrite it in this build's format.
+   * (src/schema/formats.ts): re-encoding it would rewrite it in this build's format.
    */
   async sendVerbatim(
     body: string,

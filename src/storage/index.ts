@@ -11,15 +11,15 @@
  */
 import { WorkflowRunNotFoundError } from '@workflow/errors';
 import type { Storage, WorkflowRunStatus, WorldCapabilities } from '@workflow/world';
-import type { WorldContext } from '../context.js';
-import { StepItemCache } from './memory/items.js';
+import type { WorldContext } from '../context/world-context.js';
 import { SlotHints } from './memory/slot-hints.js';
+import { StepItemCache } from './memory/view-items.js';
 import { createEventReads } from './read/events.js';
 import { createHookReads } from './read/hooks.js';
 import { createRunReads } from './read/runs.js';
 import { createStepReads } from './read/steps.js';
 import { isTerminalRun } from './records/lifecycle.js';
-import type { StorageCtx } from './table/context.js';
+import type { StorageCtx } from './table/storage-ctx.js';
 import { createEvents } from './write/create.js';
 
 /**
@@ -80,7 +80,7 @@ export function createStorage(ctx: WorldContext): WorldStorage {
 export { expired, isTerminalRun, isTerminalStep, NOT_TERMINAL, TERMINAL_VALUES } from './records/lifecycle.js';
 export { runPrefix } from './records/payloads.js';
 export { type Attrs, keysOf, num, str } from './table/codec.js';
-export type { StorageCtx } from './table/context.js';
 export { encodeEventCursor } from './table/pagination.js';
 export { getItems, queryAll } from './table/reads.js';
+export type { StorageCtx } from './table/storage-ctx.js';
 export { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from './write/step-lease.js';

@@ -1,7 +1,7 @@
 /**
  * Streams (Strategy A): block items in DynamoDB, live reads by polling, an in-process fast path.
  * Composes the parts: the call-order queue (write-queue.ts), the block writer (writer.ts), the
- * reads (queries.ts, live.ts) and the in-process bus (bus.ts). Item format: items.ts.
+ * reads (queries.ts, live.ts) and the in-process bus (bus.ts). Item format: block-items.ts.
  *
  * Cost at token rate: core groups a step's chunks (one group in flight; the chunks that arrive
  * while a group is in flight form the next), each group is ONE PutItem, and in a burst the write
@@ -20,8 +20,8 @@ import type {
   StreamInfoResponse,
   StreamWriteSession,
 } from '@workflow/world';
-import type { WorldContext } from '../context.js';
-import type { Logger } from '../log.js';
+import type { WorldContext } from '../context/world-context.js';
+import type { Logger } from '../telemetry/log.js';
 import {
   type Block,
   blockEnd,
@@ -32,7 +32,7 @@ import {
   type RunIdArg,
   type StoredChunk,
   toBytes,
-} from './items.js';
+} from './block-items.js';
 import { type LiveTailDeps, liveTail } from './live.js';
 import { BurstPacer } from './pacing.js';
 import { StreamQueries } from './queries.js';

@@ -2,7 +2,7 @@
  * The live reader behind `streams.get()`: a pull-based ReadableStream over the block items.
  *
  * Position: `i` is the next chunk index to deliver, `k` the key of the next block to read (the
- * block holding `i`, or the one after the tail). Blocks are dense (items.ts), so the next block
+ * block holding `i`, or the one after the tail). Blocks are dense (block-items.ts), so the next block
  * is exactly the one keyed `k`; applying it delivers its chunks from `i` on and moves `k` past it.
  * Nothing is skipped, repeated or reordered, whichever source the block came from.
  *
@@ -13,7 +13,7 @@
  * Pacing of (2) (the argument: docs/design.md, "Live stream reads"): polls are spaced from the
  * START of the previous Query and never closer than `streamPollMs`; after ACTIVE_MS without data
  * the interval grows by BACKOFF per empty poll up to `streamIdlePollMs`; a block's `nextAt` hint
- * (items.ts, pacing.ts) moves a poll to just after it, never sooner than `streamPollMs` after the
+ * (block-items.ts, pacing.ts) moves a poll to just after it, never sooner than `streamPollMs` after the
  * last Query. A hint only moves a poll: what is read, and in which order, is the same. While the
  * bus is feeding the reader, polls wait the idle interval. Polls happen only while the consumer
  * wants data (backpressure).
@@ -35,10 +35,10 @@
  */
 import type { WorkflowRunStatus } from '@workflow/world';
 import type { WorldConfig } from '../config/index.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../telemetry/log.js';
 import { mapLimited } from '../util/concurrency.js';
+import type { Block, StoredChunk } from './block-items.js';
 import { busKey, type CommittedBlock, readerFinished, readerStarted, subscribe } from './bus.js';
-import type { Block, StoredChunk } from './items.js';
 import type { StreamQueries } from './queries.js';
 
 /** A polling reader keeps the fast interval this long after the last chunk it polled. */

@@ -3,8 +3,8 @@
  * forward page of blocks, and the GSI listing of a run's streams. All chunk reads are consistent.
  */
 import { type AttributeValue, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { ATTR, GSI1, keys } from '../ddb.js';
-import { type Block, LAST_CHUNK_SK, toBlock } from './items.js';
+import { ATTR, GSI1, keys } from '../schema/keys.js';
+import { type Block, LAST_CHUNK_SK, toBlock } from './block-items.js';
 
 export interface Page {
   blocks: Block[];

@@ -4,7 +4,7 @@
  * the caller does not await. Consecutive data jobs of one run are merged into one group while
  * an earlier group is in flight (group commit): one block put carries them all.
  */
-import { MAX_GROUP_CHUNKS, type RunIdArg } from './items.js';
+import { MAX_GROUP_CHUNKS, type RunIdArg } from './block-items.js';
 
 export type JobKind = 'data' | 'close';
 

@@ -10,17 +10,25 @@
  *   - it is the EOF: the stream is closed; the chunks are dropped, as readers never see data
  *     past EOF (the reference Worlds do the same);
  *   - otherwise another writer got there first: read the tail (one Query) and put there.
- * So a retried put never writes a block twice and never leaves a gap (see items.ts, density).
+ * So a retried put never writes a block twice and never leaves a gap (see block-items.ts, density).
  */
 import { randomUUID } from 'node:crypto';
 import { type AttributeValue, type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { conditionFailureItem, isConditionalCheckFailed } from '../aws/errors.js';
-import type { WorldContext } from '../context.js';
-import { ATTR, keys } from '../ddb.js';
+import { conditionFailureItem, isConditionalCheckFailed } from '../aws/sdk-errors.js';
+import type { WorldContext } from '../context/world-context.js';
+import { ATTR, keys } from '../schema/keys.js';
 import { countMetric } from '../telemetry/metrics.js';
 import { withStreamFlushSpan } from '../telemetry/spans.js';
+import {
+  BLOCK_BYTES,
+  BLOCK_CHUNKS,
+  type Block,
+  blockEnd,
+  encodeChunk,
+  type StoredChunk,
+  toBlock,
+} from './block-items.js';
 import { busKey, type CommittedBlock, publish } from './bus.js';
-import { BLOCK_BYTES, BLOCK_CHUNKS, type Block, blockEnd, encodeChunk, type StoredChunk, toBlock } from './items.js';
 import type { StreamQueries } from './queries.js';
 
 /** Streams whose tail this writer remembers (oldest forgotten first). */

@@ -13,7 +13,7 @@
  * - Retiring is markRetired's one conditional write (safe twice); the sweep's dry run writes nothing.
  */
 import type { WorkflowRun } from '@workflow/world';
-import type { WorldContext } from '../context.js';
+import type { WorldContext } from '../context/world-context.js';
 import { type DeploymentRecord, listDeployments, markRetired } from '../deployment/registry.js';
 import { createStorage } from '../storage/index.js';
 

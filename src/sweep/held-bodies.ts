@@ -3,8 +3,9 @@
  * whose `untilSec` has passed. The key scheme and the invariant that makes this safe (a copy is
  * sent only pointing at a body that outlives it) are src/queue/body-lifetime.ts's.
  */
-import type { WorldContext } from '../context.js';
-import { HELD_BODY_PREFIX } from '../limits.js';
+
+import { HELD_BODY_PREFIX } from '../config/limits.js';
+import type { WorldContext } from '../context/world-context.js';
 import { bodyAliveUntil } from '../queue/body-lifetime.js';
 
 export interface HeldBodySweep {

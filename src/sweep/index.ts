@@ -5,7 +5,7 @@
  * the queue wrote, so it sits above both and below the consumer (whose `/lambda` entry re-exports
  * the scheduled handler, ./lambda.ts) and the World (`world.sweepOrphans`, the CLI's `sweep`).
  */
-import type { WorldContext } from '../context.js';
+import type { WorldContext } from '../context/world-context.js';
 import { storageContext } from '../storage/index.js';
 import { type DeploymentSweep, sweepDeployments } from './deployments.js';
 import { type HeldBodySweep, sweepHeldBodies } from './held-bodies.js';

@@ -20,8 +20,8 @@
  */
 import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { DEFAULT_TIMESTAMP_THRESHOLD_PAST_MS, ulidToDate } from '@workflow/world';
-import { isConditionalCheckFailed } from '../aws/errors.js';
-import { ATTR, GSI1, keys } from '../ddb.js';
+import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
+import { ATTR, GSI1, keys } from '../schema/keys.js';
 import {
   type Attrs,
   expired,

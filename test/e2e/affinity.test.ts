@@ -18,14 +18,14 @@ import { afterAll, expect, test } from 'vitest';
 import { setWorld } from 'workflow/runtime';
 import { errorText } from '../../src/cli/format.js';
 import { markRetired, readDeployment } from '../../src/deployment/registry.js';
-import { AFFINITY_MIN_READER } from '../../src/formats.js';
 import { createWorld } from '../../src/index.js';
+import { readTableFormat } from '../../src/preflight/format-check.js';
 import { reconcile } from '../../src/provision/index.js';
-import { readTableFormat } from '../../src/table-format.js';
-import { buildOrderedApp, type OrderedChild, spawnOrderedChild, WORKFLOW_FILE } from '../helpers/ordered-app.js';
+import { AFFINITY_MIN_READER } from '../../src/schema/formats.js';
 import { createFixture } from '../helpers/aws.js';
 import { type Build, buildCurrent, removeBuild } from '../helpers/builds.js';
 import { stopChildren } from '../helpers/faults-suite.js';
+import { buildOrderedApp, type OrderedChild, spawnOrderedChild, WORKFLOW_FILE } from '../helpers/ordered-app.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');

@@ -20,10 +20,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { start } from 'workflow/api';
 import { setWorld } from 'workflow/runtime';
 import { runBackstopTick } from '../../src/backstop/index.js';
-import { createContext, type WorldContext } from '../../src/context.js';
-import { keys, LIST_SHARDS } from '../../src/ddb.js';
-import { createQueue } from '../../src/queue/index.js';
+import { createContext, type WorldContext } from '../../src/context/world-context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
+import { createQueue } from '../../src/queue/index.js';
+import { keys, LIST_SHARDS } from '../../src/schema/keys.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -19,7 +19,7 @@ import { afterAll, expect, test, vi } from 'vitest';
 import { start } from 'workflow/api';
 import { setWorld } from 'workflow/runtime';
 import { type AwsWorld, createWorld } from '../../src/index.js';
-import { consoleLogger } from '../../src/log.js';
+import { consoleLogger } from '../../src/telemetry/log.js';
 import { createFixture } from '../helpers/aws.js';
 import { BackstopTally } from '../helpers/faults-backstop.js';
 import { ensureDist, stopChildren } from '../helpers/faults-suite.js';

@@ -29,7 +29,7 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
 import { getRun } from 'workflow/api';
 import { setWorld } from 'workflow/runtime';
-import { createContext } from '../../src/context.js';
+import { createContext } from '../../src/context/world-context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createTransport } from '../../src/queue/transport.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getHookByToken, resumeHook, start } from 'workflow/api';
-import { LOCAL_KMS_ALIAS } from '../../src/emulator/stack.js';
+import { LOCAL_KMS_ALIAS } from '../../emulator/stack.js';
 import { COMMAND_PERMISSIONS, commandKey, permissionFor } from '../../src/provision/iam-actions.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';
 

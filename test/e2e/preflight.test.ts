@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { start } from 'workflow/api';
 import { loadConfig } from '../../src/config/index.js';
 import { createWorld } from '../../src/index.js';
-import { MissingResourceError } from '../../src/preflight.js';
+import { MissingResourceError } from '../../src/preflight/resources.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';
 
 let e2e: E2e;

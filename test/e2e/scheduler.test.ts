@@ -8,7 +8,7 @@
 import { GetScheduleCommand, type GetScheduleCommandOutput } from '@aws-sdk/client-scheduler';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { start } from 'workflow/api';
-import { isNotFound } from '../../src/aws/errors.js';
+import { isNotFound } from '../../src/aws/sdk-errors.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';
 
 const ROLE = 'arn:aws:iam::000000000000:role/eve-world-e2e-scheduler';

@@ -12,7 +12,7 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, expect, test, vi } from 'vitest';
 import { start } from 'workflow/api';
 import { LOG_TAIL_HEADER, processSigningKey, signatureHeaders } from '../../src/consumer/signing.js';
-import { keys } from '../../src/ddb.js';
+import { keys } from '../../src/schema/keys.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';
 
 const taps: { runId?: string; stepId?: string; req: Request }[] = [];

@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childPort } from '../../emulator/stack.js';
 import { destroyClients } from '../../src/aws/clients.js';
-import { childPort } from '../../src/emulator/stack.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 import {
   appDir,
@@ -70,7 +70,7 @@ describe('eve 0.80.1 on eve-world-aws (Node 24, embedded emulators)', () => {
   beforeAll(async () => {
     expect(existsSync(path.join(node24Bin, 'node')), 'run `npm ci --prefix test/eve/app` first').toBe(true);
     // eve loads the World from the package's dist/ (the app depends on it as file:../../..).
-    expect(existsSync(path.join(here, '../../dist/index.js')), 'run `npm run build` first').toBe(true);
+    expect(existsSync(path.join(here, '../../dist/src/index.js')), 'run `npm run build` first').toBe(true);
     stateDir = mkdtempSync(path.join(tmpdir(), 'eve-e2e-'));
     fixture = await createFixture(
       { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(VISIBILITY_TIMEOUT_SECONDS) },

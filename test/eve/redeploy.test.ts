@@ -17,8 +17,8 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childPort } from '../../emulator/stack.js';
 import { destroyClients } from '../../src/aws/clients.js';
-import { childPort } from '../../src/emulator/stack.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 import { runCli } from '../helpers/cli.js';
 import {

@@ -2,7 +2,7 @@
  * Other builds of this package, for the format tests (test/e2e/upgrade.test.ts,
  * test/integration/formats.test.ts): the previous release built from a pinned git ref, this
  * checkout's build, and a "bumped" build (this checkout with every format constant of
- * src/formats.ts raised by one, as the next format would).
+ * src/schema/formats.ts raised by one, as the next format would).
  *
  * Each build is `src/` transpiled file by file with esbuild (the package's own devDependency; a
  * type check is `npm run typecheck`'s job, and it takes a minute on a loaded machine where this
@@ -110,7 +110,7 @@ export async function buildCurrent(name = 'current'): Promise<Build> {
   return transpile(dir);
 }
 
-/** The constants of src/formats.ts a bumped build raises, and to what (relative to this build). */
+/** The constants of src/schema/formats.ts a bumped build raises, and to what (relative to this build). */
 const BUMPS = ['LOG_FORMAT', 'RECORD_FORMAT', 'MESSAGE_FORMAT', 'READER_FORMAT', 'MIN_READER_OF_WRITES'] as const;
 
 /**
@@ -128,7 +128,7 @@ export async function buildBumped(): Promise<Build & { format: number }> {
   for (const name of BUMPS) {
     const re = new RegExp(`const ${name} = \\d+;`);
     if (!re.test(text))
-      throw new Error(`${name} not found in ${file}: src/formats.ts must keep one \`const X = n;\` each`);
+      throw new Error(`${name} not found in ${file}: src/schema/formats.ts must keep one \`const X = n;\` each`);
     text = text.replace(re, `const ${name} = ${format};`);
   }
   writeFileSync(file, text);

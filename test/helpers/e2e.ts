@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setWorld } from 'workflow/runtime';
 import type { WorldTuning } from '../../src/config/index.js';
-import { createContext } from '../../src/context.js';
+import { createContext } from '../../src/context/world-context.js';
 import { RunKeys } from '../../src/encryption/run-keys.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';

@@ -4,7 +4,7 @@
  * logger in this process, and the stdout of its consumer processes, which arrives in chunks that
  * may split a line.
  */
-import type { Logger } from '../../src/log.js';
+import type { Logger } from '../../src/telemetry/log.js';
 
 const WAKE = /backstop: waking run (\S+) \(wake \d+\)/;
 

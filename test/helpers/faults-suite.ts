@@ -26,11 +26,11 @@ import { start } from 'workflow/api';
 import { setWorld } from 'workflow/runtime';
 import { createClients, destroyClients } from '../../src/aws/clients.js';
 import { loadConfig, type WorldTuning } from '../../src/config/index.js';
-import { createContext, type WorldContext } from '../../src/context.js';
+import { createContext, type WorldContext } from '../../src/context/world-context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createTransport } from '../../src/queue/transport.js';
+import { consoleLogger } from '../../src/telemetry/log.js';
 import { createFixture } from '../helpers/aws.js';
-import { consoleLogger } from '../../src/log.js';
 import { BackstopTally } from './faults-backstop.js';
 import { type FaultRule, startFaultProxies } from './faults-proxy.js';
 

@@ -13,12 +13,12 @@ import { type Consumer, type CreateConsumerOptions, createConsumer } from '../..
 import { type DeliveryOutcome, deliverMessage } from '../../src/consumer/pipeline.js';
 import { inboundFromSdk } from '../../src/consumer/poller.js';
 import { SqsReceipts } from '../../src/consumer/receipts.js';
-import { createContext, type WorldContext } from '../../src/context.js';
-import { currentDelivery, type DeliveryScope } from '../../src/delivery-scope.js';
+import { currentDelivery, type DeliveryScope } from '../../src/context/delivery-scope.js';
+import { createContext, type WorldContext } from '../../src/context/world-context.js';
 import { deploymentIdentity } from '../../src/deployment/id.js';
-import type { Logger } from '../../src/log.js';
 import { type CreateQueueOptions, createQueue, type QueueSender } from '../../src/queue/index.js';
 import { createTransport } from '../../src/queue/transport.js';
+import type { Logger } from '../../src/telemetry/log.js';
 import { createFixture, type Fixture } from './aws.js';
 
 export const PREFIX = '__wkf_workflow_';
@@ -27,7 +27,7 @@ export const EVE_QUEUE = '__eve6d79206167656e74_wkf_workflow_workflows/agent.ts/
 export const EVE_PREFIX = '__eve6d79206167656e74_wkf_workflow_';
 
 export interface Delivery {
-  /** The delivery scope the handler ran in (src/delivery-scope.ts). */
+  /** The delivery scope the handler ran in (src/context/delivery-scope.ts). */
   scope?: DeliveryScope;
   body: any;
   meta: { attempt: number; queueName: ValidQueueName; messageId: MessageId };

@@ -5,7 +5,7 @@
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { stringify } from 'devalue';
 import type { WorldTuning } from '../../src/config/index.js';
-import { createContext, type WorldContext } from '../../src/context.js';
+import { createContext, type WorldContext } from '../../src/context/world-context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createFixture, type Fixture } from './aws.js';
 

@@ -8,7 +8,7 @@ import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { afterAll, beforeAll } from 'vitest';
 import { destroyClients } from '../../src/aws/clients.js';
 import type { WorldTuning } from '../../src/config/index.js';
-import { createContext, type WorldContext } from '../../src/context.js';
+import { createContext, type WorldContext } from '../../src/context/world-context.js';
 import { createStorage } from '../../src/storage/index.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 

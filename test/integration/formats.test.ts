@@ -1,5 +1,5 @@
 /**
- * Every refusal of the format checks (src/formats.ts, src/table-format.ts), against a real table
+ * Every refusal of the format checks (src/schema/formats.ts, src/preflight/format-check.ts), against a real table
  * and queue, shown by a "bumped" build: this checkout with the next format (every family and the
  * reader version one higher, writes that need that reader), built by test/helpers/builds.ts.
  *
@@ -13,9 +13,9 @@
 import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import type { Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FORMATS, READER_FORMAT } from '../../src/formats.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
-import { readTableFormat, TableFormatError } from '../../src/table-format.js';
+import { readTableFormat, TableFormatError } from '../../src/preflight/format-check.js';
+import { FORMATS, READER_FORMAT } from '../../src/schema/formats.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 import { type Build, buildBumped, buildCurrent, removeBuild } from '../helpers/builds.js';
 import { runCommand } from '../helpers/cli.js';

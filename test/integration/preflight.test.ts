@@ -1,5 +1,5 @@
 /**
- * The preflight (src/preflight.ts) against the emulators: one check shared by concurrent callers
+ * The preflight (src/preflight/resources.ts) against the emulators: one check shared by concurrent callers
  * and kept once passed; a failed one asked again (so a resource created meanwhile is found); a
  * queue configured as a URL checked too; and only "does not exist" reported as missing: a throttle
  * (injected by SDK middleware) comes back as the contract's ThrottleError.
@@ -9,8 +9,8 @@ import { ThrottleError } from '@workflow/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../src/aws/clients.js';
 import { loadConfig } from '../../src/config/index.js';
-import { createContext } from '../../src/context.js';
-import { MissingResourceError, preflight } from '../../src/preflight.js';
+import { createContext } from '../../src/context/world-context.js';
+import { MissingResourceError, preflight } from '../../src/preflight/resources.js';
 import { createTransport } from '../../src/queue/transport.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 

@@ -22,10 +22,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childPort } from '../../emulator/stack.js';
 import { destroyClients } from '../../src/aws/clients.js';
 import { hostDockerfile } from '../../src/cdk/dockerfile.js';
 import { WORKER_HANDLER } from '../../src/cdk/worker-asset.js';
-import { childPort } from '../../src/emulator/stack.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 import {
   appDir,

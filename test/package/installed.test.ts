@@ -13,7 +13,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/emulator/stack.js';
+import { freePort } from '../../emulator/stack.js';
 import { cleanEnv, dynamoLocalOnPort, parseExports, ROOT, waitGone } from '../helpers/cli.js';
 import { directoryBytes, installOffline, packRepo } from '../helpers/package-install.js';
 

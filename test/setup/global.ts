@@ -16,7 +16,7 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
-import { type Stack, startStack } from '../../src/emulator/stack.js';
+import { type Stack, startStack } from '../../emulator/stack.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,3 +1,3 @@
-import { installPromiseWithResolvers } from '../../src/polyfills.js';
+import { installPromiseWithResolvers } from '../../src/util/polyfills.js';
 
 installPromiseWithResolvers();

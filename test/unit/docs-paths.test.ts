@@ -254,7 +254,7 @@ describe('the path detection', () => {
   it('takes repository paths and leaves prose, keys, packages and URLs alone', () => {
     for (const p of [
       'src/cdk/',
-      'src/ddb.ts',
+      'src/schema/keys.ts',
       'commit.ts',
       'lib/meter.mjs',
       './observability.ts',
@@ -295,7 +295,8 @@ describe('the path detection', () => {
   });
 
   it('reads comments, not strings', () => {
-    const src = "const a = '// src/not-a-comment.ts'; // see src/ddb.ts\n/* and ./x.ts */ const b = `/* no */`;";
-    expect(commentTokens(comments(src))).toEqual(['src/ddb.ts', './x.ts']);
+    const src =
+      "const a = '// src/not-a-comment.ts'; // see src/schema/keys.ts\n/* and ./x.ts */ const b = `/* no */`;";
+    expect(commentTokens(comments(src))).toEqual(['src/schema/keys.ts', './x.ts']);
   });
 });

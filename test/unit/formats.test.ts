@@ -1,8 +1,10 @@
 /**
- * Format stamps and their checks (src/formats.ts, src/table-format.ts): pure, no emulator. The
+ * Format stamps and their checks (src/schema/formats.ts, src/preflight/format-check.ts): pure, no emulator. The
  * refusals against real processes and a real table are in test/integration/formats.test.ts.
  */
 import { describe, expect, it } from 'vitest';
+import { tableFormatProblem } from '../../src/preflight/format-check.js';
+import { encodeEnvelope, envelopeAttributes, envelopeFromMessage, messageFormatOf } from '../../src/queue/encoding.js';
 import {
   assertItemFormat,
   FORMATS,
@@ -13,9 +15,7 @@ import {
   MIN_READER_OF_WRITES,
   newerMessageFormat,
   READER_FORMAT,
-} from '../../src/formats.js';
-import { encodeEnvelope, envelopeAttributes, envelopeFromMessage, messageFormatOf } from '../../src/queue/encoding.js';
-import { tableFormatProblem } from '../../src/table-format.js';
+} from '../../src/schema/formats.js';
 
 const strings = (attrs: Record<string, { StringValue: string }>) =>
   Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, v.StringValue]));

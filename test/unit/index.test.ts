@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import * as entry from '../../src/index.js';
-import { consoleLogger } from '../../src/log.js';
+import { consoleLogger } from '../../src/telemetry/log.js';
 
 const world = entry.createWorld({ config: loadConfig({ AWS_REGION: 'us-east-1' }), consumer: { consumer: 'none' } });
 afterAll(() => world.close());

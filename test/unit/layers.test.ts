@@ -217,7 +217,7 @@ describe('layers', () => {
     const planted = [
       { rel: 'queue/index.ts', text: "import { SqsPoller } from '../consumer/poller.js';" },
       {
-        rel: 'aws/errors.ts',
+        rel: 'aws/sdk-errors.ts',
         text: "export { x } from '../storage/index.js';\nconst m = await import('../index.js');",
       },
       { rel: 'storage/a.ts', text: "import type { Q } from '../queue/index.js'; // a sibling part" },
@@ -234,8 +234,8 @@ describe('layers', () => {
     ];
     expect(violations(planted)).toEqual([
       'queue/index.ts -> consumer/poller.ts (queue -> consumer)',
-      'aws/errors.ts -> storage/index.ts (base -> storage)',
-      'aws/errors.ts -> index.ts (base -> world)',
+      'aws/sdk-errors.ts -> storage/index.ts (base -> storage)',
+      'aws/sdk-errors.ts -> index.ts (base -> world)',
       'storage/a.ts -> queue/index.ts (storage -> queue)',
       'sweep/index.ts -> consumer/index.ts (sweep -> consumer)',
       'storage/b.ts -> sweep/index.ts (storage -> sweep)',

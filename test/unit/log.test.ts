@@ -1,10 +1,16 @@
 /**
- * The logger (src/log.ts): JSON lines with the delivery's fields in Lambda, the line as written on
+ * The logger (src/telemetry/log.ts): JSON lines with the delivery's fields in Lambda, the line as written on
  * a terminal, the level setting, and nothing outside the field whitelist.
  */
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
-import { configureLogging, consoleLogger, createLogger, type LogFields, withLogContext } from '../../src/log.js';
+import {
+  configureLogging,
+  consoleLogger,
+  createLogger,
+  type LogFields,
+  withLogContext,
+} from '../../src/telemetry/log.js';
 
 function capture(format: 'json' | 'text', level: 'debug' | 'info' | 'warn' | 'error' | 'silent' = 'info') {
   const lines: { level: string; line: string }[] = [];

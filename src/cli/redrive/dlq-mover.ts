@@ -17,7 +17,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { queueNameOf } from '../../aws/arn.js';
-import type { PayloadStore } from '../../payloads.js';
+import type { PayloadStore } from '../../context/payload-store.js';
 import { bodyNeededUntil, ensureBodyLifetime } from '../../queue/body-lifetime.js';
 import {
   decodePayload,

@@ -19,18 +19,18 @@
 import { parseQueueName, type ValidQueueName } from '@workflow/world';
 import { queueNameOf } from '../../aws/arn.js';
 import { defaultFlowUrl } from '../../config/index.js';
-import type { WorldContext } from '../../context.js';
+import { FLOW_PATH } from '../../config/limits.js';
+import type { WorldContext } from '../../context/world-context.js';
 import { markRetired } from '../../deployment/registry.js';
-import { FLOW_PATH } from '../../limits.js';
-import { configureLogging, type Logger } from '../../log.js';
 import type { SqsTransport } from '../../queue/transport.js';
+import { configureLogging, type Logger } from '../../telemetry/log.js';
 import { enableMetrics } from '../../telemetry/metrics.js';
 import { CircuitBreaker } from '../breaker.js';
-import { invokeFlow, type LambdaVersion, lambdaFlowUrl, parseLambdaDeployment } from './invoke.js';
-import type { DeliveryDeps, FlowHandler } from './deps.js';
 import { SqsReceipts } from '../receipts.js';
 import { type SigningSecretSource, signingSecretSource } from '../secret-source.js';
 import { processSigningKey, resignedHeaders } from '../signing.js';
+import type { DeliveryDeps, FlowHandler } from './deps.js';
+import { invokeFlow, type LambdaVersion, lambdaFlowUrl, parseLambdaDeployment } from './invoke.js';
 
 export interface DeliveryCompositionOptions {
   logger: Logger;

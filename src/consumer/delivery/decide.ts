@@ -26,9 +26,9 @@
  *   delivery whose request could not be built), never under.
  */
 import { sleep } from '../../aws/sleep.js';
-import type { Logger } from '../../log.js';
 import { planHop } from '../../queue/delays.js';
 import type { Envelope } from '../../queue/encoding.js';
+import type { Logger } from '../../telemetry/log.js';
 import type { DeliveryDeps, InboundMessage } from './deps.js';
 import { type Built, buildRequest, type FlowRequest } from './flow-request.js';
 import { startHeartbeat } from './heartbeat.js';

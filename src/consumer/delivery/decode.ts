@@ -3,13 +3,14 @@
  * scheduler envelope) and the attempt a dispatch of this receive would be; or why it is not
  * decoded here (a newer format, parked for a newer consumer; or malformed, poison).
  *
- * Invariant: a message of a newer format than this build reads (src/formats.ts) is never decoded.
+ * Invariant: a message of a newer format than this build reads (src/schema/formats.ts) is never decoded.
  * The attempt is the copy's offset plus SQS's receive count: every earlier receive of this copy
  * was a dispatch (a receive that is not one replaces the copy, ./replace.ts), and the offset
  * counts the dispatches before this copy.
  */
-import { newerMessageFormat } from '../../formats.js';
+
 import { type Envelope, envelopeFromMessage, messageFormatOf } from '../../queue/encoding.js';
+import { newerMessageFormat } from '../../schema/formats.js';
 import type { InboundMessage } from './deps.js';
 
 export type Decoded =

@@ -4,8 +4,8 @@
  * ./compose.ts.
  */
 import type { WorldConfig } from '../../config/index.js';
-import type { Logger } from '../../log.js';
 import type { SqsTransport } from '../../queue/transport.js';
+import type { Logger } from '../../telemetry/log.js';
 import type { DeploymentFilter } from '../affinity.js';
 import type { CircuitBreaker } from '../breaker.js';
 import type { EarlyDeliveries } from '../early/registry.js';

@@ -12,7 +12,7 @@
  *   thrown in this process  poison `malformed` (an in-process handler that threw, a request the
  *                           client refused to send); aborted (shutdown, deadline) -> `aborted`
  */
-import { consoleLogger } from '../../log.js';
+import { consoleLogger } from '../../telemetry/log.js';
 import { describeError } from '../error-text.js';
 import { isConnectError, isNetworkError } from '../net-errors.js';
 import type { DeliveryDeps, InboundMessage } from './deps.js';

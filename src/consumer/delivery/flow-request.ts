@@ -11,8 +11,8 @@
  * - A caller's `QueueOptions.headers` never pose as a header the World signs or reads itself
  *   (`x-eve-*`, `x-vqs-*` are dropped); the signature covers the values as sent on the wire.
  */
-import { isObjectFault } from '../../aws/errors.js';
-import { decodeLogTail } from '../../delivery-scope.js';
+import { isObjectFault } from '../../aws/sdk-errors.js';
+import { decodeLogTail } from '../../context/delivery-scope.js';
 import type { Envelope } from '../../queue/encoding.js';
 import { encodeHeaderValue } from '../../queue/header-values.js';
 import { currentTraceparent, TRACEPARENT_HEADER } from '../../telemetry/tracing.js';

@@ -4,7 +4,7 @@
  *
  * Invariant: it stops when the delivery ends or is aborted, so an abandoned copy reappears.
  */
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../telemetry/log.js';
 import type { DeliveryDeps } from './deps.js';
 
 /**

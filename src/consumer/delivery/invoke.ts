@@ -21,10 +21,9 @@
  *   core fails the run with `DEPLOYMENT_MISMATCH` in that one delivery. A registry write that
  *   fails answers 503 (kept, retried), never a fall-through to the live URL.
  */
-import type { LambdaClient } from '@aws-sdk/client-lambda';
-import type { InvokeCommandOutput } from '@aws-sdk/client-lambda';
-import { describeError, errorName, isThrottling } from '../../aws/errors.js';
-import { FLOW_PATH } from '../../limits.js';
+import type { InvokeCommandOutput, LambdaClient } from '@aws-sdk/client-lambda';
+import { describeError, errorName, isThrottling } from '../../aws/sdk-errors.js';
+import { FLOW_PATH } from '../../config/limits.js';
 import type { FlowHandler } from './deps.js';
 
 /** A published version of a function: the deployment id `lambda:<function>:<version>` (src/deployment/id.ts). */

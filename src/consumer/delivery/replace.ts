@@ -9,13 +9,13 @@
  *   dispatch never leaves its copy to be received again; it is replaced by a fresh copy whose
  *   offset is the dispatches so far (`replace`). The count may run over by one (a replacement SQS
  *   refused), never under (see docs/design.md).
- * - A message of a newer format than this build reads (src/formats.ts) is never decoded nor
+ * - A message of a newer format than this build reads (src/schema/formats.ts) is never decoded nor
  *   delivered: it is parked (hidden, or re-sent verbatim on its last allowed receive, so it never
  *   counts toward the DLQ) with a log line naming both versions, for a newer consumer to take.
  */
-import { SQS_MAX_VISIBILITY_SECONDS } from '../../limits.js';
-import type { Logger } from '../../log.js';
+import { SQS_MAX_VISIBILITY_SECONDS } from '../../config/limits.js';
 import { type Envelope, MSG_ATTR } from '../../queue/encoding.js';
+import type { Logger } from '../../telemetry/log.js';
 import { DEPENDENCY_PARK_SECONDS, failureBackoffSeconds } from './backoff.js';
 import type { DeliveryDeps, InboundMessage } from './deps.js';
 import { quoted } from './quoted.js';

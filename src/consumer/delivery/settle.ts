@@ -12,15 +12,15 @@
  *   signing-secret source. A copy the route may have received is parked (hidden for the cool-down)
  *   and, on its last allowed receive, replaced by a fresh copy; a copy the route never received is
  *   replaced at once. Only the message's own fault counts: malformed, 4xx, a handler that keeps
- *   failing, an offloaded body that is gone (src/aws/errors.ts, `isObjectFault`).
+ *   failing, an offloaded body that is gone (src/aws/sdk-errors.ts, `isObjectFault`).
  * - A `timeoutSeconds` is not a failure and never pushes a message into the DLQ (`defer`).
  * - Poison (malformed, 4xx, a handler that keeps failing) is retried with backoff and dead-lettered
  *   after `maxReceiveCount` receives; the last failing receive logs exactly one DLQ line.
  */
 import type { WorldConfig } from '../../config/index.js';
-import { SQS_MAX_VISIBILITY_SECONDS } from '../../limits.js';
-import type { Logger } from '../../log.js';
+import { SQS_MAX_VISIBILITY_SECONDS } from '../../config/limits.js';
 import { decodePayload, type Envelope } from '../../queue/encoding.js';
+import type { Logger } from '../../telemetry/log.js';
 import { failureBackoffSeconds } from './backoff.js';
 import type { DeliveryDeps, InboundMessage } from './deps.js';
 import { quoted } from './quoted.js';

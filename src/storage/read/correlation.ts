@@ -18,11 +18,11 @@
  * the correlation, and each event is then checked on its own.
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
-import { ATTR, GSI1, keys } from '../../ddb.js';
+import { ATTR, GSI1, keys } from '../../schema/keys.js';
 import { type EventRecord, eventsOf, PAIR_ATTR } from '../records/event.js';
 import { type Attrs, num } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
 import { getItem, queryPage } from '../table/reads.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 import { EVT_END } from './log-tail.js';
 
 /** The slot of the correlation's first event (1 when none is recorded or indexed). */

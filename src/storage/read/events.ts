@@ -12,14 +12,14 @@ import type {
   ResolveData,
 } from '@workflow/world';
 import { eventIdToSlot, getMaxEventsPerRun } from '@workflow/world';
-import { keys } from '../../ddb.js';
-import { currentDelivery, noteReadTail } from '../../delivery-scope.js';
+import { currentDelivery, noteReadTail } from '../../context/delivery-scope.js';
+import { keys } from '../../schema/keys.js';
 import type { SlotHints } from '../memory/slot-hints.js';
 import { cursorAt, type EventRecord, eventsOf, toEvent } from '../records/event.js';
-import type { StorageCtx } from '../table/context.js';
-import { assertId, invalidArgument, notFound } from '../table/errors.js';
 import { decodeEventCursor, MAX_LIMIT, pageLimit } from '../table/pagination.js';
 import { queryPage } from '../table/reads.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
+import { assertId, invalidArgument, notFound } from '../table/world-errors.js';
 import { correlationEvents } from './correlation.js';
 import { EVT_END, EVT_START, eventAt } from './log-tail.js';
 

@@ -6,14 +6,14 @@
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { HookNotFoundError } from '@workflow/errors';
 import type { Hook, ListHooksParams, PaginatedResponse, ResolveData } from '@workflow/world';
-import { ATTR, GSI1, GSI2, keys, shardOf } from '../../ddb.js';
+import { ATTR, GSI1, GSI2, keys, shardOf } from '../../schema/keys.js';
 import { parseHook, toHook } from '../records/hook.js';
 import { expired } from '../records/lifecycle.js';
 import type { Attrs } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
-import { assertId } from '../table/errors.js';
 import { pageLimit } from '../table/pagination.js';
 import { getItem, getItems, keyedPage } from '../table/reads.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
+import { assertId } from '../table/world-errors.js';
 import { shardedPage } from './sharded-page.js';
 
 export function createHookReads(ctx: StorageCtx) {

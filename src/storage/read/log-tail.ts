@@ -3,7 +3,7 @@
  * event by slot, and the run view together with the tail in one Query.
  *
  * Invariants relied on: in a run's partition `EVT#<slot:20>` sorts right before `RUN#meta` and
- * nothing sorts between them (see `ddb.ts`), and log items tile the log (a pair item at N also
+ * nothing sorts between them (see `schema/keys.ts`), and log items tile the log (a pair item at N also
  * covers N + 1, ../records/event.ts). So the range `EVT#<after>` .. `RUN#meta` is exactly "the
  * items covering the slots after `after`, then the run": it starts at `after`'s own item,
  * inclusive, because `after` may be a pair's first half, and the events at or below `after` are
@@ -11,11 +11,11 @@
  * tries one above it never lands inside a pair.
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
-import { keys, storageKeys } from '../../ddb.js';
+import { keys, storageKeys } from '../../schema/keys.js';
 import { type EventRecord, eventsOf, LAST_SLOT_PROJECTION, lastSlotOf } from '../records/event.js';
 import type { Attrs } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
 import { queryAll } from '../table/reads.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 
 export const EVT_START = keys.eventSkPrefix;
 export const EVT_END = `${keys.eventSkPrefix}~`;

@@ -12,15 +12,15 @@ import type {
   WorkflowRun,
 } from '@workflow/world';
 import { sleep } from '../../aws/sleep.js';
-import { ATTR, GSI1, GSI2, keys, storageKeys } from '../../ddb.js';
+import { ATTR, GSI1, GSI2, keys, storageKeys } from '../../schema/keys.js';
 import { expired, isTerminalRun } from '../records/lifecycle.js';
 import { parseRun, toRun } from '../records/run.js';
 import type { Attrs } from '../table/codec.js';
 import { keysOf } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
-import { assertId } from '../table/errors.js';
 import { pageLimit } from '../table/pagination.js';
 import { getItem, getItems } from '../table/reads.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
+import { assertId } from '../table/world-errors.js';
 import { shardedPage } from './sharded-page.js';
 
 /**

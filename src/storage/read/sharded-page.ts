@@ -1,7 +1,7 @@
 /**
  * One page of a sharded index listing: the shards' sorted Query pages merged into one order.
  *
- * A list key is spread over `LIST_SHARDS` partition-key values (see `ddb.ts`), each sorted by the
+ * A list key is spread over `LIST_SHARDS` partition-key values (see `schema/keys.ts`), each sorted by the
  * same sort key. The merge keeps a small buffer per shard and always takes the best head across
  * all shards, refilling a shard (from where its last Query stopped) before comparing whenever its
  * buffer runs dry. Invariants:
@@ -15,10 +15,10 @@
  * - **Bounded.** Each shard reads only as far as the page needs, plus its one look-ahead Query.
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
-import { LIST_SHARDS } from '../../ddb.js';
+import { LIST_SHARDS } from '../../schema/keys.js';
 import type { Attrs } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
-import { invalidArgument } from '../table/errors.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
+import { invalidArgument } from '../table/world-errors.js';
 
 export interface ShardedQuery {
   index: string;

@@ -1,11 +1,11 @@
 /** `steps.*` reads: get, and list in step-id order (creation order for core's ULID ids). */
 import type { ListWorkflowRunStepsParams, PaginatedResponse, ResolveData, Step } from '@workflow/world';
-import { keys } from '../../ddb.js';
+import { keys } from '../../schema/keys.js';
 import { parseStep, toStep } from '../records/step.js';
-import type { StorageCtx } from '../table/context.js';
-import { assertId, notFound } from '../table/errors.js';
 import { pageLimit } from '../table/pagination.js';
 import { getItem, keyedPage } from '../table/reads.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
+import { assertId, notFound } from '../table/world-errors.js';
 
 export function createStepReads(ctx: StorageCtx) {
   async function get(runId: string, stepId: string, params?: { resolveData?: ResolveData }): Promise<Step> {

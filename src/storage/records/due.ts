@@ -21,10 +21,10 @@
  * and the `DUE` sort key sorts before `EVT#`, outside every range an older reader reads of a run.
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
-import { ATTR, keys, shardOf } from '../../ddb.js';
-import { assertItemFormat, formatStamp } from '../../formats.js';
+import { assertItemFormat, formatStamp } from '../../schema/formats.js';
+import { ATTR, keys, shardOf } from '../../schema/keys.js';
 import { type Attrs, keysOf, num, str } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 
 export interface DueRecord {
   runId: string;

@@ -23,7 +23,7 @@
  *   correlation index key, pointing at the item's own slot; a pair holds step or run events, and
  *   {@link eventItem} refuses a pair with a correlation-opening event.
  *
- * **Formats.** Every log item this build writes carries its format (`fv`, src/formats.ts; log
+ * **Formats.** Every log item this build writes carries its format (`fv`, src/schema/formats.ts; log
  * format 2); an unstamped item is format 1 (pair items included). A reader refuses an item of a
  * format it does not know ({@link parseEvents}, {@link lastSlotOf}) instead of misreading it. A
  * process from before pair items reads a pair as its first event only: it is older than format 1
@@ -31,9 +31,9 @@
  */
 import type { Event, ResolveData } from '@workflow/world';
 import { SPEC_VERSION_CURRENT, slotToEventId, stripEventDataRefs } from '@workflow/world';
-import { ATTR, keys } from '../../ddb.js';
-import { assertItemFormat, FORMAT_ATTR, formatStamp } from '../../formats.js';
-import { isS3Pointer } from '../../payloads.js';
+import { isS3Pointer } from '../../context/payload-store.js';
+import { assertItemFormat, FORMAT_ATTR, formatStamp } from '../../schema/formats.js';
+import { ATTR, keys } from '../../schema/keys.js';
 import {
   type Attrs,
   date,
@@ -46,8 +46,8 @@ import {
   toAttr,
   toItem,
 } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
 import { encodeEventCursor } from '../table/pagination.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 import { loadPayload } from './payloads.js';
 
 /**
@@ -146,7 +146,7 @@ export function eventItem(first: EventRecord, second?: EventRecord): Attrs {
   return item;
 }
 
-/** Refuses a log item of a format this build cannot read (src/formats.ts): never misread. */
+/** Refuses a log item of a format this build cannot read (src/schema/formats.ts): never misread. */
 function assertLogItem(it: Attrs): void {
   assertItemFormat(it, 'log', `log item ${str(it, 'PK') ?? '?'} / ${str(it, 'SK') ?? '?'}`);
 }

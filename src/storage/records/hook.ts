@@ -4,11 +4,11 @@
  * hooks (GSI2, sharded by the hook id).
  */
 import type { Hook, HookResumeContext, ResolveData } from '@workflow/world';
-import { ATTR, keys, shardOf, storageKeys } from '../../ddb.js';
-import { assertItemFormat, formatStamp } from '../../formats.js';
-import { isS3Pointer } from '../../payloads.js';
+import { isS3Pointer } from '../../context/payload-store.js';
+import { assertItemFormat, formatStamp } from '../../schema/formats.js';
+import { ATTR, keys, shardOf, storageKeys } from '../../schema/keys.js';
 import { type Attrs, bool, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 import { payloadFor } from './payloads.js';
 import type { RunRecord } from './run.js';
 

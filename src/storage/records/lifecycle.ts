@@ -7,7 +7,7 @@
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { isTerminalStepStatus, isTerminalWorkflowRunStatus, TERMINAL_WORKFLOW_RUN_STATUSES } from '@workflow/world';
-import { ATTR } from '../../ddb.js';
+import { ATTR } from '../../schema/keys.js';
 import type { Attrs } from '../table/codec.js';
 
 /** Whether a run status is terminal (an absent status is not). */

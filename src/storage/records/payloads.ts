@@ -17,9 +17,9 @@
 import { createHash } from 'node:crypto';
 import type { ResolveData } from '@workflow/world';
 import { getEventDataRefFields } from '@workflow/world';
-import { isS3Pointer, PayloadStore } from '../../payloads.js';
+import { isS3Pointer, PayloadStore } from '../../context/payload-store.js';
 import { valueSize } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 
 /** Largest item we write, leaving room under DynamoDB's 400 KB for names and rounding. */
 export const ITEM_BUDGET = 390_000;

@@ -4,14 +4,14 @@
  * A record is the *stored* form (payload fields may be S3 pointers); `toRun` is the only place a
  * run's pointer is followed, and it returns the contract's shape: `output` only when completed,
  * `error` only when failed. The item's index keys put it in the run listing by time and by workflow
- * name, each sharded by the run id (see `ddb.ts`).
+ * name, each sharded by the run id (see `schema/keys.ts`).
  */
 import type { ResolveData, WorkflowRun } from '@workflow/world';
-import { ATTR, keys, shardOf, storageKeys } from '../../ddb.js';
-import { assertItemFormat, formatStamp } from '../../formats.js';
-import { isS3Pointer } from '../../payloads.js';
+import { isS3Pointer } from '../../context/payload-store.js';
+import { assertItemFormat, formatStamp } from '../../schema/formats.js';
+import { ATTR, keys, shardOf, storageKeys } from '../../schema/keys.js';
 import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 import { loadPayload, payloadFor } from './payloads.js';
 
 const iso = (d: Date) => d.toISOString();

@@ -3,11 +3,11 @@
  * `ver` is bumped by every write: the optimistic guard of the read-then-write transitions.
  */
 import type { ResolveData, Step } from '@workflow/world';
-import { keys } from '../../ddb.js';
-import { assertItemFormat, formatStamp } from '../../formats.js';
-import { isS3Pointer } from '../../payloads.js';
+import { isS3Pointer } from '../../context/payload-store.js';
+import { assertItemFormat, formatStamp } from '../../schema/formats.js';
+import { keys } from '../../schema/keys.js';
 import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 import { loadPayload, payloadFor } from './payloads.js';
 
 export interface StepRecord {

@@ -1,7 +1,7 @@
 /** The wait view item `RUN#<runId> / WAIT#<correlationId>` <-> the contract's `Wait`. */
 import type { Wait } from '@workflow/world';
-import { keys } from '../../ddb.js';
-import { assertItemFormat, formatStamp } from '../../formats.js';
+import { assertItemFormat, formatStamp } from '../../schema/formats.js';
+import { keys } from '../../schema/keys.js';
 import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem } from '../table/codec.js';
 
 export function waitItem(w: Wait & { correlationId: string }): Attrs {

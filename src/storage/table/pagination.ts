@@ -11,7 +11,7 @@
  * - Other lists: the DynamoDB key of the last returned item, base64url JSON.
  */
 import type { Attrs } from './codec.js';
-import { invalidArgument } from './errors.js';
+import { invalidArgument } from './world-errors.js';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;

@@ -7,8 +7,8 @@ import { BatchGetItemCommand, GetItemCommand, QueryCommand, type QueryCommandInp
 import { backoff } from './backoff.js';
 import type { Attrs } from './codec.js';
 import { keysOf } from './codec.js';
-import type { StorageCtx } from './context.js';
 import { decodeKeyCursor, encodeKeyCursor } from './pagination.js';
+import type { StorageCtx } from './storage-ctx.js';
 
 export type QueryInput = Omit<QueryCommandInput, 'TableName'>;
 

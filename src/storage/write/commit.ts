@@ -32,7 +32,7 @@
 import { randomUUID } from 'node:crypto';
 import { type TransactWriteItem, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
-import { isThrottling, isValidation, toWorldError } from '../../aws/errors.js';
+import { isThrottling, isValidation, toWorldError } from '../../aws/sdk-errors.js';
 import { countMetric } from '../../telemetry/metrics.js';
 import { noteCancellation, noteSlotBump, noteWriteRetry } from '../../telemetry/spans.js';
 import type { SlotHints } from '../memory/slot-hints.js';
@@ -40,7 +40,7 @@ import { eventsAfter, tailSlot } from '../read/log-tail.js';
 import { lastSlotOf, PAIR_ATTR } from '../records/event.js';
 import { backoff } from '../table/backoff.js';
 import { type Attrs, itemSize } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 import {
   type Cancellation,
   cancellationOf,

@@ -8,12 +8,12 @@
  *   `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` a failed condition carries the item as it
  *   was. The create paths read those reasons to choose the exact `@workflow/errors` class without
  *   a second read: a slot claim that failed is a bump, a failed guard names the state it saw.
- *   (Recognising the AWS error itself is `aws/errors.ts`'s job.)
+ *   (Recognising the AWS error itself is `aws/sdk-errors.ts`'s job.)
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
-import { cancellationReasonKind, cancellationReasons, isTransactionCanceled } from '../../aws/errors.js';
+import { cancellationReasonKind, cancellationReasons, isTransactionCanceled } from '../../aws/sdk-errors.js';
 import type { Attrs } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 
 /** Put with `attribute_not_exists`: the create-claim of a view item. */
 export function putNew(ctx: StorageCtx, item: Attrs): TransactWriteItem {

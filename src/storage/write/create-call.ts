@@ -6,11 +6,11 @@
  */
 import { ThrottleError } from '@workflow/errors';
 import type { CreateEventParams, EventResult, Hook, ResolveData, Step, Wait, WorkflowRun } from '@workflow/world';
-import type { RunItemCache, StepItemCache } from '../memory/items.js';
 import type { SlotHints } from '../memory/slot-hints.js';
+import type { RunItemCache, StepItemCache } from '../memory/view-items.js';
 import type { EventRecord, EventStamp } from '../records/event.js';
 import { backoff } from '../table/backoff.js';
-import type { StorageCtx } from '../table/context.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 import type { Position } from './position.js';
 
 export interface CreateCall {

@@ -19,8 +19,8 @@ import type { CreateEventParams } from '@workflow/world';
 import type { SlotHints } from '../memory/slot-hints.js';
 import { eventsAfter, tailSlot } from '../read/log-tail.js';
 import type { EventRecord } from '../records/event.js';
-import type { StorageCtx } from '../table/context.js';
 import { decodeEventCursor } from '../table/pagination.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 
 export interface Position {
   /** Last slot known to be covered by an item; unknown -> hint, else a tail read. */

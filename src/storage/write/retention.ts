@@ -13,16 +13,16 @@
  */
 import { type AttributeValue, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { getEventDataRefFields, readRunRetention } from '@workflow/world';
-import { isConditionalCheckFailed } from '../../aws/errors.js';
-import { ATTR, GSI1, keys } from '../../ddb.js';
-import { RETENTION_TAG } from '../../limits.js';
-import { consoleLogger } from '../../log.js';
+import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
+import { RETENTION_TAG } from '../../config/limits.js';
+import { ATTR, GSI1, keys } from '../../schema/keys.js';
+import { consoleLogger } from '../../telemetry/log.js';
 import { forEachLimited } from '../../util/concurrency.js';
 import { PAIR_ATTR } from '../records/event.js';
 import { runPrefix } from '../records/payloads.js';
 import type { Attrs } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
 import { queryAll } from '../table/reads.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 
 /** How long the payload-free entities of a `$retention: '0'` run are kept without a World-wide retention. */
 export const PURGED_ENTITY_GRACE_SECONDS = 86_400;
@@ -42,7 +42,7 @@ export function retentionSeconds(ctx: StorageCtx, attributes: Record<string, str
 /** Top-level payload attributes of run, step and hook items. */
 const ENTITY_PAYLOADS = ['input', 'output', 'error', 'metadata'];
 /**
- * A stream block item (streams/items.ts) holds its chunks in the list `c`. A purge keeps the list's
+ * A stream block item (streams/block-items.ts) holds its chunks in the list `c`. A purge keeps the list's
  * length (the block's chunk indices stay dense for readers) and empties every element.
  */
 const BLOCK_CHUNKS = 'c';

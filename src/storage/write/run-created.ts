@@ -6,7 +6,7 @@
 import { EntityConflictError, WorkflowWorldError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT, validateUlidTimestamp } from '@workflow/world';
 import { ulid } from 'ulid';
-import { keys } from '../../ddb.js';
+import { keys } from '../../schema/keys.js';
 import { dueOnCreate } from '../records/due.js';
 import { atSlot, eventItem, newEvent } from '../records/event.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';

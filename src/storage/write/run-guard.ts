@@ -11,11 +11,11 @@
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
 import { requiresNewerWorld, SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
-import { keys } from '../../ddb.js';
+import { keys } from '../../schema/keys.js';
 import { isTerminalRun } from '../records/lifecycle.js';
 import { type Attrs, keysOf, num, str } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
 import { getItem } from '../table/reads.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 import { type Cancellation, oldItem } from './conditions.js';
 import { type CreateCall, RESTART, type Restart } from './create-call.js';
 import { type Expression, expression, itemExists, part, runNotTerminal } from './expression.js';

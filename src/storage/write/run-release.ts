@@ -8,12 +8,12 @@
  * capability), readable and holding their token, with a TTL at the end of their retention.
  */
 import { BatchWriteItemCommand, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { isConditionalCheckFailed } from '../../aws/errors.js';
-import { ATTR, GSI1, keys, storageKeys } from '../../ddb.js';
+import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
+import { ATTR, GSI1, keys, storageKeys } from '../../schema/keys.js';
 import { backoff } from '../table/backoff.js';
 import { type Attrs, num, str } from '../table/codec.js';
-import type { StorageCtx } from '../table/context.js';
 import { queryAll } from '../table/reads.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 
 export async function releaseRun(ctx: StorageCtx, runId: string, purge = false): Promise<void> {
   const [hooks, waits] = await Promise.all([

@@ -14,8 +14,8 @@
 import { RunExpiredError, WorkflowRunNotFoundError } from '@workflow/errors';
 import type { EventResult } from '@workflow/world';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
-import { keys } from '../../ddb.js';
-import { currentDelivery } from '../../delivery-scope.js';
+import { currentDelivery } from '../../context/delivery-scope.js';
+import { keys } from '../../schema/keys.js';
 import { readRunTail } from '../read/log-tail.js';
 import { dueOnCreate } from '../records/due.js';
 import { atSlot, cursorAt, type EventRecord, eventItem, newEvent, pairEvents, toEvent } from '../records/event.js';

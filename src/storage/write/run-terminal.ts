@@ -11,7 +11,7 @@
  *   returned unchanged. Any other terminal: `EntityConflictError`.
  */
 import { EntityConflictError, WorkflowRunNotFoundError } from '@workflow/errors';
-import { keys } from '../../ddb.js';
+import { keys } from '../../schema/keys.js';
 import { readRunTail } from '../read/log-tail.js';
 import { atSlot, type EventRecord, eventItem, newEvent } from '../records/event.js';
 import { isTerminalRun } from '../records/lifecycle.js';

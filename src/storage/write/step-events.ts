@@ -17,15 +17,15 @@
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, RunExpiredError, TooEarlyError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
-import { keys } from '../../ddb.js';
-import { isS3Pointer } from '../../payloads.js';
+import { isS3Pointer } from '../../context/payload-store.js';
+import { keys } from '../../schema/keys.js';
 import { eventItem, newEvent, pairEvents } from '../records/event.js';
 import { isTerminalStep } from '../records/lifecycle.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseStep, type StepRecord, stepItem, toStep } from '../records/step.js';
 import { type Attrs, itemSize, valueSize } from '../table/codec.js';
-import { notFound } from '../table/errors.js';
 import { getItem } from '../table/reads.js';
+import { notFound } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import type { CreateCall, Outcome } from './create-call.js';

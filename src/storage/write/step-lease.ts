@@ -42,9 +42,9 @@
  */
 import { TooEarlyError } from '@workflow/errors';
 import { type BuiltCond, type Change, OwnedRecord } from '../../aws/owned-record.js';
-import { keys } from '../../ddb.js';
-import { currentDelivery, type StepLease } from '../../delivery-scope.js';
-import type { StorageCtx } from '../table/context.js';
+import { currentDelivery, type StepLease } from '../../context/delivery-scope.js';
+import { keys } from '../../schema/keys.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 
 /** The lease's fields on the step item. */
 const leases = new OwnedRecord('step lease', { owner: 'leaseToken', until: 'leaseUntil' });

@@ -5,12 +5,12 @@
  */
 import { EntityConflictError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
-import { keys } from '../../ddb.js';
+import { keys } from '../../schema/keys.js';
 import { eventItem, newEvent } from '../records/event.js';
 import { parseWait, waitItem } from '../records/wait.js';
 import { str } from '../table/codec.js';
-import { notFound } from '../table/errors.js';
 import { getItem } from '../table/reads.js';
+import { notFound } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import type { CreateCall, Outcome } from './create-call.js';

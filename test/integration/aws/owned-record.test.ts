@@ -13,9 +13,9 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
-import { isTransactionCanceled } from '../../../src/aws/errors.js';
 import { type Key, OwnedRecord, type TableRef, when } from '../../../src/aws/owned-record.js';
-import { FORMAT_ATTR, FORMATS, FormatError } from '../../../src/formats.js';
+import { isTransactionCanceled } from '../../../src/aws/sdk-errors.js';
+import { FORMAT_ATTR, FORMATS, FormatError } from '../../../src/schema/formats.js';
 import { createFixture, type Fixture, uniquePrefix } from '../../helpers/aws.js';
 
 let f: Fixture;

@@ -8,8 +8,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
+import { startStack } from '../../../emulator/stack.js';
 import { loadConfig } from '../../../src/config/index.js';
-import { startStack } from '../../../src/emulator/stack.js';
 import { createWorld } from '../../../src/index.js';
 import { CliProcess, ROOT, runCli } from '../../helpers/cli.js';
 

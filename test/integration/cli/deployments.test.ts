@@ -11,11 +11,11 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InvokeCommand } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerLambdaTarget } from '../../../emulator/lambda-service.js';
 import { deploymentRows, renderDeployments, retireDeployment } from '../../../src/cli/deployments.js';
 import { readDeployment, registerDeployment } from '../../../src/deployment/registry.js';
-import { registerLambdaTarget } from '../../../src/emulator/lambda.js';
-import { sweepOrphans } from '../../../src/sweep/index.js';
 import { sweepDeployments } from '../../../src/sweep/deployments.js';
+import { sweepOrphans } from '../../../src/sweep/index.js';
 import { runCli } from '../../helpers/cli.js';
 import { devl, ev, type OpsFixture, opsFixture, sv } from '../../helpers/runs.js';
 

@@ -8,13 +8,13 @@ import type { AddressInfo } from 'node:net';
 import { DeleteScheduleGroupCommand } from '@aws-sdk/client-scheduler';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../../emulator/stack.js';
 import { destroyClients } from '../../../src/aws/clients.js';
 import { assessSkew, type Check, type DoctorTarget, runDoctor } from '../../../src/cli/doctor.js';
-import { freePort } from '../../../src/emulator/stack.js';
+import { registerDeployment } from '../../../src/deployment/registry.js';
 import { createFixture, stackEnv, uniquePrefix } from '../../helpers/aws.js';
 import { runCli } from '../../helpers/cli.js';
 import { devl, opsFixture, sv } from '../../helpers/runs.js';
-import { registerDeployment } from '../../../src/deployment/registry.js';
 
 type Out = { ok: boolean; target?: DoctorTarget; checks: Check[] };
 

@@ -8,7 +8,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { childPort, freePort } from '../../../src/emulator/stack.js';
+import { childPort, freePort } from '../../../emulator/stack.js';
 import {
   CliProcess,
   childPids,

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { start } from 'workflow/api';
-import { LOCAL_KMS_ALIAS } from '../../../src/emulator/stack.js';
+import { LOCAL_KMS_ALIAS } from '../../../emulator/stack.js';
 import { ROOT, runCommand } from '../../helpers/cli.js';
 import { type E2e, startE2e } from '../../helpers/e2e.js';
 

@@ -10,8 +10,8 @@
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
 import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
-import { DeploymentUnavailableError } from '../../../src/deployment/errors.js';
 import { markRetired, readDeployment, registerDeployment } from '../../../src/deployment/registry.js';
+import { DeploymentUnavailableError } from '../../../src/deployment/unavailable-error.js';
 import { disableMetrics, enableMetrics, takeMetricDocuments } from '../../../src/telemetry/metrics.js';
 import { makeWorld, receiveAll, type World, waitFor } from '../../helpers/queue.js';
 

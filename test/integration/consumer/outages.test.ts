@@ -10,8 +10,8 @@ import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { DeleteMessageCommand, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
-import { createSqsHandler } from '../../../src/consumer/lambda.js';
 import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
+import { createSqsHandler } from '../../../src/consumer/sqs-event-handler.js';
 import { MSG_ATTR } from '../../../src/queue/encoding.js';
 import { drainQueue, makeWorld, receiveAll, serve, sleep, type World, waitFor } from '../../helpers/queue.js';
 

@@ -1,6 +1,6 @@
 /**
  * The signing secret read from Secrets Manager (EVE_WORLD_AWS_SIGNING_SECRET_ARN), with the real
- * `@aws-sdk/client-secrets-manager` against the emulator's endpoint (src/emulator/secrets-manager.ts)
+ * `@aws-sdk/client-secrets-manager` against the emulator's endpoint (emulator/secrets-manager.ts)
  * over the wire: deliveries through the in-process poller and the Lambda handler are signed with
  * AWSCURRENT and verified over HTTP; a rotation (PutSecretValue) is picked up by both sides without
  * a restart; a secret that cannot be read keeps the copy (no DLQ); the client is never loaded
@@ -17,10 +17,10 @@ import {
 import type { Message } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type SecretsManagerServer, startSecretsManagerServer } from '../../../emulator/secrets-manager.js';
 import { loadConfig } from '../../../src/config/index.js';
-import { createSqsHandler, type SQSRecord } from '../../../src/consumer/lambda.js';
 import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
-import { type SecretsManagerServer, startSecretsManagerServer } from '../../../src/emulator/secrets-manager.js';
+import { createSqsHandler, type SQSRecord } from '../../../src/consumer/sqs-event-handler.js';
 import { makeWorld, receiveAll, serve, type World, waitFor } from '../../helpers/queue.js';
 import { toRecord } from '../../lambda/esm-simulator.js';
 

@@ -17,8 +17,8 @@ import {
   KMSClient,
 } from '@aws-sdk/client-kms';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startKmsServer } from '../../../src/emulator/kms.js';
-import { LOCAL_KMS_ALIAS } from '../../../src/emulator/stack.js';
+import { startKmsServer } from '../../../emulator/kms.js';
+import { LOCAL_KMS_ALIAS } from '../../../emulator/stack.js';
 import { stackEnv } from '../../helpers/aws.js';
 
 function client(endpoint = stackEnv().AWS_ENDPOINT_URL_KMS): KMSClient {

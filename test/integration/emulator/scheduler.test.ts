@@ -2,7 +2,7 @@
  * The embedded emulator's EventBridge Scheduler endpoint, driven by the real
  * `@aws-sdk/client-scheduler` over the wire (the endpoint the global setup started, found through
  * AWS_ENDPOINT_URL_SCHEDULER like any client): groups, schedules, the error shapes
- * src/aws/errors.ts recognises, and schedules that fire into the emulated SQS queues.
+ * src/aws/sdk-errors.ts recognises, and schedules that fire into the emulated SQS queues.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -25,7 +25,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isConflict, isNotFound, isUnsupported, isValidation } from '../../../src/aws/errors.js';
+import { isConflict, isNotFound, isUnsupported, isValidation } from '../../../src/aws/sdk-errors.js';
 import { atExpression, createOneTimeSchedule } from '../../../src/queue/delays.js';
 import { stackEndpoint, stackEnv } from '../../helpers/aws.js';
 

@@ -1,5 +1,5 @@
 /**
- * The embedded stack's ports (src/emulator/stack.ts). A CI run once read its run from the KMS
+ * The embedded stack's ports (emulator/stack.ts). A CI run once read its run from the KMS
  * endpoint of another test: DynamoDB Local was told a port picked by `listen(0)`, another server's
  * `listen(0)` got the same port before the JVM bound it, and start-up took that server's 400 for
  * DynamoDB being ready. Start-up now counts only DynamoDB's own answer, and the port it picks for
@@ -10,7 +10,7 @@ import http from 'node:http';
 import type net from 'node:net';
 import { cpus } from 'node:os';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { childPort, waitForDynamo } from '../../../src/emulator/stack.js';
+import { childPort, waitForDynamo } from '../../../emulator/stack.js';
 
 let foreign: http.Server;
 let foreignEndpoint: string;

@@ -6,8 +6,8 @@
 import { CreateKeyCommand, DescribeKeyCommand, DisableKeyCommand, type KMSClient } from '@aws-sdk/client-kms';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_KMS_ALIAS } from '../../../emulator/stack.js';
 import { loadConfig } from '../../../src/config/index.js';
-import { LOCAL_KMS_ALIAS } from '../../../src/emulator/stack.js';
 import { iamPolicy, type ResourceReport, reconcile } from '../../../src/provision/index.js';
 import { createFixture, type Fixture } from '../../helpers/aws.js';
 

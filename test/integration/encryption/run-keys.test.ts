@@ -8,9 +8,9 @@ import { CreateKeyCommand, DisableKeyCommand, KMSClient } from '@aws-sdk/client-
 import type { WorkflowRun } from '@workflow/world';
 import { ulid } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_KMS_ALIAS } from '../../../emulator/stack.js';
 import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
-import { createContext } from '../../../src/context.js';
-import { LOCAL_KMS_ALIAS } from '../../../src/emulator/stack.js';
+import { createContext } from '../../../src/context/world-context.js';
 import { KeyCache } from '../../../src/encryption/key-cache.js';
 import { PENDING_KEY_SECONDS, RunKeys, type RunKeysOptions } from '../../../src/encryption/run-keys.js';
 import { type AwsWorld, createWorld } from '../../../src/index.js';

@@ -1,7 +1,7 @@
 /**
  * A message carries how far its sender had seen its run's log (`eve.tail`), and the delivery that
  * runs it sees that tail in its scope: SQS attribute → consumer → signed `x-eve-log-tail` header →
- * the flow route's AsyncLocalStorage scope (src/delivery-scope.ts). Real SQS emulator, real
+ * the flow route's AsyncLocalStorage scope (src/context/delivery-scope.ts). Real SQS emulator, real
  * consumer, real signed flow route.
  */
 import type { ValidQueueName } from '@workflow/world';

@@ -1,6 +1,6 @@
 /**
  * Long delays through EventBridge Scheduler. Most cases run over the wire against the embedded
- * emulator's Scheduler (src/emulator/scheduler.ts): the World creates its schedule in its own
+ * emulator's Scheduler (emulator/scheduler.ts): the World creates its schedule in its own
  * group (made by the fixture's reconcile, as `init` does), reads back as sent, and the schedule
  * fires into the real (emulated) queue. Two cases need a schedule to fire EARLY, which the
  * Scheduler never does: for those a recording fake stands in for the client, records every

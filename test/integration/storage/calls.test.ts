@@ -9,7 +9,7 @@
 import type { Storage } from '@workflow/world';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
-import { createContext } from '../../../src/context.js';
+import { createContext } from '../../../src/context/world-context.js';
 import { createStorage } from '../../../src/storage/index.js';
 import { bytes, type StorageFixture, storageFixture, sv } from '../../helpers/storage.js';
 

@@ -7,7 +7,7 @@ import { ThrottleError } from '@workflow/errors';
 import { slotToEventId } from '@workflow/world';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
-import { createContext } from '../../../src/context.js';
+import { createContext } from '../../../src/context/world-context.js';
 import { createStorage } from '../../../src/storage/index.js';
 import { bytes, type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
 

@@ -9,8 +9,8 @@
 import type { Event, Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
-import { createContext } from '../../../src/context.js';
-import { runInDelivery } from '../../../src/delivery-scope.js';
+import { runInDelivery } from '../../../src/context/delivery-scope.js';
+import { createContext } from '../../../src/context/world-context.js';
 import { createStorage, type WorldStorage } from '../../../src/storage/index.js';
 import { bytes, runCreatedReq, type StorageFixture, storageFixture, sv } from '../../helpers/storage.js';
 

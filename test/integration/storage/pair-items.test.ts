@@ -15,8 +15,8 @@ import { eventIdToSlot, slotToEventId } from '@workflow/world';
 import { ulid } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
-import { createContext } from '../../../src/context.js';
-import { runInDelivery } from '../../../src/delivery-scope.js';
+import { runInDelivery } from '../../../src/context/delivery-scope.js';
+import { createContext } from '../../../src/context/world-context.js';
 import { createStorage, encodeEventCursor, type WorldStorage } from '../../../src/storage/index.js';
 import { bytes, type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
 

@@ -8,8 +8,8 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
-import { createContext } from '../../../src/context.js';
-import { keys } from '../../../src/ddb.js';
+import { createContext } from '../../../src/context/world-context.js';
+import { keys } from '../../../src/schema/keys.js';
 import { createStorage } from '../../../src/storage/index.js';
 import {
   bytes,

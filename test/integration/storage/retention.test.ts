@@ -11,7 +11,7 @@ import { DeleteItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import type { Storage } from '@workflow/world';
 import { getEventDataRefFields } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createContext } from '../../../src/context.js';
+import { createContext } from '../../../src/context/world-context.js';
 import { createStorage } from '../../../src/storage/index.js';
 import { createStreamer } from '../../../src/streams/index.js';
 import { bytes, rejectsWith, runCreatedReq, type StorageFixture, storageFixture, sv } from '../../helpers/storage.js';
@@ -182,7 +182,7 @@ describe('retention', () => {
           }),
         )
       ).Items ?? [];
-    // Stream block items (streams/items.ts) hold their chunks in the list `c`.
+    // Stream block items (streams/block-items.ts) hold their chunks in the list `c`.
     const stored = (items: Awaited<ReturnType<typeof chunkItems>>) =>
       items.flatMap((i) => i.c?.L ?? []).filter((c) => c.B !== undefined || c.S !== undefined);
     const before = await chunkItems();

@@ -8,8 +8,8 @@ import { DescribeTableCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { Storage, WorkflowRun } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
-import { createContext } from '../../../src/context.js';
-import { LIST_SHARDS, TABLE_SCHEMA } from '../../../src/ddb.js';
+import { createContext } from '../../../src/context/world-context.js';
+import { LIST_SHARDS, TABLE_SCHEMA } from '../../../src/schema/keys.js';
 import { createStorage } from '../../../src/storage/index.js';
 import { bytes, runCreatedReq, type StorageFixture, storageFixture, sv } from '../../helpers/storage.js';
 

@@ -8,8 +8,8 @@
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
-import { createContext } from '../../../src/context.js';
-import { keys } from '../../../src/ddb.js';
+import { createContext } from '../../../src/context/world-context.js';
+import { keys } from '../../../src/schema/keys.js';
 import { type AwsStreamer, activeStreamReaders, createStreamer } from '../../../src/streams/index.js';
 import { createFixture, type Fixture } from '../../helpers/aws.js';
 

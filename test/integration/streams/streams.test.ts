@@ -4,7 +4,7 @@
 import { WorkflowWorldError } from '@workflow/errors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
-import { createContext } from '../../../src/context.js';
+import { createContext } from '../../../src/context/world-context.js';
 import {
   type AwsStreamer,
   activeStreamReaders,

@@ -1,4 +1,4 @@
-/** src/aws/errors.ts: recognition by name, code, `__type` and HTTP status; mapping to contract errors. */
+/** src/aws/sdk-errors.ts: recognition by name, code, `__type` and HTTP status; mapping to contract errors. */
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { NotFoundException } from '@aws-sdk/client-kms';
 import { QueueDoesNotExist } from '@aws-sdk/client-sqs';
@@ -25,7 +25,7 @@ import {
   isValidation,
   toWorldError,
   unreachableCode,
-} from '../../../src/aws/errors.js';
+} from '../../../src/aws/sdk-errors.js';
 
 const meta = { $metadata: { httpStatusCode: 400 } };
 

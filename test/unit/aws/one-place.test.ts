@@ -1,5 +1,5 @@
 /**
- * AWS facts have one home each: errors are recognised by src/aws/errors.ts, partitions and queue
+ * AWS facts have one home each: errors are recognised by src/aws/sdk-errors.ts, partitions and queue
  * names come from src/aws/arn.ts. Scans every module under src/ for a rival: an `instanceof` on
  * an SDK exception class (fails across SDK copies), a comparison of an error's name with an AWS
  * exception name, a partition table, or its own queue-URL test. Pure: reads the files.
@@ -20,11 +20,11 @@ function walk(dir: string): string[] {
 
 /** [what, pattern, the one module allowed to have it]. */
 const RULES: [string, RegExp, string][] = [
-  ['instanceof an SDK exception (use src/aws/errors.ts)', /\binstanceof\s+\w+Exception\b/, ''],
+  ['instanceof an SDK exception (use src/aws/sdk-errors.ts)', /\binstanceof\s+\w+Exception\b/, ''],
   [
-    'an AWS error name compared by hand (use src/aws/errors.ts)',
+    'an AWS error name compared by hand (use src/aws/sdk-errors.ts)',
     /\.(name|Code|code|__type)\s*[!=]==?\s*'[A-Za-z.]*(Exception|AccessDenied|CredentialsProviderError|NotFound|NoSuch\w*|ConditionalCheckFailed|TransactionConflict|ThrottlingError|ProvisionedThroughputExceeded|ValidationError)'/,
-    'aws/errors.ts',
+    'aws/sdk-errors.ts',
   ],
   ['a partition table (use partitionOf from src/aws/arn.ts)', /['"]aws-(cn|us-gov|iso)/, 'aws/arn.ts'],
   ['a queue-URL test (use isQueueUrl / queueNameOf from src/aws/arn.ts)', /\^https\?:\\\//, 'aws/arn.ts'],
@@ -62,25 +62,25 @@ describe('one place for AWS facts', () => {
   it('detects each kind of rival (the check can fail)', () => {
     const planted = [
       { rel: 'encryption/run-keys.ts', text: 'if (!(err instanceof ConditionalCheckFailedException)) throw err;' },
-      { rel: 'streams/items.ts', text: "return (err as E)?.name === 'ConditionalCheckFailedException';" },
+      { rel: 'streams/block-items.ts', text: "return (err as E)?.name === 'ConditionalCheckFailedException';" },
       { rel: 'cli/doctor.ts', text: "if (e?.name === 'AccessDeniedException' || e?.name === 'AccessDenied') {" },
       { rel: 'cli/init.ts', text: "if (e?.name === 'CredentialsProviderError') {" },
       { rel: 'resources.ts', text: "if (region?.startsWith('cn-')) return 'aws-cn';" },
       { rel: 'queue/transport.ts', text: 'const isUrl = (ref: string) => /^https?:\\/\\//.test(ref);' },
-      { rel: 'aws/errors.ts', text: "return e.name === 'ThrottlingException';" },
+      { rel: 'aws/sdk-errors.ts', text: "return e.name === 'ThrottlingException';" },
       { rel: 'aws/arn.ts', text: "[/^cn-/, 'aws-cn'], /^https?:\\/\\//" },
       { rel: 'cli/world.ts', text: "(err as E)?.name === 'WorkflowRunNotFoundError' // a workflow error, not AWS" },
       { rel: 'queue/ok.ts', text: "// e.name === 'ThrottlingException' in a comment" },
       { rel: 'storage/write/commit.ts', text: "c.reasons.some((r) => r.Code === 'ConditionalCheckFailed')" },
     ];
     expect(rivals(planted)).toEqual([
-      'encryption/run-keys.ts: instanceof an SDK exception (use src/aws/errors.ts)',
-      'streams/items.ts: an AWS error name compared by hand (use src/aws/errors.ts)',
-      'cli/doctor.ts: an AWS error name compared by hand (use src/aws/errors.ts)',
-      'cli/init.ts: an AWS error name compared by hand (use src/aws/errors.ts)',
+      'encryption/run-keys.ts: instanceof an SDK exception (use src/aws/sdk-errors.ts)',
+      'streams/block-items.ts: an AWS error name compared by hand (use src/aws/sdk-errors.ts)',
+      'cli/doctor.ts: an AWS error name compared by hand (use src/aws/sdk-errors.ts)',
+      'cli/init.ts: an AWS error name compared by hand (use src/aws/sdk-errors.ts)',
       'resources.ts: a partition table (use partitionOf from src/aws/arn.ts)',
       'queue/transport.ts: a queue-URL test (use isQueueUrl / queueNameOf from src/aws/arn.ts)',
-      'storage/write/commit.ts: an AWS error name compared by hand (use src/aws/errors.ts)',
+      'storage/write/commit.ts: an AWS error name compared by hand (use src/aws/sdk-errors.ts)',
     ]);
   });
 });

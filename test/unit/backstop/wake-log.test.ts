@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { wakeLogLine } from '../../../src/backstop/check.js';
-import type { Logger } from '../../../src/log.js';
+import type { Logger } from '../../../src/telemetry/log.js';
 import { BackstopTally } from '../../helpers/faults-backstop.js';
 
 describe('BackstopTally', () => {

@@ -17,14 +17,14 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { hostDockerfile } from '../../../src/cdk/dockerfile.js';
 import { EveWorldAws } from '../../../src/cdk/eve-world-aws.js';
-import { TABLE_SCHEMA } from '../../../src/ddb.js';
 import {
   MAX_MESSAGE_SIZE,
   MESSAGE_RETENTION_SECONDS,
   PAYLOAD_EXPIRY_DAYS,
   PAYLOAD_PREFIXES,
-} from '../../../src/limits.js';
+} from '../../../src/config/limits.js';
 import { actionsByResource } from '../../../src/provision/iam-actions.js';
+import { TABLE_SCHEMA } from '../../../src/schema/keys.js';
 import { ensureWorkerBundle, fakeEveApp, makeStack, repoRoot } from '../../helpers/cdk.js';
 
 // Tests that synthesize a whole stack take seconds on a loaded 2-core machine: no wall-time check.

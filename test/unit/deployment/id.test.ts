@@ -1,6 +1,6 @@
 /**
  * The deployment id and the affinity switch (src/deployment/id.ts), the consumer's decision
- * (src/consumer/affinity.ts), the predicate core calls unbound (src/deployment/errors.ts), and
+ * (src/consumer/affinity.ts), the predicate core calls unbound (src/deployment/unavailable-error.ts), and
  * `eve.dep` on the wire (src/queue/encoding.ts). Pure: files in a temp folder, no emulator.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,8 +9,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config/index.js';
 import { decideDeployment } from '../../../src/consumer/affinity.js';
-import { DeploymentUnavailableError, isDeploymentUnavailableError } from '../../../src/deployment/errors.js';
 import { buildHash, deploymentIdentity, LEGACY_DEPLOYMENT_ID, lambdaDeploymentId } from '../../../src/deployment/id.js';
+import { DeploymentUnavailableError, isDeploymentUnavailableError } from '../../../src/deployment/unavailable-error.js';
 import * as entry from '../../../src/index.js';
 import {
   decodeEnvelope,

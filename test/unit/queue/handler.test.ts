@@ -6,15 +6,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { copiedAttributes, redrivenCopy } from '../../../src/cli/redrive/dlq-mover.js';
-import { createQueueHandler } from '../../../src/consumer/handler.js';
+import { createQueueHandler } from '../../../src/consumer/queue-handler.js';
 import {
   computeSignature,
   LOG_TAIL_HEADER,
   processSigningKey,
   signatureHeaders,
 } from '../../../src/consumer/signing.js';
-import { currentDelivery, decodeLogTail, encodeLogTail } from '../../../src/delivery-scope.js';
-import { MESSAGE_FORMAT } from '../../../src/formats.js';
+import { currentDelivery, decodeLogTail, encodeLogTail } from '../../../src/context/delivery-scope.js';
 import { atExpression, planDelay, planHop, scheduleName } from '../../../src/queue/delays.js';
 import {
   decodeEnvelope,
@@ -25,6 +24,7 @@ import {
   envelopeFromMessage,
 } from '../../../src/queue/encoding.js';
 import { decodeHeaderValue, encodeHeaderValue } from '../../../src/queue/header-values.js';
+import { MESSAGE_FORMAT } from '../../../src/schema/formats.js';
 
 const SECRET = 'test-secret-0123456789abcdef';
 const Q = '__wkf_workflow_demo';
@@ -108,7 +108,7 @@ describe('typed JSON encoding', () => {
       headers: { x: 'y' },
     };
     const text = encodeEnvelope(env);
-    // A decoded envelope says which format it was written in (src/formats.ts).
+    // A decoded envelope says which format it was written in (src/schema/formats.ts).
     expect(decodeEnvelope(text)).toEqual({ ...env, format: MESSAGE_FORMAT });
     expect(envelopeFromMessage(text, {})).toEqual({ ...env, format: MESSAGE_FORMAT });
     const tailed = { ...env, format: MESSAGE_FORMAT, logTail: encodeLogTail('wrun_01ABC', 7) };

@@ -56,7 +56,7 @@ describe('storage paths', () => {
       { rel: 'records/event.ts', text: "import type { CreateCall } from '../write/create-call.js';" },
       { rel: 'read/runs.ts', text: "import { x } from '../index.js';\nimport { y } from '../table/reads.js';" },
       { rel: 'table/reads.ts', text: "import { expired } from '../records/lifecycle.js';" },
-      { rel: 'memory/items.ts', text: "import { ByteLru } from '../../util/byte-lru.js';" },
+      { rel: 'memory/view-items.ts', text: "import { ByteLru } from '../../util/byte-lru.js';" },
       { rel: 'loose.ts', text: '' },
     ];
     expect(violations(planted)).toEqual([

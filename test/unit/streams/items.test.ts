@@ -1,11 +1,11 @@
 /**
- * Unit tests for the block item codec in src/streams/items.ts: the optional `nx` hint (when a
+ * Unit tests for the block item codec in src/streams/block-items.ts: the optional `nx` hint (when a
  * writer mid-burst expects its next block) decodes to `nextAt` only when it is a number.
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { keys } from '../../../src/ddb.js';
-import { toBlock } from '../../../src/streams/items.js';
+import { keys } from '../../../src/schema/keys.js';
+import { toBlock } from '../../../src/streams/block-items.js';
 
 const block = (extra: Record<string, AttributeValue>): Record<string, AttributeValue> => ({
   PK: { S: keys.stream('wrun_x', 's') },

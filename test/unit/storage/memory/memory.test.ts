@@ -1,7 +1,7 @@
 /** What a storage instance remembers stays within its byte budgets (unit test, no AWS). */
 import { expect, it } from 'vitest';
-import { StepItemCache } from '../../../../src/storage/memory/items.js';
 import { SlotHints } from '../../../../src/storage/memory/slot-hints.js';
+import { StepItemCache } from '../../../../src/storage/memory/view-items.js';
 import type { EventRecord } from '../../../../src/storage/records/event.js';
 
 const ev = (runId: string, slot: number, bytes: number): EventRecord => ({

@@ -3,7 +3,7 @@
  * round-trips and answers a bad cursor with a 400 naming the field.
  */
 import { expect, it } from 'vitest';
-import { LIST_SHARDS, shardOf } from '../../../../src/ddb.js';
+import { LIST_SHARDS, shardOf } from '../../../../src/schema/keys.js';
 import { decodeShardCursor, encodeShardCursor } from '../../../../src/storage/read/sharded-page.js';
 import {
   decodeEventCursor,

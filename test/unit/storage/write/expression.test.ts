@@ -4,12 +4,11 @@
  */
 import { SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { describe, expect, it } from 'vitest';
-import { NOT_TERMINAL, TERMINAL_VALUES } from '../../../../src/storage/records/lifecycle.js';
-import type { StorageCtx } from '../../../../src/storage/table/context.js';
 import { when as ownedWhen } from '../../../../src/aws/owned-record.js';
+import { NOT_TERMINAL, TERMINAL_VALUES } from '../../../../src/storage/records/lifecycle.js';
+import type { StorageCtx } from '../../../../src/storage/table/storage-ctx.js';
 import {
   assign,
-  condition as whenPart,
   expression,
   itemExists,
   numberIs,
@@ -17,6 +16,7 @@ import {
   runNotTerminal,
   setStatus,
   statusIs,
+  condition as whenPart,
 } from '../../../../src/storage/write/expression.js';
 import { holdingRunGuard, runGuard } from '../../../../src/storage/write/run-guard.js';
 

@@ -16,7 +16,7 @@
  *   (`queue/`) expire by the bucket's lifecycle rule.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { countMetric } from './telemetry/metrics.js';
+import { countMetric } from '../telemetry/metrics.js';
 
 export interface S3Pointer {
   readonly __s3: string;

@@ -1,5 +1,5 @@
 /**
- * The stream item format and its codecs (keys themselves live in src/ddb.ts).
+ * The stream item format and its codecs (keys themselves live in src/schema/keys.ts).
  *
  * A stream is a dense run of BLOCK items under `STREAM#<runId>#<name>`; a block holds several
  * chunks and is keyed by the index of its first chunk:
@@ -21,7 +21,7 @@
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { WorkflowWorldError } from '@workflow/errors';
-import { ATTR, keys } from '../ddb.js';
+import { ATTR, keys } from '../schema/keys.js';
 
 export type RunIdArg = string | PromiseLike<string>;
 

@@ -10,8 +10,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorName } from '../../../src/aws/errors.js';
-import { registerLambdaTarget, removeLambdaTarget } from '../../../src/emulator/lambda.js';
+import { registerLambdaTarget, removeLambdaTarget } from '../../../emulator/lambda-service.js';
+import { errorName } from '../../../src/aws/sdk-errors.js';
 import { stackEndpoint } from '../../helpers/aws.js';
 
 const endpoint = stackEndpoint('AWS_ENDPOINT_URL_LAMBDA');

@@ -11,7 +11,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../src/util/package-root.js';
 import { EmulatorError } from './stack.js';
 
 export const DEFAULT_DOCKER_S3_PORT = 4567;
@@ -23,9 +23,9 @@ export const DOCKER_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'eveworldlocal', AWS_SECR
 const NO_ENGINE_HINT =
   'Start Docker, or run `eve-world-aws emulate` without --docker for the embedded stack (it needs only Java 17).';
 
-/** docker-compose.yml at the package root (this file is at <root>/{src,dist}/emulator/docker.*). */
+/** docker-compose.yml at the package root. */
 export function composeFile(): string {
-  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'docker-compose.yml');
+  return path.join(packageRoot(), 'docker-compose.yml');
 }
 
 /** Fails with a clear message unless a Docker engine answers. */

@@ -22,7 +22,7 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
-import { sleep } from '../aws/sleep.js';
+import { sleep } from '../src/aws/sleep.js';
 
 export class EmulatorError extends Error {
   override name = 'EmulatorError';
@@ -41,13 +41,13 @@ export interface StackOptions {
   startTimeoutSeconds?: number;
   /** Override the java binary (tests use a missing one to check the message). */
   javaCommand?: string;
-  /** KMS endpoint port (src/emulator/kms.ts); 0 or absent = any free port. */
+  /** KMS endpoint port (emulator/kms.ts); 0 or absent = any free port. */
   kmsPort?: number;
-  /** Secrets Manager endpoint port (src/emulator/secrets-manager.ts); 0 or absent = any free port. */
+  /** Secrets Manager endpoint port (emulator/secrets-manager.ts); 0 or absent = any free port. */
   secretsManagerPort?: number;
-  /** EventBridge Scheduler endpoint port (src/emulator/scheduler.ts); 0 or absent = any free port. */
+  /** EventBridge Scheduler endpoint port (emulator/scheduler.ts); 0 or absent = any free port. */
   schedulerPort?: number;
-  /** Lambda Invoke endpoint port (src/emulator/lambda.ts); 0 or absent = any free port. */
+  /** Lambda Invoke endpoint port (emulator/lambda-service.ts); 0 or absent = any free port. */
   lambdaPort?: number;
   /**
    * Start DynamoDB Local in its own process group, so a terminal's Ctrl-C (sent to the whole
@@ -62,13 +62,13 @@ export interface Stack {
   readonly dynamodbEndpoint: string;
   readonly sqsEndpoint: string;
   readonly s3Endpoint: string;
-  /** The minimal KMS endpoint (src/emulator/kms.ts), with the key {@link LOCAL_KMS_ALIAS}. */
+  /** The minimal KMS endpoint (emulator/kms.ts), with the key {@link LOCAL_KMS_ALIAS}. */
   readonly kmsEndpoint: string;
-  /** The minimal Secrets Manager endpoint (src/emulator/secrets-manager.ts). */
+  /** The minimal Secrets Manager endpoint (emulator/secrets-manager.ts). */
   readonly secretsManagerEndpoint: string;
-  /** The minimal EventBridge Scheduler endpoint (src/emulator/scheduler.ts); its schedules fire into fauxqs. */
+  /** The minimal EventBridge Scheduler endpoint (emulator/scheduler.ts); its schedules fire into fauxqs. */
   readonly schedulerEndpoint: string;
-  /** The minimal Lambda Invoke endpoint (src/emulator/lambda.ts); targets via `registerLambdaTarget`. */
+  /** The minimal Lambda Invoke endpoint (emulator/lambda-service.ts); targets via `registerLambdaTarget`. */
   readonly lambdaEndpoint: string;
   readonly dynamodbPid: number;
   /** Settles when the java child exits, for whatever reason (lets `emulate` notice a crash). */
@@ -324,7 +324,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const [{ startSecretsManagerServer }, { startSchedulerServer }, { startLambdaServer }] = await Promise.all([
       import('./secrets-manager.js'),
       import('./scheduler.js'),
-      import('./lambda.js'),
+      import('./lambda-service.js'),
     ]);
     const secretsManager = await startSecretsManagerServer({ port: opts.secretsManagerPort ?? 0 });
     cleanups.push(() => secretsManager.close());

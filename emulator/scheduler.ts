@@ -19,7 +19,7 @@
  * `ActionAfterCompletion: DELETE` deletes itself.
  *
  * Invariants:
- * - Errors are the Scheduler's own shapes (`x-amzn-errortype` + `{Message}`), so src/aws/errors.ts
+ * - Errors are the Scheduler's own shapes (`x-amzn-errortype` + `{Message}`), so src/aws/sdk-errors.ts
  *   recognises them: `ConflictException` (409) for a name that exists, `ResourceNotFoundException`
  *   (404) for a missing group or schedule (a schedule in a group that does not exist, as on AWS),
  *   `ValidationException` (400) for a malformed request.
@@ -35,8 +35,8 @@
  * (AWS shows it `DELETING` for a while).
  */
 import { GetQueueUrlCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { parseArn, partitionOf } from '../aws/arn.js';
-import { describeError, errorName } from '../aws/errors.js';
+import { parseArn, partitionOf } from '../src/aws/arn.js';
+import { describeError, errorName } from '../src/aws/sdk-errors.js';
 import { ServiceError, type ServiceServer, startServiceServer } from './service-server.js';
 
 export interface SchedulerServerOptions {

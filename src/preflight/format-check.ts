@@ -1,6 +1,6 @@
 /**
  * The table's format check: may this process touch this table? One GetItem of the format item
- * (`FORMAT#` / `meta`, src/ddb.ts) per process and table, cached; run by `start()`, by every CLI
+ * (`FORMAT#` / `meta`, src/schema/keys.ts) per process and table, cached; run by `start()`, by every CLI
  * command before it reads or writes, by `doctor` and `init` (through src/provision/table-format.ts)
  * and by a process that never calls `start()` (the Lambda worker, the flow route) before its first
  * delivery.
@@ -18,7 +18,6 @@
  * `minReader`, plus `updatedAt` and `writtenBy` for people. It carries no `fv` stamp.
  */
 import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { keys } from './ddb.js';
 import {
   AFFINITY_MIN_READER,
   type FormatFamily,
@@ -26,7 +25,8 @@ import {
   READER_FORMAT,
   UNSTAMPED_FORMAT,
   UPGRADE_DOC,
-} from './formats.js';
+} from '../schema/formats.js';
+import { keys } from '../schema/keys.js';
 
 /** What a table's format item says (or implies, when it has none). */
 export interface TableFormat {

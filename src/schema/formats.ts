@@ -12,7 +12,7 @@
  * every message in `eve.fmt` (or `f` in the envelope). An unstamped item or message is format 1:
  * everything written before versioning (0.1.0 and the builds before it) is format 1.
  *
- * The table records what is present in its format item (`FORMAT#` / `meta`, src/ddb.ts `keys.tableFormat`):
+ * The table records what is present in its format item (`FORMAT#` / `meta`, src/schema/keys.ts `keys.tableFormat`):
  * the newest format of each family any writer on it was allowed to write, and `minReader`, the
  * oldest reader allowed to touch the table. A build's reader version is {@link READER_FORMAT}.
  *
@@ -21,7 +21,7 @@
  *   build that writes a new format ships one release after the build that first reads it.
  * - **Writes stay readable by the table's oldest allowed reader.** {@link MIN_READER_OF_WRITES} is
  *   the oldest reader that can read what this build writes; a build whose writes need a newer
- *   reader than the table's `minReader` refuses to start until `init` raised it (src/table-format.ts).
+ *   reader than the table's `minReader` refuses to start until `init` raised it (src/preflight/format-check.ts).
  * - **Never misread.** A reader that meets a format newer than its `current` refuses the item
  *   ({@link assertItemFormat}: a clear error) or parks the message (src/consumer/delivery/replace.ts),
  *   never guesses. Old items are never rewritten: `init`'s upgrades are additive.

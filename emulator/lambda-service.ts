@@ -40,10 +40,10 @@
  * (InvokeWithResponseStream), every other Lambda operation, IAM, and concurrency limits.
  */
 import {
+  RawAnswer,
   ServiceError,
   type ServiceRequest,
   type ServiceServer,
-  RawAnswer,
   startServiceServer,
 } from './service-server.js';
 

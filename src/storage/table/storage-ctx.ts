@@ -4,7 +4,7 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { WorldConfig } from '../../config/index.js';
-import type { PayloadStore } from '../../payloads.js';
+import type { PayloadStore } from '../../context/payload-store.js';
 
 export interface StorageCtx {
   readonly config: WorldConfig;

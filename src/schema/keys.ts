@@ -19,13 +19,13 @@
  * RUN#<runId>             RUNKEY             the run's KMS-wrapped data key (src/encryption/); sorts
  *                                            after RUN#meta, outside the EVT#..RUN#meta range
  * HOOK#<token>            HOOK#meta          hook by token (global uniqueness claim)
- * STREAM#<runId>#<name>   CHUNK#<index:20>   stream block: chunks from <index> on, or the EOF (streams/items.ts)
+ * STREAM#<runId>#<name>   CHUNK#<index:20>   stream block: chunks from <index> on, or the EOF (streams/block-items.ts)
  * QKEY#<idempotencyKey>   QKEY               queue dedupe claim, with a TTL attribute
  * NONCE#<signature>       NONCE              accepted delivery signature (replay guard), with a TTL
- * PREFLIGHT               PREFLIGHT          never written: read once per process by src/preflight.ts to
+ * PREFLIGHT               PREFLIGHT          never written: read once per process by src/preflight/resources.ts to
  *                                            prove the table exists and answers
  * FORMAT#                 meta               the table's format item: formats present, oldest reader allowed
- *                                            (src/formats.ts, src/table-format.ts; written by `init`)
+ *                                            (src/schema/formats.ts, src/preflight/format-check.ts; written by `init`)
  * (an idempotency key or message id over 1,024 bytes is stored as `sha256:<hex>`: {@link boundedPart})
  * GSI1: GSI1PK/GSI1SK  CORR#<runId>#<correlationId> / EVT#<slot>   (first event of a hook/wait
  *                                                                   correlation; see below)
@@ -94,11 +94,11 @@ export const keys = {
   chunkSkPrefix: 'CHUNK#',
   indexFromChunkSk: (sk: string) => Number(sk.slice(6)),
   qkey: (idempotencyKey: string) => ({ PK: `QKEY#${boundedPart(idempotencyKey)}`, SK: 'QKEY' }),
-  /** Never written: the preflight's one read (src/preflight.ts), which only asks whether the table answers. */
+  /** Never written: the preflight's one read (src/preflight/resources.ts), which only asks whether the table answers. */
   preflight: { PK: 'PREFLIGHT', SK: 'PREFLIGHT' },
   /** A delivery signature the flow route accepted; refuses its replay on every instance. */
   deliveryNonce: (signature: string) => ({ PK: `NONCE#${signature}`, SK: 'NONCE' }),
-  /** The table's format item (src/table-format.ts): one per table. */
+  /** The table's format item (src/preflight/format-check.ts): one per table. */
   tableFormat: () => ({ PK: 'FORMAT#', SK: 'meta' }),
   /** A deployment of this World (src/deployment/registry.ts): one partition, listed by one Query. */
   deployment: (id: string) => ({ PK: 'DEPLOY#', SK: `DEP#${id}` }),

@@ -1,5 +1,5 @@
 /**
- * The scheduled sweep's Lambda handler (src/sweep/lambda.ts), invoked in process as Lambda would
+ * The scheduled sweep's Lambda handler (src/sweep/sweep-handler.ts), invoked in process as Lambda would
  * call it, against DynamoDB Local + fauxqs S3: the exported `sweepHandler` reads its environment
  * (set here to a fresh fixture's), deletes a planted orphan of a finished run and an expired held
  * queue body, keeps every referenced object, the active run's objects and a live held body, logs
@@ -13,11 +13,11 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
-import { createSweepHandler, type SweepSummary, sweepHandler } from '../../../src/consumer/lambda.js';
-import { createContext, type WorldContext } from '../../../src/context.js';
-import { keys } from '../../../src/ddb.js';
-import { HELD_BODY_PREFIX } from '../../../src/limits.js';
+import { HELD_BODY_PREFIX } from '../../../src/config/limits.js';
+import { createContext, type WorldContext } from '../../../src/context/world-context.js';
+import { createSweepHandler, type SweepSummary, sweepHandler } from '../../../src/lambda/index.js';
 import { COMMAND_PERMISSIONS, commandKey, permissionFor } from '../../../src/provision/iam-actions.js';
+import { keys } from '../../../src/schema/keys.js';
 import { keysOf } from '../../../src/storage/table/codec.js';
 import { sweepOrphans } from '../../../src/sweep/index.js';
 import { SWEPT_ATTR } from '../../../src/sweep/run-payloads.js';

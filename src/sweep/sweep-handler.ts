@@ -22,8 +22,8 @@
 import { destroyClients } from '../aws/clients.js';
 import { runBackstopTick, type TickReport } from '../backstop/index.js';
 import { loadConfig } from '../config/index.js';
-import { createContext, type WorldContext } from '../context.js';
-import { consoleLogger, type Logger } from '../log.js';
+import { createContext, type WorldContext } from '../context/world-context.js';
+import { consoleLogger, type Logger } from '../telemetry/log.js';
 import { type SweepReport, sweepOrphans } from './index.js';
 
 /** The part of the Lambda context this handler reads. */

@@ -28,10 +28,10 @@
 
 import { randomUUID } from 'node:crypto';
 import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@workflow/world';
-import { type DeliveryScope, decodeLogTail, runInDelivery, type StepLease } from '../delivery-scope.js';
-import { type LogFields, withLogContext } from '../log.js';
+import { type DeliveryScope, decodeLogTail, runInDelivery, type StepLease } from '../context/delivery-scope.js';
 import { decodePayload } from '../queue/encoding.js';
 import { decodeHeaderValue } from '../queue/header-values.js';
+import { type LogFields, withLogContext } from '../telemetry/log.js';
 import { TRACEPARENT_HEADER, withRemoteParent } from '../telemetry/tracing.js';
 import { describeWithStack } from './error-text.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_MS, readBody } from './request-body.js';
@@ -199,7 +199,7 @@ export function createQueueHandler(
     // The tail is trusted only when the signature covered it (always, unless unsigned is allowed),
     // and only on the message's first delivery: an earlier delivery of it may have committed
     // events and died before sending the messages they cause, and then only this redelivery
-    // (attempt > 1) can find them, so it must read the log (see src/delivery-scope.ts).
+    // (attempt > 1) can find them, so it must read the log (see src/context/delivery-scope.ts).
     const tail = acceptUnsigned || attempt !== 1 ? undefined : decodeLogTail(req.headers.get(LOG_TAIL_HEADER));
     const lease: StepLease | undefined = opts.stepLease
       ? { token: randomUUID(), ttlMs: opts.stepLease.ttlMs, started: new Map() }

@@ -2,9 +2,9 @@
  * What every World component is built from: validated config, AWS clients and the S3 payload
  * store. One context per World instance; components never read `process.env` themselves.
  */
-import { type AwsClients, createClients } from './aws/clients.js';
-import type { WorldConfig } from './config/index.js';
-import { PayloadStore } from './payloads.js';
+import { type AwsClients, createClients } from '../aws/clients.js';
+import type { WorldConfig } from '../config/index.js';
+import { PayloadStore } from './payload-store.js';
 
 export interface WorldContext {
   readonly config: WorldConfig;

@@ -7,7 +7,7 @@
  * deliver, and a wrong table left a message that a correctly configured worker later ran.
  *
  * Cheap, and only with actions the runtime policy already has (src/provision/iam-actions.ts): one
- * GetItem of a key that is never written (`keys.preflight` in src/ddb.ts), the queue's URL (the
+ * GetItem of a key that is never written (`keys.preflight` in src/schema/keys.ts), the queue's URL (the
  * transport's own cached GetQueueUrl, which the first send then reuses) or, when the queue is
  * configured as a URL, one GetQueueAttributes, and one HeadBucket; all three in parallel.
  *
@@ -21,17 +21,17 @@
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { isQueueUrl } from './aws/arn.js';
-import { describeError, errorName, isNotFound, toWorldError } from './aws/errors.js';
+import { isQueueUrl } from '../aws/arn.js';
+import { describeError, errorName, isNotFound, toWorldError } from '../aws/sdk-errors.js';
 import {
   closestVariable,
   FORMER_VARIABLES,
   nameChosenBy,
   type ResourceSetting,
   type WorldConfig,
-} from './config/index.js';
-import type { WorldContext } from './context.js';
-import { keys } from './ddb.js';
+} from '../config/index.js';
+import type { WorldContext } from '../context/world-context.js';
+import { keys } from '../schema/keys.js';
 
 export type PreflightResource = 'table' | 'queue' | 'dlq' | 'bucket';
 

@@ -1,6 +1,7 @@
 /**
- * `@portfolio/eve-world-aws/lambda`: SQS-event Lambda handler that forwards each record to the
- * flow route and returns `batchItemFailures` (partial batch response) for the records to retry.
+ * The worker's SQS-event Lambda handler (exported by `@portfolio/eve-world-aws/lambda`, src/lambda/index.ts):
+ * forwards each record to the flow route and returns `batchItemFailures` (partial batch response)
+ * for the records to retry.
  *
  * Usage (event source mapping with `FunctionResponseTypes: ["ReportBatchItemFailures"]`):
  * ```ts
@@ -27,16 +28,14 @@
  * Visibility: the event source mapping receives with the queue's own VisibilityTimeout (it must
  * be >= the function timeout); the heartbeat reads that value from the queue (GetQueueAttributes,
  * once per container) rather than trusting the config. Nothing is acked that did not succeed.
- *
- * The entry also carries the scheduled orphan sweep, `sweepHandler` (src/sweep/lambda.ts), so the
- * one pre-bundled asset serves both functions the CDK construct deploys.
  */
 import { assertDeliveriesSafe, loadConfig, unsignedWarning, variableWarningsOnce } from '../config/index.js';
-import { createContext, type WorldContext } from '../context.js';
-import { FLOW_PATH } from '../limits.js';
-import { consoleLogger, type Logger } from '../log.js';
-import { preflight } from '../preflight.js';
+import { FLOW_PATH } from '../config/limits.js';
+import { createContext, type WorldContext } from '../context/world-context.js';
+import { preflight } from '../preflight/resources.js';
 import { createTransport, type SqsTransport } from '../queue/transport.js';
+import { consoleLogger, type Logger } from '../telemetry/log.js';
+import { flushMetrics } from '../telemetry/metrics.js';
 import { forEachLimited } from '../util/concurrency.js';
 import { composeDelivery, type DeliveryComposition } from './delivery/compose.js';
 import { type DeliveryOutcome, deliverMessage, type FlowHandler, type InboundMessage } from './pipeline.js';
@@ -194,13 +193,3 @@ export function createSqsHandler(
 
 /** Ready-made handler: config from the environment, delivery over HTTP to EVE_WORLD_AWS_FLOW_URL. */
 export const handler = createSqsHandler();
-
-export {
-  createSweepHandler,
-  type SweepEvent,
-  type SweepHandlerOptions,
-  type SweepSummary,
-  sweepHandler,
-} from '../sweep/lambda.js';
-
-import { flushMetrics } from '../telemetry/metrics.js';
