@@ -13,6 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { fmt, median, table } from './lib/format.mjs';
+import { importOwn, srcOutOf, stackUrlOf } from './lib/dist.mjs';
 
 /** KMS list price (us-east-1, symmetric requests) and the key's monthly fee. */
 export const KMS_PRICES = { request: 0.03 / 1e4, keyMonth: 1 };
@@ -80,12 +81,12 @@ async function measure({ app, stackEnv, dist, scenario, encrypted }) {
   const { createWorld } = await import(`${dist}/index.js`);
   const { loadConfig } = await import(`${dist}/config/index.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
-  const { createContext } = await import(`${dist}/context.js`);
+  const { createContext } = await importOwn(dist, 'context/world-context.js', 'context.js');
   const { RunKeys } = await import(`${dist}/encryption/run-keys.js`);
   // The World's key source, built here and handed to createWorld, so its stats can be read.
   const keysFor = (c) => (config.kmsKeyId ? new RunKeys(createContext(config, c), config.kmsKeyId) : undefined);
   const { reconcile } = await import(`${dist}/provision/index.js`);
-  const { LOCAL_KMS_ALIAS } = await import(`${dist}/emulator/stack.js`);
+  const { LOCAL_KMS_ALIAS } = await import(stackUrlOf(dist));
   const config = loadConfig({
     ...stackEnv,
     EVE_WORLD_AWS_PREFIX: `bench-kms-${randomBytes(3).toString('hex')}`,
@@ -224,6 +225,7 @@ export function printKmsTable(kms, print = console.log) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const ROOT = fileURLToPath(new URL('..', import.meta.url));
   const DIST = path.join(ROOT, 'dist');
+  const SRC_OUT = srcOutOf(DIST);
   const log = (...a) => console.error(...a);
   const { buildE2eApp } = await import(pathToFileURL(path.join(ROOT, 'test/e2e/build.mjs')).href);
   await buildE2eApp();
@@ -234,7 +236,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     results = await benchKms({
       stackEnv: stack.env,
       wellKnown: path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1'),
-      dist: pathToFileURL(DIST).href,
+      dist: pathToFileURL(SRC_OUT).href,
       log,
     });
   } finally {

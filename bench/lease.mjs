@@ -19,6 +19,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { fmt, table } from './lib/format.mjs';
+import { importOwn, srcOutOf } from './lib/dist.mjs';
 import { createRecorder, instrumentClients } from './lib/meter.mjs';
 import { PRICES } from './lib/model.mjs';
 
@@ -59,9 +60,9 @@ export async function benchLease({ stackEnv, dist, log }) {
   const { loadConfig } = await import(`${dist}/config/index.js`);
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
   const { reconcile } = await import(`${dist}/provision/index.js`);
-  const { createContext } = await import(`${dist}/context.js`);
+  const { createContext } = await importOwn(dist, 'context/world-context.js', 'context.js');
   const { createStorage } = await import(`${dist}/storage/index.js`);
-  const { runInDelivery } = await import(`${dist}/delivery-scope.js`);
+  const { runInDelivery } = await importOwn(dist, 'context/delivery-scope.js', 'delivery-scope.js');
   const { extendStepLeases, releaseStepLeases } = await import(`${dist}/storage/index.js`);
   const { SPEC_VERSION_CURRENT: sv } = await import('@workflow/world');
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-lease-${randomBytes(3).toString('hex')}` });
@@ -228,12 +229,13 @@ export function printLeaseTable(lease, print = console.log) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const ROOT = fileURLToPath(new URL('..', import.meta.url));
   const DIST = path.join(ROOT, 'dist');
+  const SRC_OUT = srcOutOf(DIST);
   const log = (...a) => console.error(...a);
   const { startStack } = await import(pathToFileURL(path.join(DIST, 'emulator/stack.js')).href);
   const stack = await startStack({ dynamodbPort: 0, awsPort: 0, startTimeoutSeconds: 90 });
   let results;
   try {
-    results = await benchLease({ stackEnv: stack.env, dist: pathToFileURL(DIST).href, log });
+    results = await benchLease({ stackEnv: stack.env, dist: pathToFileURL(SRC_OUT).href, log });
   } finally {
     await stack.stop();
   }

@@ -13,6 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { benchColdStart } from './cold-start.mjs';
 import { benchKms, printKmsTable } from './kms.mjs';
 import { benchLease, printLeaseTable } from './lease.mjs';
+import { srcOutOf } from './lib/dist.mjs';
 import { fmt, table } from './lib/format.mjs';
 import { CALL_LATENCY_MS, dollars, PRICES } from './lib/model.mjs';
 import { benchSession, printSessionTables } from './session.mjs';
@@ -22,6 +23,8 @@ import { benchLocal, benchOurs, SCENARIOS } from './workflows.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = path.join(ROOT, 'dist');
+/** The compiled src/ (dist/src/), as the bench modules import it. */
+const SRC_OUT = path.join(DIST, 'src');
 const WELL_KNOWN = path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1');
 const RESULTS = path.join(ROOT, 'bench/results');
 const log = (...a) => console.error(...a);
@@ -44,7 +47,7 @@ function build() {
   });
   if (r.status !== 0) {
     const why = `${r.stdout}\n${r.stderr}`.trim().split('\n').slice(-15).join('\n');
-    if (!existsSync(path.join(DIST, 'index.js')))
+    if (!existsSync(path.join(SRC_OUT, 'index.js')))
       throw new Error(`npm run build failed and there is no dist/:\n${why}`);
     log(`WARNING: npm run build failed; benchmarking the existing dist/ instead.\n${why}`);
     return { ok: false, error: why };
@@ -518,7 +521,7 @@ async function main() {
       results.ours = await benchOurs({
         stackEnv: stack.env,
         wellKnown: WELL_KNOWN,
-        dist: pathToFileURL(DIST).href,
+        dist: pathToFileURL(SRC_OUT).href,
         log,
       });
       if (process.argv.includes('--skip-local')) log('Skipping @workflow/world-local (--skip-local).');
@@ -532,7 +535,7 @@ async function main() {
       results.session = await benchSession({
         stackEnv: stack.env,
         wellKnown: WELL_KNOWN,
-        dist: pathToFileURL(DIST).href,
+        dist: pathToFileURL(SRC_OUT).href,
         log,
         turns: Number(process.env.BENCH_SESSION_TURNS ?? 100),
         local: !process.argv.includes('--skip-local'),
@@ -545,8 +548,8 @@ async function main() {
         log,
         targets: [
           {
-            name: 'eve-world-aws (dist/index.js)',
-            url: pathToFileURL(path.join(DIST, 'index.js')).href,
+            name: 'eve-world-aws (dist/src/index.js)',
+            url: pathToFileURL(path.join(SRC_OUT, 'index.js')).href,
             factory: 'createWorld',
             env,
           },
@@ -554,7 +557,7 @@ async function main() {
             ? [
                 {
                   name: `eve-world-aws before (${coldBefore})`,
-                  url: pathToFileURL(path.join(path.resolve(coldBefore), 'index.js')).href,
+                  url: pathToFileURL(path.join(srcOutOf(path.resolve(coldBefore)), 'index.js')).href,
                   factory: 'createWorld',
                   env,
                 },
@@ -572,18 +575,23 @@ async function main() {
     }
     if (only.has('kms')) {
       log('KMS envelope encryption (bench/kms.mjs)...');
-      results.kms = await benchKms({ stackEnv: stack.env, wellKnown: WELL_KNOWN, dist: pathToFileURL(DIST).href, log });
+      results.kms = await benchKms({
+        stackEnv: stack.env,
+        wellKnown: WELL_KNOWN,
+        dist: pathToFileURL(SRC_OUT).href,
+        log,
+      });
     }
     if (only.has('lease')) {
       log('Step lease (bench/lease.mjs)...');
-      results.lease = await benchLease({ stackEnv: stack.env, dist: pathToFileURL(DIST).href, log });
+      results.lease = await benchLease({ stackEnv: stack.env, dist: pathToFileURL(SRC_OUT).href, log });
     }
     if (only.has('telemetry')) {
       log('Telemetry cost (bench/telemetry.mjs)...');
       results.telemetry = await benchTelemetry({
         stackEnv: stack.env,
         wellKnown: WELL_KNOWN,
-        dist: pathToFileURL(DIST).href,
+        dist: pathToFileURL(SRC_OUT).href,
         log,
       });
     }

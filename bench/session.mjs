@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createBilling } from './lib/billing.mjs';
+import { importOwn, srcOutOf, stackUrlOf } from './lib/dist.mjs';
 import { fmt, mean, pct, table } from './lib/format.mjs';
 import { createRecorder, instrumentClients, instrumentWorld, tagged } from './lib/meter.mjs';
 
@@ -351,7 +352,7 @@ async function oursSetup({ stackEnv, dist }) {
   const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
   // Provisioning moved from resources.js to provision/ (a build from before the move still works).
   const { reconcile } = await import(`${dist}/provision/index.js`).catch(() => import(`${dist}/resources.js`));
-  const { TABLE_SCHEMA } = await import(`${dist}/ddb.js`);
+  const { TABLE_SCHEMA } = await importOwn(dist, 'schema/keys.js', 'ddb.js');
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-session-${randomBytes(3).toString('hex')}` });
   const clients = createClients(config);
   await reconcile(clients, config, 'apply');
@@ -700,8 +701,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { buildE2eApp } = await import(pathToFileURL(path.join(ROOT, 'test/e2e/build.mjs')).href);
   await buildE2eApp();
   // BENCH_DIST: another build's dist/ (e.g. the code before a change, built into .tmp/).
-  const dist = pathToFileURL(path.resolve(ROOT, process.env.BENCH_DIST ?? 'dist')).href;
-  const { startStack } = await import(`${dist}/emulator/stack.js`);
+  const dist = pathToFileURL(srcOutOf(path.resolve(ROOT, process.env.BENCH_DIST ?? 'dist'))).href;
+  const { startStack } = await import(stackUrlOf(dist));
   const turns = Number(process.argv.find((a) => a.startsWith('--turns='))?.slice(8) ?? 100);
   const runsArg = process.argv.find((a) => a.startsWith('--runs='))?.slice(7);
   const runs = runsArg === undefined ? undefined : Number(runsArg);

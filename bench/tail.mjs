@@ -1,5 +1,5 @@
 // `tail` reducer cost: fold n records (events + stream chunks, as a busy token-streaming run
-// produces them) into the live view's state. "after" is the reducer in dist/cli/tail-view.js;
+// produces them) into the live view's state. "after" is the reducer in dist/src/cli/tail-view.js;
 // "before" is the reducer as it was at commit f1d0e53 (copied below verbatim in behaviour: it
 // copied the event list / chunk list on every record). Prints a table; asserts nothing.
 //   node bench/tail.mjs            (needs `npm run build`)
@@ -53,7 +53,7 @@ function fold(reduce, empty, recs) {
 }
 
 export async function benchTail({ sizes = [20_000, 40_000, 100_000], beforeMax = 40_000 } = {}) {
-  const view = await import(pathToFileURL(path.join(ROOT, 'dist/cli/tail-view.js')).href);
+  const view = await import(pathToFileURL(path.join(ROOT, 'dist/src/cli/tail-view.js')).href);
   const empty = () => ({ events: [], steps: new Map(), streams: new Map(), finished: false });
   fold(view.reduceTail, view.emptyTailState, records(5000)); // warm-up
   const rows = [];

@@ -10,7 +10,7 @@
 //
 // `npm run bench` runs it (`--only=telemetry` alone).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { runChild } from './lib/child.mjs';
@@ -82,11 +82,7 @@ async function bundles({ dist, log }) {
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   const result = {};
-  const after = await bundleWorker(
-    ROOT,
-    path.join(work, 'after'),
-    path.join(ROOT, 'src/consumer/sqs-event-handler.ts'),
-  );
+  const after = await bundleWorker(ROOT, path.join(work, 'after'), path.join(ROOT, 'src/lambda/index.ts'));
   result.after = { bytes: statSync(after).size, ...(await importCost(after)) };
   const base = baseCommit();
   if (base) {
@@ -97,7 +93,8 @@ async function bundles({ dist, log }) {
     const before = await bundleWorker(
       ROOT,
       path.join(work, 'before'),
-      path.join(tree, 'src/consumer/sqs-event-handler.ts'),
+      // The /lambda entry of that commit (the consumer's handler file before the one entry at src/lambda/).
+      ['src/lambda/index.ts', 'src/consumer/lambda.ts'].map((f) => path.join(tree, f)).find((f) => existsSync(f)),
     );
     result.before = { commit: base, bytes: statSync(before).size, ...(await importCost(before)) };
   }

@@ -21,7 +21,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRecorder, instrumentClients } from './lib/meter.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DIST = path.join(ROOT, 'dist');
+const DIST = path.join(ROOT, 'dist', 'src');
 const WELL_KNOWN = path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1');
 const arg = (name, def) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? def);
 
@@ -164,7 +164,7 @@ async function onLocal(app, opts) {
 
 export async function benchThroughput({ runs = 200, steps = 10, log = console.error } = {}) {
   const app = await loadApp();
-  const { startStack } = await import(`${pathToFileURL(DIST).href}/emulator/stack.js`);
+  const { startStack } = await import(pathToFileURL(path.join(ROOT, 'dist', 'emulator', 'stack.js')).href);
   log(`Throughput: ${runs} runs x ${steps} steps + ${Math.floor(runs / 10)} token-streaming runs, all at once`);
   const stack = await startStack({ dynamodbPort: 0, awsPort: 0, startTimeoutSeconds: 90 });
   const rows = [];

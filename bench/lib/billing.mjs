@@ -101,7 +101,7 @@ export function applyUpdate(old, key, input) {
 }
 
 /**
- * A billing book for one table schema (`TABLE_SCHEMA` from dist/ddb.js): `observe(call)` on
+ * A billing book for one table schema (`TABLE_SCHEMA` from dist/src/schema/keys.js): `observe(call)` on
  * every finished DynamoDB call (in completion order) stores `call.billed = { total, table, gsi }`.
  */
 export function createBilling(schema) {

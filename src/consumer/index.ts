@@ -1,7 +1,7 @@
 /**
  * The receive side of the World: the flow-route handler (`createQueueHandler`), in-process
  * handlers (`registerHandler`), and the in-process SQS consumer that `start()` runs on plain Node
- * hosts. The Lambda SQS handler (./lambda.ts) is composed the same way (./delivery/compose.ts).
+ * hosts. The Lambda SQS handler (./sqs-event-handler.ts) is composed the same way (./delivery/compose.ts).
  *
  * Where a delivery goes: a handler registered for the queue name's prefix (in process), else
  * `config.flowUrl`, else the local `eve start` flow route (`http://127.0.0.1:$PORT/...`).

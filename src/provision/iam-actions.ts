@@ -22,7 +22,7 @@
  *   DUE items' Query, fence and delete, a run's reads, re-opening a step's dispatch key, the wake's
  *   SendMessage, with GenerateDataKey on a KMS-encrypted queue); nothing of the Scheduler, and no
  *   Decrypt (it never reads an object's or a message's content). Every one of them is also a `runtime` row, so the operator policy (which
- *   includes `runtime`) covers `eve-world-aws sweep`. test/integration/sweep/lambda.test.ts records
+ *   includes `runtime`) covers `eve-world-aws sweep`. test/integration/sweep/sweep-handler.test.ts records
  *   what a sweep sends and checks it against these rows.
  *
  * KMS (EVE_WORLD_AWS_KMS_KEY_ID): rows on `kmsKey` land in a policy only when a key is configured;

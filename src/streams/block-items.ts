@@ -90,7 +90,7 @@ export function encodeCursor(p: Position): string {
   return Buffer.from(JSON.stringify(p)).toString('base64url');
 }
 
-/** The same 400 error the event and run cursors throw (storage/table/errors.ts `invalidArgument`). */
+/** The same 400 error the event and run cursors throw (storage/table/world-errors.ts `invalidArgument`). */
 function badCursor(cursor: string): WorkflowWorldError {
   return new WorkflowWorldError(
     `Invalid stream cursor "${cursor}": pass the cursor returned by the previous streams.getChunks() page of the same stream, or omit it to start at chunk 0.`,

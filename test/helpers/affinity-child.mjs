@@ -3,7 +3,7 @@
 // options JSON), its in-process consumer and the app's compiled flow route, like `eve start`.
 // Prints "ready <deploymentId>" once consuming.
 //
-// argv: <dist/index.js URL> <app dir> <workflow file> [createWorld options JSON]
+// argv: <World entry URL (dist/src/index.js)> <app dir> <workflow file> [createWorld options JSON]
 // stdin, one line each: `start <tag> <export name> <JSON args>` -> `started <tag> <runId>`;
 // `resume <tag> <token> <JSON payload>` -> `resumed <tag> <runId>`; either may answer
 // `failed <tag> <JSON message>`.
@@ -14,7 +14,9 @@ import { pathToFileURL } from 'node:url';
 
 const [distUrl, appDir, workflowFile, optionsJson] = process.argv.slice(2);
 if (!distUrl || !appDir || !workflowFile) {
-  console.error('usage: affinity-child.mjs <dist/index.js URL> <app dir> <workflow file> [options JSON]');
+  console.error(
+    'usage: affinity-child.mjs <World entry URL (dist/src/index.js)> <app dir> <workflow file> [options JSON]',
+  );
   process.exit(2);
 }
 const wellKnown = path.join(appDir, '.well-known/workflow/v1');

@@ -4,7 +4,7 @@
  * checkout's build, and a "bumped" build (this checkout with every format constant of
  * src/schema/formats.ts raised by one, as the next format would).
  *
- * Each build is `src/` transpiled file by file with esbuild (the package's own devDependency; a
+ * Each build is `src/` (and `emulator/`, where the ref has it at the root) transpiled file by file with esbuild (the package's own devDependency; a
  * type check is `npm run typecheck`'s job, and it takes a minute on a loaded machine where this
  * takes seconds) into a folder under node_modules/.cache/eve-world-aws/builds/, with a
  * `node_modules` link to this checkout's, so its imports resolve to the same pinned packages.
@@ -36,7 +36,7 @@ export const PREVIOUS_REF = '5dbee8f';
 export interface Build {
   /** The build's root folder (holds dist/ and a node_modules link). */
   dir: string;
-  /** `file:` URL of its dist/index.js. */
+  /** `file:` URL of its World entry (dist/src/index.js; dist/index.js in a build from before dist/ mirrored the root). */
   indexUrl: string;
   /** Its CLI launcher: `node <cli> <command> ...` runs the build's `eve-world-aws`. */
   cli: string;
@@ -50,12 +50,17 @@ function walk(dir: string): string[] {
   });
 }
 
-/** Transpile `<dir>/src` to `<dir>/dist` and link node_modules; returns the build. */
+/**
+ * Transpile `<dir>/src` (and `<dir>/emulator`) as `npm run build` lays them out, and link
+ * node_modules; returns the build. A tree with a root `emulator/` builds to `dist/src/` and
+ * `dist/emulator/`; an older tree (its emulator under src/) to a flat `dist/`.
+ */
 async function transpile(dir: string): Promise<Build> {
+  const rootEmulator = existsSync(path.join(dir, 'emulator'));
   await build({
-    entryPoints: walk(path.join(dir, 'src')),
+    entryPoints: [...walk(path.join(dir, 'src')), ...(rootEmulator ? walk(path.join(dir, 'emulator')) : [])],
     outdir: path.join(dir, 'dist'),
-    outbase: path.join(dir, 'src'),
+    outbase: rootEmulator ? dir : path.join(dir, 'src'),
     format: 'esm',
     platform: 'node',
     target: 'node20',
@@ -67,11 +72,20 @@ async function transpile(dir: string): Promise<Build> {
   return asBuild(dir);
 }
 
+/** The folder of a build's compiled src/: `dist/src/`, or `dist/` in a build from before dist/ mirrored the root. */
+function srcOut(dir: string): string {
+  return existsSync(path.join(dir, 'dist', 'src', 'index.js')) ? path.join(dir, 'dist', 'src') : path.join(dir, 'dist');
+}
+
 function asBuild(dir: string): Build {
-  const index = path.join(dir, 'dist', 'index.js');
-  if (!existsSync(index)) throw new Error(`the build in ${dir} has no dist/index.js`);
+  const index = path.join(srcOut(dir), 'index.js');
+  if (!existsSync(index)) throw new Error(`the build in ${dir} has no dist/src/index.js (nor dist/index.js)`);
   const cli = path.join(dir, 'cli.mjs');
-  if (!existsSync(cli)) writeFileSync(cli, "const { run } = await import('./dist/cli/main.js');\nawait run();\n");
+  const main = `./${path
+    .relative(dir, path.join(srcOut(dir), 'cli', 'main.js'))
+    .split(path.sep)
+    .join('/')}`;
+  if (!existsSync(cli)) writeFileSync(cli, `const { run } = await import('${main}');\nawait run();\n`);
   return { dir, indexUrl: pathToFileURL(index).href, cli };
 }
 
@@ -89,10 +103,11 @@ export async function buildRef(ref: string = PREVIOUS_REF): Promise<Build> {
     );
   }
   const dir = path.join(cache, commit);
-  if (existsSync(path.join(dir, 'dist', 'index.js'))) return asBuild(dir);
+  if (existsSync(path.join(dir, 'dist', 'index.js')) || existsSync(path.join(dir, 'dist', 'src', 'index.js')))
+    return asBuild(dir);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const tar = execFileSync('git', ['archive', '--format=tar', commit, 'src', 'package.json'], {
+  const tar = execFileSync('git', ['archive', '--format=tar', commit, 'src', 'package.json', ...emulatorAt(commit)], {
     cwd: root,
     maxBuffer: 256 * 1024 * 1024,
   });
@@ -100,12 +115,23 @@ export async function buildRef(ref: string = PREVIOUS_REF): Promise<Build> {
   return transpile(dir);
 }
 
-/** This checkout's src/ as a build of its own (rebuilt every call: seconds). */
+/** `['emulator']` when `commit` has the emulator's code at the root (git archive fails on a missing path). */
+function emulatorAt(commit: string): string[] {
+  try {
+    execFileSync('git', ['cat-file', '-e', `${commit}:emulator/stack.ts`], { cwd: root, stdio: 'ignore' });
+    return ['emulator'];
+  } catch {
+    return [];
+  }
+}
+
+/** This checkout's src/ (and emulator/) as a build of its own (rebuilt every call: seconds). */
 export async function buildCurrent(name = 'current'): Promise<Build> {
   const dir = path.join(cache, `${name}-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   execFileSync('cp', ['-R', path.join(root, 'src'), path.join(dir, 'src')]);
+  execFileSync('cp', ['-R', path.join(root, 'emulator'), path.join(dir, 'emulator')]);
   writeFileSync(path.join(dir, 'package.json'), readFileSync(path.join(root, 'package.json')));
   return transpile(dir);
 }
@@ -120,7 +146,7 @@ const BUMPS = ['LOG_FORMAT', 'RECORD_FORMAT', 'MESSAGE_FORMAT', 'READER_FORMAT',
  */
 export async function buildBumped(): Promise<Build & { format: number }> {
   const b = await buildCurrent('bumped');
-  const file = path.join(b.dir, 'dist', 'formats.js');
+  const file = path.join(srcOut(b.dir), 'schema', 'formats.js');
   let text = readFileSync(file, 'utf8');
   const reader = Number(/const READER_FORMAT = (\d+);/.exec(text)?.[1]);
   if (!Number.isInteger(reader)) throw new Error(`READER_FORMAT not found in ${file}`);

@@ -17,8 +17,7 @@ export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)
 /** Produce the worker bundle where the construct takes it from (what `npm run build` does). */
 export async function ensureWorkerBundle(): Promise<string> {
   const file = path.join(workerAssetDir(), 'index.mjs');
-  if (!existsSync(file))
-    await bundleWorker(repoRoot, workerAssetDir(), path.join(repoRoot, 'src/consumer/sqs-event-handler.ts'));
+  if (!existsSync(file)) await bundleWorker(repoRoot, workerAssetDir(), path.join(repoRoot, 'src/lambda/index.ts'));
   return file;
 }
 

@@ -5,7 +5,7 @@
 // are early ones (E), and every SQS copy M goes to another consumer. It starts one `countedSteps`
 // run, then holds at the point `mode` names, prints a line for it, and waits.
 //
-// argv: <dist/index.js URL> <flow.mjs path> <tally file> <mode> <run prefix> <dir for go files>
+// argv: <World entry URL (dist/src/index.js)> <flow.mjs path> <tally file> <mode> <run prefix> <dir for go files>
 // Lines on stdout (one each):
 //   `ready`                      once consuming
 //   `sent <M id> <runId>`        the SendMessage of an early delivery's copy M returned

@@ -2,7 +2,7 @@
 // consumes the queue and runs the e2e flow route in process, like `eve start` does. The suite
 // starts several, duplicates deliveries between them, and SIGKILLs them.
 //
-// argv: <dist/index.js URL> <flow.mjs path> <tally file> [tuning JSON]
+// argv: <World entry URL (dist/src/index.js)> <flow.mjs path> <tally file> [tuning JSON]
 // Tuning options are not variables, so they come as the last argument, passed to createWorld.
 // Every step-body execution of `countedAdd` appends `<key>\t<pid>` to the tally file at once (a
 // SIGKILLed process loses nothing it counted; the suite kills the process that is mid-body). Prints "ready" on stdout once consuming.
@@ -29,7 +29,9 @@ if (skew) {
 
 const [distUrl, flowPath, tallyFile, tuningJson] = process.argv.slice(2);
 if (!distUrl || !flowPath || !tallyFile) {
-  console.error('usage: faults-consumer-child.mjs <dist/index.js URL> <flow.mjs path> <tally file> [tuning JSON]');
+  console.error(
+    'usage: faults-consumer-child.mjs <World entry URL (dist/src/index.js)> <flow.mjs path> <tally file> [tuning JSON]',
+  );
   process.exit(2);
 }
 

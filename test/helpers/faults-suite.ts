@@ -480,10 +480,9 @@ function newestMtime(dir: string): number {
   return newest;
 }
 
-/** Consumer processes run dist/: build it when it is missing or older than src/. */
-/** dist/index.js (built when older than src/), as the child consumer processes load it. */
+/** dist/src/index.js (built when missing or older than src/), as the child consumer processes load it. */
 export function ensureDist(): string {
-  const index = path.join(root, 'dist', 'index.js');
+  const index = path.join(root, 'dist', 'src', 'index.js');
   if (!existsSync(index) || statSync(index).mtimeMs < newestMtime(path.join(root, 'src'))) {
     const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
     const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, encoding: 'utf8' });

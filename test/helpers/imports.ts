@@ -23,9 +23,21 @@ export function walk(dir: string): string[] {
   });
 }
 
+/** The root emulator/: the local AWS stack's code, tooling beside src/ (its modules' `rel` start with `../emulator/`). */
+export const EMULATOR = path.resolve(__dirname, '../../emulator');
+
 /** Every module of src/ with its text. */
 export function sourceFiles(): SourceFile[] {
-  return walk(SRC).map((f) => ({
+  return readModules(SRC);
+}
+
+/** Every module of the root emulator/, `rel` relative to src/ (`../emulator/stack.ts`), as imports resolve. */
+export function emulatorFiles(): SourceFile[] {
+  return readModules(EMULATOR);
+}
+
+function readModules(dir: string): SourceFile[] {
+  return walk(dir).map((f) => ({
     rel: path.relative(SRC, f).split(path.sep).join('/'),
     text: readFileSync(f, 'utf8'),
   }));

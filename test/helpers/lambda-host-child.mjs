@@ -4,7 +4,7 @@
 // behind a plain HTTP server, standing for the Nitro server the Lambda Web Adapter forwards to.
 // Prints "ready <deploymentId> <port>" once listening.
 //
-// argv: <dist/index.js URL> <app dir> <workflow file>
+// argv: <World entry URL (dist/src/index.js)> <app dir> <workflow file>
 // stdin, one line each: `start <tag> <export name> <JSON args>` -> `started <tag> <runId>`;
 // `resume <tag> <token> <JSON payload>` -> `resumed <tag> <runId>`; either may answer
 // `failed <tag> <JSON message>`.
@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 
 const [distUrl, appDir, workflowFile] = process.argv.slice(2);
 if (!distUrl || !appDir || !workflowFile) {
-  console.error('usage: lambda-host-child.mjs <dist/index.js URL> <app dir> <workflow file>');
+  console.error('usage: lambda-host-child.mjs <World entry URL (dist/src/index.js)> <app dir> <workflow file>');
   process.exit(2);
 }
 const wellKnown = path.join(appDir, '.well-known/workflow/v1');

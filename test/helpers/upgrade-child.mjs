@@ -2,7 +2,7 @@
 // createWorld (configured from the environment), its in-process consumer and the e2e flow route,
 // like `eve start`, and runs started on request. Prints "ready" once consuming.
 //
-// argv: <dist/index.js URL> <flow.mjs path> <manifest.json path> <tally file> [createWorld options JSON]
+// argv: <World entry URL (dist/src/index.js)> <flow.mjs path> <manifest.json path> <tally file> [createWorld options JSON]
 // stdin, one line each: `start <tag> <workflow export name> <JSON args>`; answers on stdout with
 // `started <tag> <runId>` or `failed <tag> <JSON message>`.
 // Every step-body execution of `countedAdd` appends `<key>\t<pid>` to the tally file at once, so a
@@ -13,7 +13,9 @@ import { pathToFileURL } from 'node:url';
 
 const [distUrl, flowPath, manifestPath, tallyFile, optionsJson] = process.argv.slice(2);
 if (!distUrl || !flowPath || !manifestPath || !tallyFile) {
-  console.error('usage: upgrade-child.mjs <dist/index.js URL> <flow.mjs path> <manifest.json path> <tally file>');
+  console.error(
+    'usage: upgrade-child.mjs <World entry URL (dist/src/index.js)> <flow.mjs path> <manifest.json path> <tally file>',
+  );
   process.exit(2);
 }
 

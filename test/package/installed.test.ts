@@ -177,10 +177,10 @@ describe('a production install (the tarball alone)', () => {
       ' path.relative(process.cwd(), new URL(import.meta.resolve(n)).pathname)])));';
     const r = await run(dir, process.execPath, ['--input-type=module', '-e', script]);
     expect(r.code, r.stderr).toBe(0);
-    const at = `node_modules/${PKG}/dist`;
+    const at = `node_modules/${PKG}/dist/src`;
     expect(JSON.parse(r.stdout)).toEqual([
       [`${at}/index.js`, `${at}/index.js`],
-      [`${at}/consumer/lambda.js`, `${at}/consumer/lambda.js`],
+      [`${at}/lambda/index.js`, `${at}/lambda/index.js`],
       [`${at}/cdk/index.js`, `${at}/cdk/index.js`],
     ]);
   });

@@ -68,7 +68,7 @@ async function build(project: TestProject): Promise<void> {
   // Build info outside dist/ (dist/ is published); forget it when dist/ is gone, or tsc would
   // think the deleted outputs are up to date.
   const info = path.join(root, 'node_modules', '.cache', 'eve-world-aws', 'tsbuildinfo');
-  if (!existsSync(path.join(root, 'dist', 'cli', 'main.js'))) rmSync(info, { force: true });
+  if (!existsSync(path.join(root, 'dist', 'src', 'cli', 'main.js'))) rmSync(info, { force: true });
   const args = [tsc, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', info];
   let out = '';
   const code = await new Promise<number | null>((resolve, reject) => {
@@ -82,7 +82,7 @@ async function build(project: TestProject): Promise<void> {
     child.once('error', reject);
     child.once('exit', resolve);
   });
-  if (!existsSync(path.join(root, 'dist', 'cli', 'main.js'))) {
+  if (!existsSync(path.join(root, 'dist', 'src', 'cli', 'main.js'))) {
     throw new Error(`Building dist/ failed (tsc exit ${code}):\n${out}`);
   }
   if (code !== 0) {

@@ -6,7 +6,7 @@
  *   space that start with a top-level folder of the repository (`src/cdk/`) or end in a file
  *   extension of its own (`commit.ts`, `lib/meter.mjs`); markdown links are
  *   test/unit/docs.test.ts's job;
- * - in comments of src/, bench/ and scripts/ files: the same shapes, backticked or not, and
+ * - in comments of src/, emulator/, bench/ and scripts/ files: the same shapes, backticked or not, and
  *   `./x.ts` / `../x.ts`.
  * Skipped: placeholders and globs (`<runId>`, `*`), package paths (`@workflow/core/...`), URLs,
  * and build outputs that are not in a clean checkout (`dist/`, `.tmp/`, `node_modules/`).
@@ -137,7 +137,7 @@ const DOCS = FILES.filter(
     f === 'bench/README.md' ||
     /^examples\/[^/]+\/README\.md$/.test(f),
 );
-const SOURCES = FILES.filter((f) => /^(src|bench|scripts)\/.*\.(ts|mts|mjs|js)$/.test(f));
+const SOURCES = FILES.filter((f) => /^(src|emulator|bench|scripts)\/.*\.(ts|mts|mjs|js)$/.test(f));
 
 describe('every path a document or a comment cites exists', () => {
   it.each(DOCS)('%s', (file) => {
@@ -147,7 +147,7 @@ describe('every path a document or a comment cites exists', () => {
     expect([...new Set(missing)]).toEqual([]);
   });
 
-  it('comments in src/, bench/ and scripts/', () => {
+  it('comments in src/, emulator/, bench/ and scripts/', () => {
     const missing: string[] = [];
     for (const file of SOURCES) {
       const text = comments(readFileSync(path.join(ROOT, file), 'utf8'));
@@ -182,7 +182,7 @@ describe('every eve-world-aws command a document or a comment cites exists', () 
     expect(unknown(citedCommands(readFileSync(path.join(ROOT, file), 'utf8'), true))).toEqual([]);
   });
 
-  it('comments in src/, bench/ and scripts/', () => {
+  it('comments in src/, emulator/, bench/ and scripts/', () => {
     const missing = SOURCES.flatMap((file) =>
       unknown(citedCommands(comments(readFileSync(path.join(ROOT, file), 'utf8')), false)).map((c) => `${file}: ${c}`),
     );
@@ -226,7 +226,7 @@ function citedDoc(name: string): string | undefined {
 describe('every section a document or a comment cites by name exists', () => {
   // This file is left out: its examples are citations on purpose.
   const TESTS = FILES.filter((f) => /^test\/.*\.(ts|tsx|mts|mjs)$/.test(f) && f !== 'test/unit/docs-paths.test.ts');
-  it('in README.md, docs/*.md, bench/README.md and the comments of src/, bench/, scripts/ and test/', () => {
+  it('in README.md, docs/*.md, bench/README.md and the comments of src/, emulator/, bench/, scripts/ and test/', () => {
     const missing: string[] = [];
     for (const file of [...DOCS, ...SOURCES, ...TESTS]) {
       const raw = readFileSync(path.join(ROOT, file), 'utf8');

@@ -2,23 +2,25 @@
  * The layers of src/ run one way (docs/layout.md, "Where things are"): reads every import of every module under
  * src/ and fails when a module imports one of a higher layer. Pure: parses the files, no emulator.
  *
- *   0 base      config/, limits.ts, aws/, log.ts, ddb.ts, payloads.ts, context.ts, polyfills.ts,
- *               formats.ts (format versions), table-format.ts (the table's format check),
- *               delivery-scope.ts (the delivery a call runs inside of: set by the flow route, read below),
+ *   0 base      config/ (settings, and the fixed limits they are checked against), aws/,
+ *               schema/ (every key of the single table, the format versions),
+ *               context/ (what every part is built from: config, clients, the payload store; the
+ *               delivery a call runs inside of: set by the flow route, read below),
+ *               preflight/ (once per process: the resources exist, the table's format admits this build),
  *               encryption/ (per-run KMS data keys: needs only the base),
- *               util/ (bounded concurrency, the byte-bounded cache: no World knowledge at all),
- *               telemetry/ (spans through the optional OpenTelemetry API, EMF metrics),
- *               preflight.ts (the table, queue and bucket exist: reads through the context only),
+ *               util/ (bounded concurrency, the byte-bounded cache, the package root: no World knowledge),
+ *               telemetry/ (the logger, spans through the optional OpenTelemetry API, EMF metrics),
  *               deployment/ (the deployment id, registry and send rules of deployment affinity)
  *   1 parts     storage/, queue/ (send side), streams/ or streamer(.ts|/)
  *   1.25 backstop  backstop/ (the liveness backstop: reads storage, sends on the queue)
  *   1.5 sweep   sweep/ (the orphan sweep composed from storage and queue, and its scheduled
- *               Lambda handler, which the consumer's `/lambda` entry re-exports)
+ *               Lambda handler)
  *   2 consumer  consumer/ (receive side: poller, Lambda handler, the delivery pipeline)
- *   3 world     index.ts (composition)
+ *   3 world     index.ts (composition: createWorld), lambda/ (the one entry of the Lambda handlers)
  *   3.5 provision  provision/ (the resources, their reconciler, the IAM table and policies): above
  *               the runtime, which never imports it (nor loads it on a cold start), below tooling
- *   4 tooling   cli/, emulator/, demo/, cdk/
+ *   4 tooling   cli/, demo/, cdk/, and the root emulator/ (the local AWS stack: it may import the
+ *               base, and only cli/ imports it)
  * Within a layer, parts do not import each other either (storage, queue and streams are
  * independent), except that the base may be imported by anyone.
  *
@@ -32,7 +34,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cyclesOf, importsOf, resolveRel, SRC, sourceFiles } from '../helpers/imports.js';
+import { cyclesOf, emulatorFiles, importsOf, resolveRel, SRC, sourceFiles } from '../helpers/imports.js';
 
 type Layer = { rank: number; name: string };
 
@@ -40,24 +42,7 @@ type Layer = { rank: number; name: string };
 function layerOf(rel: string): Layer {
   const top = rel.split('/')[0];
   if (
-    [
-      'config',
-      'log.ts',
-      'ddb.ts',
-      'payloads.ts',
-      'context.ts',
-      'delivery-scope.ts',
-      'polyfills.ts',
-      'limits.ts',
-      'formats.ts',
-      'table-format.ts',
-      'aws',
-      'encryption',
-      'util',
-      'telemetry',
-      'preflight.ts',
-      'deployment',
-    ].includes(top)
+    ['config', 'aws', 'schema', 'context', 'preflight', 'encryption', 'util', 'telemetry', 'deployment'].includes(top)
   )
     return { rank: 0, name: 'base' };
   if (top === 'storage') return { rank: 1, name: 'storage' };
@@ -66,9 +51,29 @@ function layerOf(rel: string): Layer {
   if (top === 'backstop') return { rank: 1.25, name: 'backstop' };
   if (top === 'sweep') return { rank: 1.5, name: 'sweep' };
   if (top === 'consumer') return { rank: 2, name: 'consumer' };
-  if (top === 'index.ts') return { rank: 3, name: 'world' };
+  if (top === 'index.ts' || top === 'lambda') return { rank: 3, name: 'world' };
   if (top === 'provision') return { rank: 3.5, name: 'provision' };
   return { rank: 4, name: top.replace(/\.tsx?$/, '') };
+}
+
+const inEmulator = (rel: string) => rel.startsWith('../emulator/');
+
+/**
+ * The edges that break the root emulator/'s place: it is tooling beside src/, so it imports only
+ * the base layer of src/ (and itself), and only tooling (cli/, demo/, cdk/) imports it.
+ */
+function emulatorViolations(all: { rel: string; text: string }[]): string[] {
+  const bad: string[] = [];
+  for (const f of all) {
+    for (const spec of importsOf(f.text)) {
+      const to = resolveRel(path.join(SRC, f.rel), spec);
+      if (to === undefined || inEmulator(f.rel) === inEmulator(to)) continue;
+      if (inEmulator(f.rel) && (to.startsWith('..') || layerOf(to).rank !== 0))
+        bad.push(`${f.rel} -> ${to} (emulator -> ${to.startsWith('..') ? 'outside src/' : layerOf(to).name})`);
+      if (inEmulator(to) && layerOf(f.rel).rank < 4) bad.push(`${f.rel} -> ${to} (${layerOf(f.rel).name} -> emulator)`);
+    }
+  }
+  return bad;
 }
 
 /** Every folder under `dir` (posix, relative to src/), `''` for src/ itself. */
@@ -242,6 +247,33 @@ describe('layers', () => {
       'queue/body-lifetime.ts -> provision/queues.ts (queue -> provision)',
       'index.ts -> provision/index.ts (world -> provision)',
       'provision/index.ts -> cli/output.ts (provision -> cli)',
+    ]);
+  });
+});
+
+describe('the root emulator/', () => {
+  const emulator = emulatorFiles();
+
+  it('imports only the base layer of src/, and only tooling imports it', () => {
+    expect(emulator.length).toBeGreaterThan(5);
+    expect(emulatorViolations([...files, ...emulator])).toEqual([]);
+  });
+
+  it('detects an emulator import from the runtime and a runtime import from the emulator (the check can fail)', () => {
+    const planted = [
+      { rel: 'queue/index.ts', text: "import { startStack } from '../../emulator/stack.js';" },
+      { rel: 'cli/emulate.ts', text: "import { startStack } from '../../emulator/stack.js';" },
+      {
+        rel: '../emulator/stack.ts',
+        text: "import { sleep } from '../src/aws/sleep.js';\nimport { k } from './kms.js';",
+      },
+      { rel: '../emulator/kms.ts', text: "import { createStorage } from '../src/storage/index.js';" },
+      { rel: '../emulator/docker.ts', text: "import { x } from '../test/helpers/aws.js';" },
+    ];
+    expect(emulatorViolations(planted)).toEqual([
+      'queue/index.ts -> ../emulator/stack.ts (queue -> emulator)',
+      '../emulator/kms.ts -> storage/index.ts (emulator -> storage)',
+      '../emulator/docker.ts -> ../test/helpers/aws.ts (emulator -> outside src/)',
     ]);
   });
 });

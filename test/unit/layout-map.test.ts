@@ -3,8 +3,9 @@
  *
  * The section is a list with one line per folder or file group: `- \`path\`, \`path\` — what`.
  * The backticked names before the first " — " are the paths. Checks: every path exists; every
- * folder and file directly under src/ and every tracked top-level entry (but .gitignore) is listed. And the
- * rules docs/layout.md states for test/: folders under test/unit and test/integration mirror src/, and
+ * folder and file directly under src/ and every tracked top-level entry (but .gitignore) is
+ * listed; src/ holds no file but its entry index.ts. And the rules docs/layout.md states for
+ * test/: folders under test/unit and test/integration mirror src/ (or the root emulator/), and
  * hold only tests (and fixtures/); helpers live in test/helpers/.
  */
 import { execFileSync } from 'node:child_process';
@@ -82,10 +83,19 @@ describe('docs/layout.md "Where things are"', () => {
     ).toEqual([]);
   });
 
-  it('test/unit and test/integration mirror src/ (fixtures/ folders aside)', () => {
+  it('src/ holds folders and its entry index.ts only (every other file lives in the folder of its job)', () => {
+    const loose = readdirSync(path.join(ROOT, 'src')).filter(
+      (n) => n !== 'index.ts' && !statSync(path.join(ROOT, 'src', n)).isDirectory(),
+    );
+    expect(loose, 'files directly under src/: move each into the folder it belongs to').toEqual([]);
+  });
+
+  it('test/unit and test/integration mirror src/ and the root emulator/ (fixtures/ folders aside)', () => {
+    const mirrored = (d: string) =>
+      existsSync(path.join(ROOT, 'src', d)) || (d.split('/')[0] === 'emulator' && existsSync(path.join(ROOT, d)));
     const strays = ['unit', 'integration'].flatMap((kind) =>
       subfolders(`test/${kind}`)
-        .filter((d) => !d.split('/').includes('fixtures') && !existsSync(path.join(ROOT, 'src', d)))
+        .filter((d) => !d.split('/').includes('fixtures') && !mirrored(d))
         .map((d) => `test/${kind}/${d}/`),
     );
     expect(strays, 'test folders without a src/ folder of the same name').toEqual([]);

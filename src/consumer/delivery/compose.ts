@@ -1,6 +1,6 @@
 /**
  * The one composition of the delivery pipeline, used by both consumers: the in-process poller
- * (../index.ts, `start()`) and the Lambda SQS handler (../lambda.ts). Each builds its parts here, so
+ * (../index.ts, `start()`) and the Lambda SQS handler (../sqs-event-handler.ts). Each builds its parts here, so
  * signing, routing, receipts and the circuit breaker are wired the same way in
  * both shapes; only how copies arrive (long poll vs event source mapping) differs.
  *

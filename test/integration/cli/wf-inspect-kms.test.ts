@@ -1,6 +1,6 @@
 /**
  * An operator reads an encrypted run with the Workflow DevKit's own CLI: `wf inspect --decrypt
- * --backend dist/index.js` loads our World from the environment and decrypts through
+ * --backend dist/src/index.js` loads our World from the environment and decrypts through
  * `getEncryptionKeyForRun`, i.e. with the operator's KMS permission. Without `--decrypt`, or
  * without EVE_WORLD_AWS_KMS_KEY_ID, the same command shows only ciphertext placeholders.
  */
@@ -12,7 +12,7 @@ import { ROOT, runCommand } from '../../helpers/cli.js';
 import { type E2e, startE2e } from '../../helpers/e2e.js';
 
 const WF = path.join(ROOT, 'node_modules', '.bin', 'wf');
-const BACKEND = path.join(ROOT, 'dist', 'index.js');
+const BACKEND = path.join(ROOT, 'dist', 'src', 'index.js');
 const MARKER = `OPS-SECRET-${Math.random().toString(36).slice(2, 10)}`;
 
 let e2e: E2e;

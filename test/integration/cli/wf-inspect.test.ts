@@ -1,5 +1,5 @@
 /**
- * The Workflow DevKit's own CLI reads our data: `wf inspect ... --backend <dist/index.js>` loads
+ * The Workflow DevKit's own CLI reads our data: `wf inspect ... --backend <dist/src/index.js>` loads
  * the built World through its no-argument `createWorld()` (config from the environment), exactly
  * as the README documents.
  */
@@ -9,7 +9,7 @@ import { ROOT, runCommand } from '../../helpers/cli.js';
 import { finishedRun, type OpsFixture, opsFixture } from '../../helpers/runs.js';
 
 const WF = path.join(ROOT, 'node_modules', '.bin', 'wf');
-const BACKEND = path.join(ROOT, 'dist', 'index.js');
+const BACKEND = path.join(ROOT, 'dist', 'src', 'index.js');
 
 function wf(args: string[], env: Record<string, string>) {
   return runCommand(WF, [...args, '--backend', BACKEND], env, 40_000);
