@@ -3,7 +3,7 @@
  * `start()`.
  *
  * Invariants:
- * - At most `concurrency` deliveries run at once, early ones (./early/registry.ts) included; a
+ * - At most `concurrency` deliveries run at once, early ones (./early/verdict-registry.ts) included; a
  *   receive asks only for free slots (<= 10), and an early delivery starts only in a free slot.
  * - Copies are received with the consumer's own short visibility (`visibilitySeconds`, default
  *   30 s) and the pipeline's heartbeat extends it while the handler runs, so a process killed
@@ -28,7 +28,7 @@ import { CONSUMER_OPTIONS } from '../config/index.js';
 import { type Envelope, MSG_ATTR } from '../queue/encoding.js';
 import { consoleLogger, type Logger } from '../telemetry/log.js';
 import { observeEarlyDelivery } from './delivery-telemetry.js';
-import { EarlyDeliveries } from './early/registry.js';
+import { EarlyDeliveries } from './early/verdict-registry.js';
 import {
   type DeliveryDeps,
   type DeliveryOutcome,
@@ -119,7 +119,7 @@ export class SqsPoller {
   /**
    * Delivers the message whose SQS copy is `copy`, being sent by this process right now, at once
    * under its own id `earlyId` (attempt 1), which no SQS copy carries. Its verdict waits in the
-   * registry for the copy, if the copy comes here (./early/registry.ts). Eligibility is the
+   * registry for the copy, if the copy comes here (./early/verdict-registry.ts). Eligibility is the
    * offer's to decide (./early/offer.ts).
    */
   deliverEarly(copy: Envelope, earlyId: string): void {

@@ -1,6 +1,7 @@
 /**
- * The single-table layout. Every key the World reads or writes is built here and nowhere else,
- * so the layout documented in design.md has exactly one implementation.
+ * The single-table layout, stated here (the table below) and built here: every key the World reads
+ * or writes comes from this module and nowhere else, so the layout has exactly one implementation
+ * (docs/how-it-works.md draws the data path over it; docs/design.md, "Keys and indexes", argues it).
  *
  * ```
  * PK                      SK                 what

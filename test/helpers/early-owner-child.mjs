@@ -62,11 +62,11 @@ class FileTally extends Map {
 }
 globalThis.__e2eStepTally = new FileTally();
 
-const { installPromiseWithResolvers } = await import(new URL('./polyfills.js', distUrl).href);
+const { installPromiseWithResolvers } = await import(new URL('./util/polyfills.js', distUrl).href);
 installPromiseWithResolvers();
 const { createWorld, loadConfig } = await import(distUrl);
 const { createClients } = await import(new URL('./aws/clients.js', distUrl).href);
-const { currentDelivery } = await import(new URL('./delivery-scope.js', distUrl).href);
+const { currentDelivery } = await import(new URL('./context/delivery-scope.js', distUrl).href);
 const { setWorld } = await import('workflow/runtime');
 const { start } = await import('workflow/api');
 const flow = await import(pathToFileURL(flowPath).href);

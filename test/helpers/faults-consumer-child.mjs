@@ -52,7 +52,7 @@ if (hangPrefix) {
   };
 }
 
-const { installPromiseWithResolvers } = await import(new URL('./polyfills.js', distUrl).href);
+const { installPromiseWithResolvers } = await import(new URL('./util/polyfills.js', distUrl).href);
 installPromiseWithResolvers();
 const { createWorld } = await import(distUrl);
 const { setWorld } = await import('workflow/runtime');

@@ -21,7 +21,7 @@ if (!distUrl || !appDir || !workflowFile) {
 }
 const wellKnown = path.join(appDir, '.well-known/workflow/v1');
 
-const { installPromiseWithResolvers } = await import(new URL('./polyfills.js', distUrl).href);
+const { installPromiseWithResolvers } = await import(new URL('./util/polyfills.js', distUrl).href);
 installPromiseWithResolvers();
 const { createWorld } = await import(distUrl);
 const { setWorld } = await import('workflow/runtime');

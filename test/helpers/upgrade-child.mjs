@@ -27,7 +27,10 @@ class FileTally extends Map {
 }
 globalThis.__e2eStepTally = new FileTally();
 
-const { installPromiseWithResolvers } = await import(new URL('./polyfills.js', distUrl).href);
+// The polyfill lives in util/ since src/ holds only index.ts; the previous release has it at the top.
+const { installPromiseWithResolvers } = await import(new URL('./util/polyfills.js', distUrl).href).catch(
+  () => import(new URL('./polyfills.js', distUrl).href),
+);
 installPromiseWithResolvers();
 const { createWorld } = await import(distUrl);
 const { setWorld } = await import('workflow/runtime');

@@ -90,6 +90,24 @@ describe('docs/layout.md "Where things are"', () => {
     expect(loose, 'files directly under src/: move each into the folder it belongs to').toEqual([]);
   });
 
+  it('a file name names one module across src/ and emulator/ (index.ts, CLI commands and the decide steps aside)', () => {
+    const modules = ['src', 'emulator'].flatMap((dir) =>
+      (readdirSync(path.join(ROOT, dir), { recursive: true }) as string[])
+        .map((p) => `${dir}/${p.split(path.sep).join('/')}`)
+        .filter((p) => /\.tsx?$/.test(p)),
+    );
+    const byName = new Map<string, string[]>();
+    for (const m of modules) byName.set(path.posix.basename(m), [...(byName.get(path.posix.basename(m)) ?? []), m]);
+    // A command's file is named for the command (src/cli/runs.ts beside storage/read/runs.ts), and
+    // each pipeline has its decide step (the backstop's tick, the consumer's delivery).
+    const SHARED = ['index.ts', 'decide.ts'];
+    const isCommand = (m: string) => /^src\/cli\/[^/]+$/.test(m);
+    const twice = [...byName]
+      .filter(([name, paths]) => !SHARED.includes(name) && paths.filter((m) => !isCommand(m)).length > 1)
+      .map(([, paths]) => paths.sort().join(' and '));
+    expect(twice, 'one name, two modules: name each for its job').toEqual([]);
+  });
+
   it('test/unit and test/integration mirror src/ and the root emulator/ (fixtures/ folders aside)', () => {
     const mirrored = (d: string) =>
       existsSync(path.join(ROOT, 'src', d)) || (d.split('/')[0] === 'emulator' && existsSync(path.join(ROOT, d)));

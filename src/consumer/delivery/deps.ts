@@ -8,7 +8,7 @@ import type { SqsTransport } from '../../queue/transport.js';
 import type { Logger } from '../../telemetry/log.js';
 import type { DeploymentFilter } from '../affinity.js';
 import type { CircuitBreaker } from '../breaker.js';
-import type { EarlyDeliveries } from '../early/registry.js';
+import type { EarlyDeliveries } from '../early/verdict-registry.js';
 import type { SqsReceipts } from '../receipts.js';
 import type { Verdict } from './verdict.js';
 
@@ -66,7 +66,7 @@ export interface DeliveryDeps {
    */
   inFlight?: Set<string>;
   /**
-   * Messages this consumer delivered before their SQS copy arrived (../early/registry.ts): a copy
+   * Messages this consumer delivered before their SQS copy arrived (../early/verdict-registry.ts): a copy
    * of one takes that delivery's verdict instead of being dispatched again.
    */
   early?: EarlyDeliveries<Verdict>;
