@@ -31,6 +31,7 @@ export { getConfig, loadConfig, withTuning } from './load.js';
 export { nameChosenBy, type ResourceSetting } from './resource-names.js';
 export { CONSUMER_DOCS, ENV_DOCS, type EnvDoc, TUNING_DOCS } from './rows.js';
 export { assertDeliveriesSafe, defaultFlowUrl, unsignedWarning } from './safety.js';
+export { clampToRange, type RangedOptionSetting } from './setting.js';
 export { TUNING, type WorldTuning } from './tuning.js';
 export { SHARED_SCHEDULE_GROUP, VARIABLES } from './variables.js';
 export {
