@@ -21,7 +21,9 @@
  * - Every failure is a {@link ConfigError} naming the setting, what was wrong and an example.
  * - load.ts is the only module of the runtime that reads `process.env` (components get the parsed
  *   config), and core-defaults.ts the only one that writes it ({@link applyCoreDefaults}, for
- *   `@workflow/core`; why: its header and the `WORKFLOW_OPTIMISTIC_INLINE_START` row).
+ *   `@workflow/core`; why: its header and the `WORKFLOW_OPTIMISTIC_INLINE_START` row). Outside the
+ *   runtime, the one other write is the CLI's `emulate --docker` (docs/cli.md says why);
+ *   test/unit/config.test.ts allows these two by file.
  * - Closed by default: cleartext to a remote flow route, unsigned remote deliveries and weak
  *   secrets are refused unless an explicit, documented opt-out is set (safety.ts, checks.ts).
  */
