@@ -278,6 +278,8 @@ async function runDocker(opts: EmulateOptions, shutdown: Shutdown, envFile: EnvF
     if (shutdown.requested) return;
     const env = { ...stackEnv, ...worldVars(process.env) };
     // MinIO checks signatures, so the in-process clients must sign with the same credentials.
+    // The CLI's one write to process.env (docs/cli.md, `emulate --docker`, says why; a World's
+    // only one is applyCoreDefaults; test/unit/config.test.ts allows these two by file).
     Object.assign(process.env, DOCKER_CREDENTIALS);
     const resources = await initResources(env, opts.init);
     if (shutdown.requested) return;

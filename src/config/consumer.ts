@@ -1,10 +1,11 @@
 /**
  * The consumer's options (`createWorld({ consumer })`, `CreateConsumerOptions` in
- * src/consumer/index.ts): programmatic, not variables. One row per option with its default, which
- * the consumer reads from here; docs/configuration.md is generated from these rows. (The
+ * src/consumer/index.ts): programmatic, not variables. One row per option with its default (and,
+ * for `waitTimeSeconds`, its range), which the consumer reads from here; docs/configuration.md is
+ * generated from these rows (through the catalogue, settings.ts). (The
  * consumer's `logger` and `onDeliveryOutcome` are callbacks, not settings.)
  */
-import { option } from './setting.js';
+import { option, rangedOption } from './setting.js';
 
 export const CONSUMER_OPTIONS = {
   consumer: option({
@@ -14,10 +15,13 @@ export const CONSUMER_OPTIONS = {
     description:
       '`poll`: `start()` runs the in-process SQS consumer. `none`: `start()` does nothing (a Lambda, where the SQS event source mapping consumes).',
   }),
-  waitTimeSeconds: option({
+  waitTimeSeconds: rangedOption({
     name: 'waitTimeSeconds',
     default: 5,
-    values: '0-20 (s; outside, the nearest end)',
+    // SQS: a ReceiveMessage waits 0-20 s.
+    min: 0,
+    max: 20,
+    unit: 's',
     description: 'Long-poll wait of the in-process consumer; `close()` waits for the poll in flight.',
   }),
   drainTimeoutMs: option({

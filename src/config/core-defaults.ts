@@ -1,11 +1,11 @@
 /**
  * The one write to `process.env` at runtime, for `@workflow/core`, which reads its own variable:
- * {@link applyCoreDefaults}, called by `createWorld()`. Their rows in variables.ts
+ * {@link applyCoreDefaults}, called by `createWorld()`. Their rows (`SETTINGS.variables`, variables.ts)
  * (`WORKFLOW_OPTIMISTIC_INLINE_START`, `WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS`) say so in docs/configuration.md, and
  * test/unit/config.test.ts checks that no other runtime module writes the environment.
  */
 import type { Env } from './setting.js';
-import { VARIABLES } from './variables.js';
+import { SETTINGS } from './settings.js';
 
 /**
  * The one write to the environment, for `@workflow/core`, which reads its own variable.
@@ -24,7 +24,7 @@ import { VARIABLES } from './variables.js';
  * itself, so the World shortens it to 20 s: a dead owner's step is picked up within that.
  */
 export function applyCoreDefaults(env: Env = process.env): void {
-  for (const setting of [VARIABLES.optimisticInlineStart, VARIABLES.inlineOwnershipLease]) {
+  for (const setting of [SETTINGS.variables.optimisticInlineStart, SETTINGS.variables.inlineOwnershipLease]) {
     if (env[setting.name] === undefined || env[setting.name] === '') env[setting.name] = setting.default;
   }
 }

@@ -1,6 +1,7 @@
 /**
  * Parsing: the environment and the tuning options -> one typed, frozen {@link WorldConfig},
- * validated once against the rows of variables.ts and tuning.ts. Every failure is a
+ * validated once against their rows in the catalogue (`SETTINGS.variables`, `SETTINGS.tuning`;
+ * settings.ts), whose defaults are the config's. Every failure is a
  * {@link ConfigError} naming the setting, what was wrong and an example. This is the only module
  * of the runtime that reads `process.env` (components get the parsed config); core-defaults.ts is
  * the only one that writes it.
@@ -10,8 +11,8 @@ import { isHttpUrl, SECRET_RULE, secretWeakness } from './checks.js';
 import { ConfigError } from './config-error.js';
 import { assertFlowUrlEncrypted } from './safety.js';
 import type { Env, FlagSetting, IntSetting, Setting, TextSetting } from './setting.js';
-import { TUNING, type WorldTuning } from './tuning.js';
-import { VARIABLES } from './variables.js';
+import { SETTINGS } from './settings.js';
+import type { WorldTuning } from './tuning.js';
 import { ignoredVariables } from './warnings.js';
 import type { DeploymentAffinityMode, Endpoints, WorldConfig } from './world-config.js';
 
@@ -98,7 +99,7 @@ function readSecrets(src: Source, s: TextSetting): readonly string[] {
 
 function readTuning(tuning: Partial<WorldTuning>): WorldTuning {
   const src = tuningSource(tuning as Record<string, unknown>);
-  const T = TUNING;
+  const T = SETTINGS.tuning;
   const streamPollMs = readCount(src, T.streamPollMs);
   const streamIdlePollMs = readCount(src, T.streamIdlePollMs);
   if (streamIdlePollMs < streamPollMs) {
@@ -134,7 +135,7 @@ function readTuning(tuning: Partial<WorldTuning>): WorldTuning {
  */
 export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> = {}): WorldConfig {
   const src = envSource(env);
-  const V = VARIABLES;
+  const V = SETTINGS.variables;
   const prefix = readText(src, V.prefix) as string;
   // AWS_DEFAULT_REGION is the SDK's older spelling; a bad value is reported as AWS_REGION.
   const region = readText(
@@ -215,7 +216,8 @@ function readUrlOrName(src: Source, s: TextSetting, prefix: string): string {
 export function withTuning(config: WorldConfig, tuning: Partial<WorldTuning> | undefined): WorldConfig {
   if (tuning === undefined || Object.keys(tuning).length === 0) return config;
   const current: Partial<WorldTuning> = {};
-  for (const k of Object.keys(TUNING) as (keyof WorldTuning)[]) (current as Record<string, unknown>)[k] = config[k];
+  for (const k of Object.keys(SETTINGS.tuning) as (keyof WorldTuning)[])
+    (current as Record<string, unknown>)[k] = config[k];
   return Object.freeze({ ...config, ...readTuning({ ...current, ...tuning }) });
 }
 

@@ -1,12 +1,10 @@
 /**
- * The documentation rows of the settings tables, as docs/configuration.md prints them (docs.ts
- * renders them): derived from the rows the parser reads, so names, defaults and ranges are
- * written once.
+ * The documentation rows of the settings, as docs/configuration.md prints them (docs.ts renders
+ * them): derived from the catalogue's rows ({@link SETTING_ROWS}, settings.ts), the rows the parser
+ * and the code that takes an option read, so names, defaults and ranges are written once.
  */
-import { CONSUMER_OPTIONS } from './consumer.js';
 import type { AnySetting, ExternalSetting, OptionSetting, TextSetting } from './setting.js';
-import { TUNING } from './tuning.js';
-import { VARIABLES } from './variables.js';
+import { SETTING_ROWS, type SettingChannel } from './settings.js';
 
 /** One row of the documentation, as docs/configuration.md prints it. */
 export interface EnvDoc {
@@ -18,7 +16,7 @@ export interface EnvDoc {
   readonly description: string;
 }
 
-function documented(s: AnySetting): EnvDoc {
+export function documented(s: AnySetting): EnvDoc {
   const values =
     s.kind === 'int'
       ? `${s.min}-${s.max}`
@@ -36,10 +34,18 @@ function documented(s: AnySetting): EnvDoc {
   return { name: s.name, default: def, values, description: s.description };
 }
 
-/** The documented environment, from {@link VARIABLES}. */
-export const ENV_DOCS: readonly EnvDoc[] = Object.values(VARIABLES).map(documented);
-/** The documented tuning options, from {@link TUNING}. */
-export const TUNING_DOCS: readonly EnvDoc[] = Object.values(TUNING).map(documented);
+/** The documented rows of one channel of the catalogue, in its table's order. */
+export function docsOf(channel: SettingChannel): readonly EnvDoc[] {
+  return Object.freeze(SETTING_ROWS.filter((r) => r.channel === channel).map((r) => documented(r.setting)));
+}
 
-/** The documented consumer options (`createWorld({ consumer })`), from {@link CONSUMER_OPTIONS}. */
-export const CONSUMER_DOCS: readonly EnvDoc[] = Object.values(CONSUMER_OPTIONS).map(documented);
+/** The documented environment (`SETTINGS.variables`). */
+export const ENV_DOCS: readonly EnvDoc[] = docsOf('variables');
+/** The documented tuning options (`SETTINGS.tuning`). */
+export const TUNING_DOCS: readonly EnvDoc[] = docsOf('tuning');
+/** The documented consumer options (`createWorld({ consumer })`, `SETTINGS.consumer`). */
+export const CONSUMER_DOCS: readonly EnvDoc[] = docsOf('consumer');
+/** The documented settings among `createWorld()`'s own options (`SETTINGS.world`). */
+export const WORLD_DOCS: readonly EnvDoc[] = docsOf('world');
+/** The documented options of the orphan sweep (`SETTINGS.sweep`). */
+export const SWEEP_DOCS: readonly EnvDoc[] = docsOf('sweep');

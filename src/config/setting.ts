@@ -1,7 +1,8 @@
 /**
  * The kinds of setting a table row can be (a whole number in a range, a `1`/`0` flag, a checked
- * text, one read by someone else) and their constructors: what a row of variables.ts, tuning.ts
- * and consumer.ts is written with, and what load.ts parses and rows.ts documents.
+ * text, one read by someone else, a programmatic option, with or without a range) and their
+ * constructors: what a row of the tables settings.ts composes is written with, and what load.ts
+ * parses and rows.ts documents.
  */
 
 export type Env = Record<string, string | undefined>;
@@ -57,6 +58,18 @@ export interface OptionSetting<T> extends Setting {
   readonly values: string;
 }
 
+/**
+ * A numeric option with a range: a value outside it is taken as the nearest end
+ * ({@link clampToRange}), not refused. The docs' "Values" column is written from the range.
+ */
+export interface RangedOptionSetting extends OptionSetting<number> {
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+  /** The unit, e.g. `s` or `ms`. */
+  readonly unit: string;
+}
+
 export type AnySetting = IntSetting | FlagSetting | TextSetting | ExternalSetting | OptionSetting<unknown>;
 
 export const int = <S extends Omit<IntSetting, 'kind' | 'example'> & { example?: string }>(s: S): IntSetting & S => ({
@@ -78,3 +91,14 @@ export const option = <S extends Omit<OptionSetting<unknown>, 'kind' | 'example'
   example: s.default === undefined ? '' : String(s.default),
   ...s,
 });
+export const rangedOption = (s: Omit<RangedOptionSetting, 'kind' | 'example' | 'values'>): RangedOptionSetting => ({
+  kind: 'option',
+  example: String(s.default),
+  values: `${s.min}-${s.max} (${s.unit}; outside, the nearest end)`,
+  ...s,
+});
+
+/** `value` (the row's default when undefined) brought into the row's range: outside it, the nearest end. */
+export function clampToRange(s: RangedOptionSetting, value: number | undefined): number {
+  return Math.max(s.min, Math.min(s.max, value ?? s.default));
+}

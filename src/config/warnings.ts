@@ -4,7 +4,7 @@
  */
 import type { Env } from './setting.js';
 import type { WorldTuning } from './tuning.js';
-import { VARIABLES } from './variables.js';
+import { SETTINGS } from './settings.js';
 import type { WorldConfig } from './world-config.js';
 
 /**
@@ -34,7 +34,7 @@ export const TOOL_VARIABLES: readonly string[] = Object.freeze([
 ]);
 
 export function ignoredVariables(env: Env): string[] {
-  const read = new Set<string>([...Object.values(VARIABLES).map((v) => v.name), ...TOOL_VARIABLES]);
+  const read = new Set<string>([...Object.values(SETTINGS.variables).map((v) => v.name), ...TOOL_VARIABLES]);
   return Object.keys(env)
     .filter((k) => k.startsWith('EVE_WORLD_AWS_') && !read.has(k) && (env[k]?.trim() ?? '') !== '')
     .sort();
@@ -86,7 +86,7 @@ function editDistance(a: string, b: string): number {
  */
 export function closestVariable(name: string): string {
   const known = [
-    ...Object.values(VARIABLES)
+    ...Object.values(SETTINGS.variables)
       .map((v) => v.name)
       .filter((n) => n.startsWith('EVE_WORLD_AWS_')),
     ...TOOL_VARIABLES,

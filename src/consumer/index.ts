@@ -9,7 +9,7 @@
 import type { Queue, QueuePrefix } from '@workflow/world';
 import { canConnect } from '../aws/net.js';
 import { ackTurn, startBackstop } from '../backstop/index.js';
-import { CONSUMER_OPTIONS, type WorldConfig } from '../config/index.js';
+import { CONSUMER_OPTIONS, clampToRange, type WorldConfig } from '../config/index.js';
 import type { StepLease } from '../context/delivery-scope.js';
 import type { WorldContext } from '../context/world-context.js';
 import { lambdaDeploymentId } from '../deployment/id.js';
@@ -160,10 +160,7 @@ export function createConsumer(
     }),
     async start() {
       if (closed || mode === 'none' || poller) return;
-      const waitTimeSeconds = Math.max(
-        0,
-        Math.min(20, options.waitTimeSeconds ?? CONSUMER_OPTIONS.waitTimeSeconds.default),
-      );
+      const waitTimeSeconds = clampToRange(CONSUMER_OPTIONS.waitTimeSeconds, options.waitTimeSeconds);
       poller = new SqsPoller({
         ...delivery.deps,
         affinity,

@@ -3,7 +3,7 @@
  * store. One context per World instance; components never read `process.env` themselves.
  */
 import { type AwsClients, createClients } from '../aws/clients.js';
-import type { WorldConfig } from '../config/index.js';
+import { SETTINGS, type WorldConfig } from '../config/index.js';
 import { PayloadStore } from './payload-store.js';
 
 export interface WorldContext {
@@ -16,7 +16,8 @@ export interface ContextOptions {
   /**
    * false: S3 pointers in stored payloads come back as the pointers themselves instead of being
    * downloaded (storage follows a pointer only through {@link PayloadStore.resolve}), so an
-   * operator's preview never reads S3. Stream chunks are unaffected. Default true.
+   * operator's preview never reads S3. Stream chunks are unaffected. Default: its row,
+   * `SETTINGS.world.resolvePayloads` (src/config/world-options.ts).
    */
   resolvePayloads?: boolean;
 }
@@ -32,6 +33,7 @@ export function createContext(
     config.bucket,
     Math.min(config.payloadThresholdBytes, config.storageInlineBytes),
   );
-  if (options.resolvePayloads === false) payloads.resolve = async <T>(value: unknown) => value as T;
+  if (!(options.resolvePayloads ?? SETTINGS.world.resolvePayloads.default))
+    payloads.resolve = async <T>(value: unknown) => value as T;
   return { config, clients, payloads };
 }

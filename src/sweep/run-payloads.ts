@@ -21,6 +21,7 @@
 import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { DEFAULT_TIMESTAMP_THRESHOLD_PAST_MS, ulidToDate } from '@workflow/world';
 import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
+import { SETTINGS } from '../config/index.js';
 import { ATTR, GSI1, keys } from '../schema/keys.js';
 import {
   type Attrs,
@@ -39,8 +40,8 @@ import {
 } from '../storage/index.js';
 import { forEachLimited } from '../util/concurrency.js';
 
-/** Default grace: objects, and runs ended, younger than this are left alone. */
-export const ORPHAN_GRACE_MS = 3_600_000;
+/** Default grace: objects, and runs ended, younger than this are left alone (its row: `SETTINGS.sweep.graceMs`). */
+export const ORPHAN_GRACE_MS = SETTINGS.sweep.graceMs.default;
 
 /** How long after its id was minted a run can still be created (core's ULID timestamp check). */
 export const RUN_CREATE_WINDOW_MS = DEFAULT_TIMESTAMP_THRESHOLD_PAST_MS;

@@ -21,7 +21,7 @@
  */
 import { destroyClients } from '../aws/clients.js';
 import { runBackstopTick, type TickReport } from '../backstop/index.js';
-import { loadConfig } from '../config/index.js';
+import { loadConfig, SETTINGS } from '../config/index.js';
 import { createContext, type WorldContext } from '../context/world-context.js';
 import { consoleLogger, type Logger } from '../telemetry/log.js';
 import { type SweepReport, sweepOrphans } from './index.js';
@@ -36,7 +36,8 @@ export interface SweepHandlerOptions {
   context?: WorldContext;
   /**
    * Stop starting run prefixes this long before the Lambda deadline (ms): the runs in progress
-   * must finish within it. Default 60 s, at most a quarter of the time left at the start.
+   * must finish within it. Default: its row, `SETTINGS.sweep.marginMs` (60 s); at most a quarter
+   * of the time left at the start.
    */
   marginMs?: number;
   /** Passed to the sweep (default 1 h, as the CLI's `--older-than`); an event's `graceMs` wins. */
@@ -88,8 +89,6 @@ export interface SweepSummary {
   /** The first few failures, for the log. */
   failed: Array<{ key: string; error: string }>;
 }
-
-const DEFAULT_MARGIN_MS = 60_000;
 
 export function summarize(report: SweepReport, durationMs: number): SweepSummary {
   const failures = [...report.failures, ...(report.heldBodies?.failures ?? [])];
@@ -145,7 +144,7 @@ export function createSweepHandler(opts: SweepHandlerOptions = {}): SweepLambdaH
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     if (remaining !== undefined) {
-      const margin = Math.min(opts.marginMs ?? DEFAULT_MARGIN_MS, remaining / 4);
+      const margin = Math.min(opts.marginMs ?? SETTINGS.sweep.marginMs.default, remaining / 4);
       const budget = remaining - margin;
       // No time left (or a deadline already passed): the sweep starts nothing.
       if (budget <= 0) abort.abort();

@@ -1,13 +1,27 @@
 /**
- * docs/configuration.md carries the tables generated from src/config/ (the tables the parser and
- * the consumer read): stale docs fail here. `npm run docs:config` regenerates them.
+ * docs/configuration.md carries the tables generated from src/config/ (one per channel of the
+ * catalogue, `SETTINGS`, which the parser and the code that takes an option read): stale docs fail here. `npm run docs:config` regenerates them.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { consumerTable, renderConfigurationDoc, tuningTable, variablesTable } from '../../src/config/docs.js';
-import { CONSUMER_DOCS, ENV_DOCS, FORMER_VARIABLES, TOOL_VARIABLES, TUNING_DOCS } from '../../src/config/index.js';
+import {
+  channelTable,
+  consumerTable,
+  renderConfigurationDoc,
+  tuningTable,
+  variablesTable,
+} from '../../src/config/docs.js';
+import {
+  CONSUMER_DOCS,
+  ENV_DOCS,
+  FORMER_VARIABLES,
+  SWEEP_DOCS,
+  TOOL_VARIABLES,
+  TUNING_DOCS,
+  WORLD_DOCS,
+} from '../../src/config/index.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
@@ -20,12 +34,17 @@ describe('docs/configuration.md', () => {
   });
 
   it('has one row per variable and per option, with its default and range from the table', () => {
-    for (const d of [...ENV_DOCS, ...TUNING_DOCS, ...CONSUMER_DOCS]) expect(doc, d.name).toContain(`| \`${d.name}\` |`);
+    for (const d of [...ENV_DOCS, ...TUNING_DOCS, ...CONSUMER_DOCS, ...WORLD_DOCS, ...SWEEP_DOCS])
+      expect(doc, d.name).toContain(`| \`${d.name}\` |`);
     expect(variablesTable()).toContain('| `EVE_WORLD_AWS_CONCURRENCY` | `8` | 1-1000 |');
     expect(variablesTable()).toContain('| `EVE_WORLD_AWS_RETENTION_DAYS` | — | 1-36500 |');
     expect(tuningTable()).toContain('| `streamBurstMs` | `60` | 0-1000 |');
     expect(consumerTable()).toContain('| `drainTimeoutMs` | `30000` | ms |');
     expect(consumerTable()).toContain('| `consumer` | `none` inside AWS Lambda');
+    expect(consumerTable()).toContain('| `waitTimeSeconds` | `5` | 0-20 (s; outside, the nearest end) |');
+    expect(channelTable('world')).toContain('| `resolvePayloads` | `true` | `true` / `false` |');
+    expect(channelTable('sweep')).toContain('| `graceMs` | `3600000` | ms, >= 0 |');
+    expect(channelTable('sweep')).toContain('| `marginMs` | `60000` |');
   });
 
   it('detects a stale table (the check can fail)', () => {

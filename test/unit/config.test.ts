@@ -467,7 +467,7 @@ describe('loadConfig', () => {
   });
 });
 
-describe('the environment has one reader and one writer', () => {
+describe('the environment has one reader and one runtime writer', () => {
   const SRC = path.resolve(import.meta.dirname, '../../src');
   /** Tooling (above the runtime) may read its own variables. */
   const TOOLING = ['cli/', 'cdk/', 'emulator/', 'demo/', 'config/docs.ts'];
@@ -507,20 +507,103 @@ describe('the environment has one reader and one writer', () => {
     ).toEqual(['consumer/index.ts', 'config/safety.ts']);
   });
 
-  it('the one write is applyCoreDefaults (src/config/core-defaults.ts), and its row says why', () => {
-    const writes = (text: string) =>
-      text
-        .replace(/\/\*[\s\S]*?\*\//g, '')
-        .replace(/\/\/.*$/gm, '')
-        .match(/\b(process\.)?env\[[^\]]+\]\s*=[^=]/g) ?? [];
+  /**
+   * The writes to `process.env` anywhere in src/ (runtime and tooling), each allowed by file with
+   * the page that says why: the World's one (applyCoreDefaults, through its `env` parameter, whose
+   * default is `process.env`) and the CLI's `emulate --docker` (MinIO's credentials).
+   */
+  const ALLOWED_WRITES: Record<string, { doc: string; says: RegExp }> = {
+    'config/core-defaults.ts': {
+      doc: 'docs/configuration.md',
+      says: /`applyCoreDefaults` in `src\/config\/core-defaults.ts`/,
+    },
+    'cli/emulate.ts': {
+      doc: 'docs/cli.md',
+      says: /emulate sets `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` in its own\s+process environment/,
+    },
+  };
+  const PROCESS_ENV = String.raw`\bprocess\s*\.\s*env\b`;
+  const ENV = String.raw`(?:${PROCESS_ENV}|\benv(?=\s*\[))`;
+  const MEMBER = String.raw`(?:\s*\.\s*[A-Za-z_$][\w$]*|\s*\[[^\]]+\])`;
+  /** Assignment (plain or compound: `=`, `??=`, `||=`, `&&=`, `+=`...), never a comparison. */
+  const ASSIGN = String.raw`\s*(?:\?\?|\|\||&&|\*\*|<<|>>>?|[-+*/%&|^])?=(?![=>])`;
+  const WRITE_PATTERNS = [
+    new RegExp(`${ENV}${MEMBER}?${ASSIGN}`, 'g'), // process.env.X = …, process.env[k] ??= …, env[k] = …, process.env = …
+    new RegExp(String.raw`\bdelete\s+${ENV}${MEMBER}`, 'g'), // delete process.env.X, delete env[k]
+    // Object.assign(process.env, …), Object.defineProperty(process.env, …), Reflect.set/deleteProperty(process.env, …)
+    new RegExp(
+      String.raw`\b(?:Object\s*\.\s*(?:assign|defineProperty|defineProperties)|Reflect\s*\.\s*(?:set|deleteProperty|defineProperty))\s*\(\s*${PROCESS_ENV}`,
+      'g',
+    ),
+  ];
+  /** The writes to the environment in `text` (comments aside). */
+  const envWrites = (text: string): string[] => {
+    const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+    return WRITE_PATTERNS.flatMap((re) => [...code.matchAll(re)].map((m) => m[0].trim()));
+  };
+  /** Files of `files` that write the environment, allowed or not. */
+  const writers = (files: { rel: string; text: string }[]): string[] =>
+    files.filter((f) => envWrites(f.text).length > 0).map((f) => f.rel);
+
+  it('the writes to process.env in src/ are exactly the documented ones, by file: applyCoreDefaults and emulate --docker', () => {
     const files = walk(SRC).map((p) => ({
       rel: path.relative(SRC, p).split(path.sep).join('/'),
       text: readFileSync(p, 'utf8'),
     }));
-    const writers = files.filter((f) => !TOOLING.some((t) => f.rel.startsWith(t)) && writes(f.text).length > 0);
-    expect(writers.map((f) => f.rel)).toEqual(['config/core-defaults.ts']);
-    // Its behaviour is tested above ('applyCoreDefaults'); the docs say why it writes.
+    // Every allowed file still writes (no stale entry), and no other file does.
+    expect(writers(files).sort()).toEqual(Object.keys(ALLOWED_WRITES).sort());
+    // The one write of the runtime is applyCoreDefaults; the other is tooling (the CLI), above it.
+    expect(Object.keys(ALLOWED_WRITES).filter((rel) => !TOOLING.some((t) => rel.startsWith(t)))).toEqual([
+      'config/core-defaults.ts',
+    ]);
+    // Each is documented: the page says why it writes.
+    for (const [rel, { doc, says }] of Object.entries(ALLOWED_WRITES))
+      expect(readFileSync(path.join(SRC, '..', doc), 'utf8'), `${rel}: ${doc}`).toMatch(says);
+    // Its behaviour is tested above ('applyCoreDefaults'); its row says why it writes.
     expect(VARIABLES.optimisticInlineStart.description).toMatch(/Set to the default by `createWorld\(\)` when unset/);
+  });
+
+  it('finds every form of a planted write, and no read or comparison (the check can fail)', () => {
+    const planted = [
+      'process.env.AWS_REGION = region;',
+      "process.env['AWS_REGION'] = region;",
+      'process.env[name]=value;',
+      'process.env.X ??= "1";',
+      'process.env.X ||= "1";',
+      'process.env.X &&= "1";',
+      'process.env.PATH += ":/opt/bin";',
+      'process . env . X = 1;',
+      'delete process.env.AWS_PROFILE;',
+      "delete process.env['AWS_PROFILE'];",
+      'Object.assign(process.env, DOCKER_CREDENTIALS);',
+      "Object.defineProperty(process.env, 'X', { value: '1' });",
+      "Reflect.set(process.env, 'X', '1');",
+      'process.env = { ...process.env, X: "1" };',
+      'env[setting.name] = setting.default;',
+      'delete env[k];',
+    ];
+    for (const line of planted) expect(envWrites(line), line).toHaveLength(1);
+    const notWrites = [
+      'const region = process.env.AWS_REGION;',
+      "if (process.env.X === '1') run();",
+      "if (process.env['X'] == '1') run();",
+      'const x = process.env.X ?? "d";',
+      "if (process.env.X !== '1' && process.env.Y <= '2') run();",
+      'loadConfig({ ...process.env, ...env });',
+      'const env = { ...stack.env };',
+      '// process.env.X = 1 (a comment)',
+      '/* delete process.env.X */',
+      "const url = 'http://x'; const y = process.env.Y;",
+    ];
+    for (const line of notWrites) expect(envWrites(line), line).toEqual([]);
+    expect(
+      writers([
+        { rel: 'consumer/index.ts', text: "process.env.AWS_REGION ??= 'us-east-1';" },
+        { rel: 'aws/clients.ts', text: 'const r = process.env.AWS_REGION; // process.env.X = 1' },
+        { rel: 'cli/init.ts', text: 'Object.assign(process.env, creds);' },
+        { rel: 'config/core-defaults.ts', text: 'env[s.name] = s.default;' },
+      ]),
+    ).toEqual(['consumer/index.ts', 'cli/init.ts', 'config/core-defaults.ts']);
   });
 });
 
