@@ -71,12 +71,16 @@ async function claimReleasable(ctx: StorageCtx, holder: HookRecord, now: Date): 
 export async function hookCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const { ctx } = call;
   const hookId: string = data.correlationId;
-  const ed: Data = data.eventData ?? {};
-  const token = ed.token;
+  const eventData: Data = data.eventData ?? {};
+  const token = eventData.token;
   assertId('token', token);
   const terminal = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
-  const placed = await placePayloads(ctx, { metadata: ed.metadata }, `${runPrefix(runId)}/hooks/${hookId}`, 4096, () =>
-    checkRunGuard(ctx, runId, terminal),
+  const placed = await placePayloads(
+    ctx,
+    { metadata: eventData.metadata },
+    `${runPrefix(runId)}/hooks/${hookId}`,
+    4096,
+    () => checkRunGuard(ctx, runId, terminal),
   );
   const rec: HookRecord = {
     runId,
@@ -85,13 +89,14 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     metadata: placed.metadata,
     createdAt: call.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
-    isWebhook: ed.isWebhook ?? false,
-    isSystem: ed.isSystem ?? false,
-    tokenRetentionUntil: ed.tokenRetentionUntil === undefined ? undefined : new Date(ed.tokenRetentionUntil),
+    isWebhook: eventData.isWebhook ?? false,
+    isSystem: eventData.isSystem ?? false,
+    tokenRetentionUntil:
+      eventData.tokenRetentionUntil === undefined ? undefined : new Date(eventData.tokenRetentionUntil),
     // From the run this process remembers (a delivery's run_started put it there); never read for it.
     resumeContext: resumeContextOfKnownRun(call, runId),
   };
-  const created = newEvent(call.stamp, runId, data, 'hook_created', ed);
+  const created = newEvent(call.stamp, runId, data, 'hook_created', eventData);
   let takeover: HookRecord | undefined;
   let conflictWith: string | undefined;
   const pos = startPosition(call.params);
@@ -117,7 +122,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
         items: [
           claim,
           holdingRunGuard(ctx, runId),
-          putEvent(ctx, eventItem({ ...created, slot, eventData: { ...ed, metadata: placed.metadata } })),
+          putEvent(ctx, eventItem({ ...created, slot, eventData: { ...eventData, metadata: placed.metadata } })),
         ],
         eventIdx: 2,
       };
@@ -146,7 +151,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
   return {
     own: [{ ...created, slot: done.slot }],
     pos,
-    hook: await toHook(ctx, { ...rec, metadata: ed.metadata }, call.resolveData),
+    hook: await toHook(ctx, { ...rec, metadata: eventData.metadata }, call.resolveData),
   };
 }
 
@@ -160,15 +165,15 @@ function resumeContextOfKnownRun(call: CreateCall, runId: string) {
 export async function hookReceived(call: CreateCall, runId: string, data: Data): Promise<Handled> {
   const { ctx, params } = call;
   const hookId: string = data.correlationId;
-  const ed: Data = data.eventData ?? {};
-  const token = typeof ed.token === 'string' ? ed.token : await tokenOf(ctx, runId, hookId);
+  const eventData: Data = data.eventData ?? {};
+  const token = typeof eventData.token === 'string' ? eventData.token : await tokenOf(ctx, runId, hookId);
   if (!token) throw new HookNotFoundError(hookId);
   const resumeId = typeof params?.resumeId === 'string' && params.resumeId !== '' ? params.resumeId : undefined;
   const digest = typeof params?.resumePayloadDigest === 'string' ? params.resumePayloadDigest : undefined;
   const expired = (s: string) =>
     new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s);
-  const stored = await placeEventData(ctx, runId, 'hook_received', ed, () => checkRunGuard(ctx, runId, expired));
-  const ev: EventRecord = { ...newEvent(call.stamp, runId, data, 'hook_received', ed), resumeId };
+  const stored = await placeEventData(ctx, runId, 'hook_received', eventData, () => checkRunGuard(ctx, runId, expired));
+  const ev: EventRecord = { ...newEvent(call.stamp, runId, data, 'hook_received', eventData), resumeId };
 
   let pos: Position = startPosition(params);
   let preload: EventRecord[] | undefined;
@@ -246,15 +251,15 @@ type HookRunView = ReturnType<typeof parseRun>;
 export async function hookDisposed(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const { ctx } = call;
   const hookId: string = data.correlationId;
-  const ed: Data | undefined = data.eventData;
-  const token = typeof ed?.token === 'string' ? ed.token : await tokenOf(ctx, runId, hookId);
+  const eventData: Data | undefined = data.eventData;
+  const token = typeof eventData?.token === 'string' ? eventData.token : await tokenOf(ctx, runId, hookId);
   const gone = async (): Promise<never> => {
     if (await hasEvent(ctx, runId, hookId, 'hook_disposed'))
       throw new EntityConflictError(`Hook "${hookId}" already disposed`);
     throw new HookNotFoundError(hookId);
   };
   if (!token) return gone();
-  const ev = newEvent(call.stamp, runId, data, 'hook_disposed', ed);
+  const ev = newEvent(call.stamp, runId, data, 'hook_disposed', eventData);
   const pos = startPosition(call.params);
   const done = await commit(ctx, call.hints, pos, {
     runId,

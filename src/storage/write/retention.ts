@@ -64,9 +64,10 @@ export function payloadPaths(item: Attrs): { paths: string[]; names: Record<stri
   for (const a of ENTITY_PAYLOADS) if (item[a] !== undefined) add([a]);
   // An event's ref fields: the item's own event, and a pair item's second event in its map.
   const eventRefs = (ev: Attrs, at: string[]) => {
-    const ed = ev.ed?.M;
+    const eventDataMap = ev.ed?.M;
     const type = ev.t?.S;
-    if (ed && type) for (const f of getEventDataRefFields(type)) if (ed[f] !== undefined) add([...at, 'ed', f]);
+    if (eventDataMap && type)
+      for (const f of getEventDataRefFields(type)) if (eventDataMap[f] !== undefined) add([...at, 'ed', f]);
   };
   eventRefs(item, []);
   const second = item[PAIR_ATTR]?.M;

@@ -58,8 +58,8 @@ export function mayHold(run: Attrs): boolean {
 /** The error a failed {@link runGuard} stands for. */
 export function runGuardError(runId: string, old: Attrs | undefined, onTerminal: (status: string) => Error): Error {
   if (!old) return new WorkflowRunNotFoundError(runId);
-  const sv = num(old, 'specVersion');
-  if (requiresNewerWorld(sv)) return new RunNotSupportedError(sv!, SPEC_VERSION_MAX_SUPPORTED);
+  const specVersion = num(old, 'specVersion');
+  if (requiresNewerWorld(specVersion)) return new RunNotSupportedError(specVersion!, SPEC_VERSION_MAX_SUPPORTED);
   return onTerminal(str(old, 'status') ?? 'unknown');
 }
 

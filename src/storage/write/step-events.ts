@@ -52,18 +52,18 @@ const terminalRunConflict = (s: string) =>
 export async function stepCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const { ctx } = call;
   const stepId: string = data.correlationId;
-  const ed: Data = data.eventData ?? {};
+  const eventData: Data = data.eventData ?? {};
   const placed = await placePayloads(
     ctx,
-    { input: ed.input },
+    { input: eventData.input },
     stepPrefix(runId, stepId),
-    1024 + valueSize({ ...ed, input: undefined }),
+    1024 + valueSize({ ...eventData, input: undefined }),
     () => checkRunGuard(ctx, runId, terminalRunConflict),
   );
   const rec: StepRecord = {
     runId,
     stepId,
-    stepName: ed.stepName,
+    stepName: eventData.stepName,
     status: 'pending',
     input: placed.input,
     attempt: 0,
@@ -72,7 +72,7 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
     ver: 1,
   };
-  const ev = newEvent(call.stamp, runId, data, 'step_created', ed);
+  const ev = newEvent(call.stamp, runId, data, 'step_created', eventData);
   const pos = startPosition(call.params);
   const done = await commit(ctx, call.hints, pos, {
     runId,
@@ -81,7 +81,7 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
       items: [
         putNew(ctx, stepItem({ ...rec, firstSlot: slot })),
         runGuard(ctx, runId),
-        putEvent(ctx, eventItem({ ...ev, slot, eventData: { ...ed, input: placed.input } })),
+        putEvent(ctx, eventItem({ ...ev, slot, eventData: { ...eventData, input: placed.input } })),
       ],
       eventIdx: 2,
     }),
@@ -95,7 +95,7 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
   return {
     own: [{ ...ev, slot: done.slot }],
     pos,
-    step: await toStep(ctx, { ...rec, input: ed.input }, call.resolveData),
+    step: await toStep(ctx, { ...rec, input: eventData.input }, call.resolveData),
   };
 }
 
@@ -338,10 +338,10 @@ export async function stepStartedBare(call: CreateCall, runId: string, data: Dat
  */
 export function stepFinished(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const completed = data.eventType === 'step_completed';
-  const ed: Data = data.eventData ?? {};
+  const eventData: Data = data.eventData ?? {};
   const eventField = completed ? 'result' : 'error';
   const field = completed ? 'output' : 'error';
-  const place = payloadPlacer(call, runId, data.correlationId, field, ed[eventField]);
+  const place = payloadPlacer(call, runId, data.correlationId, field, eventData[eventField]);
   return transition(
     call,
     runId,
@@ -355,22 +355,23 @@ export function stepFinished(call: CreateCall, runId: string, data: Data): Promi
           [field]: stored,
           completedAt: call.now,
         }),
-        eventData: { ...ed, [eventField]: stored },
+        eventData: { ...eventData, [eventField]: stored },
         runTerminal:
           s.status === 'running'
             ? undefined
             : (st) => new RunExpiredError(`Cannot modify non-running step on run in terminal state "${st}"`, runId, st),
       };
     },
-    (n) => ({ ...n, [field]: ed[eventField] }),
+    (n) => ({ ...n, [field]: eventData[eventField] }),
   );
 }
 
 /** step_retrying: back to pending with the error and an optional retryAfter. */
 export function stepRetrying(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
-  const ed: Data = data.eventData ?? {};
-  const retryAfter = ed.retryAfter === undefined || ed.retryAfter === null ? undefined : new Date(ed.retryAfter);
-  const place = payloadPlacer(call, runId, data.correlationId, 'error', ed.error);
+  const eventData: Data = data.eventData ?? {};
+  const retryAfter =
+    eventData.retryAfter === undefined || eventData.retryAfter === null ? undefined : new Date(eventData.retryAfter);
+  const place = payloadPlacer(call, runId, data.correlationId, 'error', eventData.error);
   return transition(
     call,
     runId,
@@ -380,9 +381,9 @@ export function stepRetrying(call: CreateCall, runId: string, data: Data): Promi
       const stored = await place(raw);
       return {
         next: handedBack(s, call.now, { status: 'pending', error: stored, retryAfter }),
-        eventData: { ...ed, error: stored },
+        eventData: { ...eventData, error: stored },
       };
     },
-    (n) => ({ ...n, error: ed.error }),
+    (n) => ({ ...n, error: eventData.error }),
   );
 }

@@ -22,18 +22,18 @@ type Data = Record<string, any>;
 export async function waitCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const { ctx } = call;
   const cid: string = data.correlationId;
-  const ed: Data = data.eventData ?? {};
+  const eventData: Data = data.eventData ?? {};
   const wait = {
     waitId: `${runId}-${cid}`,
     correlationId: cid,
     runId,
     status: 'waiting' as const,
-    resumeAt: ed.resumeAt === undefined ? undefined : new Date(ed.resumeAt),
+    resumeAt: eventData.resumeAt === undefined ? undefined : new Date(eventData.resumeAt),
     createdAt: call.now,
     updatedAt: call.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
   };
-  const ev = newEvent(call.stamp, runId, data, 'wait_created', ed);
+  const ev = newEvent(call.stamp, runId, data, 'wait_created', eventData);
   const pos = startPosition(call.params);
   const done = await commit(ctx, call.hints, pos, {
     runId,
