@@ -36,7 +36,7 @@ import {
   resolved,
   restartable,
 } from './create-call.js';
-import { assign, expression, numberIs, part, setStatus, statusIs } from './expression.js';
+import { assign, assignIfAbsent, expression, numberIs, setStatus, statusIs } from './expression.js';
 import { type Position, startPosition } from './position.js';
 import { assertSpec, rereadRunOnGuard } from './run-guard.js';
 import { type EventData, newRun, validateSeedAttributes } from './run-seed.js';
@@ -114,11 +114,7 @@ async function runStartedOnce(call: CreateCall, runId: string, data: EventData):
   };
   const now = { N: String(call.now.getTime()) };
   const startRun = expression()
-    .set(
-      setStatus(':run', 'running'),
-      part('startedAt = if_not_exists(startedAt, :now)', { ':now': now }),
-      assign('updatedAt', ':now', now),
-    )
+    .set(setStatus(':run', 'running'), assignIfAbsent('startedAt', ':now', now), assign('updatedAt', ':now', now))
     .when(statusIs(':pending', 'pending'));
   if (remembered) startRun.when(numberIs('attrVer', ':av', record.attrVer));
   const done = await commit(ctx, call.hints, pos, {
