@@ -118,6 +118,12 @@ export function attributeAbsent(path: Path): Part {
   return compose(`attribute_not_exists(${p.text})`, p);
 }
 
+/** A condition (a sort key's, in a key condition): `begins_with(path, placeholder)` with `prefix`. */
+export function beginsWith(path: Path, placeholder: ValuePlaceholder, prefix: string): Part {
+  const p = pathOf(path);
+  return compose(`begins_with(${p.text}, ${placeholder})`, p, part(placeholder, { [placeholder]: { S: prefix } }));
+}
+
 /** The item exists. */
 export const itemExists: Part = part('attribute_exists(PK)');
 

@@ -28,15 +28,15 @@ import { assertId } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import { type CreateCall, endedEarly, type Handled, type Outcome, resolved } from './create-call.js';
+import { type Expression, expression, readInput, stringIs } from './expression.js';
 import { type Position, startPosition } from './position.js';
 import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError } from './run-guard.js';
 
 type Data = Record<string, any>;
 
-const hookOwnedBy = (runId: string, hookId: string) => ({
-  ConditionExpression: 'runId = :r AND hookId = :h',
-  ExpressionAttributeValues: { ':r': { S: runId }, ':h': { S: hookId } },
-});
+/** The hook item is still the claim of `runId`'s hook `hookId`. */
+const hookOwnedBy = (runId: string, hookId: string): Expression =>
+  expression().when(stringIs('runId', ':r', runId), stringIs('hookId', ':h', hookId));
 
 /** The token of a run's hook when the event did not carry it (GSI1 `RUNHOOKS#<runId>`). */
 async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<string | undefined> {
@@ -44,8 +44,9 @@ async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<
     new QueryCommand({
       TableName: ctx.table,
       IndexName: GSI1,
-      KeyConditionExpression: `${ATTR.gsi1pk} = :p AND ${ATTR.gsi1sk} = :h`,
-      ExpressionAttributeValues: { ':p': { S: keys.runHooksGsi(runId) }, ':h': { S: hookId } },
+      ...readInput({
+        key: [stringIs(ATTR.gsi1pk, ':p', keys.runHooksGsi(runId)), stringIs(ATTR.gsi1sk, ':h', hookId)],
+      }),
     }),
   );
   const pk = res.Items?.[0]?.PK?.S;
@@ -109,14 +110,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
         return { items: [runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))], eventIdx: 1 };
       }
       const claim = takeover
-        ? {
-            Put: {
-              TableName: ctx.table,
-              Item: hookItem(rec),
-              ...hookOwnedBy(takeover.runId, takeover.hookId),
-              ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-            },
-          }
+        ? hookOwnedBy(takeover.runId, takeover.hookId).toPut(ctx.table, hookItem(rec), { returnOld: true })
         : putNew(ctx, hookItem(rec));
       return {
         items: [
@@ -195,7 +189,7 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
     what: 'hook_received',
     build: (slot) => {
       const items = [
-        { ConditionCheck: { TableName: ctx.table, Key: keysOf(keys.hook(token)), ...hookOwnedBy(runId, hookId) } },
+        hookOwnedBy(runId, hookId).toConditionCheck(ctx.table, keysOf(keys.hook(token))),
         runGuard(ctx, runId),
         putEvent(ctx, eventItem({ ...ev, slot, eventData: stored })),
       ];
@@ -266,7 +260,7 @@ export async function hookDisposed(call: CreateCall, runId: string, data: Data):
     what: 'hook_disposed',
     build: (slot) => ({
       items: [
-        { Delete: { TableName: ctx.table, Key: keysOf(keys.hook(token)), ...hookOwnedBy(runId, hookId) } },
+        hookOwnedBy(runId, hookId).toDelete(ctx.table, keysOf(keys.hook(token)), { returnOld: false }),
         putEvent(ctx, eventItem({ ...ev, slot })),
       ],
       eventIdx: 1,

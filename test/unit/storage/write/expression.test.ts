@@ -7,12 +7,14 @@ import { describe, expect, it } from 'vitest';
 import { when as ownedWhen } from '../../../../src/aws/owned-record.js';
 import { NOT_TERMINAL, TERMINAL_VALUES } from '../../../../src/storage/records/lifecycle.js';
 import type { StorageCtx } from '../../../../src/storage/table/storage-ctx.js';
+import { putEvent, putNew } from '../../../../src/storage/write/conditions.js';
 import {
   anyOf,
   assign,
   assignIfAbsent,
   atMost,
   attributeAbsent,
+  beginsWith,
   built,
   equals,
   expression,
@@ -259,7 +261,7 @@ describe('readInput', () => {
   it('renders a key condition, a filter and a projection with the merged placeholders', () => {
     expect(
       readInput({
-        key: [stringIs('PK', ':pk', 'RUN#r'), part('begins_with(SK, :w)', { ':w': { S: 'WAIT#' } })],
+        key: [stringIs('PK', ':pk', 'RUN#r'), beginsWith('SK', ':w', 'WAIT#')],
         filter: [statusIs(':waiting', 'waiting')],
         projection: ['PK', 'SK'],
       }),
@@ -281,5 +283,24 @@ describe('readInput', () => {
 
   it('refuses placeholders out of step', () => {
     expect(() => readInput({ key: [part('PK = :pk')] })).toThrow(/used but not defined \[:pk\]/);
+  });
+});
+
+describe('the create claims, built from parts', () => {
+  const ctx = { table: 't' } as StorageCtx;
+  const item = { ...KEY, a: { S: 'x' } };
+
+  it('putNew reports the item it found; putEvent (the slot claim) does not', () => {
+    expect(putNew(ctx, item)).toEqual({
+      Put: {
+        TableName: 't',
+        Item: item,
+        ConditionExpression: 'attribute_not_exists(PK)',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    });
+    expect(putEvent(ctx, item)).toEqual({
+      Put: { TableName: 't', Item: item, ConditionExpression: 'attribute_not_exists(PK)' },
+    });
   });
 });
