@@ -72,7 +72,7 @@ async function runTerminalOnce(call: CreateCall, runId: string, data: EventData)
   const start = startPosition(params);
   const callerTail = start.last;
   // Warm: the run view as this process last saw it, and the tail from memory (no read). The write
-  // below is conditioned on what it decides from it (see ../memory/items.ts).
+  // below is conditioned on what it decides from it (see ../memory/view-items.ts).
   const remembered =
     callerTail !== undefined || call.hints.get(runId) !== undefined ? call.runs.known(runId) : undefined;
   const read = remembered
