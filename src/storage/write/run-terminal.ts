@@ -32,8 +32,8 @@ import {
 import {
   assign,
   type Expression,
-  expression,
   equals,
+  expression,
   itemExists,
   named,
   numberIs,

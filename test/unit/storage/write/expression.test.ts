@@ -34,6 +34,8 @@ import {
   condition as whenPart,
 } from '../../../../src/storage/write/expression.js';
 import { holdingRunGuard, runGuard } from '../../../../src/storage/write/run-guard.js';
+import { leaseFence } from '../../../../src/storage/write/step-lease.js';
+import { stepUnmoved } from '../../../../src/storage/write/step-transition.js';
 
 const KEY = { PK: { S: 'RUN#r' }, SK: { S: 'RUN#meta' } };
 
@@ -301,6 +303,39 @@ describe('the create claims, built from parts', () => {
     });
     expect(putEvent(ctx, item)).toEqual({
       Put: { TableName: 't', Item: item, ConditionExpression: 'attribute_not_exists(PK)' },
+    });
+  });
+});
+
+describe('a step transition’s put, built from parts', () => {
+  const step = { ver: 4 } as Parameters<typeof stepUnmoved>[0];
+  const item = { PK: { S: 'RUN#r' }, SK: { S: 'STEP#s' } };
+  const next = {} as Parameters<typeof stepUnmoved>[1]['next'];
+
+  it('without a lease: the version only', () => {
+    expect(stepUnmoved(step, { next, eventData: undefined }).toPut('t', item, { returnOld: true })).toEqual({
+      Put: {
+        TableName: 't',
+        Item: item,
+        ConditionExpression: 'ver = :v',
+        ExpressionAttributeValues: { ':v': { N: '4' } },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    });
+  });
+
+  it('a leased start: the version AND the lease fence in parentheses, with the fence’s placeholders', () => {
+    const fence = leaseFence({ token: 'tok', ttlMs: 10_000, started: new Map() }, 1_000);
+    expect(fence.expr).toMatch(/ OR /); // why the parentheses matter
+    expect(stepUnmoved(step, { next, eventData: undefined, fence }).toPut('t', item, { returnOld: true })).toEqual({
+      Put: {
+        TableName: 't',
+        Item: item,
+        ConditionExpression: `ver = :v AND (${fence.expr})`,
+        ExpressionAttributeNames: fence.names,
+        ExpressionAttributeValues: { ':v': { N: '4' }, ...fence.values },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
     });
   });
 });
