@@ -75,12 +75,15 @@ export function createStorage(ctx: WorldContext): WorldStorage {
   };
 }
 
-// What the orphan sweep (src/sweep/run-payloads.ts) reads the table with: item states, the run's
-// payload prefix, the codec and the paged reads. It imports these from here, never from inside.
-export { expired, isTerminalRun, isTerminalStep, NOT_TERMINAL, TERMINAL_VALUES } from './records/lifecycle.js';
+// What the orphan sweep (src/sweep/run-payloads.ts) reads and writes the table with: a run's
+// items, the run view's sweep state and mark, item states, the run's payload prefix, the codec.
+// It imports these from here, never from inside, and sends no DynamoDB request of its own.
+// (The CLI's tail uses the event cursor; the consumer, the step lease's heartbeat.)
+export { expired, isTerminalRun, isTerminalStep } from './records/lifecycle.js';
 export { runPrefix } from './records/payloads.js';
-export { type Attrs, keysOf, num, str } from './table/codec.js';
+export { type Attrs, num, str } from './table/codec.js';
 export { encodeEventCursor } from './table/pagination.js';
-export { getItems, queryAll } from './table/reads.js';
 export type { StorageCtx } from './table/storage-ctx.js';
+export { type RunItems, type RunItemsOptions, readRunItems } from './write/run-items.js';
+export { markRunSwept, readRunSweepState, SWEPT_ATTR } from './write/run-swept.js';
 export { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from './write/step-lease.js';

@@ -14,29 +14,31 @@
  * - A pending or running run is never touched.
  * - Items are read (strongly consistent) before objects are listed.
  * - A run whose sweep protected nothing and deleted every orphan is marked `orphansSweptAt`
- *   (conditional on the run being terminal); later sweeps skip it unless `recheck` is set.
+ *   (conditional on the run being terminal: `markRunSwept`, src/storage/write/run-swept.ts);
+ *   later sweeps skip it unless `recheck` is set.
  * - Once `signal` is aborted no further run prefix is started; the report says `stopped: true`.
  * - Every doubt keeps the object; every delete is idempotent.
+ *
+ * The table is read and written only through what src/storage/index.ts exports (a run's items are
+ * the ones retention reads too, src/storage/write/run-items.ts); no DynamoDB request is made here.
  */
-import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { DEFAULT_TIMESTAMP_THRESHOLD_PAST_MS, ulidToDate } from '@workflow/world';
-import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import { SETTINGS } from '../config/index.js';
-import { ATTR, GSI1, keys } from '../schema/keys.js';
+import { keys } from '../schema/keys.js';
 import {
   type Attrs,
   expired,
-  getItems,
   isTerminalRun,
   isTerminalStep,
-  keysOf,
-  NOT_TERMINAL,
+  markRunSwept,
   num,
-  queryAll,
+  readRunItems,
+  readRunSweepState,
   runPrefix,
+  SWEPT_ATTR,
   type StorageCtx,
   str,
-  TERMINAL_VALUES,
 } from '../storage/index.js';
 import { forEachLimited } from '../util/concurrency.js';
 
@@ -125,8 +127,8 @@ export interface OrphanSweepReport {
   stopped: boolean;
 }
 
-/** The run item's mark: a sweep cleaned this terminal run (epoch ms). */
-export const SWEPT_ATTR = 'orphansSweptAt';
+/** The run item's mark: a sweep cleaned this terminal run (epoch ms); storage writes it (`markRunSwept`). */
+export { SWEPT_ATTR };
 
 type RunState =
   | { kind: 'active' }
@@ -170,7 +172,7 @@ function collectRefs(v: AttributeValue | undefined, prefix: string, out: Set<str
   }
 }
 
-interface RunItems {
+interface RunRefs {
   /** Keys any item of the run (its partition, its hooks, its stream blocks) points at. */
   refs: Set<string>;
   /** Prefixes of the run's non-terminal steps (`runs/<id>/steps/<stepId>/`). */
@@ -178,80 +180,23 @@ interface RunItems {
 }
 
 /**
- * Read everything that can point into `runs/<runId>/`: the run's partition (run view, events,
- * steps), its hooks (GSI1 `RUNHOOKS#`, then the hook items) and its stream blocks (GSI1
- * `RUNSTREAMS#`, then each stream's partition). `liveOnly`: ignore items whose TTL passed.
+ * Read everything that can point into `runs/<runId>/`: the run's items with its hooks
+ * (`readRunItems`: its partition, its hooks, its stream blocks). `liveOnly`: ignore items whose
+ * TTL passed.
  */
-async function readRunItems(ctx: StorageCtx, runId: string, now: number, liveOnly: boolean): Promise<RunItems> {
+async function readRunRefs(ctx: StorageCtx, runId: string, now: number, liveOnly: boolean): Promise<RunRefs> {
   const prefix = `${runPrefix(runId)}/`;
-  const byIndex = (gsi1pk: string) =>
-    queryAll(ctx, {
-      IndexName: GSI1,
-      KeyConditionExpression: '#g = :g',
-      ExpressionAttributeNames: { '#g': ATTR.gsi1pk },
-      ExpressionAttributeValues: { ':g': { S: gsi1pk } },
-    });
-  const partition = (pk: AttributeValue) =>
-    queryAll(ctx, {
-      KeyConditionExpression: 'PK = :pk',
-      ExpressionAttributeValues: { ':pk': pk },
-      ConsistentRead: true,
-    });
-  const [own, hookKeys, streams] = await Promise.all([
-    partition({ S: keys.runPk(runId) }),
-    byIndex(keys.runHooksGsi(runId)),
-    byIndex(keys.runStreamsGsi(runId)),
-  ]);
-  const [hooks, blocks] = await Promise.all([
-    getItems(
-      ctx,
-      hookKeys.map((k) => ({ PK: k.PK, SK: k.SK })),
-    ),
-    Promise.all(streams.map((s) => partition(s.PK))),
-  ]);
+  const { own, hooks, blocks } = await readRunItems(ctx, runId, { hooks: true });
   const refs = new Set<string>();
   const liveSteps: string[] = [];
-  for (const it of [...own, ...hooks, ...blocks.flat()]) {
-    if (!it || (liveOnly && expired(it, now))) continue;
+  for (const it of [...own, ...hooks, ...blocks]) {
+    if (liveOnly && expired(it, now)) continue;
     for (const v of Object.values(it)) collectRefs(v, prefix, refs);
     const sk = it.SK?.S ?? '';
     if (sk.startsWith(keys.stepSkPrefix) && !isTerminalStep(str(it, 'status')))
       liveSteps.push(`${prefix}steps/${sk.slice(keys.stepSkPrefix.length)}/`);
   }
   return { refs, liveSteps };
-}
-
-/** The run item's fields the sweep decides on (never its payloads), strongly consistent. */
-async function readRunState(ctx: StorageCtx, runId: string): Promise<Attrs | undefined> {
-  const out = await ctx.ddb.send(
-    new GetItemCommand({
-      TableName: ctx.table,
-      Key: keysOf(keys.runMeta(runId)),
-      ConsistentRead: true,
-      ProjectionExpression: 'PK, #st, completedAt, updatedAt, #ttl, #sw',
-      ExpressionAttributeNames: { '#st': 'status', '#ttl': ATTR.ttl, '#sw': SWEPT_ATTR },
-    }),
-  );
-  return out.Item as Attrs | undefined;
-}
-
-/** Mark a terminal run as cleaned. Conditional (the run exists and is terminal) and idempotent. */
-async function markSwept(ctx: StorageCtx, runId: string, now: number): Promise<void> {
-  try {
-    await ctx.ddb.send(
-      new UpdateItemCommand({
-        TableName: ctx.table,
-        Key: keysOf(keys.runMeta(runId)),
-        UpdateExpression: 'SET #sw = :t',
-        ConditionExpression: `attribute_exists(PK) AND NOT (${NOT_TERMINAL})`,
-        ExpressionAttributeNames: { '#sw': SWEPT_ATTR, '#st': 'status' },
-        ExpressionAttributeValues: { ':t': { N: String(now) }, ...TERMINAL_VALUES },
-      }),
-    );
-  } catch (err) {
-    // The item went away (TTL) meanwhile: nothing to mark; the next sweep sees no run item.
-    if (!isConditionalCheckFailed(err)) throw err;
-  }
 }
 
 /** Sweep one run prefix into `report`. */
@@ -263,7 +208,7 @@ async function sweepRun(
 ): Promise<void> {
   const { now, graceMs } = opts;
   report.runs.scanned++;
-  const state = runState(runId, await readRunState(ctx, runId), now);
+  const state = runState(runId, await readRunSweepState(ctx, runId), now);
   if (state.kind === 'foreign' || state.kind === 'active') {
     report.runs[state.kind]++;
     return;
@@ -278,7 +223,7 @@ async function sweepRun(
   }
   report.runs[state.kind]++;
   // Items first, then the listing (see the header: "Order matters").
-  const { refs, liveSteps } = await readRunItems(ctx, runId, now, state.kind === 'absent');
+  const { refs, liveSteps } = await readRunRefs(ctx, runId, now, state.kind === 'absent');
   const prefix = `${runPrefix(runId)}/`;
   const orphans: SweptObject[] = [];
   let kept = 0;
@@ -328,7 +273,7 @@ async function sweepRun(
   // Clean for good: every unreferenced object was an orphan and is gone (none protected by a live
   // step, none too recent to judge), so later sweeps may skip the run.
   if (state.kind === 'terminal' && !opts.dryRun && kept === 0 && failures.length === 0)
-    await markSwept(ctx, runId, now);
+    await markRunSwept(ctx, runId, now);
 }
 
 /**

@@ -124,11 +124,11 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     all: EventRecord[],
     limit: number,
     cursorIn: string | undefined,
-    rd: ResolveData | undefined,
+    resolveData: ResolveData | undefined,
   ) {
     const hasMore = all.length > limit;
     const recs = all.slice(0, limit);
-    const data = await Promise.all(recs.map((r) => toEvent(ctx, r, rd ?? 'all')));
+    const data = await Promise.all(recs.map((r) => toEvent(ctx, r, resolveData ?? 'all')));
     const cursor = recs.length > 0 ? cursorAt(recs[recs.length - 1]) : (cursorIn ?? null);
     return { data, cursor, hasMore };
   }

@@ -44,7 +44,7 @@ export function createHookReads(ctx: StorageCtx) {
   /** Ascending by hook id by default (core's hook ids are ULIDs: creation order). */
   async function list(params: ListHooksParams = {}): Promise<PaginatedResponse<Hook>> {
     const limit = pageLimit(params.pagination?.limit);
-    const rd = params.resolveData ?? 'all';
+    const resolveData = params.resolveData ?? 'all';
     const ascending = params.pagination?.sortOrder !== 'desc';
     const page =
       params.runId !== undefined
@@ -68,7 +68,7 @@ export function createHookReads(ctx: StorageCtx) {
           );
     const items = (await getItems(ctx, page.items)).filter((i): i is Attrs => i !== undefined && !expired(i));
     return {
-      data: await Promise.all(items.map((i) => toHook(ctx, parseHook(i), rd))),
+      data: await Promise.all(items.map((i) => toHook(ctx, parseHook(i), resolveData))),
       cursor: page.cursor,
       hasMore: page.hasMore,
     };

@@ -70,7 +70,7 @@ export function createRunReads(ctx: StorageCtx) {
     const statuses =
       params.status === undefined ? undefined : Array.isArray(params.status) ? params.status : [params.status];
     if (statuses && statuses.length === 0) return { data: [], cursor: null, hasMore: false };
-    const rd = params.resolveData ?? 'all';
+    const resolveData = params.resolveData ?? 'all';
     const name = params.workflowName;
     const values: Attrs = {};
     for (const [i, s] of (statuses ?? []).entries()) values[`:s${i}`] = { S: s };
@@ -93,10 +93,10 @@ export function createRunReads(ctx: StorageCtx) {
       pageLimit(params.pagination?.limit),
       params.pagination?.cursor,
     );
-    const items = await getItems(ctx, page.items, rd === 'none' ? WITHOUT_PAYLOADS : undefined);
+    const items = await getItems(ctx, page.items, resolveData === 'none' ? WITHOUT_PAYLOADS : undefined);
     const runs = items.filter((i): i is Attrs => i !== undefined && !expired(i));
     return {
-      data: await Promise.all(runs.map((i) => toRun(ctx, parseRun(i), rd))),
+      data: await Promise.all(runs.map((i) => toRun(ctx, parseRun(i), resolveData))),
       cursor: page.cursor,
       hasMore: page.hasMore,
     };
@@ -108,14 +108,14 @@ export function createRunReads(ctx: StorageCtx) {
     params?: { resolveData?: ResolveData },
   ): Promise<(WorkflowRun | null)[]> {
     const valid = ids.map((id) => (typeof id === 'string' && id.length > 0 ? id : undefined));
-    const rd = params?.resolveData ?? 'all';
+    const resolveData = params?.resolveData ?? 'all';
     const items = await getItems(
       ctx,
       valid.filter((id): id is string => id !== undefined).map((id) => keysOf(keys.runMeta(id))),
-      rd === 'none' ? WITHOUT_PAYLOADS : undefined,
+      resolveData === 'none' ? WITHOUT_PAYLOADS : undefined,
     );
     const byId = new Map(items.filter((i): i is Attrs => i !== undefined && !expired(i)).map((i) => [i.runId.S!, i]));
-    return Promise.all(ids.map((id) => (byId.has(id) ? toRun(ctx, parseRun(byId.get(id)!), rd) : null)));
+    return Promise.all(ids.map((id) => (byId.has(id) ? toRun(ctx, parseRun(byId.get(id)!), resolveData) : null)));
   }
 
   /** Poll-based long poll: returns once terminal, or with the latest snapshot at the deadline. */

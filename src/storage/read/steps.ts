@@ -31,9 +31,9 @@ export function createStepReads(ctx: StorageCtx) {
       params.pagination?.cursor,
       ['PK', 'SK'],
     );
-    const rd = params.resolveData ?? 'all';
+    const resolveData = params.resolveData ?? 'all';
     return {
-      data: await Promise.all(page.items.map((i) => toStep(ctx, parseStep(i), rd))),
+      data: await Promise.all(page.items.map((i) => toStep(ctx, parseStep(i), resolveData))),
       cursor: page.cursor,
       hasMore: page.hasMore,
     };

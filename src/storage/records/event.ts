@@ -241,7 +241,7 @@ export function newEvent(
 export const atSlot = (e: EventRecord, slot: number): EventRecord => ({ ...e, slot });
 
 /** The contract `Event`: ref fields stripped for 'none' (never read), pointers followed otherwise. */
-export async function toEvent(ctx: StorageCtx, e: EventRecord, rd: ResolveData): Promise<Event> {
+export async function toEvent(ctx: StorageCtx, e: EventRecord, resolveData: ResolveData): Promise<Event> {
   let ev = dropUndefined({
     ...(e.extra ?? {}),
     eventType: e.eventType,
@@ -254,7 +254,7 @@ export async function toEvent(ctx: StorageCtx, e: EventRecord, rd: ResolveData):
     specVersion: e.specVersion,
     resumeId: e.resumeId,
   }) as Event;
-  ev = stripEventDataRefs(ev, rd);
+  ev = stripEventDataRefs(ev, resolveData);
   const data = (ev as { eventData?: Record<string, unknown> }).eventData;
   if (data && typeof data === 'object' && Object.values(data).some(isS3Pointer)) {
     const resolved: Record<string, unknown> = {};

@@ -68,13 +68,13 @@ export function parseHook(it: Attrs): HookRecord {
   };
 }
 
-export async function toHook(ctx: StorageCtx, h: HookRecord, rd: ResolveData): Promise<Hook> {
+export async function toHook(ctx: StorageCtx, h: HookRecord, resolveData: ResolveData): Promise<Hook> {
   return dropUndefined({
     runId: h.runId,
     hookId: h.hookId,
     token: h.token,
     ...TENANT,
-    metadata: await payloadFor(ctx, h.metadata, rd),
+    metadata: await payloadFor(ctx, h.metadata, resolveData),
     createdAt: h.createdAt,
     specVersion: h.specVersion,
     isWebhook: h.isWebhook,
@@ -92,12 +92,18 @@ export async function toHook(ctx: StorageCtx, h: HookRecord, rd: ResolveData): P
  * the run, as it does for hooks without one.
  */
 export function resumeContextOf(run: RunRecord): HookResumeContext | undefined {
-  const ec = run.executionContext;
-  if (ec !== undefined && (typeof ec !== 'object' || ec === null || isS3Pointer(ec) || ec instanceof Uint8Array))
+  const executionContext = run.executionContext;
+  if (
+    executionContext !== undefined &&
+    (typeof executionContext !== 'object' ||
+      executionContext === null ||
+      isS3Pointer(executionContext) ||
+      executionContext instanceof Uint8Array)
+  )
     return undefined;
-  const coreVersion = ec?.workflowCoreVersion;
-  const traceCarrier = ec?.traceCarrier;
-  const inputVersion = ec?.hookResumeInputVersion;
+  const coreVersion = executionContext?.workflowCoreVersion;
+  const traceCarrier = executionContext?.traceCarrier;
+  const inputVersion = executionContext?.hookResumeInputVersion;
   return dropUndefined({
     deploymentId: run.deploymentId,
     workflowName: run.workflowName,

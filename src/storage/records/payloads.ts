@@ -102,5 +102,5 @@ export async function loadPayload(ctx: StorageCtx, v: unknown): Promise<unknown>
 }
 
 /** A payload field as returned: resolved for 'all', omitted for 'none'. */
-export const payloadFor = (ctx: StorageCtx, v: unknown, rd: ResolveData) =>
-  rd === 'none' ? undefined : loadPayload(ctx, v);
+export const payloadFor = (ctx: StorageCtx, v: unknown, resolveData: ResolveData) =>
+  resolveData === 'none' ? undefined : loadPayload(ctx, v);

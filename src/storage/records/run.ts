@@ -103,20 +103,20 @@ export function parseRun(it: Attrs): RunRecord {
  * once `expiredAt` has passed (a `$retention: '0'` run's terminal write already removed them;
  * this keeps a view read in between from showing them or following a deleted S3 object).
  */
-export async function toRun(ctx: StorageCtx, stored: RunRecord, rd: ResolveData): Promise<WorkflowRun> {
+export async function toRun(ctx: StorageCtx, stored: RunRecord, resolveData: ResolveData): Promise<WorkflowRun> {
   const r =
     stored.expiredAt !== undefined && stored.expiredAt.getTime() <= Date.now()
       ? { ...stored, input: undefined, output: undefined, error: undefined }
       : stored;
   const [input, output] = await Promise.all([
-    payloadFor(ctx, r.input, rd),
-    r.status === 'completed' ? payloadFor(ctx, r.output, rd) : undefined,
+    payloadFor(ctx, r.input, resolveData),
+    r.status === 'completed' ? payloadFor(ctx, r.output, resolveData) : undefined,
   ]);
   // 'none' keeps the error (as world-local does) unless it lives in S3.
   const error =
     r.status !== 'failed'
       ? undefined
-      : rd === 'none' && isS3Pointer(r.error)
+      : resolveData === 'none' && isS3Pointer(r.error)
         ? undefined
         : await loadPayload(ctx, r.error);
   return dropUndefined({

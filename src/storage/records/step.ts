@@ -90,9 +90,12 @@ export function parseStep(it: Attrs): StepRecord {
   };
 }
 
-export async function toStep(ctx: StorageCtx, s: StepRecord, rd: ResolveData): Promise<Step> {
-  const [input, output] = await Promise.all([payloadFor(ctx, s.input, rd), payloadFor(ctx, s.output, rd)]);
-  const error = rd === 'none' && isS3Pointer(s.error) ? undefined : await loadPayload(ctx, s.error);
+export async function toStep(ctx: StorageCtx, s: StepRecord, resolveData: ResolveData): Promise<Step> {
+  const [input, output] = await Promise.all([
+    payloadFor(ctx, s.input, resolveData),
+    payloadFor(ctx, s.output, resolveData),
+  ]);
+  const error = resolveData === 'none' && isS3Pointer(s.error) ? undefined : await loadPayload(ctx, s.error);
   return dropUndefined({
     runId: s.runId,
     stepId: s.stepId,

@@ -14,22 +14,16 @@ import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { cancellationReasonKind, cancellationReasons, isTransactionCanceled } from '../../aws/sdk-errors.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
+import { expression, itemAbsent } from './expression.js';
 
-/** Put with `attribute_not_exists`: the create-claim of a view item. */
+/** Put with `attribute_not_exists`: the create-claim of a view item, reporting the item it found. */
 export function putNew(ctx: StorageCtx, item: Attrs): TransactWriteItem {
-  return {
-    Put: {
-      TableName: ctx.table,
-      Item: item,
-      ConditionExpression: 'attribute_not_exists(PK)',
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    },
-  };
+  return expression().when(itemAbsent).toPut(ctx.table, item, { returnOld: true });
 }
 
-/** The slot claim: an event put that fails if the slot is taken. */
+/** The slot claim: an event put that fails if the slot is taken (the reason alone is enough). */
 export function putEvent(ctx: StorageCtx, item: Attrs): TransactWriteItem {
-  return { Put: { TableName: ctx.table, Item: item, ConditionExpression: 'attribute_not_exists(PK)' } };
+  return expression().when(itemAbsent).toPut(ctx.table, item, { returnOld: false });
 }
 
 export interface Cancellation {

@@ -27,7 +27,8 @@ import { attrSet } from './run-attributes.js';
 import { runCreated } from './run-created.js';
 import { runStarted } from './run-started.js';
 import { runTerminal } from './run-terminal.js';
-import { stepCreated, stepFinished, stepRetrying, stepStartedBare, stepStartedLazy } from './step-events.js';
+import { stepFinished, stepRetrying } from './step-finished.js';
+import { stepCreated, stepStartedBare, stepStartedLazy } from './step-started.js';
 import { waitCompleted, waitCreated } from './wait-events.js';
 
 type Data = Record<string, any>;

@@ -28,15 +28,15 @@ import { assertId } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import { type CreateCall, endedEarly, type Handled, type Outcome, resolved } from './create-call.js';
+import { type Expression, expression, readInput, stringIs } from './expression.js';
 import { type Position, startPosition } from './position.js';
 import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError } from './run-guard.js';
 
 type Data = Record<string, any>;
 
-const hookOwnedBy = (runId: string, hookId: string) => ({
-  ConditionExpression: 'runId = :r AND hookId = :h',
-  ExpressionAttributeValues: { ':r': { S: runId }, ':h': { S: hookId } },
-});
+/** The hook item is still the claim of `runId`'s hook `hookId`. */
+const hookOwnedBy = (runId: string, hookId: string): Expression =>
+  expression().when(stringIs('runId', ':r', runId), stringIs('hookId', ':h', hookId));
 
 /** The token of a run's hook when the event did not carry it (GSI1 `RUNHOOKS#<runId>`). */
 async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<string | undefined> {
@@ -44,8 +44,9 @@ async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<
     new QueryCommand({
       TableName: ctx.table,
       IndexName: GSI1,
-      KeyConditionExpression: `${ATTR.gsi1pk} = :p AND ${ATTR.gsi1sk} = :h`,
-      ExpressionAttributeValues: { ':p': { S: keys.runHooksGsi(runId) }, ':h': { S: hookId } },
+      ...readInput({
+        key: [stringIs(ATTR.gsi1pk, ':p', keys.runHooksGsi(runId)), stringIs(ATTR.gsi1sk, ':h', hookId)],
+      }),
     }),
   );
   const pk = res.Items?.[0]?.PK?.S;
@@ -71,12 +72,16 @@ async function claimReleasable(ctx: StorageCtx, holder: HookRecord, now: Date): 
 export async function hookCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const { ctx } = call;
   const hookId: string = data.correlationId;
-  const ed: Data = data.eventData ?? {};
-  const token = ed.token;
+  const eventData: Data = data.eventData ?? {};
+  const token = eventData.token;
   assertId('token', token);
   const terminal = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
-  const placed = await placePayloads(ctx, { metadata: ed.metadata }, `${runPrefix(runId)}/hooks/${hookId}`, 4096, () =>
-    checkRunGuard(ctx, runId, terminal),
+  const placed = await placePayloads(
+    ctx,
+    { metadata: eventData.metadata },
+    `${runPrefix(runId)}/hooks/${hookId}`,
+    4096,
+    () => checkRunGuard(ctx, runId, terminal),
   );
   const rec: HookRecord = {
     runId,
@@ -85,13 +90,14 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     metadata: placed.metadata,
     createdAt: call.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
-    isWebhook: ed.isWebhook ?? false,
-    isSystem: ed.isSystem ?? false,
-    tokenRetentionUntil: ed.tokenRetentionUntil === undefined ? undefined : new Date(ed.tokenRetentionUntil),
+    isWebhook: eventData.isWebhook ?? false,
+    isSystem: eventData.isSystem ?? false,
+    tokenRetentionUntil:
+      eventData.tokenRetentionUntil === undefined ? undefined : new Date(eventData.tokenRetentionUntil),
     // From the run this process remembers (a delivery's run_started put it there); never read for it.
     resumeContext: resumeContextOfKnownRun(call, runId),
   };
-  const created = newEvent(call.stamp, runId, data, 'hook_created', ed);
+  const created = newEvent(call.stamp, runId, data, 'hook_created', eventData);
   let takeover: HookRecord | undefined;
   let conflictWith: string | undefined;
   const pos = startPosition(call.params);
@@ -104,20 +110,13 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
         return { items: [runGuard(ctx, runId), putEvent(ctx, eventItem({ ...ev, slot }))], eventIdx: 1 };
       }
       const claim = takeover
-        ? {
-            Put: {
-              TableName: ctx.table,
-              Item: hookItem(rec),
-              ...hookOwnedBy(takeover.runId, takeover.hookId),
-              ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-            },
-          }
+        ? hookOwnedBy(takeover.runId, takeover.hookId).toPut(ctx.table, hookItem(rec), { returnOld: true })
         : putNew(ctx, hookItem(rec));
       return {
         items: [
           claim,
           holdingRunGuard(ctx, runId),
-          putEvent(ctx, eventItem({ ...created, slot, eventData: { ...ed, metadata: placed.metadata } })),
+          putEvent(ctx, eventItem({ ...created, slot, eventData: { ...eventData, metadata: placed.metadata } })),
         ],
         eventIdx: 2,
       };
@@ -146,7 +145,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
   return {
     own: [{ ...created, slot: done.slot }],
     pos,
-    hook: await toHook(ctx, { ...rec, metadata: ed.metadata }, call.resolveData),
+    hook: await toHook(ctx, { ...rec, metadata: eventData.metadata }, call.resolveData),
   };
 }
 
@@ -160,15 +159,15 @@ function resumeContextOfKnownRun(call: CreateCall, runId: string) {
 export async function hookReceived(call: CreateCall, runId: string, data: Data): Promise<Handled> {
   const { ctx, params } = call;
   const hookId: string = data.correlationId;
-  const ed: Data = data.eventData ?? {};
-  const token = typeof ed.token === 'string' ? ed.token : await tokenOf(ctx, runId, hookId);
+  const eventData: Data = data.eventData ?? {};
+  const token = typeof eventData.token === 'string' ? eventData.token : await tokenOf(ctx, runId, hookId);
   if (!token) throw new HookNotFoundError(hookId);
   const resumeId = typeof params?.resumeId === 'string' && params.resumeId !== '' ? params.resumeId : undefined;
   const digest = typeof params?.resumePayloadDigest === 'string' ? params.resumePayloadDigest : undefined;
   const expired = (s: string) =>
     new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s);
-  const stored = await placeEventData(ctx, runId, 'hook_received', ed, () => checkRunGuard(ctx, runId, expired));
-  const ev: EventRecord = { ...newEvent(call.stamp, runId, data, 'hook_received', ed), resumeId };
+  const stored = await placeEventData(ctx, runId, 'hook_received', eventData, () => checkRunGuard(ctx, runId, expired));
+  const ev: EventRecord = { ...newEvent(call.stamp, runId, data, 'hook_received', eventData), resumeId };
 
   let pos: Position = startPosition(params);
   let preload: EventRecord[] | undefined;
@@ -190,7 +189,7 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
     what: 'hook_received',
     build: (slot) => {
       const items = [
-        { ConditionCheck: { TableName: ctx.table, Key: keysOf(keys.hook(token)), ...hookOwnedBy(runId, hookId) } },
+        hookOwnedBy(runId, hookId).toConditionCheck(ctx.table, keysOf(keys.hook(token))),
         runGuard(ctx, runId),
         putEvent(ctx, eventItem({ ...ev, slot, eventData: stored })),
       ];
@@ -246,22 +245,22 @@ type HookRunView = ReturnType<typeof parseRun>;
 export async function hookDisposed(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const { ctx } = call;
   const hookId: string = data.correlationId;
-  const ed: Data | undefined = data.eventData;
-  const token = typeof ed?.token === 'string' ? ed.token : await tokenOf(ctx, runId, hookId);
+  const eventData: Data | undefined = data.eventData;
+  const token = typeof eventData?.token === 'string' ? eventData.token : await tokenOf(ctx, runId, hookId);
   const gone = async (): Promise<never> => {
     if (await hasEvent(ctx, runId, hookId, 'hook_disposed'))
       throw new EntityConflictError(`Hook "${hookId}" already disposed`);
     throw new HookNotFoundError(hookId);
   };
   if (!token) return gone();
-  const ev = newEvent(call.stamp, runId, data, 'hook_disposed', ed);
+  const ev = newEvent(call.stamp, runId, data, 'hook_disposed', eventData);
   const pos = startPosition(call.params);
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'hook_disposed',
     build: (slot) => ({
       items: [
-        { Delete: { TableName: ctx.table, Key: keysOf(keys.hook(token)), ...hookOwnedBy(runId, hookId) } },
+        hookOwnedBy(runId, hookId).toDelete(ctx.table, keysOf(keys.hook(token)), { returnOld: false }),
         putEvent(ctx, eventItem({ ...ev, slot })),
       ],
       eventIdx: 1,

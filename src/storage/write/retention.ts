@@ -10,19 +10,21 @@
  *   `expiredAt` = that time and the S3 objects are tagged for the bucket's lifecycle rule.
  * - Runs after the terminal transaction committed; a failure is logged and leaves data in place.
  *   Every update is conditional on the item existing, and idempotent.
+ * - The run's items are the ones run-items.ts reads (the orphan sweep reads the same).
  */
-import { type AttributeValue, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { getEventDataRefFields, readRunRetention } from '@workflow/world';
 import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
 import { RETENTION_TAG } from '../../config/limits.js';
-import { ATTR, GSI1, keys } from '../../schema/keys.js';
+import { ATTR, keys } from '../../schema/keys.js';
 import { consoleLogger } from '../../telemetry/log.js';
 import { forEachLimited } from '../../util/concurrency.js';
 import { PAIR_ATTR } from '../records/event.js';
 import { runPrefix } from '../records/payloads.js';
-import type { Attrs } from '../table/codec.js';
-import { queryAll } from '../table/reads.js';
+import { type Attrs, keysOf } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
+import { assign, expression, itemExists, named, type Part, part } from './expression.js';
+import { readRunItems } from './run-items.js';
 
 /** How long the payload-free entities of a `$retention: '0'` run are kept without a World-wide retention. */
 export const PURGED_ENTITY_GRACE_SECONDS = 86_400;
@@ -47,44 +49,39 @@ const ENTITY_PAYLOADS = ['input', 'output', 'error', 'metadata'];
  */
 const BLOCK_CHUNKS = 'c';
 
-/** The document paths holding user payloads in one item, as REMOVE paths plus their names. */
-export function payloadPaths(item: Attrs): { paths: string[]; names: Record<string, string> } {
-  const paths: string[] = [];
-  const names: Record<string, string> = {};
+/**
+ * The document paths holding user payloads in one item, as REMOVE parts: each path's segments
+ * behind `#p<n>` placeholders, numbered across the item's paths.
+ */
+export function payloadPaths(item: Attrs): Part[] {
+  const paths: Part[] = [];
+  let aliases = 0;
   const add = (path: string[]) => {
-    const aliases = path.map((p) => {
-      const a = `#p${Object.keys(names).length}`;
-      names[a] = p;
-      return a;
-    });
-    paths.push(aliases.join('.'));
+    const segments = path.map((segment) => named(`#p${aliases++}`, segment));
+    const names = Object.assign({}, ...segments.map((s) => s.names));
+    paths.push(part(segments.map((s) => s.text).join('.'), undefined, names));
   };
   const sk = item.SK?.S ?? '';
-  if (sk.startsWith(keys.chunkSkPrefix)) return { paths, names }; // see blockPurge()
+  if (sk.startsWith(keys.chunkSkPrefix)) return paths; // see blockPurge()
   for (const a of ENTITY_PAYLOADS) if (item[a] !== undefined) add([a]);
   // An event's ref fields: the item's own event, and a pair item's second event in its map.
   const eventRefs = (ev: Attrs, at: string[]) => {
-    const ed = ev.ed?.M;
+    const eventDataMap = ev.ed?.M;
     const type = ev.t?.S;
-    if (ed && type) for (const f of getEventDataRefFields(type)) if (ed[f] !== undefined) add([...at, 'ed', f]);
+    if (eventDataMap && type)
+      for (const f of getEventDataRefFields(type)) if (eventDataMap[f] !== undefined) add([...at, 'ed', f]);
   };
   eventRefs(item, []);
   const second = item[PAIR_ATTR]?.M;
   if (second) eventRefs(second, [PAIR_ATTR]);
-  return { paths, names };
+  return paths;
 }
 
-/** For a stream block item: `SET c = [NULL, ...]` with as many elements as it has chunks. */
-function blockPurge(
-  item: Attrs,
-): { set: string; names: Record<string, string>; values: Record<string, AttributeValue> } | undefined {
+/** For a stream block item: the SET part `c = [NULL, ...]`, with as many elements as it has chunks. */
+function blockPurge(item: Attrs): Part | undefined {
   const list = item[BLOCK_CHUNKS]?.L;
   if (!(item.SK?.S ?? '').startsWith(keys.chunkSkPrefix) || !list) return undefined;
-  return {
-    set: ', #blk = :empty',
-    names: { '#blk': BLOCK_CHUNKS },
-    values: { ':empty': { L: list.map(() => ({ NULL: true })) } },
-  };
+  return assign(named('#blk', BLOCK_CHUNKS), ':empty', { L: list.map(() => ({ NULL: true })) });
 }
 
 const CONCURRENCY = 16;
@@ -92,20 +89,16 @@ const CONCURRENCY = 16;
 /** Stamp `ttl` on each item and, when purging, remove its payload attributes in the same update. */
 async function stamp(ctx: StorageCtx, items: Attrs[], ttl: number, purge: boolean): Promise<void> {
   await forEachLimited(items, CONCURRENCY, async (it) => {
-    const { paths, names } = purge ? payloadPaths(it) : { paths: [], names: {} };
-    const block = purge ? blockPurge(it) : undefined;
-    const values: Record<string, AttributeValue> = { ':t': { N: String(ttl) }, ...block?.values };
+    const update = expression()
+      .set(assign(named('#ttl', ATTR.ttl), ':t', { N: String(ttl) }))
+      .when(itemExists);
+    if (purge) {
+      const block = blockPurge(it);
+      if (block) update.set(block);
+      update.remove(...payloadPaths(it));
+    }
     await ctx.ddb
-      .send(
-        new UpdateItemCommand({
-          TableName: ctx.table,
-          Key: { PK: it.PK, SK: it.SK },
-          UpdateExpression: `SET #ttl = :t${block?.set ?? ''}${paths.length > 0 ? ` REMOVE ${paths.join(', ')}` : ''}`,
-          ConditionExpression: 'attribute_exists(PK)',
-          ExpressionAttributeNames: { '#ttl': ATTR.ttl, ...names, ...block?.names },
-          ExpressionAttributeValues: values,
-        }),
-      )
+      .send(new UpdateItemCommand(update.toUpdateItem(ctx.table, { PK: it.PK, SK: it.SK }, { returnOld: false })))
       .catch((e) => {
         if (!isConditionalCheckFailed(e)) throw e; // deleted meanwhile (a released wait): nothing to stamp
       });
@@ -126,49 +119,21 @@ export async function applyRetention(
   if (seconds === undefined) return;
   const purge = purgesOnFinish(attributes);
   const ttl = Math.floor(now.getTime() / 1000) + seconds;
-  const projection = purge ? {} : { ProjectionExpression: 'PK, SK' };
   try {
-    const [own, streams] = await Promise.all([
-      queryAll(ctx, {
-        KeyConditionExpression: 'PK = :pk',
-        ExpressionAttributeValues: { ':pk': { S: keys.runPk(runId) } },
-        ...projection,
-        ConsistentRead: true,
-      }),
-      queryAll(ctx, {
-        IndexName: GSI1,
-        KeyConditionExpression: '#g = :g',
-        ExpressionAttributeNames: { '#g': ATTR.gsi1pk },
-        ExpressionAttributeValues: { ':g': { S: keys.runStreamsGsi(runId) } },
-      }),
-    ]);
-    const chunks = (
-      await Promise.all(
-        streams.map((s) =>
-          queryAll(ctx, {
-            KeyConditionExpression: 'PK = :pk',
-            ExpressionAttributeValues: { ':pk': s.PK },
-            ...projection,
-            ConsistentRead: true,
-          }),
-        ),
-      )
-    ).flat();
+    const { own, blocks } = await readRunItems(ctx, runId, { keysOnly: !purge });
     // The run view last: once it carries the TTL, everything else already does.
     const view = own.filter((i) => i.SK.S === 'RUN#meta');
-    await stamp(ctx, [...own.filter((i) => i.SK.S !== 'RUN#meta'), ...chunks], ttl, purge);
+    await stamp(ctx, [...own.filter((i) => i.SK.S !== 'RUN#meta'), ...blocks], ttl, purge);
     await stamp(ctx, view, ttl, purge);
     // A purged run's `expiredAt` (the terminal time) came with its terminal transaction.
-    if (!purge)
+    if (!purge) {
+      const expire = expression()
+        .set(assign('expiredAt', ':e', { N: String(ttl * 1000) }))
+        .when(itemExists);
       await ctx.ddb.send(
-        new UpdateItemCommand({
-          TableName: ctx.table,
-          Key: { PK: { S: keys.runPk(runId) }, SK: { S: 'RUN#meta' } },
-          UpdateExpression: 'SET expiredAt = :e',
-          ConditionExpression: 'attribute_exists(PK)',
-          ExpressionAttributeValues: { ':e': { N: String(ttl * 1000) } },
-        }),
+        new UpdateItemCommand(expire.toUpdateItem(ctx.table, keysOf(keys.runMeta(runId)), { returnOld: false })),
       );
+    }
     await expireObjects(ctx, runId, purge);
   } catch (err) {
     consoleLogger.warn(

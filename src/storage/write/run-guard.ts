@@ -18,16 +18,24 @@ import { getItem } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { type Cancellation, oldItem } from './conditions.js';
 import { type CreateCall, RESTART, type Restart } from './create-call.js';
-import { type Expression, expression, itemExists, part, runNotTerminal } from './expression.js';
+import {
+  anyOf,
+  assign,
+  atMost,
+  attributeAbsent,
+  type Expression,
+  expression,
+  itemExists,
+  named,
+  runNotTerminal,
+} from './expression.js';
 
 /** The run exists, is not terminal, and has a spec this World serves. */
 const runServed = (): Expression =>
   expression().when(
     itemExists,
     runNotTerminal,
-    part('(attribute_not_exists(specVersion) OR specVersion <= :maxsv)', {
-      ':maxsv': { N: String(SPEC_VERSION_MAX_SUPPORTED) },
-    }),
+    anyOf(attributeAbsent('specVersion'), atMost('specVersion', ':maxsv', { N: String(SPEC_VERSION_MAX_SUPPORTED) })),
   );
 
 export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
@@ -43,7 +51,7 @@ export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
  */
 export function holdingRunGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
   return runServed()
-    .set(part('#holds = :held', { ':held': { BOOL: true } }, { '#holds': HOLDS }))
+    .set(assign(named('#holds', HOLDS), ':held', { BOOL: true }))
     .toUpdate(ctx.table, keysOf(keys.runMeta(runId)));
 }
 
@@ -58,8 +66,8 @@ export function mayHold(run: Attrs): boolean {
 /** The error a failed {@link runGuard} stands for. */
 export function runGuardError(runId: string, old: Attrs | undefined, onTerminal: (status: string) => Error): Error {
   if (!old) return new WorkflowRunNotFoundError(runId);
-  const sv = num(old, 'specVersion');
-  if (requiresNewerWorld(sv)) return new RunNotSupportedError(sv!, SPEC_VERSION_MAX_SUPPORTED);
+  const specVersion = num(old, 'specVersion');
+  if (requiresNewerWorld(specVersion)) return new RunNotSupportedError(specVersion!, SPEC_VERSION_MAX_SUPPORTED);
   return onTerminal(str(old, 'status') ?? 'unknown');
 }
 

@@ -14,24 +14,28 @@ import { backoff } from '../table/backoff.js';
 import { type Attrs, num, str } from '../table/codec.js';
 import { queryAll } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
+import {
+  anyOf,
+  assign,
+  atMost,
+  attributeAbsent,
+  beginsWith,
+  expression,
+  named,
+  readInput,
+  statusIs,
+  stringIs,
+} from './expression.js';
 
 export async function releaseRun(ctx: StorageCtx, runId: string, purge = false): Promise<void> {
   const [hooks, waits] = await Promise.all([
+    queryAll(ctx, { IndexName: GSI1, ...readInput({ key: [stringIs(ATTR.gsi1pk, ':h', keys.runHooksGsi(runId))] }) }),
     queryAll(ctx, {
-      IndexName: GSI1,
-      KeyConditionExpression: `${ATTR.gsi1pk} = :h`,
-      ExpressionAttributeValues: { ':h': { S: keys.runHooksGsi(runId) } },
-    }),
-    queryAll(ctx, {
-      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :w)',
-      FilterExpression: '#st = :waiting',
-      ExpressionAttributeNames: { '#st': 'status' },
-      ExpressionAttributeValues: {
-        ':pk': { S: keys.runPk(runId) },
-        ':w': { S: keys.waitSkPrefix },
-        ':waiting': { S: 'waiting' },
-      },
-      ProjectionExpression: 'PK, SK',
+      ...readInput({
+        key: [stringIs('PK', ':pk', keys.runPk(runId)), beginsWith('SK', ':w', keys.waitSkPrefix)],
+        filter: [statusIs(':waiting', 'waiting')],
+        projection: ['PK', 'SK'],
+      }),
       ConsistentRead: true,
     }),
   ]);
@@ -53,38 +57,32 @@ export async function releaseRun(ctx: StorageCtx, runId: string, purge = false):
  * for a `$retention: '0'` run, loses its metadata: keeping the token does not keep the payload).
  */
 async function releaseHook(ctx: StorageCtx, runId: string, h: Attrs, now: number, purge: boolean): Promise<void> {
-  const owned = { ':r': { S: runId }, ':h': { S: str(h, ATTR.gsi1sk)! } };
+  const owned = [stringIs('runId', ':r', runId), stringIs('hookId', ':h', str(h, ATTR.gsi1sk)!)];
   const key = { PK: h.PK, SK: { S: storageKeys.hookMetaSk } };
+  // The condition reads the retention (the index does not hold it).
+  const retentionOver = anyOf(
+    attributeAbsent('tokenRetentionUntil'),
+    atMost('tokenRetentionUntil', ':now', { N: String(now) }),
+  );
   try {
     await ctx.ddb.send(
-      new DeleteItemCommand({
-        TableName: ctx.table,
-        Key: key,
-        // The condition reads the retention (the index does not hold it).
-        ConditionExpression:
-          'runId = :r AND hookId = :h AND (attribute_not_exists(tokenRetentionUntil) OR tokenRetentionUntil <= :now)',
-        ExpressionAttributeValues: { ...owned, ':now': { N: String(now) } },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
+      new DeleteItemCommand(
+        expression()
+          .when(...owned, retentionOver)
+          .toDeleteItem(ctx.table, key, { returnOld: true }),
+      ),
     );
   } catch (e) {
     if (!isConditionalCheckFailed(e)) throw e;
     const old = (e as { Item?: Attrs }).Item;
     const until = old && str(old, 'runId') === runId ? num(old, 'tokenRetentionUntil') : undefined;
     if (until === undefined) return; // another run's hook holds the token now
-    await ctx.ddb
-      .send(
-        new UpdateItemCommand({
-          TableName: ctx.table,
-          Key: key,
-          UpdateExpression: purge ? 'SET #ttl = :t REMOVE #md' : 'SET #ttl = :t',
-          ConditionExpression: 'runId = :r AND hookId = :h',
-          ExpressionAttributeNames: { '#ttl': ATTR.ttl, ...(purge ? { '#md': 'metadata' } : {}) },
-          ExpressionAttributeValues: { ...owned, ':t': { N: String(Math.ceil(until / 1000)) } },
-        }),
-      )
-      .catch((err) => {
-        if (!isConditionalCheckFailed(err)) throw err;
-      });
+    const keep = expression()
+      .set(assign(named('#ttl', ATTR.ttl), ':t', { N: String(Math.ceil(until / 1000)) }))
+      .when(...owned);
+    if (purge) keep.remove(named('#md', 'metadata'));
+    await ctx.ddb.send(new UpdateItemCommand(keep.toUpdateItem(ctx.table, key, { returnOld: false }))).catch((err) => {
+      if (!isConditionalCheckFailed(err)) throw err;
+    });
   }
 }

@@ -16,7 +16,7 @@ import type { EventResult } from '@workflow/world';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { currentDelivery } from '../../context/delivery-scope.js';
 import { keys } from '../../schema/keys.js';
-import { readRunTail } from '../read/log-tail.js';
+import { type RunTail, readRunTail } from '../read/log-tail.js';
 import { dueOnCreate } from '../records/due.js';
 import { atSlot, cursorAt, type EventRecord, eventItem, newEvent, pairEvents, toEvent } from '../records/event.js';
 import { isTerminalRun } from '../records/lifecycle.js';
@@ -36,7 +36,7 @@ import {
   resolved,
   restartable,
 } from './create-call.js';
-import { assign, expression, numberIs, part, setStatus, statusIs } from './expression.js';
+import { assign, assignIfAbsent, expression, numberIs, setStatus, statusIs } from './expression.js';
 import { type Position, startPosition } from './position.js';
 import { assertSpec, rereadRunOnGuard } from './run-guard.js';
 import { type EventData, newRun, validateSeedAttributes } from './run-seed.js';
@@ -46,12 +46,49 @@ export function runStarted(call: CreateCall, runId: string, data: EventData): Pr
 }
 
 async function runStartedOnce(call: CreateCall, runId: string, data: EventData): Promise<Outcome | Resolved | Restart> {
+  const preload = call.params?.skipPreload !== true;
+  const state = await readStartState(call, runId, preload);
+  if ('answer' in state) return state.answer;
+  const event = newEvent(call.stamp, runId, data, 'run_started', undefined); // eventData belongs on run_created only
+  if (!state.read.run) return startMissing(call, runId, data, state, event);
+  const record = parseRun(state.read.run);
+  assertSpec(record);
+  if (isTerminalRun(record.status)) {
+    throw new RunExpiredError(
+      `Workflow run "${runId}" is already in terminal state "${record.status}"`,
+      runId,
+      record.status,
+    );
+  }
+  if (record.status === 'running') return alreadyRunning(call, record, state);
+  return startPending(call, runId, record, state, event);
+}
+
+/** What a start decides from: the run and the log as read (or remembered), and the position the write starts at. */
+interface StartState {
+  /** With a preload, the events read are the whole log. */
+  readonly preload: boolean;
+  /** The run came from this process's memory (the write is then conditioned on its attributes' version). */
+  readonly remembered: boolean;
+  readonly read: RunTail;
+  readonly pos: Position;
+}
+
+/**
+ * The run and the log tail a start decides from: remembered (warm, without a preload: the run as
+ * this process created it, the tail from memory, no read), or read with `readRunTail` (a preload
+ * reads only what follows a prefix this process remembers). `answer`: a started run's preload
+ * answered from memory alone ({@link preloadFromMemory}).
+ */
+async function readStartState(
+  call: CreateCall,
+  runId: string,
+  preload: boolean,
+): Promise<StartState | { readonly answer: Resolved }> {
   const { ctx, params } = call;
-  const preload = params?.skipPreload !== true;
   const start = startPosition(params);
   const callerTail = start.last;
-  // Warm, without a preload: the run as this process created it, the tail from memory (no read).
-  // The start is conditioned on what it relies on (pending, the attributes' version).
+  // Warm, without a preload: the start is conditioned on what it relies on (pending, the attributes' version).
   const hint = call.hints.get(runId);
   const remembered = !preload && (callerTail !== undefined || hint !== undefined) ? call.runs.known(runId) : undefined;
   // The log is append-only: a prefix this process remembers (it wrote or read those slots) is
@@ -60,13 +97,15 @@ async function runStartedOnce(call: CreateCall, runId: string, data: EventData):
   if (prefix) {
     const known = preloadFromMemory(call, runId, hint!, prefix);
     if (known)
-      return resolved({
-        run: await toRun(ctx, known, call.resolveData),
-        ...(await logPage(call, prefix)),
-      } as EventResult);
+      return {
+        answer: resolved({
+          run: await toRun(ctx, known, call.resolveData),
+          ...(await logPage(call, prefix)),
+        } as EventResult),
+      };
   }
-  const read = remembered
-    ? { run: remembered, events: [] as EventRecord[], tail: callerTail ?? hint! }
+  const read: RunTail = remembered
+    ? { run: remembered, events: [], tail: callerTail ?? hint! }
     : await readRunTail(ctx, runId, preload ? (prefix ? hint : 0) : callerTail);
   if (prefix) read.events = [...prefix, ...read.events];
   // Remembered: the caller's own position as given (a half-form cursor keeps its mark for
@@ -76,36 +115,50 @@ async function runStartedOnce(call: CreateCall, runId: string, data: EventData):
       ? start
       : { last: hint, collect: [] }
     : { last: read.tail, collect: preload || callerTail === undefined ? [] : [...read.events] };
-  const event = newEvent(call.stamp, runId, data, 'run_started', undefined); // eventData belongs on run_created only
+  return { preload, remembered: remembered !== undefined, read, pos };
+}
 
-  if (!read.run) {
-    const eventData: EventData | undefined = data.eventData;
-    if (
-      !eventData ||
-      typeof eventData.deploymentId !== 'string' ||
-      typeof eventData.workflowName !== 'string' ||
-      eventData.input === undefined
-    ) {
-      throw new WorkflowRunNotFoundError(runId);
-    }
-    return resilientStart(call, runId, data, eventData, pos, preload ? read.events : undefined, event);
+/** No run: the resilient start creates it when the event carries its creation data, else not found. */
+function startMissing(
+  call: CreateCall,
+  runId: string,
+  data: EventData,
+  state: StartState,
+  event: EventRecord,
+): Promise<Outcome | Restart> {
+  const eventData: EventData | undefined = data.eventData;
+  if (
+    !eventData ||
+    typeof eventData.deploymentId !== 'string' ||
+    typeof eventData.workflowName !== 'string' ||
+    eventData.input === undefined
+  ) {
+    throw new WorkflowRunNotFoundError(runId);
   }
-  const record = parseRun(read.run);
-  assertSpec(record);
-  if (isTerminalRun(record.status)) {
-    throw new RunExpiredError(
-      `Workflow run "${runId}" is already in terminal state "${record.status}"`,
-      runId,
-      record.status,
-    );
-  }
-  if (record.status === 'running') {
-    // Idempotent: no new event.
-    return resolved({
-      run: await toRun(ctx, record, call.resolveData),
-      ...(preload ? await logPage(call, read.events) : {}),
-    } as EventResult);
-  }
+  return resilientStart(call, runId, data, eventData, state.pos, state.preload ? state.read.events : undefined, event);
+}
+
+/** A running run: idempotent, no new event; the run (and the log, with a preload) as is. */
+async function alreadyRunning(call: CreateCall, record: RunRecord, state: StartState): Promise<Resolved> {
+  return resolved({
+    run: await toRun(call.ctx, record, call.resolveData),
+    ...(state.preload ? await logPage(call, state.read.events) : {}),
+  } as EventResult);
+}
+
+/**
+ * A pending run becomes running (`startedAt` kept if set), conditioned on still being pending (and
+ * on the remembered attributes' version), and the event is appended.
+ */
+async function startPending(
+  call: CreateCall,
+  runId: string,
+  record: RunRecord,
+  state: StartState,
+  event: EventRecord,
+): Promise<Outcome | Resolved | Restart> {
+  const { ctx } = call;
+  const { read, pos, preload } = state;
   const next: RunRecord = {
     ...record,
     status: 'running',
@@ -114,13 +167,9 @@ async function runStartedOnce(call: CreateCall, runId: string, data: EventData):
   };
   const now = { N: String(call.now.getTime()) };
   const startRun = expression()
-    .set(
-      setStatus(':run', 'running'),
-      part('startedAt = if_not_exists(startedAt, :now)', { ':now': now }),
-      assign('updatedAt', ':now', now),
-    )
+    .set(setStatus(':run', 'running'), assignIfAbsent('startedAt', ':now', now), assign('updatedAt', ':now', now))
     .when(statusIs(':pending', 'pending'));
-  if (remembered) startRun.when(numberIs('attrVer', ':av', record.attrVer));
+  if (state.remembered) startRun.when(numberIs('attrVer', ':av', record.attrVer));
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'run_started',

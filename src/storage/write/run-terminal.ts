@@ -32,10 +32,11 @@ import {
 import {
   assign,
   type Expression,
+  equals,
   expression,
   itemExists,
+  named,
   numberIs,
-  part,
   runNotTerminal,
   setStatus,
   statusIs,
@@ -228,19 +229,15 @@ function terminalUpdate(call: CreateCall, w: TerminalWrite): Expression {
   const update = expression()
     .set(setStatus(':new', w.status), assign('completedAt', ':now', now), assign('updatedAt', ':now', now))
     .when(itemExists, runNotTerminal);
-  if (!w.release) update.when(part('#holds = :nohold', { ':nohold': { BOOL: false } }, { '#holds': HOLDS }));
+  if (!w.release) update.when(equals(named('#holds', HOLDS), ':nohold', { BOOL: false }));
   // The attributes decide retention and are returned: they must be the ones remembered.
   if (w.rememberedVersion !== undefined) update.when(numberIs('attrVer', ':av', w.rememberedVersion));
-  if (w.payload) update.set(part('#f = :v', { ':v': toAttr(w.payload.stored)! }, { '#f': w.payload.field }));
+  if (w.payload) update.set(assign(named('#f', w.payload.field), ':v', toAttr(w.payload.stored)!));
   if (w.errorCode !== undefined) update.set(assign('errorCode', ':ec', { S: w.errorCode }));
   if (w.purge) {
     update
       .set(assign('expiredAt', ':now', now))
-      .remove(
-        part('#in', undefined, { '#in': 'input' }),
-        part('#out', undefined, { '#out': 'output' }),
-        part('#err', undefined, { '#err': 'error' }),
-      );
+      .remove(named('#in', 'input'), named('#out', 'output'), named('#err', 'error'));
   }
   return update;
 }

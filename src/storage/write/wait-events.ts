@@ -14,6 +14,7 @@ import { notFound } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import type { CreateCall, Outcome } from './create-call.js';
+import { expression, statusIs } from './expression.js';
 import { advance, startPosition } from './position.js';
 import { HOLDS, holdingRunGuard, runGuardError } from './run-guard.js';
 
@@ -22,18 +23,18 @@ type Data = Record<string, any>;
 export async function waitCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const { ctx } = call;
   const cid: string = data.correlationId;
-  const ed: Data = data.eventData ?? {};
+  const eventData: Data = data.eventData ?? {};
   const wait = {
     waitId: `${runId}-${cid}`,
     correlationId: cid,
     runId,
     status: 'waiting' as const,
-    resumeAt: ed.resumeAt === undefined ? undefined : new Date(ed.resumeAt),
+    resumeAt: eventData.resumeAt === undefined ? undefined : new Date(eventData.resumeAt),
     createdAt: call.now,
     updatedAt: call.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
   };
-  const ev = newEvent(call.stamp, runId, data, 'wait_created', ed);
+  const ev = newEvent(call.stamp, runId, data, 'wait_created', eventData);
   const pos = startPosition(call.params);
   const done = await commit(ctx, call.hints, pos, {
     runId,
@@ -72,21 +73,14 @@ export async function waitCompleted(call: CreateCall, runId: string, data: Data)
   const cur = check(item);
   const next = { ...cur, correlationId: cid, status: 'completed' as const, completedAt: call.now, updatedAt: call.now };
   const ev = newEvent(call.stamp, runId, data, 'wait_completed', data.eventData);
+  // The wait moves from `waiting` once: a second completion finds it completed (ALL_OLD).
+  const stillWaiting = expression().when(statusIs(':w', 'waiting'));
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'wait_completed',
     build: (slot) => ({
       items: [
-        {
-          Put: {
-            TableName: ctx.table,
-            Item: waitItem(next),
-            ConditionExpression: '#st = :w',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: { ':w': { S: 'waiting' } },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          },
-        },
+        stillWaiting.toPut(ctx.table, waitItem(next), { returnOld: true }),
         putEvent(ctx, eventItem({ ...ev, slot })),
       ],
       eventIdx: 1,

@@ -15,13 +15,12 @@ const ev = (slot: number, eventType: string, eventData: Record<string, unknown>)
   createdAt: new Date(0),
 });
 
-/** The REMOVE paths of `item`, with the aliases resolved. */
+/** The REMOVE paths of `item`, with the aliases resolved (each part carries its own). */
 function removed(item: ReturnType<typeof eventItem>): string[] {
-  const { paths, names } = payloadPaths(item);
-  return paths.map((p) =>
-    p
+  return payloadPaths(item).map((p) =>
+    p.text
       .split('.')
-      .map((a) => names[a])
+      .map((a) => p.names?.[a])
       .join('.'),
   );
 }
@@ -34,4 +33,12 @@ it('lists the ref fields of both events of a pair item, the second under its map
   );
   expect(removed(pair)).toEqual(['ed.input', 'e2.ed.input']);
   expect(removed(eventItem(ev(5, 'step_completed', { result: 'r' })))).toEqual(['ed.result']);
+});
+
+it('numbers the aliases across the paths of one item, as one REMOVE clause needs', () => {
+  const pair = eventItem(
+    ev(3, 'step_created', { stepName: 's', input: 'in' }),
+    ev(4, 'step_started', { stepName: 's', input: 'also-in' }),
+  );
+  expect(payloadPaths(pair).map((p) => p.text)).toEqual(['#p0.#p1', '#p2.#p3.#p4']);
 });
