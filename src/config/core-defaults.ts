@@ -5,7 +5,7 @@
  * test/unit/config.test.ts checks that no other runtime module writes the environment.
  */
 import type { Env } from './setting.js';
-import { SETTINGS } from './settings.js';
+import { SETTINGS } from './catalogue.js';
 
 /**
  * The one write to the environment, for `@workflow/core`, which reads its own variable.

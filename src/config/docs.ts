@@ -1,6 +1,6 @@
 /**
  * The configuration tables of docs/configuration.md, one per channel of the catalogue
- * (`SETTINGS`, settings.ts), rendered from its documentation rows (rows.ts), so names, defaults and
+ * (`SETTINGS`, catalogue.ts), rendered from its documentation rows (rows.ts), so names, defaults and
  * ranges are written once. `npm run docs:config` writes them between the markers;
  * test/unit/config-docs.test.ts fails when the file is stale. Tooling only: the runtime never
  * imports this module (index.ts does not re-export it).
@@ -10,7 +10,7 @@
  * its row's description, rendered here, says so and why.
  */
 import { docsOf, type EnvDoc } from './rows.js';
-import { SETTINGS, type SettingChannel } from './settings.js';
+import { SETTINGS, type SettingChannel } from './catalogue.js';
 
 /**
  * Each channel's table (a channel without one does not compile): the marker word in

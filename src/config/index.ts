@@ -1,7 +1,7 @@
 /**
  * Configuration: the environment, the tuning options and the consumer's options -> one typed,
  * frozen object, validated once. This folder is the World's one home of settings, catalogued in
- * {@link SETTINGS} (settings.ts); the rest of the code imports it through this file.
+ * {@link SETTINGS} (catalogue.ts); the rest of the code imports it through this file.
  *
  * Under eve the World factory is called with no arguments, so the environment is the only channel
  * an operator has: it carries the settings a deployment chooses (names, the signing secret, the
@@ -15,7 +15,7 @@
  * Invariants:
  * - Each setting's name, default, accepted values and description are written once, in these
  *   tables (their row kinds: setting.ts), and every table is part of the one catalogue
- *   {@link SETTINGS} (settings.ts; names unique across it): the parser (load.ts) and the code that
+ *   {@link SETTINGS} (catalogue.ts; names unique across it): the parser (load.ts) and the code that
  *   takes an option read their defaults from it, and docs/configuration.md is generated from it
  *   (rows.ts, docs.ts; `npm run docs:config`, checked by test/unit/config-docs.test.ts).
  * - Every failure is a {@link ConfigError} naming the setting, what was wrong and an example.
@@ -36,7 +36,7 @@ export { nameChosenBy, type ResourceSetting } from './resource-names.js';
 export { CONSUMER_DOCS, ENV_DOCS, type EnvDoc, SWEEP_DOCS, TUNING_DOCS, WORLD_DOCS } from './rows.js';
 export { assertDeliveriesSafe, defaultFlowUrl, unsignedWarning } from './safety.js';
 export { clampToRange, type RangedOptionSetting } from './setting.js';
-export { type CatalogueEntry, SETTING_ROWS, SETTINGS, type SettingChannel } from './settings.js';
+export { type CatalogueEntry, SETTING_ROWS, SETTINGS, type SettingChannel } from './catalogue.js';
 export { SWEEP_OPTIONS } from './sweep-options.js';
 export { TUNING, type WorldTuning } from './tuning.js';
 export { SHARED_SCHEDULE_GROUP, VARIABLES } from './variables.js';

@@ -1,7 +1,7 @@
 /**
  * Parsing: the environment and the tuning options -> one typed, frozen {@link WorldConfig},
  * validated once against their rows in the catalogue (`SETTINGS.variables`, `SETTINGS.tuning`;
- * settings.ts), whose defaults are the config's. Every failure is a
+ * catalogue.ts), whose defaults are the config's. Every failure is a
  * {@link ConfigError} naming the setting, what was wrong and an example. This is the only module
  * of the runtime that reads `process.env` (components get the parsed config); core-defaults.ts is
  * the only one that writes it.
@@ -11,7 +11,7 @@ import { isHttpUrl, SECRET_RULE, secretWeakness } from './checks.js';
 import { ConfigError } from './config-error.js';
 import { assertFlowUrlEncrypted } from './safety.js';
 import type { Env, FlagSetting, IntSetting, Setting, TextSetting } from './setting.js';
-import { SETTINGS } from './settings.js';
+import { SETTINGS } from './catalogue.js';
 import type { WorldTuning } from './tuning.js';
 import { ignoredVariables } from './warnings.js';
 import type { DeploymentAffinityMode, Endpoints, WorldConfig } from './world-config.js';

@@ -4,7 +4,7 @@
  */
 import type { Env } from './setting.js';
 import type { WorldTuning } from './tuning.js';
-import { SETTINGS } from './settings.js';
+import { SETTINGS } from './catalogue.js';
 import type { WorldConfig } from './world-config.js';
 
 /**

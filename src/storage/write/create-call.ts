@@ -9,7 +9,7 @@ import type { CreateEventParams, EventResult, Hook, ResolveData, Step, Wait, Wor
 import type { SlotHints } from '../memory/slot-hints.js';
 import type { RunItemCache, StepItemCache } from '../memory/view-items.js';
 import type { EventRecord, EventStamp } from '../records/event.js';
-import { backoff } from '../table/backoff.js';
+import { backoff } from '../table/contention-backoff.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import type { Position } from './position.js';
 

@@ -10,7 +10,7 @@
 import { BatchWriteItemCommand, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
 import { ATTR, GSI1, keys, storageKeys } from '../../schema/keys.js';
-import { backoff } from '../table/backoff.js';
+import { backoff } from '../table/contention-backoff.js';
 import { type Attrs, num, str } from '../table/codec.js';
 import { queryAll } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';

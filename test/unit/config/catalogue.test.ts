@@ -1,5 +1,5 @@
 /**
- * The catalogue (src/config/settings.ts): every setting of the World is one row of `SETTINGS`,
+ * The catalogue (src/config/catalogue.ts): every setting of the World is one row of `SETTINGS`,
  * its name unique across the catalogue, every row documented; the parser, the code that takes an
  * option and docs/configuration.md all read it.
  */

@@ -14,7 +14,7 @@
  *
  * Look a setting up here (`SETTINGS.<channel>.<key>`): the parser's defaults (load.ts), the code
  * that takes an option, the documentation (rows.ts, docs.ts: docs/configuration.md) and the
- * uniqueness test (test/unit/config/settings.test.ts: one name per row across the catalogue,
+ * uniqueness test (test/unit/config/catalogue.test.ts: one name per row across the catalogue,
  * every row documented) all read this object or {@link SETTING_ROWS}, its rows in order.
  */
 import { CONSUMER_OPTIONS } from './consumer.js';
