@@ -14,8 +14,8 @@ import { when } from '../aws/owned-record.js';
 import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import { keys } from '../schema/keys.js';
 import { keysOf } from '../storage/table/codec.js';
+import { assign, condition, expression } from '../storage/table/expression.js';
 import type { StorageCtx } from '../storage/table/storage-ctx.js';
-import { assign, condition, expression } from '../storage/write/expression.js';
 
 export async function ackTurn(ctx: StorageCtx, runId: string, slot: number, queueName?: string): Promise<void> {
   const raise = expression()

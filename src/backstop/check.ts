@@ -26,9 +26,9 @@ import { parseStep } from '../storage/records/step.js';
 import { parseWait } from '../storage/records/wait.js';
 import type { Attrs } from '../storage/table/codec.js';
 import { keysOf } from '../storage/table/codec.js';
+import { assign, condition, expression, part } from '../storage/table/expression.js';
 import { queryAll } from '../storage/table/reads.js';
 import type { StorageCtx } from '../storage/table/storage-ctx.js';
-import { assign, condition, expression, part } from '../storage/write/expression.js';
 import type { Logger } from '../telemetry/log.js';
 import { type CheckInput, type Decision, decide } from './decide.js';
 

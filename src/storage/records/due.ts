@@ -24,6 +24,7 @@ import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { assertItemFormat, formatStamp } from '../../schema/formats.js';
 import { ATTR, keys, shardOf } from '../../schema/keys.js';
 import { type Attrs, keysOf, num, str } from '../table/codec.js';
+import { assign, expression, named } from '../table/expression.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 
 export interface DueRecord {
@@ -76,27 +77,18 @@ export function dueOnCreate(ctx: StorageCtx, runId: string, dueAt: number, slot:
  */
 export function dueOnHookReceived(ctx: StorageCtx, runId: string, dueAt: number, slot: number): TransactWriteItem {
   const idx = dueIndexAttrs(runId, dueAt);
-  return {
-    Update: {
-      TableName: ctx.table,
-      Key: keysOf(keys.due(runId)),
-      UpdateExpression: 'SET #fv = :fv, #pk1 = :pk1, #sk1 = :sk1, runId = :r, dueAt = :d, wakes = :z, seenSlot = :s',
-      ExpressionAttributeNames: {
-        '#fv': Object.keys(formatStamp('records'))[0],
-        '#pk1': ATTR.gsi1pk,
-        '#sk1': ATTR.gsi1sk,
-      },
-      ExpressionAttributeValues: {
-        ':fv': Object.values(formatStamp('records'))[0],
-        ':pk1': idx[ATTR.gsi1pk],
-        ':sk1': idx[ATTR.gsi1sk],
-        ':r': { S: runId },
-        ':d': { N: String(dueAt) },
-        ':z': { N: '0' },
-        ':s': { N: String(slot) },
-      },
-    },
-  };
+  const [[stampName, stampValue]] = Object.entries(formatStamp('records'));
+  return expression()
+    .set(
+      assign(named('#fv', stampName), ':fv', stampValue),
+      assign(named('#pk1', ATTR.gsi1pk), ':pk1', idx[ATTR.gsi1pk]),
+      assign(named('#sk1', ATTR.gsi1sk), ':sk1', idx[ATTR.gsi1sk]),
+      assign('runId', ':r', { S: runId }),
+      assign('dueAt', ':d', { N: String(dueAt) }),
+      assign('wakes', ':z', { N: '0' }),
+      assign('seenSlot', ':s', { N: String(slot) }),
+    )
+    .toUpdate(ctx.table, keysOf(keys.due(runId)), { returnOld: false });
 }
 
 export function parseDue(it: Attrs): DueRecord {

@@ -9,6 +9,7 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { isTerminalStepStatus, isTerminalWorkflowRunStatus, TERMINAL_WORKFLOW_RUN_STATUSES } from '@workflow/world';
 import { ATTR } from '../../schema/keys.js';
 import type { Attrs } from '../table/codec.js';
+import { not, type Part, part, STATUS_NAME } from '../table/expression.js';
 
 /** Whether a run status is terminal (an absent status is not). */
 export const isTerminalRun = (s: string | undefined): boolean => s !== undefined && isTerminalWorkflowRunStatus(s);
@@ -23,6 +24,12 @@ export const NOT_TERMINAL = `NOT (#st IN (${placeholders.join(', ')}))`;
 export const TERMINAL_VALUES: Record<string, AttributeValue> = Object.fromEntries(
   TERMINAL_WORKFLOW_RUN_STATUSES.map((s, i) => [placeholders[i], { S: s }]),
 );
+
+/** The run is not terminal, as an expression part ({@link NOT_TERMINAL} with its placeholders). */
+export const runNotTerminal: Part = part(NOT_TERMINAL, TERMINAL_VALUES, STATUS_NAME);
+
+/** The run is terminal: `NOT (<not terminal>)`. */
+export const runIsTerminal: Part = not(runNotTerminal);
 
 /** Whether an item's TTL has passed (DynamoDB may not have deleted it yet). */
 export function expired(item: Attrs | undefined, now = Date.now()): boolean {

@@ -4,9 +4,9 @@
  * item past the page). Every other read is built from these.
  */
 import { BatchGetItemCommand, GetItemCommand, QueryCommand, type QueryCommandInput } from '@aws-sdk/client-dynamodb';
-import { backoff } from './contention-backoff.js';
 import type { Attrs } from './codec.js';
 import { keysOf } from './codec.js';
+import { backoff } from './contention-backoff.js';
 import { decodeKeyCursor, encodeKeyCursor } from './pagination.js';
 import type { StorageCtx } from './storage-ctx.js';
 

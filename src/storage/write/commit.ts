@@ -38,8 +38,8 @@ import { noteCancellation, noteSlotBump, noteWriteRetry } from '../../telemetry/
 import type { SlotHints } from '../memory/slot-hints.js';
 import { eventsAfter, tailSlot } from '../read/log-tail.js';
 import { lastSlotOf, PAIR_ATTR } from '../records/event.js';
-import { backoff } from '../table/contention-backoff.js';
 import { type Attrs, itemSize } from '../table/codec.js';
+import { backoff } from '../table/contention-backoff.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import {
   type Cancellation,

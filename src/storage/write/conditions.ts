@@ -13,8 +13,8 @@
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { cancellationReasonKind, cancellationReasons, isTransactionCanceled } from '../../aws/sdk-errors.js';
 import type { Attrs } from '../table/codec.js';
+import { expression, itemAbsent } from '../table/expression.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
-import { expression, itemAbsent } from './expression.js';
 
 /** Put with `attribute_not_exists`: the create-claim of a view item, reporting the item it found. */
 export function putNew(ctx: StorageCtx, item: Attrs): TransactWriteItem {

@@ -22,13 +22,13 @@ import { isTerminalRun } from '../records/lifecycle.js';
 import { placeEventData, placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, toRun } from '../records/run.js';
 import { keysOf, num, str } from '../table/codec.js';
+import { type Expression, expression, readInput, stringIs } from '../table/expression.js';
 import { getItem } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { assertId } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import { type CreateCall, endedEarly, type Handled, type Outcome, resolved } from './create-call.js';
-import { type Expression, expression, readInput, stringIs } from './expression.js';
 import { type Position, startPosition } from './position.js';
 import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError } from './run-guard.js';
 

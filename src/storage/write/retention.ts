@@ -22,8 +22,8 @@ import { forEachLimited } from '../../util/concurrency.js';
 import { PAIR_ATTR } from '../records/event.js';
 import { runPrefix } from '../records/payloads.js';
 import { type Attrs, keysOf } from '../table/codec.js';
+import { assign, expression, itemExists, named, type Part, part } from '../table/expression.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
-import { assign, expression, itemExists, named, type Part, part } from './expression.js';
 import { readRunItems } from './run-items.js';
 
 /** How long the payload-free entities of a `$retention: '0'` run are kept without a World-wide retention. */

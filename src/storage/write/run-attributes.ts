@@ -13,9 +13,10 @@ import { formatStamp } from '../../schema/formats.js';
 import { keys } from '../../schema/keys.js';
 import { readRunTail } from '../read/log-tail.js';
 import { atSlot, eventItem, newEvent } from '../records/event.js';
-import { isTerminalRun } from '../records/lifecycle.js';
+import { isTerminalRun, runNotTerminal } from '../records/lifecycle.js';
 import { parseRun, toRun } from '../records/run.js';
 import { keysOf, str, toAttr } from '../table/codec.js';
+import { assign, expression, itemExists, numberIs } from '../table/expression.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import {
@@ -27,7 +28,6 @@ import {
   type Restart,
   restartable,
 } from './create-call.js';
-import { assign, expression, itemExists, numberIs, runNotTerminal } from './expression.js';
 import type { Position } from './position.js';
 import { startPosition } from './position.js';
 import { assertSpec, runGuardError } from './run-guard.js';

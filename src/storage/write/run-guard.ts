@@ -12,12 +12,8 @@ import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
 import { requiresNewerWorld, SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { keys } from '../../schema/keys.js';
-import { isTerminalRun } from '../records/lifecycle.js';
+import { isTerminalRun, runNotTerminal } from '../records/lifecycle.js';
 import { type Attrs, keysOf, num, str } from '../table/codec.js';
-import { getItem } from '../table/reads.js';
-import type { StorageCtx } from '../table/storage-ctx.js';
-import { type Cancellation, oldItem } from './conditions.js';
-import { type CreateCall, RESTART, type Restart } from './create-call.js';
 import {
   anyOf,
   assign,
@@ -27,8 +23,11 @@ import {
   expression,
   itemExists,
   named,
-  runNotTerminal,
-} from './expression.js';
+} from '../table/expression.js';
+import { getItem } from '../table/reads.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
+import { type Cancellation, oldItem } from './conditions.js';
+import { type CreateCall, RESTART, type Restart } from './create-call.js';
 
 /** The run exists, is not terminal, and has a spec this World serves. */
 const runServed = (): Expression =>

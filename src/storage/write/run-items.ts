@@ -12,9 +12,9 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { ATTR, GSI1, keys } from '../../schema/keys.js';
 import type { Attrs } from '../table/codec.js';
+import { equals, named, readInput } from '../table/expression.js';
 import { getItems, queryAll } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
-import { equals, named, readInput } from './expression.js';
 
 export interface RunItems {
   /** The run's partition: run view, events, steps, waits. */

@@ -10,10 +10,8 @@
 import { BatchWriteItemCommand, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
 import { ATTR, GSI1, keys, storageKeys } from '../../schema/keys.js';
-import { backoff } from '../table/contention-backoff.js';
 import { type Attrs, num, str } from '../table/codec.js';
-import { queryAll } from '../table/reads.js';
-import type { StorageCtx } from '../table/storage-ctx.js';
+import { backoff } from '../table/contention-backoff.js';
 import {
   anyOf,
   assign,
@@ -25,7 +23,9 @@ import {
   readInput,
   statusIs,
   stringIs,
-} from './expression.js';
+} from '../table/expression.js';
+import { queryAll } from '../table/reads.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
 
 export async function releaseRun(ctx: StorageCtx, runId: string, purge = false): Promise<void> {
   const [hooks, waits] = await Promise.all([

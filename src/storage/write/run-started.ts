@@ -23,6 +23,7 @@ import { isTerminalRun } from '../records/lifecycle.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, type RunRecord, runItem, toRun } from '../records/run.js';
 import { keysOf, valueSize } from '../table/codec.js';
+import { assign, assignIfAbsent, expression, numberIs, setStatus, statusIs } from '../table/expression.js';
 import { commit } from './commit.js';
 import { putEvent, putNew } from './conditions.js';
 import {
@@ -36,7 +37,6 @@ import {
   resolved,
   restartable,
 } from './create-call.js';
-import { assign, assignIfAbsent, expression, numberIs, setStatus, statusIs } from './expression.js';
 import { type Position, startPosition } from './position.js';
 import { assertSpec, rereadRunOnGuard } from './run-guard.js';
 import { type EventData, newRun, validateSeedAttributes } from './run-seed.js';

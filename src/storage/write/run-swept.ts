@@ -10,9 +10,10 @@
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
 import { ATTR, keys } from '../../schema/keys.js';
+import { runIsTerminal } from '../records/lifecycle.js';
 import { type Attrs, keysOf } from '../table/codec.js';
+import { assign, expression, itemExists, named, readInput } from '../table/expression.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
-import { assign, expression, itemExists, named, readInput, runIsTerminal } from './expression.js';
 
 /** The run item's mark: a sweep cleaned this terminal run (epoch ms). */
 export const SWEPT_ATTR = 'orphansSweptAt';

@@ -14,10 +14,21 @@ import { EntityConflictError, WorkflowRunNotFoundError } from '@workflow/errors'
 import { keys } from '../../schema/keys.js';
 import { readRunTail } from '../read/log-tail.js';
 import { atSlot, type EventRecord, eventItem, newEvent } from '../records/event.js';
-import { isTerminalRun } from '../records/lifecycle.js';
+import { isTerminalRun, runNotTerminal } from '../records/lifecycle.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, type RunRecord, toRun } from '../records/run.js';
 import { type Attrs, itemSize, keysOf, toAttr } from '../table/codec.js';
+import {
+  assign,
+  type Expression,
+  equals,
+  expression,
+  itemExists,
+  named,
+  numberIs,
+  setStatus,
+  statusIs,
+} from '../table/expression.js';
 import { commit } from './commit.js';
 import { putEvent } from './conditions.js';
 import {
@@ -29,18 +40,6 @@ import {
   type Restart,
   restartable,
 } from './create-call.js';
-import {
-  assign,
-  type Expression,
-  equals,
-  expression,
-  itemExists,
-  named,
-  numberIs,
-  runNotTerminal,
-  setStatus,
-  statusIs,
-} from './expression.js';
 import { type Position, startPosition } from './position.js';
 import { applyRetention, purgesOnFinish } from './retention.js';
 import { assertSpec, HOLDS, mayHold, rereadRunOnGuard } from './run-guard.js';

@@ -9,12 +9,12 @@ import { keys } from '../../schema/keys.js';
 import { eventItem, newEvent } from '../records/event.js';
 import { parseWait, waitItem } from '../records/wait.js';
 import { str } from '../table/codec.js';
+import { expression, statusIs } from '../table/expression.js';
 import { getItem } from '../table/reads.js';
 import { notFound } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import type { CreateCall, Outcome } from './create-call.js';
-import { expression, statusIs } from './expression.js';
 import { advance, startPosition } from './position.js';
 import { HOLDS, holdingRunGuard, runGuardError } from './run-guard.js';
 

@@ -1,13 +1,16 @@
 /**
- * write/expression.ts: parts render to the expression text and placeholders DynamoDB receives,
+ * storage/table/expression.ts: parts render to the expression text and placeholders DynamoDB receives,
  * and a part whose placeholders are out of step with its text is refused before it is sent.
  */
 import { SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { describe, expect, it } from 'vitest';
 import { when as ownedWhen } from '../../../../src/aws/owned-record.js';
-import { NOT_TERMINAL, TERMINAL_VALUES } from '../../../../src/storage/records/lifecycle.js';
-import type { StorageCtx } from '../../../../src/storage/table/storage-ctx.js';
-import { putEvent, putNew } from '../../../../src/storage/write/conditions.js';
+import {
+  NOT_TERMINAL,
+  runIsTerminal,
+  runNotTerminal,
+  TERMINAL_VALUES,
+} from '../../../../src/storage/records/lifecycle.js';
 import {
   anyOf,
   assign,
@@ -26,13 +29,13 @@ import {
   numberIs,
   part,
   readInput,
-  runIsTerminal,
-  runNotTerminal,
   setStatus,
   statusIs,
   stringIs,
   condition as whenPart,
-} from '../../../../src/storage/write/expression.js';
+} from '../../../../src/storage/table/expression.js';
+import type { StorageCtx } from '../../../../src/storage/table/storage-ctx.js';
+import { putEvent, putNew } from '../../../../src/storage/write/conditions.js';
 import { holdingRunGuard, runGuard } from '../../../../src/storage/write/run-guard.js';
 import { leaseFence } from '../../../../src/storage/write/step-lease.js';
 import { stepUnmoved } from '../../../../src/storage/write/step-transition.js';

@@ -24,8 +24,7 @@ import type {
   UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { type BuiltCond, build, type Cond } from '../../aws/owned-record.js';
-import { NOT_TERMINAL, TERMINAL_VALUES } from '../records/lifecycle.js';
-import type { Attrs } from '../table/codec.js';
+import type { Attrs } from './codec.js';
 
 /** A piece of expression text and the placeholders it uses. */
 export interface Part {
@@ -138,12 +137,6 @@ export const not = (p: Part): Part => compose(`NOT (${p.text})`, p);
 
 /** The part in parentheses, for a condition built elsewhere whose operators must bind first. */
 export const grouped = (p: Part): Part => compose(`(${p.text})`, p);
-
-/** The run is not terminal (records/lifecycle.ts). */
-export const runNotTerminal: Part = part(NOT_TERMINAL, TERMINAL_VALUES, STATUS_NAME);
-
-/** The run is terminal: `NOT (<not terminal>)`. */
-export const runIsTerminal: Part = not(runNotTerminal);
 
 /** A condition already built with its placeholders (e.g. a step lease's fence) as a part. */
 export const built = (c: BuiltCond): Part => part(c.expr, c.values, c.names);
