@@ -12,14 +12,13 @@ import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type { IamPrincipal, IamResource } from '../provision/iam-resources.js';
 import {
   actionsByResource,
   GRANT_ACTIONS,
   GRANT_CONDITION,
-  type IamPrincipal,
-  type IamResource,
   PASS_ROLE_CONDITION,
-} from '../provision/iam-actions.js';
+} from '../provision/principal-actions.js';
 import type { Data } from './data.js';
 import type { Queues } from './queue.js';
 

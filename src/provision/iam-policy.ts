@@ -1,6 +1,7 @@
 /**
  * IAM policy documents printed by `eve-world-aws init --print-iam-policy [--operator]`, generated
- * from the command table in `iam-actions.ts` (the CDK construct's grants come from the same table).
+ * from the command table in `iam-actions.ts` through `principal-actions.ts` (the CDK construct's
+ * grants come from the same table).
  *
  * ARNs are partition-aware (derived from the region by src/aws/arn.ts unless given),
  * `iam:PassRole` carries an `iam:PassedToService` condition, and the Scheduler role's own policy
@@ -12,16 +13,15 @@
  */
 import { partitionOf, queueNameOf } from '../aws/arn.js';
 import type { WorldConfig } from '../config/index.js';
+import type { IamPrincipal, IamResource } from './iam-resources.js';
 import {
   actionsByResource,
   GRANT_ACTIONS,
   GRANT_CONDITION,
-  type IamPrincipal,
-  type IamResource,
   PASS_ROLE_CONDITION,
   SCHEDULER_ROLE_ACTIONS,
   SCHEDULER_ROLE_KMS_ACTIONS,
-} from './iam-actions.js';
+} from './principal-actions.js';
 
 export interface PolicyStatement {
   Sid: string;
