@@ -138,7 +138,7 @@ export function grantFromTable(
  * value with `Ref` as `<Name>`, `Fn::GetAtt` as `<Name.Attr>` and `Fn::Join` concatenated. Used to
  * acknowledge exactly the wildcard findings this construct expects, whatever the stack's env.
  */
-export function nagResourceName(stack: Stack, value: string): string {
+function nagResourceName(stack: Stack, value: string): string {
   const render = (v: unknown): string => {
     if (typeof v === 'string') return v;
     if (v && typeof v === 'object') {
