@@ -87,7 +87,7 @@ describe("eve's build output as the deployment id", () => {
     );
     expect(two).toBe(one);
     expect(other).not.toBe(one);
-  });
+  }, 600_000); // three eve builds: about a minute each on a loaded machine
 
   it('a copy of the build served from the app folder, with a log file in it, registers the fingerprint of the code it runs', async () => {
     expect(outputs.one, 'needs the builds').not.toBe('');
