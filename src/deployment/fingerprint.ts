@@ -16,12 +16,15 @@
  *   `node_modules`, as a checkout is), gets one fingerprint. `wf build` writes the same bytes there
  *   (its module comments are paths relative to the app; it orders modules by absolute path, so an
  *   app moved to another depth against a shared `node_modules` may bundle in another order and get
- *   another fingerprint: never one build's two). `eve build` writes four things that differ
- *   between two builds of one source, rewritten before hashing and nothing else: its scratch
- *   folder's random name (`.eve/builds/<random>/` in module comments), Nitro's asset times
+ *   another fingerprint: never one build's two). `eve build` (0.80.1) writes five things that
+ *   differ between two builds of one source, rewritten before hashing and nothing else: its
+ *   scratch folder's random name (`.eve/builds/<random>/` in module comments), Nitro's asset times
  *   (`"mtime": "<ISO date>"`), the app root it built from (the `appRoot` of its discovery
- *   manifest, `.output/.eve/discovery/agent-discovery-manifest.json`) and the sandbox scope eve
- *   names after it (`"sandboxScope": "<16 hex of its SHA-256>"`).
+ *   manifest, `.output/.eve/discovery/agent-discovery-manifest.json`), the sandbox scope eve names
+ *   after it (`"sandboxScope": "<16 hex of its SHA-256>"`), and the SHA-256s of its compile files
+ *   (which name the app root) that it embeds in the bundle: each replaced by the name of its file,
+ *   whose normalised content is hashed instead, only where the file found matches it. An eve that
+ *   writes another such value gets two fingerprints for one source, never one for two builds.
  * - Two builds whose code differs anywhere else get different fingerprints (SHA-256 of every
  *   file's path, size and normalised bytes, in path order; the first 16 hex digits, 64 bits).
  */
@@ -51,7 +54,7 @@ export class BuildFingerprintError extends Error {
   override readonly name = 'BuildFingerprintError';
 }
 
-/** The files of `build` that count, relative to its folder (with `/`), sorted. */
+/** The files of `build` that count, relative to its folder (with `/`). */
 async function codeFiles(build: Pick<LocatedBuild, 'kind' | 'dir'>): Promise<string[]> {
   switch (build.kind) {
     case 'workflow-bundle':
@@ -61,7 +64,7 @@ async function codeFiles(build: Pick<LocatedBuild, 'kind' | 'dir'>): Promise<str
       const eve = (await walk(build.dir, '.eve', (name) => name === 'discovery' || name === 'compile')).filter(
         (f) => /^\.eve\/(?:discovery|compile)\/[^/]+$/.test(f) && CODE.test(f) && f !== EVE_COMPILE_METADATA,
       );
-      return [...server, ...eve].sort();
+      return [...server, ...eve];
     }
     case 'folder':
       return (await walk(build.dir, '', (name) => name !== 'node_modules' && !name.startsWith('.'))).filter((f) =>
@@ -168,7 +171,8 @@ export function normaliser(
  * {@link BuildFingerprintError} when the folder is missing or holds no code file.
  */
 export async function fingerprintBuild(build: Pick<LocatedBuild, 'kind' | 'dir'>): Promise<string> {
-  const files = await codeFiles(build);
+  // Path order (code point), never the directory's: readdir's order differs between file systems.
+  const files = (await codeFiles(build)).sort();
   if (files.length === 0) throw new BuildFingerprintError(`the build folder ${build.dir} holds no code files`);
   const normalise = normaliser(build.kind, build.kind === 'nitro-output' ? await eveFacts(build.dir) : undefined);
   const hash = createHash('sha256').update(`${build.kind}\0`);
