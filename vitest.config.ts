@@ -30,6 +30,9 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.{ts,tsx}'],
+          // Some unit tests parse every source file (layers, dead exports, bench paths): seconds
+          // idle, several times that on two cores shared with other work.
+          testTimeout: 30_000,
         },
       },
       {

@@ -32,7 +32,6 @@ const KNOWN_DEAD = new Set([
   'src/cli/doctor.ts: clockCheck',
   'src/cli/doctor.ts: renderChecks',
   'src/cli/doctor.ts: renderTarget',
-  'src/cli/doctor.ts: runDoctorReport',
   'src/cli/doctor.ts: variablesCheck',
   'src/cli/emulate.ts: runEmulate',
   'src/cli/main.ts: reportError',
