@@ -10,7 +10,7 @@ import { createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig } from '../config/index.js';
 import { type DestroyReport, destroyResources } from '../provision/destroy.js';
 import { explainAwsError } from './init.js';
-import { CliError, EXIT_FAILURE, palette, printJson, renderTable } from './output.js';
+import { CliError, EXIT_FAILURE, palette, printJson, renderTable, tableReport } from './output.js';
 
 interface DestroyCliOptions {
   yes?: boolean;
@@ -23,6 +23,7 @@ const LABEL: Record<DestroyReport['state'], string> = {
   'would-delete': 'would delete',
   deleted: 'deleted',
   kept: 'KEPT (holds data)',
+  'not-deleted': 'not deleted',
 };
 
 function render(reports: DestroyReport[], opts: DestroyCliOptions, kmsKeyId?: string): string {
@@ -54,7 +55,7 @@ function render(reports: DestroyReport[], opts: DestroyCliOptions, kmsKeyId?: st
     );
   else out.push(`Deleted ${reports.filter((r) => r.state === 'deleted').length} resource(s).`);
   if (kmsKeyId) out.push(`The KMS key ${kmsKeyId} is yours and is never deleted.`);
-  return `${out.join('\n')}\n`;
+  return tableReport(out);
 }
 
 export function destroyCommand(): Command {

@@ -44,7 +44,17 @@ import { type ResourceReport, reconcile } from '../provision/index.js';
 import { createTransport } from '../queue/transport.js';
 import { deploymentRows, deploymentsCheck } from './deployments.js';
 import { parsePositiveInt } from './format.js';
-import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress, renderTable } from './output.js';
+import {
+  CliError,
+  colorEnabled,
+  EXIT_FAILURE,
+  fitText,
+  palette,
+  printJson,
+  progress,
+  renderTable,
+  tableReport,
+} from './output.js';
 
 /** `warn`: worth acting on, but the World works (exit 0). */
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
@@ -296,13 +306,21 @@ async function accountOf(config: WorldConfig, clients: AwsClients): Promise<stri
   return url ? /\/(\d{12})\/[^/]+\/?$/.exec(url)?.[1] : undefined;
 }
 
-/** The target as doctor prints it above its table. */
+/**
+ * The target as doctor prints it above its table: the region line, then the resource names with
+ * the variable that chose them, each variable said once (all four usually come from the prefix).
+ */
 export function renderTarget(t: DoctorTarget): string {
   const eps = Object.entries(t.endpoints);
-  const r = t.resources;
+  const byVariable = new Map<string, string[]>();
+  for (const [kind, r] of Object.entries(t.resources))
+    byVariable.set(r.chosenBy, [...(byVariable.get(r.chosenBy) ?? []), `${kind} ${r.name}`]);
+  const names = [...byVariable]
+    .map(([chosenBy, named]) => `${named.join(', ')} (named by ${chosenBy.replace(/ \((the default)\)$/, ', $1')})`)
+    .join('; ');
   return [
     `Region ${t.region}${t.account ? `, account ${t.account}` : ''}; ${eps.length === 0 ? 'AWS default endpoints' : `endpoints ${eps.map(([k, v]) => `${k} ${v}`).join(', ')}`}`,
-    `Table ${r.table.name} (${r.table.chosenBy}), queue ${r.queue.name} (${r.queue.chosenBy}), dlq ${r.dlq.name} (${r.dlq.chosenBy}), bucket ${r.bucket.name} (${r.bucket.chosenBy})`,
+    `Resources: ${names}`,
   ].join('\n');
 }
 
@@ -485,7 +503,7 @@ export function renderChecks(checks: Check[], color = colorEnabled()): string {
       ? `All ${checks.filter((c) => c.status === 'pass').length} checks passed${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'} above)` : ''}.`
       : `${failed} check${failed === 1 ? '' : 's'} failed (see the fix above).`,
   );
-  return `${out.join('\n')}\n`;
+  return tableReport(out);
 }
 
 interface DoctorCliOptions {
@@ -521,7 +539,7 @@ Exit codes: 0 every check passed (warnings included); 1 a check failed (its fix 
       const { target, checks } = report;
       const ok = checks.every((c) => c.status !== 'fail');
       if (opts.json) printJson({ ok, ...(target ? { target } : {}), checks });
-      else process.stdout.write(`${target ? `${renderTarget(target)}\n` : ''}${renderChecks(checks)}`);
+      else process.stdout.write(`${target ? `${fitText(renderTarget(target))}\n` : ''}${renderChecks(checks)}`);
       if (!ok) throw new CliError('', EXIT_FAILURE);
     });
 }

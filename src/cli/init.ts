@@ -21,7 +21,16 @@ import {
   sharedScheduleGroupWarning,
 } from '../provision/index.js';
 import { AFFINITY_MIN_READER } from '../schema/formats.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, palette, printJson, progress, renderTable } from './output.js';
+import {
+  CliError,
+  EXIT_FAILURE,
+  EXIT_USAGE,
+  palette,
+  printJson,
+  progress,
+  renderTable,
+  tableReport,
+} from './output.js';
 
 /** Turn the AWS errors a user can fix (nothing listening, no credentials) into one-line messages. */
 export function explainAwsError(err: unknown, config: WorldConfig): unknown {
@@ -103,7 +112,7 @@ export function renderReports(reports: ResourceReport[], mode: ReconcileMode): s
   for (const r of reports.filter((x) => x.fix))
     out.push(`${p.red('x')} ${r.kind} ${r.name}: ${r.details.join('; ')}\n  fix: ${r.fix}`);
   out.push(summary(reports, mode));
-  return `${out.join('\n')}\n`;
+  return tableReport(out);
 }
 
 export function summary(reports: ResourceReport[], mode: ReconcileMode): string {

@@ -8,7 +8,7 @@
 import type { WorkflowRun } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { LEGACY_DEPLOYMENT_ID } from '../deployment/id.js';
-import { formatDuration, formatTime, parsePositiveInt } from './format.js';
+import { formatDuration, formatTime, parsePositiveInt, shortName } from './format.js';
 import { colorEnabled, palette, printJson, renderTable } from './output.js';
 import { runRow } from './tail-rows.js';
 import { isFullWorkflowName, workflowMatches } from './workflow-names.js';
@@ -104,7 +104,7 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
     const rec = runRow(r, now);
     return [
       rec.runId,
-      rec.workflowName,
+      shortName(rec.workflowName),
       p[STATUS_PAINT[rec.status]](rec.status),
       formatTime(rec.startedAt ?? rec.createdAt),
       formatDuration(rec.durationMs),

@@ -27,7 +27,7 @@ import {
   s3PlaceholderBody,
 } from '../../queue/encoding.js';
 import { formatTime } from '../format.js';
-import { colorEnabled, palette, renderTable } from '../output.js';
+import { colorEnabled, palette, renderTable, tableReport } from '../output.js';
 
 export type MoveResult = 'moved' | 'would-move' | 'skipped' | 'send-failed' | 'delete-failed';
 
@@ -403,5 +403,5 @@ export function renderMoveSummary(s: MoveSummary, color = colorEnabled()): strin
           : '\n  Nothing was sent; the message is still in the DLQ. Fix the error and run redrive again.'),
     );
   }
-  return `${out.join('\n')}\n`;
+  return tableReport(out);
 }
