@@ -10,6 +10,7 @@ import { getQueueTopicPrefix } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { createTransport } from '../../queue/transport.js';
 import { durationOption, parsePositiveInt } from '../format.js';
+import { CONFIG_ERROR, exitCodes, withHelp } from '../help-text.js';
 import { CliError, EXIT_FAILURE, printJson } from '../output.js';
 import { withWorld } from '../world.js';
 import { moveDlqMessages, renderMoveSummary } from './dlq-mover.js';
@@ -38,78 +39,69 @@ function parseNamespace(v: string): string {
 }
 
 export function redriveCommand(): Command {
-  return new Command('redrive')
-    .description('Move dead-lettered messages back to the queue, or re-enqueue stranded runs (--stranded)')
-    .option('--run <runId>', 'only messages of this run')
-    .option('--dry-run', 'show what would be moved or enqueued and change nothing')
-    .option('--limit <n>', 'move at most this many messages', parsePositiveInt)
-    .option('--json', 'print the result as JSON')
-    .option(
-      '--stranded',
-      'instead of the DLQ: find active runs that nothing will wake and re-enqueue their continuation',
-    )
-    .addOption(
-      durationOption(
-        '--older-than <duration>',
-        'with --stranded: only runs idle (no new event) for this long (units: d, h, m, s, e.g. 2h)',
-        3_600_000,
+  return withHelp(
+    new Command('redrive')
+      .description('Move dead-lettered messages back to the queue, or re-enqueue stranded runs (--stranded)')
+      .option('--run <runId>', 'only messages of this run')
+      .option('--dry-run', 'show what would be moved or enqueued and change nothing')
+      .option('--limit <n>', 'move at most this many messages', parsePositiveInt)
+      .option('--json', 'print the result as JSON')
+      .option(
+        '--stranded',
+        'instead of the DLQ: find active runs that nothing will wake and re-enqueue their continuation',
+      )
+      .addOption(
+        durationOption(
+          '--older-than <duration>',
+          'with --stranded: only runs idle (no new event) for this long (units: d, h, m, s, e.g. 2h)',
+          3_600_000,
+        ),
+      )
+      .option(
+        '--namespace <ns>',
+        'with --stranded: queue namespace of the app (default: $WORKFLOW_QUEUE_NAMESPACE; eve agents use eve<hex of the agent name>)',
+        parseNamespace,
       ),
-    )
-    .option(
-      '--namespace <ns>',
-      'with --stranded: queue namespace of the app (default: $WORKFLOW_QUEUE_NAMESPACE; eve agents use eve<hex of the agent name>)',
-      parseNamespace,
-    )
-    .addHelpText(
-      'after',
-      `
-DLQ mode moves each message receive -> send -> delete: a failure between send and delete leaves a
-duplicate (harmless: the World is idempotent), never a loss. The message attributes (eve.*) are
-copied unchanged (an S3-offloaded body that could expire under the copy is copied to a fresh key
-first). A pass ends on a DLQ of any size: each message is looked at and moved at
-most once (skipped and dry-run messages that reappear during a long pass are recognised), and one
-pass handles at most 100,000 messages (run it again for the rest).
-
---stranded looks at pending/running runs whose last event is older than --older-than, with no
-wait or retry due in the future, no hook waiting for a resume and no message in the DLQ, and
-enqueues their continuation with an idempotency key derived from (run, last event), so running it
-twice sends one message.
-
-Examples:
-  eve-world-aws redrive --dry-run
-  eve-world-aws redrive --run wrun_01JD...
-  eve-world-aws redrive --stranded --older-than 2h
-
-Exit codes: 0 done; 1 a message could not be moved or an AWS error; 2 bad usage or configuration.`,
-    )
-    .action(async (opts: RedriveOptions) => {
-      if (opts.stranded && (opts.run || opts.limit))
-        throw new CliError('--run and --limit apply to the DLQ mode, not --stranded', 2);
-      await withWorld({ deadLetterQueue: true }, async (w) => {
-        if (opts.stranded) {
-          const s = await redriveStranded(w, {
-            olderThanMs: opts.olderThan,
-            dryRun: opts.dryRun,
-            namespace: opts.namespace,
-          });
-          if (opts.json) printJson({ mode: 'stranded', ...s });
-          else process.stdout.write(renderStranded(s));
-          return;
-        }
-        const transport = createTransport(w.context);
-        const [sourceUrl, targetUrl] = await Promise.all([transport.dlqUrl(), transport.queueUrl()]);
-        const s = await moveDlqMessages({
-          sqs: w.clients.sqs,
-          sourceUrl,
-          targetUrl,
-          runId: opts.run,
+    {
+      notes: [
+        'DLQ mode moves each message receive -> send -> delete: a failure between send and delete leaves a duplicate (harmless: the World is idempotent), never a loss. The message attributes (eve.*) are copied unchanged (an S3-offloaded body that could expire under the copy is copied to a fresh key first). Each message is looked at and moved at most once per pass, and one pass handles at most 100,000 messages (run it again for the rest).',
+        '--stranded looks at pending/running runs whose last event is older than --older-than, with no wait or retry due in the future, no hook waiting for a resume and no message in the DLQ, and enqueues their continuation with an idempotency key derived from (run, last event), so running it twice sends one message.',
+      ],
+      examples: [
+        ['eve-world-aws redrive --dry-run', 'what would move'],
+        ['eve-world-aws redrive --run wrun_01JD...'],
+        ['eve-world-aws redrive --stranded --older-than 2h'],
+      ],
+      exitCodes: exitCodes('done', 'a message could not be moved, or an AWS error', CONFIG_ERROR),
+    },
+  ).action(async (opts: RedriveOptions) => {
+    if (opts.stranded && (opts.run || opts.limit))
+      throw new CliError('--run and --limit apply to the DLQ mode, not --stranded', 2);
+    await withWorld({ deadLetterQueue: true }, async (w) => {
+      if (opts.stranded) {
+        const s = await redriveStranded(w, {
+          olderThanMs: opts.olderThan,
           dryRun: opts.dryRun,
-          limit: opts.limit,
-          payloads: w.context.payloads,
+          namespace: opts.namespace,
         });
-        if (opts.json) printJson({ mode: 'dlq', ...s });
-        else process.stdout.write(renderMoveSummary(s));
-        if (s.failed > 0) throw new CliError('', EXIT_FAILURE);
+        if (opts.json) printJson({ mode: 'stranded', ...s });
+        else process.stdout.write(renderStranded(s));
+        return;
+      }
+      const transport = createTransport(w.context);
+      const [sourceUrl, targetUrl] = await Promise.all([transport.dlqUrl(), transport.queueUrl()]);
+      const s = await moveDlqMessages({
+        sqs: w.clients.sqs,
+        sourceUrl,
+        targetUrl,
+        runId: opts.run,
+        dryRun: opts.dryRun,
+        limit: opts.limit,
+        payloads: w.context.payloads,
       });
+      if (opts.json) printJson({ mode: 'dlq', ...s });
+      else process.stdout.write(renderMoveSummary(s));
+      if (s.failed > 0) throw new CliError('', EXIT_FAILURE);
     });
+  });
 }

@@ -23,10 +23,10 @@ describe('eve-world-aws (program)', () => {
         /--dynamodb-port <n>/,
         /--data-dir <dir>/,
         /--no-init/,
-        /--env-file <path>/,
+        /--env-out <path>/,
         /--docker/,
         /--json/,
-        /in memory only/,
+        /in memory/,
       ],
     ],
   ])('%s --help documents its flags', async (cmd, patterns) => {

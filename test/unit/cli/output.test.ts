@@ -128,9 +128,27 @@ describe('renderTable on a terminal', () => {
 
   it('keeps the box while it fits, goes open then to records as the width shrinks', () => {
     const [, head, rows] = tables[0];
-    expect(planTable(head, rows.map((r) => r.map(stripColor)), 120).layout).toBe('box');
-    expect(planTable(head, rows.map((r) => r.map(stripColor)), 80).layout).toBe('open');
-    expect(planTable(head, rows.map((r) => r.map(stripColor)), 60).layout).toBe('records');
+    expect(
+      planTable(
+        head,
+        rows.map((r) => r.map(stripColor)),
+        120,
+      ).layout,
+    ).toBe('box');
+    expect(
+      planTable(
+        head,
+        rows.map((r) => r.map(stripColor)),
+        80,
+      ).layout,
+    ).toBe('open');
+    expect(
+      planTable(
+        head,
+        rows.map((r) => r.map(stripColor)),
+        60,
+      ).layout,
+    ).toBe('records');
     const records = stripColor(renderTable(head, rows, true, 60)).split('\n');
     expect(records[0]).toBe(`Run       ${RUN}`);
     expect(records).toContain('');
