@@ -2,20 +2,25 @@
  * Tables for the CLI's reports (`runs`, `doctor`, `init`, `destroy`, `deployments`, `redrive`):
  * laid out to fit a terminal's width, or at their natural width when piped.
  *
- * On a terminal of `width` columns the first of three layouts that fits is used:
+ * On a terminal of `width` columns:
  * 1. `box`: bordered columns (the piped look), cells wrapped inside their column;
- * 2. `open`: the same columns without borders, two spaces apart (saves 3 columns per column);
- * 3. `records`: one block per row, a `Heading  value` line per column.
- * A layout fits when every column can be as narrow as its widest word (up to UNBREAKABLE
- * columns: run, step and message ids, names, times), so an id is never split over lines; columns
- * wider than that give way, widest first. Records fit any width that holds the headings and an
- * id. Cells are wrapped and padded by src/cli/terminal-text.ts, so a colour code is never cut and
- * text from a run cannot move the cursor. Piped (no width), every cell keeps its lines as they are.
+ * 2. `open`: the same columns without borders, two spaces apart (one when two do not fit), used
+ *    when the box does not fit or when its wider columns take fewer lines;
+ * 3. `records`: one block per row, a `Heading  value` line per column, when neither fits.
+ * A layout fits when every column can be as narrow as its widest word of up to UNBREAKABLE
+ * columns (names, times, URLs), or, for `open` as a last resort, of up to ID_WIDTH (a run, step or
+ * message id), and the first column (what a row is: a run, a message, a deployment) as its widest
+ * word: an id is never split over lines. Columns wider than that give way, widest first.
+ * Records fit any width that holds the headings and an id. Cells are wrapped and padded by
+ * src/cli/terminal-text.ts, so a colour code is never cut and text from a run cannot move the
+ * cursor. Piped (no width), every cell keeps its lines as they are.
  */
 import { displayWidth, longestWord, padEnd, sanitize, wrapText } from './terminal-text.js';
 
-/** Words up to this many columns (ids are 30 or 31) are never split while the table fits. */
+/** Words up to this many columns are kept whole while the table fits with them so. */
 export const UNBREAKABLE = 40;
+/** The runtime's ids (`wrun_`/`step_`/`msg_` + a 26-character ULID): never split. */
+export const ID_WIDTH = 31;
 
 export type TableLayout = 'box' | 'open' | 'records';
 
@@ -23,9 +28,9 @@ export interface TablePlan {
   layout: TableLayout;
   /** Content width of each column (without padding and borders); for `records`, the value width. */
   widths: number[];
+  /** `open`: spaces between columns. */
+  gap?: number;
 }
-
-const overhead = (layout: 'box' | 'open', n: number) => (layout === 'box' ? 3 * n + 1 : 2 * (n - 1));
 
 /** Widest line of every column, headings included. */
 function naturalWidths(head: string[], rows: string[][]): number[] {
@@ -34,11 +39,15 @@ function naturalWidths(head: string[], rows: string[][]): number[] {
   );
 }
 
-/** How narrow each column may get: its widest heading word, and its widest word up to UNBREAKABLE. */
-function minimumWidths(head: string[], rows: string[][]): number[] {
-  return head.map((h, i) =>
-    Math.max(longestWord(h), Math.min(UNBREAKABLE, Math.max(0, ...rows.map((r) => longestWord(r[i] ?? '')))), 1),
-  );
+/**
+ * How narrow each column may get: its widest heading word, and its widest word up to `unbreakable`;
+ * the first column (what a row is: a run, a message, a deployment) keeps every word whole.
+ */
+function minimumWidths(head: string[], rows: string[][], unbreakable: number): number[] {
+  return head.map((h, i) => {
+    const word = Math.max(0, ...rows.map((r) => longestWord(r[i] ?? '')));
+    return Math.max(longestWord(h), i === 0 ? word : Math.min(unbreakable, word), 1);
+  });
 }
 
 /** Column widths for `layout` within `width`, the widest columns giving way first; undefined when it cannot fit. */
@@ -66,12 +75,24 @@ function height(rows: string[][], widths: number[]): number {
  * unless `open` (wider columns) takes fewer lines; `records` when neither fits.
  */
 export function planTable(head: string[], rows: string[][], width: number): TablePlan {
+  const n = head.length;
   const natural = naturalWidths(head, rows);
-  const min = minimumWidths(head, rows);
-  const box = fitWidths(natural, min, width - overhead('box', head.length));
-  const open = fitWidths(natural, min, width - overhead('open', head.length));
-  if (box && (!open || height(rows, box) <= height(rows, open))) return { layout: 'box', widths: box };
-  if (open) return { layout: 'open', widths: open };
+  const min = minimumWidths(head, rows, UNBREAKABLE);
+  const box = fitWidths(natural, min, width - 3 * n - 1);
+  let open: TablePlan | undefined;
+  for (const [gap, least] of [
+    [2, min],
+    [2, minimumWidths(head, rows, ID_WIDTH)],
+    [1, minimumWidths(head, rows, ID_WIDTH)],
+  ] as const) {
+    const widths = fitWidths(natural, least, width - gap * (n - 1));
+    if (widths) {
+      open = { layout: 'open', widths, gap };
+      break;
+    }
+  }
+  if (box && (!open || height(rows, box) <= height(rows, open.widths))) return { layout: 'box', widths: box };
+  if (open) return open;
   const label = Math.max(...head.map(displayWidth));
   return { layout: 'records', widths: head.map(() => Math.max(1, width - label - 2)) };
 }
@@ -114,7 +135,7 @@ export function layoutTable(head: string[], input: string[][], bold: Paint, widt
       plan.widths,
     );
   if (plan.layout === 'open') {
-    const joinOpen = (padded: string[]) => padded.join('  ').trimEnd();
+    const joinOpen = (padded: string[]) => padded.join(' '.repeat(plan.gap ?? 2)).trimEnd();
     return [
       ...rowLines(
         wrap(head, plan.widths).map((lines) => lines.map((l) => bold(l))),
