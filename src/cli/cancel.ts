@@ -10,7 +10,7 @@
  */
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
-import { CONFIG_ERROR, exitCodes, withHelp } from './help-text.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, EXIT_FAILURE, printJson } from './output.js';
 import { getRunOrFail, withWorld } from './world.js';
 
@@ -63,34 +63,35 @@ export async function cancelRunById(runId: string, opts: CancelOptions): Promise
   });
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const CANCEL_HELP: HelpSpec = {
+  notes: [
+    'The run stops at its next replay: no new step or wait starts, its hooks stop accepting payloads, and a step already running is not interrupted. Cancelling a cancelled run is a no-op (exit 0, "cancelled": false).',
+  ],
+  examples: [
+    ['eve-world-aws cancel wrun_01JD...'],
+    ['eve-world-aws cancel wrun_01JD... --reason "duplicate order" --json'],
+  ],
+  exitCodes: exitCodes(
+    'cancelled (or already cancelled)',
+    'no such run, or it already completed or failed',
+    CONFIG_ERROR,
+  ),
+};
+
 export function cancelCommand(): Command {
-  return withHelp(
-    new Command('cancel')
-      .description('Cancel a pending or running run (what `wf cancel` and run.cancel() do)')
-      .argument('<runId>', 'the run id (wrun_...)')
-      .option(
-        '--reason <text>',
-        `why, recorded on the run_cancelled event (at most ${MAX_REASON} characters)`,
-        parseReason,
-      )
-      .option('--json', 'print {runId, status, cancelled} as JSON'),
-    {
-      notes: [
-        'The run stops at its next replay: no new step or wait starts, its hooks stop accepting payloads, and a step already running is not interrupted. Cancelling a cancelled run is a no-op (exit 0, "cancelled": false).',
-      ],
-      examples: [
-        ['eve-world-aws cancel wrun_01JD...'],
-        ['eve-world-aws cancel wrun_01JD... --reason "duplicate order" --json'],
-      ],
-      exitCodes: exitCodes(
-        'cancelled (or already cancelled)',
-        'no such run, or it already completed or failed',
-        CONFIG_ERROR,
-      ),
-    },
-  ).action(async (runId: string, opts: CancelOptions) => {
-    const result = await cancelRunById(runId, opts);
-    if (opts.json) printJson(result);
-    else process.stdout.write(`run ${runId} ${result.cancelled ? 'cancelled' : 'was already cancelled'}\n`);
-  });
+  return withHelp(new Command('cancel'), CANCEL_HELP)
+    .description('Cancel a pending or running run (what `wf cancel` and run.cancel() do)')
+    .argument('<runId>', 'the run id (wrun_...)')
+    .option(
+      '--reason <text>',
+      `why, recorded on the run_cancelled event (at most ${MAX_REASON} characters)`,
+      parseReason,
+    )
+    .option('--json', 'print {runId, status, cancelled} as JSON')
+    .action(async (runId: string, opts: CancelOptions) => {
+      const result = await cancelRunById(runId, opts);
+      if (opts.json) printJson(result);
+      else process.stdout.write(`run ${runId} ${result.cancelled ? 'cancelled' : 'was already cancelled'}\n`);
+    });
 }

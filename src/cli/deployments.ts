@@ -23,7 +23,7 @@ import type { WorldContext } from '../context/world-context.js';
 import { type DeploymentRecord, listDeployments, markRetired, readDeployment } from '../deployment/registry.js';
 import { deploymentActivity, drainVerdict } from '../sweep/deployments.js';
 import { formatTime, parseDuration } from './format.js';
-import { CONFIG_ERROR, exitCodes, withHelp } from './help-text.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, EXIT_FAILURE, palette, printJson, renderTable } from './output.js';
 import { withWorld } from './world.js';
 
@@ -158,84 +158,81 @@ const RETIRE_EXIT_CODES = exitCodes(
   CONFIG_ERROR,
 );
 
+/** `--help` of `deployments`, `deployments list` and `deployments retire` (src/cli/help-text.ts). */
+const HELP: Record<'deployments' | 'list' | 'retire', HelpSpec> = {
+  deployments: {
+    notes: [
+      'Deployments are registered by processes with EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on (docs/operations.md, "Deployment affinity"). Status: "active, live" (a process of it heartbeated in the last 3 min), "active, no consumer" (runs pinned to it wait: start a process of that build, or retire it with --force to fail them), "active, draining" (no live process, no active run), "retired".',
+      "Old deployments drain, then go: once a build's processes are stopped and its runs have finished, `retire` marks it retired. The daily sweep (`eve-world-aws sweep`, the CDK sweeper) retires every deployment that qualifies.",
+    ],
+    examples: [
+      ['eve-world-aws deployments', 'the same as `deployments list`'],
+      ['eve-world-aws deployments retire build:0123456789abcdef'],
+    ],
+    exitCodes: RETIRE_EXIT_CODES,
+  },
+  list: {
+    examples: [['eve-world-aws deployments'], ["eve-world-aws deployments list --json | jq -r '.deployments[].id'"]],
+    exitCodes: exitCodes('listed (also when none is registered)', 'an AWS error', CONFIG_ERROR),
+  },
+  retire: {
+    notes: [
+      'Without --force it refuses a deployment with active runs or heard of (a heartbeat, a run of it ending) within the grace period. A message for a retired deployment fails its run with DEPLOYMENT_MISMATCH at its next delivery (once: never a loop, never the DLQ). Retiring a Lambda deployment also deletes its published version unless --keep-version.',
+    ],
+    examples: [
+      ['eve-world-aws deployments retire build:0123456789abcdef'],
+      ['eve-world-aws deployments retire build:0123456789abcdef --grace 1h'],
+      ['eve-world-aws deployments retire lambda:my-host:12 --force', 'fail its runs'],
+    ],
+    exitCodes: RETIRE_EXIT_CODES,
+  },
+};
+
 export function deploymentsCommand(): Command {
-  const list = withHelp(
-    new Command('list')
-      .description('List the deployments of this table and how many runs each still has active (the default)')
-      .option('--json', 'print {deployments: [...]} as JSON'),
-    {
-      examples: [['eve-world-aws deployments'], ["eve-world-aws deployments list --json | jq -r '.deployments[].id'"]],
-      exitCodes: exitCodes('listed (also when none is registered)', 'an AWS error', CONFIG_ERROR),
-    },
-  ).action(async (opts: { json?: boolean }) => {
-    await withWorld({}, async (w) => {
-      const rows = await deploymentRows(w.context);
-      if (opts.json) printJson({ deployments: rows });
-      else process.stdout.write(renderDeployments(rows));
+  const list = withHelp(new Command('list'), HELP.list)
+    .description('List the deployments of this table and how many runs each still has active (the default)')
+    .option('--json', 'print {deployments: [...]} as JSON')
+    .action(async (opts: { json?: boolean }) => {
+      await withWorld({}, async (w) => {
+        const rows = await deploymentRows(w.context);
+        if (opts.json) printJson({ deployments: rows });
+        else process.stdout.write(renderDeployments(rows));
+      });
     });
-  });
-  const retire = withHelp(
-    new Command('retire')
-      .description('Mark a deployment retired: its runs fail with DEPLOYMENT_MISMATCH at their next delivery')
-      .argument('<id>', 'the deployment, as `deployments` lists it')
-      .option(
-        '--force',
-        'retire it even though runs pinned to it are still active (they fail) or it was heard of within the grace period',
-      )
-      .addOption(
-        new Option(
-          '--grace <duration>',
-          'refuse a deployment heard of (heartbeat, a run of it ending) more recently than this (units: d, h, m, s) (default: 24h, the tuning option deploymentGraceSeconds)',
-        ).argParser(parseDuration),
-      )
-      .option(
-        '--keep-version',
-        'a Lambda deployment (lambda:<function>:<version>): leave its published version in place',
-      )
-      .option('--json', 'print the deployment (and the Lambda version deleted, if any) as JSON'),
-    {
-      notes: [
-        'Without --force it refuses a deployment with active runs or heard of (a heartbeat, a run of it ending) within the grace period. A message for a retired deployment fails its run with DEPLOYMENT_MISMATCH at its next delivery (once: never a loop, never the DLQ). Retiring a Lambda deployment also deletes its published version unless --keep-version.',
-      ],
-      examples: [
-        ['eve-world-aws deployments retire build:0123456789abcdef'],
-        ['eve-world-aws deployments retire build:0123456789abcdef --grace 1h'],
-        ['eve-world-aws deployments retire lambda:my-host:12 --force', 'fail its runs'],
-      ],
-      exitCodes: RETIRE_EXIT_CODES,
-    },
-  ).action(async (id: string, opts: { force?: boolean; grace?: number; keepVersion?: boolean; json?: boolean }) => {
-    await withWorld({}, async (w) => {
-      const record = await retireDeployment(w.context, id, { force: opts.force, graceMs: opts.grace });
-      const version = opts.keepVersion ? undefined : parseLambdaDeployment(record.id);
-      const deleted = version ? await deleteLambdaVersion(w.context, version) : undefined;
-      if (opts.json) printJson({ deployment: record, ...(deleted ? { lambdaVersion: deleted } : {}) });
-      else {
-        process.stdout.write(`Deployment ${record.id} is retired.\n`);
-        if (deleted)
-          process.stdout.write(
-            deleted.deleted
-              ? `Deleted version ${deleted.version} of Lambda function ${deleted.functionName}.\n`
-              : `Version ${deleted.version} of Lambda function ${deleted.functionName} was already gone.\n`,
-          );
-      }
+  const retire = withHelp(new Command('retire'), HELP.retire)
+    .description('Mark a deployment retired: its runs fail with DEPLOYMENT_MISMATCH at their next delivery')
+    .argument('<id>', 'the deployment, as `deployments` lists it')
+    .option(
+      '--force',
+      'retire it even though runs pinned to it are still active (they fail) or it was heard of within the grace period',
+    )
+    .addOption(
+      new Option(
+        '--grace <duration>',
+        'refuse a deployment heard of (heartbeat, a run of it ending) more recently than this (units: d, h, m, s) (default: 24h, the tuning option deploymentGraceSeconds)',
+      ).argParser(parseDuration),
+    )
+    .option('--keep-version', 'a Lambda deployment (lambda:<function>:<version>): leave its published version in place')
+    .option('--json', 'print the deployment (and the Lambda version deleted, if any) as JSON')
+    .action(async (id: string, opts: { force?: boolean; grace?: number; keepVersion?: boolean; json?: boolean }) => {
+      await withWorld({}, async (w) => {
+        const record = await retireDeployment(w.context, id, { force: opts.force, graceMs: opts.grace });
+        const version = opts.keepVersion ? undefined : parseLambdaDeployment(record.id);
+        const deleted = version ? await deleteLambdaVersion(w.context, version) : undefined;
+        if (opts.json) printJson({ deployment: record, ...(deleted ? { lambdaVersion: deleted } : {}) });
+        else {
+          process.stdout.write(`Deployment ${record.id} is retired.\n`);
+          if (deleted)
+            process.stdout.write(
+              deleted.deleted
+                ? `Deleted version ${deleted.version} of Lambda function ${deleted.functionName}.\n`
+                : `Version ${deleted.version} of Lambda function ${deleted.functionName} was already gone.\n`,
+            );
+        }
+      });
     });
-  });
-  return withHelp(
-    new Command('deployments')
-      .description('List the deployments of this table (deployment affinity), or retire one')
-      .addCommand(list, { isDefault: true })
-      .addCommand(retire),
-    {
-      notes: [
-        'Deployments are registered by processes with EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on (docs/operations.md, "Deployment affinity"). Status: "active, live" (a process of it heartbeated in the last 3 min), "active, no consumer" (runs pinned to it wait: start a process of that build, or retire it with --force to fail them), "active, draining" (no live process, no active run), "retired".',
-        "Old deployments drain, then go: once a build's processes are stopped and its runs have finished, `retire` marks it retired. The daily sweep (`eve-world-aws sweep`, the CDK sweeper) retires every deployment that qualifies.",
-      ],
-      examples: [
-        ['eve-world-aws deployments', 'the same as `deployments list`'],
-        ['eve-world-aws deployments retire build:0123456789abcdef'],
-      ],
-      exitCodes: RETIRE_EXIT_CODES,
-    },
-  );
+  return withHelp(new Command('deployments'), HELP.deployments)
+    .description('List the deployments of this table (deployment affinity), or retire one')
+    .addCommand(list, { isDefault: true })
+    .addCommand(retire);
 }

@@ -9,7 +9,7 @@ import { Command } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig } from '../config/index.js';
 import { type DestroyReport, destroyResources } from '../provision/destroy.js';
-import { exitCodes, withHelp } from './help-text.js';
+import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { explainAwsError } from './init.js';
 import { CliError, EXIT_FAILURE, palette, printJson, renderTable, tableReport } from './output.js';
 
@@ -59,45 +59,46 @@ function render(reports: DestroyReport[], opts: DestroyCliOptions, kmsKeyId?: st
   return tableReport(out);
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const DESTROY_HELP: HelpSpec = {
+  notes: [
+    'Only the resources this configuration names (EVE_WORLD_AWS_PREFIX, _TABLE, _QUEUE, _DLQ, _BUCKET, _SCHEDULER_GROUP) are touched, never the account\'s shared "default" schedule group, the KMS key or the Scheduler role. If any of them holds data, nothing is deleted unless --force is given too. A CDK deployment is removed with `cdk destroy` instead.',
+  ],
+  examples: [
+    ['eve-world-aws destroy', 'the plan'],
+    ['eve-world-aws destroy --yes', 'delete; refuses if anything holds data'],
+    ['eve-world-aws destroy --yes --force', 'delete, data included'],
+  ],
+  exitCodes: exitCodes(
+    'deleted, or nothing there, or a plan',
+    'refused because a resource holds data, or an AWS error',
+  ),
+};
+
 export function destroyCommand(): Command {
-  return withHelp(
-    new Command('destroy')
-      .description('Remove what `init` created (schedule group, queue, DLQ, bucket, table): a plan unless --yes')
-      .option('--yes', 'delete (without it: print what would be deleted, change nothing)')
-      .option('--force', 'also delete resources that hold data (runs, objects, messages, schedules); needs --yes')
-      .option('--json', 'print {deleted, resources: [...]} as JSON'),
-    {
-      notes: [
-        'Only the resources this configuration names (EVE_WORLD_AWS_PREFIX, _TABLE, _QUEUE, _DLQ, _BUCKET, _SCHEDULER_GROUP) are touched, never the account\'s shared "default" schedule group, the KMS key or the Scheduler role. If any of them holds data, nothing is deleted unless --force is given too. A CDK deployment is removed with `cdk destroy` instead.',
-      ],
-      examples: [
-        ['eve-world-aws destroy', 'the plan'],
-        ['eve-world-aws destroy --yes', 'delete; refuses if anything holds data'],
-        ['eve-world-aws destroy --yes --force', 'delete, data included'],
-      ],
-      exitCodes: exitCodes(
-        'deleted, or nothing there, or a plan',
-        'refused because a resource holds data, or an AWS error',
-      ),
-    },
-  ).action(async (opts: DestroyCliOptions) => {
-    const config = loadConfig();
-    const clients = createClients(config);
-    let reports: DestroyReport[];
-    try {
-      reports = await destroyResources(clients, config, { apply: opts.yes === true, force: opts.force === true });
-    } catch (err) {
-      throw explainAwsError(err, config);
-    } finally {
-      destroyClients(clients);
-    }
-    const refused = opts.yes === true && reports.some((r) => r.state === 'kept');
-    if (opts.json) printJson({ deleted: reports.some((r) => r.state === 'deleted'), resources: reports });
-    else process.stdout.write(render(reports, opts, config.kmsKeyId));
-    if (refused)
-      throw new CliError(
-        'nothing was deleted: a resource holds data (see above; add --force to delete it too)',
-        EXIT_FAILURE,
-      );
-  });
+  return withHelp(new Command('destroy'), DESTROY_HELP)
+    .description('Remove what `init` created (schedule group, queue, DLQ, bucket, table): a plan unless --yes')
+    .option('--yes', 'delete (without it: print what would be deleted, change nothing)')
+    .option('--force', 'also delete resources that hold data (runs, objects, messages, schedules); needs --yes')
+    .option('--json', 'print {deleted, resources: [...]} as JSON')
+    .action(async (opts: DestroyCliOptions) => {
+      const config = loadConfig();
+      const clients = createClients(config);
+      let reports: DestroyReport[];
+      try {
+        reports = await destroyResources(clients, config, { apply: opts.yes === true, force: opts.force === true });
+      } catch (err) {
+        throw explainAwsError(err, config);
+      } finally {
+        destroyClients(clients);
+      }
+      const refused = opts.yes === true && reports.some((r) => r.state === 'kept');
+      if (opts.json) printJson({ deleted: reports.some((r) => r.state === 'deleted'), resources: reports });
+      else process.stdout.write(render(reports, opts, config.kmsKeyId));
+      if (refused)
+        throw new CliError(
+          'nothing was deleted: a resource holds data (see above; add --force to delete it too)',
+          EXIT_FAILURE,
+        );
+    });
 }

@@ -44,7 +44,7 @@ import { type ResourceReport, reconcile } from '../provision/index.js';
 import { createTransport } from '../queue/transport.js';
 import { deploymentRows, deploymentsCheck } from './deployments.js';
 import { parsePositiveInt } from './format.js';
-import { exitCodes, withHelp } from './help-text.js';
+import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import {
   CliError,
   colorEnabled,
@@ -512,44 +512,39 @@ interface DoctorCliOptions {
   maxSkew: number;
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const DOCTOR_HELP: HelpSpec = {
+  notes: [
+    'Read-only: nothing is created or changed (`eve-world-aws init` does that). It first says what it checks: the region, the account, the endpoints and each resource name with the variable that chose it.',
+    'With deployment affinity, the "deployments" check lists the deployments with active runs and warns (exit 0) when one has no live consumer: its runs wait until a process of that build runs again.',
+  ],
+  examples: [['eve-world-aws doctor'], ['eve-world-aws doctor --json | jq \'.checks[] | select(.status=="fail")\'']],
+  exitCodes: exitCodes(
+    'every check passed (warnings too)',
+    'a check failed (its fix is printed; a bad setting is a failed check)',
+    'bad usage',
+  ),
+};
+
 export function doctorCommand(): Command {
-  return withHelp(
-    new Command('doctor')
-      .description(
-        'Check configuration, credentials, table, queues and redrive policy, bucket, schedule group (with a scheduler role) and clock skew',
-      )
-      .option(
-        '--json',
-        'print {ok, target, checks: [...]} as JSON (target: region, account, endpoints, resource names)',
-      )
-      .option('--max-skew <seconds>', 'largest tolerated clock difference with the AWS server', parsePositiveInt, 5),
-    {
-      notes: [
-        'Read-only: nothing is created or changed (`eve-world-aws init` does that). It first says what it checks: the region, the account, the endpoints and each resource name with the variable that chose it.',
-        'With deployment affinity, the "deployments" check lists the deployments with active runs and warns (exit 0) when one has no live consumer: its runs wait until a process of that build runs again.',
-      ],
-      examples: [
-        ['eve-world-aws doctor'],
-        ['eve-world-aws doctor --json | jq \'.checks[] | select(.status=="fail")\''],
-      ],
-      exitCodes: exitCodes(
-        'every check passed (warnings too)',
-        'a check failed (its fix is printed; a bad setting is a failed check)',
-        'bad usage',
-      ),
-    },
-  ).action(async (opts: DoctorCliOptions) => {
-    const spin = progress('Checking...');
-    let report: DoctorReport;
-    try {
-      report = await runDoctorReport({ maxSkewSeconds: opts.maxSkew });
-    } finally {
-      spin.done();
-    }
-    const { target, checks } = report;
-    const ok = checks.every((c) => c.status !== 'fail');
-    if (opts.json) printJson({ ok, ...(target ? { target } : {}), checks });
-    else process.stdout.write(`${target ? `${fitText(renderTarget(target))}\n` : ''}${renderChecks(checks)}`);
-    if (!ok) throw new CliError('', EXIT_FAILURE);
-  });
+  return withHelp(new Command('doctor'), DOCTOR_HELP)
+    .description(
+      'Check configuration, credentials, table, queues and redrive policy, bucket, schedule group (with a scheduler role) and clock skew',
+    )
+    .option('--json', 'print {ok, target, checks: [...]} as JSON (target: region, account, endpoints, resource names)')
+    .option('--max-skew <seconds>', 'largest tolerated clock difference with the AWS server', parsePositiveInt, 5)
+    .action(async (opts: DoctorCliOptions) => {
+      const spin = progress('Checking...');
+      let report: DoctorReport;
+      try {
+        report = await runDoctorReport({ maxSkewSeconds: opts.maxSkew });
+      } finally {
+        spin.done();
+      }
+      const { target, checks } = report;
+      const ok = checks.every((c) => c.status !== 'fail');
+      if (opts.json) printJson({ ok, ...(target ? { target } : {}), checks });
+      else process.stdout.write(`${target ? `${fitText(renderTarget(target))}\n` : ''}${renderChecks(checks)}`);
+      if (!ok) throw new CliError('', EXIT_FAILURE);
+    });
 }

@@ -30,7 +30,7 @@ import {
 import { sleep } from '../aws/sleep.js';
 import { loadConfig } from '../config/index.js';
 import { hasProblems, type ResourceReport } from '../provision/index.js';
-import { exitCodes, withHelp } from './help-text.js';
+import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { renderReports, runReconcile } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './output.js';
 import { EMULATOR_PEERS, requirePeers } from './peers.js';
@@ -311,9 +311,27 @@ export async function runEmulate(opts: EmulateOptions): Promise<void> {
   }
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const EMULATE_HELP: HelpSpec = {
+  notes: [
+    'Everything listens on 127.0.0.1. The embedded stack needs Java 17 (DynamoDB Local; EVE_WORLD_AWS_JAVA overrides the java binary); fauxqs keeps queues and the bucket in memory, so they are re-created at every start (--data-dir keeps DynamoDB and the KMS keys). It also serves KMS, Secrets Manager, EventBridge Scheduler and Lambda Invoke endpoints (free ports, in memory).',
+    'Resource names come from EVE_WORLD_AWS_PREFIX etc., as for the World; the EVE_WORLD_AWS_* variables you set are repeated in the export lines. Ctrl-C (SIGINT) or SIGTERM stops every child, removes the --env-out file (its ports are gone) and exits 0.',
+  ],
+  examples: [
+    ['eve-world-aws emulate', 'DynamoDB :8000, SQS + S3 :4566'],
+    ['eve-world-aws emulate --env-out .emulate/env --data-dir .emulate/dynamodb'],
+    ['source .emulate/env', 'in another shell'],
+    ['eve-world-aws emulate --docker', 'DynamoDB :8000, SQS :4566, S3 :4567'],
+  ],
+  exitCodes: exitCodes(
+    'stopped by Ctrl-C or SIGTERM',
+    'the stack failed to start (a port in use, no Java, no Docker engine)',
+  ),
+};
+
 export function emulateCommand(): Command {
-  return withHelp(
-    new Command('emulate')
+  return (
+    withHelp(new Command('emulate'), EMULATE_HELP)
       .description(
         'Run a local AWS stack in the foreground (embedded: DynamoDB Local + fauxqs, no Docker) and create the resources',
       )
@@ -335,24 +353,9 @@ export function emulateCommand(): Command {
       // program runs, so one name that works everywhere is the one to teach.
       .addOption(new Option('--env-file <path>').hideHelp())
       .option('--docker', 'run docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) instead of the embedded stack')
-      .option('--json', 'print one JSON object (endpoints, env, resources) instead of export lines'),
-    {
-      notes: [
-        'Everything listens on 127.0.0.1. The embedded stack needs Java 17 (DynamoDB Local; EVE_WORLD_AWS_JAVA overrides the java binary); fauxqs keeps queues and the bucket in memory, so they are re-created at every start (--data-dir keeps DynamoDB and the KMS keys). It also serves KMS, Secrets Manager, EventBridge Scheduler and Lambda Invoke endpoints (free ports, in memory).',
-        'Resource names come from EVE_WORLD_AWS_PREFIX etc., as for the World; the EVE_WORLD_AWS_* variables you set are repeated in the export lines. Ctrl-C (SIGINT) or SIGTERM stops every child, removes the --env-out file (its ports are gone) and exits 0.',
-      ],
-      examples: [
-        ['eve-world-aws emulate', 'DynamoDB :8000, SQS + S3 :4566'],
-        ['eve-world-aws emulate --env-out .emulate/env --data-dir .emulate/dynamodb'],
-        ['source .emulate/env', 'in another shell'],
-        ['eve-world-aws emulate --docker', 'DynamoDB :8000, SQS :4566, S3 :4567'],
-      ],
-      exitCodes: exitCodes(
-        'stopped by Ctrl-C or SIGTERM',
-        'the stack failed to start (a port in use, no Java, no Docker engine)',
-      ),
-    },
-  ).action(async (opts: EmulateOptions) => {
-    await runEmulate(opts);
-  });
+      .option('--json', 'print one JSON object (endpoints, env, resources) instead of export lines')
+      .action(async (opts: EmulateOptions) => {
+        await runEmulate(opts);
+      })
+  );
 }

@@ -21,7 +21,7 @@ import {
   sharedScheduleGroupWarning,
 } from '../provision/index.js';
 import { AFFINITY_MIN_READER } from '../schema/formats.js';
-import { exitCodes, withHelp } from './help-text.js';
+import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import {
   CliError,
   EXIT_FAILURE,
@@ -159,67 +159,73 @@ interface InitOptions {
   deploymentAffinity?: boolean;
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const INIT_HELP: HelpSpec = {
+  notes: [
+    "Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from AWS_ENDPOINT_URL_* (set by `eve-world-aws emulate`), credentials from the standard AWS chain. With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit `default` (the account's shared group) is used as it is, with a warning.",
+    "The bucket's lifecycle rule expires queue bodies under queue/; nothing expires orphaned run payloads or held bodies of very long waits: schedule `eve-world-aws sweep` daily.",
+  ],
+  examples: [
+    ['eve-world-aws init', 'create or fix'],
+    ['eve-world-aws init --dry-run', 'the plan only'],
+    ['eve-world-aws init --print-iam-policy --operator', 'for doctor, tail'],
+    ['eve-world-aws init --deployment-affinity', 'before affinity'],
+  ],
+  exitCodes: exitCodes(
+    'every resource present, created or fixed',
+    'drift or missing (the fix is printed), or an AWS error',
+  ),
+};
+
 export function initCommand(): Command {
-  return withHelp(
-    new Command('init')
-      .description(
-        'Create or verify the DynamoDB table, the SQS queue and its DLQ, the S3 bucket and, with a scheduler role, the schedule group (idempotent)',
-      )
-      .option('--dry-run', 'print what would be created and change nothing')
-      .option('--json', 'print the result as JSON (for scripts)')
-      .option('--print-iam-policy', 'print the least-privilege IAM policy the World needs at run time, and exit')
-      .option(
-        '--operator',
-        'with --print-iam-policy: the operator policy (doctor, redrive, tail; the only one with DLQ access)',
-      )
-      .option(
-        '--deployer',
-        'with --print-iam-policy: the policy `init` itself needs (create, harden, put under the KMS key)',
-      )
-      .option(
-        '--scheduler-role',
-        "with --print-iam-policy: the EventBridge Scheduler role's trust policy and permissions",
-      )
-      .option('--account <id>', 'AWS account id to put in the IAM policy ARNs (default: <account-id>)', parseAccount)
-      .option(
-        '--deployment-affinity',
-        `allow deployment affinity on the table: refuse readers older than format ${AFFINITY_MIN_READER}, which ignore a message's deployment (stop them first)`,
-      ),
-    {
-      notes: [
-        "Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from AWS_ENDPOINT_URL_* (set by `eve-world-aws emulate`), credentials from the standard AWS chain. With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit `default` (the account's shared group) is used as it is, with a warning.",
-        "The bucket's lifecycle rule expires queue bodies under queue/; nothing expires orphaned run payloads or held bodies of very long waits: schedule `eve-world-aws sweep` daily.",
-      ],
-      examples: [
-        ['eve-world-aws init', 'create or fix'],
-        ['eve-world-aws init --dry-run', 'the plan only'],
-        ['eve-world-aws init --print-iam-policy --operator', 'for doctor, tail'],
-        ['eve-world-aws init --deployment-affinity', 'before affinity'],
-      ],
-      exitCodes: exitCodes(
-        'every resource present, created or fixed',
-        'drift or missing (the fix is printed), or an AWS error',
-      ),
-    },
-  ).action(async (opts: InitOptions) => {
-    const config = loadConfig(process.env);
-    if (opts.printIamPolicy) {
-      const region = config.region ?? '<region>';
-      const target = { partition: partitionOf(config.region), region, account: opts.account ?? '<account-id>' };
+  return withHelp(new Command('init'), INIT_HELP)
+    .description(
+      'Create or verify the DynamoDB table, the SQS queue and its DLQ, the S3 bucket and, with a scheduler role, the schedule group (idempotent)',
+    )
+    .option('--dry-run', 'print what would be created and change nothing')
+    .option('--json', 'print the result as JSON (for scripts)')
+    .option('--print-iam-policy', 'print the least-privilege IAM policy the World needs at run time, and exit')
+    .option(
+      '--operator',
+      'with --print-iam-policy: the operator policy (doctor, redrive, tail; the only one with DLQ access)',
+    )
+    .option(
+      '--deployer',
+      'with --print-iam-policy: the policy `init` itself needs (create, harden, put under the KMS key)',
+    )
+    .option(
+      '--scheduler-role',
+      "with --print-iam-policy: the EventBridge Scheduler role's trust policy and permissions",
+    )
+    .option('--account <id>', 'AWS account id to put in the IAM policy ARNs (default: <account-id>)', parseAccount)
+    .option(
+      '--deployment-affinity',
+      `allow deployment affinity on the table: refuse readers older than format ${AFFINITY_MIN_READER}, which ignore a message's deployment (stop them first)`,
+    )
+    .action(async (opts: InitOptions) => {
+      const config = loadConfig(process.env);
+      if (opts.printIamPolicy) {
+        const region = config.region ?? '<region>';
+        const target = { partition: partitionOf(config.region), region, account: opts.account ?? '<account-id>' };
+        warnSharedScheduleGroup(config);
+        if (opts.schedulerRole) printJson(schedulerRolePolicies(config, target));
+        else
+          printJson(principalPolicy(opts.operator ? 'operator' : opts.deployer ? 'init' : 'runtime', config, target));
+        return;
+      }
+      if (opts.operator || opts.schedulerRole || opts.deployer)
+        throw new CliError('--operator, --deployer and --scheduler-role only go with --print-iam-policy', EXIT_USAGE);
       warnSharedScheduleGroup(config);
-      if (opts.schedulerRole) printJson(schedulerRolePolicies(config, target));
-      else printJson(principalPolicy(opts.operator ? 'operator' : opts.deployer ? 'init' : 'runtime', config, target));
-      return;
-    }
-    if (opts.operator || opts.schedulerRole || opts.deployer)
-      throw new CliError('--operator, --deployer and --scheduler-role only go with --print-iam-policy', EXIT_USAGE);
-    warnSharedScheduleGroup(config);
-    const mode: ReconcileMode = opts.dryRun ? 'dry-run' : 'apply';
-    const reports = await runReconcile(config, mode, opts.deploymentAffinity ? { minReader: AFFINITY_MIN_READER } : {});
-    const ok = !hasProblems(reports);
-    if (opts.json) printJson({ ok, mode, resources: reports });
-    else process.stdout.write(renderReports(reports, mode));
-    // The report already explains the problem; only the exit code is left to set.
-    if (!ok) throw new CliError('', EXIT_FAILURE);
-  });
+      const mode: ReconcileMode = opts.dryRun ? 'dry-run' : 'apply';
+      const reports = await runReconcile(
+        config,
+        mode,
+        opts.deploymentAffinity ? { minReader: AFFINITY_MIN_READER } : {},
+      );
+      const ok = !hasProblems(reports);
+      if (opts.json) printJson({ ok, mode, resources: reports });
+      else process.stdout.write(renderReports(reports, mode));
+      // The report already explains the problem; only the exit code is left to set.
+      if (!ok) throw new CliError('', EXIT_FAILURE);
+    });
 }

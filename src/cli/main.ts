@@ -16,7 +16,7 @@ import { deploymentsCommand } from './deployments.js';
 import { destroyCommand } from './destroy.js';
 import { doctorCommand } from './doctor.js';
 import { emulateCommand } from './emulate.js';
-import { exitCodes, HELP_WIDTH, withHelp } from './help-text.js';
+import { exitCodes, HELP_WIDTH, type HelpSpec, withHelp } from './help-text.js';
 import { initCommand } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
 import { redriveCommand } from './redrive/index.js';
@@ -60,26 +60,26 @@ function configure(cmd: Command): void {
   for (const sub of cmd.commands) configure(sub);
 }
 
+/** The program's `--help` after the commands (src/cli/help-text.ts). */
+const PROGRAM_HELP: HelpSpec = {
+  notes: [
+    'Configuration comes from the environment (EVE_WORLD_AWS_*, AWS_REGION, AWS_ENDPOINT_URL_*, AWS_PROFILE). `eve-world-aws <command> --help` describes each command.',
+  ],
+  examples: [
+    ['eve-world-aws demo', 'all of it at once (Java 17)'],
+    ['eve-world-aws emulate --env-out .emulate/env', 'shell 1: local AWS'],
+    ['source .emulate/env && eve-world-aws init', 'shell 2: resources'],
+    ['eve-world-aws tail <runId>', 'follow a run live'],
+  ],
+  exitCodes: exitCodes('ok', 'failure (drift, a failed check or run, an AWS error)'),
+};
+
 export function buildProgram(): Command {
-  const program = withHelp(
-    new Command('eve-world-aws')
-      .description(
-        'Workflow DevKit World on DynamoDB + SQS + S3: set up, check and remove AWS resources, run a local emulator, follow, start, cancel and resume runs, replay dead letters, sweep orphaned objects.',
-      )
-      .version(version(), '-V, --version'),
-    {
-      notes: [
-        'Configuration comes from the environment (EVE_WORLD_AWS_*, AWS_REGION, AWS_ENDPOINT_URL_*, AWS_PROFILE). `eve-world-aws <command> --help` describes each command.',
-      ],
-      examples: [
-        ['eve-world-aws demo', 'all of it at once (Java 17)'],
-        ['eve-world-aws emulate --env-out .emulate/env', 'shell 1: local AWS'],
-        ['source .emulate/env && eve-world-aws init', 'shell 2: resources'],
-        ['eve-world-aws tail <runId>', 'follow a run live'],
-      ],
-      exitCodes: exitCodes('ok', 'failure (drift, a failed check or run, an AWS error)'),
-    },
-  );
+  const program = withHelp(new Command('eve-world-aws'), PROGRAM_HELP)
+    .description(
+      'Workflow DevKit World on DynamoDB + SQS + S3: set up, check and remove AWS resources, run a local emulator, follow, start, cancel and resume runs, replay dead letters, sweep orphaned objects.',
+    )
+    .version(version(), '-V, --version');
   for (const make of COMMANDS) program.addCommand(make());
   configure(program);
   return program;

@@ -9,7 +9,7 @@ import type { WorkflowRun } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { LEGACY_DEPLOYMENT_ID } from '../deployment/id.js';
 import { formatDuration, formatTime, parsePositiveInt, shortName } from './format.js';
-import { CONFIG_ERROR, exitCodes, withHelp } from './help-text.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { colorEnabled, palette, printJson, renderTable } from './output.js';
 import { runRow } from './tail-rows.js';
 import { isFullWorkflowName, workflowMatches } from './workflow-names.js';
@@ -117,54 +117,55 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
   return `${renderTable(head, rows, color)}${more}\n`;
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const RUNS_HELP: HelpSpec = {
+  notes: [
+    `--workflow with a full id is one indexed query; with a name it filters the newest ${SCAN_LIMIT} runs (a note on stderr says when older runs were not read: pass the full id, which \`runs --json\` shows).`,
+    'The Workflow column shows the name (after the last "//"); --json has the full id. "Started" is when the run started executing (its creation time while it is pending); "Duration" runs until now for runs that are still going.',
+  ],
+  examples: [
+    ['eve-world-aws runs', 'the newest 20'],
+    ['eve-world-aws runs --status failed,cancelled --limit 50'],
+    ["eve-world-aws runs --workflow order --json | jq -r '.runs[].runId'"],
+  ],
+  exitCodes: exitCodes('listed (also when nothing matches)', 'an AWS error', CONFIG_ERROR),
+};
+
 export function runsCommand(): Command {
-  return withHelp(
-    new Command('runs')
-      .description(
-        'List recent runs (newest first): id, workflow, status, started, duration (and deployment, with deployment affinity)',
-      )
-      .option(
-        '--status <status>',
-        `only runs with this status: ${RUN_STATUSES.join(', ')} (comma-separated or repeated)`,
-        parseStatus,
-      )
-      .option(
-        '--workflow <name>',
-        'only runs of this workflow: its name (order) or the full id the runtime records (workflow//./workflows/order//order)',
-      )
-      .option('--limit <n>', 'how many runs to show', parsePositiveInt, 20)
-      .option('--json', 'print {runs: [...], hasMore} as JSON'),
-    {
-      notes: [
-        `--workflow with a full id is one indexed query; with a name it filters the newest ${SCAN_LIMIT} runs (a note on stderr says when older runs were not read: pass the full id, which \`runs --json\` shows).`,
-        'The Workflow column shows the name (after the last "//"); --json has the full id. "Started" is when the run started executing (its creation time while it is pending); "Duration" runs until now for runs that are still going.',
-      ],
-      examples: [
-        ['eve-world-aws runs', 'the newest 20'],
-        ['eve-world-aws runs --status failed,cancelled --limit 50'],
-        ["eve-world-aws runs --workflow order --json | jq -r '.runs[].runId'"],
-      ],
-      exitCodes: exitCodes('listed (also when nothing matches)', 'an AWS error', CONFIG_ERROR),
-    },
-  ).action(async (opts: RunsOptions) => {
-    await withWorld({}, async (w) => {
-      const { runs, hasMore, scanCapped } = await listRuns(w.world.runs as never, opts);
-      if (scanCapped)
-        process.stderr.write(
-          `note: read the newest ${SCAN_LIMIT} runs only; for older runs of this workflow pass its full id (workflow//<file>//${opts.workflow})\n`,
-        );
-      if (opts.json) {
-        const now = Date.now();
-        printJson({
-          runs: runs.map((r) => {
-            const { kind: _kind, ...rest } = runRow(r, now);
-            return rest;
-          }),
-          hasMore,
-        });
-      } else {
-        process.stdout.write(renderRuns(runs, hasMore));
-      }
+  return withHelp(new Command('runs'), RUNS_HELP)
+    .description(
+      'List recent runs (newest first): id, workflow, status, started, duration (and deployment, with deployment affinity)',
+    )
+    .option(
+      '--status <status>',
+      `only runs with this status: ${RUN_STATUSES.join(', ')} (comma-separated or repeated)`,
+      parseStatus,
+    )
+    .option(
+      '--workflow <name>',
+      'only runs of this workflow: its name (order) or the full id the runtime records (workflow//./workflows/order//order)',
+    )
+    .option('--limit <n>', 'how many runs to show', parsePositiveInt, 20)
+    .option('--json', 'print {runs: [...], hasMore} as JSON')
+    .action(async (opts: RunsOptions) => {
+      await withWorld({}, async (w) => {
+        const { runs, hasMore, scanCapped } = await listRuns(w.world.runs as never, opts);
+        if (scanCapped)
+          process.stderr.write(
+            `note: read the newest ${SCAN_LIMIT} runs only; for older runs of this workflow pass its full id (workflow//<file>//${opts.workflow})\n`,
+          );
+        if (opts.json) {
+          const now = Date.now();
+          printJson({
+            runs: runs.map((r) => {
+              const { kind: _kind, ...rest } = runRow(r, now);
+              return rest;
+            }),
+            hasMore,
+          });
+        } else {
+          process.stdout.write(renderRuns(runs, hasMore));
+        }
+      });
     });
-  });
 }

@@ -9,7 +9,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import type { SweepReport } from '../index.js';
 import { ORPHAN_GRACE_MS } from '../index.js';
 import { durationOption, formatDuration } from './format.js';
-import { CONFIG_ERROR, exitCodes, withHelp } from './help-text.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress } from './output.js';
 import { withWorld } from './world.js';
 
@@ -59,56 +59,57 @@ export function renderSweep(r: SweepReport, color = colorEnabled()): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const SWEEP_HELP: HelpSpec = {
+  notes: [
+    'Large values are uploaded to S3 before the DynamoDB write that points at them, so a write that fails or a process that dies in between leaves an object nothing references. The sweep deletes exactly the objects that can never be referenced again:',
+    '  - under runs/<runId>/ of a run that is completed, failed or cancelled (and ended more than --older-than ago): objects no item of the run points at, except those of steps still running (a step may finish after its run) and, while any step runs, stream objects;\n  - under runs/<runId>/ of a run with no run item (its creation never committed, or retention purged it) whose id is older than 24 h + --older-than;\n  - queue bodies of long waits kept under queue-held/ once every message that used them is gone.',
+    'It also retires deployments (deployment affinity) with no active run that nothing has been heard of for deploymentGraceSeconds (24 h). Objects younger than --older-than are always kept; pending and running runs are never touched. A finished run whose sweep left nothing undecided is marked clean and skipped by later sweeps; --recheck reads those again. A smaller --older-than deletes sooner but risks racing a writer between its upload and its commit: keep the default (1h) unless nothing is running.',
+    'Run it daily (cron, a scheduled task, an EventBridge rule) with the operator policy (`init --print-iam-policy --operator`). The CDK construct already runs it daily (sweepHandler from @portfolio/eve-world-aws/lambda).',
+  ],
+  examples: [
+    ['eve-world-aws sweep --dry-run', 'what would go'],
+    ['eve-world-aws sweep --older-than 6h --json'],
+    ['eve-world-aws sweep --run wrun_01JD...'],
+  ],
+  exitCodes: exitCodes('done', 'an object could not be deleted, or an AWS error', CONFIG_ERROR),
+};
+
 export function sweepCommand(): Command {
-  return withHelp(
-    new Command('sweep')
-      .description('Delete S3 objects no run can reference any more (orphaned payloads, expired held queue bodies)')
-      .option('--dry-run', 'list what would be deleted and delete nothing')
-      .addOption(
-        durationOption(
-          '--older-than <duration>',
-          'grace: keep objects younger than this, and everything of runs that ended more recently (units: d, h, m, s, e.g. 5d, 12h, 30m, 90s)',
-          ORPHAN_GRACE_MS,
-        ),
-      )
-      .option('--run <runId>', 'only this run’s objects (runs/<runId>/)', parseRunId)
-      .option('--recheck', 'also re-read finished runs an earlier sweep already cleaned')
-      .option('--json', 'print the report as JSON'),
-    {
-      notes: [
-        'Large values are uploaded to S3 before the DynamoDB write that points at them, so a write that fails or a process that dies in between leaves an object nothing references. The sweep deletes exactly the objects that can never be referenced again:',
-        '  - under runs/<runId>/ of a run that is completed, failed or cancelled (and ended more than --older-than ago): objects no item of the run points at, except those of steps still running (a step may finish after its run) and, while any step runs, stream objects;\n  - under runs/<runId>/ of a run with no run item (its creation never committed, or retention purged it) whose id is older than 24 h + --older-than;\n  - queue bodies of long waits kept under queue-held/ once every message that used them is gone.',
-        'It also retires deployments (deployment affinity) with no active run that nothing has been heard of for deploymentGraceSeconds (24 h). Objects younger than --older-than are always kept; pending and running runs are never touched. A finished run whose sweep left nothing undecided is marked clean and skipped by later sweeps; --recheck reads those again. A smaller --older-than deletes sooner but risks racing a writer between its upload and its commit: keep the default (1h) unless nothing is running.',
-        'Run it daily (cron, a scheduled task, an EventBridge rule) with the operator policy (`init --print-iam-policy --operator`). The CDK construct already runs it daily (sweepHandler from @portfolio/eve-world-aws/lambda).',
-      ],
-      examples: [
-        ['eve-world-aws sweep --dry-run', 'what would go'],
-        ['eve-world-aws sweep --older-than 6h --json'],
-        ['eve-world-aws sweep --run wrun_01JD...'],
-      ],
-      exitCodes: exitCodes('done', 'an object could not be deleted, or an AWS error', CONFIG_ERROR),
-    },
-  ).action(async (opts: SweepOptions) => {
-    await withWorld({}, async (w) => {
-      const spin = progress('sweeping runs/ …');
-      let report: SweepReport;
-      try {
-        report = await w.world.sweepOrphans({
-          dryRun: opts.dryRun,
-          graceMs: opts.olderThan,
-          runId: opts.run,
-          recheck: opts.recheck,
-          onProgress: ({ runs, objects, orphans }) =>
-            spin.update(`sweeping runs/: ${runs} runs, ${objects} objects, ${orphans} orphans`),
-        });
-      } finally {
-        spin.done();
-      }
-      if (opts.json) printJson(report);
-      else process.stdout.write(renderSweep(report));
-      const failed = report.failures.length + (report.heldBodies?.failures.length ?? 0);
-      if (failed > 0)
-        throw new CliError(`${failed} objects or runs could not be swept (listed above); run it again`, EXIT_FAILURE);
+  return withHelp(new Command('sweep'), SWEEP_HELP)
+    .description('Delete S3 objects no run can reference any more (orphaned payloads, expired held queue bodies)')
+    .option('--dry-run', 'list what would be deleted and delete nothing')
+    .addOption(
+      durationOption(
+        '--older-than <duration>',
+        'grace: keep objects younger than this, and everything of runs that ended more recently (units: d, h, m, s, e.g. 5d, 12h, 30m, 90s)',
+        ORPHAN_GRACE_MS,
+      ),
+    )
+    .option('--run <runId>', 'only this run’s objects (runs/<runId>/)', parseRunId)
+    .option('--recheck', 'also re-read finished runs an earlier sweep already cleaned')
+    .option('--json', 'print the report as JSON')
+    .action(async (opts: SweepOptions) => {
+      await withWorld({}, async (w) => {
+        const spin = progress('sweeping runs/ …');
+        let report: SweepReport;
+        try {
+          report = await w.world.sweepOrphans({
+            dryRun: opts.dryRun,
+            graceMs: opts.olderThan,
+            runId: opts.run,
+            recheck: opts.recheck,
+            onProgress: ({ runs, objects, orphans }) =>
+              spin.update(`sweeping runs/: ${runs} runs, ${objects} objects, ${orphans} orphans`),
+          });
+        } finally {
+          spin.done();
+        }
+        if (opts.json) printJson(report);
+        else process.stdout.write(renderSweep(report));
+        const failed = report.failures.length + (report.heldBodies?.failures.length ?? 0);
+        if (failed > 0)
+          throw new CliError(`${failed} objects or runs could not be swept (listed above); run it again`, EXIT_FAILURE);
+      });
     });
-  });
 }

@@ -10,7 +10,7 @@
  */
 import { Command, Option } from 'commander';
 import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './format.js';
-import { CONFIG_ERROR, exitCodes, withHelp } from './help-text.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './output.js';
 import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';
 import { chunkLines, followRun, type RunRow, type TailRow } from './tail-rows.js';
@@ -192,40 +192,41 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const TAIL_HELP: HelpSpec = {
+  notes: ['On a terminal the view redraws in place; piped, it prints one line per record.'],
+  examples: [
+    ['eve-world-aws tail wrun_01JD...', 'follow until the run finishes'],
+    ['eve-world-aws tail wrun_01JD... --no-follow', 'a snapshot'],
+    ['eve-world-aws tail wrun_01JD... --json | jq -c \'select(.kind=="chunk")\''],
+  ],
+  exitCodes: exitCodes(
+    'the run completed (a snapshot: it has not failed)',
+    'the run failed or was cancelled, or no such run',
+    CONFIG_ERROR,
+    { 130: 'interrupted (Ctrl-C)' },
+  ),
+};
+
 export function tailCommand(): Command {
-  return withHelp(
-    new Command('tail')
-      .description('Follow a run live: status, event log, steps and stream chunks, until it is terminal')
-      .argument('<runId>', 'the run id (wrun_...)')
-      .option('--no-follow', 'print a snapshot of the run now and exit')
-      .option('--json', 'print NDJSON records (kind: run, event, step, stream, chunk) for jq')
-      .option('--since <slot>', 'start the event log at this slot (1 = the first event)', parsePositiveInt)
-      .addOption(
-        new Option('--stream <name>', 'show only this stream (repeatable)')
-          .argParser(collect)
-          .default([] as string[], 'every stream of the run'),
-      )
-      .option('--data', 'resolve S3 pointers in event data (reads S3); without it large values show as <s3 key>')
-      .option(
-        '--interval <ms>',
-        'fastest poll interval while data flows (idle polling backs off to 1 s)',
-        parsePositiveInt,
-      ),
-    {
-      notes: ['On a terminal the view redraws in place; piped, it prints one line per record.'],
-      examples: [
-        ['eve-world-aws tail wrun_01JD...', 'follow until the run finishes'],
-        ['eve-world-aws tail wrun_01JD... --no-follow', 'a snapshot'],
-        ['eve-world-aws tail wrun_01JD... --json | jq -c \'select(.kind=="chunk")\''],
-      ],
-      exitCodes: exitCodes(
-        'the run completed (a snapshot: it has not failed)',
-        'the run failed or was cancelled, or no such run',
-        CONFIG_ERROR,
-        { 130: 'interrupted (Ctrl-C)' },
-      ),
-    },
-  ).action(async (runId: string, opts: TailOptions) => {
-    await runTail(runId, opts);
-  });
+  return withHelp(new Command('tail'), TAIL_HELP)
+    .description('Follow a run live: status, event log, steps and stream chunks, until it is terminal')
+    .argument('<runId>', 'the run id (wrun_...)')
+    .option('--no-follow', 'print a snapshot of the run now and exit')
+    .option('--json', 'print NDJSON records (kind: run, event, step, stream, chunk) for jq')
+    .option('--since <slot>', 'start the event log at this slot (1 = the first event)', parsePositiveInt)
+    .addOption(
+      new Option('--stream <name>', 'show only this stream (repeatable)')
+        .argParser(collect)
+        .default([] as string[], 'every stream of the run'),
+    )
+    .option('--data', 'resolve S3 pointers in event data (reads S3); without it large values show as <s3 key>')
+    .option(
+      '--interval <ms>',
+      'fastest poll interval while data flows (idle polling backs off to 1 s)',
+      parsePositiveInt,
+    )
+    .action(async (runId: string, opts: TailOptions) => {
+      await runTail(runId, opts);
+    });
 }
