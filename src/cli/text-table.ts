@@ -65,6 +65,13 @@ function fitWidths(natural: number[], min: number[], room: number): number[] | u
   return widths;
 }
 
+/** Each width down to what its wrapped cells use (a date wrapped to 10 of 14 columns keeps 10). */
+function tighten(head: string[], rows: string[][], widths: number[]): number[] {
+  return widths.map((w, i) =>
+    Math.max(1, ...[head[i], ...rows.map((r) => r[i] ?? '')].flatMap((c) => wrapText(c, w).map(displayWidth))),
+  );
+}
+
 /** Terminal lines the rows take at these widths. */
 function height(rows: string[][], widths: number[]): number {
   return rows.reduce((t, r) => t + Math.max(1, ...widths.map((w, i) => wrapText(r[i] ?? '', w).length)), 0);
@@ -87,11 +94,12 @@ export function planTable(head: string[], rows: string[][], width: number): Tabl
   ] as const) {
     const widths = fitWidths(natural, least, width - gap * (n - 1));
     if (widths) {
-      open = { layout: 'open', widths, gap };
+      open = { layout: 'open', widths: tighten(head, rows, widths), gap };
       break;
     }
   }
-  if (box && (!open || height(rows, box) <= height(rows, open.widths))) return { layout: 'box', widths: box };
+  if (box && (!open || height(rows, box) <= height(rows, open.widths)))
+    return { layout: 'box', widths: tighten(head, rows, box) };
   if (open) return open;
   const label = Math.max(...head.map(displayWidth));
   return { layout: 'records', widths: head.map(() => Math.max(1, width - label - 2)) };
