@@ -8,7 +8,8 @@
 import type { WorkflowRun } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { LEGACY_DEPLOYMENT_ID } from '../deployment/id.js';
-import { formatDuration, formatTime, parsePositiveInt } from './format.js';
+import { formatDuration, formatTime, parsePositiveInt, shortName } from './format.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { colorEnabled, palette, printJson, renderTable } from './output.js';
 import { runRow } from './tail-rows.js';
 import { isFullWorkflowName, workflowMatches } from './workflow-names.js';
@@ -104,7 +105,7 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
     const rec = runRow(r, now);
     return [
       rec.runId,
-      rec.workflowName,
+      shortName(rec.workflowName),
       p[STATUS_PAINT[rec.status]](rec.status),
       formatTime(rec.startedAt ?? rec.createdAt),
       formatDuration(rec.durationMs),
@@ -116,8 +117,22 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
   return `${renderTable(head, rows, color)}${more}\n`;
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const RUNS_HELP: HelpSpec = {
+  notes: [
+    `--workflow with a full id is one indexed query; with a name it filters the newest ${SCAN_LIMIT} runs (a note on stderr says when older runs were not read: pass the full id, which \`runs --json\` shows).`,
+    'The Workflow column shows the name (after the last "//"); --json has the full id. "Started" is when the run started executing (its creation time while it is pending); "Duration" runs until now for runs that are still going.',
+  ],
+  examples: [
+    ['eve-world-aws runs', 'the newest 20'],
+    ['eve-world-aws runs --status failed,cancelled --limit 50'],
+    ["eve-world-aws runs --workflow order --json | jq -r '.runs[].runId'"],
+  ],
+  exitCodes: exitCodes('listed (also when nothing matches)', 'an AWS error', CONFIG_ERROR),
+};
+
 export function runsCommand(): Command {
-  return new Command('runs')
+  return withHelp(new Command('runs'), RUNS_HELP)
     .description(
       'List recent runs (newest first): id, workflow, status, started, duration (and deployment, with deployment affinity)',
     )
@@ -132,17 +147,6 @@ export function runsCommand(): Command {
     )
     .option('--limit <n>', 'how many runs to show', parsePositiveInt, 20)
     .option('--json', 'print {runs: [...], hasMore} as JSON')
-    .addHelpText(
-      'after',
-      `
---workflow with a full id is one indexed query; with a name it filters the newest ${SCAN_LIMIT} runs
-(a note on stderr says when older runs were not read: use the full id, shown in the Workflow column).
-
-"Started" is when the run started executing (its creation time while it is pending); "Duration"
-runs until now for runs that are still going.
-
-Exit codes: 0 listed (also when nothing matches); 1 AWS error; 2 bad usage or configuration.`,
-    )
     .action(async (opts: RunsOptions) => {
       await withWorld({}, async (w) => {
         const { runs, hasMore, scanCapped } = await listRuns(w.world.runs as never, opts);

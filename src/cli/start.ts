@@ -16,6 +16,7 @@
  */
 import { Command } from 'commander';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, printJson } from './output.js';
 import { requirePeers } from './peers.js';
 import { listRuns, SCAN_LIMIT } from './runs.js';
@@ -55,28 +56,29 @@ export async function startWorkflow(query: string, args: unknown[]): Promise<{ r
   });
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const START_HELP: HelpSpec = {
+  notes: [
+    "This command writes the run and sends its first message; the workflow runs in your app's consumer (eve start, a Lambda), which must be running and have the workflow compiled. A name is looked up among the newest runs (the workflow must have run before); a full id always works. Needs the optional peer `workflow` (the app's own copy).",
+  ],
+  examples: [
+    ['eve-world-aws start order \'{"id":42}\'', 'one argument'],
+    ["eve-world-aws start 'workflow//./workflows/order//order' '{\"id\":42}' 2 --json"],
+    ['eve-world-aws tail "$(eve-world-aws start order --json | jq -r .runId)"'],
+  ],
+  exitCodes: exitCodes(
+    'started',
+    'no run of that name to take its id from',
+    `${CONFIG_ERROR}; an argument that is not JSON, a name that matches several workflows, or \`workflow\` not installed`,
+  ),
+};
+
 export function startCommand(): Command {
-  return new Command('start')
+  return withHelp(new Command('start'), START_HELP)
     .description("Start a run of a deployed workflow (core's start(), as `wf start` does); your app's consumer runs it")
     .argument('<workflow>', 'the workflow: its name (order) or full id (workflow//./workflows/order//order)')
     .argument('[json...]', "the workflow's arguments, one JSON value each")
     .option('--json', 'print {runId, workflowId} as JSON')
-    .addHelpText(
-      'after',
-      `
-This command writes the run and sends its first message; the workflow runs in your app's consumer
-(eve start, a Lambda), which must be running and have the workflow compiled. A name is looked up
-among the newest runs (the workflow must have run before); a full id always works. Needs the
-optional peer \`workflow\` (the app's own copy).
-
-Examples:
-  eve-world-aws start order '{"id":42}'              # one argument
-  eve-world-aws start 'workflow//./workflows/order//order' '{"id":42}' 2 --json
-  eve-world-aws tail "$(eve-world-aws start order '{"id":42}' --json | jq -r .runId)"
-
-Exit codes: 0 started; 1 no run of that name to take its id from; 2 bad usage (an argument is not
-JSON, a name that matches several workflows), configuration, or \`workflow\` not installed.`,
-    )
     .action(async (workflow: string, json: string[], opts: StartOptions) => {
       requirePeers('start', ['workflow']);
       const args = json.map((a, i) => parseJsonArg(`argument ${i + 1}`, a));

@@ -46,7 +46,6 @@ const KNOWN_DEAD = new Set([
   'src/cli/tail-rows.ts: eventRow',
   'src/cli/tail-rows.ts: stepRow',
   'src/cli/tail-view.tsx: EventLog',
-  'src/cli/tail-view.tsx: Header',
   'src/cli/tail-view.tsx: StepsTable',
   'src/cli/tail.ts: inkSink',
   'src/cli/tail.ts: ndjsonSink',

@@ -74,7 +74,7 @@ describe('doctor', () => {
     expect(human.stdout).not.toMatch(/\u001b\[/);
     expect(human.stdout).toMatch(
       new RegExp(
-        `^Region us-east-1, account \\d{12}; endpoints dynamodb ${fx.env.AWS_ENDPOINT_URL_DYNAMODB}, sqs .*\nTable ${p} \\(EVE_WORLD_AWS_PREFIX=${p}\\), queue ${p}-queue`,
+        `^Region us-east-1, account \\d{12}; endpoints dynamodb ${fx.env.AWS_ENDPOINT_URL_DYNAMODB}, sqs .*\nResources: table ${p}, queue ${p}-queue, dlq ${p}-dlq, bucket ${p}-payloads \\(named by EVE_WORLD_AWS_PREFIX=${p}\\)\n`,
       ),
     );
     expect(human.stdout).toMatch(/Check\s+│\s+Result\s+│\s+Details/);
