@@ -21,6 +21,9 @@ export default defineConfig({
     // their stacks for the failures a test provokes on purpose, the World's warnings, a test's
     // own notes) is shown only when that test fails, where it helps.
     silent: 'passed-only',
+    // Each failure with its reason as it happens (test/setup/failure-reporter.ts): the default
+    // reporter lists them only at the end, and on a busy machine a long run shows only `×` until then.
+    reporters: ['default', './test/setup/failure-reporter.ts'],
     // Two cores: files run two at a time (integration files against one shared emulator stack).
     maxWorkers: 2,
     pool: 'forks',
