@@ -4,9 +4,11 @@
  *
  * - `unreachable`: nothing answers at an endpoint (the emulator is stopped, a wrong port, no DNS
  *   name for a misspelt region, no route). The SDK retries a refused connection 8 times
- *   (src/aws/clients.ts) with jittered exponential backoff from 50 ms, so this error arrives about
- *   3 s after the first call (6.4 s at most); an endpoint that drops packets instead of refusing
- *   costs 8 connect timeouts (3 s each, `tuning.connectTimeoutMs`) plus the same backoff, about 30 s.
+ *   (src/aws/clients.ts) with jittered exponential backoff from 50 ms (6.35 s of backoff at most),
+ *   and the preflight's three probes run in parallel, so this error arrives 3 to 5 s after the
+ *   first call (measured: 3.5 to 5.4 s for `world.start()` in a fresh process, at a load average
+ *   of 6 on 2 cores); an endpoint that drops packets instead of refusing costs 8 connect timeouts
+ *   (3 s each, `tuning.connectTimeoutMs`) plus the same backoff, about 30 s.
  * - `region`: no region anywhere (the environment was not loaded): the SDK's `Region is missing`.
  * - `credentials`: the SDK's provider chain found none (against AWS; an emulator's loopback
  *   endpoint always gets placeholder credentials).
