@@ -22,15 +22,7 @@ import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { Command } from 'commander';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
 import { canConnect } from '../aws/net.js';
-import {
-  describeError,
-  isAccessDenied,
-  isCredentialsMissing,
-  isCredentialsRejected,
-  isNotFound,
-  isRegionMissing,
-  unreachableCode,
-} from '../aws/sdk-errors.js';
+import { describeError, isAccessDenied, isCredentialsRejected, isNotFound } from '../aws/sdk-errors.js';
 import {
   ConfigError,
   closestVariable,
@@ -41,6 +33,7 @@ import {
 } from '../config/index.js';
 import { createContext } from '../context/world-context.js';
 import { listDeployments } from '../deployment/registry.js';
+import { AwsEnvironmentError, EMULATOR_FIX } from '../preflight/aws-environment.js';
 import { type ResourceReport, reconcile } from '../provision/index.js';
 import { createTransport } from '../queue/transport.js';
 import { deploymentRows, deploymentsCheck } from './deployments.js';
@@ -164,7 +157,7 @@ async function checkEndpoints(config: WorldConfig): Promise<Check> {
     check,
     status: 'fail',
     details: `cannot connect to ${down.join(', ')}`,
-    fix: 'start the emulator (`eve-world-aws emulate`) and export the lines it prints, or fix AWS_ENDPOINT_URL_*',
+    fix: EMULATOR_FIX,
   };
 }
 
@@ -174,45 +167,11 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
     await clients.ddb.send(new DescribeTableCommand({ TableName: config.tableName }));
     return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
   } catch (err) {
-    const e = err as { message?: string };
-    const code = unreachableCode(err);
     if (isNotFound(err)) return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
-    if (code === 'ENOTFOUND' && !config.endpoints.dynamodb) {
-      // No DNS name for the region's endpoint: far more often a misspelt region than a DNS outage.
-      const region = config.region ?? (await clients.ddb.config.region().catch(() => 'the default region'));
-      return {
-        check,
-        status: 'fail',
-        details: `no DynamoDB endpoint found for region ${region} (ENOTFOUND)`,
-        fix: `check AWS_REGION (${region}): is it a region name such as us-east-1? If it is, check the network's DNS`,
-      };
-    }
-    if (code) {
-      return {
-        check,
-        status: 'fail',
-        details: `cannot reach DynamoDB (${code}) at ${config.endpoints.dynamodb ?? 'the AWS endpoint'}`,
-        fix: config.endpoints.dynamodb
-          ? 'start the emulator (`eve-world-aws emulate`) and export the lines it prints, or fix AWS_ENDPOINT_URL_*'
-          : 'check the network and AWS_REGION',
-      };
-    }
-    if (isRegionMissing(err)) {
-      return {
-        check,
-        status: 'fail',
-        details: 'no AWS region configured',
-        fix: 'set AWS_REGION (e.g. us-east-1) or a profile region',
-      };
-    }
-    if (isCredentialsMissing(err)) {
-      return {
-        check,
-        status: 'fail',
-        details: `no credentials found (${e.message})`,
-        fix: 'set AWS_PROFILE, or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY, or run where an IAM role is available',
-      };
-    }
+    // Nothing answering, no region, no credentials: the World's own words for them.
+    const region = config.region ?? (await clients.ddb.config.region().catch(() => undefined));
+    const env = AwsEnvironmentError.of(config, [{ service: 'dynamodb', error: err }], region);
+    if (env) return { check, status: 'fail', details: env.details, fix: env.fix };
     if (isCredentialsRejected(err)) {
       return {
         check,

@@ -10,8 +10,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { partitionOf } from '../aws/arn.js';
 import { createClients, destroyClients } from '../aws/clients.js';
-import { isCredentialsMissing, isRegionMissing, unreachableCode } from '../aws/sdk-errors.js';
 import { loadConfig, type WorldConfig } from '../config/index.js';
+import { AwsEnvironmentError } from '../preflight/aws-environment.js';
 import { principalPolicy, schedulerRolePolicies } from '../provision/iam-policy.js';
 import {
   hasProblems,
@@ -33,36 +33,15 @@ import {
   tableReport,
 } from './output.js';
 
-/** Turn the AWS errors a user can fix (nothing listening, no credentials) into one-line messages. */
+/**
+ * Turn the AWS errors a user can fix (nothing listening, no region, no credentials) into one line:
+ * the World's own error for them (src/preflight/aws-environment.ts), so the CLI and the library say
+ * the same. A missing region is configuration (exit 2).
+ */
 export function explainAwsError(err: unknown, config: WorldConfig): unknown {
-  const e = err as { message?: string };
-  const code = unreachableCode(err);
-  if (code) {
-    const eps = Object.entries(config.endpoints)
-      .filter(([, v]) => v)
-      .map(([k, v]) => `${k} ${v}`)
-      .join(', ');
-    return new CliError(
-      `Cannot reach AWS (${e.message ?? code}).` +
-        (eps
-          ? ` Endpoints in use: ${eps}. Is the emulator running? Start it with \`eve-world-aws emulate\` and export the lines it prints.`
-          : ' Check your network and AWS_REGION.'),
-    );
-  }
-  if (isRegionMissing(err)) {
-    return new CliError(
-      'No AWS region configured. Set AWS_REGION (e.g. AWS_REGION=us-east-1) or a profile region, ' +
-        'or use the env lines `eve-world-aws emulate` prints.',
-      EXIT_USAGE,
-    );
-  }
-  if (isCredentialsMissing(err)) {
-    return new CliError(
-      `No AWS credentials found (${e.message}). Set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ` +
-        'or point AWS_ENDPOINT_URL_* at a local emulator (`eve-world-aws emulate`).',
-    );
-  }
-  return err;
+  const env = err instanceof AwsEnvironmentError ? err : AwsEnvironmentError.of(config, [{ error: err }]);
+  if (!env) return err;
+  return new CliError(env.message, env.problem === 'region' ? EXIT_USAGE : EXIT_FAILURE);
 }
 
 /** Create (apply) or plan (dry-run) every resource with a spinner; maps fixable AWS errors. */
