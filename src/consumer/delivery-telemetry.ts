@@ -9,7 +9,9 @@
  *   rescheduled, redelayed, deferred, held           DeliveriesDeferred
  *   held or deferred because a copy runs here        DeliveriesRefusedCopy (`hold: 'copy-running'`)
  *   held for another live deployment (affinity)      DeliveriesHeldForDeployment (`hold: 'other-deployment'`)
- *   failed/malformed/unauthorized on the last receive DeliveriesDeadLettered
+ *   moved to the DLQ (its failed dispatches reached the limit),
+ *   or failed/malformed/unauthorized kept on the last receive DeliveriesDeadLettered
+ *   a failed dispatch replaced by a copy counting it  DeliveriesRetried
  *   any other keep (an outage), parked               DeliveriesRetried
  * The metric is chosen from the outcome's structured fields (`reason`, `hold`), never its text.
  */
@@ -28,6 +30,10 @@ export function outcomeMetric(outcome: DeliveryOutcome, receiveCount: number, ma
   switch (reason) {
     case 'ack':
       return 'DeliveriesAcked';
+    case 'dead-lettered':
+      return 'DeliveriesDeadLettered';
+    case 'retried':
+      return 'DeliveriesRetried';
     case 'rescheduled':
     case 'redelayed':
     case 'held':

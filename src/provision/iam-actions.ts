@@ -10,8 +10,9 @@
  * - `runtime`: the World inside the host (eve) and the SQS worker: storage, queue send + receive,
  *   streams, payload offload, long-wait schedules.
  * - `operator`: the read/repair CLI commands (`doctor`, `redrive`, `tail`, `runs`) on top of
- *   `runtime`. Only this principal touches the DLQ: the World never sends to, receives from or
- *   deletes from it at run time (SQS moves messages there itself through the redrive policy).
+ *   `runtime`. Only this principal reads the DLQ or deletes from it; at run time the consumer only
+ *   sends to it (a message whose failed dispatches reached the redrive policy's limit,
+ *   src/consumer/delivery/failures.ts), beside SQS's own moves through the redrive policy.
  * - `init`: creating and reconfiguring the resources (`init`, `emulate`). Deploy-time only.
  * - `destroy`: `eve-world-aws destroy` (src/provision/destroy.ts): reading whether each resource
  *   holds data, emptying the bucket, deleting the resources `init` created. Deploy-time only, and
@@ -180,8 +181,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'sqs:SendMessage',
     actions: ['sqs:SendMessage'],
-    uses: { runtime: Q, operator: Q, sweeper: Q },
-    why: 'queue(); redrive re-sends DLQ messages to the queue; backstop: a run’s wake',
+    uses: { runtime: [...Q, 'dlq'], operator: Q, sweeper: Q },
+    why: 'queue(); the consumer moves a message whose failed dispatches reached the limit to the DLQ; redrive re-sends DLQ messages to the queue; backstop: a run’s wake',
   },
   {
     command: 'sqs:ReceiveMessage',
@@ -204,14 +205,20 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'sqs:GetQueueUrl',
     actions: ['sqs:GetQueueUrl'],
-    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'], sweeper: Q },
-    why: 'queue name -> URL (backstop: before its first wake)',
+    uses: {
+      runtime: [...Q, 'dlq'],
+      operator: ['queue', 'dlq'],
+      init: ['queue', 'dlq'],
+      destroy: ['queue', 'dlq'],
+      sweeper: Q,
+    },
+    why: 'queue name -> URL (backstop: before its first wake; the consumer: the DLQ its redrive policy names)',
   },
   {
     command: 'sqs:GetQueueAttributes',
     actions: ['sqs:GetQueueAttributes'],
     uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'] },
-    why: 'queue ARN for schedules; the preflight of a queue configured as a URL; depth for doctor; event source mapping',
+    why: 'queue ARN for schedules; the preflight of a queue configured as a URL; depth for doctor; event source mapping; the redrive policy (the consumer dead-letters where SQS would)',
   },
   { command: 'sqs:CreateQueue', actions: ['sqs:CreateQueue'], uses: { init: ['queue', 'dlq'] }, why: 'init' },
   {

@@ -5,7 +5,9 @@
  * idempotent, whereas delete-before-send could lose it. The World's `eve.*` attributes are copied
  * unchanged, except that an S3-offloaded body that could expire under the redriven copy (dead
  * letters are up to 14 days old, the bucket keeps `queue/` for 30) is first copied to a fresh key
- * and the copy points there (src/queue/body-lifetime.ts).
+ * and the copy points there (src/queue/body-lifetime.ts). Dropped: the log tail, and the failure count
+ * (`eve.failures`, src/consumer/delivery/failures.ts), so a redriven message gets the queue's whole
+ * allowance of failures again, as SQS's receive count starts over.
  */
 import {
   ChangeMessageVisibilityCommand,
@@ -138,8 +140,9 @@ export async function runIdOfMessage(
 export function copiedAttributes(m: Message): Record<string, MessageAttributeValue> | undefined {
   const out: Record<string, MessageAttributeValue> = {};
   for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
-    // The log tail vouches only for a first delivery; a dead letter had earlier ones.
-    if (!k.startsWith('eve.') || k === MSG_ATTR.logTail) continue;
+    // The log tail vouches only for a first delivery; a dead letter had earlier ones. The failure
+    // count starts over, as SQS's receive count does on a redriven copy.
+    if (!k.startsWith('eve.') || k === MSG_ATTR.logTail || k === MSG_ATTR.failures) continue;
     out[k] = {
       DataType: v.DataType,
       ...(v.StringValue !== undefined ? { StringValue: v.StringValue } : {}),
@@ -163,9 +166,9 @@ export async function redrivenCopy(
   const attributes = copiedAttributes(m);
   let env = envelopeFromMessage(body, stringAttrs(m));
   if (typeof env === 'string') return { body, attributes };
-  // A Scheduler envelope carries its tail in the body: drop it there too.
-  const tailInBody = !attributes?.[MSG_ATTR.queue] && env.logTail !== undefined;
-  if (tailInBody) env = { ...env, logTail: undefined };
+  // A Scheduler envelope carries its tail and failure count in the body: drop them there too.
+  const tailInBody = !attributes?.[MSG_ATTR.queue] && (env.logTail !== undefined || env.failures !== undefined);
+  if (tailInBody) env = { ...env, logTail: undefined, failures: undefined };
   if (env.s3Key === undefined || !payloads) return { body: tailInBody ? encodeEnvelope(env) : body, attributes };
   let moved = env;
   try {
