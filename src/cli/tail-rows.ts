@@ -9,6 +9,7 @@
 import type { Event, Step, WorkflowRun, WorkflowRunWithoutData, World } from '@workflow/world';
 import { eventIdToSlot, isTerminalWorkflowRunStatus } from '@workflow/world';
 import { sleep } from '../aws/sleep.js';
+import { messageIdOfDelivery } from '../queue/delivery-id.js';
 import { encodeEventCursor } from '../storage/index.js';
 import { errorText, fromDevalue, hex, jsonSafe, previewValue, truncate, utf8 } from './format.js';
 import { RunWaits } from './run-waits.js';
@@ -39,6 +40,12 @@ export interface EventRow {
   correlationId?: string;
   stepName?: string;
   createdAt: string;
+  /**
+   * The message whose delivery wrote the event, the id `queue()` returned: from a `step_started`'s
+   * `ownerMessageId`, which for an early delivery is its own id minted from the message's
+   * (src/queue/delivery-id.ts).
+   */
+  messageId?: string;
   /** One-line preview of eventData (S3 pointers shown as `<s3 key>` unless --data). */
   preview: string;
   /** eventData as JSON (bytes as {bytes, text|base64}, pointers as {s3, size}). */
@@ -143,6 +150,9 @@ export function eventRow(ev: Event, stepNames: ReadonlyMap<string, string>): Eve
     (data && typeof data === 'object' && typeof (data as { stepName?: unknown }).stepName === 'string'
       ? (data as { stepName: string }).stepName
       : undefined) ?? (ev.correlationId ? stepNames.get(ev.correlationId) : undefined);
+  const ownerField =
+    data && typeof data === 'object' ? (data as { ownerMessageId?: unknown }).ownerMessageId : undefined;
+  const owner = typeof ownerField === 'string' ? ownerField : undefined;
   // A failure's `error` (serialized, often compressed) previews as `Name: message`.
   const shown =
     data && typeof data === 'object' && !Array.isArray(data) && !(data instanceof Uint8Array)
@@ -161,6 +171,7 @@ export function eventRow(ev: Event, stepNames: ReadonlyMap<string, string>): Eve
     correlationId: ev.correlationId,
     stepName,
     createdAt: new Date(ev.createdAt).toISOString(),
+    messageId: owner === undefined ? undefined : messageIdOfDelivery(owner),
     preview: truncate(previewValue(shown), 120),
     data: data === undefined ? undefined : jsonSafe(data),
   } satisfies EventRow);

@@ -105,17 +105,33 @@ export function observeDelivery(
 }
 
 /**
- * Run an early delivery (./early/offer.ts) inside its span and log context. Its outcome is
+ * Run an early delivery (./early/offer.ts) of the message `envelope` under its own id `earlyId`
+ * inside its span and log context: both carry the message's id (the one `queue()` returned) and
+ * the delivery's, and the span links to the sender's (`producer`, a `traceparent`). Its outcome is
  * counted once, by the SQS copy that takes its verdict, so nothing is counted here.
  */
-export function observeEarlyDelivery<T>(envelope: Envelope, queue: string, deliver: () => Promise<T>): Promise<T> {
+export function observeEarlyDelivery<T>(
+  envelope: Envelope,
+  earlyId: string,
+  queue: string,
+  producer: string | undefined,
+  deliver: () => Promise<T>,
+): Promise<T> {
   const attempt = envelope.attemptOffset + 1;
-  return withDeliverySpan({ queue, sqsMessageId: '', receiveCount: 0, receivedAt: Date.now(), early: true }, (span) =>
-    withLogContext({ messageId: envelope.messageId, queue: envelope.queueName, attempt }, () => {
-      span.setAttributes(
-        deliveryResultAttributes({ messageId: envelope.messageId, logicalQueue: envelope.queueName, attempt }),
-      );
-      return deliver();
-    }),
+  const { messageId } = envelope;
+  return withDeliverySpan(
+    {
+      queue,
+      sqsMessageId: earlyId,
+      receiveCount: 0,
+      receivedAt: Date.now(),
+      early: true,
+      ...(producer ? { sentBy: { traceparent: producer, messageId } } : {}),
+    },
+    (span) =>
+      withLogContext({ messageId, deliveryId: earlyId, queue: envelope.queueName, attempt }, () => {
+        span.setAttributes(deliveryResultAttributes({ messageId, logicalQueue: envelope.queueName, attempt }));
+        return deliver();
+      }),
   );
 }

@@ -77,14 +77,18 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
 }
 
 /**
- * Delivers `envelope`, an early delivery under its own id (./early/offer.ts), attempt 1, with no
+ * Delivers `envelope` early under its own id `earlyId` (./early/offer.ts), attempt 1, with no
  * receipt to keep alive or settle. The verdict is the copy's to settle (undefined: the handler
  * was not reached, the copy is delivered as usual); nothing here deletes, defers, dead-letters or
  * touches the breaker.
  */
-export async function deliverEarly(envelope: Envelope, deps: DeliveryDeps): Promise<Verdict | undefined> {
+export async function deliverEarly(
+  envelope: Envelope,
+  earlyId: string,
+  deps: DeliveryDeps,
+): Promise<Verdict | undefined> {
   const now = deps.now ?? Date.now;
-  const built = await buildRequest(envelope, envelope.attemptOffset + 1, deps, now);
+  const built = await buildRequest(envelope, envelope.attemptOffset + 1, deps, now, earlyId);
   if (built.kind !== 'request') return undefined;
   const msg: InboundMessage = {
     sqsMessageId: '',
@@ -93,10 +97,10 @@ export async function deliverEarly(envelope: Envelope, deps: DeliveryDeps): Prom
     attributes: {},
     receiveCount: 1,
   };
-  deps.inFlight?.add(envelope.messageId);
+  deps.inFlight?.add(earlyId);
   try {
     return await dispatch(msg, built, deps);
   } finally {
-    deps.inFlight?.delete(envelope.messageId);
+    deps.inFlight?.delete(earlyId);
   }
 }
