@@ -20,8 +20,9 @@
  * - `sweeper`: the scheduled orphan sweep (src/sweep/sweep-handler.ts, deployed by the CDK construct):
  *   exactly the commands `sweepOrphans` sends (reads of the run's items, the `orphansSweptAt`
  *   mark, listing and deleting objects, the deployment registry's Query and retired mark) and those of a liveness backstop tick (src/backstop/: the
- *   DUE items' Query, fence and delete, a run's reads, re-opening a step's dispatch key, the wake's
- *   SendMessage, with GenerateDataKey on a KMS-encrypted queue); nothing of the Scheduler, and no
+ *   DUE items' Query, fence and delete, a run's reads, re-opening a step's dispatch key, the queue's
+ *   backlog (GetQueueAttributes), the wake's SendMessage, with GenerateDataKey on a KMS-encrypted
+ *   queue); nothing of the Scheduler, and no
  *   Decrypt (it never reads an object's or a message's content). Every one of them is also a `runtime` row, so the operator policy (which
  *   includes `runtime`) covers `eve-world-aws sweep`. test/integration/sweep/sweep-handler.test.ts records
  *   what a sweep sends and checks it against these rows.
@@ -217,8 +218,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'sqs:GetQueueAttributes',
     actions: ['sqs:GetQueueAttributes'],
-    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'] },
-    why: 'queue ARN for schedules; the preflight of a queue configured as a URL; depth for doctor; event source mapping; the redrive policy (the consumer dead-letters where SQS would)',
+    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'], sweeper: Q },
+    why: 'queue ARN for schedules; the preflight of a queue configured as a URL; depth for doctor; event source mapping; the redrive policy (the consumer dead-letters where SQS would); backstop: the backlog that holds a repeat wake',
   },
   { command: 'sqs:CreateQueue', actions: ['sqs:CreateQueue'], uses: { init: ['queue', 'dlq'] }, why: 'init' },
   {

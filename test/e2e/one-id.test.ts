@@ -74,7 +74,7 @@ test('tail, the spans and the event log join the early delivery to the id queue(
   expect(byId.get(linkedId)?.name).toMatch(/^(workflow\.start|queue\.publish)/);
   const send = spans.find((s) => s.name.startsWith('send ') && parentOf(s) === linkedId);
   expect(send?.attributes['messaging.message.conversation_id']).toBe(M);
-  expect(spans.some((s) => s.name.startsWith('workflow.execute') && s.attributes['messaging.message.id'] === owner)).toBe(
-    true,
-  );
+  expect(
+    spans.some((s) => s.name.startsWith('workflow.execute') && s.attributes['messaging.message.id'] === owner),
+  ).toBe(true);
 }, 120_000);

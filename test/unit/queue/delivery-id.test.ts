@@ -20,6 +20,7 @@ describe('delivery ids', () => {
   });
 
   it('any other id is its own message: a message id, a hostile one, an empty one', () => {
-    for (const id of [M, 'msg_anything', '.early.x', 'x.early', '', '注文.early']) expect(messageIdOfDelivery(id)).toBe(id);
+    for (const id of [M, 'msg_anything', '.early.x', 'x.early', '', '注文.early'])
+      expect(messageIdOfDelivery(id)).toBe(id);
   });
 });
