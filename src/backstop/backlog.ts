@@ -7,8 +7,9 @@
  * The gate: a repeat wake (a run woken before whose log has not moved since, `wakes > 0`) is held
  * while SQS shows messages waiting for a consumer (`ApproximateNumberOfMessages` > 0, the visible
  * ones: not those in flight, delayed or hidden for a retry, which a consumer already has or which
- * are not due). A held check keeps its wake count and looks again at its backoff. A first wake is
- * never held: the bound for a lost message, 2 (B + T), holds under any load.
+ * are not due). A held wake counts in the backoff as a sent one (the DUE item's `wakes`), so a
+ * backlog costs no more checks than before. A first wake is never held: the bound for a lost
+ * message, 2 (B + T), holds under any load.
  *
  * Bound, by construction: while the queue shows a backlog, a run gets at most one wake, however
  * long the backlog lasts, and that wake makes core send at most one continuation and one re-queue

@@ -138,7 +138,8 @@ export async function checkRun(
     const backlog = await gate(due.wakes);
     if (backlog !== undefined) {
       opts.logger?.info(heldLogLine(runId, due.wakes, backlog));
-      await moveDue(ctx, runId, fencedAt, d.next, { wakes: due.wakes, seenSlot: input.check.tail });
+      // Counted in the backoff as a sent wake: a backlog costs no more checks than before.
+      await moveDue(ctx, runId, fencedAt, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
       return 'held';
     }
     opts.logger?.info(wakeLogLine(runId, d.wakes, d.why));
