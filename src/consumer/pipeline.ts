@@ -12,12 +12,13 @@
  *   dispatch ./delivery/dispatch.ts: the signed `createQueueHandler` request to the flow route (in
  *            process or over HTTP), with a visibility heartbeat while it runs -> a Verdict
  *   settle   ./delivery/settle.ts: ack (caller deletes) | keep (visibility set for the retry) |
- *            replace (a fresh copy was accepted, caller deletes this one: ./delivery/replace.ts)
+ *            replace (a fresh copy was accepted, caller deletes this one: ./delivery/replace.ts, a
+ *            failure counted in it or moved to the DLQ: ./delivery/failures.ts)
  *
  * Each invariant is stated where it is enforced: the order of delivery, the in-process
  * serialisation and early delivery in decide.ts; building and signing in flow-request.ts; what an
- * answer means in dispatch.ts; deletes, outages, poison and the DLQ line in settle.ts; the attempt
- * count and newer formats in replace.ts.
+ * answer means in dispatch.ts; deletes and outages in settle.ts; poison, its count and the DLQ in
+ * failures.ts; the attempt count and newer formats in replace.ts.
  *
  * Invariant here: the attempt core sees (`x-vqs-message-attempt`) counts dispatches only. Only
  * the `dispatch` branch below settles with `dispatched: true`; every other receive settles as
