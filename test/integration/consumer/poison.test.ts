@@ -229,6 +229,57 @@ describe('failed dispatches that alternate with holds reach the DLQ after maxRec
   }, 150_000);
 });
 
+describe('the move to the DLQ loses nothing and is safe applied twice', () => {
+  test('a refused DLQ send keeps the copy (moved on the next failure); a lost delete leaves a second DLQ copy of the same message', async () => {
+    const { a } = await twoDeployments('mv');
+    const viaA = pipelineOf(a);
+    const url = await a.queue.transport.queueUrl();
+    const dlq = await a.queue.transport.dlqUrl();
+    let refuse = 1;
+    a.fixture.clients.sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = (args as { input: { QueueUrl?: string } }).input;
+        if (
+          (context as { commandName?: string }).commandName === 'SendMessageCommand' &&
+          input.QueueUrl === dlq &&
+          refuse > 0
+        ) {
+          refuse--;
+          throw Object.assign(new Error('test: the DLQ refuses'), {
+            name: 'InternalError',
+            $metadata: { httpStatusCode: 500 },
+          });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'testRefuseDlqSend' },
+    );
+    const { messageId } = await a.queue.queue(Q, { runId: 'wrun_poison_move' } as never);
+    const outcomes: string[] = [];
+    // Failures 1 and 2 are counted in fresh copies; the third's move is refused (the copy is kept);
+    // the fourth moves it, and its delete is "lost" (not done); the copy comes back, fails once
+    // more and is moved again.
+    for (const deleteIt of [true, true, true, false, true]) {
+      const m = await nextCopy(a, url);
+      const outcome = await deliverMessage(inboundFromSdk(m), viaA);
+      outcomes.push(shape(outcome));
+      if (outcome.action === 'delete' && deleteIt)
+        await a.fixture.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle }));
+    }
+    expect(outcomes).toEqual([
+      'delete:retried',
+      'delete:retried',
+      'keep:failed',
+      'delete:dead-lettered',
+      'delete:dead-lettered',
+    ]);
+    const dead = await drainQueue(a.fixture.clients.sqs, dlq, 3);
+    expect(dead.map(eveId)).toEqual([messageId, messageId]);
+    expect(await drainQueue(a.fixture.clients.sqs, url, 1)).toEqual([]);
+    expect(a.logger.lines.some((l) => l.includes('could not move') && l.includes('kept for retry'))).toBe(true);
+  }, 120_000);
+});
+
 describe('an older consumer', () => {
   let previous: Build;
   beforeAll(async () => {
