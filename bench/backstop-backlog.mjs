@@ -7,8 +7,13 @@
 //   ungated  the backstop as before this change: every repeat wake goes out (the backlog reader
 //            answers "no backlog");
 //   gated    this build: a repeat wake waits while the queue shows messages.
-// Measured: wakes sent and held during the backlog, SendMessage calls and flow-route deliveries
-// beyond the control's, and step bodies that ran twice (the workflow's one step counts its body).
+// The runs are `gated(key)` (one step, its body counted in `globalThis.__e2eStepTally`), started on
+// a World with no poller; the ticks are `runBackstopTick` every T of the injected clock (`ungated`:
+// a backlog reader that answers 0); the drain is a World with the in-process poller (concurrency 8,
+// its own ticker off), until SQS shows no message visible, in flight or delayed three seconds in a
+// row and every body ran. Measured: wakes sent and held (the tick reports), SendMessage calls after
+// the runs were queued (SDK middleware) and flow-route deliveries, each beyond the control's of the
+// same run, bodies that ran twice, runs completed. The JSON is written after every run.
 //
 //   node bench/backstop-backlog.mjs [--n=1000] [--runs=3] [--backlog-minutes=10]
 //
@@ -21,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { srcOutOf } from './lib/dist.mjs';
+import { importOwn, srcOutOf } from './lib/dist.mjs';
 import { fmt, table } from './lib/format.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -50,12 +55,12 @@ let flowInstances = 0;
 
 /** One variant on fresh resources: N runs queued, the backlog's ticks, then the drain. */
 async function variant({ dist, stackEnv, n, backlogMs, kind, log }) {
-  const { createWorld } = await import(`${dist}/index.js`);
-  const { loadConfig } = await import(`${dist}/config/index.js`);
-  const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
-  const { reconcile } = await import(`${dist}/provision/index.js`);
-  const { createContext } = await import(`${dist}/context/world-context.js`);
-  const { runBackstopTick } = await import(`${dist}/backstop/index.js`);
+  const { createWorld } = await importOwn(dist, 'index.js');
+  const { loadConfig } = await importOwn(dist, 'config/index.js');
+  const { createClients, destroyClients } = await importOwn(dist, 'aws/clients.js');
+  const { reconcile } = await importOwn(dist, 'provision/index.js');
+  const { createContext } = await importOwn(dist, 'context/world-context.js');
+  const { runBackstopTick } = await importOwn(dist, 'backstop/index.js');
   const api = await import('workflow/api');
   const runtime = await import('workflow/runtime');
   const workflows = JSON.parse(readFileSync(path.join(WELL_KNOWN, 'manifest.json'), 'utf8')).workflows[
@@ -134,7 +139,7 @@ async function variant({ dist, stackEnv, n, backlogMs, kind, log }) {
   });
   const drainStart = Date.now();
   await consumer.start();
-  const queueUrl = await (await import(`${dist}/queue/transport.js`)).createTransport(ctx).queueUrl();
+  const queueUrl = await (await importOwn(dist, 'queue/transport.js')).createTransport(ctx).queueUrl();
   const ran = () => keys.filter((k) => (tally.get(k) ?? 0) > 0).length;
   let empty = 0;
   for (;;) {

@@ -41,7 +41,7 @@ import { type CreateConsumerOptions, createConsumer } from './consumer/index.js'
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context/world-context.js';
 import { deploymentIdentity } from './deployment/id.js';
-import { DEPLOYMENT_HEARTBEAT_MS, latestDeployment, registerDeployment } from './deployment/registry.js';
+import { DEPLOYMENT_HEARTBEAT_MS, latestDeployment, registerIdentity } from './deployment/registry.js';
 import { isDeploymentUnavailableError } from './deployment/unavailable-error.js';
 import { RunKeys } from './encryption/run-keys.js';
 import { affinityFormatProblem, checkTableFormat, TableFormatError } from './preflight/format-check.js';
@@ -135,7 +135,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       // before any run is pinned to it (src/deployment/registry.ts).
       const problem = affinityFormatProblem(config.tableName, format);
       if (problem) throw new TableFormatError(problem);
-      await registerDeployment(context, await identity.id(), identity.shape);
+      await registerIdentity(context, identity, (line) => logger.warn(line));
     }
     ready = true;
   };
@@ -228,12 +228,9 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       await consumer.start();
       if (identity.affinity && !heartbeat && !closed) {
         heartbeat = setInterval(() => {
-          void identity
-            .id()
-            .then((id) => registerDeployment(context, id, identity.shape))
-            .catch((err) =>
-              logger.warn(`[eve-world-aws] could not refresh this deployment's lastSeen: ${String(err)}`),
-            );
+          void registerIdentity(context, identity, (line) => logger.warn(line)).catch((err) =>
+            logger.warn(`[eve-world-aws] could not refresh this deployment's lastSeen: ${String(err)}`),
+          );
         }, DEPLOYMENT_HEARTBEAT_MS);
         heartbeat.unref();
       }

@@ -252,12 +252,6 @@ export function isUnsupported(err: unknown): boolean {
   );
 }
 
-/** The service failed on its side (5xx), i.e. worth retrying later. */
-export function isServerError(err: unknown): boolean {
-  const status = httpStatusOf(err);
-  return status !== undefined && status >= 500;
-}
-
 /**
  * A failure of the connection rather than an answer: refused, reset, timed out, DNS. These have no
  * `$metadata.httpStatusCode`.

@@ -4,7 +4,8 @@
  * known name), endpoint reachability (custom endpoints only), credentials (one cheap signed call), the table schema, the queue + DLQ and the
  * redrive policy, the bucket, with a scheduler role the schedule group (the same verifier `init`
  * uses, in 'verify' mode: nothing is created), and clock skew against the AWS (or emulator) server; with deployment affinity
- * (or registered deployments), the deployments with active runs, warning on runs no live consumer serves.
+ * (or registered deployments), the deployments with active runs, warning on runs no live consumer serves;
+ * older builds writing to the table (src/cli/doctor-builds.ts: 0.1.0 after a rollback, a missed process).
  * Prints a pass/fail table with the fix for each failure or warning; exit 1 on any failure (a warning is exit 0).
  *
  * It first says what it checks ({@link DoctorTarget}: region, account when a queue URL shows it,
@@ -43,6 +44,7 @@ import { listDeployments } from '../deployment/registry.js';
 import { type ResourceReport, reconcile } from '../provision/index.js';
 import { createTransport } from '../queue/transport.js';
 import { deploymentRows, deploymentsCheck } from './deployments.js';
+import { checkOlderBuilds } from './doctor-builds.js';
 import { parsePositiveInt } from './format.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress, renderTable } from './output.js';
 
@@ -423,6 +425,7 @@ async function checkResources(
   if (checks.find((c) => c.check === 'table schema')?.status === 'pass') {
     const deployments = await checkDeployments(config, clients);
     if (deployments) checks.push(deployments);
+    checks.push(await checkOlderBuilds(config, clients));
   }
   return checks;
 }
@@ -507,6 +510,10 @@ Read-only: nothing is created or changed (use \`eve-world-aws init\` for that).
 
 With deployment affinity, the "deployments" check lists the deployments with active runs and warns
 (exit 0) when one has no live consumer: its runs wait until a process of that build runs again.
+
+The "older builds" check reads the newest and the active runs' format stamps and names a build older
+than the table's format that writes to it (0.1.0 after a rollback, or a process an upgrade missed):
+a warning, or a failure where the table allows no reader that old (after init --deployment-affinity).
 
 Exit codes: 0 every check passed (warnings included); 1 a check failed (its fix is printed); 2 bad usage.`,
     )

@@ -48,7 +48,7 @@ import { TRACEPARENT_HEADER } from '../telemetry/tracing.js';
 
 export const SIGNATURE_HEADER = 'x-eve-signature';
 export const TIMESTAMP_HEADER = 'x-eve-timestamp';
-export const NONCE_HEADER = 'x-eve-nonce';
+const NONCE_HEADER = 'x-eve-nonce';
 export const LOG_TAIL_HEADER = 'x-eve-log-tail';
 /** The id `queue()` returned, on a delivery dispatched under another id (an early delivery's own). */
 export const MESSAGE_ID_HEADER = 'x-eve-message-id';

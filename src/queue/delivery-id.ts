@@ -21,7 +21,10 @@ export function earlyDeliveryId(messageId: string, unique: string): string {
 }
 
 /** The id of the message a delivery id belongs to: M for an early delivery's E, else the id itself. */
-export function messageIdOfDelivery(deliveryId: string): string {
+export function messageIdOfDelivery(deliveryId: string): string;
+export function messageIdOfDelivery(deliveryId: string | undefined): string | undefined;
+export function messageIdOfDelivery(deliveryId: string | undefined): string | undefined {
+  if (deliveryId === undefined) return undefined;
   const at = deliveryId.lastIndexOf(EARLY);
   return at > 0 ? deliveryId.slice(0, at) : deliveryId;
 }

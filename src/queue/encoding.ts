@@ -59,7 +59,7 @@ export const MSG_ATTR = {
 /** The World's attribute names start with it; any other attribute is carried as {@link Envelope.foreign}. */
 const WORLD_ATTR_PREFIX = 'eve.';
 
-export const ENVELOPE_TAG = 'eve-world-aws/v1';
+const ENVELOPE_TAG = 'eve-world-aws/v1';
 
 /** One logical queue message, independent of how SQS carried it. */
 export interface Envelope {

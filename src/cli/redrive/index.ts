@@ -12,7 +12,8 @@ import { createTransport } from '../../queue/transport.js';
 import { durationOption, parsePositiveInt } from '../format.js';
 import { CliError, EXIT_FAILURE, printJson } from '../output.js';
 import { withWorld } from '../world.js';
-import { moveDlqMessages, renderMoveSummary } from './dlq-mover.js';
+import { moveDlqMessages } from './dlq-mover.js';
+import { renderMoveSummary } from './move-summary.js';
 import { redriveStranded, renderStranded } from './stranded.js';
 
 interface RedriveOptions {

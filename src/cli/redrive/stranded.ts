@@ -64,7 +64,7 @@ const timeOf = (v: unknown) =>
  * (runId, last slot[, stepId]), so running the command twice sends one message, and a run that
  * progresses and strands again later gets a fresh key.
  */
-export function analyzeRun(
+function analyzeRun(
   run: Pick<WorkflowRun, 'runId' | 'workflowName' | 'status'>,
   events: Event[],
   opts: { now: number; olderThanMs: number; queuePrefix: string; inDlq?: boolean },

@@ -42,7 +42,11 @@ describe('doctor', () => {
       ['queue + redrive policy', 'pass'],
       ['bucket', 'pass'],
       ['clock skew', 'pass'],
+      ['older builds', 'pass'],
     ]);
+    expect(byName(out)['older builds'].details).toBe(
+      'no older build wrote the 0 runs read (the newest and the active)',
+    );
     expect(byName(out)['clock skew'].details).toMatch(
       /^in sync with the server \(to within \d+\.\d s, the Date header's resolution\)$/,
     );
@@ -75,7 +79,7 @@ describe('doctor', () => {
     );
     expect(human.stdout).toMatch(/Check\s+│\s+Result\s+│\s+Details/);
     expect(human.stdout).toMatch(/queue \+ redrive policy\s+│\s+pass/);
-    expect(human.stdout).toMatch(/All 9 checks passed\./);
+    expect(human.stdout).toMatch(/All 10 checks passed\./);
   });
 
   it('with deployments registered, lists those with active runs and warns (exit 0) on runs no live consumer serves', async () => {
@@ -107,7 +111,7 @@ describe('doctor', () => {
       expect(human.code).toBe(0);
       expect(human.stdout).toMatch(/deployments\s+│\s+warn/);
       expect(human.stdout).toMatch(/! deployments: runs of build:gone wait/);
-      expect(human.stdout).toMatch(/All 9 checks passed \(1 warning above\)\./);
+      expect(human.stdout).toMatch(/All 10 checks passed \(1 warning above\)\./);
     } finally {
       await ops.close();
     }
