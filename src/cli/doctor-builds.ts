@@ -33,7 +33,7 @@ import { mapLimited } from '../util/concurrency.js';
 /** How far apart two clocks AWS accepts requests from can be (2 x its 5-minute signing window). */
 export const SKEW_MARGIN_MS = 10 * 60_000;
 /** Runs read: the newest, and the newest active ones (each: one Query). */
-export const RUNS_SAMPLED = 20;
+const RUNS_SAMPLED = 20;
 
 /** A doctor check (src/cli/doctor.ts, which imports this module: its `Check` shape, restated). */
 export interface OlderBuildsCheck {
@@ -95,7 +95,7 @@ function describeWrite(w: OlderWrite): string {
 }
 
 /** The check (see the module comment). */
-export async function olderBuildsCheck(ctx: WorldContext, table: TableFormat): Promise<OlderBuildsCheck> {
+async function olderBuildsCheck(ctx: WorldContext, table: TableFormat): Promise<OlderBuildsCheck> {
   const check = 'older builds';
   const storage = createStorage(ctx);
   const sctx = storageContext(ctx);

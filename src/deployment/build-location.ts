@@ -32,7 +32,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** A Workflow DevKit bundle folder, relative to the folder `wf build` ran in. */
-export const WORKFLOW_BUNDLE_DIR = path.join('.well-known', 'workflow', 'v1');
+const WORKFLOW_BUNDLE_DIR = path.join('.well-known', 'workflow', 'v1');
 /** The file `wf build` always writes into the bundle folder. */
 const BUNDLE_MARK = 'manifest.json';
 /** The file Nitro always writes at the root of its output (`.output/`). */

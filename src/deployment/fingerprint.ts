@@ -50,7 +50,7 @@ const EVE_COMPILE_METADATA = '.eve/compile/compile-metadata.json';
 /** Nitro's server-asset metadata: the asset file's modification time. */
 const ASSET_MTIME = /"mtime": "\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z"/g;
 
-export class BuildFingerprintError extends Error {
+class BuildFingerprintError extends Error {
   override readonly name = 'BuildFingerprintError';
 }
 
@@ -145,7 +145,7 @@ export async function eveFacts(dir: string): Promise<EveFacts> {
  * undefined when its bytes are hashed as they are. Bytes map to characters one to one (latin1), so
  * no byte sequence is lost or merged with another by decoding.
  */
-export function normaliser(
+function normaliser(
   kind: BuildKind,
   facts: EveFacts = { derived: new Map() },
 ): ((bytes: Buffer) => Buffer) | undefined {

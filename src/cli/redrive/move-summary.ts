@@ -4,7 +4,7 @@
  */
 import { queueNameOf } from '../../aws/arn.js';
 import { formatTime } from '../format.js';
-import { colorEnabled, palette, renderTable } from '../output.js';
+import { colorEnabled, palette, renderTable, tableReport } from '../output.js';
 import type { MoveResult, MoveSummary } from './dlq-mover.js';
 
 const RESULT_LABEL: Record<MoveResult, string> = {
@@ -58,5 +58,5 @@ export function renderMoveSummary(s: MoveSummary, color = colorEnabled()): strin
           : '\n  Nothing was sent; the message is still in the DLQ. Fix the error and run redrive again.'),
     );
   }
-  return `${out.join('\n')}\n`;
+  return tableReport(out);
 }
