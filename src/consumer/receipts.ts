@@ -5,6 +5,7 @@
  */
 import {
   ChangeMessageVisibilityCommand,
+  DeleteMessageBatchCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
   type Message,
@@ -61,6 +62,25 @@ export class SqsReceipts {
     await this.sqs.send(
       new DeleteMessageCommand({ QueueUrl: await this.transport.queueUrl(), ReceiptHandle: receiptHandle }),
     );
+  }
+
+  /**
+   * Delete received copies, ten per request (the SQS batch limit). Answers the receipt handles
+   * SQS did not delete (each entry's own failure); a request that fails throws.
+   */
+  async deleteMany(receiptHandles: readonly string[]): Promise<string[]> {
+    const notDeleted: string[] = [];
+    for (let i = 0; i < receiptHandles.length; i += 10) {
+      const chunk = receiptHandles.slice(i, i + 10);
+      const out = await this.sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: await this.transport.queueUrl(),
+          Entries: chunk.map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle })),
+        }),
+      );
+      for (const f of out.Failed ?? []) notDeleted.push(chunk[Number(f.Id)] as string);
+    }
+    return notDeleted;
   }
 
   /**

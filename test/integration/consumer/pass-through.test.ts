@@ -1,0 +1,290 @@
+/**
+ * The host as its own SQS consumer (src/consumer/pass-through.ts), through the World createWorld
+ * builds: the flow route of a World in Lambda mode takes the SQS batch the Lambda Web Adapter
+ * passes through (a POST whose `x-amzn-request-context` is `null`), with records built from real
+ * messages on the emulated queue, delivers each record to itself in process, deletes what is done
+ * and answers the rest as `batchItemFailures`.
+ *
+ * Against the adapter's documented contract: the adapter overwrites `x-amzn-request-context` on
+ * every request it forwards (a Function URL request's is its request context, a JSON object), so a
+ * client that forges `null` reaches the route with an object there: a signed delivery is required
+ * and nothing runs. Outside Lambda (no adapter in front) the header means nothing. An event that
+ * is not an SQS batch of this World's queue runs nothing.
+ */
+import {
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  type Message,
+  ReceiveMessageCommand,
+} from '@aws-sdk/client-sqs';
+import type { ValidQueueName } from '@workflow/world';
+import { afterAll, describe, expect, test } from 'vitest';
+import { queueNameOf } from '../../../src/aws/arn.js';
+import { loadConfig } from '../../../src/config/index.js';
+import { LAMBDA_CONTEXT_HEADER, REQUEST_CONTEXT_HEADER } from '../../../src/consumer/pass-through.js';
+import type { SQSRecord } from '../../../src/consumer/sqs-event-handler.js';
+import { type AwsWorld, createWorld } from '../../../src/index.js';
+import { createFixture } from '../../helpers/aws.js';
+import { MemoryLogger } from '../../helpers/queue.js';
+
+const PREFIX = '__wkf_workflow_';
+const Q = `${PREFIX}pass` as ValidQueueName;
+const SECRET = '5d2a8f0c6e4b1a9d3f7c5e2b8a0d6f4c1e9b3a7d5f2c8e0a6b4d1f9c3e7a5b2d';
+const IN_LAMBDA = { AWS_LAMBDA_FUNCTION_NAME: 'eve-host', AWS_LAMBDA_FUNCTION_VERSION: '7' };
+
+const worlds: AwsWorld[] = [];
+afterAll(async () => {
+  await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
+});
+
+interface Stack {
+  /** The host: a World in Lambda mode (or not) on this case's resources, and its flow route. */
+  host(env: Record<string, string>, handle?: (runId: string) => unknown): Host;
+  /** What the event source mapping receives, as Lambda's SQS records, hidden for `visibility` s. */
+  receive(count: number, visibility?: number): Promise<SQSRecord[]>;
+  /** The runs whose messages are still on the queue (visible now, or within `waitS` s). */
+  remaining(waitS?: number): Promise<string[]>;
+  queueArn: string;
+}
+
+interface Host {
+  world: AwsWorld;
+  route: (req: Request) => Promise<Response>;
+  ran: string[];
+  logger: MemoryLogger;
+  send(runId: string): Promise<void>;
+}
+
+/** One case's own table, queue and bucket. */
+async function stack(): Promise<Stack> {
+  const fixture = await createFixture({ EVE_WORLD_AWS_SIGNING_SECRET: SECRET, EVE_WORLD_AWS_METRICS: '0' }, 'pt');
+  const { sqs } = fixture.clients;
+  const queueUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: queueNameOf(fixture.config.queue) }))).QueueUrl!;
+  expect(queueUrl).toMatch(/\/\d{12}\/[^/]+$/);
+  const queueArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] })))
+    .Attributes!.QueueArn!;
+  return {
+    queueArn,
+    host(env, handle = () => undefined) {
+      const logger = new MemoryLogger();
+      // The queue by its URL, as the CDK construct names it (EVE_WORLD_AWS_QUEUE): account and name.
+      const config = loadConfig({ ...fixture.env, EVE_WORLD_AWS_QUEUE: queueUrl, ...env });
+      const world = createWorld({ config, consumer: { logger } });
+      worlds.push(world);
+      const ran: string[] = [];
+      const route = world.createQueueHandler(PREFIX, async (body) => {
+        const runId = (body as { runId: string }).runId;
+        ran.push(runId);
+        return handle(runId);
+      });
+      // Through the World's own `queue()`: the envelope core's messages have.
+      const send = async (runId: string) => void (await world.queue(Q, { runId } as never));
+      return { world, route, ran, logger, send };
+    },
+    async receive(count, visibility = 30) {
+      const msgs: Message[] = [];
+      const end = Date.now() + 10_000;
+      while (msgs.length < count && Date.now() < end) {
+        const r = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+            VisibilityTimeout: visibility,
+            MessageAttributeNames: ['All'],
+            MessageSystemAttributeNames: ['All'],
+          }),
+        );
+        msgs.push(...(r.Messages ?? []));
+      }
+      return msgs.map((m) => ({
+        messageId: m.MessageId!,
+        receiptHandle: m.ReceiptHandle!,
+        body: m.Body!,
+        attributes: {
+          ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1',
+          SentTimestamp: m.Attributes?.SentTimestamp ?? String(Date.now()),
+        },
+        messageAttributes: Object.fromEntries(
+          Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [
+            k,
+            {
+              stringValue: v.StringValue,
+              dataType: v.DataType ?? 'String',
+              stringListValues: [],
+              binaryListValues: [],
+            },
+          ]),
+        ),
+        md5OfBody: m.MD5OfBody,
+        eventSource: 'aws:sqs',
+        eventSourceARN: queueArn,
+        awsRegion: 'us-east-1',
+      }));
+    },
+    async remaining(waitS = 3) {
+      const ids = new Set<string>();
+      const end = Date.now() + waitS * 1000;
+      do {
+        const r = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+            VisibilityTimeout: 1,
+          }),
+        );
+        for (const m of r.Messages ?? []) ids.add(/"runId":"([^"]+)"/.exec(m.Body ?? '')?.[1] ?? '?');
+      } while (Date.now() < end);
+      return [...ids].sort();
+    },
+  };
+}
+
+/** What the Web Adapter sends the app for a non-HTTP event: POST, the raw event, `null` context. */
+function passThrough(event: unknown, deadlineMs = 60_000, requestContext = 'null'): Request {
+  return new Request('http://127.0.0.1:8080/.well-known/workflow/v1/flow', {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      [REQUEST_CONTEXT_HEADER]: requestContext,
+      [LAMBDA_CONTEXT_HEADER]: JSON.stringify({
+        request_id: 'r-1',
+        deadline: Date.now() + deadlineMs,
+        invoked_function_arn: 'arn:aws:lambda:us-east-1:000000000000:function:eve-host:live',
+        xray_trace_id: '',
+        client_context: null,
+        identity: null,
+        env_config: { function_name: 'eve-host', memory: 1024, version: '7', log_stream: '', log_group: '' },
+      }),
+    },
+    body: JSON.stringify(event),
+  });
+}
+
+/** A Function URL request's context, as the adapter writes it over whatever the client sent. */
+const URL_CONTEXT = JSON.stringify({
+  accountId: 'anonymous',
+  apiId: 'abc123',
+  domainName: 'abc123.lambda-url.us-east-1.on.aws',
+  domainPrefix: 'abc123',
+  http: {
+    method: 'POST',
+    path: '/.well-known/workflow/v1/flow',
+    protocol: 'HTTP/1.1',
+    sourceIp: '203.0.113.9',
+    userAgent: 'curl',
+  },
+  requestId: 'u-1',
+  routeKey: '$default',
+  stage: '$default',
+  time: '01/Jan/2027:00:00:00 +0000',
+  timeEpoch: 1798761600000,
+});
+
+describe.concurrent('the host consumes its own queue through the Web Adapter pass-through', () => {
+  test('each record runs in process; done ones are deleted by the host, the rest answered as batchItemFailures', async () => {
+    const s = await stack();
+    const h = s.host(IN_LAMBDA, (runId) => {
+      if (runId === 'fails') throw new Error('step blew up');
+      return undefined;
+    });
+    for (const run of ['ok-1', 'ok-2', 'fails']) await h.send(run);
+    const records = await s.receive(3);
+    expect(records).toHaveLength(3);
+    const res = await h.route(passThrough({ Records: records }));
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { batchItemFailures: { itemIdentifier: string }[] };
+    const failing = records.find((r) => r.body.includes('"fails"'))!.messageId;
+    expect(answer.batchItemFailures).toEqual([{ itemIdentifier: failing }]);
+    expect(h.ran.sort()).toEqual(['fails', 'ok-1', 'ok-2']);
+    // The done ones are gone already (the host deleted them): whatever the event source mapping
+    // makes of a streamed answer, they are not delivered again. The failed one comes back after
+    // its backoff (2 s: the pipeline set its visibility), not after the receive's 30 s.
+    expect(await s.remaining(4)).toEqual(['fails']);
+  });
+
+  test('a Function URL request with a forged `null` context reaches the route with its own context: 401, nothing runs', async () => {
+    const s = await stack();
+    const h = s.host(IN_LAMBDA);
+    await h.send('forged-url');
+    const records = await s.receive(1, 2);
+    const res = await h.route(passThrough({ Records: records }, 60_000, URL_CONTEXT));
+    expect(res.status).toBe(401);
+    expect(h.ran).toEqual([]);
+    expect(await s.remaining(4)).toEqual(['forged-url']);
+  });
+
+  test('outside Lambda (no adapter in front) a `null` context is no pass-through: 401, nothing runs', async () => {
+    const s = await stack();
+    const h = s.host({});
+    await h.send('not-lambda');
+    const records = await s.receive(1, 2);
+    const res = await h.route(passThrough({ Records: records }));
+    expect(res.status).toBe(401);
+    expect(h.ran).toEqual([]);
+    expect(await s.remaining(4)).toEqual(['not-lambda']);
+  });
+
+  test('an event that is not an SQS batch of this queue runs nothing (400) and keeps every record', async () => {
+    const s = await stack();
+    const h = s.host(IN_LAMBDA);
+    await h.send('foreign');
+    const records = await s.receive(1, 2);
+    const [r] = records;
+    const cases: Array<[string, unknown]> = [
+      ['an EventBridge event', { 'detail-type': 'x', source: 'aws.events', detail: {} }],
+      ['no records', { Records: [] }],
+      ['another queue', { Records: [{ ...r, eventSourceARN: `${s.queueArn}-other` }] }],
+      ['another account', { Records: [{ ...r, eventSourceARN: s.queueArn.replace(/:\d{12}:/, ':999999999999:') }] }],
+      [
+        'one foreign record among ours',
+        { Records: [r, { ...r, messageId: 'x', eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:other' }] },
+      ],
+      ['not from SQS', { Records: [{ ...r, eventSource: 'aws:kinesis' }] }],
+    ];
+    for (const [what, event] of cases) {
+      const res = await h.route(passThrough(event));
+      expect(res.status, what).toBe(400);
+      const body = (await res.json()) as { batchItemFailures?: { itemIdentifier: string }[] };
+      const ids = ((event as { Records?: SQSRecord[] }).Records ?? []).map((x) => x.messageId);
+      expect(
+        (body.batchItemFailures ?? []).map((f) => f.itemIdentifier),
+        what,
+      ).toEqual(ids);
+    }
+    const notJson = new Request('http://127.0.0.1:8080/.well-known/workflow/v1/flow', {
+      method: 'POST',
+      headers: { [REQUEST_CONTEXT_HEADER]: 'null' },
+      body: 'not json',
+    });
+    expect((await h.route(notJson)).status).toBe(400);
+    expect(h.ran).toEqual([]);
+    expect(h.logger.lines.join('\n')).toMatch(/pass-through event refused, nothing ran/);
+    expect(await s.remaining(4)).toEqual(['foreign']);
+  });
+
+  test('a record still running at the invocation deadline is kept, never deleted', async () => {
+    const s = await stack();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const h = s.host(IN_LAMBDA, async (runId) => {
+      if (runId === 'slow') await gate;
+      return undefined;
+    });
+    await h.send('slow');
+    await h.send('quick');
+    const records = await s.receive(2, 3);
+    expect(records).toHaveLength(2);
+    // 5 s left: the handler stops waiting 2 s before the deadline.
+    const res = await h.route(passThrough({ Records: records }, 5000));
+    const answer = (await res.json()) as { batchItemFailures: { itemIdentifier: string }[] };
+    release();
+    const slow = records.find((x) => x.body.includes('"slow"'))!.messageId;
+    expect(answer.batchItemFailures).toEqual([{ itemIdentifier: slow }]);
+    expect(h.logger.lines.join('\n')).toMatch(/deadline reached/);
+    expect(await s.remaining(5)).toEqual(['slow']);
+  });
+});
