@@ -146,7 +146,7 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
 const RUNS_HELP: HelpSpec = {
   notes: [
     `--workflow with a full id is one indexed query; with a name it filters the newest ${SCAN_LIMIT} runs (a note on stderr says when older runs were not read: pass the full id, which \`runs --json\` shows).`,
-    'Names match exactly; when none does, a hint on stderr lists the near names (of the runs read and of the app\'s workflow manifest, .well-known/workflow/v1/manifest.json searched from this folder).',
+    "Names match exactly; when none does, a hint on stderr lists the near names (of the runs read and of the app's workflow manifest, .well-known/workflow/v1/manifest.json searched from this folder).",
     'The Workflow column shows the name (after the last "//"); --json has the full id. "Started" is when the run started executing (its creation time while it is pending); "Duration" runs until now for runs that are still going.',
   ],
   examples: [

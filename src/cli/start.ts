@@ -85,7 +85,7 @@ const START_HELP: HelpSpec = {
   examples: [
     ['eve-world-aws start order \'{"id":42}\'', 'one argument'],
     ["eve-world-aws start 'workflow//./workflows/order//order' '{\"id\":42}' 2 --json"],
-    ["eve-world-aws start order --manifest web/.well-known/workflow/v1/manifest.json", 'name from a manifest'],
+    ['eve-world-aws start order --manifest web/.well-known/workflow/v1/manifest.json', 'name from a manifest'],
     ['eve-world-aws tail "$(eve-world-aws start order --json | jq -r .runId)"'],
   ],
   exitCodes: exitCodes(
