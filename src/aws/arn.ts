@@ -40,7 +40,7 @@ export function queueNameOf(ref: string): string {
  */
 export function isQueueArnOf(ref: string, arn: string | undefined): boolean {
   const parts = arn === undefined ? undefined : parseArn(arn);
-  if (!parts || parts.service !== 'sqs' || parts.resource !== queueNameOf(ref)) return false;
+  if (parts?.service !== 'sqs' || parts.resource !== queueNameOf(ref)) return false;
   const account = isQueueUrl(ref) ? /\/(\d{12})\/[^/]+\/*$/.exec(ref)?.[1] : undefined;
   return account === undefined || account === parts.account;
 }

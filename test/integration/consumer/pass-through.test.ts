@@ -19,13 +19,16 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
+import { registerLambdaTarget } from '../../../emulator/lambda-service.js';
 import { queueNameOf } from '../../../src/aws/arn.js';
 import { loadConfig } from '../../../src/config/index.js';
 import { LAMBDA_CONTEXT_HEADER, REQUEST_CONTEXT_HEADER } from '../../../src/consumer/pass-through.js';
 import type { SQSRecord } from '../../../src/consumer/sqs-event-handler.js';
 import { type AwsWorld, createWorld } from '../../../src/index.js';
-import { createFixture } from '../../helpers/aws.js';
-import { MemoryLogger } from '../../helpers/queue.js';
+import { reconcile } from '../../../src/provision/index.js';
+import { AFFINITY_MIN_READER } from '../../../src/schema/formats.js';
+import { createFixture, stackEndpoint } from '../../helpers/aws.js';
+import { MemoryLogger, serve } from '../../helpers/queue.js';
 
 const PREFIX = '__wkf_workflow_';
 const Q = `${PREFIX}pass` as ValidQueueName;
@@ -33,7 +36,9 @@ const SECRET = '5d2a8f0c6e4b1a9d3f7c5e2b8a0d6f4c1e9b3a7d5f2c8e0a6b4d1f9c3e7a5b2d
 const IN_LAMBDA = { AWS_LAMBDA_FUNCTION_NAME: 'eve-host', AWS_LAMBDA_FUNCTION_VERSION: '7' };
 
 const worlds: AwsWorld[] = [];
+const servers: Array<{ close(): Promise<void> }> = [];
 afterAll(async () => {
+  await Promise.all(servers.map((s) => s.close().catch(() => undefined)));
   await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
 });
 
@@ -55,9 +60,10 @@ interface Host {
   send(runId: string): Promise<void>;
 }
 
-/** One case's own table, queue and bucket. */
-async function stack(): Promise<Stack> {
+/** One case's own table, queue and bucket (at the affinity format with `affinity`). */
+async function stack(affinity = false): Promise<Stack> {
   const fixture = await createFixture({ EVE_WORLD_AWS_SIGNING_SECRET: SECRET, EVE_WORLD_AWS_METRICS: '0' }, 'pt');
+  if (affinity) await reconcile(fixture.clients, fixture.config, 'apply', { minReader: AFFINITY_MIN_READER });
   const { sqs } = fixture.clients;
   const queueUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: queueNameOf(fixture.config.queue) }))).QueueUrl!;
   expect(queueUrl).toMatch(/\/\d{12}\/[^/]+$/);
@@ -183,7 +189,7 @@ const URL_CONTEXT = JSON.stringify({
 });
 
 describe.concurrent('the host consumes its own queue through the Web Adapter pass-through', () => {
-  test('each record runs in process; done ones are deleted by the host, the rest answered as batchItemFailures', async () => {
+  test('each record runs in process; settled ones are deleted by the host, a failure comes back as a copy counting it', async () => {
     const s = await stack();
     const h = s.host(IN_LAMBDA, (runId) => {
       if (runId === 'fails') throw new Error('step blew up');
@@ -195,13 +201,17 @@ describe.concurrent('the host consumes its own queue through the Web Adapter pas
     const res = await h.route(passThrough({ Records: records }));
     expect(res.status).toBe(200);
     const answer = (await res.json()) as { batchItemFailures: { itemIdentifier: string }[] };
-    const failing = records.find((r) => r.body.includes('"fails"'))!.messageId;
-    expect(answer.batchItemFailures).toEqual([{ itemIdentifier: failing }]);
+    // The failed dispatch is settled too: its copy is replaced by one counting the failure
+    // (src/consumer/delivery/failures.ts), so no record is left for the event source to keep.
+    expect(answer.batchItemFailures).toEqual([]);
     expect(h.ran.sort()).toEqual(['fails', 'ok-1', 'ok-2']);
-    // The done ones are gone already (the host deleted them): whatever the event source mapping
-    // makes of a streamed answer, they are not delivered again. The failed one comes back after
-    // its backoff (2 s: the pipeline set its visibility), not after the receive's 30 s.
+    // Every received copy is gone already (the host deleted them): whatever the event source
+    // mapping makes of a streamed answer, none is delivered again. The failed run comes back as
+    // its fresh copy after the failure backoff, not after the receive's 30 s.
     expect(await s.remaining(4)).toEqual(['fails']);
+    const again = await s.receive(1);
+    expect(again[0]?.messageId).not.toBe(records.find((r) => r.body.includes('"fails"'))!.messageId);
+    expect(again[0]?.messageAttributes['eve.failures']?.stringValue).toBe('1');
   });
 
   test('a Function URL request with a forged `null` context reaches the route with its own context: 401, nothing runs', async () => {
@@ -286,5 +296,34 @@ describe.concurrent('the host consumes its own queue through the Web Adapter pas
     expect(answer.batchItemFailures).toEqual([{ itemIdentifier: slow }]);
     expect(h.logger.lines.join('\n')).toMatch(/deadline reached/);
     expect(await s.remaining(5)).toEqual(['slow']);
+  });
+
+  test('affinity: a record pinned to another published version is invoked on that version; its own and unpinned ones run here', async () => {
+    const s = await stack(true);
+    const fn = `eve-host-${Math.random().toString(36).slice(2, 8)}`;
+    const affinity = { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on', AWS_LAMBDA_FUNCTION_NAME: fn };
+    // Version 1 (the previous deploy): reached only by Lambda Invoke, through the stack's emulator.
+    const v1 = s.host({ ...affinity, AWS_LAMBDA_FUNCTION_VERSION: '1' });
+    const v1Server = await serve(v1.route);
+    servers.push(v1Server);
+    await registerLambdaTarget(stackEndpoint('AWS_ENDPOINT_URL_LAMBDA'), fn, '1', new URL(v1Server.url).origin);
+    // Version 2 (live): the event source mapping's target, consuming through the pass-through.
+    const v2 = s.host({ ...affinity, AWS_LAMBDA_FUNCTION_VERSION: '2' });
+    // Each World stamps its own version on what it sends (core pins a run to the version that
+    // started it); a World with affinity off stamps no version.
+    await v1.send('pinned-v1');
+    await v2.send('pinned-v2');
+    await s.host({}).send('unpinned');
+    const records = await s.receive(3);
+    expect(records).toHaveLength(3);
+    expect(records.find((r) => r.body.includes('"pinned-v1"'))?.messageAttributes['eve.dep']?.stringValue).toBe(
+      `lambda:${fn}:1`,
+    );
+    const res = await v2.route(passThrough({ Records: records }));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ batchItemFailures: [] });
+    expect(v1.ran).toEqual(['pinned-v1']);
+    expect(v2.ran.sort()).toEqual(['pinned-v2', 'unpinned']);
+    expect(await s.remaining(2)).toEqual([]);
   });
 });
