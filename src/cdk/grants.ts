@@ -150,9 +150,7 @@ export function grantFromTable(
       );
     }
     if (grants.length > 0) {
-      add(
-        new PolicyStatement({ actions: grants, resources, conditions: structuredClone(GRANT_CONDITION) }),
-      );
+      add(new PolicyStatement({ actions: grants, resources, conditions: structuredClone(GRANT_CONDITION) }));
     }
   }
 }

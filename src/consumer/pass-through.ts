@@ -1,5 +1,6 @@
 /**
- * The host as its own SQS consumer (the CDK construct's default shape, docs/deploy.md): the event
+ * The host as its own SQS consumer (the CDK construct's `consumer: 'host'`, docs/deploy.md "Who
+ * consumes the queue"): the event
  * source mapping invokes the host function with an SQS batch, the Lambda Web Adapter forwards that
  * non-HTTP event to the app as a POST to `AWS_LWA_PASS_THROUGH_PATH`, which the construct points at
  * the flow route, and the World's flow route hands the request here (src/index.ts). Each record is

@@ -456,7 +456,12 @@ describe("EveWorldAws: consumer 'host' (the host consumes its own queue)", () =>
     const hostId = id(h.construct.hostFunction);
     const statements = policyStatements(h.res, h.stack, h.construct.hostFunction.role!);
     const sqsActions = new Set(statements.flatMap(acts).filter((a) => a.startsWith('sqs:')));
-    for (const a of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'])
+    for (const a of [
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:ChangeMessageVisibility',
+      'sqs:GetQueueAttributes',
+    ])
       expect(sqsActions.has(a), a).toBe(true);
     const invoke = statements.filter((s) => acts(s).some((x) => x.startsWith('lambda:')));
     expect(invoke).toEqual([
@@ -494,7 +499,9 @@ describe("EveWorldAws: consumer 'host' (the host consumes its own queue)", () =>
     expect(() =>
       makeStack({ consumer: 'host', tracing: { adotLayerArn: 'arn:aws:lambda:eu-west-1:1:layer:x:1' } }),
     ).toThrow(/tracing.adotLayerArn \(put ADOT in the host Dockerfile instead\)/);
-    expect(() => makeStack({ consumer: 'lambda' as never })).toThrow(/consumer must be 'worker' or 'host', got "lambda"/);
+    expect(() => makeStack({ consumer: 'lambda' as never })).toThrow(
+      /consumer must be 'worker' or 'host', got "lambda"/,
+    );
   });
 });
 
