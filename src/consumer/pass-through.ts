@@ -17,8 +17,14 @@
  *   (./queue-handler.ts). Outside Lambda nothing stands in front of the route to overwrite the
  *   header: there it is never a pass-through.
  * - Only an SQS batch whose every record names this World's queue (`eventSource` `aws:sqs`,
- *   `eventSourceARN` the configured queue) is taken; any other event runs nothing (400). Each
- *   record is then decoded and checked by the pipeline like any received copy.
+ *   `eventSourceARN` the configured queue) is taken; any other event runs nothing (400).
+ * - A record runs only when it is a live receive of this queue: before anything runs, its receipt
+ *   handle must be accepted by SQS (ChangeMessageVisibilityBatch to the queue's own visibility,
+ *   which only restarts the window the event source mapping received it with). A receipt handle
+ *   is issued only to the receiver, so this holds whatever stands in front of the route (an
+ *   adapter that did not overwrite the header, a forged batch): a record SQS refuses runs nothing
+ *   and is listed as failed; if SQS cannot be asked, nothing runs and every record is kept (500).
+ *   Each record is then decoded and checked by the pipeline like any received copy.
  * - Every record is settled here, whatever the event source mapping makes of the answer. In
  *   `response_stream` mode (the host's, for its streaming Function URL) the adapter answers every
  *   invocation with the HTTP-integration framing (a JSON prelude, 8 NUL bytes, the body), which is
@@ -102,7 +108,26 @@ export function createPassThroughRoute(
         );
       }
     }
-    const batch = records as SQSRecord[];
+    const received = records as SQSRecord[];
+    // Proof of receipt (see the invariants): only records SQS knows as received run.
+    let refused: Set<string>;
+    try {
+      const handles = received.map((r) => r.receiptHandle);
+      refused = new Set(await receipts.changeVisibilityMany(handles, await receipts.visibilityInForce()));
+    } catch (err) {
+      opts.logger.error(
+        `[eve-world-aws] pass-through batch not proven, nothing ran, every record is kept: ${String(err)}`,
+      );
+      return json(failures(received), 500);
+    }
+    const unproven = received.filter((r) => refused.has(r.receiptHandle));
+    if (unproven.length === received.length)
+      return refuse('no record is a live receive of this queue (SQS refused every receipt handle)', received);
+    if (unproven.length > 0)
+      opts.logger.error(
+        `[eve-world-aws] pass-through: ${unproven.length} record(s) are no live receive of this queue (SQS refused their receipt handles), not run`,
+      );
+    const batch = received.filter((r) => !refused.has(r.receiptHandle));
     const deadline = deadlineOf(req.headers.get(LAMBDA_CONTEXT_HEADER));
     let answer: SQSBatchResponse;
     try {
@@ -113,7 +138,7 @@ export function createPassThroughRoute(
     } catch (err) {
       // Before any record ran (a missing resource, a bad environment): every record is kept.
       opts.logger.error(`[eve-world-aws] pass-through batch failed, every record is kept: ${String(err)}`);
-      return json(failures(batch), 500);
+      return json(failures(received), 500);
     }
     const kept = new Set(answer.batchItemFailures.map((f) => f.itemIdentifier));
     const done = batch.filter((r) => !kept.has(r.messageId));
@@ -128,7 +153,7 @@ export function createPassThroughRoute(
         `[eve-world-aws] could not delete ${done.length} delivered message(s), a later copy replays as a no-op: ${String(err)}`,
       );
     }
-    return json(answer);
+    return json({ batchItemFailures: [...answer.batchItemFailures, ...failures(unproven).batchItemFailures] });
   };
 }
 

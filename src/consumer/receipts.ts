@@ -4,6 +4,7 @@
  * which resolves the queue once per process.
  */
 import {
+  ChangeMessageVisibilityBatchCommand,
   ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
   DeleteMessageCommand,
@@ -51,6 +52,29 @@ export class SqsReceipts {
         VisibilityTimeout: Math.max(0, Math.ceil(seconds)),
       }),
     );
+  }
+
+  /**
+   * Set the visibility of received copies, ten per request. Answers the receipt handles SQS
+   * refused (each entry's own failure: no live receive of this queue); a request that fails throws.
+   */
+  async changeVisibilityMany(receiptHandles: readonly string[], seconds: number): Promise<string[]> {
+    const refused: string[] = [];
+    for (let i = 0; i < receiptHandles.length; i += 10) {
+      const chunk = receiptHandles.slice(i, i + 10);
+      const out = await this.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: await this.transport.queueUrl(),
+          Entries: chunk.map((ReceiptHandle, n) => ({
+            Id: String(n),
+            ReceiptHandle,
+            VisibilityTimeout: Math.max(0, Math.ceil(seconds)),
+          })),
+        }),
+      );
+      for (const f of out.Failed ?? []) refused.push(chunk[Number(f.Id)] as string);
+    }
+    return refused;
   }
 
   /** Make a received copy visible again at once (another consumer may take it). */

@@ -61,8 +61,11 @@ interface Host {
 }
 
 /** One case's own table, queue and bucket (at the affinity format with `affinity`). */
-async function stack(affinity = false): Promise<Stack> {
-  const fixture = await createFixture({ EVE_WORLD_AWS_SIGNING_SECRET: SECRET, EVE_WORLD_AWS_METRICS: '0' }, 'pt');
+async function stack(affinity = false, env: Record<string, string> = {}): Promise<Stack> {
+  const fixture = await createFixture(
+    { EVE_WORLD_AWS_SIGNING_SECRET: SECRET, EVE_WORLD_AWS_METRICS: '0', ...env },
+    'pt',
+  );
   if (affinity) await reconcile(fixture.clients, fixture.config, 'apply', { minReader: AFFINITY_MIN_READER });
   const { sqs } = fixture.clients;
   const queueUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: queueNameOf(fixture.config.queue) }))).QueueUrl!;
@@ -275,7 +278,8 @@ describe.concurrent('the host consumes its own queue through the Web Adapter pas
   });
 
   test('a record still running at the invocation deadline is kept, never deleted', async () => {
-    const s = await stack();
+    // The queue's own visibility is what a proven record is hidden for (3 s here).
+    const s = await stack(false, { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '3' });
     let release!: () => void;
     const gate = new Promise<void>((r) => {
       release = r;
@@ -325,5 +329,33 @@ describe.concurrent('the host consumes its own queue through the Web Adapter pas
     expect(v1.ran).toEqual(['pinned-v1']);
     expect(v2.ran.sort()).toEqual(['pinned-v2', 'unpinned']);
     expect(await s.remaining(2)).toEqual([]);
+  });
+
+  test('an adapter that left a forged `null` in place: records whose receipt handles SQS never issued run nothing', async () => {
+    const s = await stack();
+    const h = s.host(IN_LAMBDA);
+    await h.send('real');
+    await h.send('copied');
+    const records = await s.receive(2, 2);
+    expect(records).toHaveLength(2);
+    const real = records.find((r) => r.body.includes('"real"'))!;
+    const copied = records.find((r) => r.body.includes('"copied"'))!;
+    // A forger who knows the queue's ARN and a message's body, but holds no receipt handle.
+    const forged = (r: SQSRecord, n: number): SQSRecord => ({
+      ...r,
+      messageId: `forged-${n}`,
+      receiptHandle: `AQEB${'x'.repeat(40)}${n}`,
+    });
+    const all = await h.route(passThrough({ Records: [forged(copied, 1), forged(real, 2)] }));
+    expect(all.status).toBe(400);
+    expect(h.ran).toEqual([]);
+    // Beside a real record: the real one runs, the forged one is refused and listed as failed.
+    const mixed = await h.route(passThrough({ Records: [real, forged(copied, 3)] }));
+    expect(mixed.status).toBe(200);
+    expect(await mixed.json()).toEqual({ batchItemFailures: [{ itemIdentifier: 'forged-3' }] });
+    expect(h.ran).toEqual(['real']);
+    expect(h.logger.lines.join('\n')).toMatch(/no live receive of this queue/);
+    // The copied message itself was never touched: it comes back after its receive's 2 s.
+    expect(await s.remaining(5)).toEqual(['copied']);
   });
 });
