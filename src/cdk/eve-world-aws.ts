@@ -83,7 +83,7 @@ export class EveWorldAws extends Construct {
       worldEnv,
       hostUrl: host.hostUrl,
       queue: queues.queue,
-      hostFunction: props.deploymentAffinity ? host.hostFunction : undefined,
+      hostFunction: settings.deploymentAffinity ? host.hostFunction : undefined,
     });
     const sweeper = addSweeper(this, props, { code, data, queues });
     const functions = {
@@ -96,7 +96,7 @@ export class EveWorldAws extends Construct {
       queues,
       signingSecret,
       ...functions,
-      invokeHostVersions: props.deploymentAffinity === true,
+      invokeHostVersions: settings.deploymentAffinity,
     });
     const observed = addObservability(this, props, {
       ...functions,

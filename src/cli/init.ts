@@ -59,7 +59,7 @@ export function explainAwsError(err: unknown, config: WorldConfig): unknown {
 export async function runReconcile(
   config: WorldConfig,
   mode: ReconcileMode,
-  options: { minReader?: number } = {},
+  options: { minReader?: number; affinity?: boolean } = {},
 ): Promise<ResourceReport[]> {
   const clients = createClients(config);
   const spin = progress(mode === 'dry-run' ? 'Checking resources (dry run)...' : 'Creating or verifying resources...');
@@ -208,7 +208,7 @@ Exit codes: 0 every resource present or created; 1 drift or missing (the fix is 
       const reports = await runReconcile(
         config,
         mode,
-        opts.deploymentAffinity ? { minReader: AFFINITY_MIN_READER } : {},
+        opts.deploymentAffinity ? { minReader: AFFINITY_MIN_READER, affinity: true } : {},
       );
       const ok = !hasProblems(reports);
       if (opts.json) printJson({ ok, mode, resources: reports });

@@ -10,12 +10,21 @@
  * - a name (`order`) is looked up among the newest runs (src/cli/runs.ts, `listRuns`): it must
  *   have run before, and name exactly one workflow.
  *
- * Each argument is one JSON value, passed to the workflow in order (as `wf start` does). The run
- * carries the CLI World's deployment id (`getDeploymentId()`, the default one); this World routes
- * no message by deployment, so whichever consumer serves the queue runs it.
+ * Each argument is one JSON value, passed to the workflow in order (as `wf start` does). The CLI
+ * is no deployment (src/cli/world.ts opens a client World): on a table without deployment
+ * affinity the run carries the one id every process reports and whichever consumer serves the
+ * queue runs it; on a table with affinity it is pinned to `--deployment <id>` (registered, not
+ * retired), else to the newest deployment with a live consumer (its heartbeat counter watched
+ * on this command's clock, src/deployment/liveness.ts): never to one without a consumer, never to
+ * a deployment of the CLI's own, and the command fails (exit 1) when there is none.
  */
 import { Command } from 'commander';
+import type { WorldContext } from '../context/world-context.js';
+import { newestLiveDeployment } from '../deployment/liveness.js';
+import { LIVENESS_WINDOW_MS, readDeployment } from '../deployment/registry.js';
+import { checkTableFormat } from '../preflight/format-check.js';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
+import { watchProgress } from './deployments.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, printJson } from './output.js';
 import { requirePeers } from './peers.js';
 import { listRuns, SCAN_LIMIT } from './runs.js';
@@ -24,6 +33,7 @@ import type { CliWorld } from './world.js';
 
 interface StartOptions {
   json?: boolean;
+  deployment?: string;
 }
 
 /** Runs of a short name read to find the workflows it names. */
@@ -47,12 +57,59 @@ export async function resolveWorkflowId(w: CliWorld, query: string): Promise<str
   );
 }
 
-export async function startWorkflow(query: string, args: unknown[]): Promise<{ runId: string; workflowId: string }> {
-  return withCoreWorld(async (w, core) => {
-    const workflowId = await resolveWorkflowId(w, query);
-    const run = await core.start({ workflowId } as never, args);
-    return { runId: run.runId, workflowId };
-  });
+/**
+ * The deployment a run started by the CLI goes to, on a table with affinity: `explicit` when it is
+ * registered and not retired, else the newest with a live consumer; a CliError (exit 1) otherwise.
+ */
+export async function chooseDeployment(ctx: WorldContext, explicit?: string): Promise<string> {
+  const table = ctx.config.tableName;
+  if (explicit !== undefined) {
+    const record = await readDeployment(ctx, explicit, true);
+    if (!record)
+      throw new CliError(
+        `deployment ${explicit} is not registered on table ${table}; \`eve-world-aws deployments\` lists them`,
+        EXIT_FAILURE,
+      );
+    if (record.status === 'retired')
+      throw new CliError(
+        `deployment ${explicit} is retired: a run started on it would fail; choose another (\`eve-world-aws deployments\`)`,
+        EXIT_FAILURE,
+      );
+    return explicit;
+  }
+  const spin = watchProgress('Choosing a deployment with a live consumer');
+  const id = await newestLiveDeployment(ctx, { onPoll: spin.onPoll }).finally(spin.done);
+  if (id === undefined)
+    throw new CliError(
+      `no deployment on table ${table} has a live consumer (none counted a heartbeat within ${LIVENESS_WINDOW_MS / 1000} s): ` +
+        'start your app, or pass --deployment <id> (`eve-world-aws deployments` lists them)',
+      EXIT_FAILURE,
+    );
+  return id;
+}
+
+export async function startWorkflow(
+  query: string,
+  args: unknown[],
+  opts: { deployment?: string } = {},
+): Promise<{ runId: string; workflowId: string; deploymentId?: string }> {
+  let context: WorldContext | undefined;
+  return withCoreWorld(
+    async (w, core) => {
+      context = w.context;
+      const affinity = (await checkTableFormat(w.clients.ddb, w.config.tableName)).affinity;
+      if (opts.deployment !== undefined && !affinity)
+        throw new CliError(
+          `--deployment applies to a table with deployment affinity; table ${w.config.tableName} has none (\`eve-world-aws init --deployment-affinity\`)`,
+          EXIT_USAGE,
+        );
+      const workflowId = await resolveWorkflowId(w, query);
+      const run = await core.start({ workflowId } as never, args);
+      return { runId: run.runId, workflowId, ...(affinity ? { deploymentId: await w.world.getDeploymentId() } : {}) };
+    },
+    // Chosen when core's start() asks for the id, so a name that matches no workflow costs no wait.
+    { deployment: () => chooseDeployment(context as WorldContext, opts.deployment) },
+  );
 }
 
 export function startCommand(): Command {
@@ -60,7 +117,11 @@ export function startCommand(): Command {
     .description("Start a run of a deployed workflow (core's start(), as `wf start` does); your app's consumer runs it")
     .argument('<workflow>', 'the workflow: its name (order) or full id (workflow//./workflows/order//order)')
     .argument('[json...]', "the workflow's arguments, one JSON value each")
-    .option('--json', 'print {runId, workflowId} as JSON')
+    .option(
+      '--deployment <id>',
+      'on a table with deployment affinity: the deployment to pin the run to (default: the newest with a live consumer)',
+    )
+    .option('--json', 'print {runId, workflowId, deploymentId} as JSON (deploymentId with deployment affinity)')
     .addHelpText(
       'after',
       `
@@ -69,19 +130,29 @@ This command writes the run and sends its first message; the workflow runs in yo
 among the newest runs (the workflow must have run before); a full id always works. Needs the
 optional peer \`workflow\` (the app's own copy).
 
+On a table with deployment affinity the run is pinned to a deployment of your app: --deployment
+<id> (\`eve-world-aws deployments\` lists them), else the newest one whose consumer counts
+heartbeats (watched for up to ${LIVENESS_WINDOW_MS / 1000} s). The CLI never registers a deployment of its own.
+
 Examples:
   eve-world-aws start order '{"id":42}'              # one argument
   eve-world-aws start 'workflow//./workflows/order//order' '{"id":42}' 2 --json
   eve-world-aws tail "$(eve-world-aws start order '{"id":42}' --json | jq -r .runId)"
+  eve-world-aws start order '{"id":42}' --deployment build:0123456789abcdef
 
-Exit codes: 0 started; 1 no run of that name to take its id from; 2 bad usage (an argument is not
-JSON, a name that matches several workflows), configuration, or \`workflow\` not installed.`,
+Exit codes: 0 started; 1 no run of that name to take its id from, or (deployment affinity) no
+deployment with a live consumer, or --deployment not registered or retired; 2 bad usage (an
+argument is not JSON, a name that matches several workflows, --deployment on a table without
+affinity), configuration, or \`workflow\` not installed.`,
     )
     .action(async (workflow: string, json: string[], opts: StartOptions) => {
       requirePeers('start', ['workflow']);
       const args = json.map((a, i) => parseJsonArg(`argument ${i + 1}`, a));
-      const result = await startWorkflow(workflow, args);
+      const result = await startWorkflow(workflow, args, { deployment: opts.deployment });
       if (opts.json) printJson(result);
-      else process.stdout.write(`started run ${result.runId} of ${result.workflowId}\n`);
+      else
+        process.stdout.write(
+          `started run ${result.runId} of ${result.workflowId}${result.deploymentId ? ` on deployment ${result.deploymentId}` : ''}\n`,
+        );
     });
 }

@@ -4,10 +4,15 @@
  * deployments exist, whether each is `active` or `retired`, when it was first and last seen.
  *
  * Invariants:
- * - A process with affinity on registers its deployment before its first write or send
- *   (src/index.ts), so no run is pinned to a deployment the registry does not know; it refreshes
- *   `lastSeen` while it runs. Registering is one UpdateItem that keeps `firstSeen` and `status`:
- *   safe when applied twice, and it never revives a retired deployment.
+ * - A process of a table with affinity registers its deployment before its first write or send
+ *   (src/deployment/membership.ts), so no run is pinned to a deployment the registry does not
+ *   know. Registering is one UpdateItem that keeps `firstSeen` and `status` and adds 1 to `beats`:
+ *   it never revives a retired deployment, and applied twice it only counts one more beat. Each
+ *   running process repeats it every {@link DEPLOYMENT_HEARTBEAT_MS} (its heartbeat) and reads the
+ *   deployment's status in the answer.
+ * - `beats` is the liveness signal: another process judges this deployment alive only by seeing
+ *   `beats` change on its own monotonic clock (src/deployment/liveness.ts), never by comparing its
+ *   clock with `lastSeen`, which is the writer's clock and kept for people.
  * - `retired` is final (only `retire` writes it, conditionally on the item existing); a retired
  *   deployment's messages fail their runs with `DEPLOYMENT_MISMATCH` (src/queue/index.ts throws
  *   DeploymentUnavailableError on core's re-route), never loop, never reach the DLQ.
@@ -24,8 +29,18 @@ import type { DeploymentShape } from './id.js';
 
 export type DeploymentStatus = 'active' | 'retired';
 
-/** How often a running World with deployment affinity refreshes its deployment's `lastSeen`. */
-export const DEPLOYMENT_HEARTBEAT_MS = 60_000;
+/**
+ * How often a running World on a table with deployment affinity counts a heartbeat on its
+ * deployment's item (one UpdateItem: 518,400 writes per process per 30-day month, 1 WRU each).
+ * Short, so a retired deployment's process learns it within this long, and an observer judges a
+ * dead one within {@link LIVENESS_WINDOW_MS} (src/deployment/liveness.ts).
+ */
+export const DEPLOYMENT_HEARTBEAT_MS = 5_000;
+/**
+ * How long an observer watches a deployment's `beats` before it calls it silent (no live process):
+ * two heartbeats and 2 s for a slow write or a busy event loop.
+ */
+export const LIVENESS_WINDOW_MS = 2 * DEPLOYMENT_HEARTBEAT_MS + 2_000;
 
 export interface DeploymentRecord {
   id: string;
@@ -33,8 +48,10 @@ export interface DeploymentRecord {
   status: DeploymentStatus;
   /** Epoch ms of its first registration. */
   firstSeen: number;
-  /** Epoch ms of its last registration or heartbeat. */
+  /** Epoch ms of its last registration or heartbeat, on the writer's clock (for people). */
   lastSeen: number;
+  /** Heartbeats counted so far by every process of it: live while it changes. */
+  beats: number;
   retiredAt?: number;
   reason?: string;
 }
@@ -47,24 +64,29 @@ function fromItem(item: Record<string, unknown>): DeploymentRecord {
     status: r.status === 'retired' ? 'retired' : 'active',
     firstSeen: Number(r.firstSeen),
     lastSeen: Number(r.lastSeen),
+    beats: typeof r.beats === 'number' ? r.beats : 0,
     ...(typeof r.retiredAt === 'number' ? { retiredAt: r.retiredAt } : {}),
     ...(typeof r.reason === 'string' ? { reason: r.reason } : {}),
   };
 }
 
-/** Registers (or refreshes `lastSeen` of) deployment `id`; keeps its `firstSeen` and `status`. */
+/**
+ * Registers deployment `id`, or counts one heartbeat of it: keeps its `firstSeen` and `status`,
+ * adds 1 to `beats`, sets `lastSeen`. Returns the record as it is after the write (its status is
+ * how a retired deployment's process learns it).
+ */
 export async function registerDeployment(
   ctx: WorldContext,
   id: string,
   shape: DeploymentShape,
   now = Date.now(),
-): Promise<void> {
-  await ctx.clients.ddb.send(
+): Promise<DeploymentRecord> {
+  const out = await ctx.clients.ddb.send(
     new UpdateItemCommand({
       TableName: ctx.config.tableName,
       Key: marshall(keys.deployment(id)),
       UpdateExpression:
-        'SET #id = :id, #shape = :shape, #first = if_not_exists(#first, :now), #last = :now, #status = if_not_exists(#status, :active), #fv = :fv',
+        'SET #id = :id, #shape = :shape, #first = if_not_exists(#first, :now), #last = :now, #status = if_not_exists(#status, :active), #fv = :fv ADD #beats :one',
       ExpressionAttributeNames: {
         '#id': 'id',
         '#shape': 'shape',
@@ -72,6 +94,7 @@ export async function registerDeployment(
         '#last': 'lastSeen',
         '#status': 'status',
         '#fv': FORMAT_ATTR,
+        '#beats': 'beats',
       },
       ExpressionAttributeValues: marshall({
         ':id': id,
@@ -79,9 +102,12 @@ export async function registerDeployment(
         ':now': now,
         ':active': 'active',
         ':fv': RECORD_FORMAT,
+        ':one': 1,
       }),
+      ReturnValues: 'ALL_NEW',
     }),
   );
+  return fromItem(out.Attributes ?? {});
 }
 
 /** The record of deployment `id`, or undefined when it was never registered. */
@@ -142,13 +168,4 @@ export async function markRetired(ctx: WorldContext, id: string, reason: string,
     if (isConditionalCheckFailed(err)) return false;
     throw err;
   }
-}
-
-/**
- * The newest active deployment of `shape` (core's `deploymentId: 'latest'`): the one registered
- * last. `self` when none other is (this process is registered before it starts runs).
- */
-export async function latestDeployment(ctx: WorldContext, shape: DeploymentShape, self: string): Promise<string> {
-  const active = (await listDeployments(ctx)).filter((d) => d.status === 'active' && d.shape === shape);
-  return active.at(-1)?.id ?? self;
 }
