@@ -282,7 +282,7 @@ export const VARIABLES = {
     default: 'auto',
     values: '`auto`, `on`, `off`',
     description:
-      "Not what decides deployment affinity: the table does (`eve-world-aws init --deployment-affinity` records it, and every process on the table then takes part or refuses to start). `on` asks the first process on a table that no `init` recorded and that holds no run to record it there (what the CDK construct sets on a new stack's host); on any other table a value that disagrees with it is named in a warning and ignored. `auto` and `off`: the table decides alone. docs/operations.md, \"Deployment affinity\".",
+      'Not what decides deployment affinity: the table does (`eve-world-aws init --deployment-affinity` records it, and every process on the table then takes part or refuses to start). `on` asks the first process on a table that no `init` recorded and that holds no run to record it there (what the CDK construct sets on a new stack\'s host); on any other table a value that disagrees with it is named in a warning and ignored. `auto` and `off`: the table decides alone. docs/operations.md, "Deployment affinity".',
     example: 'on',
     check: (v) => (/^(auto|on|off)$/.test(v) ? undefined : `must be auto, on or off, got "${v}"`),
   }),

@@ -60,7 +60,10 @@ export interface Membership extends DeploymentIdentity {
    * (a strongly consistent read, shared by the calls of one start).
    */
   assertMayStart(deploymentId: string | undefined): Promise<void>;
-  /** core's `deploymentId: 'latest'`: the newest deployment of this shape with a live consumer, else this one. */
+  /**
+   * core's `deploymentId: 'latest'`: the newest deployment of this shape with a live consumer, else
+   * this one (a client: its target, else the newest live deployment of any shape).
+   */
   latest(): Promise<string>;
   /** One heartbeat now (the timer calls it; tests too). */
   beat(): Promise<void>;
@@ -163,6 +166,8 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
   };
 
   const selfId = () => identity.id();
+  const noLiveDeployment = () =>
+    `no deployment on table ${config.tableName} has a live consumer to run a new run (none counted a heartbeat within ${LIVENESS_WINDOW_MS / 1000} s): start your app, or name one (\`eve-world-aws deployments\` lists them)`;
 
   const membership: Membership = {
     role,
@@ -181,10 +186,7 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
           if (typeof opts.target === 'function') return opts.target();
           if (opts.target !== undefined) return opts.target;
           const id = await newestLiveDeployment(ctx);
-          if (id === undefined)
-            throw new Error(
-              `no deployment on table ${config.tableName} has a live consumer to run a new run (none counted a heartbeat within ${LIVENESS_WINDOW_MS / 1000} s): start your app, or name one (\`eve-world-aws deployments\` lists them)`,
-            );
+          if (id === undefined) throw new Error(noLiveDeployment());
           return id;
         })().catch((err) => {
           chosen = undefined;
@@ -221,6 +223,12 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
       if (retired) throw new DeploymentRetiredError(self);
     },
     async latest() {
+      if (role === 'client') {
+        if (!affinity) return selfId();
+        const id = await newestLiveDeployment(ctx);
+        if (id === undefined) throw new Error(noLiveDeployment());
+        return id;
+      }
       const self = await selfId();
       if (!affinity) return self;
       return (await newestLiveDeployment(ctx, { shape, self })) ?? self;

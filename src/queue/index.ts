@@ -84,7 +84,7 @@ export interface CreateQueueOptions {
    * This process's deployment (src/deployment/id.ts), with what the table decided for it
    * (src/deployment/membership.ts). Default: from `ctx.config`.
    */
-  identity?: DeploymentIdentity & Partial<Pick<Membership, 'role' | 'assertMayStart'>>;
+  identity?: DeploymentIdentity & Partial<Pick<Membership, 'role' | 'retired' | 'assertMayStart'>>;
 }
 
 export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'queue' | 'queueBatch'>> {
@@ -147,8 +147,9 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     // process sent before (core republishing after an error) only once claimed, so a retry here
     // never starts a second one. A key another process also sends, or a failed send, leaves it one
     // more delivery of the message.
-    // Only a message for this process's own deployment is delivered early here (affinity).
-    const early = options.early !== undefined && own;
+    // Only a message for this process's own deployment is delivered early here (affinity), and
+    // none once it is retired (its messages are left to other deployments' consumers).
+    const early = options.early !== undefined && own && !identity.retired;
     const offer = (messageId: string) =>
       options.early?.({ ...envelope, messageId }, `msg_${nextUlid()}`, payload, opts?.delaySeconds) === true;
     const offeredFirst = early && (key === undefined || offeredKeys.add(key));
