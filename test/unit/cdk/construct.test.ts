@@ -479,7 +479,9 @@ describe('EveWorldAws: kmsKey', () => {
     for (const fn of [k.construct.hostFunction, k.construct.workerFunction]) {
       const statements = policiesOf(k.res, k.stack, fn.role!);
       // The worker also invokes the host's versions (deployment affinity, the default).
-      const granted = new Set(statements.flatMap(acts).filter((a) => !a.startsWith('logs:') && !a.startsWith('lambda:')));
+      const granted = new Set(
+        statements.flatMap(acts).filter((a) => !a.startsWith('logs:') && !a.startsWith('lambda:')),
+      );
       expect(granted).toEqual(expected);
       for (const st of statements.filter((x) => acts(x).some((a) => a.startsWith('kms:')))) {
         expect(st.Resource).toEqual(k.keyRef);
