@@ -144,16 +144,15 @@ export async function retireDeployment(
     );
   if (record.status === 'retired') return { record, failing: [], wasLive: false };
   // Is a process of it running? Its counter, watched on this command's clock (even for a Lambda
-  // version: a container of it that counts beats is running).
-  const [{ watch }, activity] = await Promise.all([
-    watchDeployments(ctx, {
-      decide: (r) => r.id === id,
-      judge: (r, w) => w.state(r.id),
-      onPoll: opts.onPoll,
-      windowMs: opts.windowMs,
-    }),
-    deploymentActivity(ctx),
-  ]);
+  // version: a container of it that counts beats is running). Its runs are read after the watch,
+  // just before the write, so the runs named are those it fails (a start racing the write aside).
+  const { watch } = await watchDeployments(ctx, {
+    decide: (r) => r.id === id,
+    judge: (r, w) => w.state(r.id),
+    onPoll: opts.onPoll,
+    windowMs: opts.windowMs,
+  });
+  const activity = await deploymentActivity(ctx);
   const live = watch.state(id) === 'live';
   const now = opts.now ?? Date.now();
   const verdict = drainVerdict(record, activity, opts.graceMs ?? ctx.config.deploymentGraceSeconds * 1000, now, live);

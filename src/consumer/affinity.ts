@@ -31,6 +31,8 @@ import type { Envelope } from '../queue/encoding.js';
 
 /** Longest hold of another deployment's message (s, before jitter). */
 export const MAX_HOLD_SECONDS = 60;
+/** Longest hold of this deployment's own message once it is retired (s, before jitter). */
+export const RETIRED_HOLD_SECONDS = 8;
 /** How long a registry answer is reused for routing (ms): one heartbeat, so a live target's counter moves between reads. */
 const RECORD_TTL_MS = DEPLOYMENT_HEARTBEAT_MS;
 /** Hold after a failed registry read (s). */
@@ -92,13 +94,21 @@ export function createDeploymentFilter(
     if (record) watch.observe([record]);
     return record;
   };
-  /** The hold of a message this process must not dispatch: 1-2 s while its consumers are (or may be) live, else backing off. */
-  const hold = (messageId: string, live: boolean, detail: (s: number) => string): AffinityHold => {
+  /**
+   * The hold of a message this process must not dispatch: 1-2 s while its consumers are (or may
+   * be) live, else backing off per message to `max` s.
+   */
+  const hold = (
+    messageId: string,
+    live: boolean,
+    detail: (s: number) => string,
+    max = MAX_HOLD_SECONDS,
+  ): AffinityHold => {
     const n = holds.get(messageId) ?? 0;
     holds.delete(messageId);
     holds.set(messageId, n + 1);
     if (holds.size > REMEMBERED) holds.delete(holds.keys().next().value as string);
-    const base = live ? 1 : Math.min(MAX_HOLD_SECONDS, 2 ** n);
+    const base = live ? 1 : Math.min(max, 2 ** n);
     const seconds = base + Math.floor(random() * (Math.ceil(base / 2) + 1));
     return { seconds, cause: 'other-deployment', detail: detail(seconds) };
   };
@@ -110,11 +120,14 @@ export function createDeploymentFilter(
       if (target === undefined) return undefined;
       if (target === self) {
         if (!identity.retired) return undefined;
+        // Backing off to RETIRED_HOLD_SECONDS only: another deployment's consumer, which fails the
+        // run at once, should meet it soon.
         return hold(
           envelope.messageId,
           false,
           (s) =>
             `for deployment ${target}, this consumer's own, which is retired: left for a consumer of another deployment (core's guard fails its run there); shown again in ${s} s`,
+          RETIRED_HOLD_SECONDS,
         );
       }
       let record: DeploymentRecord | undefined;

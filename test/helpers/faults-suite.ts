@@ -492,7 +492,7 @@ export function ensureDist(): string {
   return pathToFileURL(index).href;
 }
 
-async function startChildren(
+export async function startChildren(
   n: number,
   env: Record<string, string>,
   tuning: Partial<WorldTuning>,
