@@ -10,8 +10,10 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { partitionOf } from '../aws/arn.js';
 import { createClients, destroyClients } from '../aws/clients.js';
-import { isCredentialsMissing, isRegionMissing, unreachableCode } from '../aws/sdk-errors.js';
+import { isCredentialsMissing, isNotFound, isRegionMissing, unreachableCode } from '../aws/sdk-errors.js';
 import { loadConfig, type WorldConfig } from '../config/index.js';
+import { createContext } from '../context/world-context.js';
+import { readTableFormat } from '../preflight/format-check.js';
 import { principalPolicy, schedulerRolePolicies } from '../provision/iam-policy.js';
 import {
   hasProblems,
@@ -21,7 +23,48 @@ import {
   sharedScheduleGroupWarning,
 } from '../provision/index.js';
 import { AFFINITY_MIN_READER } from '../schema/formats.js';
+import { createStorage } from '../storage/index.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, palette, printJson, progress, renderTable } from './output.js';
+
+/** Active runs named at most when `init --deployment-affinity` refuses. */
+const NAMED_RUNS = 10;
+
+/**
+ * `init --deployment-affinity` on a table that does not pin runs yet: refuses (exit 1) while runs
+ * are pending or running, unless `force`. Those runs are pinned to the id every process reported
+ * without affinity, which no deployment has once every process takes part: each would fail with
+ * DEPLOYMENT_MISMATCH at its next delivery. A table that does not exist yet, or already records
+ * affinity, has none to lose.
+ */
+export async function assertNoRunToStrand(config: WorldConfig, force: boolean): Promise<void> {
+  const clients = createClients(config);
+  try {
+    const tf = await readTableFormat(clients.ddb, config.tableName).catch((err) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+    if (!tf || tf.affinity || force) return;
+    const { data, hasMore } = await createStorage(createContext(config, clients)).runs.list({
+      status: ['pending', 'running'],
+      resolveData: 'none',
+      pagination: { limit: NAMED_RUNS },
+    });
+    if (data.length === 0) return;
+    throw new CliError(
+      `table ${config.tableName} has ${hasMore ? `more than ${NAMED_RUNS}` : data.length} active run${data.length === 1 && !hasMore ? '' : 's'} (${data
+        .map((r) => r.runId)
+        .join(
+          ', ',
+        )}${hasMore ? ', ...' : ''}), pinned to no deployment of a build: with deployment affinity each fails with DEPLOYMENT_MISMATCH at its next delivery. ` +
+        'Wait until `eve-world-aws runs --status pending,running` lists none, or pass --force to fail them (docs/operations.md, "Deployment affinity").',
+      EXIT_FAILURE,
+    );
+  } catch (err) {
+    throw explainAwsError(err, config);
+  } finally {
+    destroyClients(clients);
+  }
+}
 
 /** Turn the AWS errors a user can fix (nothing listening, no credentials) into one-line messages. */
 export function explainAwsError(err: unknown, config: WorldConfig): unknown {
@@ -147,6 +190,7 @@ interface InitOptions {
   deployer?: boolean;
   account?: string;
   deploymentAffinity?: boolean;
+  force?: boolean;
 }
 
 export function initCommand(): Command {
@@ -172,7 +216,11 @@ export function initCommand(): Command {
     .option('--account <id>', 'AWS account id to put in the IAM policy ARNs (default: <account-id>)', parseAccount)
     .option(
       '--deployment-affinity',
-      `allow deployment affinity on the table: refuse readers older than format ${AFFINITY_MIN_READER}, which ignore a message's deployment (stop them first)`,
+      `record deployment affinity on the table: runs finish on the deployment that started them, and every process of this build takes part; refuses readers older than format ${AFFINITY_MIN_READER}, which ignore a message's deployment (stop them first), and (without --force) a table with active runs`,
+    )
+    .option(
+      '--force',
+      'with --deployment-affinity: record it even though runs are active (each fails at its next delivery)',
     )
     .addHelpText(
       'after',
@@ -182,6 +230,11 @@ AWS_ENDPOINT_URL_* (set by \`eve-world-aws emulate\`), credentials from the stan
 With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler
 schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit \`default\` (the
 account's shared group) is used as it is, with a warning.
+
+With --deployment-affinity the table records that runs finish on the deployment that started
+them: every process of this build on the table then takes part (running ones within one
+heartbeat, 5 s) or refuses to start, whatever EVE_WORLD_AWS_DEPLOYMENT_AFFINITY says. The order,
+step by step: docs/operations.md, "Deployment affinity".
 
 The bucket's lifecycle rule expires queue bodies under queue/; nothing expires orphaned run
 payloads (uploads whose write never committed) or held bodies of very long waits: schedule
@@ -204,7 +257,10 @@ Exit codes: 0 every resource present or created; 1 drift or missing (the fix is 
       if (opts.operator || opts.schedulerRole || opts.deployer)
         throw new CliError('--operator, --deployer and --scheduler-role only go with --print-iam-policy', EXIT_USAGE);
       warnSharedScheduleGroup(config);
+      if (opts.force && !opts.deploymentAffinity)
+        throw new CliError('--force only goes with --deployment-affinity', EXIT_USAGE);
       const mode: ReconcileMode = opts.dryRun ? 'dry-run' : 'apply';
+      if (opts.deploymentAffinity && mode === 'apply') await assertNoRunToStrand(config, opts.force === true);
       const reports = await runReconcile(
         config,
         mode,

@@ -20,6 +20,7 @@ import { readTableFormat, TableFormatError } from '../../../src/preflight/format
 import { reconcile } from '../../../src/provision/index.js';
 import { AFFINITY_MIN_READER } from '../../../src/schema/formats.js';
 import { createFixture, type Fixture } from '../../helpers/aws.js';
+import { runCli } from '../../helpers/cli.js';
 import { MemoryLogger } from '../../helpers/queue.js';
 import { devl, sv } from '../../helpers/runs.js';
 
@@ -155,4 +156,27 @@ describe('a process that cannot take part', () => {
     });
     expect(off.every((c) => c.status !== 'fail')).toBe(true);
   });
+});
+
+describe('init --deployment-affinity', () => {
+  it('refuses a table with active runs (named), unless --force; --force alone is a usage error', async () => {
+    const fixture = await createFixture({}, 'mbi');
+    const created = (await createRun(world(fixture))) as { run: { runId: string } };
+    const refused = await runCli(['init', '--deployment-affinity'], fixture.env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`has 1 active run (${created.run.runId})`);
+    expect(refused.stderr).toMatch(/each fails with DEPLOYMENT_MISMATCH at its next delivery.*--force/);
+    expect((await readTableFormat(fixture.clients.ddb, fixture.config.tableName)).affinity).toBe(false);
+    expect((await runCli(['init', '--force'], fixture.env)).code).toBe(2);
+    const forced = await runCli(['init', '--deployment-affinity', '--force'], fixture.env);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.stdout).toMatch(/deployment affinity/);
+    expect(await readTableFormat(fixture.clients.ddb, fixture.config.tableName)).toMatchObject({
+      affinity: true,
+      minReader: AFFINITY_MIN_READER,
+    });
+    // Again: nothing to do, nothing refused (the table already pins runs).
+    const again = await runCli(['init', '--deployment-affinity'], fixture.env);
+    expect(again.code, again.stderr).toBe(0);
+  }, 120_000);
 });
