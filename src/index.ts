@@ -43,6 +43,7 @@ import { createContext } from './context/world-context.js';
 import { createMembership } from './deployment/membership.js';
 import { isDeploymentUnavailableError } from './deployment/unavailable-error.js';
 import { RunKeys } from './encryption/run-keys.js';
+import { explainEnvironmentErrors } from './preflight/aws-environment.js';
 import { checkTableFormat, TableFormatError } from './preflight/format-check.js';
 import { preflight } from './preflight/resources.js';
 import { createQueue } from './queue/index.js';
@@ -57,6 +58,7 @@ export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type 
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
 export { DeploymentRetiredError } from './deployment/retired-error.js';
 export { DeploymentUnavailableError, isDeploymentUnavailableError } from './deployment/unavailable-error.js';
+export { AwsEnvironmentError, type AwsEnvironmentProblem } from './preflight/aws-environment.js';
 export { TableFormatError } from './preflight/format-check.js';
 export { type MissingResource, MissingResourceError } from './preflight/resources.js';
 export { FormatError } from './schema/formats.js';
@@ -194,10 +196,12 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
         }
       : {}),
     // Storage
-    runs: storage.runs,
-    steps: storage.steps,
-    events,
-    hooks: storage.hooks,
+    // A process's first call may be a read (a script's resumeHook): no region, no credentials or
+    // no answer is named with the fix there too (src/preflight/aws-environment.ts).
+    runs: explainEnvironmentErrors(config, storage.runs),
+    steps: explainEnvironmentErrors(config, storage.steps),
+    events: explainEnvironmentErrors(config, events),
+    hooks: explainEnvironmentErrors(config, storage.hooks),
     // Queue: send side. core's start() asks for the id first: the table is read before it answers.
     getDeploymentId: async () => {
       await beforeFirstWrite();

@@ -10,10 +10,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { partitionOf } from '../aws/arn.js';
 import { createClients, destroyClients } from '../aws/clients.js';
-import { isCredentialsMissing, isNotFound, isRegionMissing, unreachableCode } from '../aws/sdk-errors.js';
 import { loadConfig, type WorldConfig } from '../config/index.js';
-import { createContext } from '../context/world-context.js';
-import { readTableFormat } from '../preflight/format-check.js';
+import { AwsEnvironmentError } from '../preflight/aws-environment.js';
 import { principalPolicy, schedulerRolePolicies } from '../provision/iam-policy.js';
 import {
   hasProblems,
@@ -23,79 +21,28 @@ import {
   sharedScheduleGroupWarning,
 } from '../provision/index.js';
 import { AFFINITY_MIN_READER } from '../schema/formats.js';
-import { createStorage } from '../storage/index.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, palette, printJson, progress, renderTable } from './output.js';
-
-/** Active runs named at most when `init --deployment-affinity` refuses. */
-const NAMED_RUNS = 10;
+import { assertNoRunToStrand } from './affinity-init.js';
+import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
+import {
+  CliError,
+  EXIT_FAILURE,
+  EXIT_USAGE,
+  palette,
+  printJson,
+  progress,
+  renderTable,
+  tableReport,
+} from './output.js';
 
 /**
- * `init --deployment-affinity` on a table that does not pin runs yet: refuses (exit 1) while runs
- * are pending or running, unless `force`. Those runs are pinned to the id every process reported
- * without affinity, which no deployment has once every process takes part: each would fail with
- * DEPLOYMENT_MISMATCH at its next delivery. A table that does not exist yet, or already records
- * affinity, has none to lose.
+ * Turn the AWS errors a user can fix (nothing listening, no region, no credentials) into one line:
+ * the World's own error for them (src/preflight/aws-environment.ts), so the CLI and the library say
+ * the same. A missing region is configuration (exit 2).
  */
-export async function assertNoRunToStrand(config: WorldConfig, force: boolean): Promise<void> {
-  const clients = createClients(config);
-  try {
-    const tf = await readTableFormat(clients.ddb, config.tableName).catch((err) => {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    });
-    if (!tf || tf.affinity || force) return;
-    const { data, hasMore } = await createStorage(createContext(config, clients)).runs.list({
-      status: ['pending', 'running'],
-      resolveData: 'none',
-      pagination: { limit: NAMED_RUNS },
-    });
-    if (data.length === 0) return;
-    throw new CliError(
-      `table ${config.tableName} has ${hasMore ? `more than ${NAMED_RUNS}` : data.length} active run${data.length === 1 && !hasMore ? '' : 's'} (${data
-        .map((r) => r.runId)
-        .join(
-          ', ',
-        )}${hasMore ? ', ...' : ''}), pinned to no deployment of a build: with deployment affinity each fails with DEPLOYMENT_MISMATCH at its next delivery. ` +
-        'Wait until `eve-world-aws runs --status pending,running` lists none, or pass --force to fail them (docs/operations.md, "Deployment affinity").',
-      EXIT_FAILURE,
-    );
-  } catch (err) {
-    throw explainAwsError(err, config);
-  } finally {
-    destroyClients(clients);
-  }
-}
-
-/** Turn the AWS errors a user can fix (nothing listening, no credentials) into one-line messages. */
 export function explainAwsError(err: unknown, config: WorldConfig): unknown {
-  const e = err as { message?: string };
-  const code = unreachableCode(err);
-  if (code) {
-    const eps = Object.entries(config.endpoints)
-      .filter(([, v]) => v)
-      .map(([k, v]) => `${k} ${v}`)
-      .join(', ');
-    return new CliError(
-      `Cannot reach AWS (${e.message ?? code}).` +
-        (eps
-          ? ` Endpoints in use: ${eps}. Is the emulator running? Start it with \`eve-world-aws emulate\` and export the lines it prints.`
-          : ' Check your network and AWS_REGION.'),
-    );
-  }
-  if (isRegionMissing(err)) {
-    return new CliError(
-      'No AWS region configured. Set AWS_REGION (e.g. AWS_REGION=us-east-1) or a profile region, ' +
-        'or use the env lines `eve-world-aws emulate` prints.',
-      EXIT_USAGE,
-    );
-  }
-  if (isCredentialsMissing(err)) {
-    return new CliError(
-      `No AWS credentials found (${e.message}). Set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ` +
-        'or point AWS_ENDPOINT_URL_* at a local emulator (`eve-world-aws emulate`).',
-    );
-  }
-  return err;
+  const env = err instanceof AwsEnvironmentError ? err : AwsEnvironmentError.of(config, [{ error: err }]);
+  if (!env) return err;
+  return new CliError(env.message, env.problem === 'region' ? EXIT_USAGE : EXIT_FAILURE);
 }
 
 /** Create (apply) or plan (dry-run) every resource with a spinner; maps fixable AWS errors. */
@@ -146,7 +93,7 @@ export function renderReports(reports: ResourceReport[], mode: ReconcileMode): s
   for (const r of reports.filter((x) => x.fix))
     out.push(`${p.red('x')} ${r.kind} ${r.name}: ${r.details.join('; ')}\n  fix: ${r.fix}`);
   out.push(summary(reports, mode));
-  return `${out.join('\n')}\n`;
+  return tableReport(out);
 }
 
 export function summary(reports: ResourceReport[], mode: ReconcileMode): string {
@@ -193,8 +140,27 @@ interface InitOptions {
   force?: boolean;
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const INIT_HELP: HelpSpec = {
+  notes: [
+    "Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from AWS_ENDPOINT_URL_* (set by `eve-world-aws emulate`), credentials from the standard AWS chain. With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit `default` (the account's shared group) is used as it is, with a warning.",
+    "The bucket's lifecycle rule expires queue bodies under queue/; nothing expires orphaned run payloads or held bodies of very long waits: schedule `eve-world-aws sweep` daily.",
+    'With --deployment-affinity the table records that runs finish on the deployment that started them: every process of this build on it then takes part (running ones within one heartbeat, 5 s) or refuses to start, whatever EVE_WORLD_AWS_DEPLOYMENT_AFFINITY says; it refuses while runs are active (they would fail) unless --force. The order, step by step: docs/operations.md, "Deployment affinity".',
+  ],
+  examples: [
+    ['eve-world-aws init', 'create or fix'],
+    ['eve-world-aws init --dry-run', 'the plan only'],
+    ['eve-world-aws init --print-iam-policy --operator', 'for doctor, tail'],
+    ['eve-world-aws init --deployment-affinity', 'pin runs to their build'],
+  ],
+  exitCodes: exitCodes(
+    'every resource present, created or fixed',
+    'drift or missing (the fix is printed), or an AWS error',
+  ),
+};
+
 export function initCommand(): Command {
-  return new Command('init')
+  return withHelp(new Command('init'), INIT_HELP)
     .description(
       'Create or verify the DynamoDB table, the SQS queue and its DLQ, the S3 bucket and, with a scheduler role, the schedule group (idempotent)',
     )
@@ -216,33 +182,9 @@ export function initCommand(): Command {
     .option('--account <id>', 'AWS account id to put in the IAM policy ARNs (default: <account-id>)', parseAccount)
     .option(
       '--deployment-affinity',
-      `record deployment affinity on the table: runs finish on the deployment that started them, and every process of this build takes part; refuses readers older than format ${AFFINITY_MIN_READER}, which ignore a message's deployment (stop them first), and (without --force) a table with active runs`,
+      `record deployment affinity on the table (every process of this build takes part); refuses readers older than format ${AFFINITY_MIN_READER}, which ignore a message's deployment (stop them first), and a table with active runs`,
     )
-    .option(
-      '--force',
-      'with --deployment-affinity: record it even though runs are active (each fails at its next delivery)',
-    )
-    .addHelpText(
-      'after',
-      `
-Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from
-AWS_ENDPOINT_URL_* (set by \`eve-world-aws emulate\`), credentials from the standard AWS chain.
-With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler
-schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit \`default\` (the
-account's shared group) is used as it is, with a warning.
-
-With --deployment-affinity the table records that runs finish on the deployment that started
-them: every process of this build on the table then takes part (running ones within one
-heartbeat, 5 s) or refuses to start, whatever EVE_WORLD_AWS_DEPLOYMENT_AFFINITY says. The order,
-step by step: docs/operations.md, "Deployment affinity".
-
-The bucket's lifecycle rule expires queue bodies under queue/; nothing expires orphaned run
-payloads (uploads whose write never committed) or held bodies of very long waits: schedule
-\`eve-world-aws sweep\` daily (see \`eve-world-aws sweep --help\`).
-
-Exit codes: 0 every resource present or created; 1 drift or missing (the fix is printed);
-2 bad usage or configuration.`,
-    )
+    .option('--force', 'with --deployment-affinity: record it even though runs are active (each fails)')
     .action(async (opts: InitOptions) => {
       const config = loadConfig(process.env);
       if (opts.printIamPolicy) {
@@ -256,11 +198,14 @@ Exit codes: 0 every resource present or created; 1 drift or missing (the fix is 
       }
       if (opts.operator || opts.schedulerRole || opts.deployer)
         throw new CliError('--operator, --deployer and --scheduler-role only go with --print-iam-policy', EXIT_USAGE);
-      warnSharedScheduleGroup(config);
       if (opts.force && !opts.deploymentAffinity)
         throw new CliError('--force only goes with --deployment-affinity', EXIT_USAGE);
+      warnSharedScheduleGroup(config);
       const mode: ReconcileMode = opts.dryRun ? 'dry-run' : 'apply';
-      if (opts.deploymentAffinity && mode === 'apply') await assertNoRunToStrand(config, opts.force === true);
+      if (opts.deploymentAffinity && mode === 'apply')
+        await assertNoRunToStrand(config, opts.force === true).catch((err) => {
+          throw explainAwsError(err, config);
+        });
       const reports = await runReconcile(
         config,
         mode,

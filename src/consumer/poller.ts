@@ -67,7 +67,7 @@ export function inboundFromSdk(m: Message): InboundMessage {
 }
 
 /** How long `close()` waits for the copies of recent early deliveries (ms). */
-export const EARLY_COPY_WAIT_MS = 5_000;
+const EARLY_COPY_WAIT_MS = 5_000;
 
 export class SqsPoller {
   private readonly logger: Logger;

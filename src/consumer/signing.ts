@@ -46,7 +46,7 @@ import { TRACEPARENT_HEADER } from '../telemetry/tracing.js';
 
 export const SIGNATURE_HEADER = 'x-eve-signature';
 export const TIMESTAMP_HEADER = 'x-eve-timestamp';
-export const NONCE_HEADER = 'x-eve-nonce';
+const NONCE_HEADER = 'x-eve-nonce';
 export const LOG_TAIL_HEADER = 'x-eve-log-tail';
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 

@@ -40,7 +40,7 @@ import {
 import type { Logger } from '../telemetry/log.js';
 import { affinityEnabled, type DeploymentIdentity, type DeploymentShape, deploymentIdentity } from './id.js';
 import { newestLiveDeployment } from './liveness.js';
-import { DEPLOYMENT_HEARTBEAT_MS, LIVENESS_WINDOW_MS, readDeployment, registerDeployment } from './registry.js';
+import { DEPLOYMENT_HEARTBEAT_MS, LIVENESS_WINDOW_MS, readDeployment, registerIdentity } from './registry.js';
 import { DeploymentRetiredError } from './retired-error.js';
 
 export type FleetRole = 'deployment' | 'client';
@@ -143,12 +143,12 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
     }
     if (!tf.affinity) return;
     const next = deploymentIdentity({ ...config, deploymentAffinity: 'on' }, opts.entryScript);
-    const id = await next.id();
-    // Registered before the first run is pinned to it (src/deployment/registry.ts).
-    const record = await registerDeployment(ctx, id, next.shape);
+    // Registered, with its build's fingerprint, before the first run is pinned to it
+    // (src/deployment/registry.ts: a second build under a hand-set id is refused here).
+    const record = await registerIdentity(ctx, next, (line) => logger.warn(line));
     identity = next;
     affinity = true;
-    if (record.status === 'retired') learnRetired(id);
+    if (record.status === 'retired') learnRetired(record.id);
   };
 
   const doJoin = async (given: TableFormat): Promise<void> => {
@@ -180,6 +180,7 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
     get retired() {
       return retired;
     },
+    fingerprint: () => identity.fingerprint(),
     id: () => {
       if (role === 'client' && affinity) {
         chosen ??= (async () => {
@@ -237,9 +238,8 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
       beating ??= (async () => {
         if (!joined || role === 'client') return;
         if (affinity) {
-          const id = await selfId();
-          const record = await registerDeployment(ctx, id, shape);
-          if (record.status === 'retired') learnRetired(id);
+          const record = await registerIdentity(ctx, identity, (line) => logger.warn(line));
+          if (record.status === 'retired') learnRetired(record.id);
           return;
         }
         const tf = await readTableFormat(ctx.clients.ddb as DynamoDBClient, config.tableName);

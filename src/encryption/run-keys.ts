@@ -46,7 +46,7 @@ import type { WorldContext } from '../context/world-context.js';
 import { ATTR, encryptionKeys, keys } from '../schema/keys.js';
 import { KeyCache, type KeyCacheOptions } from './key-cache.js';
 
-export const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
+const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
 
 /** How long the key of a run that was never created is kept (s): two days past its id's time. */
 export const PENDING_KEY_SECONDS = 2 * 86_400;

@@ -48,6 +48,8 @@ export interface TableFormat {
   minReader: number;
   /** Runs finish on the deployment that started them (deployment affinity): the table's decision. */
   affinity: boolean;
+  /** When `init` last wrote the item (epoch ms, on the clock of the machine that ran it). */
+  updatedAt?: number;
 }
 
 /** The format item's attribute that records deployment affinity. */
@@ -68,7 +70,7 @@ function numberAttr(item: Record<string, { N?: string } | undefined>, name: stri
 /** The table's format item, read once (strongly consistent), or the format-1 default. */
 export async function readTableFormat(ddb: DynamoDBClient, tableName: string): Promise<TableFormat> {
   const out = await ddb.send(new GetItemCommand({ TableName: tableName, Key: marshallKey(), ConsistentRead: true }));
-  const item = out.Item as Record<string, { N?: string; BOOL?: boolean }> | undefined;
+  const item = out.Item as Record<string, { N?: string; S?: string; BOOL?: boolean }> | undefined;
   if (!item)
     return {
       recorded: false,
@@ -77,11 +79,13 @@ export async function readTableFormat(ddb: DynamoDBClient, tableName: string): P
       affinity: false,
     };
   const formats = Object.fromEntries(FAMILIES.map((f) => [f, numberAttr(item, f)])) as Record<FormatFamily, number>;
+  const updatedAt = Date.parse(item.updatedAt?.S ?? '');
   return {
     recorded: true,
     formats,
     minReader: numberAttr(item, 'minReader'),
     affinity: item[AFFINITY_ATTR]?.BOOL === true,
+    ...(Number.isFinite(updatedAt) ? { updatedAt } : {}),
   };
 }
 

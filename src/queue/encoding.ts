@@ -50,7 +50,7 @@ export const MSG_ATTR = {
   deployment: 'eve.dep',
 } as const;
 
-export const ENVELOPE_TAG = 'eve-world-aws/v1';
+const ENVELOPE_TAG = 'eve-world-aws/v1';
 
 /** One logical queue message, independent of how SQS carried it. */
 export interface Envelope {

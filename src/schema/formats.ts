@@ -50,7 +50,7 @@ export const MIN_READER_OF_WRITES = 1;
  */
 export const AFFINITY_MIN_READER = 3;
 /** The oldest format of each family this build still reads (kept for as long as the docs promise). */
-export const OLDEST_READ_FORMAT = 1;
+const OLDEST_READ_FORMAT = 1;
 
 export type FormatFamily = 'log' | 'records' | 'messages';
 

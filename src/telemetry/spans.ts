@@ -40,7 +40,7 @@ export interface DeliverySpanResult {
   outcome?: string;
 }
 
-export function deliveryAttributes(info: DeliverySpanInfo): SpanAttributes {
+function deliveryAttributes(info: DeliverySpanInfo): SpanAttributes {
   return {
     'messaging.system': 'aws_sqs',
     'messaging.operation.type': 'process',
@@ -104,7 +104,7 @@ export interface StorageWriteInfo {
 /**
  * One `events.create`. Inside it, the write's retries, slot bumps and (on a refused transaction)
  * cancellation reasons are added with {@link noteWriteRetry}, {@link noteSlotBump} and
- * {@link noteCancellation} (./tracing.ts `annotateActiveSpan` under the hood).
+ * {@link noteCancellation} (events on its span: ./tracing.ts `activeSpanEvent`).
  */
 export function withStorageWriteSpan<T>(info: StorageWriteInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
   return withSpan(

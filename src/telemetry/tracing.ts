@@ -143,16 +143,6 @@ export async function withSpan<T>(
   return runIn(otel, opened, fn);
 }
 
-/** Add attributes to the active span, if one records (e.g. a retry count learned mid-write). */
-export function annotateActiveSpan(attrs: SpanAttributes): void {
-  const otel = loadedOtel();
-  const span = otel?.trace.getActiveSpan();
-  if (span?.isRecording()) {
-    const c = clean(attrs);
-    if (c) span.setAttributes(c);
-  }
-}
-
 /** Add an event to the active span, if one records. */
 export function activeSpanEvent(name: string, attrs?: SpanAttributes): void {
   const otel = loadedOtel();

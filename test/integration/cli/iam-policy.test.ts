@@ -4,7 +4,7 @@
  * Printing touches no AWS endpoint (the env points at a closed port).
  */
 import { describe, expect, it } from 'vitest';
-import { actionsByResource } from '../../../src/provision/iam-actions.js';
+import { actionsByResource } from '../../../src/provision/principal-actions.js';
 import { runCli } from '../../helpers/cli.js';
 
 const ROLE = 'arn:aws-us-gov:iam::123456789012:role/eve-sched';

@@ -23,7 +23,7 @@ import {
   PAYLOAD_EXPIRY_DAYS,
   PAYLOAD_PREFIXES,
 } from '../../../src/config/limits.js';
-import { actionsByResource } from '../../../src/provision/iam-actions.js';
+import { actionsByResource } from '../../../src/provision/principal-actions.js';
 import { TABLE_SCHEMA } from '../../../src/schema/keys.js';
 import { ensureWorkerBundle, fakeEveApp, makeStack, repoRoot } from '../../helpers/cdk.js';
 
