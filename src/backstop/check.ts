@@ -30,6 +30,7 @@ import { assign, condition, expression, part } from '../storage/table/expression
 import { queryAll } from '../storage/table/reads.js';
 import type { StorageCtx } from '../storage/table/storage-ctx.js';
 import type { Logger } from '../telemetry/log.js';
+import { backlogGate, heldLogLine, type QueueBacklog } from './backlog.js';
 import { type CheckInput, type Decision, decide } from './decide.js';
 
 /** Sends a run's wake (./wake.ts); injected so the tick needs no queue of its own in tests. */
@@ -41,6 +42,8 @@ export type WakeRun = (
 
 export interface TickOptions {
   wake: WakeRun;
+  /** The queue's backlog, which holds repeat wakes (./backlog.ts); absent: no gate. */
+  backlog?: QueueBacklog;
   now?: () => number;
   /** Due items taken per shard per tick (default 25). */
   limit?: number;
@@ -58,6 +61,8 @@ export interface TickReport {
   deleted: number;
   /** Checks another checker or a write got to first. */
   fencedOut: number;
+  /** Repeat wakes held because the queue shows a backlog (./backlog.ts). */
+  held: number;
   failed: number;
 }
 
@@ -69,7 +74,8 @@ export const wakeLogLine = (runId: string, wakes: number, why: string) =>
 
 export async function backstopTick(ctx: StorageCtx, opts: TickOptions): Promise<TickReport> {
   const now = (opts.now ?? Date.now)();
-  const report: TickReport = { due: 0, checked: 0, woken: 0, deleted: 0, fencedOut: 0, failed: 0 };
+  const report: TickReport = { due: 0, checked: 0, woken: 0, deleted: 0, fencedOut: 0, held: 0, failed: 0 };
+  const gate = backlogGate(opts.backlog, (m) => opts.logger?.warn(m));
   const shards = Array.from({ length: LIST_SHARDS }, (_, s) => s);
   await Promise.all(
     shards.map(async (s) => {
@@ -89,11 +95,12 @@ export async function backstopTick(ctx: StorageCtx, opts: TickOptions): Promise<
         const seenDueAt = Number(sk.slice(0, 13));
         const runId = sk.slice(14);
         try {
-          const outcome = await checkRun(ctx, runId, seenDueAt, now, opts);
+          const outcome = await checkRun(ctx, runId, seenDueAt, now, opts, gate);
           if (outcome === 'fenced') report.fencedOut++;
           else {
             report.checked++;
             if (outcome === 'wake') report.woken++;
+            if (outcome === 'held') report.held++;
             if (outcome === 'delete') report.deleted++;
           }
         } catch (err) {
@@ -113,7 +120,8 @@ export async function checkRun(
   seenDueAt: number,
   now: number,
   opts: TickOptions,
-): Promise<'fenced' | Decision['kind']> {
+  gate: ReturnType<typeof backlogGate> = backlogGate(opts.backlog, (m) => opts.logger?.warn(m)),
+): Promise<'fenced' | 'held' | Decision['kind']> {
   const B = ctx.config.backstopSeconds * 1000;
   const fencedAt = now + B;
   const due = await moveDue(ctx, runId, seenDueAt, fencedAt, {});
@@ -126,6 +134,14 @@ export async function checkRun(
     return 'delete';
   }
   if (d.kind === 'wake' && input.workflowName) {
+    // A repeat wake waits while the queue shows a backlog: the last one may be in it (./backlog.ts).
+    const backlog = await gate(due.wakes);
+    if (backlog !== undefined) {
+      opts.logger?.info(heldLogLine(runId, due.wakes, backlog));
+      // Counted in the backoff as a sent wake: a backlog costs no more checks than before.
+      await moveDue(ctx, runId, fencedAt, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
+      return 'held';
+    }
     opts.logger?.info(wakeLogLine(runId, d.wakes, d.why));
     const run = { runId, workflowName: input.workflowName, deploymentId: input.deploymentId };
     await opts.wake(due.queueName ? { ...run, queueName: due.queueName } : run, d.stranded, d.wakes);

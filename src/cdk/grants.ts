@@ -37,7 +37,7 @@ export function grantWorld(
   },
 ): void {
   const { table, bucket, kmsKey } = parts.data;
-  const { queue, scheduleGroup, schedulerRole } = parts.queues;
+  const { queue, deadLetterQueue, scheduleGroup, schedulerRole } = parts.queues;
   const scheduleArn = stack.formatArn({
     service: 'scheduler',
     resource: 'schedule',
@@ -48,6 +48,9 @@ export function grantWorld(
     table: [table.tableArn],
     tableIndexes: [`${table.tableArn}/index/*`],
     queue: [queue.queueArn],
+    // The runtime only sends to it: a message whose failed dispatches reached the redrive
+    // policy's limit (src/consumer/delivery/failures.ts).
+    dlq: [deadLetterQueue.queueArn],
     bucket: [bucket.bucketArn],
     bucketObjects: [bucket.arnForObjects('*')],
     scheduleGroup: [scheduleGroup.attrArn],

@@ -56,7 +56,7 @@ export function plainLine(rec: TailRow, color = false): string[] {
       ];
     case 'event':
       return [
-        `#${rec.slot} ${rec.eventType} ${rec.correlationId ?? '-'} ${rec.stepName ?? '-'} ${formatClock(rec.createdAt)}${rec.preview ? ` ${rec.preview}` : ''}`,
+        `#${rec.slot} ${rec.eventType} ${rec.correlationId ?? '-'} ${rec.stepName ?? '-'} ${formatClock(rec.createdAt)}${rec.messageId ? ` message=${rec.messageId}` : ''}${rec.preview ? ` ${rec.preview}` : ''}`,
       ];
     case 'step':
       return [

@@ -219,7 +219,8 @@ export const VARIABLES = {
     default: 10,
     min: 1,
     max: 1000,
-    description: 'Receives before a message moves to the DLQ (set by `init`).',
+    description:
+      "Failed deliveries before a message moves to the DLQ: `init` sets it as the queue's redrive policy, which the consumer reads (it counts failures in the message).",
   }),
   schedulerRoleArn: text({
     name: 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',

@@ -129,8 +129,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'sqs:SendMessage',
     actions: ['sqs:SendMessage'],
-    uses: { runtime: Q, operator: Q, sweeper: Q },
-    why: 'queue(); redrive re-sends DLQ messages to the queue; backstop: a run’s wake',
+    uses: { runtime: [...Q, 'dlq'], operator: Q, sweeper: Q },
+    why: 'queue(); the consumer moves a message whose failed dispatches reached the limit to the DLQ; redrive re-sends DLQ messages to the queue; backstop: a run’s wake',
   },
   {
     command: 'sqs:ReceiveMessage',
@@ -153,14 +153,20 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'sqs:GetQueueUrl',
     actions: ['sqs:GetQueueUrl'],
-    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'], sweeper: Q },
-    why: 'queue name -> URL (backstop: before its first wake)',
+    uses: {
+      runtime: [...Q, 'dlq'],
+      operator: ['queue', 'dlq'],
+      init: ['queue', 'dlq'],
+      destroy: ['queue', 'dlq'],
+      sweeper: Q,
+    },
+    why: 'queue name -> URL (backstop: before its first wake; the consumer: the DLQ its redrive policy names)',
   },
   {
     command: 'sqs:GetQueueAttributes',
     actions: ['sqs:GetQueueAttributes'],
-    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'] },
-    why: 'queue ARN for schedules; the preflight of a queue configured as a URL; depth for doctor; event source mapping',
+    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'], sweeper: Q },
+    why: 'queue ARN for schedules; the preflight of a queue configured as a URL; depth for doctor; event source mapping; the redrive policy (the consumer dead-letters where SQS would); backstop: the backlog that holds a repeat wake',
   },
   { command: 'sqs:CreateQueue', actions: ['sqs:CreateQueue'], uses: { init: ['queue', 'dlq'] }, why: 'init' },
   {

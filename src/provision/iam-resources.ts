@@ -7,8 +7,9 @@
  * - `runtime`: the World inside the host (eve) and the SQS worker: storage, queue send + receive,
  *   streams, payload offload, long-wait schedules.
  * - `operator`: the read/repair CLI commands (`doctor`, `redrive`, `tail`, `runs`) on top of
- *   `runtime`. Only this principal touches the DLQ: the World never sends to, receives from or
- *   deletes from it at run time (SQS moves messages there itself through the redrive policy).
+ *   `runtime`. Only this principal reads the DLQ or deletes from it; at run time the consumer only
+ *   sends to it (a message whose failed dispatches reached the redrive policy's limit,
+ *   src/consumer/delivery/failures.ts), beside SQS's own moves through the redrive policy.
  * - `init`: creating and reconfiguring the resources (`init`, `emulate`). Deploy-time only.
  * - `destroy`: `eve-world-aws destroy` (src/provision/destroy.ts): reading whether each resource
  *   holds data, emptying the bucket, deleting the resources `init` created. Deploy-time only, and
@@ -17,8 +18,9 @@
  *   construct): exactly the commands `sweepOrphans` sends (reads of the run's items, the
  *   `orphansSweptAt` mark, listing and deleting objects, the deployment registry's Query and
  *   retired mark) and those of a liveness backstop tick (src/backstop/: the DUE items' Query, fence
- *   and delete, a run's reads, re-opening a step's dispatch key, the wake's SendMessage, with
- *   GenerateDataKey on a KMS-encrypted queue); nothing of the Scheduler, and no Decrypt (it never
+ *   and delete, a run's reads, re-opening a step's dispatch key, the queue's backlog
+ *   (GetQueueAttributes), the wake's SendMessage, with GenerateDataKey on a KMS-encrypted queue);
+ *   nothing of the Scheduler, and no Decrypt (it never
  *   reads an object's or a message's content). Every one of them is also a `runtime` row, so the
  *   operator policy (which includes `runtime`) covers `eve-world-aws sweep`.
  *   test/integration/sweep/sweep-handler.test.ts records what a sweep sends and checks it against

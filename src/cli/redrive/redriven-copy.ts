@@ -2,8 +2,10 @@
  * A dead letter as `eve-world-aws redrive` reads and re-sends it: the run it belongs to (from its
  * payload, inline, in an envelope or in S3), and the copy sent back to the queue. The copy carries
  * the World's `eve.*` attributes unchanged but the log tail (which vouches only for a first
- * delivery), and an S3-offloaded body that could expire under it (dead letters are up to 14 days
- * old, the bucket keeps `queue/` for 30) is first copied to a fresh key that the copy points to
+ * delivery) and the failure count (`eve.failures`, src/consumer/delivery/failures.ts: a redriven
+ * message gets the queue's whole allowance of failures again, as SQS's receive count starts over),
+ * and an S3-offloaded body that could expire under it (dead letters are up to 14 days old, the
+ * bucket keeps `queue/` for 30) is first copied to a fresh key that the copy points to
  * (src/queue/body-lifetime.ts).
  */
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
@@ -55,8 +57,9 @@ export async function runIdOfMessage(
 export function copiedAttributes(m: Message): Record<string, MessageAttributeValue> | undefined {
   const out: Record<string, MessageAttributeValue> = {};
   for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
-    // The log tail vouches only for a first delivery; a dead letter had earlier ones.
-    if (!k.startsWith('eve.') || k === MSG_ATTR.logTail) continue;
+    // The log tail vouches only for a first delivery; a dead letter had earlier ones. The failure
+    // count starts over, as SQS's receive count does on a redriven copy.
+    if (!k.startsWith('eve.') || k === MSG_ATTR.logTail || k === MSG_ATTR.failures) continue;
     out[k] = {
       DataType: v.DataType,
       ...(v.StringValue !== undefined ? { StringValue: v.StringValue } : {}),
@@ -80,9 +83,12 @@ export async function redrivenCopy(
   const attributes = copiedAttributes(m);
   let env = envelopeFromMessage(body, stringAttrs(m));
   if (typeof env === 'string') return { body, attributes };
-  // A Scheduler envelope carries its tail in the body: drop it there too.
-  const tailInBody = !attributes?.[MSG_ATTR.queue] && env.logTail !== undefined;
-  if (tailInBody) env = { ...env, logTail: undefined };
+  // A Scheduler envelope carries its tail, failure count and other attributes in the body: drop
+  // them there too.
+  const tailInBody =
+    !attributes?.[MSG_ATTR.queue] &&
+    (env.logTail !== undefined || env.failures !== undefined || env.foreign !== undefined);
+  if (tailInBody) env = { ...env, logTail: undefined, failures: undefined, foreign: undefined };
   if (env.s3Key === undefined || !payloads) return { body: tailInBody ? encodeEnvelope(env) : body, attributes };
   let moved = env;
   try {

@@ -285,7 +285,7 @@ describe('EveWorldAws: grants come from the IAM command table', () => {
       );
   const actions = (s: { Action: string | string[] }) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 
-  it('host and worker hold exactly the runtime rows of the table (plus logs), and never the DLQ', () => {
+  it('host and worker hold exactly the runtime rows of the table (plus logs), and on the DLQ only the send of a dead letter', () => {
     // No kmsKey: the key rows have no resource, so no KMS action is granted. Deployment affinity
     // (the default): the worker alone may invoke the host's versions.
     const expected = new Set(
@@ -299,7 +299,11 @@ describe('EveWorldAws: grants come from the IAM command table', () => {
       const invokes = granted.delete('lambda:InvokeFunction');
       expect(invokes).toBe(fn === construct.workerFunction);
       expect(granted).toEqual(expected);
-      expect(JSON.stringify(statements)).not.toContain(logicalId(construct.deadLetterQueue));
+      // The consumer moves a message whose failures reached the limit (src/consumer/delivery/failures.ts).
+      const onDlq = statements.filter((st) =>
+        JSON.stringify(st.Resource ?? '').includes(logicalId(construct.deadLetterQueue)),
+      );
+      expect(new Set(onDlq.flatMap(actions))).toEqual(new Set(['sqs:GetQueueUrl', 'sqs:SendMessage']));
       const passRole = statements.find((s) => actions(s).includes('iam:PassRole'));
       expect(passRole).toMatchObject({
         Resource: { 'Fn::GetAtt': [logicalId(construct.schedulerRole), 'Arn'] },
@@ -728,8 +732,8 @@ describe('EveWorldAws: the scheduled orphan sweep', () => {
         'dynamodb:Query',
         'dynamodb:UpdateItem',
       ],
-      // The backstop's wake (src/backstop/wake.ts).
-      queue: ['sqs:GetQueueUrl', 'sqs:SendMessage'],
+      // The backstop's wake (src/backstop/wake.ts) and the queue's backlog (src/backstop/backlog.ts).
+      queue: ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage'],
       [JSON.stringify({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(construct.table), 'Arn'] }, '/index/*']] })]: [
         'dynamodb:Query',
       ],
