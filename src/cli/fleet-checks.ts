@@ -51,7 +51,7 @@ export async function fleetChecks(ctx: WorldContext, onPoll?: (ms: number) => vo
 }
 
 /** The `deployment affinity` check for a table of format `tf`, or undefined when there is nothing to say. */
-export function affinityCheck(config: WorldConfig, tf: Awaited<ReturnType<typeof readTableFormat>>): Check | undefined {
+function affinityCheck(config: WorldConfig, tf: Awaited<ReturnType<typeof readTableFormat>>): Check | undefined {
   const check = 'deployment affinity';
   const problem = fleetProblem(config, tf);
   if (problem)
@@ -81,7 +81,7 @@ export function affinityCheck(config: WorldConfig, tf: Awaited<ReturnType<typeof
 }
 
 /** A doctor check (src/cli/doctor.ts) over {@link deploymentRows}: a warning for runs no live consumer serves. */
-export function deploymentsCheck(rows: DeploymentRow[]): {
+function deploymentsCheck(rows: DeploymentRow[]): {
   check: 'deployments';
   status: 'pass' | 'warn';
   details: string;

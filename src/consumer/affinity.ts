@@ -32,7 +32,7 @@ import type { Envelope } from '../queue/encoding.js';
 /** Longest hold of another deployment's message (s, before jitter). */
 export const MAX_HOLD_SECONDS = 60;
 /** Longest hold of this deployment's own message once it is retired (s, before jitter). */
-export const RETIRED_HOLD_SECONDS = 8;
+const RETIRED_HOLD_SECONDS = 8;
 /** How long a registry answer is reused for routing (ms): one heartbeat, so a live target's counter moves between reads. */
 const RECORD_TTL_MS = DEPLOYMENT_HEARTBEAT_MS;
 /** Hold after a failed registry read (s). */
