@@ -4,8 +4,11 @@
  * (another host's clock) plays no part; the newest live deployment is chosen newest first, waiting
  * only while a newer one is undecided. Pure: a fake clock.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HeartbeatWatch, livenessOf, pickNewestLive } from '../../../src/deployment/liveness.js';
+import { DEPLOYMENT_HEARTBEAT_MS, LIVENESS_WINDOW_MS } from '../../../src/deployment/registry.js';
 
 function clock() {
   let t = 1_000;
@@ -81,5 +84,39 @@ describe('pickNewestLive', () => {
     expect(pickNewestLive(order, w, 'new')).toEqual({ id: 'new' }); // this process is `new`
     c.advance(20_000);
     expect(pickNewestLive(order, w)).toBeUndefined(); // nobody beats any more
+  });
+});
+
+describe('the bound the docs state (issue 39, item 4)', () => {
+  const doc = (f: string) =>
+    readFileSync(path.resolve(import.meta.dirname, '..', '..', '..', 'docs', f), 'utf8').replace(/\s+/g, ' ');
+  const beat = DEPLOYMENT_HEARTBEAT_MS / 1000;
+  const window = LIVENESS_WINDOW_MS / 1000;
+
+  it('a dead consumer is shown within the window: two heartbeats and 2 s, as the code watches', () => {
+    expect(LIVENESS_WINDOW_MS).toBe(2 * DEPLOYMENT_HEARTBEAT_MS + 2_000);
+    expect(window).toBeLessThanOrEqual(15); // seconds, not minutes
+    // A counter last moved just before a kill is silent one window after that move, never later.
+    const c = clock();
+    const w = new HeartbeatWatch(undefined, c.now);
+    expect(w.windowMs).toBe(LIVENESS_WINDOW_MS);
+    w.observe([{ id: 'k', beats: 1 }]);
+    c.advance(DEPLOYMENT_HEARTBEAT_MS);
+    w.observe([{ id: 'k', beats: 2 }]); // its last beat; then it is killed
+    c.advance(LIVENESS_WINDOW_MS);
+    w.observe([{ id: 'k', beats: 2 }]);
+    expect(w.state('k')).toBe('silent');
+  });
+
+  it('docs/operations.md and docs/cli.md state the heartbeat and the window the code uses', () => {
+    const ops = doc('operations.md');
+    expect(ops).toContain(`counts a heartbeat on its deployment's item every ${beat} s`);
+    expect(ops).toContain(`a counter unchanged for ${window} s (two heartbeats and 2 s) means no process of it runs`);
+    expect(ops).toContain(
+      `shown without a live consumer by any of them started after it died, within ${window} s of its start`,
+    );
+    const cli = doc('cli.md');
+    expect(cli).toContain(`the listing takes up to ${window} s when a deployment has no live process`);
+    expect(cli).toContain(`watches every deployment's heartbeat (up to ${window} s, as \`deployments\` does)`);
   });
 });
