@@ -130,8 +130,10 @@ describe('eve-world-aws init', () => {
       ]),
     );
     expect(resources.some((x) => x === '*')).toBe(false);
-    // The World never touches the DLQ at run time: only the operator policy (--operator) does.
-    expect(resources).not.toContain(`arn:aws:sqs:us-east-1:123456789012:${p}-dlq`);
+    // At run time the World only sends to the DLQ (the consumer dead-letters poison itself,
+    // src/consumer/delivery/failures.ts); reading and deleting there is the operator's (--operator).
+    const onDlq = policy.Statement.filter((s) => s.Resource.includes(`arn:aws:sqs:us-east-1:123456789012:${p}-dlq`));
+    expect(onDlq.flatMap((s) => s.Action).sort()).toEqual(['sqs:GetQueueUrl', 'sqs:SendMessage']);
     expect(
       policy.Statement.flatMap((s) => s.Action).some((a) => a.endsWith(':*') || a.startsWith('dynamodb:Create')),
     ).toBe(false);

@@ -142,8 +142,12 @@ describe('Lambda worker: delivery by version', () => {
       logger,
       onOutcome: (o) => outcomes.push(o),
     });
-    expect(await handler(e)).toEqual({ batchItemFailures: [{ itemIdentifier: byRun.get('to-v3') }] });
-    expect(outcomes.map((o) => o.reason)).toEqual(['unauthorized']);
+    // A failed dispatch: the copy is replaced by one counting the failure (src/consumer/delivery/failures.ts),
+    // so the batch reports none; the refusal is named.
+    expect(byRun.get('to-v3')).toBeDefined();
+    expect(await handler(e)).toEqual({ batchItemFailures: [] });
+    expect(outcomes).toMatchObject([{ action: 'delete', reason: 'retried', failure: 'unauthorized' }]);
+    expect(logger.lines.join('\n')).toMatch(/refused .* as unauthorized/);
     expect(runsOf(v2)).toEqual(before);
   });
 
