@@ -169,13 +169,9 @@ test(`${PREVIOUS_REF} (0.1.0) on a table initialised for deployment affinity: no
   const tally = tallyOf('tally-affinity.txt');
   const reader = readerOf(fixture);
   try {
-    const newer = await spawnBuildChild(
-      current,
-      { ...fixture.env, E2E_HOLD_GATED: '1' },
-      tally.file,
-      children,
-      { tuning: { buildDir: E2E_BUNDLE } },
-    );
+    const newer = await spawnBuildChild(current, { ...fixture.env, E2E_HOLD_GATED: '1' }, tally.file, children, {
+      tuning: { buildDir: E2E_BUNDLE },
+    });
     const pinned = await newer.start('ra0', ['ra:0'], 'gated');
     const deploymentId = (await reader.runs.get(pinned)).deploymentId;
     expect(deploymentId).toMatch(/^build:[0-9a-f]{16}$/);
