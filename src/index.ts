@@ -41,12 +41,11 @@ import { type CreateConsumerOptions, createConsumer } from './consumer/index.js'
 import { createPassThroughRoute, isPassThrough } from './consumer/pass-through.js';
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context/world-context.js';
-import { deploymentIdentity } from './deployment/id.js';
-import { DEPLOYMENT_HEARTBEAT_MS, latestDeployment, registerIdentity } from './deployment/registry.js';
+import { createMembership } from './deployment/membership.js';
 import { isDeploymentUnavailableError } from './deployment/unavailable-error.js';
 import { RunKeys } from './encryption/run-keys.js';
 import { explainEnvironmentErrors } from './preflight/aws-environment.js';
-import { affinityFormatProblem, checkTableFormat, TableFormatError } from './preflight/format-check.js';
+import { checkTableFormat, TableFormatError } from './preflight/format-check.js';
 import { preflight } from './preflight/resources.js';
 import { createQueue } from './queue/index.js';
 import { createTransport } from './queue/transport.js';
@@ -58,6 +57,7 @@ import { consoleLogger } from './telemetry/log.js';
 export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config/index.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
+export { DeploymentRetiredError } from './deployment/retired-error.js';
 export { DeploymentUnavailableError, isDeploymentUnavailableError } from './deployment/unavailable-error.js';
 export { AwsEnvironmentError, type AwsEnvironmentProblem } from './preflight/aws-environment.js';
 export { TableFormatError } from './preflight/format-check.js';
@@ -108,6 +108,13 @@ export interface CreateWorldOptions {
    * being downloaded, so an operator's preview never reads S3. Stream chunks are unaffected.
    */
   resolvePayloads?: boolean;
+  /**
+   * This World is a client of the app's deployments, not one of them (the CLI): it never
+   * registers a deployment, counts heartbeats or consumes. On a table with deployment affinity its
+   * new runs go to `deployment` (an id, or a function that chooses one when the first run is
+   * started), else to the newest deployment with a live consumer (src/deployment/membership.ts).
+   */
+  client?: { deployment?: string | (() => Promise<string>) };
 }
 
 export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
@@ -121,34 +128,34 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const ownsClients = options.clients === undefined;
   const context = createContext(config, options.clients, { resolvePayloads: options.resolvePayloads });
   const storage = createStorage(context);
-  // The deployment this process is, and whether runs stay on theirs (src/deployment/id.ts).
-  const identity = deploymentIdentity(config);
+  // This process's part in the fleet of the table: whether runs stay on their deployment is the
+  // table's decision, read before the first write (src/deployment/membership.ts).
+  const membership = createMembership(context, {
+    role: options.client ? 'client' : 'deployment',
+    target: options.client?.deployment,
+    logger,
+    hasRuns: async () => (await storage.runs.list({ resolveData: 'none', pagination: { limit: 1 } })).data.length > 0,
+  });
   // Before this World's first write or send, and at start(): the table, queue and bucket exist
-  // (src/preflight/resources.ts), and the table's format is one this build may touch (src/preflight/format-check.ts:
-  // a table this build is too old, or before `init` too new, for is refused), once per process.
+  // (src/preflight/resources.ts), the table's format is one this build may touch (src/preflight/format-check.ts:
+  // a table this build is too old, or before `init` too new, for is refused), and this process has
+  // taken its part in the table's fleet (registered, with affinity), once per process.
   // core's start() writes run_created and queues in parallel, so both wait for it: a misnamed
   // resource or a refused table leaves no run and no message behind.
   let ready = false;
   const beforeFirstWrite = async () => {
-    if (ready) return;
+    if (ready) return membership.assertUsable();
     await preflight(context, transport);
-    const format = await checkTableFormat(context.clients.ddb, config.tableName);
-    if (identity.affinity) {
-      // Every consumer on the table honours `eve.dep`, and the registry knows this deployment
-      // before any run is pinned to it (src/deployment/registry.ts).
-      const problem = affinityFormatProblem(config.tableName, format);
-      if (problem) throw new TableFormatError(problem);
-      await registerIdentity(context, identity, (line) => logger.warn(line));
-    }
+    await membership.join(await checkTableFormat(context.clients.ddb, config.tableName));
     ready = true;
   };
   // The send side first, then the consumer on it, then the queue, which offers its sends to the
   // consumer for early delivery (src/consumer/early/offer.ts decides).
   const transport = createTransport(context);
-  const consumer = createConsumer(context, transport, options.consumer, createDeploymentFilter(context, identity));
+  const consumer = createConsumer(context, transport, options.consumer, createDeploymentFilter(context, membership));
   const queue = createQueue(context, {
     transport,
-    identity,
+    identity: membership,
     logger,
     logTail: storage.logTail,
     beforeSend: () => beforeFirstWrite(),
@@ -159,20 +166,27 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   // exactly as before; with one, core encrypts every payload under a per-run data key.
   const runKeys = options.runKeys ?? (config.kmsKeyId ? new RunKeys(context, config.kmsKeyId) : undefined);
   let closed: Promise<void> | undefined;
-  // With affinity on, a running consumer refreshes its deployment's `lastSeen` (src/deployment/registry.ts).
-  let heartbeat: NodeJS.Timeout | undefined;
   const events = {
     ...storage.events,
     create: async (...args: Parameters<typeof storage.events.create>) => {
       await beforeFirstWrite();
+      // A new run on a retired deployment is refused before it is written (its start message too).
+      const event = args[1] as { eventType?: string; eventData?: { deploymentId?: string } };
+      if (event?.eventType === 'run_created') await membership.assertMayStart(event.eventData?.deploymentId);
       return storage.events.create(...args);
     },
   };
 
   const world = {
     specVersion: SPEC_VERSION_CURRENT,
-    // deploymentAffinity: core's deployment guard (a run only runs on the deployment it is pinned to).
-    capabilities: { ...storageCapabilities, ...(identity.affinity ? { deploymentAffinity: true } : {}) },
+    // deploymentAffinity: core's deployment guard (a run only runs on the deployment it is pinned
+    // to), read by core at each delivery: the table's decision, known once this World has joined.
+    capabilities: {
+      ...storageCapabilities,
+      get deploymentAffinity() {
+        return membership.affinity ? true : undefined;
+      },
+    },
     // A new run's key is written before its run_created (core asks for it first).
     ...(runKeys
       ? {
@@ -189,29 +203,29 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     steps: explainEnvironmentErrors(config, storage.steps),
     events: explainEnvironmentErrors(config, events),
     hooks: explainEnvironmentErrors(config, storage.hooks),
-    // Queue: send side
-    getDeploymentId: queue.getDeploymentId,
+    // Queue: send side. core's start() asks for the id first: the table is read before it answers.
+    getDeploymentId: async () => {
+      await beforeFirstWrite();
+      return queue.getDeploymentId();
+    },
     // Called unbound by core: a `this`-free arrow (src/deployment/unavailable-error.ts).
     isDeploymentUnavailableError,
-    ...(identity.affinity
-      ? {
-          // core's `start(..., { deploymentId: 'latest' })`: the newest active deployment of this shape.
-          resolveLatestDeploymentId: async () => {
-            await beforeFirstWrite();
-            return latestDeployment(context, identity.shape, await identity.id());
-          },
-        }
-      : {}),
+    // core's `start(..., { deploymentId: 'latest' })`: the newest deployment of this shape with a
+    // live consumer (this one without affinity).
+    resolveLatestDeploymentId: async () => {
+      await beforeFirstWrite();
+      return membership.latest();
+    },
     queue: queue.queue,
     queueBatch: queue.queueBatch,
     // Queue: receive side. The flow route is where a host that never calls start() (Lambda) first
-    // writes: it checks the table's format first (once) and answers 503 while refused, which the
-    // consumers treat as an outage (the message is parked, never dead-lettered).
+    // writes: it checks the table's format and joins the fleet first (once), and answers 503 while
+    // refused, which the consumers treat as an outage (the message is parked, never dead-lettered).
     createQueueHandler: (prefix, handler) => {
       const route = consumer.createQueueHandler(prefix, handler);
       const checked = async (req: Request) => {
         try {
-          await checkTableFormat(context.clients.ddb, config.tableName);
+          await beforeFirstWrite();
         } catch (err) {
           const refused = err instanceof TableFormatError;
           logger.error(`[eve-world-aws] flow route: ${refused ? '' : 'cannot read the table format: '}${String(err)}`);
@@ -227,7 +241,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
         passThrough ??= createPassThroughRoute(context, {
           flow: checked,
           logger,
-          versionsOf: () => (identity.affinity ? config.lambdaFunction?.name : undefined),
+          versionsOf: () => (membership.affinity ? config.lambdaFunction?.name : undefined),
         });
         return passThrough(req);
       };
@@ -243,18 +257,13 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       if (unsigned) logger.warn(unsigned);
       await beforeFirstWrite();
       await consumer.start();
-      if (identity.affinity && !heartbeat && !closed) {
-        heartbeat = setInterval(() => {
-          void registerIdentity(context, identity, (line) => logger.warn(line)).catch((err) =>
-            logger.warn(`[eve-world-aws] could not refresh this deployment's lastSeen: ${String(err)}`),
-          );
-        }, DEPLOYMENT_HEARTBEAT_MS);
-        heartbeat.unref();
-      }
+      // Its heartbeat: counted on the deployment's item with affinity, else a re-read of the
+      // table's format (src/deployment/membership.ts).
+      if (!closed) membership.startHeartbeat();
     },
     close() {
       closed ??= (async () => {
-        clearInterval(heartbeat);
+        membership.stop();
         await consumer.close();
         await streamer.close();
         runKeys?.clear();

@@ -88,7 +88,7 @@ export class EveWorldAws extends Construct {
             worldEnv,
             hostUrl: host.hostUrl,
             queue: queues.queue,
-            hostFunction: props.deploymentAffinity ? host.hostFunction : undefined,
+            hostFunction: settings.deploymentAffinity ? host.hostFunction : undefined,
           })
         : undefined;
     if (settings.consumer === 'host') addHostConsumer(props, settings, host, queues.queue);
@@ -103,7 +103,7 @@ export class EveWorldAws extends Construct {
       queues,
       signingSecret,
       ...functions,
-      invokeHostVersions: props.deploymentAffinity === true,
+      invokeHostVersions: settings.deploymentAffinity,
     });
     const observed = addObservability(this, props, {
       ...functions,

@@ -3,7 +3,7 @@
  * (./dockerfile.ts), behind a Function URL in RESPONSE_STREAM mode on its `live` alias.
  *
  * Every deploy publishes a version (`currentVersion`) and points `live` at it. With
- * `deploymentAffinity` the versions are retained when replaced, so a run pinned to one
+ * `deploymentAffinity` (the default) the versions are retained when replaced, so a run pinned to one
  * (`lambda:<function>:<version>`) is still delivered there by the worker's Invoke (docs/design.md,
  * "Deployment affinity on Lambda"); without it CloudFormation deletes the replaced version.
  *
@@ -61,12 +61,13 @@ export function addHost(
     logGroup: base.logGroup,
     tracing: props.tracing?.xray ? lambda.Tracing.ACTIVE : undefined,
     currentVersionOptions: {
-      removalPolicy: props.deploymentAffinity ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+      removalPolicy: settings.deploymentAffinity ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     },
     environment: {
       ...props.hostEnvironment,
       ...worldEnv,
-      ...(props.deploymentAffinity ? { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' } : {}),
+      // Asks a new table's first write to record affinity; the table decides (src/deployment/membership.ts).
+      ...(settings.deploymentAffinity ? { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' } : {}),
       AWS_LWA_INVOKE_MODE: 'response_stream',
       // The consumer's batches go to the flow route (the adapter's default is /events).
       ...(settings.consumer === 'host' ? { AWS_LWA_PASS_THROUGH_PATH: FLOW_ROUTE } : {}),

@@ -95,10 +95,14 @@ export interface EveWorldAwsProps {
   /**
    * Deployment affinity (docs/design.md, "Deployment affinity on Lambda"): a run finishes on the host
    * version that started it. Each deploy's host version is kept (retained on replacement), the
-   * host runs with EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, and the worker invokes each run's version
-   * (EVE_WORLD_AWS_HOST_FUNCTION, `lambda:InvokeFunction` on the host's qualified ARNs only). Run
-   * `eve-world-aws init --deployment-affinity` against the stack's table once before turning it
-   * on. Default false: every message goes to the `live` alias, old versions are deleted.
+   * worker invokes each run's version (EVE_WORLD_AWS_HOST_FUNCTION, `lambda:InvokeFunction` on the
+   * host's qualified ARNs only), and the host asks for affinity on the table
+   * (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on): a new stack's table records it at the host's first
+   * write, since it holds no run yet. The table decides: an existing stack's table that already
+   * holds runs keeps what it has until `eve-world-aws init --deployment-affinity` (docs/operations.md,
+   * "Deployment affinity"). Default true. `false`: every message goes to the `live` alias and
+   * replaced versions are deleted; never on a table that records affinity (the runs of a deleted
+   * version fail).
    */
   readonly deploymentAffinity?: boolean;
   /**
@@ -128,6 +132,8 @@ export interface Settings {
   readonly visibilitySeconds: number;
   readonly maxReceiveCount: number;
   readonly maxConcurrency: number;
+  /** `deploymentAffinity`, default true. */
+  readonly deploymentAffinity: boolean;
 }
 
 /** Defaults and checks; a doubtful but workable combination is a synth warning on `scope`. */
@@ -168,5 +174,15 @@ export function resolveSettings(scope: Construct, props: EveWorldAwsProps): Sett
   const maxConcurrency = props.maxConcurrency ?? 10;
   if (maxConcurrency < 2 || maxConcurrency > 1000)
     throw new Error(`EveWorldAws: maxConcurrency must be 2-1000 (SQS event source limit), got ${maxConcurrency}`);
-  return { consumer, removalPolicy, hostTimeout, workerTimeout, visibilitySeconds, maxReceiveCount, maxConcurrency };
+  const deploymentAffinity = props.deploymentAffinity !== false;
+  return {
+    consumer,
+    removalPolicy,
+    hostTimeout,
+    workerTimeout,
+    visibilitySeconds,
+    maxReceiveCount,
+    maxConcurrency,
+    deploymentAffinity,
+  };
 }

@@ -6,7 +6,7 @@
  * current directory), which knows nothing of this table. Needs the optional `workflow` peer.
  */
 import { CliError, EXIT_USAGE } from './output.js';
-import type { CliWorld } from './world.js';
+import type { CliWorld, OpenWorldOptions } from './world.js';
 import { withWorld } from './world.js';
 
 export interface CoreApi {
@@ -14,9 +14,12 @@ export interface CoreApi {
   resumeHook: typeof import('workflow/api').resumeHook;
 }
 
-export async function withCoreWorld<T>(fn: (w: CliWorld, core: CoreApi) => Promise<T>): Promise<T> {
+export async function withCoreWorld<T>(
+  fn: (w: CliWorld, core: CoreApi) => Promise<T>,
+  options: OpenWorldOptions = {},
+): Promise<T> {
   const [{ setWorld }, api] = await Promise.all([import('workflow/runtime'), import('workflow/api')]);
-  return withWorld({}, async (w) => {
+  return withWorld(options, async (w) => {
     setWorld(w.world);
     try {
       return await fn(w, { start: api.start, resumeHook: api.resumeHook });

@@ -5,11 +5,16 @@
  * (docs/operations.md, "Deployment affinity").
  *
  * Invariants:
- * - `retire` refuses a deployment that is not registered; without `--force` also one with active
- *   runs (pending or running: a run of a retired deployment can never finish) and one heard of
- *   (heartbeat, a run of it ending) within the grace period (`--grace`, default the tuning
- *   option `deploymentGraceSeconds`): the decision of src/sweep/deployments.ts, which the daily
- *   sweep applies too.
+ * - "Live" is judged by watching each deployment's heartbeat counter on this command's own clock
+ *   (src/deployment/liveness.ts): a process killed is shown without a live consumer by any
+ *   listing that starts after it died, which takes at most LIVENESS_WINDOW_MS (12 s); a listing
+ *   where every active deployment is live ends at the first beat of each (about 5 s).
+ * - `retire` refuses a deployment that is not registered; without `--force` also one a process of
+ *   which is running (its counter moves while watched), one with active runs (pending or running:
+ *   a run of a retired deployment can never finish) and one heard of (heartbeat, a run of it
+ *   ending) within the grace period (`--grace`, default the tuning option
+ *   `deploymentGraceSeconds`): the decision of src/sweep/deployments.ts, which the daily sweep
+ *   applies too. `--force` first says which runs it fails (before it writes anything).
  * - Retiring is one conditional write; retiring again changes nothing.
  * - Retiring a Lambda deployment (`lambda:<function>:<version>`) then deletes that published version
  *   (unless `--keep-version`): the write comes first, so a message for it fails its run whether or
@@ -17,34 +22,69 @@
  */
 import { Command, Option } from 'commander';
 import { describeError, errorName } from '../aws/sdk-errors.js';
-import { LIVE_MS } from '../consumer/affinity.js';
 import { type LambdaVersion, parseLambdaDeployment } from '../consumer/delivery/invoke.js';
 import type { WorldContext } from '../context/world-context.js';
-import { type DeploymentRecord, listDeployments, markRetired, readDeployment } from '../deployment/registry.js';
+import { type Liveness, livenessOf, watchDeployments } from '../deployment/liveness.js';
+import {
+  DEPLOYMENT_HEARTBEAT_MS,
+  type DeploymentRecord,
+  LIVENESS_WINDOW_MS,
+  markRetired,
+  readDeployment,
+} from '../deployment/registry.js';
 import { deploymentActivity, drainVerdict } from '../sweep/deployments.js';
 import { formatTime, parseDuration } from './format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
-import { CliError, EXIT_FAILURE, palette, printJson, renderTable } from './output.js';
+import { CliError, EXIT_FAILURE, palette, printJson, progress, renderTable } from './output.js';
 import { withWorld } from './world.js';
+
+const WINDOW_S = LIVENESS_WINDOW_MS / 1000;
+const HEARTBEAT_S = DEPLOYMENT_HEARTBEAT_MS / 1000;
 
 export interface DeploymentRow extends DeploymentRecord {
   /** Runs pinned to it that are pending or running (of the newest 10 000 active runs). */
   activeRuns: number;
-  /** A process of it heartbeated within the last 3 minutes (src/consumer/affinity.ts `LIVE_MS`). */
+  /**
+   * Its consumer, by its heartbeat counter watched on this command's clock: `live` (it moved; a
+   * Lambda deployment while active), `silent` (unchanged for LIVENESS_WINDOW_MS), `unknown` (a
+   * retired one, not waited for).
+   */
+  consumer: Liveness;
+  /** `consumer` is live and it is active. */
   live: boolean;
-  /** Epoch ms it was last heard of: its heartbeat, or the end of its last run if later. */
+  /** Epoch ms it was last heard of: its heartbeat, or the end of its last run if later (writers' clocks: for people). */
   quietSince: number;
 }
 
+/** A progress line on a terminal while heartbeats are watched (nothing elsewhere). */
+export function watchProgress(what: string): { onPoll: (ms: number) => void; done: () => void } {
+  const spin = progress(`${what} (up to ${WINDOW_S} s)...`);
+  return {
+    onPoll: (ms) => spin.update(`${what}: ${Math.floor(ms / 1000)} of at most ${WINDOW_S} s...`),
+    done: () => spin.done(),
+  };
+}
+
 /** Every registered deployment with its active runs and liveness, oldest first. */
-export async function deploymentRows(ctx: WorldContext, now = Date.now()): Promise<DeploymentRow[]> {
-  const [records, activity] = await Promise.all([listDeployments(ctx), deploymentActivity(ctx)]);
-  return records.map((d) => ({
-    ...d,
-    activeRuns: activity.activeRuns.get(d.id) ?? 0,
-    live: d.status === 'active' && now - d.lastSeen < LIVE_MS,
-    quietSince: Math.max(d.lastSeen, activity.lastRunEnded.get(d.id) ?? 0),
-  }));
+export async function deploymentRows(
+  ctx: WorldContext,
+  /** `windowMs`: how long a counter must stay unchanged to count as silent (default LIVENESS_WINDOW_MS). */
+  opts: { onPoll?: (ms: number) => void; windowMs?: number } = {},
+): Promise<DeploymentRow[]> {
+  const [{ records, watch }, activity] = await Promise.all([
+    watchDeployments(ctx, { onPoll: opts.onPoll, windowMs: opts.windowMs }),
+    deploymentActivity(ctx),
+  ]);
+  return records.map((d) => {
+    const consumer = livenessOf(d, watch);
+    return {
+      ...d,
+      activeRuns: activity.activeRuns.get(d.id) ?? 0,
+      consumer,
+      live: d.status === 'active' && consumer === 'live',
+      quietSince: Math.max(d.lastSeen, activity.lastRunEnded.get(d.id) ?? 0),
+    };
+  });
 }
 
 /**
@@ -72,59 +112,64 @@ export async function deleteLambdaVersion(
   }
 }
 
-/** Marks `id` retired after the checks above; throws a CliError (exit 1) saying why it did not. */
+/** What `retire` did: the record after it, the runs it fails, whether a process of it was running. */
+export interface Retirement {
+  record: DeploymentRecord;
+  /** Active runs pinned to it when it was retired: each fails with DEPLOYMENT_MISMATCH at its next delivery. */
+  failing: string[];
+  /** A process of it counted heartbeats while watched: it learns within one heartbeat. */
+  wasLive: boolean;
+}
+
+/**
+ * Marks `id` retired after the checks above; throws a CliError (exit 1) saying why it did not.
+ * With `force`, `onFailing` is told which active runs will fail before anything is written.
+ */
 export async function retireDeployment(
   ctx: WorldContext,
   id: string,
-  opts: { force?: boolean; graceMs?: number; now?: number } = {},
-): Promise<DeploymentRecord> {
+  opts: {
+    force?: boolean;
+    graceMs?: number;
+    now?: number;
+    onPoll?: (ms: number) => void;
+    onFailing?: (runIds: string[], live: boolean) => void;
+    windowMs?: number;
+  } = {},
+): Promise<Retirement> {
   const record = await readDeployment(ctx, id, true);
   if (!record)
     throw new CliError(
       `deployment ${id} is not registered on table ${ctx.config.tableName}; \`eve-world-aws deployments\` lists them`,
       EXIT_FAILURE,
     );
-  if (record.status === 'retired') return record;
+  if (record.status === 'retired') return { record, failing: [], wasLive: false };
+  // Is a process of it running? Its counter, watched on this command's clock (even for a Lambda
+  // version: a container of it that counts beats is running). Its runs are read after the watch,
+  // just before the write, so the runs named are those it fails (a start racing the write aside).
+  const { watch } = await watchDeployments(ctx, {
+    decide: (r) => r.id === id,
+    judge: (r, w) => w.state(r.id),
+    onPoll: opts.onPoll,
+    windowMs: opts.windowMs,
+  });
+  const activity = await deploymentActivity(ctx);
+  const live = watch.state(id) === 'live';
   const now = opts.now ?? Date.now();
-  const verdict = drainVerdict(
-    record,
-    await deploymentActivity(ctx),
-    opts.graceMs ?? ctx.config.deploymentGraceSeconds * 1000,
-    now,
-  );
+  const verdict = drainVerdict(record, activity, opts.graceMs ?? ctx.config.deploymentGraceSeconds * 1000, now, live);
   if (!verdict.retirable && !opts.force) throw new CliError(verdict.detail, EXIT_FAILURE);
+  const failing = activity.activeRunIds.get(id) ?? [];
+  if (opts.force) opts.onFailing?.(failing, live);
   const reason = verdict.retirable
     ? 'retired by operator'
-    : verdict.activeRuns > 0
-      ? `forced with ${verdict.activeRuns} active runs`
-      : 'forced within the grace period';
+    : [
+        'forced',
+        ...(live ? ['while a process of it ran'] : []),
+        ...(verdict.activeRuns > 0 ? [`with ${verdict.activeRuns} active runs`] : []),
+        ...(verdict.why === 'within-grace' ? ['within the grace period'] : []),
+      ].join(' ');
   await markRetired(ctx, id, reason, now);
-  return (await readDeployment(ctx, id, true)) as DeploymentRecord;
-}
-
-/** A doctor check (src/cli/doctor.ts) over {@link deploymentRows}: a warning for runs no live consumer serves. */
-export function deploymentsCheck(rows: DeploymentRow[]): {
-  check: 'deployments';
-  status: 'pass' | 'warn';
-  details: string;
-  fix?: string;
-} {
-  const busy = rows.filter((d) => d.activeRuns > 0);
-  const describe = (d: DeploymentRow) =>
-    `${d.id}: ${d.activeRuns} active run${d.activeRuns === 1 ? '' : 's'}, ${
-      d.status === 'retired' ? 'retired (they fail at their next delivery)' : d.live ? 'live' : 'no live consumer'
-    }`;
-  const live = rows.filter((d) => d.live).map((d) => d.id);
-  const head = `${rows.length} registered; live: ${live.length > 0 ? live.join(', ') : 'none'}`;
-  const details = busy.length === 0 ? `${head}; no active runs` : `${head}\n${busy.map(describe).join('\n')}`;
-  const stranded = busy.filter((d) => d.status === 'active' && !d.live);
-  if (stranded.length === 0) return { check: 'deployments', status: 'pass', details };
-  return {
-    check: 'deployments',
-    status: 'warn',
-    details,
-    fix: `runs of ${stranded.map((d) => d.id).join(', ')} wait: no process of ${stranded.length === 1 ? 'that build' : 'those builds'} heartbeated in 3 min. Start one, or \`eve-world-aws deployments retire <id> --force\` to fail them with DEPLOYMENT_MISMATCH`,
-  };
+  return { record: (await readDeployment(ctx, id, true)) as DeploymentRecord, failing, wasLive: live };
 }
 
 export function renderDeployments(rows: DeploymentRow[], color?: boolean): string {
@@ -137,7 +182,9 @@ export function renderDeployments(rows: DeploymentRow[], color?: boolean): strin
       d.id,
       d.shape,
       d.status === 'retired'
-        ? p.dim('retired')
+        ? d.consumer === 'live'
+          ? p.yellow('retired, still running')
+          : p.dim('retired')
         : d.live
           ? p.green('active, live')
           : d.activeRuns > 0
@@ -154,7 +201,7 @@ export function renderDeployments(rows: DeploymentRow[], color?: boolean): strin
 /** `retire`'s exit codes, also those of `deployments` (which lists, or retires). */
 const RETIRE_EXIT_CODES = exitCodes(
   'done (retiring a retired one again too)',
-  'refused (not registered; active runs or within the grace period without --force), or an AWS error',
+  'refused (not registered; a process of it running, active runs or within the grace period, without --force), or an AWS error',
   CONFIG_ERROR,
 );
 
@@ -162,7 +209,7 @@ const RETIRE_EXIT_CODES = exitCodes(
 const HELP: Record<'deployments' | 'list' | 'retire', HelpSpec> = {
   deployments: {
     notes: [
-      'Deployments are registered by processes with EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on (docs/operations.md, "Deployment affinity"). Status: "active, live" (a process of it heartbeated in the last 3 min), "active, no consumer" (runs pinned to it wait: start a process of that build, or retire it with --force to fail them), "active, draining" (no live process, no active run), "retired".',
+      `Deployments are registered by every process on a table with deployment affinity (recorded by \`eve-world-aws init --deployment-affinity\`; docs/operations.md, "Deployment affinity"). Each running process counts a heartbeat every ${HEARTBEAT_S} s; this command watches the counters on its own clock, so it takes up to ${WINDOW_S} s when a deployment has no live process. Status: "active, live" (its counter moved), "active, no consumer" (runs pinned to it wait: start a process of that build, or retire it with --force to fail them), "active, draining" (no live process, no active run), "retired", "retired, still running" (stop that process). A Lambda deployment is live while active.`,
       "Old deployments drain, then go: once a build's processes are stopped and its runs have finished, `retire` marks it retired. The daily sweep (`eve-world-aws sweep`, the CDK sweeper) retires every deployment that qualifies.",
     ],
     examples: [
@@ -177,7 +224,7 @@ const HELP: Record<'deployments' | 'list' | 'retire', HelpSpec> = {
   },
   retire: {
     notes: [
-      'Without --force it refuses a deployment with active runs or heard of (a heartbeat, a run of it ending) within the grace period. A message for a retired deployment fails its run with DEPLOYMENT_MISMATCH at its next delivery (once: never a loop, never the DLQ). Retiring a Lambda deployment also deletes its published version unless --keep-version.',
+      `Without --force it refuses a deployment whose process still counts heartbeats (watched for up to ${WINDOW_S} s), one with active runs and one heard of (a heartbeat, a run of it ending) within the grace period. With --force it first lists the runs it fails; a running process of it learns within one heartbeat (${HEARTBEAT_S} s) and starts no more runs. A message for a retired deployment fails its run with DEPLOYMENT_MISMATCH at its next delivery (once: never a loop, never the DLQ). Retiring a Lambda deployment also deletes its published version unless --keep-version.`,
     ],
     examples: [
       ['eve-world-aws deployments retire build:0123456789abcdef'],
@@ -194,7 +241,8 @@ export function deploymentsCommand(): Command {
     .option('--json', 'print {deployments: [...]} as JSON')
     .action(async (opts: { json?: boolean }) => {
       await withWorld({}, async (w) => {
-        const rows = await deploymentRows(w.context);
+        const spin = watchProgress('Watching heartbeats');
+        const rows = await deploymentRows(w.context, { onPoll: spin.onPoll }).finally(spin.done);
         if (opts.json) printJson({ deployments: rows });
         else process.stdout.write(renderDeployments(rows));
       });
@@ -204,7 +252,7 @@ export function deploymentsCommand(): Command {
     .argument('<id>', 'the deployment, as `deployments` lists it')
     .option(
       '--force',
-      'retire it even though runs pinned to it are still active (they fail) or it was heard of within the grace period',
+      'retire it even though a process of it runs (it starts no more runs), runs pinned to it are active (they fail: listed first) or it was heard of within the grace period',
     )
     .addOption(
       new Option(
@@ -216,12 +264,33 @@ export function deploymentsCommand(): Command {
     .option('--json', 'print the deployment (and the Lambda version deleted, if any) as JSON')
     .action(async (id: string, opts: { force?: boolean; grace?: number; keepVersion?: boolean; json?: boolean }) => {
       await withWorld({}, async (w) => {
-        const record = await retireDeployment(w.context, id, { force: opts.force, graceMs: opts.grace });
+        const spin = watchProgress(`Watching deployment ${id}'s heartbeat`);
+        const { record, failing, wasLive } = await retireDeployment(w.context, id, {
+          force: opts.force,
+          graceMs: opts.grace,
+          onPoll: spin.onPoll,
+          onFailing: (runs, live) => {
+            spin.done();
+            if (opts.json) return;
+            if (live)
+              process.stdout.write(`A process of deployment ${id} is running: it is retired anyway (--force).\n`);
+            process.stdout.write(
+              runs.length === 0
+                ? `No active run is pinned to deployment ${id}: none fails.\n`
+                : `Retiring deployment ${id} fails ${runs.length} active run${runs.length === 1 ? '' : 's'} (DEPLOYMENT_MISMATCH at the next delivery):\n${runs.map((r) => `  ${r}\n`).join('')}`,
+            );
+          },
+        }).finally(spin.done);
         const version = opts.keepVersion ? undefined : parseLambdaDeployment(record.id);
         const deleted = version ? await deleteLambdaVersion(w.context, version) : undefined;
-        if (opts.json) printJson({ deployment: record, ...(deleted ? { lambdaVersion: deleted } : {}) });
+        if (opts.json)
+          printJson({ deployment: record, failing, wasLive, ...(deleted ? { lambdaVersion: deleted } : {}) });
         else {
           process.stdout.write(`Deployment ${record.id} is retired.\n`);
+          if (wasLive)
+            process.stdout.write(
+              `Its running process learns it at its next heartbeat (within ${HEARTBEAT_S} s): it then starts no more runs (DeploymentRetiredError) and leaves its deployment's messages to other consumers. Stop it.\n`,
+            );
           if (deleted)
             process.stdout.write(
               deleted.deleted

@@ -4,8 +4,10 @@
  * known name), endpoint reachability (custom endpoints only), credentials (one cheap signed call), the table schema, the queue + DLQ and the
  * redrive policy, the bucket, with a scheduler role the schedule group (the same verifier `init`
  * uses, in 'verify' mode: nothing is created), and clock skew against the AWS (or emulator) server; with deployment affinity
- * (or registered deployments), the deployments with active runs, warning on runs no live consumer serves;
- * older builds writing to the table (src/cli/doctor-builds.ts: 0.1.0 after a rollback, a missed process).
+ * (or registered deployments), whether a process with this environment could take part (failing
+ * where it would refuse to start) and the deployments with active runs, warning on runs no live
+ * consumer serves (src/cli/fleet-checks.ts).
+ * Older builds writing to the table (src/cli/doctor-builds.ts: 0.1.0 after a rollback, a missed process).
  * Prints a pass/fail table with the fix for each failure or warning; exit 1 on any failure (a warning is exit 0).
  *
  * It first says what it checks ({@link DoctorTarget}: region, account when a queue URL shows it,
@@ -32,12 +34,11 @@ import {
   type WorldConfig,
 } from '../config/index.js';
 import { createContext } from '../context/world-context.js';
-import { listDeployments } from '../deployment/registry.js';
 import { AwsEnvironmentError, EMULATOR_FIX } from '../preflight/aws-environment.js';
 import { type ResourceReport, reconcile } from '../provision/index.js';
 import { createTransport } from '../queue/transport.js';
-import { deploymentRows, deploymentsCheck } from './deployments.js';
 import { checkOlderBuilds } from './doctor-builds.js';
+import { fleetChecks } from './fleet-checks.js';
 import { parsePositiveInt } from './format.js';
 import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import {
@@ -84,6 +85,8 @@ export interface DoctorOptions {
   env?: NodeJS.ProcessEnv;
   /** Largest tolerated clock difference (s). */
   maxSkewSeconds?: number;
+  /** Progress while deployments' heartbeats are watched (ms so far). */
+  onPoll?: (ms: number) => void;
 }
 
 function endpointsText(config: WorldConfig): string {
@@ -401,27 +404,11 @@ async function checkResources(
   }
   checks.push(clockCheck(samples, (opts.maxSkewSeconds ?? 5) * 1000));
   if (checks.find((c) => c.check === 'table schema')?.status === 'pass') {
-    const deployments = await checkDeployments(config, clients);
-    if (deployments) checks.push(deployments);
+    // The fleet (deployment affinity): where a process would refuse, and the deployments' consumers.
+    checks.push(...(await fleetChecks(createContext(config, clients), opts.onPoll)));
     checks.push(await checkOlderBuilds(config, clients));
   }
   return checks;
-}
-
-/** The deployments check: only with affinity on or deployments registered (else undefined). */
-async function checkDeployments(config: WorldConfig, clients: AwsClients): Promise<Check | undefined> {
-  const ctx = createContext(config, clients);
-  try {
-    if (config.deploymentAffinity !== 'on' && (await listDeployments(ctx)).length === 0) return undefined;
-    return deploymentsCheck(await deploymentRows(ctx));
-  } catch (err) {
-    return {
-      check: 'deployments',
-      status: 'warn',
-      details: `could not read the deployment registry or the runs: ${describeError(err)}`,
-      fix: 'check the permissions (`eve-world-aws init --print-iam-policy --operator`)',
-    };
-  }
 }
 
 export function clockCheck(samples: ClockSample[], maxSkewMs: number): Check {
@@ -478,7 +465,7 @@ interface DoctorCliOptions {
 const DOCTOR_HELP: HelpSpec = {
   notes: [
     'Read-only: nothing is created or changed (`eve-world-aws init` does that). It first says what it checks: the region, the account, the endpoints and each resource name with the variable that chose it.',
-    'With deployment affinity, the "deployments" check lists the deployments with active runs and warns (exit 0) when one has no live consumer: its runs wait until a process of that build runs again.',
+    'With deployment affinity (recorded on the table), the "deployment affinity" check fails where a process with this environment would refuse to start (e.g. a Lambda $LATEST, or a table that still admits readers older than affinity) and warns when EVE_WORLD_AWS_DEPLOYMENT_AFFINITY disagrees with the table (processes ignore it). The "deployments" check watches every deployment\'s heartbeat counter (up to 12 s), lists those with active runs and warns (exit 0) when one has no live consumer (its runs wait until a process of that build runs again) or a retired one still runs.',
     'The "older builds" check reads the newest and the active runs\' format stamps and names a build older than the table\'s format that writes to it (0.1.0 after a rollback, or a process an upgrade missed): a warning, or a failure where the table allows no reader that old (after init --deployment-affinity).',
   ],
   examples: [['eve-world-aws doctor'], ['eve-world-aws doctor --json | jq \'.checks[] | select(.status=="fail")\'']],
@@ -500,7 +487,10 @@ export function doctorCommand(): Command {
       const spin = progress('Checking...');
       let report: DoctorReport;
       try {
-        report = await runDoctorReport({ maxSkewSeconds: opts.maxSkew });
+        report = await runDoctorReport({
+          maxSkewSeconds: opts.maxSkew,
+          onPoll: (ms) => spin.update(`Checking deployments' heartbeats: ${Math.floor(ms / 1000)} s...`),
+        });
       } finally {
         spin.done();
       }

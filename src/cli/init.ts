@@ -21,6 +21,7 @@ import {
   sharedScheduleGroupWarning,
 } from '../provision/index.js';
 import { AFFINITY_MIN_READER } from '../schema/formats.js';
+import { assertNoRunToStrand } from './affinity-init.js';
 import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import {
   CliError,
@@ -48,7 +49,7 @@ export function explainAwsError(err: unknown, config: WorldConfig): unknown {
 export async function runReconcile(
   config: WorldConfig,
   mode: ReconcileMode,
-  options: { minReader?: number } = {},
+  options: { minReader?: number; affinity?: boolean } = {},
 ): Promise<ResourceReport[]> {
   const clients = createClients(config);
   const spin = progress(mode === 'dry-run' ? 'Checking resources (dry run)...' : 'Creating or verifying resources...');
@@ -136,6 +137,7 @@ interface InitOptions {
   deployer?: boolean;
   account?: string;
   deploymentAffinity?: boolean;
+  force?: boolean;
 }
 
 /** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
@@ -143,12 +145,13 @@ const INIT_HELP: HelpSpec = {
   notes: [
     "Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from AWS_ENDPOINT_URL_* (set by `eve-world-aws emulate`), credentials from the standard AWS chain. With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit `default` (the account's shared group) is used as it is, with a warning.",
     "The bucket's lifecycle rule expires queue bodies under queue/; nothing expires orphaned run payloads or held bodies of very long waits: schedule `eve-world-aws sweep` daily.",
+    'With --deployment-affinity the table records that runs finish on the deployment that started them: every process of this build on it then takes part (running ones within one heartbeat, 5 s) or refuses to start, whatever EVE_WORLD_AWS_DEPLOYMENT_AFFINITY says; it refuses while runs are active (they would fail) unless --force. The order, step by step: docs/operations.md, "Deployment affinity".',
   ],
   examples: [
     ['eve-world-aws init', 'create or fix'],
     ['eve-world-aws init --dry-run', 'the plan only'],
     ['eve-world-aws init --print-iam-policy --operator', 'for doctor, tail'],
-    ['eve-world-aws init --deployment-affinity', 'before affinity'],
+    ['eve-world-aws init --deployment-affinity', 'pin runs to their build'],
   ],
   exitCodes: exitCodes(
     'every resource present, created or fixed',
@@ -179,8 +182,9 @@ export function initCommand(): Command {
     .option('--account <id>', 'AWS account id to put in the IAM policy ARNs (default: <account-id>)', parseAccount)
     .option(
       '--deployment-affinity',
-      `allow deployment affinity on the table: refuse readers older than format ${AFFINITY_MIN_READER}, which ignore a message's deployment (stop them first)`,
+      `record deployment affinity on the table (every process of this build takes part); refuses readers older than format ${AFFINITY_MIN_READER}, which ignore a message's deployment (stop them first), and a table with active runs`,
     )
+    .option('--force', 'with --deployment-affinity: record it even though runs are active (each fails)')
     .action(async (opts: InitOptions) => {
       const config = loadConfig(process.env);
       if (opts.printIamPolicy) {
@@ -194,12 +198,18 @@ export function initCommand(): Command {
       }
       if (opts.operator || opts.schedulerRole || opts.deployer)
         throw new CliError('--operator, --deployer and --scheduler-role only go with --print-iam-policy', EXIT_USAGE);
+      if (opts.force && !opts.deploymentAffinity)
+        throw new CliError('--force only goes with --deployment-affinity', EXIT_USAGE);
       warnSharedScheduleGroup(config);
       const mode: ReconcileMode = opts.dryRun ? 'dry-run' : 'apply';
+      if (opts.deploymentAffinity && mode === 'apply')
+        await assertNoRunToStrand(config, opts.force === true).catch((err) => {
+          throw explainAwsError(err, config);
+        });
       const reports = await runReconcile(
         config,
         mode,
-        opts.deploymentAffinity ? { minReader: AFFINITY_MIN_READER } : {},
+        opts.deploymentAffinity ? { minReader: AFFINITY_MIN_READER, affinity: true } : {},
       );
       const ok = !hasProblems(reports);
       if (opts.json) printJson({ ok, mode, resources: reports });

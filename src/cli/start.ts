@@ -13,16 +13,23 @@
  *   among the newest runs (src/cli/runs.ts, `listRuns`). It must name exactly one workflow: several
  *   are listed (exit 2), none gets the near names as a hint (exit 1).
  *
- * Each argument is one JSON value, passed to the workflow in order (as `wf start` does). The run
- * carries the CLI World's deployment id (`getDeploymentId()`, the default one); this World routes
- * no message by deployment, so whichever consumer serves the queue runs it.
+ * Each argument is one JSON value, passed to the workflow in order (as `wf start` does). The CLI
+ * is no deployment (src/cli/world.ts opens a client World): on a table without deployment
+ * affinity the run carries the one id every process reports and whichever consumer serves the
+ * queue runs it; on a table with affinity it is pinned to `--deployment <id>` (registered, not
+ * retired), else to the newest deployment with a live consumer (src/cli/start-target.ts): never
+ * to one without a consumer, never to a deployment of the CLI's own; exit 1 when there is none.
  */
 import { Command } from 'commander';
+import type { WorldContext } from '../context/world-context.js';
+import { LIVENESS_WINDOW_MS } from '../deployment/registry.js';
+import { checkTableFormat } from '../preflight/format-check.js';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, printJson } from './output.js';
 import { requirePeers } from './peers.js';
 import { listRuns, SCAN_LIMIT } from './runs.js';
+import { chooseDeployment } from './start-target.js';
 import { loadManifest, type WorkflowManifest } from './workflow-manifest.js';
 import { describeWorkflow, isFullWorkflowName, nearWorkflows } from './workflow-names.js';
 import type { CliWorld } from './world.js';
@@ -30,6 +37,7 @@ import type { CliWorld } from './world.js';
 interface StartOptions {
   json?: boolean;
   manifest?: string;
+  deployment?: string;
 }
 
 /** Runs of a short name read to find the workflows it names. */
@@ -69,29 +77,44 @@ export async function startWorkflow(
   query: string,
   args: unknown[],
   manifest?: WorkflowManifest,
-): Promise<{ runId: string; workflowId: string }> {
-  return withCoreWorld(async (w, core) => {
-    const workflowId = await resolveWorkflowId(w, query, manifest);
-    const run = await core.start({ workflowId } as never, args);
-    return { runId: run.runId, workflowId };
-  });
+  opts: { deployment?: string } = {},
+): Promise<{ runId: string; workflowId: string; deploymentId?: string }> {
+  let context: WorldContext | undefined;
+  return withCoreWorld(
+    async (w, core) => {
+      context = w.context;
+      const affinity = (await checkTableFormat(w.clients.ddb, w.config.tableName)).affinity;
+      if (opts.deployment !== undefined && !affinity)
+        throw new CliError(
+          `--deployment applies to a table with deployment affinity; table ${w.config.tableName} has none (\`eve-world-aws init --deployment-affinity\`)`,
+          EXIT_USAGE,
+        );
+      const workflowId = await resolveWorkflowId(w, query, manifest);
+      const run = await core.start({ workflowId } as never, args);
+      return { runId: run.runId, workflowId, ...(affinity ? { deploymentId: await w.world.getDeploymentId() } : {}) };
+    },
+    // Chosen when core's start() asks for the id, so a name that matches no workflow costs no wait.
+    { deployment: () => chooseDeployment(context as WorldContext, opts.deployment) },
+  );
 }
 
 /** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
 const START_HELP: HelpSpec = {
   notes: [
     "This command writes the run and sends its first message; the workflow runs in your app's consumer (eve start, a Lambda), which must be running and have the workflow compiled. A name is looked up in the app's workflow manifest (`--manifest`, else .well-known/workflow/v1/manifest.json from `wf build`, searched from this folder up to the project root), then among the newest runs; a full id always works. Needs the optional peer `workflow` (the app's own copy).",
+    `On a table with deployment affinity the run is pinned to a deployment of your app: --deployment <id> (\`eve-world-aws deployments\` lists them), else the newest one whose consumer counts heartbeats (watched for up to ${LIVENESS_WINDOW_MS / 1000} s). The CLI never registers a deployment of its own.`,
   ],
   examples: [
     ['eve-world-aws start order \'{"id":42}\'', 'one argument'],
     ["eve-world-aws start 'workflow//./workflows/order//order' '{\"id\":42}' 2 --json"],
     ['eve-world-aws start order --manifest web/.well-known/workflow/v1/manifest.json', 'name from a manifest'],
     ['eve-world-aws tail "$(eve-world-aws start order --json | jq -r .runId)"'],
+    ['eve-world-aws start order --deployment build:0123456789abcdef', 'deployment affinity'],
   ],
   exitCodes: exitCodes(
     'started',
-    'no workflow of that name (the near names are listed)',
-    `${CONFIG_ERROR}; an argument that is not JSON, a name that matches several workflows, an unreadable --manifest, or \`workflow\` not installed`,
+    'no workflow of that name (the near names are listed); with deployment affinity, no deployment with a live consumer, or --deployment not registered or retired',
+    `${CONFIG_ERROR}; an argument that is not JSON, a name that matches several workflows, an unreadable --manifest, --deployment on a table without affinity, or \`workflow\` not installed`,
   ),
 };
 
@@ -101,15 +124,22 @@ export function startCommand(): Command {
     .argument('<workflow>', 'the workflow: its name (order) or full id (workflow//./workflows/order//order)')
     .argument('[json...]', "the workflow's arguments, one JSON value each")
     .option('--manifest <path>', "the app's workflow manifest (default: the one its build wrote, searched from here)")
-    .option('--json', 'print {runId, workflowId} as JSON')
+    .option(
+      '--deployment <id>',
+      'on a table with deployment affinity: the deployment to pin the run to (default: the newest with a live consumer)',
+    )
+    .option('--json', 'print {runId, workflowId} as JSON (and deploymentId with deployment affinity)')
     .action(async (workflow: string, json: string[], opts: StartOptions) => {
       requirePeers('start', ['workflow']);
       const args = json.map((a, i) => parseJsonArg(`argument ${i + 1}`, a));
       // A full id needs no manifest, but a named one is still checked.
       const manifest =
         opts.manifest !== undefined || !isFullWorkflowName(workflow) ? loadManifest(opts.manifest) : undefined;
-      const result = await startWorkflow(workflow, args, manifest);
+      const result = await startWorkflow(workflow, args, manifest, { deployment: opts.deployment });
       if (opts.json) printJson(result);
-      else process.stdout.write(`started run ${result.runId} of ${result.workflowId}\n`);
+      else
+        process.stdout.write(
+          `started run ${result.runId} of ${result.workflowId}${result.deploymentId ? ` on deployment ${result.deploymentId}` : ''}\n`,
+        );
     });
 }

@@ -1,7 +1,8 @@
 /**
  * The World for read-mostly operator commands (tail, runs, redrive): built from the environment
  * like `createWorld()` under eve, but never `start()`ed, so no consumer competes with the real
- * ones for queue messages. Beside it, the same config's own context (clients, payload store) for
+ * ones for queue messages, and as a client (`createWorld({ client })`): on a table with
+ * deployment affinity it registers no deployment of its own. Beside it, the same config's own context (clients, payload store) for
  * what a command does outside the World contract (moving DLQ messages, listing objects): built
  * with the runtime's factories, never taken out of the World. Callers close it when done.
  *
@@ -44,13 +45,24 @@ export interface OpenWorldOptions {
   resolvePayloads?: boolean;
   /** The command reads the dead-letter queue: the preflight checks it too. */
   deadLetterQueue?: boolean;
+  /**
+   * Where this CLI World's new runs go on a table with deployment affinity (`start --deployment`):
+   * an id or a chooser. The CLI is never a deployment of its own (src/deployment/membership.ts).
+   */
+  deployment?: string | (() => Promise<string>);
 }
 
 export function openWorld(options: OpenWorldOptions = {}): CliWorld {
   const config = loadConfig(options.env ?? process.env);
   const ownsClients = options.clients === undefined;
   const clients = options.clients ?? createClients(config);
-  const world = createWorld({ config, clients, resolvePayloads: options.resolvePayloads });
+  // A client of the app's deployments: it registers none, never heartbeats, never consumes.
+  const world = createWorld({
+    config,
+    clients,
+    resolvePayloads: options.resolvePayloads,
+    client: { deployment: options.deployment },
+  });
   const context = createContext(config, clients);
   let closed: Promise<void> | undefined;
   return {

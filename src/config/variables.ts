@@ -270,10 +270,10 @@ export const VARIABLES = {
   deploymentId: text({
     name: 'EVE_WORLD_AWS_DEPLOYMENT_ID',
     unset:
-      'derived: `lambda:<function>:<version>` in Lambda, `build:<fingerprint of the workflow build>` on a plain Node host with affinity on, else `eve-world-aws`',
+      'derived: `lambda:<function>:<version>` in Lambda, `build:<fingerprint of the workflow build>` on a plain Node host, on a table with deployment affinity; else `eve-world-aws`',
     values: '1-128 of letters, digits and `:._@/-`',
     description:
-      "The deployment (immutable build) this process is: what `getDeploymentId()` reports and what new runs are pinned to. Set it when the derived id does not name the build, e.g. a release tag: with affinity on, a second build started under the same id is refused (the registry keeps the first build's fingerprint beside it).",
+      "The deployment (immutable build) this process is: what `getDeploymentId()` reports and what new runs are pinned to. Set it when the derived id does not name the build, e.g. a release tag: on a table with deployment affinity, a second build started under the same id is refused (the registry keeps the first build's fingerprint beside it).",
     example: 'release-2026-12-01',
     check: (v) =>
       /^[A-Za-z0-9:._@/-]{1,128}$/.test(v) ? undefined : `must be 1-128 of letters, digits and :._@/-, got "${v}"`,
@@ -283,7 +283,7 @@ export const VARIABLES = {
     default: 'auto',
     values: '`auto`, `on`, `off`',
     description:
-      "`on`: a run finishes on the deployment that started it: consumers never run another deployment's message, and core's deployment guard fails a run whose deployment is retired (`DEPLOYMENT_MISMATCH`); needs `init --deployment-affinity` once. `off`: every process reports the same id and runs replay on whichever build takes them. `auto`: `off` (a host cannot tell by itself that every message reaches its build); the CDK construct sets `on` on its Lambda host with `deploymentAffinity: true`, where the worker invokes each run's published version (EVE_WORLD_AWS_HOST_FUNCTION). In Lambda, `on` needs a published version (not `$LATEST`) and EVE_WORLD_AWS_DEPLOYMENT_ID unset. docs/operations.md, \"Deployment affinity\".",
+      'Not what decides deployment affinity: the table does (`eve-world-aws init --deployment-affinity` records it, and every process on the table then takes part or refuses to start). `on` asks the first process on a table that no `init` recorded and that holds no run to record it there (what the CDK construct sets on a new stack\'s host); on any other table a value that disagrees with it is named in a warning and ignored. `auto` and `off`: the table decides alone. docs/operations.md, "Deployment affinity".',
     example: 'on',
     check: (v) => (/^(auto|on|off)$/.test(v) ? undefined : `must be auto, on or off, got "${v}"`),
   }),

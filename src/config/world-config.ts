@@ -95,7 +95,11 @@ export interface WorldConfig extends WorldTuning {
   readonly metrics: boolean;
   /** EVE_WORLD_AWS_LOG_LEVEL (src/telemetry/log.ts). Lines are JSON in Lambda, text elsewhere. */
   readonly logLevel: LogLevel;
-  /** EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: whether runs stay on their deployment (src/deployment/id.ts). */
+  /**
+   * EVE_WORLD_AWS_DEPLOYMENT_AFFINITY. Whether runs stay on their deployment is the table's
+   * (src/deployment/membership.ts): `on` asks the first process on a new table to record it (what
+   * the CDK construct sets); otherwise the variable is ignored, with a warning where it disagrees.
+   */
   readonly deploymentAffinity: DeploymentAffinityMode;
   /** AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_FUNCTION_VERSION, inside Lambda. */
   readonly lambdaFunction?: { readonly name: string; readonly version?: string };
@@ -103,5 +107,5 @@ export interface WorldConfig extends WorldTuning {
   readonly queueNamespace?: string;
 }
 
-/** `on`: runs stay on their deployment; `off`: today's single id; `auto`: on where the host routes by version. */
+/** `on`: record affinity on a new table; `auto` (default) and `off`: the table decides alone. */
 export type DeploymentAffinityMode = 'auto' | 'on' | 'off';

@@ -2,15 +2,20 @@
  * Deployment affinity on the receive side of a plain Node host (src/deployment/): whether this
  * consumer may dispatch a received message, by the deployment it names (`eve.dep`).
  *
- * Invariants (with affinity on):
+ * Invariants (on a table with affinity, which this process joins before its consumer starts or
+ * at a heartbeat: src/deployment/membership.ts; the filter asks at every message):
  * - A message for another deployment that is active is never dispatched here: the pipeline holds
  *   it (`hold` cause `other-deployment`), which replaces the copy without a dispatch, so it spends
  *   none of its receive budget and never reaches the DLQ here, however long its deployment's
  *   consumers take to receive it (src/consumer/delivery/replace.ts). While the target's
- *   consumers are alive (`lastSeen` within {@link LIVE_MS}) the hold stays 1-2 s, so a message
- *   bounced here reaches them again at once; otherwise it doubles per message in this process,
- *   1 s to {@link MAX_HOLD_SECONDS}, with jitter, so a silent deployment's messages cost little.
- *   Liveness only decides how soon a message is shown again, never where it is dispatched.
+ *   consumers are alive (its heartbeat counter seen changing, on this process's clock:
+ *   src/deployment/liveness.ts; or not yet watched long enough) the hold stays 1-2 s, so a
+ *   message bounced here reaches them again at once; otherwise it doubles per message in this
+ *   process, 1 s to {@link MAX_HOLD_SECONDS}, with jitter, so a silent deployment's messages cost
+ *   little. Liveness only decides how soon a message is shown again, never where it is dispatched.
+ * - A message for this process's own deployment once it is retired is held the same way, never
+ *   dispatched here: a consumer of another deployment dispatches it, and core's guard fails its
+ *   run there (retired means no more work here, src/deployment/membership.ts).
  * - A message for a retired or never-registered deployment, for this one, or with no deployment
  *   (sent before affinity was on) is dispatched here: core's guard then runs before any workflow
  *   code; for a run of another deployment it re-routes the message and src/deployment/targets.ts
@@ -20,15 +25,16 @@
  */
 import type { WorldContext } from '../context/world-context.js';
 import type { DeploymentIdentity } from '../deployment/id.js';
+import { HeartbeatWatch } from '../deployment/liveness.js';
 import { DEPLOYMENT_HEARTBEAT_MS, type DeploymentRecord, readDeployment } from '../deployment/registry.js';
 import type { Envelope } from '../queue/encoding.js';
 
 /** Longest hold of another deployment's message (s, before jitter). */
 export const MAX_HOLD_SECONDS = 60;
-/** A deployment whose `lastSeen` is this recent has a live consumer (three missed heartbeats: not). */
-export const LIVE_MS = 3 * DEPLOYMENT_HEARTBEAT_MS;
-/** How long a registry answer is reused for routing (ms). */
-const RECORD_TTL_MS = 30_000;
+/** Longest hold of this deployment's own message once it is retired (s, before jitter). */
+const RETIRED_HOLD_SECONDS = 8;
+/** How long a registry answer is reused for routing (ms): one heartbeat, so a live target's counter moves between reads. */
+const RECORD_TTL_MS = DEPLOYMENT_HEARTBEAT_MS;
 /** Hold after a failed registry read (s). */
 const UNREADABLE_HOLD_SECONDS = 5;
 /** Messages whose hold count is remembered (oldest forgotten first). */
@@ -67,27 +73,63 @@ export interface DeploymentFilter {
   holdFor(envelope: Envelope): Promise<AffinityHold | undefined>;
 }
 
-/** The filter of a consumer of deployment `identity` (undefined with affinity off: no filter). */
+/**
+ * The filter of a consumer of deployment `identity`: holds nothing while the table has no affinity
+ * (`identity.affinity` is asked at every message: a process joins when the table turns).
+ */
 export function createDeploymentFilter(
   ctx: WorldContext,
-  identity: DeploymentIdentity,
+  identity: DeploymentIdentity & { readonly retired?: boolean },
   random: () => number = Math.random,
-): DeploymentFilter | undefined {
-  if (!identity.affinity) return undefined;
+): DeploymentFilter {
   const records = new Map<string, { record: DeploymentRecord | undefined; at: number }>();
+  const watch = new HeartbeatWatch();
   const holds = new Map<string, number>();
   const recordOf = async (id: string): Promise<DeploymentRecord | undefined> => {
     const cached = records.get(id);
-    if (cached && Date.now() - cached.at < RECORD_TTL_MS) return cached.record;
+    if (cached && performance.now() - cached.at < RECORD_TTL_MS) return cached.record;
     const record = await readDeployment(ctx, id);
-    records.set(id, { record, at: Date.now() });
+    records.set(id, { record, at: performance.now() });
+    if (records.size > REMEMBERED) records.delete(records.keys().next().value as string);
+    if (record) watch.observe([record]);
     return record;
+  };
+  /**
+   * The hold of a message this process must not dispatch: 1-2 s while its consumers are (or may
+   * be) live, else backing off per message to `max` s.
+   */
+  const hold = (
+    messageId: string,
+    live: boolean,
+    detail: (s: number) => string,
+    max = MAX_HOLD_SECONDS,
+  ): AffinityHold => {
+    const n = holds.get(messageId) ?? 0;
+    holds.delete(messageId);
+    holds.set(messageId, n + 1);
+    if (holds.size > REMEMBERED) holds.delete(holds.keys().next().value as string);
+    const base = live ? 1 : Math.min(max, 2 ** n);
+    const seconds = base + Math.floor(random() * (Math.ceil(base / 2) + 1));
+    return { seconds, cause: 'other-deployment', detail: detail(seconds) };
   };
   return {
     async holdFor(envelope) {
+      if (!identity.affinity) return undefined;
       const target = envelope.deploymentId;
       const self = await identity.id();
-      if (target === undefined || target === self) return undefined;
+      if (target === undefined) return undefined;
+      if (target === self) {
+        if (!identity.retired) return undefined;
+        // Backing off to RETIRED_HOLD_SECONDS only: another deployment's consumer, which fails the
+        // run at once, should meet it soon.
+        return hold(
+          envelope.messageId,
+          false,
+          (s) =>
+            `for deployment ${target}, this consumer's own, which is retired: left for a consumer of another deployment (core's guard fails its run there); shown again in ${s} s`,
+          RETIRED_HOLD_SECONDS,
+        );
+      }
       let record: DeploymentRecord | undefined;
       try {
         record = await recordOf(target);
@@ -103,18 +145,13 @@ export function createDeploymentFilter(
         holds.delete(envelope.messageId);
         return undefined;
       }
-      const n = holds.get(envelope.messageId) ?? 0;
-      holds.delete(envelope.messageId);
-      holds.set(envelope.messageId, n + 1);
-      if (holds.size > REMEMBERED) holds.delete(holds.keys().next().value as string);
-      const live = record !== undefined && Date.now() - record.lastSeen < LIVE_MS;
-      const base = live ? 1 : Math.min(MAX_HOLD_SECONDS, 2 ** n);
-      const seconds = base + Math.floor(random() * (Math.ceil(base / 2) + 1));
-      return {
-        seconds,
-        cause: 'other-deployment',
-        detail: `for deployment ${target} (this consumer is ${self}); shown again in ${seconds} s`,
-      };
+      // Silent only once watched long enough to tell; a target not yet watched may be live.
+      const live = watch.state(target) !== 'silent';
+      return hold(
+        envelope.messageId,
+        live,
+        (s) => `for deployment ${target} (this consumer is ${self}); shown again in ${s} s`,
+      );
     },
   };
 }

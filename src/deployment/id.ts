@@ -7,7 +7,7 @@
  * - With affinity on, the id names one immutable build: core compares it with a run's pin by
  *   strict equality, so two builds never share an id and one build never reports two. In Lambda it
  *   is `lambda:<function>:<version>` (a published version is immutable, and the worker invokes that
- *   version for the run's messages: src/consumer/delivery/invoke.ts); `on` there is refused on `$LATEST`
+ *   version for the run's messages: src/consumer/delivery/invoke.ts); affinity there is refused on `$LATEST`
  *   and with EVE_WORLD_AWS_DEPLOYMENT_ID set, where no worker could reach the build by its id. On a
  *   plain Node host it is `build:<fingerprint>` of the workflow code core loads (the build is found
  *   by src/deployment/build-location.ts and hashed by src/deployment/fingerprint.ts: a Workflow
@@ -18,11 +18,9 @@
  *   under that id.
  * - With affinity off, nothing changes from before affinity existed: every process reports
  *   EVE_WORLD_AWS_DEPLOYMENT_ID, else {@link LEGACY_DEPLOYMENT_ID}, and core runs no guard.
- * - `auto` is off: a plain Node host never turns affinity on by itself, because nothing there keeps
- *   an old build alive for its runs unless the operator does (docs/operations.md,
- *   "Deployment affinity"), and a Lambda host cannot tell by itself whether the worker in front of it invokes
- *   versions (EVE_WORLD_AWS_HOST_FUNCTION set on the worker) and whether its old versions are kept:
- *   the CDK construct, which knows both, sets `on` (its `deploymentAffinity` prop).
+ * - Whether affinity is on is the table's decision, not this module's: src/deployment/membership.ts
+ *   reads it from the table's format item and passes it here as `config.deploymentAffinity`
+ *   (`on` or `off`); the variable of that name only asks a new table's first process to record it.
  */
 import { ConfigError, type WorldConfig } from '../config/index.js';
 import { buildDeploymentId, nodeBuild } from './fingerprint.js';
@@ -48,8 +46,9 @@ export interface DeploymentIdentity {
 }
 
 /**
- * Whether affinity is on for this config. Throws a ConfigError where it cannot hold: inside Lambda
- * on `$LATEST` (not immutable) or under an id the worker cannot invoke (EVE_WORLD_AWS_DEPLOYMENT_ID).
+ * Whether affinity is on for this config (`deploymentAffinity`: the table's decision, passed by
+ * src/deployment/membership.ts). Throws a ConfigError where this process cannot take part: inside
+ * Lambda on `$LATEST` (not immutable) or under an id the worker cannot invoke (EVE_WORLD_AWS_DEPLOYMENT_ID).
  */
 export function affinityEnabled(
   config: Pick<WorldConfig, 'deploymentAffinity' | 'deploymentId' | 'lambdaFunction'>,
@@ -59,15 +58,15 @@ export function affinityEnabled(
   if (fn && config.deploymentId !== undefined) {
     throw new ConfigError(
       'EVE_WORLD_AWS_DEPLOYMENT_ID',
-      `is set, but this process runs in Lambda (${fn.name}) with deployment affinity on, where the worker delivers a run's messages to the version its id names (lambda:<function>:<version>): leave it unset`,
+      `is set, but this process runs in Lambda (${fn.name}) on a table with deployment affinity, where the worker delivers a run's messages to the version its id names (lambda:<function>:<version>): leave it unset`,
       'unset',
     );
   }
   if (fn && lambdaDeploymentId(fn) === undefined) {
     throw new ConfigError(
-      'EVE_WORLD_AWS_DEPLOYMENT_AFFINITY',
-      `is on, but this process runs ${fn.name}'s $LATEST, which is not immutable: serve a published version (the CDK construct's \`live\` alias), or turn it off`,
-      'off',
+      'AWS_LAMBDA_FUNCTION_VERSION',
+      `is $LATEST, but ${fn.name} runs on a table with deployment affinity, where a run's messages go to the published version that started it and $LATEST is not one: serve a published version (the CDK construct's \`live\` alias)`,
+      '7',
     );
   }
   return true;

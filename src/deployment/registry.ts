@@ -4,10 +4,15 @@
  * deployments exist, whether each is `active` or `retired`, when it was first and last seen.
  *
  * Invariants:
- * - A process with affinity on registers its deployment before its first write or send
- *   (src/index.ts), so no run is pinned to a deployment the registry does not know; it refreshes
- *   `lastSeen` while it runs. Registering is one UpdateItem that keeps `firstSeen` and `status`:
- *   safe when applied twice, and it never revives a retired deployment.
+ * - A process of a table with affinity registers its deployment before its first write or send
+ *   (src/deployment/membership.ts), so no run is pinned to a deployment the registry does not
+ *   know. Registering is one UpdateItem that keeps `firstSeen` and `status` and adds 1 to `beats`:
+ *   it never revives a retired deployment, and applied twice it only counts one more beat. Each
+ *   running process repeats it every {@link DEPLOYMENT_HEARTBEAT_MS} (its heartbeat) and reads the
+ *   deployment's status in the answer.
+ * - `beats` is the liveness signal: another process judges this deployment alive only by seeing
+ *   `beats` change on its own monotonic clock (src/deployment/liveness.ts), never by comparing its
+ *   clock with `lastSeen`, which is the writer's clock and kept for people.
  * - One id, one build: registering stores the build's fingerprint (`fp`, src/deployment/fingerprint.ts)
  *   beside the id, conditionally on the item having none or the same one, in that same UpdateItem.
  *   A process whose build differs from the one that registered its id (two builds given one
@@ -31,8 +36,18 @@ import type { DeploymentIdentity, DeploymentShape } from './id.js';
 
 export type DeploymentStatus = 'active' | 'retired';
 
-/** How often a running World with deployment affinity refreshes its deployment's `lastSeen`. */
-export const DEPLOYMENT_HEARTBEAT_MS = 60_000;
+/**
+ * How often a running World on a table with deployment affinity counts a heartbeat on its
+ * deployment's item (one UpdateItem: 518,400 writes per process per 30-day month, 1 WRU each).
+ * Short, so a retired deployment's process learns it within this long, and an observer judges a
+ * dead one within {@link LIVENESS_WINDOW_MS} (src/deployment/liveness.ts).
+ */
+export const DEPLOYMENT_HEARTBEAT_MS = 5_000;
+/**
+ * How long an observer watches a deployment's `beats` before it calls it silent (no live process):
+ * two heartbeats and 2 s for a slow write or a busy event loop.
+ */
+export const LIVENESS_WINDOW_MS = 2 * DEPLOYMENT_HEARTBEAT_MS + 2_000;
 
 export interface DeploymentRecord {
   id: string;
@@ -40,8 +55,10 @@ export interface DeploymentRecord {
   status: DeploymentStatus;
   /** Epoch ms of its first registration. */
   firstSeen: number;
-  /** Epoch ms of its last registration or heartbeat. */
+  /** Epoch ms of its last registration or heartbeat, on the writer's clock (for people). */
   lastSeen: number;
+  /** Heartbeats counted so far by every process of it: live while it changes. */
+  beats: number;
   retiredAt?: number;
   reason?: string;
   /** The fingerprint of the build registered under this id (none before it was first stored). */
@@ -64,6 +81,7 @@ function fromItem(item: Record<string, unknown>): DeploymentRecord {
     status: r.status === 'retired' ? 'retired' : 'active',
     firstSeen: Number(r.firstSeen),
     lastSeen: Number(r.lastSeen),
+    beats: typeof r.beats === 'number' ? r.beats : 0,
     ...(typeof r.retiredAt === 'number' ? { retiredAt: r.retiredAt } : {}),
     ...(typeof r.reason === 'string' ? { reason: r.reason } : {}),
     ...(typeof r.fp === 'string' ? { fingerprint: r.fp } : {}),
@@ -71,9 +89,10 @@ function fromItem(item: Record<string, unknown>): DeploymentRecord {
 }
 
 /**
- * Registers (or refreshes `lastSeen` of) deployment `id`; keeps its `firstSeen` and `status`. With
- * `fingerprint`, stores it when the item has none and refuses ({@link DeploymentClashError}) when
- * it holds another (see the invariants).
+ * Registers deployment `id`, or counts one heartbeat of it: keeps its `firstSeen` and `status`,
+ * adds 1 to `beats`, sets `lastSeen`. With `fingerprint`, stores it when the item has none and
+ * refuses ({@link DeploymentClashError}) when it holds another (see the invariants). Returns the
+ * record as it is after the write (its status is how a retired deployment's process learns it).
  */
 export async function registerDeployment(
   ctx: WorldContext,
@@ -81,7 +100,7 @@ export async function registerDeployment(
   shape: DeploymentShape,
   now = Date.now(),
   fingerprint?: string,
-): Promise<void> {
+): Promise<DeploymentRecord> {
   const set = [
     '#id = :id',
     '#shape = :shape',
@@ -92,11 +111,11 @@ export async function registerDeployment(
     ...(fingerprint === undefined ? [] : ['#fp = if_not_exists(#fp, :fp)']),
   ];
   try {
-    await ctx.clients.ddb.send(
+    const out = await ctx.clients.ddb.send(
       new UpdateItemCommand({
         TableName: ctx.config.tableName,
         Key: marshall(keys.deployment(id)),
-        UpdateExpression: `SET ${set.join(', ')}`,
+        UpdateExpression: `SET ${set.join(', ')} ADD #beats :one`,
         ...(fingerprint === undefined ? {} : { ConditionExpression: 'attribute_not_exists(#fp) OR #fp = :fp' }),
         ExpressionAttributeNames: {
           '#id': 'id',
@@ -105,6 +124,7 @@ export async function registerDeployment(
           '#last': 'lastSeen',
           '#status': 'status',
           '#fv': FORMAT_ATTR,
+          '#beats': 'beats',
           ...(fingerprint === undefined ? {} : { '#fp': 'fp' }),
         },
         ExpressionAttributeValues: marshall({
@@ -113,10 +133,13 @@ export async function registerDeployment(
           ':now': now,
           ':active': 'active',
           ':fv': RECORD_FORMAT,
+          ':one': 1,
           ...(fingerprint === undefined ? {} : { ':fp': fingerprint }),
         }),
+        ReturnValues: 'ALL_NEW',
       }),
     );
+    return fromItem(out.Attributes ?? {});
   } catch (err) {
     if (fingerprint === undefined || !isConditionalCheckFailed(err)) throw err;
     const other = await readDeployment(ctx, id, true);
@@ -134,15 +157,15 @@ export async function registerDeployment(
 const warned = new WeakSet<DeploymentIdentity>();
 
 /**
- * Registers this process's deployment with its build's fingerprint; `warn` is told once when an id
- * set by hand has none (see the invariants).
+ * Registers this process's deployment with its build's fingerprint (or counts its heartbeat);
+ * `warn` is told once when an id set by hand has none (see the invariants). Returns the record.
  */
 export async function registerIdentity(
   ctx: WorldContext,
   identity: DeploymentIdentity,
   warn: (line: string) => void,
   now = Date.now(),
-): Promise<void> {
+): Promise<DeploymentRecord> {
   const [id, fingerprint] = await Promise.all([identity.id(), identity.fingerprint()]);
   if (fingerprint.note && !warned.has(identity)) {
     warned.add(identity);
@@ -152,7 +175,7 @@ export async function registerIdentity(
         'set the buildDir option to the folder `wf build` ran in (or the `.output` of `eve build`) so it can.',
     );
   }
-  await registerDeployment(ctx, id, identity.shape, now, fingerprint.value);
+  return registerDeployment(ctx, id, identity.shape, now, fingerprint.value);
 }
 
 /** The record of deployment `id`, or undefined when it was never registered. */
@@ -213,13 +236,4 @@ export async function markRetired(ctx: WorldContext, id: string, reason: string,
     if (isConditionalCheckFailed(err)) return false;
     throw err;
   }
-}
-
-/**
- * The newest active deployment of `shape` (core's `deploymentId: 'latest'`): the one registered
- * last. `self` when none other is (this process is registered before it starts runs).
- */
-export async function latestDeployment(ctx: WorldContext, shape: DeploymentShape, self: string): Promise<string> {
-  const active = (await listDeployments(ctx)).filter((d) => d.status === 'active' && d.shape === shape);
-  return active.at(-1)?.id ?? self;
 }

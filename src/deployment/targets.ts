@@ -20,7 +20,7 @@ import { DeploymentUnavailableError } from './unavailable-error.js';
 /** Why a send to `target` must be refused: throws DeploymentUnavailableError, else resolves. */
 export async function assertTargetReachable(
   ctx: WorldContext,
-  self: string,
+  self: string | undefined,
   target: string,
   payload: QueuePayload,
 ): Promise<void> {

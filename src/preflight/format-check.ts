@@ -15,11 +15,21 @@
  *
  * The format item is the one item whose shape never changes (every build must read it): the
  * number attributes `log`, `records`, `messages` (newest format of each family present) and
- * `minReader`, plus `updatedAt` and `writtenBy` for people. It carries no `fv` stamp.
+ * `minReader`, plus `updatedAt` and `writtenBy` for people. It carries no `fv` stamp. Additive
+ * since this release: `deploymentAffinity` (BOOL true), the table's decision that runs finish on
+ * the deployment that started them (src/deployment/membership.ts); absent means no. An older
+ * build ignores it, and none reads such a table: affinity comes with `minReader` 3.
+ *
+ * A table no `init` recorded and that holds no run yet may be recorded by its first process, with
+ * affinity, when that process is asked to (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, what the CDK
+ * construct sets on a new stack): {@link recordNewTableAffinity}, one conditional put that loses
+ * to any format item already there.
  */
-import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import {
   AFFINITY_MIN_READER,
+  FORMATS,
   type FormatFamily,
   MIN_READER_OF_WRITES,
   READER_FORMAT,
@@ -36,9 +46,14 @@ export interface TableFormat {
   formats: Record<FormatFamily, number>;
   /** The oldest reader version allowed to touch the table. */
   minReader: number;
+  /** Runs finish on the deployment that started them (deployment affinity): the table's decision. */
+  affinity: boolean;
   /** When `init` last wrote the item (epoch ms, on the clock of the machine that ran it). */
   updatedAt?: number;
 }
+
+/** The format item's attribute that records deployment affinity. */
+export const AFFINITY_ATTR = 'deploymentAffinity';
 
 /** A process too old (or too new, before `init`) for the table: names both versions and the step. */
 export class TableFormatError extends Error {
@@ -55,12 +70,13 @@ function numberAttr(item: Record<string, { N?: string } | undefined>, name: stri
 /** The table's format item, read once (strongly consistent), or the format-1 default. */
 export async function readTableFormat(ddb: DynamoDBClient, tableName: string): Promise<TableFormat> {
   const out = await ddb.send(new GetItemCommand({ TableName: tableName, Key: marshallKey(), ConsistentRead: true }));
-  const item = out.Item as Record<string, { N?: string; S?: string }> | undefined;
+  const item = out.Item as Record<string, { N?: string; S?: string; BOOL?: boolean }> | undefined;
   if (!item)
     return {
       recorded: false,
       formats: { log: UNSTAMPED_FORMAT, records: UNSTAMPED_FORMAT, messages: UNSTAMPED_FORMAT },
       minReader: UNSTAMPED_FORMAT,
+      affinity: false,
     };
   const formats = Object.fromEntries(FAMILIES.map((f) => [f, numberAttr(item, f)])) as Record<FormatFamily, number>;
   const updatedAt = Date.parse(item.updatedAt?.S ?? '');
@@ -68,8 +84,51 @@ export async function readTableFormat(ddb: DynamoDBClient, tableName: string): P
     recorded: true,
     formats,
     minReader: numberAttr(item, 'minReader'),
+    affinity: item[AFFINITY_ATTR]?.BOOL === true,
     ...(Number.isFinite(updatedAt) ? { updatedAt } : {}),
   };
+}
+
+/** The format item recording `tf` (`writtenBy`: who wrote it, for people). */
+export function formatItem(tf: TableFormat, writtenBy: string): Record<string, AttributeValue> {
+  const k = keys.tableFormat();
+  const n = (v: number) => ({ N: String(v) });
+  return {
+    PK: { S: k.PK },
+    SK: { S: k.SK },
+    log: n(tf.formats.log),
+    records: n(tf.formats.records),
+    messages: n(tf.formats.messages),
+    minReader: n(tf.minReader),
+    ...(tf.affinity ? { [AFFINITY_ATTR]: { BOOL: true } } : {}),
+    updatedAt: { S: new Date().toISOString() },
+    writtenBy: { S: writtenBy },
+  };
+}
+
+/**
+ * Records this build's formats with deployment affinity on a table no `init` recorded (see the
+ * header): one put conditional on there being no format item, so it never overwrites one and two
+ * first processes record it once. The caller has checked that the table holds no run. Returns the
+ * table's format afterwards (re-read when another writer got there first) and forgets the cached
+ * check, so the next {@link checkTableFormat} reads it.
+ */
+export async function recordNewTableAffinity(ddb: DynamoDBClient, tableName: string): Promise<TableFormat> {
+  const formats = Object.fromEntries(FAMILIES.map((f) => [f, FORMATS[f].current])) as Record<FormatFamily, number>;
+  const tf: TableFormat = { recorded: true, formats, minReader: AFFINITY_MIN_READER, affinity: true };
+  try {
+    await ddb.send(
+      new PutItemCommand({
+        TableName: tableName,
+        Item: formatItem(tf, 'the first process on a new table (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on)'),
+        ConditionExpression: 'attribute_not_exists(PK)',
+      }),
+    );
+  } catch (err) {
+    if (!isConditionalCheckFailed(err)) throw err;
+  }
+  checked.get(ddb)?.delete(tableName);
+  return readTableFormat(ddb, tableName);
 }
 
 function marshallKey() {
@@ -102,13 +161,15 @@ export function tableFormatProblem(tableName: string, tf: TableFormat): string |
 }
 
 /**
- * Why a process with deployment affinity on must not use a table of format `tf`, or undefined: the
- * table still allows readers that ignore `eve.dep` ({@link AFFINITY_MIN_READER}).
+ * Why no process may take part in deployment affinity on a table of format `tf`, or undefined: the
+ * table records affinity but still allows readers that ignore `eve.dep` ({@link AFFINITY_MIN_READER}),
+ * which would run another deployment's messages on their own build (only a hand-edited item or
+ * a failed `init` leaves it so: `init --deployment-affinity` raises both in one put).
  */
 export function affinityFormatProblem(tableName: string, tf: TableFormat): string | undefined {
-  if (tf.minReader >= AFFINITY_MIN_READER) return undefined;
+  if (!tf.affinity || tf.minReader >= AFFINITY_MIN_READER) return undefined;
   return (
-    `EVE_WORLD_AWS_DEPLOYMENT_AFFINITY is on, and table ${tableName} still allows readers from format ${tf.minReader}, ` +
+    `table ${tableName} pins runs to their deployment but still allows readers from format ${tf.minReader}, ` +
     `which would run another deployment's messages on their own build. Stop every process older than reader format ` +
     `${AFFINITY_MIN_READER}, then run \`eve-world-aws init --deployment-affinity\` (docs/operations.md, "Deployment affinity").`
   );

@@ -37,8 +37,11 @@ export async function reconcile(
   clients: AwsClients,
   config: WorldConfig,
   mode: ReconcileMode,
-  /** `minReader`: the oldest reader the table allows after `init` at most (`init --deployment-affinity`). */
-  options: { minReader?: number } = {},
+  /**
+   * `minReader`: the oldest reader the table allows after `init` at most; `affinity`: record
+   * deployment affinity (both: `init --deployment-affinity`).
+   */
+  options: { minReader?: number; affinity?: boolean } = {},
 ): Promise<ResourceReport[]> {
   const schema = await reconcileTable(clients.ddb, config.tableName, mode);
   // The table's format item (src/schema/formats.ts), reported with the table: recorded, upgraded
@@ -51,6 +54,7 @@ export async function reconcile(
       mode,
       schema.state !== 'would-create' && schema.state !== 'missing',
       options.minReader,
+      options.affinity,
     ),
   );
   const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);

@@ -11,12 +11,21 @@
  *   most this build's: a table a newer build upgraded is reported (drift, with the upgrade step),
  *   never lowered; a concurrent `init` of a newer build wins.
  * - A table without a format item is format 1 (before versioning); the first `init` records it.
+ * - **Affinity is recorded once and kept.** `init --deployment-affinity` records it (with
+ *   `minReader` raised to what honours `eve.dep`); no `init` removes it (an item recorded with it
+ *   keeps it through every later put, which is conditional on the recorded values).
  */
 import { type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
-import { describeFormats, readTableFormat, type TableFormat, tableFormatProblem } from '../preflight/format-check.js';
+import {
+  AFFINITY_ATTR,
+  describeFormats,
+  formatItem,
+  readTableFormat,
+  type TableFormat,
+  tableFormatProblem,
+} from '../preflight/format-check.js';
 import { FORMATS, type FormatFamily, MIN_READER_OF_WRITES, READER_FORMAT, UPGRADE_DOC } from '../schema/formats.js';
-import { keys } from '../schema/keys.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
 
 /** What each format step changes on a table; `apply` runs the additive migration, if any. */
@@ -39,45 +48,51 @@ const FAMILIES: readonly FormatFamily[] = ['log', 'records', 'messages'];
 
 /**
  * The formats the table records after this build's `init`: never lower than what is there.
- * `minReader`: the oldest reader to allow at most (`init --deployment-affinity`: AFFINITY_MIN_READER).
+ * `minReader`: the oldest reader to allow at most (`init --deployment-affinity`: AFFINITY_MIN_READER);
+ * `affinity`: record deployment affinity (`init --deployment-affinity`; one recorded stays).
  */
-function targetFormat(current: TableFormat, minReader = MIN_READER_OF_WRITES): TableFormat {
+function targetFormat(current: TableFormat, minReader = MIN_READER_OF_WRITES, affinity = false): TableFormat {
   const formats = Object.fromEntries(
     FAMILIES.map((f) => [f, Math.max(current.formats[f], FORMATS[f].current)]),
   ) as Record<FormatFamily, number>;
-  return { recorded: true, formats, minReader: Math.max(current.minReader, MIN_READER_OF_WRITES, minReader) };
+  return {
+    recorded: true,
+    formats,
+    minReader: Math.max(current.minReader, MIN_READER_OF_WRITES, minReader),
+    affinity: current.affinity || affinity,
+  };
 }
 
 function sameFormat(a: TableFormat, b: TableFormat): boolean {
   return (
-    a.recorded === b.recorded && a.minReader === b.minReader && FAMILIES.every((f) => a.formats[f] === b.formats[f])
+    a.recorded === b.recorded &&
+    a.minReader === b.minReader &&
+    a.affinity === b.affinity &&
+    FAMILIES.every((f) => a.formats[f] === b.formats[f])
   );
 }
 
-/** `log 2, records 2, messages 2; oldest reader 1`. */
+/** `log 2, records 2, messages 2; oldest reader 1` (`; deployment affinity` when recorded). */
 function describe(tf: TableFormat): string {
-  return `${describeFormats(tf.formats)}; oldest reader ${tf.minReader}`;
+  return `${describeFormats(tf.formats)}; oldest reader ${tf.minReader}${tf.affinity ? '; deployment affinity' : ''}`;
 }
 
 async function writeFormat(ddb: DynamoDBClient, tableName: string, next: TableFormat): Promise<void> {
-  const k = keys.tableFormat();
   const n = (v: number) => ({ N: String(v) });
   await ddb.send(
     new PutItemCommand({
       TableName: tableName,
-      Item: {
-        PK: { S: k.PK },
-        SK: { S: k.SK },
-        log: n(next.formats.log),
-        records: n(next.formats.records),
-        messages: n(next.formats.messages),
-        minReader: n(next.minReader),
-        updatedAt: { S: new Date().toISOString() },
+      Item: formatItem(next, 'eve-world-aws init'),
+      // Never lower what a newer build recorded, never drop a recorded affinity (applied twice:
+      // the same values pass again).
+      ConditionExpression: `attribute_not_exists(PK) OR (#mr <= :mr AND #log <= :log AND #rec <= :rec AND #msg <= :msg${next.affinity ? '' : ' AND attribute_not_exists(#aff)'})`,
+      ExpressionAttributeNames: {
+        '#mr': 'minReader',
+        '#log': 'log',
+        '#rec': 'records',
+        '#msg': 'messages',
+        ...(next.affinity ? {} : { '#aff': AFFINITY_ATTR }),
       },
-      // Never lower what a newer build recorded (applied twice: the same values pass again).
-      ConditionExpression:
-        'attribute_not_exists(PK) OR (#mr <= :mr AND #log <= :log AND #rec <= :rec AND #msg <= :msg)',
-      ExpressionAttributeNames: { '#mr': 'minReader', '#log': 'log', '#rec': 'records', '#msg': 'messages' },
       ExpressionAttributeValues: {
         ':mr': n(next.minReader),
         ':log': n(next.formats.log),
@@ -124,6 +139,8 @@ export async function reconcileTableFormat(
   tableExists: boolean,
   /** The oldest reader the table allows after `init` at most (default: what this build's writes need). */
   minReader?: number,
+  /** Record deployment affinity (`init --deployment-affinity`). */
+  affinity = false,
 ): Promise<FormatReport> {
   const report = (state: ResourceReport['state'], details: string[], fix?: string): FormatReport => ({
     state,
@@ -134,9 +151,10 @@ export async function reconcileTableFormat(
     recorded: false,
     formats: { log: 1, records: 1, messages: 1 },
     minReader: 1,
+    affinity: false,
   };
   if (!tableExists && mode !== 'apply') {
-    const next = targetFormat(unrecorded, minReader);
+    const next = targetFormat(unrecorded, minReader, affinity);
     return mode === 'dry-run'
       ? report('would-create', [`would record ${describe(next)} on the new table`])
       : report('present', []); // the table's own report says it is missing
@@ -151,13 +169,18 @@ export async function reconcileTableFormat(
       problem ? `upgrade eve-world-aws to a build that reads format ${current.minReader} (${UPGRADE_DOC})` : undefined,
     );
   }
-  const next = targetFormat(current, minReader);
+  const next = targetFormat(current, minReader, affinity);
   if (current.recorded && sameFormat(current, next)) return report('present', [describe(current)]);
   const from = Math.max(...FAMILIES.map((f) => current.formats[f]));
   const steps = FORMAT_STEPS.filter((s) => s.to > from && s.to <= Math.max(...FAMILIES.map((f) => next.formats[f])));
   const plan = [
     `${current.recorded ? describe(current) : 'no format item: format 1 (written before versioning)'} -> ${describe(next)}`,
     ...steps.map((s) => `upgrade to format ${s.to}: ${s.what}`),
+    ...(next.affinity && !current.affinity
+      ? [
+          'deployment affinity: every process of this build on the table takes part from its next heartbeat (runs finish on the deployment that started them)',
+        ]
+      : []),
   ];
   if (mode === 'verify') {
     // Only `init` records the upgrade (doctor changes nothing); until then this build refuses the

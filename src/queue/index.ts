@@ -20,9 +20,11 @@
  *   before its claim turns out sent or taken over: one log line then joins the two ids.
  * - With deployment affinity on (src/deployment/), every message names its deployment (`eve.dep`):
  *   `QueueOptions.deploymentId`, else this process's own (sends from inside a delivery are for the
- *   run's own deployment: core's guard let the delivery run here). Only a message for this
- *   process's deployment is offered for early delivery. A send core's guard makes to a retired or
- *   unknown deployment is refused (src/deployment/targets.ts).
+ *   run's own deployment: core's guard let the delivery run here). A client's send names none
+ *   unless core gives one (the CLI is no deployment). Only a message for this process's
+ *   deployment is offered for early delivery. A send core's guard makes to a retired or unknown
+ *   deployment is refused (src/deployment/targets.ts), and so is a start on this process's own
+ *   deployment once it is retired (src/deployment/membership.ts).
  */
 import {
   type MessageId,
@@ -37,6 +39,7 @@ import { toWorldError } from '../aws/sdk-errors.js';
 import { encodeLogTail } from '../context/delivery-scope.js';
 import type { WorldContext } from '../context/world-context.js';
 import { type DeploymentIdentity, deploymentIdentity } from '../deployment/id.js';
+import type { Membership } from '../deployment/membership.js';
 import { assertTargetReachable } from '../deployment/targets.js';
 import { consoleLogger, type Logger } from '../telemetry/log.js';
 import { currentTraceparent } from '../telemetry/tracing.js';
@@ -83,8 +86,11 @@ export interface CreateQueueOptions {
    * that entry's error in `queueBatch`).
    */
   beforeSend?: () => Promise<void>;
-  /** This process's deployment (src/deployment/id.ts). Default: from `ctx.config`. */
-  identity?: DeploymentIdentity;
+  /**
+   * This process's deployment (src/deployment/id.ts), with what the table decided for it
+   * (src/deployment/membership.ts). Default: from `ctx.config`.
+   */
+  identity?: DeploymentIdentity & Partial<Pick<Membership, 'role' | 'retired' | 'assertMayStart'>>;
 }
 
 export interface QueueSender extends Required<Pick<Queue, 'getDeploymentId' | 'queue' | 'queueBatch'>> {
@@ -96,7 +102,7 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
   const logger = options.logger ?? consoleLogger;
   const transport = options.transport ?? createTransport(ctx, options.scheduler);
   const nextUlid = monotonicFactory();
-  const identity = options.identity ?? deploymentIdentity(config);
+  const identity: NonNullable<CreateQueueOptions['identity']> = options.identity ?? deploymentIdentity(config);
   /** Idempotency keys this process has offered for early delivery lately. */
   const offeredKeys = new RecentKeys(OFFERED_KEYS);
   const tailOf = (payload: QueuePayload): string | undefined => {
@@ -123,10 +129,11 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     let deploymentId: string | undefined;
     let own = true;
     if (identity.affinity) {
-      const self = await identity.id();
+      const self = identity.role === 'client' ? undefined : await identity.id();
       deploymentId = opts?.deploymentId ?? self;
-      own = deploymentId === self;
-      if (!own) await assertTargetReachable(ctx, self, deploymentId, payload);
+      own = deploymentId !== undefined && deploymentId === self;
+      if ((payload as { runInput?: unknown }).runInput !== undefined) await identity.assertMayStart?.(deploymentId);
+      if (!own && deploymentId !== undefined) await assertTargetReachable(ctx, self, deploymentId, payload);
     }
     const key = opts?.idempotencyKey;
     const minted = `msg_${nextUlid()}`;
@@ -146,8 +153,9 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     // process sent before (core republishing after an error) only once claimed, so a retry here
     // never starts a second one. A key another process also sends, or a failed send, leaves it one
     // more delivery of the message.
-    // Only a message for this process's own deployment is delivered early here (affinity).
-    const early = options.early !== undefined && own;
+    // Only a message for this process's own deployment is delivered early here (affinity), and
+    // none once it is retired (its messages are left to other deployments' consumers).
+    const early = options.early !== undefined && own && !identity.retired;
     // The early delivery's own id names the message (./delivery-id.ts), and its span links to the
     // span this send runs in (core's `queue.publish`).
     const offer = (messageId: string) =>

@@ -4,16 +4,19 @@
  * `eve-world-aws deployments retire` and the daily sweep share.
  *
  * Invariants:
- * - A deployment is retirable only when it has no active run (pending or running) and has been
- *   quiet for the grace period: no heartbeat (`lastSeen`, refreshed every minute by each live
- *   process of it) and no run of it ended within it. A live process heartbeats, so the current
- *   deployment of a running process is never retirable. `force` (the CLI's `--force`) skips both.
+ * - A deployment is retirable only when no process of it runs (its heartbeat counter watched
+ *   unchanged for LIVENESS_WINDOW_MS on this process's clock: src/deployment/liveness.ts), it has
+ *   no active run (pending or running), and it has been quiet for the grace period (no
+ *   `lastSeen` and no run of it ended within it: a policy on timestamps other hosts wrote, hours
+ *   long, never what keeps a live process from being retired). `force` (the CLI's `--force`)
+ *   skips all three, after saying which runs it fails.
  * - When the active-run listing is cut short (more than {@link ACTIVE_SCAN_LIMIT} active runs),
  *   "no active run" is unknown: nothing is retirable without `force`.
  * - Retiring is markRetired's one conditional write (safe twice); the sweep's dry run writes nothing.
  */
 import type { WorkflowRun } from '@workflow/world';
 import type { WorldContext } from '../context/world-context.js';
+import { watchDeployments } from '../deployment/liveness.js';
 import { type DeploymentRecord, listDeployments, markRetired } from '../deployment/registry.js';
 import { createStorage } from '../storage/index.js';
 
@@ -26,6 +29,8 @@ const ENDED_SCAN_LIMIT = 1_000;
 export interface DeploymentActivity {
   /** Active (pending or running) runs per deployment id. */
   activeRuns: Map<string, number>;
+  /** Their ids, newest first. */
+  activeRunIds: Map<string, string[]>;
   /** Latest end (epoch ms) of a run per deployment id, among the newest ENDED_SCAN_LIMIT ended runs. */
   lastRunEnded: Map<string, number>;
   /** True when the active-run listing stopped at ACTIVE_SCAN_LIMIT: counts are lower bounds. */
@@ -33,7 +38,7 @@ export interface DeploymentActivity {
 }
 
 /** What this module reads of a run. */
-type RunSummary = Pick<WorkflowRun, 'deploymentId' | 'updatedAt'> & { completedAt?: Date };
+type RunSummary = Pick<WorkflowRun, 'runId' | 'deploymentId' | 'updatedAt'> & { completedAt?: Date };
 
 type RunPage = (params: {
   status: WorkflowRun['status'][];
@@ -64,13 +69,17 @@ export async function deploymentActivity(ctx: WorldContext): Promise<DeploymentA
     scan(page, ['completed', 'failed', 'cancelled'], ENDED_SCAN_LIMIT),
   ]);
   const activeRuns = new Map<string, number>();
-  for (const r of active.runs) activeRuns.set(r.deploymentId, (activeRuns.get(r.deploymentId) ?? 0) + 1);
+  const activeRunIds = new Map<string, string[]>();
+  for (const r of active.runs) {
+    activeRuns.set(r.deploymentId, (activeRuns.get(r.deploymentId) ?? 0) + 1);
+    activeRunIds.set(r.deploymentId, [...(activeRunIds.get(r.deploymentId) ?? []), r.runId]);
+  }
   const lastRunEnded = new Map<string, number>();
   for (const r of ended.runs) {
     const at = (r.completedAt ?? r.updatedAt).getTime();
     if (at > (lastRunEnded.get(r.deploymentId) ?? 0)) lastRunEnded.set(r.deploymentId, at);
   }
-  return { activeRuns, lastRunEnded, capped: active.capped };
+  return { activeRuns, activeRunIds, lastRunEnded, capped: active.capped };
 }
 
 /** Whether `record` may be retired now, and why not. */
@@ -80,7 +89,7 @@ export type DrainVerdict =
       retirable: false;
       activeRuns: number;
       quietSince: number;
-      why: 'retired' | 'active-runs' | 'too-many-active-runs' | 'within-grace';
+      why: 'retired' | 'live' | 'active-runs' | 'too-many-active-runs' | 'within-grace';
       detail: string;
     };
 
@@ -96,12 +105,13 @@ const ago = (ms: number) =>
       ? `${Math.floor(ms / 60_000)} min`
       : `${Math.floor(ms / 1000)} s`;
 
-/** The retire decision (see the header). Pure. */
+/** The retire decision (see the header); `live`: a process of it was seen counting heartbeats. Pure. */
 export function drainVerdict(
   record: DeploymentRecord,
   activity: DeploymentActivity,
   graceMs: number,
   now: number,
+  live = false,
 ): DrainVerdict {
   const activeRuns = activity.activeRuns.get(record.id) ?? 0;
   const since = quietSince(record, activity);
@@ -113,6 +123,11 @@ export function drainVerdict(
     detail,
   });
   if (record.status === 'retired') return no('retired', `deployment ${record.id} is already retired`);
+  if (live)
+    return no(
+      'live',
+      `a process of deployment ${record.id} is running (its heartbeat counter moved while watched): stop it first, or pass --force (it then starts no more runs and its active runs fail)`,
+    );
   if (activeRuns > 0)
     return no(
       'active-runs',
@@ -147,7 +162,8 @@ export interface DeploymentSweep {
  */
 export async function sweepDeployments(
   ctx: WorldContext,
-  opts: { now?: number; graceMs?: number; dryRun?: boolean } = {},
+  /** `windowMs`: how long a drained deployment's counter is watched (default LIVENESS_WINDOW_MS). */
+  opts: { now?: number; graceMs?: number; dryRun?: boolean; windowMs?: number } = {},
 ): Promise<DeploymentSweep> {
   const records = await listDeployments(ctx);
   const out: DeploymentSweep = { scanned: records.length, retired: [], kept: [] };
@@ -156,8 +172,17 @@ export async function sweepDeployments(
   const now = opts.now ?? Date.now();
   const graceMs = opts.graceMs ?? ctx.config.deploymentGraceSeconds * 1000;
   const activity = await deploymentActivity(ctx);
+  const drained = candidates.filter((d) => drainVerdict(d, activity, graceMs, now).retirable);
+  // The drained ones are watched (at most LIVENESS_WINDOW_MS): a process still running keeps its deployment.
+  const { watch } =
+    drained.length > 0
+      ? await watchDeployments(ctx, {
+          decide: (r) => drained.some((d) => d.id === r.id),
+          judge: (r, w) => w.state(r.id),
+        })
+      : { watch: undefined };
   for (const d of candidates) {
-    const v = drainVerdict(d, activity, graceMs, now);
+    const v = drainVerdict(d, activity, graceMs, now, watch?.state(d.id) === 'live');
     if (!v.retirable) {
       out.kept.push({ id: d.id, why: v.why, activeRuns: v.activeRuns });
       continue;

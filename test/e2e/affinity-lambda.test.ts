@@ -9,7 +9,9 @@
  * the `live` alias, a pass-through to whichever version is live. Runs started on A (version 1)
  * complete on A's code while B (version 2) is live and new runs start on B; every hook is resumed
  * from B. Then version 1 is deleted: its waiting run fails with `DEPLOYMENT_MISMATCH` once, never
- * dead-lettered.
+ * dead-lettered. No process has EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: the table decides (recorded as
+ * `init --deployment-affinity` does). Last, version 2 is retired by force while it serves: a start
+ * there is refused with `DeploymentRetiredError`.
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,6 +24,7 @@ import { DeleteMessageCommand, GetQueueUrlCommand, ReceiveMessageCommand } from 
 import { afterAll, expect, test } from 'vitest';
 import { setWorld } from 'workflow/runtime';
 import { registerLambdaTarget, removeLambdaTarget } from '../../emulator/lambda-service.js';
+import { retireDeployment } from '../../src/cli/deployments.js';
 import { loadConfig } from '../../src/config/index.js';
 import { FLOW_PATH } from '../../src/config/limits.js';
 import { createSqsHandler, type SQSRecord } from '../../src/consumer/sqs-event-handler.js';
@@ -117,9 +120,10 @@ test('two host versions beside each other: every run finishes on the version tha
     'afl',
   );
   const { config, clients } = fixture;
-  await reconcile(clients, config, 'apply', { minReader: AFFINITY_MIN_READER });
-  const env = { ...fixture.env, EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' };
-  const reader = createWorld({ config, clients, consumer: { consumer: 'none' } });
+  await reconcile(clients, config, 'apply', { minReader: AFFINITY_MIN_READER, affinity: true });
+  // No variable: the table decides (every process of this build takes part).
+  const env = { ...fixture.env };
+  const reader = createWorld({ config, clients, client: {} });
   closers.push(() => reader.close());
   const run = (runId: string) => reader.runs.get(runId, { resolveData: 'all' });
   setWorld(reader);
@@ -232,6 +236,14 @@ test('two host versions beside each other: every run finishes on the version tha
   expect(failed).toHaveLength(1);
   expect((failed[0] as { eventData?: { errorCode?: string } }).eventData?.errorCode).toBe('DEPLOYMENT_MISMATCH');
   expect(events.filter((e) => e.eventType === 'step_completed')).toHaveLength(1);
+
+  // Version 2 retired by force while it serves: no run starts there any more (its process learns
+  // it as a plain Node host's does: src/deployment/membership.ts).
+  const forced = await retireDeployment(createContext(config, clients), b.deploymentId, { force: true });
+  expect(forced.record.status).toBe('retired');
+  await expect(b.start('b-after', 'b-after')).rejects.toThrow(
+    /DeploymentRetiredError: deployment lambda:\S+:2 is retired/,
+  );
 
   // Nothing dead-lettered.
   const dlqUrl = (

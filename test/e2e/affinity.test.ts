@@ -2,7 +2,8 @@
  * Deployment affinity as a user meets it, in the in-process shape (docs/operations.md, "Deployment
  * affinity"): two builds of one workflow whose code differs (A runs its steps a then b, B runs b
  * then a), each served by its own consumer process of this checkout's World, on one table and one
- * queue, affinity on, each build's id the hash of its compiled flow bundle. Runs are started on A;
+ * queue, affinity recorded on the table (no process sets a variable), each build's id the hash of
+ * its compiled flow bundle. Runs are started on A;
  * then B is deployed beside it and runs are started on B; every hook is resumed from B. Every A
  * run must finish on A's code and every B run on B's (a replay of an A run on B's code would
  * diverge), with nothing in the DLQ. Then A is stopped and retired: its parked run fails with
@@ -77,11 +78,12 @@ test('two builds beside each other: every run finishes on the build that started
   const fixture = await createFixture({ EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '10' }, 'aff');
   const { config, clients } = fixture;
   // `init --deployment-affinity`: readers that ignore eve.dep are refused from now on.
-  await reconcile(clients, config, 'apply', { minReader: AFFINITY_MIN_READER });
+  await reconcile(clients, config, 'apply', { minReader: AFFINITY_MIN_READER, affinity: true });
   expect((await readTableFormat(clients.ddb, config.tableName)).minReader).toBe(AFFINITY_MIN_READER);
-  const env = { ...fixture.env, EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' };
+  // No variable: the table decides (every process of this build takes part).
+  const env = { ...fixture.env };
   // A reader of the table and its runs (no consumer, affinity off: it never sends).
-  const reader = createWorld({ config, clients, consumer: { consumer: 'none' } });
+  const reader = createWorld({ config, clients, client: {} });
   const run = (runId: string) => reader.runs.get(runId, { resolveData: 'all' });
   setWorld(reader);
   const { getRun } = await import('workflow/api');

@@ -105,8 +105,10 @@ beforeAll(async () => {
   world = await buildCurrent('identity');
   fixture = await createFixture({}, 'idn');
   // `init --deployment-affinity`: the table every process of this test registers on.
-  await reconcile(fixture.clients, fixture.config, 'apply', { minReader: AFFINITY_MIN_READER });
-  env = { ...process.env, ...fixture.env, EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' };
+  // The table decides: no process of this test carries the affinity variable.
+  await reconcile(fixture.clients, fixture.config, 'apply', { minReader: AFFINITY_MIN_READER, affinity: true });
+  env = { ...process.env, ...fixture.env };
+  delete env.EVE_WORLD_AWS_DEPLOYMENT_AFFINITY;
   delete env.EVE_WORLD_AWS_DEPLOYMENT_ID;
   // One at a time: each build takes a core for seconds.
   apps.A = await buildApp('one/app', "return 'hello ' + name;");

@@ -6,11 +6,20 @@
  * keeps them at 0 in the duplicates scenario (bench/faults.mjs), but a body killed mid-way runs
  * again by design, and a holder stalled past its lease could let a copy run it again.
  *
+ * And two deployments on a table with deployment affinity, the old one retired by force half-way
+ * (test/helpers/faults-deployments.ts): no run of the new one fails, no run of the old one
+ * started after the retirement does, no step body runs on the other deployment.
+ *
  * Larger sizes: `node bench/faults.mjs --runs 1000` (sets EVE_FAULTS_RUNS / EVE_FAULTS_REPORT).
  */
 import { writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, test } from 'vitest';
 import { stackEnv } from '../helpers/aws.js';
+import {
+  type DeploymentFaultReport,
+  deploymentViolations,
+  runDeploymentScenario,
+} from '../helpers/faults-deployments.js';
 import {
   duplicateDeliveries,
   type FaultReport,
@@ -22,9 +31,9 @@ import {
 
 const RUNS = Number(process.env.EVE_FAULTS_RUNS ?? 12);
 const SEED = Number(process.env.EVE_FAULTS_SEED ?? 1);
-/** `wire`, `dup` or `kill`: run only that scenario (bench/faults.mjs --only). */
+/** `wire`, `dup`, `kill` or `deploy`: run only that scenario (bench/faults.mjs --only). */
 const ONLY = process.env.EVE_FAULTS_ONLY;
-const reports: FaultReport[] = [];
+const reports: Array<FaultReport | DeploymentFaultReport> = [];
 
 afterAll(() => {
   if (process.env.EVE_FAULTS_REPORT)
@@ -91,6 +100,25 @@ describe.sequential('fault suite', () => {
       expect(r.bodiesInChildren).toBeGreaterThan(0);
       expect(violations(r)).toEqual([]);
       expect(r.completed).toBe(RUNS);
+    },
+    timeout,
+  );
+
+  test.skipIf(ONLY !== undefined && ONLY !== 'deploy')(
+    'two deployments, the old retired by force half-way under wire faults: its runs complete or fail once, later starts are refused, no body on the other deployment',
+    async () => {
+      const r = await runDeploymentScenario({
+        stackEnv: stackEnv(),
+        runs: RUNS,
+        seed: SEED,
+        rate: Number(process.env.EVE_FAULTS_RATE ?? 0.02),
+      });
+      reports.push(r);
+      console.log(`[faults] ${r.scenario}: ${JSON.stringify(r)}`);
+      expect(r.startedNew).toBeGreaterThan(0);
+      expect(r.completedOld + r.failedByRetire).toBeGreaterThan(0);
+      expect(r.refusedAfterRetire).toBeGreaterThan(0); // starts did reach the retired deployment
+      expect(deploymentViolations(r)).toEqual([]);
     },
     timeout,
   );

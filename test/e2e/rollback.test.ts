@@ -163,18 +163,15 @@ test(`rolling back to ${PREVIOUS_REF} (0.1.0) as the docs say: every run a stopp
 test(`${PREVIOUS_REF} (0.1.0) on a table initialised for deployment affinity: not refused, runs another deployment's run, and doctor fails naming it`, async () => {
   const fixture = await createFixture({}, 'rba');
   const { config, clients } = fixture;
-  await reconcile(clients, config, 'apply', { minReader: AFFINITY_MIN_READER });
+  // `init --deployment-affinity`: records affinity (the table decides) and raises minReader.
+  await reconcile(clients, config, 'apply', { minReader: AFFINITY_MIN_READER, affinity: true });
   expect((await readTableFormat(clients.ddb, config.tableName)).minReader).toBe(AFFINITY_MIN_READER);
   const tally = tallyOf('tally-affinity.txt');
   const reader = readerOf(fixture);
   try {
-    const newer = await spawnBuildChild(
-      current,
-      { ...fixture.env, EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on', E2E_HOLD_GATED: '1' },
-      tally.file,
-      children,
-      { tuning: { buildDir: E2E_BUNDLE } },
-    );
+    const newer = await spawnBuildChild(current, { ...fixture.env, E2E_HOLD_GATED: '1' }, tally.file, children, {
+      tuning: { buildDir: E2E_BUNDLE },
+    });
     const pinned = await newer.start('ra0', ['ra:0'], 'gated');
     const deploymentId = (await reader.runs.get(pinned)).deploymentId;
     expect(deploymentId).toMatch(/^build:[0-9a-f]{16}$/);

@@ -3,11 +3,13 @@
  *
  * Two builds of the fixture app (test/eve/app) whose tool differs: build A's `add` returns a + b,
  * build B's a + b + 1000. Each is served from its own copy of `.output` as `eve start` serves it
- * (`node .output/server/index.mjs`, PORT set), on Node 24, with deployment affinity on and no id
- * set: each process derives `build:<fingerprint>` of the `.output` it runs. Both share one table and
- * one queue, as a plain Node host does while an old build drains.
+ * (`node .output/server/index.mjs`, PORT set), on Node 24, with no affinity variable and no id
+ * set: the table decides, and each process derives `build:<fingerprint>` of the `.output` it runs.
+ * Both share one table and one queue, as a plain Node host does while an old build drains.
  *
  * The table is opted in with `eve-world-aws init --deployment-affinity`, as docs/operations.md says.
+ * Last, A is retired by force while it still serves: a new session on A is refused (its start
+ * gets `DeploymentRetiredError`), B still serves.
  *
  * Session S starts on A. B is deployed beside it. The user's next message reaches B's endpoint,
  * yet the turn runs on A's code (the sum is 30, not 1030) in A's process; a new session started
@@ -100,7 +102,8 @@ describe('eve redeployed mid-session (deployment affinity, plain Node host)', ()
       { EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: String(VISIBILITY_TIMEOUT_SECONDS) },
       'redeploy',
     );
-    env = eveProcessEnv(fixture.env, stateDir, { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' });
+    // No affinity variable: every process follows the table.
+    env = eveProcessEnv(fixture.env, stateDir, {});
     // As a user opts in (docs/operations.md, "Deployment affinity"): the table stops older readers.
     const init = await runCli(['init', '--deployment-affinity'], fixture.env);
     expect(init.code, init.stderr).toBe(0);
@@ -165,7 +168,7 @@ describe('eve redeployed mid-session (deployment affinity, plain Node host)', ()
 
     // Each run is pinned to the build that started it.
     const { createWorld } = await import('../../src/index.js');
-    const world = createWorld({ config: fixture.config, clients: fixture.clients });
+    const world = createWorld({ config: fixture.config, clients: fixture.clients, client: {} });
     try {
       const [old, now] = await Promise.all([world.runs.get(session), world.runs.get(fresh)]);
       expect(old.deploymentId).toMatch(/^build:[0-9a-f]{16}$/);
@@ -189,13 +192,33 @@ describe('eve redeployed mid-session (deployment affinity, plain Node host)', ()
 
     // A's run is still A's: nothing re-pinned it.
     const { createWorld } = await import('../../src/index.js');
-    const world = createWorld({ config: fixture.config, clients: fixture.clients });
+    // A client (as the CLI is) starts new runs on the newest deployment with a live consumer: B.
+    const world = createWorld({ config: fixture.config, clients: fixture.clients, client: {} });
     try {
       const [old, now] = await Promise.all([world.runs.get(session), world.getDeploymentId()]);
       expect(old.deploymentId).toMatch(/^build:/);
-      expect(typeof now).toBe('string');
+      expect(now).toMatch(/^build:/);
+      expect(now).not.toBe(old.deploymentId);
     } finally {
       await world.close().catch(() => {});
     }
+  });
+
+  it('A retired by force while it serves: a new session on A is refused, B still serves', async () => {
+    const a = hosts.A as Host;
+    const b = hosts.B as Host;
+    const { createWorld } = await import('../../src/index.js');
+    const world = createWorld({ config: fixture.config, clients: fixture.clients, client: {} });
+    const idA = (await world.runs.get(session)).deploymentId;
+    await world.close().catch(() => {});
+    const retired = await runCli(['deployments', 'retire', idA, '--force', '--json'], fixture.env);
+    expect(retired.code, retired.stderr).toBe(0);
+    expect(JSON.parse(retired.stdout)).toMatchObject({ wasLive: true, deployment: { status: 'retired' } });
+    const refused = await postJson(`${a.base}/eve/v1/session`, { message: 'please add 1 and 1' });
+    expect(refused.status, JSON.stringify(refused.json)).toBeGreaterThanOrEqual(500);
+    expect(logTail(a.proc)).toMatch(/DeploymentRetiredError|is retired: this process starts no more runs/);
+    const created = await postJson(`${b.base}/eve/v1/session`, { message: 'please add 1 and 2' });
+    expect(created.status, JSON.stringify(created.json)).toBe(202);
+    expect(finalMessages(await turn(b, String(created.json.sessionId), 1))).toEqual(['The sum is 1003.']);
   });
 });

@@ -473,7 +473,7 @@ export function violations(r: FaultReport): string[] {
 /** dist/ for the child processes: test/helpers/dist.ts (re-exported for the files that take it from here). */
 export { ensureDist };
 
-async function startChildren(
+export async function startChildren(
   n: number,
   env: Record<string, string>,
   tuning: Partial<WorldTuning>,

@@ -1,8 +1,10 @@
 /**
  * Two builds of one workflow whose code differs, for the deployment-affinity tests
- * (test/e2e/affinity.test.ts, in-process shape; test/e2e/affinity-lambda.test.ts, Lambda shape):
- * `ordered(label)` runs step A and step B in the build's order with a hook between them, and
- * returns `{ build, order }`, so a run's result says which build's code ran each half.
+ * (test/e2e/affinity.test.ts, in-process shape; test/e2e/affinity-lambda.test.ts, Lambda shape;
+ * test/e2e/fleet-*.test.ts): `ordered(label)` runs step A and step B in the build's order with a
+ * hook between them, and returns `{ build, order }`, so a run's result says which build's code ran
+ * each half. Each step body also prints `body <label> <step> <build>` on its process's stdout, so a
+ * test can tell which build ran every body ({@link bodiesOf}).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -20,10 +22,12 @@ function source(name: string, order: StepOrder): string {
   return `import { createHook } from 'workflow';
 async function stepA(label: string): Promise<string> {
   'use step';
+  console.log('body ' + label + ' a ${name}');
   return 'a';
 }
 async function stepB(label: string): Promise<string> {
   'use step';
+  console.log('body ' + label + ' b ${name}');
   return 'b';
 }
 export async function ordered(label: string): Promise<{ build: string; order: string[] }> {
@@ -55,6 +59,15 @@ export async function buildOrderedApp(scratch: string, name: string, order: Step
     workflowManifestPath: path.join(dir, '.well-known/workflow/v1/manifest.json'),
   }).build();
   return dir;
+}
+
+/** Every step body a child's output shows: `{ label, step, build }` per `body` line. */
+export function bodiesOf(output: string): Array<{ label: string; step: string; build: string }> {
+  return [...output.matchAll(/^body (\S+) ([ab]) (\S+)$/gm)].map((m) => ({
+    label: m[1] as string,
+    step: m[2] as string,
+    build: m[3] as string,
+  }));
 }
 
 /** A child process serving one build (test/helpers/affinity-child.mjs, lambda-host-child.mjs). */

@@ -53,18 +53,22 @@ const KNOWN_DEAD = new Set([
   'src/cli/tail.ts: plainSink',
   'src/cli/tail.ts: runTail',
   'src/consumer/affinity.ts: MAX_HOLD_SECONDS',
-  'src/deployment/id.ts: affinityEnabled',
 ]);
 
-/** Repository paths under `dir` whose names match `re`. */
+/**
+ * Repository paths under `dir` whose names match `re`. The walk never enters node_modules/ (the eve
+ * test app's links the package back to this repository: a recursive readdir there never ends) or a
+ * folder whose name starts with a dot (build output: .well-known/, .output/, .eve/, which bundle
+ * the package and so name everything it exports).
+ */
 function filesUnder(dir: string, re: RegExp): string[] {
-  // Not into node_modules, build output or links: test/eve/app links the package back to this root,
-  // and a recursive listing that followed it would never end.
-  return readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+  const out: string[] = [];
+  for (const e of readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
     const rel = `${dir}/${e.name}`;
-    if (e.isDirectory()) return e.name === 'node_modules' || e.name === '.well-known' ? [] : filesUnder(rel, re);
-    return e.isFile() && re.test(rel) ? [rel] : [];
-  });
+    if (e.isDirectory() && e.name !== 'node_modules' && !e.name.startsWith('.')) out.push(...filesUnder(rel, re));
+    else if (e.isFile() && re.test(rel)) out.push(rel);
+  }
+  return out;
 }
 
 /** The values `text` exports by name (declarations and `export { a, b }`; not re-exports). */

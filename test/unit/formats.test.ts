@@ -94,6 +94,7 @@ describe('table format', () => {
     recorded: true,
     formats: { log: f, records: f, messages: f },
     minReader,
+    affinity: false,
   });
   it('accepts a table from before versioning and any table this build may read', () => {
     expect(tableFormatProblem('t', { ...table(1), recorded: false })).toBeUndefined();

@@ -46,6 +46,7 @@ describe('createWorld', () => {
       'close',
       'capabilities',
       'streamFlushIntervalMs',
+      'resolveLatestDeploymentId',
       'runs.getMany',
       'runs.waitForTerminalStatus',
       'streams.writeMulti',
@@ -69,6 +70,7 @@ describe('createWorld', () => {
         'hooks',
         'getDeploymentId',
         'isDeploymentUnavailableError',
+        'resolveLatestDeploymentId',
         'queue',
         'queueBatch',
         'createQueueHandler',
@@ -85,11 +87,10 @@ describe('createWorld', () => {
   it('takes tuning options over its config, validated like the variables', async () => {
     const tuned = entry.createWorld({
       config: loadConfig({ AWS_REGION: 'us-east-1' }),
-      tuning: { streamFlushMs: 25, deploymentId: 'dpl_test' },
+      tuning: { streamFlushMs: 25 },
       consumer: { consumer: 'none' },
     });
     expect(tuned.streamFlushIntervalMs).toBe(25);
-    expect(await tuned.getDeploymentId()).toBe('dpl_test');
     await tuned.close();
     expect(() => entry.createWorld({ config: loadConfig({}), tuning: { streamBurstMs: -1 } })).toThrow(
       /^tuning\.streamBurstMs must be a whole number/,

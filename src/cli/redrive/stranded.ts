@@ -266,7 +266,11 @@ export async function redriveStranded(w: CliWorld, opts: StrandedOptions): Promi
             ConsistentRead: true,
           }),
         );
-        const res = await w.world.queue(c.queueName as never, c.payload, { idempotencyKey: c.idempotencyKey });
+        // For the run's own deployment (deployment affinity): the CLI is none.
+        const res = await w.world.queue(c.queueName as never, c.payload, {
+          idempotencyKey: c.idempotencyKey,
+          ...(run.deploymentId ? { deploymentId: run.deploymentId } : {}),
+        });
         c.messageId = res.messageId ?? undefined;
         c.result = prior.Item ? 'already-enqueued' : 'enqueued';
         if (!prior.Item) summary.enqueued++;

@@ -130,14 +130,10 @@ describe('eve-world-aws init', () => {
       ]),
     );
     expect(resources.some((x) => x === '*')).toBe(false);
-    // At run time the World only sends to the DLQ (the consumer dead-letters a message whose
-    // failed dispatches reached the limit) and finds it by name; reading it, deleting from it or
-    // changing it is the operator policy's (--operator).
-    const dlq = `arn:aws:sqs:us-east-1:123456789012:${p}-dlq`;
-    const onDlq = policy.Statement.filter((s) => s.Resource.includes(dlq))
-      .flatMap((s) => s.Action)
-      .sort();
-    expect(onDlq).toEqual(['sqs:GetQueueUrl', 'sqs:SendMessage']);
+    // At run time the World only sends to the DLQ (the consumer dead-letters poison itself,
+    // src/consumer/delivery/failures.ts); reading and deleting there is the operator's (--operator).
+    const onDlq = policy.Statement.filter((s) => s.Resource.includes(`arn:aws:sqs:us-east-1:123456789012:${p}-dlq`));
+    expect(onDlq.flatMap((s) => s.Action).sort()).toEqual(['sqs:GetQueueUrl', 'sqs:SendMessage']);
     expect(
       policy.Statement.flatMap((s) => s.Action).some((a) => a.endsWith(':*') || a.startsWith('dynamodb:Create')),
     ).toBe(false);

@@ -18,10 +18,16 @@ import { makeWorld, receiveAll, type World, waitFor } from '../../helpers/queue.
 
 const Q = '__wkf_workflow_affinity' as ValidQueueName;
 const MESSAGES = 20;
+/**
+ * These Worlds are wired by hand (test/helpers/queue.ts) with affinity on, as a World on a table
+ * with affinity is once it has joined (src/deployment/membership.ts).
+ */
 const ON = { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' };
 
 const worlds: World[] = [];
+const beaters: NodeJS.Timeout[] = [];
 afterAll(async () => {
+  for (const t of beaters) clearInterval(t);
   disableMetrics();
   await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
 });
@@ -49,6 +55,12 @@ describe('two deployments on one queue', () => {
     expect(await b.queue.getDeploymentId()).toBe('dep-b');
     await registerDeployment(a.ctx, 'dep-a', 'node');
     await registerDeployment(b.ctx, 'dep-b', 'node');
+    // Their heartbeats, as a running World counts them: B sees A's counter move (A is live).
+    for (const [w, id] of [
+      [a, 'dep-a'],
+      [b, 'dep-b'],
+    ] as const)
+      beaters.push(setInterval(() => void registerDeployment(w.ctx, id, 'node').catch(() => undefined), 1000));
     enableMetrics({ dimensions: { Queue: 'affinity-test' } });
     metricSum('DeliveriesHeldForDeployment');
 

@@ -286,8 +286,8 @@ describe('EveWorldAws: grants come from the IAM command table', () => {
   const actions = (s: { Action: string | string[] }) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 
   it('host and worker hold exactly the runtime rows of the table (plus logs), and on the DLQ only the send of a dead letter', () => {
-    // No kmsKey: the key rows have no resource, so no KMS action is granted; no deployment
-    // affinity: no host version to invoke.
+    // No kmsKey: the key rows have no resource, so no KMS action is granted. Deployment affinity
+    // (the default): the worker alone may invoke the host's versions.
     const expected = new Set(
       [...actionsByResource('runtime').values()]
         .flat()
@@ -296,6 +296,8 @@ describe('EveWorldAws: grants come from the IAM command table', () => {
     for (const fn of [construct.hostFunction, construct.workerFunction!]) {
       const statements = statementsOf(stack.getLogicalId(fn.role!.node.defaultChild as never));
       const granted = new Set(statements.flatMap(actions).filter((a) => !a.startsWith('logs:')));
+      const invokes = granted.delete('lambda:InvokeFunction');
+      expect(invokes).toBe(fn === construct.workerFunction);
       expect(granted).toEqual(expected);
       // The consumer moves a message whose failures reached the limit (src/consumer/delivery/failures.ts).
       const onDlq = statements.filter((st) =>
@@ -344,8 +346,6 @@ describe('EveWorldAws: deployment affinity', () => {
     expect(versions).toHaveLength(1);
     const [[versionId, version]] = versions;
     expect(version.Properties.FunctionName).toEqual({ Ref: logicalId(construct.hostFunction) });
-    // Without affinity a replaced version is deleted.
-    expect((resources[versionId] as { UpdateReplacePolicy?: string }).UpdateReplacePolicy).toBe('Delete');
     template.hasResourceProperties('AWS::Lambda::Alias', {
       Name: 'live',
       FunctionName: { Ref: logicalId(construct.hostFunction) },
@@ -353,15 +353,26 @@ describe('EveWorldAws: deployment affinity', () => {
     });
     const [[, url]] = ofType('AWS::Lambda::Url');
     expect(url.Properties.Qualifier).toBe('live');
-    // No affinity: the host runs without it, the worker has no function to invoke.
-    for (const [, fn] of fnsOf(resources)) {
+  });
+
+  it('deploymentAffinity false: a replaced version is deleted, the host asks for nothing, the worker invokes no version', () => {
+    const off = makeStack({ deploymentAffinity: false });
+    const res = Template.fromStack(off.stack).toJSON().Resources as Resources;
+    const [[, version]] = Object.entries(res).filter(([, r]) => r.Type === 'AWS::Lambda::Version');
+    expect((version as { UpdateReplacePolicy?: string }).UpdateReplacePolicy).toBe('Delete');
+    for (const [, fn] of fnsOf(res)) {
       expect(fn.Properties.Environment?.Variables?.EVE_WORLD_AWS_DEPLOYMENT_AFFINITY).toBeUndefined();
       expect(fn.Properties.Environment?.Variables?.EVE_WORLD_AWS_HOST_FUNCTION).toBeUndefined();
     }
+    expect(
+      policyStatements(res, off.stack, off.construct.workerFunction!.role!)
+        .flatMap(acts)
+        .filter((x) => x.startsWith('lambda:')),
+    ).toEqual([]);
   });
 
-  it('with deploymentAffinity: versions retained, host on, worker names the host and may invoke exactly its versions', () => {
-    const a = makeStack({ deploymentAffinity: true });
+  it('by default (a new stack gets affinity from the start): versions retained, the host asks the new table for affinity, the worker names the host and may invoke exactly its versions', () => {
+    const a = makeStack({});
     const res = Template.fromStack(a.stack).toJSON().Resources as Resources;
     const hostId = a.stack.getLogicalId(a.construct.hostFunction.node.defaultChild as never);
     const [[versionId, version]] = Object.entries(res).filter(([, r]) => r.Type === 'AWS::Lambda::Version');
@@ -583,7 +594,11 @@ describe('EveWorldAws: kmsKey', () => {
     expect(expected).toContain('kms:GenerateDataKey');
     for (const fn of [k.construct.hostFunction, k.construct.workerFunction!]) {
       const statements = policiesOf(k.res, k.stack, fn.role!);
-      expect(new Set(statements.flatMap(acts).filter((a) => !a.startsWith('logs:')))).toEqual(expected);
+      // The worker also invokes the host's versions (deployment affinity, the default).
+      const granted = new Set(
+        statements.flatMap(acts).filter((a) => !a.startsWith('logs:') && !a.startsWith('lambda:')),
+      );
+      expect(granted).toEqual(expected);
       for (const st of statements.filter((x) => acts(x).some((a) => a.startsWith('kms:')))) {
         expect(st.Resource).toEqual(k.keyRef);
         expect(acts(st).every((a) => ['kms:Decrypt', 'kms:GenerateDataKey'].includes(a))).toBe(true);
@@ -877,8 +892,8 @@ describe('EveWorldAws: cdk-nag', () => {
     }
   });
 
-  it('AwsSolutionsChecks passes with deploymentAffinity (the invoke grant on the host versions is acknowledged)', () => {
-    const { app } = makeStack({ deploymentAffinity: true });
+  it('AwsSolutionsChecks passes without deploymentAffinity too', () => {
+    const { app } = makeStack({ deploymentAffinity: false });
     Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
     expect(() => app.synth()).not.toThrow();
   });

@@ -67,8 +67,10 @@ const CASES: Record<string, Case> = {
     dashboard: false,
     sweepSchedule: false,
   }),
-  // Every sizing and timing prop away from its default (the worker shorter than the host warns).
+  // Every sizing and timing prop away from its default (the worker shorter than the host warns),
+  // and deployment affinity off.
   tuned: () => ({
+    deploymentAffinity: false,
     hostTimeout: Duration.minutes(10),
     workerTimeout: Duration.minutes(5),
     hostMemorySize: 2048,

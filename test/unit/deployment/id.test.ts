@@ -56,11 +56,13 @@ describe('the deployment id', () => {
     expect(v7.shape).toBe('lambda');
     expect(await v7.id()).toBe('lambda:host:7');
     expect(() => deploymentIdentity(config({ ...on, AWS_LAMBDA_FUNCTION_VERSION: '$LATEST' }))).toThrow(
-      /EVE_WORLD_AWS_DEPLOYMENT_AFFINITY is on, but this process runs host's \$LATEST/,
+      /AWS_LAMBDA_FUNCTION_VERSION is \$LATEST, but host runs on a table with deployment affinity/,
     );
     expect(() =>
       deploymentIdentity(config({ ...on, AWS_LAMBDA_FUNCTION_VERSION: '7', EVE_WORLD_AWS_DEPLOYMENT_ID: 'release-7' })),
-    ).toThrow(/EVE_WORLD_AWS_DEPLOYMENT_ID is set, but this process runs in Lambda \(host\)/);
+    ).toThrow(
+      /EVE_WORLD_AWS_DEPLOYMENT_ID is set, but this process runs in Lambda \(host\) on a table with deployment affinity/,
+    );
     const auto = deploymentIdentity(config({ AWS_LAMBDA_FUNCTION_NAME: 'host', AWS_LAMBDA_FUNCTION_VERSION: '7' }));
     expect(auto.affinity).toBe(false);
     expect(auto.shape).toBe('lambda');
@@ -117,15 +119,17 @@ describe('the deployment id', () => {
     }
   });
 
-  it('declares deploymentAffinity and the predicate only as configured', () => {
-    const off = entry.createWorld({ config: config({}), consumer: { consumer: 'none' } });
+  it('declares deploymentAffinity only once the table says so (never from the variable), and the predicate unbound', () => {
     const on = entry.createWorld({
       config: config({ EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on', EVE_WORLD_AWS_DEPLOYMENT_ID: 'r1' }),
       consumer: { consumer: 'none' },
     });
-    expect(off.capabilities?.deploymentAffinity).toBeUndefined();
-    expect(off.resolveLatestDeploymentId).toBeUndefined();
-    expect(on.capabilities?.deploymentAffinity).toBe(true);
+    // Before the table is read: no guard (and nothing is written or sent before it is read).
+    expect(on.capabilities?.deploymentAffinity).toBeUndefined();
+    expect(JSON.parse(JSON.stringify(on.capabilities))).toEqual({
+      hookResumeDedup: true,
+      hookRetention: { active: true },
+    });
     expect(typeof on.resolveLatestDeploymentId).toBe('function');
     // Called unbound, as core does.
     const predicate = on.isDeploymentUnavailableError;
@@ -134,7 +138,7 @@ describe('the deployment id', () => {
     expect(predicate?.(new Error('ThrottlingException'))).toBe(false);
     expect(predicate?.(undefined)).toBe(false);
     expect(isDeploymentUnavailableError).toBe(predicate);
-    return Promise.all([off.close(), on.close()]);
+    return on.close();
   });
 });
 
