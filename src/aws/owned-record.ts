@@ -18,7 +18,8 @@
  * - {@link OwnedRecord.transition}: an update conditioned on the owner (renew: a new `until`;
  *   complete: a new state) and optionally on the states it may leave;
  * - {@link OwnedRecord.takeOver}: the fence on what was read: succeeds only while the record still
- *   has the owner and `until` the taker saw, so of two takers one wins;
+ *   has the owner, `until` and `beat` the taker saw ({@link OwnedRecord.heldAs}), so of two takers
+ *   one wins, and a holder that renewed since (a new `until` or `beat`) keeps its record;
  * - {@link OwnedRecord.release}: a delete conditioned on the owner, a no-op once it is gone (a
  *   host item's fields are released with a `transition` that removes them);
  * - {@link OwnedRecord.update}: a change under a condition built from {@link when} (for moves
@@ -26,6 +27,10 @@
  * - {@link OwnedRecord.read}; {@link OwnedRecord.claimAction}, the claim as a transaction action;
  *   {@link OwnedRecord.fence}, a lease claim's condition as a fragment of another action (the
  *   step lease rides the step item's put in `step_started`).
+ *
+ * When a lease has lapsed is the protocol's judgement, not this module's: the fence and the
+ * takeover compare no clocks, they only pin what the taker saw (a protocol that judged by a
+ * duration it measured itself takes over with a write the holder's next renewal would have broken).
  *
  * Invariants (enforced here, so no protocol writes a condition by hand):
  * - Every write is conditional, and the condition passes again for the same writer with the same
@@ -85,6 +90,8 @@ export interface OwnedFields {
   state?: string;
   /** When the holder's lease ends (epoch ms), for records that can lapse and be taken over. */
   until?: string;
+  /** A counter the holder raises with every renewal (a heartbeat), for leases watched by others. */
+  beat?: string;
   /**
    * The TTL attribute (epoch s) past which a claim may replace the record. DynamoDB deletes
    * expired items lazily (up to days later), so the claim re-checks it.
@@ -259,8 +266,8 @@ export class OwnedRecord {
 
   /**
    * Take the record over from the holder `seen` (read, with a lapsed lease): succeeds only while
-   * the record still has the owner and lease end that were read (and a state of `from`), or is
-   * already `owner`'s (this takeover's retry). Sets the owner and `change.set`.
+   * the record still has the owner, lease end and heartbeat count that were read (and a state of
+   * `from`), or is already `owner`'s (this takeover's retry). Sets the owner and `change.set`.
    */
   takeOver(
     t: TableRef,
@@ -271,10 +278,7 @@ export class OwnedRecord {
     o: { from?: readonly string[] } = {},
   ): Promise<boolean> {
     const f = this.fields;
-    const stillSeen = f.until
-      ? when.all(when.asSeen(f.owner, seen[f.owner]), when.asSeen(f.until, seen[f.until]))
-      : when.asSeen(f.owner, seen[f.owner]);
-    const who = when.any(when.is(f.owner, owner), stillSeen);
+    const who = when.any(when.is(f.owner, owner), this.heldAs(seen));
     const cond = f.state && o.from ? when.all(when.oneOf(f.state, o.from), who) : who;
     const seenOwner = seen[f.owner];
     const holders = typeof seenOwner === 'string' || seenOwner instanceof Uint8Array ? [owner, seenOwner] : [owner];
@@ -341,13 +345,28 @@ export class OwnedRecord {
   }
 
   /**
-   * The claim's condition for a transaction action on a host item: no lease (`until` absent), a
-   * lapsed one, or this owner's. For the step lease inside `step_started`.
+   * The condition that the record is still held exactly as `seen` shows it: its owner, lease end
+   * and heartbeat count (each absent if it was absent). A renewal since changes one of them, so a
+   * write under this condition is one the holder's next renewal would have broken.
    */
-  fence(owner: Owner, nowMs: number): BuiltCond {
+  heldAs(seen: Fields): Cond {
+    const f = this.fields;
+    const parts = [when.asSeen(f.owner, seen[f.owner])];
+    if (f.until) parts.push(when.asSeen(f.until, seen[f.until]));
+    if (f.beat) parts.push(when.asSeen(f.beat, seen[f.beat]));
+    return parts.length === 1 ? parts[0] : when.all(...parts);
+  }
+
+  /**
+   * The claim's condition for a transaction action on a host item: no lease (`until` absent),
+   * this owner's, or (`lapsed`, the taker's judgement) the lease exactly as the taker saw it
+   * ({@link heldAs}). For the step lease inside `step_started`. No clock is compared here.
+   */
+  fence(owner: Owner, lapsed?: Fields): BuiltCond {
     const f = this.fields;
     if (!f.until) throw new TypeError(`${this.what}: a fence needs a lease end field`);
-    return build(when.any(when.lacks(f.until), when.below(f.until, nowMs), when.is(f.owner, owner)));
+    const free = [when.lacks(f.until), when.is(f.owner, owner)];
+    return build(when.any(...free, ...(lapsed ? [this.heldAs(lapsed)] : [])));
   }
 
   #held(owner: Owner, from: readonly string[] | undefined): Cond {

@@ -1,8 +1,8 @@
 /**
  * The step lease (src/storage/write/step-lease.ts) against DynamoDB Local: `step_started` inside a
  * delivery scope stamps the step with the delivery's token; another delivery's start of the
- * running step is refused with `TooEarlyError` (core's "come back later") while the lease lives,
- * and takes over once it expired (a crashed owner); the owner's own retry after a lost response
+ * running step is refused with `TooEarlyError` (core's "come back later") until this process has
+ * seen the lease stand still for its ttl (a crashed owner), whatever the lease's end says; the owner's own retry after a lost response
  * (injected on the wire by the fault proxy, so the SDK retries a write that happened) is
  * recognised; the flow route extends the leases of the steps its delivery started while the
  * handler runs, and releases what is left when it settles. Real core on top: test/e2e/step-lease.test.ts.
@@ -106,7 +106,7 @@ describe.sequential('step lease (storage)', () => {
     expect(s.token).toBe('tok-a');
     expect(s.until).toBeGreaterThanOrEqual(t0 + 30_000);
     expect(s.until).toBeLessThanOrEqual(Date.now() + 30_000);
-    expect([...a.started.values()]).toEqual([{ runId, stepId: 'step_1' }]);
+    expect([...a.started.values()]).toEqual([{ runId, stepId: 'step_1', beat: 0 }]);
 
     // A second copy of the delivery (same message id, another request: another token).
     const b = lease('tok-b');
@@ -136,11 +136,14 @@ describe.sequential('step lease (storage)', () => {
     );
   });
 
-  test('a crashed owner: its lease expires, the redelivery takes over; the dead holder can neither extend nor release it', async () => {
+  test('a crashed owner: its lease stands still, the redelivery watches it for the ttl and takes over; the dead holder can neither extend nor release it', async () => {
     const runId = await startedRun(storage);
     const dead = lease('tok-dead', 1000);
     await inScope(dead, () => storage.events.create(runId, lazyStart('step_c')));
     const next = lease('tok-next');
+    // Its end has passed by the time the second attempt comes, but that decides nothing: the
+    // first attempt is this process's first sight of the lease.
+    await new Promise((r) => setTimeout(r, 1100));
     await rejectsWith(
       inScope(next, () => storage.events.create(runId, start('step_c'))),
       'TooEarlyError',
