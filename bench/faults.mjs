@@ -1,10 +1,11 @@
 // The fault suite at a larger size (#12): runs test/e2e/faults.test.ts (real workflows through real
-// core with throttling / 5xx / lost responses on DynamoDB, SQS and S3, and duplicate SQS
-// deliveries consumed by two Worlds at once) with EVE_FAULTS_RUNS runs per scenario, then prints a
-// table and writes bench/results/faults-<timestamp>.json (+ faults-latest.json).
+// core with throttling / 5xx / lost responses on DynamoDB, SQS and S3, duplicate SQS deliveries
+// consumed by two Worlds at once, SIGKILLed consumers, consumers with clocks 60 s ahead and behind)
+// with EVE_FAULTS_RUNS runs per scenario, then prints a table and writes
+// bench/results/faults-<timestamp>.json (+ faults-latest.json).
 //
 //   node bench/faults.mjs                 # 1000 runs per scenario (tens of minutes on 2 cores)
-//   node bench/faults.mjs --runs 200 --rate 0.05 --dup-rate 0.1 --seed 3 --only dup   (wire|dup|kill)
+//   node bench/faults.mjs --runs 200 --rate 0.05 --dup-rate 0.1 --seed 3 --only dup   (wire|dup|kill|clock)
 //
 // The test's own assertions (every run completes, dense slots, one terminal event per step and run,
 // empty DLQ, nothing stranded) still apply; the extra step bodies are what this script reports.
@@ -29,7 +30,8 @@ const rate = Number(arg('rate', '0.03'));
 const dupRate = Number(arg('dup-rate', '0.1'));
 const seed = Number(arg('seed', '1'));
 const only = arg('only', '');
-if (only && !['wire', 'dup', 'kill'].includes(only)) throw new Error(`--only must be wire, dup or kill, got ${only}`);
+if (only && !['wire', 'dup', 'kill', 'clock'].includes(only))
+  throw new Error(`--only must be wire, dup, kill or clock, got ${only}`);
 for (const [k, v] of Object.entries({ runs, rate, dupRate, seed })) {
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${k} must be a non-negative number (e.g. --runs 1000)`);
 }
@@ -83,7 +85,7 @@ const byKind = (r, kind) =>
   Object.entries(r.injected).reduce((n, [k, v]) => (k.split(' ')[1].startsWith(`${kind}:`) ? n + v : n), 0);
 console.log(
   table(
-    `Fault suite: ${runs} runs of countedSteps(3) (3 sequential steps + fan-out of 4 + sleep) per scenario, seed ${seed}`,
+    `Fault suite: ${runs} runs of countedSteps(3) (3 sequential steps + fan-out of 4 + sleep; the clock scenario's take 3 s a step) per scenario, seed ${seed}`,
     [
       'scenario',
       'runs done',
@@ -93,6 +95,7 @@ console.log(
       'lost resp.',
       'dup sends',
       'SIGKILLs',
+      'SIGSTOPs',
       'holes',
       'bad terminals',
       'DLQ',
@@ -111,18 +114,20 @@ console.log(
       byKind(r, 'lose-response'),
       byKind(r, 'duplicate'),
       r.killed ?? 0,
+      r.paused ? `${r.paused} (${r.pausedPastLease} > lease)` : 0,
       r.holeyLogs,
       r.badStepTerminals + r.badRunTerminals,
       r.dlqMessages,
       r.nonTerminalRuns + r.pendingClaims + r.queueLeft,
-      `${r.extraBodies}/${r.bodiesExpected}`,
+      `${r.extraBodies}/${r.bodiesExpected}${r.extraBodiesPaused ? ` (${r.extraBodiesPaused} paused)` : ''}`,
       fmt(r.extraBodiesPct, 2),
       r.backstopRuns === undefined ? '-' : `${r.backstopRuns} (${r.backstopWakes})`,
       fmt(r.seconds, 0),
     ]),
     [
       'holes = runs whose event ids are not slots 1..n; bad terminals = steps/runs without exactly one terminal event; stranded = runs left pending/running + idempotency claims left pending + messages left in the queue.',
-      'extra bodies = step-body executions beyond one per step (side effects; the event log stays exactly-once).',
+      'extra bodies = step-body executions beyond one per step (side effects; the event log stays exactly-once); (n paused) = of steps mid-body in a process SIGSTOPped past its step lease.',
+      'SIGSTOPs = consumer processes paused mid-body (the clock scenario; "> lease": longer than the step lease ttl).',
       'backstop = runs the liveness backstop woke (wakes sent): runs a fault left with no message that would wake them.',
       `Suite ${res.status === 0 ? 'passed' : 'FAILED (see above)'}. Results: ${path.relative(ROOT, file)}`,
     ],

@@ -36,7 +36,7 @@ import { keysOf } from '../storage/table/codec.js';
 import { assign, condition, expression, part } from '../storage/table/expression.js';
 import { queryAll } from '../storage/table/reads.js';
 import type { StorageCtx } from '../storage/table/storage-ctx.js';
-import { leaseMark, observeStepLeases, watchPeriodMs } from '../storage/write/step-lease.js';
+import { type LeaseWatchReport, leaseMark, observeStepLeases, watchPeriodMs } from '../storage/write/step-lease.js';
 import type { Logger } from '../telemetry/log.js';
 import { forEachLimited } from '../util/concurrency.js';
 import { type CheckInput, type Decision, decide } from './decide.js';
@@ -75,6 +75,16 @@ const UNACKED_PAGE = 50;
 const CHECKS_PER_SHARD = 4;
 /** Slack on top of a lease watch when the fence must be moved to cover it. */
 const WATCH_SLACK_MS = 5000;
+
+/** The line every decision logs at debug level (test/e2e/step-lease-skew.test.ts reads them). */
+export const checkLogLine = (runId: string, d: Decision) =>
+  `[eve-world-aws] backstop: checked run ${runId}: ${d.kind} (${d.why})`;
+
+/** The line each watch of a step lease logs at debug level. */
+export const leaseLogLine = (runId: string, stepId: string, w: LeaseWatchReport) =>
+  w.verdict === 'lapsed'
+    ? `[eve-world-aws] backstop: run ${runId}: the lease of step ${stepId} stood still for ${Math.round(w.quietMs)} ms (${w.reads} reads): revoked`
+    : `[eve-world-aws] backstop: run ${runId}: the lease of step ${stepId} is live (${w.why}, after ${Math.round(w.quietMs)} ms unchanged, ${w.reads} reads)`;
 
 /** The line a wake logs (the fault suite counts them: test/helpers/faults-backstop.ts). */
 export const wakeLogLine = (runId: string, wakes: number, why: string) =>
@@ -144,11 +154,13 @@ export async function checkRun(
       fence = held;
     }
     const t0 = performance.now();
-    const verdicts = await observeStepLeases(ctx, input.leased);
-    input.check.steps = input.check.steps.map((s) => ({ ...s, lease: verdicts.get(s.stepId) ?? s.lease }));
+    const watched = await observeStepLeases(ctx, input.leased);
+    for (const [stepId, w] of watched) opts.logger?.debug?.(leaseLogLine(runId, stepId, w));
+    input.check.steps = input.check.steps.map((s) => ({ ...s, lease: watched.get(s.stepId)?.verdict ?? s.lease }));
     input.check.now = now + Math.round(performance.now() - t0);
   }
   const d = decide(input.check);
+  opts.logger?.debug?.(checkLogLine(runId, d));
   if (d.kind === 'delete') {
     await deleteDue(ctx, runId, fence);
     return 'delete';

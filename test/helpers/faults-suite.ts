@@ -11,8 +11,10 @@
  * - the DLQ is empty, the queue drains (nothing left visible, in flight or delayed), no run is
  *   left pending/running and no idempotency claim is left pending (nothing stranded).
  * Duplicated step bodies (a body that ran more than once: side effects, not the event log) are
- * counted and reported separately; they are not an invariant of today's consumer. So are the
- * liveness backstop's wakes (runs a gap left with no message; test/helpers/faults-backstop.ts).
+ * counted and reported separately, split by whether the step was mid-body in a process paused
+ * past its step lease (SIGSTOP: the lease's known limit) or not; a SIGKILLed body runs again by
+ * design. So are the liveness backstop's wakes (runs a gap left with no message;
+ * test/helpers/faults-backstop.ts).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -29,6 +31,7 @@ import { loadConfig, type WorldTuning } from '../../src/config/index.js';
 import { createContext, type WorldContext } from '../../src/context/world-context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createTransport } from '../../src/queue/transport.js';
+import { stepLeaseTtlMs } from '../../src/storage/write/step-lease.js';
 import { consoleLogger } from '../../src/telemetry/log.js';
 import { createFixture } from '../helpers/aws.js';
 import { BackstopTally } from './faults-backstop.js';
@@ -54,6 +57,18 @@ export interface FaultScenario {
   killEveryMs?: number;
   /** Stop killing after this many kills (each costs a visibility timeout of recovery). */
   maxKills?: number;
+  /**
+   * The clock of each consumer process, by index, this far ahead of the others' (negative:
+   * behind), for everything it does (EVE_TEST_CLOCK_SKEW_MS); a replacement keeps its index's.
+   */
+  childSkewsMs?: number[];
+  /** The workflow: countedSteps (default), or slowCountedSteps whose step bodies take `bodyMs`. */
+  bodyMs?: number;
+  /** SIGSTOP a consumer process mid-body at most this often, for `pauseMs`, then SIGCONT it. */
+  pauseEveryMs?: number;
+  pauseMs?: number;
+  /** Stop pausing after this many pauses. */
+  maxPauses?: number;
 }
 
 export interface FaultReport {
@@ -82,6 +97,17 @@ export interface FaultReport {
   extraBodiesPct: number;
   /** Step bodies that ran in the consumer processes (the rest ran in this process). */
   bodiesInChildren: number;
+  /**
+   * Extra bodies of steps that were mid-body in a process paused past its step lease (the known
+   * limit, docs/design.md "Step lease"), and of every other step: the latter must be 0 wherever
+   * no process was killed.
+   */
+  extraBodiesPaused: number;
+  extraBodiesUnpaused: number;
+  /** Consumer processes' clock skews (ms), by index; SIGSTOPs sent, and how many lasted past the lease ttl. */
+  skewsMs: number[];
+  paused: number;
+  pausedPastLease: number;
   /** Wakes the liveness backstop sent (every process's), and the distinct runs they were for. */
   backstopWakes: number;
   backstopRuns: number;
@@ -153,6 +179,34 @@ export function sigkillConsumers(
   };
 }
 
+/**
+ * Consumer processes whose clocks run 60 s ahead and 60 s behind beside this healthy one, with 10%
+ * duplicates and step bodies that take `bodyMs` (copies and core's polls of a running step
+ * arrive mid-body, to any of them), the backstop shortened (B = 5 s, T = 2 s: every quiet run with a
+ * running step is judged); one process SIGSTOPped mid-body for `pauseMs` at most every
+ * `pauseEveryMs`. The step lease and the backstop compare no clocks across processes, so no step
+ * body runs twice but one mid-body in a process paused past its lease (15 s at the default 30 s
+ * visibility).
+ */
+export function clockSkew(
+  bodyMs = 3000,
+  pauseEveryMs = 20_000,
+  pauseMs = 20_000,
+  maxPauses = Number(process.env.EVE_FAULTS_MAX_PAUSES ?? 2),
+): FaultScenario {
+  return {
+    name: `consumer processes 60 s ahead and 60 s behind among healthy ones, step bodies of ${bodyMs / 1000} s, 10% duplicates, one SIGSTOPped mid-body for ${pauseMs / 1000} s up to ${maxPauses} times`,
+    sqs: [{ kind: 'duplicate', rate: 0.1 }],
+    childConsumers: 2,
+    childSkewsMs: [60_000, -60_000],
+    bodyMs,
+    pauseEveryMs,
+    pauseMs,
+    maxPauses,
+    tuning: { backstopSeconds: 5, backstopTickSeconds: 2 },
+  };
+}
+
 const STEPS_PER_RUN = 3 + 4;
 const STUCK = Symbol('stuck'); // countedSteps(prefix, 3): 3 sequential + a fan-out of 4
 
@@ -189,8 +243,13 @@ export async function runFaultScenario(
   // The backstop's wakes, from every process's log lines.
   const backstop = new BackstopTally();
   const children = scenario.childConsumers
-    ? await startChildren(scenario.childConsumers, fixture.env, scenario.tuning ?? {}, log, (pid, text) =>
-        backstop.chunk(String(pid), text),
+    ? await startChildren(
+        scenario.childConsumers,
+        fixture.env,
+        scenario.tuning ?? {},
+        log,
+        (pid, text) => backstop.chunk(String(pid), text),
+        scenario.childSkewsMs ?? [],
       )
     : undefined;
   const consumer = { logger: backstop.logger(consoleLogger) };
@@ -226,6 +285,11 @@ export async function runFaultScenario(
     extraBodies: 0,
     extraBodiesPct: 0,
     bodiesInChildren: 0,
+    extraBodiesPaused: 0,
+    extraBodiesUnpaused: 0,
+    skewsMs: scenario.childSkewsMs ?? [],
+    paused: 0,
+    pausedPastLease: 0,
     injected: {},
     backstopWakes: 0,
     backstopRuns: 0,
@@ -269,6 +333,42 @@ export async function runFaultScenario(
           );
         }, 25)
       : undefined;
+  // Pauses, driven by work like the kills: a consumer process is SIGSTOPped right after it starts a
+  // step body. The steps mid-body in it then are those it started within a body's time (plus 2 s)
+  // before the pause, by when this process first saw their tally lines (its own clock).
+  const pausedKeys = new Set<string>();
+  const leaseTtlMs = stepLeaseTtlMs(fixture.config.consumerVisibilitySeconds);
+  const lineSeenAt: number[] = [];
+  let lastPause = 0;
+  let pausing = false;
+  const pauser =
+    children && scenario.pauseEveryMs
+      ? setInterval(() => {
+          const lines = children.tallyLines();
+          while (lineSeenAt.length < lines.length) lineSeenAt.push(performance.now());
+          if (pausing || report.paused >= (scenario.maxPauses ?? Number.POSITIVE_INFINITY)) return;
+          if (performance.now() - lastPause < (scenario.pauseEveryMs ?? 0)) return;
+          if (lines.length === 0 || performance.now() - lineSeenAt[lines.length - 1] > 100) return;
+          const pid = Number(lines[lines.length - 1].split('\t')[1]);
+          const at = performance.now();
+          const pauseMs = scenario.pauseMs ?? 0;
+          const resumed = children.pause(pid, pauseMs);
+          if (!resumed) return;
+          pausing = true;
+          report.paused++;
+          lastPause = at;
+          if (pauseMs > leaseTtlMs) {
+            report.pausedPastLease++;
+            lines.forEach((l, i) => {
+              const [key, p] = l.split('\t');
+              if (Number(p) === pid && lineSeenAt[i] >= at - (scenario.bodyMs ?? 0) - 2000) pausedKeys.add(key);
+            });
+          }
+          resumed.then(() => {
+            pausing = false;
+          });
+        }, 25)
+      : undefined;
   try {
     // A bounded number of runs in flight, like a steady stream of work.
     let next = 0;
@@ -279,7 +379,10 @@ export async function runFaultScenario(
           const i = next++;
           let run: Awaited<ReturnType<typeof start>>;
           try {
-            run = await start(workflows.countedSteps as never, [`${prefix}:${i}`, 3]);
+            run =
+              scenario.bodyMs === undefined
+                ? await start(workflows.countedSteps as never, [`${prefix}:${i}`, 3])
+                : await start(workflows.slowCountedSteps as never, [`${prefix}:${i}`, 3, scenario.bodyMs]);
           } catch (err) {
             report.failedToStart++;
             log(`run ${i} failed to start: ${String(err)}`);
@@ -309,8 +412,9 @@ export async function runFaultScenario(
       }),
     );
 
-    // Checks run without faults (and without kills).
+    // Checks run without faults (and without kills or pauses).
     if (killer) clearInterval(killer);
+    if (pauser) clearInterval(pauser);
     for (const p of proxies.all) p.setRules([]);
     const world = worlds[0];
     for (const runId of runIds) {
@@ -395,9 +499,14 @@ export async function runFaultScenario(
     }
     report.bodiesRan = [...counts.values()].reduce((n, c) => n + c, 0);
     report.extraBodies = report.bodiesRan - counts.size;
+    for (const [k, n] of counts) {
+      if (pausedKeys.has(k)) report.extraBodiesPaused += n - 1;
+      else report.extraBodiesUnpaused += n - 1;
+    }
     report.extraBodiesPct = counts.size ? (100 * report.extraBodies) / counts.size : 0;
   } finally {
     if (killer) clearInterval(killer);
+    if (pauser) clearInterval(pauser);
     await children?.stop();
     for (const p of proxies.all) {
       p.setRules([]);
@@ -499,19 +608,22 @@ async function startChildren(
   log: (m: string) => void,
   /** Each chunk of a consumer process's stdout (its log lines). */
   onStdout: (pid: number, text: string) => void = () => {},
+  /** Clock skew (ms) of the process at each index. */
+  skewsMs: number[] = [],
 ) {
   const distUrl = ensureDist();
   const dir = mkdtempSync(path.join(tmpdir(), 'eve-faults-'));
   const tallyFile = path.join(dir, 'tally.txt');
   writeFileSync(tallyFile, '');
   const script = path.join(here, 'faults-consumer-child.mjs');
-  const spawnOne = () =>
+  const spawnOne = (index: number) =>
     new Promise<ChildProcess>((resolve, reject) => {
+      const skew = skewsMs[index] ? { EVE_TEST_CLOCK_SKEW_MS: String(skewsMs[index]) } : {};
       const child = spawn(
         process.execPath,
         ['--no-warnings', script, distUrl, path.join(wellKnown, 'flow.mjs'), tallyFile, JSON.stringify(tuning)],
         {
-          env: { ...process.env, ...env },
+          env: { ...process.env, ...env, ...skew },
           stdio: ['ignore', 'pipe', 'pipe'],
         },
       );
@@ -529,7 +641,8 @@ async function startChildren(
         reject(new Error(`consumer process exited before it was ready (${code ?? signal}): ${err.slice(-2000)}`)),
       );
     });
-  const procs = await Promise.all(Array.from({ length: n }, spawnOne));
+  const procs = await Promise.all(Array.from({ length: n }, (_, i) => spawnOne(i)));
+  const stopped = new Set<ChildProcess>();
   let restarting: Promise<void> | undefined;
   return {
     /**
@@ -541,7 +654,7 @@ async function startChildren(
       if (i < 0 || restarting) return undefined;
       procs[i].kill('SIGKILL');
       log(`SIGKILLed consumer process ${pid}`);
-      restarting = spawnOne().then(
+      restarting = spawnOne(i).then(
         (p) => {
           procs[i] = p;
           restarting = undefined;
@@ -553,6 +666,23 @@ async function startChildren(
       );
       return restarting;
     },
+    /**
+     * SIGSTOP the consumer process `pid` for `ms`, then SIGCONT it; resolves once continued, or
+     * undefined when `pid` is not a live, running consumer.
+     */
+    pause(pid: number, ms: number): Promise<void> | undefined {
+      const p = procs.find((c) => c.pid === pid && c.exitCode === null && c.signalCode === null);
+      if (!p || stopped.has(p)) return undefined;
+      p.kill('SIGSTOP');
+      stopped.add(p);
+      log(`SIGSTOPped consumer process ${pid} for ${ms} ms`);
+      return new Promise<void>((resolve) =>
+        setTimeout(() => {
+          if (stopped.delete(p)) p.kill('SIGCONT');
+          resolve();
+        }, ms),
+      );
+    },
     /** Raw tally lines, `<key>\t<pid>`, one per step body run in a consumer process. */
     tallyLines: () => readFileSync(tallyFile, 'utf8').split('\n').filter(Boolean),
     /** Step-body keys run in consumer processes. */
@@ -563,6 +693,8 @@ async function startChildren(
         .map((l) => l.split('\t')[0]),
     async stop() {
       await restarting?.catch(() => undefined);
+      for (const p of stopped) p.kill('SIGCONT');
+      stopped.clear();
       await stopChildren(procs);
     },
     dir,

@@ -201,10 +201,23 @@ export async function releaseStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, 
 /** How a watcher found a lease: its holder heartbeated (or the step moved on), or it lapsed and was revoked. */
 export type LeaseVerdict = 'live' | 'lapsed';
 
+/** A watch's outcome, with what it is based on (for the log line). */
+export interface LeaseWatchReport {
+  verdict: LeaseVerdict;
+  /** How long the lease was seen unchanged (ms, the watcher's clock) when the watch ended. */
+  quietMs: number;
+  /** Reads of the step during the watch. */
+  reads: number;
+  /** Why a `live` verdict: a heartbeat seen, the lease changed hands or went, the revoke refused, or the store too slow to tell. */
+  why?: 'heartbeat' | 'changed' | 'renewed' | 'slow store';
+}
+
 export interface ObserveOptions {
   watch?: LeaseWatch;
   /** Waits between reads (tests). */
   sleep?: (ms: number) => Promise<void>;
+  /** The watcher's monotonic clock (tests). */
+  clock?: () => number;
 }
 
 /**
@@ -213,17 +226,23 @@ export interface ObserveOptions {
  * until its holder is seen to heartbeat (or the lease to change in any way: `live`) or its mark
  * has stayed the same for the period. A lapsed lease is then revoked by an update conditioned on
  * that mark, so the replay the backstop sends starts the step at once: `lapsed` when the revoke
- * passed, `live` when the holder renewed it meanwhile. Takes at most the longest period (plus a
- * read); a healthy holder is seen within a third of its ttl plus one read interval.
+ * passed, `live` when the holder renewed it meanwhile.
+ *
+ * Only time in which the table answered this watcher promptly counts: a read slower than the
+ * read interval (the table, or this process, stalled, and a holder's heartbeats may have stalled
+ * with it) starts the count again; a watch that cannot finish within three periods ends `live`
+ * (the next check looks again). A healthy holder is seen within a third of its ttl plus a read
+ * interval.
  */
 export async function observeStepLeases(
   ctx: Pick<StorageCtx, 'ddb' | 'table'>,
   steps: readonly LeaseFields[],
   opts: ObserveOptions = {},
-): Promise<Map<string, LeaseVerdict>> {
+): Promise<Map<string, LeaseWatchReport>> {
   const watch = opts.watch ?? leaseWatch;
   const pause = opts.sleep ?? sleep;
-  const verdicts = new Map<string, LeaseVerdict>();
+  const clock = opts.clock ?? (() => performance.now());
+  const reports = new Map<string, LeaseWatchReport>();
   await Promise.all(
     steps.map(async (s) => {
       const mark = leaseMark(s);
@@ -231,16 +250,26 @@ export async function observeStepLeases(
       const period = watchPeriodMs(s);
       const key = refKey(s.runId, s.stepId);
       const interval = Math.min(2000, Math.max(100, Math.floor(period / 6)));
+      const giveUpAt = clock() + 3 * period;
       let quietMs = watch.observe(key, mark);
+      let reads = 0;
       while (quietMs < period) {
+        if (clock() > giveUpAt) {
+          reports.set(s.stepId, { verdict: 'live', quietMs, reads, why: 'slow store' });
+          return;
+        }
         await pause(Math.min(interval, period - quietMs));
+        const sent = clock();
         const now = await leases.read(ctx, keys.step(s.runId, s.stepId), { fields: LEASE_FIELDS });
+        reads++;
         const seen = now && leaseMark({ runId: s.runId, stepId: s.stepId, ...(now as Partial<LeaseFields>) });
         if (!seen || !sameMark(seen, mark)) {
           if (seen) watch.observe(key, seen);
-          verdicts.set(s.stepId, 'live');
+          const why = seen && seen.token === mark.token ? 'heartbeat' : 'changed';
+          reports.set(s.stepId, { verdict: 'live', quietMs, reads, why });
           return;
         }
+        if (clock() - sent > interval) watch.forget(key); // a stall: count again from this read
         quietMs = watch.observe(key, mark);
       }
       const held: Fields = { leaseToken: s.leaseToken, leaseUntil: s.leaseUntil, leaseBeat: s.leaseBeat };
@@ -251,8 +280,11 @@ export async function observeStepLeases(
         leases.heldAs(held),
       );
       if (revoked) watch.forget(key);
-      verdicts.set(s.stepId, revoked ? 'lapsed' : 'live');
+      reports.set(
+        s.stepId,
+        revoked ? { verdict: 'lapsed', quietMs, reads } : { verdict: 'live', quietMs, reads, why: 'renewed' },
+      );
     }),
   );
-  return verdicts;
+  return reports;
 }

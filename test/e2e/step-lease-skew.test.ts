@@ -1,0 +1,238 @@
+/**
+ * No clock of one process decides whether another's running step is taken over (docs/design.md,
+ * "Step lease"; issue 40): a healthy owner runs a long, quiet step while consumer processes whose
+ * clocks run 60 s ahead or behind (test/helpers/faults-consumer-child.mjs, EVE_TEST_CLOCK_SKEW_MS,
+ * for everything they do) receive every SQS copy of the run's messages and run the liveness
+ * backstop. The owner is this process: it starts the run, delivers its first message early and
+ * runs the step inline; its receives are blind (SDK middleware), so core's polls of the running
+ * step (its inline-ownership wake, the step message it then sends) all reach a skewed consumer,
+ * and only they tick the backstop.
+ *
+ * Before the fix, the consumer 60 s ahead took the live lease over at once (its `leaseUntil`, the
+ * owner's clock + 15 s, looked long past) and its backstop judged the step stranded: the body ran
+ * twice. Now a lease is taken over or revoked only by a process that saw its heartbeat count stand
+ * still for the holder's ttl on its own monotonic clock.
+ *
+ * Each case holds the step open until a skewed consumer's backstop has watched the step's lease in
+ * a check of the quiet run and seen the holder heartbeat (its debug line "the lease of step <id>
+ * is live (heartbeat"), then lets the body finish, and checks: the run completes with its value,
+ * the body ran once, one `step_started`, no lease revoked and no backstop wake for a stranded step
+ * (a wake for a replay the run owes may come: its first delivery, still running the step, has not
+ * acknowledged one), and the skewed consumer did try to start the step (the `delivered` lines of
+ * its deliveries, for the +60 s one whose core polls at once). Backstop shortened (B = 2 s, T = 1 s) per direction, and at its defaults (B = 60 s, T = 30 s)
+ * with both skewed consumers at once.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
+import { start } from 'workflow/api';
+import { setWorld } from 'workflow/runtime';
+import type { WorldTuning } from '../../src/config/index.js';
+import { type AwsWorld, createWorld } from '../../src/index.js';
+import { createFixture, type Fixture } from '../helpers/aws.js';
+import { ensureDist, stopChildren } from '../helpers/faults-suite.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const wellKnown = path.join(here, 'app', '.well-known', 'workflow', 'v1');
+type FlowPost = (req: Request) => Promise<Response>;
+
+const SHORT = { backstopSeconds: 2, backstopTickSeconds: 1 };
+const DEFAULTS = { backstopSeconds: 60, backstopTickSeconds: 30 };
+
+let scratch: string;
+const debugLines: string[] = [];
+let children: ChildProcess[] = [];
+let owner: AwsWorld | undefined;
+let flow: { POST: FlowPost };
+let workflows: Record<string, { workflowId: string }>;
+
+beforeAll(async () => {
+  scratch = mkdtempSync(path.join(tmpdir(), 'eve-skew-'));
+  workflows = JSON.parse(readFileSync(path.join(wellKnown, 'manifest.json'), 'utf8')).workflows[
+    'workflows/checklist.ts'
+  ];
+  flow = (await import(path.join(wellKnown, 'flow.mjs'))) as { POST: FlowPost };
+  (globalThis as Record<string, unknown>).__e2eStepTally ??= new Map<string, number>();
+  (globalThis as Record<string, unknown>).__e2eGates ??= new Map<string, Promise<void>>();
+});
+
+afterEach(async () => {
+  await stopChildren(children);
+  children = [];
+  setWorld(undefined as never);
+  await owner?.close();
+  owner = undefined;
+});
+
+afterAll(() => setWorld(undefined as never));
+
+/** A consumer process with its clock `skewMs` off; its stdout lines are collected. */
+function startChild(fixture: Fixture, skewMs: number, tally: string, tuning: object) {
+  const script = path.join(here, '..', 'helpers', 'faults-consumer-child.mjs');
+  const lines: string[] = [];
+  const child = spawn(
+    process.execPath,
+    ['--no-warnings', script, ensureDist(), path.join(wellKnown, 'flow.mjs'), tally, JSON.stringify(tuning)],
+    {
+      env: {
+        ...process.env,
+        ...fixture.env,
+        EVE_TEST_CLOCK_SKEW_MS: String(skewMs),
+        EVE_TEST_PRINT_DELIVERIES: '1',
+        EVE_WORLD_AWS_LOG_LEVEL: 'debug',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  children.push(child);
+  let buf = '';
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    err = (err + d.toString()).slice(-10_000);
+  });
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const parts = buf.split('\n');
+      buf = parts.pop() ?? '';
+      lines.push(...parts);
+      if (lines.includes('ready')) resolve();
+    });
+    child.once('exit', (code, signal) => reject(new Error(`consumer child exited (${code ?? signal}): ${err}`)));
+  });
+  return { lines, ready, skewMs };
+}
+
+/** The owner: this process's World, receives blind, no backstop ticks of its own. */
+async function startOwner(fixture: Fixture): Promise<AwsWorld> {
+  fixture.clients.sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      if ((context as { commandName?: string }).commandName === 'ReceiveMessageCommand') {
+        await new Promise((r) => setTimeout(r, 200));
+        return { output: { Messages: [], $metadata: {} }, response: {} } as never;
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'testBlindOwner' },
+  );
+  fixture.clients.ddb.middlewareStack.add(
+    (next, context) => async (args) => {
+      const name = (context as { commandName?: string }).commandName;
+      if (name !== 'UpdateItemCommand') return next(args);
+      const t0 = performance.now();
+      try {
+        const out = await next(args);
+        debugLines.push(
+          `${Math.round(t0)} +${Math.round(performance.now() - t0)} ok ${JSON.stringify((args as { input: { ExpressionAttributeValues?: unknown } }).input.ExpressionAttributeValues)}`,
+        );
+        return out;
+      } catch (err) {
+        debugLines.push(`${Math.round(t0)} +${Math.round(performance.now() - t0)} err ${String(err)}`);
+        throw err;
+      }
+    },
+    { step: 'initialize', name: 'testDebugUpdates' },
+  );
+  const w = createWorld({ config: fixture.config, clients: fixture.clients });
+  w.registerHandler('__wkf_workflow_', async (req) => {
+    const id = req.headers.get('x-vqs-message-id');
+    debugLines.push(`${Math.round(performance.now())} start ${id} ${(await req.clone().text()).slice(0, 200)}`);
+    const res = await flow.POST(req);
+    debugLines.push(`${Math.round(performance.now())} end ${id} ${res.status} ${(await res.clone().text()).slice(0, 200)}`);
+    return res;
+  });
+  setWorld(w);
+  await w.start();
+  return w;
+}
+
+async function runCase(
+  tag: string,
+  skews: number[],
+  backstop: Pick<WorldTuning, 'backstopSeconds' | 'backstopTickSeconds'>,
+) {
+  // The owner writes the run's DUE item with the same B; it ticks no backstop itself.
+  const fixture = await createFixture({ EVE_WORLD_AWS_CONCURRENCY: '8' }, tag, {
+    backstopSeconds: backstop.backstopSeconds,
+    backstopTickSeconds: 0,
+  });
+  const tally = path.join(scratch, `${tag}.tally`);
+  writeFileSync(tally, '');
+  const consumers = skews.map((skew) => startChild(fixture, skew, tally, backstop));
+  await Promise.all(consumers.map((c) => c.ready));
+  owner = await startOwner(fixture);
+
+  const key = `${tag}-${Date.now()}`;
+  const g = globalThis as Record<string, unknown>;
+  let open!: () => void;
+  (g.__e2eGates as Map<string, Promise<void>>).set(
+    key,
+    new Promise<void>((r) => {
+      open = r;
+    }),
+  );
+  const inProcess = g.__e2eStepTally as Map<string, number>;
+  const run = await start(workflows.gated as never, [key]);
+  // The body started here (the early delivery runs it inline) and now waits on its gate.
+  await vi.waitFor(() => expect(inProcess.get(key)).toBe(1), { timeout: 60_000, interval: 100 });
+
+  // Hold it until a skewed consumer's backstop watched the step's lease in a check of the quiet
+  // run and saw its holder heartbeat.
+  const watchedLive = new RegExp(`backstop: run ${run.runId}: the lease of step \\S+ is live \\(heartbeat`);
+  try {
+    await vi.waitFor(() => expect(consumers.some((c) => c.lines.some((l) => watchedLive.test(l)))).toBe(true), {
+      timeout: 240_000,
+      interval: 500,
+    });
+  } catch (err) {
+    for (const c of consumers) console.log(`[consumer ${c.skewMs} ms]\n${c.lines.slice(-60).join('\n')}`);
+    console.log(`[owner updates, now ${Math.round(performance.now())}]\n${debugLines.join('\n')}`);
+    throw err;
+  }
+  open();
+  expect(await run.returnValue).toBe(key);
+
+  // Once: here, and never in a skewed consumer.
+  const elsewhere = readFileSync(tally, 'utf8')
+    .split('\n')
+    .filter((l) => l.split('\t')[0] === key);
+  expect(inProcess.get(key)).toBe(1);
+  expect(elsewhere).toEqual([]);
+  const types = (await owner.events.list({ runId: run.runId, pagination: {} })).data.map((e) => e.eventType);
+  expect(types.filter((t) => t === 'step_started')).toHaveLength(1);
+  expect(types.filter((t) => t === 'step_completed')).toHaveLength(1);
+  expect(types.filter((t) => t === 'run_completed')).toHaveLength(1);
+  // No wake for a stranded step (one may wake the run for a replay it owes: its first delivery,
+  // still running the step, has not acknowledged one; that replay finds the step running).
+  const stranded = new RegExp(`backstop: waking run ${run.runId} \\(wake \\d+\\): step `);
+  const revoked = new RegExp(`backstop: run ${run.runId}: the lease of step \\S+ stood still`);
+  const lines = consumers.flatMap((c) => c.lines);
+  if (lines.some((l) => stranded.test(l) || revoked.test(l))) {
+    console.log(`[consumers]\n${lines.join('\n')}\n[owner updates]\n${debugLines.join('\n')}`);
+  }
+  expect(lines.filter((l) => stranded.test(l) || revoked.test(l))).toEqual([]);
+  return consumers;
+}
+
+describe('a healthy owner with a long quiet step beside consumers whose clocks are skewed: the body runs once', () => {
+  test('a consumer 60 s ahead, backstop B = 2 s, T = 1 s', async () => {
+    const [ahead] = await runCase('skew-ahead', [60_000], SHORT);
+    // Its core saw the owner's inline ownership long expired and sent the step message at once:
+    // it tried to start the running step (and was refused, as the single body shows).
+    expect(ahead.lines.filter((l) => l.startsWith('delivered ')).length).toBeGreaterThan(1);
+  }, 300_000);
+
+  test('a consumer 60 s behind, backstop B = 2 s, T = 1 s', async () => {
+    const [behind] = await runCase('skew-behind', [-60_000], SHORT);
+    expect(behind.lines.filter((l) => l.startsWith('delivered ')).length).toBeGreaterThan(0);
+  }, 300_000);
+
+  test('consumers 60 s ahead and 60 s behind at once, backstop at its defaults (B = 60 s, T = 30 s)', async () => {
+    const [ahead] = await runCase('skew-defaults', [60_000, -60_000], DEFAULTS);
+    expect(ahead.lines.filter((l) => l.startsWith('delivered ')).length).toBeGreaterThan(1);
+  }, 400_000);
+});
