@@ -17,6 +17,8 @@
  *   that holds the key (from the failed condition, else a consistent read);
  * - {@link OwnedRecord.transition}: an update conditioned on the owner (renew: a new `until`;
  *   complete: a new state) and optionally on the states it may leave;
+ * - {@link OwnedRecord.renew}: a heartbeat that raises the holder's count, which never goes down
+ *   however heartbeats overlap or arrive late (so a watcher never sees an old mark come back);
  * - {@link OwnedRecord.takeOver}: the fence on what was read: succeeds only while the record still
  *   has the owner, `until` and `beat` the taker saw ({@link OwnedRecord.heldAs}), so of two takers
  *   one wins, and a holder that renewed since (a new `until` or `beat`) keeps its record;
@@ -259,9 +261,26 @@ export class OwnedRecord {
     key: Key,
     owner: Owner,
     change: Change,
-    o: { from?: readonly string[] } = {},
+    o: { from?: readonly string[]; also?: Cond } = {},
   ): Promise<boolean> {
-    return this.#update(t, key, change, this.#held(owner, o.from), [owner]);
+    const held = this.#held(owner, o.from);
+    return this.#update(t, key, change, o.also ? when.all(held, o.also) : held, [owner]);
+  }
+
+  /**
+   * A renewal that raises the heartbeat count (`beat`) to `beat`: applied only while `owner` holds
+   * the record and its count is below `beat` (absent counts as below), so counts only grow however
+   * renewals overlap or arrive late. True when applied, or when the record is still `owner`'s with
+   * a count at or above `beat` (a later renewal landed first, or this one's SDK retry): the lease
+   * is still held. False when the record is no longer `owner`'s.
+   */
+  async renew(t: TableRef, key: Key, owner: Owner, beat: number, set: Fields): Promise<boolean> {
+    const f = this.fields;
+    if (!f.beat) throw new TypeError(`${this.what}: a renewal needs a heartbeat count field`);
+    const raise = when.any(when.lacks(f.beat), when.below(f.beat, beat));
+    if (await this.transition(t, key, owner, { set: { ...set, [f.beat]: beat } }, { also: raise })) return true;
+    const now = await this.read(t, key, { fields: [f.owner, f.beat] });
+    return now !== undefined && sameOwner(toAttr(now[f.owner]), owner);
   }
 
   /**

@@ -7,9 +7,9 @@
  * Invariants:
  * - The heartbeat stops when the request is aborted, so an abandoned delivery's leases lapse like a
  *   crashed one's.
- * - One heartbeat in flight at a time: a tick while the previous one is still out is skipped, so
- *   the heartbeat counts reach the table in order (a late write never lowers a step's count, which
- *   a watcher would read as the lease standing still).
+ * - A tick never waits for the previous heartbeat: one that hangs in its SDK retries must not
+ *   silence the next (each writes a larger count, and a late one changes nothing: see
+ *   `extendStepLeases`).
  */
 import type { StepLease } from '../context/delivery-scope.js';
 import { describeWithStack } from './error-text.js';
@@ -34,28 +34,21 @@ export function keepStepLeases(
   messageId: string,
   logError: (m: string) => void,
 ): () => Promise<void> {
-  let inFlight = false;
   const timer = setInterval(
     () => {
-      if (lease.started.size === 0 || inFlight) return;
-      inFlight = true;
-      port
-        .extend(lease)
-        .finally(() => {
-          inFlight = false;
-        })
-        .then(
-          (lost) => {
-            if (lost.length > 0)
-              logError(
-                `[eve-world-aws] flow route: delivery ${messageId} lost the lease of step(s) ${lost.join(', ')} (seen lapsed elsewhere and taken over or revoked, or finished elsewhere)`,
-              );
-          },
-          (err) =>
+      if (lease.started.size === 0) return;
+      port.extend(lease).then(
+        (lost) => {
+          if (lost.length > 0)
             logError(
-              `[eve-world-aws] flow route: could not extend step leases of ${messageId}: ${describeWithStack(err)}`,
-            ),
-        );
+              `[eve-world-aws] flow route: delivery ${messageId} lost the lease of step(s) ${lost.join(', ')} (seen lapsed elsewhere and taken over or revoked, or finished elsewhere)`,
+            );
+        },
+        (err) =>
+          logError(
+            `[eve-world-aws] flow route: could not extend step leases of ${messageId}: ${describeWithStack(err)}`,
+          ),
+      );
     },
     Math.max(100, Math.floor(lease.ttlMs / 3)),
   );

@@ -142,7 +142,9 @@ async function startOwner(fixture: Fixture): Promise<AwsWorld> {
     const id = req.headers.get('x-vqs-message-id');
     debugLines.push(`${Math.round(performance.now())} start ${id} ${(await req.clone().text()).slice(0, 200)}`);
     const res = await flow.POST(req);
-    debugLines.push(`${Math.round(performance.now())} end ${id} ${res.status} ${(await res.clone().text()).slice(0, 200)}`);
+    debugLines.push(
+      `${Math.round(performance.now())} end ${id} ${res.status} ${(await res.clone().text()).slice(0, 200)}`,
+    );
     return res;
   });
   setWorld(w);

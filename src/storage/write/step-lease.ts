@@ -23,10 +23,11 @@
  *   `TooEarlyError`, `retryAfter` = the seconds until this process could decide (the ttl, or what
  *   is left of its watch), which core maps to a retry without running the body.
  * - No clock of another process is compared with anything: a skewed clock changes no decision.
- * - The holder (the flow route) heartbeats every ttl / 3 while core's handler runs, one heartbeat
- *   in flight at a time, each raising `leaseBeat` by one and moving `leaseUntil` (UpdateItem
- *   conditioned on the token), and releases what is left when the handler settles; both are
- *   no-ops on a lease that is no longer the delivery's.
+ * - The holder (the flow route) heartbeats every ttl / 3 while core's handler runs, each
+ *   heartbeat raising `leaseBeat` to its own larger count and moving `leaseUntil` (UpdateItem
+ *   conditioned on the token and on a lower count: counts never go down, however heartbeats
+ *   overlap), and releases what is left when the handler settles; both are no-ops on a lease that
+ *   is no longer the delivery's.
  * - step_completed / step_failed / step_retrying clear the lease (they rewrite the step item).
  * - The liveness backstop watches the leases of a quiet run's steps the same way and revokes one
  *   it saw lapse, conditioned on the mark ({@link observeStepLeases}), so the wake's replay starts
@@ -165,21 +166,21 @@ function updateIfHeld(
 
 /**
  * One heartbeat: raise the heartbeat count of every step in `lease.started` by one and move its
- * end to `now + ttlMs`. A step whose lease is no longer this delivery's (finished, released, taken
- * over or revoked after a lapse) is dropped from the set. Returns the ids of the steps whose lease
- * was lost. The caller keeps one heartbeat in flight at a time (a late one must not write a count
- * below a newer one's); an SDK retry writes the same values again.
+ * end to `now + ttlMs`. Heartbeats may overlap (one may hang in its SDK retries while the next goes
+ * out): each takes its own larger count, and the write only ever raises the count
+ * (`OwnedRecord.renew`), so a late one changes nothing and no mark a watcher saw comes back. A step
+ * whose lease is no longer this delivery's (finished, released, taken over or revoked after a
+ * lapse) is dropped from the set. Returns the ids of the steps whose lease was lost.
  */
 export async function extendStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, lease: StepLease): Promise<string[]> {
   const lost: string[] = [];
   await Promise.all(
     [...lease.started].map(async ([k, ref]) => {
-      const beat = (ref.beat ?? 0) + 1;
-      const set = { leaseUntil: Date.now() + lease.ttlMs, leaseBeat: beat };
-      if (await updateIfHeld(ctx, ref, lease.token, { set })) {
-        ref.beat = beat;
-        return;
-      }
+      ref.beat = (ref.beat ?? 0) + 1;
+      const held = await leases.renew(ctx, keys.step(ref.runId, ref.stepId), lease.token, ref.beat, {
+        leaseUntil: Date.now() + lease.ttlMs,
+      });
+      if (held || lease.started.get(k) !== ref) return;
       lease.started.delete(k);
       lost.push(ref.stepId);
     }),

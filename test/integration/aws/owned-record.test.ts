@@ -375,6 +375,11 @@ describe('fence (the claim as a condition of a transaction action, on a host ite
     await hostItem(old, { leaseToken: { S: 'other' }, leaseUntil: { N: '7' } });
     expect(await startUnder(old, 'me', { leaseToken: 'other', leaseUntil: 7, leaseBeat: 0 })).toBe(false);
     expect(await startUnder(old, 'me', { leaseToken: 'other', leaseUntil: 7 })).toBe(true);
+    // Renew and release on the host item: its other fields stay.
+    expect(await lease.transition(t, mine, 'me', { set: { leaseUntil: NOW + 20_000 } })).toBe(true);
+    expect(await lease.transition(t, mine, 'other', { remove: ['leaseToken', 'leaseUntil'] })).toBe(false);
+    expect(await lease.transition(t, mine, 'me', { remove: ['leaseToken', 'leaseUntil'] })).toBe(true);
+    expect(await rawItem(mine)).toEqual({ PK: { S: mine.PK }, SK: { S: mine.SK }, ver: { N: '2' } });
     // heldAs: a revoke under the seen mark (the backstop's), refused once the holder renewed.
     const held = key();
     await hostItem(held, { leaseToken: { S: 'h' }, leaseUntil: { N: '9' }, leaseBeat: { N: '1' } });
@@ -392,10 +397,18 @@ describe('fence (the claim as a condition of a transaction action, on a host ite
       ),
     ).toBe(true);
     expect(await rawItem(held)).toEqual({ PK: { S: held.PK }, SK: { S: held.SK }, ver: { N: '1' } });
-    // Renew and release on the host item: its other fields stay.
-    expect(await lease.transition(t, mine, 'me', { set: { leaseUntil: NOW + 20_000 } })).toBe(true);
-    expect(await lease.transition(t, mine, 'other', { remove: ['leaseToken', 'leaseUntil'] })).toBe(false);
-    expect(await lease.transition(t, mine, 'me', { remove: ['leaseToken', 'leaseUntil'] })).toBe(true);
-    expect(await rawItem(mine)).toEqual({ PK: { S: mine.PK }, SK: { S: mine.SK }, ver: { N: '2' } });
+  });
+
+  it('renew only raises the heartbeat count: a late or retried renewal changes nothing and still reports the lease held; another owner’s is refused', async () => {
+    const k = key();
+    await hostItem(k, { leaseToken: { S: 'h' }, leaseUntil: { N: '100' } }); // an older build's: no count
+    expect(await lease.renew(t, k, 'h', 1, { leaseUntil: 200 })).toBe(true);
+    expect(await lease.renew(t, k, 'h', 3, { leaseUntil: 400 })).toBe(true);
+    // Beat 2 arrives after beat 3 (it hung in its retries), and beat 3 is retried: both held, nothing moves.
+    expect(await lease.renew(t, k, 'h', 2, { leaseUntil: 300 })).toBe(true);
+    expect(await lease.renew(t, k, 'h', 3, { leaseUntil: 400 })).toBe(true);
+    expect(await rawItem(k)).toMatchObject({ leaseBeat: { N: '3' }, leaseUntil: { N: '400' } });
+    expect(await lease.renew(t, k, 'other', 9, { leaseUntil: 900 })).toBe(false);
+    expect(await rawItem(k)).toMatchObject({ leaseToken: { S: 'h' }, leaseBeat: { N: '3' } });
   });
 });
