@@ -69,6 +69,8 @@ export interface FaultScenario {
   pauseMs?: number;
   /** Stop pausing after this many pauses. */
   maxPauses?: number;
+  /** How long the queue may take to drain after the last run (default 30 s). */
+  drainMs?: number;
 }
 
 export interface FaultReport {
@@ -204,6 +206,10 @@ export function clockSkew(
     pauseMs,
     maxPauses,
     tuning: { backstopSeconds: 5, backstopTickSeconds: 2 },
+    // Core in the process 60 s behind delays its wake of a step another invocation runs by what
+    // it takes to be left of that invocation's ownership (20 s): up to 80 s. Those wakes (no-ops
+    // once the run is over) are what the queue holds after the last run.
+    drainMs: 150_000,
   };
 }
 
@@ -334,11 +340,13 @@ export async function runFaultScenario(
         }, 25)
       : undefined;
   // Pauses, driven by work like the kills: a consumer process is SIGSTOPped right after it starts a
-  // step body. The steps mid-body in it then are those it started within a body's time (plus 2 s)
-  // before the pause, by when this process first saw their tally lines (its own clock).
-  const pausedKeys = new Set<string>();
+  // step body. An extra body is the pause's when it began while (or shortly after) the process
+  // that ran the step's earlier body was paused past its lease, that body having begun before the
+  // pause: a takeover of its lapsed lease. Times are this process's, when it saw each body begin
+  // (tally lines, polled every 25 ms; its own bodies, timed as they begin).
   const leaseTtlMs = stepLeaseTtlMs(fixture.config.consumerVisibilitySeconds);
   const lineSeenAt: number[] = [];
+  const pauses: Array<{ pid: number; start: number; end: number }> = [];
   let lastPause = 0;
   let pausing = false;
   const pauser =
@@ -359,16 +367,14 @@ export async function runFaultScenario(
           lastPause = at;
           if (pauseMs > leaseTtlMs) {
             report.pausedPastLease++;
-            lines.forEach((l, i) => {
-              const [key, p] = l.split('\t');
-              if (Number(p) === pid && lineSeenAt[i] >= at - (scenario.bodyMs ?? 0) - 2000) pausedKeys.add(key);
-            });
+            pauses.push({ pid, start: at, end: at + pauseMs });
           }
           resumed.then(() => {
             pausing = false;
           });
         }, 25)
       : undefined;
+  const ownBodies = timedTally();
   try {
     // A bounded number of runs in flight, like a steady stream of work.
     let next = 0;
@@ -461,7 +467,7 @@ export async function runFaultScenario(
     };
     const { queueUrl, dlqUrl } = await queueUrls(createContext(fixture.config, fixture.clients));
     // Duplicates of the last messages may still be in flight: give them a moment to drain.
-    const drainEnd = Date.now() + 30_000;
+    const drainEnd = Date.now() + (scenario.drainMs ?? 30_000);
     for (;;) {
       const q = await attrs(queueUrl);
       report.queueLeft = q.visible + q.inFlight + q.delayed;
@@ -499,9 +505,27 @@ export async function runFaultScenario(
     }
     report.bodiesRan = [...counts.values()].reduce((n, c) => n + c, 0);
     report.extraBodies = report.bodiesRan - counts.size;
-    for (const [k, n] of counts) {
-      if (pausedKeys.has(k)) report.extraBodiesPaused += n - 1;
-      else report.extraBodiesUnpaused += n - 1;
+    // Each body's process and when it began, to attribute the extra ones.
+    const began = new Map<string, Array<{ pid: number; at: number }>>();
+    const add = (k: string, pid: number, at: number) => began.set(k, [...(began.get(k) ?? []), { pid, at }]);
+    for (const [k, times] of ownBodies.at)
+      if (k.startsWith(`${prefix}:`)) for (const t of times) add(k, process.pid, t);
+    (children?.tallyLines() ?? []).forEach((l, i) => {
+      const [k, pid] = l.split('\t');
+      if (k.startsWith(`${prefix}:`)) add(k, Number(pid), lineSeenAt[i] ?? Number.POSITIVE_INFINITY);
+    });
+    for (const runs of began.values()) {
+      runs.sort((a, b) => a.at - b.at);
+      for (const later of runs.slice(1)) {
+        const paused = pauses.some(
+          (p) =>
+            runs.some((e) => e.pid === p.pid && e.at <= p.start && e !== later) &&
+            later.at >= p.start &&
+            later.at <= p.end + 2 * leaseTtlMs,
+        );
+        if (paused) report.extraBodiesPaused++;
+        else report.extraBodiesUnpaused++;
+      }
     }
     report.extraBodiesPct = counts.size ? (100 * report.extraBodies) / counts.size : 0;
   } finally {
@@ -522,6 +546,25 @@ export async function runFaultScenario(
     report.seconds = (performance.now() - t0) / 1000;
   }
   return report;
+}
+
+/** This process's step tally (`globalThis.__e2eStepTally`), timing each body as it begins. */
+class TimedTally extends Map<string, number> {
+  readonly at = new Map<string, number[]>();
+  override set(key: string, value: number): this {
+    this.at?.set(key, [...(this.at.get(key) ?? []), performance.now()]);
+    return super.set(key, value);
+  }
+}
+
+function timedTally(): TimedTally {
+  const g = globalThis as Record<string, unknown>;
+  if (!(g.__e2eStepTally instanceof TimedTally)) {
+    const t = new TimedTally();
+    for (const [k, v] of (g.__e2eStepTally as Map<string, number> | undefined) ?? []) Map.prototype.set.call(t, k, v);
+    g.__e2eStepTally = t;
+  }
+  return g.__e2eStepTally as TimedTally;
 }
 
 async function queueUrls(ctx: WorldContext): Promise<{ queueUrl: string; dlqUrl: string }> {
