@@ -106,6 +106,10 @@ export interface FaultReport {
    */
   extraBodiesPaused: number;
   extraBodiesUnpaused: number;
+  /** Each extra body not attributed to a pause: the step's key and every body's process and time (s since the start). */
+  unpausedDetails: string[];
+  /** Consumer processes' lines about leases taken over, revoked or lost (s since the start), for the clock scenario. */
+  leaseNotes: string[];
   /** Consumer processes' clock skews (ms), by index; SIGSTOPs sent, and how many lasted past the lease ttl. */
   skewsMs: number[];
   paused: number;
@@ -210,6 +214,8 @@ export function clockSkew(
     // it takes to be left of that invocation's ownership (20 s): up to 80 s. Those wakes (no-ops
     // once the run is over) are what the queue holds after the last run.
     drainMs: 150_000,
+    // Debug lines: each backstop check's lease watch (what the report's lease notes quote).
+    env: { EVE_WORLD_AWS_LOG_LEVEL: 'debug' },
   };
 }
 
@@ -248,17 +254,40 @@ export async function runFaultScenario(
 
   // The backstop's wakes, from every process's log lines.
   const backstop = new BackstopTally();
+  const leaseNotes: string[] = [];
   const children = scenario.childConsumers
     ? await startChildren(
         scenario.childConsumers,
         fixture.env,
         scenario.tuning ?? {},
         log,
-        (pid, text) => backstop.chunk(String(pid), text),
+        (pid, text) => {
+          backstop.chunk(String(pid), text);
+          for (const l of text.split('\n'))
+            if (/revoked|lost the lease|stood still/.test(l))
+              leaseNotes.push(`${pid}@${((performance.now() - t0) / 1000).toFixed(1)} ${l.slice(0, 300)}`);
+        },
         scenario.childSkewsMs ?? [],
       )
     : undefined;
-  const consumer = { logger: backstop.logger(consoleLogger) };
+  const counted = backstop.logger(consoleLogger);
+  const note = (l: string) => {
+    if (/revoked|lost the lease|stood still/.test(l))
+      leaseNotes.push(`here@${((performance.now() - t0) / 1000).toFixed(1)} ${l.slice(0, 300)}`);
+  };
+  const consumer = {
+    logger: {
+      ...counted,
+      debug: (m: string, f?: Record<string, unknown>) => {
+        note(m);
+        counted.debug?.(m, f);
+      },
+      error: (m: string, f?: Record<string, unknown>) => {
+        note(m);
+        counted.error(m, f);
+      },
+    },
+  };
   const worlds: AwsWorld[] = [createWorld({ config: fixture.config, clients: fixture.clients, consumer })];
   const extraClients = scenario.secondConsumer ? createClients(loadConfig(fixture.env)) : undefined;
   if (extraClients) worlds.push(createWorld({ config: fixture.config, clients: extraClients, consumer }));
@@ -293,6 +322,8 @@ export async function runFaultScenario(
     bodiesInChildren: 0,
     extraBodiesPaused: 0,
     extraBodiesUnpaused: 0,
+    unpausedDetails: [],
+    leaseNotes: [],
     skewsMs: scenario.childSkewsMs ?? [],
     paused: 0,
     pausedPastLease: 0,
@@ -514,7 +545,7 @@ export async function runFaultScenario(
       const [k, pid] = l.split('\t');
       if (k.startsWith(`${prefix}:`)) add(k, Number(pid), lineSeenAt[i] ?? Number.POSITIVE_INFINITY);
     });
-    for (const runs of began.values()) {
+    for (const [key, runs] of began) {
       runs.sort((a, b) => a.at - b.at);
       for (const later of runs.slice(1)) {
         const paused = pauses.some(
@@ -524,7 +555,13 @@ export async function runFaultScenario(
             later.at <= p.end + 2 * leaseTtlMs,
         );
         if (paused) report.extraBodiesPaused++;
-        else report.extraBodiesUnpaused++;
+        else {
+          report.extraBodiesUnpaused++;
+          const when = (t: number) => ((t - t0) / 1000).toFixed(1);
+          report.unpausedDetails.push(
+            `${key}: ${runs.map((e) => `${e.pid === process.pid ? 'here' : e.pid}@${when(e.at)}`).join(', ')}; pauses ${pauses.map((p) => `${p.pid}@${when(p.start)}-${when(p.end)}`).join(', ') || 'none'}; skews ${JSON.stringify(children?.pids() ?? [])}`,
+          );
+        }
       }
     }
     report.extraBodiesPct = counts.size ? (100 * report.extraBodies) / counts.size : 0;
@@ -542,6 +579,7 @@ export async function runFaultScenario(
     if (extraClients) destroyClients(extraClients);
     await proxies.close();
     report.backstopWakes = backstop.wakes;
+    report.leaseNotes = leaseNotes.slice(0, 50);
     report.backstopRuns = backstop.runs.size;
     report.seconds = (performance.now() - t0) / 1000;
   }
@@ -662,7 +700,7 @@ async function startChildren(
   const spawnOne = (index: number) =>
     new Promise<ChildProcess>((resolve, reject) => {
       const skew = skewsMs[index] ? { EVE_TEST_CLOCK_SKEW_MS: String(skewsMs[index]) } : {};
-      const child = spawn(
+      const child: ChildProcess = spawn(
         process.execPath,
         ['--no-warnings', script, distUrl, path.join(wellKnown, 'flow.mjs'), tallyFile, JSON.stringify(tuning)],
         {
@@ -670,10 +708,13 @@ async function startChildren(
           stdio: ['ignore', 'pipe', 'pipe'],
         },
       );
+      spawned.push(child);
+      indexOf.set(child, index);
       let err = '';
       child.stderr?.on('data', (d: Buffer) => {
         err += d.toString();
         if (err.length > 20_000) err = err.slice(-10_000);
+        if (/lost the lease/.test(d.toString())) onStdout(child.pid ?? 0, d.toString());
       });
       child.stdout?.on('data', (d: Buffer) => {
         const text = d.toString();
@@ -684,6 +725,8 @@ async function startChildren(
         reject(new Error(`consumer process exited before it was ready (${code ?? signal}): ${err.slice(-2000)}`)),
       );
     });
+  const spawned: ChildProcess[] = [];
+  const indexOf = new Map<ChildProcess, number>();
   const procs = await Promise.all(Array.from({ length: n }, (_, i) => spawnOne(i)));
   const stopped = new Set<ChildProcess>();
   let restarting: Promise<void> | undefined;
@@ -726,6 +769,8 @@ async function startChildren(
         }, ms),
       );
     },
+    /** Each consumer process that ran, with its clock skew (ms). */
+    pids: () => spawned.map((p, i) => `${p.pid}:${skewsMs[indexOf.get(p) ?? i] ?? 0}`),
     /** Raw tally lines, `<key>\t<pid>`, one per step body run in a consumer process. */
     tallyLines: () => readFileSync(tallyFile, 'utf8').split('\n').filter(Boolean),
     /** Step-body keys run in consumer processes. */
