@@ -21,6 +21,18 @@ export default defineConfig({
     // their stacks for the failures a test provokes on purpose, the World's warnings, a test's
     // own notes) is shown only when that test fails, where it helps.
     silent: 'passed-only',
+    // Each failure with its reason as it happens (test/setup/failure-reporter.ts): the default
+    // reporter lists them only at the end, and on a busy machine a long run shows only `×` until then.
+    reporters: ['default', './test/setup/failure-reporter.ts'],
+    // Tests that wait on the wall clock: a child process to start, a delivery to come round, a
+    // run to finish while other processes compete. They take their margins from the machine's
+    // measured speed (test/helpers/pace.ts); `npm test -- --tags-filter='!timing'` leaves them out.
+    tags: [
+      {
+        name: 'timing',
+        description: 'waits on the wall clock; margins scaled by the measured slowdown (test/helpers/pace.ts)',
+      },
+    ],
     // Two cores: files run two at a time (integration files against one shared emulator stack).
     maxWorkers: 2,
     pool: 'forks',
@@ -30,6 +42,9 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.{ts,tsx}'],
+          // Some unit tests parse every source file (layers, dead exports, bench paths): seconds
+          // idle, several times that on two cores shared with other work.
+          testTimeout: 30_000,
         },
       },
       {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { runChild } from './lib/child.mjs';
 import { median, pct } from './lib/format.mjs';
+import { sized } from './lib/quick.mjs';
 
 const HOOKS = pathToFileURL(fileURLToPath(new URL('./lib/graph-hooks.mjs', import.meta.url))).href;
 
@@ -109,7 +110,7 @@ async function graph(url, factory, opts, own) {
  * Samples are taken round-robin (one run of each target, then the next round), so that load from
  * other work on the machine falls on every target alike instead of on whichever ran at the time.
  */
-export async function benchColdStart({ targets, runs = 10, log }) {
+export async function benchColdStart({ targets, runs = sized(10, 1), log }) {
   const dirs = [];
   try {
     const plan = targets.map((t) => {

@@ -12,22 +12,23 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { fmt, median, table } from './lib/format.mjs';
 import { importOwn, srcOutOf, stackUrlOf } from './lib/dist.mjs';
+import { fmt, median, table } from './lib/format.mjs';
+import { sized } from './lib/quick.mjs';
 
 /** KMS list price (us-east-1, symmetric requests) and the key's monthly fee. */
 export const KMS_PRICES = { request: 0.03 / 1e4, keyMonth: 1 };
 
 const SCENARIOS = [
-  { id: 'seq10', label: 'sequential, 10 steps', workflow: 'manySteps', args: () => [10], runs: 5 },
-  { id: 'fanout8', label: 'fan-out of 8 (Promise.all)', workflow: 'fanOut', args: () => [8], runs: 5 },
+  { id: 'seq10', label: 'sequential, 10 steps', workflow: 'manySteps', args: () => [10], runs: sized(5, 1) },
+  { id: 'fanout8', label: 'fan-out of 8 (Promise.all)', workflow: 'fanOut', args: () => [8], runs: sized(5, 1) },
   {
     id: 'hook',
     label: 'hook, 3 payloads',
     workflow: 'hookCollector',
     args: () => [`bench-kms-${randomBytes(6).toString('hex')}`, 3],
     hooks: 3,
-    runs: 3,
+    runs: sized(3, 1),
   },
 ];
 
@@ -78,14 +79,14 @@ async function runOne(app, world, scenario) {
 }
 
 async function measure({ app, stackEnv, dist, scenario, encrypted }) {
-  const { createWorld } = await import(`${dist}/index.js`);
-  const { loadConfig } = await import(`${dist}/config/index.js`);
-  const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
+  const { createWorld } = await importOwn(dist, 'index.js');
+  const { loadConfig } = await importOwn(dist, 'config/index.js');
+  const { createClients, destroyClients } = await importOwn(dist, 'aws/clients.js');
   const { createContext } = await importOwn(dist, 'context/world-context.js', 'context.js');
-  const { RunKeys } = await import(`${dist}/encryption/run-keys.js`);
+  const { RunKeys } = await importOwn(dist, 'encryption/run-keys.js');
   // The World's key source, built here and handed to createWorld, so its stats can be read.
   const keysFor = (c) => (config.kmsKeyId ? new RunKeys(createContext(config, c), config.kmsKeyId) : undefined);
-  const { reconcile } = await import(`${dist}/provision/index.js`);
+  const { reconcile } = await importOwn(dist, 'provision/index.js');
   const { LOCAL_KMS_ALIAS } = await import(stackUrlOf(dist));
   const config = loadConfig({
     ...stackEnv,

@@ -18,13 +18,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { fmt, table } from './lib/format.mjs';
 import { importOwn, srcOutOf } from './lib/dist.mjs';
+import { fmt, table } from './lib/format.mjs';
 import { createRecorder, instrumentClients } from './lib/meter.mjs';
 import { PRICES } from './lib/model.mjs';
+import { sized } from './lib/quick.mjs';
 
 /** Operations measured per case (after one warm-up). */
-const OPS = 20;
+const OPS = sized(20, 2);
 /** The in-process poller's lease (half its 30 s visibility). */
 const TTL_MS = 15_000;
 
@@ -57,13 +58,13 @@ function summarize(per) {
 }
 
 export async function benchLease({ stackEnv, dist, log }) {
-  const { loadConfig } = await import(`${dist}/config/index.js`);
-  const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
-  const { reconcile } = await import(`${dist}/provision/index.js`);
+  const { loadConfig } = await importOwn(dist, 'config/index.js');
+  const { createClients, destroyClients } = await importOwn(dist, 'aws/clients.js');
+  const { reconcile } = await importOwn(dist, 'provision/index.js');
   const { createContext } = await importOwn(dist, 'context/world-context.js', 'context.js');
-  const { createStorage } = await import(`${dist}/storage/index.js`);
+  const { createStorage } = await importOwn(dist, 'storage/index.js');
   const { runInDelivery } = await importOwn(dist, 'context/delivery-scope.js', 'delivery-scope.js');
-  const { extendStepLeases, releaseStepLeases } = await import(`${dist}/storage/index.js`);
+  const { extendStepLeases, releaseStepLeases } = await importOwn(dist, 'storage/index.js');
   const { SPEC_VERSION_CURRENT: sv } = await import('@workflow/world');
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-lease-${randomBytes(3).toString('hex')}` });
   const clients = createClients(config);

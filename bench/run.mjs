@@ -4,6 +4,9 @@
 // step-lease benches (bench/kms.mjs, bench/lease.mjs), the telemetry cost (bench/telemetry.mjs), prints the tables and writes
 // bench/results/<timestamp>.json and bench/results/latest.json.
 // Benchmarks print; they never assert. Method: bench/README.md.
+// `--quick` (`npm run bench:quick`, what CI runs): every part once at a small size, to prove the
+// bench still runs (bench/lib/quick.mjs); it writes bench/results/quick.json only. With
+// EVE_WORLD_AWS_SKIP_BUILD=1 an existing dist/ is used as it is (CI has just built it).
 import './lib/polyfills.mjs';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +19,7 @@ import { benchLease, printLeaseTable } from './lease.mjs';
 import { srcOutOf } from './lib/dist.mjs';
 import { fmt, table } from './lib/format.mjs';
 import { CALL_LATENCY_MS, dollars, PRICES } from './lib/model.mjs';
+import { QUICK, sized } from './lib/quick.mjs';
 import { benchSession, printSessionTables } from './session.mjs';
 import { benchStreams } from './streams.mjs';
 import { benchTelemetry, printTelemetryTable } from './telemetry.mjs';
@@ -26,6 +30,8 @@ const DIST = path.join(ROOT, 'dist');
 /** The compiled src/ (dist/src/), as the bench modules import it. */
 const SRC_OUT = path.join(DIST, 'src');
 const WELL_KNOWN = path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1');
+/** The World's entry in this build. */
+const ENTRY = path.join(DIST, 'src/index.js');
 const RESULTS = path.join(ROOT, 'bench/results');
 const log = (...a) => console.error(...a);
 /** `--cold-before=<dir>`: also time the dist/ of another build (a checkout of main, built) in Table 5. */
@@ -39,6 +45,10 @@ function onlyArg(argv) {
 const only = new Set(onlyArg(process.argv).split(','));
 
 function build() {
+  if (process.env.EVE_WORLD_AWS_SKIP_BUILD === '1' && existsSync(ENTRY)) {
+    log('Using the existing dist/ (EVE_WORLD_AWS_SKIP_BUILD=1).');
+    return { ok: true, skipped: true };
+  }
   log('Building dist/ (npm run build)...');
   const r = spawnSync('npm', ['run', '--silent', 'build'], {
     cwd: ROOT,
@@ -47,8 +57,7 @@ function build() {
   });
   if (r.status !== 0) {
     const why = `${r.stdout}\n${r.stderr}`.trim().split('\n').slice(-15).join('\n');
-    if (!existsSync(path.join(SRC_OUT, 'index.js')))
-      throw new Error(`npm run build failed and there is no dist/:\n${why}`);
+    if (!existsSync(ENTRY)) throw new Error(`npm run build failed and there is no dist/:\n${why}`);
     log(`WARNING: npm run build failed; benchmarking the existing dist/ instead.\n${why}`);
     return { ok: false, error: why };
   }
@@ -489,6 +498,8 @@ async function main() {
     if (saved.telemetry) printTelemetryTable(saved.telemetry);
     return;
   }
+  // The benches this one runs as child processes (bench:streams, bench:tokens, throughput) see it too.
+  if (QUICK) process.env.BENCH_QUICK = '1';
   const started = new Date();
   const t0 = performance.now();
   const buildInfo = build();
@@ -537,7 +548,7 @@ async function main() {
         wellKnown: WELL_KNOWN,
         dist: pathToFileURL(SRC_OUT).href,
         log,
-        turns: Number(process.env.BENCH_SESSION_TURNS ?? 100),
+        turns: Number(process.env.BENCH_SESSION_TURNS ?? sized(100, 3)),
         local: !process.argv.includes('--skip-local'),
       });
     }
@@ -549,7 +560,7 @@ async function main() {
         targets: [
           {
             name: 'eve-world-aws (dist/src/index.js)',
-            url: pathToFileURL(path.join(SRC_OUT, 'index.js')).href,
+            url: pathToFileURL(ENTRY).href,
             factory: 'createWorld',
             env,
           },
@@ -611,8 +622,14 @@ async function main() {
   if (results.telemetry) printTelemetryTable(results.telemetry);
 
   mkdirSync(RESULTS, { recursive: true });
+  const json = `${JSON.stringify({ ...results, quick: QUICK || undefined }, null, 2)}\n`;
+  if (QUICK) {
+    // Its numbers mean nothing: never the latest results.
+    writeFileSync(path.join(RESULTS, 'quick.json'), json);
+    console.log('Quick pass done (every part ran once, at a small size). Results: bench/results/quick.json');
+    return;
+  }
   const stamp = started.toISOString().replace(/[:.]/g, '-');
-  const json = `${JSON.stringify(results, null, 2)}\n`;
   const file = path.join(RESULTS, `${stamp}.json`);
   writeFileSync(file, json);
   writeFileSync(path.join(RESULTS, 'latest.json'), json);

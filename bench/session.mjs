@@ -26,9 +26,10 @@ import { createBilling } from './lib/billing.mjs';
 import { importOwn, srcOutOf, stackUrlOf } from './lib/dist.mjs';
 import { fmt, mean, pct, table } from './lib/format.mjs';
 import { createRecorder, instrumentClients, instrumentWorld, tagged } from './lib/meter.mjs';
+import { sized } from './lib/quick.mjs';
 
 const CHUNKS = 5;
-const WARMUP_TURNS = Number(process.env.BENCH_SESSION_WARMUP ?? 5);
+const WARMUP_TURNS = Number(process.env.BENCH_SESSION_WARMUP ?? sized(5, 1));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let flowInstances = 0;
@@ -347,11 +348,11 @@ async function scanAll(ddb, TableName) {
 }
 
 async function oursSetup({ stackEnv, dist }) {
-  const { createWorld } = await import(`${dist}/index.js`);
-  const { loadConfig } = await import(`${dist}/config/index.js`);
-  const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
+  const { createWorld } = await importOwn(dist, 'index.js');
+  const { loadConfig } = await importOwn(dist, 'config/index.js');
+  const { createClients, destroyClients } = await importOwn(dist, 'aws/clients.js');
   // Provisioning moved from resources.js to provision/ (a build from before the move still works).
-  const { reconcile } = await import(`${dist}/provision/index.js`).catch(() => import(`${dist}/resources.js`));
+  const { reconcile } = await importOwn(dist, 'provision/index.js', 'resources.js');
   const { TABLE_SCHEMA } = await importOwn(dist, 'schema/keys.js', 'ddb.js');
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-session-${randomBytes(3).toString('hex')}` });
   const clients = createClients(config);
@@ -703,7 +704,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   // BENCH_DIST: another build's dist/ (e.g. the code before a change, built into .tmp/).
   const dist = pathToFileURL(srcOutOf(path.resolve(ROOT, process.env.BENCH_DIST ?? 'dist'))).href;
   const { startStack } = await import(stackUrlOf(dist));
-  const turns = Number(process.argv.find((a) => a.startsWith('--turns='))?.slice(8) ?? 100);
+  const turns = Number(process.argv.find((a) => a.startsWith('--turns='))?.slice(8) ?? sized(100, 3));
   const runsArg = process.argv.find((a) => a.startsWith('--runs='))?.slice(7);
   const runs = runsArg === undefined ? undefined : Number(runsArg);
   if (runs !== undefined && !(Number.isInteger(runs) && runs >= 1)) {

@@ -6,6 +6,7 @@
 
 import { fileURLToPath } from 'node:url';
 import { runChild } from './lib/child.mjs';
+import { sized } from './lib/quick.mjs';
 import { benchTail, printTail } from './tail.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -42,13 +43,14 @@ export async function benchStreams({ log }) {
     what: 'npm run bench:streams',
   });
   log(`  streams bench finished in ${(ms / 1000).toFixed(0)} s`);
-  const tok = await runChild(npm, ['run', '--silent', 'bench:tokens'], {
+  // bench:tokens is bench:streams' compile (just done) and this file.
+  const tok = await runChild(process.execPath, ['--no-warnings', 'bench/streams/tokens.mjs'], {
     cwd: ROOT,
     env: process.env,
-    what: 'npm run bench:tokens',
+    what: 'bench/streams/tokens.mjs (npm run bench:tokens)',
   });
   log(`  token-rate bench finished in ${(tok.ms / 1000).toFixed(0)} s`);
-  const runs = process.env.BENCH_THROUGHPUT_RUNS ?? '200';
+  const runs = process.env.BENCH_THROUGHPUT_RUNS ?? String(sized(200, 10));
   const tp = await runChild(process.execPath, ['--no-warnings', 'bench/throughput.mjs', `--runs=${runs}`], {
     cwd: ROOT,
     env: process.env,

@@ -5,6 +5,7 @@
 //   node bench/tail.mjs            (needs `npm run build`)
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { sized } from './lib/quick.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -52,10 +53,10 @@ function fold(reduce, empty, recs) {
   return performance.now() - t;
 }
 
-export async function benchTail({ sizes = [20_000, 40_000, 100_000], beforeMax = 40_000 } = {}) {
+export async function benchTail({ sizes = sized([20_000, 40_000, 100_000], [2_000]), beforeMax = 40_000 } = {}) {
   const view = await import(pathToFileURL(path.join(ROOT, 'dist/src/cli/tail-view.js')).href);
   const empty = () => ({ events: [], steps: new Map(), streams: new Map(), finished: false });
-  fold(view.reduceTail, view.emptyTailState, records(5000)); // warm-up
+  fold(view.reduceTail, view.emptyTailState, records(sized(5000, 100))); // warm-up
   const rows = [];
   for (const n of sizes) {
     const recs = records(n);

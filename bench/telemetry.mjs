@@ -14,7 +14,9 @@ import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { runChild } from './lib/child.mjs';
+import { importOwn } from './lib/dist.mjs';
 import { fmt, median, table } from './lib/format.mjs';
+import { QUICK, sized } from './lib/quick.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CHILD = fileURLToPath(new URL('./lib/telemetry-child.mjs', import.meta.url));
@@ -25,7 +27,7 @@ async function cpuPerDelivery({ stackEnv, wellKnown, dist, log, runs }) {
   // machine's load falls on every mode alike; the rows add both rounds up.
   const out = {};
   let round = 0;
-  for (const mode of [...MODES, ...[...MODES].reverse()]) {
+  for (const mode of QUICK ? MODES : [...MODES, ...[...MODES].reverse()]) {
     log(`  telemetry: ${mode}...`);
     const env = { ...process.env, ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-tel-${mode}-${round++}` };
     const { out: text } = await runChild(
@@ -63,7 +65,7 @@ async function importCost(file) {
   const code = `const c = process.cpuUsage(); const t = performance.now(); await import(${JSON.stringify(pathToFileURL(file).href)}); const u = process.cpuUsage(c); console.log(JSON.stringify({ ms: performance.now() - t, cpu: (u.user + u.system) / 1000 }));`;
   const wall = [];
   const cpu = [];
-  for (let i = 0; i < 7; i++) {
+  for (let i = 0; i < sized(7, 1); i++) {
     const { out } = await runChild(process.execPath, ['--no-warnings', '--input-type=module', '-e', code], {
       env: { PATH: process.env.PATH },
       what: 'bundle import',
@@ -76,7 +78,7 @@ async function importCost(file) {
 }
 
 async function bundles({ dist, log }) {
-  const { bundleWorker } = await import(`${dist}/cdk/bundle-worker.js`);
+  const { bundleWorker } = await importOwn(dist, 'cdk/bundle-worker.js');
   // Inside the repository, so the base tree resolves packages from its node_modules.
   const work = path.join(ROOT, 'node_modules', '.cache', 'eve-world-aws', 'bench-telemetry');
   rmSync(work, { recursive: true, force: true });
@@ -84,7 +86,7 @@ async function bundles({ dist, log }) {
   const result = {};
   const after = await bundleWorker(ROOT, path.join(work, 'after'), path.join(ROOT, 'src/lambda/index.ts'));
   result.after = { bytes: statSync(after).size, ...(await importCost(after)) };
-  const base = baseCommit();
+  const base = QUICK ? undefined : baseCommit(); // the quick pass bundles this build only
   if (base) {
     log(`  telemetry: bundling the worker at ${base}...`);
     const tree = path.join(work, 'base');
@@ -104,9 +106,9 @@ async function bundles({ dist, log }) {
 
 /** Cost of one span helper call with the API loaded and no SDK registered (this process has none). */
 async function noSdkSpanNs(dist) {
-  const { withSpan } = await import(`${dist}/telemetry/tracing.js`);
+  const { withSpan } = await importOwn(dist, 'telemetry/tracing.js');
   const fn = async () => 1;
-  const n = 200_000;
+  const n = sized(200_000, 1000);
   const time = async (f) => {
     const t = process.hrtime.bigint();
     for (let i = 0; i < n; i++) await f();
@@ -118,7 +120,7 @@ async function noSdkSpanNs(dist) {
   return { plainNs: plain, spanNs: spanned, overheadNs: spanned - plain };
 }
 
-export async function benchTelemetry({ stackEnv, wellKnown, dist, log, runs = 8 }) {
+export async function benchTelemetry({ stackEnv, wellKnown, dist, log, runs = sized(8, 1) }) {
   const cpu = await cpuPerDelivery({ stackEnv, wellKnown, dist, log, runs });
   const bundle = await bundles({ dist, log });
   const noSdk = await noSdkSpanNs(dist);

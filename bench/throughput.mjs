@@ -18,10 +18,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { importOwn } from './lib/dist.mjs';
 import { createRecorder, instrumentClients } from './lib/meter.mjs';
+import { sized } from './lib/quick.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DIST = path.join(ROOT, 'dist', 'src');
+const DIST = path.join(ROOT, 'dist/src');
 const WELL_KNOWN = path.join(ROOT, 'test/e2e/app/.well-known/workflow/v1');
 const arg = (name, def) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? def);
 
@@ -109,10 +111,11 @@ function summary(label, { handles, seconds }, lat, runs, steps, rec) {
 }
 
 async function onAws(app, stackEnv, opts) {
-  const { createWorld } = await import(`${pathToFileURL(DIST).href}/index.js`);
-  const { loadConfig } = await import(`${pathToFileURL(DIST).href}/config/index.js`);
-  const { createClients, destroyClients } = await import(`${pathToFileURL(DIST).href}/aws/clients.js`);
-  const { reconcile } = await import(`${pathToFileURL(DIST).href}/provision/index.js`);
+  const dist = pathToFileURL(DIST).href;
+  const { createWorld } = await importOwn(dist, 'index.js');
+  const { loadConfig } = await importOwn(dist, 'config/index.js');
+  const { createClients, destroyClients } = await importOwn(dist, 'aws/clients.js');
+  const { reconcile } = await importOwn(dist, 'provision/index.js');
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-tp-${randomBytes(3).toString('hex')}` });
   const clients = createClients(config);
   await reconcile(clients, config, 'apply');
@@ -162,9 +165,9 @@ async function onLocal(app, opts) {
   }
 }
 
-export async function benchThroughput({ runs = 200, steps = 10, log = console.error } = {}) {
+export async function benchThroughput({ runs = sized(200, 10), steps = sized(10, 3), log = console.error } = {}) {
   const app = await loadApp();
-  const { startStack } = await import(pathToFileURL(path.join(ROOT, 'dist', 'emulator', 'stack.js')).href);
+  const { startStack } = await import(pathToFileURL(path.join(ROOT, 'dist/emulator/stack.js')).href);
   log(`Throughput: ${runs} runs x ${steps} steps + ${Math.floor(runs / 10)} token-streaming runs, all at once`);
   const stack = await startStack({ dynamodbPort: 0, awsPort: 0, startTimeoutSeconds: 90 });
   const rows = [];
@@ -215,8 +218,8 @@ export function printThroughput(rows, { runs, steps }) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const runs = arg('runs', 200);
-  const steps = arg('steps', 10);
+  const runs = arg('runs', sized(200, 10));
+  const steps = arg('steps', sized(10, 3));
   printThroughput(await benchThroughput({ runs, steps }), { runs, steps });
   process.exit(0);
 }

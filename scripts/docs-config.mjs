@@ -4,14 +4,15 @@
 //   node scripts/docs-config.mjs           rewrite the tables in place
 //   node scripts/docs-config.mjs --check   exit 1 if the file is stale (what the unit test checks)
 import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DOC = `${ROOT}docs/configuration.md`;
+const DOC = path.join(ROOT, 'docs/configuration.md');
 
 const out = await build({
-  entryPoints: [`${ROOT}src/config/docs.ts`],
+  entryPoints: [path.join(ROOT, 'src/config/docs.ts')],
   bundle: true,
   format: 'esm',
   platform: 'node',

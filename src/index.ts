@@ -41,9 +41,10 @@ import { type CreateConsumerOptions, createConsumer } from './consumer/index.js'
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context/world-context.js';
 import { deploymentIdentity } from './deployment/id.js';
-import { DEPLOYMENT_HEARTBEAT_MS, latestDeployment, registerDeployment } from './deployment/registry.js';
+import { DEPLOYMENT_HEARTBEAT_MS, latestDeployment, registerIdentity } from './deployment/registry.js';
 import { isDeploymentUnavailableError } from './deployment/unavailable-error.js';
 import { RunKeys } from './encryption/run-keys.js';
+import { explainEnvironmentErrors } from './preflight/aws-environment.js';
 import { affinityFormatProblem, checkTableFormat, TableFormatError } from './preflight/format-check.js';
 import { preflight } from './preflight/resources.js';
 import { createQueue } from './queue/index.js';
@@ -57,6 +58,7 @@ export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config/index.js';
 export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
 export { DeploymentUnavailableError, isDeploymentUnavailableError } from './deployment/unavailable-error.js';
+export { AwsEnvironmentError, type AwsEnvironmentProblem } from './preflight/aws-environment.js';
 export { TableFormatError } from './preflight/format-check.js';
 export { type MissingResource, MissingResourceError } from './preflight/resources.js';
 export { FormatError } from './schema/formats.js';
@@ -135,7 +137,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       // before any run is pinned to it (src/deployment/registry.ts).
       const problem = affinityFormatProblem(config.tableName, format);
       if (problem) throw new TableFormatError(problem);
-      await registerDeployment(context, await identity.id(), identity.shape);
+      await registerIdentity(context, identity, (line) => logger.warn(line));
     }
     ready = true;
   };
@@ -180,10 +182,12 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
         }
       : {}),
     // Storage
-    runs: storage.runs,
-    steps: storage.steps,
-    events,
-    hooks: storage.hooks,
+    // A process's first call may be a read (a script's resumeHook): no region, no credentials or
+    // no answer is named with the fix there too (src/preflight/aws-environment.ts).
+    runs: explainEnvironmentErrors(config, storage.runs),
+    steps: explainEnvironmentErrors(config, storage.steps),
+    events: explainEnvironmentErrors(config, events),
+    hooks: explainEnvironmentErrors(config, storage.hooks),
     // Queue: send side
     getDeploymentId: queue.getDeploymentId,
     // Called unbound by core: a `this`-free arrow (src/deployment/unavailable-error.ts).
@@ -228,12 +232,9 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       await consumer.start();
       if (identity.affinity && !heartbeat && !closed) {
         heartbeat = setInterval(() => {
-          void identity
-            .id()
-            .then((id) => registerDeployment(context, id, identity.shape))
-            .catch((err) =>
-              logger.warn(`[eve-world-aws] could not refresh this deployment's lastSeen: ${String(err)}`),
-            );
+          void registerIdentity(context, identity, (line) => logger.warn(line)).catch((err) =>
+            logger.warn(`[eve-world-aws] could not refresh this deployment's lastSeen: ${String(err)}`),
+          );
         }, DEPLOYMENT_HEARTBEAT_MS);
         heartbeat.unref();
       }

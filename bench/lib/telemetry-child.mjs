@@ -8,6 +8,8 @@
 import './polyfills.mjs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { importOwn } from './dist.mjs';
+import { sized } from './quick.mjs';
 
 const [mode, dist, wellKnown, runsArg] = process.argv.slice(2);
 const runs = Number(runsArg);
@@ -24,11 +26,11 @@ if (mode === 'traced') {
   trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
 }
 
-const { createWorld } = await import(`${dist}/index.js`);
-const { loadConfig } = await import(`${dist}/config/index.js`);
-const { createClients, destroyClients } = await import(`${dist}/aws/clients.js`);
-const { reconcile } = await import(`${dist}/provision/index.js`);
-const { enableMetrics } = await import(`${dist}/telemetry/metrics.js`);
+const { createWorld } = await importOwn(dist, 'index.js');
+const { loadConfig } = await importOwn(dist, 'config/index.js');
+const { createClients, destroyClients } = await importOwn(dist, 'aws/clients.js');
+const { reconcile } = await importOwn(dist, 'provision/index.js');
+const { enableMetrics } = await importOwn(dist, 'telemetry/metrics.js');
 const api = await import('workflow/api');
 const runtime = await import('workflow/runtime');
 const manifest = JSON.parse((await import('node:fs')).readFileSync(path.join(wellKnown, 'manifest.json'), 'utf8'));
@@ -47,7 +49,7 @@ runtime.setWorld(world);
 await world.start();
 
 const once = async () => (await api.start(workflows.manySteps, [4])).returnValue;
-for (let i = 0; i < 2; i++) await once(); // warm-up: connections, first-delivery paths
+for (let i = 0; i < sized(2, 1); i++) await once(); // warm-up: connections, first-delivery paths
 deliveries = 0;
 exporter?.reset();
 let spans = 0;

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { startStack } from '../../.tmp/bench-streams/emulator/stack.js';
 import { destroyClients } from '../../.tmp/bench-streams/src/aws/clients.js';
 import { reconcile } from '../../.tmp/bench-streams/src/provision/index.js';
+import { sized } from '../lib/quick.mjs';
 import { countingStreamer, nowMs, readLatencies } from './shared.mjs';
 
 const READER = fileURLToPath(new URL('./reader.mjs', import.meta.url));
@@ -111,8 +112,8 @@ async function idleScenario(env, writer, seconds) {
   await pending;
   destroyClients(reader.clients);
   return [
-    ['first 10 s after open (backoff ramp)', seconds, total, (total / seconds).toFixed(2)],
-    ['steady state (next 5 s)', seconds / 2, Math.round(steady * (seconds / 2)), steady.toFixed(2)],
+    [`first ${seconds} s after open (backoff ramp)`, seconds, total, (total / seconds).toFixed(2)],
+    [`steady state (next ${seconds / 2} s)`, seconds / 2, Math.round(steady * (seconds / 2)), steady.toFixed(2)],
   ];
 }
 
@@ -161,11 +162,13 @@ async function main() {
 
     // Warm up the JVM and connections so the first scenario is not penalised.
     await throughputScenario(() => countingStreamer(env), 'warm-up', { writers: 1, calls: 20, perCall: 25, bytes: 64 });
-    await latencyScenario(env, writer.streamer, 'warm-up', 50, 5);
+    await latencyScenario(env, writer.streamer, 'warm-up', sized(50, 5), 5);
 
+    const steady = sized(300, 20);
+    const sparse = sized(20, 3);
     const latency = [
-      ...(await latencyScenario(env, writer.streamer, 'steady flow: 300 chunks, 10 ms apart', 300, 10)),
-      ...(await latencyScenario(env, writer.streamer, 'sparse: 20 chunks, 500 ms apart', 20, 500)),
+      ...(await latencyScenario(env, writer.streamer, `steady flow: ${steady} chunks, 10 ms apart`, steady, 10)),
+      ...(await latencyScenario(env, writer.streamer, `sparse: ${sparse} chunks, 500 ms apart`, sparse, 500)),
     ];
     table(
       'Write -> read latency (ms, from before write() to the reader receiving the chunk)',
@@ -176,7 +179,7 @@ async function main() {
     table(
       'Read requests on an idle stream (one live reader, per stream-second)',
       ['window', 'seconds', 'requests', 'req/s'],
-      await idleScenario(env, writer.streamer, 10),
+      await idleScenario(env, writer.streamer, sized(10, 2)),
     );
 
     const factory = () => countingStreamer(env);
@@ -186,16 +189,16 @@ async function main() {
       [
         await throughputScenario(factory, 'write() awaited one by one', {
           writers: 1,
-          calls: 500,
+          calls: sized(500, 20),
           perCall: 1,
           bytes: 64,
         }),
-        await throughputScenario(factory, 'writeMulti', { writers: 1, calls: 100, perCall: 100, bytes: 64 }),
-        await throughputScenario(factory, 'writeMulti', { writers: 1, calls: 20, perCall: 500, bytes: 64 }),
-        await throughputScenario(factory, 'writeMulti', { writers: 1, calls: 40, perCall: 100, bytes: 4096 }),
+        await throughputScenario(factory, 'writeMulti', { writers: 1, calls: sized(100, 2), perCall: 100, bytes: 64 }),
+        await throughputScenario(factory, 'writeMulti', { writers: 1, calls: sized(20, 1), perCall: 500, bytes: 64 }),
+        await throughputScenario(factory, 'writeMulti', { writers: 1, calls: sized(40, 2), perCall: 100, bytes: 4096 }),
         await throughputScenario(factory, 'writeMulti, concurrent writers', {
           writers: 4,
-          calls: 25,
+          calls: sized(25, 1),
           perCall: 100,
           bytes: 64,
         }),

@@ -3,7 +3,8 @@
 // .tmp/bench-streams), so the same bench measures the current code and a saved baseline build.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { importOwn } from '../lib/dist.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const implDir = path.resolve(ROOT, process.env.BENCH_STREAMS_DIR ?? '.tmp/bench-streams');
@@ -13,18 +14,12 @@ export const nowMs = () => performance.timeOrigin + performance.now();
 
 export async function loadImpl() {
   // This build compiles the repository root (src/ and emulator/); a baseline build may be a flat src tree.
-  const srcDir = existsSync(path.join(implDir, 'src')) ? path.join(implDir, 'src') : implDir;
-  const mod = (p) => import(path.join(srcDir, p));
-  const streamsPath = existsSync(path.join(srcDir, 'streams/index.js')) ? 'streams/index.js' : 'streamer.js';
-  const configPath = existsSync(path.join(srcDir, 'config/index.js')) ? 'config/index.js' : 'config.js';
-  const contextPath = existsSync(path.join(srcDir, 'context/world-context.js'))
-    ? 'context/world-context.js'
-    : 'context.js';
+  const src = pathToFileURL(existsSync(path.join(implDir, 'src')) ? path.join(implDir, 'src') : implDir).href;
   const [{ createClients, destroyClients }, { loadConfig }, { createContext }, { createStreamer }] = await Promise.all([
-    mod('aws/clients.js'),
-    mod(configPath),
-    mod(contextPath),
-    mod(streamsPath),
+    importOwn(src, 'aws/clients.js'),
+    importOwn(src, 'config/index.js', 'config.js'),
+    importOwn(src, 'context/world-context.js', 'context.js'),
+    importOwn(src, 'streams/index.js', 'streamer.js'),
   ]);
   return { createClients, destroyClients, loadConfig, createContext, createStreamer };
 }

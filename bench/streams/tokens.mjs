@@ -14,16 +14,21 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { setWorld } from '@workflow/core/runtime';
 import { WorkflowServerWritableStream } from '@workflow/core/serialization';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
+import { importOwn } from '../lib/dist.mjs';
+import { sized } from '../lib/quick.mjs';
 import { countingStreamer, implDir, loadImpl, nowMs, readLatencies } from './tokens-lib.mjs';
 
 const READER = fileURLToPath(new URL('./tokens-reader.mjs', import.meta.url));
 const BASELINE = fileURLToPath(new URL('./baseline-tokens.json', import.meta.url));
+/** This build, compiled by bench/streams/tsconfig.json (the repository's layout: src/, emulator/). */
 const CURRENT = fileURLToPath(new URL('../../.tmp/bench-streams', import.meta.url));
+const CURRENT_SRC = pathToFileURL(path.join(CURRENT, 'src')).href;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const children = [];
 const enc = new TextEncoder();
@@ -140,8 +145,10 @@ async function scenario(impl, env, { mode, flushMs, burstMs, count, gapMs }) {
   };
 }
 
-const RATE = { label: '50 chunks/s (20 ms apart), 100 chunks', count: 100, gapMs: 20 };
-const SPARSE = { label: 'sparse (500 ms apart), 12 chunks', count: 12, gapMs: 500 };
+const RATE_COUNT = sized(100, 10);
+const SPARSE_COUNT = sized(12, 2);
+const RATE = { label: `50 chunks/s (20 ms apart), ${RATE_COUNT} chunks`, count: RATE_COUNT, gapMs: 20 };
+const SPARSE = { label: `sparse (500 ms apart), ${SPARSE_COUNT} chunks`, count: SPARSE_COUNT, gapMs: 500 };
 
 export async function measureTokens(impl, env, flushMs, burstMs) {
   const rows = [];
@@ -202,21 +209,21 @@ export function printTokens(after, before) {
 
 async function main() {
   const impl = await loadImpl();
-  const stackMod = await import(`${CURRENT}/emulator/stack.js`);
-  const { reconcile } = await import(`${CURRENT}/provision/index.js`);
-  const current = await import(`${CURRENT}/config/index.js`);
+  const stackMod = await import(pathToFileURL(path.join(CURRENT, 'emulator/stack.js')).href);
+  const { reconcile } = await importOwn(CURRENT_SRC, 'provision/index.js');
+  const current = await importOwn(CURRENT_SRC, 'config/index.js');
   console.log('Starting the embedded emulator stack (DynamoDB Local + fauxqs)...');
   const stack = await stackMod.startStack({ dynamodbPort: 0, awsPort: 0, startTimeoutSeconds: 90 });
   try {
     const env = { ...stack.env, EVE_WORLD_AWS_PREFIX: `bench-tok-${randomBytes(3).toString('hex')}` };
     const cfg = current.loadConfig(env);
-    const { createClients, destroyClients } = await import(`${CURRENT}/aws/clients.js`);
+    const { createClients, destroyClients } = await importOwn(CURRENT_SRC, 'aws/clients.js');
     const clients = createClients(cfg);
     await reconcile(clients, cfg, 'apply');
     destroyClients(clients);
     const flushMs = impl.loadConfig(env).streamFlushMs; // undefined on the baseline: core's default (0)
     const burstMs = undefined; // the build's own default (tuning option streamBurstMs)
-    await scenario(impl, env, { mode: 'in-process', flushMs, count: 30, gapMs: 5 }); // warm-up
+    await scenario(impl, env, { mode: 'in-process', flushMs, count: sized(30, 5), gapMs: 5 }); // warm-up
     const results = {
       label: args.has('--save-baseline') ? 'commit f1d0e53 (before #16)' : 'this build',
       flushMs,

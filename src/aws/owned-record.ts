@@ -24,8 +24,8 @@
  *   one wins, and a holder that renewed since (a new `until` or `beat`) keeps its record;
  * - {@link OwnedRecord.release}: a delete conditioned on the owner, a no-op once it is gone (a
  *   host item's fields are released with a `transition` that removes them);
- * - {@link OwnedRecord.update}: a change under a condition built from {@link when} (for moves
- *   that any process may make, like keeping a run key);
+ * - {@link OwnedRecord.update}: a change under a condition built from `when` (./record-conditions.ts;
+ *   for moves that any process may make, like keeping a run key);
  * - {@link OwnedRecord.read}; {@link OwnedRecord.claimAction}, the claim as a transaction action;
  *   {@link OwnedRecord.fence}, a lease claim's condition as a fragment of another action (the
  *   step lease rides the step item's put in `step_started`).
@@ -57,8 +57,8 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { assertItemFormat, FORMAT_ATTR, FORMATS, formatStamp, itemFormatOf } from '../schema/formats.js';
-import { ATTR } from '../schema/keys.js';
-import { type Attrs, fromAttr, keysOf, toAttr, toItem } from './item-codec.js';
+import { fromAttr, keysOf, toAttr, toItem } from './item-codec.js';
+import { type BuiltCond, build, type Cond, Expr, when } from './record-conditions.js';
 import { conditionFailureItem, isConditionalCheckFailed } from './sdk-errors.js';
 
 /** The table a record lives in. */
@@ -99,91 +99,6 @@ export interface OwnedFields {
    * expired items lazily (up to days later), so the claim re-checks it.
    */
   expiresAt?: string;
-}
-
-/** A condition expression built with placeholders from `x`. */
-export type Cond = (x: Expr) => string;
-
-/** Placeholders for one expression: `#o<n>` for names, `:o<n>` for values. */
-export class Expr {
-  readonly names: Record<string, string> = {};
-  readonly values: Attrs = {};
-  #byName = new Map<string, string>();
-  #n = 0;
-
-  name(attr: string): string {
-    let ph = this.#byName.get(attr);
-    if (!ph) {
-      ph = `#o${this.#byName.size}`;
-      this.#byName.set(attr, ph);
-      this.names[ph] = attr;
-    }
-    return ph;
-  }
-
-  value(v: unknown): string {
-    const a = toAttr(v);
-    if (a === undefined) throw new TypeError('a condition cannot compare with undefined');
-    const ph = `:o${this.#n++}`;
-    this.values[ph] = a;
-    return ph;
-  }
-}
-
-/** The building blocks of conditions. */
-export const when = {
-  absent: ((x) => `attribute_not_exists(${x.name(ATTR.pk)})`) as Cond,
-  present: ((x) => `attribute_exists(${x.name(ATTR.pk)})`) as Cond,
-  has:
-    (attr: string): Cond =>
-    (x) =>
-      `attribute_exists(${x.name(attr)})`,
-  lacks:
-    (attr: string): Cond =>
-    (x) =>
-      `attribute_not_exists(${x.name(attr)})`,
-  is:
-    (attr: string, v: unknown): Cond =>
-    (x) =>
-      `${x.name(attr)} = ${x.value(v)}`,
-  below:
-    (attr: string, v: number): Cond =>
-    (x) =>
-      `${x.name(attr)} < ${x.value(v)}`,
-  same:
-    (a: string, b: string): Cond =>
-    (x) =>
-      `${x.name(a)} = ${x.name(b)}`,
-  oneOf:
-    (attr: string, vs: readonly unknown[]): Cond =>
-    (x) =>
-      `${x.name(attr)} IN (${vs.map((v) => x.value(v)).join(', ')})`,
-  /** The field is absent or equals `v` (a seen value that may have been missing). */
-  asSeen: (attr: string, v: unknown): Cond => (v === undefined ? when.lacks(attr) : when.is(attr, v)),
-  all:
-    (...cs: Cond[]): Cond =>
-    (x) =>
-      cs.map((c) => `(${c(x)})`).join(' AND '),
-  any:
-    (...cs: Cond[]): Cond =>
-    (x) =>
-      cs.map((c) => `(${c(x)})`).join(' OR '),
-  /** A format this build reads, stamped or not (src/schema/formats.ts). */
-  readable: ((x) =>
-    `attribute_not_exists(${x.name(FORMAT_ATTR)}) OR ${x.name(FORMAT_ATTR)} <= ${x.value(FORMATS.records.current)}`) as Cond,
-};
-
-/** A condition as an expression with its placeholders. */
-export interface BuiltCond {
-  expr: string;
-  names: Record<string, string>;
-  values: Attrs;
-}
-
-export function build(c: Cond): BuiltCond {
-  const x = new Expr();
-  const expr = c(x);
-  return { expr, names: x.names, values: x.values };
 }
 
 export type ClaimResult = { won: true } | { won: false; current?: Fields };

@@ -210,13 +210,17 @@ const UNREACHABLE = new Set([
 /**
  * The socket error code when the endpoint could not be reached at all (nothing listening, no
  * DNS, no route), else undefined. Node puts the code on the error, on the first of an
- * AggregateError's `errors` (IPv4 + IPv6 attempts) or on its `cause`.
+ * AggregateError's `errors` (IPv4 + IPv6 attempts) or on its `cause`. The SDK's own connect
+ * timeout (no connection within `connectionTimeout`: packets dropped) has no code: `ETIMEDOUT`.
  */
 export function unreachableCode(err: unknown): string | undefined {
-  const e = err as { code?: unknown; errors?: Array<{ code?: unknown }>; cause?: { code?: unknown } } | undefined;
+  const e = err as
+    | { code?: unknown; message?: unknown; errors?: Array<{ code?: unknown }>; cause?: { code?: unknown } }
+    | undefined;
   for (const c of [e?.code, e?.errors?.[0]?.code, e?.cause?.code]) {
     if (typeof c === 'string' && UNREACHABLE.has(c)) return c;
   }
+  if (typeof e?.message === 'string' && e.message.includes('did not establish a connection')) return 'ETIMEDOUT';
   return undefined;
 }
 
@@ -250,12 +254,6 @@ export function isUnsupported(err: unknown): boolean {
     status === 501 ||
     status === 405
   );
-}
-
-/** The service failed on its side (5xx), i.e. worth retrying later. */
-export function isServerError(err: unknown): boolean {
-  const status = httpStatusOf(err);
-  return status !== undefined && status >= 500;
 }
 
 /**

@@ -22,7 +22,7 @@
  * moves the fence that much further, so no other checker starts the same check meanwhile.
  */
 import { DeleteItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { build, when } from '../aws/owned-record.js';
+import { build, when } from '../aws/record-conditions.js';
 import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import { ATTR, GSI1, keys, LIST_SHARDS, storageKeys } from '../schema/keys.js';
 import { type DueRecord, dueIndexAttrs, dueSortKey, parseDue } from '../storage/records/due.js';
@@ -39,6 +39,7 @@ import type { StorageCtx } from '../storage/table/storage-ctx.js';
 import { type LeaseWatchReport, leaseMark, observeStepLeases, watchPeriodMs } from '../storage/write/step-lease.js';
 import type { Logger } from '../telemetry/log.js';
 import { forEachLimited } from '../util/concurrency.js';
+import { backlogGate, heldLogLine, type QueueBacklog } from './backlog.js';
 import { type CheckInput, type Decision, decide } from './decide.js';
 
 /** Sends a run's wake (./wake.ts); injected so the tick needs no queue of its own in tests. */
@@ -50,6 +51,8 @@ export type WakeRun = (
 
 export interface TickOptions {
   wake: WakeRun;
+  /** The queue's backlog, which holds repeat wakes (./backlog.ts); absent: no gate. */
+  backlog?: QueueBacklog;
   now?: () => number;
   /** Due items taken per shard per tick (default 25). */
   limit?: number;
@@ -67,6 +70,8 @@ export interface TickReport {
   deleted: number;
   /** Checks another checker or a write got to first. */
   fencedOut: number;
+  /** Repeat wakes held because the queue shows a backlog (./backlog.ts). */
+  held: number;
   failed: number;
 }
 
@@ -77,11 +82,11 @@ const CHECKS_PER_SHARD = 4;
 const WATCH_SLACK_MS = 5000;
 
 /** The line every decision logs at debug level (test/e2e/step-lease-skew.test.ts reads them). */
-export const checkLogLine = (runId: string, d: Decision) =>
+const checkLogLine = (runId: string, d: Decision) =>
   `[eve-world-aws] backstop: checked run ${runId}: ${d.kind} (${d.why})`;
 
 /** The line each watch of a step lease logs at debug level. */
-export const leaseLogLine = (runId: string, stepId: string, w: LeaseWatchReport) =>
+const leaseLogLine = (runId: string, stepId: string, w: LeaseWatchReport) =>
   w.verdict === 'lapsed'
     ? `[eve-world-aws] backstop: run ${runId}: the lease of step ${stepId} stood still for ${Math.round(w.quietMs)} ms (${w.reads} reads): revoked`
     : `[eve-world-aws] backstop: run ${runId}: the lease of step ${stepId} is live (${w.why}, after ${Math.round(w.quietMs)} ms unchanged, ${w.reads} reads)`;
@@ -92,7 +97,8 @@ export const wakeLogLine = (runId: string, wakes: number, why: string) =>
 
 export async function backstopTick(ctx: StorageCtx, opts: TickOptions): Promise<TickReport> {
   const now = (opts.now ?? Date.now)();
-  const report: TickReport = { due: 0, checked: 0, woken: 0, deleted: 0, fencedOut: 0, failed: 0 };
+  const report: TickReport = { due: 0, checked: 0, woken: 0, deleted: 0, fencedOut: 0, held: 0, failed: 0 };
+  const gate = backlogGate(opts.backlog, (m) => opts.logger?.warn(m));
   const shards = Array.from({ length: LIST_SHARDS }, (_, s) => s);
   await Promise.all(
     shards.map(async (s) => {
@@ -113,11 +119,12 @@ export async function backstopTick(ctx: StorageCtx, opts: TickOptions): Promise<
         const seenDueAt = Number(sk.slice(0, 13));
         const runId = sk.slice(14);
         try {
-          const outcome = await checkRun(ctx, runId, seenDueAt, now, opts);
+          const outcome = await checkRun(ctx, runId, seenDueAt, now, opts, gate);
           if (outcome === 'fenced') report.fencedOut++;
           else {
             report.checked++;
             if (outcome === 'wake') report.woken++;
+            if (outcome === 'held') report.held++;
             if (outcome === 'delete') report.deleted++;
           }
         } catch (err) {
@@ -137,7 +144,8 @@ export async function checkRun(
   seenDueAt: number,
   now: number,
   opts: TickOptions,
-): Promise<'fenced' | Decision['kind']> {
+  gate: ReturnType<typeof backlogGate> = backlogGate(opts.backlog, (m) => opts.logger?.warn(m)),
+): Promise<'fenced' | 'held' | Decision['kind']> {
   const B = ctx.config.backstopSeconds * 1000;
   const fencedAt = now + B;
   const due = await moveDue(ctx, runId, seenDueAt, fencedAt, {});
@@ -166,6 +174,14 @@ export async function checkRun(
     return 'delete';
   }
   if (d.kind === 'wake' && input.workflowName) {
+    // A repeat wake waits while the queue shows a backlog: the last one may be in it (./backlog.ts).
+    const backlog = await gate(due.wakes);
+    if (backlog !== undefined) {
+      opts.logger?.info(heldLogLine(runId, due.wakes, backlog));
+      // Counted in the backoff as a sent wake: a backlog costs no more checks than before.
+      await moveDue(ctx, runId, fence, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
+      return 'held';
+    }
     opts.logger?.info(wakeLogLine(runId, d.wakes, d.why));
     const run = { runId, workflowName: input.workflowName, deploymentId: input.deploymentId };
     await opts.wake(due.queueName ? { ...run, queueName: due.queueName } : run, d.stranded, d.wakes);

@@ -12,14 +12,13 @@ import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type { IamPrincipal, IamResource } from '../provision/iam-resources.js';
 import {
   actionsByResource,
   GRANT_ACTIONS,
   GRANT_CONDITION,
-  type IamPrincipal,
-  type IamResource,
   PASS_ROLE_CONDITION,
-} from '../provision/iam-actions.js';
+} from '../provision/principal-actions.js';
 import type { Data } from './data.js';
 import type { Queues } from './queue.js';
 
@@ -38,7 +37,7 @@ export function grantWorld(
   },
 ): void {
   const { table, bucket, kmsKey } = parts.data;
-  const { queue, scheduleGroup, schedulerRole } = parts.queues;
+  const { queue, deadLetterQueue, scheduleGroup, schedulerRole } = parts.queues;
   const scheduleArn = stack.formatArn({
     service: 'scheduler',
     resource: 'schedule',
@@ -49,6 +48,9 @@ export function grantWorld(
     table: [table.tableArn],
     tableIndexes: [`${table.tableArn}/index/*`],
     queue: [queue.queueArn],
+    // The runtime only sends to it: a message whose failed dispatches reached the redrive
+    // policy's limit (src/consumer/delivery/failures.ts).
+    dlq: [deadLetterQueue.queueArn],
     bucket: [bucket.bucketArn],
     bucketObjects: [bucket.arnForObjects('*')],
     scheduleGroup: [scheduleGroup.attrArn],
@@ -139,7 +141,7 @@ export function grantFromTable(
  * value with `Ref` as `<Name>`, `Fn::GetAtt` as `<Name.Attr>` and `Fn::Join` concatenated. Used to
  * acknowledge exactly the wildcard findings this construct expects, whatever the stack's env.
  */
-export function nagResourceName(stack: Stack, value: string): string {
+function nagResourceName(stack: Stack, value: string): string {
   const render = (v: unknown): string => {
     if (typeof v === 'string') return v;
     if (v && typeof v === 'object') {

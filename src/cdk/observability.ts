@@ -23,7 +23,7 @@ export interface ObservedStack {
 }
 
 /** One of the World's metrics for this stack's queue. */
-export function worldMetric(
+function worldMetric(
   queue: sqs.IQueue,
   name: MetricName,
   statistic = 'Sum',
@@ -43,7 +43,7 @@ export function worldMetric(
 const graph = (title: string, left: cloudwatch.IMetric[], right: cloudwatch.IMetric[] = [], width = 8) =>
   new cloudwatch.GraphWidget({ title, left, right, width, height: 6 });
 
-export function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwatch.Dashboard {
+function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwatch.Dashboard {
   const w = (name: MetricName, statistic?: string, label?: string) =>
     worldMetric(s.queue, name, statistic, Duration.minutes(1), label);
   const oneMinute = { period: Duration.minutes(1) };
@@ -125,7 +125,7 @@ export function worldDashboard(scope: Construct, id: string, s: ObservedStack): 
 }
 
 /** Alarms on the World's own metrics; `make` adds the stack's alarm action. */
-export function worldAlarms(
+function worldAlarms(
   s: Pick<ObservedStack, 'queue'>,
   make: (id: string, props: cloudwatch.AlarmProps) => cloudwatch.Alarm,
 ): cloudwatch.Alarm[] {

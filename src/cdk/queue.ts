@@ -16,7 +16,7 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { MAX_MESSAGE_SIZE, MESSAGE_RETENTION_SECONDS } from '../config/limits.js';
-import { SCHEDULER_ROLE_ACTIONS, SCHEDULER_ROLE_KMS_ACTIONS } from '../provision/iam-actions.js';
+import { SCHEDULER_ROLE_ACTIONS, SCHEDULER_ROLE_KMS_ACTIONS } from '../provision/principal-actions.js';
 import type { Settings } from './props.js';
 
 export interface Queues {

@@ -10,6 +10,7 @@
  */
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, EXIT_FAILURE, printJson } from './output.js';
 import { getRunOrFail, withWorld } from './world.js';
 
@@ -62,8 +63,24 @@ export async function cancelRunById(runId: string, opts: CancelOptions): Promise
   });
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const CANCEL_HELP: HelpSpec = {
+  notes: [
+    'The run stops at its next replay: no new step or wait starts, its hooks stop accepting payloads, and a step already running is not interrupted. Cancelling a cancelled run is a no-op (exit 0, "cancelled": false).',
+  ],
+  examples: [
+    ['eve-world-aws cancel wrun_01JD...'],
+    ['eve-world-aws cancel wrun_01JD... --reason "duplicate order" --json'],
+  ],
+  exitCodes: exitCodes(
+    'cancelled (or already cancelled)',
+    'no such run, or it already completed or failed',
+    CONFIG_ERROR,
+  ),
+};
+
 export function cancelCommand(): Command {
-  return new Command('cancel')
+  return withHelp(new Command('cancel'), CANCEL_HELP)
     .description('Cancel a pending or running run (what `wf cancel` and run.cancel() do)')
     .argument('<runId>', 'the run id (wrun_...)')
     .option(
@@ -72,20 +89,6 @@ export function cancelCommand(): Command {
       parseReason,
     )
     .option('--json', 'print {runId, status, cancelled} as JSON')
-    .addHelpText(
-      'after',
-      `
-The run stops at its next replay: no new step or wait starts, its hooks stop accepting payloads,
-and a step already running is not interrupted. Cancelling a cancelled run is a
-no-op (exit 0, "cancelled": false).
-
-Examples:
-  eve-world-aws cancel wrun_01JD...
-  eve-world-aws cancel wrun_01JD... --reason "duplicate order" --json
-
-Exit codes: 0 cancelled (or already cancelled); 1 no such run, or it already completed or failed;
-2 bad usage or configuration.`,
-    )
     .action(async (runId: string, opts: CancelOptions) => {
       const result = await cancelRunById(runId, opts);
       if (opts.json) printJson(result);

@@ -23,6 +23,7 @@ import type { WorldContext } from '../context/world-context.js';
 import { type DeploymentRecord, listDeployments, markRetired, readDeployment } from '../deployment/registry.js';
 import { deploymentActivity, drainVerdict } from '../sweep/deployments.js';
 import { formatTime, parseDuration } from './format.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, EXIT_FAILURE, palette, printJson, renderTable } from './output.js';
 import { withWorld } from './world.js';
 
@@ -150,8 +151,45 @@ export function renderDeployments(rows: DeploymentRow[], color?: boolean): strin
   )}\n`;
 }
 
+/** `retire`'s exit codes, also those of `deployments` (which lists, or retires). */
+const RETIRE_EXIT_CODES = exitCodes(
+  'done (retiring a retired one again too)',
+  'refused (not registered; active runs or within the grace period without --force), or an AWS error',
+  CONFIG_ERROR,
+);
+
+/** `--help` of `deployments`, `deployments list` and `deployments retire` (src/cli/help-text.ts). */
+const HELP: Record<'deployments' | 'list' | 'retire', HelpSpec> = {
+  deployments: {
+    notes: [
+      'Deployments are registered by processes with EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on (docs/operations.md, "Deployment affinity"). Status: "active, live" (a process of it heartbeated in the last 3 min), "active, no consumer" (runs pinned to it wait: start a process of that build, or retire it with --force to fail them), "active, draining" (no live process, no active run), "retired".',
+      "Old deployments drain, then go: once a build's processes are stopped and its runs have finished, `retire` marks it retired. The daily sweep (`eve-world-aws sweep`, the CDK sweeper) retires every deployment that qualifies.",
+    ],
+    examples: [
+      ['eve-world-aws deployments', 'the same as `deployments list`'],
+      ['eve-world-aws deployments retire build:0123456789abcdef'],
+    ],
+    exitCodes: RETIRE_EXIT_CODES,
+  },
+  list: {
+    examples: [['eve-world-aws deployments'], ["eve-world-aws deployments list --json | jq -r '.deployments[].id'"]],
+    exitCodes: exitCodes('listed (also when none is registered)', 'an AWS error', CONFIG_ERROR),
+  },
+  retire: {
+    notes: [
+      'Without --force it refuses a deployment with active runs or heard of (a heartbeat, a run of it ending) within the grace period. A message for a retired deployment fails its run with DEPLOYMENT_MISMATCH at its next delivery (once: never a loop, never the DLQ). Retiring a Lambda deployment also deletes its published version unless --keep-version.',
+    ],
+    examples: [
+      ['eve-world-aws deployments retire build:0123456789abcdef'],
+      ['eve-world-aws deployments retire build:0123456789abcdef --grace 1h'],
+      ['eve-world-aws deployments retire lambda:my-host:12 --force', 'fail its runs'],
+    ],
+    exitCodes: RETIRE_EXIT_CODES,
+  },
+};
+
 export function deploymentsCommand(): Command {
-  const list = new Command('list')
+  const list = withHelp(new Command('list'), HELP.list)
     .description('List the deployments of this table and how many runs each still has active (the default)')
     .option('--json', 'print {deployments: [...]} as JSON')
     .action(async (opts: { json?: boolean }) => {
@@ -161,7 +199,7 @@ export function deploymentsCommand(): Command {
         else process.stdout.write(renderDeployments(rows));
       });
     });
-  const retire = new Command('retire')
+  const retire = withHelp(new Command('retire'), HELP.retire)
     .description('Mark a deployment retired: its runs fail with DEPLOYMENT_MISMATCH at their next delivery')
     .argument('<id>', 'the deployment, as `deployments` lists it')
     .option(
@@ -193,30 +231,8 @@ export function deploymentsCommand(): Command {
         }
       });
     });
-  return new Command('deployments')
+  return withHelp(new Command('deployments'), HELP.deployments)
     .description('List the deployments of this table (deployment affinity), or retire one')
     .addCommand(list, { isDefault: true })
-    .addCommand(retire)
-    .addHelpText(
-      'after',
-      `
-Deployments are registered by processes with EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on (docs/operations.md,
-"Deployment affinity"). Status: "active, live" (a process of it heartbeated in the last 3 min),
-"active, no consumer" (runs pinned to it wait: start a process of that build, or retire it with
---force to fail them), "active, draining" (no live process, no active run), "retired".
-
-Old deployments drain, then go: once a build's processes are stopped and its runs have finished,
-\`retire\` marks it retired; without --force it refuses one with active runs or heard of within the
-grace period (--grace, default 24 h). The daily sweep (\`eve-world-aws sweep\`, the CDK sweeper)
-retires every deployment that qualifies. A message for a retired deployment fails its run with
-DEPLOYMENT_MISMATCH at its next delivery (once: never a loop, never the DLQ).
-
-Examples:
-  eve-world-aws deployments --json
-  eve-world-aws deployments retire build:0123456789abcdef
-  eve-world-aws deployments retire build:0123456789abcdef --grace 1h
-
-Exit codes: 0 done (retiring a retired one again too); 1 refused (not registered; active runs or
-within the grace period without --force) or AWS error; 2 bad usage or configuration.`,
-    );
+    .addCommand(retire);
 }

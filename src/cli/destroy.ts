@@ -9,8 +9,9 @@ import { Command } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig } from '../config/index.js';
 import { type DestroyReport, destroyResources } from '../provision/destroy.js';
+import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { explainAwsError } from './init.js';
-import { CliError, EXIT_FAILURE, palette, printJson, renderTable } from './output.js';
+import { CliError, EXIT_FAILURE, palette, printJson, renderTable, tableReport } from './output.js';
 
 interface DestroyCliOptions {
   yes?: boolean;
@@ -23,6 +24,7 @@ const LABEL: Record<DestroyReport['state'], string> = {
   'would-delete': 'would delete',
   deleted: 'deleted',
   kept: 'KEPT (holds data)',
+  'not-deleted': 'not deleted',
 };
 
 function render(reports: DestroyReport[], opts: DestroyCliOptions, kmsKeyId?: string): string {
@@ -54,31 +56,31 @@ function render(reports: DestroyReport[], opts: DestroyCliOptions, kmsKeyId?: st
     );
   else out.push(`Deleted ${reports.filter((r) => r.state === 'deleted').length} resource(s).`);
   if (kmsKeyId) out.push(`The KMS key ${kmsKeyId} is yours and is never deleted.`);
-  return `${out.join('\n')}\n`;
+  return tableReport(out);
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const DESTROY_HELP: HelpSpec = {
+  notes: [
+    'Only the resources this configuration names (EVE_WORLD_AWS_PREFIX, _TABLE, _QUEUE, _DLQ, _BUCKET, _SCHEDULER_GROUP) are touched, never the account\'s shared "default" schedule group, the KMS key or the Scheduler role. If any of them holds data, nothing is deleted unless --force is given too. A CDK deployment is removed with `cdk destroy` instead.',
+  ],
+  examples: [
+    ['eve-world-aws destroy', 'the plan'],
+    ['eve-world-aws destroy --yes', 'delete; refuses if anything holds data'],
+    ['eve-world-aws destroy --yes --force', 'delete, data included'],
+  ],
+  exitCodes: exitCodes(
+    'deleted, or nothing there, or a plan',
+    'refused because a resource holds data, or an AWS error',
+  ),
+};
+
 export function destroyCommand(): Command {
-  return new Command('destroy')
+  return withHelp(new Command('destroy'), DESTROY_HELP)
     .description('Remove what `init` created (schedule group, queue, DLQ, bucket, table): a plan unless --yes')
     .option('--yes', 'delete (without it: print what would be deleted, change nothing)')
     .option('--force', 'also delete resources that hold data (runs, objects, messages, schedules); needs --yes')
     .option('--json', 'print {deleted, resources: [...]} as JSON')
-    .addHelpText(
-      'after',
-      `
-Only the resources this configuration names (EVE_WORLD_AWS_PREFIX, _TABLE, _QUEUE, _DLQ, _BUCKET,
-_SCHEDULER_GROUP) are touched, never the account's shared "default" schedule group, the KMS key
-or the Scheduler role. If any of them holds data, nothing is deleted unless --force is given too.
-A CDK deployment is removed with \`cdk destroy\` instead.
-
-Examples:
-  eve-world-aws destroy                  # the plan
-  eve-world-aws destroy --yes            # delete; refuses if anything holds data
-  eve-world-aws destroy --yes --force    # delete, data included
-
-Exit codes: 0 deleted (or nothing there; a plan); 1 refused because a resource holds data, or an AWS
-error; 2 bad usage or configuration.`,
-    )
     .action(async (opts: DestroyCliOptions) => {
       const config = loadConfig();
       const clients = createClients(config);

@@ -4,7 +4,8 @@
  * known name), endpoint reachability (custom endpoints only), credentials (one cheap signed call), the table schema, the queue + DLQ and the
  * redrive policy, the bucket, with a scheduler role the schedule group (the same verifier `init`
  * uses, in 'verify' mode: nothing is created), and clock skew against the AWS (or emulator) server; with deployment affinity
- * (or registered deployments), the deployments with active runs, warning on runs no live consumer serves.
+ * (or registered deployments), the deployments with active runs, warning on runs no live consumer serves;
+ * older builds writing to the table (src/cli/doctor-builds.ts: 0.1.0 after a rollback, a missed process).
  * Prints a pass/fail table with the fix for each failure or warning; exit 1 on any failure (a warning is exit 0).
  *
  * It first says what it checks ({@link DoctorTarget}: region, account when a queue URL shows it,
@@ -21,15 +22,7 @@ import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { Command } from 'commander';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
 import { canConnect } from '../aws/net.js';
-import {
-  describeError,
-  isAccessDenied,
-  isCredentialsMissing,
-  isCredentialsRejected,
-  isNotFound,
-  isRegionMissing,
-  unreachableCode,
-} from '../aws/sdk-errors.js';
+import { describeError, isAccessDenied, isCredentialsRejected, isNotFound } from '../aws/sdk-errors.js';
 import {
   ConfigError,
   closestVariable,
@@ -40,11 +33,24 @@ import {
 } from '../config/index.js';
 import { createContext } from '../context/world-context.js';
 import { listDeployments } from '../deployment/registry.js';
+import { AwsEnvironmentError, EMULATOR_FIX } from '../preflight/aws-environment.js';
 import { type ResourceReport, reconcile } from '../provision/index.js';
 import { createTransport } from '../queue/transport.js';
 import { deploymentRows, deploymentsCheck } from './deployments.js';
+import { checkOlderBuilds } from './doctor-builds.js';
 import { parsePositiveInt } from './format.js';
-import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress, renderTable } from './output.js';
+import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
+import {
+  CliError,
+  colorEnabled,
+  EXIT_FAILURE,
+  fitText,
+  palette,
+  printJson,
+  progress,
+  renderTable,
+  tableReport,
+} from './output.js';
 
 /** `warn`: worth acting on, but the World works (exit 0). */
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
@@ -151,7 +157,7 @@ async function checkEndpoints(config: WorldConfig): Promise<Check> {
     check,
     status: 'fail',
     details: `cannot connect to ${down.join(', ')}`,
-    fix: 'start the emulator (`eve-world-aws emulate`) and export the lines it prints, or fix AWS_ENDPOINT_URL_*',
+    fix: EMULATOR_FIX,
   };
 }
 
@@ -161,45 +167,11 @@ async function checkCredentials(clients: AwsClients, config: WorldConfig): Promi
     await clients.ddb.send(new DescribeTableCommand({ TableName: config.tableName }));
     return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
   } catch (err) {
-    const e = err as { message?: string };
-    const code = unreachableCode(err);
     if (isNotFound(err)) return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
-    if (code === 'ENOTFOUND' && !config.endpoints.dynamodb) {
-      // No DNS name for the region's endpoint: far more often a misspelt region than a DNS outage.
-      const region = config.region ?? (await clients.ddb.config.region().catch(() => 'the default region'));
-      return {
-        check,
-        status: 'fail',
-        details: `no DynamoDB endpoint found for region ${region} (ENOTFOUND)`,
-        fix: `check AWS_REGION (${region}): is it a region name such as us-east-1? If it is, check the network's DNS`,
-      };
-    }
-    if (code) {
-      return {
-        check,
-        status: 'fail',
-        details: `cannot reach DynamoDB (${code}) at ${config.endpoints.dynamodb ?? 'the AWS endpoint'}`,
-        fix: config.endpoints.dynamodb
-          ? 'start the emulator (`eve-world-aws emulate`) and export the lines it prints, or fix AWS_ENDPOINT_URL_*'
-          : 'check the network and AWS_REGION',
-      };
-    }
-    if (isRegionMissing(err)) {
-      return {
-        check,
-        status: 'fail',
-        details: 'no AWS region configured',
-        fix: 'set AWS_REGION (e.g. us-east-1) or a profile region',
-      };
-    }
-    if (isCredentialsMissing(err)) {
-      return {
-        check,
-        status: 'fail',
-        details: `no credentials found (${e.message})`,
-        fix: 'set AWS_PROFILE, or AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY, or run where an IAM role is available',
-      };
-    }
+    // Nothing answering, no region, no credentials: the World's own words for them.
+    const region = config.region ?? (await clients.ddb.config.region().catch(() => undefined));
+    const env = AwsEnvironmentError.of(config, [{ service: 'dynamodb', error: err }], region);
+    if (env) return { check, status: 'fail', details: env.details, fix: env.fix };
     if (isCredentialsRejected(err)) {
       return {
         check,
@@ -296,13 +268,21 @@ async function accountOf(config: WorldConfig, clients: AwsClients): Promise<stri
   return url ? /\/(\d{12})\/[^/]+\/?$/.exec(url)?.[1] : undefined;
 }
 
-/** The target as doctor prints it above its table. */
+/**
+ * The target as doctor prints it above its table: the region line, then the resource names with
+ * the variable that chose them, each variable said once (all four usually come from the prefix).
+ */
 export function renderTarget(t: DoctorTarget): string {
   const eps = Object.entries(t.endpoints);
-  const r = t.resources;
+  const byVariable = new Map<string, string[]>();
+  for (const [kind, r] of Object.entries(t.resources))
+    byVariable.set(r.chosenBy, [...(byVariable.get(r.chosenBy) ?? []), `${kind} ${r.name}`]);
+  const names = [...byVariable]
+    .map(([chosenBy, named]) => `${named.join(', ')} (named by ${chosenBy.replace(/ \((the default)\)$/, ', $1')})`)
+    .join('; ');
   return [
     `Region ${t.region}${t.account ? `, account ${t.account}` : ''}; ${eps.length === 0 ? 'AWS default endpoints' : `endpoints ${eps.map(([k, v]) => `${k} ${v}`).join(', ')}`}`,
-    `Table ${r.table.name} (${r.table.chosenBy}), queue ${r.queue.name} (${r.queue.chosenBy}), dlq ${r.dlq.name} (${r.dlq.chosenBy}), bucket ${r.bucket.name} (${r.bucket.chosenBy})`,
+    `Resources: ${names}`,
   ].join('\n');
 }
 
@@ -423,6 +403,7 @@ async function checkResources(
   if (checks.find((c) => c.check === 'table schema')?.status === 'pass') {
     const deployments = await checkDeployments(config, clients);
     if (deployments) checks.push(deployments);
+    checks.push(await checkOlderBuilds(config, clients));
   }
   return checks;
 }
@@ -485,7 +466,7 @@ export function renderChecks(checks: Check[], color = colorEnabled()): string {
       ? `All ${checks.filter((c) => c.status === 'pass').length} checks passed${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'} above)` : ''}.`
       : `${failed} check${failed === 1 ? '' : 's'} failed (see the fix above).`,
   );
-  return `${out.join('\n')}\n`;
+  return tableReport(out);
 }
 
 interface DoctorCliOptions {
@@ -493,23 +474,28 @@ interface DoctorCliOptions {
   maxSkew: number;
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const DOCTOR_HELP: HelpSpec = {
+  notes: [
+    'Read-only: nothing is created or changed (`eve-world-aws init` does that). It first says what it checks: the region, the account, the endpoints and each resource name with the variable that chose it.',
+    'With deployment affinity, the "deployments" check lists the deployments with active runs and warns (exit 0) when one has no live consumer: its runs wait until a process of that build runs again.',
+    'The "older builds" check reads the newest and the active runs\' format stamps and names a build older than the table\'s format that writes to it (0.1.0 after a rollback, or a process an upgrade missed): a warning, or a failure where the table allows no reader that old (after init --deployment-affinity).',
+  ],
+  examples: [['eve-world-aws doctor'], ['eve-world-aws doctor --json | jq \'.checks[] | select(.status=="fail")\'']],
+  exitCodes: exitCodes(
+    'every check passed (warnings too)',
+    'a check failed (its fix is printed; a bad setting is a failed check)',
+    'bad usage',
+  ),
+};
+
 export function doctorCommand(): Command {
-  return new Command('doctor')
+  return withHelp(new Command('doctor'), DOCTOR_HELP)
     .description(
       'Check configuration, credentials, table, queues and redrive policy, bucket, schedule group (with a scheduler role) and clock skew',
     )
     .option('--json', 'print {ok, target, checks: [...]} as JSON (target: region, account, endpoints, resource names)')
     .option('--max-skew <seconds>', 'largest tolerated clock difference with the AWS server', parsePositiveInt, 5)
-    .addHelpText(
-      'after',
-      `
-Read-only: nothing is created or changed (use \`eve-world-aws init\` for that).
-
-With deployment affinity, the "deployments" check lists the deployments with active runs and warns
-(exit 0) when one has no live consumer: its runs wait until a process of that build runs again.
-
-Exit codes: 0 every check passed (warnings included); 1 a check failed (its fix is printed); 2 bad usage.`,
-    )
     .action(async (opts: DoctorCliOptions) => {
       const spin = progress('Checking...');
       let report: DoctorReport;
@@ -521,7 +507,7 @@ Exit codes: 0 every check passed (warnings included); 1 a check failed (its fix 
       const { target, checks } = report;
       const ok = checks.every((c) => c.status !== 'fail');
       if (opts.json) printJson({ ok, ...(target ? { target } : {}), checks });
-      else process.stdout.write(`${target ? `${renderTarget(target)}\n` : ''}${renderChecks(checks)}`);
+      else process.stdout.write(`${target ? `${fitText(renderTarget(target))}\n` : ''}${renderChecks(checks)}`);
       if (!ok) throw new CliError('', EXIT_FAILURE);
     });
 }

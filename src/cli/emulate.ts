@@ -16,7 +16,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { composeStack, DEFAULT_DOCKER_S3_PORT, DOCKER_CREDENTIALS, dockerCompose } from '../../emulator/docker.js';
 import {
   assertPortFree,
@@ -30,6 +30,7 @@ import {
 import { sleep } from '../aws/sleep.js';
 import { loadConfig } from '../config/index.js';
 import { hasProblems, type ResourceReport } from '../provision/index.js';
+import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { renderReports, runReconcile } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './output.js';
 import { EMULATOR_PEERS, requirePeers } from './peers.js';
@@ -292,7 +293,9 @@ async function runDocker(opts: EmulateOptions, shutdown: Shutdown, envFile: EnvF
 }
 
 export async function runEmulate(opts: EmulateOptions): Promise<void> {
-  opts.envFile ??= opts.envOut;
+  if (opts.envFile !== undefined && opts.envOut === undefined)
+    process.stderr.write('note: --env-file is now --env-out (the same option; Node 20 rejects --env-file)\n');
+  opts.envFile = opts.envOut ?? opts.envFile;
   if (!opts.docker) requirePeers('emulate', EMULATOR_PEERS);
   // Validate the env-derived names before starting anything (ConfigError -> exit 2).
   loadConfig(process.env);
@@ -308,9 +311,27 @@ export async function runEmulate(opts: EmulateOptions): Promise<void> {
   }
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const EMULATE_HELP: HelpSpec = {
+  notes: [
+    'Everything listens on 127.0.0.1. The embedded stack needs Java 17 (DynamoDB Local; EVE_WORLD_AWS_JAVA overrides the java binary); fauxqs keeps queues and the bucket in memory, so they are re-created at every start (--data-dir keeps DynamoDB and the KMS keys). It also serves KMS, Secrets Manager, EventBridge Scheduler and Lambda Invoke endpoints (free ports, in memory).',
+    'Resource names come from EVE_WORLD_AWS_PREFIX etc., as for the World; the EVE_WORLD_AWS_* variables you set are repeated in the export lines. Ctrl-C (SIGINT) or SIGTERM stops every child, removes the --env-out file (its ports are gone) and exits 0.',
+  ],
+  examples: [
+    ['eve-world-aws emulate', 'DynamoDB :8000, SQS + S3 :4566'],
+    ['eve-world-aws emulate --env-out .emulate/env --data-dir .emulate/dynamodb'],
+    ['source .emulate/env', 'in another shell'],
+    ['eve-world-aws emulate --docker', 'DynamoDB :8000, SQS :4566, S3 :4567'],
+  ],
+  exitCodes: exitCodes(
+    'stopped by Ctrl-C or SIGTERM',
+    'the stack failed to start (a port in use, no Java, no Docker engine)',
+  ),
+};
+
 export function emulateCommand(): Command {
   return (
-    new Command('emulate')
+    withHelp(new Command('emulate'), EMULATE_HELP)
       .description(
         'Run a local AWS stack in the foreground (embedded: DynamoDB Local + fauxqs, no Docker) and create the resources',
       )
@@ -324,35 +345,15 @@ export function emulateCommand(): Command {
       .option('--data-dir <dir>', 'keep DynamoDB data in DIR across restarts (default: in memory)')
       .option('--no-init', 'do not create the table, queues and bucket')
       .option(
-        '--env-file <path>',
-        'also write the export lines to PATH (usable with `source` and `node --env-file`); removed when emulate stops',
-      )
-      // Node 20's launcher scans the whole command line for `--env-file` and exits 9 when that file
-      // does not exist yet, before this program runs; `--env-out` is the same flag without the clash.
-      .option(
         '--env-out <path>',
-        'same as --env-file (use it on Node 20, which rejects --env-file PATH when PATH does not exist yet)',
+        'also write the export lines to PATH (for `source PATH` or `node --env-file=PATH`); removed when emulate stops',
       )
+      // 0.1.0's name for --env-out, kept working but not shown: Node 20's launcher scans the whole
+      // command line for `--env-file` and exits 9 when that file does not exist yet, before this
+      // program runs, so one name that works everywhere is the one to teach.
+      .addOption(new Option('--env-file <path>').hideHelp())
       .option('--docker', 'run docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) instead of the embedded stack')
       .option('--json', 'print one JSON object (endpoints, env, resources) instead of export lines')
-      .addHelpText(
-        'after',
-        `
-Everything listens on 127.0.0.1. The embedded stack needs Java 17 (DynamoDB Local); fauxqs keeps
-queues and the bucket in memory only, so they are re-created at every start (--data-dir persists
-DynamoDB and the KMS keys only). It also serves KMS, Secrets Manager and EventBridge Scheduler
-endpoints (free ports, in memory; schedules fire into the emulated queues).
-EVE_WORLD_AWS_JAVA overrides the java binary (default: $JAVA_HOME/bin/java, java).
-
-Resource names come from EVE_WORLD_AWS_PREFIX etc., as for the World; the EVE_WORLD_AWS_* variables
-you set are repeated in the export lines. Ctrl-C (SIGINT) or SIGTERM stops every child, removes the
---env-file/--env-out file (its ports are gone) and exits 0.
-
-Examples:
-  eve-world-aws emulate                      # DynamoDB :8000, SQS + S3 :4566
-  eve-world-aws emulate --env-file .emulate/env --data-dir .emulate/dynamodb
-  eve-world-aws emulate --docker             # DynamoDB :8000, SQS :4566, S3 :4567`,
-      )
       .action(async (opts: EmulateOptions) => {
         await runEmulate(opts);
       })

@@ -249,6 +249,12 @@ export function previewValue(v: unknown): string {
 }
 
 /** Collapse whitespace and cut to `max` characters. */
+/** `o[key]` when `o` is an object and that is a string. */
+export function stringField(o: unknown, key: string): string | undefined {
+  const v = o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[key] : undefined;
+  return typeof v === 'string' ? v : undefined;
+}
+
 export function truncate(s: string, max: number): string {
   const one = s.replace(/\s+/g, ' ').trim();
   return one.length > max ? `${one.slice(0, Math.max(0, max - 1))}…` : one;

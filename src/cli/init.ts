@@ -10,8 +10,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { partitionOf } from '../aws/arn.js';
 import { createClients, destroyClients } from '../aws/clients.js';
-import { isCredentialsMissing, isRegionMissing, unreachableCode } from '../aws/sdk-errors.js';
 import { loadConfig, type WorldConfig } from '../config/index.js';
+import { AwsEnvironmentError } from '../preflight/aws-environment.js';
 import { principalPolicy, schedulerRolePolicies } from '../provision/iam-policy.js';
 import {
   hasProblems,
@@ -21,38 +21,27 @@ import {
   sharedScheduleGroupWarning,
 } from '../provision/index.js';
 import { AFFINITY_MIN_READER } from '../schema/formats.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, palette, printJson, progress, renderTable } from './output.js';
+import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
+import {
+  CliError,
+  EXIT_FAILURE,
+  EXIT_USAGE,
+  palette,
+  printJson,
+  progress,
+  renderTable,
+  tableReport,
+} from './output.js';
 
-/** Turn the AWS errors a user can fix (nothing listening, no credentials) into one-line messages. */
+/**
+ * Turn the AWS errors a user can fix (nothing listening, no region, no credentials) into one line:
+ * the World's own error for them (src/preflight/aws-environment.ts), so the CLI and the library say
+ * the same. A missing region is configuration (exit 2).
+ */
 export function explainAwsError(err: unknown, config: WorldConfig): unknown {
-  const e = err as { message?: string };
-  const code = unreachableCode(err);
-  if (code) {
-    const eps = Object.entries(config.endpoints)
-      .filter(([, v]) => v)
-      .map(([k, v]) => `${k} ${v}`)
-      .join(', ');
-    return new CliError(
-      `Cannot reach AWS (${e.message ?? code}).` +
-        (eps
-          ? ` Endpoints in use: ${eps}. Is the emulator running? Start it with \`eve-world-aws emulate\` and export the lines it prints.`
-          : ' Check your network and AWS_REGION.'),
-    );
-  }
-  if (isRegionMissing(err)) {
-    return new CliError(
-      'No AWS region configured. Set AWS_REGION (e.g. AWS_REGION=us-east-1) or a profile region, ' +
-        'or use the env lines `eve-world-aws emulate` prints.',
-      EXIT_USAGE,
-    );
-  }
-  if (isCredentialsMissing(err)) {
-    return new CliError(
-      `No AWS credentials found (${e.message}). Set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ` +
-        'or point AWS_ENDPOINT_URL_* at a local emulator (`eve-world-aws emulate`).',
-    );
-  }
-  return err;
+  const env = err instanceof AwsEnvironmentError ? err : AwsEnvironmentError.of(config, [{ error: err }]);
+  if (!env) return err;
+  return new CliError(env.message, env.problem === 'region' ? EXIT_USAGE : EXIT_FAILURE);
 }
 
 /** Create (apply) or plan (dry-run) every resource with a spinner; maps fixable AWS errors. */
@@ -103,7 +92,7 @@ export function renderReports(reports: ResourceReport[], mode: ReconcileMode): s
   for (const r of reports.filter((x) => x.fix))
     out.push(`${p.red('x')} ${r.kind} ${r.name}: ${r.details.join('; ')}\n  fix: ${r.fix}`);
   out.push(summary(reports, mode));
-  return `${out.join('\n')}\n`;
+  return tableReport(out);
 }
 
 export function summary(reports: ResourceReport[], mode: ReconcileMode): string {
@@ -149,8 +138,26 @@ interface InitOptions {
   deploymentAffinity?: boolean;
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const INIT_HELP: HelpSpec = {
+  notes: [
+    "Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from AWS_ENDPOINT_URL_* (set by `eve-world-aws emulate`), credentials from the standard AWS chain. With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit `default` (the account's shared group) is used as it is, with a warning.",
+    "The bucket's lifecycle rule expires queue bodies under queue/; nothing expires orphaned run payloads or held bodies of very long waits: schedule `eve-world-aws sweep` daily.",
+  ],
+  examples: [
+    ['eve-world-aws init', 'create or fix'],
+    ['eve-world-aws init --dry-run', 'the plan only'],
+    ['eve-world-aws init --print-iam-policy --operator', 'for doctor, tail'],
+    ['eve-world-aws init --deployment-affinity', 'before affinity'],
+  ],
+  exitCodes: exitCodes(
+    'every resource present, created or fixed',
+    'drift or missing (the fix is printed), or an AWS error',
+  ),
+};
+
 export function initCommand(): Command {
-  return new Command('init')
+  return withHelp(new Command('init'), INIT_HELP)
     .description(
       'Create or verify the DynamoDB table, the SQS queue and its DLQ, the S3 bucket and, with a scheduler role, the schedule group (idempotent)',
     )
@@ -173,22 +180,6 @@ export function initCommand(): Command {
     .option(
       '--deployment-affinity',
       `allow deployment affinity on the table: refuse readers older than format ${AFFINITY_MIN_READER}, which ignore a message's deployment (stop them first)`,
-    )
-    .addHelpText(
-      'after',
-      `
-Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from
-AWS_ENDPOINT_URL_* (set by \`eve-world-aws emulate\`), credentials from the standard AWS chain.
-With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler
-schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit \`default\` (the
-account's shared group) is used as it is, with a warning.
-
-The bucket's lifecycle rule expires queue bodies under queue/; nothing expires orphaned run
-payloads (uploads whose write never committed) or held bodies of very long waits: schedule
-\`eve-world-aws sweep\` daily (see \`eve-world-aws sweep --help\`).
-
-Exit codes: 0 every resource present or created; 1 drift or missing (the fix is printed);
-2 bad usage or configuration.`,
     )
     .action(async (opts: InitOptions) => {
       const config = loadConfig(process.env);

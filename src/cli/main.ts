@@ -16,6 +16,7 @@ import { deploymentsCommand } from './deployments.js';
 import { destroyCommand } from './destroy.js';
 import { doctorCommand } from './doctor.js';
 import { emulateCommand } from './emulate.js';
+import { exitCodes, HELP_WIDTH, type HelpSpec, withHelp } from './help-text.js';
 import { initCommand } from './init.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
 import { redriveCommand } from './redrive/index.js';
@@ -55,28 +56,30 @@ function version(): string {
 
 /** Settings every command shares; `addCommand` does not inherit them, so apply them recursively. */
 function configure(cmd: Command): void {
-  cmd.exitOverride().showHelpAfterError('(add --help for usage)');
+  cmd.exitOverride().showHelpAfterError('(add --help for usage)').configureHelp({ helpWidth: HELP_WIDTH });
   for (const sub of cmd.commands) configure(sub);
 }
 
+/** The program's `--help` after the commands (src/cli/help-text.ts). */
+const PROGRAM_HELP: HelpSpec = {
+  notes: [
+    'Configuration comes from the environment (EVE_WORLD_AWS_*, AWS_REGION, AWS_ENDPOINT_URL_*, AWS_PROFILE). `eve-world-aws <command> --help` describes each command.',
+  ],
+  examples: [
+    ['eve-world-aws demo', 'all of it at once (Java 17)'],
+    ['eve-world-aws emulate --env-out .emulate/env', 'shell 1: local AWS'],
+    ['source .emulate/env && eve-world-aws init', 'shell 2: resources'],
+    ['eve-world-aws tail <runId>', 'follow a run live'],
+  ],
+  exitCodes: exitCodes('ok', 'failure (drift, a failed check or run, an AWS error)'),
+};
+
 export function buildProgram(): Command {
-  const program = new Command('eve-world-aws')
+  const program = withHelp(new Command('eve-world-aws'), PROGRAM_HELP)
     .description(
       'Workflow DevKit World on DynamoDB + SQS + S3: set up, check and remove AWS resources, run a local emulator, follow, start, cancel and resume runs, replay dead letters, sweep orphaned objects.',
     )
-    .version(version(), '-V, --version')
-    .addHelpText(
-      'after',
-      `
-Configuration comes from the environment (EVE_WORLD_AWS_*, AWS_REGION, AWS_ENDPOINT_URL_*, AWS_PROFILE).
-Exit codes: 0 ok, 1 failure, 2 usage or configuration error.
-
-Quick start (no Docker, needs Java 17):
-  eve-world-aws demo             # everything in one command: emulator, resources, a sample run
-  eve-world-aws emulate          # shell 1: local DynamoDB + SQS + S3; prints export lines
-  eve-world-aws init             # shell 2, after pasting them: reports every resource present
-  eve-world-aws tail <runId>     # follow a run's events and streams live`,
-    );
+    .version(version(), '-V, --version');
   for (const make of COMMANDS) program.addCommand(make());
   configure(program);
   return program;

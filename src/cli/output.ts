@@ -5,7 +5,8 @@
  * Convention: results go to stdout (a table or, with --json, one JSON document), progress and
  * diagnostics to stderr, so `--json | jq` and `> file` always get clean output.
  */
-import Table from 'cli-table3';
+import { wrapText } from './terminal-text.js';
+import { layoutTable } from './text-table.js';
 
 /** Exit codes shared by every command. */
 export const EXIT_OK = 0;
@@ -65,64 +66,10 @@ export function terminalColumns(stream: NodeJS.WriteStream = process.stdout): nu
   return stream.isTTY && stream.columns > 0 ? stream.columns : undefined;
 }
 
-const ANSI = /\u001b\[[0-9;]*m/g;
-const visible = (s: string) => s.replace(ANSI, '').length;
-
 /**
- * `text` wrapped to lines of at most `width` columns: on spaces where it can, and words longer
- * than a line are split (an id stays whole across lines, never cut). Text with colour codes is
- * left as is (only short status words are coloured).
- */
-export function wrapCell(text: string, width: number): string {
-  if (width < 1 || text.includes('\u001b[')) return text;
-  const out: string[] = [];
-  for (const para of text.split('\n')) {
-    let line = '';
-    for (const word of para.split(/ +/)) {
-      let w = word;
-      if (line && line.length + 1 + w.length <= width) {
-        line += ` ${w}`;
-        continue;
-      }
-      if (line) out.push(line);
-      while (w.length > width) {
-        out.push(w.slice(0, width));
-        w = w.slice(width);
-      }
-      line = w;
-    }
-    out.push(line);
-  }
-  return out.join('\n');
-}
-
-/**
- * Column widths (cell text plus 1 column of padding each side) for a table no wider than `width`:
- * the natural widths when they fit, else the widest columns give way first, down to 8 (or their
- * heading) each. Borders take one column per column plus one.
- */
-export function fitColumns(head: string[], rows: string[][], width: number): number[] {
-  const natural = head.map(
-    (h, i) => Math.max(visible(h), ...rows.map((r) => Math.max(0, ...(r[i] ?? '').split('\n').map(visible)))) + 2,
-  );
-  const min = head.map((h, i) => Math.min(natural[i], Math.max(8, visible(h) + 2)));
-  const widths = [...natural];
-  let excess = widths.reduce((a, b) => a + b, 0) + widths.length + 1 - width;
-  while (excess > 0) {
-    let widest = -1;
-    for (let i = 0; i < widths.length; i++)
-      if (widths[i] > min[i] && (widest < 0 || widths[i] > widths[widest])) widest = i;
-    if (widest < 0) break; // every column at its minimum: the table stays wider than the terminal
-    widths[widest]--;
-    excess--;
-  }
-  return widths;
-}
-
-/**
- * Render rows as a table (plain borders, no colours unless stdout is a colour terminal). On a
- * terminal (`width`, default: stdout's columns) it fits the width, wrapping cells inside their
- * column; piped, every cell stays on its line as it is.
+ * Render rows as a table (src/cli/text-table.ts): headings bold when colours are on; on a terminal
+ * (`width`, default: stdout's columns) fitted to its width, ids never split; piped, a box with every
+ * cell on its own lines as they are.
  */
 export function renderTable(
   head: string[],
@@ -130,15 +77,27 @@ export function renderTable(
   color = colorEnabled(),
   width: number | undefined = terminalColumns(),
 ): string {
-  const p = palette(color);
-  const fitted = width === undefined ? undefined : fitColumns(head, rows, width);
-  const table = new Table({
-    head: head.map((h) => p.bold(h)),
-    style: { head: [], border: [], compact: true },
-    ...(fitted ? { colWidths: fitted, wordWrap: true, wrapOnWordBoundary: false } : { wordWrap: true }),
-  });
-  for (const r of rows) table.push(fitted ? r.map((c, i) => wrapCell(c, fitted[i] - 2)) : r);
-  return table.toString();
+  return layoutTable(head, rows, palette(color).bold, width);
+}
+
+/**
+ * Lines of prose (notes, fixes, summaries) wrapped to the terminal's width on spaces, each
+ * continuation indented like its line; piped (no width), unchanged.
+ */
+export function fitText(text: string, width: number | undefined = terminalColumns()): string {
+  if (width === undefined) return text;
+  return text
+    .split('\n')
+    .flatMap((line) => {
+      const indent = /^ */.exec(line)?.[0] ?? '';
+      return wrapText(line.slice(indent.length), Math.max(20, width - indent.length)).map((l) => indent + l);
+    })
+    .join('\n');
+}
+
+/** A report: a table (`parts[0]`, fitted already) and lines of prose after it, wrapped by {@link fitText}. */
+export function tableReport(parts: string[]): string {
+  return `${[parts[0], ...parts.slice(1).map((l) => fitText(l))].join('\n')}\n`;
 }
 
 /** Print one JSON document on stdout (the only thing --json writes there). */

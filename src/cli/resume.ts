@@ -7,6 +7,7 @@
 import { HookNotFoundError } from '@workflow/errors';
 import { Command } from 'commander';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, EXIT_FAILURE, printJson } from './output.js';
 import { requirePeers } from './peers.js';
 
@@ -38,26 +39,28 @@ export async function resumeByToken(token: string, payload: unknown): Promise<Re
   });
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const RESUME_HELP: HelpSpec = {
+  notes: [
+    "Writes hook_received and wakes the run through the queue; the run goes on in your app's consumer (eve start, a Lambda), which must be running for the run to move. Needs the optional peer `workflow` (the app's own copy).",
+  ],
+  examples: [
+    ['eve-world-aws resume approval-42 \'{"approved":true}\''],
+    ['eve-world-aws resume approval-42 \'"yes"\' --json'],
+  ],
+  exitCodes: exitCodes(
+    'resumed',
+    'no hook waits with that token (wrong token, disposed, or its run ended)',
+    `${CONFIG_ERROR}; a payload that is not JSON, or \`workflow\` not installed`,
+  ),
+};
+
 export function resumeCommand(): Command {
-  return new Command('resume')
+  return withHelp(new Command('resume'), RESUME_HELP)
     .description("Resume a hook by its token with a JSON payload (core's resumeHook, from any process)")
     .argument('<token>', 'the hook token (the one the workflow passed to createHook, or tail shows)')
     .argument('[json]', 'the payload, one JSON value (default null)')
     .option('--json', 'print {token, runId, hookId} as JSON')
-    .addHelpText(
-      'after',
-      `
-Writes hook_received and wakes the run through the queue; the run goes on in your app's consumer
-(eve start, a Lambda), which must be running for the run to move. Needs the optional peer
-\`workflow\` (the app's own copy).
-
-Examples:
-  eve-world-aws resume approval-42 '{"approved":true}'
-  eve-world-aws resume approval-42 '"yes"' --json
-
-Exit codes: 0 resumed; 1 no hook waits with that token (wrong token, disposed, or its run ended);
-2 bad usage (payload not JSON), configuration, or \`workflow\` not installed.`,
-    )
     .action(async (token: string, json: string | undefined, opts: ResumeOptions) => {
       requirePeers('resume', ['workflow']);
       const payload = json === undefined ? null : parseJsonArg('the payload', json);

@@ -8,10 +8,12 @@
 import type { WorkflowRun } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { LEGACY_DEPLOYMENT_ID } from '../deployment/id.js';
-import { formatDuration, formatTime, parsePositiveInt } from './format.js';
+import { formatDuration, formatTime, parsePositiveInt, shortName } from './format.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { colorEnabled, palette, printJson, renderTable } from './output.js';
 import { runRow } from './tail-rows.js';
-import { isFullWorkflowName, workflowMatches } from './workflow-names.js';
+import { loadManifest, type WorkflowManifest } from './workflow-manifest.js';
+import { describeWorkflow, isFullWorkflowName, nearWorkflows, workflowMatches } from './workflow-names.js';
 import { withWorld } from './world.js';
 
 export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
@@ -55,7 +57,7 @@ type RunLister = {
 export async function listRuns(
   runs: RunLister,
   opts: { status?: RunStatus[]; workflow?: string; limit: number },
-): Promise<{ runs: WorkflowRun[]; hasMore: boolean; scanned?: number; scanCapped?: boolean }> {
+): Promise<{ runs: WorkflowRun[]; hasMore: boolean; scanned?: number; scanCapped?: boolean; names?: string[] }> {
   const status = opts.status && opts.status.length > 0 ? opts.status : undefined;
   const query = opts.workflow;
   const byShortName = query !== undefined && !isFullWorkflowName(query);
@@ -63,6 +65,8 @@ export async function listRuns(
   let cursor: string | undefined;
   let hasMore = false;
   let scanned = 0;
+  // By short name: every workflow the scanned runs were of, for the near names when none matches.
+  const names = new Set<string>();
   do {
     const page = await runs.list({
       workflowName: byShortName ? undefined : query,
@@ -75,6 +79,7 @@ export async function listRuns(
       },
     });
     scanned += page.data.length;
+    if (byShortName) for (const r of page.data) names.add(r.workflowName);
     out.push(...(byShortName ? page.data.filter((r) => workflowMatches(r.workflowName, query)) : page.data));
     hasMore = page.hasMore;
     cursor = page.cursor ?? undefined;
@@ -83,8 +88,29 @@ export async function listRuns(
   return {
     runs: out.slice(0, opts.limit),
     hasMore: more,
-    ...(byShortName ? { scanned, scanCapped: hasMore && out.length < opts.limit } : {}),
+    ...(byShortName ? { scanned, scanCapped: hasMore && out.length < opts.limit, names: [...names] } : {}),
   };
+}
+
+/**
+ * What `runs --workflow <query>` adds on stderr when no run matched and the name is not one of
+ * the app's workflows (`manifest`): the near names among those the scanned runs (`seen`) and the
+ * manifest know, or that names match exactly. Undefined when there is nothing to add.
+ */
+export function workflowHint(
+  query: string,
+  seen: readonly string[],
+  scanned: number | undefined,
+  manifest?: WorkflowManifest,
+): string | undefined {
+  const declared = manifest?.workflows.map((m) => m.workflowId) ?? [];
+  if (declared.some((id) => workflowMatches(id, query))) return undefined;
+  const near = nearWorkflows(query, [...declared, ...seen]);
+  if (near.length > 0)
+    return `hint: no workflow is named "${query}"; did you mean ${near.map(describeWorkflow).join(', ')}?`;
+  if (isFullWorkflowName(query)) return undefined;
+  const where = `among the ${scanned ?? 0} newest runs${manifest ? ` or in ${manifest.path}` : ''}`;
+  return `hint: no workflow is named "${query}" ${where}; names match exactly: the export name (order) or the full id (workflow//<file>//<export>)`;
 }
 
 const STATUS_PAINT: Record<RunStatus, keyof ReturnType<typeof palette>> = {
@@ -104,7 +130,7 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
     const rec = runRow(r, now);
     return [
       rec.runId,
-      rec.workflowName,
+      shortName(rec.workflowName),
       p[STATUS_PAINT[rec.status]](rec.status),
       formatTime(rec.startedAt ?? rec.createdAt),
       formatDuration(rec.durationMs),
@@ -116,8 +142,23 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
   return `${renderTable(head, rows, color)}${more}\n`;
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const RUNS_HELP: HelpSpec = {
+  notes: [
+    `--workflow with a full id is one indexed query; with a name it filters the newest ${SCAN_LIMIT} runs (a note on stderr says when older runs were not read: pass the full id, which \`runs --json\` shows).`,
+    "Names match exactly; when none does, a hint on stderr lists the near names (of the runs read and of the app's workflow manifest, .well-known/workflow/v1/manifest.json searched from this folder).",
+    'The Workflow column shows the name (after the last "//"); --json has the full id. "Started" is when the run started executing (its creation time while it is pending); "Duration" runs until now for runs that are still going.',
+  ],
+  examples: [
+    ['eve-world-aws runs', 'the newest 20'],
+    ['eve-world-aws runs --status failed,cancelled --limit 50'],
+    ["eve-world-aws runs --workflow order --json | jq -r '.runs[].runId'"],
+  ],
+  exitCodes: exitCodes('listed (also when nothing matches)', 'an AWS error', CONFIG_ERROR),
+};
+
 export function runsCommand(): Command {
-  return new Command('runs')
+  return withHelp(new Command('runs'), RUNS_HELP)
     .description(
       'List recent runs (newest first): id, workflow, status, started, duration (and deployment, with deployment affinity)',
     )
@@ -132,24 +173,19 @@ export function runsCommand(): Command {
     )
     .option('--limit <n>', 'how many runs to show', parsePositiveInt, 20)
     .option('--json', 'print {runs: [...], hasMore} as JSON')
-    .addHelpText(
-      'after',
-      `
---workflow with a full id is one indexed query; with a name it filters the newest ${SCAN_LIMIT} runs
-(a note on stderr says when older runs were not read: use the full id, shown in the Workflow column).
-
-"Started" is when the run started executing (its creation time while it is pending); "Duration"
-runs until now for runs that are still going.
-
-Exit codes: 0 listed (also when nothing matches); 1 AWS error; 2 bad usage or configuration.`,
-    )
     .action(async (opts: RunsOptions) => {
       await withWorld({}, async (w) => {
-        const { runs, hasMore, scanCapped } = await listRuns(w.world.runs as never, opts);
+        const { runs, hasMore, scanCapped, scanned, names } = await listRuns(w.world.runs as never, opts);
         if (scanCapped)
           process.stderr.write(
             `note: read the newest ${SCAN_LIMIT} runs only; for older runs of this workflow pass its full id (workflow//<file>//${opts.workflow})\n`,
           );
+        // Nothing matched the name (a status filter would hide why): the near names, from the runs
+        // read and the app's manifest (src/cli/workflow-manifest.ts).
+        if (runs.length === 0 && opts.workflow !== undefined && !opts.status?.length) {
+          const hint = workflowHint(opts.workflow, names ?? [], scanned, loadManifest(undefined));
+          if (hint) process.stderr.write(`${hint}\n`);
+        }
         if (opts.json) {
           const now = Date.now();
           printJson({

@@ -7,8 +7,11 @@
  *
  * - a full id (`workflow//./workflows/order//order`, from the app's manifest or `runs`) is used
  *   as is, even for a workflow that has never run;
- * - a name (`order`) is looked up among the newest runs (src/cli/runs.ts, `listRuns`): it must
- *   have run before, and name exactly one workflow.
+ * - a name (`order`) is looked up in the app's workflow manifest (`--manifest <path>`, else the one
+ *   its build wrote, searched from the current folder: src/cli/workflow-manifest.ts), so a workflow
+ *   starts before it has ever run; a name the manifest does not have (or no manifest) is looked up
+ *   among the newest runs (src/cli/runs.ts, `listRuns`). It must name exactly one workflow: several
+ *   are listed (exit 2), none gets the near names as a hint (exit 1).
  *
  * Each argument is one JSON value, passed to the workflow in order (as `wf start` does). The run
  * carries the CLI World's deployment id (`getDeploymentId()`, the default one); this World routes
@@ -16,71 +19,96 @@
  */
 import { Command } from 'commander';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, printJson } from './output.js';
 import { requirePeers } from './peers.js';
 import { listRuns, SCAN_LIMIT } from './runs.js';
-import { isFullWorkflowName } from './workflow-names.js';
+import { loadManifest, type WorkflowManifest } from './workflow-manifest.js';
+import { describeWorkflow, isFullWorkflowName, nearWorkflows } from './workflow-names.js';
 import type { CliWorld } from './world.js';
 
 interface StartOptions {
   json?: boolean;
+  manifest?: string;
 }
 
 /** Runs of a short name read to find the workflows it names. */
 const LOOKUP_RUNS = 100;
 
-/** The full workflow id `query` names (see the header). */
-export async function resolveWorkflowId(w: CliWorld, query: string): Promise<string> {
+/** The full workflow id `query` names, from `manifest` first, else from earlier runs (see the header). */
+export async function resolveWorkflowId(w: CliWorld, query: string, manifest?: WorkflowManifest): Promise<string> {
   if (isFullWorkflowName(query)) return query;
-  const { runs } = await listRuns(w.world.runs as never, { workflow: query, limit: LOOKUP_RUNS });
+  const declared = manifest?.workflows.filter((m) => m.name === query) ?? [];
+  if (declared.length === 1) return declared[0].workflowId;
+  if (declared.length > 1)
+    throw new CliError(
+      `"${query}" names ${declared.length} workflows in ${manifest?.path} (${declared.map((m) => m.workflowId).join(', ')}): pass one of these full ids`,
+      EXIT_USAGE,
+    );
+  const { runs, names } = await listRuns(w.world.runs as never, { workflow: query, limit: LOOKUP_RUNS });
   const ids = [...new Set(runs.map((r) => r.workflowName))];
   if (ids.length === 1) return ids[0];
-  if (ids.length === 0)
+  if (ids.length > 1)
     throw new CliError(
-      `no run of a workflow named "${query}" among the newest ${SCAN_LIMIT} runs in table ${w.config.tableName}: ` +
-        "pass its full id instead (workflow//<file>//<export>, as in your app's .well-known/workflow/v1/manifest.json)",
-      EXIT_FAILURE,
+      `"${query}" names ${ids.length} workflows (${ids.join(', ')}): pass one of these full ids`,
+      EXIT_USAGE,
     );
+  const near = nearWorkflows(query, [...(manifest?.workflows.map((m) => m.workflowId) ?? []), ...(names ?? [])]);
+  const where = manifest
+    ? `in ${manifest.path}`
+    : `in an app manifest (none found from ${process.cwd()}: pass --manifest <path>)`;
   throw new CliError(
-    `"${query}" names ${ids.length} workflows (${ids.join(', ')}): pass one of these full ids`,
-    EXIT_USAGE,
+    `no workflow named "${query}" ${where} nor among the newest ${SCAN_LIMIT} runs in table ${w.config.tableName}` +
+      `${near.length > 0 ? `; did you mean ${near.map(describeWorkflow).join(', ')}?` : ''} ` +
+      "Names match exactly; else pass its full id (workflow//<file>//<export>, as in your app's .well-known/workflow/v1/manifest.json)",
+    EXIT_FAILURE,
   );
 }
 
-export async function startWorkflow(query: string, args: unknown[]): Promise<{ runId: string; workflowId: string }> {
+export async function startWorkflow(
+  query: string,
+  args: unknown[],
+  manifest?: WorkflowManifest,
+): Promise<{ runId: string; workflowId: string }> {
   return withCoreWorld(async (w, core) => {
-    const workflowId = await resolveWorkflowId(w, query);
+    const workflowId = await resolveWorkflowId(w, query, manifest);
     const run = await core.start({ workflowId } as never, args);
     return { runId: run.runId, workflowId };
   });
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const START_HELP: HelpSpec = {
+  notes: [
+    "This command writes the run and sends its first message; the workflow runs in your app's consumer (eve start, a Lambda), which must be running and have the workflow compiled. A name is looked up in the app's workflow manifest (`--manifest`, else .well-known/workflow/v1/manifest.json from `wf build`, searched from this folder up to the project root), then among the newest runs; a full id always works. Needs the optional peer `workflow` (the app's own copy).",
+  ],
+  examples: [
+    ['eve-world-aws start order \'{"id":42}\'', 'one argument'],
+    ["eve-world-aws start 'workflow//./workflows/order//order' '{\"id\":42}' 2 --json"],
+    ['eve-world-aws start order --manifest web/.well-known/workflow/v1/manifest.json', 'name from a manifest'],
+    ['eve-world-aws tail "$(eve-world-aws start order --json | jq -r .runId)"'],
+  ],
+  exitCodes: exitCodes(
+    'started',
+    'no workflow of that name (the near names are listed)',
+    `${CONFIG_ERROR}; an argument that is not JSON, a name that matches several workflows, an unreadable --manifest, or \`workflow\` not installed`,
+  ),
+};
+
 export function startCommand(): Command {
-  return new Command('start')
+  return withHelp(new Command('start'), START_HELP)
     .description("Start a run of a deployed workflow (core's start(), as `wf start` does); your app's consumer runs it")
     .argument('<workflow>', 'the workflow: its name (order) or full id (workflow//./workflows/order//order)')
     .argument('[json...]', "the workflow's arguments, one JSON value each")
+    .option('--manifest <path>', "the app's workflow manifest (default: the one its build wrote, searched from here)")
     .option('--json', 'print {runId, workflowId} as JSON')
-    .addHelpText(
-      'after',
-      `
-This command writes the run and sends its first message; the workflow runs in your app's consumer
-(eve start, a Lambda), which must be running and have the workflow compiled. A name is looked up
-among the newest runs (the workflow must have run before); a full id always works. Needs the
-optional peer \`workflow\` (the app's own copy).
-
-Examples:
-  eve-world-aws start order '{"id":42}'              # one argument
-  eve-world-aws start 'workflow//./workflows/order//order' '{"id":42}' 2 --json
-  eve-world-aws tail "$(eve-world-aws start order '{"id":42}' --json | jq -r .runId)"
-
-Exit codes: 0 started; 1 no run of that name to take its id from; 2 bad usage (an argument is not
-JSON, a name that matches several workflows), configuration, or \`workflow\` not installed.`,
-    )
     .action(async (workflow: string, json: string[], opts: StartOptions) => {
       requirePeers('start', ['workflow']);
       const args = json.map((a, i) => parseJsonArg(`argument ${i + 1}`, a));
-      const result = await startWorkflow(workflow, args);
+      // A full id needs no manifest, but a named one is still checked.
+      const manifest =
+        opts.manifest !== undefined || !isFullWorkflowName(workflow) ? loadManifest(opts.manifest) : undefined;
+      const result = await startWorkflow(workflow, args, manifest);
       if (opts.json) printJson(result);
       else process.stdout.write(`started run ${result.runId} of ${result.workflowId}\n`);
     });

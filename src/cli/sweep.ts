@@ -9,6 +9,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import type { SweepReport } from '../index.js';
 import { ORPHAN_GRACE_MS } from '../index.js';
 import { durationOption, formatDuration } from './format.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress } from './output.js';
 import { withWorld } from './world.js';
 
@@ -58,8 +59,24 @@ export function renderSweep(r: SweepReport, color = colorEnabled()): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const SWEEP_HELP: HelpSpec = {
+  notes: [
+    'Large values are uploaded to S3 before the DynamoDB write that points at them, so a write that fails or a process that dies in between leaves an object nothing references. The sweep deletes exactly the objects that can never be referenced again:',
+    '  - under runs/<runId>/ of a run that is completed, failed or cancelled (and ended more than --older-than ago): objects no item of the run points at, except those of steps still running (a step may finish after its run) and, while any step runs, stream objects;\n  - under runs/<runId>/ of a run with no run item (its creation never committed, or retention purged it) whose id is older than 24 h + --older-than;\n  - queue bodies of long waits kept under queue-held/ once every message that used them is gone.',
+    'It also retires deployments (deployment affinity) with no active run that nothing has been heard of for deploymentGraceSeconds (24 h). Objects younger than --older-than are always kept; pending and running runs are never touched. A finished run whose sweep left nothing undecided is marked clean and skipped by later sweeps; --recheck reads those again. A smaller --older-than deletes sooner but risks racing a writer between its upload and its commit: keep the default (1h) unless nothing is running.',
+    'Run it daily (cron, a scheduled task, an EventBridge rule) with the operator policy (`init --print-iam-policy --operator`). The CDK construct already runs it daily (sweepHandler from @portfolio/eve-world-aws/lambda).',
+  ],
+  examples: [
+    ['eve-world-aws sweep --dry-run', 'what would go'],
+    ['eve-world-aws sweep --older-than 6h --json'],
+    ['eve-world-aws sweep --run wrun_01JD...'],
+  ],
+  exitCodes: exitCodes('done', 'an object could not be deleted, or an AWS error', CONFIG_ERROR),
+};
+
 export function sweepCommand(): Command {
-  return new Command('sweep')
+  return withHelp(new Command('sweep'), SWEEP_HELP)
     .description('Delete S3 objects no run can reference any more (orphaned payloads, expired held queue bodies)')
     .option('--dry-run', 'list what would be deleted and delete nothing')
     .addOption(
@@ -72,37 +89,6 @@ export function sweepCommand(): Command {
     .option('--run <runId>', 'only this run’s objects (runs/<runId>/)', parseRunId)
     .option('--recheck', 'also re-read finished runs an earlier sweep already cleaned')
     .option('--json', 'print the report as JSON')
-    .addHelpText(
-      'after',
-      `
-Large values are uploaded to S3 before the DynamoDB write that points at them, so a write that
-fails or a process that dies in between leaves an object nothing references. The sweep deletes
-exactly the objects that can never be referenced again:
-  - under runs/<runId>/ of a run that is completed, failed or cancelled (and ended more than
-    --older-than ago): objects no item of the run points at, except those of steps still
-    running (a step may finish after its run) and, while any step runs, stream objects;
-  - under runs/<runId>/ of a run with no run item (its creation never committed, or retention
-    purged it) whose id is older than 24 h + --older-than (a run cannot be created later);
-  - queue bodies of long waits kept under queue-held/ once every message that used them is gone.
-It also retires deployments (deployment affinity) with no active run that no process or run
-has been heard of for deploymentGraceSeconds (24 h; \`eve-world-aws deployments\`).
-Objects younger than --older-than are always kept; pending and running runs are never touched.
-A finished run whose sweep left nothing undecided is marked clean and skipped by later sweeps
-(one small read each); --recheck reads those again.
-A smaller --older-than deletes sooner but risks racing a writer that is between its upload and
-its commit; keep the default (1h) unless nothing is running.
-
-Run it daily (cron, a scheduled container task or an EventBridge rule); it needs the operator
-policy (eve-world-aws init --print-iam-policy --operator). The CDK construct (EveWorldAws)
-already runs it daily in its sweeper function (sweepHandler from @portfolio/eve-world-aws/lambda).
-
-Examples:
-  eve-world-aws sweep --dry-run
-  eve-world-aws sweep --older-than 6h --json
-  eve-world-aws sweep --run wrun_01JD...
-
-Exit codes: 0 done; 1 an object could not be deleted or an AWS error; 2 bad usage or configuration.`,
-    )
     .action(async (opts: SweepOptions) => {
       await withWorld({}, async (w) => {
         const spin = progress('sweeping runs/ …');

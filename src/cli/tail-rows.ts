@@ -6,11 +6,12 @@
  * the runtime and `wf inspect` see. It polls: the event log is append-only with a slot cursor, and
  * stream chunks are paged with their own cursors, so each round reads only what is new.
  */
-import type { Event, Step, WorkflowRun, WorkflowRunWithoutData, World } from '@workflow/world';
-import { eventIdToSlot, isTerminalWorkflowRunStatus } from '@workflow/world';
+import { type Event, eventIdToSlot, isTerminalWorkflowRunStatus, type Step, type World } from '@workflow/world';
+import type { WorkflowRun, WorkflowRunWithoutData } from '@workflow/world';
 import { sleep } from '../aws/sleep.js';
+import { messageIdOfDelivery } from '../queue/delivery-id.js';
 import { encodeEventCursor } from '../storage/index.js';
-import { errorText, fromDevalue, hex, jsonSafe, previewValue, truncate, utf8 } from './format.js';
+import { errorText, fromDevalue, hex, jsonSafe, previewValue, stringField, truncate, utf8 } from './format.js';
 import { RunWaits } from './run-waits.js';
 
 export interface RunRow {
@@ -39,6 +40,7 @@ export interface EventRow {
   correlationId?: string;
   stepName?: string;
   createdAt: string;
+  messageId?: string; // a step_started's message, the id queue() returned (src/queue/delivery-id.ts)
   /** One-line preview of eventData (S3 pointers shown as `<s3 key>` unless --data). */
   preview: string;
   /** eventData as JSON (bytes as {bytes, text|base64}, pointers as {s3, size}). */
@@ -139,10 +141,7 @@ const PREVIEW_SKIP = new Set([
 
 export function eventRow(ev: Event, stepNames: ReadonlyMap<string, string>): EventRow {
   const data = (ev as { eventData?: unknown }).eventData;
-  const stepName =
-    (data && typeof data === 'object' && typeof (data as { stepName?: unknown }).stepName === 'string'
-      ? (data as { stepName: string }).stepName
-      : undefined) ?? (ev.correlationId ? stepNames.get(ev.correlationId) : undefined);
+  const stepName = stringField(data, 'stepName') ?? (ev.correlationId ? stepNames.get(ev.correlationId) : undefined);
   // A failure's `error` (serialized, often compressed) previews as `Name: message`.
   const shown =
     data && typeof data === 'object' && !Array.isArray(data) && !(data instanceof Uint8Array)
@@ -161,6 +160,7 @@ export function eventRow(ev: Event, stepNames: ReadonlyMap<string, string>): Eve
     correlationId: ev.correlationId,
     stepName,
     createdAt: new Date(ev.createdAt).toISOString(),
+    messageId: messageIdOfDelivery(stringField(data, 'ownerMessageId')),
     preview: truncate(previewValue(shown), 120),
     data: data === undefined ? undefined : jsonSafe(data),
   } satisfies EventRow);

@@ -4,8 +4,8 @@
  * (state, now, size), so tests render it with ink-testing-library from real records.
  */
 import { Box, Text } from 'ink';
-import type { ReactNode } from 'react';
-import { formatClock, formatDuration, formatTime, shortName, truncate } from './format.js';
+import { formatClock, formatDuration, shortName, truncate } from './format.js';
+import { Header, Label, STATUS_COLOR, type Style, waitingLines } from './tail-header.js';
 import { type ChunkRow, chunkLines, type EventRow, type RunRow, type StepRow, type TailRow } from './tail-rows.js';
 
 export interface StreamState {
@@ -68,78 +68,6 @@ export function reduceTail(state: TailState, rec: TailRow): TailState {
       return { ...state };
     }
   }
-}
-
-const STATUS_COLOR: Record<string, string> = {
-  pending: 'yellow',
-  running: 'cyan',
-  completed: 'green',
-  failed: 'red',
-  cancelled: 'magenta',
-};
-
-interface Style {
-  color: boolean;
-}
-
-function Status({ status, color }: { status: string } & Style) {
-  return (
-    <Text bold color={color ? STATUS_COLOR[status] : undefined}>
-      {status}
-    </Text>
-  );
-}
-
-function Label({ children, color }: { children: ReactNode } & Style) {
-  return <Text dimColor={color}>{children}</Text>;
-}
-
-export function Header({ run, runId, now, color }: { run?: RunRow; runId: string; now: number } & Style) {
-  if (!run) return <Text wrap="truncate">run {runId}: loading…</Text>;
-  const running = run.status === 'running' || run.status === 'pending';
-  const duration =
-    run.startedAt === undefined
-      ? undefined
-      : run.completedAt !== undefined
-        ? Date.parse(run.completedAt) - Date.parse(run.startedAt)
-        : running
-          ? now - Date.parse(run.startedAt)
-          : run.durationMs;
-  // Every line is cut to the terminal width (never wrapped), so the layout's line count holds.
-  return (
-    <Box flexDirection="column">
-      <Text wrap="truncate">
-        <Text bold>run {run.runId}</Text>
-        <Label color={color}> · workflow </Label>
-        <Text>{run.workflowName}</Text>
-        {run.deploymentId ? (
-          <>
-            <Label color={color}> · deployment </Label>
-            <Text>{run.deploymentId}</Text>
-          </>
-        ) : null}
-      </Text>
-      <Text wrap="truncate">
-        <Label color={color}>status </Label>
-        <Status status={run.status} color={color} />
-        <Label color={color}> · started </Label>
-        <Text>{formatTime(run.startedAt ?? run.createdAt)}</Text>
-        <Label color={color}> · duration </Label>
-        <Text>{formatDuration(duration)}</Text>
-        {running && run.waiting && run.waiting.length > 0 ? (
-          <>
-            <Label color={color}> · waiting for </Label>
-            <Text>{run.waiting.join('; ')}</Text>
-          </>
-        ) : null}
-      </Text>
-      {run.error ? (
-        <Text wrap="truncate" color={color ? 'red' : undefined}>
-          error: {truncate(run.error, 200)}
-        </Text>
-      ) : null}
-    </Box>
-  );
 }
 
 /**
@@ -302,6 +230,7 @@ export function tailLayout(
   state: Pick<TailState, 'run' | 'events' | 'steps' | 'streams' | 'notice' | 'finished'>,
   rows: number,
   follow: boolean,
+  columns = Number.POSITIVE_INFINITY,
 ): TailLayout {
   const nEvents = state.events.length;
   const nSteps = state.steps.size;
@@ -311,6 +240,7 @@ export function tailLayout(
   const lines = nLines.map((n) => Math.min(n, 6));
   const fixed =
     2 + // header
+    waitingLines(state.run, columns).length +
     (state.run?.error ? 1 : 0) +
     2 + // margin + event log heading
     (nEvents === 0 ? 1 : 0) + // "(no events yet)"
@@ -371,10 +301,10 @@ export function TailView({
 }: TailViewProps) {
   const steps = [...state.steps.values()];
   const streams = [...state.streams.values()];
-  const layout = tailLayout(state, rows, follow);
+  const layout = tailLayout(state, rows, follow, columns);
   return (
     <Box flexDirection="column" width={columns}>
-      <Header run={state.run} runId={runId} now={now} color={color} />
+      <Header run={state.run} runId={runId} now={now} color={color} columns={columns} />
       <Box marginTop={1}>
         <EventLog events={state.events} max={layout.events} width={columns} color={color} />
       </Box>

@@ -10,6 +10,7 @@
  */
 import { Command, Option } from 'commander';
 import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './format.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './output.js';
 import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';
 import { chunkLines, followRun, type RunRow, type TailRow } from './tail-rows.js';
@@ -55,7 +56,7 @@ export function plainLine(rec: TailRow, color = false): string[] {
       ];
     case 'event':
       return [
-        `#${rec.slot} ${rec.eventType} ${rec.correlationId ?? '-'} ${rec.stepName ?? '-'} ${formatClock(rec.createdAt)}${rec.preview ? ` ${rec.preview}` : ''}`,
+        `#${rec.slot} ${rec.eventType} ${rec.correlationId ?? '-'} ${rec.stepName ?? '-'} ${formatClock(rec.createdAt)}${rec.messageId ? ` message=${rec.messageId}` : ''}${rec.preview ? ` ${rec.preview}` : ''}`,
       ];
     case 'step':
       return [
@@ -191,8 +192,24 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const TAIL_HELP: HelpSpec = {
+  notes: ['On a terminal the view redraws in place; piped, it prints one line per record.'],
+  examples: [
+    ['eve-world-aws tail wrun_01JD...', 'follow until the run finishes'],
+    ['eve-world-aws tail wrun_01JD... --no-follow', 'a snapshot'],
+    ['eve-world-aws tail wrun_01JD... --json | jq -c \'select(.kind=="chunk")\''],
+  ],
+  exitCodes: exitCodes(
+    'the run completed (a snapshot: it has not failed)',
+    'the run failed or was cancelled, or no such run',
+    CONFIG_ERROR,
+    { 130: 'interrupted (Ctrl-C)' },
+  ),
+};
+
 export function tailCommand(): Command {
-  return new Command('tail')
+  return withHelp(new Command('tail'), TAIL_HELP)
     .description('Follow a run live: status, event log, steps and stream chunks, until it is terminal')
     .argument('<runId>', 'the run id (wrun_...)')
     .option('--no-follow', 'print a snapshot of the run now and exit')
@@ -208,19 +225,6 @@ export function tailCommand(): Command {
       '--interval <ms>',
       'fastest poll interval while data flows (idle polling backs off to 1 s)',
       parsePositiveInt,
-    )
-    .addHelpText(
-      'after',
-      `
-On a terminal the view redraws in place; piped, it prints one line per record.
-
-Examples:
-  eve-world-aws tail wrun_01JD...                 # follow until the run finishes
-  eve-world-aws tail wrun_01JD... --no-follow     # snapshot
-  eve-world-aws tail wrun_01JD... --json | jq -c 'select(.kind=="chunk") | .text'
-
-Exit codes: 0 the run completed (a snapshot: the run has not failed); 1 the run failed or was
-cancelled, or no such run; 2 bad usage or configuration; 130 interrupted (Ctrl-C).`,
     )
     .action(async (runId: string, opts: TailOptions) => {
       await runTail(runId, opts);

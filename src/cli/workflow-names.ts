@@ -2,7 +2,9 @@
  * Workflow names as users type them. The runtime records a workflow by its full id,
  * `workflow//<file>//<export>` (e.g. `workflow//./workflows/order//order`); a user types `order`.
  * A name with `//` is taken as a full id (matched exactly, and the run listing has an index for
- * it); any other name matches the export name, the part after the last `//`.
+ * it); any other name matches the export name, the part after the last `//`. Matching is exact:
+ * a name that matches nothing gets the near names as a hint ({@link nearWorkflows}), never a
+ * guess.
  */
 import { shortName } from './format.js';
 
@@ -12,3 +14,54 @@ export const isFullWorkflowName = (query: string): boolean => query.includes('//
 export function workflowMatches(workflowName: string, query: string): boolean {
   return isFullWorkflowName(query) ? workflowName === query : shortName(workflowName) === query;
 }
+
+/** Edit distance with adjacent transpositions (optimal string alignment): `ordr` → `order` is 1. */
+export function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+/**
+ * The full ids among `workflowIds` whose export name is near the one `query` names, nearest first
+ * (at most `max`): the same name in another case, then names it begins, then names holding it
+ * (3 characters or more), then names at most a third of its length (at least 1) edits away. A
+ * workflow `query` names exactly is not near, it is the answer.
+ */
+export function nearWorkflows(query: string, workflowIds: Iterable<string>, max = 5): string[] {
+  const q = shortName(query).toLowerCase();
+  const limit = Math.max(1, Math.floor(q.length / 3));
+  const ranked: { id: string; rank: number; distance: number }[] = [];
+  for (const id of new Set(workflowIds)) {
+    if (workflowMatches(id, query)) continue;
+    const name = shortName(id).toLowerCase();
+    const distance = editDistance(q, name);
+    const rank =
+      name === q
+        ? 0
+        : q.length >= 2 && name.startsWith(q)
+          ? 1
+          : q.length >= 3 && name.includes(q)
+            ? 2
+            : distance <= limit
+              ? 3
+              : -1;
+    if (rank >= 0) ranked.push({ id, rank, distance });
+  }
+  return ranked
+    .sort((x, y) => x.rank - y.rank || x.distance - y.distance || x.id.localeCompare(y.id))
+    .slice(0, max)
+    .map((r) => r.id);
+}
+
+/** `order (workflow//./workflows/order//order)`, how a hint names a workflow. */
+export const describeWorkflow = (workflowId: string): string =>
+  shortName(workflowId) === workflowId ? workflowId : `${shortName(workflowId)} (${workflowId})`;

@@ -7,9 +7,10 @@
  *
  * {@link withWorld} is the one seam every such command goes through: it runs the World's
  * preflight (src/preflight/resources.ts) before the command does anything, so a missing table, queue or
- * bucket (or, for the commands that read it, DLQ) is named with the fix and exits 1 whatever the
- * command would have read first, and it maps a "does not exist" answer that comes later (a
- * resource deleted meanwhile) to the same error.
+ * bucket (or, for the commands that read it, DLQ) is named with the fix and exits 2, a
+ * configuration error (docs/cli.md, "Exit codes": the name or the region is wrong, or `init` never
+ * ran), whatever the command would have read first; it maps a "does not exist" answer that comes
+ * later (a resource deleted meanwhile) to the same error.
  */
 import { WorkflowRunNotFoundError } from '@workflow/errors';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
@@ -21,7 +22,7 @@ import { checkTableFormat, TableFormatError } from '../preflight/format-check.js
 import { MissingResourceError, type PreflightResource, preflight } from '../preflight/resources.js';
 import { createTransport } from '../queue/transport.js';
 import { explainAwsError } from './init.js';
-import { CliError, EXIT_FAILURE } from './output.js';
+import { CliError, EXIT_FAILURE, EXIT_USAGE } from './output.js';
 
 export interface CliWorld {
   world: AwsWorld;
@@ -71,7 +72,7 @@ export function openWorld(options: OpenWorldOptions = {}): CliWorld {
  * Run `fn` with a World once its resources are known to exist and the table's format is one
  * this build may touch (src/preflight/format-check.ts), and always close it; maps a missing resource, a
  * table format this build may not touch, unreachable endpoints and missing credentials to one
- * line (exit 1, or 2 for a missing region).
+ * line (exit 2 for a missing resource or region, else 1).
  */
 export async function withWorld<T>(options: OpenWorldOptions, fn: (w: CliWorld) => Promise<T>): Promise<T> {
   const w = openWorld(options);
@@ -84,7 +85,7 @@ export async function withWorld<T>(options: OpenWorldOptions, fn: (w: CliWorld) 
     const resource = resourceOf(err);
     const missing =
       err instanceof MissingResourceError ? err : resource && (await MissingResourceError.of(w.context, resource, err));
-    if (missing) throw new CliError(missing.message, EXIT_FAILURE);
+    if (missing) throw new CliError(missing.message, EXIT_USAGE);
     throw explainAwsError(err, w.config);
   } finally {
     await w.close();

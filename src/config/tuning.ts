@@ -59,7 +59,7 @@ export interface WorldTuning {
    * derived (src/deployment/id.ts).
    */
   readonly deploymentId?: string;
-  /** The build a plain Node host's deployment id is hashed from; undefined: the entry script's folder. */
+  /** The workflow build a plain Node host's deployment id is fingerprinted from; undefined: found (src/deployment/build-location.ts). */
   readonly buildDir?: string;
   /**
    * How long a deployment must have been quiet (no heartbeat, no run of it ended) before
@@ -177,11 +177,12 @@ export const TUNING = {
   }),
   buildDir: text({
     name: 'buildDir',
-    unset: 'the folder of the entry script (e.g. `.output/server`)',
+    unset:
+      'found: the eve `.output` the World is bundled into or the entry script is in, else `.well-known/workflow/v1` at or above the entry script or the working folder',
     values: 'folder path',
     description:
-      'The build a plain Node host hashes into its deployment id (every file but `node_modules`, `.eve` and `.workflow-data`), when affinity is on and no id is set.',
-    example: "'.output/server'",
+      'The workflow build a plain Node host fingerprints into its deployment id with affinity on (and registers beside an id set by hand): the folder `wf build` ran in (or its `.well-known/workflow/v1`), or the `.output` of `eve build`. docs/operations.md, "Deployment affinity".',
+    example: "'.output'",
   }),
   deploymentGraceSeconds: int({
     name: 'deploymentGraceSeconds',

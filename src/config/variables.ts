@@ -219,7 +219,8 @@ export const VARIABLES = {
     default: 10,
     min: 1,
     max: 1000,
-    description: 'Receives before a message moves to the DLQ (set by `init`).',
+    description:
+      "Failed deliveries before a message moves to the DLQ: `init` sets it as the queue's redrive policy, which the consumer reads (it counts failures in the message).",
   }),
   schedulerRoleArn: text({
     name: 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN',
@@ -269,10 +270,10 @@ export const VARIABLES = {
   deploymentId: text({
     name: 'EVE_WORLD_AWS_DEPLOYMENT_ID',
     unset:
-      'derived: `lambda:<function>:<version>` in Lambda, `build:<hash of the build>` on a plain Node host with affinity on, else `eve-world-aws`',
+      'derived: `lambda:<function>:<version>` in Lambda, `build:<fingerprint of the workflow build>` on a plain Node host with affinity on, else `eve-world-aws`',
     values: '1-128 of letters, digits and `:._@/-`',
     description:
-      'The deployment (immutable build) this process is: what `getDeploymentId()` reports and what new runs are pinned to. Set it when the derived id does not name the build, e.g. a release tag.',
+      "The deployment (immutable build) this process is: what `getDeploymentId()` reports and what new runs are pinned to. Set it when the derived id does not name the build, e.g. a release tag: with affinity on, a second build started under the same id is refused (the registry keeps the first build's fingerprint beside it).",
     example: 'release-2026-12-01',
     check: (v) =>
       /^[A-Za-z0-9:._@/-]{1,128}$/.test(v) ? undefined : `must be 1-128 of letters, digits and :._@/-, got "${v}"`,

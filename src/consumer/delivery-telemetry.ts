@@ -9,7 +9,9 @@
  *   rescheduled, redelayed, deferred, held           DeliveriesDeferred
  *   held or deferred because a copy runs here        DeliveriesRefusedCopy (`hold: 'copy-running'`)
  *   held for another live deployment (affinity)      DeliveriesHeldForDeployment (`hold: 'other-deployment'`)
- *   failed/malformed/unauthorized on the last receive DeliveriesDeadLettered
+ *   moved to the DLQ (its failed dispatches reached the limit),
+ *   or failed/malformed/unauthorized kept on the last receive DeliveriesDeadLettered
+ *   a failed dispatch replaced by a copy counting it  DeliveriesRetried
  *   any other keep (an outage), parked               DeliveriesRetried
  * The metric is chosen from the outcome's structured fields (`reason`, `hold`), never its text.
  */
@@ -28,6 +30,10 @@ export function outcomeMetric(outcome: DeliveryOutcome, receiveCount: number, ma
   switch (reason) {
     case 'ack':
       return 'DeliveriesAcked';
+    case 'dead-lettered':
+      return 'DeliveriesDeadLettered';
+    case 'retried':
+      return 'DeliveriesRetried';
     case 'rescheduled':
     case 'redelayed':
     case 'held':
@@ -99,17 +105,33 @@ export function observeDelivery(
 }
 
 /**
- * Run an early delivery (./early/offer.ts) inside its span and log context. Its outcome is
+ * Run an early delivery (./early/offer.ts) of the message `envelope` under its own id `earlyId`
+ * inside its span and log context: both carry the message's id (the one `queue()` returned) and
+ * the delivery's, and the span links to the sender's (`producer`, a `traceparent`). Its outcome is
  * counted once, by the SQS copy that takes its verdict, so nothing is counted here.
  */
-export function observeEarlyDelivery<T>(envelope: Envelope, queue: string, deliver: () => Promise<T>): Promise<T> {
+export function observeEarlyDelivery<T>(
+  envelope: Envelope,
+  earlyId: string,
+  queue: string,
+  producer: string | undefined,
+  deliver: () => Promise<T>,
+): Promise<T> {
   const attempt = envelope.attemptOffset + 1;
-  return withDeliverySpan({ queue, sqsMessageId: '', receiveCount: 0, receivedAt: Date.now(), early: true }, (span) =>
-    withLogContext({ messageId: envelope.messageId, queue: envelope.queueName, attempt }, () => {
-      span.setAttributes(
-        deliveryResultAttributes({ messageId: envelope.messageId, logicalQueue: envelope.queueName, attempt }),
-      );
-      return deliver();
-    }),
+  const { messageId } = envelope;
+  return withDeliverySpan(
+    {
+      queue,
+      sqsMessageId: earlyId,
+      receiveCount: 0,
+      receivedAt: Date.now(),
+      early: true,
+      ...(producer ? { sentBy: { traceparent: producer, messageId } } : {}),
+    },
+    (span) =>
+      withLogContext({ messageId, deliveryId: earlyId, queue: envelope.queueName, attempt }, () => {
+        span.setAttributes(deliveryResultAttributes({ messageId, logicalQueue: envelope.queueName, attempt }));
+        return deliver();
+      }),
   );
 }

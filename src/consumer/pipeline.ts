@@ -12,12 +12,13 @@
  *   dispatch ./delivery/dispatch.ts: the signed `createQueueHandler` request to the flow route (in
  *            process or over HTTP), with a visibility heartbeat while it runs -> a Verdict
  *   settle   ./delivery/settle.ts: ack (caller deletes) | keep (visibility set for the retry) |
- *            replace (a fresh copy was accepted, caller deletes this one: ./delivery/replace.ts)
+ *            replace (a fresh copy was accepted, caller deletes this one: ./delivery/replace.ts, a
+ *            failure counted in it or moved to the DLQ: ./delivery/failures.ts)
  *
  * Each invariant is stated where it is enforced: the order of delivery, the in-process
  * serialisation and early delivery in decide.ts; building and signing in flow-request.ts; what an
- * answer means in dispatch.ts; deletes, outages, poison and the DLQ line in settle.ts; the attempt
- * count and newer formats in replace.ts.
+ * answer means in dispatch.ts; deletes and outages in settle.ts; poison, its count and the DLQ in
+ * failures.ts; the attempt count and newer formats in replace.ts.
  *
  * Invariant here: the attempt core sees (`x-vqs-message-attempt`) counts dispatches only. Only
  * the `dispatch` branch below settles with `dispatched: true`; every other receive settles as
@@ -77,14 +78,18 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
 }
 
 /**
- * Delivers `envelope`, an early delivery under its own id (./early/offer.ts), attempt 1, with no
+ * Delivers `envelope` early under its own id `earlyId` (./early/offer.ts), attempt 1, with no
  * receipt to keep alive or settle. The verdict is the copy's to settle (undefined: the handler
  * was not reached, the copy is delivered as usual); nothing here deletes, defers, dead-letters or
  * touches the breaker.
  */
-export async function deliverEarly(envelope: Envelope, deps: DeliveryDeps): Promise<Verdict | undefined> {
+export async function deliverEarly(
+  envelope: Envelope,
+  earlyId: string,
+  deps: DeliveryDeps,
+): Promise<Verdict | undefined> {
   const now = deps.now ?? Date.now;
-  const built = await buildRequest(envelope, envelope.attemptOffset + 1, deps, now);
+  const built = await buildRequest(envelope, envelope.attemptOffset + 1, deps, now, earlyId);
   if (built.kind !== 'request') return undefined;
   const msg: InboundMessage = {
     sqsMessageId: '',
@@ -93,10 +98,10 @@ export async function deliverEarly(envelope: Envelope, deps: DeliveryDeps): Prom
     attributes: {},
     receiveCount: 1,
   };
-  deps.inFlight?.add(envelope.messageId);
+  deps.inFlight?.add(earlyId);
   try {
     return await dispatch(msg, built, deps);
   } finally {
-    deps.inFlight?.delete(envelope.messageId);
+    deps.inFlight?.delete(earlyId);
   }
 }

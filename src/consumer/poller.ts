@@ -67,7 +67,7 @@ export function inboundFromSdk(m: Message): InboundMessage {
 }
 
 /** How long `close()` waits for the copies of recent early deliveries (ms). */
-export const EARLY_COPY_WAIT_MS = 5_000;
+const EARLY_COPY_WAIT_MS = 5_000;
 
 export class SqsPoller {
   private readonly logger: Logger;
@@ -122,11 +122,13 @@ export class SqsPoller {
    * registry for the copy, if the copy comes here (./early/verdict-registry.ts). Eligibility is the
    * offer's to decide (./early/offer.ts).
    */
-  deliverEarly(copy: Envelope, earlyId: string): void {
-    const envelope: Envelope = { ...copy, messageId: earlyId, attemptOffset: 0 };
+  deliverEarly(copy: Envelope, earlyId: string, producer?: string): void {
+    const envelope: Envelope = { ...copy, attemptOffset: 0 };
     const deps: DeliveryDeps = { ...this.opts, signal: this.deliveryController.signal, inFlight: this.handling };
     const verdict = this.inLoopContext(() =>
-      observeEarlyDelivery(envelope, queueNameOf(this.opts.config.queue), () => deliverEarly(envelope, deps)),
+      observeEarlyDelivery(envelope, earlyId, queueNameOf(this.opts.config.queue), producer, () =>
+        deliverEarly(envelope, earlyId, deps),
+      ),
     );
     this.early.begin(copy.messageId, earlyId, verdict);
     this.track(

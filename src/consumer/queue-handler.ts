@@ -2,7 +2,9 @@
  * `createQueueHandler(prefix, handler)`: the HTTP side of a delivery (the flow route).
  *
  * Request: POST, typed-JSON body, headers `x-vqs-queue-name` (must start with `prefix`),
- * `x-vqs-message-id`, `x-vqs-message-attempt` (1-based), plus `x-eve-timestamp`/`x-eve-signature`.
+ * `x-vqs-message-id`, `x-vqs-message-attempt` (1-based), plus `x-eve-timestamp`/`x-eve-signature`;
+ * `x-eve-message-id` on an early delivery: the id `queue()` returned, which its log lines carry as
+ * `messageId` (`deliveryId` is then the id core sees, src/queue/delivery-id.ts).
  *
  * Who is accepted (closed by default; see src/consumer/signing.ts):
  * - secrets configured: requests signed with any of them, each signature once (durable nonce);
@@ -39,6 +41,7 @@ import type { SigningSecretSource } from './secret-source.js';
 import {
   checkSignatureHeaders,
   LOG_TAIL_HEADER,
+  MESSAGE_ID_HEADER,
   type NonceStore,
   processSigningKey,
   ReplayGuard,
@@ -196,6 +199,12 @@ export function createQueueHandler(
       return json({ error: 'Malformed request body: expected a JSON object' }, 400);
     }
 
+    // The id `queue()` returned, when the delivery runs under another (an early delivery's own,
+    // src/queue/delivery-id.ts); trusted, as the tail, only when the signature covered it.
+    const sentAs = acceptUnsigned ? null : req.headers.get(MESSAGE_ID_HEADER);
+    const queuedId = (sentAs ? decodeHeaderValue(sentAs) : undefined) ?? messageId;
+    const ids = queuedId === messageId ? { messageId } : { messageId: queuedId, deliveryId: messageId };
+
     // The tail is trusted only when the signature covered it (always, unless unsigned is allowed),
     // and only on the message's first delivery: an earlier delivery of it may have committed
     // events and died before sending the messages they cause, and then only this redelivery
@@ -222,7 +231,7 @@ export function createQueueHandler(
         const runId = (body as { runId?: unknown }).runId;
         result = await withRemoteParent(parent, () =>
           withLogContext(
-            { messageId, queue: queueName, attempt, runId: typeof runId === 'string' ? runId : undefined },
+            { ...ids, queue: queueName, attempt, runId: typeof runId === 'string' ? runId : undefined },
             () =>
               runInDelivery(scope, () =>
                 handler(body, {
@@ -247,8 +256,8 @@ export function createQueueHandler(
       return json({ ok: true });
     } catch (err) {
       logError(
-        `[eve-world-aws] flow route: handler failed for message ${messageId} on ${queueName} (attempt ${attempt}): ${describeWithStack(err)}`,
-        { messageId, queue: queueName, attempt, errorName: err instanceof Error ? err.name : typeof err },
+        `[eve-world-aws] flow route: handler failed for message ${queuedId}${ids.deliveryId ? ` (delivered early as ${messageId})` : ''} on ${queueName} (attempt ${attempt}): ${describeWithStack(err)}`,
+        { ...ids, queue: queueName, attempt, errorName: err instanceof Error ? err.name : typeof err },
       );
       return json({ error: 'Internal error' }, 500);
     }

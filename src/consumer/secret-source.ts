@@ -60,7 +60,7 @@ function parseSecretString(arn: string, stage: string, text: string | undefined)
   return list;
 }
 
-export class SecretsManagerSigningSecret implements SigningSecretSource {
+class SecretsManagerSigningSecret implements SigningSecretSource {
   #loaded?: Loaded;
   #loading?: Promise<Loaded>;
   #lastRead = Number.NEGATIVE_INFINITY;

@@ -9,11 +9,13 @@
  *   "v2", timestamp, x-vqs-queue-name, x-vqs-message-id, x-vqs-message-attempt, hex(SHA-256(body)),
  *   nonce (when sent), "dest <host><path>", then "tail <x-eve-log-tail>" when the delivery carries
  *   one, then "trace <traceparent>" when it carries one (the W3C header of the delivery span, which
- *   the flow route parents core's work to: src/telemetry/tracing.ts)
+ *   the flow route parents core's work to: src/telemetry/tracing.ts), then "message
+ *   <x-eve-message-id>" when it carries one (the id `queue()` returned, on a delivery dispatched
+ *   under another id: src/queue/delivery-id.ts)
  * so the body, the three delivery headers (their wire values, src/queue/header-values.ts), the time,
  * the destination and the trace parent are all covered, and every signing is unique (two legitimate
- * copies of one SQS message sent in the same second are not "replays"). Removing the nonce, tail
- * or trace header from a request signed with it breaks the signature, so that is no downgrade;
+ * copies of one SQS message sent in the same second are not "replays"). Removing the nonce, tail,
+ * trace or message header from a request signed with it breaks the signature, so that is no downgrade;
  * `v1` (no destination) is no longer accepted.
  *
  * The destination is the host (with a non-default port, lower case) and path of the URL the
@@ -46,8 +48,10 @@ import { TRACEPARENT_HEADER } from '../telemetry/tracing.js';
 
 export const SIGNATURE_HEADER = 'x-eve-signature';
 export const TIMESTAMP_HEADER = 'x-eve-timestamp';
-export const NONCE_HEADER = 'x-eve-nonce';
+const NONCE_HEADER = 'x-eve-nonce';
 export const LOG_TAIL_HEADER = 'x-eve-log-tail';
+/** The id `queue()` returned, on a delivery dispatched under another id (an early delivery's own). */
+export const MESSAGE_ID_HEADER = 'x-eve-message-id';
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 
 export interface SignedParts {
@@ -63,6 +67,8 @@ export interface SignedParts {
   logTail?: string;
   /** The W3C `traceparent` header's value (the delivery span), when the delivery carries one. */
   traceparent?: string;
+  /** The `x-eve-message-id` header's value, when the delivery carries one. */
+  queuedId?: string;
 }
 
 /**
@@ -82,6 +88,7 @@ function canonical(p: Omit<SignedParts, 'destination'>, destination: string): st
   lines.push(`dest ${destination}`);
   if (p.logTail !== undefined) lines.push(`tail ${p.logTail}`);
   if (p.traceparent !== undefined) lines.push(`trace ${p.traceparent}`);
+  if (p.queuedId !== undefined) lines.push(`message ${p.queuedId}`);
   return lines.join('\n');
 }
 
@@ -196,6 +203,7 @@ export function verifySignature(
     nonce: headers.get(NONCE_HEADER) ?? undefined,
     logTail: headers.get(LOG_TAIL_HEADER) ?? undefined,
     traceparent: headers.get(TRACEPARENT_HEADER) ?? undefined,
+    queuedId: headers.get(MESSAGE_ID_HEADER) ?? undefined,
   };
   const a = Buffer.from(pre.signature);
   // Every secret and destination is tried (no early exit), so timing does not tell which matched.
@@ -212,8 +220,8 @@ export function verifySignature(
 
 /**
  * The headers of `headers` signed again for another destination (a delivery whose Invoke target
- * is gone, sent on over the flow URL instead): same queue, message, attempt, body, log tail and
- * trace parent; a new timestamp and nonce.
+ * is gone, sent on over the flow URL instead): same queue, message, attempt, body, log tail, trace
+ * parent and message id; a new timestamp and nonce.
  */
 export function resignedHeaders(
   secret: string,
@@ -233,6 +241,7 @@ export function resignedHeaders(
       destination,
       ...(headers.get(LOG_TAIL_HEADER) !== null ? { logTail: headers.get(LOG_TAIL_HEADER) as string } : {}),
       ...(headers.get(TRACEPARENT_HEADER) !== null ? { traceparent: headers.get(TRACEPARENT_HEADER) as string } : {}),
+      ...(headers.get(MESSAGE_ID_HEADER) !== null ? { queuedId: headers.get(MESSAGE_ID_HEADER) as string } : {}),
     },
     now,
   );

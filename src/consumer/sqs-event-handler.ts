@@ -16,10 +16,12 @@
  * ```
  * The parts (signing, routing, receipts, breaker) are composed by ./delivery/compose.ts, as for the
  * poller. Record fate (the pipeline in ./pipeline.ts decides): ack, or a replacement sent (next long-wait
- * hop, long `timeoutSeconds`, an outage copy on its last receive) -> success, so Lambda deletes it.
- * `{timeoutSeconds}` within 12 h -> visibility changed, reported as a failure so Lambda leaves it.
- * Handler error, 4xx, malformed message -> failure (retried with backoff, then the DLQ after
- * `maxReceiveCount` receives). Outages of the flow route (unreachable, 502-504, 429, 408, or 5xx
+ * hop, long `timeoutSeconds`, an outage copy on its last receive, a copy counting a failed dispatch,
+ * the move to the DLQ) -> success, so Lambda deletes it. `{timeoutSeconds}` within 12 h ->
+ * visibility changed, reported as a failure so Lambda leaves it. Handler error, 4xx -> a copy that
+ * counts the failure, back after the backoff, and the DLQ at the redrive policy's
+ * `maxReceiveCount` failures (./delivery/failures.ts); a malformed message -> failure (SQS counts
+ * its receives). Outages of the flow route (unreachable, 502-504, 429, 408, or 5xx
  * while the circuit is open) are kept hidden for the cool-down and never reach the DLQ. A second
  * copy of a message another container is running (SQS delivered it twice) reaches the flow route,
  * where the step lease (src/storage/write/step-lease.ts) keeps it from running a step body the first

@@ -25,7 +25,7 @@ import { packageRoot } from '../util/package-root.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 /** The demo workflow source: src/demo/workflows/demo.ts (shipped as source; the build runs from dist/src/demo/). */
-export function demoSource(): string {
+function demoSource(): string {
   for (const candidate of [
     path.join(here, 'workflows/demo.ts'),
     path.join(packageRoot(), 'src/demo/workflows/demo.ts'),
@@ -51,7 +51,7 @@ function workflowPackageDir(): string {
 }
 
 /** The default build directory (see the module comment). */
-export function defaultDemoBuildDir(): string {
+function defaultDemoBuildDir(): string {
   const workflowDir = workflowPackageDir();
   const workflowPkg = path.join(workflowDir, 'package.json');
   const nodeModules = path.dirname(workflowDir);

@@ -8,9 +8,14 @@
  *   strict equality, so two builds never share an id and one build never reports two. In Lambda it
  *   is `lambda:<function>:<version>` (a published version is immutable, and the worker invokes that
  *   version for the run's messages: src/consumer/delivery/invoke.ts); `on` there is refused on `$LATEST`
- *   and with EVE_WORLD_AWS_DEPLOYMENT_ID set, where no worker could reach the build by its id; on a plain Node host `build:<hash>` of the build's files (every file under the build folder, its
- *   relative path and bytes, sorted; `node_modules`, `.eve` and `.workflow-data` skipped), unless
- *   EVE_WORLD_AWS_DEPLOYMENT_ID names it (the build folder: the entry script's, or the `buildDir` option).
+ *   and with EVE_WORLD_AWS_DEPLOYMENT_ID set, where no worker could reach the build by its id. On a
+ *   plain Node host it is `build:<fingerprint>` of the workflow code core loads (the build is found
+ *   by src/deployment/build-location.ts and hashed by src/deployment/fingerprint.ts: a Workflow
+ *   DevKit bundle or eve's Nitro output, never logs, caches or the entry script's folder), unless
+ *   EVE_WORLD_AWS_DEPLOYMENT_ID names it; no build found and none named: refused, naming the fix.
+ * - An id set by hand is registered with the fingerprint of the build this process runs
+ *   ({@link DeploymentIdentity.fingerprint}); src/deployment/registry.ts refuses a second build
+ *   under that id.
  * - With affinity off, nothing changes from before affinity existed: every process reports
  *   EVE_WORLD_AWS_DEPLOYMENT_ID, else {@link LEGACY_DEPLOYMENT_ID}, and core runs no guard.
  * - `auto` is off: a plain Node host never turns affinity on by itself, because nothing there keeps
@@ -19,16 +24,11 @@
  *   versions (EVE_WORLD_AWS_HOST_FUNCTION set on the worker) and whether its old versions are kept:
  *   the CDK construct, which knows both, sets `on` (its `deploymentAffinity` prop).
  */
-import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { ConfigError, type WorldConfig } from '../config/index.js';
+import { buildDeploymentId, nodeBuild } from './fingerprint.js';
 
 /** The id every process reported before affinity existed, and still reports with affinity off. */
 export const LEGACY_DEPLOYMENT_ID = 'eve-world-aws';
-
-/** Folders of a build that are not the build: dependencies and local state. */
-const SKIPPED = new Set(['node_modules', '.eve', '.workflow-data', '.git']);
 
 export type DeploymentShape = 'lambda' | 'node';
 
@@ -38,6 +38,13 @@ export interface DeploymentIdentity {
   readonly shape: DeploymentShape;
   /** The id, computed once (hashing a build reads its files). */
   id(): Promise<string>;
+  /**
+   * The fingerprint of the build this process runs, registered beside its id
+   * (src/deployment/registry.ts): on a plain Node host with affinity on; none in Lambda (a published
+   * version is immutable) or with affinity off. With an id set by hand and no build found, none,
+   * and `note` says why (the registry then cannot tell two builds under that id apart).
+   */
+  fingerprint(): Promise<{ value?: string; note?: string }>;
 }
 
 /**
@@ -83,85 +90,28 @@ export function deploymentIdentity(
   const affinity = affinityEnabled(config);
   const fn = config.lambdaFunction;
   const shape: DeploymentShape = fn ? 'lambda' : 'node';
-  let id: Promise<string> | undefined;
+  const once = <T>(f: () => Promise<T>): (() => Promise<T>) => {
+    let p: Promise<T> | undefined;
+    return () => {
+      p ??= f().catch((err) => {
+        p = undefined;
+        throw err;
+      });
+      return p;
+    };
+  };
+  const build = once(() => nodeBuild(config.buildDir, entryScript));
   const derive = async (): Promise<string> => {
     if (config.deploymentId !== undefined) return config.deploymentId;
     if (!affinity) return LEGACY_DEPLOYMENT_ID;
     const lambda = lambdaDeploymentId(fn);
     if (lambda) return lambda;
-    const dir = config.buildDir ?? (entryScript ? path.dirname(path.resolve(entryScript)) : undefined);
-    if (dir === undefined) {
-      throw new ConfigError(
-        'EVE_WORLD_AWS_DEPLOYMENT_ID',
-        'is unset and this process has no entry script to find its build by: name the build',
-        'release-2026-12-01',
-      );
-    }
-    // An entry script inside node_modules is a tool's (a CLI that loads the app), not the app's
-    // build: its hash would be the same for every build of the app.
-    if (config.buildDir === undefined && dir.split(path.sep).includes('node_modules')) {
-      throw new ConfigError(
-        'EVE_WORLD_AWS_DEPLOYMENT_ID',
-        `is unset and the entry script's folder ${dir} is a package's, not this app's build: name the build (or set the buildDir option to the built server folder)`,
-        'release-2026-12-01',
-      );
-    }
-    return `build:${await buildHash(dir)}`;
+    return buildDeploymentId(await build(), config.buildDir !== undefined);
   };
-  return {
-    affinity,
-    shape,
-    id: () => {
-      id ??= derive().catch((err) => {
-        id = undefined;
-        throw err;
-      });
-      return id;
-    },
+  const fingerprint = async (): Promise<{ value?: string; note?: string }> => {
+    if (!affinity || fn) return {};
+    const found = await build();
+    return 'fingerprint' in found ? { value: found.fingerprint } : { note: found.missing };
   };
-}
-
-/**
- * The first 16 hex digits of the SHA-256 of a build: every file under `dir` but the skipped
- * folders, each as its relative path (with `/`), a NUL, its size, a NUL and its bytes, in path
- * order. A one-byte change of any file changes it; moving the folder does not.
- */
-export async function buildHash(dir: string): Promise<string> {
-  const files = (await listFiles(dir, '')).sort();
-  if (files.length === 0) {
-    throw new ConfigError(
-      'EVE_WORLD_AWS_DEPLOYMENT_ID',
-      `is unset and the build folder ${dir} holds no files to derive it from: name the build`,
-      'release-2026-12-01',
-    );
-  }
-  const hash = createHash('sha256');
-  for (const rel of files) {
-    const bytes = await readFile(path.join(dir, rel));
-    hash.update(`${rel}\0${bytes.length}\0`);
-    hash.update(bytes);
-  }
-  return hash.digest('hex').slice(0, 16);
-}
-
-async function listFiles(root: string, rel: string): Promise<string[]> {
-  const entries = await readdir(path.join(root, rel), { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
-    if (rel === '' && err.code === 'ENOENT')
-      throw new ConfigError(
-        'EVE_WORLD_AWS_DEPLOYMENT_ID',
-        `is unset and the build folder ${root} does not exist: name the build (or set the buildDir option)`,
-        'release-2026-12-01',
-      );
-    throw err;
-  });
-  const out: string[] = [];
-  for (const e of entries) {
-    const child = rel === '' ? e.name : `${rel}/${e.name}`;
-    if (e.isDirectory()) {
-      if (!SKIPPED.has(e.name)) out.push(...(await listFiles(root, child)));
-    } else if (e.isFile()) {
-      out.push(child);
-    }
-  }
-  return out;
+  return { affinity, shape, id: once(derive), fingerprint: once(fingerprint) };
 }

@@ -19,8 +19,8 @@ export interface KeyCacheOptions {
   now?: () => number;
 }
 
-export const DEFAULT_KEY_CACHE_ENTRIES = 1000;
-export const DEFAULT_KEY_CACHE_AGE_MS = 15 * 60 * 1000;
+const DEFAULT_KEY_CACHE_ENTRIES = 1000;
+const DEFAULT_KEY_CACHE_AGE_MS = 15 * 60 * 1000;
 
 export class KeyCache {
   readonly #entries = new Map<string, { key: Uint8Array; at: number }>();

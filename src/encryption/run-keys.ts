@@ -40,13 +40,14 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { WorkflowWorldError } from '@workflow/errors';
 import { isTerminalWorkflowRunStatus, type WorkflowRun, workflowRunIdSchema } from '@workflow/world';
 import { decodeTime } from 'ulid';
-import { type Fields, OwnedRecord, tableOf, when } from '../aws/owned-record.js';
+import { type Fields, OwnedRecord, tableOf } from '../aws/owned-record.js';
+import { when } from '../aws/record-conditions.js';
 import { describeError, errorName } from '../aws/sdk-errors.js';
 import type { WorldContext } from '../context/world-context.js';
 import { ATTR, encryptionKeys, keys } from '../schema/keys.js';
 import { KeyCache, type KeyCacheOptions } from './key-cache.js';
 
-export const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
+const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
 
 /** How long the key of a run that was never created is kept (s): two days past its id's time. */
 export const PENDING_KEY_SECONDS = 2 * 86_400;

@@ -36,6 +36,8 @@ export interface TableFormat {
   formats: Record<FormatFamily, number>;
   /** The oldest reader version allowed to touch the table. */
   minReader: number;
+  /** When `init` last wrote the item (epoch ms, on the clock of the machine that ran it). */
+  updatedAt?: number;
 }
 
 /** A process too old (or too new, before `init`) for the table: names both versions and the step. */
@@ -53,7 +55,7 @@ function numberAttr(item: Record<string, { N?: string } | undefined>, name: stri
 /** The table's format item, read once (strongly consistent), or the format-1 default. */
 export async function readTableFormat(ddb: DynamoDBClient, tableName: string): Promise<TableFormat> {
   const out = await ddb.send(new GetItemCommand({ TableName: tableName, Key: marshallKey(), ConsistentRead: true }));
-  const item = out.Item as Record<string, { N?: string }> | undefined;
+  const item = out.Item as Record<string, { N?: string; S?: string }> | undefined;
   if (!item)
     return {
       recorded: false,
@@ -61,7 +63,13 @@ export async function readTableFormat(ddb: DynamoDBClient, tableName: string): P
       minReader: UNSTAMPED_FORMAT,
     };
   const formats = Object.fromEntries(FAMILIES.map((f) => [f, numberAttr(item, f)])) as Record<FormatFamily, number>;
-  return { recorded: true, formats, minReader: numberAttr(item, 'minReader') };
+  const updatedAt = Date.parse(item.updatedAt?.S ?? '');
+  return {
+    recorded: true,
+    formats,
+    minReader: numberAttr(item, 'minReader'),
+    ...(Number.isFinite(updatedAt) ? { updatedAt } : {}),
+  };
 }
 
 function marshallKey() {

@@ -12,10 +12,11 @@
  * configured as a URL, one GetQueueAttributes, and one HeadBucket; all three in parallel.
  *
  * Invariants:
- * - Only a "does not exist" answer is a misconfiguration ({@link MissingResourceError}).
- *   Throttling, an unreachable endpoint or denied access is an outage or another problem and is
- *   rethrown as it is (throttling as the contract's ThrottleError, so core retries), never
- *   reported as missing.
+ * - Only a "does not exist" answer is a missing resource ({@link MissingResourceError}). No region,
+ *   no credentials or an endpoint where nothing answers is the environment's mistake, reported
+ *   as one {@link AwsEnvironmentError} naming it and the fix (src/preflight/aws-environment.ts).
+ *   Throttling or denied access is an outage or another problem and is rethrown as it is
+ *   (throttling as the contract's ThrottleError, so core retries), never reported as missing.
  * - Once per process per set of resources: concurrent callers share one check, a passed check is
  *   kept, a failed one is forgotten, so the next call asks again (the resource may exist by then).
  */
@@ -32,13 +33,11 @@ import {
 } from '../config/index.js';
 import type { WorldContext } from '../context/world-context.js';
 import { keys } from '../schema/keys.js';
+import { AwsEnvironmentError, type AwsFailure, type AwsService } from './aws-environment.js';
 
 export type PreflightResource = 'table' | 'queue' | 'dlq' | 'bucket';
 
-const RESOURCES: Record<
-  PreflightResource,
-  { what: string; setting: ResourceSetting; endpoint: 'dynamodb' | 'sqs' | 's3' }
-> = {
+const RESOURCES: Record<PreflightResource, { what: string; setting: ResourceSetting; endpoint: AwsService }> = {
   table: { what: 'DynamoDB table', setting: 'tableName', endpoint: 'dynamodb' },
   queue: { what: 'SQS queue', setting: 'queue', endpoint: 'sqs' },
   dlq: { what: 'SQS dead-letter queue', setting: 'deadLetterQueue', endpoint: 'sqs' },
@@ -194,13 +193,18 @@ async function run(ctx: WorldContext, queues: PreflightQueues, options: Prefligh
   ];
   const outcomes = await Promise.allSettled(probes.map(([, probe]) => probe()));
   const missing: MissingResource[] = [];
-  let other: unknown;
+  const others: AwsFailure[] = [];
   outcomes.forEach((o, i) => {
     if (o.status === 'fulfilled') return;
     const m = missingOf(config, probes[i][0], o.reason);
     if (m) missing.push(m);
-    else other ??= o.reason;
+    else others.push({ service: RESOURCES[probes[i][0]].endpoint, error: o.reason });
   });
   if (missing.length > 0) throw new MissingResourceError(missing, await regionOf(ctx), unknownOf(config));
-  if (other !== undefined) throw toWorldError(other, 'eve-world-aws preflight');
+  if (others.length === 0) return;
+  // No region, no credentials, nothing answering: one error with the fix (src/preflight/aws-environment.ts).
+  throw (
+    AwsEnvironmentError.of(config, others, await regionOf(ctx)) ??
+    toWorldError(others[0].error, 'eve-world-aws preflight')
+  );
 }

@@ -35,9 +35,10 @@ import type { ResourceKind } from './settings.js';
 
 /**
  * `absent`: not there (nothing to do); `would-delete`: the plan; `deleted`; `kept`: it holds data
- * and `force` was not given (with `apply`, or in the plan: it would be kept).
+ * and `force` was not given (with `apply`, or in the plan: it would be kept); `not-deleted`: empty,
+ * but left because another resource is kept (with `apply`: all or nothing).
  */
-export type DestroyState = 'absent' | 'would-delete' | 'deleted' | 'kept';
+export type DestroyState = 'absent' | 'would-delete' | 'deleted' | 'kept' | 'not-deleted';
 
 export interface DestroyReport {
   kind: Exclude<ResourceKind, 'encryption'>;
@@ -201,7 +202,8 @@ export async function destroyResources(
     }
     const { holdsData, detail } = state;
     if (refused || !opts.apply) {
-      reports.push({ ...base, state: holdsData && !opts.force ? 'kept' : 'would-delete', detail, holdsData });
+      const state = holdsData && !opts.force ? 'kept' : opts.apply ? 'not-deleted' : 'would-delete';
+      reports.push({ ...base, state, detail, holdsData });
       continue;
     }
     await t.remove();

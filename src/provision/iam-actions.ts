@@ -6,76 +6,25 @@
  * one is missing here. Adding an SDK call without a row here is therefore a test failure, not an
  * AccessDenied in production.
  *
- * Principals:
- * - `runtime`: the World inside the host (eve) and the SQS worker: storage, queue send + receive,
- *   streams, payload offload, long-wait schedules.
- * - `operator`: the read/repair CLI commands (`doctor`, `redrive`, `tail`, `runs`) on top of
- *   `runtime`. Only this principal touches the DLQ: the World never sends to, receives from or
- *   deletes from it at run time (SQS moves messages there itself through the redrive policy).
- * - `init`: creating and reconfiguring the resources (`init`, `emulate`). Deploy-time only.
- * - `destroy`: `eve-world-aws destroy` (src/provision/destroy.ts): reading whether each resource
- *   holds data, emptying the bucket, deleting the resources `init` created. Deploy-time only, and
- *   never part of a printed policy: an operator runs it with their own administrative role.
- * - `sweeper`: the scheduled orphan sweep (src/sweep/sweep-handler.ts, deployed by the CDK construct):
- *   exactly the commands `sweepOrphans` sends (reads of the run's items, the `orphansSweptAt`
- *   mark, listing and deleting objects, the deployment registry's Query and retired mark) and those of a liveness backstop tick (src/backstop/: the
- *   DUE items' Query, fence and delete, a run's reads, re-opening a step's dispatch key, the wake's
- *   SendMessage, with GenerateDataKey on a KMS-encrypted queue); nothing of the Scheduler, and no
- *   Decrypt (it never reads an object's or a message's content). Every one of them is also a `runtime` row, so the operator policy (which
- *   includes `runtime`) covers `eve-world-aws sweep`. test/integration/sweep/sweep-handler.test.ts records
- *   what a sweep sends and checks it against these rows.
+ * Principals and resources: ./iam-resources.ts; the actions per resource a principal gets, and the
+ * conditions its statements carry: ./principal-actions.ts.
  *
  * KMS (EVE_WORLD_AWS_KMS_KEY_ID): rows on `kmsKey` land in a policy only when a key is configured;
  * likewise the `signingSecret` row only with EVE_WORLD_AWS_SIGNING_SECRET_ARN, the `hostVersions`
- * row (the worker's Lambda Invoke of a host version) only with EVE_WORLD_AWS_HOST_FUNCTION, and the Scheduler
- * rows (`scheduleGroup`, `scheduleGroupSchedules`, `schedulerRole`) only with
+ * row (the worker's Lambda Invoke of a host version) only with EVE_WORLD_AWS_HOST_FUNCTION, and
+ * the Scheduler rows (`scheduleGroup`, `scheduleGroupSchedules`, `schedulerRole`) only with
  * EVE_WORLD_AWS_SCHEDULER_ROLE_ARN. The group itself is `init`'s (create) and `doctor`'s (read),
  * never the runtime's: the World only creates schedules in it.
  * The runtime's GenerateDataKey + Decrypt serve both the per-run data keys (src/encryption/
  * run-keys.ts) and SSE-KMS on the queue (send: GenerateDataKey, receive: Decrypt) and the bucket
  * (PutObject: GenerateDataKey, GetObject: Decrypt). DynamoDB SSE-KMS needs no caller permission at
  * run time: the table's grant, created by `init` (kms:CreateGrant, limited to AWS resources by
- * `GRANT_CONDITION`), lets DynamoDB use the key.
+ * `GRANT_CONDITION` in ./principal-actions.ts), lets DynamoDB use the key.
  *
- * Invariant: no row grants `*` actions, and every resource is one of the named resources below
+ * Invariant: no row grants `*` actions, and every resource is one of the named resources
  * (never `Resource: "*"`).
  */
-
-/** The resources of one deployment; each maps to exactly one ARN pattern in `iam-policy.ts`. */
-export type IamResource =
-  | 'table'
-  | 'tableIndexes'
-  | 'queue'
-  | 'dlq'
-  | 'bucket'
-  | 'bucketObjects'
-  | 'scheduleGroup'
-  | 'scheduleGroupSchedules'
-  | 'schedulerRole'
-  | 'kmsKey'
-  | 'signingSecret'
-  /** The published versions of the host function (`<function ARN>:*`), which the worker invokes. */
-  | 'hostVersions';
-
-export type IamPrincipal = 'runtime' | 'operator' | 'init' | 'sweeper' | 'destroy';
-
-export type AwsService = 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms' | 'secretsmanager' | 'lambda';
-
-/** The IAM service prefix of the actions that may land on each resource (`kms:*` only on the key, `iam:*` only on the role). */
-export const RESOURCE_SERVICE: Record<IamResource, string> = {
-  table: 'dynamodb',
-  tableIndexes: 'dynamodb',
-  queue: 'sqs',
-  dlq: 'sqs',
-  bucket: 's3',
-  bucketObjects: 's3',
-  scheduleGroup: 'scheduler',
-  scheduleGroupSchedules: 'scheduler',
-  schedulerRole: 'iam',
-  kmsKey: 'kms',
-  signingSecret: 'secretsmanager',
-  hostVersions: 'lambda',
-};
+import type { AwsService, IamPrincipal, IamResource } from './iam-resources.js';
 
 export interface CommandPermission {
   /** Service and SDK command name without the `Command` suffix, e.g. `dynamodb:TransactWriteItems`. */
@@ -180,8 +129,8 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'sqs:SendMessage',
     actions: ['sqs:SendMessage'],
-    uses: { runtime: Q, operator: Q, sweeper: Q },
-    why: 'queue(); redrive re-sends DLQ messages to the queue; backstop: a run’s wake',
+    uses: { runtime: [...Q, 'dlq'], operator: Q, sweeper: Q },
+    why: 'queue(); the consumer moves a message whose failed dispatches reached the limit to the DLQ; redrive re-sends DLQ messages to the queue; backstop: a run’s wake',
   },
   {
     command: 'sqs:ReceiveMessage',
@@ -204,14 +153,20 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
   {
     command: 'sqs:GetQueueUrl',
     actions: ['sqs:GetQueueUrl'],
-    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'], sweeper: Q },
-    why: 'queue name -> URL (backstop: before its first wake)',
+    uses: {
+      runtime: [...Q, 'dlq'],
+      operator: ['queue', 'dlq'],
+      init: ['queue', 'dlq'],
+      destroy: ['queue', 'dlq'],
+      sweeper: Q,
+    },
+    why: 'queue name -> URL (backstop: before its first wake; the consumer: the DLQ its redrive policy names)',
   },
   {
     command: 'sqs:GetQueueAttributes',
     actions: ['sqs:GetQueueAttributes'],
-    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'] },
-    why: 'queue ARN for schedules; the preflight of a queue configured as a URL; depth for doctor; event source mapping',
+    uses: { runtime: Q, operator: ['queue', 'dlq'], init: ['queue', 'dlq'], destroy: ['queue', 'dlq'], sweeper: Q },
+    why: 'queue ARN for schedules; the preflight of a queue configured as a URL; depth for doctor; event source mapping; the redrive policy (the consumer dead-letters where SQS would); backstop: the backlog that holds a repeat wake',
   },
   { command: 'sqs:CreateQueue', actions: ['sqs:CreateQueue'], uses: { init: ['queue', 'dlq'] }, why: 'init' },
   {
@@ -413,45 +368,3 @@ export function commandKey(clientName: string, commandName: string): string {
   const service = CLIENT_SERVICE[clientName] ?? clientName;
   return `${service}:${commandName.replace(/Command$/, '')}`;
 }
-
-/**
- * Actions per resource for one principal. `operator` includes `runtime` (the CLI opens a World);
- * `init` (deploy-time) and `sweeper` (the scheduled sweep) are standalone.
- */
-export function actionsByResource(principal: IamPrincipal): Map<IamResource, string[]> {
-  const principals: IamPrincipal[] = principal === 'operator' ? ['runtime', 'operator'] : [principal];
-  const out = new Map<IamResource, Set<string>>();
-  for (const p of COMMAND_PERMISSIONS) {
-    for (const who of principals) {
-      for (const r of p.uses[who] ?? []) {
-        // Only the IAM actions of the resource's service land on it: CreateSchedule needs
-        // scheduler:CreateSchedule on the schedule and iam:PassRole on the role; UpdateTable needs
-        // dynamodb:UpdateTable on the table and kms:CreateGrant + DescribeKey on the key.
-        const actions = p.actions.filter((a) => a.startsWith(`${RESOURCE_SERVICE[r]}:`));
-        const set = out.get(r) ?? new Set<string>();
-        out.set(r, set);
-        for (const a of actions) set.add(a);
-      }
-    }
-  }
-  return new Map([...out].map(([r, s]) => [r, [...s].sort()]));
-}
-
-/** The condition every `iam:PassRole` carries: the role can only be handed to EventBridge Scheduler. */
-export const PASS_ROLE_CONDITION = { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } } as const;
-
-/**
- * The condition on `kms:CreateGrant`: only grants for an AWS service acting for the caller (the
- * grant DynamoDB creates when the table goes under the key), never grants to arbitrary principals.
- * It is a separate statement: on other KMS actions the key is absent and the condition would fail.
- */
-export const GRANT_CONDITION = { Bool: { 'kms:GrantIsForAWSResource': 'true' } } as const;
-
-/** KMS actions that need {@link GRANT_CONDITION}. */
-export const GRANT_ACTIONS: readonly string[] = ['kms:CreateGrant'];
-
-/** What the Scheduler role itself may do: send to the work queue, nothing else. */
-export const SCHEDULER_ROLE_ACTIONS = ['sqs:SendMessage'] as const;
-
-/** With the queue under a KMS key, sending to it also needs these on the key (SSE-KMS producer). */
-export const SCHEDULER_ROLE_KMS_ACTIONS = ['kms:Decrypt', 'kms:GenerateDataKey'] as const;

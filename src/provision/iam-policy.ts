@@ -1,6 +1,7 @@
 /**
  * IAM policy documents printed by `eve-world-aws init --print-iam-policy [--operator]`, generated
- * from the command table in `iam-actions.ts` (the CDK construct's grants come from the same table).
+ * from the command table in `iam-actions.ts` through `principal-actions.ts` (the CDK construct's
+ * grants come from the same table).
  *
  * ARNs are partition-aware (derived from the region by src/aws/arn.ts unless given),
  * `iam:PassRole` carries an `iam:PassedToService` condition, and the Scheduler role's own policy
@@ -12,16 +13,15 @@
  */
 import { partitionOf, queueNameOf } from '../aws/arn.js';
 import type { WorldConfig } from '../config/index.js';
+import type { IamPrincipal, IamResource } from './iam-resources.js';
 import {
   actionsByResource,
   GRANT_ACTIONS,
   GRANT_CONDITION,
-  type IamPrincipal,
-  type IamResource,
   PASS_ROLE_CONDITION,
   SCHEDULER_ROLE_ACTIONS,
   SCHEDULER_ROLE_KMS_ACTIONS,
-} from './iam-actions.js';
+} from './principal-actions.js';
 
 export interface PolicyStatement {
   Sid: string;
@@ -47,7 +47,7 @@ export interface PolicyTarget {
  * Key ARN: as is. Key id: an ARN in the target account and region. Alias name or alias ARN: every
  * key (`key/*`) of that account and region, with `kms:ResourceAliases` = the alias.
  */
-export function kmsKeyResource(
+function kmsKeyResource(
   keyId: string,
   t: PolicyTarget,
 ): { arn: string; condition?: Record<string, Record<string, string>> } {
@@ -70,7 +70,7 @@ export function kmsKeyResource(
 }
 
 /** The ARN of each named resource of a deployment (`kmsKey` is empty without a configured key). */
-export function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamResource, string[]> {
+function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamResource, string[]> {
   const table = `arn:${t.partition}:dynamodb:${t.region}:${t.account}:table/${config.tableName}`;
   const roleArn = config.schedulerRoleArn ?? `arn:${t.partition}:iam::${t.account}:role/<scheduler-role>`;
   return {
@@ -215,33 +215,6 @@ function schedulerKeyStatements(config: WorldConfig, t: PolicyTarget): PolicySta
       ...(key.condition ? { Condition: key.condition } : {}),
     },
   ];
-}
-
-export interface PrintedPolicies {
-  /** Attach to the host and worker functions (or any process running the World). */
-  world?: PolicyDocument;
-  /** Attach to operators running doctor / redrive / tail / runs (includes the World's). */
-  operator?: PolicyDocument;
-  /** The role EventBridge Scheduler assumes to deliver long waits. */
-  schedulerRole?: { trustPolicy: object; policy: PolicyDocument };
-}
-
-/** What `init --print-iam-policy [--operator]` prints. */
-export function printedPolicies(
-  config: WorldConfig,
-  opts: { account?: string; region?: string; partition?: string; operator?: boolean } = {},
-): PrintedPolicies {
-  const region = opts.region ?? config.region ?? '<region>';
-  const t: PolicyTarget = {
-    partition: opts.partition ?? partitionOf(config.region),
-    region,
-    account: opts.account ?? '<account-id>',
-  };
-  if (opts.operator) return { operator: principalPolicy('operator', config, t) };
-  return {
-    world: principalPolicy('runtime', config, t),
-    ...(config.schedulerRoleArn ? { schedulerRole: schedulerRolePolicies(config, t) } : {}),
-  };
 }
 
 /** The World's run-time policy. */

@@ -28,7 +28,7 @@ interface FormatStep {
 }
 
 /** The upgrade steps, oldest first. A step applies when the table's newest family is below `to`. */
-export const FORMAT_STEPS: readonly FormatStep[] = [
+const FORMAT_STEPS: readonly FormatStep[] = [
   {
     to: 2,
     what: 'new items and messages carry their format (`fv`, `eve.fmt`); nothing is rewritten (format-1 items and messages stay readable)',
@@ -41,7 +41,7 @@ const FAMILIES: readonly FormatFamily[] = ['log', 'records', 'messages'];
  * The formats the table records after this build's `init`: never lower than what is there.
  * `minReader`: the oldest reader to allow at most (`init --deployment-affinity`: AFFINITY_MIN_READER).
  */
-export function targetFormat(current: TableFormat, minReader = MIN_READER_OF_WRITES): TableFormat {
+function targetFormat(current: TableFormat, minReader = MIN_READER_OF_WRITES): TableFormat {
   const formats = Object.fromEntries(
     FAMILIES.map((f) => [f, Math.max(current.formats[f], FORMATS[f].current)]),
   ) as Record<FormatFamily, number>;

@@ -29,6 +29,12 @@ export const MSG_ATTR = {
   id: 'eve.id',
   /** Deliveries the handler already saw on earlier SQS copies of this logical message. */
   attemptOffset: 'eve.attemptOffset',
+  /**
+   * Failed dispatches of this logical message on earlier copies (the message's own faults),
+   * counted by the consumer across replacements, where SQS's receive count starts over
+   * (src/consumer/delivery/failures.ts). Absent: none. An older consumer ignores it.
+   */
+  failures: 'eve.failures',
   /** Epoch ms before which the message must not reach the handler (long waits). */
   deliverAt: 'eve.deliverAt',
   /** S3 key of the body when it was too large for SQS. */
@@ -50,13 +56,18 @@ export const MSG_ATTR = {
   deployment: 'eve.dep',
 } as const;
 
-export const ENVELOPE_TAG = 'eve-world-aws/v1';
+/** The World's attribute names start with it; any other attribute is carried as {@link Envelope.foreign}. */
+const WORLD_ATTR_PREFIX = 'eve.';
+
+const ENVELOPE_TAG = 'eve-world-aws/v1';
 
 /** One logical queue message, independent of how SQS carried it. */
 export interface Envelope {
   queueName: string;
   messageId: string;
   attemptOffset: number;
+  /** Failed dispatches on earlier copies ({@link MSG_ATTR.failures}); undefined = none. */
+  failures?: number;
   /** Epoch ms; undefined = deliver as soon as received. */
   deliverAt?: number;
   /** Inline wire body (typed JSON text); undefined when {@link s3Key} is set. */
@@ -75,6 +86,12 @@ export interface Envelope {
   format?: number;
   /** The deployment the message is for ({@link MSG_ATTR.deployment}); undefined: any. */
   deploymentId?: string;
+  /**
+   * String message attributes outside the World's `eve.` names, as received (someone else's: an
+   * operator's tag, a producer's): carried unchanged by every copy the consumer sends in its
+   * place, as SQS's own redrive keeps them.
+   */
+  foreign?: Record<string, string>;
 }
 
 function replacer(this: unknown, key: string, value: unknown): unknown {
@@ -126,11 +143,13 @@ export function encodeEnvelope(envelope: Envelope): string {
     q: envelope.queueName,
     id: envelope.messageId,
     ao: envelope.attemptOffset || undefined,
+    fl: envelope.failures || undefined,
     at: envelope.deliverAt,
     s3: envelope.s3Key,
     h: envelope.headers,
     t: envelope.logTail,
     d: envelope.deploymentId,
+    x: envelope.foreign,
     b: envelope.body,
   }).replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
@@ -153,12 +172,14 @@ export function decodeEnvelope(text: string): Envelope | undefined {
     queueName: raw.q,
     messageId: raw.id,
     attemptOffset: typeof raw.ao === 'number' ? raw.ao : 0,
+    ...(typeof raw.fl === 'number' && raw.fl > 0 ? { failures: raw.fl } : {}),
     deliverAt: typeof raw.at === 'number' ? raw.at : undefined,
     body: typeof raw.b === 'string' ? raw.b : undefined,
     s3Key: typeof raw.s3 === 'string' ? raw.s3 : undefined,
     headers: isStringRecord(raw.h) ? raw.h : undefined,
     logTail: typeof raw.t === 'string' ? raw.t : undefined,
     deploymentId: typeof raw.d === 'string' ? raw.d : undefined,
+    ...(isStringRecord(raw.x) ? { foreign: raw.x } : {}),
   };
 }
 
@@ -171,12 +192,17 @@ function isStringRecord(v: unknown): v is Record<string, string> {
 /** SQS message attributes for an envelope sent directly to SQS. */
 export function envelopeAttributes(envelope: Envelope): Record<string, { DataType: 'String'; StringValue: string }> {
   const attrs: Record<string, { DataType: 'String'; StringValue: string }> = {
+    ...Object.fromEntries(
+      Object.entries(envelope.foreign ?? {}).map(([k, v]) => [k, { DataType: 'String' as const, StringValue: v }]),
+    ),
     [MSG_ATTR.queue]: { DataType: 'String', StringValue: envelope.queueName },
     [MSG_ATTR.id]: { DataType: 'String', StringValue: envelope.messageId },
     [MSG_ATTR.format]: { DataType: 'String', StringValue: String(MESSAGE_FORMAT) },
   };
   if (envelope.attemptOffset > 0)
     attrs[MSG_ATTR.attemptOffset] = { DataType: 'String', StringValue: String(envelope.attemptOffset) };
+  if (envelope.failures !== undefined && envelope.failures > 0)
+    attrs[MSG_ATTR.failures] = { DataType: 'String', StringValue: String(envelope.failures) };
   if (envelope.deliverAt !== undefined)
     attrs[MSG_ATTR.deliverAt] = { DataType: 'String', StringValue: String(envelope.deliverAt) };
   if (envelope.s3Key !== undefined) attrs[MSG_ATTR.s3] = { DataType: 'String', StringValue: envelope.s3Key };
@@ -236,8 +262,10 @@ export function envelopeFromMessage(body: string, attrs: Record<string, string |
     return Number.isFinite(n) ? n : `attribute ${name} is not a number ("${raw}")`;
   };
   const attemptOffset = num(MSG_ATTR.attemptOffset);
+  const failures = num(MSG_ATTR.failures);
   const deliverAt = num(MSG_ATTR.deliverAt);
   if (typeof attemptOffset === 'string') return attemptOffset;
+  if (typeof failures === 'string') return failures;
   if (typeof deliverAt === 'string') return deliverAt;
   let headers: Record<string, string> | undefined;
   const rawHeaders = attrs[MSG_ATTR.headers];
@@ -253,11 +281,16 @@ export function envelopeFromMessage(body: string, attrs: Record<string, string |
   const format = rawFormat === undefined ? UNSTAMPED_FORMAT : parseFormat(rawFormat);
   if (format === undefined) return `attribute ${MSG_ATTR.format} is not a format version ("${rawFormat}")`;
   const s3Key = attrs[MSG_ATTR.s3];
+  const foreign = Object.entries(attrs).filter(
+    (e): e is [string, string] => !e[0].startsWith(WORLD_ATTR_PREFIX) && e[1] !== undefined,
+  );
   return {
+    ...(foreign.length > 0 ? { foreign: Object.fromEntries(foreign) } : {}),
     format,
     queueName,
     messageId,
     attemptOffset: attemptOffset ?? 0,
+    ...(failures !== undefined && failures > 0 ? { failures } : {}),
     deliverAt,
     s3Key,
     body: s3Key === undefined ? body : undefined,

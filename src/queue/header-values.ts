@@ -13,7 +13,7 @@
  * `QueueOptions.headers` name that is not an HTTP token.
  */
 
-export const ENCODED_VALUE_MARKER = "UTF-8''";
+const ENCODED_VALUE_MARKER = "UTF-8''";
 
 /** Printable ASCII, no white space at either end (empty is fine). */
 const PLAIN_VALUE = /^(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?$/;
@@ -41,7 +41,7 @@ export function decodeHeaderValue(wire: string): string | undefined {
 }
 
 /** True when `name` can be an HTTP header name. */
-export function isHeaderName(name: string): boolean {
+function isHeaderName(name: string): boolean {
   return TOKEN.test(name);
 }
 
@@ -49,7 +49,7 @@ export function isHeaderName(name: string): boolean {
  * Why a string cannot travel in a delivery at all, or undefined. Only a string with a lone
  * surrogate (half a UTF-16 pair, no UTF-8 form) is refused; everything else is encoded.
  */
-export function unencodableReason(value: string): string | undefined {
+function unencodableReason(value: string): string | undefined {
   return LONE_SURROGATE.test(value) ? 'it contains a lone UTF-16 surrogate (no UTF-8 form)' : undefined;
 }
 

@@ -8,13 +8,16 @@
  *   SQS queue is always `config.queue`.
  * - `queue()` resolves only after SQS (or the Scheduler) accepted the message, or after finding
  *   that its idempotency key was already used (then it returns the first message's id).
- * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message.
+ * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message:
+ *   `queue()` returns it (./delivery-id.ts says who uses it for what).
  * - Every message is offered for early delivery (`early`, src/consumer/early/offer.ts decides)
  *   before it is sent: before its claim the first time this process sends its key (or when it has
  *   none), after a successful claim otherwise. The offer changes nothing of the claim or what
- *   `queue()` returns. A taken offer is delivered under its own id E (`msg_<ulid>`, minted here),
- *   which no SQS copy or schedule ever carries; the copy's offset counts that delivery, so the
- *   copy is never attempt 1 beside it (docs/design.md, "Early delivery").
+ *   `queue()` returns. A taken offer is delivered under its own id E (`<M>.early.<ulid>`, minted
+ *   here from the id M it is offered under, ./delivery-id.ts), which no SQS copy or schedule ever
+ *   carries; the copy's offset counts that delivery, so the copy is never attempt 1 beside it
+ *   (docs/design.md, "Early delivery"). M is what `queue()` returns, except when a key offered
+ *   before its claim turns out sent or taken over: one log line then joins the two ids.
  * - With deployment affinity on (src/deployment/), every message names its deployment (`eve.dep`):
  *   `QueueOptions.deploymentId`, else this process's own (sends from inside a delivery are for the
  *   run's own deployment: core's guard let the delivery run here). Only a message for this
@@ -36,9 +39,11 @@ import type { WorldContext } from '../context/world-context.js';
 import { type DeploymentIdentity, deploymentIdentity } from '../deployment/id.js';
 import { assertTargetReachable } from '../deployment/targets.js';
 import { consoleLogger, type Logger } from '../telemetry/log.js';
+import { currentTraceparent } from '../telemetry/tracing.js';
 import { mapLimited } from '../util/concurrency.js';
 import { RecentKeys } from '../util/recent-keys.js';
 import type { SchedulerPort } from './delays.js';
+import { earlyDeliveryId } from './delivery-id.js';
 import { type Envelope, encodePayload } from './encoding.js';
 import { deliveryInputProblem } from './header-values.js';
 import { claimIdempotencyKey, markIdempotencyKeySent, releaseIdempotencyKey } from './idempotency.js';
@@ -68,9 +73,10 @@ export interface CreateQueueOptions {
   /**
    * Offered each message about to be sent (the in-process consumer's early delivery,
    * src/consumer/early/offer.ts), before its send; see the invariants above for when relative to
-   * its claim. True when it took the message. It must not throw or wait.
+   * its claim. `producer`: the `traceparent` of the span the send runs in. True when it took the
+   * message. It must not throw or wait.
    */
-  early?: (copy: Envelope, earlyId: string, payload: QueuePayload, delaySeconds?: number) => boolean;
+  early?: (copy: Envelope, earlyId: string, payload: QueuePayload, delaySeconds?: number, producer?: string) => boolean;
   /**
    * Awaited by each `queue()` once its input is validated, before anything is offered, claimed or
    * sent (the World's preflight, src/preflight/resources.ts): a rejection fails that `queue()` call (and is
@@ -142,8 +148,16 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     // more delivery of the message.
     // Only a message for this process's own deployment is delivered early here (affinity).
     const early = options.early !== undefined && own;
+    // The early delivery's own id names the message (./delivery-id.ts), and its span links to the
+    // span this send runs in (core's `queue.publish`).
     const offer = (messageId: string) =>
-      options.early?.({ ...envelope, messageId }, `msg_${nextUlid()}`, payload, opts?.delaySeconds) === true;
+      options.early?.(
+        { ...envelope, messageId },
+        earlyDeliveryId(messageId, nextUlid()),
+        payload,
+        opts?.delaySeconds,
+        currentTraceparent(),
+      ) === true;
     const offeredFirst = early && (key === undefined || offeredKeys.add(key));
     let taken = offeredFirst && offer(minted);
     // Two-phase idempotency claim (see idempotency.ts): pending -> send -> sent. Throttling that
@@ -155,9 +169,13 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
           })
         : undefined;
     // A duplicate: the first sender's id (null if the store could not say which it was).
-    if (claim && !claim.claimed) return { messageId: (claim.messageId || null) as MessageId | null };
+    if (claim && !claim.claimed) {
+      if (taken) joinEarly(minted, claim.messageId, 'its idempotency key was sent already');
+      return { messageId: (claim.messageId || null) as MessageId | null };
+    }
     // A claim taken over from a dead sender keeps that sender's id.
     const messageId = claim?.messageId ?? minted;
+    if (taken && messageId !== minted) joinEarly(minted, messageId, 'its idempotency claim was taken over');
     if (early && !offeredFirst) taken = offer(messageId);
     try {
       // The copy's offset counts its early delivery, a dispatch, even under a claim taken over
@@ -180,6 +198,17 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     }
     return { messageId: messageId as MessageId };
   };
+
+  /**
+   * An early delivery offered before the claim, under the id minted then, whose `queue()` returns
+   * another (the key's first message): one line joins the two, the only case where the early
+   * delivery does not carry the id `queue()` returned.
+   */
+  const joinEarly = (offered: string, returned: string, why: string) =>
+    logger.info(
+      `[eve-world-aws] message ${offered} was delivered early, then ${why}: queue() returned ${returned || '(unknown)'}`,
+      { messageId: returned || offered },
+    );
 
   const queueBatch = async (
     queueName: ValidQueueName,

@@ -12,7 +12,7 @@
  *   callers can keep the original message until its replacement exists.
  */
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { isQueueUrl, queueNameOf } from '../aws/arn.js';
+import { isQueueUrl, parseArn, queueNameOf } from '../aws/arn.js';
 import { isMessageTooLong } from '../aws/sdk-errors.js';
 import { SQS_MAX_DELAY_SECONDS } from '../config/limits.js';
 import type { WorldContext } from '../context/world-context.js';
@@ -38,9 +38,19 @@ export interface SendResult {
   s3Key?: string;
 }
 
+/** Where the queue's redrive policy sends a message, and after how many receives. */
+export interface DeadLetterTarget {
+  url: string;
+  maxReceiveCount: number;
+}
+
+/** How long the queue's redrive policy, as read, is reused (ms): an operator's change is seen within it. */
+const REDRIVE_POLICY_TTL_MS = 10 * 60_000;
+
 export class SqsTransport {
   private urls = new Map<string, Promise<string>>();
   private arns = new Map<string, Promise<string>>();
+  private redrive?: { at: number; target: Promise<DeadLetterTarget | undefined> };
 
   constructor(
     readonly ctx: WorldContext,
@@ -92,6 +102,59 @@ export class SqsTransport {
 
   dlqUrl(): Promise<string> {
     return this.resolveUrl(this.ctx.config.deadLetterQueue);
+  }
+
+  /**
+   * The queue's redrive policy as SQS has it (not as configured): the DLQ it names, resolved to a
+   * URL, and its `maxReceiveCount`; undefined when the queue has none. Read once per
+   * {@link REDRIVE_POLICY_TTL_MS}; a failed read is retried on next use and rejects.
+   */
+  deadLetterTarget(now = Date.now()): Promise<DeadLetterTarget | undefined> {
+    if (this.redrive && now - this.redrive.at < REDRIVE_POLICY_TTL_MS) return this.redrive.target;
+    const target = (async (): Promise<DeadLetterTarget | undefined> => {
+      const out = await this.ctx.clients.sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: await this.queueUrl(), AttributeNames: ['RedrivePolicy'] }),
+      );
+      const raw = out.Attributes?.RedrivePolicy;
+      if (!raw) return undefined;
+      const policy = JSON.parse(raw) as { deadLetterTargetArn?: unknown; maxReceiveCount?: unknown };
+      const arn = typeof policy.deadLetterTargetArn === 'string' ? parseArn(policy.deadLetterTargetArn) : undefined;
+      const max = Number(policy.maxReceiveCount);
+      if (!arn || !Number.isInteger(max) || max < 1) throw new Error(`the queue's RedrivePolicy is unreadable: ${raw}`);
+      const url = await this.resolveUrlOf(arn.resource, arn.account);
+      return { url, maxReceiveCount: max };
+    })();
+    const entry = { at: now, target };
+    this.redrive = entry;
+    target.catch(() => {
+      if (this.redrive === entry) this.redrive = undefined;
+    });
+    return target;
+  }
+
+  /** The URL of queue `name` in `account` (a queue the redrive policy names by ARN). */
+  private resolveUrlOf(name: string, account: string): Promise<string> {
+    const ref = `${account}/${name}`;
+    let p = this.urls.get(ref);
+    if (!p) {
+      p = this.ctx.clients.sqs
+        .send(new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) }))
+        .then((o) => {
+          if (!o.QueueUrl) throw new Error(`GetQueueUrl returned no URL for queue ${name}`);
+          return o.QueueUrl;
+        });
+      p.catch(() => this.urls.delete(ref));
+      this.urls.set(ref, p);
+    }
+    return p;
+  }
+
+  /**
+   * Send `envelope` to the dead-letter queue at `url` (the redrive policy's, {@link deadLetterTarget}),
+   * visible at once, in this build's format like any copy: `eve-world-aws redrive` replays it.
+   */
+  sendDeadLetter(envelope: Envelope, url: string, now = Date.now()): Promise<SendResult> {
+    return this.sendPlanned({ ...envelope, deliverAt: undefined }, { kind: 'now' }, now, url);
   }
 
   /**
@@ -150,34 +213,41 @@ export class SqsTransport {
    * Send with an explicit plan (used for hops, where the due time is already fixed). `now` is the
    * clock the body's lifetime is judged by (tests move it forward instead of waiting days).
    */
-  async sendPlanned(envelope: Envelope, plan: DelayPlan, now: number = Date.now()): Promise<SendResult> {
+  async sendPlanned(
+    envelope: Envelope,
+    plan: DelayPlan,
+    now: number = Date.now(),
+    /** Another queue than the World's (the DLQ): SQS only, never a schedule. */
+    queueUrl?: string,
+  ): Promise<SendResult> {
     const neededUntil = bodyNeededUntil(plan, now);
     // A body already in S3 (a hop or re-send of an offloaded message) must outlive this copy.
     let out = await ensureBodyLifetime(this.ctx.payloads, envelope, neededUntil, now);
     if (out.body !== undefined && Buffer.byteLength(out.body, 'utf8') > this.ctx.config.payloadThresholdBytes) {
       out = await this.offload(out, neededUntil, now);
     }
-    if (plan.kind === 'schedule') return this.sendScheduled(out, plan.deliverAt, plan.at, neededUntil, now);
+    if (plan.kind === 'schedule' && queueUrl === undefined)
+      return this.sendScheduled(out, plan.deliverAt, plan.at, neededUntil, now);
 
     const deliverAt = plan.kind === 'sqs' ? (plan.deliverAt ?? out.deliverAt) : out.deliverAt;
     const delaySeconds = plan.kind === 'sqs' ? plan.delaySeconds : 0;
     const withDue: Envelope = { ...out, deliverAt };
     try {
-      return await this.sendSqs(withDue, delaySeconds);
+      return await this.sendSqs(withDue, delaySeconds, queueUrl);
     } catch (err) {
       // The queue may be configured below 1 MiB (e.g. the 256 KiB default): retry through S3.
       if (withDue.body === undefined || !isMessageTooLong(err)) throw err;
-      return this.sendSqs(await this.offload(withDue, neededUntil, now), delaySeconds);
+      return this.sendSqs(await this.offload(withDue, neededUntil, now), delaySeconds, queueUrl);
     }
   }
 
-  private sendSqs(envelope: Envelope, delaySeconds: number): Promise<SendResult> {
-    const queue = queueNameOf(this.ctx.config.queue);
+  private sendSqs(envelope: Envelope, delaySeconds: number, queueUrl?: string): Promise<SendResult> {
+    const queue = queueNameOf(queueUrl ?? this.ctx.config.queue);
     return withSendSpan({ queue, via: 'sqs', messageId: envelope.messageId, delaySeconds }, async (span) => {
       const body = envelope.s3Key !== undefined ? s3PlaceholderBody(envelope.s3Key) : (envelope.body as string);
       const out = await this.ctx.clients.sqs.send(
         new SendMessageCommand({
-          QueueUrl: await this.queueUrl(),
+          QueueUrl: queueUrl ?? (await this.queueUrl()),
           MessageBody: body,
           DelaySeconds: delaySeconds > 0 ? delaySeconds : undefined,
           MessageAttributes: envelopeAttributes(envelope),

@@ -34,7 +34,11 @@
 export const LOG_FORMAT = 2;
 /** Current format of the World's own records this build writes. */
 export const RECORD_FORMAT = 2;
-/** Current format of the queue messages this build writes. */
+/**
+ * Current format of the queue messages this build writes. Optional attributes every reader looks
+ * up by name and may ignore are added without a bump: `eve.failures` (src/consumer/delivery/failures.ts;
+ * an older consumer delivers the message as any other and only does not carry the count on).
+ */
 export const MESSAGE_FORMAT = 2;
 /**
  * This build's reader version, compared with a table's `minReader`. 3: honours `eve.dep` (a
@@ -50,7 +54,7 @@ export const MIN_READER_OF_WRITES = 1;
  */
 export const AFFINITY_MIN_READER = 3;
 /** The oldest format of each family this build still reads (kept for as long as the docs promise). */
-export const OLDEST_READ_FORMAT = 1;
+const OLDEST_READ_FORMAT = 1;
 
 export type FormatFamily = 'log' | 'records' | 'messages';
 

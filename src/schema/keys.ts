@@ -130,7 +130,7 @@ export function shardOf(id: string): number {
 }
 
 /** Attributes each index copies besides the keys (see "small index items" above). */
-export const INDEX_PROJECTED_ATTRIBUTES = ['status'] as const;
+const INDEX_PROJECTED_ATTRIBUTES = ['status'] as const;
 
 /**
  * The table definition, as data: the one source of truth for `init`, `doctor`, the test harness

@@ -78,10 +78,12 @@ export function createStorage(ctx: WorldContext): WorldStorage {
 // What the orphan sweep (src/sweep/run-payloads.ts) reads and writes the table with: a run's
 // items, the run view's sweep state and mark, item states, the run's payload prefix, the codec.
 // It imports these from here, never from inside, and sends no DynamoDB request of its own.
-// (The CLI's tail uses the event cursor; the consumer, the step lease's heartbeat.)
+// (The CLI's tail uses the event cursor; the consumer, the step lease's heartbeat; doctor, the
+// formats that wrote a run.)
 export { expired, isTerminalRun, isTerminalStep } from './records/lifecycle.js';
 export { runPrefix } from './records/payloads.js';
 export { type Attrs, num, str } from './table/codec.js';
+export { type WriterFormats, readWriterFormats } from './read/writer-formats.js';
 export { encodeEventCursor } from './table/pagination.js';
 export type { StorageCtx } from './table/storage-ctx.js';
 export { type RunItems, type RunItemsOptions, readRunItems } from './write/run-items.js';

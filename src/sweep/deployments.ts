@@ -18,9 +18,9 @@ import { type DeploymentRecord, listDeployments, markRetired } from '../deployme
 import { createStorage } from '../storage/index.js';
 
 /** Active runs read at most (newest first); past it, drain decisions are refused. */
-export const ACTIVE_SCAN_LIMIT = 10_000;
+const ACTIVE_SCAN_LIMIT = 10_000;
 /** Ended runs read at most (newest first) for each deployment's last run end. */
-export const ENDED_SCAN_LIMIT = 1_000;
+const ENDED_SCAN_LIMIT = 1_000;
 
 /** What the runs of the table say about each deployment. */
 export interface DeploymentActivity {

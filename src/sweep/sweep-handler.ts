@@ -56,7 +56,7 @@ export interface SweepEvent {
 }
 
 /** The options in `event`, type-checked (a wrong type fails the invocation rather than guessing). */
-export function sweepEventOptions(event: unknown): SweepEvent {
+function sweepEventOptions(event: unknown): SweepEvent {
   if (event === null || typeof event !== 'object') return {};
   const e = event as Record<string, unknown>;
   const out: SweepEvent = {};

@@ -16,8 +16,8 @@
  */
 
 export const MAX_METRICS_PER_DOCUMENT = 100;
-export const MAX_VALUES_PER_METRIC = 100;
-export const MAX_DIMENSIONS_PER_SET = 30;
+const MAX_VALUES_PER_METRIC = 100;
+const MAX_DIMENSIONS_PER_SET = 30;
 
 export type EmfUnit = 'Count' | 'Milliseconds' | 'Bytes' | 'None';
 

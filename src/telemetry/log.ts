@@ -3,8 +3,9 @@
  * - `text` (a terminal, a plain Node host): the line as written, starting with `[eve-world-aws]`
  *   so operators can grep it;
  * - `json` (inside AWS Lambda): one JSON object per line, `{"level", "message",
- *   "logger", "timestamp"}` plus the delivery's fields (run id, message id, queue, attempt, error
- *   name) from the call and from {@link withLogContext}, which CloudWatch Logs Insights can query.
+ *   "logger", "timestamp"}` plus the delivery's fields (run id, message id, delivery id, queue,
+ *   attempt, error name) from the call and from {@link withLogContext}, which CloudWatch Logs
+ *   Insights can query.
  *
  * Invariants:
  * - A JSON line carries the message and the {@link LogFields} whitelist only: never a payload,
@@ -16,7 +17,10 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 export interface LogFields {
   runId?: string;
+  /** The message's id, the one `queue()` returned (src/queue/delivery-id.ts). */
   messageId?: string;
+  /** The id the delivery was dispatched under, when it is not the message's (an early delivery's own). */
+  deliveryId?: string;
   queue?: string;
   attempt?: number;
   errorName?: string;
@@ -34,7 +38,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export type LogFormat = 'text' | 'json';
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
-const FIELD_KEYS = ['runId', 'messageId', 'queue', 'attempt', 'errorName'] as const;
+const FIELD_KEYS = ['runId', 'messageId', 'deliveryId', 'queue', 'attempt', 'errorName'] as const;
 
 const context = new AsyncLocalStorage<LogFields>();
 

@@ -112,10 +112,6 @@ export function disableMetrics(): void {
   r.samples.clear();
 }
 
-export function metricsEnabled(): boolean {
-  return registry().enabled;
-}
-
 /** Add `n` to a Count (or Bytes) metric. */
 export function countMetric(name: MetricName, n = 1): void {
   const r = registry();

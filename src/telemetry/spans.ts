@@ -4,8 +4,9 @@
  * see ./tracing.ts for what happens without an SDK.
  *
  *   process <queue>    consumer   one SQS copy through the delivery pipeline, or one early delivery
- *                                 (before its copy); the flow route (core's `workflow.route.flow` /
- *                                 `workflow.execute`) runs inside it
+ *                                 (before its copy; linked to the span that sent the message, with
+ *                                 the id `queue()` returned); the flow route (core's
+ *                                 `workflow.route.flow` / `workflow.execute`) runs inside it
  *   send <queue>       producer   one SQS send or Scheduler schedule, under core's `queue.publish`
  *   eve_world_aws.events.create   one `events.create` write (event type, retries, slot bumps,
  *                                 cancellation reasons)
@@ -18,7 +19,7 @@ import { activeSpanEvent, type SpanAttributes, type SpanHandle, withSpan } from 
 export interface DeliverySpanInfo {
   /** SQS queue name the copy was received from (`messaging.destination.name`). */
   queue: string;
-  /** SQS MessageId of this copy (`messaging.message.id`). */
+  /** SQS MessageId of this copy, or an early delivery's own id (`messaging.message.id`). */
   sqsMessageId: string;
   /** SQS ApproximateReceiveCount. */
   receiveCount: number;
@@ -28,6 +29,11 @@ export interface DeliverySpanInfo {
   receivedAt?: number;
   /** Delivered early, before its SQS copy (src/consumer/early/offer.ts): there is no copy yet. */
   early?: boolean;
+  /**
+   * The span that sent the message (core's `queue.publish`, its `traceparent`), linked from this
+   * one with the message's id: an early delivery, which runs outside the sender's trace.
+   */
+  sentBy?: { traceparent: string; messageId: string };
 }
 
 /** The delivery's outcome and what the envelope told, learned once decoded. */
@@ -40,7 +46,7 @@ export interface DeliverySpanResult {
   outcome?: string;
 }
 
-export function deliveryAttributes(info: DeliverySpanInfo): SpanAttributes {
+function deliveryAttributes(info: DeliverySpanInfo): SpanAttributes {
   return {
     'messaging.system': 'aws_sqs',
     'messaging.operation.type': 'process',
@@ -63,11 +69,22 @@ export function deliveryResultAttributes(r: DeliverySpanResult): SpanAttributes 
   };
 }
 
-/** One SQS copy, received, through the pipeline. */
+/** One SQS copy, received, through the pipeline (or an early delivery). */
 export function withDeliverySpan<T>(info: DeliverySpanInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
+  const sentBy = info.sentBy;
   return withSpan(`process ${info.queue}`, deliveryAttributes(info), fn, {
     kind: 'consumer',
     startTime: info.receivedAt,
+    ...(sentBy
+      ? {
+          links: [
+            {
+              traceparent: sentBy.traceparent,
+              attributes: { 'messaging.message.id': sentBy.messageId, 'messaging.operation.type': 'send' },
+            },
+          ],
+        }
+      : {}),
   });
 }
 
@@ -104,7 +121,7 @@ export interface StorageWriteInfo {
 /**
  * One `events.create`. Inside it, the write's retries, slot bumps and (on a refused transaction)
  * cancellation reasons are added with {@link noteWriteRetry}, {@link noteSlotBump} and
- * {@link noteCancellation} (./tracing.ts `annotateActiveSpan` under the hood).
+ * {@link noteCancellation} (events on its span: ./tracing.ts `activeSpanEvent`).
  */
 export function withStorageWriteSpan<T>(info: StorageWriteInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
   return withSpan(

@@ -90,12 +90,34 @@ const KINDS: Record<SpanKindName, number> = { internal: 0, server: 1, client: 2,
 /** The API's tracer, which follows the provider an SDK registers later (the API's ProxyTracer). */
 let tracer: import('@opentelemetry/api').Tracer | undefined;
 
+/** A link from a span to another one, named by its `traceparent`, with the link's attributes. */
+export interface SpanLinkTo {
+  traceparent: string;
+  attributes?: SpanAttributes;
+}
+
 /** Start a span under the active context; undefined when nothing would record or carry it. */
-function open(otel: Otel, name: string, kind: SpanKindName, attrs: SpanAttributes | undefined, startTime?: number) {
+function open(
+  otel: Otel,
+  name: string,
+  kind: SpanKindName,
+  attrs: SpanAttributes | undefined,
+  startTime?: number,
+  linksTo: readonly SpanLinkTo[] = [],
+) {
   tracer ??= otel.trace.getTracer(TRACER_NAME);
   const parent = otel.context.active();
-  // Attributes at the start, where a sampler can see them.
-  const options = { kind: KINDS[kind], attributes: clean(attrs), ...(startTime !== undefined ? { startTime } : {}) };
+  const links = linksTo.flatMap((l) => {
+    const sc = parseTraceparent(l.traceparent);
+    return sc ? [{ context: { ...sc, isRemote: true }, attributes: clean(l.attributes) }] : [];
+  });
+  // Attributes (and links) at the start, where a sampler can see them.
+  const options = {
+    kind: KINDS[kind],
+    attributes: clean(attrs),
+    ...(startTime !== undefined ? { startTime } : {}),
+    ...(links.length > 0 ? { links } : {}),
+  };
   const span = tracer.startSpan(name, options, parent);
   // No SDK: a non-recording span with an invalid context; nothing to carry, skip context.with.
   if (!span.isRecording() && !otel.trace.isSpanContextValid(span.spanContext())) return undefined;
@@ -128,29 +150,20 @@ async function runIn<T>(
 
 /**
  * Run `fn` inside a new span, a child of the active context. `startTime` (epoch ms) back-dates
- * the span's start (a delivery that began before its span could be opened).
+ * the span's start (a delivery that began before its span could be opened); `links` link it to
+ * other spans (a malformed `traceparent` is left out).
  */
 export async function withSpan<T>(
   name: string,
   attrs: SpanAttributes | undefined,
   fn: (span: SpanHandle) => Promise<T> | T,
-  opts: { kind?: SpanKindName; startTime?: number } = {},
+  opts: { kind?: SpanKindName; startTime?: number; links?: readonly SpanLinkTo[] } = {},
 ): Promise<T> {
   const otel = api === undefined ? await loadOtel() : api;
   if (!otel) return fn(NOOP_SPAN);
-  const opened = open(otel, name, opts.kind ?? 'internal', attrs, opts.startTime);
+  const opened = open(otel, name, opts.kind ?? 'internal', attrs, opts.startTime, opts.links);
   if (!opened) return fn(NOOP_SPAN);
   return runIn(otel, opened, fn);
-}
-
-/** Add attributes to the active span, if one records (e.g. a retry count learned mid-write). */
-export function annotateActiveSpan(attrs: SpanAttributes): void {
-  const otel = loadedOtel();
-  const span = otel?.trace.getActiveSpan();
-  if (span?.isRecording()) {
-    const c = clean(attrs);
-    if (c) span.setAttributes(c);
-  }
 }
 
 /** Add an event to the active span, if one records. */

@@ -23,6 +23,7 @@ import { consoleLogger } from '../../src/telemetry/log.js';
 import { createFixture } from '../helpers/aws.js';
 import { BackstopTally } from '../helpers/faults-backstop.js';
 import { ensureDist, stopChildren } from '../helpers/faults-suite.js';
+import { paceNote, scaled } from '../helpers/pace.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const wellKnown = path.join(here, 'app', '.well-known', 'workflow', 'v1');
@@ -37,8 +38,10 @@ afterAll(async () => {
 });
 
 test('the owner is SIGKILLed inside an inline step: the survivor completes the run, the body ran once more', {
-  timeout: 120_000,
+  tags: ['timing'],
+  timeout: scaled(120_000),
 }, async () => {
+  console.log(`[owner killed] ${paceNote()}`);
   const fixture = await createFixture({ EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '10' }, 'bko', TUNING);
   const manifest = JSON.parse(readFileSync(path.join(wellKnown, 'manifest.json'), 'utf8'));
   const workflows = manifest.workflows['workflows/checklist.ts'] as Record<string, { workflowId: string }>;
@@ -87,7 +90,7 @@ test('the owner is SIGKILLed inside an inline step: the survivor completes the r
     readFileSync(tallyFile, 'utf8')
       .split('\n')
       .filter((l) => l.startsWith(`${key}\t`));
-  await vi.waitFor(() => expect(ownerRuns()).toHaveLength(1), { timeout: 30_000, interval: 25 });
+  await vi.waitFor(() => expect(ownerRuns()).toHaveLength(1), { timeout: scaled(30_000), interval: 25 });
   expect(Number(ownerRuns()[0].split('\t')[1])).toBe(owner.pid);
   const steps = await world.steps.list({ runId: run.runId, pagination: {} });
   expect(steps.data.map((s) => s.status)).toEqual(['running']);

@@ -21,7 +21,9 @@ export async function buildE2eApp({ force = false } = {}) {
     stepsBundlePath: './.well-known/workflow/v1/__step_registrations.mjs',
     workflowsBundlePath: './.well-known/workflow/v1/flow.mjs',
     webhookBundlePath: './.well-known/workflow/v1/webhook.mjs',
-    workflowManifestPath: './.well-known/workflow/v1/manifest.json',
+    // Absolute: the builder resolves this one against process.cwd(), not workingDir, and wrote its
+    // interim manifest into the repository root. Here it is the file the final manifest replaces.
+    workflowManifestPath: manifest,
   });
   await builder.build();
   return appDir;

@@ -34,6 +34,7 @@ import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createTransport } from '../../src/queue/transport.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 import { ensureDist, stopChildren } from '../helpers/faults-suite.js';
+import { paceNote, scaled } from '../helpers/pace.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const flowPath = path.join(here, 'app', '.well-known', 'workflow', 'v1', 'flow.mjs');
@@ -45,7 +46,15 @@ let reader: AwsWorld;
 let scratch: string;
 let children: ChildProcess[] = [];
 
+/**
+ * Each case spawns one or two processes and runs a workflow across them: minutes on a busy
+ * machine. Its margins scale with the measured slowdown (test/helpers/pace.ts).
+ */
+const CASE = { tags: ['timing'], timeout: scaled(240_000) };
+
 beforeAll(async () => {
+  ensureDist(); // here, not in the first case's budget (the global setup has normally built it)
+  console.log(`[early-pause-kill] ${paceNote()}`);
   fixture = await createFixture({ EVE_WORLD_AWS_CONCURRENCY: '8' }, 'earlypk');
   scratch = mkdtempSync(path.join(tmpdir(), 'eve-early-pk-'));
   reader = createWorld({ config: fixture.config, clients: fixture.clients });
@@ -143,7 +152,7 @@ async function waitCompleted(runId: string): Promise<void> {
       const run = await reader.runs.get(runId);
       expect(run.status).toBe('completed');
     },
-    { timeout: 150_000, interval: 250 },
+    { timeout: scaled(150_000), interval: 250 },
   );
 }
 
@@ -180,7 +189,7 @@ function caseFiles(tag: string) {
 }
 
 describe('early delivery, its owner paused (SIGSTOP)', () => {
-  test("stopped at E's door while M runs the whole run in another process, then continued", async () => {
+  test("stopped at E's door while M runs the whole run in another process, then continued", CASE, async () => {
     const { prefix, tally, goDir } = caseFiles('pause-entry');
     const survivor = await startSurvivor(tally);
     const owner = await startOwner('pause-entry', prefix, tally, goDir);
@@ -195,9 +204,9 @@ describe('early delivery, its owner paused (SIGSTOP)', () => {
     const [, , status] = await owner.line(/^done (\S+) (\d+) /);
     expect(Number(status)).toBeLessThan(500);
     await check(runId, prefix, tally);
-  }, 240_000);
+  });
 
-  test("stopped inside E's first step body while M is dispatched elsewhere, then continued", async () => {
+  test("stopped inside E's first step body while M is dispatched elsewhere, then continued", CASE, async () => {
     const { prefix, tally, goDir } = caseFiles('pause-body');
     const owner = await startOwner('pause-body', prefix, tally, goDir);
     const [, key] = await owner.line(/^body (\S+)$/);
@@ -210,7 +219,7 @@ describe('early delivery, its owner paused (SIGSTOP)', () => {
     writeFileSync(path.join(goDir, `go-${key.replaceAll(':', '_')}`), '');
     owner.child.kill('SIGCONT');
     await check(runId, prefix, tally);
-  }, 240_000);
+  });
 });
 
 /** How many times the tally file counts `key`. */
@@ -221,45 +230,53 @@ function tallied(tally: string, key: string): number {
 }
 
 describe('a deferred early delivery', () => {
-  test('E answers timeoutSeconds: its copy comes back later as M, attempt 2, in the same process, and the run completes', async () => {
-    const { prefix, tally, goDir } = caseFiles('deferred');
-    // Core answers a workflow delivery with `{ timeoutSeconds }` only off its turbo path (on it,
-    // attempt 1 with the run's input, it sends a fresh message instead), when it re-invokes the
-    // run: here an inline step's start throttled once. Waits go as messages of their own.
-    const owner = await startOwner('deferred', prefix, tally, goDir, { WORKFLOW_TURBO: '0' });
-    const [, mId, runId] = await owner.line(/^sent (\S+) (\S+)$/);
-    await owner.line(/^throttled step_started$/);
-    // E, the first delivery (attempt 1, under its own id), asks to be invoked again later.
-    const [, eId, eAnswer] = await owner.line(new RegExp(`^done (\\S+) 200 1 ${runId} (.*)$`));
-    expect(eId).not.toBe(mId);
-    expect(JSON.parse(eAnswer)).toHaveProperty('timeoutSeconds');
-    // Its copy is replaced by one delayed that long, dispatched as M (not E), attempt 2.
-    await owner.line(new RegExp(`^done ${mId} 200 2 ${runId} `));
-    await check(runId, prefix, tally);
-  }, 240_000);
+  test(
+    'E answers timeoutSeconds: its copy comes back later as M, attempt 2, in the same process, and the run completes',
+    CASE,
+    async () => {
+      const { prefix, tally, goDir } = caseFiles('deferred');
+      // Core answers a workflow delivery with `{ timeoutSeconds }` only off its turbo path (on it,
+      // attempt 1 with the run's input, it sends a fresh message instead), when it re-invokes the
+      // run: here an inline step's start throttled once. Waits go as messages of their own.
+      const owner = await startOwner('deferred', prefix, tally, goDir, { WORKFLOW_TURBO: '0' });
+      const [, mId, runId] = await owner.line(/^sent (\S+) (\S+)$/);
+      await owner.line(/^throttled step_started$/);
+      // E, the first delivery (attempt 1, under its own id), asks to be invoked again later.
+      const [, eId, eAnswer] = await owner.line(new RegExp(`^done (\\S+) 200 1 ${runId} (.*)$`));
+      expect(eId).not.toBe(mId);
+      expect(JSON.parse(eAnswer)).toHaveProperty('timeoutSeconds');
+      // Its copy is replaced by one delayed that long, dispatched as M (not E), attempt 2.
+      await owner.line(new RegExp(`^done ${mId} 200 2 ${runId} `));
+      await check(runId, prefix, tally);
+    },
+  );
 });
 
 describe('a step body stopped past its lease (the known limit, docs/design.md "Step lease")', () => {
-  test('E stopped inside a step body until the step runs again elsewhere: the body runs twice, the log stays valid', async () => {
-    const { prefix, tally, goDir } = caseFiles('pause-past-lease');
-    const owner = await startOwner('pause-body', prefix, tally, goDir);
-    const [, key] = await owner.line(/^body (\S+)$/);
-    const [, , runId] = await owner.line(/^sent (\S+) (\S+)$/);
-    owner.child.kill('SIGSTOP');
-    // Started now, so E (not M) is the one that took the step.
-    await startSurvivor(tally);
-    // No heartbeat while stopped: once the lease (15 s at a 30 s visibility) and core's inline
-    // ownership (20 s) have run out, core's backstop wake restarts the step in the survivor. Waited
-    // for by its effect, the second execution, not by a time.
-    await vi.waitFor(() => expect(tallied(tally, key)).toBe(2), { timeout: 150_000, interval: 250 });
-    await waitCompleted(runId);
-    writeFileSync(path.join(goDir, `go-${key.replaceAll(':', '_')}`), '');
-    owner.child.kill('SIGCONT');
-    // E's body ends after the run did: its step_completed is refused (the step is terminal), and E
-    // answers without failing the run.
-    await owner.line(/^done /);
-    await check(runId, prefix, tally, key);
-  }, 240_000);
+  test(
+    'E stopped inside a step body until the step runs again elsewhere: the body runs twice, the log stays valid',
+    CASE,
+    async () => {
+      const { prefix, tally, goDir } = caseFiles('pause-past-lease');
+      const owner = await startOwner('pause-body', prefix, tally, goDir);
+      const [, key] = await owner.line(/^body (\S+)$/);
+      const [, , runId] = await owner.line(/^sent (\S+) (\S+)$/);
+      owner.child.kill('SIGSTOP');
+      // Started now, so E (not M) is the one that took the step.
+      await startSurvivor(tally);
+      // No heartbeat while stopped: once the lease (15 s at a 30 s visibility) and core's inline
+      // ownership (20 s) have run out, core's backstop wake restarts the step in the survivor. Waited
+      // for by its effect, the second execution, not by a time.
+      await vi.waitFor(() => expect(tallied(tally, key)).toBe(2), { timeout: scaled(150_000), interval: 250 });
+      await waitCompleted(runId);
+      writeFileSync(path.join(goDir, `go-${key.replaceAll(':', '_')}`), '');
+      owner.child.kill('SIGCONT');
+      // E's body ends after the run did: its step_completed is refused (the step is terminal), and E
+      // answers without failing the run.
+      await owner.line(/^done /);
+      await check(runId, prefix, tally, key);
+    },
+  );
 });
 
 describe('early delivery, its owner killed (SIGKILL) at each step of the protocol', () => {
@@ -268,19 +285,15 @@ describe('early delivery, its owner killed (SIGKILL) at each step of the protoco
     ['(b) after M was sent, while E runs', 'kill-after-send', 'after-send'],
     ['(c) after E finished, before M is received', 'kill-after-e', 'after-e'],
   ];
-  test.each(cases)(
-    '%s',
-    async (_name, mode, pointName) => {
-      const { prefix, tally, goDir } = caseFiles(mode);
-      // The same B in the owner: the DUE item its run_created writes is first due B after it.
-      const owner = await startOwner(mode, prefix, tally, goDir, { EVE_TEST_OWNER_TUNING: JSON.stringify(BACKSTOP) });
-      const [, runId] = await owner.line(new RegExp(`^point ${pointName} (\\S+)$`));
-      expect(runId).toMatch(/^wrun_/);
-      owner.child.kill('SIGKILL');
-      await owner.exited;
-      await startSurvivor(tally, BACKSTOP);
-      await check(runId, prefix, tally);
-    },
-    240_000,
-  );
+  test.each(cases)('%s', CASE, async (_name, mode, pointName) => {
+    const { prefix, tally, goDir } = caseFiles(mode);
+    // The same B in the owner: the DUE item its run_created writes is first due B after it.
+    const owner = await startOwner(mode, prefix, tally, goDir, { EVE_TEST_OWNER_TUNING: JSON.stringify(BACKSTOP) });
+    const [, runId] = await owner.line(new RegExp(`^point ${pointName} (\\S+)$`));
+    expect(runId).toMatch(/^wrun_/);
+    owner.child.kill('SIGKILL');
+    await owner.exited;
+    await startSurvivor(tally, BACKSTOP);
+    await check(runId, prefix, tally);
+  });
 });

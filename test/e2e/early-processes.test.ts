@@ -29,6 +29,7 @@ import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createTransport } from '../../src/queue/transport.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
 import { ensureDist, stopChildren } from '../helpers/faults-suite.js';
+import { paceNote, scaled } from '../helpers/pace.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const wellKnown = path.join(here, 'app', '.well-known', 'workflow', 'v1');
@@ -47,6 +48,7 @@ const stall = { nextMs: 0, stalled: 0 };
 let children: ChildProcess[] = [];
 
 beforeAll(async () => {
+  ensureDist(); // here, not in the first case's budget (the global setup has normally built it)
   fixture = await createFixture({ EVE_WORLD_AWS_CONCURRENCY: '8' }, 'early');
   scratch = mkdtempSync(path.join(tmpdir(), 'eve-early-'));
   const manifest = JSON.parse(readFileSync(path.join(wellKnown, 'manifest.json'), 'utf8'));
@@ -144,7 +146,7 @@ async function runAndCheck(tag: string, skewMs: number, before?: () => void): Pr
   const token = `${prefix}-tok`;
   const hooked = await start(workflows.hookCollector as never, [token, 2]);
   await vi.waitFor(async () => expect(await owner.hooks.getByToken(token)).toBeTruthy(), {
-    timeout: 60_000,
+    timeout: scaled(60_000),
     interval: 200,
   });
   await resumeHook(token, { value: 1 });
@@ -188,25 +190,29 @@ async function runAndCheck(tag: string, skewMs: number, before?: () => void): Pr
   expect(early.Items ?? []).toEqual([]);
 }
 
+/** Each case starts a consumer process and runs two workflows across both: minutes on a busy machine. */
+const CASE = { tags: ['timing'], timeout: scaled(240_000) };
+
 describe('early delivery across processes, no clock and no deadline in its safety', () => {
-  test('the other consumer 31 s ahead', async () => {
+  test('the other consumer 31 s ahead', CASE, async () => {
+    console.log(`[early-processes] ${paceNote()}`);
     await runAndCheck('ahead31', 31_000);
-  }, 240_000);
+  });
 
-  test('the other consumer 31 s behind', async () => {
+  test('the other consumer 31 s behind', CASE, async () => {
     await runAndCheck('behind31', -31_000);
-  }, 240_000);
+  });
 
-  test('the other consumer 10 min ahead', async () => {
+  test('the other consumer 10 min ahead', CASE, async () => {
     await runAndCheck('ahead600', 600_000);
-  }, 240_000);
+  });
 
-  test("the owner's first log write in an early delivery stalled 16 s", async () => {
+  test("the owner's first log write in an early delivery stalled 16 s", CASE, async () => {
     let before = 0;
     await runAndCheck('stalled', 0, () => {
       before = stall.stalled;
       stall.nextMs = 16_000;
     });
     expect(stall.stalled).toBeGreaterThan(before);
-  }, 240_000);
+  });
 });

@@ -14,6 +14,7 @@ import { start } from 'workflow/api';
 import { LOG_TAIL_HEADER, processSigningKey, signatureHeaders } from '../../src/consumer/signing.js';
 import { keys } from '../../src/schema/keys.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';
+import { scaled } from '../helpers/pace.js';
 
 const taps: { runId?: string; stepId?: string; req: Request }[] = [];
 let e2e: E2e;
@@ -69,7 +70,8 @@ async function lease(runId: string, stepId: string) {
 }
 
 test('a copy of a delivery whose long step is running is deferred, not run; the lease is extended; the run completes with one body', {
-  timeout: 90_000,
+  tags: ['timing'],
+  timeout: scaled(90_000),
 }, async () => {
   const key = `lease-${Date.now()}`;
   const g = globalThis as Record<string, unknown>;
@@ -82,7 +84,7 @@ test('a copy of a delivery whose long step is running is deferred, not run; the 
     }),
   );
   const run = await start(e2e.workflows.gated as never, [key]);
-  await vi.waitFor(() => expect(e2e.stepTally().get(key)).toBe(1), { timeout: 20_000, interval: 50 });
+  await vi.waitFor(() => expect(e2e.stepTally().get(key)).toBe(1), { timeout: scaled(20_000), interval: 50 });
   const first = taps.find((t) => t.runId === run.runId);
   expect(first).toBeDefined();
   const steps = await e2e.world.steps.list({ runId: run.runId, pagination: {} });
@@ -112,7 +114,7 @@ test('a copy of a delivery whose long step is running is deferred, not run; the 
   // Core acked each copy after handing the step to a delayed step message (its 'retry' path):
   // that message came through the queue and found the step running (deferred) or done (skipped).
   await vi.waitFor(() => expect(taps.some((t) => t.runId === run.runId && t.stepId === stepId)).toBe(true), {
-    timeout: 20_000,
+    timeout: scaled(20_000),
     interval: 100,
   });
   expect(e2e.stepTally().get(key)).toBe(1);

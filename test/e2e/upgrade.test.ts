@@ -10,11 +10,10 @@
  * The table starts without a format item, as the previous build's `init` left it: this build
  * accepts it (format 1) and `init` then records format 2 while the runs are being read.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, expect, test } from 'vitest';
@@ -24,21 +23,13 @@ import { readTableFormat } from '../../src/preflight/format-check.js';
 import { reconcile } from '../../src/provision/index.js';
 import { keys } from '../../src/schema/keys.js';
 import { createFixture, type Fixture } from '../helpers/aws.js';
+import { spawnBuildChild } from '../helpers/build-child.js';
 import { type Build, buildCurrent, buildRef, PREVIOUS_REF, removeBuild } from '../helpers/builds.js';
 import { stopChildren } from '../helpers/faults-suite.js';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const wellKnown = path.join(here, 'app/.well-known/workflow/v1');
 const RUNS_PER_BUILD = 3;
 /** countedSteps(prefix, 3): 3 sequential steps, 4 fanned out (0 + 1 + 2 + 3), a 1 s sleep. */
 const EXPECTED = 3 + (0 + 1 + 2 + 3);
-
-interface Child {
-  proc: ChildProcess;
-  pid: number;
-  start(tag: string, args: unknown[]): Promise<string>;
-  output(): string;
-}
 
 const children: ChildProcess[] = [];
 const builds: Build[] = [];
@@ -49,63 +40,6 @@ afterAll(async () => {
   for (const b of builds) removeBuild(b);
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
-
-function spawnChild(
-  build: Build,
-  env: Record<string, string>,
-  tallyFile: string,
-  options: Record<string, unknown> = {},
-): Promise<Child> {
-  const script = path.join(here, '..', 'helpers', 'upgrade-child.mjs');
-  const proc = spawn(
-    process.execPath,
-    [
-      '--no-warnings',
-      script,
-      build.indexUrl,
-      path.join(wellKnown, 'flow.mjs'),
-      path.join(wellKnown, 'manifest.json'),
-      tallyFile,
-      JSON.stringify(options),
-    ],
-    { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] },
-  );
-  children.push(proc);
-  let out = '';
-  let err = '';
-  const waiting = new Map<string, { resolve: (id: string) => void; reject: (e: Error) => void }>();
-  proc.stderr?.on('data', (d: Buffer) => {
-    err = (err + d.toString()).slice(-20_000);
-  });
-  return new Promise((resolve, reject) => {
-    proc.stdout?.on('data', (d: Buffer) => {
-      out = (out + d.toString()).slice(-200_000);
-      for (const line of d.toString().split('\n')) {
-        if (line === 'ready')
-          resolve({
-            proc,
-            pid: proc.pid as number,
-            output: () => `${out}\n${err}`,
-            start: (tag, args) =>
-              new Promise((res, rej) => {
-                waiting.set(tag, { resolve: res, reject: rej });
-                proc.stdin?.write(`start ${tag} countedSteps ${JSON.stringify(args)}\n`);
-              }),
-          });
-        const m = /^(started|failed) (\S+) (.*)$/.exec(line);
-        const w = m && waiting.get(m[2]);
-        if (m && w) {
-          waiting.delete(m[2]);
-          if (m[1] === 'started') w.resolve(m[3]);
-          else w.reject(new Error(`run ${m[2]} failed to start: ${m[3]}`));
-        }
-      }
-    });
-    proc.once('exit', (code, signal) =>
-      reject(new Error(`a ${build.dir} process exited before it was ready (${code ?? signal}): ${err.slice(-3000)}`)),
-    );
-  });
-}
 
 async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, limitMs: number): Promise<void> {
   const until = Date.now() + limitMs;
@@ -141,8 +75,8 @@ test(`rolling upgrade from ${PREVIOUS_REF}: runs started on the old and the new 
   // process; the new one does (its SQS copies carry the early mark, which the old one honours).
   // Step messages are never delivered early: those of both builds' runs reach both processes.
   const [oldProc, newProc] = await Promise.all([
-    spawnChild(previous, fixture.env, tallyFile, { consumer: { earlyDelivery: false } }),
-    spawnChild(current, fixture.env, tallyFile),
+    spawnBuildChild(previous, fixture.env, tallyFile, children, { consumer: { earlyDelivery: false } }),
+    spawnBuildChild(current, fixture.env, tallyFile, children),
   ]);
   const world = createWorld({ config, clients, consumer: { consumer: 'none' } });
   setWorld(world);

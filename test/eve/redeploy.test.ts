@@ -4,7 +4,7 @@
  * Two builds of the fixture app (test/eve/app) whose tool differs: build A's `add` returns a + b,
  * build B's a + b + 1000. Each is served from its own copy of `.output` as `eve start` serves it
  * (`node .output/server/index.mjs`, PORT set), on Node 24, with deployment affinity on and no id
- * set: each process derives `build:<hash>` from its own server folder. Both share one table and
+ * set: each process derives `build:<fingerprint>` of the `.output` it runs. Both share one table and
  * one queue, as a plain Node host does while an old build drains.
  *
  * The table is opted in with `eve-world-aws init --deployment-affinity`, as docs/operations.md says.

@@ -10,6 +10,8 @@ export default defineConfig({
     include: ['test/eve/**/*.test.ts', 'test/lambda/**/*.test.ts'],
     globalSetup: ['test/setup/global.ts'],
     setupFiles: ['test/setup/polyfills.ts'],
+    // Each failure with its reason as it happens (test/setup/failure-reporter.ts).
+    reporters: ['default', './test/setup/failure-reporter.ts'],
     testTimeout: 180_000,
     hookTimeout: 240_000,
     pool: 'forks',

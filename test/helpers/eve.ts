@@ -24,17 +24,17 @@ export interface Proc {
 
 export const procs = new Set<Proc>();
 
-export function spawnEve(name: string, args: string[], env: NodeJS.ProcessEnv, logDir: string): Proc {
-  return spawnNode(name, [eveCli, ...args], env, logDir);
+export function spawnEve(name: string, args: string[], env: NodeJS.ProcessEnv, logDir: string, cwd = appDir): Proc {
+  return spawnNode(name, [eveCli, ...args], env, logDir, cwd);
 }
 
-/** Node 24 with `args` in the app directory, in its own process group. */
-export function spawnNode(name: string, args: string[], env: NodeJS.ProcessEnv, logDir: string): Proc {
+/** Node 24 with `args` in the app directory (or `cwd`), in its own process group. */
+export function spawnNode(name: string, args: string[], env: NodeJS.ProcessEnv, logDir: string, cwd = appDir): Proc {
   const logFile = path.join(logDir, `${name}.log`);
   const log = createWriteStream(logFile);
   // detached: own process group, so `eve start` and the server it forks die together.
   const child = spawn(path.join(node24Bin, 'node'), args, {
-    cwd: appDir,
+    cwd,
     env,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],

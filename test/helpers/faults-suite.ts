@@ -16,11 +16,11 @@
  * design. So are the liveness backstop's wakes (runs a gap left with no message;
  * test/helpers/faults-backstop.ts).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { eventIdToSlot } from '@workflow/world';
@@ -34,6 +34,7 @@ import { createTransport } from '../../src/queue/transport.js';
 import { stepLeaseTtlMs } from '../../src/storage/write/step-lease.js';
 import { consoleLogger } from '../../src/telemetry/log.js';
 import { createFixture } from '../helpers/aws.js';
+import { ensureDist } from './dist.js';
 import { BackstopTally } from './faults-backstop.js';
 import { type FaultRule, startFaultProxies } from './faults-proxy.js';
 
@@ -659,28 +660,8 @@ export function violations(r: FaultReport): string[] {
 
 // ------------------------------------------------------------------ consumer processes
 
-const root = path.resolve(here, '..', '..');
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    newest = Math.max(newest, e.isDirectory() ? newestMtime(p) : statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
-/** dist/src/index.js (built when missing or older than src/), as the child consumer processes load it. */
-export function ensureDist(): string {
-  const index = path.join(root, 'dist', 'src', 'index.js');
-  if (!existsSync(index) || statSync(index).mtimeMs < newestMtime(path.join(root, 'src'))) {
-    const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-    const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, encoding: 'utf8' });
-    if (!existsSync(index))
-      throw new Error(`building dist/ for the consumer processes failed:\n${r.stdout}${r.stderr}`);
-  }
-  return pathToFileURL(index).href;
-}
+/** dist/ for the child processes: test/helpers/dist.ts (re-exported for the files that take it from here). */
+export { ensureDist };
 
 async function startChildren(
   n: number,

@@ -1,7 +1,9 @@
 /**
- * The import graph of src/, read from the files' text (no compiler, no emulator): every module,
- * the relative modules it imports (static, `export ... from` and dynamic `import()`, type-only
- * imports included), and the cycles in it. Used by the architecture tests under test/unit/.
+ * The modules of src/ and the root emulator/ and their import graph, read from the files' text (no
+ * compiler, no emulator): every module with its text, the modules it imports (static, `export ...
+ * from` and dynamic `import()`, type-only imports included), and the cycles in it. The one walker
+ * of the tests that read the source (the architecture tests under test/unit/, and the scans for a
+ * rule's rivals).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -43,10 +45,15 @@ function readModules(dir: string): SourceFile[] {
   }));
 }
 
-/** Relative specifiers of every static import/export-from and dynamic import() in `text`. */
+/** `text` without its comments (block and line; a `//` after a `:`, as in a URL, is kept). */
+export function stripComments(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+}
+
+/** Specifiers of every static import/export-from and dynamic import() in `text` (packages included). */
 export function importsOf(text: string): string[] {
   const out: string[] = [];
-  const stripped = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+  const stripped = stripComments(text);
   const re =
     /(?:\bimport\s+(?:type\s+)?(?:[\w*{}\s,$]+\s+from\s+)?|\bexport\s+(?:type\s+)?[\w*{}\s,$]+\s+from\s+|\bimport\s*\(\s*)['"]([^'"]+)['"]/g;
   for (const m of stripped.matchAll(re)) out.push(m[1]);

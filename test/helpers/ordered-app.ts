@@ -51,7 +51,8 @@ export async function buildOrderedApp(scratch: string, name: string, order: Step
     stepsBundlePath: './.well-known/workflow/v1/__step_registrations.mjs',
     workflowsBundlePath: './.well-known/workflow/v1/flow.mjs',
     webhookBundlePath: './.well-known/workflow/v1/webhook.mjs',
-    workflowManifestPath: './.well-known/workflow/v1/manifest.json',
+    // Absolute: the builder resolves it against process.cwd(), not workingDir (test/e2e/build.mjs).
+    workflowManifestPath: path.join(dir, '.well-known/workflow/v1/manifest.json'),
   }).build();
   return dir;
 }

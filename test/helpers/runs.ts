@@ -41,11 +41,16 @@ export async function opsFixture(
   };
 }
 
-export async function createRun(world: AwsWorld, workflowName: string, input: unknown = 1): Promise<string> {
+export async function createRun(
+  world: AwsWorld,
+  workflowName: string,
+  input: unknown = 1,
+  deploymentId = 'test',
+): Promise<string> {
   const r = await world.events.create(null, {
     eventType: 'run_created',
     specVersion: sv,
-    eventData: { deploymentId: 'test', workflowName, input: devl(input) },
+    eventData: { deploymentId, workflowName, input: devl(input) },
   } as never);
   return (r as { run: { runId: string } }).run.runId;
 }

@@ -5,8 +5,11 @@
 // argv: <World entry URL (dist/src/index.js)> <flow.mjs path> <manifest.json path> <tally file> [createWorld options JSON]
 // stdin, one line each: `start <tag> <workflow export name> <JSON args>`; answers on stdout with
 // `started <tag> <runId>` or `failed <tag> <JSON message>`.
-// Every step-body execution of `countedAdd` appends `<key>\t<pid>` to the tally file at once, so a
-// SIGKILLed process loses nothing it counted.
+// Every step-body execution of `countedAdd` (and `gatedStep`) appends `<key>\t<pid>` to the tally
+// file at once, so a SIGKILLed process loses nothing it counted. With E2E_HOLD_GATED=1 every
+// `gatedStep` body waits forever (until the process is killed), as a long step would.
+// Before `ready` it prints `lease <value>`: WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS once the build's
+// createWorld ran (`-` when unset: core's own default, 860 s).
 import { appendFileSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
@@ -26,6 +29,7 @@ class FileTally extends Map {
   }
 }
 globalThis.__e2eStepTally = new FileTally();
+if (process.env.E2E_HOLD_GATED === '1') globalThis.__e2eGates = { get: () => new Promise(() => {}) };
 
 // The polyfill lives in util/ since src/ holds only index.ts; the previous release has it at the top.
 const { installPromiseWithResolvers } = await import(new URL('./util/polyfills.js', distUrl).href).catch(
@@ -42,7 +46,7 @@ const world = createWorld(JSON.parse(optionsJson ?? '{}'));
 world.registerHandler('__wkf_workflow_', (req) => flow.POST(req));
 setWorld(world);
 await world.start();
-process.stdout.write('ready\n');
+process.stdout.write(`lease ${process.env.WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS ?? '-'}\nready\n`);
 
 createInterface({ input: process.stdin }).on('line', async (line) => {
   const m = /^start (\S+) (\S+) (.*)$/.exec(line);

@@ -19,7 +19,6 @@ const NOT_AT_START = [
   '@aws-sdk/client-scheduler',
   '@aws-sdk/client-secrets-manager',
   'commander',
-  'cli-table3',
   'ink',
   'react',
   'aws-cdk-lib',

@@ -124,6 +124,14 @@ afterAll(() => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
+it('the tarball is the one the README installs, named for the version', () => {
+  const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  expect(path.basename(tarball)).toBe(`portfolio-eve-world-aws-${version}.tgz`);
+  expect(readFileSync(path.join(ROOT, 'README.md'), 'utf8')).toContain(
+    `npm i ../eve-world-aws/${path.basename(tarball)}`,
+  );
+});
+
 describe('a production install (the tarball alone)', () => {
   let dir = '';
   beforeAll(() => {

@@ -4,19 +4,22 @@
  *
  * In parallel with the stack start it also
  * - compiles src/ to dist/, because the CLI tests spawn the real `bin/eve-world-aws`, which runs
- *   dist/, and the package test packs dist/. Incremental (a no-op when nothing changed), only when
- *   the run includes a test under a cli/ or package/ folder, and
- *   skipped with EVE_WORLD_AWS_SKIP_BUILD=1 (e.g. right after `npm run build` in CI);
+ *   dist/, the package test packs dist/, and e2e tests spawn processes on it (test/helpers/dist.ts).
+ *   Incremental (a no-op when nothing changed), only when the run includes a test under a cli/,
+ *   package/, e2e/ or preflight/ folder, and skipped with EVE_WORLD_AWS_SKIP_BUILD=1 (e.g. right
+ *   after `npm run build` in CI). Here, once, and not in the first test that needs it: on a busy
+ *   machine a build took minutes of that test's timeout, and files in parallel built it at once;
  * - compiles the e2e workflows (test/e2e/app) with the Workflow DevKit builder, only when the run
  *   includes test/e2e/, and only when a workflow source is newer than the bundle. Doing it here,
  *   once, keeps e2e files that run in parallel from building the same bundle at the same time.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { type Stack, startStack } from '../../emulator/stack.js';
+import { distBuildArgs } from '../helpers/dist.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -56,20 +59,18 @@ function runsTestsMatching(project: TestProject, re: RegExp): boolean {
   });
 }
 
-/** Tests that run the real CLI (bin/eve-world-aws runs dist/) or pack the package (ships dist/). */
-const NEEDS_DIST = /(^|\/)cli\/|(^|\/)package\//;
+/**
+ * Tests that run the real CLI (bin/eve-world-aws runs dist/), pack the package (ships dist/) or
+ * spawn processes on dist/ (the e2e children, integration/preflight/'s scripts: test/helpers/dist.ts).
+ */
+const NEEDS_DIST = /(^|\/)(cli|package|e2e|preflight)\//;
 /** Tests that load the e2e workflows compiled from test/e2e/app. */
 const NEEDS_E2E_APP = /^e2e\//;
 
 /** Build dist/ once per run. Type errors do not stop the tests (typecheck is its own CI step). */
 async function build(project: TestProject): Promise<void> {
   if (process.env.EVE_WORLD_AWS_SKIP_BUILD === '1' || !runsTestsMatching(project, NEEDS_DIST)) return;
-  const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-  // Build info outside dist/ (dist/ is published); forget it when dist/ is gone, or tsc would
-  // think the deleted outputs are up to date.
-  const info = path.join(root, 'node_modules', '.cache', 'eve-world-aws', 'tsbuildinfo');
-  if (!existsSync(path.join(root, 'dist', 'src', 'cli', 'main.js'))) rmSync(info, { force: true });
-  const args = [tsc, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', info];
+  const args = distBuildArgs();
   let out = '';
   const code = await new Promise<number | null>((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });

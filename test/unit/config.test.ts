@@ -1,5 +1,5 @@
 /** Unit tests for src/config/: defaults, derived names, validation messages, immutability. */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -21,6 +21,7 @@ import {
   type WorldTuning,
   withTuning,
 } from '../../src/config/index.js';
+import { SRC, sourceFiles, stripComments } from '../helpers/imports.js';
 
 /** A secret that meets the strength rule (64 hex characters, like `openssl rand -hex 32`). */
 const STRONG = 'f3a1c9e04b7d2e68a5c1f09b3d7e4a2c6b8d0e1f2a3b4c5d6e7f8091a2b3c4d5';
@@ -468,29 +469,20 @@ describe('loadConfig', () => {
 });
 
 describe('the environment has one reader and one runtime writer', () => {
-  const SRC = path.resolve(import.meta.dirname, '../../src');
   /** Tooling (above the runtime) may read its own variables. */
   const TOOLING = ['cli/', 'cdk/', 'emulator/', 'demo/', 'config/docs.ts'];
   /** The reader (the parser's default source, `getConfig`) and the writer (`applyCoreDefaults`). */
   const ALLOWED = ['config/load.ts', 'config/core-defaults.ts'];
-  const walk = (dir: string): string[] =>
-    readdirSync(dir).flatMap((n) => {
-      const p = path.join(dir, n);
-      return statSync(p).isDirectory() ? walk(p) : /\.tsx?$/.test(n) ? [p] : [];
-    });
   /** Runtime modules other than {@link ALLOWED} that touch `process.env` (comments aside). */
   function readers(files: { rel: string; text: string }[]): string[] {
     return files
       .filter((f) => !ALLOWED.includes(f.rel) && !TOOLING.some((t) => f.rel.startsWith(t)))
-      .filter((f) => /\bprocess\.env\b/.test(f.text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '')))
+      .filter((f) => /\bprocess\.env\b/.test(stripComments(f.text)))
       .map((f) => f.rel);
   }
 
   it('no runtime module but src/config/load.ts and src/config/core-defaults.ts reads or writes process.env', () => {
-    const files = walk(SRC).map((p) => ({
-      rel: path.relative(SRC, p).split(path.sep).join('/'),
-      text: readFileSync(p, 'utf8'),
-    }));
+    const files = sourceFiles();
     expect(files.length).toBeGreaterThan(20);
     expect(readers(files)).toEqual([]);
   });
@@ -538,7 +530,7 @@ describe('the environment has one reader and one runtime writer', () => {
   ];
   /** The writes to the environment in `text` (comments aside). */
   const envWrites = (text: string): string[] => {
-    const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+    const code = stripComments(text);
     return WRITE_PATTERNS.flatMap((re) => [...code.matchAll(re)].map((m) => m[0].trim()));
   };
   /** Files of `files` that write the environment, allowed or not. */
@@ -546,10 +538,7 @@ describe('the environment has one reader and one runtime writer', () => {
     files.filter((f) => envWrites(f.text).length > 0).map((f) => f.rel);
 
   it('the writes to process.env in src/ are exactly the documented ones, by file: applyCoreDefaults and emulate --docker', () => {
-    const files = walk(SRC).map((p) => ({
-      rel: path.relative(SRC, p).split(path.sep).join('/'),
-      text: readFileSync(p, 'utf8'),
-    }));
+    const files = sourceFiles();
     // Every allowed file still writes (no stale entry), and no other file does.
     expect(writers(files).sort()).toEqual(Object.keys(ALLOWED_WRITES).sort());
     // The one write of the runtime is applyCoreDefaults; the other is tooling (the CLI), above it.

@@ -1,7 +1,8 @@
 /**
- * The README stays a README (at most 300 lines) and the documentation holds together: every
- * relative link in README.md, in the pages under docs/ and in each example's README points at a
- * file that exists, and every `#anchor` at a heading of the file it names (GitHub's slugs).
+ * The README stays a README (at most 300 lines), bench/README.md at most 400, and the documentation
+ * holds together: every relative link in README.md, bench/README.md, the pages under docs/ and each
+ * example's README points at a file that exists, and every `#anchor` at a heading of the file it
+ * names (GitHub's slugs).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -50,6 +51,7 @@ function links(md: string): string[] {
 
 const docs = [
   'README.md',
+  'bench/README.md',
   ...readdirSync(path.join(ROOT, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
@@ -61,6 +63,10 @@ const docs = [
 describe('documentation', () => {
   it('README.md has at most 300 lines', () => {
     expect(read('README.md').split('\n').length).toBeLessThanOrEqual(300);
+  });
+
+  it('bench/README.md has at most 400 lines (the method and the current results; the headline figures are docs/benchmarks.md)', () => {
+    expect(read('bench/README.md').split('\n').length).toBeLessThanOrEqual(400);
   });
 
   it.each(docs)('%s: every relative link resolves, anchors included', (file) => {

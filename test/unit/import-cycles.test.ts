@@ -4,11 +4,8 @@
  * to be read) and fails on any cycle between files, printing one concrete path of it. Where
  * test/unit/layers.test.ts checks layers and folders, this checks files, inside a folder too.
  *
- * Also: every file of the receive side (src/consumer/) stays under 300 lines, one job each.
- * Pure: parses the files, no emulator.
+ * Pure: parses the files, no emulator. (File sizes: test/unit/file-size.test.ts.)
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   cyclePath,
@@ -27,9 +24,6 @@ import {
  * found fails the second test until it is deleted. Empty: src/ has no cycle.
  */
 const ALLOWED_CYCLES: string[] = [];
-
-/** Every file of src/consumer/ has fewer lines than this. */
-const CONSUMER_MAX_LINES = 300;
 
 describe('import cycles', () => {
   const graph = moduleGraph([...sourceFiles(), ...emulatorFiles()]);
@@ -67,20 +61,5 @@ describe('import cycles', () => {
     expect(found).toEqual([['a.ts', 'b.ts', 'c.ts']]);
     expect(cyclePath(g, found[0])).toBe('a.ts -> b.ts -> c.ts -> a.ts');
     expect(cyclesOf(new Map([['a.ts', new Set(['b.ts'])]]))).toEqual([]);
-  });
-});
-
-describe('src/consumer/ file size', () => {
-  it(`every file is under ${CONSUMER_MAX_LINES} lines`, () => {
-    const dir = path.join(SRC, 'consumer');
-    const files = (readdirSync(dir, { recursive: true }) as string[]).filter((p) =>
-      statSync(path.join(dir, p)).isFile(),
-    );
-    expect(files.length).toBeGreaterThan(10);
-    const long = files
-      .map((p) => ({ p, lines: readFileSync(path.join(dir, p), 'utf8').trimEnd().split('\n').length }))
-      .filter(({ lines }) => lines >= CONSUMER_MAX_LINES)
-      .map(({ p, lines }) => `src/consumer/${p.split(path.sep).join('/')}: ${lines} lines`);
-    expect(long, 'files of src/consumer/ to split').toEqual([]);
   });
 });

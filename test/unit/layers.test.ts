@@ -11,7 +11,7 @@
  *               util/ (bounded concurrency, the byte-bounded cache, the package root: no World knowledge),
  *               telemetry/ (the logger, spans through the optional OpenTelemetry API, EMF metrics),
  *               deployment/ (the deployment id, registry and send rules of deployment affinity)
- *   1 parts     storage/, queue/ (send side), streams/ or streamer(.ts|/)
+ *   1 parts     storage/, queue/ (send side), streams/
  *   1.25 backstop  backstop/ (the liveness backstop: reads storage, sends on the queue)
  *   1.5 sweep   sweep/ (the orphan sweep composed from storage and queue, and its scheduled
  *               Lambda handler)
@@ -38,21 +38,28 @@ import { cyclesOf, emulatorFiles, importsOf, resolveRel, SRC, sourceFiles } from
 
 type Layer = { rank: number; name: string };
 
+/** The top-level entries of src/ below tooling, with their layer (the table above). */
+const LAYERS: [entries: string[], layer: Layer][] = [
+  [
+    ['config', 'aws', 'schema', 'context', 'preflight', 'encryption', 'util', 'telemetry', 'deployment'],
+    { rank: 0, name: 'base' },
+  ],
+  [['storage'], { rank: 1, name: 'storage' }],
+  [['queue'], { rank: 1, name: 'queue' }],
+  [['streams'], { rank: 1, name: 'streams' }],
+  [['backstop'], { rank: 1.25, name: 'backstop' }],
+  [['sweep'], { rank: 1.5, name: 'sweep' }],
+  [['consumer'], { rank: 2, name: 'consumer' }],
+  [['index.ts', 'lambda'], { rank: 3, name: 'world' }],
+  [['provision'], { rank: 3.5, name: 'provision' }],
+];
+/** Tooling: the top of the stack (rank 4). */
+const TOOLING = ['cli', 'demo', 'cdk'];
+
 /** The layer of a module, by its path relative to src/ (posix separators). */
 function layerOf(rel: string): Layer {
   const top = rel.split('/')[0];
-  if (
-    ['config', 'aws', 'schema', 'context', 'preflight', 'encryption', 'util', 'telemetry', 'deployment'].includes(top)
-  )
-    return { rank: 0, name: 'base' };
-  if (top === 'storage') return { rank: 1, name: 'storage' };
-  if (top === 'queue') return { rank: 1, name: 'queue' };
-  if (top === 'streams' || top === 'streamer' || top === 'streamer.ts') return { rank: 1, name: 'streams' };
-  if (top === 'backstop') return { rank: 1.25, name: 'backstop' };
-  if (top === 'sweep') return { rank: 1.5, name: 'sweep' };
-  if (top === 'consumer') return { rank: 2, name: 'consumer' };
-  if (top === 'index.ts' || top === 'lambda') return { rank: 3, name: 'world' };
-  if (top === 'provision') return { rank: 3.5, name: 'provision' };
+  for (const [entries, layer] of LAYERS) if (entries.includes(top)) return layer;
   return { rank: 4, name: top.replace(/\.tsx?$/, '') };
 }
 
@@ -206,6 +213,19 @@ const files = sourceFiles();
 const folders = walkDirs(SRC);
 
 describe('layers', () => {
+  it('every entry the table names is in src/, and every entry of src/ has a layer (or is tooling)', () => {
+    const named = [...LAYERS.flatMap(([entries]) => entries), ...TOOLING];
+    const tree = readdirSync(SRC);
+    expect(
+      named.filter((e) => !tree.includes(e)),
+      'named in LAYERS or TOOLING but not in src/',
+    ).toEqual([]);
+    expect(
+      tree.filter((e) => !named.includes(e)),
+      'in src/ without a layer: add it to LAYERS or TOOLING',
+    ).toEqual([]);
+  });
+
   it('no module under src/ imports a higher layer (or a sibling part)', () => {
     expect(files.length).toBeGreaterThan(20);
     expect(violations(files)).toEqual([]);

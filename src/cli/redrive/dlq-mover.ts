@@ -2,32 +2,19 @@
  * The DLQ mover of `eve-world-aws redrive`: moves dead-lettered messages back to the queue in the
  * order receive -> send -> delete. A crash (or error) between send and delete leaves the message in
  * both queues: the next redrive delivers it twice, which is harmless because every World write is
- * idempotent, whereas delete-before-send could lose it. The World's `eve.*` attributes are copied
- * unchanged, except that an S3-offloaded body that could expire under the redriven copy (dead
- * letters are up to 14 days old, the bucket keeps `queue/` for 30) is first copied to a fresh key
- * and the copy points there (src/queue/body-lifetime.ts).
+ * idempotent, whereas delete-before-send could lose it. What the copy carries: ./redriven-copy.ts;
+ * what is printed: ./move-summary.ts.
  */
 import {
   ChangeMessageVisibilityCommand,
   DeleteMessageCommand,
   type Message,
-  type MessageAttributeValue,
   ReceiveMessageCommand,
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { queueNameOf } from '../../aws/arn.js';
 import type { PayloadStore } from '../../context/payload-store.js';
-import { bodyNeededUntil, ensureBodyLifetime } from '../../queue/body-lifetime.js';
-import {
-  decodePayload,
-  encodeEnvelope,
-  envelopeFromMessage,
-  MSG_ATTR,
-  s3PlaceholderBody,
-} from '../../queue/encoding.js';
-import { formatTime } from '../format.js';
-import { colorEnabled, palette, renderTable } from '../output.js';
+import { redrivenCopy, runIdOfMessage } from './redriven-copy.js';
 
 export type MoveResult = 'moved' | 'would-move' | 'skipped' | 'send-failed' | 'delete-failed';
 
@@ -99,89 +86,6 @@ export interface MoveOptions {
 
 /** Receives in a row that bring no message new to the pass before it ends (see moveDlqMessages). */
 const NOTHING_NEW_RECEIVES = 3;
-
-const stringAttrs = (m: Message): Record<string, string | undefined> =>
-  Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue]));
-
-/** Run id of a World message: from the payload body (inline, envelope or S3), else undefined. */
-export async function runIdOfMessage(
-  m: Message,
-  payloads?: Pick<PayloadStore, 'getBytes'>,
-): Promise<{ runId?: string; queueName?: string; messageId?: string }> {
-  const env = envelopeFromMessage(m.Body ?? '', stringAttrs(m));
-  if (typeof env === 'string') return {};
-  let text = env.body;
-  if (text === undefined && env.s3Key !== undefined && payloads) {
-    try {
-      text = Buffer.from(await payloads.getBytes(env.s3Key)).toString('utf8');
-    } catch {
-      text = undefined; // a missing body object does not stop the redrive; the run is just unknown
-    }
-  }
-  let runId: string | undefined;
-  if (text !== undefined) {
-    try {
-      const p = decodePayload(text) as { runId?: unknown };
-      if (typeof p?.runId === 'string') runId = p.runId;
-    } catch {
-      // not a World payload
-    }
-  }
-  return { runId, queueName: env.queueName, messageId: env.messageId };
-}
-
-/**
- * The World's own attributes, unchanged. Anything else on a dead-lettered message (e.g. the
- * diagnostics EventBridge Scheduler adds to the messages it dead-letters) describes the failure,
- * not the message, and is not copied.
- */
-export function copiedAttributes(m: Message): Record<string, MessageAttributeValue> | undefined {
-  const out: Record<string, MessageAttributeValue> = {};
-  for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
-    // The log tail vouches only for a first delivery; a dead letter had earlier ones.
-    if (!k.startsWith('eve.') || k === MSG_ATTR.logTail) continue;
-    out[k] = {
-      DataType: v.DataType,
-      ...(v.StringValue !== undefined ? { StringValue: v.StringValue } : {}),
-      ...(v.BinaryValue !== undefined ? { BinaryValue: v.BinaryValue } : {}),
-    };
-  }
-  return Object.keys(out).length > 0 ? out : undefined;
-}
-
-/**
- * Body and attributes of the redriven copy: the dead letter's, with an offloaded body re-homed
- * when its key would not outlive the new copy. If the body cannot be read (already expired), the
- * copy is sent unchanged: the redrive never stops on it, and the consumer reports the body.
- */
-export async function redrivenCopy(
-  m: Message,
-  payloads: Pick<PayloadStore, 'getBytes' | 'putBlob'> | undefined,
-  now: number,
-): Promise<{ body: string; attributes: Record<string, MessageAttributeValue> | undefined }> {
-  const body = m.Body ?? '';
-  const attributes = copiedAttributes(m);
-  let env = envelopeFromMessage(body, stringAttrs(m));
-  if (typeof env === 'string') return { body, attributes };
-  // A Scheduler envelope carries its tail in the body: drop it there too.
-  const tailInBody = !attributes?.[MSG_ATTR.queue] && env.logTail !== undefined;
-  if (tailInBody) env = { ...env, logTail: undefined };
-  if (env.s3Key === undefined || !payloads) return { body: tailInBody ? encodeEnvelope(env) : body, attributes };
-  let moved = env;
-  try {
-    moved = await ensureBodyLifetime(payloads, env, bodyNeededUntil({ kind: 'now' }, now), now);
-  } catch {
-    return { body: tailInBody ? encodeEnvelope(env) : body, attributes };
-  }
-  if (moved.s3Key === env.s3Key || moved.s3Key === undefined)
-    return { body: tailInBody ? encodeEnvelope(env) : body, attributes };
-  if (attributes?.[MSG_ATTR.s3]) {
-    attributes[MSG_ATTR.s3] = { DataType: 'String', StringValue: moved.s3Key };
-    return { body: s3PlaceholderBody(moved.s3Key), attributes };
-  }
-  // A Scheduler envelope (no attributes): the pointer lives in the body.
-  return { body: encodeEnvelope(moved), attributes };
-}
 
 function errText(err: unknown): string {
   const e = err as { name?: string; message?: string };
@@ -350,58 +254,4 @@ async function release(sqs: SQSClient, url: string, receipts: string[]): Promise
         ),
     );
   }
-}
-
-const RESULT_LABEL: Record<MoveResult, string> = {
-  moved: 'moved',
-  'would-move': 'would move',
-  skipped: 'skipped (other run)',
-  'send-failed': 'FAILED to send (left in the DLQ)',
-  'delete-failed': 'sent, NOT deleted (duplicate)',
-};
-
-export function renderMoveSummary(s: MoveSummary, color = colorEnabled()): string {
-  const p = palette(color);
-  const from = queueNameOf(s.source);
-  const to = queueNameOf(s.target);
-  if (s.messages.length === 0 && s.unlisted === 0) return `The DLQ ${from} is empty; nothing to redrive.\n`;
-  const paint = (r: MoveResult) =>
-    r === 'moved'
-      ? p.green(RESULT_LABEL[r])
-      : r === 'would-move'
-        ? p.yellow(RESULT_LABEL[r])
-        : r === 'skipped'
-          ? p.dim(RESULT_LABEL[r])
-          : p.red(RESULT_LABEL[r]);
-  const rows = s.messages.map((m) => [
-    m.messageId ?? m.sqsMessageId,
-    m.queueName ?? '?',
-    m.runId ?? '?',
-    formatTime(m.sentAt),
-    paint(m.result),
-  ]);
-  const out = [renderTable(['Message', 'Queue (logical)', 'Run', 'First sent', 'Result'], rows, color)];
-  const filter = s.runId ? ` of run ${s.runId}` : '';
-  if (s.dryRun)
-    out.push(
-      `Dry run: would move ${s.matched} message${s.matched === 1 ? '' : 's'}${filter} from ${from} to ${to}; nothing was changed.`,
-    );
-  else out.push(`Moved ${s.moved} message${s.moved === 1 ? '' : 's'}${filter} from ${from} to ${to}.`);
-  if (s.unlisted > 0)
-    out.push(`(${s.unlisted} more message${s.unlisted === 1 ? '' : 's'} not listed; the counts include them.)`);
-  if (s.ended === 'max-messages')
-    out.push(
-      p.yellow(
-        `Stopped after ${s.messages.length + s.unlisted} messages (one pass's memory bound); run redrive again for the rest.`,
-      ),
-    );
-  for (const m of s.messages.filter((x) => x.error)) {
-    out.push(
-      p.red(`x ${m.messageId ?? m.sqsMessageId}: ${m.error}`) +
-        (m.result === 'delete-failed'
-          ? '\n  The copy was sent but the original is still in the DLQ; a second redrive delivers it twice (harmless: the World is idempotent).'
-          : '\n  Nothing was sent; the message is still in the DLQ. Fix the error and run redrive again.'),
-    );
-  }
-  return `${out.join('\n')}\n`;
 }

@@ -10,9 +10,11 @@ import { getQueueTopicPrefix } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { createTransport } from '../../queue/transport.js';
 import { durationOption, parsePositiveInt } from '../format.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from '../help-text.js';
 import { CliError, EXIT_FAILURE, printJson } from '../output.js';
 import { withWorld } from '../world.js';
-import { moveDlqMessages, renderMoveSummary } from './dlq-mover.js';
+import { moveDlqMessages } from './dlq-mover.js';
+import { renderMoveSummary } from './move-summary.js';
 import { redriveStranded, renderStranded } from './stranded.js';
 
 interface RedriveOptions {
@@ -37,8 +39,22 @@ function parseNamespace(v: string): string {
   return v;
 }
 
+/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+const REDRIVE_HELP: HelpSpec = {
+  notes: [
+    'DLQ mode moves each message receive -> send -> delete: a failure between send and delete leaves a duplicate (harmless: the World is idempotent), never a loss. The message attributes (eve.*) are copied unchanged (an S3-offloaded body that could expire under the copy is copied to a fresh key first). Each message is looked at and moved at most once per pass, and one pass handles at most 100,000 messages (run it again for the rest).',
+    '--stranded looks at pending/running runs whose last event is older than --older-than, with no wait or retry due in the future, no hook waiting for a resume and no message in the DLQ, and enqueues their continuation with an idempotency key derived from (run, last event), so running it twice sends one message.',
+  ],
+  examples: [
+    ['eve-world-aws redrive --dry-run', 'what would move'],
+    ['eve-world-aws redrive --run wrun_01JD...'],
+    ['eve-world-aws redrive --stranded --older-than 2h'],
+  ],
+  exitCodes: exitCodes('done', 'a message could not be moved, or an AWS error', CONFIG_ERROR),
+};
+
 export function redriveCommand(): Command {
-  return new Command('redrive')
+  return withHelp(new Command('redrive'), REDRIVE_HELP)
     .description('Move dead-lettered messages back to the queue, or re-enqueue stranded runs (--stranded)')
     .option('--run <runId>', 'only messages of this run')
     .option('--dry-run', 'show what would be moved or enqueued and change nothing')
@@ -59,28 +75,6 @@ export function redriveCommand(): Command {
       '--namespace <ns>',
       'with --stranded: queue namespace of the app (default: $WORKFLOW_QUEUE_NAMESPACE; eve agents use eve<hex of the agent name>)',
       parseNamespace,
-    )
-    .addHelpText(
-      'after',
-      `
-DLQ mode moves each message receive -> send -> delete: a failure between send and delete leaves a
-duplicate (harmless: the World is idempotent), never a loss. The message attributes (eve.*) are
-copied unchanged (an S3-offloaded body that could expire under the copy is copied to a fresh key
-first). A pass ends on a DLQ of any size: each message is looked at and moved at
-most once (skipped and dry-run messages that reappear during a long pass are recognised), and one
-pass handles at most 100,000 messages (run it again for the rest).
-
---stranded looks at pending/running runs whose last event is older than --older-than, with no
-wait or retry due in the future, no hook waiting for a resume and no message in the DLQ, and
-enqueues their continuation with an idempotency key derived from (run, last event), so running it
-twice sends one message.
-
-Examples:
-  eve-world-aws redrive --dry-run
-  eve-world-aws redrive --run wrun_01JD...
-  eve-world-aws redrive --stranded --older-than 2h
-
-Exit codes: 0 done; 1 a message could not be moved or an AWS error; 2 bad usage or configuration.`,
     )
     .action(async (opts: RedriveOptions) => {
       if (opts.stranded && (opts.run || opts.limit))

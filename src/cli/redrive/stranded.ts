@@ -9,8 +9,8 @@ import { eventIdToSlot, getQueueTopicPrefix, resolveQueueNamespace } from '@work
 import { keysOf } from '../../aws/item-codec.js';
 import { createTransport } from '../../queue/transport.js';
 import { keys } from '../../schema/keys.js';
-import { formatDuration, formatTime } from '../format.js';
-import { colorEnabled, palette, renderTable } from '../output.js';
+import { formatDuration, formatTime, shortName } from '../format.js';
+import { colorEnabled, palette, renderTable, tableReport } from '../output.js';
 import type { CliWorld } from '../world.js';
 import { moveDlqMessages } from './dlq-mover.js';
 
@@ -64,7 +64,7 @@ const timeOf = (v: unknown) =>
  * (runId, last slot[, stepId]), so running the command twice sends one message, and a run that
  * progresses and strands again later gets a fresh key.
  */
-export function analyzeRun(
+function analyzeRun(
   run: Pick<WorkflowRun, 'runId' | 'workflowName' | 'status'>,
   events: Event[],
   opts: { now: number; olderThanMs: number; queuePrefix: string; inDlq?: boolean },
@@ -293,7 +293,7 @@ export function renderStranded(s: StrandedSummary, color = colorEnabled()): stri
   };
   const rows = s.runs.map((a) => [
     a.runId,
-    a.workflowName,
+    shortName(a.workflowName),
     a.status,
     formatTime(a.lastEventAt),
     verdict(a.verdict),
@@ -308,5 +308,5 @@ export function renderStranded(s: StrandedSummary, color = colorEnabled()): stri
     out.push(
       `${s.stranded} of ${s.examined} active runs stranded (idle > ${older}); enqueued ${s.enqueued} message${s.enqueued === 1 ? '' : 's'}.`,
     );
-  return `${out.join('\n')}\n`;
+  return tableReport(out);
 }

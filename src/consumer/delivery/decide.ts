@@ -102,7 +102,7 @@ export async function decide(
   // probe slot. One that cannot be built because S3 or the secret source fails is parked.
   let built: Built;
   try {
-    built = await buildRequest({ ...envelope, messageId: dispatchId }, attempt, deps, now);
+    built = await buildRequest(envelope, attempt, deps, now, dispatchId);
   } catch (err) {
     deps.inFlight?.delete(dispatchId);
     throw err;

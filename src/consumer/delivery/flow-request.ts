@@ -10,13 +10,17 @@
  *   (`reached: false`), so the copy is parked and the receive is not a dispatch.
  * - A caller's `QueueOptions.headers` never pose as a header the World signs or reads itself
  *   (`x-eve-*`, `x-vqs-*` are dropped); the signature covers the values as sent on the wire.
+ * - A delivery dispatched under another id than its message's (an early delivery, whose own id
+ *   core must see: src/queue/delivery-id.ts) carries the message's, the id `queue()` returned, as
+ *   `x-eve-message-id`, signed. Only those carry it, and they never leave this process (an early
+ *   delivery goes to an in-process route), so a flow route of an older build never meets it.
  */
 import { isObjectFault } from '../../aws/sdk-errors.js';
 import { decodeLogTail } from '../../context/delivery-scope.js';
 import type { Envelope } from '../../queue/encoding.js';
 import { encodeHeaderValue } from '../../queue/header-values.js';
 import { currentTraceparent, TRACEPARENT_HEADER } from '../../telemetry/tracing.js';
-import { LOG_TAIL_HEADER, processSigningKey, signatureHeaders } from '../signing.js';
+import { LOG_TAIL_HEADER, MESSAGE_ID_HEADER, processSigningKey, signatureHeaders } from '../signing.js';
 import type { DeliveryDeps, FlowHandler } from './deps.js';
 import type { Verdict } from './verdict.js';
 
@@ -31,6 +35,8 @@ export async function buildRequest(
   attempt: number,
   deps: DeliveryDeps,
   now: () => number,
+  /** The id core sees (`x-vqs-message-id`): the message's, or its early delivery's (src/queue/delivery-id.ts). */
+  deliveryId: string = envelope.messageId,
 ): Promise<Built> {
   let body: string;
   try {
@@ -65,7 +71,7 @@ export async function buildRequest(
     // Names and ids travel encoded when they are not plain ASCII (src/queue/header-values.ts); the
     // signature covers the values on the wire.
     const queueName = encodeHeaderValue(envelope.queueName);
-    const messageId = encodeHeaderValue(envelope.messageId);
+    const messageId = encodeHeaderValue(deliveryId);
     const headers: Record<string, string> = {
       ...passThroughHeaders(envelope.headers),
       'content-type': 'application/json',
@@ -73,6 +79,9 @@ export async function buildRequest(
       'x-vqs-message-id': messageId,
       'x-vqs-message-attempt': String(attempt),
     };
+    // Dispatched under another id than the message's (an early delivery): the id `queue()` returned.
+    const queuedId = deliveryId !== envelope.messageId ? encodeHeaderValue(envelope.messageId) : undefined;
+    if (queuedId) headers[MESSAGE_ID_HEADER] = queuedId;
     const logTail = decodeLogTail(envelope.logTail) ? envelope.logTail : undefined;
     if (logTail) headers[LOG_TAIL_HEADER] = logTail;
     // The delivery span, so the flow route (in another process too) runs core under it.
@@ -87,6 +96,7 @@ export async function buildRequest(
       destination: url,
       ...(logTail ? { logTail } : {}),
       ...(traceparent ? { traceparent } : {}),
+      ...(queuedId ? { queuedId } : {}),
     };
     Object.assign(headers, signatureHeaders(secret, parts, now()));
     const request = new Request(url, { method: 'POST', headers, body, signal: deps.signal });

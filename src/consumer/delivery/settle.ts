@@ -15,17 +15,17 @@
  *   failing, an offloaded body that is gone (src/aws/sdk-errors.ts, `isObjectFault`).
  * - A `timeoutSeconds` is not a failure and never pushes a message into the DLQ (`defer`).
  * - Poison (malformed, 4xx, a handler that keeps failing) is retried with backoff and dead-lettered
- *   after `maxReceiveCount` receives; the last failing receive logs exactly one DLQ line.
+ *   after the redrive policy's `maxReceiveCount` failed dispatches, counted in the message across
+ *   replacements (./failures.ts); the failure that dead-letters it logs exactly one DLQ line.
  */
-import type { WorldConfig } from '../../config/index.js';
 import { SQS_MAX_VISIBILITY_SECONDS } from '../../config/limits.js';
-import { decodePayload, type Envelope } from '../../queue/encoding.js';
+import type { Envelope } from '../../queue/encoding.js';
 import type { Logger } from '../../telemetry/log.js';
-import { failureBackoffSeconds } from './backoff.js';
 import type { DeliveryDeps, InboundMessage } from './deps.js';
+import { failed, keepFailed } from './failures.js';
 import { quoted } from './quoted.js';
 import { park, replace } from './replace.js';
-import type { DeliveryOutcome, PoisonReason, Verdict } from './verdict.js';
+import type { DeliveryOutcome, Verdict } from './verdict.js';
 
 /**
  * Turns a verdict into SQS calls. `dispatched`: this receive handed the request to the flow route.
@@ -108,7 +108,11 @@ export async function settle(
       const outage = open || !verdict.ambiguous;
       // Only a dispatch can be ambiguous (an answer of the route): an outage found before one
       // (a request that could not be built) is never, so it always parks.
-      if (!outage) return keepFailed(msg, envelope, 'failed', verdict.detail, deps, logger);
+      if (!outage) {
+        return envelope
+          ? failed(msg, envelope, attempt, 'failed', verdict.detail, deps, logger, dispatched)
+          : keepFailed(msg, envelope, 'failed', verdict.detail, deps, logger);
+      }
       logger.warn(
         `[eve-world-aws] ${where}: ${verdict.detail}; kept for retry (an outage does not count toward the DLQ)`,
       );
@@ -130,24 +134,10 @@ export async function settle(
       } else if (envelope && verdict.reason !== 'malformed') {
         logger.warn(`[eve-world-aws] ${where} attempt ${attempt} failed: ${verdict.detail}`);
       }
-      return keepFailed(msg, envelope, verdict.reason, verdict.detail, deps, logger);
+      // Counted in the message (./failures.ts); a malformed one has no envelope to count in.
+      if (!envelope) return keepFailed(msg, envelope, verdict.reason, verdict.detail, deps, logger);
+      return failed(msg, envelope, attempt, verdict.reason, verdict.detail, deps, logger, dispatched);
   }
-}
-
-/** A real failure: retried after a short backoff, dead-lettered after `maxReceiveCount` receives. */
-async function keepFailed(
-  msg: InboundMessage,
-  envelope: Envelope | undefined,
-  reason: PoisonReason,
-  detail: string,
-  deps: DeliveryDeps,
-  logger: Logger,
-): Promise<DeliveryOutcome> {
-  reportLastReceive(msg, envelope, deps.config, logger, detail);
-  // Back after a short backoff rather than a whole visibility timeout: most failures are transient.
-  const seconds = failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
-  await deps.receipts.changeVisibility(msg.receiptHandle, seconds).catch(() => undefined);
-  return { action: 'keep', reason, messageId: envelope?.messageId, detail };
 }
 
 /**
@@ -180,32 +170,4 @@ async function defer(
     now: (deps.now ?? Date.now)(),
   });
   return { action: 'delete', reason: 'rescheduled', messageId: envelope.messageId };
-}
-
-function runIdOf(body: string | undefined): string | undefined {
-  if (!body) return undefined;
-  try {
-    const p = decodePayload(body) as { runId?: unknown };
-    return typeof p?.runId === 'string' ? p.runId : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The single DLQ line: emitted when the failing receive is the last one SQS allows. */
-function reportLastReceive(
-  msg: InboundMessage,
-  envelope: Envelope | undefined,
-  config: WorldConfig,
-  logger: Logger,
-  detail: string,
-): void {
-  if (msg.receiveCount < config.maxReceiveCount) return;
-  const runId = runIdOf(envelope?.body ?? msg.body);
-  // Names from the message are quoted (JSON): a hostile one cannot forge log lines.
-  logger.error(
-    `[eve-world-aws] DLQ: run ${runId === undefined ? 'unknown' : quoted(runId)} on queue ${envelope ? quoted(envelope.queueName) : 'unknown'} (message ${envelope ? quoted(envelope.messageId) : msg.sqsMessageId}) ` +
-      `failed ${msg.receiveCount}/${config.maxReceiveCount} receives; it moves to ${config.deadLetterQueue} (reason: ${JSON.stringify(detail.slice(0, 300))})`,
-    { runId, messageId: envelope?.messageId ?? msg.sqsMessageId, queue: envelope?.queueName },
-  );
 }

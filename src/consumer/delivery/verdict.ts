@@ -51,14 +51,17 @@ export type Verdict =
 
 /**
  * What became of a received copy. `delete`: the caller deletes it (acked, or replaced by a copy SQS
- * accepted: `held` and `parked` are replacements of a copy that was not dispatched).
+ * accepted: `held` and `parked` are replacements of a copy that was not dispatched, `retried` one
+ * of a failed dispatch counting it, `dead-lettered` a copy moved to the DLQ after the limit).
  * `keep`: it stays, hidden for the retry.
  */
 export type DeliveryOutcome =
   | {
       action: 'delete';
-      reason: 'ack' | 'rescheduled' | 'redelayed' | 'parked' | 'held';
+      reason: 'ack' | 'rescheduled' | 'redelayed' | 'parked' | 'held' | 'retried' | 'dead-lettered';
       messageId?: string;
+      /** `retried`, `dead-lettered`: the message's failure. */
+      failure?: PoisonReason;
       hold?: HoldCause;
       detail?: string;
     }

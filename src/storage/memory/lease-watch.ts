@@ -29,7 +29,7 @@ export interface LeaseMark {
   until?: number;
 }
 
-export const MAX_WATCHED = 10_000;
+const MAX_WATCHED = 10_000;
 
 export function sameMark(a: LeaseMark, b: LeaseMark): boolean {
   return a.token === b.token && a.beat === b.beat && a.until === b.until;

@@ -9,7 +9,8 @@
  *               same tail knows the run has been quiet since then, without comparing clocks;
  * - `ackedSlot` the highest log slot a workflow delivery read and then acknowledged (the flow route):
  *               a replay owed by an event at or below it was done;
- * - `wakes`     backstop wakes sent since the run last moved (the backoff's exponent);
+ * - `wakes`     backstop wakes sent, or held for a backlog (src/backstop/backlog.ts), since the run
+ *               last moved (the backoff's exponent);
  * - `wq`        (a string) the queue the run's last acknowledged workflow delivery came on, so a
  *               wake reaches the app's queue namespace (eve names its own) with nothing configured.
  *

@@ -81,12 +81,12 @@ export const PAIR_ATTR = 'e2';
  * write per hook or wait (see `../read/correlation.ts`). A step's `step_created` carries none:
  * its step item records the slot (`firstSlot`), so a step's events are found without an index copy.
  */
-export const OPENS_CORRELATION: ReadonlySet<string> = new Set(['hook_created', 'hook_conflict', 'wait_created']);
+const OPENS_CORRELATION: ReadonlySet<string> = new Set(['hook_created', 'hook_conflict', 'wait_created']);
 
 const KNOWN_REQUEST_FIELDS = new Set(['eventType', 'correlationId', 'eventData', 'specVersion']);
 
 /** Unknown top-level fields of an event request (kept so newer cores round-trip). */
-export function extraFields(data: Record<string, unknown>): Record<string, unknown> | undefined {
+function extraFields(data: Record<string, unknown>): Record<string, unknown> | undefined {
   const extra = Object.fromEntries(
     Object.entries(data).filter(([k, v]) => !KNOWN_REQUEST_FIELDS.has(k) && v !== undefined),
   );

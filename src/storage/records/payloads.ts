@@ -22,7 +22,7 @@ import { valueSize } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 
 /** Largest item we write, leaving room under DynamoDB's 400 KB for names and rounding. */
-export const ITEM_BUDGET = 390_000;
+const ITEM_BUDGET = 390_000;
 
 /** Bytes an S3 pointer takes on an item. */
 const POINTER_BYTES = 120;

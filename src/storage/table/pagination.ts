@@ -13,7 +13,7 @@
 import type { Attrs } from './codec.js';
 import { invalidArgument } from './world-errors.js';
 
-export const DEFAULT_LIMIT = 100;
+const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
 
 export function pageLimit(limit: number | undefined, def = DEFAULT_LIMIT, max = MAX_LIMIT): number {

@@ -88,7 +88,7 @@ const DYNAMODB_ITEM_LIMIT = 400 * 1024;
  * contention is rethrown as is (the caller decides); anything AWS refuses after the SDK's retries
  * becomes the contract's error.
  */
-export async function transact(ctx: StorageCtx, items: TransactWriteItem[], what: string): Promise<void> {
+async function transact(ctx: StorageCtx, items: TransactWriteItem[], what: string): Promise<void> {
   try {
     await ctx.ddb.send(new TransactWriteItemsCommand({ TransactItems: items, ClientRequestToken: randomUUID() }));
   } catch (err) {

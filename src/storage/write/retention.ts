@@ -27,7 +27,7 @@ import type { StorageCtx } from '../table/storage-ctx.js';
 import { readRunItems } from './run-items.js';
 
 /** How long the payload-free entities of a `$retention: '0'` run are kept without a World-wide retention. */
-export const PURGED_ENTITY_GRACE_SECONDS = 86_400;
+const PURGED_ENTITY_GRACE_SECONDS = 86_400;
 
 /** Whether a finished run asked for its user payloads to be purged at once (`$retention: '0'`). */
 export function purgesOnFinish(attributes: Record<string, string>): boolean {
@@ -35,7 +35,7 @@ export function purgesOnFinish(attributes: Record<string, string>): boolean {
 }
 
 /** Seconds the items of a terminal run are kept, or undefined for "keep". */
-export function retentionSeconds(ctx: StorageCtx, attributes: Record<string, string>): number | undefined {
+function retentionSeconds(ctx: StorageCtx, attributes: Record<string, string>): number | undefined {
   const days = ctx.config.retentionDays;
   if (days !== undefined) return days * 86_400;
   return purgesOnFinish(attributes) ? PURGED_ENTITY_GRACE_SECONDS : undefined;

@@ -44,7 +44,8 @@
  * The log stays valid (one `step_completed`); the body's side effects happened twice.
  */
 import { TooEarlyError } from '@workflow/errors';
-import { type BuiltCond, type Change, type Fields, OwnedRecord } from '../../aws/owned-record.js';
+import { type Change, type Fields, OwnedRecord } from '../../aws/owned-record.js';
+import type { BuiltCond } from '../../aws/record-conditions.js';
 import { sleep } from '../../aws/sleep.js';
 import { currentDelivery, type StepLease } from '../../context/delivery-scope.js';
 import { keys } from '../../schema/keys.js';

@@ -13,7 +13,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
-import { type Key, OwnedRecord, type TableRef, when } from '../../../src/aws/owned-record.js';
+import { type Key, OwnedRecord, type TableRef } from '../../../src/aws/owned-record.js';
+import { when } from '../../../src/aws/record-conditions.js';
 import { isTransactionCanceled } from '../../../src/aws/sdk-errors.js';
 import { FORMAT_ATTR, FORMATS, FormatError } from '../../../src/schema/formats.js';
 import { createFixture, type Fixture, uniquePrefix } from '../../helpers/aws.js';

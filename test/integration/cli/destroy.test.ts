@@ -78,6 +78,17 @@ describe('destroy', () => {
     const refused = await runCli(['destroy', '--yes'], f.env);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toContain('nothing was deleted');
+    // The rows say what happened, not the plan: no "would delete" above "nothing was deleted".
+    expect(refused.stdout).not.toContain('would delete');
+    expect(refused.stdout).toMatch(/queue\s+│\s+\S+-queue\s+│\s+not deleted/);
+    const refusedJson = await runCli(['destroy', '--yes', '--json'], f.env);
+    expect(states(JSON.parse(refusedJson.stdout) as Json)).toEqual({
+      'schedule-group': 'not-deleted',
+      queue: 'not-deleted',
+      dlq: 'not-deleted',
+      bucket: 'kept',
+      table: 'kept',
+    });
     expect(refused.stderr).toContain('holds data');
     expect(await present(f)).toEqual(all);
 

@@ -3,8 +3,11 @@
  * redrive policy, an unreachable endpoint, a bad configuration, and clock skew (a fake DynamoDB
  * endpoint whose Date header is 10 minutes off).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { DeleteScheduleGroupCommand } from '@aws-sdk/client-scheduler';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +15,7 @@ import { freePort } from '../../../emulator/stack.js';
 import { destroyClients } from '../../../src/aws/clients.js';
 import { assessSkew, type Check, type DoctorTarget, runDoctor } from '../../../src/cli/doctor.js';
 import { registerDeployment } from '../../../src/deployment/registry.js';
+import { REGION_FIX } from '../../../src/preflight/aws-environment.js';
 import { createFixture, stackEnv, uniquePrefix } from '../../helpers/aws.js';
 import { runCli } from '../../helpers/cli.js';
 import { devl, opsFixture, sv } from '../../helpers/runs.js';
@@ -42,7 +46,11 @@ describe('doctor', () => {
       ['queue + redrive policy', 'pass'],
       ['bucket', 'pass'],
       ['clock skew', 'pass'],
+      ['older builds', 'pass'],
     ]);
+    expect(byName(out)['older builds'].details).toBe(
+      'no older build wrote the 0 runs read (the newest and the active)',
+    );
     expect(byName(out)['clock skew'].details).toMatch(
       /^in sync with the server \(to within \d+\.\d s, the Date header's resolution\)$/,
     );
@@ -70,12 +78,12 @@ describe('doctor', () => {
     expect(human.stdout).not.toMatch(/\u001b\[/);
     expect(human.stdout).toMatch(
       new RegExp(
-        `^Region us-east-1, account \\d{12}; endpoints dynamodb ${fx.env.AWS_ENDPOINT_URL_DYNAMODB}, sqs .*\nTable ${p} \\(EVE_WORLD_AWS_PREFIX=${p}\\), queue ${p}-queue`,
+        `^Region us-east-1, account \\d{12}; endpoints dynamodb ${fx.env.AWS_ENDPOINT_URL_DYNAMODB}, sqs .*\nResources: table ${p}, queue ${p}-queue, dlq ${p}-dlq, bucket ${p}-payloads \\(named by EVE_WORLD_AWS_PREFIX=${p}\\)\n`,
       ),
     );
     expect(human.stdout).toMatch(/Check\s+│\s+Result\s+│\s+Details/);
     expect(human.stdout).toMatch(/queue \+ redrive policy\s+│\s+pass/);
-    expect(human.stdout).toMatch(/All 9 checks passed\./);
+    expect(human.stdout).toMatch(/All 10 checks passed\./);
   });
 
   it('with deployments registered, lists those with active runs and warns (exit 0) on runs no live consumer serves', async () => {
@@ -107,7 +115,7 @@ describe('doctor', () => {
       expect(human.code).toBe(0);
       expect(human.stdout).toMatch(/deployments\s+│\s+warn/);
       expect(human.stdout).toMatch(/! deployments: runs of build:gone wait/);
-      expect(human.stdout).toMatch(/All 9 checks passed \(1 warning above\)\./);
+      expect(human.stdout).toMatch(/All 10 checks passed \(1 warning above\)\./);
     } finally {
       await ops.close();
     }
@@ -224,6 +232,28 @@ describe('doctor', () => {
     expect(c.endpoints.fix).toMatch(/eve-world-aws emulate/);
     expect(c.credentials.status).toBe('skip');
     expect(c['table schema'].status).toBe('skip');
+  });
+
+  it("no region: the credentials check fails with the World's own words and fix (exit 1)", async () => {
+    // No profile files, no instance metadata: the SDK fails before it opens a connection.
+    const home = mkdtempSync(path.join(tmpdir(), 'eve-world-aws-doctor-'));
+    try {
+      const { code, out } = await doctorJson({
+        HOME: home,
+        AWS_CONFIG_FILE: path.join(home, 'none'),
+        AWS_SHARED_CREDENTIALS_FILE: path.join(home, 'none'),
+        AWS_EC2_METADATA_DISABLED: 'true',
+        EVE_WORLD_AWS_PREFIX: uniquePrefix('docr'),
+      });
+      expect(code).toBe(1);
+      expect(byName(out).credentials).toMatchObject({
+        status: 'fail',
+        details: 'no AWS region configured',
+        fix: REGION_FIX,
+      });
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it('a bad configuration is a failed check (exit 1), not a crash', async () => {

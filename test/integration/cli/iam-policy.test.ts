@@ -1,10 +1,11 @@
 /**
  * `init --print-iam-policy [--operator | --scheduler-role]`: generated from the IAM command table,
- * partition-aware, PassRole limited to EventBridge Scheduler, the DLQ only in the operator policy.
+ * partition-aware, PassRole limited to EventBridge Scheduler; on the DLQ the World only sends (a
+ * message whose failures reached the limit), reading it is the operator policy's.
  * Printing touches no AWS endpoint (the env points at a closed port).
  */
 import { describe, expect, it } from 'vitest';
-import { actionsByResource } from '../../../src/provision/iam-actions.js';
+import { actionsByResource } from '../../../src/provision/principal-actions.js';
 import { runCli } from '../../helpers/cli.js';
 
 const ROLE = 'arn:aws-us-gov:iam::123456789012:role/eve-sched';
@@ -32,14 +33,18 @@ async function print(args: string[], extra?: Record<string, string>): Promise<Do
 }
 
 describe('init --print-iam-policy', () => {
-  it('World policy: the runtime rows of the table, partition-aware ARNs, PassRole only to scheduler.amazonaws.com, no DLQ', async () => {
+  it('World policy: the runtime rows of the table, partition-aware ARNs, PassRole only to scheduler.amazonaws.com, only a send to the DLQ', async () => {
     const doc = await print([], { EVE_WORLD_AWS_SCHEDULER_ROLE_ARN: ROLE });
     expect(doc.Version).toBe('2012-10-17');
     const all = doc.Statement.flatMap((s) => s.Resource);
     for (const r of all)
       if (!r.startsWith('arn:aws-us-gov:s3:::'))
         expect(r).toMatch(/^arn:aws-us-gov:[a-z]+:(us-gov-west-1)?:123456789012:/);
-    expect(all).not.toContain('arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-dlq');
+    // The consumer moves a message whose failures reached the limit (src/consumer/delivery/failures.ts).
+    const onDlq = doc.Statement.filter((s) =>
+      s.Resource.includes('arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-dlq'),
+    );
+    expect(onDlq.flatMap((s) => s.Action).sort()).toEqual(['sqs:GetQueueUrl', 'sqs:SendMessage']);
     // Every runtime action of the table, except the KMS, Secrets Manager and Lambda ones (no key,
     // no secret ARN, no host function here).
     const runtime = [...actionsByResource('runtime').values()]
@@ -225,8 +230,9 @@ describe('init --print-iam-policy', () => {
       'sqs:GetQueueAttributes',
       'sqs:GetQueueUrl',
       'sqs:ReceiveMessage',
+      // The World's own (the dead letter it moves there); redrive only reads and deletes.
+      'sqs:SendMessage',
     ]);
-    expect(dlq?.Action).not.toContain('sqs:SendMessage');
     const queue = doc.Statement.find((s) =>
       s.Resource.includes('arn:aws-us-gov:sqs:us-gov-west-1:123456789012:pol-queue'),
     );

@@ -6,10 +6,14 @@ import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamo
 import { HeadBucketCommand } from '@aws-sdk/client-s3';
 import { CreateScheduleGroupCommand, GetScheduleGroupCommand } from '@aws-sdk/client-scheduler';
 import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../../../emulator/stack.js';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
 import { loadConfig } from '../../../src/config/index.js';
+import { CREDENTIALS_FIX, REGION_FIX } from '../../../src/preflight/aws-environment.js';
 import { reconcile } from '../../../src/provision/index.js';
 import { createTableWithoutIndexes, stackEnv, uniquePrefix } from '../../helpers/aws.js';
 import { runCli } from '../../helpers/cli.js';
@@ -156,8 +160,33 @@ describe('eve-world-aws init', () => {
       AWS_ENDPOINT_URL_S3: dead,
     });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/Cannot reach AWS .*ECONNREFUSED.*eve-world-aws emulate/);
+    expect(r.stderr).toMatch(
+      /^error: eve-world-aws: cannot reach the AWS endpoint http.*: ECONNREFUSED.*eve-world-aws emulate/,
+    );
     expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("no region, no credentials: the World's own one line (exit 2 for the region, 1 for credentials)", async () => {
+    // No profile files, no instance metadata: the SDK fails before it opens a connection.
+    const home = mkdtempSync(path.join(tmpdir(), 'eve-world-aws-init-'));
+    const bare = {
+      HOME: home,
+      AWS_CONFIG_FILE: path.join(home, 'none'),
+      AWS_SHARED_CREDENTIALS_FILE: path.join(home, 'none'),
+      AWS_EC2_METADATA_DISABLED: 'true',
+      EVE_WORLD_AWS_PREFIX: uniquePrefix('cli'),
+    };
+    try {
+      const noRegion = await runCli(['init'], bare);
+      expect(noRegion.code).toBe(2);
+      expect(noRegion.stderr).toBe(`error: eve-world-aws: no AWS region configured. ${REGION_FIX}\n`);
+      const noCredentials = await runCli(['init'], { ...bare, AWS_REGION: 'us-east-1' });
+      expect(noCredentials.code).toBe(1);
+      expect(noCredentials.stderr).toMatch(/^error: eve-world-aws: no AWS credentials found \(.+\)\. (.+)\n$/);
+      expect(noCredentials.stderr).toContain(CREDENTIALS_FIX);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   describe("with a scheduler role: the World's own schedule group", () => {

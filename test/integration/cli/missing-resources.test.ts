@@ -1,7 +1,8 @@
 /**
  * Every command that opens the World (`runs`, `tail`, `redrive`, `redrive --stranded`, `sweep`,
  * `sweep --dry-run`) names a missing table, queue, dead-letter queue or bucket with the variable
- * that chose its name and the fix, and exits 1 (issue 34, item 4): the real CLI, spawned against
+ * that chose its name and the fix, and exits 2 as the configuration error it is (issue 34, item 4;
+ * issue 43: docs/cli.md's exit codes): the real CLI, spawned against
  * the emulators with one name wrong at a time, the other resources present.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,10 +47,10 @@ describe.each([
     ],
   ],
 ])('a missing %s', (_, variable, what, endpoint, commands) => {
-  it.each(commands.map((c) => [c.join(' '), c]))('`%s` names it with the fix and exits 1', async (_name, args) => {
+  it.each(commands.map((c) => [c.join(' '), c]))('`%s` names it with the fix and exits 2', async (_name, args) => {
     const wrong = `${fx.config.prefix}-wrong`;
     const r = await runCli(args as string[], { ...fx.env, [variable]: wrong });
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain(
       `error: eve-world-aws: the ${what} ${wrong} does not exist (named by ${variable}=${wrong}; region us-east-1, endpoint ${fx.env[endpoint]})`,
@@ -63,7 +64,7 @@ describe.each([
 it('a name that comes from the prefix names EVE_WORLD_AWS_PREFIX, and every missing resource at once', async () => {
   const prefix = `${fx.config.prefix}-other`;
   const r = await runCli(['runs'], { ...fx.env, EVE_WORLD_AWS_PREFIX: prefix });
-  expect(r.code).toBe(1);
+  expect(r.code).toBe(2);
   for (const [what, name] of [
     ['DynamoDB table', prefix],
     ['SQS queue', `${prefix}-queue`],
@@ -77,7 +78,7 @@ it('redrive also checks the dead-letter queue it reads; the other commands do no
   const env = { ...fx.env, EVE_WORLD_AWS_DLQ: wrong };
   for (const args of [['redrive'], ['redrive', '--stranded', '--dry-run']]) {
     const r = await runCli(args, env);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.stderr).toContain(
       `the SQS dead-letter queue ${wrong} does not exist (named by EVE_WORLD_AWS_DLQ=${wrong}; region us-east-1`,
     );

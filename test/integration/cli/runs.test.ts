@@ -73,7 +73,16 @@ describe('runs', () => {
     const limited = await runsJson(['--limit', '2']);
     expect(limited.runs.map((r) => r.runId)).toEqual([ids.pending, ids.running]);
     expect(limited.hasMore).toBe(true);
-    expect((await runsJson(['--workflow', 'nope'])).runs).toEqual([]);
+  });
+
+  it('a --workflow name that matches nothing: no runs, and a hint on stderr (the near names, else that names match exactly)', async () => {
+    const nope = await runCli(['runs', '--json', '--workflow', 'nope'], f.env);
+    expect(JSON.parse(nope.stdout).runs).toEqual([]);
+    expect(nope.stderr).toMatch(
+      /^hint: no workflow is named "nope" among the \d+ newest runs( or in \S+)?; names match exactly/,
+    );
+    const near = await runCli(['runs', '--json', '--workflow', 'wf-c'], f.env);
+    expect(near.stderr).toBe('hint: no workflow is named "wf-c"; did you mean wf-a, wf-b?\n');
   });
 
   it('prints a table without colours when stdout is not a terminal', async () => {

@@ -13,6 +13,7 @@ import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
 import { markRetired, readDeployment, registerDeployment } from '../../../src/deployment/registry.js';
 import { DeploymentUnavailableError } from '../../../src/deployment/unavailable-error.js';
 import { disableMetrics, enableMetrics, takeMetricDocuments } from '../../../src/telemetry/metrics.js';
+import { scaled } from '../../helpers/pace.js';
 import { makeWorld, receiveAll, type World, waitFor } from '../../helpers/queue.js';
 
 const Q = '__wkf_workflow_affinity' as ValidQueueName;
@@ -31,7 +32,10 @@ function metricSum(name: string): number {
 }
 
 describe('two deployments on one queue', () => {
-  test("B never dispatches A's messages, nor spends their receive budget; A delivers each as attempt 1", async () => {
+  test("B never dispatches A's messages, nor spends their receive budget; A delivers each as attempt 1", {
+    tags: ['timing'],
+    timeout: scaled(240_000),
+  }, async () => {
     const a = await makeWorld({ env: ON, tuning: { deploymentId: 'dep-a' }, start: false });
     worlds.push(a);
     const bOutcomes: DeliveryOutcome[] = [];
@@ -53,7 +57,7 @@ describe('two deployments on one queue', () => {
     for (let i = 0; i < MESSAGES; i++) ids.add(String((await a.queue.queue(Q, { i } as never)).messageId));
     const heldAtB = () =>
       new Set(bOutcomes.filter((o) => o.action === 'delete' && o.hold === 'other-deployment').map((o) => o.messageId));
-    await waitFor(() => heldAtB().size === MESSAGES, 60_000, 'B to hold every message of A');
+    await waitFor(() => heldAtB().size === MESSAGES, scaled(60_000), 'B to hold every message of A');
     expect(b.deliveries).toHaveLength(0);
     // Every hold replaced its copy: none was left to count toward the DLQ.
     expect(bOutcomes.every((o) => o.action === 'delete' && o.reason === 'held')).toBe(true);
@@ -62,12 +66,12 @@ describe('two deployments on one queue', () => {
 
     // B's own message is B's to deliver.
     await b.queue.queue(Q, { own: true } as never);
-    await waitFor(() => b.deliveries.some((d) => d.body.own), 20_000, "B to deliver B's own message");
+    await waitFor(() => b.deliveries.some((d) => d.body.own), scaled(20_000), "B to deliver B's own message");
 
     await a.queue.start();
     await waitFor(
       () => new Set(a.deliveries.map((d) => d.meta.messageId)).size === MESSAGES,
-      90_000,
+      scaled(90_000),
       'A to deliver all',
     );
     expect(new Set(a.deliveries.map((d) => d.meta.messageId))).toEqual(ids);
@@ -75,9 +79,12 @@ describe('two deployments on one queue', () => {
     expect(a.deliveries.map((d) => d.meta.attempt)).toEqual(a.deliveries.map(() => 1));
     expect(b.deliveries.filter((d) => !d.body.own)).toHaveLength(0);
     expect(await receiveAll(a, await a.queue.transport.dlqUrl())).toHaveLength(0);
-  }, 240_000);
+  });
 
-  test('DynamoDB failing the registry read for longer than the receive budget: held, never dispatched nor dead-lettered; attempt 1 once it answers', async () => {
+  test('DynamoDB failing the registry read for longer than the receive budget: held, never dispatched nor dead-lettered; attempt 1 once it answers', {
+    tags: ['timing'],
+    timeout: scaled(180_000),
+  }, async () => {
     // The queue dead-letters after 2 receives: a hold that counted as one would send the message
     // there within the outage.
     const env = { ...ON, EVE_WORLD_AWS_VISIBILITY_TIMEOUT_SECONDS: '2', EVE_WORLD_AWS_MAX_RECEIVE_COUNT: '2' };
@@ -108,24 +115,40 @@ describe('two deployments on one queue', () => {
       },
       { step: 'initialize', name: 'registryDown' },
     );
+    let blind = false;
+    b.fixture.clients.sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (blind && (context as { commandName?: string }).commandName === 'ReceiveMessageCommand') {
+          await new Promise((r) => setTimeout(r, 200));
+          return { output: { Messages: [], $metadata: {} }, response: {} } as never;
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'blindAfterOutage' },
+    );
     const { messageId } = await a.queue.queue(Q, { down: true } as never);
     await b.queue.start();
     const unreadable = () => bOutcomes.filter((o) => o.hold === 'deployment-registry-unreadable');
     // More holds than the queue allows receives.
-    await waitFor(() => unreadable().length >= 3, 60_000, 'B to hold the message through the outage');
+    await waitFor(() => unreadable().length >= 3, scaled(60_000), 'B to hold the message through the outage');
     expect(b.deliveries).toHaveLength(0);
     expect(bOutcomes.every((o) => o.action === 'delete' && o.reason === 'held')).toBe(true);
     expect(await receiveAll(a, await a.queue.transport.dlqUrl())).toHaveLength(0);
 
+    // The registry answers again and B receives no more (a receive already waiting may still
+    // bring B a copy, which it holds: a fresh copy, attempt 1 again). Had B kept receiving, each
+    // copy it won it would hold for a second or more, and how soon A won one would be a race of two
+    // pollers that a loaded machine lost for minutes; B holding A's messages while A polls is the
+    // first test's. (Not B's close(): it releases what its last receive brings, which counts a
+    // receive against the budget of 2.)
     down = false;
+    blind = true;
     await a.queue.start();
-    // B, still polling, holds each copy it wins for another second or more, so how soon A wins one
-    // is a race of the two pollers (on a loaded machine B may win many in a row): the wait is generous.
-    await waitFor(() => a.deliveries.some((d) => d.meta.messageId === messageId), 150_000, 'A to deliver it');
+    await waitFor(() => a.deliveries.some((d) => d.meta.messageId === messageId), scaled(60_000), 'A to deliver it');
     expect(a.deliveries.filter((d) => d.meta.messageId === messageId).map((d) => d.meta.attempt)).toEqual([1]);
     expect(b.deliveries).toHaveLength(0);
     expect(await receiveAll(a, await a.queue.transport.dlqUrl())).toHaveLength(0);
-  }, 270_000);
+  });
 
   test('a message for a retired or never-registered deployment is dispatched at once by the consumer it reaches', async () => {
     const b = await makeWorld({ env: ON, tuning: { deploymentId: 'dep-b' } });
@@ -139,7 +162,7 @@ describe('two deployments on one queue', () => {
     // A hook wake (no re-route, no start) for them goes out: its delivery fails the run, not the send.
     await b.queue.queue(Q, { to: 'retired' } as never, { deploymentId: 'dep-r' });
     await b.queue.queue(Q, { to: 'unknown' } as never, { deploymentId: 'dep-none' });
-    await waitFor(() => b.deliveries.length === 2, 30_000, 'both to be dispatched');
+    await waitFor(() => b.deliveries.length === 2, scaled(30_000), 'both to be dispatched');
     expect(b.deliveries.map((d) => d.meta.attempt)).toEqual([1, 1]);
   });
 });

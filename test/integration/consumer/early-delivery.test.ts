@@ -86,10 +86,10 @@ describe.concurrent('early delivery', () => {
     expect(h.w.deliveries[0].meta.attempt).toBe(1);
     h.release();
     const { messageId } = await pending;
-    // Its own id, which no SQS message carries; the copy is M.
+    // Its own id, which no SQS message carries, minted from M (src/queue/delivery-id.ts); the copy is M.
     const earlyId = h.w.deliveries[0].meta.messageId;
-    expect(earlyId).toMatch(/^msg_[0-9A-Z]{26}$/);
-    expect(earlyId).not.toBe(messageId);
+    expect(earlyId).toMatch(/^msg_[0-9A-Z]{26}\.early\.[0-9A-Z]{26}$/);
+    expect(earlyId.startsWith(`${messageId}.early.`)).toBe(true);
     expect(h.sentIds).toEqual([messageId]);
     // The copy arrives, takes the early verdict (ack) and is deleted.
     await waitFor(

@@ -6,8 +6,6 @@
  * a restart; a secret that cannot be read keeps the copy (no DLQ); the client is never loaded
  * without the ARN.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import path from 'node:path';
 import {
   CreateSecretCommand,
   GetSecretValueCommand,
@@ -21,6 +19,7 @@ import { type SecretsManagerServer, startSecretsManagerServer } from '../../../e
 import { loadConfig } from '../../../src/config/index.js';
 import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
 import { createSqsHandler, type SQSRecord } from '../../../src/consumer/sqs-event-handler.js';
+import { sourceFiles } from '../../helpers/imports.js';
 import { makeWorld, receiveAll, serve, type World, waitFor } from '../../helpers/queue.js';
 import { toRecord } from '../../lambda/esm-simulator.js';
 
@@ -207,16 +206,9 @@ describe('deliveries signed with a secret read from Secrets Manager', () => {
       await server.close();
     }
     // The package's code loads the SDK only through `import()` (or `import type`).
-    const root = path.resolve(import.meta.dirname, '../../../src');
-    const files = (function walk(dir: string): string[] {
-      return readdirSync(dir).flatMap((f) => {
-        const p = path.join(dir, f);
-        return statSync(p).isDirectory() ? walk(p) : /\.tsx?$/.test(f) ? [p] : [];
-      });
-    })(root);
-    const eager = files.filter((f) =>
-      /^import\s+(?!type\b)[^;]*from\s+'@aws-sdk\/client-secrets-manager'/m.test(readFileSync(f, 'utf8')),
-    );
+    const eager = sourceFiles()
+      .filter((f) => /^import\s+(?!type\b)[^;]*from\s+'@aws-sdk\/client-secrets-manager'/m.test(f.text))
+      .map((f) => f.rel);
     expect(eager).toEqual([]);
   });
 });

@@ -92,11 +92,13 @@ describe.concurrent('Lambda SQS handler', () => {
     const logger = new MemoryLogger();
     const handler = createSqsHandler({ flow, context: w.ctx, logger, onOutcome: (o) => outcomes.push(o) });
     const res = await handler(event);
-    expect(res.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(
-      [byRun.get('fail'), byRun.get('later'), byRun.get('garbage')].sort(),
-    );
+    // A failed dispatch ('fail'; 'garbage', refused by the route) is replaced by a copy counting
+    // it (src/consumer/delivery/failures.ts): done for Lambda.
+    expect(res.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([byRun.get('later')]);
     expect(w.deliveries.map((d) => d.body.runId).sort()).toEqual(['fail', 'later', 'ok']);
-    expect(outcomes.map((o) => o.reason).sort()).toEqual(['ack', 'deferred', 'failed', 'malformed', 'redelayed']);
+    expect(
+      outcomes.map((o) => `${o.reason}${o.action === 'delete' && o.failure ? `:${o.failure}` : ''}`).sort(),
+    ).toEqual(['ack', 'deferred', 'redelayed', 'retried:failed', 'retried:malformed']);
 
     // 'later' had its visibility set to 1 s: it is back soon, as the same SQS message. The
     // redelayed 'not-due' has a fresh copy in the queue (the original is Lambda's to delete).
@@ -168,7 +170,7 @@ describe.concurrent('Lambda SQS handler', () => {
     expect(sent).toHaveLength(0);
   });
 
-  test('over HTTP: signed deliveries succeed; a wrong secret is refused (401) and reported as a failure', async ({
+  test('over HTTP: signed deliveries succeed; a wrong secret is refused (401) and counted as a failure of the message', async ({
     expect,
   }) => {
     const secret = '8d3f1a6c0e9b2d7f4a5c1e8b0d6f3a9c2e7b4d1f8a0c5e3b9d6f2a7c4e1b0d8f';
@@ -197,9 +199,17 @@ describe.concurrent('Lambda SQS handler', () => {
       });
       worlds.push(wrong);
       const logger = new MemoryLogger();
-      const bad = createSqsHandler({ flowUrl: server.url, context: wrong.ctx, logger });
+      const outcomes: DeliveryOutcome[] = [];
+      const bad = createSqsHandler({
+        flowUrl: server.url,
+        context: wrong.ctx,
+        logger,
+        onOutcome: (o) => outcomes.push(o),
+      });
       const res = await bad(second.event);
-      expect(res.batchItemFailures).toEqual([{ itemIdentifier: second.byRun.get('http-bad') }]);
+      // Refused, and counted as a failure of the message in a fresh copy: done for Lambda.
+      expect(res.batchItemFailures).toEqual([]);
+      expect(outcomes).toMatchObject([{ action: 'delete', reason: 'retried', failure: 'unauthorized' }]);
       expect(w.deliveries).toHaveLength(1);
       expect(logger.lines.some((l) => l.includes('unauthorized'))).toBe(true);
     } finally {
@@ -345,12 +355,17 @@ describe('Lambda SQS handler heartbeat', () => {
     });
     outcomes.length = 0;
     const res = await handler({ Records: [...poison.event.Records, ...ok.event.Records] });
-    // The parked copies of the outage are back by now too: all of them acked, the poison failed.
-    expect(outcomes.find((o) => o.messageId === 'msg_POISON')?.reason).toBe('malformed');
+    // The parked copies of the outage are back by now too: all of them acked, the poison failed
+    // (counted in a fresh copy).
+    expect(outcomes.find((o) => o.messageId === 'msg_POISON')).toMatchObject({
+      action: 'delete',
+      reason: 'retried',
+      failure: 'malformed',
+    });
     expect(outcomes.filter((o) => o.messageId !== 'msg_POISON').map((o) => o.reason)).toEqual(
       outcomes.filter((o) => o.messageId !== 'msg_POISON').map(() => 'ack'),
     );
-    expect(res.batchItemFailures).toEqual([{ itemIdentifier: poison.byRun.get('poison') }]);
+    expect(res.batchItemFailures).toEqual([]);
     expect(w.deliveries.map((d) => d.body.runId)).toContain('ok');
     expect(logger.lines.filter((l) => l.includes('circuit closed'))).toHaveLength(1);
   });
@@ -372,8 +387,14 @@ describe('Lambda SQS handler heartbeat', () => {
       onOutcome: (o) => outcomes.push(o),
     });
     const res = await handler(event);
-    expect(outcomes.map((o) => o.reason)).toEqual(['malformed', 'malformed', 'malformed', 'malformed']);
-    expect(res.batchItemFailures).toHaveLength(4);
+    expect(outcomes.map((o) => (o.action === 'delete' ? o.failure : undefined))).toEqual([
+      'malformed',
+      'malformed',
+      'malformed',
+      'malformed',
+    ]);
+    expect(outcomes.map((o) => o.reason)).toEqual(['retried', 'retried', 'retried', 'retried']);
+    expect(res.batchItemFailures).toHaveLength(0);
     expect(logger.lines.filter((l) => l.includes('circuit open'))).toEqual([]);
   });
 });

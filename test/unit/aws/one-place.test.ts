@@ -4,19 +4,8 @@
  * an SDK exception class (fails across SDK copies), a comparison of an error's name with an AWS
  * exception name, a partition table, or its own queue-URL test. Pure: reads the files.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-
-const SRC = path.resolve(__dirname, '../../../src');
-
-function walk(dir: string): string[] {
-  return readdirSync(dir).flatMap((n) => {
-    const p = path.join(dir, n);
-    if (statSync(p).isDirectory()) return walk(p);
-    return /\.(ts|tsx)$/.test(n) && !n.endsWith('.d.ts') ? [p] : [];
-  });
-}
+import { sourceFiles, stripComments } from '../../helpers/imports.js';
 
 /** [what, pattern, the one module allowed to have it]. */
 const RULES: [string, RegExp, string][] = [
@@ -39,7 +28,7 @@ const EXCEPTIONS: Record<string, string[]> = { 'config/checks.ts': ['a queue-URL
 function rivals(files: { rel: string; text: string }[]): string[] {
   const out: string[] = [];
   for (const f of files) {
-    const text = f.text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+    const text = stripComments(f.text);
     for (const [what, re, home] of RULES) {
       if (f.rel === home || EXCEPTIONS[f.rel]?.some((e) => what.startsWith(e))) continue;
       if (re.test(text)) out.push(`${f.rel}: ${what}`);
@@ -48,10 +37,7 @@ function rivals(files: { rel: string; text: string }[]): string[] {
   return out;
 }
 
-const files = walk(SRC).map((p) => ({
-  rel: path.relative(SRC, p).split(path.sep).join('/'),
-  text: readFileSync(p, 'utf8'),
-}));
+const files = sourceFiles();
 
 describe('one place for AWS facts', () => {
   it('no module under src/ recognises AWS errors, partitions or queue URLs on its own', () => {

@@ -166,7 +166,7 @@ describe('README', () => {
       '--print-iam-policy',
       '--docker',
       '--data-dir',
-      '--env-file',
+      '--env-out',
     ]) {
       expect(cli).toContain(cmd);
     }

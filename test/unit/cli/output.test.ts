@@ -1,84 +1,199 @@
 /**
- * Tables on a terminal (src/cli/output.ts): the `runs`, `init` and `redrive --stranded` tables fit
- * the terminal width by wrapping cells inside their column, lose no character, and stay as they
- * are when piped (no width).
+ * Tables and prose on a terminal (src/cli/output.ts, text-table.ts, terminal-text.ts): the tables
+ * of `runs`, `redrive`, `init`, `destroy`, `deployments` and `doctor` fit 80 and 120 columns with
+ * colours on, lose no character, never split an id or a colour code, and stay as they are when
+ * piped (no width). Text from a run cannot move the cursor.
  */
 import { describe, expect, it } from 'vitest';
-import { fitColumns, renderTable, wrapCell } from '../../../src/cli/output.js';
+import { fitText, palette, renderTable } from '../../../src/cli/output.js';
+import { displayWidth, sanitize, stripColor, wrapText } from '../../../src/cli/terminal-text.js';
+import { planTable } from '../../../src/cli/text-table.js';
 
 const RUN = 'wrun_01KB2Z3Y4X5W6V7T8S9R0Q1P2N';
-const runsHead = ['Run', 'Workflow', 'Status', 'Started', 'Duration'];
-const runsRows = [
-  [RUN, 'workflow//./workflows/forecast//forecastDemo', 'completed', '2026-12-01 10:00:00Z', '4.2s'],
-  [RUN.replace('Q1', 'Q9'), 'workflow//./workflows/order//placeOrder', 'failed', '2026-12-01 10:01:00Z', '850ms'],
-];
-const strandedHead = ['Run', 'Workflow', 'Status', 'Last event', 'Verdict', 'Reason', 'Action'];
-const strandedRows = [
+const MSG = 'msg_01KB2Z3Y4X5W6V7T8S9R0Q1P2N';
+const p = palette(true);
+
+const tables: Array<[string, string[], string[][]]> = [
   [
-    RUN,
-    'workflow//./workflows/forecast//forecastDemo',
-    'running',
-    '2026-12-01 10:00:00Z step_started',
-    'stranded',
-    'no message in flight for the run and its last event is older than the grace period (15m)',
-    're-enqueued run message',
+    'runs',
+    ['Run', 'Workflow', 'Status', 'Started', 'Duration'],
+    [
+      [RUN, 'forecastDemo', p.green('completed'), '2026-12-01 10:00:00Z', '4.2s'],
+      [RUN.replace('Q1', 'Q9'), 'placeOrder', p.red('failed'), '2026-12-01 10:01:00Z', '850ms'],
+    ],
+  ],
+  [
+    'runs with deployments',
+    ['Run', 'Workflow', 'Status', 'Started', 'Duration', 'Deployment'],
+    [[RUN, 'forecastDemo', p.cyan('running'), '2026-12-01 10:00:00Z', '3m05s', 'build:0123456789abcdef']],
+  ],
+  [
+    'redrive --stranded',
+    ['Run', 'Workflow', 'Status', 'Last event', 'Verdict', 'Reason', 'Action'],
+    [
+      [
+        RUN,
+        'forecastDemo',
+        'running',
+        '2026-12-01 10:00:00Z',
+        p.red('stranded'),
+        '1 unfinished step and no delivery since 2026-12-01 10:00:00Z',
+        'step chargeCard: enqueued',
+      ],
+    ],
+  ],
+  [
+    'redrive',
+    ['Message', 'Queue (logical)', 'Run', 'First sent', 'Result'],
+    [[MSG, '__wkf_workflow_forecastDemo', RUN, '2026-12-01 10:00:00Z', p.yellow('would move')]],
+  ],
+  [
+    'init',
+    ['Resource', 'Name', 'State', 'Details'],
+    [
+      [
+        'queue',
+        'eve-world-demo-queue',
+        p.yellow('would fix'),
+        'visibility 30 s; DLQ after 10 receives; SSE on; long polling 20 s\narn:aws:sqs:us-east-1:000000000000:eve-world-demo-dlq',
+      ],
+    ],
+  ],
+  [
+    'destroy',
+    ['Resource', 'Name', 'State', 'Details'],
+    [['bucket', 'eve-world-payloads', p.red('KEPT (holds data)'), 'holds objects (payloads, queue bodies)']],
+  ],
+  [
+    'deployments',
+    ['Deployment', 'Shape', 'Status', 'First seen', 'Last seen', 'Active runs'],
+    [
+      [
+        'lambda:eve-world-host:12',
+        'lambda',
+        p.yellow('active, no consumer'),
+        '2026-12-01 10:00:00Z',
+        '2026-12-01 11:00:00Z',
+        '3',
+      ],
+    ],
+  ],
+  [
+    'doctor',
+    ['Check', 'Result', 'Details'],
+    [
+      [
+        'queue + redrive policy',
+        p.green('pass'),
+        'eve-world-queue: redrive to eve-world-dlq after 10 receives; max message 1048576 bytes',
+      ],
+      [
+        'bucket',
+        p.dim('skip'),
+        'eve-world-payloads: public access block: skipped: not implemented by this endpoint (its answer has no public access block)',
+      ],
+    ],
   ],
 ];
 
-/** The cell texts of a rendered table, joined per column, without borders and padding. */
-function cells(table: string, columns: number): string[] {
-  const out = Array.from({ length: columns }, () => '');
-  for (const line of table.split('\n')) {
-    if (!line.startsWith('│')) continue;
-    const parts = line.split('│').slice(1, -1);
-    parts.forEach((p, i) => {
-      out[i] += p.trim();
-    });
-  }
-  return out;
+/** Every complete SGR code and nothing else that starts with ESC. */
+function escapesWhole(text: string): void {
+  const rest = text.replace(/\u001b\[[0-9;]*m/g, '');
+  expect(rest, 'a cut escape sequence').not.toMatch(/\u001b|\[\d+m|(^|[^\w])\d+m(?!\w)/);
 }
 
-describe('renderTable', () => {
-  it.each([
-    ['runs', runsHead, runsRows],
-    ['redrive --stranded', strandedHead, strandedRows],
-    [
-      'init',
-      ['Resource', 'Name', 'State', 'Details'],
-      [
-        [
-          'queue',
-          'eve-world-demo-queue',
-          'present',
-          'visibility 30 s; DLQ after 10 receives; SSE on; long polling 20 s',
-        ],
-      ],
-    ],
-  ])('%s: fits 80 columns and keeps every character', (_name, head, rows) => {
-    const table = renderTable(head, rows, false, 80);
-    for (const line of table.split('\n')) expect(line.length, line).toBeLessThanOrEqual(80);
-    const joined = cells(table, head.length).join('|').replace(/\s+/g, '');
-    for (const row of rows) for (const c of row) expect(joined).toContain(c.replace(/\s+/g, ''));
+/** Every colour opened on a line is closed on it (a line stands alone). */
+function balanced(line: string): void {
+  const codes = [...line.matchAll(/\u001b\[([0-9;]*)m/g)].map((m) => m[1]);
+  let open = 0;
+  for (const c of codes) open = ['0', '', '22', '39', '49'].includes(c) ? 0 : open + 1;
+  expect(open, JSON.stringify(line)).toBe(0);
+}
+
+describe('renderTable on a terminal', () => {
+  for (const width of [80, 120])
+    it.each(tables)(`%s: fits ${width} columns, ids whole, every character kept, colours whole`, (_n, head, rows) => {
+      const table = renderTable(head, rows, true, width);
+      for (const line of table.split('\n')) {
+        expect(displayWidth(line), line).toBeLessThanOrEqual(width);
+        balanced(line);
+      }
+      escapesWhole(table);
+      const plain = stripColor(table);
+      for (const id of [RUN, MSG]) if (rows.flat().some((c) => c.includes(id))) expect(plain).toContain(id);
+      // Nothing lost: the words of every cell appear, in order, once borders and spaces are gone.
+      const squeezed = plain.replace(/[│┌┐└┘├┤┬┴┼─\s]/g, '');
+      for (const c of rows.flat()) for (const w of stripColor(c).split(/\s+/)) expect(squeezed).toContain(w);
+    });
+
+  it('keeps the box while it fits, goes open then to records as the width shrinks', () => {
+    const [, head, rows] = tables[0];
+    expect(
+      planTable(
+        head,
+        rows.map((r) => r.map(stripColor)),
+        120,
+      ).layout,
+    ).toBe('box');
+    expect(
+      planTable(
+        head,
+        rows.map((r) => r.map(stripColor)),
+        80,
+      ).layout,
+    ).toBe('open');
+    expect(
+      planTable(
+        head,
+        rows.map((r) => r.map(stripColor)),
+        60,
+      ).layout,
+    ).toBe('records');
+    const records = stripColor(renderTable(head, rows, true, 60)).split('\n');
+    expect(records[0]).toBe(`Run       ${RUN}`);
+    expect(records).toContain('');
   });
 
-  it('a wide terminal or a pipe keeps one line per row', () => {
-    for (const width of [400, undefined]) {
-      const table = renderTable(runsHead, runsRows, false, width);
-      expect(table.split('\n').filter((l) => l.includes(RUN))).toHaveLength(1);
-    }
-    expect(renderTable(strandedHead, strandedRows, false, undefined).split('\n')[0].length).toBeGreaterThan(200);
+  it('a pipe keeps one line per row at natural widths, borders as before', () => {
+    const [, head, rows] = tables[0];
+    const table = renderTable(
+      head,
+      rows.map((r) => r.map(stripColor)),
+      false,
+      undefined,
+    );
+    expect(table.split('\n').filter((l) => l.includes(RUN))).toHaveLength(1);
+    expect(table.split('\n')[0]).toMatch(/^┌─+┬/);
+    expect(table).toContain(`│ ${RUN} │ forecastDemo │ completed │ 2026-12-01 10:00:00Z │ 4.2s     │`);
   });
 
-  it('fitColumns gives way from the widest column, never below 8 or the heading', () => {
-    const w = fitColumns(runsHead, runsRows, 80);
-    expect(w.reduce((a, b) => a + b, 0) + w.length + 1).toBeLessThanOrEqual(80);
-    expect(w[2]).toBe('completed'.length + 2);
-    expect(Math.min(...w)).toBeGreaterThanOrEqual(8);
+  it('a cell cannot move the cursor: control sequences from run data are dropped', () => {
+    const evil = 'card declined\u001b[2J\u001b]0;pwned\u0007\rdone\tnow';
+    const table = renderTable(['Run', 'Error'], [[RUN, evil]], false, 80);
+    expect(table).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+    expect(table).toContain('card declined');
+    expect(sanitize(p.red('ok'))).toBe(p.red('ok'));
+  });
+});
+
+describe('wrapText and fitText', () => {
+  it('wraps on spaces, splits only words longer than the line, and reopens colours on the next line', () => {
+    expect(wrapText('no message in flight', 10)).toEqual(['no message', 'in flight']);
+    expect(wrapText(RUN, 12)).toEqual([RUN.slice(0, 12), RUN.slice(12, 24), RUN.slice(24)]);
+    const red = wrapText(p.red('KEPT (holds data)'), 6);
+    expect(red.map(stripColor)).toEqual(['KEPT', '(holds', 'data)']);
+    for (const l of red) balanced(l);
+    expect(red[1].startsWith('\u001b[31m')).toBe(true);
+    expect(displayWidth('日本語')).toBe(6);
   });
 
-  it('wrapCell wraps on spaces and splits words longer than the line', () => {
-    expect(wrapCell('no message in flight', 10)).toBe('no message\nin flight');
-    expect(wrapCell(RUN, 12)).toBe(`${RUN.slice(0, 12)}\n${RUN.slice(12, 24)}\n${RUN.slice(24)}`);
-    expect(wrapCell('\u001b[32mcompleted\u001b[39m', 4)).toBe('\u001b[32mcompleted\u001b[39m');
+  it('fitText wraps prose with a hanging indent on a terminal and leaves a pipe alone', () => {
+    const fix = 'x table schema: shop: missing\n  fix: run eve-world-aws init to create the table, queues and bucket';
+    expect(fitText(fix, 40).split('\n')).toEqual([
+      'x table schema: shop: missing',
+      '  fix: run eve-world-aws init to create',
+      '  the table, queues and bucket',
+    ]);
+    expect(fitText(fix, undefined)).toBe(fix);
   });
 });

@@ -103,14 +103,32 @@ describe('tail view at 80×24', () => {
     expect(lines.at(-1)).toContain('following… (Ctrl-C to stop)');
   });
 
-  it('the header of a running run says what it waits for, on the status line', () => {
+  it('the header of a running run says what it waits for on a line of its own, the hook token whole', () => {
     const s = { ...state({ events: 3, steps: 1, chunks: 0, status: 'running' }), finished: false };
     const waiting = ['hook approval-42', 'wait until 2026-12-01T11:00:00.000Z'];
     const run = { ...s.run!, waiting };
-    const lines = frame({ ...s, run }, 160, 24);
-    const status = lines.find((l) => l.startsWith('status running'));
-    expect(status).toContain('waiting for hook approval-42; wait until 2026-12-01T11:00:00.000Z');
+    const wide = frame({ ...s, run }, 160, 24);
+    const at = wide.findIndex((l) => l.startsWith('status running'));
+    expect(wide[at]).not.toContain('waiting');
+    expect(wide[at + 1]).toBe('waiting for hook approval-42; wait until 2026-12-01T11:00:00.000Z');
     expect(frame(s, 160, 24).some((l) => l.includes('waiting for'))).toBe(false);
+
+    // 80 columns: the status line is as long as before, and the long token wraps, never cut.
+    const token = 'approval-order-2026-12-01-customer-4711-line-3';
+    const narrow = frame({ ...s, run: { ...run, waiting: [`hook ${token}`, ...waiting] } }, 80, 24);
+    const n = narrow.findIndex((l) => l.startsWith('status running'));
+    expect(narrow[n + 1]).toBe(`waiting for hook ${token};`);
+    expect(narrow[n + 2]).toBe('hook approval-42; wait until 2026-12-01T11:00:00.000Z');
+    for (const l of narrow) expect(l.length).toBeLessThanOrEqual(80);
+    expect(narrow.length).toBeLessThanOrEqual(23);
+
+    // Many things waited for: at most three lines, the last one says there is more.
+    const many = Array.from({ length: 40 }, (_, i) => `step fetchForecastForCity${i} (queued)`);
+    const crowded = frame({ ...s, run: { ...run, waiting: many } }, 80, 24);
+    const c = crowded.findIndex((l) => l.startsWith('status running'));
+    expect(crowded[c + 3]).toMatch(/ …$/);
+    expect(crowded[c + 4]).toBe('');
+    expect(crowded.length).toBeLessThanOrEqual(23);
   });
 });
 

@@ -7,9 +7,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config/index.js';
+import { loadConfig } from '../../../src/config/index.js';
 import { decideDeployment } from '../../../src/consumer/affinity.js';
-import { buildHash, deploymentIdentity, LEGACY_DEPLOYMENT_ID, lambdaDeploymentId } from '../../../src/deployment/id.js';
+import { fingerprintBuild } from '../../../src/deployment/fingerprint.js';
+import { deploymentIdentity, LEGACY_DEPLOYMENT_ID, lambdaDeploymentId } from '../../../src/deployment/id.js';
 import { DeploymentUnavailableError, isDeploymentUnavailableError } from '../../../src/deployment/unavailable-error.js';
 import * as entry from '../../../src/index.js';
 import {
@@ -68,30 +69,52 @@ describe('the deployment id', () => {
     expect(lambdaDeploymentId(undefined)).toBeUndefined();
   });
 
-  it('on a plain Node host with affinity on: the hash of the build, which any one-byte change moves', async () => {
-    const files = { 'index.mjs': 'export {}', 'chunks/a.mjs': 'step a', 'node_modules/x/i.js': 'dep' };
-    const a = build('a', files);
-    const same = build('same', files);
-    const oneByte = build('b', { ...files, 'chunks/a.mjs': 'step b' });
-    const depOnly = build('dep', { ...files, 'node_modules/x/i.js': 'other dep' });
-    expect(await buildHash(a)).toMatch(/^[0-9a-f]{16}$/);
-    expect(await buildHash(same)).toBe(await buildHash(a)); // the folder's place is not the build
-    expect(await buildHash(oneByte)).not.toBe(await buildHash(a));
-    expect(await buildHash(depOnly)).toBe(await buildHash(a)); // node_modules is skipped
+  it('on a plain Node host with affinity on: build:<fingerprint> of the workflow bundle, found from the entry script', async () => {
+    const bundle = {
+      '.well-known/workflow/v1/flow.mjs': 'export const POST = 1',
+      '.well-known/workflow/v1/manifest.json': '{}',
+    };
+    const a = build('a', { ...bundle, 'server/main.mjs': 'main' });
     const on = { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' };
-    const byEntry = deploymentIdentity(config(on), path.join(a, 'index.mjs'));
+    const fp = await fingerprintBuild({ kind: 'workflow-bundle', dir: path.join(a, '.well-known/workflow/v1') });
+    const byEntry = deploymentIdentity(config(on), path.join(a, 'server', 'main.mjs'));
     expect(byEntry.shape).toBe('node');
-    expect(await byEntry.id()).toBe(`build:${await buildHash(a)}`);
-    const byOption = deploymentIdentity(config(on, { buildDir: oneByte }), path.join(a, 'index.mjs'));
-    expect(await byOption.id()).toBe(`build:${await buildHash(oneByte)}`);
+    expect(await byEntry.id()).toBe(`build:${fp}`);
+    expect(await byEntry.fingerprint()).toEqual({ value: fp });
+    // The option names the build instead (an app root, the bundle folder itself).
+    const b = build('b', { ...bundle, '.well-known/workflow/v1/flow.mjs': 'export const POST = 2' });
+    const byOption = deploymentIdentity(config(on, { buildDir: b }), path.join(a, 'server', 'main.mjs'));
+    expect(await byOption.id()).not.toBe(`build:${fp}`);
     await expect(deploymentIdentity(config(on, { buildDir: path.join(scratch, 'none') })).id()).rejects.toThrow(
-      ConfigError,
+      /tuning.buildDir names no build: the build folder .* does not exist/,
     );
-    // A tool's entry script (a CLI in node_modules that loads the app) is not the app's build.
-    const tool = path.join(a, 'node_modules', 'x', 'i.js');
-    await expect(deploymentIdentity(config(on), tool).id()).rejects.toThrow(
-      /is a package's, not this app's build: name the build/,
+    // Set by hand: the id as set, the fingerprint of the build beside it.
+    const named = deploymentIdentity(
+      config({ ...on, EVE_WORLD_AWS_DEPLOYMENT_ID: 'release-7' }),
+      path.join(a, 'x.mjs'),
     );
+    expect(await named.id()).toBe('release-7');
+    expect(await named.fingerprint()).toEqual({ value: fp });
+    // Affinity off or Lambda: no fingerprint (nothing registered; a published version is immutable).
+    expect(await deploymentIdentity(config({}), path.join(a, 'x.mjs')).fingerprint()).toEqual({});
+  });
+
+  it('no build found: refused with the fix, or (an id set by hand) a note instead of a fingerprint', async () => {
+    const bare = build('bare', { 'server/main.mjs': 'main', 'app.log': 'a log' });
+    const on = { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' };
+    const entry = path.join(bare, 'server', 'main.mjs');
+    const cwd = process.cwd();
+    process.chdir(bare);
+    try {
+      await expect(deploymentIdentity(config(on), entry).id()).rejects.toThrow(
+        /EVE_WORLD_AWS_DEPLOYMENT_ID is unset and no workflow build was found to derive it from \(no \.well-known\/workflow\/v1\/manifest\.json .*\): run the app from the folder `wf build` ran in, point the buildDir option at it, or name the build/,
+      );
+      const named = deploymentIdentity(config({ ...on, EVE_WORLD_AWS_DEPLOYMENT_ID: 'release-7' }), entry);
+      expect(await named.id()).toBe('release-7');
+      expect((await named.fingerprint()).note).toMatch(/^no \.well-known\/workflow\/v1\/manifest\.json/);
+    } finally {
+      process.chdir(cwd);
+    }
   });
 
   it('declares deploymentAffinity and the predicate only as configured', () => {

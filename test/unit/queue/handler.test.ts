@@ -5,7 +5,7 @@
  * guard is tested against DynamoDB Local in security.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { copiedAttributes, redrivenCopy } from '../../../src/cli/redrive/dlq-mover.js';
+import { copiedAttributes, redrivenCopy } from '../../../src/cli/redrive/redriven-copy.js';
 import { createQueueHandler } from '../../../src/consumer/queue-handler.js';
 import {
   computeSignature,

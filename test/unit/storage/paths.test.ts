@@ -3,35 +3,21 @@
  * table/ <- records/ <- memory/ <- read/ <- write/ <- index.ts. A module imports only its own
  * folder or one to its left; no subfolder imports storage/index.ts. Pure: parses the files.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { importsOf, sourceFiles } from '../../helpers/imports.js';
 
-const STORAGE = path.resolve(__dirname, '../../../src/storage');
 const ORDER = ['table', 'records', 'memory', 'read', 'write', 'index.ts'];
 
 /** Rank of a module by its path relative to src/storage (undefined: an unknown place, itself a violation). */
 const rankOf = (rel: string): number => ORDER.indexOf(rel.split('/')[0]);
-
-function walk(dir: string): string[] {
-  return readdirSync(dir).flatMap((n) => {
-    const p = path.join(dir, n);
-    if (statSync(p).isDirectory()) return walk(p);
-    return /\.tsx?$/.test(n) ? [p] : [];
-  });
-}
-
-function importsOf(text: string): string[] {
-  const stripped = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
-  return [...stripped.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|\bimport\s+)['"](\.[^'"]+)['"]/g)].map((m) => m[1]);
-}
 
 function violations(files: { rel: string; text: string }[]): string[] {
   const bad: string[] = [];
   for (const f of files) {
     const from = rankOf(f.rel);
     if (from < 0) bad.push(`${f.rel} is outside ${ORDER.join(', ')}`);
-    for (const spec of importsOf(f.text)) {
+    for (const spec of importsOf(f.text).filter((s) => s.startsWith('.'))) {
       const to = path.posix.normalize(path.posix.join(path.posix.dirname(f.rel), spec)).replace(/\.js$/, '.ts');
       if (to.startsWith('..')) continue; // outside storage/: the layers test's business
       if (rankOf(to) > from) bad.push(`${f.rel} -> ${to}`);
@@ -40,10 +26,10 @@ function violations(files: { rel: string; text: string }[]): string[] {
   return bad;
 }
 
-const files = walk(STORAGE).map((p) => ({
-  rel: path.relative(STORAGE, p).split(path.sep).join('/'),
-  text: readFileSync(p, 'utf8'),
-}));
+/** The modules of src/storage/, `rel` relative to it. */
+const files = sourceFiles()
+  .filter((f) => f.rel.startsWith('storage/'))
+  .map((f) => ({ rel: f.rel.slice('storage/'.length), text: f.text }));
 
 describe('storage paths', () => {
   it('every module imports only its own folder or one before it', () => {

@@ -4,7 +4,7 @@
  */
 import { SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { describe, expect, it } from 'vitest';
-import { when as ownedWhen } from '../../../../src/aws/owned-record.js';
+import { when as ownedWhen } from '../../../../src/aws/record-conditions.js';
 import {
   NOT_TERMINAL,
   runIsTerminal,
