@@ -201,21 +201,24 @@ describe('a healthy owner with a long quiet step beside consumers whose clocks a
   /** Deliveries of the run's step message (a start of the running step), answered without running it. */
   const stepStarts = (delivered: string[]) => delivered.filter((l) => / step_\S+$/.test(l));
 
-  test('a consumer 60 s ahead, backstop B = 2 s, T = 1 s', async () => {
+  test('a consumer 60 s ahead, backstop B = 2 s, T = 1 s', { tags: ['timing'], timeout: 300_000 }, async () => {
     const [ahead] = await runCase('skew-ahead', [60_000], SHORT);
     // Its core took the owner's inline ownership for long expired and sent the step's message at
     // once: it tried to start the running step while the body was held (and was refused: one body).
     expect(stepStarts(ahead).length).toBeGreaterThan(0);
-  }, 300_000);
+  });
 
-  test('a consumer 60 s behind, backstop B = 2 s, T = 1 s', async () => {
+  test('a consumer 60 s behind, backstop B = 2 s, T = 1 s', { tags: ['timing'], timeout: 300_000 }, async () => {
     const [behind] = await runCase('skew-behind', [-60_000], SHORT);
     // It took the run's copy (its core then waits out the owner's inline ownership).
     expect(behind.length).toBeGreaterThan(0);
-  }, 300_000);
+  });
 
-  test('consumers 60 s ahead and 60 s behind at once, backstop at its defaults (B = 60 s, T = 30 s)', async () => {
+  test('consumers 60 s ahead and 60 s behind at once, backstop at its defaults (B = 60 s, T = 30 s)', {
+    tags: ['timing'],
+    timeout: 400_000,
+  }, async () => {
     const [ahead, behind] = await runCase('skew-defaults', [60_000, -60_000], DEFAULTS);
     expect(stepStarts([...ahead, ...behind]).length).toBeGreaterThan(0);
-  }, 400_000);
+  });
 });
