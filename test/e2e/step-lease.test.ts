@@ -11,7 +11,7 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, expect, test, vi } from 'vitest';
 import { start } from 'workflow/api';
-import { LOG_TAIL_HEADER, processSigningKey, signatureHeaders } from '../../src/consumer/signing.js';
+import { LOG_TAIL_HEADER, MESSAGE_ID_HEADER, processSigningKey, signatureHeaders } from '../../src/consumer/signing.js';
 import { keys } from '../../src/schema/keys.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';
 import { scaled } from '../helpers/pace.js';
@@ -46,6 +46,7 @@ async function copyOf(req: Request): Promise<Request> {
   const body = await req.clone().text();
   const h = new Headers(req.headers);
   const tail = h.get(LOG_TAIL_HEADER);
+  const queuedId = h.get(MESSAGE_ID_HEADER); // the id queue() returned, signed when present
   const parts = {
     queueName: h.get('x-vqs-queue-name') ?? '',
     messageId: h.get('x-vqs-message-id') ?? '',
@@ -53,6 +54,7 @@ async function copyOf(req: Request): Promise<Request> {
     body,
     destination: req.url,
     ...(tail ? { logTail: tail } : {}),
+    ...(queuedId !== null ? { queuedId } : {}),
   };
   for (const [k, v] of Object.entries(signatureHeaders(processSigningKey(), parts))) h.set(k, v);
   return new Request(req.url, { method: 'POST', headers: h, body });
