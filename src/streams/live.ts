@@ -23,9 +23,10 @@
  * polled forever. Only while the reader is idle (no data for ACTIVE_MS) it reads the run, at most
  * once per RUN_CHECK_MS until the run is terminal. Once this reader has known the run terminal for
  * END_GRACE_MS (timed on its own monotonic clock from the read that first showed it terminal, never
- * from the run's end time, which another process's clock wrote) and a Query that started after that
- * found nothing new, no writer is taken to be left: the reader writes the stream's EOF (`seal`, the writer's idempotent close; a late block
- * that lands first is kept, the EOF goes after it by density), logs why, and ends at that EOF
+ * from the run's end time, which another process's clock wrote) and a Query that started after
+ * that found nothing new, no writer is taken to be left: the reader writes the stream's EOF
+ * (`seal`, the writer's idempotent close; a late block that lands first is kept, the EOF goes
+ * after it by density), logs why, and ends at that EOF
  * like any reader. Sealing, not just closing this reader, is what lets core's `getReadable()`
  * end: core trusts an end only when `getInfo()` says `done` (else it reconnects), and every
  * other reader and `getChunks()` then agree. Chunks a writer sends after the seal are dropped,
