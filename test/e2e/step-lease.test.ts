@@ -46,7 +46,8 @@ async function copyOf(req: Request): Promise<Request> {
   const body = await req.clone().text();
   const h = new Headers(req.headers);
   const tail = h.get(LOG_TAIL_HEADER);
-  const queuedId = h.get(MESSAGE_ID_HEADER); // the id queue() returned, signed when present
+  const queuedId = h.get(MESSAGE_ID_HEADER);
+  const traceparent = h.get('traceparent');
   const parts = {
     queueName: h.get('x-vqs-queue-name') ?? '',
     messageId: h.get('x-vqs-message-id') ?? '',
@@ -54,7 +55,8 @@ async function copyOf(req: Request): Promise<Request> {
     body,
     destination: req.url,
     ...(tail ? { logTail: tail } : {}),
-    ...(queuedId !== null ? { queuedId } : {}),
+    ...(queuedId ? { queuedId } : {}),
+    ...(traceparent ? { traceparent } : {}),
   };
   for (const [k, v] of Object.entries(signatureHeaders(processSigningKey(), parts))) h.set(k, v);
   return new Request(req.url, { method: 'POST', headers: h, body });
@@ -97,10 +99,18 @@ test('a copy of a delivery whose long step is running is deferred, not run; the 
 
   // A copy at once, and one after the lease's first expiry would have passed without a heartbeat.
   const responses: string[] = [];
-  responses.push(await (await e2e.flow(await copyOf(first!.req))).text());
+  const statuses: number[] = [];
+  const deliverCopy = async () => {
+    const res = await e2e.flow(await copyOf(first!.req));
+    statuses.push(res.status);
+    responses.push(await res.text());
+  };
+  await deliverCopy();
   await new Promise((r) => setTimeout(r, 6000));
-  responses.push(await (await e2e.flow(await copyOf(first!.req))).text());
-  console.log(`[step lease] copies answered: ${responses.join(' | ')}`);
+  await deliverCopy();
+  console.log(`[step lease] copies answered: ${statuses.map((s, i) => `${s} ${responses[i]}`).join(' | ')}`);
+  // Accepted by the route (a copy it refused would prove nothing about the lease).
+  expect(statuses).toEqual([200, 200]);
   expect(e2e.stepTally().get(key)).toBe(1);
   const extended = await lease(run.runId, stepId);
   expect(extended.token).toBe(held.token);

@@ -130,8 +130,14 @@ describe('eve-world-aws init', () => {
       ]),
     );
     expect(resources.some((x) => x === '*')).toBe(false);
-    // The World never touches the DLQ at run time: only the operator policy (--operator) does.
-    expect(resources).not.toContain(`arn:aws:sqs:us-east-1:123456789012:${p}-dlq`);
+    // At run time the World only sends to the DLQ (the consumer dead-letters a message whose
+    // failed dispatches reached the limit) and finds it by name; reading it, deleting from it or
+    // changing it is the operator policy's (--operator).
+    const dlq = `arn:aws:sqs:us-east-1:123456789012:${p}-dlq`;
+    const onDlq = policy.Statement.filter((s) => s.Resource.includes(dlq))
+      .flatMap((s) => s.Action)
+      .sort();
+    expect(onDlq).toEqual(['sqs:GetQueueUrl', 'sqs:SendMessage']);
     expect(
       policy.Statement.flatMap((s) => s.Action).some((a) => a.endsWith(':*') || a.startsWith('dynamodb:Create')),
     ).toBe(false);

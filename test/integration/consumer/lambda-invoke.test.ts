@@ -7,7 +7,7 @@
  * goes to the live URL once (where core's guard fails the run), never back to the queue.
  */
 import { randomBytes } from 'node:crypto';
-import { type Message, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, type Message, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { registerLambdaTarget } from '../../../emulator/lambda-service.js';
@@ -142,9 +142,27 @@ describe('Lambda worker: delivery by version', () => {
       logger,
       onOutcome: (o) => outcomes.push(o),
     });
-    expect(await handler(e)).toEqual({ batchItemFailures: [{ itemIdentifier: byRun.get('to-v3') }] });
-    expect(outcomes.map((o) => o.reason)).toEqual(['unauthorized']);
+    // A refused dispatch is the message's failure: its copy is replaced by one that counts it
+    // (src/consumer/delivery/failures.ts), so the record itself is done.
+    expect(await handler(e)).toEqual({ batchItemFailures: [] });
+    expect(outcomes.map((o) => [o.reason, o.action === 'delete' ? o.failure : undefined])).toEqual([
+      ['retried', 'unauthorized'],
+    ]);
     expect(runsOf(v2)).toEqual(before);
+    expect(byRun.has('to-v3')).toBe(true);
+    // The replacement comes back after the failure backoff with one failed dispatch counted; it is
+    // taken off the queue here so that no later test receives it.
+    const again = await event(1);
+    const [copy] = again.event.Records;
+    expect(again.byRun.has('to-v3')).toBe(true);
+    expect(copy?.messageAttributes['eve.failures']?.stringValue).toBe('1');
+    expect(copy?.messageAttributes['eve.id']?.stringValue).toBe('msg_TO-V3');
+    await worker.fixture.clients.sqs.send(
+      new DeleteMessageCommand({
+        QueueUrl: await worker.queue.transport.queueUrl(),
+        ReceiptHandle: copy!.receiptHandle,
+      }),
+    );
   });
 
   test('a version Lambda no longer has: its deployment is retired and the message goes to the live URL once', async () => {
