@@ -6,7 +6,8 @@
  * backstop. The owner is this process: it starts the run, delivers its first message early and
  * runs the step inline; its receives are blind (SDK middleware), so core's polls of the running
  * step (its inline-ownership wake, the step message it then sends) all reach a skewed consumer,
- * and only they tick the backstop.
+ * and only they tick the backstop. The skewed consumers start once the body runs here (started
+ * before, one could win the run's SQS copy and run the step itself, once).
  *
  * Before the fix, the consumer 60 s ahead took the live lease over at once (its `leaseUntil`, the
  * owner's clock + 15 s, looked long past) and its backstop judged the step stranded: the body ran
@@ -139,8 +140,6 @@ async function runCase(
 ) {
   const tally = path.join(scratch, `${tag}.tally`);
   writeFileSync(tally, '');
-  const consumers = skews.map((skew) => startChild(skew, tally, backstop));
-  await Promise.all(consumers.map((c) => c.ready));
 
   const key = `${tag}-${Date.now()}`;
   const g = globalThis as Record<string, unknown>;
@@ -153,8 +152,12 @@ async function runCase(
   );
   const inProcess = g.__e2eStepTally as Map<string, number>;
   const run = await start(workflows.gated as never, [key]);
-  // The body started here (the early delivery runs it inline) and now waits on its gate.
+  // The body started here (the early delivery runs it inline) and now waits on its gate. The
+  // skewed consumers start only now: one already polling could receive the run's SQS copy and
+  // start the step first (the body then runs once, there), and the case would test nothing.
   await vi.waitFor(() => expect(inProcess.get(key)).toBe(1), { timeout: 60_000, interval: 100 });
+  const consumers = skews.map((skew) => startChild(skew, tally, backstop));
+  await Promise.all(consumers.map((c) => c.ready));
 
   // Hold it until a skewed consumer's backstop watched the step's lease in a check of the quiet
   // run and saw its holder heartbeat.
