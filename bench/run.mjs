@@ -15,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { benchColdStart } from './cold-start.mjs';
 import { benchKms, printKmsTable } from './kms.mjs';
+import { benchLambdaShape, printLambdaShape } from './lambda-shape.mjs';
 import { benchLease, printLeaseTable } from './lease.mjs';
 import { srcOutOf } from './lib/dist.mjs';
 import { fmt, table } from './lib/format.mjs';
@@ -39,7 +40,7 @@ const coldBefore = process.argv.find((a) => a.startsWith('--cold-before='))?.sli
 /** `--only=a,b` or `--only a,b`: run a subset (default: everything). */
 function onlyArg(argv) {
   const i = argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
-  if (i < 0) return 'workflows,session,cold,streams,kms,lease,telemetry';
+  if (i < 0) return 'workflows,session,cold,streams,kms,lease,telemetry,lambda';
   return argv[i] === '--only' ? (argv[i + 1] ?? '') : argv[i].slice(7);
 }
 const only = new Set(onlyArg(process.argv).split(','));
@@ -496,6 +497,7 @@ async function main() {
     if (saved.kms) printKmsTable(saved.kms);
     if (saved.lease) printLeaseTable(saved.lease);
     if (saved.telemetry) printTelemetryTable(saved.telemetry);
+    if (saved.lambdaShape) printLambdaShape(saved.lambdaShape);
     return;
   }
   // The benches this one runs as child processes (bench:streams, bench:tokens, throughput) see it too.
@@ -606,6 +608,18 @@ async function main() {
         log,
       });
     }
+    if (only.has('lambda')) {
+      // One run of each shape here; `node bench/lambda-shape.mjs --runs=3` gives the side-by-side table.
+      log('The Lambda shape (bench/lambda-shape.mjs)...');
+      results.lambdaShape = await benchLambdaShape({
+        stackEnv: stack.env,
+        wellKnown: WELL_KNOWN,
+        dist: pathToFileURL(SRC_OUT).href,
+        log,
+        turns: sized(30, 3),
+        runs: 1,
+      });
+    }
   } finally {
     await stack.stop();
   }
@@ -620,6 +634,7 @@ async function main() {
   if (results.kms) printKmsTable(results.kms);
   if (results.lease) printLeaseTable(results.lease);
   if (results.telemetry) printTelemetryTable(results.telemetry);
+  if (results.lambdaShape) printLambdaShape(results.lambdaShape);
 
   mkdirSync(RESULTS, { recursive: true });
   const json = `${JSON.stringify({ ...results, quick: QUICK || undefined }, null, 2)}\n`;

@@ -33,7 +33,7 @@ const WARMUP_TURNS = Number(process.env.BENCH_SESSION_WARMUP ?? sized(5, 1));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let flowInstances = 0;
-async function loadSessionApp(wellKnown) {
+export async function loadSessionApp(wellKnown) {
   const manifest = JSON.parse(readFileSync(path.join(wellKnown, 'manifest.json'), 'utf8'));
   const workflows = manifest.workflows['workflows/session.ts'];
   // A fresh copy of the flow route per World (core's route caches the first World's queue handler).
@@ -81,7 +81,7 @@ function stampStepNames(world, rec, stamps) {
  * One session of `turns` turns. Returns per-turn timings and the recorder windows; the caller
  * accounts the calls. `beforeTurn(t)` runs before each turn's message (the cold mode uses it).
  */
-async function runSession(app, rec, wr, { turns, label, log }) {
+export async function runSession(app, rec, wr, { turns, label, log }) {
   const token = `bench-session-${randomBytes(6).toString('hex')}`;
   const run = await app.api.start(app.workflow, [token, turns, CHUNKS]);
   const lastChunk = new Map(); // turn -> { promise, resolve, at }

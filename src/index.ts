@@ -38,6 +38,7 @@ import {
 } from './config/index.js';
 import { createDeploymentFilter } from './consumer/affinity.js';
 import { type CreateConsumerOptions, createConsumer } from './consumer/index.js';
+import { createPassThroughRoute, isPassThrough } from './consumer/pass-through.js';
 import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context/world-context.js';
 import { deploymentIdentity } from './deployment/id.js';
@@ -208,7 +209,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     // consumers treat as an outage (the message is parked, never dead-lettered).
     createQueueHandler: (prefix, handler) => {
       const route = consumer.createQueueHandler(prefix, handler);
-      return async (req) => {
+      const checked = async (req: Request) => {
         try {
           await checkTableFormat(context.clients.ddb, config.tableName);
         } catch (err) {
@@ -217,6 +218,18 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
           return Response.json({ error: refused ? 'Table format refused' : 'Unavailable' }, { status: 503 });
         }
         return route(req);
+      };
+      // In Lambda, an SQS batch the Web Adapter passed through: this host consumes its own queue,
+      // each record delivered to `checked` in process (src/consumer/pass-through.ts).
+      let passThrough: ((req: Request) => Promise<Response>) | undefined;
+      return async (req) => {
+        if (!isPassThrough(req, config.inLambda)) return checked(req);
+        passThrough ??= createPassThroughRoute(context, {
+          flow: checked,
+          logger,
+          versionsOf: () => (identity.affinity ? config.lambdaFunction?.name : undefined),
+        });
+        return passThrough(req);
       };
     },
     registerHandler: consumer.registerHandler,

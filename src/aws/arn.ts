@@ -34,6 +34,17 @@ export function queueNameOf(ref: string): string {
   return isQueueUrl(ref) ? (ref.replace(/\/+$/, '').split('/').pop() ?? ref) : ref;
 }
 
+/**
+ * Whether `arn` (an event source's `eventSourceARN`) is the queue `ref` names: the same name, and
+ * when `ref` is a queue URL that names an account, the same account.
+ */
+export function isQueueArnOf(ref: string, arn: string | undefined): boolean {
+  const parts = arn === undefined ? undefined : parseArn(arn);
+  if (parts?.service !== 'sqs' || parts.resource !== queueNameOf(ref)) return false;
+  const account = isQueueUrl(ref) ? /\/(\d{12})\/[^/]+\/*$/.exec(ref)?.[1] : undefined;
+  return account === undefined || account === parts.account;
+}
+
 export interface ArnParts {
   readonly partition: string;
   readonly service: string;

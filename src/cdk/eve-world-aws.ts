@@ -6,8 +6,10 @@
  * - ./data.ts — the table, the payload bucket, the optional customer-managed key
  * - ./queue.ts — the work queue, its DLQ, the Scheduler group and role for long waits
  * - ./world-env.ts — the signing secret and the environment host and worker share
- * - ./host.ts — the eve app behind the Lambda Web Adapter, its Function URL
- * - ./worker.ts — the SQS worker that delivers signed to the host's flow route
+ * - ./host.ts — the eve app behind the Lambda Web Adapter, its Function URL; with
+ *   `consumer: 'host'`, the queue's event source on it
+ * - ./worker.ts — the SQS worker that delivers signed to the host's flow route (`consumer:
+ *   'worker'`, the default)
  * - ./sweeper.ts — the scheduled orphan sweep
  * - ./grants.ts — each function's grants, from the command table `init --print-iam-policy` prints
  * - ./observability.ts — alarms and the dashboard
@@ -32,7 +34,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { addData } from './data.js';
 import { grantWorld } from './grants.js';
-import { addHost } from './host.js';
+import { addHost, addHostConsumer } from './host.js';
 import { addObservability } from './observability.js';
 import { addOutputs } from './outputs.js';
 import { type EveWorldAwsProps, resolveSettings } from './props.js';
@@ -57,7 +59,8 @@ export class EveWorldAws extends Construct {
   readonly hostUrl: lambda.FunctionUrl;
   /** The host's `live` alias (the version the last deploy published; the Function URL serves it). */
   readonly hostLiveAlias: lambda.Alias;
-  readonly workerFunction: lambda.Function;
+  /** The SQS worker; absent with `consumer: 'host'` (the host consumes the queue itself). */
+  readonly workerFunction?: lambda.Function;
   /** The scheduled orphan sweep (absent with `sweepSchedule: false`). */
   readonly sweeperFunction?: lambda.Function;
   /** The EventBridge rule that invokes {@link sweeperFunction}. */
@@ -78,17 +81,21 @@ export class EveWorldAws extends Construct {
     const host = addHost(this, props, settings, worldEnv);
     // One asset for the worker and the sweeper (both handlers are in the bundle).
     const code = props.workerCode ?? lambda.Code.fromAsset(requireWorkerAsset());
-    const worker = addWorker(this, props, settings, {
-      code,
-      worldEnv,
-      hostUrl: host.hostUrl,
-      queue: queues.queue,
-      hostFunction: props.deploymentAffinity ? host.hostFunction : undefined,
-    });
+    const worker =
+      settings.consumer === 'worker'
+        ? addWorker(this, props, settings, {
+            code,
+            worldEnv,
+            hostUrl: host.hostUrl,
+            queue: queues.queue,
+            hostFunction: props.deploymentAffinity ? host.hostFunction : undefined,
+          })
+        : undefined;
+    if (settings.consumer === 'host') addHostConsumer(props, settings, host, queues.queue);
     const sweeper = addSweeper(this, props, { code, data, queues });
     const functions = {
       hostFunction: host.hostFunction,
-      workerFunction: worker.workerFunction,
+      workerFunction: worker?.workerFunction,
       sweeperFunction: sweeper?.sweeperFunction,
     };
     grantWorld(Stack.of(this), {
@@ -116,7 +123,7 @@ export class EveWorldAws extends Construct {
     this.hostFunction = host.hostFunction;
     this.hostUrl = host.hostUrl;
     this.hostLiveAlias = host.liveAlias;
-    this.workerFunction = worker.workerFunction;
+    this.workerFunction = worker?.workerFunction;
     this.sweeperFunction = sweeper?.sweeperFunction;
     this.sweepRule = sweeper?.sweepRule;
     this.alarms = observed.alarms;

@@ -3,13 +3,15 @@
  * same rows `init --print-iam-policy` prints, bound to the stack's resource ARNs. Host and worker
  * get the `runtime` rows, the sweeper the `sweeper` rows; the three wildcard resources this binds
  * (the table's indexes, the bucket's objects, the schedule group's schedules) are acknowledged to
- * cdk-nag here, each with its reason. With deployment affinity the worker alone also gets the
- * `hostVersions` row: `lambda:InvokeFunction` on `<host function ARN>:*` (its published versions;
- * the unqualified ARN, `$LATEST`, is not matched), acknowledged the same way.
+ * cdk-nag here, each with its reason. With deployment affinity the queue's consumer alone (the
+ * worker, or the host when it consumes the queue itself) also gets the `hostVersions` row:
+ * `lambda:InvokeFunction` on `<host function ARN>:*` (its published versions; the unqualified ARN,
+ * `$LATEST`, is not matched), acknowledged the same way.
  */
 import { ArnFormat, type Stack, Validations } from 'aws-cdk-lib';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { Construct } from 'constructs';
+import { CfnPolicy, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { IamPrincipal, IamResource } from '../provision/iam-resources.js';
@@ -30,9 +32,10 @@ export function grantWorld(
     readonly queues: Queues;
     readonly signingSecret: secretsmanager.ISecret;
     readonly hostFunction: lambda.IFunction;
-    readonly workerFunction: lambda.IFunction;
+    /** The SQS worker; absent when the host consumes the queue. */
+    readonly workerFunction?: lambda.IFunction;
     readonly sweeperFunction?: lambda.IFunction;
-    /** Deployment affinity: the worker invokes the host's versions. */
+    /** Deployment affinity: the consumer (the worker, else the host) invokes the host's versions. */
     readonly invokeHostVersions?: boolean;
   },
 ): void {
@@ -60,12 +63,29 @@ export function grantWorld(
     // GetSecretValue on this one secret (the runtime row of the table).
     signingSecret: [parts.signingSecret.secretArn],
   };
-  grantFromTable(parts.hostFunction, 'runtime', arns);
   const hostVersions = `${parts.hostFunction.functionArn}:*`;
-  grantFromTable(parts.workerFunction, 'runtime', {
-    ...arns,
-    hostVersions: parts.invokeHostVersions ? [hostVersions] : [],
-  });
+  const consumer = parts.workerFunction ?? parts.hostFunction;
+  grantFromTable(parts.hostFunction, 'runtime', arns);
+  if (parts.workerFunction)
+    grantFromTable(parts.workerFunction, 'runtime', {
+      ...arns,
+      hostVersions: parts.invokeHostVersions ? [hostVersions] : [],
+    });
+  // The host invoking its own versions: a policy the function does not depend on (it depends on
+  // every policy attached through its role, and one naming its own ARN would be a cycle). It is
+  // only needed once a second version exists, so after the first deploy.
+  let invokePolicy: CfnPolicy | undefined;
+  const hostRole = parts.hostFunction.role;
+  if (!parts.workerFunction && parts.invokeHostVersions && hostRole) {
+    const document = new PolicyDocument();
+    grantFromTable(document, 'runtime', { hostVersions: [hostVersions] });
+    // Beside the role, not in it: the function depends on everything under its role.
+    invokePolicy = new CfnPolicy(parts.hostFunction.node.scope as Construct, 'HostInvokeVersions', {
+      policyName: 'eve-invoke-host-versions',
+      roles: [hostRole.roleName],
+      policyDocument: document,
+    });
+  }
   if (parts.sweeperFunction) grantFromTable(parts.sweeperFunction, 'sweeper', arns);
 
   // cdk-nag acknowledgements, each with its reason (cdk-nag 3 reads CDK's Validations metadata).
@@ -84,12 +104,11 @@ export function grantWorld(
     ],
   ];
   if (parts.invokeHostVersions) {
-    const policy = parts.workerFunction.role?.node.tryFindChild('DefaultPolicy');
+    const policy = invokePolicy ?? consumer.role?.node.tryFindChild('DefaultPolicy');
     if (policy)
       Validations.of(policy).acknowledge({
         id: `AwsSolutions-IAM5[Resource::${nagResourceName(stack, hostVersions)}]`,
-        reason:
-          "lambda:InvokeFunction on the host function's published versions only (each deploy publishes one; the worker delivers a run's messages to the version that started it).",
+        reason: `lambda:InvokeFunction on the host function's published versions only (each deploy publishes one; the ${consumer === parts.hostFunction ? 'host' : 'worker'} delivers a run's messages to the version that started it).`,
       });
   }
   for (const fn of [parts.hostFunction, parts.workerFunction, parts.sweeperFunction]) {
@@ -110,17 +129,19 @@ export function grantWorld(
  * `kms:CreateGrant` its own statement limited to AWS resources, as in the printed policies.
  */
 export function grantFromTable(
-  grantee: IGrantable,
+  grantee: IGrantable | PolicyDocument,
   principal: IamPrincipal,
   arns: Partial<Record<IamResource, string[]>>,
 ): void {
+  const add = (st: PolicyStatement) =>
+    grantee instanceof PolicyDocument ? grantee.addStatements(st) : grantee.grantPrincipal.addToPrincipalPolicy(st);
   for (const [resource, actions] of actionsByResource(principal)) {
     const resources = arns[resource];
     if (!resources || resources.length === 0) continue;
     const plain = actions.filter((a) => !GRANT_ACTIONS.includes(a));
     const grants = actions.filter((a) => GRANT_ACTIONS.includes(a));
     if (plain.length > 0) {
-      grantee.grantPrincipal.addToPrincipalPolicy(
+      add(
         new PolicyStatement({
           actions: plain,
           resources,
@@ -129,9 +150,7 @@ export function grantFromTable(
       );
     }
     if (grants.length > 0) {
-      grantee.grantPrincipal.addToPrincipalPolicy(
-        new PolicyStatement({ actions: grants, resources, conditions: structuredClone(GRANT_CONDITION) }),
-      );
+      add(new PolicyStatement({ actions: grants, resources, conditions: structuredClone(GRANT_CONDITION) }));
     }
   }
 }

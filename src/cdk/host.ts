@@ -11,13 +11,20 @@
  * the World's queue handler verifies the HMAC signature with the secret
  * EVE_WORLD_AWS_SIGNING_SECRET_ARN names, and answers 401 to anything unsigned, forged, stale or
  * replayed (docs/deploy.md, docs/security.md).
+ *
+ * With `consumer: 'host'` the host is also the queue's consumer ({@link addHostConsumer}): the SQS
+ * event source invokes the `live` alias, and the Web Adapter passes the batch to the flow route
+ * (AWS_LWA_PASS_THROUGH_PATH), which takes it only when the adapter's own `x-amzn-request-context`
+ * is `null`, never for a Function URL request (src/consumer/pass-through.ts).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Annotations, RemovalPolicy } from 'aws-cdk-lib';
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { FLOW_PATH as FLOW_ROUTE } from '../config/limits.js';
 import { HOST_PORT, READINESS_PATH } from './dockerfile.js';
@@ -61,6 +68,8 @@ export function addHost(
       ...worldEnv,
       ...(props.deploymentAffinity ? { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' } : {}),
       AWS_LWA_INVOKE_MODE: 'response_stream',
+      // The consumer's batches go to the flow route (the adapter's default is /events).
+      ...(settings.consumer === 'host' ? { AWS_LWA_PASS_THROUGH_PATH: FLOW_ROUTE } : {}),
       AWS_LWA_READINESS_CHECK_PATH: READINESS_PATH,
       AWS_LWA_PORT: String(HOST_PORT),
       PORT: String(HOST_PORT),
@@ -76,6 +85,22 @@ export function addHost(
     invokeMode: lambda.InvokeMode.RESPONSE_STREAM,
   });
   return { hostFunction, hostUrl, liveAlias, logGroup: base.logGroup };
+}
+
+/**
+ * The host as the queue's consumer: the SQS event source on the `live` alias (the version the last
+ * deploy published, whose id a new run is pinned to), reporting partial batch failures. The
+ * event source's role grants (receive, delete, change visibility) go to the host's role.
+ */
+export function addHostConsumer(props: EveWorldAwsProps, settings: Settings, host: Host, queue: sqs.IQueue): void {
+  host.liveAlias.addEventSource(
+    new SqsEventSource(queue, {
+      batchSize: props.batchSize ?? 10,
+      maxBatchingWindow: props.maxBatchingWindow,
+      maxConcurrency: settings.maxConcurrency,
+      reportBatchItemFailures: true,
+    }),
+  );
 }
 
 /** The image built from the app directory's Dockerfile; a missing Dockerfile is a synth error that says how to make it. */

@@ -18,7 +18,8 @@ import type { EveWorldAwsProps } from './props.js';
 export interface ObservedStack {
   readonly queue: sqs.IQueue;
   readonly deadLetterQueue: sqs.IQueue;
-  readonly workerFunction: lambda.IFunction;
+  /** The SQS worker; absent when the host consumes the queue (its panels and alarm then show the host). */
+  readonly workerFunction?: lambda.IFunction;
   readonly hostFunction: lambda.IFunction;
 }
 
@@ -99,20 +100,28 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
       w('DeliveriesRefusedCopy', 'Sum', 'refused copy'),
     ]),
   );
+  // The queue's consumer: the worker, or the host when it consumes the queue itself.
+  const consumer = s.workerFunction ?? s.hostFunction;
+  const who = s.workerFunction ? 'worker' : 'host';
+  const consumerDuration = s.workerFunction
+    ? [
+        s.workerFunction.metricDuration({ ...oneMinute, statistic: 'p50', label: 'worker p50' }),
+        s.workerFunction.metricDuration({ ...oneMinute, statistic: 'p99', label: 'worker p99' }),
+      ]
+    : [s.hostFunction.metricDuration({ ...oneMinute, statistic: 'p50', label: 'host p50' })];
   dashboard.addWidgets(
     graph(
-      'Worker errors, throttles, breaker',
+      `${s.workerFunction ? 'Worker' : 'Host (queue consumer)'} errors, throttles, breaker`,
       [
-        s.workerFunction.metricErrors({ ...oneMinute, label: 'worker errors' }),
-        s.workerFunction.metricThrottles({ ...oneMinute, label: 'worker throttled (Lambda)' }),
+        consumer.metricErrors({ ...oneMinute, label: `${who} errors` }),
+        consumer.metricThrottles({ ...oneMinute, label: `${who} throttled (Lambda)` }),
         w('Throttles', 'Sum', 'AWS throttles after retries'),
         w('BreakerOpens', 'Sum', 'breaker opens'),
       ],
       [],
     ),
-    graph('Worker and host duration (ms)', [
-      s.workerFunction.metricDuration({ ...oneMinute, statistic: 'p50', label: 'worker p50' }),
-      s.workerFunction.metricDuration({ ...oneMinute, statistic: 'p99', label: 'worker p99' }),
+    graph(s.workerFunction ? 'Worker and host duration (ms)' : 'Host duration (ms)', [
+      ...consumerDuration,
       s.hostFunction.metricDuration({ ...oneMinute, statistic: 'p99', label: 'host p99' }),
     ]),
     graph(
@@ -196,9 +205,11 @@ export function addObservability(
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     }),
-    alarm('WorkerErrorsAlarm', {
-      alarmDescription: 'The SQS worker function failed invocations',
-      metric: s.workerFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+    alarm(s.workerFunction ? 'WorkerErrorsAlarm' : 'HostErrorsAlarm', {
+      alarmDescription: s.workerFunction
+        ? 'The SQS worker function failed invocations'
+        : 'The host function failed invocations (it consumes the queue: a failed batch is retried whole; see the host log)',
+      metric: (s.workerFunction ?? s.hostFunction).metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
       threshold: 1,
       evaluationPeriods: 1,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,

@@ -18,14 +18,21 @@ export function addOutputs(
     readonly queues: Queues;
     readonly signingSecretArn: string;
     readonly host: Host;
-    readonly worker: Worker;
+    /** Absent when the host consumes the queue. */
+    readonly worker?: Worker;
     readonly sweeper?: Sweeper;
   },
 ): void {
   const { data, queues, host, worker, sweeper } = parts;
   const out = (id: string, value: string, description: string) => new CfnOutput(scope, id, { value, description });
   out('Url', host.hostUrl.url, 'eve app URL (Function URL, response streaming)');
-  out('FlowUrl', `${host.hostUrl.url}${FLOW_PATH}`, 'flow route the worker POSTs signed deliveries to');
+  out(
+    'FlowUrl',
+    `${host.hostUrl.url}${FLOW_PATH}`,
+    worker
+      ? 'flow route the worker POSTs signed deliveries to'
+      : 'flow route (the host consumes the queue itself; from the URL only signed deliveries run)',
+  );
   out('TableName', data.table.tableName, 'EVE_WORLD_AWS_TABLE');
   out('QueueUrl', queues.queue.queueUrl, 'EVE_WORLD_AWS_QUEUE');
   out('QueueName', queues.queue.queueName, 'work queue name');
@@ -36,9 +43,9 @@ export function addOutputs(
   out('SchedulerRoleArn', queues.schedulerRole.roleArn, 'EVE_WORLD_AWS_SCHEDULER_ROLE_ARN');
   out('SigningSecretArn', parts.signingSecretArn, 'signing secret (Secrets Manager)');
   out('HostFunctionName', host.hostFunction.functionName, 'host function');
-  out('WorkerFunctionName', worker.workerFunction.functionName, 'SQS worker function');
+  if (worker) out('WorkerFunctionName', worker.workerFunction.functionName, 'SQS worker function');
   out('HostLogGroupName', host.logGroup.logGroupName, 'host logs (`aws logs tail`)');
-  out('WorkerLogGroupName', worker.logGroup.logGroupName, 'worker logs (`aws logs tail`)');
+  if (worker) out('WorkerLogGroupName', worker.logGroup.logGroupName, 'worker logs (`aws logs tail`)');
   if (sweeper) {
     out('SweeperFunctionName', sweeper.sweeperFunction.functionName, 'scheduled orphan sweep function');
     out('SweeperLogGroupName', sweeper.logGroup.logGroupName, 'sweep logs: one JSON summary line per run');

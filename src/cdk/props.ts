@@ -2,9 +2,10 @@
  * What `EveWorldAws` accepts (`EveWorldAwsProps`), and the settings every part reads from it:
  * defaults applied once, and the props that cannot work refused at synth with what to change.
  *
- * The queue's visibility is derived from the worker timeout (`visibilityTimeoutFactor`, default 6
- * as AWS advises for SQS event sources), and is never below it: a factor under 1 is refused, and a
- * worker timeout beyond the 12 h SQS visibility maximum too.
+ * The queue's visibility is derived from the consumer's timeout (the worker's, or the host's with
+ * `consumer: 'host'`; `visibilityTimeoutFactor`, default 6 as AWS advises for SQS event sources),
+ * and is never below it: a factor under 1 is refused, and a timeout beyond the 12 h SQS visibility
+ * maximum too. With `consumer: 'host'` the worker's props are refused (there is no worker).
  */
 import { Annotations, Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as events from 'aws-cdk-lib/aws-events';
@@ -47,11 +48,15 @@ export interface EveWorldAwsProps {
   readonly visibilityTimeoutFactor?: number;
   /** Receives before a message moves to the DLQ. Default 10. */
   readonly maxReceiveCount?: number;
-  /** SQS records per worker invocation. Default 10. */
+  /** SQS records per consumer invocation (the worker's, or the host's with `consumer: 'host'`). Default 10. */
   readonly batchSize?: number;
   /** Wait to fill a batch. Default none (deliver at once: turns are latency sensitive). */
   readonly maxBatchingWindow?: Duration;
-  /** Concurrent worker invocations the event source mapping may run (2-1000). Default 10. */
+  /**
+   * Concurrent consumer invocations the event source mapping may run (2-1000). Default 10. With
+   * `consumer: 'host'` it is also what the queue may take of the host's concurrency: the rest
+   * stays for Function URL requests (docs/deploy.md).
+   */
   readonly maxConcurrency?: number;
   /** Table deletion protection. Default true. */
   readonly deletionProtection?: boolean;
@@ -96,14 +101,30 @@ export interface EveWorldAwsProps {
    * on. Default false: every message goes to the `live` alias, old versions are deleted.
    */
   readonly deploymentAffinity?: boolean;
+  /**
+   * Which function consumes the work queue (docs/deploy.md, "Who consumes the queue").
+   * `'worker'` (the default): the SQS event source feeds the worker function, which delivers each
+   * message signed to the host's flow route (its Function URL, or by Invoke to a run's version).
+   * `'host'`: the event source feeds the host's `live` alias itself; the Lambda Web Adapter passes
+   * the batch to the flow route (AWS_LWA_PASS_THROUGH_PATH), which delivers each record in the same
+   * process: no worker function, no Invoke hop, one billed wait per delivery. `batchSize`,
+   * `maxBatchingWindow` and `maxConcurrency` then apply to the host's event source; the worker's
+   * props (`workerTimeout`, `workerMemorySize`, `tracing.adotLayerArn`) are refused.
+   */
+  readonly consumer?: 'worker' | 'host';
 }
 
 /** The props the parts share, with their defaults applied and checked. */
 export interface Settings {
+  /** Which function the work queue's event source feeds (`consumer`). */
+  readonly consumer: 'worker' | 'host';
   readonly removalPolicy: RemovalPolicy;
   readonly hostTimeout: Duration;
   readonly workerTimeout: Duration;
-  /** The work queue's visibility timeout: factor x worker timeout, capped at the SQS maximum. */
+  /**
+   * The work queue's visibility timeout: factor x the consumer's timeout (the worker's, or the
+   * host's when it consumes the queue), capped at the SQS maximum.
+   */
   readonly visibilitySeconds: number;
   readonly maxReceiveCount: number;
   readonly maxConcurrency: number;
@@ -112,8 +133,23 @@ export interface Settings {
 /** Defaults and checks; a doubtful but workable combination is a synth warning on `scope`. */
 export function resolveSettings(scope: Construct, props: EveWorldAwsProps): Settings {
   const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+  const consumer = props.consumer ?? 'worker';
+  if (consumer !== 'worker' && consumer !== 'host')
+    throw new Error(`EveWorldAws: consumer must be 'worker' or 'host', got ${JSON.stringify(consumer)}`);
+  if (consumer === 'host') {
+    const workerOnly = [
+      props.workerTimeout !== undefined && 'workerTimeout',
+      props.workerMemorySize !== undefined && 'workerMemorySize',
+      props.tracing?.adotLayerArn !== undefined && 'tracing.adotLayerArn (put ADOT in the host Dockerfile instead)',
+    ].filter(Boolean);
+    if (workerOnly.length > 0)
+      throw new Error(
+        `EveWorldAws: consumer 'host' has no worker function, so ${workerOnly.join(', ')} cannot apply: remove it, or use consumer 'worker'`,
+      );
+  }
   const hostTimeout = props.hostTimeout ?? Duration.minutes(15);
-  const workerTimeout = props.workerTimeout ?? hostTimeout;
+  // The host consuming the queue waits for its own deliveries: its timeout is the consumer's.
+  const workerTimeout = consumer === 'host' ? hostTimeout : (props.workerTimeout ?? hostTimeout);
   const factor = props.visibilityTimeoutFactor ?? 6;
   if (!(factor >= 1))
     throw new Error(
@@ -132,5 +168,5 @@ export function resolveSettings(scope: Construct, props: EveWorldAwsProps): Sett
   const maxConcurrency = props.maxConcurrency ?? 10;
   if (maxConcurrency < 2 || maxConcurrency > 1000)
     throw new Error(`EveWorldAws: maxConcurrency must be 2-1000 (SQS event source limit), got ${maxConcurrency}`);
-  return { removalPolicy, hostTimeout, workerTimeout, visibilitySeconds, maxReceiveCount, maxConcurrency };
+  return { consumer, removalPolicy, hostTimeout, workerTimeout, visibilitySeconds, maxReceiveCount, maxConcurrency };
 }

@@ -4,7 +4,9 @@
  * which resolves the queue once per process.
  */
 import {
+  ChangeMessageVisibilityBatchCommand,
   ChangeMessageVisibilityCommand,
+  DeleteMessageBatchCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
   type Message,
@@ -52,6 +54,29 @@ export class SqsReceipts {
     );
   }
 
+  /**
+   * Set the visibility of received copies, ten per request. Answers the receipt handles SQS
+   * refused (each entry's own failure: no live receive of this queue); a request that fails throws.
+   */
+  async changeVisibilityMany(receiptHandles: readonly string[], seconds: number): Promise<string[]> {
+    const refused: string[] = [];
+    for (let i = 0; i < receiptHandles.length; i += 10) {
+      const chunk = receiptHandles.slice(i, i + 10);
+      const out = await this.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: await this.transport.queueUrl(),
+          Entries: chunk.map((ReceiptHandle, n) => ({
+            Id: String(n),
+            ReceiptHandle,
+            VisibilityTimeout: Math.max(0, Math.ceil(seconds)),
+          })),
+        }),
+      );
+      for (const f of out.Failed ?? []) refused.push(chunk[Number(f.Id)] as string);
+    }
+    return refused;
+  }
+
   /** Make a received copy visible again at once (another consumer may take it). */
   release(receiptHandle: string): Promise<void> {
     return this.changeVisibility(receiptHandle, 0);
@@ -61,6 +86,25 @@ export class SqsReceipts {
     await this.sqs.send(
       new DeleteMessageCommand({ QueueUrl: await this.transport.queueUrl(), ReceiptHandle: receiptHandle }),
     );
+  }
+
+  /**
+   * Delete received copies, ten per request (the SQS batch limit). Answers the receipt handles
+   * SQS did not delete (each entry's own failure); a request that fails throws.
+   */
+  async deleteMany(receiptHandles: readonly string[]): Promise<string[]> {
+    const notDeleted: string[] = [];
+    for (let i = 0; i < receiptHandles.length; i += 10) {
+      const chunk = receiptHandles.slice(i, i + 10);
+      const out = await this.sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: await this.transport.queueUrl(),
+          Entries: chunk.map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle })),
+        }),
+      );
+      for (const f of out.Failed ?? []) notDeleted.push(chunk[Number(f.Id)] as string);
+    }
+    return notDeleted;
   }
 
   /**

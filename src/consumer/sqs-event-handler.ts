@@ -82,6 +82,11 @@ export interface SqsHandlerOptions {
   logger?: Logger;
   /** Observes every record outcome. */
   onOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
+  /**
+   * The function whose published versions a record may be pinned to, delivered there by Invoke
+   * (./delivery/compose.ts). Default: EVE_WORLD_AWS_HOST_FUNCTION.
+   */
+  versionsOf?: () => string | undefined;
 }
 
 /** Normalise a Lambda record. */
@@ -127,7 +132,12 @@ export function createSqsHandler(
       ctx,
       transport,
       // Per container: a warm container that saw the route fail stops burning receives.
-      delivery: composeDelivery(ctx, transport, { logger, inProcess: () => flow, flowUrl }),
+      delivery: composeDelivery(ctx, transport, {
+        logger,
+        inProcess: () => flow,
+        flowUrl,
+        ...(opts.versionsOf ? { versionsOf: opts.versionsOf } : {}),
+      }),
     };
     return state;
   };

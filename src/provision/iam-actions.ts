@@ -151,6 +151,18 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     why: '{timeoutSeconds} redelivery; redrive releases messages it did not move',
   },
   {
+    command: 'sqs:DeleteMessageBatch',
+    actions: ['sqs:DeleteMessage'],
+    uses: { runtime: Q },
+    why: 'a host that consumes its own queue deletes the records it settled (SQS authorizes a batch by the single action)',
+  },
+  {
+    command: 'sqs:ChangeMessageVisibilityBatch',
+    actions: ['sqs:ChangeMessageVisibility'],
+    uses: { runtime: Q },
+    why: 'a host that consumes its own queue proves each record a live receive before it runs',
+  },
+  {
     command: 'sqs:GetQueueUrl',
     actions: ['sqs:GetQueueUrl'],
     uses: {

@@ -8,10 +8,12 @@
  * - Every delivery is signed: with the AWSCURRENT value of EVE_WORLD_AWS_SIGNING_SECRET_ARN
  *   (../secret-source.ts), else the first configured secret, else this process's random key, which
  *   only a flow route in this same process accepts (../signing.ts).
- * - A queue whose prefix has an in-process handler goes to it; a message whose deployment is a
- *   published version of the host function (EVE_WORLD_AWS_HOST_FUNCTION) goes to that version by
- *   Lambda Invoke (./invoke.ts); every other one goes over HTTP to the configured flow URL, else
- *   the local `eve start` route (`defaultFlowUrl`).
+ * - A message whose deployment is a published version of the host function (`versionsOf`:
+ *   EVE_WORLD_AWS_HOST_FUNCTION on the worker, the host's own function when it consumes its queue
+ *   itself, src/consumer/pass-through.ts) goes to that version by Lambda Invoke (./invoke.ts),
+ *   unless that version is this process; else a queue whose prefix has an in-process handler goes
+ *   to it; every other one goes over HTTP to the configured flow URL, else the local `eve start`
+ *   route (`defaultFlowUrl`).
  * - One breaker and one set of in-flight logical ids per consumer: a warm container or a process
  *   that saw the route fail stops burning receives, and two copies of one message never run at
  *   once in it.
@@ -21,6 +23,7 @@ import { queueNameOf } from '../../aws/arn.js';
 import { defaultFlowUrl } from '../../config/index.js';
 import { FLOW_PATH } from '../../config/limits.js';
 import type { WorldContext } from '../../context/world-context.js';
+import { lambdaDeploymentId } from '../../deployment/id.js';
 import { markRetired } from '../../deployment/registry.js';
 import type { SqsTransport } from '../../queue/transport.js';
 import { configureLogging, type Logger } from '../../telemetry/log.js';
@@ -45,6 +48,13 @@ export interface DeliveryCompositionOptions {
   breakerCooldownMs?: number;
   /** The Secrets Manager source to sign with (shared with a flow route). Default: from the config. */
   secretSource?: SigningSecretSource;
+  /**
+   * The function whose published versions a message may be pinned to (deployment affinity in the
+   * Lambda shape), asked per message: such a message goes to its version by Invoke, unless that
+   * version is this process (AWS_LAMBDA_FUNCTION_NAME and _VERSION). Default:
+   * EVE_WORLD_AWS_HOST_FUNCTION (the worker's host); undefined: no message goes by Invoke.
+   */
+  versionsOf?: () => string | undefined;
 }
 
 export interface DeliveryComposition {
@@ -80,11 +90,15 @@ export function composeDelivery(
   const http: FlowHandler = (req) => fetch(req);
   const source = options.secretSource ?? signingSecretSource(config, ctx.clients);
   const signingSecret = source ? () => source.signing() : (config.signingSecrets[0] ?? processSigningKey());
-  // One Invoke handler per host version a message names (./invoke.ts).
+  // One Invoke handler per host version a message names (./invoke.ts); this process's own version
+  // is served here.
+  const versionsOf = options.versionsOf ?? (() => config.hostFunction);
+  const self = lambdaDeploymentId(config.lambdaFunction);
   const versions = new Map<string, { handler: FlowHandler; url: string }>();
   const versionRoute = (deploymentId: string | undefined) => {
-    const target = config.hostFunction ? parseLambdaDeployment(deploymentId) : undefined;
-    if (!target || target.functionName !== config.hostFunction) return undefined;
+    const fn = versionsOf();
+    const target = fn ? parseLambdaDeployment(deploymentId) : undefined;
+    if (!target || target.functionName !== fn || deploymentId === self) return undefined;
     let route = versions.get(deploymentId as string);
     if (!route) {
       route = {
@@ -131,9 +145,11 @@ export function composeDelivery(
       transport,
       receipts,
       route: (queueName, deploymentId) => {
+        const version = versionRoute(deploymentId);
+        if (version) return version;
         const local = options.inProcess(queueName);
         if (local) return { handler: local, url: `http://localhost${FLOW_PATH}` };
-        return versionRoute(deploymentId) ?? { handler: http, url: flowUrl };
+        return { handler: http, url: flowUrl };
       },
       signingSecret,
       logger: options.logger,

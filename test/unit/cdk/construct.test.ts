@@ -188,7 +188,7 @@ describe('EveWorldAws: scheduler, secret, functions', () => {
       expect(fn.Properties.Environment.Variables.EVE_WORLD_AWS_SIGNING_SECRET_ARN).toEqual({ Ref: secretId });
       expect(fn.Properties.Environment.Variables.EVE_WORLD_AWS_SIGNING_SECRET).toBeUndefined();
     }
-    for (const fn of [construct.hostFunction, construct.workerFunction]) {
+    for (const fn of [construct.hostFunction, construct.workerFunction!]) {
       const statements = ofType('AWS::IAM::Policy')
         .filter(([, p]) =>
           p.Properties.Roles.some((r: any) => r.Ref === stack.getLogicalId(fn.role!.node.defaultChild as never)),
@@ -293,7 +293,7 @@ describe('EveWorldAws: grants come from the IAM command table', () => {
         .flat()
         .filter((a) => !a.startsWith('kms:') && !a.startsWith('lambda:')),
     );
-    for (const fn of [construct.hostFunction, construct.workerFunction]) {
+    for (const fn of [construct.hostFunction, construct.workerFunction!]) {
       const statements = statementsOf(stack.getLogicalId(fn.role!.node.defaultChild as never));
       const granted = new Set(statements.flatMap(actions).filter((a) => !a.startsWith('logs:')));
       expect(granted).toEqual(expected);
@@ -369,11 +369,11 @@ describe('EveWorldAws: deployment affinity', () => {
     expect((version as { DeletionPolicy?: string }).DeletionPolicy).toBe('Retain');
     expect(versionId).toBeTruthy();
     const host = res[hostId];
-    const workerId = a.stack.getLogicalId(a.construct.workerFunction.node.defaultChild as never);
+    const workerId = a.stack.getLogicalId(a.construct.workerFunction!.node.defaultChild as never);
     expect(host.Properties.Environment.Variables.EVE_WORLD_AWS_DEPLOYMENT_AFFINITY).toBe('on');
     expect(res[workerId].Properties.Environment.Variables.EVE_WORLD_AWS_HOST_FUNCTION).toEqual({ Ref: hostId });
 
-    const invoke = policyStatements(res, a.stack, a.construct.workerFunction.role!).filter((s) =>
+    const invoke = policyStatements(res, a.stack, a.construct.workerFunction!.role!).filter((s) =>
       acts(s).some((x) => x.startsWith('lambda:')),
     );
     expect(invoke).toEqual([
@@ -390,6 +390,118 @@ describe('EveWorldAws: deployment affinity', () => {
           .flatMap(acts)
           .filter((x) => x.startsWith('lambda:')),
       ).toEqual([]);
+  });
+});
+
+describe("EveWorldAws: consumer 'host' (the host consumes its own queue)", () => {
+  const policyStatements = (res: Resources, st: Stack, role: { node: { defaultChild?: unknown } }) => {
+    const roleId = st.getLogicalId(role.node.defaultChild as never);
+    return Object.values(res)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(roleId))
+      .flatMap((r) => r.Properties.PolicyDocument.Statement as Array<{ Action: string | string[]; Resource: unknown }>);
+  };
+  const acts = (s: { Action: string | string[] }) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+  let h: { stack: Stack; construct: EveWorldAws; res: Resources };
+  beforeAll(() => {
+    const made = makeStack({
+      consumer: 'host',
+      deploymentAffinity: true,
+      batchSize: 3,
+      maxConcurrency: 7,
+      hostTimeout: Duration.minutes(10),
+    });
+    h = { ...made, res: Template.fromStack(made.stack).toJSON().Resources as Resources };
+  });
+  const id = (c: { node: { defaultChild?: unknown } }) => h.stack.getLogicalId(c.node.defaultChild as never);
+
+  it('no worker: the event source maps the queue to the host’s `live` alias with partial batch responses', () => {
+    expect(h.construct.workerFunction).toBeUndefined();
+    const fns = Object.values(h.res).filter((r) => r.Type === 'AWS::Lambda::Function');
+    // The host (a container image) and the sweeper: nothing else.
+    expect(fns.map((f) => f.Properties.PackageType ?? f.Properties.Handler).sort()).toEqual([
+      'Image',
+      'index.sweepHandler',
+    ]);
+    const mappings = Object.values(h.res).filter((r) => r.Type === 'AWS::Lambda::EventSourceMapping');
+    expect(mappings).toHaveLength(1);
+    // The alias: `<function name>:live`, built from the alias's ARN.
+    const target = JSON.stringify(mappings[0].Properties.FunctionName);
+    expect(target).toContain(`{"Ref":"${id(h.construct.hostLiveAlias)}"}`);
+    expect(target).toContain('":live"');
+    expect(mappings[0].Properties).toMatchObject({
+      EventSourceArn: { 'Fn::GetAtt': [id(h.construct.queue), 'Arn'] },
+      BatchSize: 3,
+      ScalingConfig: { MaximumConcurrency: 7 },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  it('the adapter passes the batch to the flow route; the Function URL stays on the alias, streaming', () => {
+    const host = h.res[id(h.construct.hostFunction)];
+    const env = host.Properties.Environment.Variables;
+    expect(env.AWS_LWA_PASS_THROUGH_PATH).toBe('/.well-known/workflow/v1/flow');
+    expect(env.AWS_LWA_INVOKE_MODE).toBe('response_stream');
+    expect(env.EVE_WORLD_AWS_FLOW_URL).toBeUndefined();
+    const [url] = Object.values(h.res).filter((r) => r.Type === 'AWS::Lambda::Url');
+    expect(url.Properties).toMatchObject({ Qualifier: 'live', AuthType: 'NONE', InvokeMode: 'RESPONSE_STREAM' });
+  });
+
+  it('visibility is the factor times the host timeout (the consumer’s), never below it', () => {
+    const queue = h.res[id(h.construct.queue)];
+    expect(queue.Properties.VisibilityTimeout).toBe(6 * 600);
+    expect(h.res[id(h.construct.hostFunction)].Properties.Timeout).toBe(600);
+  });
+
+  it('the host consumes the queue and, with affinity, may invoke exactly its own published versions', () => {
+    const hostId = id(h.construct.hostFunction);
+    const statements = policyStatements(h.res, h.stack, h.construct.hostFunction.role!);
+    const sqsActions = new Set(statements.flatMap(acts).filter((a) => a.startsWith('sqs:')));
+    for (const a of [
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:ChangeMessageVisibility',
+      'sqs:GetQueueAttributes',
+    ])
+      expect(sqsActions.has(a), a).toBe(true);
+    const invoke = statements.filter((s) => acts(s).some((x) => x.startsWith('lambda:')));
+    expect(invoke).toEqual([
+      {
+        Action: 'lambda:InvokeFunction',
+        Effect: 'Allow',
+        Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [hostId, 'Arn'] }, ':*']] },
+      },
+    ]);
+    expect(h.res[hostId].Properties.Environment.Variables.EVE_WORLD_AWS_DEPLOYMENT_AFFINITY).toBe('on');
+  });
+
+  it('alarms and outputs name the host as the consumer; no worker output', () => {
+    const outputs = Template.fromStack(h.stack).toJSON().Outputs as Record<string, { Description: string }>;
+    const names = Object.keys(outputs).map((k) => k.replace(/^Eve/, '').replace(/[0-9A-F]{8}$/, ''));
+    expect(names.some((n) => n.startsWith('Worker'))).toBe(false);
+    const alarms = Object.values(h.res).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
+    const hostErrors = alarms.find((a) => String(a.Properties.AlarmDescription).startsWith('The host function failed'));
+    expect(hostErrors?.Properties.Dimensions).toEqual([
+      { Name: 'FunctionName', Value: { Ref: id(h.construct.hostFunction) } },
+    ]);
+  });
+
+  it('AwsSolutionsChecks passes (the invoke grant on the host versions is acknowledged on the host)', () => {
+    const { app } = makeStack({ consumer: 'host', deploymentAffinity: true });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).not.toThrow();
+  });
+
+  it('the worker’s props are refused with what to change, and so is an unknown consumer', () => {
+    expect(() => makeStack({ consumer: 'host', workerTimeout: Duration.minutes(1) })).toThrow(
+      /consumer 'host' has no worker function, so workerTimeout cannot apply: remove it, or use consumer 'worker'/,
+    );
+    expect(() => makeStack({ consumer: 'host', workerMemorySize: 512 })).toThrow(/workerMemorySize/);
+    expect(() =>
+      makeStack({ consumer: 'host', tracing: { adotLayerArn: 'arn:aws:lambda:eu-west-1:1:layer:x:1' } }),
+    ).toThrow(/tracing.adotLayerArn \(put ADOT in the host Dockerfile instead\)/);
+    expect(() => makeStack({ consumer: 'lambda' as never })).toThrow(
+      /consumer must be 'worker' or 'host', got "lambda"/,
+    );
   });
 });
 
@@ -469,7 +581,7 @@ describe('EveWorldAws: kmsKey', () => {
     for (const fn of fns) expect(fn.Properties.Environment.Variables.EVE_WORLD_AWS_KMS_KEY_ID).toEqual(k.keyRef);
     const expected = new Set([...actionsByResource('runtime').values()].flat().filter((a) => !a.startsWith('lambda:')));
     expect(expected).toContain('kms:GenerateDataKey');
-    for (const fn of [k.construct.hostFunction, k.construct.workerFunction]) {
+    for (const fn of [k.construct.hostFunction, k.construct.workerFunction!]) {
       const statements = policiesOf(k.res, k.stack, fn.role!);
       expect(new Set(statements.flatMap(acts).filter((a) => !a.startsWith('logs:')))).toEqual(expected);
       for (const st of statements.filter((x) => acts(x).some((a) => a.startsWith('kms:')))) {
@@ -548,7 +660,7 @@ describe('EveWorldAws: alarms and outputs', () => {
       Namespace: 'AWS/SQS',
       Threshold: 1800,
     });
-    for (const fn of [construct.workerFunction, construct.sweeperFunction!])
+    for (const fn of [construct.workerFunction!, construct.sweeperFunction!])
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         MetricName: 'Errors',
         Namespace: 'AWS/Lambda',
@@ -612,7 +724,7 @@ describe('EveWorldAws: the scheduled orphan sweep', () => {
     // No reservation: a new account at the default concurrency quota (10) would refuse it.
     expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
     // The same asset as the worker (one bundle, both handlers).
-    const worker = resources[logicalId(construct.workerFunction)];
+    const worker = resources[logicalId(construct.workerFunction!)];
     expect(fn.Properties.Code).toEqual(worker.Properties.Code);
     template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
       FunctionName: { Ref: id },

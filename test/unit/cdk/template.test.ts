@@ -84,6 +84,8 @@ const CASES: Record<string, Case> = {
     sweepSchedule: events.Schedule.cron({ hour: '3', minute: '0' }),
     dockerfile: 'Dockerfile',
   }),
+  // The host consumes its own queue (no worker), with deployment affinity (it invokes its versions).
+  'host-consumer': () => ({ consumer: 'host', deploymentAffinity: true }),
   // Code supplied by the app instead of the eve directory and the package's bundle.
   'own-code': (stack) => ({
     hostCode: lambda.DockerImageCode.fromEcr(
