@@ -4,7 +4,7 @@
 // table and writes bench/results/faults-<timestamp>.json (+ faults-latest.json).
 //
 //   node bench/faults.mjs                 # 1000 runs per scenario (tens of minutes on 2 cores)
-//   node bench/faults.mjs --runs 200 --rate 0.05 --dup-rate 0.1 --seed 3 --only dup   (wire|dup|kill|deploy)
+//   node bench/faults.mjs --runs 200 --rate 0.05 --dup-rate 0.1 --seed 3 --only dup   (wire|dup|kill|clock|deploy)
 //
 // `deploy`: two deployments on a table with deployment affinity, the old one retired by force
 // half-way (test/helpers/faults-deployments.ts); its table follows the others.
@@ -32,8 +32,8 @@ const rate = Number(arg('rate', '0.03'));
 const dupRate = Number(arg('dup-rate', '0.1'));
 const seed = Number(arg('seed', '1'));
 const only = arg('only', '');
-if (only && !['wire', 'dup', 'kill', 'deploy'].includes(only))
-  throw new Error(`--only must be wire, dup, kill or deploy, got ${only}`);
+if (only && !['wire', 'dup', 'kill', 'clock', 'deploy'].includes(only))
+  throw new Error(`--only must be wire, dup, kill, clock or deploy, got ${only}`);
 for (const [k, v] of Object.entries({ runs, rate, dupRate, seed })) {
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${k} must be a non-negative number (e.g. --runs 1000)`);
 }
@@ -90,7 +90,7 @@ const byKind = (r, kind) =>
 if (wireReports.length > 0)
   console.log(
     table(
-      `Fault suite: ${runs} runs of countedSteps(3) (3 sequential steps + fan-out of 4 + sleep) per scenario, seed ${seed}`,
+      `Fault suite: ${runs} runs of countedSteps(3) (3 sequential steps + fan-out of 4 + sleep; the clock scenario's take 3 s a step) per scenario, seed ${seed}`,
       [
         'scenario',
         'runs done',
@@ -100,6 +100,7 @@ if (wireReports.length > 0)
         'lost resp.',
         'dup sends',
         'SIGKILLs',
+        'SIGSTOPs',
         'holes',
         'bad terminals',
         'DLQ',
@@ -118,18 +119,20 @@ if (wireReports.length > 0)
         byKind(r, 'lose-response'),
         byKind(r, 'duplicate'),
         r.killed ?? 0,
+        r.paused ? `${r.paused} (${r.pausedPastLease} > lease)` : 0,
         r.holeyLogs,
         r.badStepTerminals + r.badRunTerminals,
         r.dlqMessages,
         r.nonTerminalRuns + r.pendingClaims + r.queueLeft,
-        `${r.extraBodies}/${r.bodiesExpected}`,
+        `${r.extraBodies}/${r.bodiesExpected}${r.extraBodiesPaused ? ` (${r.extraBodiesPaused} paused)` : ''}`,
         fmt(r.extraBodiesPct, 2),
         r.backstopRuns === undefined ? '-' : `${r.backstopRuns} (${r.backstopWakes})`,
         fmt(r.seconds, 0),
       ]),
       [
         'holes = runs whose event ids are not slots 1..n; bad terminals = steps/runs without exactly one terminal event; stranded = runs left pending/running + idempotency claims left pending + messages left in the queue.',
-        'extra bodies = step-body executions beyond one per step (side effects; the event log stays exactly-once).',
+        'extra bodies = step-body executions beyond one per step (side effects; the event log stays exactly-once); (n paused) = of steps mid-body in a process SIGSTOPped past its step lease.',
+        'SIGSTOPs = consumer processes paused mid-body (the clock scenario; "> lease": longer than the step lease ttl).',
         'backstop = runs the liveness backstop woke (wakes sent): runs a fault left with no message that would wake them.',
         `Suite ${res.status === 0 ? 'passed' : 'FAILED (see above)'}. Results: ${path.relative(ROOT, file)}`,
       ],

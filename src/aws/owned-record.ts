@@ -17,15 +17,22 @@
  *   that holds the key (from the failed condition, else a consistent read);
  * - {@link OwnedRecord.transition}: an update conditioned on the owner (renew: a new `until`;
  *   complete: a new state) and optionally on the states it may leave;
+ * - {@link OwnedRecord.renew}: a heartbeat that raises the holder's count, which never goes down
+ *   however heartbeats overlap or arrive late (so a watcher never sees an old mark come back);
  * - {@link OwnedRecord.takeOver}: the fence on what was read: succeeds only while the record still
- *   has the owner and `until` the taker saw, so of two takers one wins;
+ *   has the owner, `until` and `beat` the taker saw ({@link OwnedRecord.heldAs}), so of two takers
+ *   one wins, and a holder that renewed since (a new `until` or `beat`) keeps its record;
  * - {@link OwnedRecord.release}: a delete conditioned on the owner, a no-op once it is gone (a
  *   host item's fields are released with a `transition` that removes them);
- * - {@link OwnedRecord.update}: a change under a condition built from {@link when} (for moves
- *   that any process may make, like keeping a run key);
+ * - {@link OwnedRecord.update}: a change under a condition built from `when` (./record-conditions.ts;
+ *   for moves that any process may make, like keeping a run key);
  * - {@link OwnedRecord.read}; {@link OwnedRecord.claimAction}, the claim as a transaction action;
  *   {@link OwnedRecord.fence}, a lease claim's condition as a fragment of another action (the
  *   step lease rides the step item's put in `step_started`).
+ *
+ * When a lease has lapsed is the protocol's judgement, not this module's: the fence and the
+ * takeover compare no clocks, they only pin what the taker saw (a protocol that judged by a
+ * duration it measured itself takes over with a write the holder's next renewal would have broken).
  *
  * Invariants (enforced here, so no protocol writes a condition by hand):
  * - Every write is conditional, and the condition passes again for the same writer with the same
@@ -50,8 +57,8 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { assertItemFormat, FORMAT_ATTR, FORMATS, formatStamp, itemFormatOf } from '../schema/formats.js';
-import { ATTR } from '../schema/keys.js';
-import { type Attrs, fromAttr, keysOf, toAttr, toItem } from './item-codec.js';
+import { fromAttr, keysOf, toAttr, toItem } from './item-codec.js';
+import { type BuiltCond, build, type Cond, Expr, when } from './record-conditions.js';
 import { conditionFailureItem, isConditionalCheckFailed } from './sdk-errors.js';
 
 /** The table a record lives in. */
@@ -85,96 +92,13 @@ export interface OwnedFields {
   state?: string;
   /** When the holder's lease ends (epoch ms), for records that can lapse and be taken over. */
   until?: string;
+  /** A counter the holder raises with every renewal (a heartbeat), for leases watched by others. */
+  beat?: string;
   /**
    * The TTL attribute (epoch s) past which a claim may replace the record. DynamoDB deletes
    * expired items lazily (up to days later), so the claim re-checks it.
    */
   expiresAt?: string;
-}
-
-/** A condition expression built with placeholders from `x`. */
-export type Cond = (x: Expr) => string;
-
-/** Placeholders for one expression: `#o<n>` for names, `:o<n>` for values. */
-export class Expr {
-  readonly names: Record<string, string> = {};
-  readonly values: Attrs = {};
-  #byName = new Map<string, string>();
-  #n = 0;
-
-  name(attr: string): string {
-    let ph = this.#byName.get(attr);
-    if (!ph) {
-      ph = `#o${this.#byName.size}`;
-      this.#byName.set(attr, ph);
-      this.names[ph] = attr;
-    }
-    return ph;
-  }
-
-  value(v: unknown): string {
-    const a = toAttr(v);
-    if (a === undefined) throw new TypeError('a condition cannot compare with undefined');
-    const ph = `:o${this.#n++}`;
-    this.values[ph] = a;
-    return ph;
-  }
-}
-
-/** The building blocks of conditions. */
-export const when = {
-  absent: ((x) => `attribute_not_exists(${x.name(ATTR.pk)})`) as Cond,
-  present: ((x) => `attribute_exists(${x.name(ATTR.pk)})`) as Cond,
-  has:
-    (attr: string): Cond =>
-    (x) =>
-      `attribute_exists(${x.name(attr)})`,
-  lacks:
-    (attr: string): Cond =>
-    (x) =>
-      `attribute_not_exists(${x.name(attr)})`,
-  is:
-    (attr: string, v: unknown): Cond =>
-    (x) =>
-      `${x.name(attr)} = ${x.value(v)}`,
-  below:
-    (attr: string, v: number): Cond =>
-    (x) =>
-      `${x.name(attr)} < ${x.value(v)}`,
-  same:
-    (a: string, b: string): Cond =>
-    (x) =>
-      `${x.name(a)} = ${x.name(b)}`,
-  oneOf:
-    (attr: string, vs: readonly unknown[]): Cond =>
-    (x) =>
-      `${x.name(attr)} IN (${vs.map((v) => x.value(v)).join(', ')})`,
-  /** The field is absent or equals `v` (a seen value that may have been missing). */
-  asSeen: (attr: string, v: unknown): Cond => (v === undefined ? when.lacks(attr) : when.is(attr, v)),
-  all:
-    (...cs: Cond[]): Cond =>
-    (x) =>
-      cs.map((c) => `(${c(x)})`).join(' AND '),
-  any:
-    (...cs: Cond[]): Cond =>
-    (x) =>
-      cs.map((c) => `(${c(x)})`).join(' OR '),
-  /** A format this build reads, stamped or not (src/schema/formats.ts). */
-  readable: ((x) =>
-    `attribute_not_exists(${x.name(FORMAT_ATTR)}) OR ${x.name(FORMAT_ATTR)} <= ${x.value(FORMATS.records.current)}`) as Cond,
-};
-
-/** A condition as an expression with its placeholders. */
-export interface BuiltCond {
-  expr: string;
-  names: Record<string, string>;
-  values: Attrs;
-}
-
-export function build(c: Cond): BuiltCond {
-  const x = new Expr();
-  const expr = c(x);
-  return { expr, names: x.names, values: x.values };
 }
 
 export type ClaimResult = { won: true } | { won: false; current?: Fields };
@@ -252,15 +176,32 @@ export class OwnedRecord {
     key: Key,
     owner: Owner,
     change: Change,
-    o: { from?: readonly string[] } = {},
+    o: { from?: readonly string[]; also?: Cond } = {},
   ): Promise<boolean> {
-    return this.#update(t, key, change, this.#held(owner, o.from), [owner]);
+    const held = this.#held(owner, o.from);
+    return this.#update(t, key, change, o.also ? when.all(held, o.also) : held, [owner]);
+  }
+
+  /**
+   * A renewal that raises the heartbeat count (`beat`) to `beat`: applied only while `owner` holds
+   * the record and its count is below `beat` (absent counts as below), so counts only grow however
+   * renewals overlap or arrive late. True when applied, or when the record is still `owner`'s with
+   * a count at or above `beat` (a later renewal landed first, or this one's SDK retry): the lease
+   * is still held. False when the record is no longer `owner`'s.
+   */
+  async renew(t: TableRef, key: Key, owner: Owner, beat: number, set: Fields): Promise<boolean> {
+    const f = this.fields;
+    if (!f.beat) throw new TypeError(`${this.what}: a renewal needs a heartbeat count field`);
+    const raise = when.any(when.lacks(f.beat), when.below(f.beat, beat));
+    if (await this.transition(t, key, owner, { set: { ...set, [f.beat]: beat } }, { also: raise })) return true;
+    const now = await this.read(t, key, { fields: [f.owner, f.beat] });
+    return now !== undefined && sameOwner(toAttr(now[f.owner]), owner);
   }
 
   /**
    * Take the record over from the holder `seen` (read, with a lapsed lease): succeeds only while
-   * the record still has the owner and lease end that were read (and a state of `from`), or is
-   * already `owner`'s (this takeover's retry). Sets the owner and `change.set`.
+   * the record still has the owner, lease end and heartbeat count that were read (and a state of
+   * `from`), or is already `owner`'s (this takeover's retry). Sets the owner and `change.set`.
    */
   takeOver(
     t: TableRef,
@@ -271,10 +212,7 @@ export class OwnedRecord {
     o: { from?: readonly string[] } = {},
   ): Promise<boolean> {
     const f = this.fields;
-    const stillSeen = f.until
-      ? when.all(when.asSeen(f.owner, seen[f.owner]), when.asSeen(f.until, seen[f.until]))
-      : when.asSeen(f.owner, seen[f.owner]);
-    const who = when.any(when.is(f.owner, owner), stillSeen);
+    const who = when.any(when.is(f.owner, owner), this.heldAs(seen));
     const cond = f.state && o.from ? when.all(when.oneOf(f.state, o.from), who) : who;
     const seenOwner = seen[f.owner];
     const holders = typeof seenOwner === 'string' || seenOwner instanceof Uint8Array ? [owner, seenOwner] : [owner];
@@ -341,13 +279,28 @@ export class OwnedRecord {
   }
 
   /**
-   * The claim's condition for a transaction action on a host item: no lease (`until` absent), a
-   * lapsed one, or this owner's. For the step lease inside `step_started`.
+   * The condition that the record is still held exactly as `seen` shows it: its owner, lease end
+   * and heartbeat count (each absent if it was absent). A renewal since changes one of them, so a
+   * write under this condition is one the holder's next renewal would have broken.
    */
-  fence(owner: Owner, nowMs: number): BuiltCond {
+  heldAs(seen: Fields): Cond {
+    const f = this.fields;
+    const parts = [when.asSeen(f.owner, seen[f.owner])];
+    if (f.until) parts.push(when.asSeen(f.until, seen[f.until]));
+    if (f.beat) parts.push(when.asSeen(f.beat, seen[f.beat]));
+    return parts.length === 1 ? parts[0] : when.all(...parts);
+  }
+
+  /**
+   * The claim's condition for a transaction action on a host item: no lease (`until` absent),
+   * this owner's, or (`lapsed`, the taker's judgement) the lease exactly as the taker saw it
+   * ({@link heldAs}). For the step lease inside `step_started`. No clock is compared here.
+   */
+  fence(owner: Owner, lapsed?: Fields): BuiltCond {
     const f = this.fields;
     if (!f.until) throw new TypeError(`${this.what}: a fence needs a lease end field`);
-    return build(when.any(when.lacks(f.until), when.below(f.until, nowMs), when.is(f.owner, owner)));
+    const free = [when.lacks(f.until), when.is(f.owner, owner)];
+    return build(when.any(...free, ...(lapsed ? [this.heldAs(lapsed)] : [])));
   }
 
   #held(owner: Owner, from: readonly string[] | undefined): Cond {

@@ -10,7 +10,7 @@
  * for it, and a lost ack costs at most one backstop wake (a replay that does nothing).
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { when } from '../aws/owned-record.js';
+import { when } from '../aws/record-conditions.js';
 import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import { keys } from '../schema/keys.js';
 import { keysOf } from '../storage/table/codec.js';

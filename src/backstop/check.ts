@@ -14,22 +14,31 @@
  *
  * Reads (only for a run that has been quiet since the last check): the run view and the log's last
  * item (one Query), the events after `ackedSlot` (one Query, newest 50), the steps and the waits.
+ *
+ * A quiet run's open steps that hold a step lease are watched before the decision
+ * (src/storage/write/step-lease.ts, `observeStepLeases`): on this process's monotonic clock, until
+ * the holder is seen to heartbeat or its lease has stood still for the holder's ttl (then revoked,
+ * conditioned on what was seen). A watch longer than what the fence holds the check for (B) first
+ * moves the fence that much further, so no other checker starts the same check meanwhile.
  */
 import { DeleteItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { build, when } from '../aws/owned-record.js';
+import { build, when } from '../aws/record-conditions.js';
 import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import { ATTR, GSI1, keys, LIST_SHARDS, storageKeys } from '../schema/keys.js';
 import { type DueRecord, dueIndexAttrs, dueSortKey, parseDue } from '../storage/records/due.js';
 import { eventsOf, lastSlotOf } from '../storage/records/event.js';
+import { isTerminalStep } from '../storage/records/lifecycle.js';
 import { parseRun } from '../storage/records/run.js';
-import { parseStep } from '../storage/records/step.js';
+import { parseStep, type StepRecord } from '../storage/records/step.js';
 import { parseWait } from '../storage/records/wait.js';
 import type { Attrs } from '../storage/table/codec.js';
 import { keysOf } from '../storage/table/codec.js';
 import { assign, condition, expression, part } from '../storage/table/expression.js';
 import { queryAll } from '../storage/table/reads.js';
 import type { StorageCtx } from '../storage/table/storage-ctx.js';
+import { type LeaseWatchReport, leaseMark, observeStepLeases, watchPeriodMs } from '../storage/write/step-lease.js';
 import type { Logger } from '../telemetry/log.js';
+import { forEachLimited } from '../util/concurrency.js';
 import { backlogGate, heldLogLine, type QueueBacklog } from './backlog.js';
 import { type CheckInput, type Decision, decide } from './decide.js';
 
@@ -67,6 +76,20 @@ export interface TickReport {
 }
 
 const UNACKED_PAGE = 50;
+/** Checks of one shard run at once (16 shards). */
+const CHECKS_PER_SHARD = 4;
+/** Slack on top of a lease watch when the fence must be moved to cover it. */
+const WATCH_SLACK_MS = 5000;
+
+/** The line every decision logs at debug level (test/e2e/step-lease-skew.test.ts reads them). */
+const checkLogLine = (runId: string, d: Decision) =>
+  `[eve-world-aws] backstop: checked run ${runId}: ${d.kind} (${d.why})`;
+
+/** The line each watch of a step lease logs at debug level. */
+const leaseLogLine = (runId: string, stepId: string, w: LeaseWatchReport) =>
+  w.verdict === 'lapsed'
+    ? `[eve-world-aws] backstop: run ${runId}: the lease of step ${stepId} stood still for ${Math.round(w.quietMs)} ms (${w.reads} reads): revoked`
+    : `[eve-world-aws] backstop: run ${runId}: the lease of step ${stepId} is live (${w.why}, after ${Math.round(w.quietMs)} ms unchanged, ${w.reads} reads)`;
 
 /** The line a wake logs (the fault suite counts them: test/helpers/faults-backstop.ts). */
 export const wakeLogLine = (runId: string, wakes: number, why: string) =>
@@ -89,7 +112,8 @@ export async function backstopTick(ctx: StorageCtx, opts: TickOptions): Promise<
           Limit: opts.limit ?? 25,
         }),
       );
-      for (const it of (res.Items ?? []) as Attrs[]) {
+      // A few checks of a shard at once: a check that watches a step lease waits up to its ttl.
+      await forEachLimited((res.Items ?? []) as Attrs[], CHECKS_PER_SHARD, async (it) => {
         report.due++;
         const sk = it[ATTR.gsi1sk]?.S ?? '';
         const seenDueAt = Number(sk.slice(0, 13));
@@ -107,7 +131,7 @@ export async function backstopTick(ctx: StorageCtx, opts: TickOptions): Promise<
           report.failed++;
           opts.logger?.error(`[eve-world-aws] backstop: check of run ${runId} failed: ${String(err)}`);
         }
-      }
+      });
     }),
   );
   return report;
@@ -128,9 +152,25 @@ export async function checkRun(
   if (!due) return 'fenced';
   await opts.afterFence?.(runId);
   const input = await readCheck(ctx, runId, due, now, B);
+  let fence = fencedAt;
+  if (input.leased.length > 0) {
+    // Watch the leases (up to the longest holder's ttl); hold the check that long if B does not.
+    const longest = Math.max(...input.leased.map(watchPeriodMs)) + WATCH_SLACK_MS;
+    if (longest > B) {
+      const held = now + longest;
+      if (!(await moveDue(ctx, runId, fencedAt, held, {}))) return 'fenced';
+      fence = held;
+    }
+    const t0 = performance.now();
+    const watched = await observeStepLeases(ctx, input.leased);
+    for (const [stepId, w] of watched) opts.logger?.debug?.(leaseLogLine(runId, stepId, w));
+    input.check.steps = input.check.steps.map((s) => ({ ...s, lease: watched.get(s.stepId)?.verdict ?? s.lease }));
+    input.check.now = now + Math.round(performance.now() - t0);
+  }
   const d = decide(input.check);
+  opts.logger?.debug?.(checkLogLine(runId, d));
   if (d.kind === 'delete') {
-    await deleteDue(ctx, runId, fencedAt);
+    await deleteDue(ctx, runId, fence);
     return 'delete';
   }
   if (d.kind === 'wake' && input.workflowName) {
@@ -139,14 +179,14 @@ export async function checkRun(
     if (backlog !== undefined) {
       opts.logger?.info(heldLogLine(runId, due.wakes, backlog));
       // Counted in the backoff as a sent wake: a backlog costs no more checks than before.
-      await moveDue(ctx, runId, fencedAt, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
+      await moveDue(ctx, runId, fence, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
       return 'held';
     }
     opts.logger?.info(wakeLogLine(runId, d.wakes, d.why));
     const run = { runId, workflowName: input.workflowName, deploymentId: input.deploymentId };
     await opts.wake(due.queueName ? { ...run, queueName: due.queueName } : run, d.stranded, d.wakes);
   }
-  await moveDue(ctx, runId, fencedAt, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
+  await moveDue(ctx, runId, fence, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
   return d.kind;
 }
 
@@ -201,7 +241,7 @@ async function readCheck(
   due: DueRecord,
   now: number,
   quietMs: number,
-): Promise<{ check: CheckInput; workflowName?: string; deploymentId?: string }> {
+): Promise<{ check: CheckInput; leased: StepRecord[]; workflowName?: string; deploymentId?: string }> {
   const pk = { ':pk': { S: keys.runPk(runId) } };
   const head = await ctx.ddb.send(
     new QueryCommand({
@@ -229,7 +269,7 @@ async function readCheck(
     quietMs,
   };
   if (!run || due.seenSlot !== tail)
-    return { check, workflowName: run?.workflowName, deploymentId: run?.deploymentId || undefined };
+    return { check, leased: [], workflowName: run?.workflowName, deploymentId: run?.deploymentId || undefined };
   const acked = due.ackedSlot ?? 0;
   const [unacked, steps, waits] = await Promise.all([
     tail > acked
@@ -262,13 +302,16 @@ async function readCheck(
     }),
   ]);
   check.unacked = unacked.map((e) => ({ slot: e.slot, type: e.eventType }));
-  check.steps = steps.map(parseStep).map((s) => ({
+  const parsed = steps.map(parseStep);
+  // A lease counts as live until watched (the decision then takes the watch's verdict).
+  const leased = parsed.filter((s) => !isTerminalStep(s.status) && leaseMark(s) !== undefined);
+  check.steps = parsed.map((s) => ({
     stepId: s.stepId,
     stepName: s.stepName,
     status: s.status,
-    leaseUntil: s.leaseUntil,
+    ...(leaseMark(s) ? { lease: 'live' as const } : {}),
     retryAfter: s.retryAfter?.getTime(),
   }));
   check.waits = waits.map(parseWait).map((w) => ({ status: w.status, resumeAt: w.resumeAt?.getTime() }));
-  return { check, workflowName: run.workflowName, deploymentId: run.deploymentId || undefined };
+  return { check, leased, workflowName: run.workflowName, deploymentId: run.deploymentId || undefined };
 }

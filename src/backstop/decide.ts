@@ -6,17 +6,22 @@
  * 1. The run is gone or terminal: delete its DUE item.
  * 2. The log moved since the last check (`tail != seenSlot`): the run is active; look again in B.
  *    This is how "quiet for B" is known without comparing clocks: the same tail two checks apart.
- * 3. Quiet, and it owes work: a non-terminal step with no live step lease whose retry time has
+ * 3. Quiet, and it owes work: a non-terminal step without a live step lease whose retry time has
  *    come, a waiting wait whose time has come, or an event after `ackedSlot` that a replay must see
  *    (a step or wait finished, a hook received, the run created or started). Wake it; repeats back
  *    off (B, 2B, 4B, ... at most 15 min) until the log moves.
  * 4. Otherwise it is idle: look again when its earliest wait or retry comes (+ B), in B while a step
  *    lease is live, else in 6 h.
  *
- * Clocks: `now` is the checker's clock; lease ends, retry and resume times are their writers'.
- * Skew moves when a wake goes out (a lease from a clock ahead looks live longer), never whether a
- * run that owes work is woken: every case but 1 leads to another check, and every time compared is
- * fixed while `now` grows.
+ * A step's lease is as the checker observed it (./check.ts, src/storage/write/step-lease.ts
+ * `observeStepLeases`): `live` when its holder was seen to heartbeat, `lapsed` when the checker
+ * saw its mark unchanged for the holder's ttl on its own monotonic clock and revoked it. No lease
+ * end written by another process is compared with a clock, so skew never reopens a live step.
+ *
+ * Clocks: `now` is the checker's clock; retry and resume times are their writers'. They decide only
+ * when a wake goes out (a retry time from a clock ahead looks due later), never whether a step
+ * with a live lease is stranded: every case but 1 leads to another check, and every time compared
+ * is fixed while `now` grows.
  */
 
 /** Event types whose replay the workflow owes: something it waits for has happened. */
@@ -40,7 +45,14 @@ export interface CheckInput {
   tail: number;
   /** Events after the DUE item's `ackedSlot` (slot and type; at most a page). */
   unacked: ReadonlyArray<{ slot: number; type: string }>;
-  steps: ReadonlyArray<{ stepId: string; stepName: string; status: string; leaseUntil?: number; retryAfter?: number }>;
+  /** Its steps; `lease` as observed (absent: the step has no lease). */
+  steps: ReadonlyArray<{
+    stepId: string;
+    stepName: string;
+    status: string;
+    lease?: 'live' | 'lapsed';
+    retryAfter?: number;
+  }>;
   waits: ReadonlyArray<{ status: string; resumeAt?: number }>;
   due: { seenSlot?: number; wakes: number };
   now: number;
@@ -63,17 +75,17 @@ export function decide(c: CheckInput): Decision {
   if (c.due.seenSlot !== c.tail) return { kind: 'later', next: now + B, wakes: 0, why: 'active' };
 
   const open = c.steps.filter((s) => !TERMINAL_STEP.has(s.status));
-  const leased = open.filter((s) => s.leaseUntil !== undefined && s.leaseUntil > now);
-  const stranded = open.filter(
-    (s) => !(s.leaseUntil !== undefined && s.leaseUntil > now) && !(s.retryAfter !== undefined && s.retryAfter > now),
-  );
+  const leased = open.filter((s) => s.lease === 'live');
+  const stranded = open.filter((s) => s.lease !== 'live' && !(s.retryAfter !== undefined && s.retryAfter > now));
   const elapsed = c.waits.filter((w) => w.status === 'waiting' && w.resumeAt !== undefined && w.resumeAt <= now);
   const owed = c.unacked.filter((e) => REPLAY_OWED.has(e.type));
   if (stranded.length > 0 || elapsed.length > 0 || owed.length > 0) {
     const wakes = c.due.wakes + 1;
     const why =
       stranded.length > 0
-        ? `step ${stranded[0].stepId} (${stranded[0].status}) has no live lease`
+        ? stranded[0].lease === 'lapsed'
+          ? `step ${stranded[0].stepId} (${stranded[0].status}): its lease saw no heartbeat for its ttl and was revoked`
+          : `step ${stranded[0].stepId} (${stranded[0].status}) has no live lease`
         : elapsed.length > 0
           ? 'a wait has elapsed'
           : `${owed[owed.length - 1].type} at slot ${owed[owed.length - 1].slot} not replayed`;

@@ -4,8 +4,12 @@
  * those still held (it failed, or returned before finishing them) are released so the
  * redelivery need not wait for them.
  *
- * Invariant: the heartbeat stops when the request is aborted, so an abandoned delivery's leases
- * expire like a crashed one's.
+ * Invariants:
+ * - The heartbeat stops when the request is aborted, so an abandoned delivery's leases lapse like a
+ *   crashed one's.
+ * - A tick never waits for the previous heartbeat: one that hangs in its SDK retries must not
+ *   silence the next (each writes a larger count, and a late one changes nothing: see
+ *   `extendStepLeases`).
  */
 import type { StepLease } from '../context/delivery-scope.js';
 import { describeWithStack } from './error-text.js';
@@ -37,7 +41,7 @@ export function keepStepLeases(
         (lost) => {
           if (lost.length > 0)
             logError(
-              `[eve-world-aws] flow route: delivery ${messageId} lost the lease of step(s) ${lost.join(', ')} (expired and taken over, or finished elsewhere)`,
+              `[eve-world-aws] flow route: delivery ${messageId} lost the lease of step(s) ${lost.join(', ')} (seen lapsed elsewhere and taken over or revoked, or finished elsewhere)`,
             );
         },
         (err) =>

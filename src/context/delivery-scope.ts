@@ -54,8 +54,11 @@ export interface StepLease {
   readonly token: string;
   /** How long a stamp lasts without a heartbeat (ms). */
   readonly ttlMs: number;
-  /** Steps this delivery started and has not finished (`runId\0stepId` → ids): the heartbeat's set. */
-  readonly started: Map<string, { runId: string; stepId: string }>;
+  /**
+   * Steps this delivery started and has not finished (`runId\0stepId` → ids, and the heartbeat
+   * count last written to the step, 0 when absent): the heartbeat's set.
+   */
+  readonly started: Map<string, { runId: string; stepId: string; beat?: number }>;
 }
 
 const als = new AsyncLocalStorage<DeliveryScope>();

@@ -9,7 +9,8 @@
  *                                            item holds one event, or a pair (slots N and N+1, the second
  *                                            in the map `e2`; no EVT#<N+1> item then): storage/records/event.ts
  * RUN#<runId>             RUN#meta           run view
- * RUN#<runId>             STEP#<stepId>      step view (+ the step lease: leaseToken, leaseUntil; storage/write/step-lease.ts;
+ * RUN#<runId>             STEP#<stepId>      step view (+ the step lease: leaseToken, leaseUntil, leaseBeat, leaseTtl;
+ *                                            storage/write/step-lease.ts;
  *                                            fs = slot of its step_created, storage/read/correlation.ts)
  * RUN#<runId>             WAIT#<waitId>      wait view
  * RUN#<runId>             RUNRESUME#<rid>    hook_received dedupe claim (resumeId -> slot); sorts after

@@ -44,11 +44,11 @@ export interface WorldStorage extends Storage {
   /** Highest slot of `runId`'s log this process has seen committed (for messages' `eve.tail`). */
   logTail(runId: string): number | undefined;
   /**
-   * A terminal run's status and when it ended (wall-clock ms), undefined while it is not terminal
-   * or when there is no such run. One consistent GetItem, without payloads (live stream reads
-   * use it to end with their run, src/streams/live.ts).
+   * A terminal run's status, undefined while it is not terminal or when there is no such run. One
+   * consistent GetItem, without payloads (live stream reads use it to end with their run,
+   * src/streams/live.ts, timing their grace from when they saw the end, not from its timestamp).
    */
-  runEnd(runId: string): Promise<{ status: WorkflowRunStatus; endedAt: number } | undefined>;
+  runEnd(runId: string): Promise<{ status: WorkflowRunStatus } | undefined>;
 }
 
 export function createStorage(ctx: WorldContext): WorldStorage {
@@ -66,7 +66,7 @@ export function createStorage(ctx: WorldContext): WorldStorage {
       try {
         const run = await runs.get(runId, { resolveData: 'none' });
         if (!isTerminalRun(run.status)) return undefined;
-        return { status: run.status, endedAt: (run.completedAt ?? run.updatedAt).getTime() };
+        return { status: run.status };
       } catch (err) {
         if (WorkflowRunNotFoundError.is(err)) return undefined;
         throw err;

@@ -21,10 +21,12 @@
  * The end of a run ends its streams (`runEnd` given): a stream whose writer never wrote its EOF
  * (the run was cancelled mid-stream, failed, or completed without closing it) would otherwise be
  * polled forever. Only while the reader is idle (no data for ACTIVE_MS) it reads the run, at most
- * once per RUN_CHECK_MS until the run is terminal. Once the run has been terminal for
- * END_GRACE_MS and a Query that started after that found nothing new, no writer is taken to be
- * left: the reader writes the stream's EOF (`seal`, the writer's idempotent close; a late block
- * that lands first is kept, the EOF goes after it by density), logs why, and ends at that EOF
+ * once per RUN_CHECK_MS until the run is terminal. Once this reader has known the run terminal for
+ * END_GRACE_MS (timed on its own monotonic clock from the read that first showed it terminal, never
+ * from the run's end time, which another process's clock wrote) and a Query that started after
+ * that found nothing new, no writer is taken to be left: the reader writes the stream's EOF
+ * (`seal`, the writer's idempotent close; a late block that lands first is kept, the EOF goes
+ * after it by density), logs why, and ends at that EOF
  * like any reader. Sealing, not just closing this reader, is what lets core's `getReadable()`
  * end: core trusts an end only when `getInfo()` says `done` (else it reconnects), and every
  * other reader and `getChunks()` then agree. Chunks a writer sends after the seal are dropped,
@@ -56,13 +58,16 @@ const MAX_BUFFERED_BLOCKS = 1000;
 const S3_CONCURRENCY = 8;
 /** An idle reader reads its run's status at most this often until the run is terminal. */
 const RUN_CHECK_MS = 5000;
-/** How long after its run ended a stream with no new data is taken to have no writer left. */
+/**
+ * How long after a reader saw its run ended a stream with no new data is taken to have no writer
+ * left (the reader sees the end at or after it happened, so a write up to this long after the end
+ * is never lost, whatever the clocks).
+ */
 export const END_GRACE_MS = 5000;
 
-/** A terminal run: its status and when it ended (wall-clock ms). */
+/** A terminal run: its status. */
 export interface RunEnd {
   status: WorkflowRunStatus;
-  endedAt: number;
 }
 
 export interface LiveTailDeps {
@@ -115,10 +120,12 @@ export function liveTail(
   let pending: Block | undefined = start.first;
   /** The run's end once seen terminal (it never changes after). */
   let ended: RunEnd | undefined;
+  /** When this reader's read of the run that showed it terminal returned (performance.now()). */
+  let endSeenAt = 0;
   /** When the run may be read again (performance.now()). */
   let nextRunCheckAt = 0;
-  /** Wall-clock start of the last Query (to order it after the end's grace). */
-  let queryStartWall = 0;
+  /** Start of the last Query (performance.now(), to order it after the end's grace). */
+  let lastQueryStart = 0;
 
   const onBlock = (b: CommittedBlock) => {
     if (mem.length >= MAX_BUFFERED_BLOCKS) mem = [];
@@ -205,9 +212,11 @@ export function liveTail(
       nextRunCheckAt = performance.now() + RUN_CHECK_MS;
       ended = await deps.runEnd(runId).catch(() => undefined);
       if (!ended || finished) return false;
+      endSeenAt = performance.now();
     }
-    // The empty Query must have started after the grace, so nothing written before it is missed.
-    if (finished || queryStartWall - ended.endedAt < END_GRACE_MS) return false;
+    // The empty Query must have started a grace after this reader saw the end, so nothing written
+    // within the grace after the end (which came before the sight) is missed.
+    if (finished || lastQueryStart - endSeenAt < END_GRACE_MS) return false;
     try {
       await deps.seal(runId, name);
     } catch (err) {
@@ -256,7 +265,7 @@ export function liveTail(
               woken = false;
               if (mem.length > 0 && mem[0].first <= k) continue; // the bus brought what we need
               queryStart = performance.now();
-              queryStartWall = Date.now();
+              lastQueryStart = queryStart;
               const page = await queries.blocksFrom(runId, name, k, { signal: abort.signal });
               fromQuery = true;
               truncated = page.truncated;

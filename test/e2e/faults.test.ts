@@ -1,10 +1,12 @@
 /**
  * Fault suite (#12), small size: real workflows through real core while the fault proxy injects
- * throttling, 5xx and lost responses (DynamoDB, SQS, S3) or duplicate SQS deliveries consumed by
- * two Worlds at once. Every invariant in test/helpers/faults-suite.ts `violations()` must hold; duplicated
- * step bodies are reported (console), not asserted: the step lease (src/storage/write/step-lease.ts)
- * keeps them at 0 in the duplicates scenario (bench/faults.mjs), but a body killed mid-way runs
- * again by design, and a holder stalled past its lease could let a copy run it again.
+ * throttling, 5xx and lost responses (DynamoDB, SQS, S3), duplicate SQS deliveries consumed by
+ * two Worlds at once, SIGKILLed consumers, or consumers with clocks 60 s ahead and behind (one
+ * paused past its lease now and then). Every invariant in test/helpers/faults-suite.ts
+ * `violations()` must hold; duplicated step bodies are reported (console), and asserted only in the
+ * clock scenario: there the step lease (src/storage/write/step-lease.ts) compares no clocks, so a
+ * body runs twice only where its process was paused past its lease. A body killed mid-way runs
+ * again by design.
  *
  * And two deployments on a table with deployment affinity, the old one retired by force half-way
  * (test/helpers/faults-deployments.ts): no run of the new one fails, no run of the old one
@@ -21,6 +23,7 @@ import {
   runDeploymentScenario,
 } from '../helpers/faults-deployments.js';
 import {
+  clockSkew,
   duplicateDeliveries,
   type FaultReport,
   runFaultScenario,
@@ -31,7 +34,7 @@ import {
 
 const RUNS = Number(process.env.EVE_FAULTS_RUNS ?? 12);
 const SEED = Number(process.env.EVE_FAULTS_SEED ?? 1);
-/** `wire`, `dup`, `kill` or `deploy`: run only that scenario (bench/faults.mjs --only). */
+/** `wire`, `dup`, `kill`, `clock` or `deploy`: run only that scenario (bench/faults.mjs --only). */
 const ONLY = process.env.EVE_FAULTS_ONLY;
 const reports: Array<FaultReport | DeploymentFaultReport> = [];
 
@@ -121,5 +124,32 @@ describe.sequential('fault suite', () => {
       expect(deploymentViolations(r)).toEqual([]);
     },
     timeout,
+  );
+
+  test.skipIf(ONLY !== undefined && ONLY !== 'clock')(
+    'consumer processes 60 s ahead and behind among healthy ones (slow bodies, duplicates, a pause past the lease): every run completes exactly once, no extra body but a paused one',
+    async () => {
+      // A run may take minutes here: core in the process 60 s behind waits out another
+      // invocation's inline ownership 60 s longer (a clock use that decides when, design.md "Clocks").
+      const r = await runFaultScenario(clockSkew(), {
+        stackEnv: stackEnv(),
+        runs: RUNS,
+        seed: SEED,
+        runDeadlineMs: 300_000,
+      });
+      reports.push(r);
+      console.log(
+        `[faults] ${r.scenario}: paused ${r.paused} (${r.pausedPastLease} past the lease); extra step bodies ${r.extraBodies}/${r.bodiesExpected} (paused ${r.extraBodiesPaused}, others ${r.extraBodiesUnpaused}); backstop woke ${r.backstopRuns} runs; ${JSON.stringify(r)}`,
+      );
+      expect(r.skewsMs).toEqual([60_000, -60_000]);
+      expect(r.bodiesInChildren).toBeGreaterThan(0); // the skewed processes did take part
+      expect(r.injected['sqs duplicate:SendMessage'] ?? 0).toBeGreaterThan(0);
+      expect(violations(r)).toEqual([]);
+      expect(r.completed).toBe(RUNS);
+      // The step lease and the backstop compare no clocks across processes: a step body runs
+      // twice only where its process was paused past its lease.
+      expect(r.extraBodiesUnpaused).toBe(0);
+    },
+    timeout + 330_000, // its drain wait and run deadline
   );
 });

@@ -59,12 +59,22 @@ const { setWorld } = await import('workflow/runtime');
 const flow = await import(pathToFileURL(flowPath).href);
 
 const world = createWorld({ tuning: JSON.parse(tuningJson ?? '{}') });
-// EVE_TEST_PRINT_DELIVERIES=1: prints `delivered <message id> <status>` once each delivery's
-// flow route answered (test/e2e/early-pause-kill.test.ts waits for its copy M's).
+// EVE_TEST_PRINT_DELIVERIES=1: prints `delivered <message id> <status> <runId> <stepId or ->`
+// once each delivery's flow route answered (test/e2e/early-pause-kill.test.ts waits for its copy
+// M's; test/e2e/step-lease-skew.test.ts for a step message of a run).
 const printDeliveries = process.env.EVE_TEST_PRINT_DELIVERIES === '1';
 world.registerHandler('__wkf_workflow_', async (req) => {
+  const body = printDeliveries
+    ? await req
+        .clone()
+        .json()
+        .catch(() => ({}))
+    : {};
   const res = await flow.POST(req);
-  if (printDeliveries) process.stdout.write(`delivered ${req.headers.get('x-vqs-message-id') ?? '?'} ${res.status}\n`);
+  if (printDeliveries)
+    process.stdout.write(
+      `delivered ${req.headers.get('x-vqs-message-id') ?? '?'} ${res.status} ${body?.runId ?? '-'} ${body?.stepId ?? '-'}\n`,
+    );
   return res;
 });
 setWorld(world);

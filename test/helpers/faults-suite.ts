@@ -11,8 +11,10 @@
  * - the DLQ is empty, the queue drains (nothing left visible, in flight or delayed), no run is
  *   left pending/running and no idempotency claim is left pending (nothing stranded).
  * Duplicated step bodies (a body that ran more than once: side effects, not the event log) are
- * counted and reported separately; they are not an invariant of today's consumer. So are the
- * liveness backstop's wakes (runs a gap left with no message; test/helpers/faults-backstop.ts).
+ * counted and reported separately, split by whether the step was mid-body in a process paused
+ * past its step lease (SIGSTOP: the lease's known limit) or not; a SIGKILLed body runs again by
+ * design. So are the liveness backstop's wakes (runs a gap left with no message;
+ * test/helpers/faults-backstop.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -29,6 +31,7 @@ import { loadConfig, type WorldTuning } from '../../src/config/index.js';
 import { createContext, type WorldContext } from '../../src/context/world-context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createTransport } from '../../src/queue/transport.js';
+import { stepLeaseTtlMs } from '../../src/storage/write/step-lease.js';
 import { consoleLogger } from '../../src/telemetry/log.js';
 import { createFixture } from '../helpers/aws.js';
 import { ensureDist } from './dist.js';
@@ -55,6 +58,20 @@ export interface FaultScenario {
   killEveryMs?: number;
   /** Stop killing after this many kills (each costs a visibility timeout of recovery). */
   maxKills?: number;
+  /**
+   * The clock of each consumer process, by index, this far ahead of the others' (negative:
+   * behind), for everything it does (EVE_TEST_CLOCK_SKEW_MS); a replacement keeps its index's.
+   */
+  childSkewsMs?: number[];
+  /** The workflow: countedSteps (default), or slowCountedSteps whose step bodies take `bodyMs`. */
+  bodyMs?: number;
+  /** SIGSTOP a consumer process mid-body at most this often, for `pauseMs`, then SIGCONT it. */
+  pauseEveryMs?: number;
+  pauseMs?: number;
+  /** Stop pausing after this many pauses. */
+  maxPauses?: number;
+  /** How long the queue may take to drain after the last run (default 30 s). */
+  drainMs?: number;
 }
 
 export interface FaultReport {
@@ -83,6 +100,21 @@ export interface FaultReport {
   extraBodiesPct: number;
   /** Step bodies that ran in the consumer processes (the rest ran in this process). */
   bodiesInChildren: number;
+  /**
+   * Extra bodies of steps that were mid-body in a process paused past its step lease (the known
+   * limit, docs/design.md "Step lease"), and of every other step: the latter must be 0 wherever
+   * no process was killed.
+   */
+  extraBodiesPaused: number;
+  extraBodiesUnpaused: number;
+  /** Each extra body not attributed to a pause: the step's key and every body's process and time (s since the start). */
+  unpausedDetails: string[];
+  /** Consumer processes' lines about leases taken over, revoked or lost (s since the start), for the clock scenario. */
+  leaseNotes: string[];
+  /** Consumer processes' clock skews (ms), by index; SIGSTOPs sent, and how many lasted past the lease ttl. */
+  skewsMs: number[];
+  paused: number;
+  pausedPastLease: number;
   /** Wakes the liveness backstop sent (every process's), and the distinct runs they were for. */
   backstopWakes: number;
   backstopRuns: number;
@@ -154,6 +186,40 @@ export function sigkillConsumers(
   };
 }
 
+/**
+ * Consumer processes whose clocks run 60 s ahead and 60 s behind beside this healthy one, with 10%
+ * duplicates and step bodies that take `bodyMs` (copies and core's polls of a running step
+ * arrive mid-body, to any of them), the backstop shortened (B = 5 s, T = 2 s: every quiet run with a
+ * running step is judged); one process SIGSTOPped mid-body for `pauseMs` at most every
+ * `pauseEveryMs`. The step lease and the backstop compare no clocks across processes, so no step
+ * body runs twice but one mid-body in a process paused past its lease (15 s at the default 30 s
+ * visibility).
+ */
+export function clockSkew(
+  bodyMs = 3000,
+  pauseEveryMs = 20_000,
+  pauseMs = 20_000,
+  maxPauses = Number(process.env.EVE_FAULTS_MAX_PAUSES ?? 2),
+): FaultScenario {
+  return {
+    name: `consumer processes 60 s ahead and 60 s behind among healthy ones, step bodies of ${bodyMs / 1000} s, 10% duplicates, one SIGSTOPped mid-body for ${pauseMs / 1000} s up to ${maxPauses} times`,
+    sqs: [{ kind: 'duplicate', rate: 0.1 }],
+    childConsumers: 2,
+    childSkewsMs: [60_000, -60_000],
+    bodyMs,
+    pauseEveryMs,
+    pauseMs,
+    maxPauses,
+    tuning: { backstopSeconds: 5, backstopTickSeconds: 2 },
+    // Core in the process 60 s behind delays its wake of a step another invocation runs by what
+    // it takes to be left of that invocation's ownership (20 s): up to 80 s. Those wakes (no-ops
+    // once the run is over) are what the queue holds after the last run.
+    drainMs: 150_000,
+    // Debug lines: each backstop check's lease watch (what the report's lease notes quote).
+    env: { EVE_WORLD_AWS_LOG_LEVEL: 'debug' },
+  };
+}
+
 const STEPS_PER_RUN = 3 + 4;
 const STUCK = Symbol('stuck'); // countedSteps(prefix, 3): 3 sequential + a fan-out of 4
 
@@ -189,12 +255,40 @@ export async function runFaultScenario(
 
   // The backstop's wakes, from every process's log lines.
   const backstop = new BackstopTally();
+  const leaseNotes: string[] = [];
   const children = scenario.childConsumers
-    ? await startChildren(scenario.childConsumers, fixture.env, scenario.tuning ?? {}, log, (pid, text) =>
-        backstop.chunk(String(pid), text),
+    ? await startChildren(
+        scenario.childConsumers,
+        fixture.env,
+        scenario.tuning ?? {},
+        log,
+        (pid, text) => {
+          backstop.chunk(String(pid), text);
+          for (const l of text.split('\n'))
+            if (/revoked|lost the lease|stood still/.test(l))
+              leaseNotes.push(`${pid}@${((performance.now() - t0) / 1000).toFixed(1)} ${l.slice(0, 300)}`);
+        },
+        scenario.childSkewsMs ?? [],
       )
     : undefined;
-  const consumer = { logger: backstop.logger(consoleLogger) };
+  const counted = backstop.logger(consoleLogger);
+  const note = (l: string) => {
+    if (/revoked|lost the lease|stood still/.test(l))
+      leaseNotes.push(`here@${((performance.now() - t0) / 1000).toFixed(1)} ${l.slice(0, 300)}`);
+  };
+  const consumer = {
+    logger: {
+      ...counted,
+      debug: (m: string, f?: Record<string, unknown>) => {
+        note(m);
+        counted.debug?.(m, f);
+      },
+      error: (m: string, f?: Record<string, unknown>) => {
+        note(m);
+        counted.error(m, f);
+      },
+    },
+  };
   const worlds: AwsWorld[] = [createWorld({ config: fixture.config, clients: fixture.clients, consumer })];
   const extraClients = scenario.secondConsumer ? createClients(loadConfig(fixture.env)) : undefined;
   if (extraClients) worlds.push(createWorld({ config: fixture.config, clients: extraClients, consumer }));
@@ -227,6 +321,13 @@ export async function runFaultScenario(
     extraBodies: 0,
     extraBodiesPct: 0,
     bodiesInChildren: 0,
+    extraBodiesPaused: 0,
+    extraBodiesUnpaused: 0,
+    unpausedDetails: [],
+    leaseNotes: [],
+    skewsMs: scenario.childSkewsMs ?? [],
+    paused: 0,
+    pausedPastLease: 0,
     injected: {},
     backstopWakes: 0,
     backstopRuns: 0,
@@ -270,6 +371,42 @@ export async function runFaultScenario(
           );
         }, 25)
       : undefined;
+  // Pauses, driven by work like the kills: a consumer process is SIGSTOPped right after it starts a
+  // step body. An extra body is the pause's when it began while (or shortly after) the process
+  // that ran the step's earlier body was paused past its lease, that body having begun before the
+  // pause: a takeover of its lapsed lease. Times are this process's, when it saw each body begin
+  // (tally lines, polled every 25 ms; its own bodies, timed as they begin).
+  const leaseTtlMs = stepLeaseTtlMs(fixture.config.consumerVisibilitySeconds);
+  const lineSeenAt: number[] = [];
+  const pauses: Array<{ pid: number; start: number; end: number }> = [];
+  let lastPause = 0;
+  let pausing = false;
+  const pauser =
+    children && scenario.pauseEveryMs
+      ? setInterval(() => {
+          const lines = children.tallyLines();
+          while (lineSeenAt.length < lines.length) lineSeenAt.push(performance.now());
+          if (pausing || report.paused >= (scenario.maxPauses ?? Number.POSITIVE_INFINITY)) return;
+          if (performance.now() - lastPause < (scenario.pauseEveryMs ?? 0)) return;
+          if (lines.length === 0 || performance.now() - lineSeenAt[lines.length - 1] > 100) return;
+          const pid = Number(lines[lines.length - 1].split('\t')[1]);
+          const at = performance.now();
+          const pauseMs = scenario.pauseMs ?? 0;
+          const resumed = children.pause(pid, pauseMs);
+          if (!resumed) return;
+          pausing = true;
+          report.paused++;
+          lastPause = at;
+          if (pauseMs > leaseTtlMs) {
+            report.pausedPastLease++;
+            pauses.push({ pid, start: at, end: at + pauseMs });
+          }
+          resumed.then(() => {
+            pausing = false;
+          });
+        }, 25)
+      : undefined;
+  const ownBodies = timedTally();
   try {
     // A bounded number of runs in flight, like a steady stream of work.
     let next = 0;
@@ -280,7 +417,10 @@ export async function runFaultScenario(
           const i = next++;
           let run: Awaited<ReturnType<typeof start>>;
           try {
-            run = await start(workflows.countedSteps as never, [`${prefix}:${i}`, 3]);
+            run =
+              scenario.bodyMs === undefined
+                ? await start(workflows.countedSteps as never, [`${prefix}:${i}`, 3])
+                : await start(workflows.slowCountedSteps as never, [`${prefix}:${i}`, 3, scenario.bodyMs]);
           } catch (err) {
             report.failedToStart++;
             log(`run ${i} failed to start: ${String(err)}`);
@@ -310,8 +450,9 @@ export async function runFaultScenario(
       }),
     );
 
-    // Checks run without faults (and without kills).
+    // Checks run without faults (and without kills or pauses).
     if (killer) clearInterval(killer);
+    if (pauser) clearInterval(pauser);
     for (const p of proxies.all) p.setRules([]);
     const world = worlds[0];
     for (const runId of runIds) {
@@ -358,7 +499,7 @@ export async function runFaultScenario(
     };
     const { queueUrl, dlqUrl } = await queueUrls(createContext(fixture.config, fixture.clients));
     // Duplicates of the last messages may still be in flight: give them a moment to drain.
-    const drainEnd = Date.now() + 30_000;
+    const drainEnd = Date.now() + (scenario.drainMs ?? 30_000);
     for (;;) {
       const q = await attrs(queueUrl);
       report.queueLeft = q.visible + q.inFlight + q.delayed;
@@ -396,9 +537,38 @@ export async function runFaultScenario(
     }
     report.bodiesRan = [...counts.values()].reduce((n, c) => n + c, 0);
     report.extraBodies = report.bodiesRan - counts.size;
+    // Each body's process and when it began, to attribute the extra ones.
+    const began = new Map<string, Array<{ pid: number; at: number }>>();
+    const add = (k: string, pid: number, at: number) => began.set(k, [...(began.get(k) ?? []), { pid, at }]);
+    for (const [k, times] of ownBodies.at)
+      if (k.startsWith(`${prefix}:`)) for (const t of times) add(k, process.pid, t);
+    (children?.tallyLines() ?? []).forEach((l, i) => {
+      const [k, pid] = l.split('\t');
+      if (k.startsWith(`${prefix}:`)) add(k, Number(pid), lineSeenAt[i] ?? Number.POSITIVE_INFINITY);
+    });
+    for (const [key, runs] of began) {
+      runs.sort((a, b) => a.at - b.at);
+      for (const later of runs.slice(1)) {
+        const paused = pauses.some(
+          (p) =>
+            runs.some((e) => e.pid === p.pid && e.at <= p.start && e !== later) &&
+            later.at >= p.start &&
+            later.at <= p.end + 2 * leaseTtlMs,
+        );
+        if (paused) report.extraBodiesPaused++;
+        else {
+          report.extraBodiesUnpaused++;
+          const when = (t: number) => ((t - t0) / 1000).toFixed(1);
+          report.unpausedDetails.push(
+            `${key}: ${runs.map((e) => `${e.pid === process.pid ? 'here' : e.pid}@${when(e.at)}`).join(', ')}; pauses ${pauses.map((p) => `${p.pid}@${when(p.start)}-${when(p.end)}`).join(', ') || 'none'}; skews ${JSON.stringify(children?.pids() ?? [])}`,
+          );
+        }
+      }
+    }
     report.extraBodiesPct = counts.size ? (100 * report.extraBodies) / counts.size : 0;
   } finally {
     if (killer) clearInterval(killer);
+    if (pauser) clearInterval(pauser);
     await children?.stop();
     for (const p of proxies.all) {
       p.setRules([]);
@@ -410,10 +580,30 @@ export async function runFaultScenario(
     if (extraClients) destroyClients(extraClients);
     await proxies.close();
     report.backstopWakes = backstop.wakes;
+    report.leaseNotes = leaseNotes.slice(0, 50);
     report.backstopRuns = backstop.runs.size;
     report.seconds = (performance.now() - t0) / 1000;
   }
   return report;
+}
+
+/** This process's step tally (`globalThis.__e2eStepTally`), timing each body as it begins. */
+class TimedTally extends Map<string, number> {
+  readonly at = new Map<string, number[]>();
+  override set(key: string, value: number): this {
+    this.at?.set(key, [...(this.at.get(key) ?? []), performance.now()]);
+    return super.set(key, value);
+  }
+}
+
+function timedTally(): TimedTally {
+  const g = globalThis as Record<string, unknown>;
+  if (!(g.__e2eStepTally instanceof TimedTally)) {
+    const t = new TimedTally();
+    for (const [k, v] of (g.__e2eStepTally as Map<string, number> | undefined) ?? []) Map.prototype.set.call(t, k, v);
+    g.__e2eStepTally = t;
+  }
+  return g.__e2eStepTally as TimedTally;
 }
 
 async function queueUrls(ctx: WorldContext): Promise<{ queueUrl: string; dlqUrl: string }> {
@@ -480,26 +670,32 @@ export async function startChildren(
   log: (m: string) => void,
   /** Each chunk of a consumer process's stdout (its log lines). */
   onStdout: (pid: number, text: string) => void = () => {},
+  /** Clock skew (ms) of the process at each index. */
+  skewsMs: number[] = [],
 ) {
   const distUrl = ensureDist();
   const dir = mkdtempSync(path.join(tmpdir(), 'eve-faults-'));
   const tallyFile = path.join(dir, 'tally.txt');
   writeFileSync(tallyFile, '');
   const script = path.join(here, 'faults-consumer-child.mjs');
-  const spawnOne = () =>
+  const spawnOne = (index: number) =>
     new Promise<ChildProcess>((resolve, reject) => {
-      const child = spawn(
+      const skew = skewsMs[index] ? { EVE_TEST_CLOCK_SKEW_MS: String(skewsMs[index]) } : {};
+      const child: ChildProcess = spawn(
         process.execPath,
         ['--no-warnings', script, distUrl, path.join(wellKnown, 'flow.mjs'), tallyFile, JSON.stringify(tuning)],
         {
-          env: { ...process.env, ...env },
+          env: { ...process.env, ...env, ...skew },
           stdio: ['ignore', 'pipe', 'pipe'],
         },
       );
+      spawned.push(child);
+      indexOf.set(child, index);
       let err = '';
       child.stderr?.on('data', (d: Buffer) => {
         err += d.toString();
         if (err.length > 20_000) err = err.slice(-10_000);
+        if (/lost the lease/.test(d.toString())) onStdout(child.pid ?? 0, d.toString());
       });
       child.stdout?.on('data', (d: Buffer) => {
         const text = d.toString();
@@ -510,7 +706,10 @@ export async function startChildren(
         reject(new Error(`consumer process exited before it was ready (${code ?? signal}): ${err.slice(-2000)}`)),
       );
     });
-  const procs = await Promise.all(Array.from({ length: n }, spawnOne));
+  const spawned: ChildProcess[] = [];
+  const indexOf = new Map<ChildProcess, number>();
+  const procs = await Promise.all(Array.from({ length: n }, (_, i) => spawnOne(i)));
+  const stopped = new Set<ChildProcess>();
   let restarting: Promise<void> | undefined;
   return {
     /**
@@ -522,7 +721,7 @@ export async function startChildren(
       if (i < 0 || restarting) return undefined;
       procs[i].kill('SIGKILL');
       log(`SIGKILLed consumer process ${pid}`);
-      restarting = spawnOne().then(
+      restarting = spawnOne(i).then(
         (p) => {
           procs[i] = p;
           restarting = undefined;
@@ -534,6 +733,25 @@ export async function startChildren(
       );
       return restarting;
     },
+    /**
+     * SIGSTOP the consumer process `pid` for `ms`, then SIGCONT it; resolves once continued, or
+     * undefined when `pid` is not a live, running consumer.
+     */
+    pause(pid: number, ms: number): Promise<void> | undefined {
+      const p = procs.find((c) => c.pid === pid && c.exitCode === null && c.signalCode === null);
+      if (!p || stopped.has(p)) return undefined;
+      p.kill('SIGSTOP');
+      stopped.add(p);
+      log(`SIGSTOPped consumer process ${pid} for ${ms} ms`);
+      return new Promise<void>((resolve) =>
+        setTimeout(() => {
+          if (stopped.delete(p)) p.kill('SIGCONT');
+          resolve();
+        }, ms),
+      );
+    },
+    /** Each consumer process that ran, with its clock skew (ms). */
+    pids: () => spawned.map((p, i) => `${p.pid}:${skewsMs[indexOf.get(p) ?? i] ?? 0}`),
     /** Raw tally lines, `<key>\t<pid>`, one per step body run in a consumer process. */
     tallyLines: () => readFileSync(tallyFile, 'utf8').split('\n').filter(Boolean),
     /** Step-body keys run in consumer processes. */
@@ -544,6 +762,8 @@ export async function startChildren(
         .map((l) => l.split('\t')[0]),
     async stop() {
       await restarting?.catch(() => undefined);
+      for (const p of stopped) p.kill('SIGCONT');
+      stopped.clear();
       await stopChildren(procs);
     },
     dir,

@@ -29,8 +29,12 @@ export interface StepRecord {
   ver: number;
   /** The step lease (../write/step-lease.ts): the token of the delivery running the body. Not in `Step`. */
   leaseToken?: string;
-  /** The lease's expiry (ms since the epoch, the starter's clock). Not in `Step`. */
+  /** The lease's expiry (ms since the epoch, the holder's clock; for builds that judge by it). Not in `Step`. */
   leaseUntil?: number;
+  /** The lease's heartbeat count: 0 at the start, raised by every heartbeat. Not in `Step`. */
+  leaseBeat?: number;
+  /** The holder's ttl (ms): it heartbeats every third of it, so a watcher waits this long. Not in `Step`. */
+  leaseTtl?: number;
   /**
    * The log slot of the step's `step_created` (the first event of its correlation): where
    * `listByCorrelationId` starts reading (../read/correlation.ts), so step events need no index copy.
@@ -61,6 +65,8 @@ export function stepItem(s: StepRecord): Attrs {
       ver: s.ver,
       leaseToken: s.leaseToken,
       leaseUntil: s.leaseUntil,
+      leaseBeat: s.leaseBeat,
+      leaseTtl: s.leaseTtl,
       fs: s.firstSlot,
     }),
   };
@@ -86,6 +92,8 @@ export function parseStep(it: Attrs): StepRecord {
     ver: num(it, 'ver') ?? 0,
     leaseToken: str(it, 'leaseToken'),
     leaseUntil: num(it, 'leaseUntil'),
+    leaseBeat: num(it, 'leaseBeat'),
+    leaseTtl: num(it, 'leaseTtl'),
     firstSlot: num(it, 'fs'),
   };
 }

@@ -23,7 +23,7 @@ import type {
   TransactWriteItem,
   UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
-import { type BuiltCond, build, type Cond } from '../../aws/owned-record.js';
+import { type BuiltCond, build, type Cond } from '../../aws/record-conditions.js';
 import type { Attrs } from './codec.js';
 
 /** A piece of expression text and the placeholders it uses. */

@@ -9,8 +9,9 @@
  *
  * Starts inside a delivery are leased (./step-lease.ts, where the invariants are stated): every
  * `step_started` stamps the step with the delivery's lease in the same transaction, and a start
- * that finds another delivery's live lease is refused with `TooEarlyError` (the lazy create needs
- * no check: its `attribute_not_exists` claim already admits one starter). Terminal transitions and
+ * that finds another delivery's lease, not seen to lapse by this process, is refused with
+ * `TooEarlyError` (the lazy create needs no check: its `attribute_not_exists` claim already admits
+ * one starter). Terminal transitions and
  * step_retrying (./step-finished.ts) clear the lease.
  */
 import { EntityConflictError, RunExpiredError, TooEarlyError } from '@workflow/errors';
@@ -24,7 +25,7 @@ import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import type { CreateCall, Outcome } from './create-call.js';
 import { startPosition } from './position.js';
 import { checkRunGuard, runGuard, runGuardError } from './run-guard.js';
-import { assertNoForeignLease, currentStepLease, leaseFence, noteStarted } from './step-lease.js';
+import { currentStepLease, leaseStamp, noteStarted, startFence } from './step-lease.js';
 import { assertLive, type Data, stepPrefix, terminalRunConflict, transition } from './step-transition.js';
 
 export async function stepCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
@@ -103,8 +104,7 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
     updatedAt: call.now,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
     ver: 1,
-    leaseToken: lease?.token,
-    leaseUntil: lease ? call.now.getTime() + lease.ttlMs : undefined,
+    ...leaseStamp(lease, call.now.getTime()),
   };
   const createdData: Data = { stepName: startedData.stepName, input };
   if (startedData.workflowName !== undefined) createdData.workflowName = startedData.workflowName;
@@ -154,8 +154,9 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
 
 /**
  * Bare start: attempt += 1, `startedAt ??= now`, retryAfter cleared; refused before retryAfter.
- * Inside a delivery with a lease: refused (TooEarlyError) while another delivery's lease is live,
- * and stamped with this delivery's lease; outside one, the start is not leased.
+ * Inside a delivery with a lease: refused (TooEarlyError) unless the step has no lease, has this
+ * delivery's, or has one this process watched lapse ({@link startFence}), and stamped with this
+ * delivery's lease; outside one, the start is not leased.
  */
 export async function stepStartedBare(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const now = call.now;
@@ -164,14 +165,14 @@ export async function stepStartedBare(call: CreateCall, runId: string, data: Dat
     call,
     runId,
     data,
-    (s) => {
+    (s, _raw, fresh) => {
       assertLive(s);
       if (s.retryAfter && s.retryAfter.getTime() > now.getTime()) {
         throw new TooEarlyError(`Cannot start step "${s.stepId}": retryAfter timestamp has not been reached yet`, {
           retryAfter: Math.max(1, Math.ceil((s.retryAfter.getTime() - now.getTime()) / 1000)),
         });
       }
-      if (lease) assertNoForeignLease(lease, s, now.getTime());
+      const fence = lease ? startFence(lease, s, fresh) : undefined;
       return {
         next: {
           ...s,
@@ -181,12 +182,11 @@ export async function stepStartedBare(call: CreateCall, runId: string, data: Dat
           retryAfter: undefined,
           updatedAt: now,
           ver: s.ver + 1,
-          leaseToken: lease?.token,
-          leaseUntil: lease ? now.getTime() + lease.ttlMs : undefined,
+          ...leaseStamp(lease, now.getTime()),
         },
         eventData: data.eventData,
         runTerminal: (st) => new RunExpiredError(`Cannot start step on run in terminal state "${st}"`, runId, st),
-        fence: lease ? leaseFence(lease, now.getTime()) : undefined,
+        fence,
       };
     },
     (n) => n,

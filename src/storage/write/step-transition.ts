@@ -48,7 +48,12 @@ export interface Transition {
   fence?: LeaseFence;
 }
 
-export type Decide = (s: StepRecord, raw: Attrs) => Transition | Promise<Transition>;
+/**
+ * Decides a transition from the step as read; `fresh`: read from the table by this call (a
+ * remembered item is not, and a decision that needs a fresh sight, like a lease takeover, refuses
+ * on it and is decided again on a fresh read).
+ */
+export type Decide = (s: StepRecord, raw: Attrs, fresh: boolean) => Transition | Promise<Transition>;
 
 /**
  * The condition of a transition's put: the step is still at the version the decision was made on
@@ -82,7 +87,7 @@ export async function transition(
   let cur = parseStep(item);
   let t: Transition;
   try {
-    t = await decide(cur, item);
+    t = await decide(cur, item, !known);
   } catch (err) {
     // A refusal is final only on the stored item: the remembered one may be stale (a lease
     // released or extended by a plain UpdateItem, a change by another process).
@@ -90,7 +95,7 @@ export async function transition(
     const fresh = await getItem(ctx, keys.step(runId, stepId));
     if (!fresh) throw notFound(`Step "${stepId}" not found`);
     cur = parseStep(fresh);
-    t = await decide(cur, fresh);
+    t = await decide(cur, fresh, true);
   }
   const ev = newEvent(call.stamp, runId, data, data.eventType, undefined);
   const done = await commit(ctx, call.hints, pos, {
@@ -109,7 +114,7 @@ export async function transition(
       const old = oldItem(c, 0);
       if (!old) throw notFound(`Step "${stepId}" not found`);
       cur = parseStep(old); // another writer moved the step: decide again from its state
-      t = await decide(cur, old);
+      t = await decide(cur, old, true);
       return 'retry' as const;
     },
   });
@@ -128,7 +133,16 @@ export async function transition(
  * the changes, a new version, and no lease, so the delivery's heartbeat lets go of it.
  */
 export function handedBack(s: StepRecord, now: Date, changes: Partial<StepRecord>): StepRecord {
-  return { ...s, ...changes, updatedAt: now, ver: s.ver + 1, leaseToken: undefined, leaseUntil: undefined };
+  return {
+    ...s,
+    ...changes,
+    updatedAt: now,
+    ver: s.ver + 1,
+    leaseToken: undefined,
+    leaseUntil: undefined,
+    leaseBeat: undefined,
+    leaseTtl: undefined,
+  };
 }
 
 export function assertLive(s: StepRecord): void {

@@ -2,7 +2,7 @@
  * The owned-record primitive (src/aws/owned-record.ts) against DynamoDB Local: each operation,
  * each one's SDK retry after a lost response (middleware that drops the response after the write
  * committed), a stale takeover refused, a claim past its TTL, a foreign owner refused, a newer
- * format refused, and the fence inside a real transaction.
+ * format refused, and the fence inside a real transaction (no clock compared: the taker's seen mark).
  */
 import {
   type AttributeValue,
@@ -13,7 +13,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
-import { type Key, OwnedRecord, type TableRef, when } from '../../../src/aws/owned-record.js';
+import { type Key, OwnedRecord, type TableRef } from '../../../src/aws/owned-record.js';
+import { when } from '../../../src/aws/record-conditions.js';
 import { isTransactionCanceled } from '../../../src/aws/sdk-errors.js';
 import { FORMAT_ATTR, FORMATS, FormatError } from '../../../src/schema/formats.js';
 import { createFixture, type Fixture, uniquePrefix } from '../../helpers/aws.js';
@@ -315,7 +316,7 @@ describe('formats', () => {
 });
 
 describe('fence (the claim as a condition of a transaction action, on a host item)', () => {
-  const lease = new OwnedRecord('test lease', { owner: 'leaseToken', until: 'leaseUntil' });
+  const lease = new OwnedRecord('test lease', { owner: 'leaseToken', until: 'leaseUntil', beat: 'leaseBeat' });
 
   async function hostItem(k: Key, fields: Record<string, AttributeValue>): Promise<void> {
     await t.ddb.send(
@@ -327,8 +328,8 @@ describe('fence (the claim as a condition of a transaction action, on a host ite
   }
 
   /** A transaction that bumps `ver` under the fence, as `step_started` does. */
-  async function startUnder(k: Key, token: string, nowMs: number): Promise<boolean> {
-    const fence = lease.fence(token, nowMs);
+  async function startUnder(k: Key, token: string, lapsed?: Record<string, unknown>): Promise<boolean> {
+    const fence = lease.fence(token, lapsed);
     try {
       await t.ddb.send(
         new TransactWriteItemsCommand({
@@ -353,24 +354,62 @@ describe('fence (the claim as a condition of a transaction action, on a host ite
     }
   }
 
-  it('passes with no lease, a lapsed one or our own; refuses a live foreign lease', async () => {
+  it('passes with no lease, our own, or exactly the lapsed lease the taker saw; refuses any other foreign lease, whatever its end says', async () => {
     const none = key();
     await hostItem(none, {});
-    expect(await startUnder(none, 'me', NOW)).toBe(true);
-    const lapsed = key();
-    await hostItem(lapsed, { leaseToken: { S: 'other' }, leaseUntil: { N: String(NOW - 1) } });
-    expect(await startUnder(lapsed, 'me', NOW)).toBe(true);
+    expect(await startUnder(none, 'me')).toBe(true);
     const mine = key();
     await hostItem(mine, { leaseToken: { S: 'me' }, leaseUntil: { N: String(NOW + 10_000) } });
-    expect(await startUnder(mine, 'me', NOW)).toBe(true);
-    const live = key();
-    await hostItem(live, { leaseToken: { S: 'other' }, leaseUntil: { N: String(NOW + 10_000) } });
-    expect(await startUnder(live, 'me', NOW)).toBe(false);
-    expect((await rawItem(live))?.ver).toEqual({ N: '1' });
+    expect(await startUnder(mine, 'me')).toBe(true);
+    // An end long past on any clock is no permission: only the taker's own judgement is.
+    const foreign = key();
+    await hostItem(foreign, { leaseToken: { S: 'other' }, leaseUntil: { N: '1' }, leaseBeat: { N: '4' } });
+    expect(await startUnder(foreign, 'me')).toBe(false);
+    expect((await rawItem(foreign))?.ver).toEqual({ N: '1' });
+    // Judged lapsed on what was seen: passes only while the lease is exactly that.
+    const seen = { leaseToken: 'other', leaseUntil: 1, leaseBeat: 4 };
+    expect(await startUnder(foreign, 'me', { ...seen, leaseBeat: 3 })).toBe(false); // a heartbeat since
+    expect(await startUnder(foreign, 'me', { ...seen, leaseUntil: 2 })).toBe(false); // an older build's
+    expect(await startUnder(foreign, 'me', seen)).toBe(true);
+    // An older build's lease has no count: seen absent, it must still be absent.
+    const old = key();
+    await hostItem(old, { leaseToken: { S: 'other' }, leaseUntil: { N: '7' } });
+    expect(await startUnder(old, 'me', { leaseToken: 'other', leaseUntil: 7, leaseBeat: 0 })).toBe(false);
+    expect(await startUnder(old, 'me', { leaseToken: 'other', leaseUntil: 7 })).toBe(true);
     // Renew and release on the host item: its other fields stay.
     expect(await lease.transition(t, mine, 'me', { set: { leaseUntil: NOW + 20_000 } })).toBe(true);
     expect(await lease.transition(t, mine, 'other', { remove: ['leaseToken', 'leaseUntil'] })).toBe(false);
     expect(await lease.transition(t, mine, 'me', { remove: ['leaseToken', 'leaseUntil'] })).toBe(true);
     expect(await rawItem(mine)).toEqual({ PK: { S: mine.PK }, SK: { S: mine.SK }, ver: { N: '2' } });
+    // heldAs: a revoke under the seen mark (the backstop's), refused once the holder renewed.
+    const held = key();
+    await hostItem(held, { leaseToken: { S: 'h' }, leaseUntil: { N: '9' }, leaseBeat: { N: '1' } });
+    const at = { leaseToken: 'h', leaseUntil: 9, leaseBeat: 1 };
+    expect(await lease.transition(t, held, 'h', { set: { leaseBeat: 2, leaseUntil: 10 } })).toBe(true);
+    expect(await lease.update(t, held, { remove: ['leaseToken', 'leaseUntil', 'leaseBeat'] }, lease.heldAs(at))).toBe(
+      false,
+    );
+    expect(
+      await lease.update(
+        t,
+        held,
+        { remove: ['leaseToken', 'leaseUntil', 'leaseBeat'] },
+        lease.heldAs({ ...at, leaseBeat: 2, leaseUntil: 10 }),
+      ),
+    ).toBe(true);
+    expect(await rawItem(held)).toEqual({ PK: { S: held.PK }, SK: { S: held.SK }, ver: { N: '1' } });
+  });
+
+  it('renew only raises the heartbeat count: a late or retried renewal changes nothing and still reports the lease held; another owner’s is refused', async () => {
+    const k = key();
+    await hostItem(k, { leaseToken: { S: 'h' }, leaseUntil: { N: '100' } }); // an older build's: no count
+    expect(await lease.renew(t, k, 'h', 1, { leaseUntil: 200 })).toBe(true);
+    expect(await lease.renew(t, k, 'h', 3, { leaseUntil: 400 })).toBe(true);
+    // Beat 2 arrives after beat 3 (it hung in its retries), and beat 3 is retried: both held, nothing moves.
+    expect(await lease.renew(t, k, 'h', 2, { leaseUntil: 300 })).toBe(true);
+    expect(await lease.renew(t, k, 'h', 3, { leaseUntil: 400 })).toBe(true);
+    expect(await rawItem(k)).toMatchObject({ leaseBeat: { N: '3' }, leaseUntil: { N: '400' } });
+    expect(await lease.renew(t, k, 'other', 9, { leaseUntil: 900 })).toBe(false);
+    expect(await rawItem(k)).toMatchObject({ leaseToken: { S: 'h' }, leaseBeat: { N: '3' } });
   });
 });

@@ -1,13 +1,13 @@
 /**
  * The step lease (src/storage/write/step-lease.ts) against DynamoDB Local: `step_started` inside a
  * delivery scope stamps the step with the delivery's token; another delivery's start of the
- * running step is refused with `TooEarlyError` (core's "come back later") while the lease lives,
- * and takes over once it expired (a crashed owner); the owner's own retry after a lost response
+ * running step is refused with `TooEarlyError` (core's "come back later") until this process has
+ * seen the lease stand still for its ttl (a crashed owner), whatever the lease's end says; the owner's own retry after a lost response
  * (injected on the wire by the fault proxy, so the SDK retries a write that happened) is
  * recognised; the flow route extends the leases of the steps its delivery started while the
  * handler runs, and releases what is left when it settles. Real core on top: test/e2e/step-lease.test.ts.
  */
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { Storage } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
@@ -18,7 +18,15 @@ import { type DeliveryScope, runInDelivery, type StepLease } from '../../../src/
 import { createContext } from '../../../src/context/world-context.js';
 import { keys } from '../../../src/schema/keys.js';
 import { createStorage } from '../../../src/storage/index.js';
-import { extendStepLeases, releaseStepLeases } from '../../../src/storage/write/step-lease.js';
+import { LeaseWatch } from '../../../src/storage/memory/lease-watch.js';
+import { parseStep } from '../../../src/storage/records/step.js';
+import {
+  extendStepLeases,
+  type LeaseFields,
+  type LeaseWatchReport,
+  observeStepLeases,
+  releaseStepLeases,
+} from '../../../src/storage/write/step-lease.js';
 import { createFixture, type Fixture, stackEnv } from '../../helpers/aws.js';
 import { type FaultProxy, startFaultProxy } from '../../helpers/faults-proxy.js';
 import { makeWorld } from '../../helpers/queue.js';
@@ -106,7 +114,7 @@ describe.sequential('step lease (storage)', () => {
     expect(s.token).toBe('tok-a');
     expect(s.until).toBeGreaterThanOrEqual(t0 + 30_000);
     expect(s.until).toBeLessThanOrEqual(Date.now() + 30_000);
-    expect([...a.started.values()]).toEqual([{ runId, stepId: 'step_1' }]);
+    expect([...a.started.values()]).toEqual([{ runId, stepId: 'step_1', beat: 0 }]);
 
     // A second copy of the delivery (same message id, another request: another token).
     const b = lease('tok-b');
@@ -136,11 +144,14 @@ describe.sequential('step lease (storage)', () => {
     );
   });
 
-  test('a crashed owner: its lease expires, the redelivery takes over; the dead holder can neither extend nor release it', async () => {
+  test('a crashed owner: its lease stands still, the redelivery watches it for the ttl and takes over; the dead holder can neither extend nor release it', async () => {
     const runId = await startedRun(storage);
     const dead = lease('tok-dead', 1000);
     await inScope(dead, () => storage.events.create(runId, lazyStart('step_c')));
     const next = lease('tok-next');
+    // Its end has passed by the time the second attempt comes, but that decides nothing: the
+    // first attempt is this process's first sight of the lease.
+    await new Promise((r) => setTimeout(r, 1100));
     await rejectsWith(
       inScope(next, () => storage.events.create(runId, start('step_c'))),
       'TooEarlyError',
@@ -334,3 +345,90 @@ test('default settings: a start under the flow route holds its step for 15 s, ha
     await w.close();
   }
 });
+
+describe("the backstop's watch of a step lease (observeStepLeases)", () => {
+  async function leaseOf(runId: string, stepId: string): Promise<LeaseFields> {
+    const out = await f.clients.ddb.send(
+      new GetItemCommand({
+        TableName: f.config.tableName,
+        Key: { PK: { S: keys.step(runId, stepId).PK }, SK: { S: keys.step(runId, stepId).SK } },
+        ConsistentRead: true,
+      }),
+    );
+    return parseStep(out.Item as never);
+  }
+
+  /** A table whose GetItems take `stallMs` on a fake clock, and whose revoke runs `beforeRevoke` first. */
+  function scripted(o: { stallMs?: (read: number) => number; beforeRevoke?: () => Promise<unknown> } = {}) {
+    const clock = { t: 0 };
+    let reads = 0;
+    const ddb = {
+      send: async (cmd: { input: { UpdateExpression?: string } }) => {
+        if (cmd instanceof GetItemCommand) clock.t += o.stallMs?.(reads++) ?? 0;
+        if (cmd instanceof UpdateItemCommand && cmd.input.UpdateExpression?.startsWith('REMOVE'))
+          await o.beforeRevoke?.();
+        return table.ddb.send(cmd as never);
+      },
+    };
+    return {
+      ctx: { ddb: ddb as unknown as Fixture['clients']['ddb'], table: table.table },
+      opts: {
+        watch: new LeaseWatch(() => clock.t),
+        clock: () => clock.t,
+        sleep: async (ms: number) => {
+          clock.t += ms;
+        },
+      },
+    };
+  }
+
+  test('a heartbeating holder is live; once it stops, its lease stands still for its ttl and is revoked, and a start then needs no wait', async () => {
+    const runId = await startedRun(storage);
+    const holder = lease('tok-h', 1200);
+    await inScope(holder, () => storage.events.create(runId, lazyStart('step_w')));
+    const beating = setInterval(() => void extendStepLeases(table, holder), 400);
+    let live: Map<string, LeaseWatchReport>;
+    try {
+      live = await observeStepLeases(table, [await leaseOf(runId, 'step_w')], { watch: new LeaseWatch() });
+    } finally {
+      clearInterval(beating);
+    }
+    expect(live.get('step_w')).toMatchObject({ verdict: 'live', why: 'heartbeat' });
+    // Stopped (crashed, paused): whatever its lease end says, only the watch decides.
+    const lapsed = await observeStepLeases(table, [await leaseOf(runId, 'step_w')], { watch: new LeaseWatch() });
+    expect(lapsed.get('step_w')).toMatchObject({ verdict: 'lapsed' });
+    expect(lapsed.get('step_w')?.quietMs).toBeGreaterThanOrEqual(1200);
+    expect(await stored(runId, 'step_w')).toMatchObject({ status: 'running', token: undefined, until: undefined });
+    // The holder's next heartbeat finds its lease gone; another delivery starts at once.
+    expect(await extendStepLeases(table, holder)).toEqual(['step_w']);
+    const r = await inScope(lease('tok-next'), () => storage.events.create(runId, start('step_w')));
+    expect(r.step?.attempt).toBe(2);
+  });
+
+  test('the revoke is fenced on what was watched: a heartbeat that lands between the last read and the revoke keeps the lease', async () => {
+    const runId = await startedRun(storage);
+    const holder = lease('tok-late', 1200);
+    await inScope(holder, () => storage.events.create(runId, lazyStart('step_r')));
+    const { ctx, opts } = scripted({ beforeRevoke: () => extendStepLeases(table, holder) });
+    const out = await observeStepLeases(ctx, [await leaseOf(runId, 'step_r')], opts);
+    expect(out.get('step_r')).toMatchObject({ verdict: 'live', why: 'renewed' });
+    expect((await stored(runId, 'step_r')).token).toBe('tok-late');
+  });
+
+  test('only time the table answered promptly counts: a stalled read starts the count again; a table that never does ends the watch live', async () => {
+    const runId = await startedRun(storage);
+    await inScope(lease('tok-s', 1200), () => storage.events.create(runId, lazyStart('step_s')));
+    // Interval 200 ms; the third read stalls 1 s (the holder's heartbeats could have stalled too).
+    const once = scripted({ stallMs: (n) => (n === 2 ? 1000 : 0) });
+    const out = await observeStepLeases(ctx(once), [await leaseOf(runId, 'step_s')], once.opts);
+    expect(out.get('step_s')?.verdict).toBe('lapsed');
+    expect(out.get('step_s')?.reads).toBeGreaterThanOrEqual(3 + 6); // counted again after the stall
+    await inScope(lease('tok-s2', 1200), () => storage.events.create(runId, start('step_s')));
+    const always = scripted({ stallMs: () => 5000 });
+    const slow = await observeStepLeases(ctx(always), [await leaseOf(runId, 'step_s')], always.opts);
+    expect(slow.get('step_s')).toMatchObject({ verdict: 'live', why: 'slow store' });
+    expect((await stored(runId, 'step_s')).token).toBe('tok-s2');
+  });
+});
+
+const ctx = (s: { ctx: { ddb: Fixture['clients']['ddb']; table: string } }) => s.ctx;

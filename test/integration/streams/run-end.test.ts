@@ -3,7 +3,8 @@
  * core on both ends, `run.getReadable()` in the README's `for await` loop ends when the run is
  * cancelled mid-stream or completes without closing its stream, though no writer wrote the EOF.
  * The reader says why (one log line naming the run and its status), and a writer still writing
- * just after the run ended loses nothing.
+ * just after the run ended loses nothing, whatever the reader's clock says (skewed +5 s, +60 s,
+ * -60 s from the writer's).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -92,6 +93,40 @@ describe('a live stream ends with its run', () => {
     expect((await reader.read()).done).toBe(true);
     expect(await world.streams.getInfo(runId, 'out')).toEqual({ tailIndex: 1, done: true });
   });
+
+  // The reader's clock skewed from the run's writer's (which stamped its end): the grace runs from
+  // when the reader saw the end, on its own clock, so no chunk written within it is lost (a reader
+  // 5 s or more ahead used to seal about 1 s after the end) and a reader behind is not held longer.
+  it.each([
+    ['5 s ahead', 5_000],
+    ['60 s ahead', 60_000],
+    ['60 s behind', -60_000],
+  ])(
+    'a reader whose clock is %s still delivers a chunk written within the grace, then ends',
+    async (_name, skewMs) => {
+      const { world } = e2e;
+      const runId = await createRun(world, 'wf-stream-skew');
+      await startRun(world, runId);
+      await world.streams.write(runId, 'out', 'a');
+      const reader = (await world.streams.get(runId, 'out')).getReader();
+      expect(text((await reader.read()).value)).toBe('a');
+      await ev(world, runId, { eventType: 'run_cancelled' }); // stamped on the real clock
+      const realNow = Date.now.bind(Date);
+      const skewed = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
+      try {
+        const next = reader.read();
+        // Written late in the grace: the idle reader has seen the run end well before (after ~1 s).
+        await new Promise((resolve) => setTimeout(resolve, END_GRACE_MS - 1000));
+        await world.streams.write(runId, 'out', 'late');
+        expect(text((await next).value)).toBe('late');
+        expect((await reader.read()).done).toBe(true);
+      } finally {
+        skewed.mockRestore();
+      }
+      expect(await world.streams.getInfo(runId, 'out')).toEqual({ tailIndex: 1, done: true });
+    },
+    30_000,
+  );
 
   it('a stream its writer closed ends at that EOF, with nothing logged', async () => {
     const { world } = e2e;

@@ -1,6 +1,7 @@
 /**
- * The backstop's decision table (src/backstop/decide.ts), pure: each case, the backoff, and clock
- * skew between the checker and the writers of lease ends, retry and resume times.
+ * The backstop's decision table (src/backstop/decide.ts), pure: each case, the backoff, leases as
+ * the checker observed them (live, or lapsed and revoked), and clock skew between the checker and
+ * the writers of retry and resume times.
  */
 import { describe, expect, it } from 'vitest';
 import { type CheckInput, decide, IDLE_CHECK_MS, MAX_BACKOFF_MS } from '../../../src/backstop/decide.js';
@@ -50,20 +51,22 @@ describe('decide', () => {
     expect(decide(input({ unacked: [{ slot: 7, type: 'hook_created' }] })).kind).toBe('later');
   });
 
-  it('a pending step with no lease, or a running one whose lease lapsed: wakes, naming the stranded steps', () => {
+  it('a pending step with no lease, or a running one whose lease the checker saw lapse: wakes, naming the stranded steps', () => {
     const pending = decide(input({ steps: [{ stepId: 's1', stepName: 'a', status: 'pending' }] }));
     expect(pending).toMatchObject({ kind: 'wake', wakes: 1, stranded: [{ stepId: 's1', stepName: 'a' }] });
-    const lapsed = decide(input({ steps: [{ stepId: 's2', stepName: 'b', status: 'running', leaseUntil: NOW - 1 }] }));
+    const lapsed = decide(input({ steps: [{ stepId: 's2', stepName: 'b', status: 'running', lease: 'lapsed' }] }));
     expect(lapsed).toMatchObject({ kind: 'wake', stranded: [{ stepId: 's2', stepName: 'b' }] });
+    expect(lapsed.kind === 'wake' && lapsed.why).toMatch(/no heartbeat for its ttl and was revoked/);
+    // A running step with no lease at all (started outside a delivery) is stranded too.
+    const bare = decide(input({ steps: [{ stepId: 's4', stepName: 'd', status: 'running' }] }));
+    expect(bare).toMatchObject({ kind: 'wake', stranded: [{ stepId: 's4', stepName: 'd' }] });
     // Finished steps are never stranded.
     expect(decide(input({ steps: [{ stepId: 's3', stepName: 'c', status: 'completed' }] })).kind).toBe('later');
   });
 
-  it('a step with a live lease is running: look again in B; a retry in the future: look when it comes', () => {
-    const leased = decide(
-      input({ steps: [{ stepId: 's', stepName: 'a', status: 'running', leaseUntil: NOW + 5000 }] }),
-    );
-    expect(leased).toMatchObject({ kind: 'later', next: NOW + B });
+  it('a step whose holder was seen to heartbeat is running: look again in B, whatever the clocks; a retry in the future: look when it comes', () => {
+    const leased = decide(input({ steps: [{ stepId: 's', stepName: 'a', status: 'running', lease: 'live' }] }));
+    expect(leased).toMatchObject({ kind: 'later', next: NOW + B, why: 'a step is running' });
     const retry = decide(
       input({ steps: [{ stepId: 's', stepName: 'a', status: 'pending', retryAfter: NOW + 600_000 }] }),
     );
@@ -98,14 +101,9 @@ describe('decide', () => {
   it('clock skew (+/-10 min) moves when a wake goes out, never whether: an owing run is always woken', () => {
     const SKEW = 10 * 60_000;
     for (const skew of [-SKEW, -B, 0, B, SKEW]) {
-      // A step whose holder died: its lease end, written on a clock `skew` from the checker's, was
-      // 30 s after its last heartbeat; the retry time and the wait's resume time likewise.
+      // A retry time and a wait's resume time, written on a clock `skew` from the checker's.
       const written = NOW + skew;
-      const cases: Array<Partial<CheckInput>> = [
-        { steps: [{ stepId: 's', stepName: 'a', status: 'running', leaseUntil: written + 30_000 }] },
-        { steps: [{ stepId: 's', stepName: 'a', status: 'pending', retryAfter: written + 5_000 }] },
-        { waits: [{ status: 'waiting', resumeAt: written + 5_000 }] },
-      ];
+      const cases: Array<Partial<CheckInput>> = [{ waits: [{ status: 'waiting', resumeAt: written + 5_000 }] }];
       for (const c of cases) {
         // Run checks as the item says: each at the `next` the previous one chose.
         let now = NOW;
@@ -117,7 +115,7 @@ describe('decide', () => {
           else if (d.kind === 'later') now = d.next;
         }
         expect(woken, `skew ${skew}`).toBeDefined();
-        // Never later than the skew, the lease or retry time and two checks past it.
+        // Never later than the skew, the retry time and two checks past it.
         expect((woken as number) - NOW).toBeLessThanOrEqual(Math.max(0, skew) + 30_000 + 2 * B);
       }
     }

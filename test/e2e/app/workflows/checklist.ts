@@ -191,6 +191,27 @@ export async function countedSteps(prefix: string, n: number): Promise<number> {
   return total + fan.reduce((a, b) => a + b, 0);
 }
 
+/** countedAdd whose body then takes `ms` (a slow tool call: the window in which copies and polls arrive). */
+async function slowCountedAdd(key: string, a: number, b: number, ms: number): Promise<number> {
+  'use step';
+  const g = globalThis as Record<string, unknown>;
+  if (!g.__e2eStepTally) g.__e2eStepTally = new Map<string, number>();
+  const tally = g.__e2eStepTally as Map<string, number>;
+  tally.set(key, (tally.get(key) ?? 0) + 1);
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  return a + b;
+}
+
+/** countedSteps with step bodies that take `ms` each (the fault suite's clock scenario). */
+export async function slowCountedSteps(prefix: string, n: number, ms: number): Promise<number> {
+  'use workflow';
+  let total = 0;
+  for (let i = 0; i < n; i++) total = await slowCountedAdd(`${prefix}:seq:${i}`, total, 1, ms);
+  const fan = await Promise.all(Array.from({ length: 4 }, (_, i) => slowCountedAdd(`${prefix}:fan:${i}`, i, 0, ms)));
+  await sleep('1s');
+  return total + fan.reduce((a, b) => a + b, 0);
+}
+
 /** Runs far more steps than a low WORKFLOW_MAX_EVENTS allows. */
 export async function runaway(): Promise<number> {
   'use workflow';

@@ -4,7 +4,7 @@
  */
 import { SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { describe, expect, it } from 'vitest';
-import { when as ownedWhen } from '../../../../src/aws/owned-record.js';
+import { when as ownedWhen } from '../../../../src/aws/record-conditions.js';
 import {
   NOT_TERMINAL,
   runIsTerminal,
@@ -37,7 +37,7 @@ import {
 import type { StorageCtx } from '../../../../src/storage/table/storage-ctx.js';
 import { putEvent, putNew } from '../../../../src/storage/write/conditions.js';
 import { holdingRunGuard, runGuard } from '../../../../src/storage/write/run-guard.js';
-import { leaseFence } from '../../../../src/storage/write/step-lease.js';
+import { startFence } from '../../../../src/storage/write/step-lease.js';
 import { stepUnmoved } from '../../../../src/storage/write/step-transition.js';
 
 const KEY = { PK: { S: 'RUN#r' }, SK: { S: 'RUN#meta' } };
@@ -328,7 +328,7 @@ describe('a step transition’s put, built from parts', () => {
   });
 
   it('a leased start: the version AND the lease fence in parentheses, with the fence’s placeholders', () => {
-    const fence = leaseFence({ token: 'tok', ttlMs: 10_000, started: new Map() }, 1_000);
+    const fence = startFence({ token: 'tok', ttlMs: 10_000, started: new Map() }, { runId: 'r', stepId: 's' }, true);
     expect(fence.expr).toMatch(/ OR /); // why the parentheses matter
     expect(stepUnmoved(step, { next, eventData: undefined, fence }).toPut('t', item, { returnOld: true })).toEqual({
       Put: {
