@@ -32,6 +32,10 @@ export default defineConfig({
         name: 'timing',
         description: 'waits on the wall clock; margins scaled by the measured slowdown (test/helpers/pace.ts)',
       },
+      {
+        name: 'scenario',
+        description: 'a whole-system scenario of minutes (the fault suite): CI runs it once, on the default Node',
+      },
     ],
     // Two cores: files run two at a time (integration files against one shared emulator stack).
     maxWorkers: 2,

@@ -45,7 +45,7 @@ afterAll(() => {
 
 const timeout = 240_000 + RUNS * 2_000;
 
-describe.sequential('fault suite', () => {
+describe.sequential('fault suite', { tags: ['scenario'] }, () => {
   test.skipIf(ONLY !== undefined && ONLY !== 'wire')(
     'throttling, 5xx and lost responses on DynamoDB, SQS and S3: every run completes exactly once, nothing stranded',
     async () => {

@@ -66,7 +66,8 @@ async function stack(affinity = false, env: Record<string, string> = {}): Promis
     { EVE_WORLD_AWS_SIGNING_SECRET: SECRET, EVE_WORLD_AWS_METRICS: '0', ...env },
     'pt',
   );
-  if (affinity) await reconcile(fixture.clients, fixture.config, 'apply', { minReader: AFFINITY_MIN_READER });
+  if (affinity)
+    await reconcile(fixture.clients, fixture.config, 'apply', { minReader: AFFINITY_MIN_READER, affinity: true });
   const { sqs } = fixture.clients;
   const queueUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: queueNameOf(fixture.config.queue) }))).QueueUrl!;
   expect(queueUrl).toMatch(/\/\d{12}\/[^/]+$/);
