@@ -16,6 +16,7 @@ import {
   GetQueueUrlCommand,
   type Message,
   ReceiveMessageCommand,
+  SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -26,6 +27,7 @@ import { LAMBDA_CONTEXT_HEADER, REQUEST_CONTEXT_HEADER } from '../../../src/cons
 import type { SQSRecord } from '../../../src/consumer/sqs-event-handler.js';
 import { type AwsWorld, createWorld } from '../../../src/index.js';
 import { reconcile } from '../../../src/provision/index.js';
+import { encodePayload, envelopeAttributes } from '../../../src/queue/encoding.js';
 import { AFFINITY_MIN_READER } from '../../../src/schema/formats.js';
 import { createFixture, stackEndpoint } from '../../helpers/aws.js';
 import { MemoryLogger, serve } from '../../helpers/queue.js';
@@ -49,6 +51,8 @@ interface Stack {
   receive(count: number, visibility?: number): Promise<SQSRecord[]>;
   /** The runs whose messages are still on the queue (visible now, or within `waitS` s). */
   remaining(waitS?: number): Promise<string[]>;
+  /** A message pinned to no deployment (as an older build or a table before affinity sent it). */
+  sendUnpinned(runId: string): Promise<void>;
   queueArn: string;
 }
 
@@ -75,6 +79,19 @@ async function stack(affinity = false, env: Record<string, string> = {}): Promis
     .Attributes!.QueueArn!;
   return {
     queueArn,
+    async sendUnpinned(runId) {
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: encodePayload({ runId }),
+          MessageAttributes: envelopeAttributes({
+            queueName: Q,
+            messageId: `msg_${runId.toUpperCase()}`,
+            attemptOffset: 0,
+          }),
+        }),
+      );
+    },
     host(env, handle = () => undefined) {
       const logger = new MemoryLogger();
       // The queue by its URL, as the CDK construct names it (EVE_WORLD_AWS_QUEUE): account and name.
@@ -315,10 +332,11 @@ describe.concurrent('the host consumes its own queue through the Web Adapter pas
     // Version 2 (live): the event source mapping's target, consuming through the pass-through.
     const v2 = s.host({ ...affinity, AWS_LAMBDA_FUNCTION_VERSION: '2' });
     // Each World stamps its own version on what it sends (core pins a run to the version that
-    // started it); a World with affinity off stamps no version.
+    // started it); on a table with affinity every World of this build does, so the unpinned one is
+    // an older build's.
     await v1.send('pinned-v1');
     await v2.send('pinned-v2');
-    await s.host({}).send('unpinned');
+    await s.sendUnpinned('unpinned');
     const records = await s.receive(3);
     expect(records).toHaveLength(3);
     expect(records.find((r) => r.body.includes('"pinned-v1"'))?.messageAttributes['eve.dep']?.stringValue).toBe(
