@@ -137,9 +137,16 @@ export async function inkSink(
   };
 }
 
+/** Whether ink would take this process for a CI job (its `is-in-ci` rule). */
+function inCi(env: NodeJS.ProcessEnv): boolean {
+  return ['CI', 'CONTINUOUS_INTEGRATION'].some((k) => k in env && env[k] !== '0' && env[k] !== 'false');
+}
+
 export async function runTail(runId: string, opts: TailOptions): Promise<void> {
   const missing = TUI_PEERS.filter((n) => !isInstalled(n));
-  const terminal = !opts.json && process.stdout.isTTY === true;
+  // Under CI (CI or CONTINUOUS_INTEGRATION set, as ink reads them) ink draws only the last frame,
+  // at exit: a live view that shows nothing while it follows. Plain lines there, as on a pipe.
+  const terminal = !opts.json && process.stdout.isTTY === true && !inCi(process.env);
   // Said once, on stderr, before any output: a terminal user expects the live view.
   if (terminal && missing.length > 0)
     process.stderr.write(`note: ${fallbackHint('tail', missing, 'The live view', 'prints plain lines')}\n`);

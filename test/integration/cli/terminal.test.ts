@@ -52,7 +52,7 @@ async function onTerminal(
   name: string,
   args: string[],
   width: number,
-  opts: { height?: number; until?: RegExp } = {},
+  opts: { height?: number; until?: RegExp; ci?: boolean } = {},
 ): Promise<Screen> {
   const session = `${name}-${width}`;
   const script = path.join(tmp, `${session}.sh`);
@@ -61,10 +61,11 @@ async function onTerminal(
     .map(([k, v]) => `export ${k}='${v.replaceAll("'", "'\\''")}'`)
     .join('\n');
   const cmd = [process.execPath, BIN, ...args].map((a) => `'${a}'`).join(' ');
+  // A user's terminal, not a CI job (under CI ink draws only the last frame, at exit), unless `ci`.
   // It waits for `go` (sent once the raw output is being recorded), then signals `done`.
   writeFileSync(
     script,
-    `unset NO_COLOR FORCE_COLOR\n${env}\ncd '${ROOT}'\ntmux -S '${socket}' wait-for ${session}-go\n${cmd}\n` +
+    `unset NO_COLOR FORCE_COLOR CI CONTINUOUS_INTEGRATION\n${opts.ci ? 'export CI=true\n' : ''}${env}\ncd '${ROOT}'\ntmux -S '${socket}' wait-for ${session}-go\n${cmd}\n` +
       `tmux -S '${socket}' wait-for -S ${session}\nsleep 60\n`,
   );
   tmux('new-session', '-d', '-s', session, '-x', String(width), '-y', String(opts.height ?? 50), `bash ${script}`);
@@ -292,6 +293,13 @@ describe.each([80, 120])('on a %i-column terminal, colours on', (width) => {
 });
 
 describe('on an 80×24 terminal', () => {
+  it('tail under CI (CI=true): plain lines, not a live view that would show nothing until it exits', async () => {
+    const { rows, raw } = await onTerminal('tail-ci', ['tail', forecast], 80, { height: 24, ci: true });
+    escapesWhole(raw);
+    expect(rows.some((l) => /^run .* · workflow /.test(l))).toBe(false);
+    expect(rows.join('\n')).toContain('chunk 4 of 4');
+  });
+
   it('tail: the header stays on screen, the stream ends visible, time and data columns whole', async () => {
     const { rows: screen, raw } = await onTerminal('tail', ['tail', forecast], 80, { height: 24 });
     escapesWhole(raw);
