@@ -202,6 +202,9 @@ describe('a production install (the tarball alone)', () => {
       {
         AWS_REGION: 'us-east-1',
         AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+        // A user's terminal, not a CI job (where tail prints plain lines anyway and says nothing).
+        CI: 'false',
+        CONTINUOUS_INTEGRATION: 'false',
       },
     );
     // (npx may draw its spinner on the same terminal line first.)

@@ -36,7 +36,9 @@ const ENV = {
 };
 
 const worlds: World[] = [];
+const beaters: NodeJS.Timeout[] = [];
 afterAll(async () => {
+  for (const t of beaters) clearInterval(t);
   await Promise.all(worlds.map((w) => w.close().catch(() => undefined)));
 });
 
@@ -211,6 +213,9 @@ describe('failed dispatches that alternate with holds reach the DLQ after maxRec
       queueOptions: { onDeliveryOutcome: (o) => bOutcomes.push(o) },
     });
     worlds.push(b2);
+    // A beats as a running World does, so B sees A's counter move (A is live: B's holds stay short)
+    // however long the race takes (src/deployment/liveness.ts).
+    beaters.push(setInterval(() => void registerDeployment(a.ctx, 'race-a', 'node').catch(() => undefined), 1000));
     const { messageId } = await a.queue.queue(Q, { runId: 'wrun_poison_race' } as never);
     await waitFor(() => bOutcomes.some((o) => o.hold === 'other-deployment'), 30_000, 'B to hold the message');
     await a.queue.start();
