@@ -126,8 +126,22 @@ test(`rolling upgrade from ${PREVIOUS_REF}: runs started on the old and the new 
         return value;
       }),
     );
-    if (results.includes(late as never))
-      throw new Error(`runs did not complete; new process output:\n${newProc.output().slice(-4000)}`);
+    if (results.includes(late as never)) {
+      // Where each late run stands: its status and the tail of its log (what it waits on).
+      const stuck = await Promise.all(
+        started
+          .filter((_, i) => results[i] === late)
+          .map(async ({ runId, on }) => {
+            const run = await world.runs.get(runId).catch((e: unknown) => ({ status: String(e) }));
+            const events = (await world.events.list({ runId, pagination: { limit: 1000 }, resolveData: 'none' })).data;
+            const tail = events.slice(-6).map((e) => `${e.eventType}${e.correlationId ? `(${e.correlationId})` : ''}`);
+            return `${on} run ${runId}: ${(run as { status: string }).status}, ${events.length} events, last: ${tail.join(' ')}`;
+          }),
+      );
+      throw new Error(
+        `runs did not complete:\n${stuck.join('\n')}\nnew process output:\n${newProc.output().slice(-4000)}`,
+      );
+    }
     expect(results).toEqual(started.map(() => EXPECTED));
 
     // Nothing misread or duplicated: no event id twice in any log, and no

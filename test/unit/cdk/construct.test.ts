@@ -4,8 +4,7 @@
  * against the IAM command table, outputs, cdk-nag AwsSolutionsChecks, and no wildcard actions or
  * resources on data-plane permissions.
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
@@ -25,7 +24,7 @@ import {
 } from '../../../src/config/limits.js';
 import { actionsByResource } from '../../../src/provision/principal-actions.js';
 import { TABLE_SCHEMA } from '../../../src/schema/keys.js';
-import { ensureWorkerBundle, fakeEveApp, makeStack, repoRoot } from '../../helpers/cdk.js';
+import { ensureWorkerBundle, fakeEveApp, makeStack, repoRoot, tempDir } from '../../helpers/cdk.js';
 
 // Tests that synthesize a whole stack take seconds on a loaded 2-core machine: no wall-time check.
 vi.setConfig({ testTimeout: 60_000 });
@@ -266,7 +265,7 @@ describe('EveWorldAws: scheduler, secret, functions', () => {
   });
 
   it('a missing Dockerfile is a clear synth error that says how to generate it', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'no-dockerfile-'));
+    const dir = tempDir('no-dockerfile-');
     expect(() => makeStack({ app: dir })).toThrow(/Dockerfile is missing\. Generate it once with .*hostDockerfile/);
   });
 });
@@ -624,7 +623,7 @@ describe('EveWorldAws: kmsKey', () => {
   });
 
   it('an existing key (by ARN) is used as is: no new key, grants and settings name its ARN', () => {
-    const app = new App({ outdir: mkdtempSync(path.join(tmpdir(), 'cdk-out-')) });
+    const app = new App({ outdir: tempDir('cdk-out-') });
     const s = new Stack(app, 'Imported', { env: { account: '123456789012', region: 'eu-west-1' } });
     const c = new EveWorldAws(s, 'Eve', { app: fakeEveApp(), kmsKey: kms.Key.fromKeyArn(s, 'RunKey', KEY_ARN) });
     const t = Template.fromStack(s);
@@ -684,7 +683,7 @@ describe('EveWorldAws: alarms and outputs', () => {
       });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmActions: Match.absent() });
 
-    const app = new App({ outdir: mkdtempSync(path.join(tmpdir(), 'cdk-out-')) });
+    const app = new App({ outdir: tempDir('cdk-out-') });
     const s = new Stack(app, 'WithTopic');
     const topic = new sns.Topic(s, 'Ops');
     const c = new EveWorldAws(s, 'Eve', { app: fakeEveApp(), alarmTopic: topic });
@@ -906,7 +905,7 @@ describe('EveWorldAws: cdk-nag', () => {
   });
 
   it('with an access-logs bucket, no S1 acknowledgement is needed', () => {
-    const app = new App({ outdir: mkdtempSync(path.join(tmpdir(), 'cdk-out-')) });
+    const app = new App({ outdir: tempDir('cdk-out-') });
     const s = new Stack(app, 'Logs');
     const logs = new s3.Bucket(s, 'AccessLogs', {
       enforceSSL: true,

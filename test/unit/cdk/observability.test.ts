@@ -3,15 +3,12 @@
  * (src/cdk/observability.ts), and the tracing option, on the synthesized template.
  */
 
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EveWorldAws } from '../../../src/cdk/eve-world-aws.js';
 import { METRICS } from '../../../src/telemetry/metrics.js';
-import { ensureWorkerBundle, fakeEveApp, makeStack } from '../../helpers/cdk.js';
+import { ensureWorkerBundle, fakeEveApp, makeStack, tempDir } from '../../helpers/cdk.js';
 
 let template: Template;
 let construct: EveWorldAws;
@@ -93,7 +90,7 @@ describe('EveWorldAws: observability', () => {
       Handler: 'index.handler',
       TracingConfig: Match.absent(),
     });
-    const app = new App({ outdir: mkdtempSync(path.join(tmpdir(), 'cdk-out-')) });
+    const app = new App({ outdir: tempDir('cdk-out-') });
     const s = new Stack(app, 'Traced', { env: { account: '123456789012', region: 'eu-west-1' } });
     const layer = 'arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-nodejs-arm64-ver-1-30-2:1';
     new EveWorldAws(s, 'Eve', { app: fakeEveApp(), tracing: { xray: true, adotLayerArn: layer }, dashboard: false });
