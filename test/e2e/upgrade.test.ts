@@ -31,6 +31,22 @@ const RUNS_PER_BUILD = 3;
 /** countedSteps(prefix, 3): 3 sequential steps, 4 fanned out (0 + 1 + 2 + 3), a 1 s sleep. */
 const EXPECTED = 3 + (0 + 1 + 2 + 3);
 
+/**
+ * The new process's liveness backstop, short: a run the SIGKILL strands between a step's
+ * completion and the message that continues it (no copy comes back for it) is woken by the
+ * backstop, within 2 (B + T) of its last commit (docs/operations.md, "Liveness backstop"): 3 min
+ * at the defaults, 14 s here.
+ */
+const NEW_BACKSTOP = { backstopSeconds: 5, backstopTickSeconds: 2 };
+/**
+ * How long every run may take after the SIGKILL: the visibility (10 s) until the killed process's
+ * copies come back, the watch of a step lease it held (60 s: an older build's lease carries no
+ * ttl, so the longest one is watched), the backstop's 2 (B + T) for a stranded run, and as much
+ * again for a loaded machine.
+ */
+const RECOVERY_MS =
+  2 * (10_000 + 60_000 + 2 * (NEW_BACKSTOP.backstopSeconds + NEW_BACKSTOP.backstopTickSeconds) * 1000);
+
 const children: ChildProcess[] = [];
 const builds: Build[] = [];
 let scratch: string | undefined;
@@ -50,9 +66,9 @@ async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, l
 }
 
 test(`rolling upgrade from ${PREVIOUS_REF}: runs started on the old and the new build, the old one SIGKILLed mid-run, every run completes once`, {
-  // Waits on the wall clock for the killed process's runs to be recovered (its 150 s deadline).
+  // Waits on the wall clock for the killed process's runs to be recovered (RECOVERY_MS).
   tags: ['timing'],
-  timeout: 300_000,
+  timeout: 420_000,
 }, async () => {
   const [previous, current] = await Promise.all([buildRef(PREVIOUS_REF), buildCurrent('upgrade')]);
   builds.push(current);
@@ -80,7 +96,7 @@ test(`rolling upgrade from ${PREVIOUS_REF}: runs started on the old and the new 
   // Step messages are never delivered early: those of both builds' runs reach both processes.
   const [oldProc, newProc] = await Promise.all([
     spawnBuildChild(previous, fixture.env, tallyFile, children, { consumer: { earlyDelivery: false } }),
-    spawnBuildChild(current, fixture.env, tallyFile, children),
+    spawnBuildChild(current, fixture.env, tallyFile, children, { tuning: NEW_BACKSTOP }),
   ]);
   const world = createWorld({ config, clients, consumer: { consumer: 'none' } });
   setWorld(world);
@@ -119,7 +135,7 @@ test(`rolling upgrade from ${PREVIOUS_REF}: runs started on the old and the new 
       started.map(async ({ runId }) => {
         let timer: NodeJS.Timeout | undefined;
         const deadline = new Promise<typeof late>((r) => {
-          timer = setTimeout(() => r(late), 150_000);
+          timer = setTimeout(() => r(late), RECOVERY_MS);
         });
         const value = await Promise.race([getRun(runId).returnValue, deadline]);
         clearTimeout(timer);

@@ -28,7 +28,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { EveWorldAws, type EveWorldAwsProps } from '../../../src/cdk/eve-world-aws.js';
-import { ensureWorkerBundle, fakeEveApp } from '../../helpers/cdk.js';
+import { ensureWorkerBundle, fakeEveApp, tempDir } from '../../helpers/cdk.js';
 
 // Each case synthesizes a whole stack with asset staging: seconds on a loaded 2-core machine.
 vi.setConfig({ testTimeout: 120_000 });
@@ -130,7 +130,7 @@ function normalise(text: string, appDir: string): string {
 
 /** What a case synthesizes to: the template and the warnings, as the snapshot file holds them. */
 function synthesize(make: Case): string {
-  const app = new App();
+  const app = new App({ outdir: tempDir('cdk-out-') });
   const stack = new Stack(app, 'EveStack', { env: { account: '123456789012', region: 'eu-west-1' } });
   const appDir = fakeEveApp();
   new EveWorldAws(stack, 'Eve', { app: appDir, ...make(stack) });
