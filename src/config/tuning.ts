@@ -47,6 +47,22 @@ export interface WorldTuning {
    * Never above `visibilityTimeoutSeconds`.
    */
   readonly consumerVisibilitySeconds: number;
+  /** How long a copy is held while another copy of its message is delivered in this process (s, no jitter). */
+  readonly copyRunningHoldSeconds: number;
+  /**
+   * Deployment affinity: longest hold of another active deployment's message whose consumers are
+   * silent (s, before jitter; 1 s doubling per message up to this).
+   */
+  readonly deploymentHoldMaxSeconds: number;
+  /** Longest hold of this deployment's own message once it is retired (s, before jitter; doubling like the above). */
+  readonly retiredHoldMaxSeconds: number;
+  /** Hold of a message whose deployment's record could not be read (s, no jitter). */
+  readonly registryUnreadableHoldSeconds: number;
+  /**
+   * Longest park of a copy whose request could not be built because S3 or the signing-secret
+   * source failed (s, before jitter; the queue visibility timeout when shorter).
+   */
+  readonly dependencyParkSeconds: number;
   /** SDK: how long to wait for a TCP/TLS connection (ms). */
   readonly connectTimeoutMs: number;
   /**
@@ -152,6 +168,49 @@ export const TUNING = {
     max: SQS_MAX_VISIBILITY_SECONDS,
     description:
       'Visibility of copies the in-process consumer receives (never above the queue visibility), extended by heartbeat while a delivery runs; a crashed process delays its messages by at most this.',
+  }),
+  // The holds of a copy the consumer does not dispatch: each replaces the copy by one SQS shows
+  // after the hold. A jittered hold gets up to half of it again (src/util/jitter.ts), so at most 600 s
+  // keeps it within one SQS delay (900 s).
+  copyRunningHoldSeconds: int({
+    name: 'copyRunningHoldSeconds',
+    default: 5,
+    min: 1,
+    max: 600,
+    description:
+      'How long a copy is held, undispatched, while another copy of its message is being delivered in this process (the `held` outcome, cause `copy-running`).',
+  }),
+  deploymentHoldMaxSeconds: int({
+    name: 'deploymentHoldMaxSeconds',
+    default: 60,
+    min: 1,
+    max: 600,
+    description:
+      'Deployment affinity: longest hold of another active deployment\'s message while its consumers are silent: 1 s doubling per message up to this, plus up to half again as jitter (1-2 s while they are live). docs/operations.md, "Deployment affinity".',
+  }),
+  retiredHoldMaxSeconds: int({
+    name: 'retiredHoldMaxSeconds',
+    default: 8,
+    min: 1,
+    max: 600,
+    description:
+      "Deployment affinity: longest hold of this process's own deployment's message once it is retired (left for a consumer of another deployment), doubling from 1 s like `deploymentHoldMaxSeconds`, plus jitter.",
+  }),
+  registryUnreadableHoldSeconds: int({
+    name: 'registryUnreadableHoldSeconds',
+    default: 5,
+    min: 1,
+    max: 600,
+    description:
+      "Deployment affinity: how long a message is held when its deployment's record could not be read (cause `deployment-registry-unreadable`).",
+  }),
+  dependencyParkSeconds: int({
+    name: 'dependencyParkSeconds',
+    default: 15,
+    min: 1,
+    max: 600,
+    description:
+      'Longest park of a copy whose delivery could not be built because S3 or the signing-secret source failed (the queue visibility timeout when shorter), plus up to half again as jitter.',
   }),
   connectTimeoutMs: int({
     name: 'connectTimeoutMs',

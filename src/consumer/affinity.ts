@@ -11,32 +11,28 @@
  *   consumers are alive (its heartbeat counter seen changing, on this process's clock:
  *   src/deployment/liveness.ts; or not yet watched long enough) the hold stays 1-2 s, so a
  *   message bounced here reaches them again at once; otherwise it doubles per message in this
- *   process, 1 s to {@link MAX_HOLD_SECONDS}, with jitter, so a silent deployment's messages cost
- *   little. Liveness only decides how soon a message is shown again, never where it is dispatched.
- * - A message for this process's own deployment once it is retired is held the same way, never
+ *   process, 1 s to `deploymentHoldMaxSeconds` (src/config/tuning.ts), with jitter
+ *   (src/util/jitter.ts), so a silent deployment's messages cost little. Liveness only decides how soon a message is shown again, never where it is dispatched.
+ * - A message for this process's own deployment once it is retired is held the same way (up to
+ *   `retiredHoldMaxSeconds`), never
  *   dispatched here: a consumer of another deployment dispatches it, and core's guard fails its
  *   run there (retired means no more work here, src/deployment/membership.ts).
  * - A message for a retired or never-registered deployment, for this one, or with no deployment
  *   (sent before affinity was on) is dispatched here: core's guard then runs before any workflow
  *   code; for a run of another deployment it re-routes the message and src/deployment/targets.ts
  *   refuses that re-route, so the run fails with `DEPLOYMENT_MISMATCH` in that one delivery.
- * - A registry read that fails holds the message (`deployment-registry-unreadable`), never
- *   dispatches it: whether it belongs here is unknown.
+ * - A registry read that fails holds the message (`deployment-registry-unreadable`, for
+ *   `registryUnreadableHoldSeconds`), never dispatches it: whether it belongs here is unknown.
  */
 import type { WorldContext } from '../context/world-context.js';
 import type { DeploymentIdentity } from '../deployment/id.js';
 import { HeartbeatWatch } from '../deployment/liveness.js';
 import { DEPLOYMENT_HEARTBEAT_MS, type DeploymentRecord, readDeployment } from '../deployment/registry.js';
 import type { Envelope } from '../queue/encoding.js';
+import { jittered } from '../util/jitter.js';
 
-/** Longest hold of another deployment's message (s, before jitter). */
-export const MAX_HOLD_SECONDS = 60;
-/** Longest hold of this deployment's own message once it is retired (s, before jitter). */
-const RETIRED_HOLD_SECONDS = 8;
 /** How long a registry answer is reused for routing (ms): one heartbeat, so a live target's counter moves between reads. */
 const RECORD_TTL_MS = DEPLOYMENT_HEARTBEAT_MS;
-/** Hold after a failed registry read (s). */
-const UNREADABLE_HOLD_SECONDS = 5;
 /** Messages whose hold count is remembered (oldest forgotten first). */
 const REMEMBERED = 10_000;
 
@@ -82,6 +78,7 @@ export function createDeploymentFilter(
   identity: DeploymentIdentity & { readonly retired?: boolean },
   random: () => number = Math.random,
 ): DeploymentFilter {
+  const { deploymentHoldMaxSeconds, retiredHoldMaxSeconds, registryUnreadableHoldSeconds } = ctx.config;
   const records = new Map<string, { record: DeploymentRecord | undefined; at: number }>();
   const watch = new HeartbeatWatch();
   const holds = new Map<string, number>();
@@ -102,14 +99,13 @@ export function createDeploymentFilter(
     messageId: string,
     live: boolean,
     detail: (s: number) => string,
-    max = MAX_HOLD_SECONDS,
+    max = deploymentHoldMaxSeconds,
   ): AffinityHold => {
     const n = holds.get(messageId) ?? 0;
     holds.delete(messageId);
     holds.set(messageId, n + 1);
     if (holds.size > REMEMBERED) holds.delete(holds.keys().next().value as string);
-    const base = live ? 1 : Math.min(max, 2 ** n);
-    const seconds = base + Math.floor(random() * (Math.ceil(base / 2) + 1));
+    const seconds = jittered(live ? 1 : Math.min(max, 2 ** n), random);
     return { seconds, cause: 'other-deployment', detail: detail(seconds) };
   };
   return {
@@ -120,14 +116,14 @@ export function createDeploymentFilter(
       if (target === undefined) return undefined;
       if (target === self) {
         if (!identity.retired) return undefined;
-        // Backing off to RETIRED_HOLD_SECONDS only: another deployment's consumer, which fails the
+        // Backing off to retiredHoldMaxSeconds only: another deployment's consumer, which fails the
         // run at once, should meet it soon.
         return hold(
           envelope.messageId,
           false,
           (s) =>
             `for deployment ${target}, this consumer's own, which is retired: left for a consumer of another deployment (core's guard fails its run there); shown again in ${s} s`,
-          RETIRED_HOLD_SECONDS,
+          retiredHoldMaxSeconds,
         );
       }
       let record: DeploymentRecord | undefined;
@@ -135,9 +131,9 @@ export function createDeploymentFilter(
         record = await recordOf(target);
       } catch (err) {
         return {
-          seconds: UNREADABLE_HOLD_SECONDS,
+          seconds: registryUnreadableHoldSeconds,
           cause: 'deployment-registry-unreadable',
-          detail: `for deployment ${target}; the registry could not be read, asked again in ${UNREADABLE_HOLD_SECONDS} s: ${String(err)}`,
+          detail: `for deployment ${target}; the registry could not be read, asked again in ${registryUnreadableHoldSeconds} s: ${String(err)}`,
         };
       }
       const decision = decideDeployment(target, self, record);

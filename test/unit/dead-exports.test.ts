@@ -51,7 +51,6 @@ const KNOWN_DEAD = new Set([
   'src/cli/tail.ts: plainLine',
   'src/cli/tail.ts: plainSink',
   'src/cli/tail.ts: runTail',
-  'src/consumer/affinity.ts: MAX_HOLD_SECONDS',
 ]);
 
 /**

@@ -37,9 +37,6 @@ import type { Verdict } from './verdict.js';
 /** Largest "not yet due" gap that is waited out in process instead of re-sent (ms). */
 const MAX_INLINE_WAIT_MS = 1000;
 
-/** How long a copy of a message that is already being handled in this process waits (s). */
-const BUSY_RETRY_SECONDS = 5;
-
 export type Decision =
   /** Settle without a dispatch: this receive is not one. */
   | { kind: 'settle'; verdict: Verdict }
@@ -83,10 +80,11 @@ export async function decide(
     if (verdict && verdict.kind !== 'aborted') dispatchId = early.earlyId;
   }
   if (deps.inFlight?.has(dispatchId)) {
+    const seconds = deps.config.copyRunningHoldSeconds;
     return undispatched({
       kind: 'hold',
-      seconds: BUSY_RETRY_SECONDS,
-      detail: `a copy is being delivered in this process; retried in ${BUSY_RETRY_SECONDS} s`,
+      seconds,
+      detail: `a copy is being delivered in this process; retried in ${seconds} s`,
       cause: 'copy-running',
     });
   }

@@ -16,7 +16,8 @@
 import { SQS_MAX_VISIBILITY_SECONDS } from '../../config/limits.js';
 import { type Envelope, MSG_ATTR } from '../../queue/encoding.js';
 import type { Logger } from '../../telemetry/log.js';
-import { DEPENDENCY_PARK_SECONDS, failureBackoffSeconds } from './backoff.js';
+import { jittered } from '../../util/jitter.js';
+import { failureBackoffSeconds } from './backoff.js';
 import type { DeliveryDeps, InboundMessage } from './deps.js';
 import { quoted } from './quoted.js';
 import type { DeliveryOutcome, HoldCause, OutageReason } from './verdict.js';
@@ -69,7 +70,7 @@ export async function replace(
 
 /**
  * An outage: the copy waits for the breaker's cool-down (or the failure backoff; at most
- * {@link DEPENDENCY_PARK_SECONDS} when S3 or the secret source failed), with jitter. When the
+ * `dependencyParkSeconds` when S3 or the secret source failed), with jitter. When the
  * route may have been reached (`reached`), the receive was a dispatch: the copy is hidden, and on
  * its last allowed receive replaced by a fresh one (same logical id, attempt carried), so an
  * outage of any length never moves a message to the DLQ. When nothing reached the route, the copy
@@ -87,10 +88,9 @@ export async function park(
   const base = deps.breaker?.isOpen
     ? deps.breaker.cooldownSeconds
     : how.dependency
-      ? Math.max(1, Math.min(DEPENDENCY_PARK_SECONDS, deps.config.visibilityTimeoutSeconds))
+      ? Math.max(1, Math.min(deps.config.dependencyParkSeconds, deps.config.visibilityTimeoutSeconds))
       : failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
-  // Jitter: copies parked together do not all come back in the same second.
-  const seconds = Math.min(SQS_MAX_VISIBILITY_SECONDS, base + Math.floor(Math.random() * (Math.ceil(base / 2) + 1)));
+  const seconds = Math.min(SQS_MAX_VISIBILITY_SECONDS, jittered(base));
   if (!how.reached) return replace(msg, envelope, attempt, seconds, deps, how.logger, { reason: 'parked', detail });
   if (msg.receiveCount >= deps.config.maxReceiveCount - 1) {
     await deps.transport.send({ ...envelope, attemptOffset: attempt }, seconds, {
@@ -119,8 +119,7 @@ export async function parkNewerFormat(
   logger.warn(
     `[eve-world-aws] SQS message ${msg.sqsMessageId}${messageId ? ` (message ${quoted(messageId)})` : ''}: ${reason}; not delivered, not counted toward the DLQ`,
   );
-  const base = failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
-  const seconds = base + Math.floor(Math.random() * (Math.ceil(base / 2) + 1));
+  const seconds = jittered(failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds));
   if (msg.receiveCount >= deps.config.maxReceiveCount - 1) {
     await deps.transport.sendVerbatim(msg.body, msg.attributes, seconds);
     return { action: 'delete', reason: 'parked', messageId };
