@@ -12,7 +12,7 @@ import type { WorldConfig } from '../config/index.js';
 import { createContext } from '../context/world-context.js';
 import { readTableFormat } from '../preflight/format-check.js';
 import { createStorage } from '../storage/index.js';
-import { CliError, EXIT_FAILURE } from './output.js';
+import { CliError, EXIT_FAILURE } from './shared/output.js';
 
 /** Active runs named at most when it refuses. */
 const NAMED_RUNS = 10;

@@ -10,9 +10,9 @@
  */
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
-import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
-import { CliError, EXIT_FAILURE, printJson } from './output.js';
-import { getRunOrFail, withWorld } from './world.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
+import { CliError, EXIT_FAILURE, printJson } from './shared/output.js';
+import { getRunOrFail, withWorld } from './shared/world.js';
 
 /** Core's limit on a cancel reason (characters). */
 const MAX_REASON = 512;
@@ -63,7 +63,7 @@ export async function cancelRunById(runId: string, opts: CancelOptions): Promise
   });
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const CANCEL_HELP: HelpSpec = {
   notes: [
     'The run stops at its next replay: no new step or wait starts, its hooks stop accepting payloads, and a step already running is not interrupted. Cancelling a cancelled run is a no-op (exit 0, "cancelled": false).',

@@ -1,13 +1,13 @@
 /**
  * The World for commands that act through `@workflow/core` (resume, start): the CLI's World
- * (src/cli/world.ts, never `start()`ed: it only writes events and sends messages, the app's
+ * (src/cli/shared/world.ts, never `start()`ed: it only writes events and sends messages, the app's
  * consumers run them), registered as core's World with `setWorld()` for the command's duration.
  * Without `setWorld()` core would pick its default World (world-local: `.workflow-data/` in the
  * current directory), which knows nothing of this table. Needs the optional `workflow` peer.
  */
-import { CliError, EXIT_USAGE } from './output.js';
-import type { CliWorld, OpenWorldOptions } from './world.js';
-import { withWorld } from './world.js';
+import { CliError, EXIT_USAGE } from './shared/output.js';
+import type { CliWorld, OpenWorldOptions } from './shared/world.js';
+import { withWorld } from './shared/world.js';
 
 export interface CoreApi {
   start: typeof import('workflow/api').start;

@@ -20,8 +20,8 @@ import { buildDemo } from '../demo/build.js';
 import { createWorld } from '../index.js';
 import { reconcile } from '../provision/index.js';
 import { installPromiseWithResolvers } from '../util/polyfills.js';
-import { exitCodes, type HelpSpec, USAGE_ERROR, withHelp } from './help-text.js';
-import { CliError, EXIT_FAILURE, palette, printJson } from './output.js';
+import { exitCodes, type HelpSpec, USAGE_ERROR, withHelp } from './shared/help-text.js';
+import { CliError, EXIT_FAILURE, palette, printJson } from './shared/output.js';
 import { DEMO_PEERS, requirePeers } from './peers.js';
 
 interface DemoOptions {
@@ -219,7 +219,7 @@ async function cancelDemoRun(started: Promise<DemoRun>, signal: NodeJS.Signals):
   }
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const DEMO_HELP: HelpSpec = {
   notes: [
     'Starts the embedded emulator on free ports (needs Java 17), creates the resources (prefix eve-world-demo), compiles the sample workflow, runs it with deliveries through SQS, prints each event and the stream as they arrive, then stops everything. DynamoDB data stays in --data-dir, so the run can be inspected afterwards with `emulate --data-dir .emulate/dynamodb` and `tail <runId>`. Ctrl-C cancels the run first.',

@@ -33,10 +33,10 @@ import {
   readDeployment,
 } from '../deployment/registry.js';
 import { deploymentActivity, drainVerdict } from '../sweep/deployments.js';
-import { formatTime, parseDuration } from './format.js';
-import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
-import { CliError, EXIT_FAILURE, palette, printJson, progress, renderTable } from './output.js';
-import { withWorld } from './world.js';
+import { formatTime, parseDuration } from './shared/format.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
+import { CliError, EXIT_FAILURE, palette, printJson, progress, renderTable } from './shared/output.js';
+import { withWorld } from './shared/world.js';
 
 const WINDOW_S = LIVENESS_WINDOW_MS / 1000;
 const HEARTBEAT_S = DEPLOYMENT_HEARTBEAT_MS / 1000;
@@ -205,7 +205,7 @@ const RETIRE_EXIT_CODES = exitCodes(
   CONFIG_ERROR,
 );
 
-/** `--help` of `deployments`, `deployments list` and `deployments retire` (src/cli/help-text.ts). */
+/** `--help` of `deployments`, `deployments list` and `deployments retire` (src/cli/shared/help-text.ts). */
 const HELP: Record<'deployments' | 'list' | 'retire', HelpSpec> = {
   deployments: {
     notes: [

@@ -9,9 +9,9 @@ import { Command } from 'commander';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig } from '../config/index.js';
 import { type DestroyReport, destroyResources } from '../provision/destroy.js';
-import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
-import { explainAwsError } from './init.js';
-import { CliError, EXIT_FAILURE, palette, printJson, renderTable, tableReport } from './output.js';
+import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
+import { explainAwsError } from './shared/world.js';
+import { CliError, EXIT_FAILURE, palette, printJson, renderTable, tableReport } from './shared/output.js';
 
 interface DestroyCliOptions {
   yes?: boolean;
@@ -59,7 +59,7 @@ function render(reports: DestroyReport[], opts: DestroyCliOptions, kmsKeyId?: st
   return tableReport(out);
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const DESTROY_HELP: HelpSpec = {
   notes: [
     'Only the resources this configuration names (EVE_WORLD_AWS_PREFIX, _TABLE, _QUEUE, _DLQ, _BUCKET, _SCHEDULER_GROUP) are touched, never the account\'s shared "default" schedule group, the KMS key or the Scheduler role. If any of them holds data, nothing is deleted unless --force is given too. A CDK deployment is removed with `cdk destroy` instead.',

@@ -35,7 +35,7 @@ export const SKEW_MARGIN_MS = 10 * 60_000;
 /** Runs read: the newest, and the newest active ones (each: one Query). */
 const RUNS_SAMPLED = 20;
 
-/** A doctor check (src/cli/doctor.ts, which imports this module: its `Check` shape, restated). */
+/** A doctor check (src/cli/doctor-checks.ts `Check`, narrowed to this check's name and results). */
 export interface OlderBuildsCheck {
   check: 'older builds';
   status: 'pass' | 'warn' | 'fail';

@@ -30,9 +30,9 @@ import {
 import { sleep } from '../aws/sleep.js';
 import { loadConfig } from '../config/index.js';
 import { hasProblems, type ResourceReport } from '../provision/index.js';
-import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
+import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { renderReports, runReconcile } from './init.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './output.js';
+import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './shared/output.js';
 import { EMULATOR_PEERS, requirePeers } from './peers.js';
 
 export interface EmulateOptions {
@@ -311,7 +311,7 @@ export async function runEmulate(opts: EmulateOptions): Promise<void> {
   }
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const EMULATE_HELP: HelpSpec = {
   notes: [
     'Everything listens on 127.0.0.1. The embedded stack needs Java 17 (DynamoDB Local; EVE_WORLD_AWS_JAVA overrides the java binary); fauxqs keeps queues and the bucket in memory, so they are re-created at every start (--data-dir keeps DynamoDB and the KMS keys). It also serves KMS, Secrets Manager, EventBridge Scheduler and Lambda Invoke endpoints (free ports, in memory).',

@@ -12,14 +12,7 @@ import { fleetProblem, variableDisagreement } from '../deployment/membership.js'
 import { LIVENESS_WINDOW_MS, listDeployments } from '../deployment/registry.js';
 import { readTableFormat } from '../preflight/format-check.js';
 import { type DeploymentRow, deploymentRows } from './deployments.js';
-
-/** One row of doctor's table (src/cli/doctor.ts `Check`, which this matches). */
-interface Check {
-  check: string;
-  status: 'pass' | 'warn' | 'fail' | 'skip';
-  details: string;
-  fix?: string;
-}
+import type { Check } from './doctor-checks.js';
 
 const WINDOW_S = LIVENESS_WINDOW_MS / 1000;
 

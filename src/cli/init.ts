@@ -11,7 +11,6 @@ import { Command, InvalidArgumentError } from 'commander';
 import { partitionOf } from '../aws/arn.js';
 import { createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig, type WorldConfig } from '../config/index.js';
-import { AwsEnvironmentError } from '../preflight/aws-environment.js';
 import { principalPolicy, schedulerRolePolicies } from '../provision/iam-policy.js';
 import {
   hasProblems,
@@ -22,7 +21,7 @@ import {
 } from '../provision/index.js';
 import { AFFINITY_MIN_READER } from '../schema/formats.js';
 import { assertNoRunToStrand } from './affinity-init.js';
-import { exitCodes, type HelpSpec, withHelp } from './help-text.js';
+import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import {
   CliError,
   EXIT_FAILURE,
@@ -32,18 +31,8 @@ import {
   progress,
   renderTable,
   tableReport,
-} from './output.js';
-
-/**
- * Turn the AWS errors a user can fix (nothing listening, no region, no credentials) into one line:
- * the World's own error for them (src/preflight/aws-environment.ts), so the CLI and the library say
- * the same. A missing region is configuration (exit 2).
- */
-export function explainAwsError(err: unknown, config: WorldConfig): unknown {
-  const env = err instanceof AwsEnvironmentError ? err : AwsEnvironmentError.of(config, [{ error: err }]);
-  if (!env) return err;
-  return new CliError(env.message, env.problem === 'region' ? EXIT_USAGE : EXIT_FAILURE);
-}
+} from './shared/output.js';
+import { explainAwsError } from './shared/world.js';
 
 /** Create (apply) or plan (dry-run) every resource with a spinner; maps fixable AWS errors. */
 export async function runReconcile(
@@ -140,7 +129,7 @@ interface InitOptions {
   force?: boolean;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const INIT_HELP: HelpSpec = {
   notes: [
     "Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from AWS_ENDPOINT_URL_* (set by `eve-world-aws emulate`), credentials from the standard AWS chain. With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit `default` (the account's shared group) is used as it is, with a warning.",

@@ -16,9 +16,9 @@ import { deploymentsCommand } from './deployments.js';
 import { destroyCommand } from './destroy.js';
 import { doctorCommand } from './doctor.js';
 import { emulateCommand } from './emulate.js';
-import { exitCodes, HELP_WIDTH, type HelpSpec, withHelp } from './help-text.js';
+import { exitCodes, HELP_WIDTH, type HelpSpec, withHelp } from './shared/help-text.js';
 import { initCommand } from './init.js';
-import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
+import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './shared/output.js';
 import { redriveCommand } from './redrive/index.js';
 import { resumeCommand } from './resume.js';
 import { runsCommand } from './runs.js';
@@ -60,7 +60,7 @@ function configure(cmd: Command): void {
   for (const sub of cmd.commands) configure(sub);
 }
 
-/** The program's `--help` after the commands (src/cli/help-text.ts). */
+/** The program's `--help` after the commands (src/cli/shared/help-text.ts). */
 const PROGRAM_HELP: HelpSpec = {
   notes: [
     'Configuration comes from the environment (EVE_WORLD_AWS_*, AWS_REGION, AWS_ENDPOINT_URL_*, AWS_PROFILE). `eve-world-aws <command> --help` describes each command.',

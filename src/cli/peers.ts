@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { packageRoot } from '../util/package-root.js';
-import { CliError, EXIT_USAGE } from './output.js';
+import { CliError, EXIT_USAGE } from './shared/output.js';
 
 const require = createRequire(import.meta.url);
 

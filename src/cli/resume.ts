@@ -7,8 +7,8 @@
 import { HookNotFoundError } from '@workflow/errors';
 import { Command } from 'commander';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
-import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
-import { CliError, EXIT_FAILURE, printJson } from './output.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
+import { CliError, EXIT_FAILURE, printJson } from './shared/output.js';
 import { requirePeers } from './peers.js';
 
 interface ResumeOptions {
@@ -39,7 +39,7 @@ export async function resumeByToken(token: string, payload: unknown): Promise<Re
   });
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const RESUME_HELP: HelpSpec = {
   notes: [
     "Writes hook_received and wakes the run through the queue; the run goes on in your app's consumer (eve start, a Lambda), which must be running for the run to move. Needs the optional peer `workflow` (the app's own copy).",

@@ -5,7 +5,7 @@
  * running with their attempt, or retrying after a time). Order: as they appeared in the log.
  */
 import type { Event } from '@workflow/world';
-import { shortName } from './format.js';
+import { shortName } from './shared/format.js';
 
 type Pending =
   | { kind: 'hook'; token: string }

@@ -8,13 +8,13 @@
 import type { WorkflowRun } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { LEGACY_DEPLOYMENT_ID } from '../deployment/id.js';
-import { formatDuration, formatTime, parsePositiveInt, shortName } from './format.js';
-import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
-import { colorEnabled, palette, printJson, renderTable } from './output.js';
+import { formatDuration, formatTime, parsePositiveInt, shortName } from './shared/format.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
+import { colorEnabled, palette, printJson, renderTable } from './shared/output.js';
 import { runRow } from './tail-rows.js';
 import { loadManifest, type WorkflowManifest } from './workflow-manifest.js';
 import { describeWorkflow, isFullWorkflowName, nearWorkflows, workflowMatches } from './workflow-names.js';
-import { withWorld } from './world.js';
+import { withWorld } from './shared/world.js';
 
 export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
 type RunStatus = (typeof RUN_STATUSES)[number];
@@ -142,7 +142,7 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
   return `${renderTable(head, rows, color)}${more}\n`;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const RUNS_HELP: HelpSpec = {
   notes: [
     `--workflow with a full id is one indexed query; with a name it filters the newest ${SCAN_LIMIT} runs (a note on stderr says when older runs were not read: pass the full id, which \`runs --json\` shows).`,

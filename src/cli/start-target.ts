@@ -9,7 +9,7 @@ import type { WorldContext } from '../context/world-context.js';
 import { newestLiveDeployment } from '../deployment/liveness.js';
 import { LIVENESS_WINDOW_MS, readDeployment } from '../deployment/registry.js';
 import { watchProgress } from './deployments.js';
-import { CliError, EXIT_FAILURE } from './output.js';
+import { CliError, EXIT_FAILURE } from './shared/output.js';
 
 /** The deployment for a run the CLI starts (see the header). */
 export async function chooseDeployment(ctx: WorldContext, explicit?: string): Promise<string> {

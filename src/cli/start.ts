@@ -14,7 +14,7 @@
  *   are listed (exit 2), none gets the near names as a hint (exit 1).
  *
  * Each argument is one JSON value, passed to the workflow in order (as `wf start` does). The CLI
- * is no deployment (src/cli/world.ts opens a client World): on a table without deployment
+ * is no deployment (src/cli/shared/world.ts opens a client World): on a table without deployment
  * affinity the run carries the one id every process reports and whichever consumer serves the
  * queue runs it; on a table with affinity it is pinned to `--deployment <id>` (registered, not
  * retired), else to the newest deployment with a live consumer (src/cli/start-target.ts): never
@@ -25,14 +25,14 @@ import type { WorldContext } from '../context/world-context.js';
 import { LIVENESS_WINDOW_MS } from '../deployment/registry.js';
 import { checkTableFormat } from '../preflight/format-check.js';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
-import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, printJson } from './output.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
+import { CliError, EXIT_FAILURE, EXIT_USAGE, printJson } from './shared/output.js';
 import { requirePeers } from './peers.js';
 import { listRuns, SCAN_LIMIT } from './runs.js';
 import { chooseDeployment } from './start-target.js';
 import { loadManifest, type WorkflowManifest } from './workflow-manifest.js';
 import { describeWorkflow, isFullWorkflowName, nearWorkflows } from './workflow-names.js';
-import type { CliWorld } from './world.js';
+import type { CliWorld } from './shared/world.js';
 
 interface StartOptions {
   json?: boolean;
@@ -98,7 +98,7 @@ export async function startWorkflow(
   );
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const START_HELP: HelpSpec = {
   notes: [
     "This command writes the run and sends its first message; the workflow runs in your app's consumer (eve start, a Lambda), which must be running and have the workflow compiled. A name is looked up in the app's workflow manifest (`--manifest`, else .well-known/workflow/v1/manifest.json from `wf build`, searched from this folder up to the project root), then among the newest runs; a full id always works. Needs the optional peer `workflow` (the app's own copy).",

@@ -8,10 +8,10 @@ import { workflowRunIdSchema } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import type { SweepReport } from '../index.js';
 import { ORPHAN_GRACE_MS } from '../index.js';
-import { durationOption, formatDuration } from './format.js';
-import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
-import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress } from './output.js';
-import { withWorld } from './world.js';
+import { durationOption, formatDuration } from './shared/format.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
+import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress } from './shared/output.js';
+import { withWorld } from './shared/world.js';
 
 interface SweepOptions {
   dryRun?: boolean;
@@ -59,7 +59,7 @@ export function renderSweep(r: SweepReport, color = colorEnabled()): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const SWEEP_HELP: HelpSpec = {
   notes: [
     'Large values are uploaded to S3 before the DynamoDB write that points at them, so a write that fails or a process that dies in between leaves an object nothing references. The sweep deletes exactly the objects that can never be referenced again:',

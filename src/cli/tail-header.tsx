@@ -6,9 +6,9 @@
  */
 import { Box, Text } from 'ink';
 import type { ReactNode } from 'react';
-import { formatDuration, formatTime, truncate } from './format.js';
+import { formatDuration, formatTime, truncate } from './shared/format.js';
 import type { RunRow } from './tail-rows.js';
-import { displayWidth, wrapText } from './terminal-text.js';
+import { displayWidth, wrapText } from './shared/terminal-text.js';
 
 export const STATUS_COLOR: Record<string, string> = {
   pending: 'yellow',

@@ -4,7 +4,7 @@
  * (state, now, size), so tests render it with ink-testing-library from real records.
  */
 import { Box, Text } from 'ink';
-import { formatClock, formatDuration, shortName, truncate } from './format.js';
+import { formatClock, formatDuration, shortName, truncate } from './shared/format.js';
 import { Header, Label, STATUS_COLOR, type Style, waitingLines } from './tail-header.js';
 import { type ChunkRow, chunkLines, type EventRow, type RunRow, type StepRow, type TailRow } from './tail-rows.js';
 

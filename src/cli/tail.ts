@@ -1,6 +1,7 @@
 /**
  * `eve-world-aws tail <runId>`: follow one run live until it is terminal and its streams are
- * closed. Three presentations of the same records (src/cli/tail-rows.ts):
+ * closed. Three presentations of the same records (src/cli/tail-rows.ts, read by the loop of
+ * src/cli/tail-follow.ts):
  * - a terminal: the ink view (src/cli/tail-view.tsx), redrawn as records arrive;
  * - a pipe or file: one plain line per record;
  * - `--json`: one NDJSON record per line (`kind: run | event | step | stream | chunk`).
@@ -9,12 +10,13 @@
  * or was cancelled, or the run id is unknown; 2 usage or configuration error; 130 interrupted.
  */
 import { Command, Option } from 'commander';
-import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './format.js';
-import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './help-text.js';
-import { CliError, colorEnabled, EXIT_FAILURE, palette } from './output.js';
+import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './shared/format.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
+import { CliError, colorEnabled, EXIT_FAILURE, palette } from './shared/output.js';
 import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';
-import { chunkLines, followRun, type RunRow, type TailRow } from './tail-rows.js';
-import { getRunOrFail, withWorld } from './world.js';
+import { followRun } from './tail-follow.js';
+import { chunkLines, type RunRow, type TailRow } from './tail-rows.js';
+import { getRunOrFail, withWorld } from './shared/world.js';
 
 export const EXIT_INTERRUPTED = 130;
 /** Shortest interval between two redraws of the live view. */
@@ -199,7 +201,7 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const TAIL_HELP: HelpSpec = {
   notes: ['On a terminal the view redraws in place; piped, it prints one line per record.'],
   examples: [

@@ -15,7 +15,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { CliError, EXIT_USAGE } from './output.js';
+import { CliError, EXIT_USAGE } from './shared/output.js';
 
 /** Where builds write the manifest, relative to a project folder (see the header). */
 export const MANIFEST_CANDIDATES: readonly string[] = [

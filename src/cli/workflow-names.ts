@@ -6,7 +6,7 @@
  * a name that matches nothing gets the near names as a hint ({@link nearWorkflows}), never a
  * guess.
  */
-import { shortName } from './format.js';
+import { shortName } from './shared/format.js';
 
 export const isFullWorkflowName = (query: string): boolean => query.includes('//');
 

@@ -15,7 +15,7 @@
  *
  * The preflight (src/preflight/resources.ts) raises it, so `world.start()` and a process's first
  * write or send (core's `start()` in a script that never calls `world.start()`) fail with it; the
- * CLI prints the same text (src/cli/init.ts, `explainAwsError`) and `doctor` its parts, so each
+ * CLI prints the same text (src/cli/shared/world.ts, `explainAwsError`) and `doctor` its parts, so each
  * fact lives here. Recognition of the SDK's errors stays in src/aws/sdk-errors.ts.
  *
  * Invariant: it is a plain Error, never a `WorkflowWorldError`: core treats a transport-coded

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, expect, test } from 'vitest';
 import { setWorld } from 'workflow/runtime';
-import { errorText } from '../../src/cli/format.js';
+import { errorText } from '../../src/cli/shared/format.js';
 import { markRetired, readDeployment } from '../../src/deployment/registry.js';
 import { createWorld } from '../../src/index.js';
 import { readTableFormat } from '../../src/preflight/format-check.js';

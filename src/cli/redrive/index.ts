@@ -9,10 +9,10 @@
 import { getQueueTopicPrefix } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { createTransport } from '../../queue/transport.js';
-import { durationOption, parsePositiveInt } from '../format.js';
-import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from '../help-text.js';
-import { CliError, EXIT_FAILURE, printJson } from '../output.js';
-import { withWorld } from '../world.js';
+import { durationOption, parsePositiveInt } from '../shared/format.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from '../shared/help-text.js';
+import { CliError, EXIT_FAILURE, printJson } from '../shared/output.js';
+import { withWorld } from '../shared/world.js';
 import { moveDlqMessages } from './dlq-mover.js';
 import { renderMoveSummary } from './move-summary.js';
 import { redriveStranded, renderStranded } from './stranded.js';
@@ -39,7 +39,7 @@ function parseNamespace(v: string): string {
   return v;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/help-text.ts). */
+/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const REDRIVE_HELP: HelpSpec = {
   notes: [
     'DLQ mode moves each message receive -> send -> delete: a failure between send and delete leaves a duplicate (harmless: the World is idempotent), never a loss. The message attributes (eve.*) are copied unchanged (an S3-offloaded body that could expire under the copy is copied to a fresh key first). Each message is looked at and moved at most once per pass, and one pass handles at most 100,000 messages (run it again for the rest).',

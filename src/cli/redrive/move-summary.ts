@@ -3,8 +3,8 @@
  * message with its result, the counts, and for each failure what state it left and what to do.
  */
 import { queueNameOf } from '../../aws/arn.js';
-import { formatTime } from '../format.js';
-import { colorEnabled, palette, renderTable, tableReport } from '../output.js';
+import { formatTime } from '../shared/format.js';
+import { colorEnabled, palette, renderTable, tableReport } from '../shared/output.js';
 import type { MoveResult, MoveSummary } from './dlq-mover.js';
 
 const RESULT_LABEL: Record<MoveResult, string> = {

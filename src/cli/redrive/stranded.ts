@@ -9,9 +9,9 @@ import { eventIdToSlot, getQueueTopicPrefix, resolveQueueNamespace } from '@work
 import { keysOf } from '../../aws/item-codec.js';
 import { createTransport } from '../../queue/transport.js';
 import { keys } from '../../schema/keys.js';
-import { formatDuration, formatTime, shortName } from '../format.js';
-import { colorEnabled, palette, renderTable, tableReport } from '../output.js';
-import type { CliWorld } from '../world.js';
+import { formatDuration, formatTime, shortName } from '../shared/format.js';
+import { colorEnabled, palette, renderTable, tableReport } from '../shared/output.js';
+import type { CliWorld } from '../shared/world.js';
 import { moveDlqMessages } from './dlq-mover.js';
 
 export type StrandedVerdict = 'stranded' | 'active' | 'waiting' | 'in-dlq';

@@ -32,7 +32,7 @@ const COMMANDS: string[][] = [
 ];
 
 // Every command with a missing table (what they all read first); the queue and the bucket with two
-// commands each (the check is one seam, src/cli/world.ts: the commands differ only in what follows).
+// commands each (the check is one seam, src/cli/shared/world.ts: the commands differ only in what follows).
 describe.each([
   ['table', 'EVE_WORLD_AWS_TABLE', 'DynamoDB table', 'AWS_ENDPOINT_URL_DYNAMODB', COMMANDS],
   ['queue', 'EVE_WORLD_AWS_QUEUE', 'SQS queue', 'AWS_ENDPOINT_URL_SQS', [['runs'], ['sweep', '--dry-run']]],

@@ -5,7 +5,8 @@
  */
 import type { World } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ChunkRow, type EventRow, followRun, MAX_STEP_READS, type TailWorld } from '../../../src/cli/tail-rows.js';
+import { followRun, MAX_STEP_READS, type TailWorld } from '../../../src/cli/tail-follow.js';
+import type { ChunkRow, EventRow } from '../../../src/cli/tail-rows.js';
 import { emptyTailState, reduceTail } from '../../../src/cli/tail-view.js';
 import { completeRun, createRun, type OpsFixture, opsFixture, startRun, step } from '../../helpers/runs.js';
 

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { displayWidth } from '../../../src/cli/terminal-text.js';
+import { displayWidth } from '../../../src/cli/shared/terminal-text.js';
 import { LEGACY_DEPLOYMENT_ID } from '../../../src/deployment/id.js';
 import { registerDeployment } from '../../../src/deployment/registry.js';
 import { encodePayload, envelopeAttributes } from '../../../src/queue/encoding.js';

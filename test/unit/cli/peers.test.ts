@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CliError, EXIT_USAGE } from '../../../src/cli/output.js';
+import { CliError, EXIT_USAGE } from '../../../src/cli/shared/output.js';
 import {
   DEMO_PEERS,
   EMULATOR_PEERS,

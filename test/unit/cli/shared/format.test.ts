@@ -13,8 +13,8 @@ import {
   previewBytes,
   previewValue,
   shortName,
-} from '../../../src/cli/format.js';
-import { framedText } from '../../../src/cli/tail-rows.js';
+} from '../../../../src/cli/shared/format.js';
+import { framedText } from '../../../../src/cli/tail-rows.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const devl = (v: unknown) => enc(`devl${stringify(v)}`);

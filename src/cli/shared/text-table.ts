@@ -12,7 +12,7 @@
  * message id), and the first column (what a row is: a run, a message, a deployment) as its widest
  * word: an id is never split over lines. Columns wider than that give way, widest first.
  * Records fit any width that holds the headings and an id. Cells are wrapped and padded by
- * src/cli/terminal-text.ts, so a colour code is never cut and text from a run cannot move the
+ * src/cli/shared/terminal-text.ts, so a colour code is never cut and text from a run cannot move the
  * cursor. Piped (no width), every cell keeps its lines as they are.
  */
 import { displayWidth, longestWord, padEnd, sanitize, wrapText } from './terminal-text.js';

@@ -5,7 +5,7 @@
  */
 import * as zlib from 'node:zlib';
 import { InvalidArgumentError, Option } from 'commander';
-import { isS3Pointer } from '../context/payload-store.js';
+import { isS3Pointer } from '../../context/payload-store.js';
 
 /** `2026-11-30 12:34:56Z`: UTC, second precision, sortable; '-' when absent. */
 export function formatTime(d: Date | string | number | undefined): string {

@@ -67,7 +67,7 @@ export function terminalColumns(stream: NodeJS.WriteStream = process.stdout): nu
 }
 
 /**
- * Render rows as a table (src/cli/text-table.ts): headings bold when colours are on; on a terminal
+ * Render rows as a table (src/cli/shared/text-table.ts): headings bold when colours are on; on a terminal
  * (`width`, default: stdout's columns) fitted to its width, ids never split; piped, a box with every
  * cell on its own lines as they are.
  */

@@ -11,18 +11,19 @@
  * bucket (or, for the commands that read it, DLQ) is named with the fix and exits 2, a
  * configuration error (docs/cli.md, "Exit codes": the name or the region is wrong, or `init` never
  * ran), whatever the command would have read first; it maps a "does not exist" answer that comes
- * later (a resource deleted meanwhile) to the same error.
+ * later (a resource deleted meanwhile) to the same error. Its words for the AWS errors a user can
+ * fix ({@link explainAwsError}) are the ones `init` and `destroy` print too.
  */
 import { WorkflowRunNotFoundError } from '@workflow/errors';
-import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
-import { errorName } from '../aws/sdk-errors.js';
-import { loadConfig, type WorldConfig } from '../config/index.js';
-import { createContext, type WorldContext } from '../context/world-context.js';
-import { type AwsWorld, createWorld } from '../index.js';
-import { checkTableFormat, TableFormatError } from '../preflight/format-check.js';
-import { MissingResourceError, type PreflightResource, preflight } from '../preflight/resources.js';
-import { createTransport } from '../queue/transport.js';
-import { explainAwsError } from './init.js';
+import { type AwsClients, createClients, destroyClients } from '../../aws/clients.js';
+import { errorName } from '../../aws/sdk-errors.js';
+import { loadConfig, type WorldConfig } from '../../config/index.js';
+import { createContext, type WorldContext } from '../../context/world-context.js';
+import { type AwsWorld, createWorld } from '../../index.js';
+import { AwsEnvironmentError } from '../../preflight/aws-environment.js';
+import { checkTableFormat, TableFormatError } from '../../preflight/format-check.js';
+import { MissingResourceError, type PreflightResource, preflight } from '../../preflight/resources.js';
+import { createTransport } from '../../queue/transport.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './output.js';
 
 export interface CliWorld {
@@ -133,4 +134,15 @@ export async function getRunOrFail(w: CliWorld, runId: string) {
       throw new CliError(`run ${runId} not found: ${e.message}`, EXIT_FAILURE);
     throw err;
   }
+}
+
+/**
+ * Turn the AWS errors a user can fix (nothing listening, no region, no credentials) into one line:
+ * the World's own error for them (src/preflight/aws-environment.ts), so the CLI and the library say
+ * the same. A missing region is configuration (exit 2).
+ */
+export function explainAwsError(err: unknown, config: WorldConfig): unknown {
+  const env = err instanceof AwsEnvironmentError ? err : AwsEnvironmentError.of(config, [{ error: err }]);
+  if (!env) return err;
+  return new CliError(env.message, env.problem === 'region' ? EXIT_USAGE : EXIT_FAILURE);
 }

@@ -1,13 +1,13 @@
 /**
- * Tables and prose on a terminal (src/cli/output.ts, text-table.ts, terminal-text.ts): the tables
+ * Tables and prose on a terminal (src/cli/shared/output.ts, text-table.ts, terminal-text.ts): the tables
  * of `runs`, `redrive`, `init`, `destroy`, `deployments` and `doctor` fit 80 and 120 columns with
  * colours on, lose no character, never split an id or a colour code, and stay as they are when
  * piped (no width). Text from a run cannot move the cursor.
  */
 import { describe, expect, it } from 'vitest';
-import { fitText, palette, renderTable } from '../../../src/cli/output.js';
-import { displayWidth, sanitize, stripColor, wrapText } from '../../../src/cli/terminal-text.js';
-import { planTable } from '../../../src/cli/text-table.js';
+import { fitText, palette, renderTable } from '../../../../src/cli/shared/output.js';
+import { displayWidth, sanitize, stripColor, wrapText } from '../../../../src/cli/shared/terminal-text.js';
+import { planTable } from '../../../../src/cli/shared/text-table.js';
 
 const RUN = 'wrun_01KB2Z3Y4X5W6V7T8S9R0Q1P2N';
 const MSG = 'msg_01KB2Z3Y4X5W6V7T8S9R0Q1P2N';
