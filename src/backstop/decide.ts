@@ -8,8 +8,8 @@
  *    This is how "quiet for B" is known without comparing clocks: the same tail two checks apart.
  * 3. Quiet, and it owes work: a non-terminal step without a live step lease whose retry time has
  *    come, a waiting wait whose time has come, or an event after `ackedSlot` that a replay must see
- *    (a step or wait finished, a hook received, the run created or started). Wake it; repeats back
- *    off (B, 2B, 4B, ... at most 15 min) until the log moves.
+ *    ({@link REPLAY_OWED}: a step or wait finished, a hook received, the run created or started).
+ *    Wake it; repeats back off (B, 2B, 4B, ... at most 15 min) until the log moves.
  * 4. Otherwise it is idle: look again when its earliest wait or retry comes (+ B), in B while a step
  *    lease is live, else in 6 h.
  *
@@ -23,17 +23,13 @@
  * with a live lease is stranded: every case but 1 leads to another check, and every time compared
  * is fixed while `now` grows.
  */
+import { eventTypesWhere } from '../schema/event-kinds.js';
 
-/** Event types whose replay the workflow owes: something it waits for has happened. */
-export const REPLAY_OWED: ReadonlySet<string> = new Set([
-  'run_created',
-  'run_started',
-  'step_completed',
-  'step_failed',
-  'wait_completed',
-  'hook_received',
-  'hook_conflict',
-]);
+/**
+ * Event types whose replay the workflow owes: something it waits for has happened
+ * (src/schema/event-kinds.ts, `replayOwed`).
+ */
+const REPLAY_OWED = eventTypesWhere((k) => k.replayOwed);
 
 export const MAX_BACKOFF_MS = 15 * 60_000;
 export const IDLE_CHECK_MS = 6 * 3600_000;

@@ -5,6 +5,7 @@
  * running with their attempt, or retrying after a time). Order: as they appeared in the log.
  */
 import type { Event } from '@workflow/world';
+import { eventKind } from '../schema/event-kinds.js';
 import { shortName } from './shared/format.js';
 
 type Pending =
@@ -25,20 +26,35 @@ export class RunWaits {
   apply(e: Event): void {
     const id = e.correlationId;
     if (!id) return;
+    // What the event does to a step, hook or wait (src/schema/event-kinds.ts, `lifecycle`).
+    const life = eventKind(e.eventType)?.lifecycle;
+    if (!life) return;
     const data = ((e as { eventData?: unknown }).eventData ?? {}) as Record<string, unknown>;
-    switch (e.eventType) {
-      case 'hook_created':
-        this.pending.set(id, { kind: 'hook', token: String(data.token ?? id) });
+    if (life.phase === 'ends') {
+      this.pending.delete(id);
+      return;
+    }
+    switch (life.of) {
+      case 'hook':
+        // A hook stays pending while it receives: it may receive again until disposed.
+        if (life.phase === 'opens') this.pending.set(id, { kind: 'hook', token: String(data.token ?? id) });
         return;
-      case 'wait_created':
+      case 'wait':
         this.pending.set(id, { kind: 'wait', until: iso(data.resumeAt) });
         return;
-      case 'step_created':
+      case 'step':
+        this.applyStep(id, life.phase, data);
+    }
+  }
+
+  private applyStep(id: string, phase: 'opens' | 'starts' | 'retries', data: Record<string, unknown>): void {
+    const cur = this.pending.get(id);
+    const prev = cur?.kind === 'step' ? cur : undefined;
+    switch (phase) {
+      case 'opens':
         this.pending.set(id, { kind: 'step', name: String(data.stepName ?? id), state: 'queued', attempt: 0 });
         return;
-      case 'step_started': {
-        const cur = this.pending.get(id);
-        const prev = cur?.kind === 'step' ? cur : undefined;
+      case 'starts': {
         const attempt = typeof data.attempt === 'number' ? data.attempt : (prev?.attempt ?? 0) + 1;
         this.pending.set(id, {
           kind: 'step',
@@ -48,17 +64,8 @@ export class RunWaits {
         });
         return;
       }
-      case 'step_retrying': {
-        const cur = this.pending.get(id);
-        if (cur?.kind === 'step') this.pending.set(id, { ...cur, state: 'retrying', retryAfter: iso(data.retryAfter) });
-        return;
-      }
-      case 'hook_disposed':
-      case 'wait_completed':
-      case 'step_completed':
-      case 'step_failed':
-        this.pending.delete(id);
-        return;
+      case 'retries':
+        if (prev) this.pending.set(id, { ...prev, state: 'retrying', retryAfter: iso(data.retryAfter) });
     }
   }
 

@@ -8,6 +8,7 @@ import type { Event, WorkflowRun } from '@workflow/world';
 import { eventIdToSlot, getQueueTopicPrefix, resolveQueueNamespace } from '@workflow/world';
 import { keysOf } from '../../aws/item-codec.js';
 import { createTransport } from '../../queue/transport.js';
+import { eventKind } from '../../schema/event-kinds.js';
 import { keys } from '../../schema/keys.js';
 import { formatDuration, formatTime, shortName } from '../shared/format.js';
 import { colorEnabled, palette, renderTable, tableReport } from '../shared/output.js';
@@ -89,36 +90,28 @@ function analyzeRun(
   const waits = new Map<string, { resumeAt: number; done: boolean }>();
   const hooks = new Map<string, boolean>(); // open?
   for (const e of events) {
+    // What the event does to a step, hook or wait (src/schema/event-kinds.ts, `lifecycle`).
+    const life = eventKind(e.eventType)?.lifecycle;
+    if (!life) continue;
     const d = eventData(e);
     const id = e.correlationId ?? '';
     const step = steps.get(id);
-    switch (e.eventType) {
-      case 'step_created':
-      case 'step_started':
-        steps.set(id, { name: (d.stepName as string | undefined) ?? step?.name, done: false });
+    switch (life.of) {
+      case 'step':
+        if (life.phase === 'ends') steps.set(id, { name: step?.name, done: true });
+        else
+          steps.set(id, {
+            name: (d.stepName as string | undefined) ?? step?.name,
+            done: false,
+            ...(life.phase === 'retries' ? { retryAt: timeOf(d.retryAfter) } : {}),
+          });
         break;
-      case 'step_retrying':
-        steps.set(id, {
-          name: (d.stepName as string | undefined) ?? step?.name,
-          done: false,
-          retryAt: timeOf(d.retryAfter),
-        });
+      case 'wait':
+        if (life.phase === 'opens') waits.set(id, { resumeAt: timeOf(d.resumeAt), done: false });
+        else waits.set(id, { resumeAt: waits.get(id)?.resumeAt ?? 0, done: true });
         break;
-      case 'step_completed':
-      case 'step_failed':
-        steps.set(id, { name: step?.name, done: true });
-        break;
-      case 'wait_created':
-        waits.set(id, { resumeAt: timeOf(d.resumeAt), done: false });
-        break;
-      case 'wait_completed':
-        waits.set(id, { resumeAt: waits.get(id)?.resumeAt ?? 0, done: true });
-        break;
-      case 'hook_created':
-        hooks.set(id, true);
-        break;
-      case 'hook_disposed':
-        hooks.set(id, false);
+      case 'hook':
+        if (life.phase !== 'receives') hooks.set(id, life.phase === 'opens');
         break;
     }
   }
@@ -154,7 +147,8 @@ function analyzeRun(
     };
   }
   const openHooks = [...hooks].filter(([, open]) => open).length;
-  if (openHooks > 0 && last?.eventType !== 'hook_received') {
+  const lastLife = last ? eventKind(last.eventType)?.lifecycle : undefined;
+  if (openHooks > 0 && !(lastLife?.of === 'hook' && lastLife.phase === 'receives')) {
     return {
       ...base,
       verdict: 'waiting',

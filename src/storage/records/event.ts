@@ -32,6 +32,7 @@
 import type { Event, ResolveData } from '@workflow/world';
 import { SPEC_VERSION_CURRENT, slotToEventId, stripEventDataRefs } from '@workflow/world';
 import { isS3Pointer } from '../../context/payload-store.js';
+import { eventTypesWhere } from '../../schema/event-kinds.js';
 import { assertItemFormat, FORMAT_ATTR, formatStamp } from '../../schema/formats.js';
 import { ATTR, keys } from '../../schema/keys.js';
 import {
@@ -77,11 +78,10 @@ export interface EventRecord {
 export const PAIR_ATTR = 'e2';
 
 /**
- * Event types that open a correlation and so carry the correlation index key: at most one index
- * write per hook or wait (see `../read/correlation.ts`). A step's `step_created` carries none:
- * its step item records the slot (`firstSlot`), so a step's events are found without an index copy.
+ * Event types that open a correlation and so carry the correlation index key (src/schema/event-kinds.ts,
+ * `opensCorrelation`): at most one index write per hook or wait (see `../read/correlation.ts`).
  */
-const OPENS_CORRELATION: ReadonlySet<string> = new Set(['hook_created', 'hook_conflict', 'wait_created']);
+const OPENS_CORRELATION = eventTypesWhere((k) => k.opensCorrelation);
 
 const KNOWN_REQUEST_FIELDS = new Set(['eventType', 'correlationId', 'eventData', 'specVersion']);
 

@@ -12,7 +12,8 @@ import { WorkflowWorldError } from '@workflow/errors';
 import type { CreateEventParams, EventResult } from '@workflow/world';
 import { getMaxEventsPerRun } from '@workflow/world';
 import { noteReadTail } from '../../context/delivery-scope.js';
-import { countMetric, type MetricName } from '../../telemetry/metrics.js';
+import { type CoreEventType, eventKind, eventTypesWhere } from '../../schema/event-kinds.js';
+import { countMetric } from '../../telemetry/metrics.js';
 import { withStorageWriteSpan } from '../../telemetry/spans.js';
 import type { SlotHints } from '../memory/slot-hints.js';
 import type { StepItemCache } from '../memory/view-items.js';
@@ -34,7 +35,12 @@ import { waitCompleted, waitCreated } from './wait-events.js';
 type Data = Record<string, any>;
 type Handler = (call: CreateCall, runId: string, data: Data) => Promise<Handled>;
 
-const HANDLERS: Record<string, Handler> = {
+/**
+ * The writer of each event type a core creates (src/schema/event-kinds.ts: `writer: 'core'`), but
+ * run_created, which has no run id yet (its own path below): typed from the table, so a core event
+ * type without a writer, or a writer for any other type, is a compile error.
+ */
+const HANDLERS: { readonly [T in Exclude<CoreEventType, 'run_created'>]: Handler } = {
   run_started: runStarted,
   run_completed: runTerminal,
   run_failed: runTerminal,
@@ -55,19 +61,12 @@ const HANDLERS: Record<string, Handler> = {
   wait_completed: waitCompleted,
 };
 
-/** Event types whose entity is named by `correlationId`. */
-const NEEDS_CORRELATION = new Set([
-  'step_created',
-  'step_started',
-  'step_completed',
-  'step_failed',
-  'step_retrying',
-  'hook_created',
-  'hook_received',
-  'hook_disposed',
-  'wait_created',
-  'wait_completed',
-]);
+/** The writer of `type`, or undefined when a core may not create it (never an inherited property). */
+const handlerOf = (type: string): Handler | undefined =>
+  Object.hasOwn(HANDLERS, type) ? HANDLERS[type as keyof typeof HANDLERS] : undefined;
+
+/** Event types a core creates whose entity is named by `correlationId`. */
+const NEEDS_CORRELATION = eventTypesWhere((k) => k.writer === 'core' && k.correlated);
 
 /**
  * Runs `fn` after every earlier create for the same run in this process has settled.
@@ -101,17 +100,6 @@ export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemC
       : createOne(runId, data, params);
 }
 
-/** Terminal (and start) events counted as metrics once committed (src/telemetry/metrics.ts). */
-const EVENT_METRICS: Partial<Record<string, MetricName>> = {
-  run_started: 'RunsStarted',
-  run_completed: 'RunsCompleted',
-  run_failed: 'RunsFailed',
-  run_cancelled: 'RunsCancelled',
-  step_completed: 'StepsCompleted',
-  step_failed: 'StepsFailed',
-  step_retrying: 'StepsRetried',
-};
-
 function createUnqueued(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs: RunItemCache) {
   const create = createTraced(ctx, hints, steps, runs);
   return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
@@ -144,13 +132,14 @@ function createTraced(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, r
       return assemble(call, out.runId, out);
     }
     assertId('runId', runId);
-    const handler = HANDLERS[type];
+    const handler = handlerOf(type);
     if (!handler) throw invalidArgument('eventType', `Unsupported event type "${type}"`);
     const handled = await handler(call, runId, data);
     // Resolved: answered from the state as it is, without a write (and without a metric).
     if (endedEarly(handled)) return withMaxEvents(handled.result);
     const result = await assemble(call, runId, handled);
-    const metric = EVENT_METRICS[type];
+    // Terminal (and start) events are counted as metrics once committed (src/telemetry/metrics.ts).
+    const metric = eventKind(type)?.metric;
     if (metric) countMetric(metric);
     return result;
   };

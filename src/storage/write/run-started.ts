@@ -15,6 +15,7 @@ import { RunExpiredError, WorkflowRunNotFoundError } from '@workflow/errors';
 import type { EventResult } from '@workflow/world';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { currentDelivery } from '../../context/delivery-scope.js';
+import { eventTypesWhere } from '../../schema/event-kinds.js';
 import { keys } from '../../schema/keys.js';
 import { type RunTail, readRunTail } from '../read/log-tail.js';
 import { dueOnCreate } from '../records/due.js';
@@ -195,8 +196,11 @@ async function startPending(
   };
 }
 
-/** Events that change the run item: one in a remembered prefix means the remembered item may be older. */
-const RUN_ITEM_EVENTS = new Set(['attr_set', 'run_completed', 'run_failed', 'run_cancelled']);
+/**
+ * Events that change the run item after its start (src/schema/event-kinds.ts, `changesRun`): one in a
+ * remembered prefix means the remembered item may be older.
+ */
+const RUN_ITEM_EVENTS = eventTypesWhere((k) => k.changesRun);
 
 /**
  * The run, when a started run's preload can be answered from memory alone (no read): inside a

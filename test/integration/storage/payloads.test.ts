@@ -321,6 +321,12 @@ describe('unknown and malformed ids', () => {
     await rejectsWith(storage.events.create('', stepCreated('s', bytes('i'))), 'WorkflowWorldError');
     await rejectsWith(storage.events.create(runId, stepCreated('', bytes('i'))), 'WorkflowWorldError');
     await rejectsWith(storage.events.create(runId, { eventType: 'bogus' } as never), 'WorkflowWorldError');
+    // Types of the union a core may not create (the World writes hook_conflict itself; noop is refused),
+    // and names of inherited properties, which must never be taken for a writer.
+    for (const eventType of ['noop', 'hook_conflict', 'constructor', 'toString', '__proto__']) {
+      const refused = await rejectsWith(storage.events.create(runId, { eventType } as never), 'WorkflowWorldError');
+      expect(refused.message).toContain(`Unsupported event type "${eventType}"`);
+    }
     const e = await storage.events.list({ runId, pagination: { cursor: 'garbage' } }).catch((x) => x);
     expect(e.status).toBe(400);
   });
