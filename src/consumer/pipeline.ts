@@ -32,11 +32,11 @@ import type { Envelope } from '../queue/encoding.js';
 import { consoleLogger } from '../telemetry/log.js';
 import { decide } from './delivery/decide.js';
 import { decode } from './delivery/decode.js';
-import type { DeliveryDeps, InboundMessage } from './delivery/deps.js';
+import type { Copy, DeliveryDeps, InboundMessage, Received } from './delivery/deps.js';
 import { dispatch } from './delivery/dispatch.js';
 import { buildRequest } from './delivery/flow-request.js';
 import { parkNewerFormat } from './delivery/replace.js';
-import { settle } from './delivery/settle.js';
+import { settle, settleMalformed } from './delivery/settle.js';
 import type { DeliveryOutcome, Verdict } from './delivery/verdict.js';
 import { observeDelivery } from './delivery-telemetry.js';
 
@@ -50,28 +50,24 @@ export function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): Promise
 }
 
 async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<DeliveryOutcome> {
-  const logger = deps.logger ?? consoleLogger;
-  const now = deps.now ?? Date.now;
+  const received: Received = { msg, deps, logger: deps.logger ?? consoleLogger };
 
   // 1. decode
   const decoded = decode(msg);
-  if (decoded.kind === 'newer') return parkNewerFormat(msg, decoded.reason, deps, logger);
-  if (decoded.kind === 'malformed') {
-    // Retried with backoff, then dead-lettered with one DLQ line.
-    const poison: Verdict = { kind: 'poison', reason: 'malformed', detail: decoded.detail, early: true };
-    return settle(msg, undefined, 0, poison, deps, logger, false);
-  }
-  const { envelope, attempt } = decoded;
+  if (decoded.kind === 'newer') return parkNewerFormat(received, decoded.reason);
+  // Retried with backoff, then dead-lettered with one DLQ line.
+  if (decoded.kind === 'malformed') return settleMalformed(received, decoded.detail);
+  const copy: Copy = { ...received, envelope: decoded.envelope, attempt: decoded.attempt, dispatched: false };
 
   // 2. decide
-  const decision = await decide(msg, envelope, attempt, deps, logger, now);
-  if (decision.kind === 'settle') return settle(msg, envelope, attempt, decision.verdict, deps, logger, false);
+  const decision = await decide(copy);
+  if (decision.kind === 'settle') return settle(copy, decision.verdict);
 
   // 3. dispatch (decide reserved `dispatchId` in `inFlight`)
   try {
     const verdict = await dispatch(msg, decision.request, deps);
     // 4. settle
-    return await settle(msg, envelope, attempt, verdict, deps, logger, true);
+    return await settle({ ...copy, dispatched: true }, verdict);
   } finally {
     deps.inFlight?.delete(decision.dispatchId);
   }

@@ -27,9 +27,7 @@
  */
 import { sleep } from '../../aws/sleep.js';
 import { planHop } from '../../queue/delays.js';
-import type { Envelope } from '../../queue/encoding.js';
-import type { Logger } from '../../telemetry/log.js';
-import type { DeliveryDeps, InboundMessage } from './deps.js';
+import type { Copy } from './deps.js';
 import { type Built, buildRequest, type FlowRequest } from './flow-request.js';
 import { startHeartbeat } from './heartbeat.js';
 import type { Verdict } from './verdict.js';
@@ -46,14 +44,8 @@ export type Decision =
    */
   | { kind: 'dispatch'; dispatchId: string; request: FlowRequest };
 
-export async function decide(
-  msg: InboundMessage,
-  envelope: Envelope,
-  attempt: number,
-  deps: DeliveryDeps,
-  logger: Logger,
-  now: () => number,
-): Promise<Decision> {
+export async function decide({ msg, envelope, attempt, deps, logger }: Copy): Promise<Decision> {
+  const now = deps.now ?? Date.now;
   const undispatched = (verdict: Verdict): Decision => ({ kind: 'settle', verdict });
   if (envelope.deliverAt !== undefined) {
     const remaining = envelope.deliverAt - now();

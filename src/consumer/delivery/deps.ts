@@ -1,9 +1,10 @@
 /**
  * The inputs of one delivery: the received copy ({@link InboundMessage}), the flow route it goes to
- * ({@link FlowHandler}) and everything the four steps read ({@link DeliveryDeps}), wired once by
- * ./compose.ts.
+ * ({@link FlowHandler}), everything the four steps read ({@link DeliveryDeps}, wired once by
+ * ./compose.ts), and the one value the steps pass along per copy ({@link Received}, {@link Copy}).
  */
 import type { WorldConfig } from '../../config/index.js';
+import type { Envelope } from '../../queue/encoding.js';
 import type { SqsTransport } from '../../queue/transport.js';
 import type { Logger } from '../../telemetry/log.js';
 import type { DeploymentFilter } from '../affinity.js';
@@ -26,6 +27,22 @@ export interface InboundMessage {
   receiveCount: number;
   /** SQS SentTimestamp of this copy (epoch ms), when the receive asked for it. */
   sentAt?: number;
+}
+
+/** A received copy as ../pipeline.ts carries it, with what the steps read; not decoded (yet). */
+export interface Received {
+  msg: InboundMessage;
+  deps: DeliveryDeps;
+  logger: Logger;
+}
+
+/** A received copy decoded to its envelope (./decode.ts): what decide and settle take. */
+export interface Copy extends Received {
+  envelope: Envelope;
+  /** The attempt a dispatch of this receive is (./decode.ts). */
+  attempt: number;
+  /** This receive handed the request to the flow route (set only by ../pipeline.ts's dispatch). */
+  dispatched: boolean;
 }
 
 export interface DeliveryDeps {

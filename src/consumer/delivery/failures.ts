@@ -29,24 +29,16 @@ import { decodePayload, type Envelope } from '../../queue/encoding.js';
 import type { DeadLetterTarget } from '../../queue/transport.js';
 import type { Logger } from '../../telemetry/log.js';
 import { failureBackoffSeconds } from './backoff.js';
-import type { DeliveryDeps, InboundMessage } from './deps.js';
+import type { Copy, Received } from './deps.js';
 import { quoted } from './quoted.js';
 import type { DeliveryOutcome, PoisonReason } from './verdict.js';
 
 /**
- * A failure of `envelope` (`dispatched`: the flow route was called): counted in a fresh copy, or
- * dead-lettered at the limit; kept for SQS to count when neither can be done.
+ * A failure of the copy's envelope (`dispatched`: the flow route was called): counted in a fresh
+ * copy, or dead-lettered at the limit; kept for SQS to count when neither can be done.
  */
-export async function failed(
-  msg: InboundMessage,
-  envelope: Envelope,
-  attempt: number,
-  reason: PoisonReason,
-  detail: string,
-  deps: DeliveryDeps,
-  logger: Logger,
-  dispatched: boolean,
-): Promise<DeliveryOutcome> {
+export async function failed(copy: Copy, reason: PoisonReason, detail: string): Promise<DeliveryOutcome> {
+  const { msg, envelope, attempt, deps, logger, dispatched } = copy;
   const now = (deps.now ?? Date.now)();
   let target: DeadLetterTarget | undefined;
   try {
@@ -56,10 +48,10 @@ export async function failed(
       `[eve-world-aws] cannot read the queue's redrive policy (the failure is left to SQS to count): ${String(err)}`,
     );
   }
-  if (!target) return keepFailed(msg, envelope, reason, detail, deps, logger);
+  if (!target) return keepFailed(copy, reason, detail);
   const failures = (envelope.failures ?? 0) + 1;
   // The dispatches so far: this one counts when the route was called.
-  const copy: Envelope = {
+  const counted: Envelope = {
     ...envelope,
     attemptOffset: dispatched ? attempt : Math.max(0, attempt - 1),
     failures,
@@ -67,12 +59,12 @@ export async function failed(
   };
   if (failures >= target.maxReceiveCount) {
     try {
-      await deps.transport.sendDeadLetter(copy, target.url, now);
+      await deps.transport.sendDeadLetter(counted, target.url, now);
     } catch (err) {
       logger.warn(
         `[eve-world-aws] could not move ${quoted(envelope.messageId)} to the DLQ (kept for retry): ${String(err)}`,
       );
-      return keepFailed(msg, envelope, reason, detail, deps, logger);
+      return keepFailed(copy, reason, detail);
     }
     const count = `failed ${failures}/${target.maxReceiveCount} dispatches`;
     reportDeadLetter(envelope, msg.body, queueNameOf(target.url), count, detail, logger);
@@ -80,12 +72,12 @@ export async function failed(
   }
   const seconds = failureBackoffSeconds(failures, deps.config.visibilityTimeoutSeconds);
   try {
-    await deps.transport.send(copy, seconds, { allowScheduler: false, now });
+    await deps.transport.send(counted, seconds, { allowScheduler: false, now });
   } catch (err) {
     logger.warn(
       `[eve-world-aws] could not replace the failed copy of ${quoted(envelope.messageId)} (kept for retry): ${String(err)}`,
     );
-    return keepFailed(msg, envelope, reason, detail, deps, logger);
+    return keepFailed(copy, reason, detail);
   }
   return { action: 'delete', reason: 'retried', failure: reason, messageId: envelope.messageId, detail };
 }
@@ -95,12 +87,9 @@ export async function failed(
  * redrive policy moves the copy after `maxReceiveCount` receives.
  */
 export async function keepFailed(
-  msg: InboundMessage,
-  envelope: Envelope | undefined,
+  { msg, envelope, deps, logger }: Received & { envelope?: Envelope },
   reason: PoisonReason,
   detail: string,
-  deps: DeliveryDeps,
-  logger: Logger,
 ): Promise<DeliveryOutcome> {
   if (msg.receiveCount >= deps.config.maxReceiveCount) {
     reportDeadLetter(

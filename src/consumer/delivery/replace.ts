@@ -15,10 +15,9 @@
  */
 import { SQS_MAX_VISIBILITY_SECONDS } from '../../config/limits.js';
 import { type Envelope, MSG_ATTR } from '../../queue/encoding.js';
-import type { Logger } from '../../telemetry/log.js';
 import { jittered } from '../../util/jitter.js';
 import { failureBackoffSeconds } from './backoff.js';
-import type { DeliveryDeps, InboundMessage } from './deps.js';
+import type { Copy, Received } from './deps.js';
 import { quoted } from './quoted.js';
 import type { DeliveryOutcome, HoldCause, OutageReason } from './verdict.js';
 
@@ -34,17 +33,9 @@ import type { DeliveryOutcome, HoldCause, OutageReason } from './verdict.js';
  * the in-flight set and the step lease make safe (./decide.ts).
  */
 export async function replace(
-  msg: InboundMessage,
-  envelope: Envelope,
-  attempt: number,
+  { msg, envelope, attempt, deps, logger }: Copy,
   seconds: number,
-  deps: DeliveryDeps,
-  logger: Logger,
-  outcome: {
-    reason: 'held' | 'parked' | 'rescheduled';
-    hold?: HoldCause;
-    detail?: string;
-  },
+  outcome: { reason: 'held' | 'parked' | 'rescheduled'; hold?: HoldCause; detail?: string },
 ): Promise<DeliveryOutcome> {
   const fresh: Envelope = { ...envelope, attemptOffset: Math.max(0, attempt - 1), deliverAt: undefined };
   const wait = Math.max(0, Math.ceil(seconds));
@@ -77,21 +68,19 @@ export async function replace(
  * is replaced at once (`replace`): the park does not raise the attempt.
  */
 export async function park(
-  msg: InboundMessage,
-  envelope: Envelope,
-  attempt: number,
+  copy: Copy,
   reason: OutageReason,
   detail: string,
-  deps: DeliveryDeps,
-  how: { reached: boolean; dependency?: boolean; logger: Logger },
+  how: { reached: boolean; dependency?: boolean },
 ): Promise<DeliveryOutcome> {
+  const { msg, envelope, attempt, deps } = copy;
   const base = deps.breaker?.isOpen
     ? deps.breaker.cooldownSeconds
     : how.dependency
       ? Math.max(1, Math.min(deps.config.dependencyParkSeconds, deps.config.visibilityTimeoutSeconds))
       : failureBackoffSeconds(msg.receiveCount, deps.config.visibilityTimeoutSeconds);
   const seconds = Math.min(SQS_MAX_VISIBILITY_SECONDS, jittered(base));
-  if (!how.reached) return replace(msg, envelope, attempt, seconds, deps, how.logger, { reason: 'parked', detail });
+  if (!how.reached) return replace(copy, seconds, { reason: 'parked', detail });
   if (msg.receiveCount >= deps.config.maxReceiveCount - 1) {
     await deps.transport.send({ ...envelope, attemptOffset: attempt }, seconds, {
       allowScheduler: false,
@@ -108,12 +97,7 @@ export async function park(
  * replaced by a verbatim copy (its format kept), so it never reaches the DLQ here. Not a verdict
  * on the flow route (the breaker is told neutral).
  */
-export async function parkNewerFormat(
-  msg: InboundMessage,
-  reason: string,
-  deps: DeliveryDeps,
-  logger: Logger,
-): Promise<DeliveryOutcome> {
+export async function parkNewerFormat({ msg, deps, logger }: Received, reason: string): Promise<DeliveryOutcome> {
   deps.breaker?.neutral();
   const messageId = msg.attributes[MSG_ATTR.id];
   logger.warn(

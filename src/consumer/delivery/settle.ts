@@ -19,16 +19,15 @@
  *   replacements (./failures.ts); the failure that dead-letters it logs exactly one DLQ line.
  */
 import { SQS_MAX_VISIBILITY_SECONDS } from '../../config/limits.js';
-import type { Envelope } from '../../queue/encoding.js';
-import type { Logger } from '../../telemetry/log.js';
-import type { DeliveryDeps, InboundMessage } from './deps.js';
+import type { Copy, Received } from './deps.js';
 import { failed, keepFailed } from './failures.js';
 import { quoted } from './quoted.js';
 import { park, replace } from './replace.js';
 import type { DeliveryOutcome, Verdict } from './verdict.js';
 
 /**
- * Turns a verdict into SQS calls. `dispatched`: this receive handed the request to the flow route.
+ * Turns a verdict on a decoded copy into SQS calls. `dispatched`: this receive handed the request
+ * to the flow route.
  * A receive that did not (a hold, a park before the route was reached, a copy settled by its early
  * delivery's verdict) and leaves the message to be delivered again replaces the copy
  * (./replace.ts), so the attempt core sees counts dispatches only. Undispatched poison is always
@@ -36,19 +35,10 @@ import type { DeliveryOutcome, Verdict } from './verdict.js';
  * taken as this copy's verdict but dispatched again, see ./decide.ts), so it is kept like any
  * failure and counts toward the DLQ.
  */
-export async function settle(
-  msg: InboundMessage,
-  envelope: Envelope | undefined,
-  attempt: number,
-  verdict: Verdict,
-  deps: DeliveryDeps,
-  logger: Logger,
-  dispatched: boolean,
-): Promise<DeliveryOutcome> {
-  const messageId = envelope?.messageId;
-  const where = envelope
-    ? `message ${quoted(envelope.messageId)} on ${quoted(envelope.queueName)}`
-    : `SQS message ${msg.sqsMessageId}`;
+export async function settle(copy: Copy, verdict: Verdict): Promise<DeliveryOutcome> {
+  const { msg, envelope, attempt, deps, logger, dispatched } = copy;
+  const messageId = envelope.messageId;
+  const where = `message ${quoted(envelope.messageId)} on ${quoted(envelope.queueName)}`;
   switch (verdict.kind) {
     case 'ack':
       deps.breaker?.succeeded();
@@ -57,7 +47,7 @@ export async function settle(
     case 'hop':
       // sendPlanned re-homes an offloaded body that would expire before this hop can be received.
       await deps.transport.sendPlanned(
-        envelope as Envelope,
+        envelope,
         { kind: 'sqs', delaySeconds: verdict.delaySeconds, deliverAt: verdict.deliverAt },
         (deps.now ?? Date.now)(),
       );
@@ -68,25 +58,18 @@ export async function settle(
       deps.breaker?.succeeded();
       if (!dispatched) {
         // An early delivery's `timeoutSeconds`: a fresh copy (its own id) delayed that long.
-        return replace(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger, { reason: 'rescheduled' });
+        return replace(copy, verdict.seconds, { reason: 'rescheduled' });
       }
-      return defer(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger);
+      return defer(copy, verdict.seconds);
 
     case 'hold':
       // Not a verdict on the route.
       deps.breaker?.neutral();
-      return replace(msg, envelope as Envelope, attempt, verdict.seconds, deps, logger, {
-        reason: 'held',
-        hold: verdict.cause,
-        detail: verdict.detail,
-      });
+      return replace(copy, verdict.seconds, { reason: 'held', hold: verdict.cause, detail: verdict.detail });
 
     case 'paused':
       // The circuit is open: the route was not called, the copy waits out the cool-down.
-      return park(msg, envelope as Envelope, attempt, 'unavailable', 'circuit open: the flow route is failing', deps, {
-        reached: false,
-        logger,
-      });
+      return park(copy, 'unavailable', 'circuit open: the flow route is failing', { reached: false });
 
     case 'aborted':
       deps.breaker?.neutral();
@@ -101,25 +84,20 @@ export async function settle(
       // not told.
       let open = false;
       if (verdict.of === 'route') {
-        open = deps.breaker?.failed(messageId ?? msg.sqsMessageId, verdict.detail, verdict.ambiguous) ?? false;
+        open = deps.breaker?.failed(messageId, verdict.detail, verdict.ambiguous) ?? false;
       } else {
         deps.breaker?.neutral();
       }
       const outage = open || !verdict.ambiguous;
       // Only a dispatch can be ambiguous (an answer of the route): an outage found before one
       // (a request that could not be built) is never, so it always parks.
-      if (!outage) {
-        return envelope
-          ? failed(msg, envelope, attempt, 'failed', verdict.detail, deps, logger, dispatched)
-          : keepFailed(msg, envelope, 'failed', verdict.detail, deps, logger);
-      }
+      if (!outage) return failed(copy, 'failed', verdict.detail);
       logger.warn(
         `[eve-world-aws] ${where}: ${verdict.detail}; kept for retry (an outage does not count toward the DLQ)`,
       );
-      return park(msg, envelope as Envelope, attempt, verdict.reason, verdict.detail, deps, {
+      return park(copy, verdict.reason, verdict.detail, {
         reached: dispatched && verdict.reached,
         dependency: verdict.of === 'dependency',
-        logger,
       });
     }
 
@@ -131,13 +109,20 @@ export async function settle(
         logger.error(
           `[eve-world-aws] flow route refused ${where} as unauthorized; check EVE_WORLD_AWS_SIGNING_SECRET is the same on both sides (${verdict.detail})`,
         );
-      } else if (envelope && verdict.reason !== 'malformed') {
+      } else if (verdict.reason !== 'malformed') {
         logger.warn(`[eve-world-aws] ${where} attempt ${attempt} failed: ${verdict.detail}`);
       }
-      // Counted in the message (./failures.ts); a malformed one has no envelope to count in.
-      if (!envelope) return keepFailed(msg, envelope, verdict.reason, verdict.detail, deps, logger);
-      return failed(msg, envelope, attempt, verdict.reason, verdict.detail, deps, logger, dispatched);
+      // Counted in the message (./failures.ts).
+      return failed(copy, verdict.reason, verdict.detail);
   }
+}
+
+/**
+ * A copy that could not be decoded: poison found before the breaker was asked (never told). It has
+ * no envelope to count the failure in, so it is kept for SQS's receive count (./failures.ts).
+ */
+export function settleMalformed(received: Received, detail: string): Promise<DeliveryOutcome> {
+  return keepFailed(received, 'malformed', detail);
 }
 
 /**
@@ -147,14 +132,7 @@ export async function settle(
  * or when the receive count has reached maxReceiveCount: a `timeoutSeconds` is not a failure and
  * must never push the message into the DLQ.
  */
-async function defer(
-  msg: InboundMessage,
-  envelope: Envelope,
-  attempt: number,
-  timeoutSeconds: number,
-  deps: DeliveryDeps,
-  logger: Logger,
-): Promise<DeliveryOutcome> {
+async function defer({ msg, envelope, attempt, deps, logger }: Copy, timeoutSeconds: number): Promise<DeliveryOutcome> {
   const seconds = Math.ceil(timeoutSeconds);
   if (seconds <= SQS_MAX_VISIBILITY_SECONDS && msg.receiveCount < deps.config.maxReceiveCount) {
     try {

@@ -101,7 +101,7 @@ describe('the holds as tuning options', () => {
       [{ copyRunningHoldSeconds: 11 }, 11],
     ] as const) {
       const deps = { config: loadConfig({}, tuning), inFlight: new Set(['msg_1']) } as unknown as DeliveryDeps;
-      const decision = await decide(msg, envelope(), 1, deps, logger, Date.now);
+      const decision = await decide({ msg, envelope: envelope(), attempt: 1, deps, logger, dispatched: false });
       expect(decision).toMatchObject({ kind: 'settle', verdict: { kind: 'hold', seconds, cause: 'copy-running' } });
     }
   });
@@ -129,11 +129,8 @@ describe('the holds as tuning options', () => {
         },
       } as unknown as DeliveryDeps;
       for (let i = 0; i < 30; i++) {
-        const outcome = await park(msg, envelope(), 1, 'unavailable', 'S3 down', deps, {
-          reached: false,
-          dependency: true,
-          logger,
-        });
+        const copy = { msg, envelope: envelope(), attempt: 1, deps, logger, dispatched: false };
+        const outcome = await park(copy, 'unavailable', 'S3 down', { reached: false, dependency: true });
         expect(outcome).toMatchObject({ action: 'delete', reason: 'parked' });
       }
       expect(waits).toHaveLength(30);
