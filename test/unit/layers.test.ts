@@ -112,6 +112,23 @@ function violations(files: { rel: string; text: string }[]): string[] {
 }
 
 /**
+ * The imports that reach into storage/ past its front door, as "from -> to": outside storage/, a
+ * module imports storage only through storage/index.ts (the sweep and the backstop read and write
+ * the table only with what it exports; each item kind has one owner inside).
+ */
+function storageBypasses(files: { rel: string; text: string }[]): string[] {
+  const bad: string[] = [];
+  for (const f of files) {
+    if (f.rel.startsWith('storage/')) continue;
+    for (const spec of importsOf(f.text)) {
+      const to = resolveRel(path.join(SRC, f.rel), spec);
+      if (to?.startsWith('storage/') && to !== 'storage/index.ts') bad.push(`${f.rel} -> ${to}`);
+    }
+  }
+  return bad;
+}
+
+/**
  * The entry of `folder` that module `rel` belongs to: its first path segment below `folder`, with
  * `.ts`/`.tsx` dropped so that `x.ts` and `x/` are one entry; undefined when `rel` is not inside
  * `folder` (or is the folder's own index.ts: the folder itself, not one of its entries).
@@ -236,6 +253,23 @@ describe('layers', () => {
       importsOf(f.text).some((s) => /(^|\/)consumer\//.test(s) || s.endsWith('/consumer/index.js')),
     );
     for (const f of intoConsumer) expect(layerOf(f.rel).rank >= 2, f.rel).toBe(true);
+  });
+
+  it('outside storage/ (the sweep, the backstop, everyone), storage is imported only through storage/index.ts', () => {
+    expect(storageBypasses(files)).toEqual([]);
+  });
+
+  it('detects an import past storage/index.ts (the check can fail)', () => {
+    const planted = [
+      { rel: 'backstop/check.ts', text: "import { moveDue } from '../storage/write/due-moves.js';" },
+      { rel: 'sweep/index.ts', text: "import type { Attrs } from '../storage/table/codec.js';" },
+      { rel: 'consumer/ok.ts', text: "import { storageContext } from '../storage/index.js';" },
+      { rel: 'storage/write/ok.ts', text: "import { keysOf } from '../table/codec.js';" },
+    ];
+    expect(storageBypasses(planted)).toEqual([
+      'backstop/check.ts -> storage/write/due-moves.ts',
+      'sweep/index.ts -> storage/table/codec.ts',
+    ]);
   });
 
   it('detects an upward import (the check can fail)', () => {
