@@ -3,7 +3,9 @@
  * "Liveness backstop").
  *
  * Finding: one Query per shard of GSI1 (`DUE#<s>`, sort key <= now, at most `limit` a shard). The
- * index is eventually consistent, so what it shows is only a candidate.
+ * index is eventually consistent, so what it shows is only a candidate. Every read and write of the
+ * table is storage's (src/storage/read/run-check.ts, src/storage/write/due-moves.ts), through
+ * src/storage/index.ts.
  *
  * The fence first: a check starts with a conditional UpdateItem that moves the item's `dueAt` from
  * the value the index showed to `now + B`, conditional on `dueAt` still being that value. Of two
@@ -21,22 +23,22 @@
  * conditioned on what was seen). A watch longer than what the fence holds the check for (B) first
  * moves the fence that much further, so no other checker starts the same check meanwhile.
  */
-import { DeleteItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { build, when } from '../aws/record-conditions.js';
-import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
-import { ATTR, GSI1, keys, LIST_SHARDS, storageKeys } from '../schema/keys.js';
-import { type DueRecord, dueIndexAttrs, dueSortKey, parseDue } from '../storage/records/due.js';
-import { eventsOf, lastSlotOf } from '../storage/records/event.js';
-import { isTerminalStep } from '../storage/records/lifecycle.js';
-import { parseRun } from '../storage/records/run.js';
-import { parseStep, type StepRecord } from '../storage/records/step.js';
-import { parseWait } from '../storage/records/wait.js';
-import type { Attrs } from '../storage/table/codec.js';
-import { keysOf } from '../storage/table/codec.js';
-import { assign, condition, expression, part } from '../storage/table/expression.js';
-import { queryAll } from '../storage/table/reads.js';
-import type { StorageCtx } from '../storage/table/storage-ctx.js';
-import { type LeaseWatchReport, leaseMark, observeStepLeases, watchPeriodMs } from '../storage/write/step-lease.js';
+import { LIST_SHARDS } from '../schema/keys.js';
+import {
+  type DueRecord,
+  deleteDue,
+  dueRuns,
+  isTerminalStep,
+  type LeaseWatchReport,
+  leaseMark,
+  moveDue,
+  observeStepLeases,
+  readQuietRun,
+  readRunHead,
+  type StepRecord,
+  type StorageCtx,
+  watchPeriodMs,
+} from '../storage/index.js';
 import type { Logger } from '../telemetry/log.js';
 import { forEachLimited } from '../util/concurrency.js';
 import { backlogGate, heldLogLine, type QueueBacklog } from './backlog.js';
@@ -75,7 +77,6 @@ export interface TickReport {
   failed: number;
 }
 
-const UNACKED_PAGE = 50;
 /** Checks of one shard run at once (16 shards). */
 const CHECKS_PER_SHARD = 4;
 /** Slack on top of a lease watch when the fence must be moved to cover it. */
@@ -102,22 +103,10 @@ export async function backstopTick(ctx: StorageCtx, opts: TickOptions): Promise<
   const shards = Array.from({ length: LIST_SHARDS }, (_, s) => s);
   await Promise.all(
     shards.map(async (s) => {
-      const res = await ctx.ddb.send(
-        new QueryCommand({
-          TableName: ctx.table,
-          IndexName: GSI1,
-          KeyConditionExpression: '#pk = :pk AND #sk <= :upto',
-          ExpressionAttributeNames: { '#pk': ATTR.gsi1pk, '#sk': ATTR.gsi1sk },
-          ExpressionAttributeValues: { ':pk': { S: keys.dueGsi(s) }, ':upto': { S: `${dueSortKey(now, '')}~` } },
-          Limit: opts.limit ?? 25,
-        }),
-      );
+      const due = await dueRuns(ctx, s, now, opts.limit ?? 25);
       // A few checks of a shard at once: a check that watches a step lease waits up to its ttl.
-      await forEachLimited((res.Items ?? []) as Attrs[], CHECKS_PER_SHARD, async (it) => {
+      await forEachLimited(due, CHECKS_PER_SHARD, async ({ runId, seenDueAt }) => {
         report.due++;
-        const sk = it[ATTR.gsi1sk]?.S ?? '';
-        const seenDueAt = Number(sk.slice(0, 13));
-        const runId = sk.slice(14);
         try {
           const outcome = await checkRun(ctx, runId, seenDueAt, now, opts, gate);
           if (outcome === 'fenced') report.fencedOut++;
@@ -190,50 +179,6 @@ export async function checkRun(
   return d.kind;
 }
 
-/** Move a DUE item's check from `from` to `to` (conditional on `dueAt = from`); its values after, or undefined. */
-async function moveDue(
-  ctx: StorageCtx,
-  runId: string,
-  from: number,
-  to: number,
-  set: { wakes?: number; seenSlot?: number },
-): Promise<DueRecord | undefined> {
-  const idx = dueIndexAttrs(runId, to);
-  const move = expression()
-    .set(
-      assign('dueAt', ':to', { N: String(to) }),
-      part('#sk1 = :sk1', { ':sk1': idx[ATTR.gsi1sk] }, { '#sk1': ATTR.gsi1sk }),
-    )
-    .when(condition(when.is('dueAt', from)));
-  for (const [k, v] of Object.entries(set)) if (v !== undefined) move.set(assign(k, `:${k}`, { N: String(v) }));
-  try {
-    const out = await ctx.ddb.send(
-      new UpdateItemCommand({ ...move.toUpdateItem(ctx.table, keysOf(keys.due(runId))), ReturnValues: 'ALL_NEW' }),
-    );
-    return out.Attributes ? parseDue(out.Attributes as Attrs) : undefined;
-  } catch (err) {
-    if (isConditionalCheckFailed(err)) return undefined;
-    throw err;
-  }
-}
-
-async function deleteDue(ctx: StorageCtx, runId: string, fencedAt: number): Promise<void> {
-  const c = build(when.is('dueAt', fencedAt));
-  try {
-    await ctx.ddb.send(
-      new DeleteItemCommand({
-        TableName: ctx.table,
-        Key: keysOf(keys.due(runId)),
-        ConditionExpression: c.expr,
-        ExpressionAttributeNames: c.names,
-        ExpressionAttributeValues: c.values,
-      }),
-    );
-  } catch (err) {
-    if (!isConditionalCheckFailed(err)) throw err;
-  }
-}
-
 /** What {@link decide} needs; the reads past the first only when the run has been quiet. */
 async function readCheck(
   ctx: StorageCtx,
@@ -242,22 +187,7 @@ async function readCheck(
   now: number,
   quietMs: number,
 ): Promise<{ check: CheckInput; leased: StepRecord[]; workflowName?: string; deploymentId?: string }> {
-  const pk = { ':pk': { S: keys.runPk(runId) } };
-  const head = await ctx.ddb.send(
-    new QueryCommand({
-      TableName: ctx.table,
-      KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :m',
-      ExpressionAttributeValues: { ...pk, ':a': { S: keys.eventSkPrefix }, ':m': { S: storageKeys.runMetaSk } },
-      ScanIndexForward: false,
-      Limit: 2,
-      ConsistentRead: true,
-    }),
-  );
-  const items = (head.Items ?? []) as Attrs[];
-  const runItem = items.find((i) => i.SK.S === storageKeys.runMetaSk);
-  const last = items.find((i) => i.SK.S !== storageKeys.runMetaSk);
-  const run = runItem ? parseRun(runItem) : undefined;
-  const tail = last ? lastSlotOf(last) : 0;
+  const { run, tail } = await readRunHead(ctx, runId);
   const check: CheckInput = {
     run: run && { status: run.status },
     tail,
@@ -270,39 +200,8 @@ async function readCheck(
   };
   if (!run || due.seenSlot !== tail)
     return { check, leased: [], workflowName: run?.workflowName, deploymentId: run?.deploymentId || undefined };
-  const acked = due.ackedSlot ?? 0;
-  const [unacked, steps, waits] = await Promise.all([
-    tail > acked
-      ? ctx.ddb
-          .send(
-            new QueryCommand({
-              TableName: ctx.table,
-              KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :b',
-              ExpressionAttributeValues: {
-                ...pk,
-                ':a': { S: keys.eventSk(acked) },
-                ':b': { S: `${keys.eventSkPrefix}~` },
-              },
-              ScanIndexForward: false,
-              Limit: UNACKED_PAGE,
-              ConsistentRead: true,
-            }),
-          )
-          .then((r) => eventsOf((r.Items ?? []) as Attrs[], { after: acked }, true))
-      : Promise.resolve([]),
-    queryAll(ctx, {
-      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :p)',
-      ExpressionAttributeValues: { ...pk, ':p': { S: keys.stepSkPrefix } },
-      ConsistentRead: true,
-    }),
-    queryAll(ctx, {
-      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :p)',
-      ExpressionAttributeValues: { ...pk, ':p': { S: keys.waitSkPrefix } },
-      ConsistentRead: true,
-    }),
-  ]);
+  const { unacked, steps: parsed, waits } = await readQuietRun(ctx, runId, due.ackedSlot ?? 0, tail);
   check.unacked = unacked.map((e) => ({ slot: e.slot, type: e.eventType }));
-  const parsed = steps.map(parseStep);
   // A lease counts as live until watched (the decision then takes the watch's verdict).
   const leased = parsed.filter((s) => !isTerminalStep(s.status) && leaseMark(s) !== undefined);
   check.steps = parsed.map((s) => ({
@@ -312,6 +211,6 @@ async function readCheck(
     ...(leaseMark(s) ? { lease: 'live' as const } : {}),
     retryAfter: s.retryAfter?.getTime(),
   }));
-  check.waits = waits.map(parseWait).map((w) => ({ status: w.status, resumeAt: w.resumeAt?.getTime() }));
+  check.waits = waits.map((w) => ({ status: w.status, resumeAt: w.resumeAt?.getTime() }));
   return { check, leased, workflowName: run.workflowName, deploymentId: run.deploymentId || undefined };
 }

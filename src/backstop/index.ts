@@ -4,7 +4,7 @@
  * run's `DUE` item (src/storage/records/due.ts) says when to check it; a tick (./check.ts) finds
  * the due checks, fences each, decides (./decide.ts) and wakes (./wake.ts), a repeat wake only
  * while the queue shows no backlog (./backlog.ts); the flow route
- * acknowledges quiet turns (./ack.ts).
+ * acknowledges quiet turns (`ackTurn`, src/storage/write/due-moves.ts).
  *
  * It sits above storage and the queue (it reads one and sends on the other) and below the sweep,
  * whose scheduled Lambda runs a tick a minute, and the consumer, whose in-process poller runs one
@@ -18,7 +18,6 @@ import { type QueueBacklog, queueBacklog } from './backlog.js';
 import { backstopTick, type TickOptions, type TickReport } from './check.js';
 import { createWake } from './wake.js';
 
-export { ackTurn } from './ack.js';
 export type { TickReport } from './check.js';
 
 export interface BackstopOptions {

@@ -1,10 +1,11 @@
 /**
  * The backstop's wake of a run: re-open the dispatch keys of its stranded steps, then send a plain
  * run continuation (`{ runId }`) to the run's workflow queue, as core's own continuations are: the
- * queue its last acknowledged workflow delivery came on (the DUE item's `wq`, ./ack.ts), else the
- * queue of the configured namespace (`config.queueNamespace`, WORKFLOW_QUEUE_NAMESPACE, as core
- * reads it), for the run's own deployment (`{ deploymentId }`: with affinity on, the message names it
- * and only that deployment's consumers run it; a plain continuation is never refused for a
+ * queue its last acknowledged workflow delivery came on (the DUE item's `wq`, `ackTurn` in
+ * src/storage/write/due-moves.ts), else the queue of the configured namespace
+ * (`config.queueNamespace`, WORKFLOW_QUEUE_NAMESPACE, as core reads it), for the run's own
+ * deployment (`{ deploymentId }`: with affinity on, the message names it and only that
+ * deployment's consumers run it; a plain continuation is never refused for a
  * retired one, whose consumers' guard then settles the run, src/deployment/targets.ts). Core's
  * replay then does what the run owes: re-queues a pending step, completes an elapsed wait, replays a
  * received hook; a run that owes nothing replays and suspends again.

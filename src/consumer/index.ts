@@ -8,13 +8,13 @@
  */
 import type { Queue, QueuePrefix } from '@workflow/world';
 import { canConnect } from '../aws/net.js';
-import { ackTurn, startBackstop } from '../backstop/index.js';
+import { startBackstop } from '../backstop/index.js';
 import { CONSUMER_OPTIONS, clampToRange, type WorldConfig } from '../config/index.js';
 import type { StepLease } from '../context/delivery-scope.js';
 import type { WorldContext } from '../context/world-context.js';
 import { lambdaDeploymentId } from '../deployment/id.js';
 import type { SqsTransport } from '../queue/transport.js';
-import { extendStepLeases, releaseStepLeases, stepLeaseTtlMs, storageContext } from '../storage/index.js';
+import { ackTurn, extendStepLeases, releaseStepLeases, stepLeaseTtlMs, storageContext } from '../storage/index.js';
 import { consoleLogger, type Logger } from '../telemetry/log.js';
 import { flushEvery, flushMetrics } from '../telemetry/metrics.js';
 import type { DeploymentFilter } from './affinity.js';

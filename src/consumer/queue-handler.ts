@@ -81,7 +81,7 @@ export interface HandlerOptions {
   /**
    * Told, without waiting, when a run continuation (a body with `runId` and no `stepId`) returned
    * normally: the run and the highest slot of its log the delivery read (the liveness backstop's
-   * acknowledgement, src/backstop/ack.ts). Must not throw.
+   * acknowledgement, src/storage/write/due-moves.ts). Must not throw.
    */
   onTurnDone?: (runId: string, readSlot: number, queueName: string) => void;
   /** Largest request body read (bytes); larger ones get 413. Default 32 MiB. */

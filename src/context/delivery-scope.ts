@@ -38,7 +38,7 @@ export interface DeliveryScope {
   readonly stepLease?: StepLease;
   /**
    * The highest log slot this delivery read, per run (written by storage's `events.list`): what the
-   * flow route acknowledges to the liveness backstop when the delivery returns (src/backstop/ack.ts).
+   * flow route acknowledges to the liveness backstop when the delivery returns (src/storage/write/due-moves.ts).
    */
   readonly readTails?: Map<string, number>;
 }

@@ -77,9 +77,11 @@ export function createStorage(ctx: WorldContext): WorldStorage {
 
 // What the orphan sweep (src/sweep/run-payloads.ts) reads and writes the table with: a run's
 // items, the run view's sweep state and mark, item states, the run's payload prefix, the codec.
-// It imports these from here, never from inside, and sends no DynamoDB request of its own.
-// (The CLI's tail uses the event cursor; the consumer, the step lease's heartbeat; doctor, the
-// formats that wrote a run.)
+// What the liveness backstop (src/backstop/) does: the due runs and a checked run's reads, the
+// DUE item's moves and delete, the step leases' watch. Both import these from here, never from
+// inside, and send no DynamoDB request of their own (test/unit/layers.test.ts). (The CLI's tail
+// uses the event cursor; the consumer, the step lease's heartbeat and the turn's acknowledgement;
+// doctor, the formats that wrote a run.)
 export { expired, isTerminalRun, isTerminalStep } from './records/lifecycle.js';
 export { runPrefix } from './records/payloads.js';
 export { type Attrs, num, str } from './table/codec.js';
@@ -88,4 +90,16 @@ export { encodeEventCursor } from './table/pagination.js';
 export type { StorageCtx } from './table/storage-ctx.js';
 export { type RunItems, type RunItemsOptions, readRunItems } from './write/run-items.js';
 export { markRunSwept, readRunSweepState, SWEPT_ATTR } from './write/run-swept.js';
-export { extendStepLeases, releaseStepLeases, stepLeaseTtlMs } from './write/step-lease.js';
+export {
+  extendStepLeases,
+  type LeaseWatchReport,
+  leaseMark,
+  observeStepLeases,
+  releaseStepLeases,
+  stepLeaseTtlMs,
+  watchPeriodMs,
+} from './write/step-lease.js';
+export type { DueRecord } from './records/due.js';
+export type { StepRecord } from './records/step.js';
+export { dueRuns, readQuietRun, readRunHead } from './read/run-check.js';
+export { ackTurn, deleteDue, moveDue } from './write/due-moves.js';

@@ -72,7 +72,7 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
 
   /**
    * An ascending page's events, noted as read by the current delivery (the liveness backstop's
-   * acknowledgement of its turn, src/backstop/ack.ts): the log up to the page's last event.
+   * acknowledgement of its turn, src/storage/write/due-moves.ts): the log up to the page's last event.
    */
   function noteRead(recs: EventRecord[], limit: number): EventRecord[] {
     const page = recs.slice(0, limit);

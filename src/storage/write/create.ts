@@ -179,7 +179,7 @@ async function assemble(call: CreateCall, runId: string, out: Outcome): Promise<
   }
   call.hints.note(runId, last.slot, [...(out.preload ?? []), ...collected, ...own]);
   // What the caller has now seen of the log, for the backstop's acknowledgement of its turn
-  // (src/backstop/ack.ts): up to its own event when it got the log up to there, or when nothing it
+  // (src/storage/write/due-moves.ts): up to its own event when it got the log up to there, or when nothing it
   // had not seen lay between this process's known tail and its write.
   if (page?.cursor || collected.length === 0) noteReadTail(runId, last.slot);
   return withMaxEvents(page ? ({ ...result, ...page } as EventResult) : result);

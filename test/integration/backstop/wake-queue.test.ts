@@ -1,7 +1,7 @@
 /**
  * Where the liveness backstop sends a wake (src/backstop/wake.ts): the queue the run's last
  * acknowledged workflow delivery came on, recorded on its DUE item by the flow route's
- * acknowledgement (src/backstop/ack.ts), so an app that names its queue namespace in code (eve:
+ * acknowledgement (src/storage/write/due-moves.ts), so an app that names its queue namespace in code (eve:
  * `__eve<hex>_wkf_workflow_…`) is woken on its own queue with nothing configured; a run none was
  * acknowledged for falls back to `WORKFLOW_QUEUE_NAMESPACE`'s queue. Real DynamoDB Local; the
  * sender is the test's, so the wake's target is read exactly.
@@ -9,11 +9,11 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { QueuePayload, ValidQueueName } from '@workflow/world';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ackTurn, runBackstopTick } from '../../../src/backstop/index.js';
+import { runBackstopTick } from '../../../src/backstop/index.js';
 import { createContext, type WorldContext } from '../../../src/context/world-context.js';
 import { createWorld } from '../../../src/index.js';
 import { keys } from '../../../src/schema/keys.js';
-import { storageContext } from '../../../src/storage/index.js';
+import { ackTurn, storageContext } from '../../../src/storage/index.js';
 import { keysOf } from '../../../src/storage/table/codec.js';
 import { createFixture, type Fixture } from '../../helpers/aws.js';
 

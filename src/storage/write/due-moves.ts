@@ -1,0 +1,78 @@
+/**
+ * The single writes of a run's DUE item (../records/due.ts) outside the transactions that put it and
+ * pull it forward: the backstop check's moves (its fence, the fence held over a lease watch, and its
+ * decision's next check) and its delete of a terminal run's item (src/backstop/check.ts), and the
+ * flow route's acknowledgement of a quiet turn ({@link ackTurn}).
+ *
+ * Invariants: a move and the delete are conditional on `dueAt` being the value the caller last saw
+ * (the index's, or its own fence), so of two checkers (or a checker and a `hook_received` that moved
+ * the item) one passes and the other does nothing, and a checker's last write never overwrites a
+ * `hook_received` that came meanwhile; a lost race is no error. Applying one twice is applying it once.
+ */
+import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { when } from '../../aws/record-conditions.js';
+import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
+import { ATTR, keys } from '../../schema/keys.js';
+import { type DueRecord, dueIndexAttrs, parseDue } from '../records/due.js';
+import { type Attrs, keysOf } from '../table/codec.js';
+import { assign, condition, expression, named } from '../table/expression.js';
+import type { StorageCtx } from '../table/storage-ctx.js';
+
+/** Move a DUE item's check from `from` to `to` (conditional on `dueAt = from`); its values after, or undefined. */
+export async function moveDue(
+  ctx: StorageCtx,
+  runId: string,
+  from: number,
+  to: number,
+  set: { wakes?: number; seenSlot?: number },
+): Promise<DueRecord | undefined> {
+  const idx = dueIndexAttrs(runId, to);
+  const move = expression()
+    .set(assign('dueAt', ':to', { N: String(to) }), assign(named('#sk1', ATTR.gsi1sk), ':sk1', idx[ATTR.gsi1sk]))
+    .when(condition(when.is('dueAt', from)));
+  for (const [k, v] of Object.entries(set)) if (v !== undefined) move.set(assign(k, `:${k}`, { N: String(v) }));
+  try {
+    const out = await ctx.ddb.send(
+      new UpdateItemCommand({ ...move.toUpdateItem(ctx.table, keysOf(keys.due(runId))), ReturnValues: 'ALL_NEW' }),
+    );
+    return out.Attributes ? parseDue(out.Attributes as Attrs) : undefined;
+  } catch (err) {
+    if (isConditionalCheckFailed(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Delete a terminal run's DUE item, conditional on `dueAt` still being the check's fence `fencedAt`. */
+export async function deleteDue(ctx: StorageCtx, runId: string, fencedAt: number): Promise<void> {
+  const del = expression().when(condition(when.is('dueAt', fencedAt)));
+  try {
+    await ctx.ddb.send(
+      new DeleteItemCommand(del.toDeleteItem(ctx.table, keysOf(keys.due(runId)), { returnOld: false })),
+    );
+  } catch (err) {
+    if (!isConditionalCheckFailed(err)) throw err;
+  }
+}
+
+/**
+ * The flow route's acknowledgement of a quiet turn: after a workflow delivery (a run continuation,
+ * not a step) returned normally, the run's DUE item records the highest log slot that delivery read
+ * (`ackedSlot`), so the backstop does not wake a run for an event its replay already saw (a run
+ * idling on a hook after a step finished), and the queue that delivery came on (`wq`), where a
+ * wake of the run is sent. One UpdateItem of non-key attributes: no index write.
+ *
+ * Conditional on the item existing and on raising `ackedSlot` (a late ack never lowers it), so
+ * applying it twice is applying it once. Off the turn's critical path: the flow route does not wait
+ * for it, and a lost ack costs at most one backstop wake (a replay that does nothing).
+ */
+export async function ackTurn(ctx: StorageCtx, runId: string, slot: number, queueName?: string): Promise<void> {
+  const raise = expression()
+    .set(assign('ackedSlot', ':s', { N: String(slot) }))
+    .set(...(queueName ? [assign('wq', ':q', { S: queueName })] : []))
+    .when(condition(when.all(when.present, when.any(when.lacks('ackedSlot'), when.below('ackedSlot', slot)))));
+  try {
+    await ctx.ddb.send(new UpdateItemCommand(raise.toUpdateItem(ctx.table, keysOf(keys.due(runId)))));
+  } catch (err) {
+    if (!isConditionalCheckFailed(err)) throw err;
+  }
+}
