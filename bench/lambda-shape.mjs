@@ -163,7 +163,11 @@ async function runShape({ shape, stackEnv, wellKnown, dist, turns, warmup, log }
   const { createClients, destroyClients } = await importOwn(dist, 'aws/clients.js');
   const { reconcile } = await importOwn(dist, 'provision/index.js');
   const { createContext } = await importOwn(dist, 'context/world-context.js');
-  const { createSqsHandler } = await importOwn(dist, 'consumer/delivery/sqs-event-handler.js');
+  const { createSqsHandler } = await importOwn(
+    dist,
+    'consumer/delivery/sqs-event-handler.js',
+    'consumer/sqs-event-handler.js',
+  );
   const sqsLib = await import('@aws-sdk/client-sqs');
   const lambda =
     shape === 'in-process' ? {} : { AWS_LAMBDA_FUNCTION_NAME: 'bench-host', AWS_LAMBDA_FUNCTION_VERSION: '1' };

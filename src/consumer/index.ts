@@ -1,7 +1,13 @@
 /**
- * The receive side of the World: the flow-route handler (`createQueueHandler`), in-process
- * handlers (`registerHandler`), and the in-process SQS consumer that `start()` runs on plain Node
- * hosts. The Lambda SQS handler (./delivery/sqs-event-handler.ts) is composed the same way (./delivery/compose.ts).
+ * The consumer of the World, composed from its two sides:
+ * - ./route/ receives: the flow-route handler (`createQueueHandler`: signature, replay store, step
+ *   lease keeper), behind the World's write gate (./route/format-guard.ts);
+ * - ./delivery/ sends to it: the one delivery pipeline (./delivery/pipeline.ts), composed once
+ *   (./delivery/compose.ts) for the in-process SQS consumer that `start()` runs on plain Node
+ *   hosts, the Lambda SQS handler (./delivery/sqs-event-handler.ts) and the host that consumes its
+ *   own queue (./delivery/pass-through.ts, taken by the flow route); in-process handlers
+ *   (`registerHandler`) and early delivery (./delivery/early/);
+ * - ./shared/ holds what both sides use: signing, the secret source, error text.
  *
  * Where a delivery goes: a handler registered for the queue name's prefix (in process), else
  * `config.flowUrl`, else the local `eve start` flow route (`http://127.0.0.1:$PORT/...`).
