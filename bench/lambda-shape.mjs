@@ -10,7 +10,7 @@
 //   hop without its front end), and the mapping deletes what the worker did not report failed.
 // - `host` (`consumer: 'host'`): the mapping invokes the host itself; the Web Adapter's pass-through
 //   is a POST of the raw batch to the flow route with `x-amzn-request-context: null`, which the
-//   World's route delivers in process (src/consumer/pass-through.ts).
+//   World's route delivers in process (src/consumer/delivery/pass-through.ts).
 //
 // The mapping's own latency (message sent -> function invoked) is not the emulator's: each batch
 // waits a delay drawn from the published SQS-standard-to-Lambda distribution (p50 16 ms, p90 34 ms,
@@ -163,7 +163,11 @@ async function runShape({ shape, stackEnv, wellKnown, dist, turns, warmup, log }
   const { createClients, destroyClients } = await importOwn(dist, 'aws/clients.js');
   const { reconcile } = await importOwn(dist, 'provision/index.js');
   const { createContext } = await importOwn(dist, 'context/world-context.js');
-  const { createSqsHandler } = await importOwn(dist, 'consumer/sqs-event-handler.js');
+  const { createSqsHandler } = await importOwn(
+    dist,
+    'consumer/delivery/sqs-event-handler.js',
+    'consumer/sqs-event-handler.js',
+  );
   const sqsLib = await import('@aws-sdk/client-sqs');
   const lambda =
     shape === 'in-process' ? {} : { AWS_LAMBDA_FUNCTION_NAME: 'bench-host', AWS_LAMBDA_FUNCTION_VERSION: '1' };

@@ -12,9 +12,8 @@
  * - queue     src/queue/     send side: queue(), queueBatch(), idempotency, long delays
  * - consumer  src/consumer/  receive side: createQueueHandler, registerHandler, the poller start()s
  * - streams   src/streams    block items, one write per group, with polling and an in-process fast path
- * - preflight src/preflight/resources.ts  before the first write or send (events.create, queue(), a run key) and
- *                               at start(): the table, queue and bucket exist, once per process;
- *                               then src/preflight/format-check.ts: the table's format is one this build may touch
+ * - preflight src/preflight/write-gate.ts  before the first write or send (events.create, queue(), a run key) and
+ *                               at start(): the resources exist, the table's format admits this build, the fleet is joined
  * The object literal is checked against `AwsWorld` with `satisfies`, so a member that is missing
  * or has the wrong shape is a compile error (no cast).
  *
@@ -36,17 +35,15 @@ import {
   type WorldTuning,
   withTuning,
 } from './config/index.js';
-import { createDeploymentFilter } from './consumer/affinity.js';
+import { createDeploymentFilter } from './consumer/delivery/affinity.js';
+import type { FlowHandler } from './consumer/delivery/pipeline.js';
 import { type CreateConsumerOptions, createConsumer } from './consumer/index.js';
-import { createPassThroughRoute, isPassThrough } from './consumer/pass-through.js';
-import type { FlowHandler } from './consumer/pipeline.js';
 import { createContext } from './context/world-context.js';
-import { createMembership } from './deployment/membership.js';
+import { createMembership, refuseRetiredStarts } from './deployment/membership.js';
 import { isDeploymentUnavailableError } from './deployment/unavailable-error.js';
 import { RunKeys } from './encryption/run-keys.js';
 import { explainEnvironmentErrors } from './preflight/aws-environment.js';
-import { checkTableFormat, TableFormatError } from './preflight/format-check.js';
-import { preflight } from './preflight/resources.js';
+import { createWriteGate } from './preflight/write-gate.js';
 import { createQueue } from './queue/index.js';
 import { createTransport } from './queue/transport.js';
 import { createStorage, storageCapabilities } from './storage/index.js';
@@ -56,7 +53,7 @@ import { consoleLogger } from './telemetry/log.js';
 
 export type { AwsClients } from './aws/clients.js';
 export { ConfigError, ENV_DOCS, loadConfig, TUNING_DOCS, type WorldConfig, type WorldTuning } from './config/index.js';
-export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/pipeline.js';
+export type { DeliveryOutcome, FlowHandler, InboundMessage } from './consumer/delivery/pipeline.js';
 export { DeploymentRetiredError } from './deployment/retired-error.js';
 export { DeploymentUnavailableError, isDeploymentUnavailableError } from './deployment/unavailable-error.js';
 export { AwsEnvironmentError, type AwsEnvironmentProblem } from './preflight/aws-environment.js';
@@ -136,23 +133,15 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     logger,
     hasRuns: async () => (await storage.runs.list({ resolveData: 'none', pagination: { limit: 1 } })).data.length > 0,
   });
-  // Before this World's first write or send, and at start(): the table, queue and bucket exist
-  // (src/preflight/resources.ts), the table's format is one this build may touch (src/preflight/format-check.ts:
-  // a table this build is too old, or before `init` too new, for is refused), and this process has
-  // taken its part in the table's fleet (registered, with affinity), once per process.
-  // core's start() writes run_created and queues in parallel, so both wait for it: a misnamed
-  // resource or a refused table leaves no run and no message behind.
-  let ready = false;
-  const beforeFirstWrite = async () => {
-    if (ready) return membership.assertUsable();
-    await preflight(context, transport);
-    await membership.join(await checkTableFormat(context.clients.ddb, config.tableName));
-    ready = true;
-  };
-  // The send side first, then the consumer on it, then the queue, which offers its sends to the
-  // consumer for early delivery (src/consumer/early/offer.ts decides).
+  // The send side first, then the gate every write and send awaits (src/preflight/write-gate.ts),
+  // the consumer on both, then the queue, which offers its sends to the consumer for early delivery
+  // (src/consumer/delivery/early/offer.ts decides).
   const transport = createTransport(context);
-  const consumer = createConsumer(context, transport, options.consumer, createDeploymentFilter(context, membership));
+  const beforeFirstWrite = createWriteGate(context, transport, membership);
+  const consumer = createConsumer(context, transport, options.consumer, createDeploymentFilter(context, membership), {
+    gate: beforeFirstWrite,
+    versionsOf: () => (membership.affinity ? config.lambdaFunction?.name : undefined),
+  });
   const queue = createQueue(context, {
     transport,
     identity: membership,
@@ -168,13 +157,9 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   let closed: Promise<void> | undefined;
   const events = {
     ...storage.events,
-    create: async (...args: Parameters<typeof storage.events.create>) => {
-      await beforeFirstWrite();
-      // A new run on a retired deployment is refused before it is written (its start message too).
-      const event = args[1] as { eventType?: string; eventData?: { deploymentId?: string } };
-      if (event?.eventType === 'run_created') await membership.assertMayStart(event.eventData?.deploymentId);
-      return storage.events.create(...args);
-    },
+    create: refuseRetiredStarts(membership, beforeFirstWrite, (...args: Parameters<typeof storage.events.create>) =>
+      storage.events.create(...args),
+    ),
   };
 
   const world = {
@@ -218,34 +203,9 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     },
     queue: queue.queue,
     queueBatch: queue.queueBatch,
-    // Queue: receive side. The flow route is where a host that never calls start() (Lambda) first
-    // writes: it checks the table's format and joins the fleet first (once), and answers 503 while
-    // refused, which the consumers treat as an outage (the message is parked, never dead-lettered).
-    createQueueHandler: (prefix, handler) => {
-      const route = consumer.createQueueHandler(prefix, handler);
-      const checked = async (req: Request) => {
-        try {
-          await beforeFirstWrite();
-        } catch (err) {
-          const refused = err instanceof TableFormatError;
-          logger.error(`[eve-world-aws] flow route: ${refused ? '' : 'cannot read the table format: '}${String(err)}`);
-          return Response.json({ error: refused ? 'Table format refused' : 'Unavailable' }, { status: 503 });
-        }
-        return route(req);
-      };
-      // In Lambda, an SQS batch the Web Adapter passed through: this host consumes its own queue,
-      // each record delivered to `checked` in process (src/consumer/pass-through.ts).
-      let passThrough: ((req: Request) => Promise<Response>) | undefined;
-      return async (req) => {
-        if (!isPassThrough(req, config.inLambda)) return checked(req);
-        passThrough ??= createPassThroughRoute(context, {
-          flow: checked,
-          logger,
-          versionsOf: () => (membership.affinity ? config.lambdaFunction?.name : undefined),
-        });
-        return passThrough(req);
-      };
-    },
+    // Queue: receive side. The flow route runs behind the gate (src/consumer/route/format-guard.ts)
+    // and takes the host's pass-through batches (src/consumer/delivery/pass-through.ts).
+    createQueueHandler: consumer.createQueueHandler,
     registerHandler: consumer.registerHandler,
     // Streams
     streams: streamer.streams,

@@ -15,7 +15,7 @@
  * With `consumer: 'host'` the host is also the queue's consumer ({@link addHostConsumer}): the SQS
  * event source invokes the `live` alias, and the Web Adapter passes the batch to the flow route
  * (AWS_LWA_PASS_THROUGH_PATH), which takes it only when the adapter's own `x-amzn-request-context`
- * is `null`, never for a Function URL request (src/consumer/pass-through.ts).
+ * is `null`, never for a Function URL request (src/consumer/delivery/pass-through.ts).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';

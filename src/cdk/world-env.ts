@@ -4,7 +4,7 @@
  *
  * The secret is generated in Secrets Manager; the functions get its ARN and
  * `secretsmanager:GetSecretValue` on it (./grants.ts), never the value: each reads it at its first
- * delivery (src/consumer/secret-source.ts), so no function configuration holds it
+ * delivery (src/consumer/shared/secret-source.ts), so no function configuration holds it
  * (docs/security.md). The worker signs with it, the host's flow route verifies.
  */
 import { Validations } from 'aws-cdk-lib';

@@ -20,9 +20,9 @@ import { buildDemo } from '../demo/build.js';
 import { createWorld } from '../index.js';
 import { reconcile } from '../provision/index.js';
 import { installPromiseWithResolvers } from '../util/polyfills.js';
+import { DEMO_PEERS, requirePeers } from './peers.js';
 import { exitCodes, type HelpSpec, USAGE_ERROR, withHelp } from './shared/help-text.js';
 import { CliError, EXIT_FAILURE, palette, printJson } from './shared/output.js';
-import { DEMO_PEERS, requirePeers } from './peers.js';
 
 interface DemoOptions {
   dataDir: string;

@@ -10,8 +10,8 @@ import { createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig } from '../config/index.js';
 import { type DestroyReport, destroyResources } from '../provision/destroy.js';
 import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { explainAwsError } from './shared/world.js';
 import { CliError, EXIT_FAILURE, palette, printJson, renderTable, tableReport } from './shared/output.js';
+import { explainAwsError } from './shared/world.js';
 
 interface DestroyCliOptions {
   yes?: boolean;

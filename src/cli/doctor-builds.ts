@@ -21,8 +21,8 @@
  * in progress, which the fix says how to finish).
  */
 import type { WorkflowRun, WorkflowRunStatus } from '@workflow/world';
-import { describeError } from '../aws/sdk-errors.js';
 import type { AwsClients } from '../aws/clients.js';
+import { describeError } from '../aws/sdk-errors.js';
 import type { WorldConfig } from '../config/index.js';
 import { createContext, type WorldContext } from '../context/world-context.js';
 import { readTableFormat, type TableFormat } from '../preflight/format-check.js';

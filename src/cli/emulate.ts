@@ -30,10 +30,10 @@ import {
 import { sleep } from '../aws/sleep.js';
 import { loadConfig } from '../config/index.js';
 import { hasProblems, type ResourceReport } from '../provision/index.js';
-import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { renderReports, runReconcile } from './init.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './shared/output.js';
 import { EMULATOR_PEERS, requirePeers } from './peers.js';
+import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
+import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './shared/output.js';
 
 export interface EmulateOptions {
   port: number;

@@ -7,9 +7,9 @@
 import { HookNotFoundError } from '@workflow/errors';
 import { Command } from 'commander';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
+import { requirePeers } from './peers.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { CliError, EXIT_FAILURE, printJson } from './shared/output.js';
-import { requirePeers } from './peers.js';
 
 interface ResumeOptions {
   json?: boolean;

@@ -11,10 +11,10 @@ import { LEGACY_DEPLOYMENT_ID } from '../deployment/id.js';
 import { formatDuration, formatTime, parsePositiveInt, shortName } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { colorEnabled, palette, printJson, renderTable } from './shared/output.js';
+import { withWorld } from './shared/world.js';
 import { runRow } from './tail-rows.js';
 import { loadManifest, type WorkflowManifest } from './workflow-manifest.js';
 import { describeWorkflow, isFullWorkflowName, nearWorkflows, workflowMatches } from './workflow-names.js';
-import { withWorld } from './shared/world.js';
 
 export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
 type RunStatus = (typeof RUN_STATUSES)[number];

@@ -25,14 +25,14 @@ import type { WorldContext } from '../context/world-context.js';
 import { LIVENESS_WINDOW_MS } from '../deployment/registry.js';
 import { checkTableFormat } from '../preflight/format-check.js';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
-import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, printJson } from './shared/output.js';
 import { requirePeers } from './peers.js';
 import { listRuns, SCAN_LIMIT } from './runs.js';
+import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
+import { CliError, EXIT_FAILURE, EXIT_USAGE, printJson } from './shared/output.js';
+import type { CliWorld } from './shared/world.js';
 import { chooseDeployment } from './start-target.js';
 import { loadManifest, type WorkflowManifest } from './workflow-manifest.js';
 import { describeWorkflow, isFullWorkflowName, nearWorkflows } from './workflow-names.js';
-import type { CliWorld } from './shared/world.js';
 
 interface StartOptions {
   json?: boolean;

@@ -7,8 +7,8 @@
 import { Box, Text } from 'ink';
 import type { ReactNode } from 'react';
 import { formatDuration, formatTime, truncate } from './shared/format.js';
-import type { RunRow } from './tail-rows.js';
 import { displayWidth, wrapText } from './shared/terminal-text.js';
+import type { RunRow } from './tail-rows.js';
 
 export const STATUS_COLOR: Record<string, string> = {
   pending: 'yellow',

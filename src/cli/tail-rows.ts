@@ -4,8 +4,9 @@
  * returns (a chunk written through the runtime's `getWritable()` shown as its text). The loop that
  * reads them from the World is src/cli/tail-follow.ts.
  */
-import { type Event, eventIdToSlot, isTerminalWorkflowRunStatus, type Step } from '@workflow/world';
+
 import type { WorkflowRun, WorkflowRunWithoutData } from '@workflow/world';
+import { type Event, eventIdToSlot, isTerminalWorkflowRunStatus, type Step } from '@workflow/world';
 import { messageIdOfDelivery } from '../queue/delivery-id.js';
 import { errorText, fromDevalue, hex, jsonSafe, previewValue, stringField, truncate, utf8 } from './shared/format.js';
 

@@ -10,13 +10,13 @@
  * or was cancelled, or the run id is unknown; 2 usage or configuration error; 130 interrupted.
  */
 import { Command, Option } from 'commander';
+import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';
 import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './shared/output.js';
-import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';
+import { getRunOrFail, withWorld } from './shared/world.js';
 import { followRun } from './tail-follow.js';
 import { chunkLines, type RunRow, type TailRow } from './tail-rows.js';
-import { getRunOrFail, withWorld } from './shared/world.js';
 
 export const EXIT_INTERRUPTED = 130;
 /** Shortest interval between two redraws of the live view. */

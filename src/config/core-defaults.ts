@@ -4,8 +4,9 @@
  * (`WORKFLOW_OPTIMISTIC_INLINE_START`, `WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS`) say so in docs/configuration.md, and
  * test/unit/config.test.ts checks that no other runtime module writes the environment.
  */
-import type { Env } from './setting.js';
+
 import { SETTINGS } from './catalogue.js';
+import type { Env } from './setting.js';
 
 /**
  * The one write to the environment, for `@workflow/core`, which reads its own variable.

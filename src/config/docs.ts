@@ -9,8 +9,9 @@
  * one variable the World writes (core-defaults.ts, when it is unset, for `@workflow/core`), and
  * its row's description, rendered here, says so and why.
  */
-import { docsOf, type EnvDoc } from './rows.js';
+
 import { SETTINGS, type SettingChannel } from './catalogue.js';
+import { docsOf, type EnvDoc } from './rows.js';
 
 /**
  * Each channel's table (a channel without one does not compile): the marker word in

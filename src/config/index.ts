@@ -27,6 +27,8 @@
  * - Closed by default: cleartext to a remote flow route, unsigned remote deliveries and weak
  *   secrets are refused unless an explicit, documented opt-out is set (safety.ts, checks.ts).
  */
+
+export { type CatalogueEntry, SETTING_ROWS, SETTINGS, type SettingChannel } from './catalogue.js';
 export { isLoopbackUrl, SECRET_RULE, secretWeakness } from './checks.js';
 export { ConfigError } from './config-error.js';
 export { CONSUMER_OPTIONS } from './consumer.js';
@@ -36,7 +38,6 @@ export { nameChosenBy, type ResourceSetting } from './resource-names.js';
 export { CONSUMER_DOCS, ENV_DOCS, type EnvDoc, SWEEP_DOCS, TUNING_DOCS, WORLD_DOCS } from './rows.js';
 export { assertDeliveriesSafe, defaultFlowUrl, unsignedWarning } from './safety.js';
 export { clampToRange, type RangedOptionSetting } from './setting.js';
-export { type CatalogueEntry, SETTING_ROWS, SETTINGS, type SettingChannel } from './catalogue.js';
 export { SWEEP_OPTIONS } from './sweep-options.js';
 export { TUNING, type WorldTuning } from './tuning.js';
 export { SHARED_SCHEDULE_GROUP, VARIABLES } from './variables.js';

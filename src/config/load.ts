@@ -7,11 +7,11 @@
  * the only one that writes it.
  */
 import type { LogLevel } from '../telemetry/log.js';
+import { SETTINGS } from './catalogue.js';
 import { isHttpUrl, SECRET_RULE, secretWeakness } from './checks.js';
 import { ConfigError } from './config-error.js';
 import { assertFlowUrlEncrypted } from './safety.js';
 import type { Env, FlagSetting, IntSetting, Setting, TextSetting } from './setting.js';
-import { SETTINGS } from './catalogue.js';
 import type { WorldTuning } from './tuning.js';
 import { ignoredVariables } from './warnings.js';
 import type { DeploymentAffinityMode, Endpoints, WorldConfig } from './world-config.js';

@@ -3,8 +3,9 @@
  * them): derived from the catalogue's rows ({@link SETTING_ROWS}, catalogue.ts), the rows the parser
  * and the code that takes an option read, so names, defaults and ranges are written once.
  */
-import type { AnySetting, ExternalSetting, OptionSetting, TextSetting } from './setting.js';
+
 import { SETTING_ROWS, type SettingChannel } from './catalogue.js';
+import type { AnySetting, ExternalSetting, OptionSetting, TextSetting } from './setting.js';
 
 /** One row of the documentation, as docs/configuration.md prints it. */
 export interface EnvDoc {

@@ -2,9 +2,10 @@
  * Variables set but not read: former variables (now tuning options) and typos, each named once
  * per process with what to do instead.
  */
+
+import { SETTINGS } from './catalogue.js';
 import type { Env } from './setting.js';
 import type { WorldTuning } from './tuning.js';
-import { SETTINGS } from './catalogue.js';
 import type { WorldConfig } from './world-config.js';
 
 /**

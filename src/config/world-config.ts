@@ -38,12 +38,12 @@ export interface WorldConfig extends WorldTuning {
   readonly bucket: string;
   /**
    * Every secret a delivery may be signed with (rotation: sign with the first, verify with any).
-   * Empty: only in-process deliveries are accepted (src/consumer/signing.ts).
+   * Empty: only in-process deliveries are accepted (src/consumer/shared/signing.ts).
    */
   readonly signingSecrets: readonly string[];
   /**
    * Secrets Manager secret holding the signing secret(s) (EVE_WORLD_AWS_SIGNING_SECRET_ARN), read
-   * at first use instead of {@link signingSecrets} (src/consumer/secret-source.ts).
+   * at first use instead of {@link signingSecrets} (src/consumer/shared/secret-source.ts).
    */
   readonly signingSecretArn?: string;
   /**
@@ -54,7 +54,7 @@ export interface WorldConfig extends WorldTuning {
   /**
    * EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1: the flow route also takes the first `x-forwarded-host`
    * as the host a delivery was signed for (behind a proxy that sets it). Off: only `Host` and the
-   * request URL's host (src/consumer/signing.ts).
+   * request URL's host (src/consumer/shared/signing.ts).
    */
   readonly trustForwardedHost: boolean;
   /** Flow route the consumer POSTs to when no handler is registered in process (explicitly set). */

@@ -1,7 +1,13 @@
 /**
- * The receive side of the World: the flow-route handler (`createQueueHandler`), in-process
- * handlers (`registerHandler`), and the in-process SQS consumer that `start()` runs on plain Node
- * hosts. The Lambda SQS handler (./sqs-event-handler.ts) is composed the same way (./delivery/compose.ts).
+ * The consumer of the World, composed from its two sides:
+ * - ./route/ receives: the flow-route handler (`createQueueHandler`: signature, replay store, step
+ *   lease keeper), behind the World's write gate (./route/format-guard.ts);
+ * - ./delivery/ sends to it: the one delivery pipeline (./delivery/pipeline.ts), composed once
+ *   (./delivery/compose.ts) for the in-process SQS consumer that `start()` runs on plain Node
+ *   hosts, the Lambda SQS handler (./delivery/sqs-event-handler.ts) and the host that consumes its
+ *   own queue (./delivery/pass-through.ts, taken by the flow route); in-process handlers
+ *   (`registerHandler`) and early delivery (./delivery/early/);
+ * - ./shared/ holds what both sides use: signing, the secret source, error text.
  *
  * Where a delivery goes: a handler registered for the queue name's prefix (in process), else
  * `config.flowUrl`, else the local `eve start` flow route (`http://127.0.0.1:$PORT/...`).
@@ -17,15 +23,17 @@ import type { SqsTransport } from '../queue/transport.js';
 import { ackTurn, extendStepLeases, releaseStepLeases, stepLeaseTtlMs, storageContext } from '../storage/index.js';
 import { consoleLogger, type Logger } from '../telemetry/log.js';
 import { flushEvery, flushMetrics } from '../telemetry/metrics.js';
-import type { DeploymentFilter } from './affinity.js';
+import type { DeploymentFilter } from './delivery/affinity.js';
 import { composeDelivery, queuePrefixOf } from './delivery/compose.js';
-import { createEarlyOffer, type EarlyOffer, earlyOn } from './early/offer.js';
-import { DynamoNonceStore } from './nonces.js';
-import type { DeliveryOutcome, FlowHandler, InboundMessage } from './pipeline.js';
-import { SqsPoller } from './poller.js';
-import { createQueueHandler, type HandlerOptions } from './queue-handler.js';
-import type { SqsReceipts } from './receipts.js';
-import { type SigningSecretSource, signingSecretSource } from './secret-source.js';
+import { createEarlyOffer, type EarlyOffer, earlyOn } from './delivery/early/offer.js';
+import { createPassThroughRoute, isPassThrough } from './delivery/pass-through.js';
+import type { DeliveryOutcome, FlowHandler, InboundMessage } from './delivery/pipeline.js';
+import { SqsPoller } from './delivery/poller.js';
+import type { SqsReceipts } from './delivery/receipts.js';
+import { guardedRoute } from './route/format-guard.js';
+import { DynamoNonceStore } from './route/nonces.js';
+import { createQueueHandler, type HandlerOptions } from './route/queue-handler.js';
+import { type SigningSecretSource, signingSecretSource } from './shared/secret-source.js';
 
 /** How often the in-process consumer writes its metrics (EVE_WORLD_AWS_METRICS=1). */
 const METRICS_FLUSH_MS = 60_000;
@@ -47,7 +55,7 @@ export interface CreateConsumerOptions {
   /** Observes every delivery outcome of the in-process consumer. */
   onDeliveryOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
   /**
-   * Early delivery (./early/offer.ts): a message this World sends while its in-process consumer
+   * Early delivery (./delivery/early/offer.ts): a message this World sends while its in-process consumer
    * runs, to a queue with a handler registered in process, is delivered at once under its own id,
    * beside its SQS send, instead of after the send and the long poll; step executions excepted.
    * Default true (where the in-process consumer polls). `false`: every message waits for its SQS
@@ -65,12 +73,12 @@ export interface Consumer extends Pick<Queue, 'createQueueHandler'> {
   start(): Promise<void>;
   /** Stops receiving (releasing what the last poll returned) and drains deliveries. Idempotent. */
   close(): Promise<void>;
-  /** Offered every message the World's queue is about to send (./early/offer.ts decides). */
+  /** Offered every message the World's queue is about to send (./delivery/early/offer.ts decides). */
   readonly earlyOffer: EarlyOffer;
   readonly receipts: SqsReceipts;
 }
 
-/** Whether a World with these options delivers early at all (./early/offer.ts). */
+/** Whether a World with these options delivers early at all (./delivery/early/offer.ts). */
 export function earlyDeliveryEnabled(config: WorldConfig, options: CreateConsumerOptions = {}): boolean {
   return earlyOn(options.earlyDelivery ?? CONSUMER_OPTIONS.earlyDelivery.default, consumerMode(config, options));
 }
@@ -79,12 +87,21 @@ function consumerMode(config: WorldConfig, options: CreateConsumerOptions): 'pol
   return options.consumer ?? (config.inLambda ? 'none' : 'poll');
 }
 
+/** What the World's flow route runs behind (src/index.ts); without it, the bare route (tests). */
+export interface FlowRouteGate {
+  /** The World's write gate (src/preflight/write-gate.ts), passed before a delivery reaches core. */
+  gate: () => Promise<void>;
+  /** The function whose versions a pass-through record may be pinned to (./delivery/pass-through.ts). */
+  versionsOf: () => string | undefined;
+}
+
 export function createConsumer(
   ctx: WorldContext,
   transport: SqsTransport,
   options: CreateConsumerOptions = {},
-  /** Deployment affinity of the in-process consumer (./affinity.ts); undefined: every message is dispatched. */
+  /** Deployment affinity of the in-process consumer (./delivery/affinity.ts); undefined: every message is dispatched. */
   affinity?: DeploymentFilter,
+  world?: FlowRouteGate,
 ): Consumer {
   const { config } = ctx;
   const logger = options.logger ?? consoleLogger;
@@ -137,14 +154,25 @@ export function createConsumer(
   return {
     receipts,
     createQueueHandler: (prefix, handler) => {
-      const route = createQueueHandler(prefix, handler, routeOptions);
-      if (!flushPerRequest) return route;
+      const bare = createQueueHandler(prefix, handler, routeOptions);
+      const route: typeof bare = !flushPerRequest
+        ? bare
+        : async (req) => {
+            try {
+              return await bare(req);
+            } finally {
+              flushMetrics();
+            }
+          };
+      if (!world) return route;
+      const checked = guardedRoute(route, world.gate, logger);
+      // In Lambda, an SQS batch the Web Adapter passed through: this host consumes its own queue,
+      // each record delivered to `checked` in process (./delivery/pass-through.ts).
+      let passThrough: typeof checked | undefined;
       return async (req) => {
-        try {
-          return await route(req);
-        } finally {
-          flushMetrics();
-        }
+        if (!isPassThrough(req, config.inLambda)) return checked(req);
+        passThrough ??= createPassThroughRoute(ctx, { flow: checked, logger, versionsOf: world.versionsOf });
+        return passThrough(req);
       };
     },
     registerHandler(prefix, handler) {

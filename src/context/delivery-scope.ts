@@ -5,7 +5,7 @@
  *
  * Invariants:
  * - Only the flow route opens a scope, and only for a request whose signature covered every field
- *   here that came from the wire (see src/consumer/signing.ts); outside a delivery there is none.
+ *   here that came from the wire (see src/consumer/shared/signing.ts); outside a delivery there is none.
  * - A scope only ever lets a part skip work it could have done anyway (a read it can answer from
  *   memory) or fence work against another copy of the same delivery (the step lease, see
  *   src/storage/write/step-lease.ts): nothing may depend on a scope being present for correctness of the

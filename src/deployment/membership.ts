@@ -7,10 +7,10 @@
  * Invariants:
  * - Until `join()` has read the table, `affinity` is false, and nothing is written or sent: the
  *   World awaits `join()` before its first write or send and before a delivery reaches core
- *   (src/index.ts), so core's guard never runs against an unread table.
+ *   (src/preflight/write-gate.ts), so core's guard never runs against an unread table.
  * - On a table with affinity a deployment process takes part (its id names its build,
  *   src/deployment/id.ts; it is registered before its first write; its consumer filters by
- *   `eve.dep`, src/consumer/affinity.ts), or `join()` rejects with one error naming the fix (a
+ *   `eve.dep`, src/consumer/delivery/affinity.ts), or `join()` rejects with one error naming the fix (a
  *   Lambda `$LATEST`, an id the worker cannot invoke, an id it cannot derive, a table that still
  *   admits readers older than affinity); then nothing is written or sent.
  * - A client (the CLI) never registers, heartbeats or consumes: on a table with affinity its new
@@ -69,6 +69,24 @@ export interface Membership extends DeploymentIdentity {
   beat(): Promise<void>;
   startHeartbeat(): void;
   stop(): void;
+}
+
+/**
+ * `events.create` that first awaits `before` (the World's write gate), then refuses a new run on a
+ * retired deployment before it is written (`assertMayStart`; its start message is refused the same
+ * way by the queue).
+ */
+export function refuseRetiredStarts<A extends unknown[], R>(
+  membership: Pick<Membership, 'assertMayStart'>,
+  before: () => Promise<void>,
+  create: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  return async (...args) => {
+    await before();
+    const event = args[1] as { eventType?: string; eventData?: { deploymentId?: string } } | undefined;
+    if (event?.eventType === 'run_created') await membership.assertMayStart(event.eventData?.deploymentId);
+    return create(...args);
+  };
 }
 
 export interface MembershipOptions {

@@ -4,7 +4,7 @@
  * the CDK construct deploys:
  * - `handler` (handler `index.handler`): the worker, fed by the SQS event source mapping; it
  *   forwards each record to the flow route and reports partial batch failures
- *   (src/consumer/sqs-event-handler.ts; `createSqsHandler` builds one with other options);
+ *   (src/consumer/delivery/sqs-event-handler.ts; `createSqsHandler` builds one with other options);
  * - `sweepHandler` (handler `index.sweepHandler`): the daily orphan sweep and the minute backstop
  *   tick, invoked by EventBridge rules (src/sweep/sweep-handler.ts; `createSweepHandler`).
  *
@@ -19,7 +19,7 @@ export {
   type SQSEvent,
   type SQSRecord,
   type SqsHandlerOptions,
-} from '../consumer/sqs-event-handler.js';
+} from '../consumer/delivery/sqs-event-handler.js';
 export {
   type BackstopSummary,
   createSweepHandler,

@@ -343,7 +343,7 @@ export const COMMAND_PERMISSIONS: readonly CommandPermission[] = [
     command: 'secretsmanager:GetSecretValue',
     actions: ['secretsmanager:GetSecretValue'],
     uses: { runtime: ['signingSecret'] },
-    why: 'the delivery signing secret, AWSCURRENT and AWSPREVIOUS (src/consumer/secret-source.ts)',
+    why: 'the delivery signing secret, AWSCURRENT and AWSPREVIOUS (src/consumer/shared/secret-source.ts)',
   },
   // ---- Lambda: the host's published versions (deployment affinity in the Lambda shape) ----
   {

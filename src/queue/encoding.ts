@@ -50,7 +50,7 @@ export const MSG_ATTR = {
   format: MESSAGE_FORMAT_ATTR,
   /**
    * The deployment the message is for (src/deployment/): with affinity on, only a consumer of that
-   * deployment dispatches it (src/consumer/affinity.ts). Absent: any consumer (affinity off, or a
+   * deployment dispatches it (src/consumer/delivery/affinity.ts). Absent: any consumer (affinity off, or a
    * message from before it).
    */
   deployment: 'eve.dep',

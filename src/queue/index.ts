@@ -10,7 +10,7 @@
  *   that its idempotency key was already used (then it returns the first message's id).
  * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message:
  *   `queue()` returns it (./delivery-id.ts says who uses it for what).
- * - Every message is offered for early delivery (`early`, src/consumer/early/offer.ts decides)
+ * - Every message is offered for early delivery (`early`, src/consumer/delivery/early/offer.ts decides)
  *   before it is sent: before its claim the first time this process sends its key (or when it has
  *   none), after a successful claim otherwise. The offer changes nothing of the claim or what
  *   `queue()` returns. A taken offer is delivered under its own id E (`<M>.early.<ulid>`, minted
@@ -75,7 +75,7 @@ export interface CreateQueueOptions {
   transport?: SqsTransport;
   /**
    * Offered each message about to be sent (the in-process consumer's early delivery,
-   * src/consumer/early/offer.ts), before its send; see the invariants above for when relative to
+   * src/consumer/delivery/early/offer.ts), before its send; see the invariants above for when relative to
    * its claim. `producer`: the `traceparent` of the span the send runs in. True when it took the
    * message. It must not throw or wait.
    */
@@ -148,7 +148,7 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
       ...(logTail ? { logTail } : {}),
       ...(deploymentId !== undefined ? { deploymentId } : {}),
     };
-    // Early delivery (src/consumer/early/offer.ts) runs beside the claim and the send, which go on
+    // Early delivery (src/consumer/delivery/early/offer.ts) runs beside the claim and the send, which go on
     // unchanged. A key's first send from this process is offered before its claim; a key this
     // process sent before (core republishing after an error) only once claimed, so a retry here
     // never starts a second one. A key another process also sends, or a failed send, leaves it one
@@ -187,7 +187,7 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     if (early && !offeredFirst) taken = offer(messageId);
     try {
       // The copy's offset counts its early delivery, a dispatch, even under a claim taken over
-      // (another id than the one offered): never attempt 1 beside it (src/consumer/pipeline.ts).
+      // (another id than the one offered): never attempt 1 beside it (src/consumer/delivery/pipeline.ts).
       const offset = taken ? { attemptOffset: envelope.attemptOffset + 1 } : {};
       await transport.send({ ...envelope, messageId, ...offset }, opts?.delaySeconds);
     } catch (err) {

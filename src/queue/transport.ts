@@ -1,7 +1,7 @@
 /**
  * SQS plumbing of the send side: resolves the queue and DLQ (name or URL, as configured) and sends
  * one logical message ({@link Envelope}) with its delay. The per-receipt calls of the receive side
- * are in src/consumer/receipts.ts.
+ * are in src/consumer/delivery/receipts.ts.
  *
  * Invariants:
  * - A body larger than `payloadThresholdBytes` (or one SQS rejects as too long) is written to S3

@@ -27,7 +27,7 @@ export interface DeliverySpanInfo {
   sentAt?: number;
   /** When the consumer received it (epoch ms): the span starts there. */
   receivedAt?: number;
-  /** Delivered early, before its SQS copy (src/consumer/early/offer.ts): there is no copy yet. */
+  /** Delivered early, before its SQS copy (src/consumer/delivery/early/offer.ts): there is no copy yet. */
   early?: boolean;
   /**
    * The span that sent the message (core's `queue.publish`, its `traceparent`), linked from this

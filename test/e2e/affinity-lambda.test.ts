@@ -27,7 +27,7 @@ import { registerLambdaTarget, removeLambdaTarget } from '../../emulator/lambda-
 import { retireDeployment } from '../../src/cli/deployments.js';
 import { loadConfig } from '../../src/config/index.js';
 import { FLOW_PATH } from '../../src/config/limits.js';
-import { createSqsHandler, type SQSRecord } from '../../src/consumer/sqs-event-handler.js';
+import { createSqsHandler, type SQSRecord } from '../../src/consumer/delivery/sqs-event-handler.js';
 import { createContext } from '../../src/context/world-context.js';
 import { readDeployment } from '../../src/deployment/registry.js';
 import { createWorld } from '../../src/index.js';

@@ -15,7 +15,7 @@ import { ChangeMessageVisibilityBatchCommand, DeleteMessageCommand, ReceiveMessa
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { start } from 'workflow/api';
 import { runBackstopTick } from '../../src/backstop/index.js';
-import { createSqsHandler, type SQSRecord } from '../../src/consumer/sqs-event-handler.js';
+import { createSqsHandler, type SQSRecord } from '../../src/consumer/delivery/sqs-event-handler.js';
 import { createContext, type WorldContext } from '../../src/context/world-context.js';
 import { type AwsWorld, createWorld } from '../../src/index.js';
 import { createTransport } from '../../src/queue/transport.js';

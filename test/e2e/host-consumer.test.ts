@@ -5,7 +5,7 @@
  * The event source mapping is a receive loop on the real queue that invokes the host with each
  * batch; the Lambda Web Adapter's part is the POST of the raw batch to the compiled flow route
  * with `x-amzn-request-context: null` and the invocation's deadline in `x-amzn-lambda-context`
- * (src/consumer/pass-through.ts). The mapping deletes only what the answer does not list as
+ * (src/consumer/delivery/pass-through.ts). The mapping deletes only what the answer does not list as
  * failed, as Lambda does with ReportBatchItemFailures; the host has already deleted what it
  * settled. Every delivery of every run goes that way: the runs complete with their results, each
  * step completes once, nothing is left on the queue.
@@ -21,7 +21,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { getRun, start } from 'workflow/api';
 import { queueNameOf } from '../../src/aws/arn.js';
 import { FLOW_PATH } from '../../src/config/limits.js';
-import type { SQSRecord } from '../../src/consumer/sqs-event-handler.js';
+import type { SQSRecord } from '../../src/consumer/delivery/sqs-event-handler.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';
 
 const SECRET = '9f3b7d1e5a2c8f0b4d6e1a9c3f5b7d2e8a0c6f4b1d9e3a5c7f2b8d0e6a4c1f9b';

@@ -11,7 +11,12 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, expect, test, vi } from 'vitest';
 import { start } from 'workflow/api';
-import { LOG_TAIL_HEADER, MESSAGE_ID_HEADER, processSigningKey, signatureHeaders } from '../../src/consumer/signing.js';
+import {
+  LOG_TAIL_HEADER,
+  MESSAGE_ID_HEADER,
+  processSigningKey,
+  signatureHeaders,
+} from '../../src/consumer/shared/signing.js';
 import { keys } from '../../src/schema/keys.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';
 import { scaled } from '../helpers/pace.js';

@@ -15,7 +15,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { start } from 'workflow/api';
 import { queueNameOf } from '../../src/aws/arn.js';
-import { createSqsHandler, type SQSRecord } from '../../src/consumer/sqs-event-handler.js';
+import { createSqsHandler, type SQSRecord } from '../../src/consumer/delivery/sqs-event-handler.js';
 import { createContext } from '../../src/context/world-context.js';
 import { disableMetrics, enableMetrics, flushMetrics } from '../../src/telemetry/metrics.js';
 import { type E2e, startE2e } from '../helpers/e2e.js';

@@ -64,7 +64,7 @@ export interface E2e {
   invocations: Map<string, number>;
   /** Step-body executions recorded by `countedAdd`. */
   stepTally(): Map<string, number>;
-  /** The compiled flow route itself (requests must be signed, see src/consumer/signing.ts). */
+  /** The compiled flow route itself (requests must be signed, see src/consumer/shared/signing.ts). */
   flow: FlowPost;
   close(): Promise<void>;
 }

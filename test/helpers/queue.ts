@@ -8,11 +8,11 @@ import { type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/cl
 import type { MessageId, ValidQueueName } from '@workflow/world';
 import { destroyClients } from '../../src/aws/clients.js';
 import { loadConfig, TUNING, type WorldConfig, type WorldTuning } from '../../src/config/index.js';
-import { createDeploymentFilter } from '../../src/consumer/affinity.js';
+import { createDeploymentFilter } from '../../src/consumer/delivery/affinity.js';
+import { type DeliveryOutcome, deliverMessage } from '../../src/consumer/delivery/pipeline.js';
+import { inboundFromSdk } from '../../src/consumer/delivery/poller.js';
+import { SqsReceipts } from '../../src/consumer/delivery/receipts.js';
 import { type Consumer, type CreateConsumerOptions, createConsumer } from '../../src/consumer/index.js';
-import { type DeliveryOutcome, deliverMessage } from '../../src/consumer/pipeline.js';
-import { inboundFromSdk } from '../../src/consumer/poller.js';
-import { SqsReceipts } from '../../src/consumer/receipts.js';
 import { currentDelivery, type DeliveryScope } from '../../src/context/delivery-scope.js';
 import { createContext, type WorldContext } from '../../src/context/world-context.js';
 import { deploymentIdentity } from '../../src/deployment/id.js';
@@ -98,7 +98,7 @@ export async function makeWorld(
       logger,
       ...opts.queueOptions,
     },
-    // With EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, as createWorld wires it (src/consumer/affinity.ts).
+    // With EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, as createWorld wires it (src/consumer/delivery/affinity.ts).
     createDeploymentFilter(ctx, deploymentIdentity(fixture.config)),
   );
   const sender = createQueue(ctx, {

@@ -5,7 +5,7 @@
  * URL does when the function fails.
  */
 import { createServer, request, type Server } from 'node:http';
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../../src/consumer/signing.js';
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../../src/consumer/shared/signing.js';
 
 export interface FlowRequest {
   path: string;

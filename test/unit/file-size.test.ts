@@ -57,7 +57,7 @@ describe('file size', () => {
 
   it('finds a file at or over its limit, by the longest prefix (the check can fail)', () => {
     const planted = new Map([
-      ['src/consumer/poller.ts', 'x\n'.repeat(300)],
+      ['src/consumer/delivery/poller.ts', 'x\n'.repeat(300)],
       ['src/consumer/ok.ts', 'x\n'.repeat(299)],
       ['src/storage/long.ts', 'x\n'.repeat(400)],
       ['src/storage/fine.ts', 'x\n'.repeat(350)],
@@ -66,7 +66,7 @@ describe('file size', () => {
     ]);
     expect(overLimit(planted)).toEqual([
       'emulator/stack.ts: 401 lines (fewer than 400 allowed)',
-      'src/consumer/poller.ts: 300 lines (fewer than 300 allowed)',
+      'src/consumer/delivery/poller.ts: 300 lines (fewer than 300 allowed)',
       'src/storage/long.ts: 400 lines (fewer than 400 allowed)',
     ]);
   });

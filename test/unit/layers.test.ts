@@ -244,7 +244,7 @@ describe('layers', () => {
 
   it('detects an upward import (the check can fail)', () => {
     const planted = [
-      { rel: 'queue/index.ts', text: "import { SqsPoller } from '../consumer/poller.js';" },
+      { rel: 'queue/index.ts', text: "import { SqsPoller } from '../consumer/delivery/poller.js';" },
       {
         rel: 'aws/sdk-errors.ts',
         text: "export { x } from '../storage/index.js';\nconst m = await import('../index.js');",
@@ -263,7 +263,7 @@ describe('layers', () => {
       { rel: 'provision/index.ts', text: "import { x } from '../cli/output.js';" },
     ];
     expect(violations(planted)).toEqual([
-      'queue/index.ts -> consumer/poller.ts (queue -> consumer)',
+      'queue/index.ts -> consumer/delivery/poller.ts (queue -> consumer)',
       'aws/sdk-errors.ts -> storage/index.ts (base -> storage)',
       'aws/sdk-errors.ts -> index.ts (base -> world)',
       'storage/a.ts -> queue/index.ts (storage -> queue)',

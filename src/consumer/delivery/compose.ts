@@ -1,16 +1,16 @@
 /**
  * The one composition of the delivery pipeline, used by both consumers: the in-process poller
- * (../index.ts, `start()`) and the Lambda SQS handler (../sqs-event-handler.ts). Each builds its parts here, so
+ * (../index.ts, `start()`) and the Lambda SQS handler (./sqs-event-handler.ts). Each builds its parts here, so
  * signing, routing, receipts and the circuit breaker are wired the same way in
  * both shapes; only how copies arrive (long poll vs event source mapping) differs.
  *
  * Invariants:
  * - Every delivery is signed: with the AWSCURRENT value of EVE_WORLD_AWS_SIGNING_SECRET_ARN
- *   (../secret-source.ts), else the first configured secret, else this process's random key, which
- *   only a flow route in this same process accepts (../signing.ts).
+ *   (../shared/secret-source.ts), else the first configured secret, else this process's random key, which
+ *   only a flow route in this same process accepts (../shared/signing.ts).
  * - A message whose deployment is a published version of the host function (`versionsOf`:
  *   EVE_WORLD_AWS_HOST_FUNCTION on the worker, the host's own function when it consumes its queue
- *   itself, src/consumer/pass-through.ts) goes to that version by Lambda Invoke (./invoke.ts),
+ *   itself, src/consumer/delivery/pass-through.ts) goes to that version by Lambda Invoke (./invoke.ts),
  *   unless that version is this process; else a queue whose prefix has an in-process handler goes
  *   to it; every other one goes over HTTP to the configured flow URL, else the local `eve start`
  *   route (`defaultFlowUrl`).
@@ -28,12 +28,12 @@ import { markRetired } from '../../deployment/registry.js';
 import type { SqsTransport } from '../../queue/transport.js';
 import { configureLogging, type Logger } from '../../telemetry/log.js';
 import { enableMetrics } from '../../telemetry/metrics.js';
-import { CircuitBreaker } from '../breaker.js';
-import { SqsReceipts } from '../receipts.js';
-import { type SigningSecretSource, signingSecretSource } from '../secret-source.js';
-import { processSigningKey, resignedHeaders } from '../signing.js';
+import { type SigningSecretSource, signingSecretSource } from '../shared/secret-source.js';
+import { processSigningKey, resignedHeaders } from '../shared/signing.js';
+import { CircuitBreaker } from './breaker.js';
 import type { DeliveryDeps, FlowHandler } from './deps.js';
 import { invokeFlow, type LambdaVersion, lambdaFlowUrl, parseLambdaDeployment } from './invoke.js';
+import { SqsReceipts } from './receipts.js';
 
 export interface DeliveryCompositionOptions {
   logger: Logger;

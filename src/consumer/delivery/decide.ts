@@ -1,7 +1,7 @@
 /**
  * The decide step: whether a decoded copy is dispatched now, and under which id, or settled
  * without a dispatch. In order: not due yet (a long wait sends the next hop, a short one is waited
- * out here); another deployment's (held, ../affinity.ts); delivered early in this process (take
+ * out here); another deployment's (held, ./affinity.ts); delivered early in this process (take
  * that delivery's verdict, or dispatch as its redelivery); a copy of it running here (held); its
  * flow request (./flow-request.ts) cannot be built (poison or a dependency outage); the circuit
  * open where the caller did not gate on it (paused).
@@ -13,7 +13,7 @@
  *   (src/storage/write/step-lease.ts, stamped by `step_started` inside the flow route's delivery scope)
  *   keeps a second copy from running a step body another live delivery is running; core defers
  *   that copy (`{timeoutSeconds}`, or a delayed step message) instead of running it.
- * - A copy of a message this process delivered early (../early/verdict-registry.ts) waits for that
+ * - A copy of a message this process delivered early (./early/verdict-registry.ts) waits for that
  *   delivery's verdict (a promise: no clock) and is settled by it: an ack deletes it, a
  *   `timeoutSeconds` replaces it by a copy delayed that long; a delivery that ended without either
  *   is redelivered at once as itself (its own id E, so core recovers the steps it owns). Anywhere

@@ -7,10 +7,10 @@ import type { WorldConfig } from '../../config/index.js';
 import type { Envelope } from '../../queue/encoding.js';
 import type { SqsTransport } from '../../queue/transport.js';
 import type { Logger } from '../../telemetry/log.js';
-import type { DeploymentFilter } from '../affinity.js';
-import type { CircuitBreaker } from '../breaker.js';
-import type { EarlyDeliveries } from '../early/verdict-registry.js';
-import type { SqsReceipts } from '../receipts.js';
+import type { DeploymentFilter } from './affinity.js';
+import type { CircuitBreaker } from './breaker.js';
+import type { EarlyDeliveries } from './early/verdict-registry.js';
+import type { SqsReceipts } from './receipts.js';
 import type { Verdict } from './verdict.js';
 
 /** A flow route: the compiled route's `POST`, a registered in-process handler, or `fetch`. */
@@ -29,7 +29,7 @@ export interface InboundMessage {
   sentAt?: number;
 }
 
-/** A received copy as ../pipeline.ts carries it, with what the steps read; not decoded (yet). */
+/** A received copy as ./pipeline.ts carries it, with what the steps read; not decoded (yet). */
 export interface Received {
   msg: InboundMessage;
   deps: DeliveryDeps;
@@ -41,7 +41,7 @@ export interface Copy extends Received {
   envelope: Envelope;
   /** The attempt a dispatch of this receive is (./decode.ts). */
   attempt: number;
-  /** This receive handed the request to the flow route (set only by ../pipeline.ts's dispatch). */
+  /** This receive handed the request to the flow route (set only by ./pipeline.ts's dispatch). */
   dispatched: boolean;
 }
 
@@ -54,7 +54,7 @@ export interface DeliveryDeps {
   route(queueName: string, deploymentId?: string): { handler: FlowHandler; url: string };
   /**
    * Signs every delivery (closed by default): the secret, or where to read it (Secrets Manager,
-   * ../secret-source.ts). Unset: this process's random key, which only a flow route in this same
+   * ../shared/secret-source.ts). Unset: this process's random key, which only a flow route in this same
    * process accepts.
    */
   signingSecret?: string | (() => Promise<string>);
@@ -66,7 +66,7 @@ export interface DeliveryDeps {
    * third of it while the handler runs.
    */
   visibilitySeconds: number;
-  /** Pauses consumption during a flow-route outage (../breaker.ts). */
+  /** Pauses consumption during a flow-route outage (./breaker.ts). */
   breaker?: CircuitBreaker;
   /**
    * True when the caller did not take the breaker's permission before receiving (the Lambda
@@ -79,15 +79,15 @@ export interface DeliveryDeps {
    * the message id of a step's inline owner as that owner's crash-redelivery and re-runs the
    * step, so two copies of one message (SQS standard queues occasionally deliver twice) are not
    * handled at the same time here: the second copy is deferred and then replays what the first
-   * committed (without a request; across processes the step lease does the same, see ../pipeline.ts).
+   * committed (without a request; across processes the step lease does the same, see ./pipeline.ts).
    */
   inFlight?: Set<string>;
   /**
-   * Messages this consumer delivered before their SQS copy arrived (../early/verdict-registry.ts): a copy
+   * Messages this consumer delivered before their SQS copy arrived (./early/verdict-registry.ts): a copy
    * of one takes that delivery's verdict instead of being dispatched again.
    */
   early?: EarlyDeliveries<Verdict>;
-  /** Deployment affinity (../affinity.ts): another deployment's message is held, never dispatched. */
+  /** Deployment affinity (./affinity.ts): another deployment's message is held, never dispatched. */
   affinity?: DeploymentFilter;
   now?: () => number;
 }

@@ -5,7 +5,7 @@
  * Answer -> verdict:
  *   2xx                     ack, or `later` with the body's `{timeoutSeconds}`
  *   network failure         outage of the route (`transport`); `reached: false` when no connection
- *                           was made (../net-errors.ts), so the receive is not a dispatch
+ *                           was made (./net-errors.ts), so the receive is not a dispatch
  *   408, 429, 5xx           outage of the route (`unavailable`); 500/501 ambiguous (a handler that
  *                           threw answers 500: only an open circuit makes it an outage)
  *   401                     poison `unauthorized`; 400 poison `malformed`; other 4xx poison `failed`
@@ -13,11 +13,11 @@
  *                           client refused to send); aborted (shutdown, deadline) -> `aborted`
  */
 import { consoleLogger } from '../../telemetry/log.js';
-import { describeError } from '../error-text.js';
-import { isConnectError, isNetworkError } from '../net-errors.js';
+import { describeError } from '../shared/error-text.js';
 import type { DeliveryDeps, InboundMessage } from './deps.js';
 import type { FlowRequest } from './flow-request.js';
 import { startHeartbeat } from './heartbeat.js';
+import { isConnectError, isNetworkError } from './net-errors.js';
 import type { Verdict } from './verdict.js';
 
 export async function dispatch(msg: InboundMessage, built: FlowRequest, deps: DeliveryDeps): Promise<Verdict> {

@@ -1,6 +1,6 @@
 /**
  * The flow request of one delivery: the body (inline, or read from S3 when offloaded), the signing
- * secret, the headers the World sets and the signature over them (../signing.ts). The one place a
+ * secret, the headers the World sets and the signature over them (../shared/signing.ts). The one place a
  * request to the flow route is built, for a received copy and for an early delivery alike.
  *
  * Invariants:
@@ -20,7 +20,7 @@ import { decodeLogTail } from '../../context/delivery-scope.js';
 import type { Envelope } from '../../queue/encoding.js';
 import { encodeHeaderValue } from '../../queue/header-values.js';
 import { currentTraceparent, TRACEPARENT_HEADER } from '../../telemetry/tracing.js';
-import { LOG_TAIL_HEADER, MESSAGE_ID_HEADER, processSigningKey, signatureHeaders } from '../signing.js';
+import { LOG_TAIL_HEADER, MESSAGE_ID_HEADER, processSigningKey, signatureHeaders } from '../shared/signing.js';
 import type { DeliveryDeps, FlowHandler } from './deps.js';
 import type { Verdict } from './verdict.js';
 

@@ -4,7 +4,7 @@
  * delivery pipeline sends, signs and settles as for the flow URL.
  *
  * The request the pipeline built (URL `lambda:<function>:<version><flow path>`, signed for that
- * destination, src/consumer/signing.ts) becomes a Function URL event (payload 2.0), which the
+ * destination, src/consumer/shared/signing.ts) becomes a Function URL event (payload 2.0), which the
  * Lambda Web Adapter in the host turns into the same HTTP request; the answer (the Function URL
  * response shape, or the streamed HTTP-integration framing of a host in RESPONSE_STREAM mode:
  * a JSON prelude, 8 NUL bytes, the body) becomes the HTTP response the pipeline reads.

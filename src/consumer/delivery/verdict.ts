@@ -2,13 +2,13 @@
  * What a delivery concluded, as data: the {@link Verdict} decode, decide and dispatch hand to
  * settle, and the {@link DeliveryOutcome} settle hands to the caller. Both carry a structured
  * reason (`kind`, `reason`, `cause`, `of`): the settle policy and the metrics
- * (../delivery-telemetry.ts) read these fields, never the `detail` text, which is for log lines.
+ * (./delivery-telemetry.ts) read these fields, never the `detail` text, which is for log lines.
  */
-import type { AffinityHoldCause } from '../affinity.js';
+import type { AffinityHoldCause } from './affinity.js';
 
 /**
  * Why a copy was held, undispatched: a copy of it runs in this process (`copy-running`), or it
- * belongs to another deployment (../affinity.ts).
+ * belongs to another deployment (./affinity.ts).
  */
 export type HoldCause = 'copy-running' | AffinityHoldCause;
 

@@ -2,13 +2,14 @@
  * `eve-world-aws init` through the real CLI against the shared emulator stack, each case with its
  * own EVE_WORLD_AWS_PREFIX.
  */
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { HeadBucketCommand } from '@aws-sdk/client-s3';
 import { CreateScheduleGroupCommand, GetScheduleGroupCommand } from '@aws-sdk/client-scheduler';
 import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../../../emulator/stack.js';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';

@@ -6,10 +6,10 @@
 import { dehydrateRunError } from '@workflow/core/serialization';
 import { render } from 'ink-testing-library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openWorld } from '../../../src/cli/shared/world.js';
 import { followRun } from '../../../src/cli/tail-follow.js';
 import type { TailRow } from '../../../src/cli/tail-rows.js';
 import { emptyTailState, reduceTail, TailView } from '../../../src/cli/tail-view.js';
-import { openWorld } from '../../../src/cli/shared/world.js';
 import { CliProcess, runCli } from '../../helpers/cli.js';
 import {
   completeRun,

@@ -1,5 +1,5 @@
 /**
- * Deployment affinity with two consumers on one queue (src/consumer/affinity.ts): consumer B never
+ * Deployment affinity with two consumers on one queue (src/consumer/delivery/affinity.ts): consumer B never
  * dispatches a message for deployment A while A is active, and never spends its receive budget
  * holding it; A's consumer then delivers each one as its first attempt. A message for a retired
  * or never-registered deployment is dispatched by B (core's guard fails its run there). A DynamoDB
@@ -9,7 +9,7 @@
  */
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
-import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
+import type { DeliveryOutcome } from '../../../src/consumer/delivery/pipeline.js';
 import { markRetired, readDeployment, registerDeployment } from '../../../src/deployment/registry.js';
 import { DeploymentUnavailableError } from '../../../src/deployment/unavailable-error.js';
 import { disableMetrics, enableMetrics, takeMetricDocuments } from '../../../src/telemetry/metrics.js';

@@ -7,7 +7,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
-import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
+import type { DeliveryOutcome } from '../../../src/consumer/delivery/pipeline.js';
 import { makeWorld, receiveAll, sleep, type World, waitFor } from '../../helpers/queue.js';
 
 const Q = '__wkf_workflow_early' as ValidQueueName;

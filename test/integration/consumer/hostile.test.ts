@@ -20,8 +20,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
-import type { DeliveryOutcome, InboundMessage } from '../../../src/consumer/pipeline.js';
-import { createSqsHandler, type SQSRecord } from '../../../src/consumer/sqs-event-handler.js';
+import type { DeliveryOutcome, InboundMessage } from '../../../src/consumer/delivery/pipeline.js';
+import { createSqsHandler, type SQSRecord } from '../../../src/consumer/delivery/sqs-event-handler.js';
 import { encodePayload, MSG_ATTR } from '../../../src/queue/encoding.js';
 import { deliveryInputProblem } from '../../../src/queue/header-values.js';
 import { seededRandom } from '../../helpers/faults-proxy.js';

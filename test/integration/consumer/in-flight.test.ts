@@ -6,9 +6,9 @@
  */
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, test } from 'vitest';
-import { deliverMessage } from '../../../src/consumer/pipeline.js';
-import { inboundFromSdk } from '../../../src/consumer/poller.js';
-import { SqsReceipts } from '../../../src/consumer/receipts.js';
+import { deliverMessage } from '../../../src/consumer/delivery/pipeline.js';
+import { inboundFromSdk } from '../../../src/consumer/delivery/poller.js';
+import { SqsReceipts } from '../../../src/consumer/delivery/receipts.js';
 import { makeWorld, receiveAll, type World } from '../../helpers/queue.js';
 
 const Q = '__wkf_workflow_inflight' as ValidQueueName;

@@ -11,8 +11,8 @@ import { DeleteMessageCommand, type Message, SendMessageCommand } from '@aws-sdk
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { registerLambdaTarget } from '../../../emulator/lambda-service.js';
-import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
-import { createSqsHandler, type SQSEvent, type SQSRecord } from '../../../src/consumer/sqs-event-handler.js';
+import type { DeliveryOutcome } from '../../../src/consumer/delivery/pipeline.js';
+import { createSqsHandler, type SQSEvent, type SQSRecord } from '../../../src/consumer/delivery/sqs-event-handler.js';
 import { readDeployment, registerDeployment } from '../../../src/deployment/registry.js';
 import { encodePayload, envelopeAttributes } from '../../../src/queue/encoding.js';
 import { stackEndpoint } from '../../helpers/aws.js';

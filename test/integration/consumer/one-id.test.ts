@@ -12,7 +12,7 @@
  */
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { processSigningKey, verifySignature } from '../../../src/consumer/signing.js';
+import { processSigningKey, verifySignature } from '../../../src/consumer/shared/signing.js';
 import { messageIdOfDelivery } from '../../../src/queue/delivery-id.js';
 import { createLogger, type Logger } from '../../../src/telemetry/log.js';
 import { withSpan } from '../../../src/telemetry/tracing.js';

@@ -1,5 +1,5 @@
 /**
- * Outages park, never dead-letter, and never raise the attempt core sees (src/consumer/pipeline.ts):
+ * Outages park, never dead-letter, and never raise the attempt core sees (src/consumer/delivery/pipeline.ts):
  * S3 failing to return an offloaded body, and a flow route that cannot be connected to. A body
  * whose object is gone is the message's own fault and does count toward the DLQ.
  *
@@ -10,8 +10,8 @@ import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { DeleteMessageCommand, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
-import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
-import { createSqsHandler } from '../../../src/consumer/sqs-event-handler.js';
+import type { DeliveryOutcome } from '../../../src/consumer/delivery/pipeline.js';
+import { createSqsHandler } from '../../../src/consumer/delivery/sqs-event-handler.js';
 import { MSG_ATTR } from '../../../src/queue/encoding.js';
 import { drainQueue, makeWorld, receiveAll, serve, sleep, type World, waitFor } from '../../helpers/queue.js';
 

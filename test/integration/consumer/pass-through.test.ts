@@ -1,5 +1,5 @@
 /**
- * The host as its own SQS consumer (src/consumer/pass-through.ts), through the World createWorld
+ * The host as its own SQS consumer (src/consumer/delivery/pass-through.ts), through the World createWorld
  * builds: the flow route of a World in Lambda mode takes the SQS batch the Lambda Web Adapter
  * passes through (a POST whose `x-amzn-request-context` is `null`), with records built from real
  * messages on the emulated queue, delivers each record to itself in process, deletes what is done
@@ -23,8 +23,8 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { registerLambdaTarget } from '../../../emulator/lambda-service.js';
 import { queueNameOf } from '../../../src/aws/arn.js';
 import { loadConfig } from '../../../src/config/index.js';
-import { LAMBDA_CONTEXT_HEADER, REQUEST_CONTEXT_HEADER } from '../../../src/consumer/pass-through.js';
-import type { SQSRecord } from '../../../src/consumer/sqs-event-handler.js';
+import { LAMBDA_CONTEXT_HEADER, REQUEST_CONTEXT_HEADER } from '../../../src/consumer/delivery/pass-through.js';
+import type { SQSRecord } from '../../../src/consumer/delivery/sqs-event-handler.js';
 import { type AwsWorld, createWorld } from '../../../src/index.js';
 import { reconcile } from '../../../src/provision/index.js';
 import { encodePayload, envelopeAttributes } from '../../../src/queue/encoding.js';

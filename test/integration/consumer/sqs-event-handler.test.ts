@@ -6,8 +6,8 @@
 import type { Message, SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
-import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
-import { createSqsHandler, type SQSEvent, type SQSRecord } from '../../../src/consumer/sqs-event-handler.js';
+import type { DeliveryOutcome } from '../../../src/consumer/delivery/pipeline.js';
+import { createSqsHandler, type SQSEvent, type SQSRecord } from '../../../src/consumer/delivery/sqs-event-handler.js';
 import { MSG_ATTR } from '../../../src/queue/encoding.js';
 import { MemoryLogger, makeWorld, receiveAll, serve, sleep, type World } from '../../helpers/queue.js';
 

@@ -9,7 +9,7 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
-import type { DeliveryOutcome } from '../../../src/consumer/pipeline.js';
+import type { DeliveryOutcome } from '../../../src/consumer/delivery/pipeline.js';
 import { encodePayload, MSG_ATTR } from '../../../src/queue/encoding.js';
 import { EVE_QUEUE, makeWorld, receiveAll, serve, sleep, type World, waitFor } from '../../helpers/queue.js';
 

@@ -19,9 +19,9 @@ import type { ValidQueueName } from '@workflow/world';
 import { afterAll, describe, expect, test } from 'vitest';
 import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
 import { ConfigError, FORMER_VARIABLES, loadConfig } from '../../../src/config/index.js';
-import { DynamoNonceStore } from '../../../src/consumer/nonces.js';
-import { signatureHeaders } from '../../../src/consumer/signing.js';
-import { createSqsHandler } from '../../../src/consumer/sqs-event-handler.js';
+import { createSqsHandler } from '../../../src/consumer/delivery/sqs-event-handler.js';
+import { DynamoNonceStore } from '../../../src/consumer/route/nonces.js';
+import { signatureHeaders } from '../../../src/consumer/shared/signing.js';
 import { createContext } from '../../../src/context/world-context.js';
 import { createWorld } from '../../../src/index.js';
 import { encodePayload } from '../../../src/queue/encoding.js';
@@ -439,7 +439,7 @@ describe('the flow route reads nothing it does not trust', () => {
   test('an unsigned or stale 512 MiB body gets its 401 having read nothing of it', async () => {
     const logger = new MemoryLogger();
     let ran = 0;
-    const { createQueueHandler } = await import('../../../src/consumer/queue-handler.js');
+    const { createQueueHandler } = await import('../../../src/consumer/route/queue-handler.js');
     const server = await streamingServe(
       createQueueHandler('__wkf_workflow_', async () => void ran++, {
         signingSecrets: [SECRET],
@@ -475,7 +475,7 @@ describe('the flow route reads nothing it does not trust', () => {
   });
 
   test('a fresh-looking signed request with a body over the cap gets 413: by content-length before reading, while streaming after the cap', async () => {
-    const { createQueueHandler } = await import('../../../src/consumer/queue-handler.js');
+    const { createQueueHandler } = await import('../../../src/consumer/route/queue-handler.js');
     const max = 1024 * 1024;
     const server = await streamingServe(
       createQueueHandler('__wkf_workflow_', async () => undefined, {
@@ -511,7 +511,7 @@ describe('the flow route reads nothing it does not trust', () => {
   });
 
   test('a body that stops arriving gets 408 after the read deadline', async () => {
-    const { createQueueHandler } = await import('../../../src/consumer/queue-handler.js');
+    const { createQueueHandler } = await import('../../../src/consumer/route/queue-handler.js');
     let ran = 0;
     const server = await streamingServe(
       createQueueHandler('__wkf_workflow_', async () => void ran++, {

@@ -8,11 +8,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
+import { buildProgram } from '../../../src/cli/main.js';
+import { redriveCommand } from '../../../src/cli/redrive/index.js';
 import { durationText } from '../../../src/cli/shared/format.js';
 import { HELP_WIDTH, helpSpecOf } from '../../../src/cli/shared/help-text.js';
-import { buildProgram } from '../../../src/cli/main.js';
 import { displayWidth } from '../../../src/cli/shared/terminal-text.js';
-import { redriveCommand } from '../../../src/cli/redrive/index.js';
 import { sweepCommand } from '../../../src/cli/sweep.js';
 import { tailCommand } from '../../../src/cli/tail.js';
 

@@ -6,7 +6,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CliError, EXIT_USAGE } from '../../../src/cli/shared/output.js';
 import {
   DEMO_PEERS,
   EMULATOR_PEERS,
@@ -17,6 +16,7 @@ import {
   requirePeers,
   TUI_PEERS,
 } from '../../../src/cli/peers.js';
+import { CliError, EXIT_USAGE } from '../../../src/cli/shared/output.js';
 
 const pkg = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '..', '..', '..', 'package.json'), 'utf8')) as {
   peerDependencies: Record<string, string>;

@@ -1,6 +1,6 @@
-/** src/consumer/breaker.ts with a fake clock: when it opens, probes, closes, and what it logs. */
+/** src/consumer/delivery/breaker.ts with a fake clock: when it opens, probes, closes, and what it logs. */
 import { describe, expect, it } from 'vitest';
-import { CircuitBreaker } from '../../../src/consumer/breaker.js';
+import { CircuitBreaker } from '../../../src/consumer/delivery/breaker.js';
 
 function make() {
   const lines: string[] = [];

@@ -1,10 +1,10 @@
 /**
  * The metric of a delivery is chosen from its outcome's structured fields (`action`, `reason`,
- * `hold`), never its text (src/consumer/delivery-telemetry.ts): every reason has its metric, and
+ * `hold`), never its text (src/consumer/delivery/delivery-telemetry.ts): every reason has its metric, and
  * the `detail` text changes nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { outcomeMetric } from '../../../src/consumer/delivery-telemetry.js';
+import { outcomeMetric } from '../../../src/consumer/delivery/delivery-telemetry.js';
 import type { DeliveryOutcome } from '../../../src/consumer/delivery/verdict.js';
 
 const MAX = 5;

@@ -2,12 +2,12 @@
  * The holds of a copy the consumer does not dispatch, each a tuning option (src/config/tuning.ts),
  * and their one jitter (src/util/jitter.ts): the defaults are the values the consumer always used,
  * a tuned value is the one the decide step (src/consumer/delivery/decide.ts), the affinity filter
- * (src/consumer/affinity.ts) and the park (src/consumer/delivery/replace.ts) apply, and the jitter
+ * (src/consumer/delivery/affinity.ts) and the park (src/consumer/delivery/replace.ts) apply, and the jitter
  * stays within [base, base + ceil(base / 2)].
  */
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, type WorldTuning } from '../../../src/config/index.js';
-import { createDeploymentFilter } from '../../../src/consumer/affinity.js';
+import { createDeploymentFilter } from '../../../src/consumer/delivery/affinity.js';
 import { decide } from '../../../src/consumer/delivery/decide.js';
 import type { DeliveryDeps, InboundMessage } from '../../../src/consumer/delivery/deps.js';
 import { park } from '../../../src/consumer/delivery/replace.js';

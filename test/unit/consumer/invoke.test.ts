@@ -1,6 +1,6 @@
 /**
  * The pure parts of delivery by Lambda Invoke (src/consumer/delivery/invoke.ts) and its signature binding
- * (src/consumer/signing.ts): which deployment ids are host versions, what a delivery to one is
+ * (src/consumer/shared/signing.ts): which deployment ids are host versions, what a delivery to one is
  * signed for, which host accepts it, and how an Invoke answer becomes an HTTP response (the
  * Function URL shape, and the streamed HTTP-integration framing of a RESPONSE_STREAM host).
  */
@@ -11,7 +11,7 @@ import {
   requestDestinations,
   signatureHeaders,
   verifySignature,
-} from '../../../src/consumer/signing.js';
+} from '../../../src/consumer/shared/signing.js';
 
 const SECRET = 'f'.repeat(64);
 

@@ -1,12 +1,12 @@
 /**
- * The flow route (src/consumer/queue-handler.ts) and `x-eve-message-id`, the id `queue()` returned
+ * The flow route (src/consumer/route/queue-handler.ts) and `x-eve-message-id`, the id `queue()` returned
  * on a delivery dispatched under another id (an early delivery's own, src/queue/delivery-id.ts):
  * log lines inside the delivery carry it as `messageId` and the dispatched id as `deliveryId`; the
  * signature covers it, so an added, changed or removed header is refused (401) and nothing runs.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createQueueHandler } from '../../../src/consumer/queue-handler.js';
-import { MESSAGE_ID_HEADER, signatureHeaders } from '../../../src/consumer/signing.js';
+import { createQueueHandler } from '../../../src/consumer/route/queue-handler.js';
+import { MESSAGE_ID_HEADER, signatureHeaders } from '../../../src/consumer/shared/signing.js';
 import { configureLogging, consoleLogger } from '../../../src/telemetry/log.js';
 
 const SECRET = 'test-secret-0123456789abcdef';

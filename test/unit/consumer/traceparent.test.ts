@@ -1,12 +1,12 @@
 /**
- * The flow route (src/consumer/queue-handler.ts) runs core's callback under the consumer's delivery span
+ * The flow route (src/consumer/route/queue-handler.ts) runs core's callback under the consumer's delivery span
  * named by the signed `traceparent` header, and the signature covers that header: a changed,
  * removed or added `traceparent` is refused (401) and nothing runs.
  */
 import { trace } from '@opentelemetry/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createQueueHandler } from '../../../src/consumer/queue-handler.js';
-import { signatureHeaders } from '../../../src/consumer/signing.js';
+import { createQueueHandler } from '../../../src/consumer/route/queue-handler.js';
+import { signatureHeaders } from '../../../src/consumer/shared/signing.js';
 import { TRACEPARENT_HEADER } from '../../../src/telemetry/tracing.js';
 import { type InMemoryTracing, registerInMemoryTracing } from '../../helpers/otel.js';
 

@@ -1,13 +1,17 @@
 /**
- * The early-delivery registry (src/consumer/early/verdict-registry.ts) on its own clock: a verdict goes
+ * The early-delivery registry (src/consumer/delivery/early/verdict-registry.ts) on its own clock: a verdict goes
  * to one copy, once, with the early delivery's own id; it waits for its copy only so long and
  * only so many are kept; a rejected or missing verdict means "deliver the copy as usual". And the
- * offer (src/consumer/early/offer.ts), the one place deciding what is delivered early.
+ * offer (src/consumer/delivery/early/offer.ts), the one place deciding what is delivered early.
  */
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/index.js';
-import { createEarlyOffer } from '../../../src/consumer/early/offer.js';
-import { EARLY_MAX_ENTRIES, EARLY_RETAIN_MS, EarlyDeliveries } from '../../../src/consumer/early/verdict-registry.js';
+import { createEarlyOffer } from '../../../src/consumer/delivery/early/offer.js';
+import {
+  EARLY_MAX_ENTRIES,
+  EARLY_RETAIN_MS,
+  EarlyDeliveries,
+} from '../../../src/consumer/delivery/early/verdict-registry.js';
 import { earlyDeliveryEnabled } from '../../../src/consumer/index.js';
 
 /** Lets settled verdicts re-age (their registry hears of them a microtask later). */

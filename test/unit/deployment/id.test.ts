@@ -1,6 +1,6 @@
 /**
  * The deployment id and the affinity switch (src/deployment/id.ts), the consumer's decision
- * (src/consumer/affinity.ts), the predicate core calls unbound (src/deployment/unavailable-error.ts), and
+ * (src/consumer/delivery/affinity.ts), the predicate core calls unbound (src/deployment/unavailable-error.ts), and
  * `eve.dep` on the wire (src/queue/encoding.ts). Pure: files in a temp folder, no emulator.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/index.js';
-import { decideDeployment } from '../../../src/consumer/affinity.js';
+import { decideDeployment } from '../../../src/consumer/delivery/affinity.js';
 import { fingerprintBuild } from '../../../src/deployment/fingerprint.js';
 import { deploymentIdentity, LEGACY_DEPLOYMENT_ID, lambdaDeploymentId } from '../../../src/deployment/id.js';
 import { DeploymentUnavailableError, isDeploymentUnavailableError } from '../../../src/deployment/unavailable-error.js';

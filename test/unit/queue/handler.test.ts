@@ -6,13 +6,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { copiedAttributes, redrivenCopy } from '../../../src/cli/redrive/redriven-copy.js';
-import { createQueueHandler } from '../../../src/consumer/queue-handler.js';
+import { createQueueHandler } from '../../../src/consumer/route/queue-handler.js';
 import {
   computeSignature,
   LOG_TAIL_HEADER,
   processSigningKey,
   signatureHeaders,
-} from '../../../src/consumer/signing.js';
+} from '../../../src/consumer/shared/signing.js';
 import { currentDelivery, decodeLogTail, encodeLogTail } from '../../../src/context/delivery-scope.js';
 import { atExpression, planDelay, planHop, scheduleName } from '../../../src/queue/delays.js';
 import {

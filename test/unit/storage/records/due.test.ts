@@ -4,10 +4,10 @@
  * billed request and what it sets are load-bearing: an upsert, no condition, no ALL_OLD).
  */
 import { describe, expect, it } from 'vitest';
-import { dueIndexAttrs, dueOnHookReceived, parseDue } from '../../../../src/storage/records/due.js';
-import type { StorageCtx } from '../../../../src/storage/table/storage-ctx.js';
 import { FORMAT_ATTR, RECORD_FORMAT } from '../../../../src/schema/formats.js';
 import { ATTR, keys, shardOf } from '../../../../src/schema/keys.js';
+import { dueIndexAttrs, dueOnHookReceived, parseDue } from '../../../../src/storage/records/due.js';
+import type { StorageCtx } from '../../../../src/storage/table/storage-ctx.js';
 
 const ctx = { table: 't1' } as StorageCtx;
 

@@ -12,7 +12,7 @@ import {
   type Message,
   ReceiveMessageCommand,
 } from '@aws-sdk/client-sqs';
-import type { SqsTransport } from '../queue/transport.js';
+import type { SqsTransport } from '../../queue/transport.js';
 
 export interface ReceiveOptions {
   max: number;

@@ -24,12 +24,12 @@
  * - A registry read that fails holds the message (`deployment-registry-unreadable`, for
  *   `registryUnreadableHoldSeconds`), never dispatches it: whether it belongs here is unknown.
  */
-import type { WorldContext } from '../context/world-context.js';
-import type { DeploymentIdentity } from '../deployment/id.js';
-import { HeartbeatWatch } from '../deployment/liveness.js';
-import { DEPLOYMENT_HEARTBEAT_MS, type DeploymentRecord, readDeployment } from '../deployment/registry.js';
-import type { Envelope } from '../queue/encoding.js';
-import { jittered } from '../util/jitter.js';
+import type { WorldContext } from '../../context/world-context.js';
+import type { DeploymentIdentity } from '../../deployment/id.js';
+import { HeartbeatWatch } from '../../deployment/liveness.js';
+import { DEPLOYMENT_HEARTBEAT_MS, type DeploymentRecord, readDeployment } from '../../deployment/registry.js';
+import type { Envelope } from '../../queue/encoding.js';
+import { jittered } from '../../util/jitter.js';
 
 /** How long a registry answer is reused for routing (ms): one heartbeat, so a live target's counter moves between reads. */
 const RECORD_TTL_MS = DEPLOYMENT_HEARTBEAT_MS;

@@ -20,7 +20,7 @@
  *
  * The destination is the host (with a non-default port, lower case) and path of the URL the
  * sender POSTed to; for a delivery by Lambda Invoke to one published version of the host
- * (./delivery/invoke.ts) it is `lambda:<function>:<version>` and the path, which the host accepts only
+ * (../delivery/invoke.ts) it is `lambda:<function>:<version>` and the path, which the host accepts only
  * when it is that function's that version (its own AWS_LAMBDA_FUNCTION_NAME and _VERSION). The receiver accepts the destination built from the `Host` header or the host
  * of the request URL (each with the request's path), and from the first `x-forwarded-host` only
  * when the operator opted in (`trustForwardedHost`, EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1), since
@@ -35,7 +35,7 @@
  * no signature or timestamp, or a timestamp more than the tolerance (300 s) away from its own
  * clock (stale or replayed later); after reading, a signature that does not match, and one that
  * was already accepted (an exact replay inside the window): by any instance when a durable
- * {@link NonceStore} is given (a DynamoDB conditional put, src/consumer/nonces.ts), else within
+ * {@link NonceStore} is given (a DynamoDB conditional put, src/consumer/route/nonces.ts), else within
  * this process ({@link ReplayGuard}). Comparison is constant-time.
  *
  * Rotation: the receiver accepts a signature made with any of its secrets; senders sign with the
@@ -44,7 +44,7 @@
  * consumer in the same process (in-process loopback development) and refuses everything else.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { TRACEPARENT_HEADER } from '../telemetry/tracing.js';
+import { TRACEPARENT_HEADER } from '../../telemetry/tracing.js';
 
 export const SIGNATURE_HEADER = 'x-eve-signature';
 export const TIMESTAMP_HEADER = 'x-eve-timestamp';

@@ -11,8 +11,8 @@
  *   silence the next (each writes a larger count, and a late one changes nothing: see
  *   `extendStepLeases`).
  */
-import type { StepLease } from '../context/delivery-scope.js';
-import { describeWithStack } from './error-text.js';
+import type { StepLease } from '../../context/delivery-scope.js';
+import { describeWithStack } from '../shared/error-text.js';
 
 /** What the flow route needs to keep a delivery's step leases: the ttl, a heartbeat and a release. */
 export interface StepLeasePort {

@@ -22,11 +22,11 @@
  */
 import { AsyncResource } from 'node:async_hooks';
 import type { Message } from '@aws-sdk/client-sqs';
-import { queueNameOf } from '../aws/arn.js';
-import { sleep } from '../aws/sleep.js';
-import { CONSUMER_OPTIONS } from '../config/index.js';
-import { type Envelope, MSG_ATTR } from '../queue/encoding.js';
-import { consoleLogger, type Logger } from '../telemetry/log.js';
+import { queueNameOf } from '../../aws/arn.js';
+import { sleep } from '../../aws/sleep.js';
+import { CONSUMER_OPTIONS } from '../../config/index.js';
+import { type Envelope, MSG_ATTR } from '../../queue/encoding.js';
+import { consoleLogger, type Logger } from '../../telemetry/log.js';
 import { observeEarlyDelivery } from './delivery-telemetry.js';
 import { EarlyDeliveries } from './early/verdict-registry.js';
 import {

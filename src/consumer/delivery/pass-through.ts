@@ -3,7 +3,7 @@
  * consumes the queue"): the event
  * source mapping invokes the host function with an SQS batch, the Lambda Web Adapter forwards that
  * non-HTTP event to the app as a POST to `AWS_LWA_PASS_THROUGH_PATH`, which the construct points at
- * the flow route, and the World's flow route hands the request here (src/index.ts). Each record is
+ * the flow route, and the World's flow route hands the request here (../index.ts). Each record is
  * delivered by the one delivery pipeline (./sqs-event-handler.ts, ./pipeline.ts) to the flow route
  * in this same process: no worker function, no Invoke hop, one billed wait.
  *
@@ -14,7 +14,7 @@
  *   ALB request it is that request's context (a JSON object), and only for an event that is none
  *   of these (the adapter's pass-through) is it `null`. So nothing sent to the Function URL is ever
  *   taken for a batch; it reaches the flow route as a delivery, which must be signed
- *   (./queue-handler.ts). Outside Lambda nothing stands in front of the route to overwrite the
+ *   (../route/queue-handler.ts). Outside Lambda nothing stands in front of the route to overwrite the
  *   header: there it is never a pass-through.
  * - Only an SQS batch whose every record names this World's queue (`eventSource` `aws:sqs`,
  *   `eventSourceARN` the configured queue) is taken; any other event runs nothing (400).
@@ -39,10 +39,10 @@
  * - The deadline is the invocation's (`deadline` of the adapter's `x-amzn-lambda-context`), less
  *   the handler's margin: a record still running then is released, never deleted.
  */
-import { isQueueArnOf } from '../aws/arn.js';
-import type { WorldContext } from '../context/world-context.js';
-import { createTransport } from '../queue/transport.js';
-import type { Logger } from '../telemetry/log.js';
+import { isQueueArnOf } from '../../aws/arn.js';
+import type { WorldContext } from '../../context/world-context.js';
+import { createTransport } from '../../queue/transport.js';
+import type { Logger } from '../../telemetry/log.js';
 import type { FlowHandler } from './pipeline.js';
 import { SqsReceipts } from './receipts.js';
 import { createSqsHandler, type SQSBatchResponse, type SQSRecord } from './sqs-event-handler.js';

@@ -14,10 +14,10 @@
  *   older than the tolerance is refused by its timestamp before it gets here.
  */
 import { randomUUID } from 'node:crypto';
-import { OwnedRecord, tableOf } from '../aws/owned-record.js';
-import type { WorldContext } from '../context/world-context.js';
-import { ATTR, keys } from '../schema/keys.js';
-import { type NonceStore, SIGNATURE_TOLERANCE_SECONDS } from './signing.js';
+import { OwnedRecord, tableOf } from '../../aws/owned-record.js';
+import type { WorldContext } from '../../context/world-context.js';
+import { ATTR, keys } from '../../schema/keys.js';
+import { type NonceStore, SIGNATURE_TOLERANCE_SECONDS } from '../shared/signing.js';
 
 /** The `NONCE#` item as an owned record: its owner is the claim's `token`. */
 const nonces = new OwnedRecord('delivery nonce', { owner: 'token' });

@@ -15,7 +15,7 @@
  * returned, as `x-eve-message-id`; the delivery's span links to the sender's.
  */
 import type { QueuePayload } from '@workflow/world';
-import type { Envelope } from '../../queue/encoding.js';
+import type { Envelope } from '../../../queue/encoding.js';
 
 /**
  * Offered each message the World's queue is about to send: true when it was delivered early as

@@ -1,6 +1,6 @@
 /**
  * Which errors of a flow request are the network's: the one table of Node and undici error codes
- * and its two predicates. The dispatch step (./delivery/dispatch.ts) reads them to tell a route
+ * and its two predicates. The dispatch step (./dispatch.ts) reads them to tell a route
  * outage (parked, never dead-lettered) from a failure raised in this process (the message's), and
  * a request that never left (not a dispatch) from one the route may have received.
  *

@@ -2,18 +2,18 @@
  * The delivery pipeline: what happens to one received SQS message, shared by the in-process
  * poller and the Lambda SQS handler. It composes four steps, each run once, in this order:
  *
- *   decode   ./delivery/decode.ts: the SQS copy -> one Envelope, or a newer format (parked for a
+ *   decode   ./decode.ts: the SQS copy -> one Envelope, or a newer format (parked for a
  *            newer consumer), or malformed
- *   decide   ./delivery/decide.ts: deliver now | hop (long wait not due: send the next hop) | take
+ *   decide   ./decide.ts: deliver now | hop (long wait not due: send the next hop) | take
  *            the verdict of an early delivery of it in this process (or dispatch it as that
  *            delivery's redelivery) | hold (another deployment's, or a copy of the same logical
  *            message is running in this process already); the flow request is built here
- *            (./delivery/flow-request.ts)
- *   dispatch ./delivery/dispatch.ts: the signed `createQueueHandler` request to the flow route (in
+ *            (./flow-request.ts)
+ *   dispatch ./dispatch.ts: the signed `createQueueHandler` request to the flow route (in
  *            process or over HTTP), with a visibility heartbeat while it runs -> a Verdict
- *   settle   ./delivery/settle.ts: ack (caller deletes) | keep (visibility set for the retry) |
- *            replace (a fresh copy was accepted, caller deletes this one: ./delivery/replace.ts, a
- *            failure counted in it or moved to the DLQ: ./delivery/failures.ts)
+ *   settle   ./settle.ts: ack (caller deletes) | keep (visibility set for the retry) |
+ *            replace (a fresh copy was accepted, caller deletes this one: ./replace.ts, a
+ *            failure counted in it or moved to the DLQ: ./failures.ts)
  *
  * Each invariant is stated where it is enforced: the order of delivery, the in-process
  * serialisation and early delivery in decide.ts; building and signing in flow-request.ts; what an
@@ -27,21 +27,21 @@
  * long they last (core fails a workflow run above 48).
  */
 
-import { queueNameOf } from '../aws/arn.js';
-import type { Envelope } from '../queue/encoding.js';
-import { consoleLogger } from '../telemetry/log.js';
-import { decide } from './delivery/decide.js';
-import { decode } from './delivery/decode.js';
-import type { Copy, DeliveryDeps, InboundMessage, Received } from './delivery/deps.js';
-import { dispatch } from './delivery/dispatch.js';
-import { buildRequest } from './delivery/flow-request.js';
-import { parkNewerFormat } from './delivery/replace.js';
-import { settle, settleMalformed } from './delivery/settle.js';
-import type { DeliveryOutcome, Verdict } from './delivery/verdict.js';
+import { queueNameOf } from '../../aws/arn.js';
+import type { Envelope } from '../../queue/encoding.js';
+import { consoleLogger } from '../../telemetry/log.js';
+import { decide } from './decide.js';
+import { decode } from './decode.js';
 import { observeDelivery } from './delivery-telemetry.js';
+import type { Copy, DeliveryDeps, InboundMessage, Received } from './deps.js';
+import { dispatch } from './dispatch.js';
+import { buildRequest } from './flow-request.js';
+import { parkNewerFormat } from './replace.js';
+import { settle, settleMalformed } from './settle.js';
+import type { DeliveryOutcome, Verdict } from './verdict.js';
 
-export type { DeliveryDeps, FlowHandler, InboundMessage } from './delivery/deps.js';
-export type { DeliveryOutcome, HoldCause, Verdict } from './delivery/verdict.js';
+export type { DeliveryDeps, FlowHandler, InboundMessage } from './deps.js';
+export type { DeliveryOutcome, HoldCause, Verdict } from './verdict.js';
 
 /** One delivery inside its span and log context, counted (./delivery-telemetry.ts). */
 export function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): Promise<DeliveryOutcome> {

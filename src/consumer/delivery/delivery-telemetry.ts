@@ -16,12 +16,12 @@
  * The metric is chosen from the outcome's structured fields (`reason`, `hold`), never its text.
  */
 
-import { type Envelope, MSG_ATTR } from '../queue/encoding.js';
-import { withLogContext } from '../telemetry/log.js';
-import { countMetric, type MetricName, observeMetric } from '../telemetry/metrics.js';
-import { deliveryResultAttributes, withDeliverySpan } from '../telemetry/spans.js';
-import type { InboundMessage } from './delivery/deps.js';
-import type { DeliveryOutcome } from './delivery/verdict.js';
+import { type Envelope, MSG_ATTR } from '../../queue/encoding.js';
+import { withLogContext } from '../../telemetry/log.js';
+import { countMetric, type MetricName, observeMetric } from '../../telemetry/metrics.js';
+import { deliveryResultAttributes, withDeliverySpan } from '../../telemetry/spans.js';
+import type { InboundMessage } from './deps.js';
+import type { DeliveryOutcome } from './verdict.js';
 
 export function outcomeMetric(outcome: DeliveryOutcome, receiveCount: number, maxReceiveCount: number): MetricName {
   if (outcome.hold === 'copy-running') return 'DeliveriesRefusedCopy';

@@ -14,13 +14,13 @@
  * import { POST } from './.well-known/workflow/v1/flow.mjs';
  * export const handler = createSqsHandler({ flow: POST });
  * ```
- * The parts (signing, routing, receipts, breaker) are composed by ./delivery/compose.ts, as for the
+ * The parts (signing, routing, receipts, breaker) are composed by ./compose.ts, as for the
  * poller. Record fate (the pipeline in ./pipeline.ts decides): ack, or a replacement sent (next long-wait
  * hop, long `timeoutSeconds`, an outage copy on its last receive, a copy counting a failed dispatch,
  * the move to the DLQ) -> success, so Lambda deletes it. `{timeoutSeconds}` within 12 h ->
  * visibility changed, reported as a failure so Lambda leaves it. Handler error, 4xx -> a copy that
  * counts the failure, back after the backoff, and the DLQ at the redrive policy's
- * `maxReceiveCount` failures (./delivery/failures.ts); a malformed message -> failure (SQS counts
+ * `maxReceiveCount` failures (./failures.ts); a malformed message -> failure (SQS counts
  * its receives). Outages of the flow route (unreachable, 502-504, 429, 408, or 5xx
  * while the circuit is open) are kept hidden for the cool-down and never reach the DLQ. A second
  * copy of a message another container is running (SQS delivered it twice) reaches the flow route,
@@ -31,15 +31,15 @@
  * be >= the function timeout); the heartbeat reads that value from the queue (GetQueueAttributes,
  * once per container) rather than trusting the config. Nothing is acked that did not succeed.
  */
-import { assertDeliveriesSafe, loadConfig, unsignedWarning, variableWarningsOnce } from '../config/index.js';
-import { FLOW_PATH } from '../config/limits.js';
-import { createContext, type WorldContext } from '../context/world-context.js';
-import { preflight } from '../preflight/resources.js';
-import { createTransport, type SqsTransport } from '../queue/transport.js';
-import { consoleLogger, type Logger } from '../telemetry/log.js';
-import { flushMetrics } from '../telemetry/metrics.js';
-import { forEachLimited } from '../util/concurrency.js';
-import { composeDelivery, type DeliveryComposition } from './delivery/compose.js';
+import { assertDeliveriesSafe, loadConfig, unsignedWarning, variableWarningsOnce } from '../../config/index.js';
+import { FLOW_PATH } from '../../config/limits.js';
+import { createContext, type WorldContext } from '../../context/world-context.js';
+import { preflight } from '../../preflight/resources.js';
+import { createTransport, type SqsTransport } from '../../queue/transport.js';
+import { consoleLogger, type Logger } from '../../telemetry/log.js';
+import { flushMetrics } from '../../telemetry/metrics.js';
+import { forEachLimited } from '../../util/concurrency.js';
+import { composeDelivery, type DeliveryComposition } from './compose.js';
 import { type DeliveryOutcome, deliverMessage, type FlowHandler, type InboundMessage } from './pipeline.js';
 
 /** The parts of the Lambda SQS event this handler reads (structurally compatible with @types/aws-lambda). */
@@ -84,7 +84,7 @@ export interface SqsHandlerOptions {
   onOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
   /**
    * The function whose published versions a record may be pinned to, delivered there by Invoke
-   * (./delivery/compose.ts). Default: EVE_WORLD_AWS_HOST_FUNCTION.
+   * (./compose.ts). Default: EVE_WORLD_AWS_HOST_FUNCTION.
    */
   versionsOf?: () => string | undefined;
 }

@@ -13,9 +13,9 @@
  * - At most one probe at a time while open; a probe that ends neither way (`neutral`) frees the
  *   slot at once.
  */
-import { CONSUMER_OPTIONS } from '../config/index.js';
-import type { Logger } from '../telemetry/log.js';
-import { countMetric } from '../telemetry/metrics.js';
+import { CONSUMER_OPTIONS } from '../../config/index.js';
+import type { Logger } from '../../telemetry/log.js';
+import { countMetric } from '../../telemetry/metrics.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
 

@@ -6,7 +6,7 @@
  * `x-eve-message-id` on an early delivery: the id `queue()` returned, which its log lines carry as
  * `messageId` (`deliveryId` is then the id core sees, src/queue/delivery-id.ts).
  *
- * Who is accepted (closed by default; see src/consumer/signing.ts):
+ * Who is accepted (closed by default; see src/consumer/shared/signing.ts):
  * - secrets configured: requests signed with any of them, each signature once (durable nonce);
  * - no secret: only requests signed with this process's random key, i.e. from a consumer in the
  *   same process (loopback / in-process development); an unsigned request from anywhere is refused;
@@ -30,14 +30,13 @@
 
 import { randomUUID } from 'node:crypto';
 import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@workflow/world';
-import { type DeliveryScope, decodeLogTail, runInDelivery, type StepLease } from '../context/delivery-scope.js';
-import { decodePayload } from '../queue/encoding.js';
-import { decodeHeaderValue } from '../queue/header-values.js';
-import { type LogFields, withLogContext } from '../telemetry/log.js';
-import { TRACEPARENT_HEADER, withRemoteParent } from '../telemetry/tracing.js';
-import { describeWithStack } from './error-text.js';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_MS, readBody } from './request-body.js';
-import type { SigningSecretSource } from './secret-source.js';
+import { type DeliveryScope, decodeLogTail, runInDelivery, type StepLease } from '../../context/delivery-scope.js';
+import { decodePayload } from '../../queue/encoding.js';
+import { decodeHeaderValue } from '../../queue/header-values.js';
+import { type LogFields, withLogContext } from '../../telemetry/log.js';
+import { TRACEPARENT_HEADER, withRemoteParent } from '../../telemetry/tracing.js';
+import { describeWithStack } from '../shared/error-text.js';
+import type { SigningSecretSource } from '../shared/secret-source.js';
 import {
   checkSignatureHeaders,
   LOG_TAIL_HEADER,
@@ -47,7 +46,8 @@ import {
   ReplayGuard,
   SIGNATURE_TOLERANCE_SECONDS,
   verifySignature,
-} from './signing.js';
+} from '../shared/signing.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_MS, readBody } from './request-body.js';
 import { keepStepLeases, type StepLeasePort } from './step-lease-keeper.js';
 
 export type QueueMessageHandler = Parameters<Queue['createQueueHandler']>[1];
@@ -56,7 +56,7 @@ export interface HandlerOptions {
   /** Accepted secrets (rotation: any of them). Empty or absent: only this process's own key. */
   signingSecrets?: readonly string[];
   /**
-   * Secrets read from Secrets Manager (EVE_WORLD_AWS_SIGNING_SECRET_ARN, ./secret-source.ts), used
+   * Secrets read from Secrets Manager (EVE_WORLD_AWS_SIGNING_SECRET_ARN, ../shared/secret-source.ts), used
    * instead of `signingSecrets`; re-read once when a signature does not verify (rotation).
    */
   secretSource?: SigningSecretSource;
@@ -64,12 +64,12 @@ export interface HandlerOptions {
   allowUnsigned?: boolean;
   /**
    * Also check a signature against the first `x-forwarded-host` (EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1,
-   * behind a proxy that sets it). Default: only `Host` and the request URL (./signing.ts).
+   * behind a proxy that sets it). Default: only `Host` and the request URL (../shared/signing.ts).
    */
   trustForwardedHost?: boolean;
   /**
    * This process's published Lambda version, `lambda:<function>:<version>`: a delivery signed for
-   * it (by Lambda Invoke, ./delivery/invoke.ts) is accepted. Absent outside Lambda and on `$LATEST`.
+   * it (by Lambda Invoke, ../delivery/invoke.ts) is accepted. Absent outside Lambda and on `$LATEST`.
    */
   lambdaSelf?: string;
   /** Replay guard for configured secrets. Default: per process (use a durable one across instances). */

@@ -1,6 +1,6 @@
 /**
  * An error as text for a log line of the receive side (never for a decision: what an error means
- * is read from its name or code, src/aws/sdk-errors.ts and ./net-errors.ts).
+ * is read from its name or code, src/aws/sdk-errors.ts and ../delivery/net-errors.ts).
  */
 
 /** `Name: message`, for a line that names what failed. */

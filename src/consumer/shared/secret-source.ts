@@ -17,9 +17,9 @@
  *   there is none yet).
  */
 import type { GetSecretValueCommandOutput } from '@aws-sdk/client-secrets-manager';
-import type { AwsClients } from '../aws/clients.js';
-import { isNotFound } from '../aws/sdk-errors.js';
-import { SECRET_RULE, secretWeakness } from '../config/index.js';
+import type { AwsClients } from '../../aws/clients.js';
+import { isNotFound } from '../../aws/sdk-errors.js';
+import { SECRET_RULE, secretWeakness } from '../../config/index.js';
 
 export interface SigningSecretSource {
   /** The secret to sign with. */
