@@ -60,6 +60,24 @@ export interface DoctorOptions {
   onPoll?: (ms: number) => void;
 }
 
+/** The checks in the order they run, up to the clock: a failed one skips those after it. */
+const CHECK_ORDER = [
+  'configuration',
+  'variables',
+  'endpoints',
+  'credentials',
+  'table schema',
+  'dead-letter queue',
+  'queue + redrive policy',
+  'bucket',
+  'clock skew',
+];
+
+/** The checks after `failed`, skipped for the reason given. */
+function skipAfter(failed: string, details: string): Check[] {
+  return CHECK_ORDER.slice(CHECK_ORDER.indexOf(failed) + 1).map((check) => ({ check, status: 'skip', details }));
+}
+
 export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
   return (await runDoctorReport(opts)).checks;
 }
@@ -78,19 +96,7 @@ export async function runDoctorReport(opts: DoctorOptions = {}): Promise<DoctorR
       details: err.message,
       fix: `set ${err.variable} to a valid value (example in the message)`,
     });
-    for (const c of [
-      'variables',
-      'endpoints',
-      'credentials',
-      'table schema',
-      'dead-letter queue',
-      'queue + redrive policy',
-      'bucket',
-      'clock skew',
-    ]) {
-      checks.push({ check: c, status: 'skip', details: 'needs a valid configuration' });
-    }
-    return { checks };
+    return { checks: [...checks, ...skipAfter('configuration', 'needs a valid configuration')] };
   }
   checks.push({
     check: 'configuration',
@@ -118,27 +124,14 @@ async function checkResources(
   const eps = await checkEndpoints(config);
   checks.push(eps);
   if (eps.status !== 'pass') {
-    for (const c of [
-      'credentials',
-      'table schema',
-      'dead-letter queue',
-      'queue + redrive policy',
-      'bucket',
-      'clock skew',
-    ]) {
-      checks.push({ check: c, status: 'skip', details: 'needs reachable endpoints' });
-    }
-    return checks;
+    return [...checks, ...skipAfter('endpoints', 'needs reachable endpoints')];
   }
 
   const samples = sampleClock(clients);
   const cred = await checkCredentials(clients, config);
   checks.push(cred);
   if (cred.status !== 'pass') {
-    for (const c of ['table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket', 'clock skew']) {
-      checks.push({ check: c, status: 'skip', details: 'needs working credentials' });
-    }
-    return checks;
+    return [...checks, ...skipAfter('credentials', 'needs working credentials')];
   }
   const account = await accountOf(config, clients);
   if (account) target.account = account;
