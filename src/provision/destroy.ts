@@ -62,14 +62,18 @@ interface Target {
   name: string;
   /** undefined: absent; else whether it holds data and a one-phrase description. */
   inspect(): Promise<{ holdsData: boolean; detail: string } | undefined>;
-  remove(): Promise<void>;
+  /** Delete it (a resource already gone counts as deleted). */
+  remove(): Promise<unknown>;
 }
 
-const gone = async (fn: () => Promise<unknown>): Promise<void> => {
+/** Run `fn` on a resource: false when the answer is that it does not exist. */
+const exists = async (fn: () => Promise<unknown>): Promise<boolean> => {
   try {
     await fn();
+    return true;
   } catch (err) {
-    if (!isNotFound(err)) throw err;
+    if (isNotFound(err)) return false;
+    throw err;
   }
 };
 
@@ -79,12 +83,7 @@ function tableTarget(clients: AwsClients, name: string): Target {
     kind: 'table',
     name,
     async inspect() {
-      try {
-        await ddb.send(new DescribeTableCommand({ TableName: name }));
-      } catch (err) {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }
+      if (!(await exists(() => ddb.send(new DescribeTableCommand({ TableName: name }))))) return undefined;
       // The table's format item (src/preflight/format-check.ts) is the World's own, written by `init`: a
       // table holding only it is empty. Two keys suffice: any second item is data.
       const format = keys.tableFormat();
@@ -92,7 +91,7 @@ function tableTarget(clients: AwsClients, name: string): Target {
       const holdsData = (page.Items ?? []).some((i) => !(i.PK?.S === format.PK && i.SK?.S === format.SK));
       return { holdsData, detail: holdsData ? 'holds items (runs, events, streams)' : 'empty' };
     },
-    remove: () => gone(() => ddb.send(new DeleteTableCommand({ TableName: name }))),
+    remove: () => exists(() => ddb.send(new DeleteTableCommand({ TableName: name }))),
   };
 }
 
@@ -114,7 +113,7 @@ function queueTarget(sqs: SQSClient, kind: 'queue' | 'dlq', ref: string): Target
       const count = names.reduce((n, a) => n + Number(attrs[a] ?? 0), 0);
       return { holdsData: count > 0, detail: count > 0 ? `holds about ${count} message(s)` : 'empty' };
     },
-    remove: () => gone(() => sqs.send(new DeleteQueueCommand({ QueueUrl: url }))),
+    remove: () => exists(() => sqs.send(new DeleteQueueCommand({ QueueUrl: url }))),
   };
 }
 
@@ -123,12 +122,7 @@ function bucketTarget(s3: S3Client, name: string): Target {
     kind: 'bucket',
     name,
     async inspect() {
-      try {
-        await s3.send(new HeadBucketCommand({ Bucket: name }));
-      } catch (err) {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }
+      if (!(await exists(() => s3.send(new HeadBucketCommand({ Bucket: name }))))) return undefined;
       const page = await s3.send(new ListObjectsV2Command({ Bucket: name, MaxKeys: 1 }));
       const holdsData = (page.KeyCount ?? page.Contents?.length ?? 0) > 0;
       return { holdsData, detail: holdsData ? 'holds objects (payloads, stream chunks)' : 'empty' };
@@ -143,7 +137,7 @@ function bucketTarget(s3: S3Client, name: string): Target {
           await s3.send(new DeleteObjectsCommand({ Bucket: name, Delete: { Objects: keys, Quiet: true } }));
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
-      await gone(() => s3.send(new DeleteBucketCommand({ Bucket: name })));
+      await exists(() => s3.send(new DeleteBucketCommand({ Bucket: name })));
     },
   };
 }
@@ -153,17 +147,12 @@ function scheduleGroupTarget(scheduler: SchedulerClient, name: string): Target {
     kind: 'schedule-group',
     name,
     async inspect() {
-      try {
-        await scheduler.send(new GetScheduleGroupCommand({ Name: name }));
-      } catch (err) {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }
+      if (!(await exists(() => scheduler.send(new GetScheduleGroupCommand({ Name: name }))))) return undefined;
       const page = await scheduler.send(new ListSchedulesCommand({ GroupName: name, MaxResults: 1 }));
       const holdsData = (page.Schedules?.length ?? 0) > 0;
       return { holdsData, detail: holdsData ? 'holds schedules (pending long waits)' : 'empty' };
     },
-    remove: () => gone(() => scheduler.send(new DeleteScheduleGroupCommand({ Name: name }))),
+    remove: () => exists(() => scheduler.send(new DeleteScheduleGroupCommand({ Name: name }))),
   };
 }
 
