@@ -10,10 +10,10 @@
  */
 import { ArnFormat, type Stack, Validations } from 'aws-cdk-lib';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
-import type { Construct } from 'constructs';
 import { CfnPolicy, PolicyDocument, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type { Construct } from 'constructs';
 import type { IamPrincipal, IamResource } from '../provision/iam-resources.js';
 import {
   actionsByResource,
