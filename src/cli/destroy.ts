@@ -59,7 +59,6 @@ function render(reports: DestroyReport[], opts: DestroyCliOptions, kmsKeyId?: st
   return tableReport(out);
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const DESTROY_HELP: HelpSpec = {
   notes: [
     'Only the resources this configuration names (EVE_WORLD_AWS_PREFIX, _TABLE, _QUEUE, _DLQ, _BUCKET, _SCHEDULER_GROUP) are touched, never the account\'s shared "default" schedule group, the KMS key or the Scheduler role. If any of them holds data, nothing is deleted unless --force is given too. A CDK deployment is removed with `cdk destroy` instead.',

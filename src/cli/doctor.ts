@@ -185,7 +185,6 @@ interface DoctorCliOptions {
   maxSkew: number;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const DOCTOR_HELP: HelpSpec = {
   notes: [
     'Read-only: nothing is created or changed (`eve-world-aws init` does that). It first says what it checks: the region, the account, the endpoints and each resource name with the variable that chose it.',

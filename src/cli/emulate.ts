@@ -311,7 +311,6 @@ export async function runEmulate(opts: EmulateOptions): Promise<void> {
   }
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const EMULATE_HELP: HelpSpec = {
   notes: [
     'Everything listens on 127.0.0.1. The embedded stack needs Java 17 (DynamoDB Local; EVE_WORLD_AWS_JAVA overrides the java binary); fauxqs keeps queues and the bucket in memory, so they are re-created at every start (--data-dir keeps DynamoDB and the KMS keys). It also serves KMS, Secrets Manager, EventBridge Scheduler and Lambda Invoke endpoints (free ports, in memory).',

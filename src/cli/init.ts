@@ -129,7 +129,6 @@ interface InitOptions {
   force?: boolean;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const INIT_HELP: HelpSpec = {
   notes: [
     "Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from AWS_ENDPOINT_URL_* (set by `eve-world-aws emulate`), credentials from the standard AWS chain. With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit `default` (the account's shared group) is used as it is, with a warning.",

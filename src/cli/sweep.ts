@@ -59,7 +59,6 @@ export function renderSweep(r: SweepReport, color = colorEnabled()): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const SWEEP_HELP: HelpSpec = {
   notes: [
     'Large values are uploaded to S3 before the DynamoDB write that points at them, so a write that fails or a process that dies in between leaves an object nothing references. The sweep deletes exactly the objects that can never be referenced again:',
