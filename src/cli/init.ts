@@ -26,6 +26,8 @@ import {
   CliError,
   EXIT_FAILURE,
   EXIT_USAGE,
+  type Label,
+  paintLabel,
   palette,
   printJson,
   progress,
@@ -52,31 +54,23 @@ export async function runReconcile(
   }
 }
 
-const STATE_LABEL: Record<ResourceReport['state'], string> = {
-  present: 'present',
-  created: 'created',
-  updated: 'fixed',
-  'would-create': 'would create',
-  'would-update': 'would fix',
-  missing: 'missing',
-  drift: 'DRIFT',
+const STATE_LABEL: Record<ResourceReport['state'], Label> = {
+  present: ['present'],
+  created: ['created', 'green'],
+  updated: ['fixed', 'green'],
+  'would-create': ['would create', 'yellow'],
+  'would-update': ['would fix', 'yellow'],
+  missing: ['missing', 'red'],
+  drift: ['DRIFT', 'red'],
 };
 
 /** Human report: a table, the fix for every problem, and a one-line summary. */
 export function renderReports(reports: ResourceReport[], mode: ReconcileMode): string {
   const p = palette();
-  const paint = (s: ResourceReport['state']) =>
-    s === 'drift' || s === 'missing'
-      ? p.red(STATE_LABEL[s])
-      : s === 'created' || s === 'updated'
-        ? p.green(STATE_LABEL[s])
-        : s === 'would-create' || s === 'would-update'
-          ? p.yellow(STATE_LABEL[s])
-          : STATE_LABEL[s];
   const out = [
     renderTable(
       ['Resource', 'Name', 'State', 'Details'],
-      reports.map((r) => [r.kind, r.name, paint(r.state), r.details.join('\n')]),
+      reports.map((r) => [r.kind, r.name, paintLabel(p, STATE_LABEL[r.state]), r.details.join('\n')]),
     ),
   ];
   for (const r of reports.filter((x) => x.fix))

@@ -61,6 +61,11 @@ export function palette(on: boolean = colorEnabled()): Palette {
   };
 }
 
+/** A state's label and the colour it is shown in (none: plain). */
+export type Label = readonly [text: string, colour?: keyof Palette];
+
+export const paintLabel = (p: Palette, [text, colour]: Label): string => (colour ? p[colour](text) : text);
+
 /** The terminal's width when stdout is one; undefined for pipes and files (no fitting there). */
 export function terminalColumns(stream: NodeJS.WriteStream = process.stdout): number | undefined {
   return stream.isTTY && stream.columns > 0 ? stream.columns : undefined;
