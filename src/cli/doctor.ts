@@ -41,7 +41,7 @@ import {
   fitText,
   palette,
   printJson,
-  progress,
+  withProgress,
   renderTable,
   tableReport,
 } from './shared/output.js';
@@ -207,17 +207,12 @@ export function doctorCommand(): Command {
     .option('--json', 'print {ok, target, checks: [...]} as JSON (target: region, account, endpoints, resource names)')
     .option('--max-skew <seconds>', 'largest tolerated clock difference with the AWS server', parsePositiveInt, 5)
     .action(async (opts: DoctorCliOptions) => {
-      const spin = progress('Checking...');
-      let report: DoctorReport;
-      try {
-        report = await runDoctorReport({
+      const { target, checks } = await withProgress('Checking...', (spin) =>
+        runDoctorReport({
           maxSkewSeconds: opts.maxSkew,
           onPoll: (ms) => spin.update(`Checking deployments' heartbeats: ${Math.floor(ms / 1000)} s...`),
-        });
-      } finally {
-        spin.done();
-      }
-      const { target, checks } = report;
+        }),
+      );
       const ok = checks.every((c) => c.status !== 'fail');
       if (opts.json) printJson({ ok, ...(target ? { target } : {}), checks });
       else process.stdout.write(`${target ? `${fitText(renderTarget(target))}\n` : ''}${renderChecks(checks)}`);

@@ -24,7 +24,6 @@ import {
   DEFAULT_DYNAMODB_PORT,
   EmulatorError,
   freePort,
-  type Stack,
   startStack,
 } from '../../emulator/stack.js';
 import { sleep } from '../aws/sleep.js';
@@ -32,7 +31,7 @@ import { loadConfig } from '../config/index.js';
 import { hasProblems, type ResourceReport } from '../provision/index.js';
 import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { renderReports, runReconcile } from './init.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './shared/output.js';
+import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, withProgress } from './shared/output.js';
 import { EMULATOR_PEERS, requirePeers } from './peers.js';
 
 export interface EmulateOptions {
@@ -202,19 +201,15 @@ function announce(ready: Ready, opts: EmulateOptions, envFile: EnvFile): void {
 }
 
 async function runEmbedded(opts: EmulateOptions, shutdown: Shutdown, envFile: EnvFile): Promise<void> {
-  const spin = progress('Starting DynamoDB Local and fauxqs...');
-  let stack: Stack;
-  try {
-    stack = await startStack({
+  const stack = await withProgress('Starting DynamoDB Local and fauxqs...', () =>
+    startStack({
       dynamodbPort: opts.dynamodbPort,
       awsPort: opts.port,
       dataDir: opts.dataDir,
       portFlags: { dynamodb: '--dynamodb-port', aws: '--port' },
       javaCommand: javaCommand(),
-    });
-  } finally {
-    spin.done();
-  }
+    }),
+  );
   shutdown.duringStartup = false;
   try {
     if (shutdown.requested) return;

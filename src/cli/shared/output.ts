@@ -145,6 +145,16 @@ export function progress(initial: string, stream: NodeJS.WriteStream = process.s
   };
 }
 
+/** `work` under a {@link progress} spinner, cleared however it ends. */
+export async function withProgress<T>(initial: string, work: (spin: Progress) => Promise<T>): Promise<T> {
+  const spin = progress(initial);
+  try {
+    return await work(spin);
+  } finally {
+    spin.done();
+  }
+}
+
 /** Quote a value for POSIX shells only when it needs it (URLs and names stay readable). */
 export function shellQuote(value: string): string {
   if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(value)) return value;
