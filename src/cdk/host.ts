@@ -94,14 +94,17 @@ export function addHost(
  * event source's role grants (receive, delete, change visibility) go to the host's role.
  */
 export function addHostConsumer(props: EveWorldAwsProps, settings: Settings, host: Host, queue: sqs.IQueue): void {
-  host.liveAlias.addEventSource(
-    new SqsEventSource(queue, {
-      batchSize: props.batchSize ?? 10,
-      maxBatchingWindow: props.maxBatchingWindow,
-      maxConcurrency: settings.maxConcurrency,
-      reportBatchItemFailures: true,
-    }),
-  );
+  host.liveAlias.addEventSource(queueSource(props, settings, queue));
+}
+
+/** The queue as the event source of its consumer (the host or the worker), reporting partial batch failures. */
+export function queueSource(props: EveWorldAwsProps, settings: Settings, queue: sqs.IQueue): SqsEventSource {
+  return new SqsEventSource(queue, {
+    batchSize: props.batchSize ?? 10,
+    maxBatchingWindow: props.maxBatchingWindow,
+    maxConcurrency: settings.maxConcurrency,
+    reportBatchItemFailures: true,
+  });
 }
 
 /** The image built from the app directory's Dockerfile; a missing Dockerfile is a synth error that says how to make it. */

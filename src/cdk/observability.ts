@@ -133,10 +133,17 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
   return dashboard;
 }
 
+/**
+ * An alarm's props where they differ from the default: alarm at one or more in one period,
+ * missing data not breaching.
+ */
+type AlarmSpec = Omit<cloudwatch.AlarmProps, 'threshold' | 'evaluationPeriods'> &
+  Partial<Pick<cloudwatch.AlarmProps, 'threshold' | 'evaluationPeriods'>>;
+
 /** Alarms on the World's own metrics; `make` adds the stack's alarm action. */
 function worldAlarms(
   s: Pick<ObservedStack, 'queue'>,
-  make: (id: string, props: cloudwatch.AlarmProps) => cloudwatch.Alarm,
+  make: (id: string, spec: AlarmSpec) => cloudwatch.Alarm,
 ): cloudwatch.Alarm[] {
   const five = Duration.minutes(5);
   return [
@@ -144,19 +151,11 @@ function worldAlarms(
       alarmDescription:
         'A delivery failed on its last allowed receive and went to the DLQ (World metric DeliveriesDeadLettered): see the worker log line "DLQ:", then `eve-world-aws redrive --dry-run`',
       metric: worldMetric(s.queue, 'DeliveriesDeadLettered', 'Sum', five),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     }),
     make('BreakerOpenAlarm', {
       alarmDescription:
         'The worker opened its circuit breaker: the flow route (host) keeps failing or is unreachable; messages are kept, not dead-lettered',
       metric: worldMetric(s.queue, 'BreakerOpens', 'Sum', five),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     }),
     make('SustainedThrottlingAlarm', {
       alarmDescription:
@@ -164,8 +163,6 @@ function worldAlarms(
       metric: worldMetric(s.queue, 'Throttles', 'Sum', five),
       threshold: 10,
       evaluationPeriods: 3,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     }),
   ];
 }
@@ -179,8 +176,14 @@ export function addObservability(
   props: EveWorldAwsProps,
   s: ObservedStack & { readonly sweeperFunction?: lambda.IFunction },
 ): { alarms: cloudwatch.Alarm[]; dashboard?: cloudwatch.Dashboard } {
-  const alarm = (id: string, a: cloudwatch.AlarmProps) => {
-    const x = new cloudwatch.Alarm(scope, id, a);
+  const alarm = (id: string, a: AlarmSpec) => {
+    const x = new cloudwatch.Alarm(scope, id, {
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      ...a,
+    });
     if (props.alarmTopic) x.addAlarmAction(new cwActions.SnsAction(props.alarmTopic));
     return x;
   };
@@ -192,10 +195,6 @@ export function addObservability(
         period: Duration.minutes(1),
         statistic: 'Maximum',
       }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     }),
     alarm('OldestMessageAlarm', {
       alarmDescription: 'The oldest queue message waits too long: the worker is failing or throttled',
@@ -203,17 +202,12 @@ export function addObservability(
       threshold: ageThreshold.toSeconds(),
       evaluationPeriods: 5,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     }),
     alarm(s.workerFunction ? 'WorkerErrorsAlarm' : 'HostErrorsAlarm', {
       alarmDescription: s.workerFunction
         ? 'The SQS worker function failed invocations'
         : 'The host function failed invocations (it consumes the queue: a failed batch is retried whole; see the host log)',
       metric: (s.workerFunction ?? s.hostFunction).metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     }),
     // The World's own metrics (EMF from the worker and the host): dead-letters, breaker, throttling.
     ...worldAlarms(s, alarm),
@@ -224,10 +218,6 @@ export function addObservability(
         alarmDescription:
           'The orphan sweep failed (objects or runs it could not sweep, or a bad environment): see the sweeper log; `eve-world-aws sweep` runs it by hand',
         metric: s.sweeperFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       }),
     );
   const dashboard = props.dashboard !== false ? worldDashboard(scope, 'Dashboard', s) : undefined;

@@ -4,12 +4,11 @@
  * flow route. With `tracing.adotLayerArn` it runs under the ADOT layer's exec wrapper.
  */
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { addFunctionBase } from './function-role.js';
-import { FLOW_PATH } from './host.js';
+import { FLOW_PATH, queueSource } from './host.js';
 import type { EveWorldAwsProps, Settings } from './props.js';
 import { WORKER_HANDLER } from './worker-asset.js';
 
@@ -53,13 +52,6 @@ export function addWorker(
     },
   });
   if (adot) workerFunction.addLayers(lambda.LayerVersion.fromLayerVersionArn(scope, 'AdotLayer', adot));
-  workerFunction.addEventSource(
-    new SqsEventSource(parts.queue, {
-      batchSize: props.batchSize ?? 10,
-      maxBatchingWindow: props.maxBatchingWindow,
-      maxConcurrency: settings.maxConcurrency,
-      reportBatchItemFailures: true,
-    }),
-  );
+  workerFunction.addEventSource(queueSource(props, settings, parts.queue));
   return { workerFunction, logGroup: base.logGroup };
 }

@@ -63,7 +63,6 @@ export async function cancelRunById(runId: string, opts: CancelOptions): Promise
   });
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const CANCEL_HELP: HelpSpec = {
   notes: [
     'The run stops at its next replay: no new step or wait starts, its hooks stop accepting payloads, and a step already running is not interrupted. Cancelling a cancelled run is a no-op (exit 0, "cancelled": false).',

@@ -219,7 +219,6 @@ async function cancelDemoRun(started: Promise<DemoRun>, signal: NodeJS.Signals):
   }
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const DEMO_HELP: HelpSpec = {
   notes: [
     'Starts the embedded emulator on free ports (needs Java 17), creates the resources (prefix eve-world-demo), compiles the sample workflow, runs it with deliveries through SQS, prints each event and the stream as they arrive, then stops everything. DynamoDB data stays in --data-dir, so the run can be inspected afterwards with `emulate --data-dir .emulate/dynamodb` and `tail <runId>`. Ctrl-C cancels the run first.',

@@ -10,7 +10,16 @@ import { createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig } from '../config/index.js';
 import { type DestroyReport, destroyResources } from '../provision/destroy.js';
 import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, EXIT_FAILURE, palette, printJson, renderTable, tableReport } from './shared/output.js';
+import {
+  CliError,
+  EXIT_FAILURE,
+  type Label,
+  paintLabel,
+  palette,
+  printJson,
+  renderTable,
+  tableReport,
+} from './shared/output.js';
 import { explainAwsError } from './shared/world.js';
 
 interface DestroyCliOptions {
@@ -19,28 +28,20 @@ interface DestroyCliOptions {
   json?: boolean;
 }
 
-const LABEL: Record<DestroyReport['state'], string> = {
-  absent: 'absent',
-  'would-delete': 'would delete',
-  deleted: 'deleted',
-  kept: 'KEPT (holds data)',
-  'not-deleted': 'not deleted',
+const LABEL: Record<DestroyReport['state'], Label> = {
+  absent: ['absent'],
+  'would-delete': ['would delete', 'yellow'],
+  deleted: ['deleted', 'green'],
+  kept: ['KEPT (holds data)', 'red'],
+  'not-deleted': ['not deleted'],
 };
 
 function render(reports: DestroyReport[], opts: DestroyCliOptions, kmsKeyId?: string): string {
   const p = palette();
-  const paint = (s: DestroyReport['state']) =>
-    s === 'kept'
-      ? p.red(LABEL[s])
-      : s === 'deleted'
-        ? p.green(LABEL[s])
-        : s === 'would-delete'
-          ? p.yellow(LABEL[s])
-          : LABEL[s];
   const out = [
     renderTable(
       ['Resource', 'Name', 'State', 'Details'],
-      reports.map((r) => [r.kind, r.name, paint(r.state), r.detail]),
+      reports.map((r) => [r.kind, r.name, paintLabel(p, LABEL[r.state]), r.detail]),
     ),
   ];
   const kept = reports.filter((r) => r.state === 'kept');
@@ -59,7 +60,6 @@ function render(reports: DestroyReport[], opts: DestroyCliOptions, kmsKeyId?: st
   return tableReport(out);
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const DESTROY_HELP: HelpSpec = {
   notes: [
     'Only the resources this configuration names (EVE_WORLD_AWS_PREFIX, _TABLE, _QUEUE, _DLQ, _BUCKET, _SCHEDULER_GROUP) are touched, never the account\'s shared "default" schedule group, the KMS key or the Scheduler role. If any of them holds data, nothing is deleted unless --force is given too. A CDK deployment is removed with `cdk destroy` instead.',

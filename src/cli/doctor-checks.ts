@@ -55,38 +55,28 @@ export async function checkEndpoints(config: WorldConfig): Promise<Check> {
 
 export async function checkCredentials(clients: AwsClients, config: WorldConfig): Promise<Check> {
   const check = 'credentials';
-  try {
-    await clients.ddb.send(new DescribeTableCommand({ TableName: config.tableName }));
-    return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
-  } catch (err) {
-    if (isNotFound(err)) return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
-    // Nothing answering, no region, no credentials: the World's own words for them.
-    const region = config.region ?? (await clients.ddb.config.region().catch(() => undefined));
-    const env = AwsEnvironmentError.of(config, [{ service: 'dynamodb', error: err }], region);
-    if (env) return { check, status: 'fail', details: env.details, fix: env.fix };
-    if (isCredentialsRejected(err)) {
-      return {
-        check,
-        status: 'fail',
-        details: `credentials rejected (${describeError(err)})`,
-        fix: 'refresh or replace the credentials (an expired session, a wrong key or a wrong account)',
-      };
-    }
-    if (isAccessDenied(err)) {
-      return {
-        check,
-        status: 'fail',
-        details: `credentials valid but not allowed dynamodb:DescribeTable on ${config.tableName}`,
-        fix: 'attach the policy printed by `eve-world-aws init --print-iam-policy` (plus Describe* for doctor)',
-      };
-    }
-    return {
-      check,
-      status: 'fail',
-      details: describeError(err),
-      fix: 'see the error; EVE_WORLD_AWS_DEBUG=1 shows details',
-    };
-  }
+  // A table that does not exist is an answer to a signed call too: the credentials were accepted.
+  const err = await clients.ddb.send(new DescribeTableCommand({ TableName: config.tableName })).then(
+    () => undefined,
+    (e: unknown) => (isNotFound(e) ? undefined : e),
+  );
+  if (err === undefined) return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
+  const fail = (details: string, fix: string): Check => ({ check, status: 'fail', details, fix });
+  // Nothing answering, no region, no credentials: the World's own words for them.
+  const region = config.region ?? (await clients.ddb.config.region().catch(() => undefined));
+  const env = AwsEnvironmentError.of(config, [{ service: 'dynamodb', error: err }], region);
+  if (env) return fail(env.details, env.fix);
+  if (isCredentialsRejected(err))
+    return fail(
+      `credentials rejected (${describeError(err)})`,
+      'refresh or replace the credentials (an expired session, a wrong key or a wrong account)',
+    );
+  if (isAccessDenied(err))
+    return fail(
+      `credentials valid but not allowed dynamodb:DescribeTable on ${config.tableName}`,
+      'attach the policy printed by `eve-world-aws init --print-iam-policy` (plus Describe* for doctor)',
+    );
+  return fail(describeError(err), 'see the error; EVE_WORLD_AWS_DEBUG=1 shows details');
 }
 
 const RESOURCE_LABEL: Record<ResourceReport['kind'], string> = {

@@ -41,7 +41,7 @@ import {
   fitText,
   palette,
   printJson,
-  progress,
+  withProgress,
   renderTable,
   tableReport,
 } from './shared/output.js';
@@ -58,6 +58,24 @@ export interface DoctorOptions {
   maxSkewSeconds?: number;
   /** Progress while deployments' heartbeats are watched (ms so far). */
   onPoll?: (ms: number) => void;
+}
+
+/** The checks in the order they run, up to the clock: a failed one skips those after it. */
+const CHECK_ORDER = [
+  'configuration',
+  'variables',
+  'endpoints',
+  'credentials',
+  'table schema',
+  'dead-letter queue',
+  'queue + redrive policy',
+  'bucket',
+  'clock skew',
+];
+
+/** The checks after `failed`, skipped for the reason given. */
+function skipAfter(failed: string, details: string): Check[] {
+  return CHECK_ORDER.slice(CHECK_ORDER.indexOf(failed) + 1).map((check) => ({ check, status: 'skip', details }));
 }
 
 export async function runDoctor(opts: DoctorOptions = {}): Promise<Check[]> {
@@ -78,19 +96,7 @@ export async function runDoctorReport(opts: DoctorOptions = {}): Promise<DoctorR
       details: err.message,
       fix: `set ${err.variable} to a valid value (example in the message)`,
     });
-    for (const c of [
-      'variables',
-      'endpoints',
-      'credentials',
-      'table schema',
-      'dead-letter queue',
-      'queue + redrive policy',
-      'bucket',
-      'clock skew',
-    ]) {
-      checks.push({ check: c, status: 'skip', details: 'needs a valid configuration' });
-    }
-    return { checks };
+    return { checks: [...checks, ...skipAfter('configuration', 'needs a valid configuration')] };
   }
   checks.push({
     check: 'configuration',
@@ -118,27 +124,14 @@ async function checkResources(
   const eps = await checkEndpoints(config);
   checks.push(eps);
   if (eps.status !== 'pass') {
-    for (const c of [
-      'credentials',
-      'table schema',
-      'dead-letter queue',
-      'queue + redrive policy',
-      'bucket',
-      'clock skew',
-    ]) {
-      checks.push({ check: c, status: 'skip', details: 'needs reachable endpoints' });
-    }
-    return checks;
+    return [...checks, ...skipAfter('endpoints', 'needs reachable endpoints')];
   }
 
   const samples = sampleClock(clients);
   const cred = await checkCredentials(clients, config);
   checks.push(cred);
   if (cred.status !== 'pass') {
-    for (const c of ['table schema', 'dead-letter queue', 'queue + redrive policy', 'bucket', 'clock skew']) {
-      checks.push({ check: c, status: 'skip', details: 'needs working credentials' });
-    }
-    return checks;
+    return [...checks, ...skipAfter('credentials', 'needs working credentials')];
   }
   const account = await accountOf(config, clients);
   if (account) target.account = account;
@@ -192,7 +185,6 @@ interface DoctorCliOptions {
   maxSkew: number;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const DOCTOR_HELP: HelpSpec = {
   notes: [
     'Read-only: nothing is created or changed (`eve-world-aws init` does that). It first says what it checks: the region, the account, the endpoints and each resource name with the variable that chose it.',
@@ -215,17 +207,12 @@ export function doctorCommand(): Command {
     .option('--json', 'print {ok, target, checks: [...]} as JSON (target: region, account, endpoints, resource names)')
     .option('--max-skew <seconds>', 'largest tolerated clock difference with the AWS server', parsePositiveInt, 5)
     .action(async (opts: DoctorCliOptions) => {
-      const spin = progress('Checking...');
-      let report: DoctorReport;
-      try {
-        report = await runDoctorReport({
+      const { target, checks } = await withProgress('Checking...', (spin) =>
+        runDoctorReport({
           maxSkewSeconds: opts.maxSkew,
           onPoll: (ms) => spin.update(`Checking deployments' heartbeats: ${Math.floor(ms / 1000)} s...`),
-        });
-      } finally {
-        spin.done();
-      }
-      const { target, checks } = report;
+        }),
+      );
       const ok = checks.every((c) => c.status !== 'fail');
       if (opts.json) printJson({ ok, ...(target ? { target } : {}), checks });
       else process.stdout.write(`${target ? `${fitText(renderTarget(target))}\n` : ''}${renderChecks(checks)}`);

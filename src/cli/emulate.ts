@@ -24,7 +24,6 @@ import {
   DEFAULT_DYNAMODB_PORT,
   EmulatorError,
   freePort,
-  type Stack,
   startStack,
 } from '../../emulator/stack.js';
 import { sleep } from '../aws/sleep.js';
@@ -33,7 +32,7 @@ import { hasProblems, type ResourceReport } from '../provision/index.js';
 import { renderReports, runReconcile } from './init.js';
 import { EMULATOR_PEERS, requirePeers } from './peers.js';
 import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, progress } from './shared/output.js';
+import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, withProgress } from './shared/output.js';
 
 export interface EmulateOptions {
   port: number;
@@ -202,19 +201,15 @@ function announce(ready: Ready, opts: EmulateOptions, envFile: EnvFile): void {
 }
 
 async function runEmbedded(opts: EmulateOptions, shutdown: Shutdown, envFile: EnvFile): Promise<void> {
-  const spin = progress('Starting DynamoDB Local and fauxqs...');
-  let stack: Stack;
-  try {
-    stack = await startStack({
+  const stack = await withProgress('Starting DynamoDB Local and fauxqs...', () =>
+    startStack({
       dynamodbPort: opts.dynamodbPort,
       awsPort: opts.port,
       dataDir: opts.dataDir,
       portFlags: { dynamodb: '--dynamodb-port', aws: '--port' },
       javaCommand: javaCommand(),
-    });
-  } finally {
-    spin.done();
-  }
+    }),
+  );
   shutdown.duringStartup = false;
   try {
     if (shutdown.requested) return;
@@ -311,7 +306,6 @@ export async function runEmulate(opts: EmulateOptions): Promise<void> {
   }
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const EMULATE_HELP: HelpSpec = {
   notes: [
     'Everything listens on 127.0.0.1. The embedded stack needs Java 17 (DynamoDB Local; EVE_WORLD_AWS_JAVA overrides the java binary); fauxqs keeps queues and the bucket in memory, so they are re-created at every start (--data-dir keeps DynamoDB and the KMS keys). It also serves KMS, Secrets Manager, EventBridge Scheduler and Lambda Invoke endpoints (free ports, in memory).',

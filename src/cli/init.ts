@@ -26,6 +26,8 @@ import {
   CliError,
   EXIT_FAILURE,
   EXIT_USAGE,
+  type Label,
+  paintLabel,
   palette,
   printJson,
   progress,
@@ -52,31 +54,23 @@ export async function runReconcile(
   }
 }
 
-const STATE_LABEL: Record<ResourceReport['state'], string> = {
-  present: 'present',
-  created: 'created',
-  updated: 'fixed',
-  'would-create': 'would create',
-  'would-update': 'would fix',
-  missing: 'missing',
-  drift: 'DRIFT',
+const STATE_LABEL: Record<ResourceReport['state'], Label> = {
+  present: ['present'],
+  created: ['created', 'green'],
+  updated: ['fixed', 'green'],
+  'would-create': ['would create', 'yellow'],
+  'would-update': ['would fix', 'yellow'],
+  missing: ['missing', 'red'],
+  drift: ['DRIFT', 'red'],
 };
 
 /** Human report: a table, the fix for every problem, and a one-line summary. */
 export function renderReports(reports: ResourceReport[], mode: ReconcileMode): string {
   const p = palette();
-  const paint = (s: ResourceReport['state']) =>
-    s === 'drift' || s === 'missing'
-      ? p.red(STATE_LABEL[s])
-      : s === 'created' || s === 'updated'
-        ? p.green(STATE_LABEL[s])
-        : s === 'would-create' || s === 'would-update'
-          ? p.yellow(STATE_LABEL[s])
-          : STATE_LABEL[s];
   const out = [
     renderTable(
       ['Resource', 'Name', 'State', 'Details'],
-      reports.map((r) => [r.kind, r.name, paint(r.state), r.details.join('\n')]),
+      reports.map((r) => [r.kind, r.name, paintLabel(p, STATE_LABEL[r.state]), r.details.join('\n')]),
     ),
   ];
   for (const r of reports.filter((x) => x.fix))
@@ -129,7 +123,6 @@ interface InitOptions {
   force?: boolean;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const INIT_HELP: HelpSpec = {
   notes: [
     "Names come from the environment (EVE_WORLD_AWS_PREFIX, EVE_WORLD_AWS_TABLE, ...), endpoints from AWS_ENDPOINT_URL_* (set by `eve-world-aws emulate`), credentials from the standard AWS chain. With EVE_WORLD_AWS_SCHEDULER_ROLE_ARN it also creates the World's own EventBridge Scheduler schedule group (EVE_WORLD_AWS_SCHEDULER_GROUP, default: the prefix); an explicit `default` (the account's shared group) is used as it is, with a warning.",

@@ -39,7 +39,6 @@ export async function resumeByToken(token: string, payload: unknown): Promise<Re
   });
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const RESUME_HELP: HelpSpec = {
   notes: [
     "Writes hook_received and wakes the run through the queue; the run goes on in your app's consumer (eve start, a Lambda), which must be running for the run to move. Needs the optional peer `workflow` (the app's own copy).",

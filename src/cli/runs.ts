@@ -142,7 +142,6 @@ export function renderRuns(runs: WorkflowRun[], hasMore: boolean, color = colorE
   return `${renderTable(head, rows, color)}${more}\n`;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const RUNS_HELP: HelpSpec = {
   notes: [
     `--workflow with a full id is one indexed query; with a name it filters the newest ${SCAN_LIMIT} runs (a note on stderr says when older runs were not read: pass the full id, which \`runs --json\` shows).`,

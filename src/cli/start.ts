@@ -98,7 +98,6 @@ export async function startWorkflow(
   );
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const START_HELP: HelpSpec = {
   notes: [
     "This command writes the run and sends its first message; the workflow runs in your app's consumer (eve start, a Lambda), which must be running and have the workflow compiled. A name is looked up in the app's workflow manifest (`--manifest`, else .well-known/workflow/v1/manifest.json from `wf build`, searched from this folder up to the project root), then among the newest runs; a full id always works. Needs the optional peer `workflow` (the app's own copy).",

@@ -10,7 +10,7 @@ import type { SweepReport } from '../index.js';
 import { ORPHAN_GRACE_MS } from '../index.js';
 import { durationOption, formatDuration } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, progress } from './shared/output.js';
+import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, withProgress } from './shared/output.js';
 import { withWorld } from './shared/world.js';
 
 interface SweepOptions {
@@ -59,7 +59,6 @@ export function renderSweep(r: SweepReport, color = colorEnabled()): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const SWEEP_HELP: HelpSpec = {
   notes: [
     'Large values are uploaded to S3 before the DynamoDB write that points at them, so a write that fails or a process that dies in between leaves an object nothing references. The sweep deletes exactly the objects that can never be referenced again:',
@@ -91,20 +90,16 @@ export function sweepCommand(): Command {
     .option('--json', 'print the report as JSON')
     .action(async (opts: SweepOptions) => {
       await withWorld({}, async (w) => {
-        const spin = progress('sweeping runs/ …');
-        let report: SweepReport;
-        try {
-          report = await w.world.sweepOrphans({
+        const report = await withProgress('sweeping runs/ …', (spin) =>
+          w.world.sweepOrphans({
             dryRun: opts.dryRun,
             graceMs: opts.olderThan,
             runId: opts.run,
             recheck: opts.recheck,
             onProgress: ({ runs, objects, orphans }) =>
               spin.update(`sweeping runs/: ${runs} runs, ${objects} objects, ${orphans} orphans`),
-          });
-        } finally {
-          spin.done();
-        }
+          }),
+        );
         if (opts.json) printJson(report);
         else process.stdout.write(renderSweep(report));
         const failed = report.failures.length + (report.heldBodies?.failures.length ?? 0);

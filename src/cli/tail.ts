@@ -201,7 +201,6 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const TAIL_HELP: HelpSpec = {
   notes: ['On a terminal the view redraws in place; piped, it prints one line per record.'],
   examples: [

@@ -1,10 +1,8 @@
 /**
  * Parsing: the environment and the tuning options -> one typed, frozen {@link WorldConfig},
  * validated once against their rows in the catalogue (`SETTINGS.variables`, `SETTINGS.tuning`;
- * catalogue.ts), whose defaults are the config's. Every failure is a
- * {@link ConfigError} naming the setting, what was wrong and an example. This is the only module
- * of the runtime that reads `process.env` (components get the parsed config); core-defaults.ts is
- * the only one that writes it.
+ * catalogue.ts), whose defaults are the config's. The folder's invariants it keeps (one error
+ * kind, the runtime's only reader of `process.env`) are in ./index.ts.
  */
 import type { LogLevel } from '../telemetry/log.js';
 import { SETTINGS } from './catalogue.js';

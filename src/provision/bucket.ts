@@ -20,9 +20,16 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { partitionOf } from '../aws/arn.js';
-import { isNoSuchConfiguration, isNotFound } from '../aws/sdk-errors.js';
+import { isNoSuchConfiguration } from '../aws/sdk-errors.js';
 import { PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES, RETENTION_TAG } from '../config/limits.js';
-import { applySettings, type ReconcileMode, type ResourceReport, reconcileSettings, type Setting } from './settings.js';
+import {
+  applySettings,
+  type ReconcileMode,
+  type ResourceReport,
+  reconcileSettings,
+  type Setting,
+  unlessMissing,
+} from './settings.js';
 
 /** Sid of the statement `init` adds to the bucket policy; other statements are kept. */
 export const TLS_ONLY_SID = 'EveWorldAwsDenyInsecureTransport';
@@ -240,14 +247,7 @@ export async function reconcileBucket(
   retentionDays?: number,
 ): Promise<ResourceReport> {
   const report: ResourceReport = { kind: 'bucket', name: bucket, state: 'present', details: [] };
-  let exists = true;
-  try {
-    await s3.send(new HeadBucketCommand({ Bucket: bucket }));
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-    exists = false;
-  }
-  if (!exists) {
+  if (!(await unlessMissing(s3.send(new HeadBucketCommand({ Bucket: bucket }))))) {
     if (mode !== 'apply') {
       report.state = mode === 'dry-run' ? 'would-create' : 'missing';
       report.details.push(

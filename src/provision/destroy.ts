@@ -27,11 +27,10 @@ import {
 import { DeleteQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { queueNameOf } from '../aws/arn.js';
 import type { AwsClients } from '../aws/clients.js';
-import { isNotFound } from '../aws/sdk-errors.js';
 import { SHARED_SCHEDULE_GROUP, type WorldConfig } from '../config/index.js';
 import { keys } from '../schema/keys.js';
 import { queueUrl } from './queues.js';
-import type { ResourceKind } from './settings.js';
+import { type ResourceKind, unlessMissing } from './settings.js';
 
 /**
  * `absent`: not there (nothing to do); `would-delete`: the plan; `deleted`; `kept`: it holds data
@@ -62,16 +61,9 @@ interface Target {
   name: string;
   /** undefined: absent; else whether it holds data and a one-phrase description. */
   inspect(): Promise<{ holdsData: boolean; detail: string } | undefined>;
-  remove(): Promise<void>;
+  /** Delete it (a resource already gone counts as deleted). */
+  remove(): Promise<unknown>;
 }
-
-const gone = async (fn: () => Promise<unknown>): Promise<void> => {
-  try {
-    await fn();
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
-};
 
 function tableTarget(clients: AwsClients, name: string): Target {
   const { ddb } = clients;
@@ -79,12 +71,7 @@ function tableTarget(clients: AwsClients, name: string): Target {
     kind: 'table',
     name,
     async inspect() {
-      try {
-        await ddb.send(new DescribeTableCommand({ TableName: name }));
-      } catch (err) {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }
+      if (!(await unlessMissing(ddb.send(new DescribeTableCommand({ TableName: name }))))) return undefined;
       // The table's format item (src/preflight/format-check.ts) is the World's own, written by `init`: a
       // table holding only it is empty. Two keys suffice: any second item is data.
       const format = keys.tableFormat();
@@ -92,7 +79,7 @@ function tableTarget(clients: AwsClients, name: string): Target {
       const holdsData = (page.Items ?? []).some((i) => !(i.PK?.S === format.PK && i.SK?.S === format.SK));
       return { holdsData, detail: holdsData ? 'holds items (runs, events, streams)' : 'empty' };
     },
-    remove: () => gone(() => ddb.send(new DeleteTableCommand({ TableName: name }))),
+    remove: () => unlessMissing(ddb.send(new DeleteTableCommand({ TableName: name }))),
   };
 }
 
@@ -114,7 +101,7 @@ function queueTarget(sqs: SQSClient, kind: 'queue' | 'dlq', ref: string): Target
       const count = names.reduce((n, a) => n + Number(attrs[a] ?? 0), 0);
       return { holdsData: count > 0, detail: count > 0 ? `holds about ${count} message(s)` : 'empty' };
     },
-    remove: () => gone(() => sqs.send(new DeleteQueueCommand({ QueueUrl: url }))),
+    remove: () => unlessMissing(sqs.send(new DeleteQueueCommand({ QueueUrl: url }))),
   };
 }
 
@@ -123,12 +110,7 @@ function bucketTarget(s3: S3Client, name: string): Target {
     kind: 'bucket',
     name,
     async inspect() {
-      try {
-        await s3.send(new HeadBucketCommand({ Bucket: name }));
-      } catch (err) {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }
+      if (!(await unlessMissing(s3.send(new HeadBucketCommand({ Bucket: name }))))) return undefined;
       const page = await s3.send(new ListObjectsV2Command({ Bucket: name, MaxKeys: 1 }));
       const holdsData = (page.KeyCount ?? page.Contents?.length ?? 0) > 0;
       return { holdsData, detail: holdsData ? 'holds objects (payloads, stream chunks)' : 'empty' };
@@ -143,7 +125,7 @@ function bucketTarget(s3: S3Client, name: string): Target {
           await s3.send(new DeleteObjectsCommand({ Bucket: name, Delete: { Objects: keys, Quiet: true } }));
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
-      await gone(() => s3.send(new DeleteBucketCommand({ Bucket: name })));
+      await unlessMissing(s3.send(new DeleteBucketCommand({ Bucket: name })));
     },
   };
 }
@@ -153,17 +135,12 @@ function scheduleGroupTarget(scheduler: SchedulerClient, name: string): Target {
     kind: 'schedule-group',
     name,
     async inspect() {
-      try {
-        await scheduler.send(new GetScheduleGroupCommand({ Name: name }));
-      } catch (err) {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }
+      if (!(await unlessMissing(scheduler.send(new GetScheduleGroupCommand({ Name: name }))))) return undefined;
       const page = await scheduler.send(new ListSchedulesCommand({ GroupName: name, MaxResults: 1 }));
       const holdsData = (page.Schedules?.length ?? 0) > 0;
       return { holdsData, detail: holdsData ? 'holds schedules (pending long waits)' : 'empty' };
     },
-    remove: () => gone(() => scheduler.send(new DeleteScheduleGroupCommand({ Name: name }))),
+    remove: () => unlessMissing(scheduler.send(new DeleteScheduleGroupCommand({ Name: name }))),
   };
 }
 

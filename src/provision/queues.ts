@@ -11,29 +11,20 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { isQueueUrl, queueNameOf } from '../aws/arn.js';
-import { isNotFound } from '../aws/sdk-errors.js';
 import type { WorldConfig } from '../config/index.js';
 import { MAX_MESSAGE_SIZE, MESSAGE_RETENTION_SECONDS } from '../config/limits.js';
-import type { ReconcileMode, ResourceReport } from './settings.js';
+import { type ReconcileMode, type ResourceReport, unlessMissing } from './settings.js';
 
 /** The queue's URL (`ref`: a name or a URL), undefined when it does not exist. */
 export async function queueUrl(sqs: SQSClient, ref: string): Promise<string | undefined> {
   if (isQueueUrl(ref)) {
     // Check that the URL answers.
-    try {
-      await sqs.send(new GetQueueAttributesCommand({ QueueUrl: ref, AttributeNames: ['QueueArn'] }));
-      return ref;
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+    const answer = await unlessMissing(
+      sqs.send(new GetQueueAttributesCommand({ QueueUrl: ref, AttributeNames: ['QueueArn'] })),
+    );
+    return answer && ref;
   }
-  try {
-    return (await sqs.send(new GetQueueUrlCommand({ QueueName: ref }))).QueueUrl;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
+  return (await unlessMissing(sqs.send(new GetQueueUrlCommand({ QueueName: ref }))))?.QueueUrl;
 }
 
 async function queueAttrs(sqs: SQSClient, url: string): Promise<Record<string, string>> {

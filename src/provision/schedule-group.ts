@@ -16,9 +16,9 @@ import {
   type GetScheduleGroupCommandOutput,
   type SchedulerClient,
 } from '@aws-sdk/client-scheduler';
-import { isConflict, isNotFound } from '../aws/sdk-errors.js';
+import { isConflict } from '../aws/sdk-errors.js';
 import { SHARED_SCHEDULE_GROUP, VARIABLES, type WorldConfig } from '../config/index.js';
-import type { ReconcileMode, ResourceReport } from './settings.js';
+import { type ReconcileMode, type ResourceReport, unlessMissing } from './settings.js';
 
 /**
  * The warning `init` prints when the scheduler role would be trusted for the account's shared
@@ -36,14 +36,8 @@ export function sharedScheduleGroupWarning(
   );
 }
 
-async function getGroup(scheduler: SchedulerClient, name: string): Promise<GetScheduleGroupCommandOutput | undefined> {
-  try {
-    return await scheduler.send(new GetScheduleGroupCommand({ Name: name }));
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
+const getGroup = (scheduler: SchedulerClient, name: string) =>
+  unlessMissing(scheduler.send(new GetScheduleGroupCommand({ Name: name })));
 
 /** A group that exists: usable when ACTIVE; the shared group is named in the details. */
 function verified(report: ResourceReport, group: GetScheduleGroupCommandOutput, config: WorldConfig): ResourceReport {

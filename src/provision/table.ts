@@ -13,10 +13,17 @@ import {
   UpdateContinuousBackupsCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { isNotFound, isValidation } from '../aws/sdk-errors.js';
+import { isValidation } from '../aws/sdk-errors.js';
 import { sleep } from '../aws/sleep.js';
 import { GSI1, GSI2, TABLE_SCHEMA } from '../schema/keys.js';
-import { applySettings, type ReconcileMode, type ResourceReport, reconcileSettings, type Setting } from './settings.js';
+import {
+  applySettings,
+  type ReconcileMode,
+  type ResourceReport,
+  reconcileSettings,
+  type Setting,
+  unlessMissing,
+} from './settings.js';
 
 function tableDrift(t: TableDescription): string[] {
   const problems: string[] = [];
@@ -102,12 +109,7 @@ function tableSettings(ddb: DynamoDBClient, table: string): Setting[] {
 
 export async function reconcileTable(ddb: DynamoDBClient, table: string, mode: ReconcileMode): Promise<ResourceReport> {
   const report: ResourceReport = { kind: 'table', name: table, state: 'present', details: [] };
-  let desc: TableDescription | undefined;
-  try {
-    desc = (await ddb.send(new DescribeTableCommand({ TableName: table }))).Table;
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
+  const desc = (await unlessMissing(ddb.send(new DescribeTableCommand({ TableName: table }))))?.Table;
   if (!desc) {
     if (mode !== 'apply') {
       report.state = mode === 'dry-run' ? 'would-create' : 'missing';

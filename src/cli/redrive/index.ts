@@ -39,7 +39,6 @@ function parseNamespace(v: string): string {
   return v;
 }
 
-/** `--help`: notes, examples and exit codes (src/cli/shared/help-text.ts). */
 const REDRIVE_HELP: HelpSpec = {
   notes: [
     'DLQ mode moves each message receive -> send -> delete: a failure between send and delete leaves a duplicate (harmless: the World is idempotent), never a loss. The message attributes (eve.*) are copied unchanged (an S3-offloaded body that could expire under the copy is copied to a fresh key first). Each message is looked at and moved at most once per pass, and one pass handles at most 100,000 messages (run it again for the rest).',

@@ -61,6 +61,11 @@ export function palette(on: boolean = colorEnabled()): Palette {
   };
 }
 
+/** A state's label and the colour it is shown in (none: plain). */
+export type Label = readonly [text: string, colour?: keyof Palette];
+
+export const paintLabel = (p: Palette, [text, colour]: Label): string => (colour ? p[colour](text) : text);
+
 /** The terminal's width when stdout is one; undefined for pipes and files (no fitting there). */
 export function terminalColumns(stream: NodeJS.WriteStream = process.stdout): number | undefined {
   return stream.isTTY && stream.columns > 0 ? stream.columns : undefined;
@@ -138,6 +143,16 @@ export function progress(initial: string, stream: NodeJS.WriteStream = process.s
       stream.write('\r\u001b[2K');
     },
   };
+}
+
+/** `work` under a {@link progress} spinner, cleared however it ends. */
+export async function withProgress<T>(initial: string, work: (spin: Progress) => Promise<T>): Promise<T> {
+  const spin = progress(initial);
+  try {
+    return await work(spin);
+  } finally {
+    spin.done();
+  }
 }
 
 /** Quote a value for POSIX shells only when it needs it (URLs and names stay readable). */

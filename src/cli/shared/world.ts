@@ -39,10 +39,7 @@ export interface OpenWorldOptions {
   env?: NodeJS.ProcessEnv;
   /** Clients to use instead of building them from config (tests inject middleware this way). */
   clients?: AwsClients;
-  /**
-   * false: S3 pointers in run/step/event payloads come back as the pointers themselves instead of
-   * being downloaded, so a preview never reads S3. Stream chunks are unaffected.
-   */
+  /** `createWorld`'s `resolvePayloads` (src/index.ts): false keeps a preview from reading S3. */
   resolvePayloads?: boolean;
   /** The command reads the dead-letter queue: the preflight checks it too. */
   deadLetterQueue?: boolean;
