@@ -36,8 +36,8 @@ import {
   readRunItems,
   readRunSweepState,
   runPrefix,
-  SWEPT_ATTR,
   type StorageCtx,
+  SWEPT_ATTR,
   str,
 } from '../storage/index.js';
 import { forEachLimited } from '../util/concurrency.js';
