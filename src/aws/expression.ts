@@ -5,7 +5,7 @@
  *
  * A {@link Cond} is built from `when`'s blocks (`absent`, `present`, `has`, `lacks`, `is`,
  * `below`, `atMost`, `oneOf`, `all`, `any`, `not`, ...); values are plain JS values, stored as
- * ./item-codec.ts stores them. {@link Expression} collects SET, REMOVE and conditions and renders
+ * ./item-codec.ts stores them. {@link Expression} collects SET, ADD, REMOVE and conditions and renders
  * one action: an Update (or a single UpdateItem), a ConditionCheck, a conditional Put or Delete
  * (or a single DeleteItem); whether a failed condition returns the item (`ALL_OLD`) is the caller's
  * explicit choice for a Put or a Delete. {@link readInput} renders a read's key condition, filter
@@ -20,9 +20,14 @@
  * wrong value): by construction, as one {@link Placeholders} names a whole action or read. Checked
  * when an action or a read is rendered: every placeholder the text uses is defined, and every
  * definition is used (DynamoDB would refuse either). A Put, a Delete or a ConditionCheck carries
- * conditions only: SET or REMOVE on it, or no condition, are refused; an Update has a SET or REMOVE.
+ * conditions only: SET, ADD or REMOVE on it, or no condition, are refused; an Update changes something.
  */
-import type { DeleteItemCommandInput, TransactWriteItem, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
+import type {
+  DeleteItemCommandInput,
+  PutItemCommandInput,
+  TransactWriteItem,
+  UpdateItemCommandInput,
+} from '@aws-sdk/client-dynamodb';
 import { FORMAT_ATTR, FORMATS } from '../schema/formats.js';
 import { ATTR } from '../schema/keys.js';
 import { type Attrs, toAttr } from './item-codec.js';
@@ -136,6 +141,7 @@ type Clause = (x: Placeholders) => string;
 /** SET, REMOVE and conditions of one action on one item. */
 export class Expression {
   private readonly sets: Clause[] = [];
+  private readonly adds: Clause[] = [];
   private readonly removes: Path[] = [];
   private readonly conds: Cond[] = [];
 
@@ -150,6 +156,12 @@ export class Expression {
   setIfAbsent(fields: Record<string, unknown>): this {
     for (const [k, v] of Object.entries(fields))
       if (v !== undefined) this.sets.push((x) => `${x.name(k)} = if_not_exists(${x.name(k)}, ${x.value(v)})`);
+    return this;
+  }
+
+  /** ADD each number to its field (a missing field counts as 0). */
+  add(fields: Record<string, number>): this {
+    for (const [k, v] of Object.entries(fields)) this.adds.push((x) => `${x.name(k)} ${x.value(v)}`);
     return this;
   }
 
@@ -173,9 +185,10 @@ export class Expression {
     const x = new Placeholders();
     const sections: string[] = [];
     if (this.sets.length > 0) sections.push(`SET ${this.sets.map((s) => s(x)).join(', ')}`);
+    if (this.adds.length > 0) sections.push(`ADD ${this.adds.map((a) => a(x)).join(', ')}`);
     if (this.removes.length > 0) sections.push(`REMOVE ${this.removes.map((p) => x.name(p)).join(', ')}`);
     const updateExpression = sections.join(' ');
-    if (updateExpression === '') throw new Error('expression: an update without SET or REMOVE');
+    if (updateExpression === '') throw new Error('expression: an update without SET, ADD or REMOVE');
     const condition = this.conditionText(x);
     return {
       Update: {
@@ -207,6 +220,11 @@ export class Expression {
     return { Put: { TableName: table, Item: item, ...this.conditionOnly(), ...returnValues(returnOld) } };
   }
 
+  /** {@link toPut} as the input of a single PutItem (outside a transaction). */
+  toPutItem(table: string, item: Attrs, options: Required<ReturnOld>): PutItemCommandInput {
+    return this.toPut(table, item, options).Put as PutItemCommandInput;
+  }
+
   /** A conditional Delete action: the conditions only; `returnOld` as for {@link toPut}. */
   toDelete(table: string, key: Attrs, { returnOld }: Required<ReturnOld>): TransactWriteItem {
     return { Delete: { TableName: table, Key: key, ...this.conditionOnly(), ...returnValues(returnOld) } };
@@ -224,8 +242,8 @@ export class Expression {
 
   /** The condition and its placeholders, for an action that has nothing else. */
   private conditionOnly(): { ConditionExpression: string } & Rendered {
-    if (this.sets.length > 0 || this.removes.length > 0)
-      throw new Error('expression: SET or REMOVE parts on an action that takes a condition only');
+    if (this.sets.length + this.adds.length + this.removes.length > 0)
+      throw new Error('expression: SET, ADD or REMOVE on an action that takes a condition only');
     if (this.conds.length === 0) throw new Error('expression: a condition-only action without a condition');
     const x = new Placeholders();
     const condition = this.conditionText(x);

@@ -64,7 +64,7 @@ describe('expression', () => {
   });
 
   it('refuses an update with nothing to set or remove, and an undefined value in a condition', () => {
-    expect(() => expression().when(when.present).toUpdate('t', KEY)).toThrow(/without SET or REMOVE/);
+    expect(() => expression().when(when.present).toUpdate('t', KEY)).toThrow(/without SET, ADD or REMOVE/);
     expect(() => expression().when(when.is('a', undefined)).toConditionCheck('t', KEY)).toThrow(/undefined value/);
   });
 });
