@@ -102,6 +102,11 @@ export const when = {
     (path: Path, vs: readonly unknown[]): Cond =>
     (x) =>
       `${x.name(path)} IN (${vs.map((v) => x.value(v)).join(', ')})`,
+  /** `lo <= path <= hi` (a sort key's range, in a key condition). */
+  between:
+    (path: Path, lo: unknown, hi: unknown): Cond =>
+    (x) =>
+      `${x.name(path)} BETWEEN ${x.value(lo)} AND ${x.value(hi)}`,
   /** A string attribute (a sort key, in a key condition) starts with `prefix`. */
   beginsWith:
     (path: Path, prefix: string): Cond =>

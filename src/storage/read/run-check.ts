@@ -40,12 +40,9 @@ export async function dueRuns(ctx: StorageCtx, shard: number, now: number, limit
 /** The run view (undefined: no run item) and the highest slot of its log (0: none), in one Query. */
 export async function readRunHead(ctx: StorageCtx, runId: string): Promise<{ run?: RunRecord; tail: number }> {
   const items = await queryOnce(ctx, {
-    KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :m',
-    ExpressionAttributeValues: {
-      ':pk': { S: keys.runPk(runId) },
-      ':a': { S: keys.eventSkPrefix },
-      ':m': { S: storageKeys.runMetaSk },
-    },
+    ...readInput({
+      key: [when.is('PK', keys.runPk(runId)), when.between('SK', keys.eventSkPrefix, storageKeys.runMetaSk)],
+    }),
     ScanIndexForward: false,
     Limit: 2,
     ConsistentRead: true,
@@ -62,18 +59,16 @@ export async function readQuietRun(
   acked: number,
   tail: number,
 ): Promise<{ unacked: EventRecord[]; steps: StepRecord[]; waits: Wait[] }> {
-  const pk = { ':pk': { S: keys.runPk(runId) } };
+  const pk = when.is('PK', keys.runPk(runId));
   const view = (prefix: string) =>
     queryAll(ctx, {
-      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :p)',
-      ExpressionAttributeValues: { ...pk, ':p': { S: prefix } },
+      ...readInput({ key: [pk, when.beginsWith('SK', prefix)] }),
       ConsistentRead: true,
     });
   const [unacked, steps, waits] = await Promise.all([
     tail > acked
       ? queryOnce(ctx, {
-          KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :b',
-          ExpressionAttributeValues: { ...pk, ':a': { S: keys.eventSk(acked) }, ':b': { S: `${keys.eventSkPrefix}~` } },
+          ...readInput({ key: [pk, when.between('SK', keys.eventSk(acked), `${keys.eventSkPrefix}~`)] }),
           ScanIndexForward: false,
           Limit: UNACKED_PAGE,
           ConsistentRead: true,

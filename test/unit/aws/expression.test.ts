@@ -79,6 +79,7 @@ describe('the building blocks', () => {
     expect(condText(when.same('ttl', 'pendingTtl'))).toBe('ttl = pendingTtl');
     expect(condText(when.oneOf('s', ['a', 'b']))).toBe('s IN ("a", "b")');
     expect(condText(when.beginsWith('SK', 'WAIT#'))).toBe('begins_with(SK, "WAIT#")');
+    expect(condText(when.between('SK', 'EVT#', 'RUN#meta'))).toBe('SK BETWEEN "EVT#" AND "RUN#meta"');
     expect(condText(when.asSeen('o', undefined))).toBe('attribute_not_exists(o)');
     expect(condText(when.asSeen('o', 'x'))).toBe('o = "x"');
     expect(condText(when.not(when.is('s', 'done')))).toBe('NOT (s = "done")');
