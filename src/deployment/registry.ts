@@ -27,7 +27,7 @@
  */
 import { GetItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { expression, when } from '../aws/expression.js';
+import { expression, readInput, when } from '../aws/expression.js';
 import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import { ConfigError } from '../config/index.js';
 import type { WorldContext } from '../context/world-context.js';
@@ -181,8 +181,7 @@ export async function listDeployments(ctx: WorldContext): Promise<DeploymentReco
     const page = await ctx.clients.ddb.send(
       new QueryCommand({
         TableName: ctx.config.tableName,
-        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :sk)',
-        ExpressionAttributeValues: marshall({ ':pk': keys.deployment('').PK, ':sk': 'DEP#' }),
+        ...readInput({ key: [when.is('PK', keys.deployment('').PK), when.beginsWith('SK', 'DEP#')] }),
         ConsistentRead: true,
         ...(start ? { ExclusiveStartKey: start as never } : {}),
       }),
