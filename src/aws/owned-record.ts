@@ -4,7 +4,7 @@
  * its fields are and when it claims, moves or lets go:
  * - the queue's idempotency claims (src/queue/idempotency.ts): claim while absent, past its TTL
  *   or still our pending one; take over a lapsed lease; mark sent; release;
- * - the delivery nonces (src/consumer/nonces.ts): claim while absent or ours;
+ * - the delivery nonces (src/consumer/route/nonces.ts): claim while absent or ours;
  * - the run keys (src/encryption/run-keys.ts): the wrapped key is its own owner token (unique per
  *   GenerateDataKey), claimed while absent or ours; a pending key is kept by anyone;
  * - the step lease on the step item (src/storage/write/step-lease.ts): the fence inside
@@ -24,7 +24,7 @@
  *   one wins, and a holder that renewed since (a new `until` or `beat`) keeps its record;
  * - {@link OwnedRecord.release}: a delete conditioned on the owner, a no-op once it is gone (a
  *   host item's fields are released with a `transition` that removes them);
- * - {@link OwnedRecord.update}: a change under a condition built from `when` (./record-conditions.ts;
+ * - {@link OwnedRecord.update}: a change under a condition built from `when` (./expression.ts;
  *   for moves that any process may make, like keeping a run key);
  * - {@link OwnedRecord.read}; {@link OwnedRecord.claimAction}, the claim as a transaction action;
  *   {@link OwnedRecord.fence}, a lease claim's condition as a fragment of another action (the
@@ -57,8 +57,8 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { assertItemFormat, FORMAT_ATTR, FORMATS, formatStamp, itemFormatOf } from '../schema/formats.js';
+import { type Cond, expression, readInput, when } from './expression.js';
 import { fromAttr, keysOf, toAttr, toItem } from './item-codec.js';
-import { type BuiltCond, build, type Cond, Expr, when } from './record-conditions.js';
 import { conditionFailureItem, isConditionalCheckFailed } from './sdk-errors.js';
 
 /** The table a record lives in. */
@@ -155,15 +155,8 @@ export class OwnedRecord {
     const free = f.expiresAt
       ? when.any(when.absent, when.below(f.expiresAt, Math.floor((o.nowMs ?? Date.now()) / 1000)), mine)
       : when.any(when.absent, mine);
-    const c = build(free);
-    return {
-      TableName: t.table,
-      Item: { ...toItem({ ...body, [f.owner]: owner }), ...keysOf(key), ...formatStamp('records') },
-      ConditionExpression: c.expr,
-      ExpressionAttributeNames: c.names,
-      ExpressionAttributeValues: c.values,
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    };
+    const item = { ...toItem({ ...body, [f.owner]: owner }), ...keysOf(key), ...formatStamp('records') };
+    return expression().when(free).toPut(t.table, item, { returnOld: true }).Put as Put;
   }
 
   /**
@@ -242,17 +235,9 @@ export class OwnedRecord {
 
   /** DeleteItem under `cond`; a failed condition is refused (see #refused) for `holders`. */
   async #delete(t: TableRef, key: Key, cond: Cond, holders: readonly Owner[] | undefined): Promise<boolean> {
-    const c = build(cond);
     try {
       await t.ddb.send(
-        new DeleteItemCommand({
-          TableName: t.table,
-          Key: keysOf(key),
-          ConditionExpression: c.expr,
-          ExpressionAttributeNames: c.names,
-          ...(Object.keys(c.values).length ? { ExpressionAttributeValues: c.values } : {}),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
+        new DeleteItemCommand(expression().when(cond).toDeleteItem(t.table, keysOf(key), { returnOld: true })),
       );
       return true;
     } catch (err) {
@@ -265,14 +250,12 @@ export class OwnedRecord {
     key: Key,
     o: { consistent?: boolean; fields?: readonly string[] } = {},
   ): Promise<Fields | undefined> {
-    const x = new Expr();
-    const projection = o.fields ? [...o.fields, FORMAT_ATTR].map((a) => x.name(a)).join(', ') : undefined;
     const out = await t.ddb.send(
       new GetItemCommand({
         TableName: t.table,
         Key: keysOf(key),
         ConsistentRead: o.consistent ?? true,
-        ...(projection ? { ProjectionExpression: projection, ExpressionAttributeNames: x.names } : {}),
+        ...(o.fields ? readInput({ projection: [...o.fields, FORMAT_ATTR] }) : {}),
       }),
     );
     return out.Item ? this.#decode(key, out.Item) : undefined;
@@ -296,11 +279,11 @@ export class OwnedRecord {
    * this owner's, or (`lapsed`, the taker's judgement) the lease exactly as the taker saw it
    * ({@link heldAs}). For the step lease inside `step_started`. No clock is compared here.
    */
-  fence(owner: Owner, lapsed?: Fields): BuiltCond {
+  fence(owner: Owner, lapsed?: Fields): Cond {
     const f = this.fields;
     if (!f.until) throw new TypeError(`${this.what}: a fence needs a lease end field`);
     const free = [when.lacks(f.until), when.is(f.owner, owner)];
-    return build(when.any(...free, ...(lapsed ? [this.heldAs(lapsed)] : [])));
+    return when.any(...free, ...(lapsed ? [this.heldAs(lapsed)] : []));
   }
 
   #held(owner: Owner, from: readonly string[] | undefined): Cond {
@@ -310,28 +293,12 @@ export class OwnedRecord {
 
   /** `holders`: the owners for whom a refusal can only be the format's (none: anyone's). */
   async #update(t: TableRef, key: Key, change: Change, cond: Cond, holders?: readonly Owner[]): Promise<boolean> {
-    const x = new Expr();
-    const sets = Object.entries(change.set ?? {})
-      .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${x.name(k)} = ${x.value(v)}`);
-    const removes = (change.remove ?? []).map((k) => x.name(k));
-    const expr = [sets.length ? `SET ${sets.join(', ')}` : '', removes.length ? `REMOVE ${removes.join(', ')}` : '']
-      .filter(Boolean)
-      .join(' ');
-    if (!expr) throw new TypeError(`${this.what}: an update needs something to set or remove`);
-    const condition = when.all(when.readable, cond)(x);
+    const update = expression()
+      .set(change.set ?? {})
+      .remove(...(change.remove ?? []))
+      .when(when.readable, cond);
     try {
-      await t.ddb.send(
-        new UpdateItemCommand({
-          TableName: t.table,
-          Key: keysOf(key),
-          UpdateExpression: expr,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: x.names,
-          ...(Object.keys(x.values).length ? { ExpressionAttributeValues: x.values } : {}),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
+      await t.ddb.send(new UpdateItemCommand(update.toUpdateItem(t.table, keysOf(key))));
       return true;
     } catch (err) {
       return this.#refused(key, err, holders);

@@ -27,6 +27,7 @@
  */
 import { GetItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { expression, readInput, when } from '../aws/expression.js';
 import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import { ConfigError } from '../config/index.js';
 import type { WorldContext } from '../context/world-context.js';
@@ -101,41 +102,19 @@ export async function registerDeployment(
   now = Date.now(),
   fingerprint?: string,
 ): Promise<DeploymentRecord> {
-  const set = [
-    '#id = :id',
-    '#shape = :shape',
-    '#first = if_not_exists(#first, :now)',
-    '#last = :now',
-    '#status = if_not_exists(#status, :active)',
-    '#fv = :fv',
-    ...(fingerprint === undefined ? [] : ['#fp = if_not_exists(#fp, :fp)']),
-  ];
+  const beat = expression()
+    .set({ id, shape })
+    .setIfAbsent({ firstSeen: now })
+    .set({ lastSeen: now })
+    .setIfAbsent({ status: 'active' })
+    .set({ [FORMAT_ATTR]: RECORD_FORMAT })
+    .setIfAbsent({ fp: fingerprint })
+    .add({ beats: 1 });
+  if (fingerprint !== undefined) beat.when(when.any(when.lacks('fp'), when.is('fp', fingerprint)));
   try {
     const out = await ctx.clients.ddb.send(
       new UpdateItemCommand({
-        TableName: ctx.config.tableName,
-        Key: marshall(keys.deployment(id)),
-        UpdateExpression: `SET ${set.join(', ')} ADD #beats :one`,
-        ...(fingerprint === undefined ? {} : { ConditionExpression: 'attribute_not_exists(#fp) OR #fp = :fp' }),
-        ExpressionAttributeNames: {
-          '#id': 'id',
-          '#shape': 'shape',
-          '#first': 'firstSeen',
-          '#last': 'lastSeen',
-          '#status': 'status',
-          '#fv': FORMAT_ATTR,
-          '#beats': 'beats',
-          ...(fingerprint === undefined ? {} : { '#fp': 'fp' }),
-        },
-        ExpressionAttributeValues: marshall({
-          ':id': id,
-          ':shape': shape,
-          ':now': now,
-          ':active': 'active',
-          ':fv': RECORD_FORMAT,
-          ':one': 1,
-          ...(fingerprint === undefined ? {} : { ':fp': fingerprint }),
-        }),
+        ...beat.toUpdateItem(ctx.config.tableName, marshall(keys.deployment(id)), { returnOld: false }),
         ReturnValues: 'ALL_NEW',
       }),
     );
@@ -202,8 +181,7 @@ export async function listDeployments(ctx: WorldContext): Promise<DeploymentReco
     const page = await ctx.clients.ddb.send(
       new QueryCommand({
         TableName: ctx.config.tableName,
-        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :sk)',
-        ExpressionAttributeValues: marshall({ ':pk': keys.deployment('').PK, ':sk': 'DEP#' }),
+        ...readInput({ key: [when.is('PK', keys.deployment('').PK), when.beginsWith('SK', 'DEP#')] }),
         ConsistentRead: true,
         ...(start ? { ExclusiveStartKey: start as never } : {}),
       }),
@@ -221,15 +199,13 @@ export async function listDeployments(ctx: WorldContext): Promise<DeploymentReco
 export async function markRetired(ctx: WorldContext, id: string, reason: string, now = Date.now()): Promise<boolean> {
   try {
     await ctx.clients.ddb.send(
-      new UpdateItemCommand({
-        TableName: ctx.config.tableName,
-        Key: marshall(keys.deployment(id)),
-        UpdateExpression:
-          'SET #status = :retired, #at = if_not_exists(#at, :now), #reason = if_not_exists(#reason, :reason)',
-        ConditionExpression: 'attribute_exists(PK)',
-        ExpressionAttributeNames: { '#status': 'status', '#at': 'retiredAt', '#reason': 'reason' },
-        ExpressionAttributeValues: marshall({ ':retired': 'retired', ':now': now, ':reason': reason }),
-      }),
+      new UpdateItemCommand(
+        expression()
+          .set({ status: 'retired' })
+          .setIfAbsent({ retiredAt: now, reason })
+          .when(when.present)
+          .toUpdateItem(ctx.config.tableName, marshall(keys.deployment(id)), { returnOld: false }),
+      ),
     );
     return true;
   } catch (err) {

@@ -32,8 +32,8 @@
  * The conditions themselves are the owned-record primitive's (src/aws/owned-record.ts).
  */
 import { randomUUID } from 'node:crypto';
+import { when } from '../aws/expression.js';
 import { OwnedRecord, tableOf } from '../aws/owned-record.js';
-import { when } from '../aws/record-conditions.js';
 import { sleep } from '../aws/sleep.js';
 import type { WorldContext } from '../context/world-context.js';
 import { ATTR, keys } from '../schema/keys.js';

@@ -14,6 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type AttributeValue, type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { expression, when } from '../aws/expression.js';
 import { conditionFailureItem, isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import type { WorldContext } from '../context/world-context.js';
 import { ATTR, keys } from '../schema/keys.js';
@@ -145,13 +146,7 @@ export class BlockWriter {
       let existing: Block | undefined;
       try {
         await this.ddb.send(
-          new PutItemCommand({
-            TableName: this.table,
-            Item: item,
-            ConditionExpression: 'attribute_not_exists(#pk)',
-            ExpressionAttributeNames: { '#pk': ATTR.pk },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
+          new PutItemCommand(expression().when(when.absent).toPutItem(this.table, item, { returnOld: true })),
         );
       } catch (err) {
         if (!isConditionalCheckFailed(err)) {

@@ -18,6 +18,7 @@
  * the correlation, and each event is then checked on its own.
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
+import { readInput, when } from '../../aws/expression.js';
 import { ATTR, GSI1, keys } from '../../schema/keys.js';
 import { type EventRecord, eventsOf, PAIR_ATTR } from '../records/event.js';
 import { type Attrs, num } from '../table/codec.js';
@@ -37,9 +38,7 @@ async function firstSlot(ctx: StorageCtx, runId: string, correlationId: string):
     new QueryCommand({
       TableName: ctx.table,
       IndexName: GSI1,
-      KeyConditionExpression: '#pk = :p',
-      ExpressionAttributeNames: { '#pk': ATTR.gsi1pk },
-      ExpressionAttributeValues: { ':p': { S: keys.corrGsi(runId, correlationId) } },
+      ...readInput({ key: [when.is(ATTR.gsi1pk, keys.corrGsi(runId, correlationId))] }),
       Limit: 1,
     }),
   );

@@ -12,6 +12,7 @@ import type {
   ResolveData,
 } from '@workflow/world';
 import { eventIdToSlot, getMaxEventsPerRun } from '@workflow/world';
+import { readInput, when } from '../../aws/expression.js';
 import { currentDelivery, noteReadTail } from '../../context/delivery-scope.js';
 import { keys } from '../../schema/keys.js';
 import type { SlotHints } from '../memory/slot-hints.js';
@@ -55,8 +56,7 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
     const items = await queryPage(
       ctx,
       {
-        KeyConditionExpression: 'PK = :pk AND SK BETWEEN :lo AND :hi',
-        ExpressionAttributeValues: { ':pk': { S: keys.runPk(params.runId) }, ':lo': { S: lo }, ':hi': { S: hi } },
+        ...readInput({ key: [when.is('PK', keys.runPk(params.runId)), when.between('SK', lo, hi)] }),
         ScanIndexForward: asc,
         ConsistentRead: true,
       },

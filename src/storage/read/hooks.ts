@@ -6,6 +6,7 @@
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { HookNotFoundError } from '@workflow/errors';
 import type { Hook, ListHooksParams, PaginatedResponse, ResolveData } from '@workflow/world';
+import { readInput, when } from '../../aws/expression.js';
 import { ATTR, GSI1, GSI2, keys, shardOf } from '../../schema/keys.js';
 import { parseHook, toHook } from '../records/hook.js';
 import { expired } from '../records/lifecycle.js';
@@ -23,9 +24,7 @@ export function createHookReads(ctx: StorageCtx) {
       new QueryCommand({
         TableName: ctx.table,
         IndexName: GSI2,
-        KeyConditionExpression: '#pk = :p AND #sk = :h',
-        ExpressionAttributeNames: { '#pk': ATTR.gsi2pk, '#sk': ATTR.gsi2sk },
-        ExpressionAttributeValues: { ':p': { S: keys.hooksGsi(shardOf(hookId)) }, ':h': { S: hookId } },
+        ...readInput({ key: [when.is(ATTR.gsi2pk, keys.hooksGsi(shardOf(hookId))), when.is(ATTR.gsi2sk, hookId)] }),
       }),
     );
     const key = res.Items?.[0] as Attrs | undefined;
@@ -52,8 +51,7 @@ export function createHookReads(ctx: StorageCtx) {
             ctx,
             {
               IndexName: GSI1,
-              KeyConditionExpression: `${ATTR.gsi1pk} = :p`,
-              ExpressionAttributeValues: { ':p': { S: keys.runHooksGsi(params.runId) } },
+              ...readInput({ key: [when.is(ATTR.gsi1pk, keys.runHooksGsi(params.runId))] }),
               ScanIndexForward: ascending,
             },
             limit,

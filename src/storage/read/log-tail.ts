@@ -11,6 +11,7 @@
  * tries one above it never lands inside a pair.
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
+import { readInput, when } from '../../aws/expression.js';
 import { keys, storageKeys } from '../../schema/keys.js';
 import { type EventRecord, eventsOf, LAST_SLOT_PROJECTION, lastSlotOf } from '../records/event.js';
 import type { Attrs } from '../table/codec.js';
@@ -23,12 +24,7 @@ export const EVT_END = `${keys.eventSkPrefix}~`;
 /** Events with slot > `after`, ascending; the last one is the last slot of its item. */
 export async function eventsAfter(ctx: StorageCtx, runId: string, after: number): Promise<EventRecord[]> {
   const items = await queryAll(ctx, {
-    KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :b',
-    ExpressionAttributeValues: {
-      ':pk': { S: keys.runPk(runId) },
-      ':a': { S: keys.eventSk(after) },
-      ':b': { S: EVT_END },
-    },
+    ...readInput({ key: [when.is('PK', keys.runPk(runId)), when.between('SK', keys.eventSk(after), EVT_END)] }),
     ConsistentRead: true,
   });
   return eventsOf(items, { after });
@@ -39,8 +35,7 @@ export async function tailSlot(ctx: StorageCtx, runId: string): Promise<number> 
   const res = await ctx.ddb.send(
     new QueryCommand({
       TableName: ctx.table,
-      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :e)',
-      ExpressionAttributeValues: { ':pk': { S: keys.runPk(runId) }, ':e': { S: EVT_START } },
+      ...readInput({ key: [when.is('PK', keys.runPk(runId)), when.beginsWith('SK', EVT_START)] }),
       ScanIndexForward: false,
       Limit: 1,
       ConsistentRead: true,
@@ -59,12 +54,9 @@ export async function eventAt(ctx: StorageCtx, runId: string, slot: number): Pro
   const res = await ctx.ddb.send(
     new QueryCommand({
       TableName: ctx.table,
-      KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :b',
-      ExpressionAttributeValues: {
-        ':pk': { S: keys.runPk(runId) },
-        ':a': { S: keys.eventSk(slot - 1) },
-        ':b': { S: keys.eventSk(slot) },
-      },
+      ...readInput({
+        key: [when.is('PK', keys.runPk(runId)), when.between('SK', keys.eventSk(slot - 1), keys.eventSk(slot))],
+      }),
       ScanIndexForward: false,
       Limit: 1,
       ConsistentRead: true,
@@ -88,11 +80,11 @@ export interface RunTail {
  * nothing follows it.
  */
 export async function readRunTail(ctx: StorageCtx, runId: string, after?: number): Promise<RunTail> {
-  const pk = { ':pk': { S: keys.runPk(runId) } };
+  const upToView = (from: string) =>
+    readInput({ key: [when.is('PK', keys.runPk(runId)), when.between('SK', from, storageKeys.runMetaSk)] });
   if (after !== undefined) {
     const items = await queryAll(ctx, {
-      KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :m',
-      ExpressionAttributeValues: { ...pk, ':a': { S: keys.eventSk(after) }, ':m': { S: storageKeys.runMetaSk } },
+      ...upToView(keys.eventSk(after)),
       ConsistentRead: true,
     });
     const run = items.find((i) => i.SK.S === storageKeys.runMetaSk);
@@ -105,8 +97,7 @@ export async function readRunTail(ctx: StorageCtx, runId: string, after?: number
   const res = await ctx.ddb.send(
     new QueryCommand({
       TableName: ctx.table,
-      KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :m',
-      ExpressionAttributeValues: { ...pk, ':a': { S: EVT_START }, ':m': { S: storageKeys.runMetaSk } },
+      ...upToView(EVT_START),
       ScanIndexForward: false,
       Limit: 2,
       ConsistentRead: true,

@@ -10,6 +10,7 @@
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import type { Wait } from '@workflow/world';
+import { readInput, when } from '../../aws/expression.js';
 import { ATTR, GSI1, keys, storageKeys } from '../../schema/keys.js';
 import { dueSortKey } from '../records/due.js';
 import { type EventRecord, eventsOf, lastSlotOf } from '../records/event.js';
@@ -17,7 +18,6 @@ import { parseRun, type RunRecord } from '../records/run.js';
 import { parseStep, type StepRecord } from '../records/step.js';
 import { parseWait } from '../records/wait.js';
 import type { Attrs } from '../table/codec.js';
-import { atMost, equals, named, readInput } from '../table/expression.js';
 import { type QueryInput, queryAll } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 
@@ -29,10 +29,7 @@ const queryOnce = async (ctx: StorageCtx, input: QueryInput): Promise<Attrs[]> =
 
 /** At most `limit` runs of GSI1 shard `shard` whose check is due at `now`, with the `dueAt` the index showed. */
 export async function dueRuns(ctx: StorageCtx, shard: number, now: number, limit: number) {
-  const key = [
-    equals(named('#pk', ATTR.gsi1pk), ':pk', { S: keys.dueGsi(shard) }),
-    atMost(named('#sk', ATTR.gsi1sk), ':upto', { S: `${dueSortKey(now, '')}~` }),
-  ];
+  const key = [when.is(ATTR.gsi1pk, keys.dueGsi(shard)), when.atMost(ATTR.gsi1sk, `${dueSortKey(now, '')}~`)];
   const items = await queryOnce(ctx, { IndexName: GSI1, ...readInput({ key }), Limit: limit });
   return items.map((it) => {
     const sk = it[ATTR.gsi1sk]?.S ?? '';
@@ -43,12 +40,9 @@ export async function dueRuns(ctx: StorageCtx, shard: number, now: number, limit
 /** The run view (undefined: no run item) and the highest slot of its log (0: none), in one Query. */
 export async function readRunHead(ctx: StorageCtx, runId: string): Promise<{ run?: RunRecord; tail: number }> {
   const items = await queryOnce(ctx, {
-    KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :m',
-    ExpressionAttributeValues: {
-      ':pk': { S: keys.runPk(runId) },
-      ':a': { S: keys.eventSkPrefix },
-      ':m': { S: storageKeys.runMetaSk },
-    },
+    ...readInput({
+      key: [when.is('PK', keys.runPk(runId)), when.between('SK', keys.eventSkPrefix, storageKeys.runMetaSk)],
+    }),
     ScanIndexForward: false,
     Limit: 2,
     ConsistentRead: true,
@@ -65,18 +59,16 @@ export async function readQuietRun(
   acked: number,
   tail: number,
 ): Promise<{ unacked: EventRecord[]; steps: StepRecord[]; waits: Wait[] }> {
-  const pk = { ':pk': { S: keys.runPk(runId) } };
+  const pk = when.is('PK', keys.runPk(runId));
   const view = (prefix: string) =>
     queryAll(ctx, {
-      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :p)',
-      ExpressionAttributeValues: { ...pk, ':p': { S: prefix } },
+      ...readInput({ key: [pk, when.beginsWith('SK', prefix)] }),
       ConsistentRead: true,
     });
   const [unacked, steps, waits] = await Promise.all([
     tail > acked
       ? queryOnce(ctx, {
-          KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :b',
-          ExpressionAttributeValues: { ...pk, ':a': { S: keys.eventSk(acked) }, ':b': { S: `${keys.eventSkPrefix}~` } },
+          ...readInput({ key: [pk, when.between('SK', keys.eventSk(acked), `${keys.eventSkPrefix}~`)] }),
           ScanIndexForward: false,
           Limit: UNACKED_PAGE,
           ConsistentRead: true,

@@ -1,5 +1,6 @@
 /** `steps.*` reads: get, and list in step-id order (creation order for core's ULID ids). */
 import type { ListWorkflowRunStepsParams, PaginatedResponse, ResolveData, Step } from '@workflow/world';
+import { readInput, when } from '../../aws/expression.js';
 import { keys } from '../../schema/keys.js';
 import { parseStep, toStep } from '../records/step.js';
 import { pageLimit } from '../table/pagination.js';
@@ -22,8 +23,7 @@ export function createStepReads(ctx: StorageCtx) {
     const page = await keyedPage(
       ctx,
       {
-        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :s)',
-        ExpressionAttributeValues: { ':pk': { S: keys.runPk(params.runId) }, ':s': { S: keys.stepSkPrefix } },
+        ...readInput({ key: [when.is('PK', keys.runPk(params.runId)), when.beginsWith('SK', keys.stepSkPrefix)] }),
         ScanIndexForward: params.pagination?.sortOrder === 'asc',
         ConsistentRead: true,
       },

@@ -9,6 +9,7 @@
  * updated in place by later writers and keeps the format of the one that created it.
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
+import { readInput, when } from '../../aws/expression.js';
 import { FORMAT_ATTR, itemFormatOf } from '../../schema/formats.js';
 import { keys } from '../../schema/keys.js';
 import type { Attrs } from '../table/codec.js';
@@ -26,16 +27,13 @@ export async function readWriterFormats(ctx: StorageCtx, runId: string, items = 
   const res = await ctx.ddb.send(
     new QueryCommand({
       TableName: ctx.table,
-      KeyConditionExpression: 'PK = :pk AND SK BETWEEN :a AND :b',
-      ExpressionAttributeValues: {
-        ':pk': { S: keys.runPk(runId) },
-        ':a': { S: keys.eventSkPrefix },
-        ':b': { S: keys.runMeta(runId).SK },
-      },
+      ...readInput({
+        key: [when.is('PK', keys.runPk(runId)), when.between('SK', keys.eventSkPrefix, keys.runMeta(runId).SK)],
+        projection: ['SK', FORMAT_ATTR],
+      }),
       ScanIndexForward: false,
       Limit: items + 1,
       ConsistentRead: true,
-      ProjectionExpression: `SK, ${FORMAT_ATTR}`,
     }),
   );
   const out: WriterFormats = { log: [] };

@@ -23,10 +23,10 @@
  * and the `DUE` sort key sorts before `EVT#`, outside every range an older reader reads of a run.
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
-import { assertItemFormat, formatStamp } from '../../schema/formats.js';
+import { expression } from '../../aws/expression.js';
+import { assertItemFormat, FORMAT_ATTR, FORMATS, formatStamp } from '../../schema/formats.js';
 import { ATTR, keys, shardOf } from '../../schema/keys.js';
 import { type Attrs, keysOf, num, str } from '../table/codec.js';
-import { assign, expression, named } from '../table/expression.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 
 export interface DueRecord {
@@ -79,17 +79,16 @@ export function dueOnCreate(ctx: StorageCtx, runId: string, dueAt: number, slot:
  */
 export function dueOnHookReceived(ctx: StorageCtx, runId: string, dueAt: number, slot: number): TransactWriteItem {
   const idx = dueIndexAttrs(runId, dueAt);
-  const [[stampName, stampValue]] = Object.entries(formatStamp('records'));
   return expression()
-    .set(
-      assign(named('#fv', stampName), ':fv', stampValue),
-      assign(named('#pk1', ATTR.gsi1pk), ':pk1', idx[ATTR.gsi1pk]),
-      assign(named('#sk1', ATTR.gsi1sk), ':sk1', idx[ATTR.gsi1sk]),
-      assign('runId', ':r', { S: runId }),
-      assign('dueAt', ':d', { N: String(dueAt) }),
-      assign('wakes', ':z', { N: '0' }),
-      assign('seenSlot', ':s', { N: String(slot) }),
-    )
+    .set({
+      [FORMAT_ATTR]: FORMATS.records.current,
+      [ATTR.gsi1pk]: idx[ATTR.gsi1pk].S,
+      [ATTR.gsi1sk]: idx[ATTR.gsi1sk].S,
+      runId,
+      dueAt,
+      wakes: 0,
+      seenSlot: slot,
+    })
     .toUpdate(ctx.table, keysOf(keys.due(runId)), { returnOld: false });
 }
 

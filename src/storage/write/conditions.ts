@@ -11,19 +11,19 @@
  *   (Recognising the AWS error itself is `aws/sdk-errors.ts`'s job.)
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
+import { expression, when } from '../../aws/expression.js';
 import { cancellationReasonKind, cancellationReasons, isTransactionCanceled } from '../../aws/sdk-errors.js';
 import type { Attrs } from '../table/codec.js';
-import { expression, itemAbsent } from '../table/expression.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 
 /** Put with `attribute_not_exists`: the create-claim of a view item, reporting the item it found. */
 export function putNew(ctx: StorageCtx, item: Attrs): TransactWriteItem {
-  return expression().when(itemAbsent).toPut(ctx.table, item, { returnOld: true });
+  return expression().when(when.absent).toPut(ctx.table, item, { returnOld: true });
 }
 
 /** The slot claim: an event put that fails if the slot is taken (the reason alone is enough). */
 export function putEvent(ctx: StorageCtx, item: Attrs): TransactWriteItem {
-  return expression().when(itemAbsent).toPut(ctx.table, item, { returnOld: false });
+  return expression().when(when.absent).toPut(ctx.table, item, { returnOld: false });
 }
 
 export interface Cancellation {

@@ -10,12 +10,11 @@
  * `hook_received` that came meanwhile; a lost race is no error. Applying one twice is applying it once.
  */
 import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { when } from '../../aws/record-conditions.js';
+import { expression, when } from '../../aws/expression.js';
 import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
 import { ATTR, keys } from '../../schema/keys.js';
 import { type DueRecord, dueIndexAttrs, parseDue } from '../records/due.js';
 import { type Attrs, keysOf } from '../table/codec.js';
-import { assign, condition, expression, named } from '../table/expression.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 
 /** Move a DUE item's check from `from` to `to` (conditional on `dueAt = from`); its values after, or undefined. */
@@ -28,9 +27,8 @@ export async function moveDue(
 ): Promise<DueRecord | undefined> {
   const idx = dueIndexAttrs(runId, to);
   const move = expression()
-    .set(assign('dueAt', ':to', { N: String(to) }), assign(named('#sk1', ATTR.gsi1sk), ':sk1', idx[ATTR.gsi1sk]))
-    .when(condition(when.is('dueAt', from)));
-  for (const [k, v] of Object.entries(set)) if (v !== undefined) move.set(assign(k, `:${k}`, { N: String(v) }));
+    .set({ dueAt: to, [ATTR.gsi1sk]: idx[ATTR.gsi1sk].S, ...set })
+    .when(when.is('dueAt', from));
   try {
     const out = await ctx.ddb.send(
       new UpdateItemCommand({ ...move.toUpdateItem(ctx.table, keysOf(keys.due(runId))), ReturnValues: 'ALL_NEW' }),
@@ -44,7 +42,7 @@ export async function moveDue(
 
 /** Delete a terminal run's DUE item, conditional on `dueAt` still being the check's fence `fencedAt`. */
 export async function deleteDue(ctx: StorageCtx, runId: string, fencedAt: number): Promise<void> {
-  const del = expression().when(condition(when.is('dueAt', fencedAt)));
+  const del = expression().when(when.is('dueAt', fencedAt));
   try {
     await ctx.ddb.send(
       new DeleteItemCommand(del.toDeleteItem(ctx.table, keysOf(keys.due(runId)), { returnOld: false })),
@@ -67,9 +65,8 @@ export async function deleteDue(ctx: StorageCtx, runId: string, fencedAt: number
  */
 export async function ackTurn(ctx: StorageCtx, runId: string, slot: number, queueName?: string): Promise<void> {
   const raise = expression()
-    .set(assign('ackedSlot', ':s', { N: String(slot) }))
-    .set(...(queueName ? [assign('wq', ':q', { S: queueName })] : []))
-    .when(condition(when.all(when.present, when.any(when.lacks('ackedSlot'), when.below('ackedSlot', slot)))));
+    .set({ ackedSlot: slot, wq: queueName })
+    .when(when.present, when.any(when.lacks('ackedSlot'), when.below('ackedSlot', slot)));
   try {
     await ctx.ddb.send(new UpdateItemCommand(raise.toUpdateItem(ctx.table, keysOf(keys.due(runId)))));
   } catch (err) {

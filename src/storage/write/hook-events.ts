@@ -11,6 +11,7 @@
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, HookNotFoundError, RunExpiredError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
+import { type Expression, expression, readInput, when } from '../../aws/expression.js';
 import { formatStamp } from '../../schema/formats.js';
 import { ATTR, GSI1, keys, storageKeys } from '../../schema/keys.js';
 import { correlationEvents } from '../read/correlation.js';
@@ -22,7 +23,6 @@ import { isTerminalRun } from '../records/lifecycle.js';
 import { placeEventData, placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, toRun } from '../records/run.js';
 import { keysOf, num, str } from '../table/codec.js';
-import { type Expression, expression, readInput, stringIs } from '../table/expression.js';
 import { getItem } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { assertId } from '../table/world-errors.js';
@@ -36,7 +36,7 @@ type Data = Record<string, any>;
 
 /** The hook item is still the claim of `runId`'s hook `hookId`. */
 const hookOwnedBy = (runId: string, hookId: string): Expression =>
-  expression().when(stringIs('runId', ':r', runId), stringIs('hookId', ':h', hookId));
+  expression().when(when.is('runId', runId), when.is('hookId', hookId));
 
 /** The token of a run's hook when the event did not carry it (GSI1 `RUNHOOKS#<runId>`). */
 async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<string | undefined> {
@@ -44,9 +44,7 @@ async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<
     new QueryCommand({
       TableName: ctx.table,
       IndexName: GSI1,
-      ...readInput({
-        key: [stringIs(ATTR.gsi1pk, ':p', keys.runHooksGsi(runId)), stringIs(ATTR.gsi1sk, ':h', hookId)],
-      }),
+      ...readInput({ key: [when.is(ATTR.gsi1pk, keys.runHooksGsi(runId)), when.is(ATTR.gsi1sk, hookId)] }),
     }),
   );
   const pk = res.Items?.[0]?.PK?.S;

@@ -14,6 +14,7 @@
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { getEventDataRefFields, readRunRetention } from '@workflow/world';
+import { expression, type Path, when } from '../../aws/expression.js';
 import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
 import { RETENTION_TAG } from '../../config/limits.js';
 import { ATTR, keys } from '../../schema/keys.js';
@@ -22,7 +23,6 @@ import { forEachLimited } from '../../util/concurrency.js';
 import { PAIR_ATTR } from '../records/event.js';
 import { runPrefix } from '../records/payloads.js';
 import { type Attrs, keysOf } from '../table/codec.js';
-import { assign, expression, itemExists, named, type Part, part } from '../table/expression.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { readRunItems } from './run-items.js';
 
@@ -49,18 +49,10 @@ const ENTITY_PAYLOADS = ['input', 'output', 'error', 'metadata'];
  */
 const BLOCK_CHUNKS = 'c';
 
-/**
- * The document paths holding user payloads in one item, as REMOVE parts: each path's segments
- * behind `#p<n>` placeholders, numbered across the item's paths.
- */
-export function payloadPaths(item: Attrs): Part[] {
-  const paths: Part[] = [];
-  let aliases = 0;
-  const add = (path: string[]) => {
-    const segments = path.map((segment) => named(`#p${aliases++}`, segment));
-    const names = Object.assign({}, ...segments.map((s) => s.names));
-    paths.push(part(segments.map((s) => s.text).join('.'), undefined, names));
-  };
+/** The document paths holding user payloads in one item (each as its segments), to REMOVE. */
+export function payloadPaths(item: Attrs): Path[] {
+  const paths: Path[] = [];
+  const add = (path: string[]) => paths.push(path);
   const sk = item.SK?.S ?? '';
   if (sk.startsWith(keys.chunkSkPrefix)) return paths; // see blockPurge()
   for (const a of ENTITY_PAYLOADS) if (item[a] !== undefined) add([a]);
@@ -77,11 +69,11 @@ export function payloadPaths(item: Attrs): Part[] {
   return paths;
 }
 
-/** For a stream block item: the SET part `c = [NULL, ...]`, with as many elements as it has chunks. */
-function blockPurge(item: Attrs): Part | undefined {
+/** For a stream block item: what to SET, `c = [NULL, ...]`, with as many elements as it has chunks. */
+function blockPurge(item: Attrs): Record<string, null[]> {
   const list = item[BLOCK_CHUNKS]?.L;
-  if (!(item.SK?.S ?? '').startsWith(keys.chunkSkPrefix) || !list) return undefined;
-  return assign(named('#blk', BLOCK_CHUNKS), ':empty', { L: list.map(() => ({ NULL: true })) });
+  if (!(item.SK?.S ?? '').startsWith(keys.chunkSkPrefix) || !list) return {};
+  return { [BLOCK_CHUNKS]: list.map(() => null) };
 }
 
 const CONCURRENCY = 16;
@@ -90,13 +82,9 @@ const CONCURRENCY = 16;
 async function stamp(ctx: StorageCtx, items: Attrs[], ttl: number, purge: boolean): Promise<void> {
   await forEachLimited(items, CONCURRENCY, async (it) => {
     const update = expression()
-      .set(assign(named('#ttl', ATTR.ttl), ':t', { N: String(ttl) }))
-      .when(itemExists);
-    if (purge) {
-      const block = blockPurge(it);
-      if (block) update.set(block);
-      update.remove(...payloadPaths(it));
-    }
+      .set({ [ATTR.ttl]: ttl })
+      .when(when.present);
+    if (purge) update.set(blockPurge(it)).remove(...payloadPaths(it));
     await ctx.ddb
       .send(new UpdateItemCommand(update.toUpdateItem(ctx.table, { PK: it.PK, SK: it.SK }, { returnOld: false })))
       .catch((e) => {
@@ -128,8 +116,8 @@ export async function applyRetention(
     // A purged run's `expiredAt` (the terminal time) came with its terminal transaction.
     if (!purge) {
       const expire = expression()
-        .set(assign('expiredAt', ':e', { N: String(ttl * 1000) }))
-        .when(itemExists);
+        .set({ expiredAt: ttl * 1000 })
+        .when(when.present);
       await ctx.ddb.send(
         new UpdateItemCommand(expire.toUpdateItem(ctx.table, keysOf(keys.runMeta(runId)), { returnOld: false })),
       );

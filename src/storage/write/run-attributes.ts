@@ -9,14 +9,14 @@ import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, WorkflowRunNotFoundError } from '@workflow/errors';
 import type { AttributeChange, WorkflowRun } from '@workflow/world';
 import { applyAttributeChanges, validateAttributeChanges, validateAttributeEventDataSize } from '@workflow/world';
+import { expression, when } from '../../aws/expression.js';
 import { formatStamp } from '../../schema/formats.js';
 import { keys } from '../../schema/keys.js';
 import { readRunTail } from '../read/log-tail.js';
 import { atSlot, eventItem, newEvent } from '../records/event.js';
 import { isTerminalRun, runNotTerminal } from '../records/lifecycle.js';
 import { parseRun, toRun } from '../records/run.js';
-import { keysOf, str, toAttr } from '../table/codec.js';
-import { assign, expression, itemExists, numberIs } from '../table/expression.js';
+import { keysOf, str } from '../table/codec.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import {
@@ -66,12 +66,8 @@ async function attrSetOnce(
   const pos: Position = { last: read.tail, collect: callerTail === undefined ? undefined : [...read.events] };
   const event = newEvent(call.stamp, runId, data, 'attr_set', eventData);
   const setAttributes = expression()
-    .set(
-      assign('attributes', ':a', toAttr(merged)!),
-      assign('attrVer', ':nv', { N: String(record.attrVer + 1) }),
-      assign('updatedAt', ':now', { N: String(call.now.getTime()) }),
-    )
-    .when(itemExists, runNotTerminal, numberIs('attrVer', ':v', record.attrVer));
+    .set({ attributes: merged, attrVer: record.attrVer + 1, updatedAt: call.now.getTime() })
+    .when(when.present, runNotTerminal, when.is('attrVer', record.attrVer));
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'attr_set',

@@ -11,19 +11,10 @@
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
 import { requiresNewerWorld, SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
+import { type Expression, expression, when } from '../../aws/expression.js';
 import { keys } from '../../schema/keys.js';
 import { isTerminalRun, runNotTerminal } from '../records/lifecycle.js';
 import { type Attrs, keysOf, num, str } from '../table/codec.js';
-import {
-  anyOf,
-  assign,
-  atMost,
-  attributeAbsent,
-  type Expression,
-  expression,
-  itemExists,
-  named,
-} from '../table/expression.js';
 import { getItem } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { type Cancellation, oldItem } from './conditions.js';
@@ -32,9 +23,9 @@ import { type CreateCall, RESTART, type Restart } from './create-call.js';
 /** The run exists, is not terminal, and has a spec this World serves. */
 const runServed = (): Expression =>
   expression().when(
-    itemExists,
+    when.present,
     runNotTerminal,
-    anyOf(attributeAbsent('specVersion'), atMost('specVersion', ':maxsv', { N: String(SPEC_VERSION_MAX_SUPPORTED) })),
+    when.any(when.lacks('specVersion'), when.atMost('specVersion', SPEC_VERSION_MAX_SUPPORTED)),
   );
 
 export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
@@ -50,7 +41,7 @@ export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
  */
 export function holdingRunGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
   return runServed()
-    .set(assign(named('#holds', HOLDS), ':held', { BOOL: true }))
+    .set({ [HOLDS]: true })
     .toUpdate(ctx.table, keysOf(keys.runMeta(runId)));
 }
 

@@ -9,10 +9,10 @@
  * hooks (GSI1 `RUNHOOKS#<runId>`, then the hook items by key). Partitions and hook items are read
  * strongly consistent; the index itself cannot be.
  */
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+
+import { readInput, when } from '../../aws/expression.js';
 import { ATTR, GSI1, keys } from '../../schema/keys.js';
 import type { Attrs } from '../table/codec.js';
-import { equals, named, readInput } from '../table/expression.js';
 import { getItems, queryAll } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 
@@ -39,14 +39,14 @@ export async function readRunItems(
   { keysOnly = false, hooks = false }: RunItemsOptions = {},
 ): Promise<RunItems> {
   const byIndex = (gsi1pk: string) =>
-    queryAll(ctx, { IndexName: GSI1, ...readInput({ key: [equals(named('#g', ATTR.gsi1pk), ':g', { S: gsi1pk })] }) });
-  const partition = (pk: AttributeValue) =>
+    queryAll(ctx, { IndexName: GSI1, ...readInput({ key: [when.is(ATTR.gsi1pk, gsi1pk)] }) });
+  const partition = (pk: string) =>
     queryAll(ctx, {
-      ...readInput({ key: [equals('PK', ':pk', pk)], projection: keysOnly ? ['PK', 'SK'] : [] }),
+      ...readInput({ key: [when.is('PK', pk)], projection: keysOnly ? ['PK', 'SK'] : [] }),
       ConsistentRead: true,
     });
   const [own, hookKeys, streams] = await Promise.all([
-    partition({ S: keys.runPk(runId) }),
+    partition(keys.runPk(runId)),
     hooks ? byIndex(keys.runHooksGsi(runId)) : ([] as Attrs[]),
     byIndex(keys.runStreamsGsi(runId)),
   ]);
@@ -55,7 +55,7 @@ export async function readRunItems(
       ctx,
       hookKeys.map((k) => ({ PK: k.PK, SK: k.SK })),
     ),
-    Promise.all(streams.map((s) => partition(s.PK))),
+    Promise.all(streams.map((s) => partition(s.PK.S as string))),
   ]);
   return { own, blocks: blocks.flat(), hooks: hookItems.filter((h) => h !== undefined) };
 }

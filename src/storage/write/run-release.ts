@@ -8,32 +8,21 @@
  * capability), readable and holding their token, with a TTL at the end of their retention.
  */
 import { BatchWriteItemCommand, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { expression, readInput, when } from '../../aws/expression.js';
 import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
 import { ATTR, GSI1, keys, storageKeys } from '../../schema/keys.js';
 import { type Attrs, num, str } from '../table/codec.js';
 import { backoff } from '../table/contention-backoff.js';
-import {
-  anyOf,
-  assign,
-  atMost,
-  attributeAbsent,
-  beginsWith,
-  expression,
-  named,
-  readInput,
-  statusIs,
-  stringIs,
-} from '../table/expression.js';
 import { queryAll } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 
 export async function releaseRun(ctx: StorageCtx, runId: string, purge = false): Promise<void> {
   const [hooks, waits] = await Promise.all([
-    queryAll(ctx, { IndexName: GSI1, ...readInput({ key: [stringIs(ATTR.gsi1pk, ':h', keys.runHooksGsi(runId))] }) }),
+    queryAll(ctx, { IndexName: GSI1, ...readInput({ key: [when.is(ATTR.gsi1pk, keys.runHooksGsi(runId))] }) }),
     queryAll(ctx, {
       ...readInput({
-        key: [stringIs('PK', ':pk', keys.runPk(runId)), beginsWith('SK', ':w', keys.waitSkPrefix)],
-        filter: [statusIs(':waiting', 'waiting')],
+        key: [when.is('PK', keys.runPk(runId)), when.beginsWith('SK', keys.waitSkPrefix)],
+        filter: [when.is('status', 'waiting')],
         projection: ['PK', 'SK'],
       }),
       ConsistentRead: true,
@@ -57,13 +46,10 @@ export async function releaseRun(ctx: StorageCtx, runId: string, purge = false):
  * for a `$retention: '0'` run, loses its metadata: keeping the token does not keep the payload).
  */
 async function releaseHook(ctx: StorageCtx, runId: string, h: Attrs, now: number, purge: boolean): Promise<void> {
-  const owned = [stringIs('runId', ':r', runId), stringIs('hookId', ':h', str(h, ATTR.gsi1sk)!)];
+  const owned = [when.is('runId', runId), when.is('hookId', str(h, ATTR.gsi1sk))];
   const key = { PK: h.PK, SK: { S: storageKeys.hookMetaSk } };
   // The condition reads the retention (the index does not hold it).
-  const retentionOver = anyOf(
-    attributeAbsent('tokenRetentionUntil'),
-    atMost('tokenRetentionUntil', ':now', { N: String(now) }),
-  );
+  const retentionOver = when.any(when.lacks('tokenRetentionUntil'), when.atMost('tokenRetentionUntil', now));
   try {
     await ctx.ddb.send(
       new DeleteItemCommand(
@@ -78,9 +64,9 @@ async function releaseHook(ctx: StorageCtx, runId: string, h: Attrs, now: number
     const until = old && str(old, 'runId') === runId ? num(old, 'tokenRetentionUntil') : undefined;
     if (until === undefined) return; // another run's hook holds the token now
     const keep = expression()
-      .set(assign(named('#ttl', ATTR.ttl), ':t', { N: String(Math.ceil(until / 1000)) }))
+      .set({ [ATTR.ttl]: Math.ceil(until / 1000) })
       .when(...owned);
-    if (purge) keep.remove(named('#md', 'metadata'));
+    if (purge) keep.remove('metadata');
     await ctx.ddb.send(new UpdateItemCommand(keep.toUpdateItem(ctx.table, key, { returnOld: false }))).catch((err) => {
       if (!isConditionalCheckFailed(err)) throw err;
     });

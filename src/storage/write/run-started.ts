@@ -14,6 +14,7 @@
 import { RunExpiredError, WorkflowRunNotFoundError } from '@workflow/errors';
 import type { EventResult } from '@workflow/world';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
+import { expression, when } from '../../aws/expression.js';
 import { currentDelivery } from '../../context/delivery-scope.js';
 import { eventTypesWhere } from '../../schema/event-kinds.js';
 import { keys } from '../../schema/keys.js';
@@ -24,7 +25,6 @@ import { isTerminalRun } from '../records/lifecycle.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, type RunRecord, runItem, toRun } from '../records/run.js';
 import { keysOf, valueSize } from '../table/codec.js';
-import { assign, assignIfAbsent, expression, numberIs, setStatus, statusIs } from '../table/expression.js';
 import { commit } from './commit.js';
 import { putEvent, putNew } from './conditions.js';
 import {
@@ -166,11 +166,13 @@ async function startPending(
     startedAt: record.startedAt ?? call.now,
     updatedAt: call.now,
   };
-  const now = { N: String(call.now.getTime()) };
+  const now = call.now.getTime();
   const startRun = expression()
-    .set(setStatus(':run', 'running'), assignIfAbsent('startedAt', ':now', now), assign('updatedAt', ':now', now))
-    .when(statusIs(':pending', 'pending'));
-  if (state.remembered) startRun.when(numberIs('attrVer', ':av', record.attrVer));
+    .set({ status: 'running' })
+    .setIfAbsent({ startedAt: now })
+    .set({ updatedAt: now })
+    .when(when.is('status', 'pending'));
+  if (state.remembered) startRun.when(when.is('attrVer', record.attrVer));
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'run_started',

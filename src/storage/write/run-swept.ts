@@ -8,11 +8,11 @@
  * read never returns payloads.
  */
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { expression, readInput, when } from '../../aws/expression.js';
 import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
 import { ATTR, keys } from '../../schema/keys.js';
 import { runIsTerminal } from '../records/lifecycle.js';
 import { type Attrs, keysOf } from '../table/codec.js';
-import { assign, expression, itemExists, named, readInput } from '../table/expression.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 
 /** The run item's mark: a sweep cleaned this terminal run (epoch ms). */
@@ -26,14 +26,7 @@ export async function readRunSweepState(ctx: StorageCtx, runId: string): Promise
       Key: keysOf(keys.runMeta(runId)),
       ConsistentRead: true,
       ...readInput({
-        projection: [
-          'PK',
-          named('#st', 'status'),
-          'completedAt',
-          'updatedAt',
-          named('#ttl', ATTR.ttl),
-          named('#sw', SWEPT_ATTR),
-        ],
+        projection: ['PK', 'status', 'completedAt', 'updatedAt', ATTR.ttl, SWEPT_ATTR],
       }),
     }),
   );
@@ -43,8 +36,8 @@ export async function readRunSweepState(ctx: StorageCtx, runId: string): Promise
 /** Mark a terminal run as cleaned at `now`. Conditional (the run exists and is terminal) and idempotent. */
 export async function markRunSwept(ctx: StorageCtx, runId: string, now: number): Promise<void> {
   const mark = expression()
-    .set(assign(named('#sw', SWEPT_ATTR), ':t', { N: String(now) }))
-    .when(itemExists, runIsTerminal);
+    .set({ [SWEPT_ATTR]: now })
+    .when(when.present, runIsTerminal);
   try {
     await ctx.ddb.send(
       new UpdateItemCommand(mark.toUpdateItem(ctx.table, keysOf(keys.runMeta(runId)), { returnOld: false })),

@@ -11,24 +11,14 @@
  *   returned unchanged. Any other terminal: `EntityConflictError`.
  */
 import { EntityConflictError, WorkflowRunNotFoundError } from '@workflow/errors';
+import { type Expression, expression, when } from '../../aws/expression.js';
 import { keys } from '../../schema/keys.js';
 import { readRunTail } from '../read/log-tail.js';
 import { atSlot, type EventRecord, eventItem, newEvent } from '../records/event.js';
 import { isTerminalRun, runNotTerminal } from '../records/lifecycle.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, type RunRecord, toRun } from '../records/run.js';
-import { type Attrs, itemSize, keysOf, toAttr } from '../table/codec.js';
-import {
-  assign,
-  type Expression,
-  equals,
-  expression,
-  itemExists,
-  named,
-  numberIs,
-  setStatus,
-  statusIs,
-} from '../table/expression.js';
+import { type Attrs, itemSize, keysOf } from '../table/codec.js';
 import { commit } from './commit.js';
 import { putEvent } from './conditions.js';
 import {
@@ -103,7 +93,7 @@ async function cancelAgain(
 ): Promise<Outcome | Restart> {
   const { ctx } = call;
   const event = newEvent(call.stamp, runId, data, 'run_cancelled', data.eventData);
-  const stillCancelled = expression().when(statusIs(':st_x', 'cancelled'));
+  const stillCancelled = expression().when(when.is('status', 'cancelled'));
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'run_cancelled',
@@ -224,20 +214,16 @@ interface TerminalWrite {
  * being terminal, on `holds` when nothing is to be released, on the remembered version.
  */
 function terminalUpdate(call: CreateCall, w: TerminalWrite): Expression {
-  const now = { N: String(call.now.getTime()) };
+  const now = call.now.getTime();
   const update = expression()
-    .set(setStatus(':new', w.status), assign('completedAt', ':now', now), assign('updatedAt', ':now', now))
-    .when(itemExists, runNotTerminal);
-  if (!w.release) update.when(equals(named('#holds', HOLDS), ':nohold', { BOOL: false }));
+    .set({ status: w.status, completedAt: now, updatedAt: now })
+    .when(when.present, runNotTerminal);
+  if (!w.release) update.when(when.is(HOLDS, false));
   // The attributes decide retention and are returned: they must be the ones remembered.
-  if (w.rememberedVersion !== undefined) update.when(numberIs('attrVer', ':av', w.rememberedVersion));
-  if (w.payload) update.set(assign(named('#f', w.payload.field), ':v', toAttr(w.payload.stored)!));
-  if (w.errorCode !== undefined) update.set(assign('errorCode', ':ec', { S: w.errorCode }));
-  if (w.purge) {
-    update
-      .set(assign('expiredAt', ':now', now))
-      .remove(named('#in', 'input'), named('#out', 'output'), named('#err', 'error'));
-  }
+  if (w.rememberedVersion !== undefined) update.when(when.is('attrVer', w.rememberedVersion));
+  if (w.payload) update.set({ [w.payload.field]: w.payload.stored });
+  update.set({ errorCode: w.errorCode });
+  if (w.purge) update.set({ expiredAt: now }).remove('input', 'output', 'error');
   return update;
 }
 

@@ -44,8 +44,8 @@
  * The log stays valid (one `step_completed`); the body's side effects happened twice.
  */
 import { TooEarlyError } from '@workflow/errors';
+import type { Cond } from '../../aws/expression.js';
 import { type Change, type Fields, OwnedRecord } from '../../aws/owned-record.js';
-import type { BuiltCond } from '../../aws/record-conditions.js';
 import { sleep } from '../../aws/sleep.js';
 import { currentDelivery, type StepLease } from '../../context/delivery-scope.js';
 import { keys } from '../../schema/keys.js';
@@ -56,8 +56,8 @@ import type { StorageCtx } from '../table/storage-ctx.js';
 const leases = new OwnedRecord('step lease', { owner: 'leaseToken', until: 'leaseUntil', beat: 'leaseBeat' });
 const LEASE_FIELDS = ['leaseToken', 'leaseUntil', 'leaseBeat', 'leaseTtl'] as const;
 
-/** A leased start's condition, with its placeholders. */
-export type LeaseFence = BuiltCond;
+/** A leased start's condition. */
+export type LeaseFence = Cond;
 
 /** Longest lease: a crashed holder blocks its step for at most this long (plus the watch). */
 export const MAX_STEP_LEASE_TTL_MS = 60_000;

@@ -11,6 +11,7 @@
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError } from '@workflow/errors';
+import { type Expression, expression, when } from '../../aws/expression.js';
 import { isS3Pointer } from '../../context/payload-store.js';
 import { keys } from '../../schema/keys.js';
 import { eventItem, newEvent } from '../records/event.js';
@@ -18,7 +19,6 @@ import { isTerminalStep } from '../records/lifecycle.js';
 import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseStep, type StepRecord, stepItem, toStep } from '../records/step.js';
 import { type Attrs, itemSize } from '../table/codec.js';
-import { built, type Expression, expression, grouped, numberIs } from '../table/expression.js';
 import { getItem } from '../table/reads.js';
 import { notFound } from '../table/world-errors.js';
 import { commit } from './commit.js';
@@ -57,12 +57,10 @@ export type Decide = (s: StepRecord, raw: Attrs, fresh: boolean) => Transition |
 
 /**
  * The condition of a transition's put: the step is still at the version the decision was made on
- * (`ver`) and, for a leased start, still meets the lease's fence (in parentheses: its ORs bind first).
+ * (`ver`) and, for a leased start, still meets the lease's fence.
  */
 export function stepUnmoved(cur: StepRecord, t: Transition): Expression {
-  const unmoved = expression().when(numberIs('ver', ':v', cur.ver));
-  if (t.fence) unmoved.when(grouped(built(t.fence)));
-  return unmoved;
+  return expression().when(when.is('ver', cur.ver), ...(t.fence ? [t.fence] : []));
 }
 
 /**

@@ -5,11 +5,11 @@
  */
 import { EntityConflictError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
+import { expression, when } from '../../aws/expression.js';
 import { keys } from '../../schema/keys.js';
 import { eventItem, newEvent } from '../records/event.js';
 import { parseWait, waitItem } from '../records/wait.js';
 import { str } from '../table/codec.js';
-import { expression, statusIs } from '../table/expression.js';
 import { getItem } from '../table/reads.js';
 import { notFound } from '../table/world-errors.js';
 import { commit } from './commit.js';
@@ -74,7 +74,7 @@ export async function waitCompleted(call: CreateCall, runId: string, data: Data)
   const next = { ...cur, correlationId: cid, status: 'completed' as const, completedAt: call.now, updatedAt: call.now };
   const ev = newEvent(call.stamp, runId, data, 'wait_completed', data.eventData);
   // The wait moves from `waiting` once: a second completion finds it completed (ALL_OLD).
-  const stillWaiting = expression().when(statusIs(':w', 'waiting'));
+  const stillWaiting = expression().when(when.is('status', 'waiting'));
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'wait_completed',

@@ -13,8 +13,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients, destroyClients } from '../../../src/aws/clients.js';
+import { expression, when } from '../../../src/aws/expression.js';
 import { type Key, OwnedRecord, type TableRef } from '../../../src/aws/owned-record.js';
-import { when } from '../../../src/aws/record-conditions.js';
 import { isTransactionCanceled } from '../../../src/aws/sdk-errors.js';
 import { FORMAT_ATTR, FORMATS, FormatError } from '../../../src/schema/formats.js';
 import { createFixture, type Fixture, uniquePrefix } from '../../helpers/aws.js';
@@ -334,16 +334,10 @@ describe('fence (the claim as a condition of a transaction action, on a host ite
       await t.ddb.send(
         new TransactWriteItemsCommand({
           TransactItems: [
-            {
-              Update: {
-                TableName: t.table,
-                Key: { PK: { S: k.PK }, SK: { S: k.SK } },
-                UpdateExpression: 'SET ver = :v2',
-                ConditionExpression: `ver = :v AND (${fence.expr})`,
-                ExpressionAttributeNames: fence.names,
-                ExpressionAttributeValues: { ':v': { N: '1' }, ':v2': { N: '2' }, ...fence.values },
-              },
-            },
+            expression()
+              .set({ ver: 2 })
+              .when(when.is('ver', 1), fence)
+              .toUpdate(t.table, { PK: { S: k.PK }, SK: { S: k.SK } }, { returnOld: false }),
           ],
         }),
       );

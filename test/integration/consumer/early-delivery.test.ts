@@ -1,5 +1,5 @@
 /**
- * Early delivery (src/consumer/early/, on by default; `earlyDelivery: false` is off) through the
+ * Early delivery (src/consumer/delivery/early/, on by default; `earlyDelivery: false` is off) through the
  * real queue and poller on the emulator stack, wired as createWorld wires them. SendMessage is
  * held in SDK middleware, so a delivery seen while it is held was started early, before SQS could
  * have returned the copy. The early delivery carries its own id, which no SQS message carries.

@@ -8,6 +8,7 @@ import { FORMAT_ATTR, RECORD_FORMAT } from '../../../../src/schema/formats.js';
 import { ATTR, keys, shardOf } from '../../../../src/schema/keys.js';
 import { dueIndexAttrs, dueOnHookReceived, parseDue } from '../../../../src/storage/records/due.js';
 import type { StorageCtx } from '../../../../src/storage/table/storage-ctx.js';
+import { spelled } from '../../../helpers/expression-text.js';
 
 const ctx = { table: 't1' } as StorageCtx;
 
@@ -17,36 +18,26 @@ describe('dueOnHookReceived', () => {
     const item = dueOnHookReceived(ctx, runId, 1_765_000_000_000, 7);
     const idx = dueIndexAttrs(runId, 1_765_000_000_000);
     expect(idx[ATTR.gsi1pk]).toEqual({ S: keys.dueGsi(shardOf(runId)) });
-    expect(item).toEqual({
-      Update: {
-        TableName: 't1',
-        Key: { PK: { S: keys.due(runId).PK }, SK: { S: keys.due(runId).SK } },
-        UpdateExpression: 'SET #fv = :fv, #pk1 = :pk1, #sk1 = :sk1, runId = :r, dueAt = :d, wakes = :z, seenSlot = :s',
-        ExpressionAttributeNames: { '#fv': FORMAT_ATTR, '#pk1': ATTR.gsi1pk, '#sk1': ATTR.gsi1sk },
-        ExpressionAttributeValues: {
-          ':fv': { N: String(RECORD_FORMAT) },
-          ':pk1': idx[ATTR.gsi1pk],
-          ':sk1': idx[ATTR.gsi1sk],
-          ':r': { S: runId },
-          ':d': { N: '1765000000000' },
-          ':z': { N: '0' },
-          ':s': { N: '7' },
-        },
-      },
+    expect(item.Update?.TableName).toBe('t1');
+    expect(item.Update?.Key).toEqual({ PK: { S: keys.due(runId).PK }, SK: { S: keys.due(runId).SK } });
+    expect(item.Update?.ConditionExpression).toBeUndefined(); // the transaction's run guard is its condition
+    expect(spelled(item.Update)).toEqual({
+      UpdateExpression:
+        `SET ${FORMAT_ATTR} = ${RECORD_FORMAT}, ${ATTR.gsi1pk} = "${idx[ATTR.gsi1pk].S}", ` +
+        `${ATTR.gsi1sk} = "${idx[ATTR.gsi1sk].S}", runId = "${runId}", dueAt = 1765000000000, wakes = 0, seenSlot = 7`,
     });
   });
 
   it('writes what parseDue reads back', () => {
     const runId = 'wrun_01KB2Z3Y4X5W6V7T8S9R0Q1P2N';
     const u = dueOnHookReceived(ctx, runId, 42_000, 3).Update;
+    const names = u?.ExpressionAttributeNames ?? {};
     const values = u?.ExpressionAttributeValues ?? {};
+    // Each `SET name = value` as the item's attribute.
+    const sets = (u?.UpdateExpression ?? '').replace(/^SET /, '').split(', ');
     const item = {
       ...u?.Key,
-      [FORMAT_ATTR]: values[':fv'],
-      runId: values[':r'],
-      dueAt: values[':d'],
-      wakes: values[':z'],
-      seenSlot: values[':s'],
+      ...Object.fromEntries(sets.map((a) => a.split(' = ')).map(([n, v]) => [names[n], values[v]])),
     };
     expect(parseDue(item)).toMatchObject({ runId, dueAt: 42_000, wakes: 0, seenSlot: 3 });
   });

@@ -3,8 +3,10 @@
  * the second event of a pair item (src/storage/records/event.ts) included. Pure: builds items, no AWS.
  */
 import { expect, it } from 'vitest';
+import { expression } from '../../../../src/aws/expression.js';
 import { type EventRecord, eventItem } from '../../../../src/storage/records/event.js';
 import { payloadPaths } from '../../../../src/storage/write/retention.js';
+import { spelled } from '../../../helpers/expression-text.js';
 
 const ev = (slot: number, eventType: string, eventData: Record<string, unknown>): EventRecord => ({
   runId: 'wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV',
@@ -15,14 +17,9 @@ const ev = (slot: number, eventType: string, eventData: Record<string, unknown>)
   createdAt: new Date(0),
 });
 
-/** The REMOVE paths of `item`, with the aliases resolved (each part carries its own). */
+/** The REMOVE paths of `item`, as document paths. */
 function removed(item: ReturnType<typeof eventItem>): string[] {
-  return payloadPaths(item).map((p) =>
-    p.text
-      .split('.')
-      .map((a) => p.names?.[a])
-      .join('.'),
-  );
+  return payloadPaths(item).map((p) => (typeof p === 'string' ? p : p.join('.')));
 }
 
 it('lists the ref fields of both events of a pair item, the second under its map', () => {
@@ -35,10 +32,14 @@ it('lists the ref fields of both events of a pair item, the second under its map
   expect(removed(eventItem(ev(5, 'step_completed', { result: 'r' })))).toEqual(['ed.result']);
 });
 
-it('numbers the aliases across the paths of one item, as one REMOVE clause needs', () => {
+it('renders as one REMOVE clause, each segment behind a placeholder defined once', () => {
   const pair = eventItem(
     ev(3, 'step_created', { stepName: 's', input: 'in' }),
     ev(4, 'step_started', { stepName: 's', input: 'also-in' }),
   );
-  expect(payloadPaths(pair).map((p) => p.text)).toEqual(['#p0.#p1', '#p2.#p3.#p4']);
+  const update = expression()
+    .remove(...payloadPaths(pair))
+    .toUpdateItem('t', { PK: { S: 'p' }, SK: { S: 's' } });
+  expect(spelled(update)).toEqual({ UpdateExpression: 'REMOVE ed.input, e2.ed.input' });
+  expect(Object.values(update.ExpressionAttributeNames ?? {})).toEqual(['ed', 'input', 'e2']);
 });
