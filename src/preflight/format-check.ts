@@ -26,6 +26,7 @@
  * to any format item already there.
  */
 import { type AttributeValue, type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { expression, when } from '../aws/expression.js';
 import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import {
   AFFINITY_MIN_READER,
@@ -117,13 +118,8 @@ export async function recordNewTableAffinity(ddb: DynamoDBClient, tableName: str
   const formats = Object.fromEntries(FAMILIES.map((f) => [f, FORMATS[f].current])) as Record<FormatFamily, number>;
   const tf: TableFormat = { recorded: true, formats, minReader: AFFINITY_MIN_READER, affinity: true };
   try {
-    await ddb.send(
-      new PutItemCommand({
-        TableName: tableName,
-        Item: formatItem(tf, 'the first process on a new table (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on)'),
-        ConditionExpression: 'attribute_not_exists(PK)',
-      }),
-    );
+    const item = formatItem(tf, 'the first process on a new table (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on)');
+    await ddb.send(new PutItemCommand(expression().when(when.absent).toPutItem(tableName, item, { returnOld: false })));
   } catch (err) {
     if (!isConditionalCheckFailed(err)) throw err;
   }

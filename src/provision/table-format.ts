@@ -16,6 +16,7 @@
  *   keeps it through every later put, which is conditional on the recorded values).
  */
 import { type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { expression, when } from '../aws/expression.js';
 import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import {
   AFFINITY_ATTR,
@@ -78,28 +79,16 @@ function describe(tf: TableFormat): string {
 }
 
 async function writeFormat(ddb: DynamoDBClient, tableName: string, next: TableFormat): Promise<void> {
-  const n = (v: number) => ({ N: String(v) });
+  // Never lower what a newer build recorded, never drop a recorded affinity (applied twice: the
+  // same values pass again).
+  const notLower = when.all(
+    when.atMost('minReader', next.minReader),
+    ...FAMILIES.map((f) => when.atMost(f, next.formats[f])),
+    ...(next.affinity ? [] : [when.lacks(AFFINITY_ATTR)]),
+  );
+  const put = expression().when(when.any(when.absent, notLower));
   await ddb.send(
-    new PutItemCommand({
-      TableName: tableName,
-      Item: formatItem(next, 'eve-world-aws init'),
-      // Never lower what a newer build recorded, never drop a recorded affinity (applied twice:
-      // the same values pass again).
-      ConditionExpression: `attribute_not_exists(PK) OR (#mr <= :mr AND #log <= :log AND #rec <= :rec AND #msg <= :msg${next.affinity ? '' : ' AND attribute_not_exists(#aff)'})`,
-      ExpressionAttributeNames: {
-        '#mr': 'minReader',
-        '#log': 'log',
-        '#rec': 'records',
-        '#msg': 'messages',
-        ...(next.affinity ? {} : { '#aff': AFFINITY_ATTR }),
-      },
-      ExpressionAttributeValues: {
-        ':mr': n(next.minReader),
-        ':log': n(next.formats.log),
-        ':rec': n(next.formats.records),
-        ':msg': n(next.formats.messages),
-      },
-    }),
+    new PutItemCommand(put.toPutItem(tableName, formatItem(next, 'eve-world-aws init'), { returnOld: false })),
   );
 }
 
