@@ -1,10 +1,11 @@
 /**
  * The one language of DynamoDB expressions: every condition, update and read expression of the
  * World (the owned record ./owned-record.ts, storage's writers and reads, the queue's claims, the
- * nonces, the run keys) is built here, so no module writes expression text or placeholders by hand.
+ * nonces, the run keys, the stream reads, the preflight's probe, `destroy`'s scan) is built here,
+ * so no module writes expression text or placeholders by hand.
  *
  * A {@link Cond} is built from `when`'s blocks (`absent`, `present`, `has`, `lacks`, `is`,
- * `below`, `atMost`, `oneOf`, `all`, `any`, `not`, ...); values are plain JS values, stored as
+ * `above`, `below`, `atMost`, `oneOf`, `all`, `any`, `not`, ...); values are plain JS values, stored as
  * ./item-codec.ts stores them. {@link Expression} collects SET, ADD, REMOVE and conditions and renders
  * one action: an Update (or a single UpdateItem), a ConditionCheck, a conditional Put or Delete
  * (or a single DeleteItem); whether a failed condition returns the item (`ALL_OLD`) is the caller's
@@ -21,6 +22,7 @@
  * when an action or a read is rendered: every placeholder the text uses is defined, and every
  * definition is used (DynamoDB would refuse either). A Put, a Delete or a ConditionCheck carries
  * conditions only: SET, ADD or REMOVE on it, or no condition, are refused; an Update changes something.
+ * No text has redundant parentheses (DynamoDB refuses them): `all` or `any` of one is that one.
  */
 import type {
   DeleteItemCommandInput,
@@ -76,6 +78,12 @@ const compare =
   (x) =>
     `${x.name(path)} ${op} ${x.value(v)}`;
 
+/** `cs` joined by `op`, each in parentheses; one alone unwrapped, so nesting never doubles them. */
+const joined =
+  (cs: readonly Cond[], op: 'AND' | 'OR'): Cond =>
+  (x) =>
+    cs.length === 1 ? cs[0](x) : cs.map((c) => `(${c(x)})`).join(` ${op} `);
+
 /** The building blocks of conditions. */
 export const when = {
   /** The item does not exist (a create claim). */
@@ -91,6 +99,7 @@ export const when = {
     (x) =>
       `attribute_not_exists(${x.name(path)})`,
   is: compare('='),
+  above: compare('>'),
   below: compare('<'),
   atMost: compare('<='),
   /** Two attributes hold the same value. */
@@ -114,14 +123,10 @@ export const when = {
       `begins_with(${x.name(path)}, ${x.value(prefix)})`,
   /** The field is absent or equals `v` (a seen value that may have been missing). */
   asSeen: (path: Path, v: unknown): Cond => (v === undefined ? when.lacks(path) : when.is(path, v)),
-  all:
-    (...cs: Cond[]): Cond =>
-    (x) =>
-      cs.map((c) => `(${c(x)})`).join(' AND '),
-  any:
-    (...cs: Cond[]): Cond =>
-    (x) =>
-      cs.map((c) => `(${c(x)})`).join(' OR '),
+  /** Every one of `cs` holds (one alone is itself: DynamoDB refuses redundant parentheses). */
+  all: (...cs: Cond[]): Cond => joined(cs, 'AND'),
+  /** One of `cs` holds at least. */
+  any: (...cs: Cond[]): Cond => joined(cs, 'OR'),
   not:
     (c: Cond): Cond =>
     (x) =>

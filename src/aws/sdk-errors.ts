@@ -136,6 +136,16 @@ export function isNotFound(err: unknown): boolean {
   return hasName(err, NOT_FOUND) || httpStatusOf(err) === 404;
 }
 
+/** What `call` answers, or undefined when its resource does not exist; other errors are thrown. */
+export async function unlessMissing<T>(call: Promise<T>): Promise<T | undefined> {
+  try {
+    return await call;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
 /**
  * Reading an object failed through the object's own fault, not S3's: no object under the key (its
  * lifetime ended, or it was never written), a key S3 cannot hold, an object that cannot be read

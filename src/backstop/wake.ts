@@ -24,7 +24,7 @@ import type { QueueSender } from '../queue/index.js';
 import type { WakeRun } from './check.js';
 
 /** FNV-1a 32-bit of a string's UTF-16 code units, 8 hex digits: core's `fnv1a32Hex`. */
-export function fnv1a32Hex(value: string): string {
+function fnv1a32Hex(value: string): string {
   let hash = 0x811c9dc5;
   for (let i = 0; i < value.length; i++) {
     hash ^= value.charCodeAt(i);
@@ -34,7 +34,7 @@ export function fnv1a32Hex(value: string): string {
 }
 
 /** Core's idempotency key of a step's dispatch message. */
-export const stepDispatchKey = (stepId: string, stepName: string) => `${stepId}:${fnv1a32Hex(stepName)}`;
+const stepDispatchKey = (stepId: string, stepName: string) => `${stepId}:${fnv1a32Hex(stepName)}`;
 
 /**
  * The workflow queue of a run whose DUE item names none (no workflow delivery of it was acknowledged

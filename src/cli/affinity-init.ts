@@ -7,7 +7,7 @@
  * lose; `--force` records it anyway.
  */
 import { createClients, destroyClients } from '../aws/clients.js';
-import { isNotFound } from '../aws/sdk-errors.js';
+import { unlessMissing } from '../aws/sdk-errors.js';
 import type { WorldConfig } from '../config/index.js';
 import { createContext } from '../context/world-context.js';
 import { readTableFormat } from '../preflight/format-check.js';
@@ -21,10 +21,7 @@ const NAMED_RUNS = 10;
 export async function assertNoRunToStrand(config: WorldConfig, force: boolean): Promise<void> {
   const clients = createClients(config);
   try {
-    const tf = await readTableFormat(clients.ddb, config.tableName).catch((err) => {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    });
+    const tf = await unlessMissing(readTableFormat(clients.ddb, config.tableName));
     if (!tf || tf.affinity || force) return;
     const { data, hasMore } = await createStorage(createContext(config, clients)).runs.list({
       status: ['pending', 'running'],

@@ -36,7 +36,7 @@ function parseReason(value: string): string {
   return value;
 }
 
-export async function cancelRunById(runId: string, opts: CancelOptions): Promise<CancelResult> {
+async function cancelRunById(runId: string, opts: CancelOptions): Promise<CancelResult> {
   return withWorld({}, async (w) => {
     const run = await getRunOrFail(w, runId);
     if (run.status === 'cancelled') return { runId, status: run.status, cancelled: false };

@@ -94,7 +94,7 @@ export async function deploymentRows(
  * not an error; any other refusal (e.g. an alias still points at it, or AccessDenied) is, naming
  * the version, after the retire, which stands.
  */
-export async function deleteLambdaVersion(
+async function deleteLambdaVersion(
   ctx: WorldContext,
   v: LambdaVersion,
 ): Promise<{ functionName: string; version: string; deleted: boolean }> {
@@ -123,7 +123,7 @@ export interface Retirement {
 
 /**
  * Marks `id` retired after the checks above; throws a CliError (exit 1) saying why it did not.
- * With `force`, `onFailing` is told which active runs will fail before anything is written.
+ * With `force`, `onFailing` is told which active runs will fail, and awaited, before anything is written.
  */
 export async function retireDeployment(
   ctx: WorldContext,
@@ -133,7 +133,7 @@ export async function retireDeployment(
     graceMs?: number;
     now?: number;
     onPoll?: (ms: number) => void;
-    onFailing?: (runIds: string[], live: boolean) => void;
+    onFailing?: (runIds: string[], live: boolean) => void | Promise<void>;
     windowMs?: number;
   } = {},
 ): Promise<Retirement> {
@@ -159,7 +159,7 @@ export async function retireDeployment(
   const verdict = drainVerdict(record, activity, opts.graceMs ?? ctx.config.deploymentGraceSeconds * 1000, now, live);
   if (!verdict.retirable && !opts.force) throw new CliError(verdict.detail, EXIT_FAILURE);
   const failing = activity.activeRunIds.get(id) ?? [];
-  if (opts.force) opts.onFailing?.(failing, live);
+  if (opts.force) await opts.onFailing?.(failing, live);
   const reason = verdict.retirable
     ? 'retired by operator'
     : [

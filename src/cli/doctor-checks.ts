@@ -7,7 +7,7 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import type { AwsClients } from '../aws/clients.js';
 import { canConnect } from '../aws/net.js';
-import { describeError, isAccessDenied, isCredentialsRejected, isNotFound } from '../aws/sdk-errors.js';
+import { describeError, isAccessDenied, isCredentialsRejected, unlessMissing } from '../aws/sdk-errors.js';
 import { closestVariable, FORMER_VARIABLES, type WorldConfig } from '../config/index.js';
 import { AwsEnvironmentError, EMULATOR_FIX } from '../preflight/aws-environment.js';
 import type { ResourceReport } from '../provision/index.js';
@@ -56,9 +56,9 @@ export async function checkEndpoints(config: WorldConfig): Promise<Check> {
 export async function checkCredentials(clients: AwsClients, config: WorldConfig): Promise<Check> {
   const check = 'credentials';
   // A table that does not exist is an answer to a signed call too: the credentials were accepted.
-  const err = await clients.ddb.send(new DescribeTableCommand({ TableName: config.tableName })).then(
+  const err = await unlessMissing(clients.ddb.send(new DescribeTableCommand({ TableName: config.tableName }))).then(
     () => undefined,
-    (e: unknown) => (isNotFound(e) ? undefined : e),
+    (e: unknown) => e,
   );
   if (err === undefined) return { check, status: 'pass', details: `accepted (${endpointsText(config)})` };
   const fail = (details: string, fix: string): Check => ({ check, status: 'fail', details, fix });

@@ -41,9 +41,9 @@ import {
   fitText,
   palette,
   printJson,
-  withProgress,
   renderTable,
   tableReport,
+  withProgress,
 } from './shared/output.js';
 
 export interface DoctorReport {
@@ -155,7 +155,7 @@ async function checkResources(
   return checks;
 }
 
-export function renderChecks(checks: Check[], color = colorEnabled()): string {
+function renderChecks(checks: Check[], color = colorEnabled()): string {
   const p = palette(color);
   const paint = (s: CheckStatus) =>
     s === 'pass' ? p.green('pass') : s === 'fail' ? p.red('FAIL') : s === 'warn' ? p.yellow('warn') : p.dim('skip');

@@ -287,7 +287,7 @@ async function runDocker(opts: EmulateOptions, shutdown: Shutdown, envFile: EnvF
   }
 }
 
-export async function runEmulate(opts: EmulateOptions): Promise<void> {
+async function runEmulate(opts: EmulateOptions): Promise<void> {
   if (opts.envFile !== undefined && opts.envOut === undefined)
     process.stderr.write('note: --env-file is now --env-out (the same option; Node 20 rejects --env-file)\n');
   opts.envFile = opts.envOut ?? opts.envFile;

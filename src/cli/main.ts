@@ -86,7 +86,7 @@ export function buildProgram(): Command {
 }
 
 /** Map an error to an exit code, printing it as one line unless it was already reported. */
-export function reportError(err: unknown): number {
+function reportError(err: unknown): number {
   if (err instanceof CommanderError) {
     // Commander has already printed help / the usage error.
     return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;

@@ -21,7 +21,7 @@ export interface ResumeResult {
   hookId: string;
 }
 
-export async function resumeByToken(token: string, payload: unknown): Promise<ResumeResult> {
+async function resumeByToken(token: string, payload: unknown): Promise<ResumeResult> {
   return withCoreWorld(async (w, core) => {
     try {
       const hook = await core.resumeHook(token, payload);

@@ -16,7 +16,7 @@ import { runRow } from './tail-rows.js';
 import { loadManifest, type WorkflowManifest } from './workflow-manifest.js';
 import { describeWorkflow, isFullWorkflowName, nearWorkflows, workflowMatches } from './workflow-names.js';
 
-export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
+const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
 type RunStatus = (typeof RUN_STATUSES)[number];
 
 interface RunsOptions {

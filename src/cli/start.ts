@@ -44,7 +44,7 @@ interface StartOptions {
 const LOOKUP_RUNS = 100;
 
 /** The full workflow id `query` names, from `manifest` first, else from earlier runs (see the header). */
-export async function resolveWorkflowId(w: CliWorld, query: string, manifest?: WorkflowManifest): Promise<string> {
+async function resolveWorkflowId(w: CliWorld, query: string, manifest?: WorkflowManifest): Promise<string> {
   if (isFullWorkflowName(query)) return query;
   const declared = manifest?.workflows.filter((m) => m.name === query) ?? [];
   if (declared.length === 1) return declared[0].workflowId;
@@ -73,7 +73,7 @@ export async function resolveWorkflowId(w: CliWorld, query: string, manifest?: W
   );
 }
 
-export async function startWorkflow(
+async function startWorkflow(
   query: string,
   args: unknown[],
   manifest?: WorkflowManifest,

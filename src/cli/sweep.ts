@@ -29,7 +29,7 @@ function parseRunId(v: string): string {
 
 const mib = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MiB`;
 
-export function renderSweep(r: SweepReport, color = colorEnabled()): string {
+function renderSweep(r: SweepReport, color = colorEnabled()): string {
   const p = palette(color);
   const verb = r.dryRun ? 'would delete' : 'deleted';
   const lines: string[] = [];

@@ -102,7 +102,7 @@ export function eventColumns(width: number): {
 }
 const DATA_MIN = 20;
 
-export function EventLog({ events, max, width, color }: { events: EventRow[]; max: number; width: number } & Style) {
+function EventLog({ events, max, width, color }: { events: EventRow[]; max: number; width: number } & Style) {
   const shown = events.length > max ? events.slice(events.length - max) : events;
   const hidden = events.length - shown.length;
   const COL = eventColumns(width);
@@ -147,7 +147,7 @@ function nameCell(s: string, n: number): string {
   return s.length <= n ? s.padEnd(n) : `${s.slice(0, n - 1)}…`;
 }
 
-export function StepsTable({ steps, max, width, color }: { steps: StepRow[]; max: number; width: number } & Style) {
+function StepsTable({ steps, max, width, color }: { steps: StepRow[]; max: number; width: number } & Style) {
   if (steps.length === 0) return null;
   const shown = steps.length > max ? steps.slice(steps.length - max) : steps;
   // The step id (31 columns) is cut from the left on a narrow terminal, as in the event log.

@@ -38,7 +38,7 @@ export interface TailSink {
   end(): Promise<void>;
 }
 
-export function ndjsonSink(out: NodeJS.WritableStream = process.stdout): TailSink {
+function ndjsonSink(out: NodeJS.WritableStream = process.stdout): TailSink {
   return {
     write: (rec) => void out.write(ndjson(rec)),
     notice: (m) => void process.stderr.write(`note: ${m}\n`),
@@ -47,7 +47,7 @@ export function ndjsonSink(out: NodeJS.WritableStream = process.stdout): TailSin
 }
 
 /** One human line per record (stdout is not a terminal). */
-export function plainLine(rec: TailRow, color = false): string[] {
+function plainLine(rec: TailRow, color = false): string[] {
   const p = palette(color);
   switch (rec.kind) {
     case 'run':
@@ -71,7 +71,7 @@ export function plainLine(rec: TailRow, color = false): string[] {
   }
 }
 
-export function plainSink(out: NodeJS.WritableStream = process.stdout): TailSink {
+function plainSink(out: NodeJS.WritableStream = process.stdout): TailSink {
   const color = colorEnabled();
   return {
     write: (rec) => void out.write(`${plainLine(rec, color).join('\n')}\n`),
@@ -84,11 +84,7 @@ export function plainSink(out: NodeJS.WritableStream = process.stdout): TailSink
  * The live ink view; `follow: false` renders everything once (no height limit). ink and React are
  * loaded only here, so the other commands (and piped tails) do not pay for them at startup.
  */
-export async function inkSink(
-  runId: string,
-  follow: boolean,
-  stdout: NodeJS.WriteStream = process.stdout,
-): Promise<TailSink> {
+async function inkSink(runId: string, follow: boolean, stdout: NodeJS.WriteStream = process.stdout): Promise<TailSink> {
   const [{ render }, { createElement }, view] = await Promise.all([
     import('ink'),
     import('react'),
@@ -144,7 +140,7 @@ function inCi(env: NodeJS.ProcessEnv): boolean {
   return ['CI', 'CONTINUOUS_INTEGRATION'].some((k) => k in env && env[k] !== '0' && env[k] !== 'false');
 }
 
-export async function runTail(runId: string, opts: TailOptions): Promise<void> {
+async function runTail(runId: string, opts: TailOptions): Promise<void> {
   const missing = TUI_PEERS.filter((n) => !isInstalled(n));
   // Under CI (CI or CONTINUOUS_INTEGRATION set, as ink reads them) ink draws only the last frame,
   // at exit: a live view that shows nothing while it follows. Plain lines there, as on a pipe.

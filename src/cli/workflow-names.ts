@@ -6,6 +6,8 @@
  * a name that matches nothing gets the near names as a hint ({@link nearWorkflows}), never a
  * guess.
  */
+
+import { editDistance } from '../util/edit-distance.js';
 import { shortName } from './shared/format.js';
 
 export const isFullWorkflowName = (query: string): boolean => query.includes('//');
@@ -13,21 +15,6 @@ export const isFullWorkflowName = (query: string): boolean => query.includes('//
 /** Whether the recorded `workflowName` is the workflow the user named with `query`. */
 export function workflowMatches(workflowName: string, query: string): boolean {
   return isFullWorkflowName(query) ? workflowName === query : shortName(workflowName) === query;
-}
-
-/** Edit distance with adjacent transpositions (optimal string alignment): `ordr` → `order` is 1. */
-export function editDistance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0][j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
-        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.length][b.length];
 }
 
 /**

@@ -3,6 +3,7 @@
  * per process with what to do instead.
  */
 
+import { editDistance } from '../util/edit-distance.js';
 import { SETTINGS } from './catalogue.js';
 import type { Env } from './setting.js';
 import type { WorldTuning } from './tuning.js';
@@ -66,18 +67,6 @@ export function variableWarningsOnce(config: Pick<WorldConfig, 'ignoredVariables
   const fresh = config.ignoredVariables.filter((name) => !warnedVariables.has(name));
   for (const name of fresh) warnedVariables.add(name);
   return variableWarnings({ ignoredVariables: fresh });
-}
-
-/** Levenshtein distance: insertions, deletions and substitutions. */
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++)
-      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = row;
-  }
-  return prev[b.length];
 }
 
 /**

@@ -40,7 +40,7 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { WorkflowWorldError } from '@workflow/errors';
 import { isTerminalWorkflowRunStatus, type WorkflowRun, workflowRunIdSchema } from '@workflow/world';
 import { decodeTime } from 'ulid';
-import { when } from '../aws/expression.js';
+import { readInput, when } from '../aws/expression.js';
 import { type Fields, OwnedRecord, tableOf } from '../aws/owned-record.js';
 import { describeError, errorName } from '../aws/sdk-errors.js';
 import type { WorldContext } from '../context/world-context.js';
@@ -207,7 +207,7 @@ export class RunKeys {
         TableName: this.#ctx.config.tableName,
         Key: { PK: { S: keys.runMeta(runId).PK }, SK: { S: keys.runMeta(runId).SK } },
         ConsistentRead: true,
-        ProjectionExpression: 'PK',
+        ...readInput({ projection: [ATTR.pk] }),
       }),
     );
     return out.Item !== undefined;

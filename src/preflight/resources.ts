@@ -23,6 +23,7 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { isQueueUrl } from '../aws/arn.js';
+import { readInput } from '../aws/expression.js';
 import { describeError, errorName, isNotFound, toWorldError } from '../aws/sdk-errors.js';
 import {
   closestVariable,
@@ -32,7 +33,7 @@ import {
   type WorldConfig,
 } from '../config/index.js';
 import type { WorldContext } from '../context/world-context.js';
-import { keys } from '../schema/keys.js';
+import { ATTR, keys } from '../schema/keys.js';
 import { AwsEnvironmentError, type AwsFailure, type AwsService } from './aws-environment.js';
 
 export type PreflightResource = 'table' | 'queue' | 'dlq' | 'bucket';
@@ -176,7 +177,7 @@ async function run(ctx: WorldContext, queues: PreflightQueues, options: Prefligh
           new GetItemCommand({
             TableName: config.tableName,
             Key: { PK: { S: keys.preflight.PK }, SK: { S: keys.preflight.SK } },
-            ProjectionExpression: 'PK',
+            ...readInput({ projection: [ATTR.pk] }),
           }),
         ),
     ],

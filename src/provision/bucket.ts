@@ -20,16 +20,9 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { partitionOf } from '../aws/arn.js';
-import { isNoSuchConfiguration } from '../aws/sdk-errors.js';
+import { isNoSuchConfiguration, unlessMissing } from '../aws/sdk-errors.js';
 import { PAYLOAD_EXPIRY_DAYS, PAYLOAD_PREFIXES, RETENTION_TAG } from '../config/limits.js';
-import {
-  applySettings,
-  type ReconcileMode,
-  type ResourceReport,
-  reconcileSettings,
-  type Setting,
-  unlessMissing,
-} from './settings.js';
+import { applySettings, type ReconcileMode, type ResourceReport, reconcileSettings, type Setting } from './settings.js';
 
 /** Sid of the statement `init` adds to the bucket policy; other statements are kept. */
 export const TLS_ONLY_SID = 'EveWorldAwsDenyInsecureTransport';

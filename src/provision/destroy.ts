@@ -27,10 +27,12 @@ import {
 import { DeleteQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { queueNameOf } from '../aws/arn.js';
 import type { AwsClients } from '../aws/clients.js';
+import { readInput } from '../aws/expression.js';
+import { unlessMissing } from '../aws/sdk-errors.js';
 import { SHARED_SCHEDULE_GROUP, type WorldConfig } from '../config/index.js';
-import { keys } from '../schema/keys.js';
+import { ATTR, keys } from '../schema/keys.js';
 import { queueUrl } from './queues.js';
-import { type ResourceKind, unlessMissing } from './settings.js';
+import type { ResourceKind } from './settings.js';
 
 /**
  * `absent`: not there (nothing to do); `would-delete`: the plan; `deleted`; `kept`: it holds data
@@ -75,7 +77,9 @@ function tableTarget(clients: AwsClients, name: string): Target {
       // The table's format item (src/preflight/format-check.ts) is the World's own, written by `init`: a
       // table holding only it is empty. Two keys suffice: any second item is data.
       const format = keys.tableFormat();
-      const page = await ddb.send(new ScanCommand({ TableName: name, Limit: 2, ProjectionExpression: 'PK, SK' }));
+      const page = await ddb.send(
+        new ScanCommand({ TableName: name, Limit: 2, ...readInput({ projection: [ATTR.pk, ATTR.sk] }) }),
+      );
       const holdsData = (page.Items ?? []).some((i) => !(i.PK?.S === format.PK && i.SK?.S === format.SK));
       return { holdsData, detail: holdsData ? 'holds items (runs, events, streams)' : 'empty' };
     },

@@ -11,9 +11,10 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { isQueueUrl, queueNameOf } from '../aws/arn.js';
+import { unlessMissing } from '../aws/sdk-errors.js';
 import type { WorldConfig } from '../config/index.js';
 import { MAX_MESSAGE_SIZE, MESSAGE_RETENTION_SECONDS } from '../config/limits.js';
-import { type ReconcileMode, type ResourceReport, unlessMissing } from './settings.js';
+import type { ReconcileMode, ResourceReport } from './settings.js';
 
 /** The queue's URL (`ref`: a name or a URL), undefined when it does not exist. */
 export async function queueUrl(sqs: SQSClient, ref: string): Promise<string | undefined> {

@@ -16,9 +16,9 @@ import {
   type GetScheduleGroupCommandOutput,
   type SchedulerClient,
 } from '@aws-sdk/client-scheduler';
-import { isConflict } from '../aws/sdk-errors.js';
+import { isConflict, unlessMissing } from '../aws/sdk-errors.js';
 import { SHARED_SCHEDULE_GROUP, VARIABLES, type WorldConfig } from '../config/index.js';
-import { type ReconcileMode, type ResourceReport, unlessMissing } from './settings.js';
+import type { ReconcileMode, ResourceReport } from './settings.js';
 
 /**
  * The warning `init` prints when the scheduler role would be trusted for the account's shared

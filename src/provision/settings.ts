@@ -13,7 +13,7 @@
  * - A setting the endpoint does not implement (an emulator) is `skipped` with the reason, never
  *   reported as applied nor silently ignored.
  */
-import { describeError, errorName, isNotFound, isUnsupported } from '../aws/sdk-errors.js';
+import { describeError, errorName, isUnsupported } from '../aws/sdk-errors.js';
 
 export type ResourceKind = 'table' | 'queue' | 'dlq' | 'bucket' | 'schedule-group' | 'encryption';
 /**
@@ -63,16 +63,6 @@ export type SettingCheck =
   | { unsupported: string };
 
 export type ReconcileMode = 'apply' | 'dry-run' | 'verify';
-
-/** What `call` answers, or undefined when its resource does not exist; other errors are thrown. */
-export async function unlessMissing<T>(call: Promise<T>): Promise<T | undefined> {
-  try {
-    return await call;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
 
 /**
  * Check every setting and fix, plan or report its drift according to `mode`. Never throws for one

@@ -13,17 +13,10 @@ import {
   UpdateContinuousBackupsCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { isValidation } from '../aws/sdk-errors.js';
+import { isValidation, unlessMissing } from '../aws/sdk-errors.js';
 import { sleep } from '../aws/sleep.js';
 import { GSI1, GSI2, TABLE_SCHEMA } from '../schema/keys.js';
-import {
-  applySettings,
-  type ReconcileMode,
-  type ResourceReport,
-  reconcileSettings,
-  type Setting,
-  unlessMissing,
-} from './settings.js';
+import { applySettings, type ReconcileMode, type ResourceReport, reconcileSettings, type Setting } from './settings.js';
 
 function tableDrift(t: TableDescription): string[] {
   const problems: string[] = [];

@@ -3,6 +3,7 @@
  * forward page of blocks, and the GSI listing of a run's streams. All chunk reads are consistent.
  */
 import { type AttributeValue, type DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { readInput, when } from '../aws/expression.js';
 import { ATTR, GSI1, keys } from '../schema/keys.js';
 import { type Block, LAST_CHUNK_SK, toBlock } from './block-items.js';
 
@@ -29,13 +30,9 @@ export class StreamQueries {
     return this.ddb.send(
       new QueryCommand({
         TableName: this.table,
-        KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :lo AND :hi',
-        ExpressionAttributeNames: { '#pk': ATTR.pk, '#sk': ATTR.sk },
-        ExpressionAttributeValues: {
-          ':pk': { S: keys.stream(runId, name) },
-          ':lo': { S: keys.chunkSk(lo) },
-          ':hi': { S: hi },
-        },
+        ...readInput({
+          key: [when.is(ATTR.pk, keys.stream(runId, name)), when.between(ATTR.sk, keys.chunkSk(lo), hi)],
+        }),
         ...(opts.backward ? { ScanIndexForward: false } : {}),
         Limit: opts.limit,
         ConsistentRead: true,
@@ -72,10 +69,7 @@ export class StreamQueries {
         new QueryCommand({
           TableName: this.table,
           IndexName: GSI1,
-          KeyConditionExpression: '#g = :g',
-          ExpressionAttributeNames: { '#g': ATTR.gsi1pk, '#s': ATTR.gsi1sk },
-          ExpressionAttributeValues: { ':g': { S: keys.runStreamsGsi(runId) } },
-          ProjectionExpression: '#s',
+          ...readInput({ key: [when.is(ATTR.gsi1pk, keys.runStreamsGsi(runId))], projection: [ATTR.gsi1sk] }),
           ExclusiveStartKey: from,
         }),
       );

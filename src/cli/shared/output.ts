@@ -67,7 +67,7 @@ export type Label = readonly [text: string, colour?: keyof Palette];
 export const paintLabel = (p: Palette, [text, colour]: Label): string => (colour ? p[colour](text) : text);
 
 /** The terminal's width when stdout is one; undefined for pipes and files (no fitting there). */
-export function terminalColumns(stream: NodeJS.WriteStream = process.stdout): number | undefined {
+function terminalColumns(stream: NodeJS.WriteStream = process.stdout): number | undefined {
   return stream.isTTY && stream.columns > 0 ? stream.columns : undefined;
 }
 
@@ -156,7 +156,7 @@ export async function withProgress<T>(initial: string, work: (spin: Progress) =>
 }
 
 /** Quote a value for POSIX shells only when it needs it (URLs and names stay readable). */
-export function shellQuote(value: string): string {
+function shellQuote(value: string): string {
   if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(value)) return value;
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }

@@ -20,11 +20,9 @@
  * answer means in dispatch.ts; deletes and outages in settle.ts; poison, its count and the DLQ in
  * failures.ts; the attempt count and newer formats in replace.ts.
  *
- * Invariant here: the attempt core sees (`x-vqs-message-attempt`) counts dispatches only. Only
- * the `dispatch` branch below settles with `dispatched: true`; every other receive settles as
- * undispatched, which replaces the copy rather than leave it to be received again. Holds, parks
- * before the route was reached and settling a copy by its early verdict never raise it, however
- * long they last (core fails a workflow run above 48).
+ * What this file keeps for the attempt count (its rule: ./replace.ts): only the `dispatch` branch
+ * below settles with `dispatched: true`, so holds, parks before the route was reached and copies
+ * settled by their early verdict never raise it, however long they last (core fails a run above 48).
  */
 
 import { queueNameOf } from '../../aws/arn.js';

@@ -24,9 +24,9 @@ import type { DeliveryOutcome, HoldCause, OutageReason } from './verdict.js';
 /**
  * A receive that did not dispatch, and the message is to be delivered again in `seconds`: the copy
  * is replaced by a fresh one (same logical id) that SQS shows after `seconds`, carrying the
- * dispatches so far (`attempt - 1`) as its offset, and this copy is deleted. Its receive count
- * thus never counts a receive that was not a dispatch. When the send fails the copy is hidden for
- * `seconds` instead (this receive then counts as one more attempt: never fewer than the dispatches).
+ * dispatches so far (`attempt - 1`) as its offset, and this copy is deleted. When the send fails
+ * the copy is hidden for `seconds` instead (this receive then counts as one more attempt: never
+ * fewer than the dispatches).
  *
  * Two copies of one message can exist for a moment (the send succeeded, the delete failed): the
  * old one is received again after its visibility. That is an SQS duplicate like any other, which

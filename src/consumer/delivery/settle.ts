@@ -30,7 +30,7 @@ import type { DeliveryOutcome, Verdict } from './verdict.js';
  * to the flow route.
  * A receive that did not (a hold, a park before the route was reached, a copy settled by its early
  * delivery's verdict) and leaves the message to be delivered again replaces the copy
- * (./replace.ts), so the attempt core sees counts dispatches only. Undispatched poison is always
+ * (./replace.ts states the attempt count's rule). Undispatched poison is always
  * found before the breaker was asked (`early`: decode, build; an early delivery's failure is not
  * taken as this copy's verdict but dispatched again, see ./decide.ts), so it is kept like any
  * failure and counts toward the DLQ.

@@ -21,7 +21,7 @@ import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { readInput, when } from '../../aws/expression.js';
 import { ATTR, GSI1, keys } from '../../schema/keys.js';
 import { type EventRecord, eventsOf, PAIR_ATTR } from '../records/event.js';
-import { type Attrs, num } from '../table/codec.js';
+import { num } from '../table/codec.js';
 import { getItem, queryPage } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { EVT_END } from './log-tail.js';
@@ -68,26 +68,19 @@ export async function correlationEvents(ctx: StorageCtx, q: CorrelationQuery): P
     if (q.after - 1 < first) return [];
     hi = keys.eventSk(q.after - 1);
   }
-  const values: Attrs = {
-    ':pk': { S: keys.runPk(q.runId) },
-    ':lo': { S: lo },
-    ':hi': { S: hi },
-    ':c': { S: q.correlationId },
-  };
-  let own = 'cid = :c';
-  let second = `#p.cid = :c`;
-  if (q.eventType !== undefined) {
-    own += ' AND t = :t';
-    second += ' AND #p.t = :t';
-    values[':t'] = { S: q.eventType };
-  }
+  // The event is an item's own (`cid`, `t`) or its pair's second (`p.cid`, `p.t`).
+  const matches = (at: string[]) =>
+    when.all(
+      when.is([...at, 'cid'], q.correlationId),
+      ...(q.eventType === undefined ? [] : [when.is([...at, 't'], q.eventType)]),
+    );
   const items = await queryPage(
     ctx,
     {
-      KeyConditionExpression: 'PK = :pk AND SK BETWEEN :lo AND :hi',
-      FilterExpression: `(${own}) OR (${second})`,
-      ExpressionAttributeNames: { '#p': PAIR_ATTR },
-      ExpressionAttributeValues: values,
+      ...readInput({
+        key: [when.is('PK', keys.runPk(q.runId)), when.between('SK', lo, hi)],
+        filter: [when.any(matches([]), matches([PAIR_ATTR]))],
+      }),
       ScanIndexForward: q.ascending,
       ConsistentRead: true,
     },

@@ -35,11 +35,13 @@ export async function tailSlot(ctx: StorageCtx, runId: string): Promise<number> 
   const res = await ctx.ddb.send(
     new QueryCommand({
       TableName: ctx.table,
-      ...readInput({ key: [when.is('PK', keys.runPk(runId)), when.beginsWith('SK', EVT_START)] }),
+      ...readInput({
+        key: [when.is('PK', keys.runPk(runId)), when.beginsWith('SK', EVT_START)],
+        projection: LAST_SLOT_PROJECTION,
+      }),
       ScanIndexForward: false,
       Limit: 1,
       ConsistentRead: true,
-      ProjectionExpression: LAST_SLOT_PROJECTION,
     }),
   );
   const last = res.Items?.[0] as Attrs | undefined;

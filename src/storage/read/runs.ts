@@ -11,6 +11,7 @@ import type {
   WaitForTerminalRunStatusParams,
   WorkflowRun,
 } from '@workflow/world';
+import { when } from '../../aws/expression.js';
 import { sleep } from '../../aws/sleep.js';
 import { ATTR, GSI1, GSI2, keys, storageKeys } from '../../schema/keys.js';
 import { expired, isTerminalRun } from '../records/lifecycle.js';
@@ -48,10 +49,7 @@ const RUN_TIMES = [
   'attrVer',
   'ttl',
 ];
-const WITHOUT_PAYLOADS = {
-  expression: ['PK', 'SK', ...RUN_FIELDS, ...RUN_TIMES].map((_, i) => `#p${i}`).join(', '),
-  names: Object.fromEntries(['PK', 'SK', ...RUN_FIELDS, ...RUN_TIMES].map((n, i) => [`#p${i}`, n])),
-};
+const WITHOUT_PAYLOADS = ['PK', 'SK', ...RUN_FIELDS, ...RUN_TIMES];
 
 export function createRunReads(ctx: StorageCtx) {
   async function get(id: string, params?: { resolveData?: ResolveData }): Promise<WorkflowRun> {
@@ -72,8 +70,6 @@ export function createRunReads(ctx: StorageCtx) {
     if (statuses && statuses.length === 0) return { data: [], cursor: null, hasMore: false };
     const resolveData = params.resolveData ?? 'all';
     const name = params.workflowName;
-    const values: Attrs = {};
-    for (const [i, s] of (statuses ?? []).entries()) values[`:s${i}`] = { S: s };
     const page = await shardedPage(
       ctx,
       {
@@ -81,13 +77,7 @@ export function createRunReads(ctx: StorageCtx) {
         pkName: name !== undefined ? ATTR.gsi1pk : ATTR.gsi2pk,
         skName: name !== undefined ? ATTR.gsi1sk : ATTR.gsi2sk,
         pk: name !== undefined ? (shard) => storageKeys.workflowRunsGsi(name, shard) : keys.runsGsi,
-        filter: statuses
-          ? {
-              expression: `#st IN (${statuses.map((_, i) => `:s${i}`).join(', ')})`,
-              names: { '#st': 'status' },
-              values,
-            }
-          : undefined,
+        filter: statuses ? when.oneOf('status', statuses) : undefined,
         ascending: params.pagination?.sortOrder === 'asc',
       },
       pageLimit(params.pagination?.limit),

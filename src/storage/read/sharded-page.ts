@@ -15,6 +15,7 @@
  * - **Bounded.** Each shard reads only as far as the page needs, plus its one look-ahead Query.
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
+import { type Cond, readInput, when } from '../../aws/expression.js';
 import { LIST_SHARDS } from '../../schema/keys.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
@@ -27,7 +28,7 @@ export interface ShardedQuery {
   /** The partition-key value of shard `i`. */
   pk: (shard: number) => string;
   /** Optional filter (applied by DynamoDB after the key condition). */
-  filter?: { expression: string; names: Record<string, string>; values: Attrs };
+  filter?: Cond;
   ascending: boolean;
 }
 
@@ -67,24 +68,12 @@ export async function shardedPage(
   const better = (a: string, b: string) => (q.ascending ? a < b : a > b);
 
   async function refill(i: number, s: Shard): Promise<void> {
-    const values: Attrs = { ':p': { S: q.pk(i) }, ...(q.filter?.values ?? {}) };
-    let cond = `#pk = :p`;
-    if (after !== undefined) {
-      cond += ` AND #sk ${q.ascending ? '>' : '<'} :after`;
-      values[':after'] = { S: after };
-    }
+    const past = after === undefined ? [] : [(q.ascending ? when.above : when.below)(q.skName, after)];
     const res = await ctx.ddb.send(
       new QueryCommand({
         TableName: ctx.table,
         IndexName: q.index,
-        KeyConditionExpression: cond,
-        ExpressionAttributeNames: {
-          '#pk': q.pkName,
-          ...(after !== undefined ? { '#sk': q.skName } : {}),
-          ...(q.filter?.names ?? {}),
-        },
-        ExpressionAttributeValues: values,
-        ...(q.filter ? { FilterExpression: q.filter.expression } : {}),
+        ...readInput({ key: [when.is(q.pkName, q.pk(i)), ...past], filter: q.filter ? [q.filter] : [] }),
         ScanIndexForward: q.ascending,
         Limit: perQuery,
         ExclusiveStartKey: s.start,

@@ -31,6 +31,7 @@
  */
 import type { Event, ResolveData } from '@workflow/world';
 import { SPEC_VERSION_CURRENT, slotToEventId, stripEventDataRefs } from '@workflow/world';
+import type { Path } from '../../aws/expression.js';
 import { isS3Pointer } from '../../context/payload-store.js';
 import { eventTypesWhere } from '../../schema/event-kinds.js';
 import { assertItemFormat, FORMAT_ATTR, formatStamp } from '../../schema/formats.js';
@@ -177,7 +178,7 @@ export function lastSlotOf(it: Attrs): number {
 }
 
 /** The projection {@link lastSlotOf} needs (the key and one small field of a pair's second event). */
-export const LAST_SLOT_PROJECTION = `SK, ${PAIR_ATTR}.t, ${FORMAT_ATTR}`;
+export const LAST_SLOT_PROJECTION: readonly Path[] = ['SK', [PAIR_ATTR, 't'], FORMAT_ATTR];
 
 /**
  * The events of log items read in log order (`descending`: the Query ran backwards, and each

@@ -4,6 +4,7 @@
  * item past the page). Every other read is built from these.
  */
 import { BatchGetItemCommand, GetItemCommand, QueryCommand, type QueryCommandInput } from '@aws-sdk/client-dynamodb';
+import { type Path, readInput } from '../../aws/expression.js';
 import type { Attrs } from './codec.js';
 import { keysOf } from './codec.js';
 import { backoff } from './contention-backoff.js';
@@ -19,12 +20,12 @@ export async function getItem(ctx: StorageCtx, key: { PK: string; SK: string }):
 
 /**
  * The items at `keys`, strongly consistent, in input order (`undefined` where none exists).
- * `projection` (a ProjectionExpression with `#n` names) leaves large attributes unread.
+ * `projection` (the attributes to return) leaves large attributes unread.
  */
 export async function getItems(
   ctx: StorageCtx,
   keys: readonly Attrs[],
-  projection?: { expression: string; names: Record<string, string> },
+  projection?: readonly Path[],
 ): Promise<(Attrs | undefined)[]> {
   const found = new Map<string, Attrs>();
   const id = (k: Attrs) => `${k.PK.S}\u0000${k.SK.S}`;
@@ -38,9 +39,7 @@ export async function getItems(
             [ctx.table]: {
               Keys: left,
               ConsistentRead: true,
-              ...(projection
-                ? { ProjectionExpression: projection.expression, ExpressionAttributeNames: projection.names }
-                : {}),
+              ...(projection ? readInput({ projection }) : {}),
             },
           },
         }),

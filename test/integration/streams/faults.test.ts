@@ -27,7 +27,9 @@ interface Dropper {
 }
 
 function streamKeyOf(input: Record<string, any>): string | undefined {
-  return input.Item?.PK?.S ?? input.ExpressionAttributeValues?.[':pk']?.S;
+  // A put names its key; a Query's partition key is one of its values.
+  const values = Object.values(input.ExpressionAttributeValues ?? {}) as Array<{ S?: string }>;
+  return input.Item?.PK?.S ?? values.find((v) => v.S?.startsWith('STREAM#'))?.S;
 }
 
 function faultyClients(dropper: Dropper): AwsClients {

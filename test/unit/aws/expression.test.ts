@@ -74,6 +74,7 @@ describe('the building blocks', () => {
     expect(condText(when.absent)).toBe('attribute_not_exists(PK)');
     expect(condText(when.has('f'))).toBe('attribute_exists(f)');
     expect(condText(when.lacks('f'))).toBe('attribute_not_exists(f)');
+    expect(condText(when.above('n', 2))).toBe('n > 2');
     expect(condText(when.below('n', 2))).toBe('n < 2');
     expect(condText(when.atMost('n', 2))).toBe('n <= 2');
     expect(condText(when.same('ttl', 'pendingTtl'))).toBe('ttl = pendingTtl');
@@ -85,6 +86,10 @@ describe('the building blocks', () => {
     expect(condText(when.not(when.is('s', 'done')))).toBe('NOT (s = "done")');
     expect(condText(when.any(when.lacks('a'), when.all(when.is('a', 1), when.is('b', true))))).toBe(
       '(attribute_not_exists(a)) OR ((a = 1) AND (b = true))',
+    );
+    // One condition alone is itself: nested, it never doubles parentheses (DynamoDB refuses them).
+    expect(condText(when.any(when.all(when.is('cid', 'c')), when.all(when.is(['p', 'cid'], 'c'))))).toBe(
+      '(cid = "c") OR (p.cid = "c")',
     );
   });
 

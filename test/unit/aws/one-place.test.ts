@@ -1,8 +1,9 @@
 /**
  * AWS facts have one home each: errors are recognised by src/aws/sdk-errors.ts, partitions and queue
- * names come from src/aws/arn.ts. Scans every module under src/ for a rival: an `instanceof` on
- * an SDK exception class (fails across SDK copies), a comparison of an error's name with an AWS
- * exception name, a partition table, or its own queue-URL test. Pure: reads the files.
+ * names come from src/aws/arn.ts, DynamoDB expressions are written by src/aws/expression.ts. Scans
+ * every module under src/ for a rival: an `instanceof` on an SDK exception class (fails across SDK
+ * copies), a comparison of an error's name with an AWS exception name, a partition table, its own
+ * queue-URL test, or expression text or placeholders of its own. Pure: reads the files.
  */
 import { describe, expect, it } from 'vitest';
 import { sourceFiles, stripComments } from '../../helpers/imports.js';
@@ -17,6 +18,11 @@ const RULES: [string, RegExp, string][] = [
   ],
   ['a partition table (use partitionOf from src/aws/arn.ts)', /['"]aws-(cn|us-gov|iso)/, 'aws/arn.ts'],
   ['a queue-URL test (use isQueueUrl / queueNameOf from src/aws/arn.ts)', /\^https\?:\\\//, 'aws/arn.ts'],
+  [
+    'a DynamoDB expression written by hand (use src/aws/expression.ts)',
+    /\b(ConditionExpression|KeyConditionExpression|FilterExpression|UpdateExpression|ProjectionExpression|ExpressionAttributeNames|ExpressionAttributeValues)\s*:/,
+    'aws/expression.ts',
+  ],
 ];
 
 /**
@@ -40,7 +46,7 @@ function rivals(files: { rel: string; text: string }[]): string[] {
 const files = sourceFiles();
 
 describe('one place for AWS facts', () => {
-  it('no module under src/ recognises AWS errors, partitions or queue URLs on its own', () => {
+  it('no module under src/ recognises AWS errors, partitions or queue URLs, or writes an expression, on its own', () => {
     expect(files.length).toBeGreaterThan(20);
     expect(rivals(files)).toEqual([]);
   });
@@ -58,6 +64,9 @@ describe('one place for AWS facts', () => {
       { rel: 'cli/world.ts', text: "(err as E)?.name === 'WorkflowRunNotFoundError' // a workflow error, not AWS" },
       { rel: 'queue/ok.ts', text: "// e.name === 'ThrottlingException' in a comment" },
       { rel: 'storage/write/commit.ts', text: "c.reasons.some((r) => r.Code === 'ConditionalCheckFailed')" },
+      { rel: 'streams/queries.ts', text: "new QueryCommand({ KeyConditionExpression: 'PK = :pk' })" },
+      { rel: 'preflight/resources.ts', text: "new GetItemCommand({ Key, ProjectionExpression: 'PK' })" },
+      { rel: 'storage/read/runs.ts', text: '...readInput({ filter: [when.oneOf(ATTR.status, statuses)] })' },
     ];
     expect(rivals(planted)).toEqual([
       'encryption/run-keys.ts: instanceof an SDK exception (use src/aws/sdk-errors.ts)',
@@ -67,6 +76,8 @@ describe('one place for AWS facts', () => {
       'resources.ts: a partition table (use partitionOf from src/aws/arn.ts)',
       'queue/transport.ts: a queue-URL test (use isQueueUrl / queueNameOf from src/aws/arn.ts)',
       'storage/write/commit.ts: an AWS error name compared by hand (use src/aws/sdk-errors.ts)',
+      'streams/queries.ts: a DynamoDB expression written by hand (use src/aws/expression.ts)',
+      'preflight/resources.ts: a DynamoDB expression written by hand (use src/aws/expression.ts)',
     ]);
   });
 });

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { workflowHint } from '../../../src/cli/runs.js';
 import { findManifest, MANIFEST_CANDIDATES, readManifest } from '../../../src/cli/workflow-manifest.js';
-import { describeWorkflow, editDistance, nearWorkflows } from '../../../src/cli/workflow-names.js';
+import { describeWorkflow, nearWorkflows } from '../../../src/cli/workflow-names.js';
+import { editDistance } from '../../../src/util/edit-distance.js';
 
 const id = (file: string, name: string) => `workflow//./workflows/${file}//${name}`;
 const IDS = [
