@@ -78,7 +78,7 @@ const compare =
   (x) =>
     `${x.name(path)} ${op} ${x.value(v)}`;
 
-/** `cs` joined by `op`, each in parentheses; one alone unwrapped, so nesting never doubles them. */
+/** `cs` joined by `op`, each in parentheses; one alone unwrapped, so nesting never doubles them; none is ''. */
 const joined =
   (cs: readonly Cond[], op: 'AND' | 'OR'): Cond =>
   (x) =>
@@ -245,9 +245,9 @@ export class Expression {
     return this.toDelete(table, key, options).Delete as DeleteItemCommandInput;
   }
 
-  /** The conditions joined with AND, each in parentheses when there are several. */
+  /** The conditions joined with AND ('' for none). */
   private conditionText(x: Placeholders): string {
-    return this.conds.length === 1 ? this.conds[0](x) : when.all(...this.conds)(x);
+    return when.all(...this.conds)(x);
   }
 
   /** The condition and its placeholders, for an action that has nothing else. */
@@ -306,7 +306,7 @@ export function readInput({ key = [], filter = [], projection = [] }: ReadParts)
   // A key condition takes no parentheses around its two parts.
   const texts = {
     KeyConditionExpression: key.map((c) => c(x)).join(' AND '),
-    FilterExpression: filter.length > 1 ? when.all(...filter)(x) : (filter[0]?.(x) ?? ''),
+    FilterExpression: when.all(...filter)(x),
     ProjectionExpression: projection.map((p) => x.name(p)).join(', '),
   };
   const present = Object.fromEntries(Object.entries(texts).filter(([, t]) => t !== ''));
