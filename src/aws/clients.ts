@@ -84,31 +84,19 @@ export function createClients(config: WorldConfig): AwsClients {
   const region = config.region ?? (Object.values(config.endpoints).some(Boolean) ? 'us-east-1' : undefined);
   const base = { region, maxAttempts: MAX_ATTEMPTS, ...timeouts(config) };
   const { dynamodb, sqs, s3, scheduler, kms, secretsManager, lambda } = config.endpoints;
+  const at = (endpoint: string | undefined) => ({
+    ...base,
+    endpoint,
+    credentials: localCredentials(endpoint, config.emulatorCredentials),
+  });
   return {
-    ddb: instrumentClient(
-      new DynamoDBClient({
-        ...base,
-        endpoint: dynamodb,
-        credentials: localCredentials(dynamodb, config.emulatorCredentials),
-      }),
-      'dynamodb',
-    ),
-    sqs: instrumentClient(
-      new SQSClient({
-        ...base,
-        ...timeouts(config, LONG_POLL_ALLOWANCE_MS),
-        endpoint: sqs,
-        credentials: localCredentials(sqs, config.emulatorCredentials),
-      }),
-      'sqs',
-    ),
+    ddb: instrumentClient(new DynamoDBClient(at(dynamodb)), 'dynamodb'),
+    sqs: instrumentClient(new SQSClient({ ...at(sqs), ...timeouts(config, LONG_POLL_ALLOWANCE_MS) }), 'sqs'),
     s3: lazy(async () => {
       const { S3Client } = await import('@aws-sdk/client-s3');
       return instrumentClient(
         new S3Client({
-          ...base,
-          endpoint: s3,
-          credentials: localCredentials(s3, config.emulatorCredentials),
+          ...at(s3),
           // Emulators serve path-style only; checksum-on-demand avoids aws-chunked uploads that some
           // emulators store verbatim (fauxqs and MinIO).
           forcePathStyle: s3 !== undefined,
@@ -120,42 +108,22 @@ export function createClients(config: WorldConfig): AwsClients {
     }),
     scheduler: lazy(async () => {
       const { SchedulerClient } = await import('@aws-sdk/client-scheduler');
-      return instrumentClient(
-        new SchedulerClient({
-          ...base,
-          endpoint: scheduler,
-          credentials: localCredentials(scheduler, config.emulatorCredentials),
-        }),
-        'scheduler',
-      );
+      return instrumentClient(new SchedulerClient(at(scheduler)), 'scheduler');
     }),
     kms: lazy(async () => {
       const { KMSClient } = await import('@aws-sdk/client-kms');
-      return instrumentClient(
-        new KMSClient({ ...base, endpoint: kms, credentials: localCredentials(kms, config.emulatorCredentials) }),
-        'kms',
-      );
+      return instrumentClient(new KMSClient(at(kms)), 'kms');
     }),
     secretsManager: lazy(async () => {
       const { SecretsManagerClient } = await import('@aws-sdk/client-secrets-manager');
-      return new SecretsManagerClient({
-        ...base,
-        endpoint: secretsManager,
-        credentials: localCredentials(secretsManager, config.emulatorCredentials),
-      });
+      return new SecretsManagerClient(at(secretsManager));
     }),
     lambda: lazy(async () => {
       const { LambdaClient } = await import('@aws-sdk/client-lambda');
       // One attempt per Invoke: a retried Invoke would run the flow route twice; the delivery
       // pipeline decides what a failure means (src/consumer/delivery/invoke.ts).
       return instrumentClient(
-        new LambdaClient({
-          ...base,
-          ...timeouts(config, INVOKE_ALLOWANCE_MS),
-          maxAttempts: 1,
-          endpoint: lambda,
-          credentials: localCredentials(lambda, config.emulatorCredentials),
-        }),
+        new LambdaClient({ ...at(lambda), ...timeouts(config, INVOKE_ALLOWANCE_MS), maxAttempts: 1 }),
         'lambda',
       );
     }),

@@ -42,12 +42,7 @@ export function toAttr(v: unknown): AttributeValue | undefined {
   }
   if (Array.isArray(v)) return { L: v.map((x) => toAttr(x) ?? { NULL: true }) };
   if (v instanceof ArrayBuffer) return { B: new Uint8Array(v) };
-  const m: Attrs = {};
-  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-    const a = toAttr(x);
-    if (a !== undefined) m[k] = a;
-  }
-  return { M: m };
+  return { M: toItem(v as Record<string, unknown>) };
 }
 
 export function fromAttr(a: AttributeValue): unknown {

@@ -11,24 +11,9 @@
  *   `step_started`'s transaction, renewed and released by its holder.
  *
  * A protocol names its fields ({@link OwnedFields}): the owner token, and optionally the state,
- * the lease end (`until`, epoch ms) and the TTL (epoch s) past which a claim may replace the
- * record. The operations:
- * - {@link OwnedRecord.claim}: put-if-absent-or-mine (or past its TTL); on refusal, the record
- *   that holds the key (from the failed condition, else a consistent read);
- * - {@link OwnedRecord.transition}: an update conditioned on the owner (renew: a new `until`;
- *   complete: a new state) and optionally on the states it may leave;
- * - {@link OwnedRecord.renew}: a heartbeat that raises the holder's count, which never goes down
- *   however heartbeats overlap or arrive late (so a watcher never sees an old mark come back);
- * - {@link OwnedRecord.takeOver}: the fence on what was read: succeeds only while the record still
- *   has the owner, `until` and `beat` the taker saw ({@link OwnedRecord.heldAs}), so of two takers
- *   one wins, and a holder that renewed since (a new `until` or `beat`) keeps its record;
- * - {@link OwnedRecord.release}: a delete conditioned on the owner, a no-op once it is gone (a
- *   host item's fields are released with a `transition` that removes them);
- * - {@link OwnedRecord.update}: a change under a condition built from `when` (./expression.ts;
- *   for moves that any process may make, like keeping a run key);
- * - {@link OwnedRecord.read}; {@link OwnedRecord.claimAction}, the claim as a transaction action;
- *   {@link OwnedRecord.fence}, a lease claim's condition as a fragment of another action (the
- *   step lease rides the step item's put in `step_started`).
+ * the lease end (`until`, epoch ms), a heartbeat count (`beat`) and the TTL (epoch s) past which a
+ * claim may replace the record. The operations (claim, transition, renew, takeOver, release,
+ * update, remove, read; claimAction and fence for transactions) each say what they condition on.
  *
  * When a lease has lapsed is the protocol's judgement, not this module's: the fence and the
  * takeover compare no clocks, they only pin what the taker saw (a protocol that judged by a
@@ -61,7 +46,6 @@ import { type Cond, expression, readInput, when } from './expression.js';
 import { fromAttr, keysOf, toAttr, toItem } from './item-codec.js';
 import { conditionFailureItem, isConditionalCheckFailed } from './sdk-errors.js';
 
-/** The table a record lives in. */
 export interface TableRef {
   readonly ddb: DynamoDBClient;
   readonly table: string;
@@ -86,9 +70,8 @@ export interface Change {
 
 /** The fields a protocol keeps its ownership in, as stored. */
 export interface OwnedFields {
-  /** The owner token. */
   owner: string;
-  /** The state, for records that move between states. */
+  /** For records that move between states. */
   state?: string;
   /** When the holder's lease ends (epoch ms), for records that can lapse and be taken over. */
   until?: string;

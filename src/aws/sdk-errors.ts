@@ -71,20 +71,15 @@ export function isTransactionCanceled(err: unknown): boolean {
   return hasName(err, new Set(['TransactionCanceledException']));
 }
 
+type CancellationReason = { Code?: string; Message?: string; Item?: Record<string, unknown> };
+
 /**
  * One reason per transaction action, in action order (`Code: 'None'` for actions that were fine).
  * With `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` a failed condition also carries `Item`.
  * Empty when the error is not a cancellation.
  */
-export function cancellationReasons(
-  err: unknown,
-): { Code?: string; Message?: string; Item?: Record<string, unknown> }[] {
-  if (!isTransactionCanceled(err)) return [];
-  return (asAws(err).CancellationReasons ?? []) as {
-    Code?: string;
-    Message?: string;
-    Item?: Record<string, unknown>;
-  }[];
+export function cancellationReasons(err: unknown): CancellationReason[] {
+  return isTransactionCanceled(err) ? ((asAws(err).CancellationReasons ?? []) as CancellationReason[]) : [];
 }
 
 /**
@@ -244,8 +239,7 @@ export function isValidation(err: unknown): boolean {
 
 /** SQS refused a body over the queue's MaximumMessageSize. */
 export function isMessageTooLong(err: unknown): boolean {
-  const e = asAws(err);
-  return hasName(err, new Set(['MessageTooLong'])) || /shorter than|too long/i.test(`${e.message ?? ''}`);
+  return hasName(err, new Set(['MessageTooLong'])) || /shorter than|too long/i.test(`${asAws(err).message ?? ''}`);
 }
 
 /** A resource with this name exists already (e.g. a retried CreateSchedule). */
@@ -290,9 +284,7 @@ export function toWorldError(err: unknown, what: string, field?: string): unknow
   if (isThrottling(err)) {
     return new ThrottleError(
       `${what}: AWS kept throttling after the SDK's retries (${namesOf(err)[0] ?? 'HTTP 429'})`,
-      {
-        retryAfter: 1,
-      },
+      { retryAfter: 1 },
     );
   }
   if (isValidation(err)) {
