@@ -9,8 +9,6 @@ import { SETTINGS } from './catalogue.js';
 import type { Env } from './setting.js';
 
 /**
- * The one write to the environment, for `@workflow/core`, which reads its own variable.
- *
  * Core's turbo mode (default on) forces an optimistic inline start on a run's first delivery: the
  * first step's body runs BEFORE its `step_started` commits (@workflow/core step-executor.js,
  * `optimisticStart`). Two copies of that delivery (SQS at-least-once) would both run it, and no

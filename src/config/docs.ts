@@ -4,10 +4,6 @@
  * ranges are written once. `npm run docs:config` writes them between the markers;
  * test/unit/config-docs.test.ts fails when the file is stale. Tooling only: the runtime never
  * imports this module (index.ts does not re-export it).
- *
- * One process-wide effect is stated where it happens: `WORKFLOW_OPTIMISTIC_INLINE_START` is the
- * one variable the World writes (core-defaults.ts, when it is unset, for `@workflow/core`), and
- * its row's description, rendered here, says so and why.
  */
 
 import { SETTINGS, type SettingChannel } from './catalogue.js';

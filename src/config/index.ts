@@ -7,10 +7,7 @@
  * an operator has: it carries the settings a deployment chooses (names, the signing secret, the
  * flow URL, limits, the scheduler role, the KMS key), listed in {@link VARIABLES}
  * (variables.ts). Knobs only tests, benchmarks and embedders turn (poll intervals, thresholds,
- * timeouts) are {@link TUNING} options (tuning.ts; `createWorld({ tuning })`,
- * `loadConfig(env, tuning)`), never variables; the consumer's are {@link CONSUMER_OPTIONS}
- * (consumer.ts; `createWorld({ consumer })`), `createWorld()`'s own {@link WORLD_OPTIONS}
- * (world-options.ts) and the orphan sweep's {@link SWEEP_OPTIONS} (sweep-options.ts).
+ * timeouts) are {@link TUNING} options, never variables; the other channels: catalogue.ts.
  *
  * Invariants:
  * - Each setting's name, default, accepted values and description are written once, in these

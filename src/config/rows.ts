@@ -40,13 +40,8 @@ export function docsOf(channel: SettingChannel): readonly EnvDoc[] {
   return Object.freeze(SETTING_ROWS.filter((r) => r.channel === channel).map((r) => documented(r.setting)));
 }
 
-/** The documented environment (`SETTINGS.variables`). */
-export const ENV_DOCS: readonly EnvDoc[] = docsOf('variables');
-/** The documented tuning options (`SETTINGS.tuning`). */
-export const TUNING_DOCS: readonly EnvDoc[] = docsOf('tuning');
-/** The documented consumer options (`createWorld({ consumer })`, `SETTINGS.consumer`). */
-export const CONSUMER_DOCS: readonly EnvDoc[] = docsOf('consumer');
-/** The documented settings among `createWorld()`'s own options (`SETTINGS.world`). */
-export const WORLD_DOCS: readonly EnvDoc[] = docsOf('world');
-/** The documented options of the orphan sweep (`SETTINGS.sweep`). */
-export const SWEEP_DOCS: readonly EnvDoc[] = docsOf('sweep');
+export const ENV_DOCS = docsOf('variables');
+export const TUNING_DOCS = docsOf('tuning');
+export const CONSUMER_DOCS = docsOf('consumer');
+export const WORLD_DOCS = docsOf('world');
+export const SWEEP_DOCS = docsOf('sweep');

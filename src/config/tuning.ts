@@ -7,80 +7,31 @@
 import { SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from './limits.js';
 import { type AnySetting, int, text } from './setting.js';
 
-/** The options of {@link TUNING}: for tests, benchmarks and embedders (`createWorld({ tuning })`). */
+/**
+ * The options of {@link TUNING}: for tests, benchmarks and embedders (`createWorld({ tuning })`).
+ * Each field's meaning, default and range is its row there (and docs/configuration.md).
+ */
 export interface WorldTuning {
-  /** Values (payloads, chunks, message bodies) larger than this go to S3. */
   readonly payloadThresholdBytes: number;
-  /**
-   * Stored run/step/event/hook payloads larger than this (or than `payloadThresholdBytes`, the
-   * lower wins) go to S3: the storage side of the threshold, chosen by the cost model (docs/design.md,
-   * "Inline threshold").
-   */
   readonly storageInlineBytes: number;
-  /** Fastest live-stream poll interval (ms), used while chunks flow. */
   readonly streamPollMs: number;
-  /** Slowest live-stream poll interval (ms), reached by backing off on an idle stream; >= streamPollMs. */
   readonly streamIdlePollMs: number;
-  /** The World's `streamFlushIntervalMs`: how long core holds a stream's leading chunk to group it. */
   readonly streamFlushMs: number;
-  /**
-   * Burst window of core's stream writer (streams/pacing.ts): while chunks keep coming, a write
-   * from a burst's third on is acknowledged no earlier than this after it arrived, so the next
-   * group collects the chunks of the window (at most 1000 / streamBurstMs PutItems per second per
-   * stream); a short reply (two writes) is not held. 0 = off.
-   */
   readonly streamBurstMs: number;
-  /** Longest single SQS delay hop (s) for long waits without a scheduler (SQS max 900). */
   readonly maxDelayHopSeconds: number;
-  /** How long a used idempotency key keeps deduping (s). */
   readonly idempotencyTtlSeconds: number;
-  /**
-   * The liveness backstop (src/backstop/): how long a run that owes work must have been quiet (s)
-   * before a check wakes it, and between the checks of an active run.
-   */
   readonly backstopSeconds: number;
-  /** How often the in-process backstop looks for due checks (s); 0 = not in this process. */
   readonly backstopTickSeconds: number;
-  /**
-   * Visibility (s) the in-process consumer receives with (ReceiveMessage `VisibilityTimeout`) and
-   * extends by heartbeat while a delivery runs: how long a crashed process delays its messages.
-   * Never above `visibilityTimeoutSeconds`.
-   */
   readonly consumerVisibilitySeconds: number;
-  /** How long a copy is held while another copy of its message is delivered in this process (s, no jitter). */
   readonly copyRunningHoldSeconds: number;
-  /**
-   * Deployment affinity: longest hold of another active deployment's message whose consumers are
-   * silent (s, before jitter; 1 s doubling per message up to this).
-   */
   readonly deploymentHoldMaxSeconds: number;
-  /** Longest hold of this deployment's own message once it is retired (s, before jitter; doubling like the above). */
   readonly retiredHoldMaxSeconds: number;
-  /** Hold of a message whose deployment's record could not be read (s, no jitter). */
   readonly registryUnreadableHoldSeconds: number;
-  /**
-   * Longest park of a copy whose request could not be built because S3 or the signing-secret
-   * source failed (s, before jitter; the queue visibility timeout when shorter).
-   */
   readonly dependencyParkSeconds: number;
-  /** SDK: how long to wait for a TCP/TLS connection (ms). */
   readonly connectTimeoutMs: number;
-  /**
-   * SDK: how long a request may sit with no bytes moving (ms) before it is abandoned and retried.
-   * SQS long polls get at least 30 s on top of their wait, so a poll is never cut short.
-   */
   readonly requestTimeoutMs: number;
-  /**
-   * The deployment id getDeploymentId() reports, over EVE_WORLD_AWS_DEPLOYMENT_ID; undefined:
-   * derived (src/deployment/id.ts).
-   */
   readonly deploymentId?: string;
-  /** The workflow build a plain Node host's deployment id is fingerprinted from; undefined: found (src/deployment/build-location.ts). */
   readonly buildDir?: string;
-  /**
-   * How long a deployment must have been quiet (no heartbeat, no run of it ended) before
-   * `deployments retire` (without `--force`) or the daily sweep retires it (s).
-   */
   readonly deploymentGraceSeconds: number;
 }
 
