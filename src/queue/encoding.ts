@@ -108,26 +108,26 @@ function replacer(this: unknown, key: string, value: unknown): unknown {
 }
 
 function reviver(_key: string, value: unknown): unknown {
-  if (
-    value !== null &&
-    typeof value === 'object' &&
-    (value as { __type?: unknown }).__type === 'Uint8Array' &&
-    typeof (value as { data?: unknown }).data === 'string'
-  ) {
-    return new Uint8Array(Buffer.from((value as { data: string }).data, 'base64'));
+  const v = value as { __type?: unknown; data?: unknown } | null;
+  if (typeof v === 'object' && v !== null && v.__type === 'Uint8Array' && typeof v.data === 'string') {
+    return new Uint8Array(Buffer.from(v.data, 'base64'));
   }
   return value;
 }
 
 /**
- * Typed-JSON text of a payload. U+FFFE / U+FFFF are valid in JSON strings but rejected by SQS, so
- * they are written as `\u` escapes (they can only occur inside string literals, where the escape
- * means the same character).
+ * U+FFFE / U+FFFF are valid in JSON strings but rejected by SQS, so JSON text is sent with them as
+ * `\u` escapes (they can only occur inside string literals, where the escape means the same character).
  */
+function escapeForSqs(json: string): string {
+  return json.replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
+/** Typed-JSON text of a payload. */
 export function encodePayload(payload: unknown): string {
   const text = JSON.stringify(payload, replacer);
   if (text === undefined) throw new TypeError('queue payload is not JSON-serialisable');
-  return text.replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+  return escapeForSqs(text);
 }
 
 /** Inverse of {@link encodePayload}. Throws `SyntaxError` on malformed text. */
@@ -137,7 +137,7 @@ export function decodePayload(text: string): unknown {
 
 /** Scheduler-target body: the envelope itself as JSON. */
 export function encodeEnvelope(envelope: Envelope): string {
-  return JSON.stringify({
+  const json = JSON.stringify({
     tag: ENVELOPE_TAG,
     f: MESSAGE_FORMAT,
     q: envelope.queueName,
@@ -151,7 +151,8 @@ export function encodeEnvelope(envelope: Envelope): string {
     d: envelope.deploymentId,
     x: envelope.foreign,
     b: envelope.body,
-  }).replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+  });
+  return escapeForSqs(json);
 }
 
 /** Parse an envelope body, or return undefined when `text` is not one. */
@@ -189,37 +190,27 @@ function isStringRecord(v: unknown): v is Record<string, string> {
   );
 }
 
+type StringAttr = { DataType: 'String'; StringValue: string };
+const stringAttr = (value: string | number): StringAttr => ({ DataType: 'String', StringValue: String(value) });
+
 /** SQS message attributes for an envelope sent directly to SQS. */
-export function envelopeAttributes(envelope: Envelope): Record<string, { DataType: 'String'; StringValue: string }> {
-  const attrs: Record<string, { DataType: 'String'; StringValue: string }> = {
-    ...Object.fromEntries(
-      Object.entries(envelope.foreign ?? {}).map(([k, v]) => [k, { DataType: 'String' as const, StringValue: v }]),
-    ),
-    [MSG_ATTR.queue]: { DataType: 'String', StringValue: envelope.queueName },
-    [MSG_ATTR.id]: { DataType: 'String', StringValue: envelope.messageId },
-    [MSG_ATTR.format]: { DataType: 'String', StringValue: String(MESSAGE_FORMAT) },
+export function envelopeAttributes(envelope: Envelope): Record<string, StringAttr> {
+  const attrs: Record<string, StringAttr> = {
+    ...Object.fromEntries(Object.entries(envelope.foreign ?? {}).map(([k, v]) => [k, stringAttr(v)])),
+    [MSG_ATTR.queue]: stringAttr(envelope.queueName),
+    [MSG_ATTR.id]: stringAttr(envelope.messageId),
+    [MSG_ATTR.format]: stringAttr(MESSAGE_FORMAT),
   };
-  if (envelope.attemptOffset > 0)
-    attrs[MSG_ATTR.attemptOffset] = { DataType: 'String', StringValue: String(envelope.attemptOffset) };
+  if (envelope.attemptOffset > 0) attrs[MSG_ATTR.attemptOffset] = stringAttr(envelope.attemptOffset);
   if (envelope.failures !== undefined && envelope.failures > 0)
-    attrs[MSG_ATTR.failures] = { DataType: 'String', StringValue: String(envelope.failures) };
-  if (envelope.deliverAt !== undefined)
-    attrs[MSG_ATTR.deliverAt] = { DataType: 'String', StringValue: String(envelope.deliverAt) };
-  if (envelope.s3Key !== undefined) attrs[MSG_ATTR.s3] = { DataType: 'String', StringValue: envelope.s3Key };
+    attrs[MSG_ATTR.failures] = stringAttr(envelope.failures);
+  if (envelope.deliverAt !== undefined) attrs[MSG_ATTR.deliverAt] = stringAttr(envelope.deliverAt);
+  if (envelope.s3Key !== undefined) attrs[MSG_ATTR.s3] = stringAttr(envelope.s3Key);
   if (envelope.headers && Object.keys(envelope.headers).length > 0) {
-    attrs[MSG_ATTR.headers] = {
-      DataType: 'String',
-      // U+FFFE / U+FFFF are refused by SQS: escaped, which JSON reads back as the same characters.
-      StringValue: JSON.stringify(envelope.headers).replace(
-        /[\ufffe\uffff]/g,
-        (c) => `\\u${c.charCodeAt(0).toString(16)}`,
-      ),
-    };
+    attrs[MSG_ATTR.headers] = stringAttr(escapeForSqs(JSON.stringify(envelope.headers)));
   }
-  if (envelope.logTail !== undefined) attrs[MSG_ATTR.logTail] = { DataType: 'String', StringValue: envelope.logTail };
-  if (envelope.deploymentId !== undefined) {
-    attrs[MSG_ATTR.deployment] = { DataType: 'String', StringValue: envelope.deploymentId };
-  }
+  if (envelope.logTail !== undefined) attrs[MSG_ATTR.logTail] = stringAttr(envelope.logTail);
+  if (envelope.deploymentId !== undefined) attrs[MSG_ATTR.deployment] = stringAttr(envelope.deploymentId);
   return attrs;
 }
 

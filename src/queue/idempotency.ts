@@ -8,11 +8,8 @@
  *   Scheduler) accepted the message.
  * An item with neither state was not written here: the claim fails loudly rather than guess.
  *
- * The claim is one conditional PutItem that succeeds when
- * - no claim exists, or the existing claim's TTL has passed (DynamoDB deletes expired items
- *   lazily, up to days later, so the condition re-checks the TTL itself), or
- * - the existing claim is this sender's own (`owner` = this call's token): the SDK retried a
- *   PutItem whose response was lost, and the retry must not report the key as a duplicate.
+ * The claim (src/aws/owned-record.ts, `claim`) succeeds while no claim exists, its TTL has passed,
+ * or it is this sender's own (an SDK retry of a lost response must not report a duplicate).
  * Otherwise the stored item decides:
  * - `sent` -> a duplicate: the first message's id is returned and nothing is sent;
  * - `pending` with a live lease -> wait (short polls) until it becomes `sent` or its lease ends;
@@ -24,12 +21,9 @@
  * - A key is reported as a duplicate only when its item is `sent`, i.e. after a message for it was
  *   accepted (a crash between the accepted send and `markIdempotencyKeySent` leaves `pending`:
  *   the key is taken over after the lease and sent again, a duplicate delivery, never a loss).
- * - Every write is conditional on the caller's owner token, so applying it twice (an SDK retry
- *   after a lost response) has the same effect as applying it once.
  * - A used key keeps deduping for `idempotencyTtlSeconds` (the runtime mints fresh keys for
  *   re-arms and relies on a used key staying used).
  * - A claim whose send failed is released (conditional on still owning it), so a retry can send.
- * The conditions themselves are the owned-record primitive's (src/aws/owned-record.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { when } from '../aws/expression.js';

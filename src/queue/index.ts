@@ -103,7 +103,6 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
   const transport = options.transport ?? createTransport(ctx, options.scheduler);
   const nextUlid = monotonicFactory();
   const identity: NonNullable<CreateQueueOptions['identity']> = options.identity ?? deploymentIdentity(config);
-  /** Idempotency keys this process has offered for early delivery lately. */
   const offeredKeys = new RecentKeys(OFFERED_KEYS);
   const tailOf = (payload: QueuePayload): string | undefined => {
     const p = payload as { runId?: unknown; workflowRunId?: unknown };
@@ -148,13 +147,10 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
       ...(logTail ? { logTail } : {}),
       ...(deploymentId !== undefined ? { deploymentId } : {}),
     };
-    // Early delivery (src/consumer/delivery/early/offer.ts) runs beside the claim and the send, which go on
-    // unchanged. A key's first send from this process is offered before its claim; a key this
-    // process sent before (core republishing after an error) only once claimed, so a retry here
-    // never starts a second one. A key another process also sends, or a failed send, leaves it one
-    // more delivery of the message.
-    // Only a message for this process's own deployment is delivered early here (affinity), and
-    // none once it is retired (its messages are left to other deployments' consumers).
+    // When the offer comes relative to the claim: the header (a key this process sent before, core
+    // republishing after an error, is offered only once claimed, so a retry never starts a second
+    // early delivery). A key another process also sends, or a failed send, leaves it one more
+    // delivery of the message. A retired deployment's messages are left to other deployments' consumers.
     const early = options.early !== undefined && own && !identity.retired;
     // The early delivery's own id names the message (./delivery-id.ts), and its span links to the
     // span this send runs in (core's `queue.publish`).
@@ -221,22 +217,16 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
   const queueBatch = async (
     queueName: ValidQueueName,
     messages: readonly { message: QueuePayload; opts?: QueueOptions }[],
-  ): Promise<QueueBatchResult[]> => {
+  ): Promise<QueueBatchResult[]> =>
     // Per-entry sends (each with its own idempotency claim), 10 at a time; failures are reported
     // per entry, never thrown.
-    return mapLimited(messages, 10, async (m): Promise<QueueBatchResult> => {
+    mapLimited(messages, 10, async (m): Promise<QueueBatchResult> => {
       try {
         return await queue(queueName, m.message, m.opts);
       } catch (err) {
         return { messageId: null, error: String(err), retryable: true };
       }
     });
-  };
 
-  return {
-    transport,
-    getDeploymentId: () => identity.id(),
-    queue,
-    queueBatch,
-  };
+  return { transport, getDeploymentId: () => identity.id(), queue, queueBatch };
 }

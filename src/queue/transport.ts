@@ -63,37 +63,24 @@ export class SqsTransport {
   }
 
   private resolveUrl(ref: string): Promise<string> {
-    let p = this.urls.get(ref);
-    if (!p) {
-      p = isQueueUrl(ref)
-        ? Promise.resolve(ref)
-        : this.ctx.clients.sqs.send(new GetQueueUrlCommand({ QueueName: ref })).then((o) => {
-            if (!o.QueueUrl) throw new Error(`GetQueueUrl returned no URL for queue ${ref}`);
-            return o.QueueUrl;
-          });
-      // A failed lookup is retried on next use instead of being cached.
-      p.catch(() => this.urls.delete(ref));
-      this.urls.set(ref, p);
-    }
-    return p;
+    return cached(this.urls, ref, async () => {
+      if (isQueueUrl(ref)) return ref;
+      const o = await this.ctx.clients.sqs.send(new GetQueueUrlCommand({ QueueName: ref }));
+      if (!o.QueueUrl) throw new Error(`GetQueueUrl returned no URL for queue ${ref}`);
+      return o.QueueUrl;
+    });
   }
 
   private resolveArn(ref: string): Promise<string> {
-    let p = this.arns.get(ref);
-    if (!p) {
-      p = this.resolveUrl(ref)
-        .then((url) =>
-          this.ctx.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] })),
-        )
-        .then((o) => {
-          const arn = o.Attributes?.QueueArn;
-          if (!arn) throw new Error(`GetQueueAttributes returned no QueueArn for ${ref}`);
-          return arn;
-        });
-      p.catch(() => this.arns.delete(ref));
-      this.arns.set(ref, p);
-    }
-    return p;
+    return cached(this.arns, ref, async () => {
+      const url = await this.resolveUrl(ref);
+      const o = await this.ctx.clients.sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }),
+      );
+      const arn = o.Attributes?.QueueArn;
+      if (!arn) throw new Error(`GetQueueAttributes returned no QueueArn for ${ref}`);
+      return arn;
+    });
   }
 
   queueUrl(): Promise<string> {
@@ -134,19 +121,13 @@ export class SqsTransport {
 
   /** The URL of queue `name` in `account` (a queue the redrive policy names by ARN). */
   private resolveUrlOf(name: string, account: string): Promise<string> {
-    const ref = `${account}/${name}`;
-    let p = this.urls.get(ref);
-    if (!p) {
-      p = this.ctx.clients.sqs
-        .send(new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) }))
-        .then((o) => {
-          if (!o.QueueUrl) throw new Error(`GetQueueUrl returned no URL for queue ${name}`);
-          return o.QueueUrl;
-        });
-      p.catch(() => this.urls.delete(ref));
-      this.urls.set(ref, p);
-    }
-    return p;
+    return cached(this.urls, `${account}/${name}`, async () => {
+      const o = await this.ctx.clients.sqs.send(
+        new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) }),
+      );
+      if (!o.QueueUrl) throw new Error(`GetQueueUrl returned no URL for queue ${name}`);
+      return o.QueueUrl;
+    });
   }
 
   /**
@@ -268,45 +249,48 @@ export class SqsTransport {
     neededUntil: number,
     now: number,
   ): Promise<SendResult> {
+    const config = this.ctx.config;
     const info = {
-      queue: queueNameOf(this.ctx.config.queue),
+      queue: queueNameOf(config.queue),
       via: 'scheduler' as const,
       messageId: envelope.messageId,
       delaySeconds: Math.max(0, Math.round((deliverAt - now) / 1000)),
     };
-    return withSendSpan(info, () => this.schedule(envelope, deliverAt, at, neededUntil, now));
-  }
-
-  private async schedule(
-    envelope: Envelope,
-    deliverAt: number,
-    at: Date,
-    neededUntil: number,
-    now: number,
-  ): Promise<SendResult> {
-    const config = this.ctx.config;
-    let withDue: Envelope = { ...envelope, deliverAt };
-    let input = encodeEnvelope(withDue);
-    if (input.length > SCHEDULER_INPUT_LIMIT) {
-      withDue = await this.offload(withDue, neededUntil, now);
-      input = encodeEnvelope(withDue);
-    }
-    const name = scheduleName(envelope.messageId, at);
-    const [queueArn, deadLetterArn] = await Promise.all([
-      this.resolveArn(config.queue),
-      this.resolveArn(config.deadLetterQueue),
-    ]);
-    await createOneTimeSchedule(this.scheduler as SchedulerPort, {
-      name,
-      group: config.schedulerGroup,
-      at,
-      queueArn,
-      roleArn: config.schedulerRoleArn as string,
-      input,
-      deadLetterArn,
+    return withSendSpan(info, async () => {
+      let withDue: Envelope = { ...envelope, deliverAt };
+      let input = encodeEnvelope(withDue);
+      if (input.length > SCHEDULER_INPUT_LIMIT) {
+        withDue = await this.offload(withDue, neededUntil, now);
+        input = encodeEnvelope(withDue);
+      }
+      const name = scheduleName(envelope.messageId, at);
+      const [queueArn, deadLetterArn] = await Promise.all([
+        this.resolveArn(config.queue),
+        this.resolveArn(config.deadLetterQueue),
+      ]);
+      await createOneTimeSchedule(this.scheduler as SchedulerPort, {
+        name,
+        group: config.schedulerGroup,
+        at,
+        queueArn,
+        roleArn: config.schedulerRoleArn as string,
+        input,
+        deadLetterArn,
+      });
+      return { via: 'scheduler', scheduleName: name, s3Key: withDue.s3Key };
     });
-    return { via: 'scheduler', scheduleName: name, s3Key: withDue.s3Key };
   }
+}
+
+/** `make()`'s promise, kept in `cache` under `ref`; a failed one is dropped, so it is retried on next use. */
+function cached(cache: Map<string, Promise<string>>, ref: string, make: () => Promise<string>): Promise<string> {
+  let p = cache.get(ref);
+  if (!p) {
+    p = make();
+    p.catch(() => cache.delete(ref));
+    cache.set(ref, p);
+  }
+  return p;
 }
 
 /**
