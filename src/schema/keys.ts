@@ -129,8 +129,13 @@ export function shardOf(id: string): number {
   return h % LIST_SHARDS;
 }
 
-/** Attributes each index copies besides the keys (see "small index items" above). */
-const INDEX_PROJECTED_ATTRIBUTES = ['status'] as const;
+/** An index copying the keys and `status` only (see "small index items" above). */
+const gsi = <N extends string, P extends string, S extends string>(name: N, pk: P, sk: S) => ({
+  name,
+  pk,
+  sk,
+  projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: ['status'] },
+});
 
 /**
  * The table definition, as data: the one source of truth for `init`, `doctor`, the test harness
@@ -149,33 +154,11 @@ export const TABLE_SCHEMA = {
     { AttributeName: ATTR.gsi2pk, AttributeType: 'S' as const },
     { AttributeName: ATTR.gsi2sk, AttributeType: 'S' as const },
   ],
-  gsis: [
-    {
-      name: GSI1,
-      pk: ATTR.gsi1pk,
-      sk: ATTR.gsi1sk,
-      projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...INDEX_PROJECTED_ATTRIBUTES] },
-    },
-    {
-      name: GSI2,
-      pk: ATTR.gsi2pk,
-      sk: ATTR.gsi2sk,
-      projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...INDEX_PROJECTED_ATTRIBUTES] },
-    },
-  ],
+  gsis: [gsi(GSI1, ATTR.gsi1pk, ATTR.gsi1sk), gsi(GSI2, ATTR.gsi2pk, ATTR.gsi2sk)],
   ttlAttribute: ATTR.ttl,
 } as const;
 
-/**
- * Storage additions (appended by the storage component).
- *
- * - `resumeClaim`: the `(runId, resumeId)` dedupe claim of `hook_received`. Its sort key sorts
- *   *after* `RUN#meta` (`RUNRESUME#` > `RUN#meta`), so the range `EVT#` .. `RUN#meta` of a run's
- *   partition holds exactly the event log followed by the run view: one Query returns the log
- *   tail and the run together.
- * - `workflowRunsGsi`: GSI1 partition of a run view (sharded like the run listing), so runs are
- *   listed by workflow name without filtering every run.
- */
+/** The storage's keys (why `RUNRESUME#` sorts after `RUN#meta`: the table above). */
 export const storageKeys = {
   resumeClaim: (runId: string, resumeId: string) => ({ PK: `RUN#${runId}`, SK: `RUNRESUME#${resumeId}` }),
   runMetaSk: 'RUN#meta',
@@ -185,10 +168,9 @@ export const storageKeys = {
 } as const;
 
 /**
- * Encryption additions: the run's wrapped data key lives in the run's partition, not on the run
- * view, because core asks for the key in `start()` before `run_created` exists, and a resilient
- * `run_started` elsewhere must find the same key. `RUNKEY` > `RUN#meta`, so it never shows up in the
- * `EVT#` .. `RUN#meta` range that the storage reads.
+ * The run's wrapped data key lives in the run's partition, not on the run view, because core asks
+ * for the key in `start()` before `run_created` exists, and a resilient `run_started` elsewhere
+ * must find the same key.
  */
 export const encryptionKeys = {
   runKey: (runId: string) => ({ PK: `RUN#${runId}`, SK: 'RUNKEY' }),

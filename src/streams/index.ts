@@ -71,17 +71,6 @@ export interface AwsStreamer extends Streamer {
 /** Data chunks in a stream whose last block is `last`. */
 const countOf = (last: Block | undefined) => (last ? (last.eof ? last.first : blockEnd(last)) : 0);
 
-function invalidStart(startIndex: unknown): WorkflowWorldError {
-  return new WorkflowWorldError(
-    `startIndex must be a finite number (a chunk index, or negative to count back from the end), got ${String(startIndex)}`,
-    {
-      status: 400,
-      code: 'INVALID_ARGUMENT',
-      field: 'startIndex',
-    },
-  );
-}
-
 export function createStreamer(ctx: WorldContext, options: StreamerOptions = {}): AwsStreamer {
   const { config, clients, payloads } = ctx;
   const table = config.tableName;
@@ -155,7 +144,12 @@ export function createStreamer(ctx: WorldContext, options: StreamerOptions = {})
 
     async get(runIdArg: RunIdArg, name: string, startIndex = 0): Promise<ReadableStream<Uint8Array>> {
       const runId = await runIdArg;
-      if (typeof startIndex !== 'number' || !Number.isFinite(startIndex)) throw invalidStart(startIndex);
+      if (typeof startIndex !== 'number' || !Number.isFinite(startIndex)) {
+        throw new WorkflowWorldError(
+          `startIndex must be a finite number (a chunk index, or negative to count back from the end), got ${String(startIndex)}`,
+          { status: 400, code: 'INVALID_ARGUMENT', field: 'startIndex' },
+        );
+      }
       let i = Math.trunc(startIndex);
       if (i < 0) i = Math.max(0, countOf(await queries.lastBlock(runId, name)) + i);
       // From 0 the first block is at key 0; otherwise find the block holding `i` (or the tail).

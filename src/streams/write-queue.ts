@@ -84,13 +84,8 @@ export class WriteQueue {
         count += job.chunks.length;
       }
       try {
-        await this.flush(
-          'data',
-          runId,
-          name,
-          group.flatMap((j) => j.chunks),
-          group[group.length - 1].nextAt,
-        );
+        const chunks = group.flatMap((j) => j.chunks);
+        await this.flush('data', runId, name, chunks, group.at(-1)?.nextAt);
         for (const j of group) j.resolve();
       } catch (err) {
         for (const j of group) j.reject(err);

@@ -156,10 +156,10 @@ export class BlockWriter {
         const item = conditionFailureItem(err);
         existing = item ? toBlock(item) : undefined;
         if (existing?.token !== token) {
-          if (existing?.eof) return this.closedAt(tk, existing);
+          if (existing?.eof) return this.closedAt(tk);
           // Another writer took this key: continue after the real tail.
           const last = await this.queries.lastBlock(runId, name);
-          if (last?.eof) return this.closedAt(tk, last);
+          if (last?.eof) return this.closedAt(tk);
           at = last ? blockEnd(last) : 0;
           continue;
         }
@@ -175,7 +175,7 @@ export class BlockWriter {
     }
   }
 
-  private closedAt(tk: string, _eof: Block): true {
+  private closedAt(tk: string): true {
     this.tails.delete(tk);
     return true;
   }

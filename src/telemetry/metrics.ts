@@ -123,11 +123,8 @@ export function countMetric(name: MetricName, n = 1): void {
 export function observeMetric(name: MetricName, value: number): void {
   const r = registry();
   if (!r.enabled || !Number.isFinite(value)) return;
-  let list = r.samples.get(name);
-  if (!list) {
-    list = [];
-    r.samples.set(name, list);
-  }
+  const list = r.samples.get(name) ?? [];
+  r.samples.set(name, list);
   if (list.length < MAX_SAMPLES) list.push(Math.max(0, value));
 }
 

@@ -71,33 +71,23 @@ export function deliveryResultAttributes(r: DeliverySpanResult): SpanAttributes 
 
 /** One SQS copy, received, through the pipeline (or an early delivery). */
 export function withDeliverySpan<T>(info: DeliverySpanInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
-  const sentBy = info.sentBy;
+  const { sentBy } = info;
+  const attributes = sentBy && { 'messaging.message.id': sentBy.messageId, 'messaging.operation.type': 'send' };
   return withSpan(`process ${info.queue}`, deliveryAttributes(info), fn, {
     kind: 'consumer',
     startTime: info.receivedAt,
-    ...(sentBy
-      ? {
-          links: [
-            {
-              traceparent: sentBy.traceparent,
-              attributes: { 'messaging.message.id': sentBy.messageId, 'messaging.operation.type': 'send' },
-            },
-          ],
-        }
-      : {}),
+    ...(sentBy ? { links: [{ traceparent: sentBy.traceparent, attributes }] } : {}),
   });
 }
 
-export interface SendSpanInfo {
-  queue: string;
-  via: 'sqs' | 'scheduler';
-  /** Logical message id. */
-  messageId: string;
-  delaySeconds?: number;
-}
-
-/** One SQS send or Scheduler schedule (a child of core's `queue.publish` when core sends). */
-export function withSendSpan<T>(info: SendSpanInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
+/**
+ * One SQS send or Scheduler schedule (a child of core's `queue.publish` when core sends);
+ * `messageId` is the logical message id.
+ */
+export function withSendSpan<T>(
+  info: { queue: string; via: 'sqs' | 'scheduler'; messageId: string; delaySeconds?: number },
+  fn: (span: SpanHandle) => Promise<T>,
+): Promise<T> {
   return withSpan(
     `${info.via === 'scheduler' ? 'schedule' : 'send'} ${info.queue}`,
     {
@@ -113,17 +103,15 @@ export function withSendSpan<T>(info: SendSpanInfo, fn: (span: SpanHandle) => Pr
   );
 }
 
-export interface StorageWriteInfo {
-  eventType: string;
-  runId?: string;
-}
-
 /**
  * One `events.create`. Inside it, the write's retries, slot bumps and (on a refused transaction)
  * cancellation reasons are added with {@link noteWriteRetry}, {@link noteSlotBump} and
  * {@link noteCancellation} (events on its span: ./tracing.ts `activeSpanEvent`).
  */
-export function withStorageWriteSpan<T>(info: StorageWriteInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
+export function withStorageWriteSpan<T>(
+  info: { eventType: string; runId?: string },
+  fn: (span: SpanHandle) => Promise<T>,
+): Promise<T> {
   return withSpan(
     'eve_world_aws.events.create',
     { 'db.system.name': 'aws.dynamodb', 'eve_world_aws.event.type': info.eventType, 'workflow.run.id': info.runId },
@@ -132,12 +120,10 @@ export function withStorageWriteSpan<T>(info: StorageWriteInfo, fn: (span: SpanH
   );
 }
 
-export interface StreamFlushInfo {
-  chunks: number;
-  bytes: number;
-}
-
-export function withStreamFlushSpan<T>(info: StreamFlushInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
+export function withStreamFlushSpan<T>(
+  info: { chunks: number; bytes: number },
+  fn: (span: SpanHandle) => Promise<T>,
+): Promise<T> {
   return withSpan(
     'eve_world_aws.stream.flush',
     { 'eve_world_aws.stream.chunks': info.chunks, 'eve_world_aws.stream.bytes': info.bytes },

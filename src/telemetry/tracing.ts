@@ -79,9 +79,7 @@ function handleOf(span: OtelSpan): SpanHandle {
       const c = clean(a);
       if (c) span.setAttributes(c);
     },
-    addEvent: (name, a) => {
-      span.addEvent(name, clean(a));
-    },
+    addEvent: (name, a) => span.addEvent(name, clean(a)),
   };
 }
 
@@ -125,27 +123,7 @@ function open(
 }
 
 function errorName(err: unknown): string {
-  if (err instanceof Error) return err.name || 'Error';
-  return typeof err;
-}
-
-async function runIn<T>(
-  otel: Otel,
-  opened: { span: OtelSpan; ctx: import('@opentelemetry/api').Context },
-  fn: (span: SpanHandle) => Promise<T> | T,
-): Promise<T> {
-  const { span, ctx } = opened;
-  try {
-    const out = await otel.context.with(ctx, () => fn(handleOf(span)));
-    span.setStatus({ code: otel.SpanStatusCode.OK });
-    return out;
-  } catch (err) {
-    span.setAttribute('error.type', errorName(err));
-    span.setStatus({ code: otel.SpanStatusCode.ERROR, message: errorName(err) });
-    throw err;
-  } finally {
-    span.end();
-  }
+  return err instanceof Error ? err.name || 'Error' : typeof err;
 }
 
 /**
@@ -163,7 +141,18 @@ export async function withSpan<T>(
   if (!otel) return fn(NOOP_SPAN);
   const opened = open(otel, name, opts.kind ?? 'internal', attrs, opts.startTime, opts.links);
   if (!opened) return fn(NOOP_SPAN);
-  return runIn(otel, opened, fn);
+  const { span, ctx } = opened;
+  try {
+    const out = await otel.context.with(ctx, () => fn(handleOf(span)));
+    span.setStatus({ code: otel.SpanStatusCode.OK });
+    return out;
+  } catch (err) {
+    span.setAttribute('error.type', errorName(err));
+    span.setStatus({ code: otel.SpanStatusCode.ERROR, message: errorName(err) });
+    throw err;
+  } finally {
+    span.end();
+  }
 }
 
 /** Add an event to the active span, if one records. */
