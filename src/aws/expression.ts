@@ -72,68 +72,43 @@ export class Placeholders {
 /** A condition, rendered with the placeholders of the expression it is part of. */
 export type Cond = (x: Placeholders) => string;
 
-const compare =
-  (op: string) =>
-  (path: Path, v: unknown): Cond =>
-  (x) =>
-    `${x.name(path)} ${op} ${x.value(v)}`;
+const compare = (op: string) => (path: Path, v: unknown) => (x: Placeholders) => `${x.name(path)} ${op} ${x.value(v)}`;
 
 /** `cs` joined by `op`, each in parentheses; one alone unwrapped, so nesting never doubles them; none is ''. */
-const joined =
-  (cs: readonly Cond[], op: 'AND' | 'OR'): Cond =>
-  (x) =>
-    cs.length === 1 ? cs[0](x) : cs.map((c) => `(${c(x)})`).join(` ${op} `);
+const joined = (cs: readonly Cond[], op: 'AND' | 'OR') => (x: Placeholders) =>
+  cs.length === 1 ? cs[0](x) : cs.map((c) => `(${c(x)})`).join(` ${op} `);
 
 /** The building blocks of conditions. */
 export const when = {
   /** The item does not exist (a create claim). */
-  absent: ((x) => `attribute_not_exists(${x.name(ATTR.pk)})`) as Cond,
+  absent: (x: Placeholders) => `attribute_not_exists(${x.name(ATTR.pk)})`,
   /** The item exists. */
-  present: ((x) => `attribute_exists(${x.name(ATTR.pk)})`) as Cond,
-  has:
-    (path: Path): Cond =>
-    (x) =>
-      `attribute_exists(${x.name(path)})`,
-  lacks:
-    (path: Path): Cond =>
-    (x) =>
-      `attribute_not_exists(${x.name(path)})`,
+  present: (x: Placeholders) => `attribute_exists(${x.name(ATTR.pk)})`,
+  has: (path: Path) => (x: Placeholders) => `attribute_exists(${x.name(path)})`,
+  lacks: (path: Path) => (x: Placeholders) => `attribute_not_exists(${x.name(path)})`,
   is: compare('='),
   above: compare('>'),
   below: compare('<'),
   atMost: compare('<='),
   /** Two attributes hold the same value. */
-  same:
-    (a: Path, b: Path): Cond =>
-    (x) =>
-      `${x.name(a)} = ${x.name(b)}`,
-  oneOf:
-    (path: Path, vs: readonly unknown[]): Cond =>
-    (x) =>
-      `${x.name(path)} IN (${vs.map((v) => x.value(v)).join(', ')})`,
+  same: (a: Path, b: Path) => (x: Placeholders) => `${x.name(a)} = ${x.name(b)}`,
+  oneOf: (path: Path, vs: readonly unknown[]) => (x: Placeholders) =>
+    `${x.name(path)} IN (${vs.map((v) => x.value(v)).join(', ')})`,
   /** `lo <= path <= hi` (a sort key's range, in a key condition). */
-  between:
-    (path: Path, lo: unknown, hi: unknown): Cond =>
-    (x) =>
-      `${x.name(path)} BETWEEN ${x.value(lo)} AND ${x.value(hi)}`,
+  between: (path: Path, lo: unknown, hi: unknown) => (x: Placeholders) =>
+    `${x.name(path)} BETWEEN ${x.value(lo)} AND ${x.value(hi)}`,
   /** A string attribute (a sort key, in a key condition) starts with `prefix`. */
-  beginsWith:
-    (path: Path, prefix: string): Cond =>
-    (x) =>
-      `begins_with(${x.name(path)}, ${x.value(prefix)})`,
+  beginsWith: (path: Path, prefix: string) => (x: Placeholders) => `begins_with(${x.name(path)}, ${x.value(prefix)})`,
   /** The field is absent or equals `v` (a seen value that may have been missing). */
   asSeen: (path: Path, v: unknown): Cond => (v === undefined ? when.lacks(path) : when.is(path, v)),
   /** Every one of `cs` holds (one alone is itself: DynamoDB refuses redundant parentheses). */
   all: (...cs: Cond[]): Cond => joined(cs, 'AND'),
   /** One of `cs` holds at least. */
   any: (...cs: Cond[]): Cond => joined(cs, 'OR'),
-  not:
-    (c: Cond): Cond =>
-    (x) =>
-      `NOT (${c(x)})`,
+  not: (c: Cond) => (x: Placeholders) => `NOT (${c(x)})`,
   /** A format this build reads, stamped or not (src/schema/formats.ts). */
-  readable: ((x) =>
-    `attribute_not_exists(${x.name(FORMAT_ATTR)}) OR ${x.name(FORMAT_ATTR)} <= ${x.value(FORMATS.records.current)}`) as Cond,
+  readable: (x: Placeholders) =>
+    `attribute_not_exists(${x.name(FORMAT_ATTR)}) OR ${x.name(FORMAT_ATTR)} <= ${x.value(FORMATS.records.current)}`,
 };
 
 /** Whether a failed condition returns the item it saw (`ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`). */

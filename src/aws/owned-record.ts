@@ -85,6 +85,10 @@ export interface OwnedFields {
 }
 
 export type ClaimResult = { won: true } | { won: false; current?: Fields };
+/** `nowMs`: the clock the TTL is judged by; `mineIn`: the states in which a record of this owner counts as ours. */
+type ClaimOptions = { nowMs?: number; mineIn?: readonly string[] };
+/** The states a change may leave (for records with a state). */
+type FromStates = { from?: readonly string[] };
 
 export class OwnedRecord {
   /**
@@ -101,13 +105,7 @@ export class OwnedRecord {
    * TTL (when the protocol has one), or already this owner's (in one of `mineIn`'s states, when
    * given). `body` is every other field; the item is format-stamped. Refused: the current record.
    */
-  async claim(
-    t: TableRef,
-    key: Key,
-    owner: Owner,
-    body: Fields,
-    o: { nowMs?: number; mineIn?: readonly string[] } = {},
-  ): Promise<ClaimResult> {
+  async claim(t: TableRef, key: Key, owner: Owner, body: Fields, o: ClaimOptions = {}): Promise<ClaimResult> {
     try {
       await t.ddb.send(new PutItemCommand(this.#claimPut(t, key, owner, body, o)));
       return { won: true };
@@ -122,17 +120,11 @@ export class OwnedRecord {
    * {@link claim} as a transaction action, for a claim written together with other items; its
    * refusal is the transaction's cancellation (with the current record, `ALL_OLD`).
    */
-  claimAction(
-    t: TableRef,
-    key: Key,
-    owner: Owner,
-    body: Fields,
-    o: { nowMs?: number; mineIn?: readonly string[] } = {},
-  ): TransactWriteItem {
+  claimAction(t: TableRef, key: Key, owner: Owner, body: Fields, o: ClaimOptions = {}): TransactWriteItem {
     return { Put: this.#claimPut(t, key, owner, body, o) };
   }
 
-  #claimPut(t: TableRef, key: Key, owner: Owner, body: Fields, o: { nowMs?: number; mineIn?: readonly string[] }): Put {
+  #claimPut(t: TableRef, key: Key, owner: Owner, body: Fields, o: ClaimOptions): Put {
     const f = this.fields;
     const mine = this.#held(owner, o.mineIn);
     const free = f.expiresAt
@@ -152,7 +144,7 @@ export class OwnedRecord {
     key: Key,
     owner: Owner,
     change: Change,
-    o: { from?: readonly string[]; also?: Cond } = {},
+    o: FromStates & { also?: Cond } = {},
   ): Promise<boolean> {
     const held = this.#held(owner, o.from);
     return this.#update(t, key, change, o.also ? when.all(held, o.also) : held, [owner]);
@@ -179,14 +171,7 @@ export class OwnedRecord {
    * the record still has the owner, lease end and heartbeat count that were read (and a state of
    * `from`), or is already `owner`'s (this takeover's retry). Sets the owner and `change.set`.
    */
-  takeOver(
-    t: TableRef,
-    key: Key,
-    seen: Fields,
-    owner: Owner,
-    change: Change,
-    o: { from?: readonly string[] } = {},
-  ): Promise<boolean> {
+  takeOver(t: TableRef, key: Key, seen: Fields, owner: Owner, change: Change, o: FromStates = {}): Promise<boolean> {
     const f = this.fields;
     const who = when.any(when.is(f.owner, owner), this.heldAs(seen));
     const cond = f.state && o.from ? when.all(when.oneOf(f.state, o.from), who) : who;
@@ -199,7 +184,7 @@ export class OwnedRecord {
    * Delete the record while `owner` holds it (in a state of `from`); true also when it is gone
    * (a retry after a lost response). False when another owner holds it.
    */
-  release(t: TableRef, key: Key, owner: Owner, o: { from?: readonly string[] } = {}): Promise<boolean> {
+  release(t: TableRef, key: Key, owner: Owner, o: FromStates = {}): Promise<boolean> {
     return this.#delete(t, key, when.any(when.absent, when.all(when.readable, this.#held(owner, o.from))), [owner]);
   }
 

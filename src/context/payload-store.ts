@@ -59,9 +59,7 @@ export class PayloadStore {
    * `key` and returns a pointer.
    */
   async offload<T>(key: string, value: T): Promise<T | S3Pointer> {
-    if (value === undefined || value === null) return value;
-    const size = PayloadStore.sizeOf(value);
-    if (size <= this.thresholdBytes) return value;
+    if (value === undefined || value === null || PayloadStore.sizeOf(value) <= this.thresholdBytes) return value;
     return this.putBlob(key, value);
   }
 
@@ -91,30 +89,29 @@ export class PayloadStore {
 
   /** Pages of the objects under `prefix` (ListObjectsV2, in key order). */
   async *list(prefix: string): AsyncGenerator<ListedObject[]> {
-    const [s3, { ListObjectsV2Command }] = await Promise.all([this.s3(), import('@aws-sdk/client-s3')]);
-    let token: string | undefined;
-    do {
-      const page = await s3.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
-      );
+    for await (const page of this.#pages({ Prefix: prefix })) {
       yield (page.Contents ?? []).map((o) => ({
         key: o.Key ?? '',
         size: o.Size ?? 0,
         lastModified: o.LastModified?.getTime() ?? 0,
       }));
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
+    }
   }
 
   /** Pages of the "folders" directly under `prefix` (`<prefix><name>/`), via the `/` delimiter. */
   async *listFolders(prefix: string): AsyncGenerator<string[]> {
+    for await (const page of this.#pages({ Prefix: prefix, Delimiter: '/' })) {
+      yield (page.CommonPrefixes ?? []).map((p) => p.Prefix ?? '').filter((p) => p !== '');
+    }
+  }
+
+  /** Every ListObjectsV2 page of `query`, following continuation tokens. */
+  async *#pages(query: { Prefix: string; Delimiter?: string }) {
     const [s3, { ListObjectsV2Command }] = await Promise.all([this.s3(), import('@aws-sdk/client-s3')]);
     let token: string | undefined;
     do {
-      const page = await s3.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token }),
-      );
-      yield (page.CommonPrefixes ?? []).map((p) => p.Prefix ?? '').filter((p) => p !== '');
+      const page = await s3.send(new ListObjectsV2Command({ Bucket: this.bucket, ...query, ContinuationToken: token }));
+      yield page;
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
   }

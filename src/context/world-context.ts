@@ -14,10 +14,8 @@ export interface WorldContext {
 
 export interface ContextOptions {
   /**
-   * false: S3 pointers in stored payloads come back as the pointers themselves instead of being
-   * downloaded (storage follows a pointer only through {@link PayloadStore.resolve}), so an
-   * operator's preview never reads S3. Stream chunks are unaffected. Default: its row,
-   * `SETTINGS.world.resolvePayloads` (src/config/world-options.ts).
+   * Meaning and default: its row, `SETTINGS.world.resolvePayloads` (src/config/world-options.ts).
+   * `false` works because storage follows a pointer only through {@link PayloadStore.resolve}.
    */
   resolvePayloads?: boolean;
 }

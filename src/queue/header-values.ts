@@ -18,6 +18,7 @@ const ENCODED_VALUE_MARKER = "UTF-8''";
 /** Printable ASCII, no white space at either end (empty is fine). */
 const PLAIN_VALUE = /^(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?$/;
 
+/** Half a UTF-16 pair: a string with one has no UTF-8 form, the only kind a delivery cannot carry. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** RFC 9110 `token`: the characters a header name may have. */
@@ -40,19 +41,6 @@ export function decodeHeaderValue(wire: string): string | undefined {
   }
 }
 
-/** True when `name` can be an HTTP header name. */
-function isHeaderName(name: string): boolean {
-  return TOKEN.test(name);
-}
-
-/**
- * Why a string cannot travel in a delivery at all, or undefined. Only a string with a lone
- * surrogate (half a UTF-16 pair, no UTF-8 form) is refused; everything else is encoded.
- */
-function unencodableReason(value: string): string | undefined {
-  return LONE_SURROGATE.test(value) ? 'it contains a lone UTF-16 surrogate (no UTF-8 form)' : undefined;
-}
-
 /** Characters an SQS message attribute cannot hold (XML 1.0 minus the surrogate range). */
 const NOT_SQS_TEXT = /[^\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 
@@ -70,12 +58,13 @@ export function deliveryInputProblem(
     return `queue name ${JSON.stringify(queueName)} contains U+${cp.toString(16).toUpperCase().padStart(4, '0')}, which an SQS message attribute cannot carry; use printable characters`;
   }
   for (const [name, value] of Object.entries(headers ?? {})) {
-    if (!isHeaderName(name)) {
+    if (!TOKEN.test(name)) {
       return `QueueOptions.headers name ${JSON.stringify(name)} is not an HTTP header name (letters, digits and !#$%&'*+.^_\`|~- only)`;
     }
     if (typeof value !== 'string') return `QueueOptions.headers["${name}"] must be a string, got ${typeof value}`;
-    const why = unencodableReason(value);
-    if (why) return `QueueOptions.headers["${name}"] cannot travel: ${why}`;
+    if (LONE_SURROGATE.test(value)) {
+      return `QueueOptions.headers["${name}"] cannot travel: it contains a lone UTF-16 surrogate (no UTF-8 form)`;
+    }
   }
   return undefined;
 }

@@ -5,8 +5,6 @@
  * Invariant: `jittered(base)` is a whole number in [base, base + ceil(base / 2)] for a whole `base`
  * (`random` in [0, 1), as `Math.random`): up to half of the wait again, never less than it.
  */
-
-/** `base` s plus a uniform whole number of seconds from 0 to ceil(base / 2). */
 export function jittered(base: number, random: () => number = Math.random): number {
   return base + Math.floor(random() * (Math.ceil(base / 2) + 1));
 }
