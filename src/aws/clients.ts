@@ -25,10 +25,9 @@ export interface AwsClients {
   readonly ddb: DynamoDBClient;
   readonly sqs: SQSClient;
   /**
-   * S3 and EventBridge Scheduler are created (and their SDKs loaded) on first use: most runs never
-   * offload a value or wait longer than 15 minutes, and loading both SDKs up front adds about
-   * 40% to the import time a Lambda cold start pays (bench/, table 5). Memoized: every call
-   * returns the same client, so middleware added to it stays.
+   * S3 and EventBridge Scheduler are created (and their SDKs loaded) on first use: most runs never offload a value or
+   * wait longer than 15 minutes, and loading both SDKs up front adds about 40% to the import time a Lambda cold start
+   * pays (bench/, table 5). Memoized: every call returns the same client, so middleware added to it stays.
    */
   s3(): Promise<S3Client>;
   scheduler(): Promise<SchedulerClient>;

@@ -1,8 +1,7 @@
 /**
- * Parsing: the environment and the tuning options -> one typed, frozen {@link WorldConfig},
- * validated once against their rows in the catalogue (`SETTINGS.variables`, `SETTINGS.tuning`;
- * catalogue.ts), whose defaults are the config's. The folder's invariants it keeps (one error
- * kind, the runtime's only reader of `process.env`) are in ./index.ts.
+ * Parsing: the environment and the tuning options -> one typed, frozen {@link WorldConfig}, validated once against
+ * their rows in the catalogue (`SETTINGS.variables`, `SETTINGS.tuning`; catalogue.ts), whose defaults are the config's.
+ * The folder's invariants it keeps (one error kind, the runtime's only reader of `process.env`) are in ./index.ts.
  */
 import type { LogLevel } from '../telemetry/log.js';
 import { SETTINGS } from './catalogue.js';

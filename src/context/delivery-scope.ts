@@ -19,15 +19,14 @@ export interface DeliveryScope {
   /** 1-based delivery attempt. */
   readonly attempt: number;
   /**
-   * The run log slot the message's sender had seen committed when it sent the message (its own
-   * writes included): `runId` → slot. A read of that run's log inside this delivery must see at
-   * least up to it; this process may answer from memory once it knows the log that far.
+   * The run log slot the message's sender had seen committed when it sent the message (its own writes included):
+   * `runId` → slot. A read of that run's log inside this delivery must see at least up to it; this process may answer
+   * from memory once it knows the log that far.
    *
-   * Present only on a message's first delivery (attempt 1). Why that is safe: every event is
-   * written by a delivery (or `start()`/a hook resume) that then sends the messages it causes, with
-   * a tail at or above it. A writer that dies in between sent nothing, and its own message comes
-   * back with attempt > 1, which reads the log and so finds what it wrote. A copy that comes
-   * back for any other reason (a deferral, a redrive) has attempt > 1 too, or carries no tail.
+   * Present only on a message's first delivery (attempt 1). Why that is safe: every event is written by a delivery (or
+   * `start()`/a hook resume) that then sends the messages it causes, with a tail at or above it. A writer that dies in
+   * between sent nothing, and its own message comes back with attempt > 1, which reads the log and so finds what it
+   * wrote. A copy that comes back for any other reason (a deferral, a redrive) has attempt > 1 too, or carries no tail.
    */
   readonly logTails: ReadonlyMap<string, number>;
   /**

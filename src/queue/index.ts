@@ -1,30 +1,28 @@
 /**
- * The send side of the World's `Queue`: `queue()` / `queueBatch()` onto one standard SQS queue,
- * with durable idempotency keys (./idempotency.ts), long delays (./delays.ts: SQS, Scheduler or
- * hops) and the wire encoding (./encoding.ts). Receiving is the consumer's job (src/consumer/).
+ * The send side of the World's `Queue`: `queue()` / `queueBatch()` onto one standard SQS queue, with durable
+ * idempotency keys (./idempotency.ts), long delays (./delays.ts: SQS, Scheduler or hops) and the wire encoding
+ * (./encoding.ts). Receiving is the consumer's job (src/consumer/).
  *
  * Invariants:
- * - Logical queue names (any length, with `/`) travel in the `eve.queue` message attribute; the
- *   SQS queue is always `config.queue`.
- * - `queue()` resolves only after SQS (or the Scheduler) accepted the message, or after finding
- *   that its idempotency key was already used (then it returns the first message's id).
- * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message:
- *   `queue()` returns it (./delivery-id.ts says who uses it for what).
- * - Every message is offered for early delivery (`early`, src/consumer/delivery/early/offer.ts decides)
- *   before it is sent: before its claim the first time this process sends its key (or when it has
- *   none), after a successful claim otherwise. The offer changes nothing of the claim or what
- *   `queue()` returns. A taken offer is delivered under its own id E (`<M>.early.<ulid>`, minted
- *   here from the id M it is offered under, ./delivery-id.ts), which no SQS copy or schedule ever
- *   carries; the copy's offset counts that delivery, so the copy is never attempt 1 beside it
- *   (docs/design.md, "Early delivery"). M is what `queue()` returns, except when a key offered
- *   before its claim turns out sent or taken over: one log line then joins the two ids.
+ * - Logical queue names (any length, with `/`) travel in the `eve.queue` message attribute; the SQS queue is always
+ *   `config.queue`.
+ * - `queue()` resolves only after SQS (or the Scheduler) accepted the message, or after finding that its idempotency
+ *   key was already used (then it returns the first message's id).
+ * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message: `queue()` returns it
+ *   (./delivery-id.ts says who uses it for what).
+ * - Every message is offered for early delivery (`early`, src/consumer/delivery/early/offer.ts decides) before it is
+ *   sent: before its claim the first time this process sends its key (or when it has none), after a successful claim
+ *   otherwise. The offer changes nothing of the claim or what `queue()` returns. A taken offer is delivered under its
+ *   own id E (`<M>.early.<ulid>`, minted here from the id M it is offered under, ./delivery-id.ts), which no SQS copy
+ *   or schedule ever carries; the copy's offset counts that delivery, so the copy is never attempt 1 beside it
+ *   (docs/design.md, "Early delivery"). M is what `queue()` returns, except when a key offered before its claim turns
+ *   out sent or taken over: one log line then joins the two ids.
  * - With deployment affinity on (src/deployment/), every message names its deployment (`eve.dep`):
- *   `QueueOptions.deploymentId`, else this process's own (sends from inside a delivery are for the
- *   run's own deployment: core's guard let the delivery run here). A client's send names none
- *   unless core gives one (the CLI is no deployment). Only a message for this process's
- *   deployment is offered for early delivery. A send core's guard makes to a retired or unknown
- *   deployment is refused (src/deployment/targets.ts), and so is a start on this process's own
- *   deployment once it is retired (src/deployment/membership.ts).
+ *   `QueueOptions.deploymentId`, else this process's own (sends from inside a delivery are for the run's own
+ *   deployment: core's guard let the delivery run here). A client's send names none unless core gives one (the CLI is
+ *   no deployment). Only a message for this process's deployment is offered for early delivery. A send core's guard
+ *   makes to a retired or unknown deployment is refused (src/deployment/targets.ts), and so is a start on this
+ *   process's own deployment once it is retired (src/deployment/membership.ts).
  */
 import {
   type MessageId,

@@ -1,7 +1,7 @@
 /**
- * The single-table layout, stated here (the table below) and built here: every key the World reads
- * or writes comes from this module and nowhere else, so the layout has exactly one implementation
- * (docs/how-it-works.md draws the data path over it; docs/design.md, "Keys and indexes", argues it).
+ * The single-table layout, stated here (the table below) and built here: every key the World reads or writes comes from
+ * this module and nowhere else, so the layout has exactly one implementation (docs/how-it-works.md draws the data path
+ * over it; docs/design.md, "Keys and indexes", argues it).
  *
  * ```
  * PK                      SK                 what
@@ -39,17 +39,15 @@
  *                      HOOKS#<shard> / <hookId>                     (hook by id; all hooks)
  * ```
  *
- * Slots and chunk indices are zero-padded to 20 digits so that string order is numeric order.
- * The log items' covered slots tile 1..last (a pair covers two), so `EVT#` keys are dense except
- * for the second halves of pairs.
+ * Slots and chunk indices are zero-padded to 20 digits so that string order is numeric order. The log items' covered
+ * slots tile 1..last (a pair covers two), so `EVT#` keys are dense except for the second halves of pairs.
  *
- * **No hot index partition.** DynamoDB serves about 1,000 WCU/s per partition-key value, and a
- * throttled index pushes back on the base table's transactions. List keys are therefore sharded
- * over {@link LIST_SHARDS} values by a hash of the run id (hook id), so no key takes more than
- * about 1/16 of an index's writes whatever the mix of workflow names; readers merge the shards'
- * sorted pages. **Small index items.** Both indexes project only the keys and `status` (the run
- * listing's filter); readers fetch the items by key. Large inputs and outputs never land in an
- * index, and an update that changes neither a key nor `status` writes no index copy.
+ * **No hot index partition.** DynamoDB serves about 1,000 WCU/s per partition-key value, and a throttled index pushes
+ * back on the base table's transactions. List keys are therefore sharded over {@link LIST_SHARDS} values by a hash of
+ * the run id (hook id), so no key takes more than about 1/16 of an index's writes whatever the mix of workflow names;
+ * readers merge the shards' sorted pages. **Small index items.** Both indexes project only the keys and `status` (the
+ * run listing's filter); readers fetch the items by key. Large inputs and outputs never land in an index, and an update
+ * that changes neither a key nor `status` writes no index copy.
  */
 
 export const ATTR = {
@@ -168,9 +166,8 @@ export const storageKeys = {
 } as const;
 
 /**
- * The run's wrapped data key lives in the run's partition, not on the run view, because core asks
- * for the key in `start()` before `run_created` exists, and a resilient `run_started` elsewhere
- * must find the same key.
+ * The run's wrapped data key lives in the run's partition, not on the run view, because core asks for the key in
+ * `start()` before `run_created` exists, and a resilient `run_started` elsewhere must find the same key.
  */
 export const encryptionKeys = {
   runKey: (runId: string) => ({ PK: `RUN#${runId}`, SK: 'RUNKEY' }),

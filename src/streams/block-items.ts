@@ -1,8 +1,8 @@
 /**
  * The stream item format and its codecs (keys themselves live in src/schema/keys.ts).
  *
- * A stream is a dense run of BLOCK items under `STREAM#<runId>#<name>`; a block holds several
- * chunks and is keyed by the index of its first chunk:
+ * A stream is a dense run of BLOCK items under `STREAM#<runId>#<name>`; a block holds several chunks and is keyed by
+ * the index of its first chunk:
  *
  *   SK = CHUNK#<first:20>   c   (L)    the chunks, in order: B = inline bytes, S = S3 key, NULL = empty
  *                           w   (S)    the token of the put that wrote it (recognises our own retry)
@@ -12,12 +12,11 @@
  *                                      next Query by it (a hint: it never changes what is read)
  *                           GSI1PK/GSI1SK on the block at 0 only, so list(runId) is one GSI query
  *
- * Invariant (density): blocks tile [0, tail) with no gap and no overlap. A writer only puts a
- * block at the END of a block it has seen (its own last block, or the last one a Query returned),
- * with `attribute_not_exists(PK)`. If that end is the tail, the put extends the tiling; if not,
- * a block already starts there and the put fails, so the writer re-reads the tail and tries
- * again. Nothing is reserved ahead, so nothing can be abandoned: a dead writer leaves no gap.
- * Every chunk index below an EOF block's key is data; nothing is ever stored past EOF.
+ * Invariant (density): blocks tile [0, tail) with no gap and no overlap. A writer only puts a block at the END of a
+ * block it has seen (its own last block, or the last one a Query returned), with `attribute_not_exists(PK)`. If that
+ * end is the tail, the put extends the tiling; if not, a block already starts there and the put fails, so the writer
+ * re-reads the tail and tries again. Nothing is reserved ahead, so nothing can be abandoned: a dead writer leaves no
+ * gap. Every chunk index below an EOF block's key is data; nothing is ever stored past EOF.
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { WorkflowWorldError } from '@workflow/errors';

@@ -1,7 +1,6 @@
 /**
- * The World's spans, by name and attribute (OpenTelemetry messaging conventions where they
- * apply, `eve_world_aws.*` for what they do not cover). Each helper runs `fn` inside its span;
- * see ./tracing.ts for what happens without an SDK.
+ * The World's spans, by name and attribute (OpenTelemetry messaging conventions where they apply, `eve_world_aws.*` for
+ * what they do not cover). Each helper runs `fn` inside its span; see ./tracing.ts for what happens without an SDK.
  *
  *   process <queue>    consumer   one SQS copy through the delivery pipeline, or one early delivery
  *                                 (before its copy; linked to the span that sent the message, with
