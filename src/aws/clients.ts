@@ -133,9 +133,8 @@ export function destroyClients(clients: AwsClients): void {
   clients.ddb.destroy();
   clients.sqs.destroy();
   // Only the lazy clients that were created.
-  for (const f of [clients.s3, clients.scheduler, clients.kms, clients.secretsManager, clients.lambda] as Lazy<{
-    destroy(): void;
-  }>[]) {
+  const lazies = [clients.s3, clients.scheduler, clients.kms, clients.secretsManager, clients.lambda];
+  for (const f of lazies as Lazy<{ destroy(): void }>[]) {
     f.created?.then((c) => c.destroy()).catch(() => {});
   }
 }

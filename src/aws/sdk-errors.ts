@@ -33,7 +33,7 @@ function namesOf(err: unknown): string[] {
   return out;
 }
 
-const hasName = (err: unknown, names: ReadonlySet<string>): boolean => namesOf(err).some((n) => names.has(n));
+const hasName = (err: unknown, ...names: string[]): boolean => namesOf(err).some((n) => names.includes(n));
 
 /** The error's name (SDK name, else query-protocol code or JSON `__type`), '' when it has none. */
 export function errorName(err: unknown): string {
@@ -54,7 +54,7 @@ export function httpStatusOf(err: unknown): number | undefined {
 
 /** A DynamoDB condition expression failed (single-item write). */
 export function isConditionalCheckFailed(err: unknown): boolean {
-  return hasName(err, new Set(['ConditionalCheckFailedException']));
+  return hasName(err, 'ConditionalCheckFailedException');
 }
 
 /**
@@ -67,7 +67,7 @@ export function conditionFailureItem(err: unknown): Record<string, AttributeValu
 
 /** A `TransactWriteItems` / `TransactGetItems` was cancelled; see {@link cancellationReasons}. */
 export function isTransactionCanceled(err: unknown): boolean {
-  return hasName(err, new Set(['TransactionCanceledException']));
+  return hasName(err, 'TransactionCanceledException');
 }
 
 type CancellationReason = { Code?: string; Message?: string; Item?: Record<string, unknown> };
@@ -94,7 +94,7 @@ export function cancellationReasonKind(code: string | undefined): 'condition' | 
   return 'other';
 }
 
-const THROTTLING = new Set([
+const THROTTLING = [
   'ThrottlingException',
   'Throttling',
   'ThrottledException',
@@ -106,14 +106,14 @@ const THROTTLING = new Set([
   'SlowDown',
   'KMSThrottlingException',
   'AWS.SimpleQueueService.RequestThrottled',
-]);
+];
 
 /** The service (or a proxy in front of it) asked us to slow down. */
 export function isThrottling(err: unknown): boolean {
-  return hasName(err, THROTTLING) || asAws(err).$retryable?.throttling === true || httpStatusOf(err) === 429;
+  return hasName(err, ...THROTTLING) || asAws(err).$retryable?.throttling === true || httpStatusOf(err) === 429;
 }
 
-const NOT_FOUND = new Set([
+const NOT_FOUND = [
   'ResourceNotFoundException',
   'QueueDoesNotExist',
   'AWS.SimpleQueueService.NonExistentQueue',
@@ -122,11 +122,11 @@ const NOT_FOUND = new Set([
   'NotFound',
   'NoSuchKey',
   'NotFoundException',
-]);
+];
 
 /** The table, queue, bucket, object, KMS key or schedule does not exist. */
 export function isNotFound(err: unknown): boolean {
-  return hasName(err, NOT_FOUND) || httpStatusOf(err) === 404;
+  return hasName(err, ...NOT_FOUND) || httpStatusOf(err) === 404;
 }
 
 /** What `call` answers, or undefined when its resource does not exist; other errors are thrown. */
@@ -146,8 +146,8 @@ export async function unlessMissing<T>(call: Promise<T>): Promise<T | undefined>
  */
 export function isObjectFault(err: unknown): boolean {
   return (
-    hasName(err, new Set(['NoSuchKey', 'InvalidObjectState', 'KeyTooLongError', 'NoObjectBody'])) ||
-    (httpStatusOf(err) === 404 && !hasName(err, new Set(['NoSuchBucket'])))
+    hasName(err, 'NoSuchKey', 'InvalidObjectState', 'KeyTooLongError', 'NoObjectBody') ||
+    (httpStatusOf(err) === 404 && !hasName(err, 'NoSuchBucket'))
   );
 }
 
@@ -158,39 +158,35 @@ export function isObjectFault(err: unknown): boolean {
 export function isNoSuchConfiguration(err: unknown): boolean {
   return hasName(
     err,
-    new Set([
-      'NoSuchBucketPolicy',
-      'NoSuchLifecycleConfiguration',
-      'NoSuchPublicAccessBlockConfiguration',
-      'ServerSideEncryptionConfigurationNotFoundError',
-    ]),
+    'NoSuchBucketPolicy',
+    'NoSuchLifecycleConfiguration',
+    'NoSuchPublicAccessBlockConfiguration',
+    'ServerSideEncryptionConfigurationNotFoundError',
   );
 }
 
 /** The caller's credentials are valid but not allowed the call (IAM or a key or bucket policy). */
 export function isAccessDenied(err: unknown): boolean {
-  return hasName(err, new Set(['AccessDeniedException', 'AccessDenied']));
+  return hasName(err, 'AccessDeniedException', 'AccessDenied');
 }
 
 /** No credentials were found (the SDK's provider chain came up empty). */
 export function isCredentialsMissing(err: unknown): boolean {
-  return hasName(err, new Set(['CredentialsProviderError']));
+  return hasName(err, 'CredentialsProviderError');
 }
 
 /** The service rejected the credentials themselves: unknown key, bad signature, expired session. */
 export function isCredentialsRejected(err: unknown): boolean {
   return hasName(
     err,
-    new Set([
-      'UnrecognizedClientException',
-      'InvalidClientTokenId',
-      'InvalidSignatureException',
-      'SignatureDoesNotMatch',
-      'ExpiredTokenException',
-      'ExpiredToken',
-      'IncompleteSignatureException',
-      'InvalidAccessKeyId',
-    ]),
+    'UnrecognizedClientException',
+    'InvalidClientTokenId',
+    'InvalidSignatureException',
+    'SignatureDoesNotMatch',
+    'ExpiredTokenException',
+    'ExpiredToken',
+    'IncompleteSignatureException',
+    'InvalidAccessKeyId',
   );
 }
 
@@ -230,30 +226,28 @@ export function unreachableCode(err: unknown): string | undefined {
 export function isValidation(err: unknown): boolean {
   return hasName(
     err,
-    new Set(['ValidationException', 'ValidationError', 'InvalidParameterValue', 'InvalidParameterValueException']),
+    'ValidationException',
+    'ValidationError',
+    'InvalidParameterValue',
+    'InvalidParameterValueException',
   );
 }
 
 /** SQS refused a body over the queue's MaximumMessageSize. */
 export function isMessageTooLong(err: unknown): boolean {
-  return hasName(err, new Set(['MessageTooLong'])) || /shorter than|too long/i.test(`${asAws(err).message ?? ''}`);
+  return hasName(err, 'MessageTooLong') || /shorter than|too long/i.test(`${asAws(err).message ?? ''}`);
 }
 
 /** A resource with this name exists already (e.g. a retried CreateSchedule). */
 export function isConflict(err: unknown): boolean {
-  return (
-    hasName(err, new Set(['ConflictException', 'ResourceInUseException', 'QueueAlreadyExists'])) ||
-    httpStatusOf(err) === 409
-  );
+  return hasName(err, 'ConflictException', 'ResourceInUseException', 'QueueAlreadyExists') || httpStatusOf(err) === 409;
 }
 
 /** The endpoint does not implement the call (emulators): callers skip optional features. */
 export function isUnsupported(err: unknown): boolean {
   const status = httpStatusOf(err);
   return (
-    hasName(err, new Set(['NotImplemented', 'InvalidAction', 'UnknownOperationException'])) ||
-    status === 501 ||
-    status === 405
+    hasName(err, 'NotImplemented', 'InvalidAction', 'UnknownOperationException') || status === 501 || status === 405
   );
 }
 

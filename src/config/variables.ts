@@ -27,13 +27,7 @@ import { type AnySetting, external, flag, int, type TextSetting, text } from './
 export const SHARED_SCHEDULE_GROUP = 'default';
 
 const endpoint = (name: string, service: string, example: string): TextSetting =>
-  text({
-    name,
-    description: service,
-    values: 'http(s) URL',
-    example,
-    check: httpUrlProblem,
-  });
+  text({ name, description: service, values: 'http(s) URL', example, check: httpUrlProblem });
 
 /**
  * The environment the World reads: the user-facing settings. Order is the documentation's.

@@ -94,11 +94,8 @@ export const keys = {
   chunkSkPrefix: 'CHUNK#',
   indexFromChunkSk: (sk: string) => Number(sk.slice(6)),
   qkey: (idempotencyKey: string) => ({ PK: `QKEY#${boundedPart(idempotencyKey)}`, SK: 'QKEY' }),
-  /** Never written: the preflight's one read (src/preflight/resources.ts), which only asks whether the table answers. */
   preflight: { PK: 'PREFLIGHT', SK: 'PREFLIGHT' },
-  /** A delivery signature the flow route accepted; refuses its replay on every instance. */
   deliveryNonce: (signature: string) => ({ PK: `NONCE#${signature}`, SK: 'NONCE' }),
-  /** The table's format item (src/preflight/format-check.ts): one per table. */
   tableFormat: () => ({ PK: 'FORMAT#', SK: 'meta' }),
   /** A deployment of this World (src/deployment/registry.ts): one partition, listed by one Query. */
   deployment: (id: string) => ({ PK: 'DEPLOY#', SK: `DEP#${id}` }),
@@ -107,7 +104,6 @@ export const keys = {
   runHooksGsi: (runId: string) => `RUNHOOKS#${runId}`,
   runStreamsGsi: (runId: string) => `RUNSTREAMS#${runId}`,
   runsGsi: (shard: number) => `RUNS#${shard}`,
-  /** The liveness backstop's item of a run (storage/records/due.ts) and its GSI1 partition. */
   due: (runId: string) => ({ PK: `RUN#${runId}`, SK: 'DUE' }),
   dueGsi: (shard: number) => `DUE#${shard}`,
   hooksGsi: (shard: number) => `HOOKS#${shard}`,
