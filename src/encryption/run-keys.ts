@@ -150,7 +150,10 @@ export class RunKeys {
   }
 
   async #load(runId: string, terminal: boolean): Promise<Uint8Array | undefined> {
-    const stored = await this.#read(runId);
+    this.#stats.keyReads++;
+    // A key item of a newer format is refused, never misread (src/schema/formats.ts).
+    const fields = ['wrappedKey', 'pendingTtl'];
+    const stored = storedKey(await runKeys.read(tableOf(this.#ctx), encryptionKeys.runKey(runId), { fields }));
     let key: Uint8Array | undefined;
     if (stored) {
       key = await this.#unwrap(runId, stored.wrapped);
@@ -158,15 +161,6 @@ export class RunKeys {
     } else if (!terminal) key = await this.#create(runId);
     if (key) this.#cache.set(runId, key);
     return key;
-  }
-
-  async #read(runId: string): Promise<{ wrapped: Uint8Array; pending: boolean } | undefined> {
-    this.#stats.keyReads++;
-    // A key item of a newer format is refused, never misread (src/schema/formats.ts).
-    const item = await runKeys.read(tableOf(this.#ctx), encryptionKeys.runKey(runId), {
-      fields: ['wrappedKey', 'pendingTtl'],
-    });
-    return storedKey(item);
   }
 
   #markPending(runId: string): void {

@@ -69,11 +69,7 @@ export function emfDocuments(
         _aws: {
           Timestamp: timestamp,
           CloudWatchMetrics: [
-            {
-              Namespace: namespace,
-              Dimensions: [keys],
-              Metrics: part.map((m) => ({ Name: m.name, Unit: m.unit })),
-            },
+            { Namespace: namespace, Dimensions: [keys], Metrics: part.map((m) => ({ Name: m.name, Unit: m.unit })) },
           ],
         },
         ...dimensions,
