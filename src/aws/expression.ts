@@ -232,7 +232,6 @@ export class Expression {
   }
 }
 
-/** A new {@link Expression}. */
 export const expression = (): Expression => new Expression();
 
 const returnValues = (returnOld: boolean) =>

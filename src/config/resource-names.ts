@@ -2,7 +2,6 @@
 import { VARIABLES } from './variables.js';
 import type { WorldConfig } from './world-config.js';
 
-/** The settings that name a resource. */
 export type ResourceSetting = 'tableName' | 'queue' | 'deadLetterQueue' | 'bucket';
 
 /**

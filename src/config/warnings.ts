@@ -35,8 +35,11 @@ export const TOOL_VARIABLES: readonly string[] = Object.freeze([
   'EVE_WORLD_AWS_SKIP_BUILD',
 ]);
 
+/** Every variable this World or its CLI reads, in the table's order. */
+const READ_VARIABLES: readonly string[] = [...Object.values(SETTINGS.variables).map((v) => v.name), ...TOOL_VARIABLES];
+
 export function ignoredVariables(env: Env): string[] {
-  const read = new Set<string>([...Object.values(SETTINGS.variables).map((v) => v.name), ...TOOL_VARIABLES]);
+  const read = new Set(READ_VARIABLES);
   return Object.keys(env)
     .filter((k) => k.startsWith('EVE_WORLD_AWS_') && !read.has(k) && (env[k]?.trim() ?? '') !== '')
     .sort();
@@ -73,12 +76,7 @@ export function variableWarningsOnce(config: Pick<WorldConfig, 'ignoredVariables
  * table's order on a tie), e.g. EVE_WORLD_AWS_PREFIX for the prefix variable with a letter left out.
  */
 export function closestVariable(name: string): string {
-  const known = [
-    ...Object.values(SETTINGS.variables)
-      .map((v) => v.name)
-      .filter((n) => n.startsWith('EVE_WORLD_AWS_')),
-    ...TOOL_VARIABLES,
-  ];
+  const known = READ_VARIABLES.filter((n) => n.startsWith('EVE_WORLD_AWS_'));
   const upper = name.toUpperCase();
   let best = known[0];
   let bestDistance = Number.POSITIVE_INFINITY;

@@ -62,7 +62,6 @@ export interface StepLease {
 
 const als = new AsyncLocalStorage<DeliveryScope>();
 
-/** Run `fn` inside `scope`. */
 export function runInDelivery<T>(scope: DeliveryScope, fn: () => T): T {
   return als.run(scope, fn);
 }

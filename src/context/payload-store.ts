@@ -27,7 +27,6 @@ export function isS3Pointer(v: unknown): v is S3Pointer {
   return typeof v === 'object' && v !== null && typeof (v as { __s3?: unknown }).__s3 === 'string';
 }
 
-/** One object as listed. */
 export interface ListedObject {
   readonly key: string;
   readonly size: number;

@@ -47,11 +47,7 @@ export interface StreamerOptions {
    * alone and its writes feed no local reader. Tests and the benchmark use it.
    */
   inProcessSignal?: boolean;
-  /**
-   * The status of a run and when it ended, undefined while it is not terminal or not found (the
-   * composer passes storage's runs.get). With it, a live read ends when its run has ended and no
-   * writer is left (live.ts); without it, only at an EOF a writer wrote.
-   */
+  /** The run's end, from storage's runs.get (the composer passes it): what live.ts's `LiveTailDeps.runEnd` says. */
   runEnd?: LiveTailDeps['runEnd'];
   /** Where a reader says why it closed a stream its writer left open. */
   logger?: Logger;

@@ -35,12 +35,10 @@ export class ByteLru<K, V> {
     if (!(this.#maxEntries >= 1)) throw new RangeError(`maxEntries must be >= 1, got ${opts.maxEntries}`);
   }
 
-  /** Number of entries. */
   get size(): number {
     return this.#entries.size;
   }
 
-  /** Sum of the entries' sizes. */
   get bytes(): number {
     return this.#bytes;
   }

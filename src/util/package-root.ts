@@ -7,7 +7,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The name in this package's package.json. */
 export const PACKAGE_NAME = '@portfolio/eve-world-aws';
 
 let cached: string | undefined;
