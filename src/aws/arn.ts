@@ -3,6 +3,7 @@
  * name or a queue URL, and the parts of an ARN. The one place any of them is computed (IAM
  * policies, bucket policies, reports, the CLI and the emulators all ask here).
  */
+import { isHttpUrl } from '../config/checks.js';
 
 /**
  * Region patterns per partition, as in the AWS SDK's partition table
@@ -24,10 +25,8 @@ export function partitionOf(region: string | undefined): string {
   return 'aws';
 }
 
-/** Whether a queue reference is a queue URL (else it is a queue name). */
-export function isQueueUrl(ref: string): boolean {
-  return /^https?:\/\//.test(ref);
-}
+/** Whether a queue reference is a queue URL (else it is a queue name): the config's own test. */
+export const isQueueUrl = isHttpUrl;
 
 /** The queue name of a reference that is a name or a URL (`https://.../123456789012/name` -> `name`). */
 export function queueNameOf(ref: string): string {
