@@ -27,7 +27,6 @@
  * the handler runs, the leases are kept, then released (./step-lease-keeper.ts). The body is read
  * bounded in size and time (./request-body.ts).
  */
-
 import { randomUUID } from 'node:crypto';
 import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@workflow/world';
 import { type DeliveryScope, decodeLogTail, runInDelivery, type StepLease } from '../../context/delivery-scope.js';
@@ -112,6 +111,7 @@ export function createQueueHandler(
   const decoder = new TextDecoder('utf-8', { fatal: true });
   const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const readTimeoutMs = opts.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
+  const trust = opts.trustForwardedHost === true;
   // One answer for every refusal: the reason (which would tell a prober that a captured
   // signature is genuine, say) is only logged.
   const unauthorized = (req: Request, reason: string) => {
@@ -144,19 +144,12 @@ export function createQueueHandler(
           return json({ error: 'Service unavailable' }, 503);
         }
       }
-      const trust = opts.trustForwardedHost === true;
-      let v = verifySignature(accepted, req, bytes, now(), SIGNATURE_TOLERANCE_SECONDS, trust, opts.lambdaSelf);
+      const verify = (secrets: readonly string[]) =>
+        verifySignature(secrets, req, bytes, now(), SIGNATURE_TOLERANCE_SECONDS, trust, opts.lambdaSelf);
+      let v = verify(accepted);
       // Maybe rotated since the last read: re-read (rate-limited) and try once more.
       if (!v.ok && v.reason === 'bad signature' && source && (await source.refreshAfterFailure())) {
-        v = verifySignature(
-          await source.accepted(),
-          req,
-          bytes,
-          now(),
-          SIGNATURE_TOLERANCE_SECONDS,
-          trust,
-          opts.lambdaSelf,
-        );
+        v = verify(await source.accepted());
       }
       if (!v.ok) return unauthorized(req, v.reason);
       let fresh: boolean;
