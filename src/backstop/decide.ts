@@ -1,7 +1,6 @@
 /**
- * What a backstop check does with a run: pure, a table of cases (docs/operations.md, "Liveness
- * backstop"). The check has won the fence (./check.ts) and read the run, its log since the last
- * acknowledged replay, its steps and its waits.
+ * What a backstop check does with a run: pure, a table of cases (docs/operations.md, "Liveness backstop"). The check
+ * has won the fence (./check.ts) and read the run, its log since the last acknowledged replay, its steps and its waits.
  *
  * 1. The run is gone or terminal: delete its DUE item.
  * 2. The log moved since the last check (`tail != seenSlot`): the run is active; look again in B.
@@ -18,10 +17,9 @@
  * saw its mark unchanged for the holder's ttl on its own monotonic clock and revoked it. No lease
  * end written by another process is compared with a clock, so skew never reopens a live step.
  *
- * Clocks: `now` is the checker's clock; retry and resume times are their writers'. They decide only
- * when a wake goes out (a retry time from a clock ahead looks due later), never whether a step
- * with a live lease is stranded: every case but 1 leads to another check, and every time compared
- * is fixed while `now` grows.
+ * Clocks: `now` is the checker's clock; retry and resume times are their writers'. They decide only when a wake goes
+ * out (a retry time from a clock ahead looks due later), never whether a step with a live lease is stranded: every case
+ * but 1 leads to another check, and every time compared is fixed while `now` grows.
  */
 import { eventTypesWhere } from '../schema/event-kinds.js';
 

@@ -6,9 +6,8 @@
  * while the queue shows no backlog (./backlog.ts); the flow route
  * acknowledges quiet turns (`ackTurn`, src/storage/write/due-moves.ts).
  *
- * It sits above storage and the queue (it reads one and sends on the other) and below the sweep,
- * whose scheduled Lambda runs a tick a minute, and the consumer, whose in-process poller runs one
- * every `backstopTickSeconds`.
+ * It sits above storage and the queue (it reads one and sends on the other) and below the sweep, whose scheduled Lambda
+ * runs a tick a minute, and the consumer, whose in-process poller runs one every `backstopTickSeconds`.
  */
 import type { WorldContext } from '../context/world-context.js';
 import { createQueue, type QueueSender } from '../queue/index.js';

@@ -1,9 +1,8 @@
 /**
- * The sweep as one operation: orphaned run payloads under `runs/` (./run-payloads.ts), held
- * queue bodies past their time under `queue-held/` (./held-bodies.ts), and drained deployments
- * past their grace period (./deployments.ts). It reads what storage and
- * the queue wrote, so it sits above both and below the consumer (whose `/lambda` entry re-exports
- * the scheduled handler, ./sweep-handler.ts) and the World (`world.sweepOrphans`, the CLI's `sweep`).
+ * The sweep as one operation: orphaned run payloads under `runs/` (./run-payloads.ts), held queue bodies past their
+ * time under `queue-held/` (./held-bodies.ts), and drained deployments past their grace period (./deployments.ts). It
+ * reads what storage and the queue wrote, so it sits above both and below the consumer (whose `/lambda` entry
+ * re-exports the scheduled handler, ./sweep-handler.ts) and the World (`world.sweepOrphans`, the CLI's `sweep`).
  */
 import type { WorldContext } from '../context/world-context.js';
 import { storageContext } from '../storage/index.js';

@@ -1,8 +1,7 @@
 /**
- * The orphan sweep of run payloads: deletes offloaded payloads under `runs/<runId>/` that no
- * stored item references and that no future create can ever reference. Why objects are orphaned
- * and why each rule below is safe (which writers can still publish a pointer under which prefix):
- * docs/design.md, "Orphan sweep".
+ * The orphan sweep of run payloads: deletes offloaded payloads under `runs/<runId>/` that no stored item references and
+ * that no future create can ever reference. Why objects are orphaned and why each rule below is safe (which writers can
+ * still publish a pointer under which prefix): docs/design.md, "Orphan sweep".
  *
  * Invariants:
  * - A terminal run (ended more than `graceMs` ago) loses only unreferenced objects older than
@@ -13,9 +12,8 @@
  *   objects a live hook references are kept; a prefix that is not a `wrun_<ULID>` is kept.
  * - A pending or running run is never touched.
  * - Items are read (strongly consistent) before objects are listed.
- * - A run whose sweep protected nothing and deleted every orphan is marked `orphansSweptAt`
- *   (conditional on the run being terminal: `markRunSwept`, src/storage/write/run-swept.ts);
- *   later sweeps skip it unless `recheck` is set.
+ * - A run whose sweep protected nothing and deleted every orphan is marked `orphansSweptAt` (conditional on the run
+ *   being terminal: `markRunSwept`, src/storage/write/run-swept.ts); later sweeps skip it unless `recheck` is set.
  * - Once `signal` is aborted no further run prefix is started; the report says `stopped: true`.
  * - Every doubt keeps the object; every delete is idempotent.
  *
@@ -180,9 +178,8 @@ interface RunRefs {
 }
 
 /**
- * Read everything that can point into `runs/<runId>/`: the run's items with its hooks
- * (`readRunItems`: its partition, its hooks, its stream blocks). `liveOnly`: ignore items whose
- * TTL passed.
+ * Read everything that can point into `runs/<runId>/`: the run's items with its hooks (`readRunItems`: its partition,
+ * its hooks, its stream blocks). `liveOnly`: ignore items whose TTL passed.
  */
 async function readRunRefs(ctx: StorageCtx, runId: string, now: number, liveOnly: boolean): Promise<RunRefs> {
   const prefix = `${runPrefix(runId)}/`;

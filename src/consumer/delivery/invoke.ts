@@ -10,16 +10,14 @@
  * a JSON prelude, 8 NUL bytes, the body) becomes the HTTP response the pipeline reads.
  *
  * Invariants:
- * - One Invoke per delivery (the client makes one attempt): the pipeline decides what a failure
- *   means. An Invoke that fails is never this message's fault: throttling answers 429, anything
- *   else (the function's own error, a service error, access denied) 502, so the copy is kept as
- *   for an outage of the flow URL and never reaches the DLQ.
- * - `ResourceNotFoundException` for the version is final (Lambda never reuses a version number):
- *   the deployment is marked retired in the registry (conditional, safe twice) before anything
- *   else, then the delivery is sent, signed again for its new destination, to the flow URL (the
- *   `live` alias), where core's deployment guard re-routes it, the World refuses that re-route and
- *   core fails the run with `DEPLOYMENT_MISMATCH` in that one delivery. A registry write that
- *   fails answers 503 (kept, retried), never a fall-through to the live URL.
+ * - One Invoke per delivery (the client makes one attempt): the pipeline decides what a failure means. An Invoke that
+ *   fails is never this message's fault: throttling answers 429, anything else (the function's own error, a service
+ *   error, access denied) 502, so the copy is kept as for an outage of the flow URL and never reaches the DLQ.
+ * - `ResourceNotFoundException` for the version is final (Lambda never reuses a version number): the deployment is
+ *   marked retired in the registry (conditional, safe twice) before anything else, then the delivery is sent, signed
+ *   again for its new destination, to the flow URL (the `live` alias), where core's deployment guard re-routes it, the
+ *   World refuses that re-route and core fails the run with `DEPLOYMENT_MISMATCH` in that one delivery. A registry
+ *   write that fails answers 503 (kept, retried), never a fall-through to the live URL.
  */
 import type { InvokeCommandOutput, LambdaClient } from '@aws-sdk/client-lambda';
 import { describeError, errorName, isThrottling } from '../../aws/sdk-errors.js';

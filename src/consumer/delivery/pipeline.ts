@@ -15,10 +15,9 @@
  *            replace (a fresh copy was accepted, caller deletes this one: ./replace.ts, a
  *            failure counted in it or moved to the DLQ: ./failures.ts)
  *
- * Each invariant is stated where it is enforced: the order of delivery, the in-process
- * serialisation and early delivery in decide.ts; building and signing in flow-request.ts; what an
- * answer means in dispatch.ts; deletes and outages in settle.ts; poison, its count and the DLQ in
- * failures.ts; the attempt count and newer formats in replace.ts.
+ * Each invariant is stated where it is enforced: the order of delivery, the in-process serialisation and early delivery
+ * in decide.ts; building and signing in flow-request.ts; what an answer means in dispatch.ts; deletes and outages in
+ * settle.ts; poison, its count and the DLQ in failures.ts; the attempt count and newer formats in replace.ts.
  *
  * What this file keeps for the attempt count (its rule: ./replace.ts): only the `dispatch` branch
  * below settles with `dispatched: true`, so holds, parks before the route was reached and copies
@@ -72,10 +71,9 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
 }
 
 /**
- * Delivers `envelope` early under its own id `earlyId` (./early/offer.ts), attempt 1, with no
- * receipt to keep alive or settle. The verdict is the copy's to settle (undefined: the handler
- * was not reached, the copy is delivered as usual); nothing here deletes, defers, dead-letters or
- * touches the breaker.
+ * Delivers `envelope` early under its own id `earlyId` (./early/offer.ts), attempt 1, with no receipt to keep alive or
+ * settle. The verdict is the copy's to settle (undefined: the handler was not reached, the copy is delivered as usual);
+ * nothing here deletes, defers, dead-letters or touches the breaker.
  */
 export async function deliverEarly(
   envelope: Envelope,

@@ -1,6 +1,5 @@
 /**
- * In-process SQS long-poll consumer for plain Node hosts (`eve start`), run by the World's
- * `start()`.
+ * In-process SQS long-poll consumer for plain Node hosts (`eve start`), run by the World's `start()`.
  *
  * Invariants:
  * - At most `concurrency` deliveries run at once, early ones (./early/verdict-registry.ts) included; a
@@ -79,9 +78,8 @@ export class SqsPoller {
   /** Messages delivered early whose SQS copies have not been received here yet. */
   private readonly early = new EarlyDeliveries<Verdict>();
   /**
-   * Runs an early delivery in the async context the loop runs in (`start()`'s), not the sender's:
-   * it must not inherit the sender's span, log context or delivery scope, just as a received copy
-   * does not.
+   * Runs an early delivery in the async context the loop runs in (`start()`'s), not the sender's: it must not inherit
+   * the sender's span, log context or delivery scope, just as a received copy does not.
    */
   private inLoopContext: (fn: () => Promise<Verdict | undefined>) => Promise<Verdict | undefined> = (fn) => fn();
   /** Wakes sleeps of the loop at close; never aborts a receive. */
@@ -117,10 +115,9 @@ export class SqsPoller {
   }
 
   /**
-   * Delivers the message whose SQS copy is `copy`, being sent by this process right now, at once
-   * under its own id `earlyId` (attempt 1), which no SQS copy carries. Its verdict waits in the
-   * registry for the copy, if the copy comes here (./early/verdict-registry.ts). Eligibility is the
-   * offer's to decide (./early/offer.ts).
+   * Delivers the message whose SQS copy is `copy`, being sent by this process right now, at once under its own id
+   * `earlyId` (attempt 1), which no SQS copy carries. Its verdict waits in the registry for the copy, if the copy comes
+   * here (./early/verdict-registry.ts). Eligibility is the offer's to decide (./early/offer.ts).
    */
   deliverEarly(copy: Envelope, earlyId: string, producer?: string): void {
     const envelope: Envelope = { ...copy, attemptOffset: 0 };

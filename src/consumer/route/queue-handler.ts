@@ -22,10 +22,9 @@
  * - 503 `{"error":"Service unavailable"}` when the signing-secret source or the replay guard could
  *   not answer: an outage, which the consumer parks without counting it against the message.
  *
- * The step lease (src/storage/write/step-lease.ts): with `stepLease`, each request gets a random token
- * in its delivery scope; every `step_started` core writes inside it stamps the step with it. While
- * the handler runs, the leases are kept, then released (./step-lease-keeper.ts). The body is read
- * bounded in size and time (./request-body.ts).
+ * The step lease (src/storage/write/step-lease.ts): with `stepLease`, each request gets a random token in its delivery
+ * scope; every `step_started` core writes inside it stamps the step with it. While the handler runs, the leases are
+ * kept, then released (./step-lease-keeper.ts). The body is read bounded in size and time (./request-body.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@workflow/world';

@@ -12,11 +12,10 @@
  *   the flow route parents core's work to: src/telemetry/tracing.ts), then "message
  *   <x-eve-message-id>" when it carries one (the id `queue()` returned, on a delivery dispatched
  *   under another id: src/queue/delivery-id.ts)
- * so the body, the three delivery headers (their wire values, src/queue/header-values.ts), the time,
- * the destination and the trace parent are all covered, and every signing is unique (two legitimate
- * copies of one SQS message sent in the same second are not "replays"). Removing the nonce, tail,
- * trace or message header from a request signed with it breaks the signature, so that is no downgrade;
- * `v1` (no destination) is no longer accepted.
+ * so the body, the three delivery headers (their wire values, src/queue/header-values.ts), the time, the destination
+ * and the trace parent are all covered, and every signing is unique (two legitimate copies of one SQS message sent in
+ * the same second are not "replays"). Removing the nonce, tail, trace or message header from a request signed with it
+ * breaks the signature, so that is no downgrade; `v1` (no destination) is no longer accepted.
  *
  * The destination is the host (with a non-default port, lower case) and path of the URL the sender POSTed to; for a
  * delivery by Lambda Invoke to one published version of the host (../delivery/invoke.ts) it is
@@ -30,12 +29,11 @@
  * Function URL, a load balancer or CDN routing by host); a server reached directly accepts whatever `Host` its client
  * sends.
  *
- * The receiver refuses, before it reads the body ({@link checkSignatureHeaders}), a request with
- * no signature or timestamp, or a timestamp more than the tolerance (300 s) away from its own
- * clock (stale or replayed later); after reading, a signature that does not match, and one that
- * was already accepted (an exact replay inside the window): by any instance when a durable
- * {@link NonceStore} is given (a DynamoDB conditional put, src/consumer/route/nonces.ts), else within
- * this process ({@link ReplayGuard}). Comparison is constant-time.
+ * The receiver refuses, before it reads the body ({@link checkSignatureHeaders}), a request with no signature or
+ * timestamp, or a timestamp more than the tolerance (300 s) away from its own clock (stale or replayed later); after
+ * reading, a signature that does not match, and one that was already accepted (an exact replay inside the window): by
+ * any instance when a durable {@link NonceStore} is given (a DynamoDB conditional put, src/consumer/route/nonces.ts),
+ * else within this process ({@link ReplayGuard}). Comparison is constant-time.
  *
  * Rotation: the receiver accepts a signature made with any of its secrets; senders sign with the
  * first. Without a configured secret, the consumer signs with {@link processSigningKey}, a random
@@ -125,9 +123,8 @@ export type SignatureRefusal =
 export type VerifyResult = { ok: true; signature: string; timestamp: number } | { ok: false; reason: SignatureRefusal };
 
 /**
- * The random signing key of this process (32 bytes, hex), created on first use. Kept on
- * `globalThis` so that two copies of this module in one process (ESM and CJS, or bundled twice by a
- * framework) agree on it.
+ * The random signing key of this process (32 bytes, hex), created on first use. Kept on `globalThis` so that two copies
+ * of this module in one process (ESM and CJS, or bundled twice by a framework) agree on it.
  */
 export function processSigningKey(): string {
   const slot = Symbol.for('eve-world-aws.processSigningKey');
@@ -156,9 +153,8 @@ export function checkSignatureHeaders(
 }
 
 /**
- * The destinations a request may have been signed for: its path under the `Host` header and the
- * request URL's host, and under the first `x-forwarded-host` only with `trustForwardedHost` (see
- * the header of this file).
+ * The destinations a request may have been signed for: its path under the `Host` header and the request URL's host, and
+ * under the first `x-forwarded-host` only with `trustForwardedHost` (see the header of this file).
  */
 export function requestDestinations(
   url: string,
