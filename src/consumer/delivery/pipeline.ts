@@ -32,9 +32,10 @@ import { decode } from './decode.js';
 import { observeDelivery } from './delivery-telemetry.js';
 import type { Copy, DeliveryDeps, InboundMessage, Received } from './deps.js';
 import { dispatch } from './dispatch.js';
+import { keepFailed } from './failures.js';
 import { buildRequest } from './flow-request.js';
 import { parkNewerFormat } from './replace.js';
-import { settle, settleMalformed } from './settle.js';
+import { settle } from './settle.js';
 import type { DeliveryOutcome, Verdict } from './verdict.js';
 
 export type { DeliveryDeps, FlowHandler, InboundMessage } from './deps.js';
@@ -52,8 +53,9 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
   // 1. decode
   const decoded = decode(msg);
   if (decoded.kind === 'newer') return parkNewerFormat(received, decoded.reason);
-  // Retried with backoff, then dead-lettered with one DLQ line.
-  if (decoded.kind === 'malformed') return settleMalformed(received, decoded.detail);
+  // Poison found before the breaker was asked (never told), with no envelope to count the failure in: kept for SQS's
+  // receive count, retried with backoff, then dead-lettered with one DLQ line (./failures.ts).
+  if (decoded.kind === 'malformed') return keepFailed(received, 'malformed', decoded.detail);
   const copy: Copy = { ...received, envelope: decoded.envelope, attempt: decoded.attempt, dispatched: false };
 
   // 2. decide

@@ -17,8 +17,8 @@
  *   replacements (./failures.ts); the failure that dead-letters it logs exactly one DLQ line.
  */
 import { SQS_MAX_VISIBILITY_SECONDS } from '../../config/limits.js';
-import type { Copy, Received } from './deps.js';
-import { failed, keepFailed } from './failures.js';
+import type { Copy } from './deps.js';
+import { failed } from './failures.js';
 import { quoted } from './quoted.js';
 import { park, replace } from './replace.js';
 import type { DeliveryOutcome, Verdict } from './verdict.js';
@@ -110,14 +110,6 @@ export async function settle(copy: Copy, verdict: Verdict): Promise<DeliveryOutc
       // Counted in the message (./failures.ts).
       return failed(copy, verdict.reason, verdict.detail);
   }
-}
-
-/**
- * A copy that could not be decoded: poison found before the breaker was asked (never told). It has
- * no envelope to count the failure in, so it is kept for SQS's receive count (./failures.ts).
- */
-export function settleMalformed(received: Received, detail: string): Promise<DeliveryOutcome> {
-  return keepFailed(received, 'malformed', detail);
 }
 
 /**
