@@ -13,9 +13,8 @@
  *   `deploymentHoldMaxSeconds` (src/config/tuning.ts), with jitter (src/util/jitter.ts), so a silent deployment's
  *   messages cost little. Liveness only decides how soon a message is shown again, never where it is dispatched.
  * - A message for this process's own deployment once it is retired is held the same way (up to
- *   `retiredHoldMaxSeconds`), never
- *   dispatched here: a consumer of another deployment dispatches it, and core's guard fails its
- *   run there (retired means no more work here, src/deployment/membership.ts).
+ *   `retiredHoldMaxSeconds`), never dispatched here: a consumer of another deployment dispatches it, and core's guard
+ *   fails its run there (retired means no more work here, src/deployment/membership.ts).
  * - A message for a retired or never-registered deployment, for this one, or with no deployment
  *   (sent before affinity was on) is dispatched here: core's guard then runs before any workflow
  *   code; for a run of another deployment it re-routes the message and src/deployment/targets.ts

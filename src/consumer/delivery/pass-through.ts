@@ -1,11 +1,10 @@
 /**
- * The host as its own SQS consumer (the CDK construct's `consumer: 'host'`, docs/deploy.md "Who
- * consumes the queue"): the event
- * source mapping invokes the host function with an SQS batch, the Lambda Web Adapter forwards that
- * non-HTTP event to the app as a POST to `AWS_LWA_PASS_THROUGH_PATH`, which the construct points at
- * the flow route, and the World's flow route hands the request here (../index.ts). Each record is
- * delivered by the one delivery pipeline (./sqs-event-handler.ts, ./pipeline.ts) to the flow route
- * in this same process: no worker function, no Invoke hop, one billed wait.
+ * The host as its own SQS consumer (the CDK construct's `consumer: 'host'`, docs/deploy.md "Who consumes the queue"):
+ * the event source mapping invokes the host function with an SQS batch, the Lambda Web Adapter forwards that non-HTTP
+ * event to the app as a POST to `AWS_LWA_PASS_THROUGH_PATH`, which the construct points at the flow route, and the
+ * World's flow route hands the request here (../index.ts). Each record is delivered by the one delivery pipeline
+ * (./sqs-event-handler.ts, ./pipeline.ts) to the flow route in this same process: no worker function, no Invoke hop,
+ * one billed wait.
  *
  * Invariants:
  * - A request is a pass-through only inside Lambda (AWS_LAMBDA_FUNCTION_NAME set) and only when its
