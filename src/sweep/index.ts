@@ -22,13 +22,13 @@ export interface SweepReport extends OrphanSweepReport {
 }
 
 /**
- * Delete the S3 objects nothing can reference any more: orphaned run payloads under `runs/` and
- * held queue bodies past their time; and retire deployments that drained (./deployments.ts). What `eve-world-aws sweep` and the scheduled Lambda run;
- * safe to run at any time and repeatedly.
+ * Delete the S3 objects nothing can reference any more: orphaned run payloads under `runs/` and held queue bodies past
+ * their time; and retire deployments that drained (./deployments.ts). What `eve-world-aws sweep` and the scheduled
+ * Lambda run; safe to run at any time and repeatedly.
  *
- * Held bodies go first: they are one listing of `queue-held/` and have no lifecycle rule, so a
- * sweep stopped by `signal` (a Lambda deadline) while working through a backlog of runs never
- * starves them. `stopped` is true when either part stopped early.
+ * Held bodies go first: they are one listing of `queue-held/` and have no lifecycle rule, so a sweep stopped by `signal`
+ * (a Lambda deadline) while working through a backlog of runs never starves them. `stopped` is true when either part
+ * stopped early.
  */
 export async function sweepOrphans(context: WorldContext, options: OrphanSweepOptions = {}): Promise<SweepReport> {
   const heldBodies =

@@ -124,29 +124,25 @@ export function createSweepHandler(opts: SweepHandlerOptions = {}): SweepLambdaH
     const fromEvent = sweepEventOptions(event);
     // A bad environment throws here (ConfigError): a failed invocation, like a failed sweep.
     const ctx = opts.context ?? createContext(loadConfig());
-    if (fromEvent.backstop) {
-      try {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      if (fromEvent.backstop) {
         const report = await runBackstopTick(ctx, { logger });
         const summary: BackstopSummary = { msg: 'eve-world-aws backstop', durationMs: Date.now() - started, ...report };
         logger.info(JSON.stringify(summary));
         if (report.failed > 0)
           throw new Error(`eve-world-aws backstop: ${report.failed} run checks failed; the next tick retries them`);
         return summary;
-      } finally {
-        if (!opts.context) destroyClients(ctx.clients);
       }
-    }
-    const remaining = lambdaContext?.getRemainingTimeInMillis?.();
-    const abort = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    if (remaining !== undefined) {
-      const margin = Math.min(opts.marginMs ?? SETTINGS.sweep.marginMs.default, remaining / 4);
-      const budget = remaining - margin;
-      // No time left (or a deadline already passed): the sweep starts nothing.
-      if (budget <= 0) abort.abort();
-      else timer = setTimeout(() => abort.abort(), budget);
-    }
-    try {
+      const remaining = lambdaContext?.getRemainingTimeInMillis?.();
+      const abort = new AbortController();
+      if (remaining !== undefined) {
+        const margin = Math.min(opts.marginMs ?? SETTINGS.sweep.marginMs.default, remaining / 4);
+        const budget = remaining - margin;
+        // No time left (or a deadline already passed): the sweep starts nothing.
+        if (budget <= 0) abort.abort();
+        else timer = setTimeout(() => abort.abort(), budget);
+      }
       const report = await sweepOrphans(ctx, {
         graceMs: fromEvent.graceMs ?? opts.graceMs,
         dryRun: fromEvent.dryRun,
