@@ -161,7 +161,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     ),
   };
 
-  const world = {
+  return {
     specVersion: SPEC_VERSION_CURRENT,
     // deploymentAffinity: core's deployment guard (a run only runs on the deployment it is pinned
     // to), read by core at each delivery: the table's decision, known once this World has joined.
@@ -231,7 +231,6 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       return closed;
     },
   } satisfies AwsWorld;
-  return world;
 }
 
 export default createWorld;

@@ -53,12 +53,7 @@ export interface CreateConsumerOptions {
   breakerCooldownMs?: number;
   /** Observes every delivery outcome of the in-process consumer. */
   onDeliveryOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
-  /**
-   * Early delivery (./delivery/early/offer.ts): a message this World sends while its in-process consumer runs, to a
-   * queue with a handler registered in process, is delivered at once under its own id, beside its SQS send, instead of
-   * after the send and the long poll; step executions excepted. Default true (where the in-process consumer polls).
-   * `false`: every message waits for its SQS copy.
-   */
+  /** Early delivery (./delivery/early/offer.ts decides). */
   earlyDelivery?: boolean;
   /** This consumer's and its flow route's clock (epoch ms). Default `Date.now`; tests skew it. */
   now?: () => number;
@@ -116,7 +111,6 @@ export function createConsumer(
     },
     breakerCooldownMs: options.breakerCooldownMs ?? CONSUMER_OPTIONS.breakerCooldownMs.default,
   });
-  const { receipts } = delivery;
   let poller: SqsPoller | undefined;
   let stopMetrics: (() => void) | undefined;
   let stopBackstop: (() => void) | undefined;
@@ -149,7 +143,7 @@ export function createConsumer(
   const routeOptions = { ...flowRouteOptions(ctx, logger, secretSource), ...(options.now ? { now: options.now } : {}) };
 
   return {
-    receipts,
+    receipts: delivery.receipts,
     createQueueHandler: (prefix, handler) => {
       const bare = createQueueHandler(prefix, handler, routeOptions);
       const route: typeof bare = !flushPerRequest
