@@ -58,7 +58,3 @@ export function backlogGate(
     return n !== undefined && n > 0 ? n : undefined;
   };
 }
-
-/** The line a held repeat wake logs. */
-export const heldLogLine = (runId: string, wakes: number, backlog: number) =>
-  `[eve-world-aws] backstop: run ${runId} still owes work after wake ${wakes}; ${backlog} messages wait in the queue, so the wake may be among them: not woken again until the queue shows none`;

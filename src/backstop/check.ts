@@ -37,7 +37,7 @@ import {
 } from '../storage/index.js';
 import type { Logger } from '../telemetry/log.js';
 import { forEachLimited } from '../util/concurrency.js';
-import { backlogGate, heldLogLine, type QueueBacklog } from './backlog.js';
+import { backlogGate, type QueueBacklog } from './backlog.js';
 import { type CheckInput, type Decision, decide } from './decide.js';
 
 /** Sends a run's wake (./wake.ts); injected so the tick needs no queue of its own in tests. */
@@ -162,7 +162,9 @@ export async function checkRun(
     // A repeat wake waits while the queue shows a backlog: the last one may be in it (./backlog.ts).
     const backlog = await gate(due.wakes);
     if (backlog !== undefined) {
-      opts.logger?.info(heldLogLine(runId, due.wakes, backlog));
+      opts.logger?.info(
+        `[eve-world-aws] backstop: run ${runId} still owes work after wake ${due.wakes}; ${backlog} messages wait in the queue, so the wake may be among them: not woken again until the queue shows none`,
+      );
       // Counted in the backoff as a sent wake: a backlog costs no more checks than before.
       await moveDue(ctx, runId, fence, d.next, { wakes: d.wakes, seenSlot: input.check.tail });
       return 'held';

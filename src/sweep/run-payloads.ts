@@ -77,15 +77,13 @@ export interface OrphanSweepOptions {
   onProgress?: (p: { runs: number; objects: number; orphans: number }) => void;
 }
 
-export type OrphanReason = 'unreferenced' | 'no-run';
-
 export interface SweptObject {
   key: string;
   size: number;
   lastModified: string;
   runId: string;
   /** `unreferenced`: its run is terminal; `no-run`: its run was never created or was purged. */
-  reason: OrphanReason;
+  reason: 'unreferenced' | 'no-run';
 }
 
 export interface OrphanSweepReport {
@@ -124,9 +122,6 @@ export interface OrphanSweepReport {
   /** `signal` was aborted during the sweep, so some run prefixes may not have been looked at: the next sweep continues. */
   stopped: boolean;
 }
-
-/** The run item's mark: a sweep cleaned this terminal run (epoch ms); storage writes it (`markRunSwept`). */
-export { SWEPT_ATTR };
 
 type RunState =
   | { kind: 'active' }

@@ -58,7 +58,6 @@ export interface DeliveryCompositionOptions {
 export interface DeliveryComposition {
   readonly receipts: SqsReceipts;
   readonly breaker: CircuitBreaker;
-  /** Where HTTP deliveries go. */
   readonly flowUrl: string;
   /** The pipeline's dependencies, less what each copy brings (signal, visibility). */
   readonly deps: Omit<DeliveryDeps, 'signal' | 'visibilitySeconds'>;
@@ -111,12 +110,7 @@ export function composeDelivery(
     return route;
   };
   /** A version Lambda no longer has: its deployment is retired, and the delivery goes to the live URL. */
-  const retireAndSendLive = async (
-    id: string,
-    target: LambdaVersion,
-    headers: Headers,
-    body: Uint8Array,
-  ): Promise<Response> => {
+  const retireAndSendLive = async (id: string, target: LambdaVersion, headers: Headers, body: Uint8Array) => {
     try {
       await markRetired(
         ctx,

@@ -51,7 +51,6 @@ export interface PollerOptions extends Omit<DeliveryDeps, 'signal'> {
   onOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
 }
 
-/** Normalise an SDK message. */
 export function inboundFromSdk(m: Message): InboundMessage {
   const attributes: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) attributes[k] = v.StringValue;

@@ -14,13 +14,6 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SqsTransport } from '../../queue/transport.js';
 
-export interface ReceiveOptions {
-  max: number;
-  waitTimeSeconds: number;
-  /** Visibility of the received copies (s); undefined = the queue's own. */
-  visibilitySeconds?: number;
-}
-
 export class SqsReceipts {
   private queueVisibility?: Promise<number>;
 
@@ -30,7 +23,8 @@ export class SqsReceipts {
     return this.transport.ctx.clients.sqs;
   }
 
-  async receive(opts: ReceiveOptions): Promise<Message[]> {
+  /** `visibilitySeconds`: of the received copies; undefined = the queue's own. */
+  async receive(opts: { max: number; waitTimeSeconds: number; visibilitySeconds?: number }): Promise<Message[]> {
     const out = await this.sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: await this.transport.queueUrl(),

@@ -85,7 +85,6 @@ export interface SqsHandlerOptions {
   versionsOf?: () => string | undefined;
 }
 
-/** Normalise a Lambda record. */
 export function inboundFromRecord(r: SQSRecord): InboundMessage {
   const attributes: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(r.messageAttributes ?? {})) attributes[k] = v?.stringValue;

@@ -97,7 +97,6 @@ function hmac(secret: string, parts: Omit<SignedParts, 'destination'>, destinati
   return `v2=${createHmac('sha256', secret).update(canonical(parts, destination)).digest('hex')}`;
 }
 
-/** Headers to add to a delivery. */
 export function signatureHeaders(
   secret: string,
   parts: Omit<SignedParts, 'timestamp'>,
