@@ -58,10 +58,8 @@ export async function decide({ msg, envelope, attempt, deps, logger }: Copy): Pr
   let dispatchId = envelope.messageId;
   const early = deps.early?.take(envelope.messageId);
   if (early) {
-    // Delivered early in this process: wait for that delivery (keeping this copy hidden) and take its verdict. The
-    // early delivery was a dispatch (this copy's offset counts it): an ack or a `timeoutSeconds` settles the copy
-    // without another. One that reached the handler and ended without either is redelivered now as itself: its handler
-    // has returned (in-process knowledge, no clock), and under its own id core recovers the steps it owns at once.
+    // Delivered early in this process: wait for that delivery, this copy kept hidden, and take its verdict (see the
+    // invariants); one that reached the handler and ended without an ack or `timeoutSeconds` is redelivered as itself.
     const stopHeartbeat = startHeartbeat(msg.receiptHandle, deps, logger);
     const verdict = await early.verdict.finally(stopHeartbeat);
     if (verdict?.kind === 'ack' || verdict?.kind === 'later') return undispatched(verdict);

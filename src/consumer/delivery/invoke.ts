@@ -46,10 +46,7 @@ export function lambdaFlowUrl(v: LambdaVersion): string {
 export interface InvokeFlowOptions {
   readonly target: LambdaVersion;
   lambda(): Promise<LambdaClient>;
-  /**
-   * The version does not exist (any more): called with the request's headers and body; answers
-   * the delivery's response (see the invariants above).
-   */
+  /** The version does not exist (any more): answers the delivery from its headers and body (see the invariants). */
   onGone(headers: Headers, body: Uint8Array): Promise<Response>;
 }
 
@@ -138,10 +135,7 @@ interface UrlResponse {
   isBase64Encoded?: unknown;
 }
 
-/**
- * The HTTP response an Invoke answered: the Function URL response shape, or the streamed
- * HTTP-integration framing (JSON prelude, 8 NUL bytes, body). Undefined when it is neither.
- */
+/** The HTTP response an Invoke answered, in either shape the header names; undefined when it is neither. */
 export function responseOf(bytes: Uint8Array): Response | undefined {
   const buf = Buffer.from(bytes);
   const framed = buf.indexOf(Buffer.alloc(8));
