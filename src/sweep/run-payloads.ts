@@ -165,18 +165,12 @@ function collectRefs(v: AttributeValue | undefined, prefix: string, out: Set<str
   }
 }
 
-interface RunRefs {
-  /** Keys any item of the run (its partition, its hooks, its stream blocks) points at. */
-  refs: Set<string>;
-  /** Prefixes of the run's non-terminal steps (`runs/<id>/steps/<stepId>/`). */
-  liveSteps: string[];
-}
-
 /**
  * Read everything that can point into `runs/<runId>/`: the run's items with its hooks (`readRunItems`: its partition,
- * its hooks, its stream blocks). `liveOnly`: ignore items whose TTL passed.
+ * its hooks, its stream blocks). `refs`: the keys they point at; `liveSteps`: the prefixes of the run's non-terminal
+ * steps (`runs/<id>/steps/<stepId>/`). `liveOnly`: ignore items whose TTL passed.
  */
-async function readRunRefs(ctx: StorageCtx, runId: string, now: number, liveOnly: boolean): Promise<RunRefs> {
+async function readRunRefs(ctx: StorageCtx, runId: string, now: number, liveOnly: boolean) {
   const prefix = `${runPrefix(runId)}/`;
   const { own, hooks, blocks } = await readRunItems(ctx, runId, { hooks: true });
   const refs = new Set<string>();
@@ -294,12 +288,6 @@ export async function sweepOrphanedPayloads(
     if (options.signal?.aborted) report.stopped = true;
     return report.stopped;
   };
-  const progress = () =>
-    options.onProgress?.({
-      runs: report.runs.scanned,
-      objects: report.objects.scanned,
-      orphans: report.objects.orphans,
-    });
   const one = async (runId: string) => {
     try {
       await sweepRun(ctx, runId, opts, report);
@@ -308,7 +296,11 @@ export async function sweepOrphanedPayloads(
       // stop the others; it is reported, and the next sweep tries again.
       report.failures.push({ key: `${runPrefix(runId)}/`, error: (err as Error)?.message ?? String(err) });
     }
-    progress();
+    options.onProgress?.({
+      runs: report.runs.scanned,
+      objects: report.objects.scanned,
+      orphans: report.objects.orphans,
+    });
   };
   if (options.runId !== undefined) {
     if (!stop()) await one(options.runId);

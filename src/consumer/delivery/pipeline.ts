@@ -50,7 +50,6 @@ export function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): Promise
 async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<DeliveryOutcome> {
   const received: Received = { msg, deps, logger: deps.logger ?? consoleLogger };
 
-  // 1. decode
   const decoded = decode(msg);
   if (decoded.kind === 'newer') return parkNewerFormat(received, decoded.reason);
   // Poison found before the breaker was asked (never told), with no envelope to count the failure in: kept for SQS's
@@ -58,14 +57,12 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
   if (decoded.kind === 'malformed') return keepFailed(received, 'malformed', decoded.detail);
   const copy: Copy = { ...received, envelope: decoded.envelope, attempt: decoded.attempt, dispatched: false };
 
-  // 2. decide
   const decision = await decide(copy);
   if (decision.kind === 'settle') return settle(copy, decision.verdict);
 
-  // 3. dispatch (decide reserved `dispatchId` in `inFlight`)
+  // Decide reserved `dispatchId` in `inFlight`: released once the copy is settled.
   try {
     const verdict = await dispatch(msg, decision.request, deps);
-    // 4. settle
     return await settle({ ...copy, dispatched: true }, verdict);
   } finally {
     deps.inFlight?.delete(decision.dispatchId);

@@ -97,10 +97,6 @@ export class SqsPoller {
     return this.loop !== undefined && !this.closed;
   }
 
-  get inFlightCount(): number {
-    return this.inFlight.size;
-  }
-
   start(): void {
     if (this.closed) throw new Error('SqsPoller was closed; create a new one');
     if (this.loop) return;

@@ -107,7 +107,6 @@ export async function settle(copy: Copy, verdict: Verdict): Promise<DeliveryOutc
       } else if (verdict.reason !== 'malformed') {
         logger.warn(`[eve-world-aws] ${where} attempt ${attempt} failed: ${verdict.detail}`);
       }
-      // Counted in the message (./failures.ts).
       return failed(copy, verdict.reason, verdict.detail);
   }
 }
