@@ -6,12 +6,11 @@
  *   x-eve-nonce: <32 random hex digits>
  *   x-eve-signature: v2=<hex HMAC-SHA256(secret, canonical)>
  * where canonical is the newline-joined list
- *   "v2", timestamp, x-vqs-queue-name, x-vqs-message-id, x-vqs-message-attempt, hex(SHA-256(body)),
- *   nonce (when sent), "dest <host><path>", then "tail <x-eve-log-tail>" when the delivery carries
- *   one, then "trace <traceparent>" when it carries one (the W3C header of the delivery span, which
- *   the flow route parents core's work to: src/telemetry/tracing.ts), then "message
- *   <x-eve-message-id>" when it carries one (the id `queue()` returned, on a delivery dispatched
- *   under another id: src/queue/delivery-id.ts)
+ *   "v2", timestamp, x-vqs-queue-name, x-vqs-message-id, x-vqs-message-attempt, hex(SHA-256(body)), nonce (when sent),
+ *   "dest <host><path>", then "tail <x-eve-log-tail>" when the delivery carries one, then "trace <traceparent>" when it
+ *   carries one (the W3C header of the delivery span, which the flow route parents core's work to:
+ *   src/telemetry/tracing.ts), then "message <x-eve-message-id>" when it carries one (the id `queue()` returned, on a
+ *   delivery dispatched under another id: src/queue/delivery-id.ts)
  * so the body, the three delivery headers (their wire values, src/queue/header-values.ts), the time, the destination
  * and the trace parent are all covered, and every signing is unique (two legitimate copies of one SQS message sent in
  * the same second are not "replays"). Removing the nonce, tail, trace or message header from a request signed with it
