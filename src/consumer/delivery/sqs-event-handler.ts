@@ -117,7 +117,6 @@ export function createSqsHandler(
     if (unsigned) logger.warn(unsigned);
     for (const warning of variableWarningsOnce(config)) logger.warn(warning);
     const ctx = opts.context ?? createContext(config);
-    const flow = opts.flow;
     const transport = createTransport(ctx);
     state = {
       ctx,
@@ -125,7 +124,7 @@ export function createSqsHandler(
       // Per container: a warm container that saw the route fail stops burning receives.
       delivery: composeDelivery(ctx, transport, {
         logger,
-        inProcess: () => flow,
+        inProcess: () => opts.flow,
         flowUrl,
         ...(opts.versionsOf ? { versionsOf: opts.versionsOf } : {}),
       }),

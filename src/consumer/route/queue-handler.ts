@@ -166,13 +166,12 @@ export function createQueueHandler(
     // Header values travel encoded when they are not plain ASCII (src/queue/header-values.ts).
     const queueName = decodeHeaderValue(req.headers.get('x-vqs-queue-name') ?? '');
     const messageId = decodeHeaderValue(req.headers.get('x-vqs-message-id') ?? '');
-    const attemptRaw = req.headers.get('x-vqs-message-attempt');
-    const attempt = Number(attemptRaw);
+    // Absent or empty reads as 0: refused below.
+    const attempt = Number(req.headers.get('x-vqs-message-attempt'));
     if (
       !queueName ||
       !ValidQueueName.safeParse(queueName).success ||
       !messageId ||
-      !attemptRaw ||
       !Number.isInteger(attempt) ||
       attempt < 1
     ) {
