@@ -1,11 +1,10 @@
 /**
  * `@portfolio/eve-world-aws`: a Workflow DevKit World on DynamoDB + SQS + S3.
  *
- * `createWorld()` is the only public door. Under eve (and `wf --backend`) it is called with no
- * arguments, so everything comes from the environment (src/config/, docs/configuration.md);
- * tests and embedders may pass an explicit config, tuning options and clients instead. The World
- * exposes the contract and its own operations, never its parts: tools build what they need from
- * the same factories (createContext, createTransport) with the same config.
+ * `createWorld()` is the only public door. Under eve (and `wf --backend`) it is called with no arguments, so everything
+ * comes from the environment (src/config/, docs/configuration.md); tests and embedders may pass an explicit config,
+ * tuning options and clients instead. The World exposes the contract and its own operations, never its parts: tools
+ * build what they need from the same factories (createContext, createTransport) with the same config.
  *
  * Composition, flat as the runtime expects, one hop to each part:
  * - storage   src/storage/   runs/steps/events/hooks: the event log on one DynamoDB table
@@ -162,7 +161,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     ),
   };
 
-  const world = {
+  return {
     specVersion: SPEC_VERSION_CURRENT,
     // deploymentAffinity: core's deployment guard (a run only runs on the deployment it is pinned
     // to), read by core at each delivery: the table's decision, known once this World has joined.
@@ -232,7 +231,6 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
       return closed;
     },
   } satisfies AwsWorld;
-  return world;
 }
 
 export default createWorld;

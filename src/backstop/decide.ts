@@ -1,7 +1,6 @@
 /**
- * What a backstop check does with a run: pure, a table of cases (docs/operations.md, "Liveness
- * backstop"). The check has won the fence (./check.ts) and read the run, its log since the last
- * acknowledged replay, its steps and its waits.
+ * What a backstop check does with a run: pure, a table of cases (docs/operations.md, "Liveness backstop"). The check
+ * has won the fence (./check.ts) and read the run, its log since the last acknowledged replay, its steps and its waits.
  *
  * 1. The run is gone or terminal: delete its DUE item.
  * 2. The log moved since the last check (`tail != seenSlot`): the run is active; look again in B.
@@ -18,17 +17,14 @@
  * saw its mark unchanged for the holder's ttl on its own monotonic clock and revoked it. No lease
  * end written by another process is compared with a clock, so skew never reopens a live step.
  *
- * Clocks: `now` is the checker's clock; retry and resume times are their writers'. They decide only
- * when a wake goes out (a retry time from a clock ahead looks due later), never whether a step
- * with a live lease is stranded: every case but 1 leads to another check, and every time compared
- * is fixed while `now` grows.
+ * Clocks: `now` is the checker's clock; retry and resume times are their writers'. They decide only when a wake goes
+ * out (a retry time from a clock ahead looks due later), never whether a step with a live lease is stranded: every case
+ * but 1 leads to another check, and every time compared is fixed while `now` grows.
  */
 import { eventTypesWhere } from '../schema/event-kinds.js';
+import { isTerminalRun, isTerminalStep } from '../storage/index.js';
 
-/**
- * Event types whose replay the workflow owes: something it waits for has happened
- * (src/schema/event-kinds.ts, `replayOwed`).
- */
+/** Event types whose replay the workflow owes: something it waits for has happened (`replayOwed`). */
 const REPLAY_OWED = eventTypesWhere((k) => k.replayOwed);
 
 export const MAX_BACKOFF_MS = 15 * 60_000;
@@ -61,16 +57,13 @@ export type Decision =
   | { kind: 'later'; next: number; wakes: number; why: string }
   | { kind: 'wake'; next: number; wakes: number; why: string; stranded: Array<{ stepId: string; stepName: string }> };
 
-const TERMINAL_RUN = new Set(['completed', 'failed', 'cancelled']);
-const TERMINAL_STEP = new Set(['completed', 'failed', 'cancelled']);
-
 export function decide(c: CheckInput): Decision {
   const { now, quietMs: B } = c;
   if (!c.run) return { kind: 'delete', why: 'run gone' };
-  if (TERMINAL_RUN.has(c.run.status)) return { kind: 'delete', why: `run ${c.run.status}` };
+  if (isTerminalRun(c.run.status)) return { kind: 'delete', why: `run ${c.run.status}` };
   if (c.due.seenSlot !== c.tail) return { kind: 'later', next: now + B, wakes: 0, why: 'active' };
 
-  const open = c.steps.filter((s) => !TERMINAL_STEP.has(s.status));
+  const open = c.steps.filter((s) => !isTerminalStep(s.status));
   const leased = open.filter((s) => s.lease === 'live');
   const stranded = open.filter((s) => s.lease !== 'live' && !(s.retryAfter !== undefined && s.retryAfter > now));
   const elapsed = c.waits.filter((w) => w.status === 'waiting' && w.resumeAt !== undefined && w.resumeAt <= now);

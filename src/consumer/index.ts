@@ -2,11 +2,10 @@
  * The consumer of the World, composed from its two sides:
  * - ./route/ receives: the flow-route handler (`createQueueHandler`: signature, replay store, step
  *   lease keeper), behind the World's write gate (./route/format-guard.ts);
- * - ./delivery/ sends to it: the one delivery pipeline (./delivery/pipeline.ts), composed once
- *   (./delivery/compose.ts) for the in-process SQS consumer that `start()` runs on plain Node
- *   hosts, the Lambda SQS handler (./delivery/sqs-event-handler.ts) and the host that consumes its
- *   own queue (./delivery/pass-through.ts, taken by the flow route); in-process handlers
- *   (`registerHandler`) and early delivery (./delivery/early/);
+ * - ./delivery/ sends to it: the one delivery pipeline (./delivery/pipeline.ts), composed once (./delivery/compose.ts)
+ *   for the in-process SQS consumer that `start()` runs on plain Node hosts, the Lambda SQS handler
+ *   (./delivery/sqs-event-handler.ts) and the host that consumes its own queue (./delivery/pass-through.ts, taken by
+ *   the flow route); in-process handlers (`registerHandler`) and early delivery (./delivery/early/);
  * - ./shared/ holds what both sides use: signing, the secret source, error text.
  *
  * Where a delivery goes: a handler registered for the queue name's prefix (in process), else
@@ -54,13 +53,7 @@ export interface CreateConsumerOptions {
   breakerCooldownMs?: number;
   /** Observes every delivery outcome of the in-process consumer. */
   onDeliveryOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
-  /**
-   * Early delivery (./delivery/early/offer.ts): a message this World sends while its in-process consumer
-   * runs, to a queue with a handler registered in process, is delivered at once under its own id,
-   * beside its SQS send, instead of after the send and the long poll; step executions excepted.
-   * Default true (where the in-process consumer polls). `false`: every message waits for its SQS
-   * copy.
-   */
+  /** Early delivery (./delivery/early/offer.ts decides). */
   earlyDelivery?: boolean;
   /** This consumer's and its flow route's clock (epoch ms). Default `Date.now`; tests skew it. */
   now?: () => number;
@@ -118,14 +111,12 @@ export function createConsumer(
     },
     breakerCooldownMs: options.breakerCooldownMs ?? CONSUMER_OPTIONS.breakerCooldownMs.default,
   });
-  const { receipts } = delivery;
   let poller: SqsPoller | undefined;
   let stopMetrics: (() => void) | undefined;
   let stopBackstop: (() => void) | undefined;
   let closed = false;
-  // EMF metrics (enabled by composeDelivery): the poller writes them every minute; inside Lambda
-  // (the host's flow route) the process may be frozen once a response is sent, so each flow-route
-  // request writes its own.
+  // EMF metrics (enabled by composeDelivery): the poller writes them every minute; inside Lambda (the host's flow
+  // route) the process may be frozen once a response is sent, so each flow-route request writes its own.
   const flushPerRequest = config.metrics && mode === 'none';
 
   let flowReachable = false;
@@ -152,7 +143,7 @@ export function createConsumer(
   const routeOptions = { ...flowRouteOptions(ctx, logger, secretSource), ...(options.now ? { now: options.now } : {}) };
 
   return {
-    receipts,
+    receipts: delivery.receipts,
     createQueueHandler: (prefix, handler) => {
       const bare = createQueueHandler(prefix, handler, routeOptions);
       const route: typeof bare = !flushPerRequest
@@ -221,10 +212,9 @@ export function createConsumer(
 }
 
 /**
- * What the flow route (`createQueueHandler`) checks and keeps alive: the configured secrets (or
- * the Secrets Manager source), the replay store, and the step lease, whose TTL is half the visibility a consumer hides a copy for
- * (the poller's, never longer than the queue's), so a crashed delivery's leases have expired
- * before its copy is shown again.
+ * What the flow route (`createQueueHandler`) checks and keeps alive: the configured secrets (or the Secrets Manager
+ * source), the replay store, and the step lease, whose TTL is half the visibility a consumer hides a copy for (the
+ * poller's, never longer than the queue's), so a crashed delivery's leases have expired before its copy is shown again.
  */
 function flowRouteOptions(
   ctx: WorldContext,

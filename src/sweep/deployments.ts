@@ -4,11 +4,10 @@
  * `eve-world-aws deployments retire` and the daily sweep share.
  *
  * Invariants:
- * - A deployment is retirable only when no process of it runs (its heartbeat counter watched
- *   unchanged for LIVENESS_WINDOW_MS on this process's clock: src/deployment/liveness.ts), it has
- *   no active run (pending or running), and it has been quiet for the grace period (no
- *   `lastSeen` and no run of it ended within it: a policy on timestamps other hosts wrote, hours
- *   long, never what keeps a live process from being retired). `force` (the CLI's `--force`)
+ * - A deployment is retirable only when no process of it runs (its heartbeat counter watched unchanged for
+ *   LIVENESS_WINDOW_MS on this process's clock: src/deployment/liveness.ts), it has no active run (pending or running),
+ *   and it has been quiet for the grace period (no `lastSeen` and no run of it ended within it: a policy on timestamps
+ *   other hosts wrote, hours long, never what keeps a live process from being retired). `force` (the CLI's `--force`)
  *   skips all three, after saying which runs it fails.
  * - When the active-run listing is cut short (more than {@link ACTIVE_SCAN_LIMIT} active runs),
  *   "no active run" is unknown: nothing is retirable without `force`.

@@ -3,7 +3,6 @@
  * whose `untilSec` has passed. The key scheme and the invariant that makes this safe (a copy is
  * sent only pointing at a body that outlives it) are src/queue/body-lifetime.ts's.
  */
-
 import { HELD_BODY_PREFIX } from '../config/limits.js';
 import type { WorldContext } from '../context/world-context.js';
 import { bodyAliveUntil } from '../queue/body-lifetime.js';
@@ -19,10 +18,6 @@ export interface HeldBodySweep {
   stopped: boolean;
 }
 
-/**
- * Delete held bodies whose `untilSec` has passed: by then every copy that pointed at one has been
- * received and re-sent (pointing at a fresher key) or is gone (body-lifetime.ts's invariant).
- */
 export async function sweepHeldBodies(
   ctx: WorldContext,
   opts: { now?: number; dryRun?: boolean; signal?: AbortSignal } = {},

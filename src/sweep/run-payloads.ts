@@ -1,8 +1,7 @@
 /**
- * The orphan sweep of run payloads: deletes offloaded payloads under `runs/<runId>/` that no
- * stored item references and that no future create can ever reference. Why objects are orphaned
- * and why each rule below is safe (which writers can still publish a pointer under which prefix):
- * docs/design.md, "Orphan sweep".
+ * The orphan sweep of run payloads: deletes offloaded payloads under `runs/<runId>/` that no stored item references and
+ * that no future create can ever reference. Why objects are orphaned and why each rule below is safe (which writers can
+ * still publish a pointer under which prefix): docs/design.md, "Orphan sweep".
  *
  * Invariants:
  * - A terminal run (ended more than `graceMs` ago) loses only unreferenced objects older than
@@ -13,9 +12,8 @@
  *   objects a live hook references are kept; a prefix that is not a `wrun_<ULID>` is kept.
  * - A pending or running run is never touched.
  * - Items are read (strongly consistent) before objects are listed.
- * - A run whose sweep protected nothing and deleted every orphan is marked `orphansSweptAt`
- *   (conditional on the run being terminal: `markRunSwept`, src/storage/write/run-swept.ts);
- *   later sweeps skip it unless `recheck` is set.
+ * - A run whose sweep protected nothing and deleted every orphan is marked `orphansSweptAt` (conditional on the run
+ *   being terminal: `markRunSwept`, src/storage/write/run-swept.ts); later sweeps skip it unless `recheck` is set.
  * - Once `signal` is aborted no further run prefix is started; the report says `stopped: true`.
  * - Every doubt keeps the object; every delete is idempotent.
  *
@@ -79,15 +77,13 @@ export interface OrphanSweepOptions {
   onProgress?: (p: { runs: number; objects: number; orphans: number }) => void;
 }
 
-export type OrphanReason = 'unreferenced' | 'no-run';
-
 export interface SweptObject {
   key: string;
   size: number;
   lastModified: string;
   runId: string;
   /** `unreferenced`: its run is terminal; `no-run`: its run was never created or was purged. */
-  reason: OrphanReason;
+  reason: 'unreferenced' | 'no-run';
 }
 
 export interface OrphanSweepReport {
@@ -126,9 +122,6 @@ export interface OrphanSweepReport {
   /** `signal` was aborted during the sweep, so some run prefixes may not have been looked at: the next sweep continues. */
   stopped: boolean;
 }
-
-/** The run item's mark: a sweep cleaned this terminal run (epoch ms); storage writes it (`markRunSwept`). */
-export { SWEPT_ATTR };
 
 type RunState =
   | { kind: 'active' }
@@ -172,19 +165,12 @@ function collectRefs(v: AttributeValue | undefined, prefix: string, out: Set<str
   }
 }
 
-interface RunRefs {
-  /** Keys any item of the run (its partition, its hooks, its stream blocks) points at. */
-  refs: Set<string>;
-  /** Prefixes of the run's non-terminal steps (`runs/<id>/steps/<stepId>/`). */
-  liveSteps: string[];
-}
-
 /**
- * Read everything that can point into `runs/<runId>/`: the run's items with its hooks
- * (`readRunItems`: its partition, its hooks, its stream blocks). `liveOnly`: ignore items whose
- * TTL passed.
+ * Read everything that can point into `runs/<runId>/`: the run's items with its hooks (`readRunItems`: its partition,
+ * its hooks, its stream blocks). `refs`: the keys they point at; `liveSteps`: the prefixes of the run's non-terminal
+ * steps (`runs/<id>/steps/<stepId>/`). `liveOnly`: ignore items whose TTL passed.
  */
-async function readRunRefs(ctx: StorageCtx, runId: string, now: number, liveOnly: boolean): Promise<RunRefs> {
+async function readRunRefs(ctx: StorageCtx, runId: string, now: number, liveOnly: boolean) {
   const prefix = `${runPrefix(runId)}/`;
   const { own, hooks, blocks } = await readRunItems(ctx, runId, { hooks: true });
   const refs = new Set<string>();
@@ -302,12 +288,6 @@ export async function sweepOrphanedPayloads(
     if (options.signal?.aborted) report.stopped = true;
     return report.stopped;
   };
-  const progress = () =>
-    options.onProgress?.({
-      runs: report.runs.scanned,
-      objects: report.objects.scanned,
-      orphans: report.objects.orphans,
-    });
   const one = async (runId: string) => {
     try {
       await sweepRun(ctx, runId, opts, report);
@@ -316,7 +296,11 @@ export async function sweepOrphanedPayloads(
       // stop the others; it is reported, and the next sweep tries again.
       report.failures.push({ key: `${runPrefix(runId)}/`, error: (err as Error)?.message ?? String(err) });
     }
-    progress();
+    options.onProgress?.({
+      runs: report.runs.scanned,
+      objects: report.objects.scanned,
+      orphans: report.objects.orphans,
+    });
   };
   if (options.runId !== undefined) {
     if (!stop()) await one(options.runId);

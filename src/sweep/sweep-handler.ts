@@ -1,23 +1,20 @@
 /**
- * The scheduled sweep as a Lambda handler: `sweepHandler`, re-exported by the package's `/lambda`
- * entry, so the pre-bundled worker (`dist/lambda-worker/index.mjs`) contains it and the CDK
- * construct deploys it from the same asset with handler `index.sweepHandler`, invoked once a day
- * by an EventBridge rule.
+ * The scheduled sweep as a Lambda handler: `sweepHandler`, re-exported by the package's `/lambda` entry, so the
+ * pre-bundled worker (`dist/lambda-worker/index.mjs`) contains it and the CDK construct deploys it from the same asset
+ * with handler `index.sweepHandler`, invoked once a day by an EventBridge rule.
  *
- * Per invocation: the context is built from the environment (`loadConfig()`; its clients are
- * destroyed afterwards), {@link sweepOrphans} runs with a signal that aborts `marginMs` before the
- * Lambda deadline (`getRemainingTimeInMillis()`), so the sweep stops starting runs in time and
- * returns normally instead of being killed mid-run; the runs it finished are marked clean, so the
- * next day's sweep continues with the rest. One JSON line summarises the sweep. The invocation
- * fails (throws) when the sweep reported failures (an object S3 refused to delete, a run whose
- * reads failed), so the function's Errors metric, and the construct's alarm on it, see them.
+ * Per invocation: the context is built from the environment (`loadConfig()`; its clients are destroyed afterwards),
+ * {@link sweepOrphans} runs with a signal that aborts `marginMs` before the Lambda deadline
+ * (`getRemainingTimeInMillis()`), so the sweep stops starting runs in time and returns normally instead of being killed
+ * mid-run; the runs it finished are marked clean, so the next day's sweep continues with the rest. One JSON line
+ * summarises the sweep. The invocation fails (throws) when the sweep reported failures (an object S3 refused to delete,
+ * a run whose reads failed), so the function's Errors metric, and the construct's alarm on it, see them.
  *
- * The event may carry the CLI's options (`{"graceMs": 0, "dryRun": true, "recheck": true}`, e.g.
- * from `aws lambda invoke`); the scheduled event from EventBridge has none of these fields, so the
- * daily sweep uses the defaults (1 h grace; deployments retire after `deploymentGraceSeconds`,
- * src/sweep/deployments.ts). `{"backstop": true}` (the construct's minute rule)
- * runs one liveness backstop tick instead (src/backstop/); a tick with failed checks fails the
- * invocation.
+ * The event may carry the CLI's options (`{"graceMs": 0, "dryRun": true, "recheck": true}`, e.g. from
+ * `aws lambda invoke`); the scheduled event from EventBridge has none of these fields, so the daily sweep uses the
+ * defaults (1 h grace; deployments retire after `deploymentGraceSeconds`, src/sweep/deployments.ts).
+ * `{"backstop": true}` (the construct's minute rule) runs one liveness backstop tick instead (src/backstop/); a tick
+ * with failed checks fails the invocation.
  */
 import { destroyClients } from '../aws/clients.js';
 import { runBackstopTick, type TickReport } from '../backstop/index.js';
@@ -35,9 +32,8 @@ export interface SweepHandlerOptions {
   /** World context (config, clients). Default: built from `process.env` on each invocation. */
   context?: WorldContext;
   /**
-   * Stop starting run prefixes this long before the Lambda deadline (ms): the runs in progress
-   * must finish within it. Default: its row, `SETTINGS.sweep.marginMs` (60 s); at most a quarter
-   * of the time left at the start.
+   * Stop starting run prefixes this long before the Lambda deadline (ms): the runs in progress must finish within it.
+   * Default: its row, `SETTINGS.sweep.marginMs` (60 s); at most a quarter of the time left at the start.
    */
   marginMs?: number;
   /** Passed to the sweep (default 1 h, as the CLI's `--older-than`); an event's `graceMs` wins. */
@@ -128,29 +124,25 @@ export function createSweepHandler(opts: SweepHandlerOptions = {}): SweepLambdaH
     const fromEvent = sweepEventOptions(event);
     // A bad environment throws here (ConfigError): a failed invocation, like a failed sweep.
     const ctx = opts.context ?? createContext(loadConfig());
-    if (fromEvent.backstop) {
-      try {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      if (fromEvent.backstop) {
         const report = await runBackstopTick(ctx, { logger });
         const summary: BackstopSummary = { msg: 'eve-world-aws backstop', durationMs: Date.now() - started, ...report };
         logger.info(JSON.stringify(summary));
         if (report.failed > 0)
           throw new Error(`eve-world-aws backstop: ${report.failed} run checks failed; the next tick retries them`);
         return summary;
-      } finally {
-        if (!opts.context) destroyClients(ctx.clients);
       }
-    }
-    const remaining = lambdaContext?.getRemainingTimeInMillis?.();
-    const abort = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    if (remaining !== undefined) {
-      const margin = Math.min(opts.marginMs ?? SETTINGS.sweep.marginMs.default, remaining / 4);
-      const budget = remaining - margin;
-      // No time left (or a deadline already passed): the sweep starts nothing.
-      if (budget <= 0) abort.abort();
-      else timer = setTimeout(() => abort.abort(), budget);
-    }
-    try {
+      const remaining = lambdaContext?.getRemainingTimeInMillis?.();
+      const abort = new AbortController();
+      if (remaining !== undefined) {
+        const margin = Math.min(opts.marginMs ?? SETTINGS.sweep.marginMs.default, remaining / 4);
+        const budget = remaining - margin;
+        // No time left (or a deadline already passed): the sweep starts nothing.
+        if (budget <= 0) abort.abort();
+        else timer = setTimeout(() => abort.abort(), budget);
+      }
       const report = await sweepOrphans(ctx, {
         graceMs: fromEvent.graceMs ?? opts.graceMs,
         dryRun: fromEvent.dryRun,

@@ -7,11 +7,9 @@
  * Invariants:
  * - Only failures that reached the network count (unreachable, 5xx, 429, 408: the pipeline never
  *   reports an error raised in this process, which is the message's fault, see pipeline.ts).
- * - Opening needs an unbroken streak of such failures spanning `threshold` DISTINCT messages: one
- *   message failing over and over (or a few copies of it) must reach the DLQ or its own
- *   backoff, never pause the whole consumer.
- * - At most one probe at a time while open; a probe that ends neither way (`neutral`) frees the
- *   slot at once.
+ * - Opening needs an unbroken streak of such failures spanning `threshold` DISTINCT messages: one message failing over
+ *   and over (or a few copies of it) must reach the DLQ or its own backoff, never pause the whole consumer.
+ * - At most one probe at a time while open; a probe that ends neither way (`neutral`) frees the slot at once.
  */
 import { CONSUMER_OPTIONS } from '../../config/index.js';
 import type { Logger } from '../../telemetry/log.js';

@@ -8,15 +8,13 @@
  * - Every delivery is signed: with the AWSCURRENT value of EVE_WORLD_AWS_SIGNING_SECRET_ARN
  *   (../shared/secret-source.ts), else the first configured secret, else this process's random key, which
  *   only a flow route in this same process accepts (../shared/signing.ts).
- * - A message whose deployment is a published version of the host function (`versionsOf`:
- *   EVE_WORLD_AWS_HOST_FUNCTION on the worker, the host's own function when it consumes its queue
- *   itself, src/consumer/delivery/pass-through.ts) goes to that version by Lambda Invoke (./invoke.ts),
- *   unless that version is this process; else a queue whose prefix has an in-process handler goes
- *   to it; every other one goes over HTTP to the configured flow URL, else the local `eve start`
- *   route (`defaultFlowUrl`).
- * - One breaker and one set of in-flight logical ids per consumer: a warm container or a process
- *   that saw the route fail stops burning receives, and two copies of one message never run at
- *   once in it.
+ * - A message whose deployment is a published version of the host function (`versionsOf`: EVE_WORLD_AWS_HOST_FUNCTION
+ *   on the worker, the host's own function when it consumes its queue itself, src/consumer/delivery/pass-through.ts)
+ *   goes to that version by Lambda Invoke (./invoke.ts), unless that version is this process; else a queue whose prefix
+ *   has an in-process handler goes to it; every other one goes over HTTP to the configured flow URL, else the local
+ *   `eve start` route (`defaultFlowUrl`).
+ * - One breaker and one set of in-flight logical ids per consumer: a warm container or a process that saw the route
+ *   fail stops burning receives, and two copies of one message never run at once in it.
  */
 import { parseQueueName, type ValidQueueName } from '@workflow/world';
 import { queueNameOf } from '../../aws/arn.js';
@@ -60,7 +58,6 @@ export interface DeliveryCompositionOptions {
 export interface DeliveryComposition {
   readonly receipts: SqsReceipts;
   readonly breaker: CircuitBreaker;
-  /** Where HTTP deliveries go. */
   readonly flowUrl: string;
   /** The pipeline's dependencies, less what each copy brings (signal, visibility). */
   readonly deps: Omit<DeliveryDeps, 'signal' | 'visibilitySeconds'>;
@@ -90,8 +87,7 @@ export function composeDelivery(
   const http: FlowHandler = (req) => fetch(req);
   const source = options.secretSource ?? signingSecretSource(config, ctx.clients);
   const signingSecret = source ? () => source.signing() : (config.signingSecrets[0] ?? processSigningKey());
-  // One Invoke handler per host version a message names (./invoke.ts); this process's own version
-  // is served here.
+  // One Invoke handler per host version a message names (./invoke.ts); this process's own version is served here.
   const versionsOf = options.versionsOf ?? (() => config.hostFunction);
   const self = lambdaDeploymentId(config.lambdaFunction);
   const versions = new Map<string, { handler: FlowHandler; url: string }>();
@@ -114,12 +110,7 @@ export function composeDelivery(
     return route;
   };
   /** A version Lambda no longer has: its deployment is retired, and the delivery goes to the live URL. */
-  const retireAndSendLive = async (
-    id: string,
-    target: LambdaVersion,
-    headers: Headers,
-    body: Uint8Array,
-  ): Promise<Response> => {
+  const retireAndSendLive = async (id: string, target: LambdaVersion, headers: Headers, body: Uint8Array) => {
     try {
       await markRetired(
         ctx,

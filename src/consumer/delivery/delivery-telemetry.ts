@@ -1,8 +1,7 @@
 /**
- * What one delivery tells the operator: its span (`process <queue>`, the parent of core's
- * invocation, see src/telemetry/spans.ts), the log fields every line inside it carries, and its
- * metrics (outcome, queue age, latency). Wraps the pipeline's {@link DeliveryOutcome} without
- * changing it.
+ * What one delivery tells the operator: its span (`process <queue>`, the parent of core's invocation, see
+ * src/telemetry/spans.ts), the log fields every line inside it carries, and its metrics (outcome, queue age, latency).
+ * Wraps the pipeline's {@link DeliveryOutcome} without changing it.
  *
  * Outcome -> metric (src/telemetry/metrics.ts):
  *   ack                                              DeliveriesAcked (+ DeliveryLatency)

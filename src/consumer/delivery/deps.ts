@@ -52,19 +52,12 @@ export interface DeliveryDeps {
   receipts: SqsReceipts;
   /** The flow route for a logical queue name and the deployment the message names (`eve.dep`). */
   route(queueName: string, deploymentId?: string): { handler: FlowHandler; url: string };
-  /**
-   * Signs every delivery (closed by default): the secret, or where to read it (Secrets Manager,
-   * ../shared/secret-source.ts). Unset: this process's random key, which only a flow route in this same
-   * process accepts.
-   */
+  /** Signs every delivery: the secret, or where to read it (./compose.ts says which). Unset: this process's key. */
   signingSecret?: string | (() => Promise<string>);
   logger?: Logger;
   /** Aborts an HTTP delivery (shutdown, Lambda deadline); the copy is then released. */
   signal?: AbortSignal;
-  /**
-   * Visibility (s) the received copy is hidden for: the heartbeat extends it by this much every
-   * third of it while the handler runs.
-   */
+  /** Visibility (s) the received copy is hidden for, extended while the handler runs (./heartbeat.ts). */
   visibilitySeconds: number;
   /** Pauses consumption during a flow-route outage (./breaker.ts). */
   breaker?: CircuitBreaker;

@@ -47,8 +47,7 @@ export async function buildRequest(
   } catch (err) {
     const detail = `cannot read offloaded body ${envelope.s3Key}: ${String(err)}`;
     // The object gone (its lifetime ended) is this message's fault; S3 failing is an outage.
-    if (isObjectFault(err)) return { kind: 'poison', reason: 'failed', detail };
-    return { kind: 'outage', reason: 'unavailable', ambiguous: false, reached: false, of: 'dependency', detail };
+    return isObjectFault(err) ? { kind: 'poison', reason: 'failed', detail } : dependencyOutage(detail);
   }
   let secret: string;
   try {
@@ -58,14 +57,7 @@ export async function buildRequest(
         : (deps.signingSecret ?? processSigningKey());
   } catch (err) {
     // Secrets Manager is unreachable or refuses: infrastructure, not this message; kept, not dead-lettered.
-    return {
-      kind: 'outage',
-      reason: 'unavailable',
-      ambiguous: false,
-      reached: false,
-      of: 'dependency',
-      detail: `cannot read the signing secret: ${String(err)}`,
-    };
+    return dependencyOutage(`cannot read the signing secret: ${String(err)}`);
   }
   try {
     // Names and ids travel encoded when they are not plain ASCII (src/queue/header-values.ts); the
@@ -104,6 +96,11 @@ export async function buildRequest(
   } catch (err) {
     return { kind: 'poison', reason: 'malformed', detail: `cannot build the flow request: ${String(err)}` };
   }
+}
+
+/** S3 or the secret source failing: an outage of neither the message nor the route, which it never reached. */
+function dependencyOutage(detail: string): Built {
+  return { kind: 'outage', reason: 'unavailable', ambiguous: false, reached: false, of: 'dependency', detail };
 }
 
 /**

@@ -7,10 +7,7 @@
 import type { Logger } from '../../telemetry/log.js';
 import type { DeliveryDeps } from './deps.js';
 
-/**
- * Keeps the copy hidden while the handler runs: every third of the visibility in force, extend it
- * by that visibility. Returns the stop function. Stops on abort, so an abandoned copy reappears.
- */
+/** Every third of the visibility in force, extends the copy's by that visibility; returns the stop function. */
 export function startHeartbeat(receiptHandle: string, deps: DeliveryDeps, logger: Logger): () => void {
   const signal = deps.signal;
   if (!receiptHandle || signal?.aborted) return () => {};

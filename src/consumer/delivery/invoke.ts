@@ -10,16 +10,14 @@
  * a JSON prelude, 8 NUL bytes, the body) becomes the HTTP response the pipeline reads.
  *
  * Invariants:
- * - One Invoke per delivery (the client makes one attempt): the pipeline decides what a failure
- *   means. An Invoke that fails is never this message's fault: throttling answers 429, anything
- *   else (the function's own error, a service error, access denied) 502, so the copy is kept as
- *   for an outage of the flow URL and never reaches the DLQ.
- * - `ResourceNotFoundException` for the version is final (Lambda never reuses a version number):
- *   the deployment is marked retired in the registry (conditional, safe twice) before anything
- *   else, then the delivery is sent, signed again for its new destination, to the flow URL (the
- *   `live` alias), where core's deployment guard re-routes it, the World refuses that re-route and
- *   core fails the run with `DEPLOYMENT_MISMATCH` in that one delivery. A registry write that
- *   fails answers 503 (kept, retried), never a fall-through to the live URL.
+ * - One Invoke per delivery (the client makes one attempt): the pipeline decides what a failure means. An Invoke that
+ *   fails is never this message's fault: throttling answers 429, anything else (the function's own error, a service
+ *   error, access denied) 502, so the copy is kept as for an outage of the flow URL and never reaches the DLQ.
+ * - `ResourceNotFoundException` for the version is final (Lambda never reuses a version number): the deployment is
+ *   marked retired in the registry (conditional, safe twice) before anything else, then the delivery is sent, signed
+ *   again for its new destination, to the flow URL (the `live` alias), where core's deployment guard re-routes it, the
+ *   World refuses that re-route and core fails the run with `DEPLOYMENT_MISMATCH` in that one delivery. A registry
+ *   write that fails answers 503 (kept, retried), never a fall-through to the live URL.
  */
 import type { InvokeCommandOutput, LambdaClient } from '@aws-sdk/client-lambda';
 import { describeError, errorName, isThrottling } from '../../aws/sdk-errors.js';
@@ -48,10 +46,7 @@ export function lambdaFlowUrl(v: LambdaVersion): string {
 export interface InvokeFlowOptions {
   readonly target: LambdaVersion;
   lambda(): Promise<LambdaClient>;
-  /**
-   * The version does not exist (any more): called with the request's headers and body; answers
-   * the delivery's response (see the invariants above).
-   */
+  /** The version does not exist (any more): answers the delivery from its headers and body (see the invariants). */
   onGone(headers: Headers, body: Uint8Array): Promise<Response>;
 }
 
@@ -140,10 +135,7 @@ interface UrlResponse {
   isBase64Encoded?: unknown;
 }
 
-/**
- * The HTTP response an Invoke answered: the Function URL response shape, or the streamed
- * HTTP-integration framing (JSON prelude, 8 NUL bytes, body). Undefined when it is neither.
- */
+/** The HTTP response an Invoke answered, in either shape the header names; undefined when it is neither. */
 export function responseOf(bytes: Uint8Array): Response | undefined {
   const buf = Buffer.from(bytes);
   const framed = buf.indexOf(Buffer.alloc(8));

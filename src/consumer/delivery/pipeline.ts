@@ -15,10 +15,9 @@
  *            replace (a fresh copy was accepted, caller deletes this one: ./replace.ts, a
  *            failure counted in it or moved to the DLQ: ./failures.ts)
  *
- * Each invariant is stated where it is enforced: the order of delivery, the in-process
- * serialisation and early delivery in decide.ts; building and signing in flow-request.ts; what an
- * answer means in dispatch.ts; deletes and outages in settle.ts; poison, its count and the DLQ in
- * failures.ts; the attempt count and newer formats in replace.ts.
+ * Each invariant is stated where it is enforced: the order of delivery, the in-process serialisation and early delivery
+ * in decide.ts; building and signing in flow-request.ts; what an answer means in dispatch.ts; deletes and outages in
+ * settle.ts; poison, its count and the DLQ in failures.ts; the attempt count and newer formats in replace.ts.
  *
  * What this file keeps for the attempt count (its rule: ./replace.ts): only the `dispatch` branch
  * below settles with `dispatched: true`, so holds, parks before the route was reached and copies
@@ -33,9 +32,10 @@ import { decode } from './decode.js';
 import { observeDelivery } from './delivery-telemetry.js';
 import type { Copy, DeliveryDeps, InboundMessage, Received } from './deps.js';
 import { dispatch } from './dispatch.js';
+import { keepFailed } from './failures.js';
 import { buildRequest } from './flow-request.js';
 import { parkNewerFormat } from './replace.js';
-import { settle, settleMalformed } from './settle.js';
+import { settle } from './settle.js';
 import type { DeliveryOutcome, Verdict } from './verdict.js';
 
 export type { DeliveryDeps, FlowHandler, InboundMessage } from './deps.js';
@@ -50,21 +50,19 @@ export function deliverMessage(msg: InboundMessage, deps: DeliveryDeps): Promise
 async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<DeliveryOutcome> {
   const received: Received = { msg, deps, logger: deps.logger ?? consoleLogger };
 
-  // 1. decode
   const decoded = decode(msg);
   if (decoded.kind === 'newer') return parkNewerFormat(received, decoded.reason);
-  // Retried with backoff, then dead-lettered with one DLQ line.
-  if (decoded.kind === 'malformed') return settleMalformed(received, decoded.detail);
+  // Poison found before the breaker was asked (never told), with no envelope to count the failure in: kept for SQS's
+  // receive count, retried with backoff, then dead-lettered with one DLQ line (./failures.ts).
+  if (decoded.kind === 'malformed') return keepFailed(received, 'malformed', decoded.detail);
   const copy: Copy = { ...received, envelope: decoded.envelope, attempt: decoded.attempt, dispatched: false };
 
-  // 2. decide
   const decision = await decide(copy);
   if (decision.kind === 'settle') return settle(copy, decision.verdict);
 
-  // 3. dispatch (decide reserved `dispatchId` in `inFlight`)
+  // Decide reserved `dispatchId` in `inFlight`: released once the copy is settled.
   try {
     const verdict = await dispatch(msg, decision.request, deps);
-    // 4. settle
     return await settle({ ...copy, dispatched: true }, verdict);
   } finally {
     deps.inFlight?.delete(decision.dispatchId);
@@ -72,10 +70,9 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
 }
 
 /**
- * Delivers `envelope` early under its own id `earlyId` (./early/offer.ts), attempt 1, with no
- * receipt to keep alive or settle. The verdict is the copy's to settle (undefined: the handler
- * was not reached, the copy is delivered as usual); nothing here deletes, defers, dead-letters or
- * touches the breaker.
+ * Delivers `envelope` early under its own id `earlyId` (./early/offer.ts), attempt 1, with no receipt to keep alive or
+ * settle. The verdict is the copy's to settle (undefined: the handler was not reached, the copy is delivered as usual);
+ * nothing here deletes, defers, dead-letters or touches the breaker.
  */
 export async function deliverEarly(
   envelope: Envelope,

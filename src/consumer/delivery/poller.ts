@@ -1,6 +1,5 @@
 /**
- * In-process SQS long-poll consumer for plain Node hosts (`eve start`), run by the World's
- * `start()`.
+ * In-process SQS long-poll consumer for plain Node hosts (`eve start`), run by the World's `start()`.
  *
  * Invariants:
  * - At most `concurrency` deliveries run at once, early ones (./early/verdict-registry.ts) included; a
@@ -52,7 +51,6 @@ export interface PollerOptions extends Omit<DeliveryDeps, 'signal'> {
   onOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
 }
 
-/** Normalise an SDK message. */
 export function inboundFromSdk(m: Message): InboundMessage {
   const attributes: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) attributes[k] = v.StringValue;
@@ -79,9 +77,8 @@ export class SqsPoller {
   /** Messages delivered early whose SQS copies have not been received here yet. */
   private readonly early = new EarlyDeliveries<Verdict>();
   /**
-   * Runs an early delivery in the async context the loop runs in (`start()`'s), not the sender's:
-   * it must not inherit the sender's span, log context or delivery scope, just as a received copy
-   * does not.
+   * Runs an early delivery in the async context the loop runs in (`start()`'s), not the sender's: it must not inherit
+   * the sender's span, log context or delivery scope, just as a received copy does not.
    */
   private inLoopContext: (fn: () => Promise<Verdict | undefined>) => Promise<Verdict | undefined> = (fn) => fn();
   /** Wakes sleeps of the loop at close; never aborts a receive. */
@@ -100,10 +97,6 @@ export class SqsPoller {
     return this.loop !== undefined && !this.closed;
   }
 
-  get inFlightCount(): number {
-    return this.inFlight.size;
-  }
-
   start(): void {
     if (this.closed) throw new Error('SqsPoller was closed; create a new one');
     if (this.loop) return;
@@ -117,10 +110,9 @@ export class SqsPoller {
   }
 
   /**
-   * Delivers the message whose SQS copy is `copy`, being sent by this process right now, at once
-   * under its own id `earlyId` (attempt 1), which no SQS copy carries. Its verdict waits in the
-   * registry for the copy, if the copy comes here (./early/verdict-registry.ts). Eligibility is the
-   * offer's to decide (./early/offer.ts).
+   * Delivers the message whose SQS copy is `copy`, being sent by this process right now, at once under its own id
+   * `earlyId` (attempt 1), which no SQS copy carries. Its verdict waits in the registry for the copy, if the copy comes
+   * here (./early/verdict-registry.ts). Eligibility is the offer's to decide (./early/offer.ts).
    */
   deliverEarly(copy: Envelope, earlyId: string, producer?: string): void {
     const envelope: Envelope = { ...copy, attemptOffset: 0 };

@@ -1,6 +1,4 @@
-/**
- * Names and ids from a message, quoted for a log line: a hostile one cannot forge log lines.
- */
+/** Names and ids from a message, quoted for a log line: a hostile one cannot forge log lines. */
 
 /** A string from a message for a log line: as is when plain, else JSON-quoted; cut short. */
 export function quoted(v: string): string {

@@ -14,13 +14,6 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SqsTransport } from '../../queue/transport.js';
 
-export interface ReceiveOptions {
-  max: number;
-  waitTimeSeconds: number;
-  /** Visibility of the received copies (s); undefined = the queue's own. */
-  visibilitySeconds?: number;
-}
-
 export class SqsReceipts {
   private queueVisibility?: Promise<number>;
 
@@ -30,7 +23,8 @@ export class SqsReceipts {
     return this.transport.ctx.clients.sqs;
   }
 
-  async receive(opts: ReceiveOptions): Promise<Message[]> {
+  /** `visibilitySeconds`: of the received copies; undefined = the queue's own. */
+  async receive(opts: { max: number; waitTimeSeconds: number; visibilitySeconds?: number }): Promise<Message[]> {
     const out = await this.sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: await this.transport.queueUrl(),
@@ -54,27 +48,17 @@ export class SqsReceipts {
     );
   }
 
-  /**
-   * Set the visibility of received copies, ten per request. Answers the receipt handles SQS
-   * refused (each entry's own failure: no live receive of this queue); a request that fails throws.
-   */
-  async changeVisibilityMany(receiptHandles: readonly string[], seconds: number): Promise<string[]> {
-    const refused: string[] = [];
-    for (let i = 0; i < receiptHandles.length; i += 10) {
-      const chunk = receiptHandles.slice(i, i + 10);
-      const out = await this.sqs.send(
+  /** Set the visibility of received copies; answers the handles SQS refused (no live receive of this queue). */
+  changeVisibilityMany(receiptHandles: readonly string[], seconds: number): Promise<string[]> {
+    const VisibilityTimeout = Math.max(0, Math.ceil(seconds));
+    return this.inBatches(receiptHandles, (QueueUrl, chunk) =>
+      this.sqs.send(
         new ChangeMessageVisibilityBatchCommand({
-          QueueUrl: await this.transport.queueUrl(),
-          Entries: chunk.map((ReceiptHandle, n) => ({
-            Id: String(n),
-            ReceiptHandle,
-            VisibilityTimeout: Math.max(0, Math.ceil(seconds)),
-          })),
+          QueueUrl,
+          Entries: chunk.map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle, VisibilityTimeout })),
         }),
-      );
-      for (const f of out.Failed ?? []) refused.push(chunk[Number(f.Id)] as string);
-    }
-    return refused;
+      ),
+    );
   }
 
   /** Make a received copy visible again at once (another consumer may take it). */
@@ -88,23 +72,33 @@ export class SqsReceipts {
     );
   }
 
-  /**
-   * Delete received copies, ten per request (the SQS batch limit). Answers the receipt handles
-   * SQS did not delete (each entry's own failure); a request that fails throws.
-   */
-  async deleteMany(receiptHandles: readonly string[]): Promise<string[]> {
-    const notDeleted: string[] = [];
-    for (let i = 0; i < receiptHandles.length; i += 10) {
-      const chunk = receiptHandles.slice(i, i + 10);
-      const out = await this.sqs.send(
+  /** Delete received copies; answers the handles SQS did not delete. */
+  deleteMany(receiptHandles: readonly string[]): Promise<string[]> {
+    return this.inBatches(receiptHandles, (QueueUrl, chunk) =>
+      this.sqs.send(
         new DeleteMessageBatchCommand({
-          QueueUrl: await this.transport.queueUrl(),
+          QueueUrl,
           Entries: chunk.map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle })),
         }),
-      );
-      for (const f of out.Failed ?? []) notDeleted.push(chunk[Number(f.Id)] as string);
+      ),
+    );
+  }
+
+  /**
+   * One batch request per ten receipt handles (the SQS batch limit), in turn. Answers the handles of the entries SQS
+   * failed (each entry's own failure); a request that fails throws.
+   */
+  private async inBatches(
+    receiptHandles: readonly string[],
+    send: (queueUrl: string, chunk: string[]) => Promise<{ Failed?: { Id?: string }[] }>,
+  ): Promise<string[]> {
+    const failed: string[] = [];
+    for (let i = 0; i < receiptHandles.length; i += 10) {
+      const chunk = receiptHandles.slice(i, i + 10);
+      const out = await send(await this.transport.queueUrl(), chunk);
+      for (const f of out.Failed ?? []) failed.push(chunk[Number(f.Id)] as string);
     }
-    return notDeleted;
+    return failed;
   }
 
   /**

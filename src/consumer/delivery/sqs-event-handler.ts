@@ -1,7 +1,6 @@
 /**
- * The worker's SQS-event Lambda handler (exported by `@portfolio/eve-world-aws/lambda`, src/lambda/index.ts):
- * forwards each record to the flow route and returns `batchItemFailures` (partial batch response)
- * for the records to retry.
+ * The worker's SQS-event Lambda handler (exported by `@portfolio/eve-world-aws/lambda`, src/lambda/index.ts): forwards
+ * each record to the flow route and returns `batchItemFailures` (partial batch response) for the records to retry.
  *
  * Usage (event source mapping with `FunctionResponseTypes: ["ReportBatchItemFailures"]`):
  * ```ts
@@ -14,18 +13,11 @@
  * import { POST } from './.well-known/workflow/v1/flow.mjs';
  * export const handler = createSqsHandler({ flow: POST });
  * ```
- * The parts (signing, routing, receipts, breaker) are composed by ./compose.ts, as for the
- * poller. Record fate (the pipeline in ./pipeline.ts decides): ack, or a replacement sent (next long-wait
- * hop, long `timeoutSeconds`, an outage copy on its last receive, a copy counting a failed dispatch,
- * the move to the DLQ) -> success, so Lambda deletes it. `{timeoutSeconds}` within 12 h ->
- * visibility changed, reported as a failure so Lambda leaves it. Handler error, 4xx -> a copy that
- * counts the failure, back after the backoff, and the DLQ at the redrive policy's
- * `maxReceiveCount` failures (./failures.ts); a malformed message -> failure (SQS counts
- * its receives). Outages of the flow route (unreachable, 502-504, 429, 408, or 5xx
- * while the circuit is open) are kept hidden for the cool-down and never reach the DLQ. A second
- * copy of a message another container is running (SQS delivered it twice) reaches the flow route,
- * where the step lease (src/storage/write/step-lease.ts) keeps it from running a step body the first
- * copy is running.
+ * The parts (signing, routing, receipts, breaker) are composed by ./compose.ts, as for the poller, and each record's
+ * fate is the pipeline's (./pipeline.ts; outages and the DLQ: ./settle.ts, ./failures.ts). A record the pipeline acked
+ * or replaced by a copy SQS accepted is reported a success, so Lambda deletes it; every other one (its visibility
+ * changed for a `{timeoutSeconds}`, a failure or an outage kept, one unfinished at the deadline) a failure, so Lambda
+ * leaves it.
  *
  * Visibility: the event source mapping receives with the queue's own VisibilityTimeout (it must
  * be >= the function timeout); the heartbeat reads that value from the queue (GetQueueAttributes,
@@ -89,7 +81,6 @@ export interface SqsHandlerOptions {
   versionsOf?: () => string | undefined;
 }
 
-/** Normalise a Lambda record. */
 export function inboundFromRecord(r: SQSRecord): InboundMessage {
   const attributes: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(r.messageAttributes ?? {})) attributes[k] = v?.stringValue;
@@ -126,7 +117,6 @@ export function createSqsHandler(
     if (unsigned) logger.warn(unsigned);
     for (const warning of variableWarningsOnce(config)) logger.warn(warning);
     const ctx = opts.context ?? createContext(config);
-    const flow = opts.flow;
     const transport = createTransport(ctx);
     state = {
       ctx,
@@ -134,7 +124,7 @@ export function createSqsHandler(
       // Per container: a warm container that saw the route fail stops burning receives.
       delivery: composeDelivery(ctx, transport, {
         logger,
-        inProcess: () => flow,
+        inProcess: () => opts.flow,
         flowUrl,
         ...(opts.versionsOf ? { versionsOf: opts.versionsOf } : {}),
       }),
@@ -145,9 +135,8 @@ export function createSqsHandler(
   return async (event, context) => {
     const { ctx, transport, delivery } = init();
     const { config } = ctx;
-    // Before this container's first send or write: the table, queue and bucket exist (once per
-    // process). A misnamed one fails the invocation with the error that names it; Lambda keeps the
-    // batch and retries it.
+    // Before this container's first send or write: the table, queue and bucket exist (once per process). A misnamed one
+    // fails the invocation with the error that names it; Lambda keeps the batch and retries it.
     await preflight(ctx, transport);
     // The visibility the event source mapping's copies really have (the queue's attribute).
     const visibilitySeconds = await delivery.receipts.visibilityInForce().catch(() => config.visibilityTimeoutSeconds);

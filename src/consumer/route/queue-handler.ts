@@ -22,12 +22,10 @@
  * - 503 `{"error":"Service unavailable"}` when the signing-secret source or the replay guard could
  *   not answer: an outage, which the consumer parks without counting it against the message.
  *
- * The step lease (src/storage/write/step-lease.ts): with `stepLease`, each request gets a random token
- * in its delivery scope; every `step_started` core writes inside it stamps the step with it. While
- * the handler runs, the leases are kept, then released (./step-lease-keeper.ts). The body is read
- * bounded in size and time (./request-body.ts).
+ * The step lease (src/storage/write/step-lease.ts): with `stepLease`, each request gets a random token in its delivery
+ * scope; every `step_started` core writes inside it stamps the step with it. While the handler runs, the leases are
+ * kept, then released (./step-lease-keeper.ts). The body is read bounded in size and time (./request-body.ts).
  */
-
 import { randomUUID } from 'node:crypto';
 import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@workflow/world';
 import { type DeliveryScope, decodeLogTail, runInDelivery, type StepLease } from '../../context/delivery-scope.js';
@@ -112,6 +110,7 @@ export function createQueueHandler(
   const decoder = new TextDecoder('utf-8', { fatal: true });
   const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const readTimeoutMs = opts.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
+  const trust = opts.trustForwardedHost === true;
   // One answer for every refusal: the reason (which would tell a prober that a captured
   // signature is genuine, say) is only logged.
   const unauthorized = (req: Request, reason: string) => {
@@ -144,19 +143,12 @@ export function createQueueHandler(
           return json({ error: 'Service unavailable' }, 503);
         }
       }
-      const trust = opts.trustForwardedHost === true;
-      let v = verifySignature(accepted, req, bytes, now(), SIGNATURE_TOLERANCE_SECONDS, trust, opts.lambdaSelf);
+      const verify = (secrets: readonly string[]) =>
+        verifySignature(secrets, req, bytes, now(), SIGNATURE_TOLERANCE_SECONDS, trust, opts.lambdaSelf);
+      let v = verify(accepted);
       // Maybe rotated since the last read: re-read (rate-limited) and try once more.
       if (!v.ok && v.reason === 'bad signature' && source && (await source.refreshAfterFailure())) {
-        v = verifySignature(
-          await source.accepted(),
-          req,
-          bytes,
-          now(),
-          SIGNATURE_TOLERANCE_SECONDS,
-          trust,
-          opts.lambdaSelf,
-        );
+        v = verify(await source.accepted());
       }
       if (!v.ok) return unauthorized(req, v.reason);
       let fresh: boolean;
@@ -174,13 +166,12 @@ export function createQueueHandler(
     // Header values travel encoded when they are not plain ASCII (src/queue/header-values.ts).
     const queueName = decodeHeaderValue(req.headers.get('x-vqs-queue-name') ?? '');
     const messageId = decodeHeaderValue(req.headers.get('x-vqs-message-id') ?? '');
-    const attemptRaw = req.headers.get('x-vqs-message-attempt');
-    const attempt = Number(attemptRaw);
+    // Absent or empty reads as 0: refused below.
+    const attempt = Number(req.headers.get('x-vqs-message-attempt'));
     if (
       !queueName ||
       !ValidQueueName.safeParse(queueName).success ||
       !messageId ||
-      !attemptRaw ||
       !Number.isInteger(attempt) ||
       attempt < 1
     ) {

@@ -3,17 +3,12 @@
  * before reading, and while streaming for a body without one or with a false one) and within a
  * time. What is not read is left to the server (it discards it or closes the connection).
  */
-
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_READ_TIMEOUT_MS = 30_000;
 
 export type BodyRead = { ok: true; bytes: Uint8Array } | { ok: false; status: 400 | 408 | 413; error: string };
 
-/**
- * The request body, at most `max` bytes (refused by `content-length` before reading, and while
- * streaming for a body without one or with a false one) and within `timeoutMs`. What is not read
- * is left to the server (it discards it or closes the connection).
- */
+/** The request body, at most `max` bytes and within `timeoutMs` (see the header). */
 export async function readBody(req: Request, max: number, timeoutMs: number): Promise<BodyRead> {
   const tooLarge = { ok: false, status: 413, error: `Request body larger than ${max} bytes` } as const;
   const declared = req.headers.get('content-length');

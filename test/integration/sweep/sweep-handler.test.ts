@@ -18,9 +18,9 @@ import { createContext, type WorldContext } from '../../../src/context/world-con
 import { createSweepHandler, type SweepSummary, sweepHandler } from '../../../src/lambda/index.js';
 import { COMMAND_PERMISSIONS, commandKey, permissionFor } from '../../../src/provision/iam-actions.js';
 import { keys } from '../../../src/schema/keys.js';
+import { SWEPT_ATTR } from '../../../src/storage/index.js';
 import { keysOf } from '../../../src/storage/table/codec.js';
 import { sweepOrphans } from '../../../src/sweep/index.js';
-import { SWEPT_ATTR } from '../../../src/sweep/run-payloads.js';
 import { type StorageFixture, startedRun, storageFixture, sv } from '../../helpers/storage.js';
 
 const DAY = 86_400_000;
