@@ -150,15 +150,15 @@ function scheduleGroupTarget(scheduler: SchedulerClient, name: string): Target {
 
 /** The resources `init` creates for `config`, in deletion order. */
 async function targets(clients: AwsClients, config: WorldConfig): Promise<Target[]> {
-  const out: Target[] = [];
   // The account's shared group is never this World's to delete.
-  if (config.schedulerRoleArn && config.schedulerGroup !== SHARED_SCHEDULE_GROUP)
-    out.push(scheduleGroupTarget(await clients.scheduler(), config.schedulerGroup));
-  out.push(queueTarget(clients.sqs, 'queue', config.queue));
-  out.push(queueTarget(clients.sqs, 'dlq', config.deadLetterQueue));
-  out.push(bucketTarget(await clients.s3(), config.bucket));
-  out.push(tableTarget(clients, config.tableName));
-  return out;
+  const ownGroup = config.schedulerRoleArn && config.schedulerGroup !== SHARED_SCHEDULE_GROUP;
+  return [
+    ...(ownGroup ? [scheduleGroupTarget(await clients.scheduler(), config.schedulerGroup)] : []),
+    queueTarget(clients.sqs, 'queue', config.queue),
+    queueTarget(clients.sqs, 'dlq', config.deadLetterQueue),
+    bucketTarget(await clients.s3(), config.bucket),
+    tableTarget(clients, config.tableName),
+  ];
 }
 
 /**
