@@ -8,8 +8,7 @@
  * - ./world-env.ts — the signing secret and the environment host and worker share
  * - ./host.ts — the eve app behind the Lambda Web Adapter, its Function URL; with
  *   `consumer: 'host'`, the queue's event source on it
- * - ./worker.ts — the SQS worker that delivers signed to the host's flow route (`consumer:
- *   'worker'`, the default)
+ * - ./worker.ts — the SQS worker that delivers signed to the host's flow route (`consumer: 'worker'`, the default)
  * - ./sweeper.ts — the scheduled orphan sweep
  * - ./grants.ts — each function's grants, from the command table `init --print-iam-policy` prints
  * - ./observability.ts — alarms and the dashboard

@@ -7,10 +7,9 @@
  * (`lambda:<function>:<version>`) is still delivered there by the worker's Invoke (docs/design.md,
  * "Deployment affinity on Lambda"); without it CloudFormation deletes the replaced version.
  *
- * The URL is public: eve's routes are the product. The flow route on it refuses unsigned requests:
- * the World's queue handler verifies the HMAC signature with the secret
- * EVE_WORLD_AWS_SIGNING_SECRET_ARN names, and answers 401 to anything unsigned, forged, stale or
- * replayed (docs/deploy.md, docs/security.md).
+ * The URL is public: eve's routes are the product. The flow route on it refuses unsigned requests: the World's queue
+ * handler verifies the HMAC signature with the secret EVE_WORLD_AWS_SIGNING_SECRET_ARN names, and answers 401 to
+ * anything unsigned, forged, stale or replayed (docs/deploy.md, docs/security.md).
  *
  * With `consumer: 'host'` the host is also the queue's consumer ({@link addHostConsumer}): the SQS
  * event source invokes the `live` alias, and the Web Adapter passes the batch to the flow route

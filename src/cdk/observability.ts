@@ -1,10 +1,9 @@
 /**
- * What the `EveWorldAws` construct shows an operator: a CloudWatch dashboard over the World's own
- * EMF metrics (src/telemetry/metrics.ts: namespace `EveWorldAws`, dimension `Queue`) and the
- * built-in SQS and Lambda metrics; alarms on DLQ depth, oldest-message age, worker and sweeper
- * errors, and on the World's own metrics (dead-letters, breaker opens, sustained throttling), with
- * the optional SNS topic as their action. Tracing (`tracing`) is set on the functions themselves
- * (./host.ts, ./worker.ts).
+ * What the `EveWorldAws` construct shows an operator: a CloudWatch dashboard over the World's own EMF metrics
+ * (src/telemetry/metrics.ts: namespace `EveWorldAws`, dimension `Queue`) and the built-in SQS and Lambda metrics;
+ * alarms on DLQ depth, oldest-message age, worker and sweeper errors, and on the World's own metrics (dead-letters,
+ * breaker opens, sustained throttling), with the optional SNS topic as their action. Tracing (`tracing`) is set on the
+ * functions themselves (./host.ts, ./worker.ts).
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -134,8 +133,7 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
 }
 
 /**
- * An alarm's props where they differ from the default: alarm at one or more in one period,
- * missing data not breaching.
+ * An alarm's props where they differ from the default: alarm at one or more in one period, missing data not breaching.
  */
 type AlarmSpec = Omit<cloudwatch.AlarmProps, 'threshold' | 'evaluationPeriods'> &
   Partial<Pick<cloudwatch.AlarmProps, 'threshold' | 'evaluationPeriods'>>;
@@ -168,8 +166,7 @@ function worldAlarms(
 }
 
 /**
- * The alarms and, unless `dashboard: false`, the dashboard, in `scope` (ids `<Name>Alarm`,
- * `Dashboard`).
+ * The alarms and, unless `dashboard: false`, the dashboard, in `scope` (ids `<Name>Alarm`, `Dashboard`).
  */
 export function addObservability(
   scope: Construct,
