@@ -33,7 +33,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { addData } from './data.js';
 import { grantWorld } from './grants.js';
-import { addHost, addHostConsumer } from './host.js';
+import { addHost, queueSource } from './host.js';
 import { addObservability } from './observability.js';
 import { addOutputs } from './outputs.js';
 import { type EveWorldAwsProps, resolveSettings } from './props.js';
@@ -90,7 +90,7 @@ export class EveWorldAws extends Construct {
             hostFunction: settings.deploymentAffinity ? host.hostFunction : undefined,
           })
         : undefined;
-    if (settings.consumer === 'host') addHostConsumer(props, settings, host, queues.queue);
+    if (settings.consumer === 'host') host.liveAlias.addEventSource(queueSource(props, settings, queues.queue));
     const sweeper = addSweeper(this, props, { code, data, queues });
     const functions = {
       hostFunction: host.hostFunction,

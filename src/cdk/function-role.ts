@@ -7,17 +7,8 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 
-export interface FunctionBase {
-  readonly logGroup: logs.LogGroup;
-  readonly role: iam.Role;
-}
-
 /** `<name>Logs` and `<name>Role` in `scope`. */
-export function addFunctionBase(
-  scope: Construct,
-  name: string,
-  retention: logs.RetentionDays | undefined,
-): FunctionBase {
+export function addFunctionBase(scope: Construct, name: string, retention: logs.RetentionDays | undefined) {
   const logGroup = new logs.LogGroup(scope, `${name}Logs`, {
     retention: retention ?? logs.RetentionDays.ONE_MONTH,
     removalPolicy: RemovalPolicy.DESTROY,

@@ -47,6 +47,13 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
   const w = (name: MetricName, statistic?: string, label?: string) =>
     worldMetric(s.queue, name, statistic, Duration.minutes(1), label);
   const oneMinute = { period: Duration.minutes(1) };
+  const perSecond = (id: string, name: MetricName, label: string) =>
+    new cloudwatch.MathExpression({
+      expression: `${id} / PERIOD(${id})`,
+      usingMetrics: { [id]: w(name) },
+      label,
+      ...oneMinute,
+    });
   const dashboard = new cloudwatch.Dashboard(scope, id, { defaultInterval: Duration.hours(3) });
   dashboard.addWidgets(
     graph('Runs started / completed / failed', [
@@ -56,18 +63,8 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
       w('RunsCancelled'),
     ]),
     graph('Steps per second', [
-      new cloudwatch.MathExpression({
-        expression: 'completed / PERIOD(completed)',
-        usingMetrics: { completed: w('StepsCompleted') },
-        label: 'steps/s',
-        period: Duration.minutes(1),
-      }),
-      new cloudwatch.MathExpression({
-        expression: 'failed / PERIOD(failed)',
-        usingMetrics: { failed: w('StepsFailed') },
-        label: 'failed steps/s',
-        period: Duration.minutes(1),
-      }),
+      perSecond('completed', 'StepsCompleted', 'steps/s'),
+      perSecond('failed', 'StepsFailed', 'failed steps/s'),
     ]),
     graph('Delivery latency, enqueue to handled (ms)', [
       w('DeliveryLatency', 'p50', 'p50'),
@@ -109,16 +106,12 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
       ]
     : [s.hostFunction.metricDuration({ ...oneMinute, statistic: 'p50', label: 'host p50' })];
   dashboard.addWidgets(
-    graph(
-      `${s.workerFunction ? 'Worker' : 'Host (queue consumer)'} errors, throttles, breaker`,
-      [
-        consumer.metricErrors({ ...oneMinute, label: `${who} errors` }),
-        consumer.metricThrottles({ ...oneMinute, label: `${who} throttled (Lambda)` }),
-        w('Throttles', 'Sum', 'AWS throttles after retries'),
-        w('BreakerOpens', 'Sum', 'breaker opens'),
-      ],
-      [],
-    ),
+    graph(`${s.workerFunction ? 'Worker' : 'Host (queue consumer)'} errors, throttles, breaker`, [
+      consumer.metricErrors({ ...oneMinute, label: `${who} errors` }),
+      consumer.metricThrottles({ ...oneMinute, label: `${who} throttled (Lambda)` }),
+      w('Throttles', 'Sum', 'AWS throttles after retries'),
+      w('BreakerOpens', 'Sum', 'breaker opens'),
+    ]),
     graph(s.workerFunction ? 'Worker and host duration (ms)' : 'Host duration (ms)', [
       ...consumerDuration,
       s.hostFunction.metricDuration({ ...oneMinute, statistic: 'p99', label: 'host p99' }),

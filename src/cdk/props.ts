@@ -126,13 +126,11 @@ export interface Settings {
   readonly visibilitySeconds: number;
   readonly maxReceiveCount: number;
   readonly maxConcurrency: number;
-  /** `deploymentAffinity`, default true. */
   readonly deploymentAffinity: boolean;
 }
 
 /** Defaults and checks; a doubtful but workable combination is a synth warning on `scope`. */
 export function resolveSettings(scope: Construct, props: EveWorldAwsProps): Settings {
-  const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
   const consumer = props.consumer ?? 'worker';
   if (consumer !== 'worker' && consumer !== 'host')
     throw new Error(`EveWorldAws: consumer must be 'worker' or 'host', got ${JSON.stringify(consumer)}`);
@@ -164,19 +162,17 @@ export function resolveSettings(scope: Construct, props: EveWorldAwsProps): Sett
   const visibilitySeconds = Math.min(SQS_MAX_VISIBILITY_SECONDS, Math.ceil(workerTimeout.toSeconds() * factor));
   if (visibilitySeconds < workerTimeout.toSeconds())
     throw new Error('EveWorldAws: workerTimeout exceeds the 12 h SQS visibility maximum');
-  const maxReceiveCount = props.maxReceiveCount ?? 10;
   const maxConcurrency = props.maxConcurrency ?? 10;
   if (maxConcurrency < 2 || maxConcurrency > 1000)
     throw new Error(`EveWorldAws: maxConcurrency must be 2-1000 (SQS event source limit), got ${maxConcurrency}`);
-  const deploymentAffinity = props.deploymentAffinity !== false;
   return {
     consumer,
-    removalPolicy,
+    removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     hostTimeout,
     workerTimeout,
     visibilitySeconds,
-    maxReceiveCount,
+    maxReceiveCount: props.maxReceiveCount ?? 10,
     maxConcurrency,
-    deploymentAffinity,
+    deploymentAffinity: props.deploymentAffinity !== false,
   };
 }

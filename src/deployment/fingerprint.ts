@@ -18,11 +18,11 @@
  *   things that differ between two builds of one source, rewritten before hashing and nothing else: its scratch
  *   folder's random name (`.eve/builds/<random>/` in module comments), Nitro's asset times (`"mtime": "<ISO date>"`),
  *   the app root it built from (the `appRoot` of its discovery manifest,
- *   `.output/.eve/discovery/agent-discovery-manifest.json`), the sandbox scope eve names after it (`"sandboxScope":
- *   "<16 hex of its SHA-256>"`), and the SHA-256s of its compile files (which name the app root) that it embeds in the
- *   bundle: each replaced by the name of its file, whose normalised content is hashed instead, only where the file
- *   found matches it. An eve that writes another such value gets two fingerprints for one source, never one for two
- *   builds.
+ *   `.output/.eve/discovery/agent-discovery-manifest.json`), the sandbox scope eve names after it
+ *   (`"sandboxScope": "<16 hex of its SHA-256>"`), and the SHA-256s of its compile files (which name the app root) that
+ *   it embeds in the bundle: each replaced by the name of its file, whose normalised content is hashed instead, only
+ *   where the file found matches it. An eve that writes another such value gets two fingerprints for one source, never
+ *   one for two builds.
  * - Two builds whose code differs anywhere else get different fingerprints (SHA-256 of every
  *   file's path, size and normalised bytes, in path order; the first 16 hex digits, 64 bits).
  */

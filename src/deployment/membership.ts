@@ -192,9 +192,7 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
 
   const membership: Membership = {
     role,
-    get shape() {
-      return shape;
-    },
+    shape,
     get affinity() {
       return affinity;
     },

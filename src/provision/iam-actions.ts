@@ -13,7 +13,7 @@
  * a host version) only with EVE_WORLD_AWS_HOST_FUNCTION, and the Scheduler rows (`scheduleGroup`,
  * `scheduleGroupSchedules`, `schedulerRole`) only with EVE_WORLD_AWS_SCHEDULER_ROLE_ARN. The group itself is `init`'s
  * (create) and `doctor`'s (read), never the runtime's: the World only creates schedules in it. The runtime's
- * GenerateDataKey + Decrypt serve both the per-run data keys (src/encryption/ run-keys.ts) and SSE-KMS on the queue
+ * GenerateDataKey + Decrypt serve both the per-run data keys (src/encryption/run-keys.ts) and SSE-KMS on the queue
  * (send: GenerateDataKey, receive: Decrypt) and the bucket (PutObject: GenerateDataKey, GetObject: Decrypt). DynamoDB
  * SSE-KMS needs no caller permission at run time: the table's grant, created by `init` (kms:CreateGrant, limited to AWS
  * resources by `GRANT_CONDITION` in ./principal-actions.ts), lets DynamoDB use the key.

@@ -172,6 +172,7 @@ export function schedulerRolePolicies(
   t: PolicyTarget,
 ): { trustPolicy: object; policy: PolicyDocument } {
   const arns = resourceArns(config, t);
+  const key = config.kmsKeyId ? kmsKeyResource(config.kmsKeyId, t) : undefined;
   return {
     trustPolicy: {
       Version: '2012-10-17',
@@ -181,12 +182,7 @@ export function schedulerRolePolicies(
           Principal: { Service: 'scheduler.amazonaws.com' },
           Action: 'sts:AssumeRole',
           // Only schedules of this World's group may use the role (not every schedule of the account).
-          Condition: {
-            StringEquals: {
-              'aws:SourceAccount': t.account,
-              'aws:SourceArn': arns.scheduleGroup[0],
-            },
-          },
+          Condition: { StringEquals: { 'aws:SourceAccount': t.account, 'aws:SourceArn': arns.scheduleGroup[0] } },
         },
       ],
     },
@@ -194,24 +190,20 @@ export function schedulerRolePolicies(
       Version: '2012-10-17',
       Statement: [
         { Sid: 'SchedulerSendToQueue', Effect: 'Allow', Action: [...SCHEDULER_ROLE_ACTIONS], Resource: arns.queue },
-        ...schedulerKeyStatements(config, t),
+        ...(key ? [schedulerKeyStatement(key)] : []),
       ],
     },
   };
 }
 
-function schedulerKeyStatements(config: WorldConfig, t: PolicyTarget): PolicyStatement[] {
-  if (!config.kmsKeyId) return [];
-  const key = kmsKeyResource(config.kmsKeyId, t);
-  return [
-    {
-      Sid: 'SchedulerQueueKey',
-      Effect: 'Allow',
-      Action: [...SCHEDULER_ROLE_KMS_ACTIONS],
-      Resource: [key.arn],
-      ...(key.condition ? { Condition: key.condition } : {}),
-    },
-  ];
+function schedulerKeyStatement(key: ReturnType<typeof kmsKeyResource>): PolicyStatement {
+  return {
+    Sid: 'SchedulerQueueKey',
+    Effect: 'Allow',
+    Action: [...SCHEDULER_ROLE_KMS_ACTIONS],
+    Resource: [key.arn],
+    ...(key.condition ? { Condition: key.condition } : {}),
+  };
 }
 
 /** The World's run-time policy. */
