@@ -1,18 +1,6 @@
 /**
- * `EveWorldAws`: the whole stack for an eve agent on AWS Lambda, nothing always on. It composes
- * the parts, one file each:
- *
- * - ./props.ts — the props, their defaults and the combinations refused at synth
- * - ./data.ts — the table, the payload bucket, the optional customer-managed key
- * - ./queue.ts — the work queue, its DLQ, the Scheduler group and role for long waits
- * - ./world-env.ts — the signing secret and the environment host and worker share
- * - ./host.ts — the eve app behind the Lambda Web Adapter, its Function URL; with
- *   `consumer: 'host'`, the queue's event source on it
- * - ./worker.ts — the SQS worker that delivers signed to the host's flow route (`consumer: 'worker'`, the default)
- * - ./sweeper.ts — the scheduled orphan sweep
- * - ./grants.ts — each function's grants, from the command table `init --print-iam-policy` prints
- * - ./observability.ts — alarms and the dashboard
- * - ./outputs.ts — the stack outputs
+ * `EveWorldAws`: the whole stack for an eve agent on AWS Lambda, nothing always on. It composes the parts of this
+ * folder, one file each (docs/layout.md lists them).
  *
  * The parts are functions that add their resources to this construct, not nested constructs: a
  * nested construct adds a segment to every construct path, and so changes every CloudFormation

@@ -19,8 +19,8 @@
  * ignores it, and none reads such a table: affinity comes with `minReader` 3.
  *
  * A table no `init` recorded and that holds no run yet may be recorded by its first process, with affinity, when that
- * process is asked to (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, what the CDK construct sets on a new stack): {@link
- * recordNewTableAffinity}, one conditional put that loses to any format item already there.
+ * process is asked to (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, what the CDK construct sets on a new stack):
+ * {@link recordNewTableAffinity}, one conditional put that loses to any format item already there.
  */
 import { type AttributeValue, type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { expression, when } from '../aws/expression.js';
