@@ -31,8 +31,6 @@ import { FORMAT_ATTR, RECORD_FORMAT } from '../schema/formats.js';
 import { keys } from '../schema/keys.js';
 import type { DeploymentIdentity, DeploymentShape } from './id.js';
 
-export type DeploymentStatus = 'active' | 'retired';
-
 /**
  * How often a running World on a table with deployment affinity counts a heartbeat on its
  * deployment's item (one UpdateItem: 518,400 writes per process per 30-day month, 1 WRU each).
@@ -49,7 +47,7 @@ export const LIVENESS_WINDOW_MS = 2 * DEPLOYMENT_HEARTBEAT_MS + 2_000;
 export interface DeploymentRecord {
   id: string;
   shape: DeploymentShape;
-  status: DeploymentStatus;
+  status: 'active' | 'retired';
   /** Epoch ms of its first registration. */
   firstSeen: number;
   /** Epoch ms of its last registration or heartbeat, on the writer's clock (for people). */

@@ -50,12 +50,10 @@ export const EMULATOR_FIX =
   'Is the emulator running? Start it with `eve-world-aws emulate` and load the environment it prints ' +
   '(`--env-out .emulate/env`, then `node --env-file=.emulate/env ...`), or fix AWS_ENDPOINT_URL_*.';
 
-/** The fix when no region is configured. */
 export const REGION_FIX =
   'Set AWS_REGION (e.g. AWS_REGION=us-east-1) or a profile region (AWS_PROFILE), ' +
   'or load the environment `eve-world-aws emulate` prints.';
 
-/** The fix when no credentials are found. */
 export const CREDENTIALS_FIX =
   'Set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run where an IAM role is available; ' +
   'for the local emulator, load the environment `eve-world-aws emulate` prints (AWS_ENDPOINT_URL_*).';

@@ -51,13 +51,6 @@ export interface DestroyReport {
   holdsData: boolean;
 }
 
-export interface DestroyOptions {
-  /** Delete (false: report the plan only). */
-  apply: boolean;
-  /** Also delete resources that hold data. */
-  force: boolean;
-}
-
 interface Target {
   kind: DestroyReport['kind'];
   name: string;
@@ -169,7 +162,8 @@ async function targets(clients: AwsClients, config: WorldConfig): Promise<Target
 export async function destroyResources(
   clients: AwsClients,
   config: WorldConfig,
-  opts: DestroyOptions,
+  /** `apply`: delete (false: report the plan only); `force`: also delete resources that hold data. */
+  opts: { apply: boolean; force: boolean },
 ): Promise<DestroyReport[]> {
   const found = [];
   for (const t of await targets(clients, config)) found.push({ t, state: await t.inspect() });
