@@ -136,17 +136,11 @@ export function grantFromTable(
     const plain = actions.filter((a) => !GRANT_ACTIONS.includes(a));
     const grants = actions.filter((a) => GRANT_ACTIONS.includes(a));
     if (plain.length > 0) {
-      add(
-        new PolicyStatement({
-          actions: plain,
-          resources,
-          conditions: resource === 'schedulerRole' ? structuredClone(PASS_ROLE_CONDITION) : undefined,
-        }),
-      );
+      const conditions = resource === 'schedulerRole' ? structuredClone(PASS_ROLE_CONDITION) : undefined;
+      add(new PolicyStatement({ actions: plain, resources, conditions }));
     }
-    if (grants.length > 0) {
+    if (grants.length > 0)
       add(new PolicyStatement({ actions: grants, resources, conditions: structuredClone(GRANT_CONDITION) }));
-    }
   }
 }
 
