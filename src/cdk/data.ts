@@ -1,6 +1,5 @@
 /**
- * The run data at rest: the table, the payload bucket and the optional customer-managed key both
- * are encrypted under.
+ * The run data at rest: the table, the payload bucket and the optional customer-managed key both are encrypted under.
  *
  * - Table from the same schema `init` creates (src/schema/keys.ts TABLE_SCHEMA), on demand, PITR on,
  *   deletion protection on by default.

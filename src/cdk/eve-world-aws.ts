@@ -1,19 +1,6 @@
 /**
- * `EveWorldAws`: the whole stack for an eve agent on AWS Lambda, nothing always on. It composes
- * the parts, one file each:
- *
- * - ./props.ts — the props, their defaults and the combinations refused at synth
- * - ./data.ts — the table, the payload bucket, the optional customer-managed key
- * - ./queue.ts — the work queue, its DLQ, the Scheduler group and role for long waits
- * - ./world-env.ts — the signing secret and the environment host and worker share
- * - ./host.ts — the eve app behind the Lambda Web Adapter, its Function URL; with
- *   `consumer: 'host'`, the queue's event source on it
- * - ./worker.ts — the SQS worker that delivers signed to the host's flow route (`consumer:
- *   'worker'`, the default)
- * - ./sweeper.ts — the scheduled orphan sweep
- * - ./grants.ts — each function's grants, from the command table `init --print-iam-policy` prints
- * - ./observability.ts — alarms and the dashboard
- * - ./outputs.ts — the stack outputs
+ * `EveWorldAws`: the whole stack for an eve agent on AWS Lambda, nothing always on. It composes the parts of this
+ * folder, one file each (docs/layout.md lists them).
  *
  * The parts are functions that add their resources to this construct, not nested constructs: a
  * nested construct adds a segment to every construct path, and so changes every CloudFormation
@@ -34,7 +21,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { addData } from './data.js';
 import { grantWorld } from './grants.js';
-import { addHost, addHostConsumer } from './host.js';
+import { addHost, queueSource } from './host.js';
 import { addObservability } from './observability.js';
 import { addOutputs } from './outputs.js';
 import { type EveWorldAwsProps, resolveSettings } from './props.js';
@@ -91,7 +78,7 @@ export class EveWorldAws extends Construct {
             hostFunction: settings.deploymentAffinity ? host.hostFunction : undefined,
           })
         : undefined;
-    if (settings.consumer === 'host') addHostConsumer(props, settings, host, queues.queue);
+    if (settings.consumer === 'host') host.liveAlias.addEventSource(queueSource(props, settings, queues.queue));
     const sweeper = addSweeper(this, props, { code, data, queues });
     const functions = {
       hostFunction: host.hostFunction,

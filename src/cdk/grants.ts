@@ -1,12 +1,11 @@
 /**
- * IAM grants for the construct, generated from the command table (src/provision/iam-actions.ts): the
- * same rows `init --print-iam-policy` prints, bound to the stack's resource ARNs. Host and worker
- * get the `runtime` rows, the sweeper the `sweeper` rows; the three wildcard resources this binds
- * (the table's indexes, the bucket's objects, the schedule group's schedules) are acknowledged to
- * cdk-nag here, each with its reason. With deployment affinity the queue's consumer alone (the
- * worker, or the host when it consumes the queue itself) also gets the `hostVersions` row:
- * `lambda:InvokeFunction` on `<host function ARN>:*` (its published versions; the unqualified ARN,
- * `$LATEST`, is not matched), acknowledged the same way.
+ * IAM grants for the construct, generated from the command table (src/provision/iam-actions.ts): the same rows
+ * `init --print-iam-policy` prints, bound to the stack's resource ARNs. Host and worker get the `runtime` rows, the
+ * sweeper the `sweeper` rows; the three wildcard resources this binds (the table's indexes, the bucket's objects, the
+ * schedule group's schedules) are acknowledged to cdk-nag here, each with its reason. With deployment affinity the
+ * queue's consumer alone (the worker, or the host when it consumes the queue itself) also gets the `hostVersions` row:
+ * `lambda:InvokeFunction` on `<host function ARN>:*` (its published versions; the unqualified ARN, `$LATEST`, is not
+ * matched), acknowledged the same way.
  */
 import { ArnFormat, type Stack, Validations } from 'aws-cdk-lib';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
@@ -114,12 +113,8 @@ export function grantWorld(
   for (const fn of [parts.hostFunction, parts.workerFunction, parts.sweeperFunction]) {
     const policy = fn?.role?.node.tryFindChild('DefaultPolicy');
     if (!policy) continue;
-    for (const [arn, reason] of wildcardReasons) {
-      Validations.of(policy).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::${nagResourceName(stack, arn)}]`,
-        reason,
-      });
-    }
+    for (const [arn, reason] of wildcardReasons)
+      Validations.of(policy).acknowledge({ id: `AwsSolutions-IAM5[Resource::${nagResourceName(stack, arn)}]`, reason });
   }
 }
 
@@ -141,17 +136,11 @@ export function grantFromTable(
     const plain = actions.filter((a) => !GRANT_ACTIONS.includes(a));
     const grants = actions.filter((a) => GRANT_ACTIONS.includes(a));
     if (plain.length > 0) {
-      add(
-        new PolicyStatement({
-          actions: plain,
-          resources,
-          conditions: resource === 'schedulerRole' ? structuredClone(PASS_ROLE_CONDITION) : undefined,
-        }),
-      );
+      const conditions = resource === 'schedulerRole' ? structuredClone(PASS_ROLE_CONDITION) : undefined;
+      add(new PolicyStatement({ actions: plain, resources, conditions }));
     }
-    if (grants.length > 0) {
+    if (grants.length > 0)
       add(new PolicyStatement({ actions: grants, resources, conditions: structuredClone(GRANT_CONDITION) }));
-    }
   }
 }
 

@@ -7,15 +7,15 @@
  * (`lambda:<function>:<version>`) is still delivered there by the worker's Invoke (docs/design.md,
  * "Deployment affinity on Lambda"); without it CloudFormation deletes the replaced version.
  *
- * The URL is public: eve's routes are the product. The flow route on it refuses unsigned requests:
- * the World's queue handler verifies the HMAC signature with the secret
- * EVE_WORLD_AWS_SIGNING_SECRET_ARN names, and answers 401 to anything unsigned, forged, stale or
- * replayed (docs/deploy.md, docs/security.md).
+ * The URL is public: eve's routes are the product. The flow route on it refuses unsigned requests: the World's queue
+ * handler verifies the HMAC signature with the secret EVE_WORLD_AWS_SIGNING_SECRET_ARN names, and answers 401 to
+ * anything unsigned, forged, stale or replayed (docs/deploy.md, docs/security.md).
  *
- * With `consumer: 'host'` the host is also the queue's consumer ({@link addHostConsumer}): the SQS
- * event source invokes the `live` alias, and the Web Adapter passes the batch to the flow route
- * (AWS_LWA_PASS_THROUGH_PATH), which takes it only when the adapter's own `x-amzn-request-context`
- * is `null`, never for a Function URL request (src/consumer/delivery/pass-through.ts).
+ * With `consumer: 'host'` the host is also the queue's consumer ({@link queueSource} on the `live` alias, the version
+ * whose id a new run is pinned to; the event source's grants go to the host's role): the SQS event source invokes it,
+ * and the Web Adapter passes the batch to the flow route (AWS_LWA_PASS_THROUGH_PATH), which takes it only when the
+ * adapter's own `x-amzn-request-context` is `null`, never for a Function URL request
+ * (src/consumer/delivery/pass-through.ts).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -86,15 +86,6 @@ export function addHost(
     invokeMode: lambda.InvokeMode.RESPONSE_STREAM,
   });
   return { hostFunction, hostUrl, liveAlias, logGroup: base.logGroup };
-}
-
-/**
- * The host as the queue's consumer: the SQS event source on the `live` alias (the version the last
- * deploy published, whose id a new run is pinned to), reporting partial batch failures. The
- * event source's role grants (receive, delete, change visibility) go to the host's role.
- */
-export function addHostConsumer(props: EveWorldAwsProps, settings: Settings, host: Host, queue: sqs.IQueue): void {
-  host.liveAlias.addEventSource(queueSource(props, settings, queue));
 }
 
 /** The queue as the event source of its consumer (the host or the worker), reporting partial batch failures. */

@@ -1,10 +1,9 @@
 /**
- * What the `EveWorldAws` construct shows an operator: a CloudWatch dashboard over the World's own
- * EMF metrics (src/telemetry/metrics.ts: namespace `EveWorldAws`, dimension `Queue`) and the
- * built-in SQS and Lambda metrics; alarms on DLQ depth, oldest-message age, worker and sweeper
- * errors, and on the World's own metrics (dead-letters, breaker opens, sustained throttling), with
- * the optional SNS topic as their action. Tracing (`tracing`) is set on the functions themselves
- * (./host.ts, ./worker.ts).
+ * What the `EveWorldAws` construct shows an operator: a CloudWatch dashboard over the World's own EMF metrics
+ * (src/telemetry/metrics.ts: namespace `EveWorldAws`, dimension `Queue`) and the built-in SQS and Lambda metrics;
+ * alarms on DLQ depth, oldest-message age, worker and sweeper errors, and on the World's own metrics (dead-letters,
+ * breaker opens, sustained throttling), with the optional SNS topic as their action. Tracing (`tracing`) is set on the
+ * functions themselves (./host.ts, ./worker.ts).
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -48,6 +47,13 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
   const w = (name: MetricName, statistic?: string, label?: string) =>
     worldMetric(s.queue, name, statistic, Duration.minutes(1), label);
   const oneMinute = { period: Duration.minutes(1) };
+  const perSecond = (id: string, name: MetricName, label: string) =>
+    new cloudwatch.MathExpression({
+      expression: `${id} / PERIOD(${id})`,
+      usingMetrics: { [id]: w(name) },
+      label,
+      ...oneMinute,
+    });
   const dashboard = new cloudwatch.Dashboard(scope, id, { defaultInterval: Duration.hours(3) });
   dashboard.addWidgets(
     graph('Runs started / completed / failed', [
@@ -57,18 +63,8 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
       w('RunsCancelled'),
     ]),
     graph('Steps per second', [
-      new cloudwatch.MathExpression({
-        expression: 'completed / PERIOD(completed)',
-        usingMetrics: { completed: w('StepsCompleted') },
-        label: 'steps/s',
-        period: Duration.minutes(1),
-      }),
-      new cloudwatch.MathExpression({
-        expression: 'failed / PERIOD(failed)',
-        usingMetrics: { failed: w('StepsFailed') },
-        label: 'failed steps/s',
-        period: Duration.minutes(1),
-      }),
+      perSecond('completed', 'StepsCompleted', 'steps/s'),
+      perSecond('failed', 'StepsFailed', 'failed steps/s'),
     ]),
     graph('Delivery latency, enqueue to handled (ms)', [
       w('DeliveryLatency', 'p50', 'p50'),
@@ -110,16 +106,12 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
       ]
     : [s.hostFunction.metricDuration({ ...oneMinute, statistic: 'p50', label: 'host p50' })];
   dashboard.addWidgets(
-    graph(
-      `${s.workerFunction ? 'Worker' : 'Host (queue consumer)'} errors, throttles, breaker`,
-      [
-        consumer.metricErrors({ ...oneMinute, label: `${who} errors` }),
-        consumer.metricThrottles({ ...oneMinute, label: `${who} throttled (Lambda)` }),
-        w('Throttles', 'Sum', 'AWS throttles after retries'),
-        w('BreakerOpens', 'Sum', 'breaker opens'),
-      ],
-      [],
-    ),
+    graph(`${s.workerFunction ? 'Worker' : 'Host (queue consumer)'} errors, throttles, breaker`, [
+      consumer.metricErrors({ ...oneMinute, label: `${who} errors` }),
+      consumer.metricThrottles({ ...oneMinute, label: `${who} throttled (Lambda)` }),
+      w('Throttles', 'Sum', 'AWS throttles after retries'),
+      w('BreakerOpens', 'Sum', 'breaker opens'),
+    ]),
     graph(s.workerFunction ? 'Worker and host duration (ms)' : 'Host duration (ms)', [
       ...consumerDuration,
       s.hostFunction.metricDuration({ ...oneMinute, statistic: 'p99', label: 'host p99' }),
@@ -134,8 +126,7 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
 }
 
 /**
- * An alarm's props where they differ from the default: alarm at one or more in one period,
- * missing data not breaching.
+ * An alarm's props where they differ from the default: alarm at one or more in one period, missing data not breaching.
  */
 type AlarmSpec = Omit<cloudwatch.AlarmProps, 'threshold' | 'evaluationPeriods'> &
   Partial<Pick<cloudwatch.AlarmProps, 'threshold' | 'evaluationPeriods'>>;
@@ -168,8 +159,7 @@ function worldAlarms(
 }
 
 /**
- * The alarms and, unless `dashboard: false`, the dashboard, in `scope` (ids `<Name>Alarm`,
- * `Dashboard`).
+ * The alarms and, unless `dashboard: false`, the dashboard, in `scope` (ids `<Name>Alarm`, `Dashboard`).
  */
 export function addObservability(
   scope: Construct,

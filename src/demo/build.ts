@@ -53,16 +53,14 @@ function workflowPackageDir(): string {
 /** The default build directory (see the module comment). */
 function defaultDemoBuildDir(): string {
   const workflowDir = workflowPackageDir();
-  const workflowPkg = path.join(workflowDir, 'package.json');
-  const nodeModules = path.dirname(workflowDir);
-  const { version } = JSON.parse(readFileSync(workflowPkg, 'utf8')) as { version: string };
+  const { version } = JSON.parse(readFileSync(path.join(workflowDir, 'package.json'), 'utf8')) as { version: string };
   const hash = createHash('sha256')
     .update(version)
     .update('\0')
     .update(readFileSync(demoSource()))
     .digest('hex')
     .slice(0, 12);
-  return path.join(nodeModules, '.cache', 'eve-world-aws', 'demo-build', hash);
+  return path.join(path.dirname(workflowDir), '.cache', 'eve-world-aws', 'demo-build', hash);
 }
 
 export async function buildDemo(

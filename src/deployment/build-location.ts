@@ -51,11 +51,9 @@ export interface LocatedBuild {
 }
 
 export interface BuildSearch {
-  /** The `buildDir` option. */
   buildDir?: string;
   /** The entry script (`process.argv[1]`). */
   entryScript?: string;
-  /** The working folder. */
   cwd: string;
   /** This module's own folder (another in tests). */
   moduleDir?: string;

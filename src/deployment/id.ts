@@ -1,21 +1,17 @@
 /**
- * The deployment this process is: the id `getDeploymentId()` reports (what core pins each new run
- * to) and whether the World declares `capabilities.deploymentAffinity` (core's deployment guard,
- * `@workflow/core`'s deployment guard).
+ * The deployment this process is: the id `getDeploymentId()` reports (what core pins each new run to) and whether the
+ * World declares `capabilities.deploymentAffinity` (`@workflow/core`'s deployment guard).
  *
  * Invariants:
- * - With affinity on, the id names one immutable build: core compares it with a run's pin by
- *   strict equality, so two builds never share an id and one build never reports two. In Lambda it
- *   is `lambda:<function>:<version>` (a published version is immutable, and the worker invokes that
- *   version for the run's messages: src/consumer/delivery/invoke.ts); affinity there is refused on `$LATEST`
- *   and with EVE_WORLD_AWS_DEPLOYMENT_ID set, where no worker could reach the build by its id. On a
- *   plain Node host it is `build:<fingerprint>` of the workflow code core loads (the build is found
- *   by src/deployment/build-location.ts and hashed by src/deployment/fingerprint.ts: a Workflow
- *   DevKit bundle or eve's Nitro output, never logs, caches or the entry script's folder), unless
- *   EVE_WORLD_AWS_DEPLOYMENT_ID names it; no build found and none named: refused, naming the fix.
+ * - With affinity on, the id names one immutable build: core compares it with a run's pin by strict equality, so two
+ *   builds never share an id and one build never reports two. In Lambda it is `lambda:<function>:<version>` (a
+ *   published version is immutable, and the worker invokes that version for the run's messages:
+ *   src/consumer/delivery/invoke.ts); affinity there is refused on `$LATEST` and with EVE_WORLD_AWS_DEPLOYMENT_ID set,
+ *   where no worker could reach the build by its id. On a plain Node host it is `build:<fingerprint>` of the workflow
+ *   code core loads (found by ./build-location.ts, hashed by ./fingerprint.ts), unless EVE_WORLD_AWS_DEPLOYMENT_ID
+ *   names it; no build found and none named: refused, naming the fix.
  * - An id set by hand is registered with the fingerprint of the build this process runs
- *   ({@link DeploymentIdentity.fingerprint}); src/deployment/registry.ts refuses a second build
- *   under that id.
+ *   ({@link DeploymentIdentity.fingerprint}); src/deployment/registry.ts refuses a second build under that id.
  * - With affinity off, nothing changes from before affinity existed: every process reports
  *   EVE_WORLD_AWS_DEPLOYMENT_ID, else {@link LEGACY_DEPLOYMENT_ID}, and core runs no guard.
  * - Whether affinity is on is the table's decision, not this module's: src/deployment/membership.ts
@@ -103,9 +99,7 @@ export function deploymentIdentity(
   const derive = async (): Promise<string> => {
     if (config.deploymentId !== undefined) return config.deploymentId;
     if (!affinity) return LEGACY_DEPLOYMENT_ID;
-    const lambda = lambdaDeploymentId(fn);
-    if (lambda) return lambda;
-    return buildDeploymentId(await build(), config.buildDir !== undefined);
+    return lambdaDeploymentId(fn) ?? buildDeploymentId(await build(), config.buildDir !== undefined);
   };
   const fingerprint = async (): Promise<{ value?: string; note?: string }> => {
     if (!affinity || fn) return {};

@@ -8,11 +8,10 @@
  * - Until `join()` has read the table, `affinity` is false, and nothing is written or sent: the
  *   World awaits `join()` before its first write or send and before a delivery reaches core
  *   (src/preflight/write-gate.ts), so core's guard never runs against an unread table.
- * - On a table with affinity a deployment process takes part (its id names its build,
- *   src/deployment/id.ts; it is registered before its first write; its consumer filters by
- *   `eve.dep`, src/consumer/delivery/affinity.ts), or `join()` rejects with one error naming the fix (a
- *   Lambda `$LATEST`, an id the worker cannot invoke, an id it cannot derive, a table that still
- *   admits readers older than affinity); then nothing is written or sent.
+ * - On a table with affinity a deployment process takes part (its id names its build, src/deployment/id.ts; it is
+ *   registered before its first write; its consumer filters by `eve.dep`, src/consumer/delivery/affinity.ts), or
+ *   `join()` rejects with one error naming the fix (a Lambda `$LATEST`, an id the worker cannot invoke, an id it cannot
+ *   derive, a table that still admits readers older than affinity); then nothing is written or sent.
  * - A client (the CLI) never registers, heartbeats or consumes: on a table with affinity its new
  *   runs go to `target`, else to the newest deployment with a live consumer (src/deployment/liveness.ts).
  * - The heartbeat (started by `world.start()`, every DEPLOYMENT_HEARTBEAT_MS): with affinity it
@@ -72,9 +71,8 @@ export interface Membership extends DeploymentIdentity {
 }
 
 /**
- * `events.create` that first awaits `before` (the World's write gate), then refuses a new run on a
- * retired deployment before it is written (`assertMayStart`; its start message is refused the same
- * way by the queue).
+ * `events.create` that first awaits `before` (the World's write gate), then refuses a new run on a retired deployment
+ * before it is written (`assertMayStart`; its start message is refused the same way by the queue).
  */
 export function refuseRetiredStarts<A extends unknown[], R>(
   membership: Pick<Membership, 'assertMayStart'>,
@@ -184,14 +182,17 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
   };
 
   const selfId = () => identity.id();
-  const noLiveDeployment = () =>
-    `no deployment on table ${config.tableName} has a live consumer to run a new run (none counted a heartbeat within ${LIVENESS_WINDOW_MS / 1000} s): start your app, or name one (\`eve-world-aws deployments\` lists them)`;
+  const newestLive = async (): Promise<string> => {
+    const id = await newestLiveDeployment(ctx);
+    if (id !== undefined) return id;
+    throw new Error(
+      `no deployment on table ${config.tableName} has a live consumer to run a new run (none counted a heartbeat within ${LIVENESS_WINDOW_MS / 1000} s): start your app, or name one (\`eve-world-aws deployments\` lists them)`,
+    );
+  };
 
   const membership: Membership = {
     role,
-    get shape() {
-      return shape;
-    },
+    shape,
     get affinity() {
       return affinity;
     },
@@ -203,10 +204,7 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
       if (role === 'client' && affinity) {
         chosen ??= (async () => {
           if (typeof opts.target === 'function') return opts.target();
-          if (opts.target !== undefined) return opts.target;
-          const id = await newestLiveDeployment(ctx);
-          if (id === undefined) throw new Error(noLiveDeployment());
-          return id;
+          return opts.target ?? newestLive();
         })().catch((err) => {
           chosen = undefined;
           throw err;
@@ -242,12 +240,7 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
       if (retired) throw new DeploymentRetiredError(self);
     },
     async latest() {
-      if (role === 'client') {
-        if (!affinity) return selfId();
-        const id = await newestLiveDeployment(ctx);
-        if (id === undefined) throw new Error(noLiveDeployment());
-        return id;
-      }
+      if (role === 'client') return affinity ? newestLive() : selfId();
       const self = await selfId();
       if (!affinity) return self;
       return (await newestLiveDeployment(ctx, { shape, self })) ?? self;

@@ -4,24 +4,20 @@
  * deployments exist, whether each is `active` or `retired`, when it was first and last seen.
  *
  * Invariants:
- * - A process of a table with affinity registers its deployment before its first write or send
- *   (src/deployment/membership.ts), so no run is pinned to a deployment the registry does not
- *   know. Registering is one UpdateItem that keeps `firstSeen` and `status` and adds 1 to `beats`:
- *   it never revives a retired deployment, and applied twice it only counts one more beat. Each
- *   running process repeats it every {@link DEPLOYMENT_HEARTBEAT_MS} (its heartbeat) and reads the
- *   deployment's status in the answer.
+ * - Registering (before a process's first write or send: src/deployment/membership.ts) is one UpdateItem that keeps
+ *   `firstSeen` and `status` and adds 1 to `beats`: it never revives a retired deployment, and applied twice it only
+ *   counts one more beat. Each running process repeats it every {@link DEPLOYMENT_HEARTBEAT_MS} (its heartbeat) and
+ *   reads the deployment's status in the answer.
  * - `beats` is the liveness signal: another process judges this deployment alive only by seeing
  *   `beats` change on its own monotonic clock (src/deployment/liveness.ts), never by comparing its
  *   clock with `lastSeen`, which is the writer's clock and kept for people.
- * - One id, one build: registering stores the build's fingerprint (`fp`, src/deployment/fingerprint.ts)
- *   beside the id, conditionally on the item having none or the same one, in that same UpdateItem.
- *   A process whose build differs from the one that registered its id (two builds given one
- *   EVE_WORLD_AWS_DEPLOYMENT_ID) is refused before its first write ({@link DeploymentClashError}):
- *   its runs would replay on the other build's code and the other's on its own. A process with no
- *   fingerprint (an id set by hand and no build found) registers without one, and is warned.
- * - `retired` is final (only `retire` writes it, conditionally on the item existing); a retired
- *   deployment's messages fail their runs with `DEPLOYMENT_MISMATCH` (src/queue/index.ts throws
- *   DeploymentUnavailableError on core's re-route), never loop, never reach the DLQ.
+ * - One id, one build: registering stores the build's fingerprint (`fp`, src/deployment/fingerprint.ts) beside the id,
+ *   conditionally on the item having none or the same one, in that same UpdateItem. A process whose build differs from
+ *   the one that registered its id (two builds given one EVE_WORLD_AWS_DEPLOYMENT_ID) is refused before its first write
+ *   ({@link DeploymentClashError}): its runs would replay on the other build's code and the other's on its own. A
+ *   process with no fingerprint (an id set by hand and no build found) registers without one, and is warned.
+ * - `retired` is final (only `retire` writes it, conditionally on the item existing); what becomes of a retired
+ *   deployment's messages: ./targets.ts.
  * - Reads that decide a run's fate (`retired` before throwing) are strongly consistent; reads that
  *   only route (the consumer's hold) may be cached.
  */
@@ -34,8 +30,6 @@ import type { WorldContext } from '../context/world-context.js';
 import { FORMAT_ATTR, RECORD_FORMAT } from '../schema/formats.js';
 import { keys } from '../schema/keys.js';
 import type { DeploymentIdentity, DeploymentShape } from './id.js';
-
-export type DeploymentStatus = 'active' | 'retired';
 
 /**
  * How often a running World on a table with deployment affinity counts a heartbeat on its
@@ -53,7 +47,7 @@ export const LIVENESS_WINDOW_MS = 2 * DEPLOYMENT_HEARTBEAT_MS + 2_000;
 export interface DeploymentRecord {
   id: string;
   shape: DeploymentShape;
-  status: DeploymentStatus;
+  status: 'active' | 'retired';
   /** Epoch ms of its first registration. */
   firstSeen: number;
   /** Epoch ms of its last registration or heartbeat, on the writer's clock (for people). */

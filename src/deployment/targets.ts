@@ -1,7 +1,6 @@
 /**
- * Whether a send may go to the deployment it names (`QueueOptions.deploymentId`), with affinity on.
- * The throw rules of `isDeploymentUnavailableError` (`@workflow/world`'s `Queue`: true only when the
- * target definitively cannot receive):
+ * Whether a send may go to the deployment it names (`QueueOptions.deploymentId`), with affinity on. The throw rules of
+ * `isDeploymentUnavailableError` (`@workflow/world`'s `Queue`: true only when the target definitively cannot receive):
  *
  * - Only core's re-route of a misrouted delivery (a payload with `deploymentMismatchRetryCount`,
  *   core's deployment guard) and a start (`runInput`, core's `start()`) are refused, and only when the registry

@@ -2,13 +2,12 @@
  * The three mistakes of a process's environment that keep every AWS call from being made at all,
  * each turned into ONE error that names what is wrong and the fix ({@link AwsEnvironmentError}):
  *
- * - `unreachable`: nothing answers at an endpoint (the emulator is stopped, a wrong port, no DNS
- *   name for a misspelt region, no route). The SDK retries a refused connection 8 times
- *   (src/aws/clients.ts) with jittered exponential backoff from 50 ms (6.35 s of backoff at most),
- *   and the preflight's three probes run in parallel, so this error arrives 3 to 5 s after the
- *   first call (measured: 3.5 to 5.4 s for `world.start()` in a fresh process, at a load average
- *   of 6 on 2 cores); an endpoint that drops packets instead of refusing costs 8 connect timeouts
- *   (3 s each, `tuning.connectTimeoutMs`) plus the same backoff, about 30 s.
+ * - `unreachable`: nothing answers at an endpoint (the emulator is stopped, a wrong port, no DNS name for a misspelt
+ *   region, no route). The SDK retries a refused connection 8 times (src/aws/clients.ts) with jittered exponential
+ *   backoff from 50 ms (6.35 s of backoff at most), and the preflight's three probes run in parallel, so this error
+ *   arrives 3 to 5 s after the first call (measured: 3.5 to 5.4 s for `world.start()` in a fresh process, at a load
+ *   average of 6 on 2 cores); an endpoint that drops packets instead of refusing costs 8 connect timeouts (3 s each,
+ *   `tuning.connectTimeoutMs`) plus the same backoff, about 30 s.
  * - `region`: no region anywhere (the environment was not loaded): the SDK's `Region is missing`.
  * - `credentials`: the SDK's provider chain found none (against AWS; an emulator's loopback
  *   endpoint always gets placeholder credentials).
@@ -51,12 +50,10 @@ export const EMULATOR_FIX =
   'Is the emulator running? Start it with `eve-world-aws emulate` and load the environment it prints ' +
   '(`--env-out .emulate/env`, then `node --env-file=.emulate/env ...`), or fix AWS_ENDPOINT_URL_*.';
 
-/** The fix when no region is configured. */
 export const REGION_FIX =
   'Set AWS_REGION (e.g. AWS_REGION=us-east-1) or a profile region (AWS_PROFILE), ' +
   'or load the environment `eve-world-aws emulate` prints.';
 
-/** The fix when no credentials are found. */
 export const CREDENTIALS_FIX =
   'Set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run where an IAM role is available; ' +
   'for the local emulator, load the environment `eve-world-aws emulate` prints (AWS_ENDPOINT_URL_*).';
@@ -191,11 +188,10 @@ function unreachableError(
 }
 
 /**
- * `api` (a namespace of the World's storage: runs, steps, events, hooks) with the same methods,
- * whose failures of the three kinds above are {@link AwsEnvironmentError}s: a process's first call
- * may be a read (a script's `resumeHook()` looks its token up, `getRun()`), which the preflight
- * never sees. Every other error passes as it is; core treats both alike (neither is a world
- * error it retries).
+ * `api` (a namespace of the World's storage: runs, steps, events, hooks) with the same methods, whose failures of the
+ * three kinds above are {@link AwsEnvironmentError}s: a process's first call may be a read (a script's `resumeHook()`
+ * looks its token up, `getRun()`), which the preflight never sees. Every other error passes as it is; core treats both
+ * alike (neither is a world error it retries).
  */
 export function explainEnvironmentErrors<T extends object>(config: WorldConfig, api: T): T {
   const out: Record<string, unknown> = {};

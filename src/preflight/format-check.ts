@@ -1,9 +1,8 @@
 /**
- * The table's format check: may this process touch this table? One GetItem of the format item
- * (`FORMAT#` / `meta`, src/schema/keys.ts) per process and table, cached; run by `start()`, by every CLI
- * command before it reads or writes, by `doctor` and `init` (through src/provision/table-format.ts)
- * and by a process that never calls `start()` (the Lambda worker, the flow route) before its first
- * delivery.
+ * The table's format check: may this process touch this table? One GetItem of the format item (`FORMAT#` / `meta`,
+ * src/schema/keys.ts) per process and table, cached; run by `start()`, by every CLI command before it reads or writes,
+ * by `doctor` and `init` (through src/provision/table-format.ts) and by a process that never calls `start()` (the
+ * Lambda worker, the flow route) before its first delivery.
  *
  * Invariants, enforced by {@link tableFormatProblem}:
  * - A table whose `minReader` is above this build's {@link READER_FORMAT} is refused: one error
@@ -13,17 +12,15 @@
  * - A table without a format item was written before versioning: format 1, `minReader` 1. It is
  *   accepted; `init` records its format.
  *
- * The format item is the one item whose shape never changes (every build must read it): the
- * number attributes `log`, `records`, `messages` (newest format of each family present) and
- * `minReader`, plus `updatedAt` and `writtenBy` for people. It carries no `fv` stamp. Additive
- * since this release: `deploymentAffinity` (BOOL true), the table's decision that runs finish on
- * the deployment that started them (src/deployment/membership.ts); absent means no. An older
- * build ignores it, and none reads such a table: affinity comes with `minReader` 3.
+ * The format item is the one item whose shape never changes (every build must read it): the number attributes `log`,
+ * `records`, `messages` (newest format of each family present) and `minReader`, plus `updatedAt` and `writtenBy` for
+ * people. It carries no `fv` stamp. Additive since this release: `deploymentAffinity` (BOOL true), the table's decision
+ * that runs finish on the deployment that started them (src/deployment/membership.ts); absent means no. An older build
+ * ignores it, and none reads such a table: affinity comes with `minReader` 3.
  *
- * A table no `init` recorded and that holds no run yet may be recorded by its first process, with
- * affinity, when that process is asked to (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, what the CDK
- * construct sets on a new stack): {@link recordNewTableAffinity}, one conditional put that loses
- * to any format item already there.
+ * A table no `init` recorded and that holds no run yet may be recorded by its first process, with affinity, when that
+ * process is asked to (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, what the CDK construct sets on a new stack):
+ * {@link recordNewTableAffinity}, one conditional put that loses to any format item already there.
  */
 import { type AttributeValue, type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { expression, when } from '../aws/expression.js';
@@ -61,7 +58,15 @@ export class TableFormatError extends Error {
   override readonly name = 'TableFormatError';
 }
 
-const FAMILIES: readonly FormatFamily[] = ['log', 'records', 'messages'];
+export const FAMILIES: readonly FormatFamily[] = ['log', 'records', 'messages'];
+
+/** A table without a format item: written before versioning, everything on it format 1. */
+export const UNRECORDED: TableFormat = {
+  recorded: false,
+  formats: { log: UNSTAMPED_FORMAT, records: UNSTAMPED_FORMAT, messages: UNSTAMPED_FORMAT },
+  minReader: UNSTAMPED_FORMAT,
+  affinity: false,
+};
 
 function numberAttr(item: Record<string, { N?: string } | undefined>, name: string): number {
   const n = Number(item[name]?.N);
@@ -72,13 +77,7 @@ function numberAttr(item: Record<string, { N?: string } | undefined>, name: stri
 export async function readTableFormat(ddb: DynamoDBClient, tableName: string): Promise<TableFormat> {
   const out = await ddb.send(new GetItemCommand({ TableName: tableName, Key: marshallKey(), ConsistentRead: true }));
   const item = out.Item as Record<string, { N?: string; S?: string; BOOL?: boolean }> | undefined;
-  if (!item)
-    return {
-      recorded: false,
-      formats: { log: UNSTAMPED_FORMAT, records: UNSTAMPED_FORMAT, messages: UNSTAMPED_FORMAT },
-      minReader: UNSTAMPED_FORMAT,
-      affinity: false,
-    };
+  if (!item) return UNRECORDED;
   const formats = Object.fromEntries(FAMILIES.map((f) => [f, numberAttr(item, f)])) as Record<FormatFamily, number>;
   const updatedAt = Date.parse(item.updatedAt?.S ?? '');
   return {
@@ -92,11 +91,9 @@ export async function readTableFormat(ddb: DynamoDBClient, tableName: string): P
 
 /** The format item recording `tf` (`writtenBy`: who wrote it, for people). */
 export function formatItem(tf: TableFormat, writtenBy: string): Record<string, AttributeValue> {
-  const k = keys.tableFormat();
   const n = (v: number) => ({ N: String(v) });
   return {
-    PK: { S: k.PK },
-    SK: { S: k.SK },
+    ...marshallKey(),
     log: n(tf.formats.log),
     records: n(tf.formats.records),
     messages: n(tf.formats.messages),
@@ -108,11 +105,10 @@ export function formatItem(tf: TableFormat, writtenBy: string): Record<string, A
 }
 
 /**
- * Records this build's formats with deployment affinity on a table no `init` recorded (see the
- * header): one put conditional on there being no format item, so it never overwrites one and two
- * first processes record it once. The caller has checked that the table holds no run. Returns the
- * table's format afterwards (re-read when another writer got there first) and forgets the cached
- * check, so the next {@link checkTableFormat} reads it.
+ * Records this build's formats with deployment affinity on a table no `init` recorded (see the header): one put
+ * conditional on there being no format item, so it never overwrites one and two first processes record it once. The
+ * caller has checked that the table holds no run. Returns the table's format afterwards (re-read when another writer
+ * got there first) and forgets the cached check, so the next {@link checkTableFormat} reads it.
  */
 export async function recordNewTableAffinity(ddb: DynamoDBClient, tableName: string): Promise<TableFormat> {
   const formats = Object.fromEntries(FAMILIES.map((f) => [f, FORMATS[f].current])) as Record<FormatFamily, number>;
@@ -179,14 +175,10 @@ const checked = new WeakMap<DynamoDBClient, Map<string, Promise<TableFormat>>>()
  * no such table) is not cached, so the next call asks again; a refusal is.
  */
 export function checkTableFormat(ddb: DynamoDBClient, tableName: string): Promise<TableFormat> {
-  let byTable = checked.get(ddb);
-  if (!byTable) {
-    byTable = new Map();
-    checked.set(ddb, byTable);
-  }
+  const byTable = checked.get(ddb) ?? new Map<string, Promise<TableFormat>>();
+  checked.set(ddb, byTable);
   let p = byTable.get(tableName);
   if (!p) {
-    const cache = byTable;
     p = readTableFormat(ddb, tableName).then(
       (tf) => {
         const problem = tableFormatProblem(tableName, tf);
@@ -194,7 +186,7 @@ export function checkTableFormat(ddb: DynamoDBClient, tableName: string): Promis
         return tf;
       },
       (err) => {
-        cache.delete(tableName);
+        byTable.delete(tableName);
         throw err;
       },
     );

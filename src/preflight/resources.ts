@@ -1,10 +1,9 @@
 /**
- * The preflight: before a process's first write or send (and at `start()`), prove once that the
- * World's table, queue and bucket exist and answer, so a misnamed resource fails with ONE error
- * naming it (the resource, the variable that chose its name, the region and endpoint, the fix)
- * before anything is written anywhere. Without it, core's `start()` writes `run_created` and sends
- * the run's first message in parallel: a wrong queue left a run `running` that nothing would ever
- * deliver, and a wrong table left a message that a correctly configured worker later ran.
+ * The preflight: before a process's first write or send (and at `start()`), prove once that the World's table, queue
+ * and bucket exist and answer, so a misnamed resource fails with ONE error naming it (the resource, the variable that
+ * chose its name, the region and endpoint, the fix) before anything is written anywhere. Without it, core's `start()`
+ * writes `run_created` and sends the run's first message in parallel: a wrong queue left a run `running` that nothing
+ * would ever deliver, and a wrong table left a message that a correctly configured worker later ran.
  *
  * Cheap, and only with actions the runtime policy already has (src/provision/iam-actions.ts): one
  * GetItem of a key that is never written (`keys.preflight` in src/schema/keys.ts), the queue's URL (the
@@ -12,11 +11,10 @@
  * configured as a URL, one GetQueueAttributes, and one HeadBucket; all three in parallel.
  *
  * Invariants:
- * - Only a "does not exist" answer is a missing resource ({@link MissingResourceError}). No region,
- *   no credentials or an endpoint where nothing answers is the environment's mistake, reported
- *   as one {@link AwsEnvironmentError} naming it and the fix (src/preflight/aws-environment.ts).
- *   Throttling or denied access is an outage or another problem and is rethrown as it is
- *   (throttling as the contract's ThrottleError, so core retries), never reported as missing.
+ * - Only a "does not exist" answer is a missing resource ({@link MissingResourceError}). No region, no credentials or
+ *   an endpoint where nothing answers is the environment's mistake, reported as one {@link AwsEnvironmentError} naming
+ *   it and the fix (src/preflight/aws-environment.ts). Throttling or denied access is an outage or another problem and
+ *   is rethrown as it is (throttling as the contract's ThrottleError, so core retries), never reported as missing.
  * - Once per process per set of resources: concurrent callers share one check, a passed check is
  *   kept, a failed one is forgotten, so the next call asks again (the resource may exist by then).
  */
@@ -85,8 +83,7 @@ export class MissingResourceError extends Error {
   }
 
   /**
-   * The error for `err` when it is a "does not exist" answer about `resource` of `ctx`'s
-   * configuration, else undefined.
+   * The error for `err` when it is a "does not exist" answer about `resource` of `ctx`'s configuration, else undefined.
    */
   static async of(
     ctx: WorldContext,

@@ -2,18 +2,16 @@
  * `init` / `doctor` for EVE_WORLD_AWS_KMS_KEY_ID: the key is usable, and the table, both queues
  * and the bucket are encrypted at rest under it (SSE-KMS) instead of AWS-owned keys.
  *
- * One report (`kind: 'encryption'`) lists a line per resource. Modes as in ./settings.ts:
- * `apply` sets what differs (every change here is online and non-destructive: DynamoDB re-keys in
- * the background, an SQS attribute, the bucket's default for new objects), `dry-run` says what it
- * would set, `verify` reports drift with the command that fixes it.
+ * One report (`kind: 'encryption'`) lists a line per resource. Modes as in ./settings.ts: `apply` sets what differs
+ * (every change here is online and non-destructive: DynamoDB re-keys in the background, an SQS attribute, the bucket's
+ * default for new objects), `dry-run` says what it would set, `verify` reports drift with the command that fixes it.
  *
  * Settings an emulator does not implement are reported `skipped` with the reason, never as
  * applied: DynamoDB Local accepts and ignores SSESpecification (its ARNs name the region
  * `ddblocal`), and fauxqs accepts PutBucketEncryption but does not report it back.
  *
- * The key itself is never created here: a customer-managed key carries a key policy and a
- * monthly cost that are the owner's decision. A missing key is reported with the command to make
- * one.
+ * The key itself is never created here: a customer-managed key carries a key policy and a monthly cost that are the
+ * owner's decision. A missing key is reported with the command to make one.
  */
 import { DescribeTableCommand, UpdateTableCommand } from '@aws-sdk/client-dynamodb';
 import { DecryptCommand, DescribeKeyCommand, GenerateDataKeyCommand, type KMSClient } from '@aws-sdk/client-kms';
@@ -40,8 +38,11 @@ interface Line {
   problem?: string;
 }
 
+/** The configured key, as DescribeKey names it. */
+type Key = { arn: string; id: string };
+
 /** Key ids, ARNs and aliases of one key compare equal: resolve anything that is not the ARN. */
-async function sameKey(kms: KMSClient, ref: string | undefined, key: { arn: string; id: string }): Promise<boolean> {
+async function sameKey(kms: KMSClient, ref: string | undefined, key: Key): Promise<boolean> {
   if (!ref) return false;
   if (ref === key.arn || ref === key.id) return true;
   try {
@@ -51,10 +52,7 @@ async function sameKey(kms: KMSClient, ref: string | undefined, key: { arn: stri
   }
 }
 
-async function checkKey(
-  kms: KMSClient,
-  config: WorldConfig,
-): Promise<{ key?: { arn: string; id: string }; line: Line }> {
+async function checkKey(kms: KMSClient, config: WorldConfig): Promise<{ key?: Key; line: Line }> {
   const ref = config.kmsKeyId!;
   let meta: Record<string, unknown> | undefined;
   try {
@@ -121,7 +119,7 @@ async function tableLine(
   clients: AwsClients,
   config: WorldConfig,
   kms: KMSClient,
-  key: { arn: string; id: string },
+  key: Key,
   mode: ReconcileMode,
 ): Promise<Line> {
   const name = config.tableName;
@@ -158,7 +156,7 @@ async function queueLine(
   clients: AwsClients,
   kms: KMSClient,
   ref: string,
-  key: { arn: string; id: string },
+  key: Key,
   mode: ReconcileMode,
 ): Promise<Line> {
   const label = queueNameOf(ref);
@@ -209,7 +207,7 @@ async function bucketLine(
   clients: AwsClients,
   config: WorldConfig,
   kms: KMSClient,
-  key: { arn: string; id: string },
+  key: Key,
   mode: ReconcileMode,
 ): Promise<Line> {
   const bucket = config.bucket;
@@ -219,8 +217,7 @@ async function bucketLine(
   } catch (err) {
     return { text: `bucket ${bucket}: not checked (${nameOf(err)}); create it first` };
   }
-  const current =
-    rules === 'unsupported' || rules === 'none' ? undefined : rules[0]?.ApplyServerSideEncryptionByDefault;
+  const current = typeof rules === 'string' ? undefined : rules[0]?.ApplyServerSideEncryptionByDefault;
   if (current?.SSEAlgorithm === 'aws:kms' && (await sameKey(kms, current.KMSMasterKeyID, key)))
     return { text: `bucket ${bucket}: default SSE-KMS under the key` };
   const was = current

@@ -1,9 +1,8 @@
 /**
- * The bucket: created when missing, and hardened on every run with four settings: all public
- * access blocked, default encryption (any server-side algorithm is kept; an operator's KMS key is
- * never downgraded), a TLS-only bucket policy statement ({@link TLS_ONLY_SID}) and the lifecycle
- * rules that expire transient objects. Fixes merge: the operator's own policy statements and
- * lifecycle rules stay.
+ * The bucket: created when missing, and hardened on every run with four settings: all public access blocked, default
+ * encryption (any server-side algorithm is kept; an operator's KMS key is never downgraded), a TLS-only bucket policy
+ * statement ({@link TLS_ONLY_SID}) and the lifecycle rules that expire transient objects. Fixes merge: the operator's
+ * own policy statements and lifecycle rules stay.
  */
 import {
   CreateBucketCommand,
@@ -70,6 +69,11 @@ interface PolicyStatement {
   Condition?: { Bool?: Record<string, unknown> };
 }
 
+type PolicyDocument = { Statement?: PolicyStatement[] | PolicyStatement };
+
+const statementsOf = (doc: PolicyDocument): PolicyStatement[] =>
+  Array.isArray(doc.Statement) ? doc.Statement : doc.Statement ? [doc.Statement] : [];
+
 function deniesInsecureTransport(st: PolicyStatement): boolean {
   const v = st.Condition?.Bool?.['aws:SecureTransport'];
   return st.Effect === 'Deny' && (v === 'false' || v === false || (Array.isArray(v) && v.includes('false')));
@@ -93,7 +97,7 @@ function bucketSettings(s3: S3Client, bucket: string, region: string | undefined
   const LIFECYCLE_RULES = lifecycleRules(retentionDays);
   const tlsOnly = tlsOnlyStatement(bucket, region);
   /** The current policy document; undefined when there is none; a string when the endpoint answered nonsense. */
-  const readPolicy = async (): Promise<{ Statement?: PolicyStatement[] | PolicyStatement } | undefined | string> => {
+  const readPolicy = async (): Promise<PolicyDocument | undefined | string> => {
     let text: string | undefined;
     try {
       text = (await s3.send(new GetBucketPolicyCommand({ Bucket: bucket }))).Policy;
@@ -177,18 +181,15 @@ function bucketSettings(s3: S3Client, bucket: string, region: string | undefined
         const doc = await readPolicy();
         if (typeof doc === 'string') return notImplemented('bucket policy');
         if (!doc) return { ok: false, problem: 'no bucket policy' };
-        const statements = Array.isArray(doc.Statement) ? doc.Statement : doc.Statement ? [doc.Statement] : [];
-        return statements.some(deniesInsecureTransport)
+        return statementsOf(doc).some(deniesInsecureTransport)
           ? { ok: true, detail: 'requests without TLS denied' }
           : { ok: false, problem: 'the bucket policy does not deny requests without TLS' };
       },
       async apply() {
         // Merge: the operator's own statements stay.
         const doc = await readPolicy();
-        const base: { Statement?: PolicyStatement[] | PolicyStatement } = typeof doc === 'object' && doc ? doc : {};
-        const statements = (
-          Array.isArray(base.Statement) ? base.Statement : base.Statement ? [base.Statement] : []
-        ).filter((st) => st.Sid !== TLS_ONLY_SID);
+        const base: PolicyDocument = typeof doc === 'object' && doc ? doc : {};
+        const statements = statementsOf(base).filter((st) => st.Sid !== TLS_ONLY_SID);
         await s3.send(
           new PutBucketPolicyCommand({
             Bucket: bucket,

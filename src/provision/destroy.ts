@@ -51,13 +51,6 @@ export interface DestroyReport {
   holdsData: boolean;
 }
 
-export interface DestroyOptions {
-  /** Delete (false: report the plan only). */
-  apply: boolean;
-  /** Also delete resources that hold data. */
-  force: boolean;
-}
-
 interface Target {
   kind: DestroyReport['kind'];
   name: string;
@@ -150,15 +143,15 @@ function scheduleGroupTarget(scheduler: SchedulerClient, name: string): Target {
 
 /** The resources `init` creates for `config`, in deletion order. */
 async function targets(clients: AwsClients, config: WorldConfig): Promise<Target[]> {
-  const out: Target[] = [];
   // The account's shared group is never this World's to delete.
-  if (config.schedulerRoleArn && config.schedulerGroup !== SHARED_SCHEDULE_GROUP)
-    out.push(scheduleGroupTarget(await clients.scheduler(), config.schedulerGroup));
-  out.push(queueTarget(clients.sqs, 'queue', config.queue));
-  out.push(queueTarget(clients.sqs, 'dlq', config.deadLetterQueue));
-  out.push(bucketTarget(await clients.s3(), config.bucket));
-  out.push(tableTarget(clients, config.tableName));
-  return out;
+  const ownGroup = config.schedulerRoleArn && config.schedulerGroup !== SHARED_SCHEDULE_GROUP;
+  return [
+    ...(ownGroup ? [scheduleGroupTarget(await clients.scheduler(), config.schedulerGroup)] : []),
+    queueTarget(clients.sqs, 'queue', config.queue),
+    queueTarget(clients.sqs, 'dlq', config.deadLetterQueue),
+    bucketTarget(await clients.s3(), config.bucket),
+    tableTarget(clients, config.tableName),
+  ];
 }
 
 /**
@@ -169,7 +162,8 @@ async function targets(clients: AwsClients, config: WorldConfig): Promise<Target
 export async function destroyResources(
   clients: AwsClients,
   config: WorldConfig,
-  opts: DestroyOptions,
+  /** `apply`: delete (false: report the plan only); `force`: also delete resources that hold data. */
+  opts: { apply: boolean; force: boolean },
 ): Promise<DestroyReport[]> {
   const found = [];
   for (const t of await targets(clients, config)) found.push({ t, state: await t.inspect() });

@@ -1,11 +1,9 @@
 /**
- * IAM policy documents printed by `eve-world-aws init --print-iam-policy [--operator]`, generated
- * from the command table in `iam-actions.ts` through `principal-actions.ts` (the CDK construct's
- * grants come from the same table).
+ * IAM policy documents printed by `eve-world-aws init --print-iam-policy [--operator]`, generated from the command
+ * table in `iam-actions.ts` through `principal-actions.ts` (the CDK construct's grants come from the same table).
  *
- * ARNs are partition-aware (derived from the region by src/aws/arn.ts unless given),
- * `iam:PassRole` carries an `iam:PassedToService` condition, and the Scheduler role's own policy
- * and trust policy are printed alongside.
+ * ARNs are partition-aware (derived from the region by src/aws/arn.ts unless given), `iam:PassRole` carries an
+ * `iam:PassedToService` condition, and the Scheduler role's own policy and trust policy are printed alongside.
  *
  * The KMS key (EVE_WORLD_AWS_KMS_KEY_ID) is granted by ARN when the setting is a key id or key ARN.
  * An alias cannot be a policy resource (KMS authorizes on the key), so an alias becomes every key
@@ -116,10 +114,9 @@ const SCHEDULER_RESOURCES: ReadonlySet<IamResource> = new Set([
 ]);
 
 /**
- * The policy for a principal. Scheduler statements are included only when a scheduler role is
- * configured (without one, long waits use SQS hops and the World never calls the Scheduler), KMS
- * statements only when a key is configured. `kms:CreateGrant` (init) is its own statement, limited
- * to grants for AWS resources.
+ * The policy for a principal. Scheduler statements are included only when a scheduler role is configured (without one,
+ * long waits use SQS hops and the World never calls the Scheduler), KMS statements only when a key is configured.
+ * `kms:CreateGrant` (init) is its own statement, limited to grants for AWS resources.
  */
 export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t: PolicyTarget): PolicyDocument {
   const arns = resourceArns(config, t);
@@ -175,6 +172,7 @@ export function schedulerRolePolicies(
   t: PolicyTarget,
 ): { trustPolicy: object; policy: PolicyDocument } {
   const arns = resourceArns(config, t);
+  const key = config.kmsKeyId ? kmsKeyResource(config.kmsKeyId, t) : undefined;
   return {
     trustPolicy: {
       Version: '2012-10-17',
@@ -184,12 +182,7 @@ export function schedulerRolePolicies(
           Principal: { Service: 'scheduler.amazonaws.com' },
           Action: 'sts:AssumeRole',
           // Only schedules of this World's group may use the role (not every schedule of the account).
-          Condition: {
-            StringEquals: {
-              'aws:SourceAccount': t.account,
-              'aws:SourceArn': arns.scheduleGroup[0],
-            },
-          },
+          Condition: { StringEquals: { 'aws:SourceAccount': t.account, 'aws:SourceArn': arns.scheduleGroup[0] } },
         },
       ],
     },
@@ -197,24 +190,20 @@ export function schedulerRolePolicies(
       Version: '2012-10-17',
       Statement: [
         { Sid: 'SchedulerSendToQueue', Effect: 'Allow', Action: [...SCHEDULER_ROLE_ACTIONS], Resource: arns.queue },
-        ...schedulerKeyStatements(config, t),
+        ...(key ? [schedulerKeyStatement(key)] : []),
       ],
     },
   };
 }
 
-function schedulerKeyStatements(config: WorldConfig, t: PolicyTarget): PolicyStatement[] {
-  if (!config.kmsKeyId) return [];
-  const key = kmsKeyResource(config.kmsKeyId, t);
-  return [
-    {
-      Sid: 'SchedulerQueueKey',
-      Effect: 'Allow',
-      Action: [...SCHEDULER_ROLE_KMS_ACTIONS],
-      Resource: [key.arn],
-      ...(key.condition ? { Condition: key.condition } : {}),
-    },
-  ];
+function schedulerKeyStatement(key: ReturnType<typeof kmsKeyResource>): PolicyStatement {
+  return {
+    Sid: 'SchedulerQueueKey',
+    Effect: 'Allow',
+    Action: [...SCHEDULER_ROLE_KMS_ACTIONS],
+    Resource: [key.arn],
+    ...(key.condition ? { Condition: key.condition } : {}),
+  };
 }
 
 /** The World's run-time policy. */

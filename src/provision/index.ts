@@ -1,13 +1,11 @@
 /**
  * Provisioning: the AWS resources the World needs (one table and its format item, one queue with its DLQ, one bucket,
- * with EVE_WORLD_AWS_SCHEDULER_ROLE_ARN its own schedule group, and with EVE_WORLD_AWS_KMS_KEY_ID
- * their encryption at rest) and {@link reconcile}, which
- * creates what is missing and reports drift in what exists. Used by `init` (apply / dry run),
- * `emulate`, `doctor` (verify), the CDK construct (the IAM table) and the test harness.
+ * with EVE_WORLD_AWS_SCHEDULER_ROLE_ARN its own schedule group, and with EVE_WORLD_AWS_KMS_KEY_ID their encryption at
+ * rest) and {@link reconcile}, which creates what is missing and reports drift in what exists. Used by `init` (apply /
+ * dry run), `emulate`, `doctor` (verify), the CDK construct (the IAM table) and the test harness.
  *
- * A layer of its own above the World's parts: no runtime module imports it
- * (test/unit/layers.test.ts), so a Lambda cold start never loads it. Only standard AWS APIs are used, so the same
- * code runs against real AWS and the emulators.
+ * A layer of its own above the World's parts: no runtime module imports it (test/unit/layers.test.ts), so a Lambda cold
+ * start never loads it. Only standard AWS APIs are used, so the same code runs against real AWS and the emulators.
  */
 import type { AwsClients } from '../aws/clients.js';
 import type { WorldConfig } from '../config/index.js';
@@ -44,8 +42,7 @@ export async function reconcile(
   options: { minReader?: number; affinity?: boolean } = {},
 ): Promise<ResourceReport[]> {
   const schema = await reconcileTable(clients.ddb, config.tableName, mode);
-  // The table's format item (src/schema/formats.ts), reported with the table: recorded, upgraded
-  // (additive) or checked.
+  // The table's format item (src/schema/formats.ts), reported with the table: recorded, upgraded (additive) or checked.
   const table = withFormat(
     schema,
     await reconcileTableFormat(

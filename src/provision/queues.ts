@@ -144,23 +144,19 @@ export function queueDrift(
   else {
     if (dlqArn && redrive.deadLetterTargetArn !== dlqArn)
       problems.push(`redrives to ${redrive.deadLetterTargetArn}, expected ${dlqArn}`);
-    if (Number(redrive.maxReceiveCount) !== config.maxReceiveCount) {
+    if (Number(redrive.maxReceiveCount) !== config.maxReceiveCount)
       problems.push(`redrives after ${redrive.maxReceiveCount} receives, configured ${config.maxReceiveCount}`);
-    }
   }
-  if (Number(attrs.VisibilityTimeout) !== config.visibilityTimeoutSeconds) {
+  if (Number(attrs.VisibilityTimeout) !== config.visibilityTimeoutSeconds)
     problems.push(
       `visibility timeout is ${attrs.VisibilityTimeout} s, configured ${config.visibilityTimeoutSeconds} s`,
     );
-  }
-  if (Number(attrs.MessageRetentionPeriod) !== MESSAGE_RETENTION_SECONDS) {
+  if (Number(attrs.MessageRetentionPeriod) !== MESSAGE_RETENTION_SECONDS)
     problems.push(
       `message retention is ${attrs.MessageRetentionPeriod} s, expected ${MESSAGE_RETENTION_SECONDS} s (14 days)`,
     );
-  }
-  if (Number(attrs.MaximumMessageSize) < MAX_MESSAGE_SIZE) {
+  if (Number(attrs.MaximumMessageSize) < MAX_MESSAGE_SIZE)
     problems.push(`maximum message size is ${attrs.MaximumMessageSize} bytes, expected ${MAX_MESSAGE_SIZE}`);
-  }
   const unfixable = attrs.FifoQueue === 'true';
   if (unfixable) problems.push('is a FIFO queue; eve-world-aws needs a standard queue');
   const wanted: Record<string, string> = {

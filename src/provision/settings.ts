@@ -8,8 +8,7 @@
  * Invariants, enforced by {@link reconcileSettings}:
  * - Every setting is re-checked on every run, not only when its resource is created (an
  *   interrupted `init`, or a bucket that already existed, must not stay unhardened).
- * - One setting never stops the others: a failed read or fix is reported (`failed`) and the next
- *   `init` applies it.
+ * - One setting never stops the others: a failed read or fix is reported (`failed`) and the next `init` applies it.
  * - A setting the endpoint does not implement (an emulator) is `skipped` with the reason, never
  *   reported as applied nor silently ignored.
  */
@@ -71,6 +70,7 @@ export type ReconcileMode = 'apply' | 'dry-run' | 'verify';
 export async function reconcileSettings(settings: Setting[], mode: ReconcileMode): Promise<SettingReport[]> {
   const out: SettingReport[] = [];
   for (const s of settings) {
+    const report = (state: SettingState, detail: string) => out.push({ setting: s.name, state, detail });
     let c: SettingCheck;
     try {
       c = await s.check();
@@ -78,39 +78,22 @@ export async function reconcileSettings(settings: Setting[], mode: ReconcileMode
       if (isUnsupported(err))
         c = { unsupported: `not implemented by this endpoint (${errorName(err) || 'unsupported'})` };
       else {
-        out.push({ setting: s.name, state: 'failed', detail: `could not read it: ${describeError(err)}` });
+        report('failed', `could not read it: ${describeError(err)}`);
         continue;
       }
     }
-    if ('unsupported' in c) {
-      out.push({ setting: s.name, state: 'skipped', detail: `skipped: ${c.unsupported}` });
-    } else if (c.ok) {
-      out.push({ setting: s.name, state: 'ok', detail: c.detail ?? s.want });
-    } else if (!s.apply || mode === 'verify' || c.manualFix !== undefined) {
-      out.push({
-        setting: s.name,
-        state: 'drift',
-        detail: c.manualFix ? `${c.problem}; fix: ${c.manualFix}` : c.problem,
-      });
-    } else if (mode === 'dry-run') {
-      out.push({ setting: s.name, state: 'would-fix', detail: `${c.problem}; would ${s.want}` });
-    } else {
+    if ('unsupported' in c) report('skipped', `skipped: ${c.unsupported}`);
+    else if (c.ok) report('ok', c.detail ?? s.want);
+    else if (!s.apply || mode === 'verify' || c.manualFix !== undefined)
+      report('drift', c.manualFix ? `${c.problem}; fix: ${c.manualFix}` : c.problem);
+    else if (mode === 'dry-run') report('would-fix', `${c.problem}; would ${s.want}`);
+    else {
       try {
         await s.apply();
-        out.push({ setting: s.name, state: 'fixed', detail: `${c.problem}; fixed: ${s.want}` });
+        report('fixed', `${c.problem}; fixed: ${s.want}`);
       } catch (err) {
-        if (isUnsupported(err))
-          out.push({
-            setting: s.name,
-            state: 'skipped',
-            detail: `skipped: not implemented by this endpoint (${errorName(err)})`,
-          });
-        else
-          out.push({
-            setting: s.name,
-            state: 'failed',
-            detail: `${c.problem}; could not ${s.want}: ${describeError(err)}`,
-          });
+        if (isUnsupported(err)) report('skipped', `skipped: not implemented by this endpoint (${errorName(err)})`);
+        else report('failed', `${c.problem}; could not ${s.want}: ${describeError(err)}`);
       }
     }
   }

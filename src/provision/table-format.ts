@@ -21,10 +21,12 @@ import { isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import {
   AFFINITY_ATTR,
   describeFormats,
+  FAMILIES,
   formatItem,
   readTableFormat,
   type TableFormat,
   tableFormatProblem,
+  UNRECORDED,
 } from '../preflight/format-check.js';
 import { FORMATS, type FormatFamily, MIN_READER_OF_WRITES, READER_FORMAT, UPGRADE_DOC } from '../schema/formats.js';
 import type { ReconcileMode, ResourceReport } from './settings.js';
@@ -44,8 +46,6 @@ const FORMAT_STEPS: readonly FormatStep[] = [
     what: 'new items and messages carry their format (`fv`, `eve.fmt`); nothing is rewritten (format-1 items and messages stay readable)',
   },
 ];
-
-const FAMILIES: readonly FormatFamily[] = ['log', 'records', 'messages'];
 
 /**
  * The formats the table records after this build's `init`: never lower than what is there.
@@ -100,9 +100,8 @@ export interface FormatReport {
 }
 
 /**
- * The table's report with its format's folded in: `format:` detail lines; a format drift makes the
- * table drift (with the fix), a recorded or planned format change an `updated` / `would-update`
- * of a table that was present.
+ * The table's report with its format's folded in: `format:` detail lines; a format drift makes the table drift (with
+ * the fix), a recorded or planned format change an `updated` / `would-update` of a table that was present.
  */
 export function withFormat(table: ResourceReport, format: FormatReport): ResourceReport {
   const out: ResourceReport = { ...table, details: [...table.details, ...format.details.map((d) => `format: ${d}`)] };
@@ -136,14 +135,8 @@ export async function reconcileTableFormat(
     details,
     ...(fix ? { fix } : {}),
   });
-  const unrecorded: TableFormat = {
-    recorded: false,
-    formats: { log: 1, records: 1, messages: 1 },
-    minReader: 1,
-    affinity: false,
-  };
   if (!tableExists && mode !== 'apply') {
-    const next = targetFormat(unrecorded, minReader, affinity);
+    const next = targetFormat(UNRECORDED, minReader, affinity);
     return mode === 'dry-run'
       ? report('would-create', [`would record ${describe(next)} on the new table`])
       : report('present', []); // the table's own report says it is missing
@@ -154,7 +147,7 @@ export async function reconcileTableFormat(
     // A newer build upgraded the table: this build reads it only if minReader allows, and never lowers it.
     return report(
       problem ? 'drift' : 'present',
-      [`${describe(current)}; this build writes ${describeFormats(targetFormat(unrecorded).formats)}`],
+      [`${describe(current)}; this build writes ${describeFormats(targetFormat(UNRECORDED).formats)}`],
       problem ? `upgrade eve-world-aws to a build that reads format ${current.minReader} (${UPGRADE_DOC})` : undefined,
     );
   }

@@ -66,12 +66,8 @@ function tableSettings(ddb: DynamoDBClient, table: string): Setting[] {
       },
       async apply() {
         try {
-          await ddb.send(
-            new UpdateTimeToLiveCommand({
-              TableName: table,
-              TimeToLiveSpecification: { AttributeName: attr, Enabled: true },
-            }),
-          );
+          const spec = { AttributeName: attr, Enabled: true };
+          await ddb.send(new UpdateTimeToLiveCommand({ TableName: table, TimeToLiveSpecification: spec }));
         } catch (err) {
           // An SDK retry after a lost response finds its own change applied: that is success.
           if (!(isValidation(err) && /already enabled/i.test(String((err as Error).message)))) throw err;
