@@ -52,6 +52,11 @@ export async function getItems(
   return keys.map((k) => found.get(id(k)));
 }
 
+/** The items of one Query request (no paging). */
+export async function queryOnce(ctx: StorageCtx, input: QueryInput): Promise<Attrs[]> {
+  return ((await ctx.ddb.send(new QueryCommand({ TableName: ctx.table, ...input }))).Items ?? []) as Attrs[];
+}
+
 /** All items of one Query, following `LastEvaluatedKey`, up to `max` items. */
 export async function queryAll(ctx: StorageCtx, input: QueryInput, max = Number.POSITIVE_INFINITY): Promise<Attrs[]> {
   const out: Attrs[] = [];
@@ -92,13 +97,14 @@ export async function keyedPage(
   const items: Attrs[] = [];
   let start: Attrs | undefined = cursor ? decodeKeyCursor(cursor, keyNames) : undefined; // '' = from the start
   do {
-    const req = {
-      TableName: ctx.table,
-      ...input,
-      Limit: Math.max(limit + 1 - items.length, 25),
-      ExclusiveStartKey: start,
-    };
-    const res = await ctx.ddb.send(new QueryCommand(req));
+    const res = await ctx.ddb.send(
+      new QueryCommand({
+        TableName: ctx.table,
+        ...input,
+        Limit: Math.max(limit + 1 - items.length, 25),
+        ExclusiveStartKey: start,
+      }),
+    );
     items.push(...((res.Items ?? []) as Attrs[]));
     start = res.LastEvaluatedKey as Attrs | undefined;
   } while (start && items.length <= limit);

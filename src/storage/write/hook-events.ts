@@ -8,7 +8,6 @@
  * gone is taken over by the next claimant (conditioned on the stale owner), so a release the
  * terminal path missed can never block a token forever.
  */
-import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, HookNotFoundError, RunExpiredError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { type Expression, expression, readInput, when } from '../../aws/expression.js';
@@ -21,9 +20,9 @@ import { type EventRecord, eventItem, newEvent, toEvent } from '../records/event
 import { type HookRecord, hookItem, parseHook, resumeContextOf, toHook, tokenOfHookPk } from '../records/hook.js';
 import { isTerminalRun } from '../records/lifecycle.js';
 import { placeEventData, placePayloads, runPrefix } from '../records/payloads.js';
-import { parseRun, toRun } from '../records/run.js';
+import { parseRun, type RunRecord, toRun } from '../records/run.js';
 import { keysOf, num, str } from '../table/codec.js';
-import { getItem } from '../table/reads.js';
+import { getItem, queryOnce } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { assertId } from '../table/world-errors.js';
 import { commit } from './commit.js';
@@ -40,14 +39,11 @@ const hookOwnedBy = (runId: string, hookId: string): Expression =>
 
 /** The token of a run's hook when the event did not carry it (GSI1 `RUNHOOKS#<runId>`). */
 async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<string | undefined> {
-  const res = await ctx.ddb.send(
-    new QueryCommand({
-      TableName: ctx.table,
-      IndexName: GSI1,
-      ...readInput({ key: [when.is(ATTR.gsi1pk, keys.runHooksGsi(runId)), when.is(ATTR.gsi1sk, hookId)] }),
-    }),
-  );
-  const pk = res.Items?.[0]?.PK?.S;
+  const [key] = await queryOnce(ctx, {
+    IndexName: GSI1,
+    ...readInput({ key: [when.is(ATTR.gsi1pk, keys.runHooksGsi(runId)), when.is(ATTR.gsi1sk, hookId)] }),
+  });
+  const pk = key?.PK?.S;
   return pk === undefined ? undefined : tokenOfHookPk(pk);
 }
 
@@ -169,7 +165,7 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
 
   let pos: Position = startPosition(params);
   let preload: EventRecord[] | undefined;
-  let run: HookRunView | undefined;
+  let run: RunRecord | undefined;
   if (params?.preloadEvents === true) {
     // Read the whole log with the run; the write then lands right after it (or reports the bump).
     const read = await readRunTail(ctx, runId, 0);
@@ -219,11 +215,7 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
         return resolved({ event: await toEvent(ctx, committed!, call.resolveData) });
       }
       if (failedCondition(c, 0)) throw new HookNotFoundError(hookId);
-      throw runGuardError(
-        runId,
-        oldItem(c, 1),
-        (s) => new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s),
-      );
+      throw runGuardError(runId, oldItem(c, 1), expired);
     },
   });
   if (endedEarly(done)) return done;
@@ -235,8 +227,6 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
   }
   return out;
 }
-
-type HookRunView = ReturnType<typeof parseRun>;
 
 // ---------------------------------------------------------------- hook_disposed
 
