@@ -45,7 +45,7 @@
  */
 import { TooEarlyError } from '@workflow/errors';
 import type { Cond } from '../../aws/expression.js';
-import { type Change, type Fields, OwnedRecord } from '../../aws/owned-record.js';
+import { type Fields, OwnedRecord } from '../../aws/owned-record.js';
 import { sleep } from '../../aws/sleep.js';
 import { currentDelivery, type StepLease } from '../../context/delivery-scope.js';
 import { keys } from '../../schema/keys.js';
@@ -153,19 +153,6 @@ export function startFence(
 }
 
 /**
- * A conditional update of a step this delivery leased: applied only while the step still carries
- * the delivery's token. False when it does not (finished, released, or taken over after a lapse).
- */
-function updateIfHeld(
-  ctx: Pick<StorageCtx, 'ddb' | 'table'>,
-  ref: { runId: string; stepId: string },
-  token: string,
-  change: Change,
-): Promise<boolean> {
-  return leases.transition(ctx, keys.step(ref.runId, ref.stepId), token, change);
-}
-
-/**
  * One heartbeat: raise the heartbeat count of every step in `lease.started` by one and move its
  * end to `now + ttlMs`. Heartbeats may overlap (one may hang in its SDK retries while the next goes
  * out): each takes its own larger count, and the write only ever raises the count
@@ -197,15 +184,15 @@ export async function extendStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, l
 export async function releaseStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, lease: StepLease): Promise<void> {
   const refs = [...lease.started.values()];
   lease.started.clear();
-  await Promise.all(refs.map((ref) => updateIfHeld(ctx, ref, lease.token, { remove: LEASE_FIELDS })));
+  await Promise.all(
+    refs.map((ref) => leases.transition(ctx, keys.step(ref.runId, ref.stepId), lease.token, { remove: LEASE_FIELDS })),
+  );
 }
-
-/** How a watcher found a lease: its holder heartbeated (or the step moved on), or it lapsed and was revoked. */
-export type LeaseVerdict = 'live' | 'lapsed';
 
 /** A watch's outcome, with what it is based on (for the log line). */
 export interface LeaseWatchReport {
-  verdict: LeaseVerdict;
+  /** Its holder heartbeated (or the step moved on), or it lapsed and was revoked. */
+  verdict: 'live' | 'lapsed';
   /** How long the lease was seen unchanged (ms, the watcher's clock) when the watch ended. */
   quietMs: number;
   /** Reads of the step during the watch. */
