@@ -29,7 +29,7 @@ import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import { type CreateCall, endedEarly, type Handled, type Outcome, resolved } from './create-call.js';
 import { type Position, startPosition } from './position.js';
-import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError } from './run-guard.js';
+import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError, terminalRunConflict } from './run-guard.js';
 
 type Data = Record<string, any>;
 
@@ -69,13 +69,12 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
   const eventData: Data = data.eventData ?? {};
   const token = eventData.token;
   assertId('token', token);
-  const terminal = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
   const placed = await placePayloads(
     ctx,
     { metadata: eventData.metadata },
     `${runPrefix(runId)}/hooks/${hookId}`,
     4096,
-    () => checkRunGuard(ctx, runId, terminal),
+    () => checkRunGuard(ctx, runId, terminalRunConflict),
   );
   const rec: HookRecord = {
     runId,
@@ -117,7 +116,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     },
     onGuard: async (c) => {
       const runIdx = conflictWith !== undefined ? 0 : 1;
-      if (failedCondition(c, runIdx)) throw runGuardError(runId, oldItem(c, runIdx), terminal);
+      if (failedCondition(c, runIdx)) throw runGuardError(runId, oldItem(c, runIdx), terminalRunConflict);
       const old = oldItem(c, 0);
       if (!old) {
         takeover = undefined; // the stale claim went away meanwhile: claim it fresh

@@ -9,7 +9,7 @@
  * (a running step's completion, `step_retrying`, stream blocks) are listed there and protected.
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
-import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
+import { EntityConflictError, RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
 import { requiresNewerWorld, SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { type Expression, expression, when } from '../../aws/expression.js';
 import { keys } from '../../schema/keys.js';
@@ -52,6 +52,10 @@ export const HOLDS = 'holds';
 export function mayHold(run: Attrs): boolean {
   return run[HOLDS]?.BOOL !== false;
 }
+
+/** The error a create on a terminal run maps to. */
+export const terminalRunConflict = (s: string) =>
+  new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
 
 /** The error a failed {@link runGuard} stands for. */
 export function runGuardError(runId: string, old: Attrs | undefined, onTerminal: (status: string) => Error): Error {

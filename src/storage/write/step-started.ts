@@ -24,9 +24,9 @@ import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import type { CreateCall, Outcome } from './create-call.js';
 import { startPosition } from './position.js';
-import { checkRunGuard, runGuard, runGuardError } from './run-guard.js';
+import { checkRunGuard, runGuard, runGuardError, terminalRunConflict } from './run-guard.js';
 import { currentStepLease, leaseStamp, noteStarted, startFence } from './step-lease.js';
-import { assertLive, type Data, stepPrefix, terminalRunConflict, transition } from './step-transition.js';
+import { assertLive, type Data, stepPrefix, transition } from './step-transition.js';
 
 export async function stepCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
   const { ctx } = call;

@@ -33,10 +33,6 @@ export type Data = Record<string, any>;
 /** Where a step's payloads live in S3. */
 export const stepPrefix = (runId: string, stepId: string) => `${runPrefix(runId)}/steps/${stepId}`;
 
-/** The error a create on a terminal run maps to. */
-export const terminalRunConflict = (s: string) =>
-  new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
-
 export interface Transition {
   /** The new step, in stored form. */
   next: StepRecord;

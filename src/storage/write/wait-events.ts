@@ -16,7 +16,7 @@ import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import type { CreateCall, Outcome } from './create-call.js';
 import { advance, startPosition } from './position.js';
-import { HOLDS, holdingRunGuard, runGuardError } from './run-guard.js';
+import { HOLDS, holdingRunGuard, runGuardError, terminalRunConflict } from './run-guard.js';
 
 type Data = Record<string, any>;
 
@@ -44,12 +44,7 @@ export async function waitCreated(call: CreateCall, runId: string, data: Data): 
       eventIdx: 2,
     }),
     onGuard: (c) => {
-      if (failedCondition(c, 1))
-        throw runGuardError(
-          runId,
-          oldItem(c, 1),
-          (s) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`),
-        );
+      if (failedCondition(c, 1)) throw runGuardError(runId, oldItem(c, 1), terminalRunConflict);
       throw new EntityConflictError(`Wait "${cid}" already exists`);
     },
   });
