@@ -1,8 +1,4 @@
-/**
- * `events.*` reads: get by slot id, list (ascending by default; no `limit` = every remaining
- * event, capped at the per-run maximum), and listByCorrelationId (see `correlation.ts`). The returned cursor is the last event's slot even on the final page, so an incremental
- * reader can resume from it.
- */
+/** `events.*` reads: get by slot id, list, and listByCorrelationId (see `correlation.ts`). */
 import type {
   Event,
   GetEventParams,
@@ -24,6 +20,15 @@ import { assertId, invalidArgument, notFound } from '../table/world-errors.js';
 import { correlationEvents } from './correlation.js';
 import { EVT_END, EVT_START, eventAt } from './log-tail.js';
 
+/** A list request's pagination, order, exclusive slot bound and page size. */
+function pageOf(pagination: ListEventsParams['pagination']) {
+  const p = pagination ?? {};
+  // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
+  const after = p.cursor ? decodeEventCursor(p.cursor).slot : undefined;
+  const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
+  return { p, asc: p.sortOrder !== 'desc', after, limit };
+}
+
 export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
   async function get(runId: string, eventId: string, params?: GetEventParams): Promise<Event> {
     assertId('runId', runId);
@@ -41,11 +46,7 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
    */
   async function list(params: ListEventsParams): Promise<PaginatedResponse<Event>> {
     assertId('runId', params.runId);
-    const p = params.pagination ?? {};
-    const asc = p.sortOrder !== 'desc';
-    // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
-    const after = p.cursor ? decodeEventCursor(p.cursor).slot : undefined;
-    const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
+    const { p, asc, after, limit } = pageOf(params.pagination);
     const remembered = asc ? fromMemory(params.runId, after ?? 0, limit) : undefined;
     if (remembered) return eventPage(noteRead(remembered, limit), limit, p.cursor, params.resolveData);
     // Ascending from the cursor's own item (a pair's first half may be the bound), descending
@@ -105,11 +106,7 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
   async function listByCorrelationId(params: ListEventsByCorrelationIdParams): Promise<PaginatedResponse<Event>> {
     assertId('runId', params.runId);
     assertId('correlationId', params.correlationId);
-    const p = params.pagination ?? {};
-    const asc = p.sortOrder !== 'desc';
-    // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
-    const after = p.cursor ? decodeEventCursor(p.cursor).slot : undefined;
-    const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
+    const { p, asc, after, limit } = pageOf(params.pagination);
     const recs = await correlationEvents(ctx, {
       runId: params.runId,
       correlationId: params.correlationId,

@@ -93,19 +93,15 @@ function perRunQueue() {
 
 export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs = new RunItemCache()) {
   const queue = perRunQueue();
-  const createOne = createUnqueued(ctx, hints, steps, runs);
+  const create = createTraced(ctx, hints, steps, runs);
+  const createOne = (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
+    withStorageWriteSpan({ eventType: String(data?.eventType), runId: runId ?? undefined }, () =>
+      create(runId, data, params),
+    );
   return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
     typeof runId === 'string' && runId !== ''
       ? queue(runId, () => createOne(runId, data, params))
       : createOne(runId, data, params);
-}
-
-function createUnqueued(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs: RunItemCache) {
-  const create = createTraced(ctx, hints, steps, runs);
-  return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
-    withStorageWriteSpan({ eventType: String(data?.eventType), runId: runId ?? undefined }, () =>
-      create(runId, data, params),
-    );
 }
 
 function createTraced(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs: RunItemCache) {
