@@ -13,8 +13,10 @@ import type { StorageCtx } from './storage-ctx.js';
 
 export type QueryInput = Omit<QueryCommandInput, 'TableName'>;
 
-export async function getItem(ctx: StorageCtx, key: { PK: string; SK: string }): Promise<Attrs | undefined> {
-  const res = await ctx.ddb.send(new GetItemCommand({ TableName: ctx.table, Key: keysOf(key), ConsistentRead: true }));
+/** One item, strongly consistent; `projection` (the attributes to return) leaves the others unread. */
+export async function getItem(ctx: StorageCtx, key: { PK: string; SK: string }, projection?: readonly Path[]) {
+  const read = { TableName: ctx.table, Key: keysOf(key), ConsistentRead: true };
+  const res = await ctx.ddb.send(new GetItemCommand({ ...read, ...(projection ? readInput({ projection }) : {}) }));
   return res.Item as Attrs | undefined;
 }
 

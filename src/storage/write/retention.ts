@@ -15,7 +15,6 @@
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { getEventDataRefFields, readRunRetention } from '@workflow/world';
 import { expression, type Path, when } from '../../aws/expression.js';
-import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
 import { RETENTION_TAG } from '../../config/limits.js';
 import { ATTR, keys } from '../../schema/keys.js';
 import { consoleLogger } from '../../telemetry/log.js';
@@ -24,6 +23,7 @@ import { PAIR_ATTR } from '../records/event.js';
 import { runPrefix } from '../records/payloads.js';
 import { type Attrs, keysOf } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
+import { ifConditionHolds } from './conditions.js';
 import { readRunItems } from './run-items.js';
 
 /** How long the payload-free entities of a `$retention: '0'` run are kept without a World-wide retention. */
@@ -85,11 +85,12 @@ async function stamp(ctx: StorageCtx, items: Attrs[], ttl: number, purge: boolea
       .set({ [ATTR.ttl]: ttl })
       .when(when.present);
     if (purge) update.set(blockPurge(it)).remove(...payloadPaths(it));
-    await ctx.ddb
-      .send(new UpdateItemCommand(update.toUpdateItem(ctx.table, { PK: it.PK, SK: it.SK }, { returnOld: false })))
-      .catch((e) => {
-        if (!isConditionalCheckFailed(e)) throw e; // deleted meanwhile (a released wait): nothing to stamp
-      });
+    // A failed condition: deleted meanwhile (a released wait), nothing to stamp.
+    await ifConditionHolds(
+      ctx.ddb.send(
+        new UpdateItemCommand(update.toUpdateItem(ctx.table, { PK: it.PK, SK: it.SK }, { returnOld: false })),
+      ),
+    );
   });
 }
 

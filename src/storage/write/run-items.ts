@@ -51,10 +51,7 @@ export async function readRunItems(
     byIndex(keys.runStreamsGsi(runId)),
   ]);
   const [hookItems, blocks] = await Promise.all([
-    getItems(
-      ctx,
-      hookKeys.map((k) => ({ PK: k.PK, SK: k.SK })),
-    ),
+    getItems(ctx, hookKeys),
     Promise.all(streams.map((s) => partition(s.PK.S as string))),
   ]);
   return { own, blocks: blocks.flat(), hooks: hookItems.filter((h) => h !== undefined) };

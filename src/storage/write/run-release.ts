@@ -15,6 +15,7 @@ import { type Attrs, num, str } from '../table/codec.js';
 import { backoff } from '../table/contention-backoff.js';
 import { queryAll } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
+import { ifConditionHolds } from './conditions.js';
 
 export async function releaseRun(ctx: StorageCtx, runId: string, purge = false): Promise<void> {
   const [hooks, waits] = await Promise.all([
@@ -67,8 +68,8 @@ async function releaseHook(ctx: StorageCtx, runId: string, h: Attrs, now: number
       .set({ [ATTR.ttl]: Math.ceil(until / 1000) })
       .when(...owned);
     if (purge) keep.remove('metadata');
-    await ctx.ddb.send(new UpdateItemCommand(keep.toUpdateItem(ctx.table, key, { returnOld: false }))).catch((err) => {
-      if (!isConditionalCheckFailed(err)) throw err;
-    });
+    await ifConditionHolds(
+      ctx.ddb.send(new UpdateItemCommand(keep.toUpdateItem(ctx.table, key, { returnOld: false }))),
+    );
   }
 }
