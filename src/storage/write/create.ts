@@ -22,7 +22,7 @@ import { cursorAt, type EventRecord, toEvent } from '../records/event.js';
 import { dropUndefined } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { assertId, invalidArgument } from '../table/world-errors.js';
-import { type CreateCall, endedEarly, type Handled, type Outcome } from './create-call.js';
+import { type CreateCall, type EventData, endedEarly, type Handled, type Outcome } from './create-call.js';
 import { hookCreated, hookDisposed, hookReceived } from './hook-events.js';
 import { attrSet } from './run-attributes.js';
 import { runCreated } from './run-created.js';
@@ -32,8 +32,7 @@ import { stepFinished, stepRetrying } from './step-finished.js';
 import { stepCreated, stepStartedBare, stepStartedLazy } from './step-started.js';
 import { waitCompleted, waitCreated } from './wait-events.js';
 
-type Data = Record<string, any>;
-type Handler = (call: CreateCall, runId: string, data: Data) => Promise<Handled>;
+type Handler = (call: CreateCall, runId: string, data: EventData) => Promise<Handled>;
 
 /**
  * The writer of each event type a core creates (src/schema/event-kinds.ts: `writer: 'core'`), but
@@ -94,18 +93,22 @@ function perRunQueue() {
 export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs = new RunItemCache()) {
   const queue = perRunQueue();
   const create = createTraced(ctx, hints, steps, runs);
-  const createOne = (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
+  const createOne = (runId: string | null, data: EventData, params?: CreateEventParams): Promise<EventResult> =>
     withStorageWriteSpan({ eventType: String(data?.eventType), runId: runId ?? undefined }, () =>
       create(runId, data, params),
     );
-  return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
+  return (runId: string | null, data: EventData, params?: CreateEventParams): Promise<EventResult> =>
     typeof runId === 'string' && runId !== ''
       ? queue(runId, () => createOne(runId, data, params))
       : createOne(runId, data, params);
 }
 
 function createTraced(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs: RunItemCache) {
-  return async function create(runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> {
+  return async function create(
+    runId: string | null,
+    data: EventData,
+    params?: CreateEventParams,
+  ): Promise<EventResult> {
     if (!data || typeof data !== 'object' || typeof data.eventType !== 'string') {
       throw invalidArgument('eventType', 'event request must have an eventType');
     }

@@ -27,11 +27,9 @@ import type { StorageCtx } from '../table/storage-ctx.js';
 import { assertId } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
-import { type CreateCall, endedEarly, type Handled, type Outcome, resolved } from './create-call.js';
+import { type CreateCall, type EventData, endedEarly, type Handled, type Outcome, resolved } from './create-call.js';
 import { type Position, startPosition } from './position.js';
 import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError, terminalRunConflict } from './run-guard.js';
-
-type Data = Record<string, any>;
 
 /** The hook item is still the claim of `runId`'s hook `hookId`. */
 const hookOwnedBy = (runId: string, hookId: string): Expression =>
@@ -63,10 +61,10 @@ async function claimReleasable(ctx: StorageCtx, holder: HookRecord, now: Date): 
 
 // ---------------------------------------------------------------- hook_created
 
-export async function hookCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function hookCreated(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
   const hookId: string = data.correlationId;
-  const eventData: Data = data.eventData ?? {};
+  const eventData: EventData = data.eventData ?? {};
   const token = eventData.token;
   assertId('token', token);
   const placed = await placePayloads(
@@ -149,10 +147,10 @@ function resumeContextOfKnownRun(call: CreateCall, runId: string) {
 
 // ---------------------------------------------------------------- hook_received
 
-export async function hookReceived(call: CreateCall, runId: string, data: Data): Promise<Handled> {
+export async function hookReceived(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
   const { ctx, params } = call;
   const hookId: string = data.correlationId;
-  const eventData: Data = data.eventData ?? {};
+  const eventData: EventData = data.eventData ?? {};
   const token = typeof eventData.token === 'string' ? eventData.token : await tokenOf(ctx, runId, hookId);
   if (!token) throw new HookNotFoundError(hookId);
   const resumeId = typeof params?.resumeId === 'string' && params.resumeId !== '' ? params.resumeId : undefined;
@@ -229,10 +227,10 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
 
 // ---------------------------------------------------------------- hook_disposed
 
-export async function hookDisposed(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function hookDisposed(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
   const hookId: string = data.correlationId;
-  const eventData: Data | undefined = data.eventData;
+  const eventData: EventData | undefined = data.eventData;
   const token = typeof eventData?.token === 'string' ? eventData.token : await tokenOf(ctx, runId, hookId);
   const gone = async (): Promise<never> => {
     if (await hasEvent(ctx, runId, hookId, 'hook_disposed'))

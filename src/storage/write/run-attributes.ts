@@ -21,6 +21,7 @@ import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import {
   type CreateCall,
+  type EventData,
   endedEarly,
   type Handled,
   type Outcome,
@@ -30,7 +31,6 @@ import {
 } from './create-call.js';
 import { type Position, startPosition } from './position.js';
 import { assertSpec, runGuardError } from './run-guard.js';
-import type { EventData } from './run-seed.js';
 
 const terminalConflict = (s: string) =>
   new EntityConflictError(`Cannot set attributes on run in terminal state "${s}"`);

@@ -15,8 +15,8 @@ import { valueSize } from '../table/codec.js';
 import { getItem } from '../table/reads.js';
 import { commit } from './commit.js';
 import { putEvent, putNew } from './conditions.js';
-import type { CreateCall, Outcome } from './create-call.js';
-import { type EventData, newRun, validateSeedAttributes } from './run-seed.js';
+import type { CreateCall, EventData, Outcome } from './create-call.js';
+import { newRun, validateSeedAttributes } from './run-seed.js';
 
 export async function runCreated(
   call: CreateCall,

@@ -5,9 +5,7 @@
  */
 import { AttributeValidationError, validateAttributeChanges } from '@workflow/world';
 import type { RunRecord } from '../records/run.js';
-import type { CreateCall } from './create-call.js';
-
-export type EventData = Record<string, any>;
+import type { CreateCall, EventData } from './create-call.js';
 
 /** The seed attributes a new run is created with are a record of valid attribute changes. */
 export function validateSeedAttributes(eventData: EventData): void {

@@ -29,6 +29,7 @@ import { commit } from './commit.js';
 import { putEvent, putNew } from './conditions.js';
 import {
   type CreateCall,
+  type EventData,
   endedEarly,
   type Handled,
   type Outcome,
@@ -40,7 +41,7 @@ import {
 } from './create-call.js';
 import { type Position, startPosition } from './position.js';
 import { assertSpec, rereadRunOnGuard } from './run-guard.js';
-import { type EventData, newRun, validateSeedAttributes } from './run-seed.js';
+import { newRun, validateSeedAttributes } from './run-seed.js';
 
 export function runStarted(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
   return restartable('run_started', () => runStartedOnce(call, runId, data));

@@ -23,6 +23,7 @@ import { commit } from './commit.js';
 import { putEvent } from './conditions.js';
 import {
   type CreateCall,
+  type EventData,
   endedEarly,
   type Handled,
   type Outcome,
@@ -34,7 +35,6 @@ import { type Position, startPosition } from './position.js';
 import { applyRetention, purgesOnFinish } from './retention.js';
 import { assertSpec, HOLDS, mayHold, rereadRunOnGuard } from './run-guard.js';
 import { releaseRun } from './run-release.js';
-import type { EventData } from './run-seed.js';
 
 type TerminalType = 'run_completed' | 'run_failed' | 'run_cancelled';
 

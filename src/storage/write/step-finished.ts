@@ -6,8 +6,8 @@
  * with it, else in S3 under the step's prefix.
  */
 import { RunExpiredError } from '@workflow/errors';
-import type { CreateCall, Outcome } from './create-call.js';
-import { assertLive, type Data, handedBack, payloadPlacer, transition } from './step-transition.js';
+import type { CreateCall, EventData, Outcome } from './create-call.js';
+import { assertLive, handedBack, payloadPlacer, transition } from './step-transition.js';
 
 /**
  * step_completed / step_failed: only from a live step. The run is not checked for a running
@@ -15,9 +15,9 @@ import { assertLive, type Data, handedBack, payloadPlacer, transition } from './
  * terminal run's step prefix stays writable until the step is terminal (assertLive): the orphan
  * sweep keeps objects under non-terminal steps (src/sweep/run-payloads.ts).
  */
-export function stepFinished(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export function stepFinished(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const completed = data.eventType === 'step_completed';
-  const eventData: Data = data.eventData ?? {};
+  const eventData: EventData = data.eventData ?? {};
   const eventField = completed ? 'result' : 'error';
   const field = completed ? 'output' : 'error';
   const place = payloadPlacer(call, runId, data.correlationId, field, eventData[eventField]);
@@ -46,8 +46,8 @@ export function stepFinished(call: CreateCall, runId: string, data: Data): Promi
 }
 
 /** step_retrying: back to pending with the error and an optional retryAfter. */
-export function stepRetrying(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
-  const eventData: Data = data.eventData ?? {};
+export function stepRetrying(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
+  const eventData: EventData = data.eventData ?? {};
   const retryAfter =
     eventData.retryAfter === undefined || eventData.retryAfter === null ? undefined : new Date(eventData.retryAfter);
   const place = payloadPlacer(call, runId, data.correlationId, 'error', eventData.error);

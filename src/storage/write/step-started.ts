@@ -22,16 +22,16 @@ import { type StepRecord, stepItem, toStep } from '../records/step.js';
 import { valueSize } from '../table/codec.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
-import type { CreateCall, Outcome } from './create-call.js';
+import type { CreateCall, EventData, Outcome } from './create-call.js';
 import { startPosition } from './position.js';
 import { checkRunGuard, runGuard, runGuardError, terminalRunConflict } from './run-guard.js';
 import { currentStepLease, leaseStamp, noteStarted, startFence } from './step-lease.js';
-import { assertLive, type Data, stepPrefix, transition } from './step-transition.js';
+import { assertLive, stepPrefix, transition } from './step-transition.js';
 
-export async function stepCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function stepCreated(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
   const stepId: string = data.correlationId;
-  const eventData: Data = data.eventData ?? {};
+  const eventData: EventData = data.eventData ?? {};
   const placed = await placePayloads(
     ctx,
     { input: eventData.input },
@@ -84,10 +84,10 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
  * item (../records/event.ts) holding the synthetic step_created at the lower slot and the
  * step_started above it. Only the caller whose claim won gets `stepCreated: true`.
  */
-export async function stepStartedLazy(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function stepStartedLazy(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
   const stepId: string = data.correlationId;
-  const { input, ...startedData } = data.eventData as Data;
+  const { input, ...startedData } = data.eventData as EventData;
   const placed = await placePayloads(ctx, { input }, stepPrefix(runId, stepId), 1024 + valueSize(startedData), () =>
     checkRunGuard(ctx, runId, terminalRunConflict),
   );
@@ -106,7 +106,7 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
     ver: 1,
     ...leaseStamp(lease, call.now.getTime()),
   };
-  const createdData: Data = { stepName: startedData.stepName, input };
+  const createdData: EventData = { stepName: startedData.stepName, input };
   if (startedData.workflowName !== undefined) createdData.workflowName = startedData.workflowName;
   const created = newEvent(
     call.stamp,
@@ -158,7 +158,7 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
  * delivery's, or has one this process watched lapse ({@link startFence}), and stamped with this
  * delivery's lease; outside one, the start is not leased.
  */
-export async function stepStartedBare(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function stepStartedBare(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const now = call.now;
   const lease = currentStepLease();
   const out = await transition(

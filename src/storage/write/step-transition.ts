@@ -23,12 +23,10 @@ import { getItem } from '../table/reads.js';
 import { notFound } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent } from './conditions.js';
-import type { CreateCall, Outcome } from './create-call.js';
+import type { CreateCall, EventData, Outcome } from './create-call.js';
 import { advance, startPosition } from './position.js';
 import { runGuard, runGuardError } from './run-guard.js';
 import { type LeaseFence, noteFinished } from './step-lease.js';
-
-export type Data = Record<string, any>;
 
 /** Where a step's payloads live in S3. */
 export const stepPrefix = (runId: string, stepId: string) => `${runPrefix(runId)}/steps/${stepId}`;
@@ -37,7 +35,7 @@ export interface Transition {
   /** The new step, in stored form. */
   next: StepRecord;
   /** The event's data in stored form (large fields as pointers). */
-  eventData: Data | undefined;
+  eventData: EventData | undefined;
   /** Include a run guard, and the error its terminal state maps to. */
   runTerminal?: (status: string) => Error;
   /** A condition the stored step must also meet, besides its `ver` (a leased start's fence). */
@@ -66,7 +64,7 @@ export function stepUnmoved(cur: StepRecord, t: Transition): Expression {
 export async function transition(
   call: CreateCall,
   runId: string,
-  data: Data,
+  data: EventData,
   decide: Decide,
   plain: (next: StepRecord) => StepRecord,
 ): Promise<Outcome> {
