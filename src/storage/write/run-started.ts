@@ -52,7 +52,7 @@ async function runStartedOnce(call: CreateCall, runId: string, data: EventData):
   const state = await readStartState(call, runId, preload);
   if ('answer' in state) return state.answer;
   const event = newEvent(call.stamp, runId, data, 'run_started', undefined); // eventData belongs on run_created only
-  if (!state.read.run) return startMissing(call, runId, data, state, event);
+  if (!state.read.run) return resilientStart(call, runId, data, state, event);
   const record = parseRun(state.read.run);
   assertSpec(record);
   if (isTerminalRun(record.status)) {
@@ -62,7 +62,12 @@ async function runStartedOnce(call: CreateCall, runId: string, data: EventData):
       record.status,
     );
   }
-  if (record.status === 'running') return alreadyRunning(call, record, state);
+  // Running: idempotent, no new event; the run (and the log, with a preload) as is.
+  if (record.status === 'running')
+    return resolved({
+      run: await toRun(call.ctx, record, call.resolveData),
+      ...(state.preload ? await logPage(call, state.read.events) : {}),
+    } as EventResult);
   return startPending(call, runId, record, state, event);
 }
 
@@ -118,34 +123,6 @@ async function readStartState(
       : { last: hint, collect: [] }
     : { last: read.tail, collect: preload || callerTail === undefined ? [] : [...read.events] };
   return { preload, remembered: remembered !== undefined, read, pos };
-}
-
-/** No run: the resilient start creates it when the event carries its creation data, else not found. */
-function startMissing(
-  call: CreateCall,
-  runId: string,
-  data: EventData,
-  state: StartState,
-  event: EventRecord,
-): Promise<Outcome | Restart> {
-  const eventData: EventData | undefined = data.eventData;
-  if (
-    !eventData ||
-    typeof eventData.deploymentId !== 'string' ||
-    typeof eventData.workflowName !== 'string' ||
-    eventData.input === undefined
-  ) {
-    throw new WorkflowRunNotFoundError(runId);
-  }
-  return resilientStart(call, runId, data, eventData, state.pos, state.preload ? state.read.events : undefined, event);
-}
-
-/** A running run: idempotent, no new event; the run (and the log, with a preload) as is. */
-async function alreadyRunning(call: CreateCall, record: RunRecord, state: StartState): Promise<Resolved> {
-  return resolved({
-    run: await toRun(call.ctx, record, call.resolveData),
-    ...(state.preload ? await logPage(call, state.read.events) : {}),
-  } as EventResult);
 }
 
 /**
@@ -238,17 +215,26 @@ function preloadFromMemory(
   return rec;
 }
 
-/** Run missing but the start carries its creation data: create it, with a synthetic run_created. */
+/** No run: created when the start carries its creation data (with a synthetic run_created), else not found. */
 async function resilientStart(
   call: CreateCall,
   runId: string,
   data: EventData,
-  eventData: EventData,
-  pos: Position,
-  before: EventRecord[] | undefined,
+  state: StartState,
   started: EventRecord,
 ): Promise<Outcome | Restart> {
   const { ctx } = call;
+  const eventData: EventData | undefined = data.eventData;
+  if (
+    !eventData ||
+    typeof eventData.deploymentId !== 'string' ||
+    typeof eventData.workflowName !== 'string' ||
+    eventData.input === undefined
+  ) {
+    throw new WorkflowRunNotFoundError(runId);
+  }
+  const { pos } = state;
+  const before = state.preload ? state.read.events : undefined;
   validateSeedAttributes(eventData);
   const specVersion = data.specVersion ?? SPEC_VERSION_CURRENT;
   const placed = await placePayloads(
@@ -262,9 +248,7 @@ async function resilientStart(
     status: 'running',
     startedAt: call.now,
   };
-  const created: EventRecord = {
-    ...newEvent(call.stamp, runId, { specVersion: data.specVersion }, 'run_created', eventData),
-  };
+  const created = newEvent(call.stamp, runId, { specVersion: data.specVersion }, 'run_created', eventData);
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'run_started',
