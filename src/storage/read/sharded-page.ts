@@ -32,12 +32,6 @@ export interface ShardedQuery {
   ascending: boolean;
 }
 
-export interface ShardedPage {
-  items: Attrs[];
-  cursor: string | null;
-  hasMore: boolean;
-}
-
 const CURSOR_PREFIX = 'shk:';
 
 export const encodeShardCursor = (sk: string) => CURSOR_PREFIX + Buffer.from(sk, 'utf8').toString('base64url');
@@ -60,7 +54,7 @@ export async function shardedPage(
   q: ShardedQuery,
   limit: number,
   cursor: string | undefined,
-): Promise<ShardedPage> {
+): Promise<{ items: Attrs[]; cursor: string | null; hasMore: boolean }> {
   const after = cursor ? decodeShardCursor(cursor) : undefined; // '' = from the start
   const want = limit + 1; // one past the page tells hasMore
   const perQuery = Math.min(want, Math.max(10, Math.ceil((want * 2) / LIST_SHARDS)));

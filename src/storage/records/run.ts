@@ -14,8 +14,6 @@ import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem, val
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { loadPayload, payloadFor } from './payloads.js';
 
-const iso = (d: Date) => d.toISOString();
-
 export interface RunRecord {
   runId: string;
   status: WorkflowRun['status'];
@@ -39,7 +37,7 @@ export interface RunRecord {
 }
 
 export function runItem(r: RunRecord): Attrs {
-  const sortKey = `${iso(r.createdAt)}#${r.runId}`;
+  const sortKey = `${r.createdAt.toISOString()}#${r.runId}`;
   return {
     ...formatStamp('records'),
     ...keysOf(keys.runMeta(r.runId)),

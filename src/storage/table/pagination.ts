@@ -31,13 +31,7 @@ const EVENT_CURSOR = /^evc:(\d{1,16})(h?)$/;
  */
 export const encodeEventCursor = (slot: number, midPair = false) => `evc:${slot}${midPair ? 'h' : ''}`;
 
-export interface EventCursor {
-  slot: number;
-  /** The slot is the first half of a pair: `slot + 1` exists, in the same item. */
-  midPair: boolean;
-}
-
-export function decodeEventCursor(cursor: string, field = 'cursor'): EventCursor {
+export function decodeEventCursor(cursor: string, field = 'cursor'): { slot: number; midPair: boolean } {
   const m = EVENT_CURSOR.exec(cursor);
   if (!m) throw invalidArgument(field, `Invalid events cursor "${cursor.slice(0, 40)}"`);
   return { slot: Number(m[1]), midPair: m[2] === 'h' };

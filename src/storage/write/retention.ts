@@ -34,13 +34,6 @@ export function purgesOnFinish(attributes: Record<string, string>): boolean {
   return readRunRetention(attributes).mode === 'none';
 }
 
-/** Seconds the items of a terminal run are kept, or undefined for "keep". */
-function retentionSeconds(ctx: StorageCtx, attributes: Record<string, string>): number | undefined {
-  const days = ctx.config.retentionDays;
-  if (days !== undefined) return days * 86_400;
-  return purgesOnFinish(attributes) ? PURGED_ENTITY_GRACE_SECONDS : undefined;
-}
-
 /** Top-level payload attributes of run, step and hook items. */
 const ENTITY_PAYLOADS = ['input', 'output', 'error', 'metadata'];
 /**
@@ -104,9 +97,10 @@ export async function applyRetention(
   attributes: Record<string, string>,
   now: Date,
 ): Promise<void> {
-  const seconds = retentionSeconds(ctx, attributes);
-  if (seconds === undefined) return;
   const purge = purgesOnFinish(attributes);
+  const days = ctx.config.retentionDays;
+  const seconds = days !== undefined ? days * 86_400 : purge ? PURGED_ENTITY_GRACE_SECONDS : undefined;
+  if (seconds === undefined) return; // keep
   const ttl = Math.floor(now.getTime() / 1000) + seconds;
   try {
     const { own, blocks } = await readRunItems(ctx, runId, { keysOnly: !purge });
