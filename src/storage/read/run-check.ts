@@ -1,9 +1,6 @@
 /**
- * What the liveness backstop (src/backstop/check.ts) reads of the table: the runs whose check is due
- * (one Query of a shard of GSI1, `DUE#<s>`, sort key <= now), and of one run it checks, the run view
- * and the log's tail (one Query), then, only for a run quiet since the last check, the events after
- * its `ackedSlot` (one Query, newest 50), its steps and its waits. Reads only: the DUE item's writes
- * are ../write/due-moves.ts.
+ * What the liveness backstop (src/backstop/check.ts) reads of the table, one Query each; the DUE item's writes are
+ * ../write/due-moves.ts.
  *
  * The index is eventually consistent, so what {@link dueRuns} returns is only a candidate (the
  * check's fence decides); every read of a run is strongly consistent.

@@ -184,15 +184,13 @@ const RUN_ITEM_EVENTS = eventTypesWhere((k) => k.changesRun);
 
 /**
  * The run, when a started run's preload can be answered from memory alone (no read): inside a
- * delivery whose sender had seen the log no further than `hint` (its `eve.tail`, the rule of
- * `events.list` in ../read/events.ts), with every event 1..`hint` remembered (`prefix`), and the
- * run item this process remembers is `running` with nothing in the prefix that changes a run item
- * after its start (an `attr_set`, an end). Why that is enough: the log is append-only and a slot is committed only after the one below it, so 1..hint
- * is the whole log as of the moment `hint` was committed, and the remembered item is the run as
- * of then: a consistent answer that includes what the message was sent for, as a read made at
- * that moment would have returned. What was appended since has its own message. Whatever core
- * then writes is conditioned on the run item as usual (the run guard), so a run ended meanwhile
- * fails that write, as after any read.
+ * delivery whose sender had seen the log no further than `hint` (its `eve.tail`), with every event
+ * 1..`hint` remembered (`prefix`), and the run item this process remembers is `running` with nothing
+ * in the prefix that changes a run item after its start (an `attr_set`, an end). Why that is enough
+ * is the argument of `events.list` from memory (../read/events.ts): 1..hint is the whole log as of
+ * the moment `hint` committed, and the remembered item is the run as of then. Whatever core then
+ * writes is conditioned on the run item as usual (the run guard), so a run ended meanwhile fails
+ * that write, as after any read.
  */
 function preloadFromMemory(
   call: CreateCall,

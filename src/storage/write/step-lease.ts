@@ -35,13 +35,10 @@
  * - Outside a scope with a lease, starts are allowed and not stamped.
  * - The ttl is half the consumer's visibility, at most 60 s ({@link stepLeaseTtlMs}).
  *
- * What this lease cannot do (test/e2e/early-pause-kill.test.ts pins it): stop a body whose holder
- * could not write for a ttl. A paused holder (SIGSTOP, a long GC, a frozen VM) or one whose
- * heartbeats all stall heartbeats nothing, so a watcher takes the step over and the body runs a
- * second time; the resumed holder's heartbeat finds its token gone and drops the step, but its
- * body goes on. Completion is fenced by `ver`, not by the token: whichever completion commits
- * first is the step's result, the other is refused (`EntityConflictError`; the run is not failed).
- * The log stays valid (one `step_completed`); the body's side effects happened twice.
+ * What this lease cannot do (docs/design.md; test/e2e/early-pause-kill.test.ts pins it): stop a body whose holder
+ * could not write for a ttl (paused, or every heartbeat stalled). A watcher takes the step over and the body runs a
+ * second time; the resumed holder's heartbeat finds its token gone and drops the step. Completion is fenced by `ver`,
+ * not by the token: the first completion to commit is the step's result, the other is refused (`EntityConflictError`).
  */
 import { TooEarlyError } from '@workflow/errors';
 import type { Cond } from '../../aws/expression.js';
