@@ -2,9 +2,8 @@
  * `events.create`: validate, route to the event's handler, and assemble the `EventResult`.
  *
  * Result assembly owns the three "delta" producers, which share `events/cursor/hasMore`:
- * - `sinceCursor`: everything after the cursor up to this write's own events, i.e. what
- *   `events.list({cursor})` returns right after the write (collected during the bump, so a
- *   write that did not race needs no read at all);
+ * - `sinceCursor`: everything after the cursor up to this write's own events, i.e. what `events.list({cursor})` returns
+ *   right after the write (collected during the bump, so a write that did not race needs no read at all);
  * - the run_started preload (and `preloadEvents` on hook_received): the whole log;
  * - bump and report: with `eventCount` only, the events on the slots the write skipped over.
  */
@@ -70,11 +69,10 @@ const NEEDS_CORRELATION = eventTypesWhere((k) => k.writer === 'core' && k.correl
 /**
  * Runs `fn` after every earlier create for the same run in this process has settled.
  *
- * Why: a fan-out runs its steps inline in one process, and their creates would all claim the
- * same next slot; every loser then pays a cancelled transaction (billed) plus a tail Query and
- * retries, so attempts grow with the square of the parallelism. Queued behind each other, each
- * create starts from the slot the previous one committed (the in-process hint) and lands first
- * time. Creates from other processes still race, which bump-and-report handles.
+ * Why: a fan-out runs its steps inline in one process, and their creates would all claim the same next slot; every
+ * loser then pays a cancelled transaction (billed) plus a tail Query and retries, so attempts grow with the square of
+ * the parallelism. Queued behind each other, each create starts from the slot the previous one committed (the
+ * in-process hint) and lands first time. Creates from other processes still race, which bump-and-report handles.
  */
 function perRunQueue() {
   const tails = new Map<string, Promise<unknown>>();

@@ -46,11 +46,10 @@ export async function deleteDue(ctx: StorageCtx, runId: string, fencedAt: number
 }
 
 /**
- * The flow route's acknowledgement of a quiet turn: after a workflow delivery (a run continuation,
- * not a step) returned normally, the run's DUE item records the highest log slot that delivery read
- * (`ackedSlot`), so the backstop does not wake a run for an event its replay already saw (a run
- * idling on a hook after a step finished), and the queue that delivery came on (`wq`), where a
- * wake of the run is sent. One UpdateItem of non-key attributes: no index write.
+ * The flow route's acknowledgement of a quiet turn: after a workflow delivery (a run continuation, not a step) returned
+ * normally, the run's DUE item records the highest log slot that delivery read (`ackedSlot`), so the backstop does not
+ * wake a run for an event its replay already saw (a run idling on a hook after a step finished), and the queue that
+ * delivery came on (`wq`), where a wake of the run is sent. One UpdateItem of non-key attributes: no index write.
  *
  * Conditional on the item existing and on raising `ackedSlot` (a late ack never lowers it), so
  * applying it twice is applying it once. Off the turn's critical path: the flow route does not wait

@@ -2,11 +2,10 @@
  * Hook events: hook_created (global token claim, hook_conflict), hook_received (with
  * `(runId, resumeId)` dedupe), hook_disposed. Waits are wait-events.ts.
  *
- * The hook item `HOOK#<token>` *is* the token claim: created with `attribute_not_exists` in the
- * same transaction as the `hook_created` event, deleted (conditioned on its owner) by
- * `hook_disposed` and by the terminal run's release. A claim whose owning run is terminal or
- * gone is taken over by the next claimant (conditioned on the stale owner), so a release the
- * terminal path missed can never block a token forever.
+ * The hook item `HOOK#<token>` *is* the token claim: created with `attribute_not_exists` in the same transaction as the
+ * `hook_created` event, deleted (conditioned on its owner) by `hook_disposed` and by the terminal run's release. A
+ * claim whose owning run is terminal or gone is taken over by the next claimant (conditioned on the stale owner), so a
+ * release the terminal path missed can never block a token forever.
  */
 import { EntityConflictError, HookNotFoundError, RunExpiredError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
