@@ -73,6 +73,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: EventDa
     4096,
     () => checkRunGuard(ctx, runId, terminalRunConflict),
   );
+  const known = call.runs.known(runId);
   const rec: HookRecord = {
     runId,
     hookId,
@@ -85,7 +86,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: EventDa
     tokenRetentionUntil:
       eventData.tokenRetentionUntil === undefined ? undefined : new Date(eventData.tokenRetentionUntil),
     // From the run this process remembers (a delivery's run_started put it there); never read for it.
-    resumeContext: resumeContextOfKnownRun(call, runId),
+    resumeContext: known ? resumeContextOf(parseRun(known)) : undefined,
   };
   const created = newEvent(call.stamp, runId, data, 'hook_created', eventData);
   let takeover: HookRecord | undefined;
@@ -137,11 +138,6 @@ export async function hookCreated(call: CreateCall, runId: string, data: EventDa
     pos,
     hook: await toHook(ctx, { ...rec, metadata: eventData.metadata }, call.resolveData),
   };
-}
-
-function resumeContextOfKnownRun(call: CreateCall, runId: string) {
-  const item = call.runs.known(runId);
-  return item ? resumeContextOf(parseRun(item)) : undefined;
 }
 
 // ---------------------------------------------------------------- hook_received

@@ -108,19 +108,12 @@ async function cancelAgain(
   return { own: [atSlot(event, done.slot)], pos, run: await toRun(ctx, record, call.resolveData) };
 }
 
-/** The run as read: its item, parsed, and whether it came from memory instead of a read. */
-interface RunAsRead {
-  readonly item: Attrs;
-  readonly record: RunRecord;
-  readonly remembered: boolean;
-}
-
-/** A run that is not terminal takes its end. */
+/** A run that is not terminal takes its end; `run` as read: its item, parsed, and whether it came from memory. */
 async function finishRun(
   call: CreateCall,
   runId: string,
   data: EventData,
-  run: RunAsRead,
+  run: { readonly item: Attrs; readonly record: RunRecord; readonly remembered: boolean },
   pos: Position,
 ): Promise<Outcome | Restart> {
   const { ctx } = call;
