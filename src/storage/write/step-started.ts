@@ -6,10 +6,8 @@
  * loser of two lazy starts) gets `EntityConflictError` from the ALL_OLD reason without any read. A bare start is a
  * transition (./step-transition.ts): read once, written back conditioned on the step's `ver`.
  *
- * Starts inside a delivery are leased (./step-lease.ts, where the invariants are stated): every `step_started` stamps
- * the step with the delivery's lease in the same transaction, and a start that finds another delivery's lease, not seen
- * to lapse by this process, is refused with `TooEarlyError` (the lazy create needs no check: its `attribute_not_exists`
- * claim already admits one starter). Terminal transitions and step_retrying (./step-finished.ts) clear the lease.
+ * Starts inside a delivery are leased (./step-lease.ts states the rules); the lazy create needs no lease check: its
+ * `attribute_not_exists` claim already admits one starter.
  */
 import { EntityConflictError, RunExpiredError, TooEarlyError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
@@ -150,9 +148,8 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Eve
 }
 
 /**
- * Bare start: attempt += 1, `startedAt ??= now`, retryAfter cleared; refused before retryAfter. Inside a delivery with
- * a lease: refused (TooEarlyError) unless the step has no lease, has this delivery's, or has one this process watched
- * lapse ({@link startFence}), and stamped with this delivery's lease; outside one, the start is not leased.
+ * Bare start: attempt += 1, `startedAt ??= now`, retryAfter cleared; refused before retryAfter; leased as
+ * ./step-lease.ts says ({@link startFence}).
  */
 export async function stepStartedBare(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const now = call.now;
