@@ -34,7 +34,6 @@ export const storageCapabilities = {
   hookRetention: { active: true },
 } as const satisfies WorldCapabilities;
 
-/** Storage's view of the World context. */
 export function storageContext(ctx: WorldContext): StorageCtx {
   return { config: ctx.config, ddb: ctx.clients.ddb, payloads: ctx.payloads, table: ctx.config.tableName };
 }

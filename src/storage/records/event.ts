@@ -233,7 +233,6 @@ export function newEvent(
   };
 }
 
-/** The same event at another slot. */
 export const atSlot = (e: EventRecord, slot: number): EventRecord => ({ ...e, slot });
 
 /** The contract `Event`: ref fields stripped for 'none' (never read), pointers followed otherwise. */

@@ -31,7 +31,6 @@ export interface RunItemsOptions {
   readonly hooks?: boolean;
 }
 
-/** The items of `runId` (see the header). */
 export async function readRunItems(
   ctx: StorageCtx,
   runId: string,

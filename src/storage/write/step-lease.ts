@@ -65,7 +65,6 @@ export function stepLeaseTtlMs(visibilitySeconds: number): number {
   return Math.max(MIN_STEP_LEASE_TTL_MS, Math.min((visibilitySeconds * 1000) / 2, MAX_STEP_LEASE_TTL_MS));
 }
 
-/** The lease fields of a step, as read. */
 export interface LeaseFields {
   runId: string;
   stepId: string;
@@ -91,7 +90,6 @@ export function leaseMark(s: LeaseFields): LeaseMark | undefined {
   return { token: s.leaseToken ?? '', beat: s.leaseBeat, until: s.leaseUntil };
 }
 
-/** The lease of the delivery this call runs in, if any. */
 export function currentStepLease(): StepLease | undefined {
   return currentDelivery()?.stepLease;
 }

@@ -27,7 +27,6 @@ import { advance, startPosition } from './position.js';
 import { runGuard, runGuardError } from './run-guard.js';
 import { type LeaseFence, noteFinished } from './step-lease.js';
 
-/** Where a step's payloads live in S3. */
 export const stepPrefix = (runId: string, stepId: string) => `${runPrefix(runId)}/steps/${stepId}`;
 
 export interface Transition {
