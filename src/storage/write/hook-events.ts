@@ -211,13 +211,10 @@ export async function hookReceived(call: CreateCall, runId: string, data: EventD
     },
   });
   if (endedEarly(done)) return done;
-  const out: Outcome = { own: [{ ...ev, slot: done.slot }], pos };
-  if (preload && run) {
-    out.run = await toRun(ctx, run, call.resolveData);
-    out.preload = preload;
-    out.fullLog = true;
-  }
-  return out;
+  const own = [{ ...ev, slot: done.slot }];
+  // `run` and `preload` are set together: the whole log with a started run, answered in full.
+  if (!run) return { own, pos };
+  return { own, pos, run: await toRun(ctx, run, call.resolveData), preload, fullLog: true };
 }
 
 // ---------------------------------------------------------------- hook_disposed
