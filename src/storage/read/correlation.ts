@@ -11,18 +11,16 @@
  *   has; so does the `step_created` of a step written before `firstSlot` was recorded.
  * A correlation with neither (e.g. an `attr_set` id) is read from the start of the log.
  *
- * Pair items (../records/event.ts): a step's lazy start stores its `step_created` and
- * `step_started` as one item at `firstSlot`, so the read starts at that item; a correlation's
- * first event is never a pair's second half (a pair opens no correlation, and a step's first
- * slot is its pair's key). The index filter matches an item when either of its events belongs to
- * the correlation, and each event is then checked on its own.
+ * Pair items (../records/event.ts): a step's lazy start stores its `step_created` and `step_started` as one item at
+ * `firstSlot`, so the read starts at that item; a correlation's first event is never a pair's second half (a pair opens
+ * no correlation, and a step's first slot is its pair's key). The index filter matches an item when either of its
+ * events belongs to the correlation, and each event is then checked on its own.
  */
-import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { readInput, when } from '../../aws/expression.js';
 import { ATTR, GSI1, keys } from '../../schema/keys.js';
 import { type EventRecord, eventsOf, PAIR_ATTR } from '../records/event.js';
 import { num } from '../table/codec.js';
-import { getItem, queryPage } from '../table/reads.js';
+import { getItem, queryOnce, queryPage } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { EVT_END } from './log-tail.js';
 
@@ -34,15 +32,12 @@ async function firstSlot(ctx: StorageCtx, runId: string, correlationId: string):
     const recorded = num((await getItem(ctx, keys.step(runId, correlationId))) ?? {}, 'fs');
     if (recorded !== undefined) return recorded;
   }
-  const res = await ctx.ddb.send(
-    new QueryCommand({
-      TableName: ctx.table,
-      IndexName: GSI1,
-      ...readInput({ key: [when.is(ATTR.gsi1pk, keys.corrGsi(runId, correlationId))] }),
-      Limit: 1,
-    }),
-  );
-  const sk = res.Items?.[0]?.[ATTR.gsi1sk]?.S;
+  const [indexed] = await queryOnce(ctx, {
+    IndexName: GSI1,
+    ...readInput({ key: [when.is(ATTR.gsi1pk, keys.corrGsi(runId, correlationId))] }),
+    Limit: 1,
+  });
+  const sk = indexed?.[ATTR.gsi1sk]?.S;
   return sk ? keys.slotFromEventSk(sk) : 1;
 }
 

@@ -1,8 +1,4 @@
-/**
- * `events.*` reads: get by slot id, list (ascending by default; no `limit` = every remaining
- * event, capped at the per-run maximum), and listByCorrelationId (see `correlation.ts`). The returned cursor is the last event's slot even on the final page, so an incremental
- * reader can resume from it.
- */
+/** `events.*` reads: get by slot id, list, and listByCorrelationId (see `correlation.ts`). */
 import type {
   Event,
   GetEventParams,
@@ -24,6 +20,15 @@ import { assertId, invalidArgument, notFound } from '../table/world-errors.js';
 import { correlationEvents } from './correlation.js';
 import { EVT_END, EVT_START, eventAt } from './log-tail.js';
 
+/** A list request's pagination, order, exclusive slot bound and page size. */
+function pageOf(pagination: ListEventsParams['pagination']) {
+  const p = pagination ?? {};
+  // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
+  const after = p.cursor ? decodeEventCursor(p.cursor).slot : undefined;
+  const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
+  return { p, asc: p.sortOrder !== 'desc', after, limit };
+}
+
 export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
   async function get(runId: string, eventId: string, params?: GetEventParams): Promise<Event> {
     assertId('runId', runId);
@@ -35,17 +40,12 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
   }
 
   /**
-   * Ascending by default; no `limit` means every remaining event (capped at the per-run
-   * maximum). The returned cursor is the last event's slot even on the final page, so an
-   * incremental reader can resume from it.
+   * Ascending by default; no `limit` means every remaining event (capped at the per-run maximum). The returned cursor
+   * is the last event's slot even on the final page, so an incremental reader can resume from it.
    */
   async function list(params: ListEventsParams): Promise<PaginatedResponse<Event>> {
     assertId('runId', params.runId);
-    const p = params.pagination ?? {};
-    const asc = p.sortOrder !== 'desc';
-    // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
-    const after = p.cursor ? decodeEventCursor(p.cursor).slot : undefined;
-    const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
+    const { p, asc, after, limit } = pageOf(params.pagination);
     const remembered = asc ? fromMemory(params.runId, after ?? 0, limit) : undefined;
     if (remembered) return eventPage(noteRead(remembered, limit), limit, p.cursor, params.resolveData);
     // Ascending from the cursor's own item (a pair's first half may be the bound), descending
@@ -85,12 +85,11 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
    * needed. Only inside a delivery whose message says how far its sender had seen the log, and
    * only once this process has seen at least that far with every event in between remembered.
    *
-   * Why that is enough: a slot is claimed only after every lower one exists (../write/commit.ts), so the
-   * remembered events 1..tail are the log as it was when slot `tail` committed, a strongly
-   * consistent read taken then. The delivery's causes (the sender's writes) are all at or below
-   * the message's tail, so such a read shows them; anything committed since is a newer cause of
-   * its own message, whose delivery reads at least that far. The log is append-only, so a
-   * remembered event is exactly what a Query of its slot returns.
+   * Why that is enough: a slot is claimed only after every lower one exists (../write/commit.ts), so the remembered
+   * events 1..tail are the log as it was when slot `tail` committed, a strongly consistent read taken then. The
+   * delivery's causes (the sender's writes) are all at or below the message's tail, so such a read shows them; anything
+   * committed since is a newer cause of its own message, whose delivery reads at least that far. The log is
+   * append-only, so a remembered event is exactly what a Query of its slot returns.
    */
   function fromMemory(runId: string, after: number, limit: number): EventRecord[] | undefined {
     const need = currentDelivery()?.logTails.get(runId);
@@ -105,11 +104,7 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
   async function listByCorrelationId(params: ListEventsByCorrelationIdParams): Promise<PaginatedResponse<Event>> {
     assertId('runId', params.runId);
     assertId('correlationId', params.correlationId);
-    const p = params.pagination ?? {};
-    const asc = p.sortOrder !== 'desc';
-    // An empty cursor means "from the start" (the `wf` CLI passes '' when no --cursor is given).
-    const after = p.cursor ? decodeEventCursor(p.cursor).slot : undefined;
-    const limit = pageLimit(p.limit, getMaxEventsPerRun(), Math.max(getMaxEventsPerRun(), MAX_LIMIT));
+    const { p, asc, after, limit } = pageOf(params.pagination);
     const recs = await correlationEvents(ctx, {
       runId: params.runId,
       correlationId: params.correlationId,

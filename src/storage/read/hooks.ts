@@ -3,7 +3,6 @@
  * listings (one run's hooks, or all hooks merged from the sharded hook index; never a Scan).
  * Indexes hold only keys, so every hook is read from its item, strongly consistent.
  */
-import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { HookNotFoundError } from '@workflow/errors';
 import type { Hook, ListHooksParams, PaginatedResponse, ResolveData } from '@workflow/world';
 import { readInput, when } from '../../aws/expression.js';
@@ -12,7 +11,7 @@ import { parseHook, toHook } from '../records/hook.js';
 import { expired } from '../records/lifecycle.js';
 import type { Attrs } from '../table/codec.js';
 import { pageLimit } from '../table/pagination.js';
-import { getItem, getItems, keyedPage } from '../table/reads.js';
+import { getItem, getItems, keyedPage, queryOnce } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { assertId } from '../table/world-errors.js';
 import { shardedPage } from './sharded-page.js';
@@ -20,14 +19,10 @@ import { shardedPage } from './sharded-page.js';
 export function createHookReads(ctx: StorageCtx) {
   async function get(hookId: string, params?: { resolveData?: ResolveData }): Promise<Hook> {
     assertId('hookId', hookId);
-    const res = await ctx.ddb.send(
-      new QueryCommand({
-        TableName: ctx.table,
-        IndexName: GSI2,
-        ...readInput({ key: [when.is(ATTR.gsi2pk, keys.hooksGsi(shardOf(hookId))), when.is(ATTR.gsi2sk, hookId)] }),
-      }),
-    );
-    const key = res.Items?.[0] as Attrs | undefined;
+    const [key] = await queryOnce(ctx, {
+      IndexName: GSI2,
+      ...readInput({ key: [when.is(ATTR.gsi2pk, keys.hooksGsi(shardOf(hookId))), when.is(ATTR.gsi2sk, hookId)] }),
+    });
     const item = key && (await getItem(ctx, { PK: key.PK.S!, SK: key.SK.S! }));
     if (!item || item.hookId?.S !== hookId || expired(item)) throw new HookNotFoundError(hookId);
     return toHook(ctx, parseHook(item), params?.resolveData ?? 'all');

@@ -1,31 +1,23 @@
 /**
- * What the liveness backstop (src/backstop/check.ts) reads of the table: the runs whose check is due
- * (one Query of a shard of GSI1, `DUE#<s>`, sort key <= now), and of one run it checks, the run view
- * and the log's tail (one Query), then, only for a run quiet since the last check, the events after
- * its `ackedSlot` (one Query, newest 50), its steps and its waits. Reads only: the DUE item's writes
- * are ../write/due-moves.ts.
+ * What the liveness backstop (src/backstop/check.ts) reads of the table, one Query each; the DUE item's writes are
+ * ../write/due-moves.ts.
  *
  * The index is eventually consistent, so what {@link dueRuns} returns is only a candidate (the
  * check's fence decides); every read of a run is strongly consistent.
  */
-import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import type { Wait } from '@workflow/world';
 import { readInput, when } from '../../aws/expression.js';
-import { ATTR, GSI1, keys, storageKeys } from '../../schema/keys.js';
+import { ATTR, GSI1, keys } from '../../schema/keys.js';
 import { dueSortKey } from '../records/due.js';
-import { type EventRecord, eventsOf, lastSlotOf } from '../records/event.js';
+import { type EventRecord, eventsOf } from '../records/event.js';
 import { parseRun, type RunRecord } from '../records/run.js';
 import { parseStep, type StepRecord } from '../records/step.js';
 import { parseWait } from '../records/wait.js';
-import type { Attrs } from '../table/codec.js';
-import { type QueryInput, queryAll } from '../table/reads.js';
+import { queryAll, queryOnce } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
+import { EVT_END, readRunTail } from './log-tail.js';
 
 const UNACKED_PAGE = 50;
-
-/** One Query request (no paging on). */
-const queryOnce = async (ctx: StorageCtx, input: QueryInput): Promise<Attrs[]> =>
-  ((await ctx.ddb.send(new QueryCommand({ TableName: ctx.table, ...input }))).Items ?? []) as Attrs[];
 
 /** At most `limit` runs of GSI1 shard `shard` whose check is due at `now`, with the `dueAt` the index showed. */
 export async function dueRuns(ctx: StorageCtx, shard: number, now: number, limit: number) {
@@ -39,17 +31,8 @@ export async function dueRuns(ctx: StorageCtx, shard: number, now: number, limit
 
 /** The run view (undefined: no run item) and the highest slot of its log (0: none), in one Query. */
 export async function readRunHead(ctx: StorageCtx, runId: string): Promise<{ run?: RunRecord; tail: number }> {
-  const items = await queryOnce(ctx, {
-    ...readInput({
-      key: [when.is('PK', keys.runPk(runId)), when.between('SK', keys.eventSkPrefix, storageKeys.runMetaSk)],
-    }),
-    ScanIndexForward: false,
-    Limit: 2,
-    ConsistentRead: true,
-  });
-  const runItem = items.find((i) => i.SK.S === storageKeys.runMetaSk);
-  const last = items.find((i) => i.SK.S !== storageKeys.runMetaSk);
-  return { run: runItem ? parseRun(runItem) : undefined, tail: last ? lastSlotOf(last) : 0 };
+  const { run, tail } = await readRunTail(ctx, runId);
+  return { run: run ? parseRun(run) : undefined, tail };
 }
 
 /** Of a quiet run: the events after `acked` (newest 50, newest first, none when `tail` <= `acked`), its steps, its waits. */
@@ -68,7 +51,7 @@ export async function readQuietRun(
   const [unacked, steps, waits] = await Promise.all([
     tail > acked
       ? queryOnce(ctx, {
-          ...readInput({ key: [pk, when.between('SK', keys.eventSk(acked), `${keys.eventSkPrefix}~`)] }),
+          ...readInput({ key: [pk, when.between('SK', keys.eventSk(acked), EVT_END)] }),
           ScanIndexForward: false,
           Limit: UNACKED_PAGE,
           ConsistentRead: true,

@@ -1,15 +1,13 @@
 /**
  * One page of a sharded index listing: the shards' sorted Query pages merged into one order.
  *
- * A list key is spread over `LIST_SHARDS` partition-key values (see `schema/keys.ts`), each sorted by the
- * same sort key. The merge keeps a small buffer per shard and always takes the best head across
- * all shards, refilling a shard (from where its last Query stopped) before comparing whenever its
- * buffer runs dry. Invariants:
+ * A list key is spread over `LIST_SHARDS` partition-key values (see `schema/keys.ts`), each sorted by the same sort
+ * key. The merge keeps a small buffer per shard and always takes the best head across all shards, refilling a shard
+ * (from where its last Query stopped) before comparing whenever its buffer runs dry. Invariants:
  *
- * - **Exact.** Sort keys are unique across shards (they end in the entity id), so the items
- *   returned so far are exactly those on the near side of the last one's sort key. The cursor is
- *   that sort key: every shard's position is "strictly past it", so the next page neither skips
- *   nor repeats an item.
+ * - **Exact.** Sort keys are unique across shards (they end in the entity id), so the items returned so far are exactly
+ *   those on the near side of the last one's sort key. The cursor is that sort key: every shard's position is "strictly
+ *   past it", so the next page neither skips nor repeats an item.
  * - **Stable.** Items created after the first page sort on the near side (newer) in the default
  *   newest-first order, so they never shift later pages.
  * - **Bounded.** Each shard reads only as far as the page needs, plus its one look-ahead Query.
@@ -30,12 +28,6 @@ export interface ShardedQuery {
   /** Optional filter (applied by DynamoDB after the key condition). */
   filter?: Cond;
   ascending: boolean;
-}
-
-export interface ShardedPage {
-  items: Attrs[];
-  cursor: string | null;
-  hasMore: boolean;
 }
 
 const CURSOR_PREFIX = 'shk:';
@@ -60,7 +52,7 @@ export async function shardedPage(
   q: ShardedQuery,
   limit: number,
   cursor: string | undefined,
-): Promise<ShardedPage> {
+): Promise<{ items: Attrs[]; cursor: string | null; hasMore: boolean }> {
   const after = cursor ? decodeShardCursor(cursor) : undefined; // '' = from the start
   const want = limit + 1; // one past the page tells hasMore
   const perQuery = Math.min(want, Math.max(10, Math.ceil((want * 2) / LIST_SHARDS)));

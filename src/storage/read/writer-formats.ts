@@ -8,11 +8,10 @@
  * by the process that committed its event(s), so its `fv` is its writer's format; the run view is
  * updated in place by later writers and keeps the format of the one that created it.
  */
-import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { readInput, when } from '../../aws/expression.js';
 import { FORMAT_ATTR, itemFormatOf } from '../../schema/formats.js';
 import { keys } from '../../schema/keys.js';
-import type { Attrs } from '../table/codec.js';
+import { queryOnce } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 
 export interface WriterFormats {
@@ -24,20 +23,17 @@ export interface WriterFormats {
 
 /** {@link WriterFormats} of run `runId`, from its newest `items` log items (strongly consistent). */
 export async function readWriterFormats(ctx: StorageCtx, runId: string, items = 8): Promise<WriterFormats> {
-  const res = await ctx.ddb.send(
-    new QueryCommand({
-      TableName: ctx.table,
-      ...readInput({
-        key: [when.is('PK', keys.runPk(runId)), when.between('SK', keys.eventSkPrefix, keys.runMeta(runId).SK)],
-        projection: ['SK', FORMAT_ATTR],
-      }),
-      ScanIndexForward: false,
-      Limit: items + 1,
-      ConsistentRead: true,
+  const newest = await queryOnce(ctx, {
+    ...readInput({
+      key: [when.is('PK', keys.runPk(runId)), when.between('SK', keys.eventSkPrefix, keys.runMeta(runId).SK)],
+      projection: ['SK', FORMAT_ATTR],
     }),
-  );
+    ScanIndexForward: false,
+    Limit: items + 1,
+    ConsistentRead: true,
+  });
   const out: WriterFormats = { log: [] };
-  for (const it of (res.Items ?? []) as Attrs[]) {
+  for (const it of newest) {
     const sk = it.SK?.S ?? '';
     // An unreadable stamp is no writer's format: counted as the newest, so it never looks older.
     const format = itemFormatOf(it) ?? Number.POSITIVE_INFINITY;

@@ -1,8 +1,7 @@
 /**
  * The liveness backstop's item of an active run, `RUN#<runId> / DUE` (src/backstop/ checks it, with
- * ../read/run-check.ts and ../write/due-moves.ts): when the backstop next checks the run, indexed in
- * GSI1 under `DUE#<shard(runId)>` / `<dueAt ms, 13 digits>#<runId>`, so a check is one Query per
- * shard for the items that are due.
+ * ../read/run-check.ts and ../write/due-moves.ts): when the backstop next checks the run, indexed in GSI1 under
+ * `DUE#<shard(runId)>` / `<dueAt ms, 13 digits>#<runId>`, so a check is one Query per shard for the items that are due.
  *
  * Fields (all numbers but `runId`):
  * - `dueAt`     when the run is next checked (ms, the clock of whoever set it; skew only moves a check);

@@ -16,10 +16,8 @@ export const isTerminalRun = (s: string | undefined): boolean => s !== undefined
 /** Whether a step status is terminal (an absent status is not). */
 export const isTerminalStep = (s: string | undefined): boolean => s !== undefined && isTerminalStepStatus(s);
 
-/** The run is terminal, as a condition on the run item. */
 export const runIsTerminal: Cond = when.oneOf('status', TERMINAL_WORKFLOW_RUN_STATUSES);
 
-/** The run is not terminal, as a condition on the run item. */
 export const runNotTerminal: Cond = when.not(runIsTerminal);
 
 /** Whether an item's TTL has passed (DynamoDB may not have deleted it yet). */

@@ -1,10 +1,9 @@
 /**
  * The run view item `RUN#<runId> / RUN#meta` <-> `RunRecord` <-> the contract's `WorkflowRun`.
  *
- * A record is the *stored* form (payload fields may be S3 pointers); `toRun` is the only place a
- * run's pointer is followed, and it returns the contract's shape: `output` only when completed,
- * `error` only when failed. The item's index keys put it in the run listing by time and by workflow
- * name, each sharded by the run id (see `schema/keys.ts`).
+ * A record is the *stored* form (payload fields may be S3 pointers); `toRun` is the only place a run's pointer is
+ * followed, and it returns the contract's shape: `output` only when completed, `error` only when failed. The item's
+ * index keys put it in the run listing by time and by workflow name, each sharded by the run id (see `schema/keys.ts`).
  */
 import type { ResolveData, WorkflowRun } from '@workflow/world';
 import { isS3Pointer } from '../../context/payload-store.js';
@@ -13,8 +12,6 @@ import { ATTR, keys, shardOf, storageKeys } from '../../schema/keys.js';
 import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { loadPayload, payloadFor } from './payloads.js';
-
-const iso = (d: Date) => d.toISOString();
 
 export interface RunRecord {
   runId: string;
@@ -39,7 +36,7 @@ export interface RunRecord {
 }
 
 export function runItem(r: RunRecord): Attrs {
-  const sortKey = `${iso(r.createdAt)}#${r.runId}`;
+  const sortKey = `${r.createdAt.toISOString()}#${r.runId}`;
   return {
     ...formatStamp('records'),
     ...keysOf(keys.runMeta(r.runId)),

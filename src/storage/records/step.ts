@@ -25,15 +25,12 @@ export interface StepRecord {
   createdAt: Date;
   updatedAt: Date;
   specVersion?: number;
-  /** Bumped by every write: the optimistic guard of the read-then-write transitions. */
+  /** Bumped by every write (header). */
   ver: number;
-  /** The step lease (../write/step-lease.ts): the token of the delivery running the body. Not in `Step`. */
+  // The step lease's fields, not in `Step` (../write/step-lease.ts says what each holds).
   leaseToken?: string;
-  /** The lease's expiry (ms since the epoch, the holder's clock; for builds that judge by it). Not in `Step`. */
   leaseUntil?: number;
-  /** The lease's heartbeat count: 0 at the start, raised by every heartbeat. Not in `Step`. */
   leaseBeat?: number;
-  /** The holder's ttl (ms): it heartbeats every third of it, so a watcher waits this long. Not in `Step`. */
   leaseTtl?: number;
   /**
    * The log slot of the step's `step_created` (the first event of its correlation): where

@@ -2,12 +2,11 @@
  * Cursor codecs and page limits for every storage list. Cursors are opaque to callers; a cursor
  * that does not decode is a 400 naming the field, never a plain `Error`.
  *
- * - Events: `evc:<slot>`, the slot of the last returned event (an exclusive bound), so a cursor
- *   stays valid across writes and a write's delta can hand one out. `evc:<slot>h` is the same
- *   bound at the first half of a pair item (../records/event.ts): the log item at `slot` also
- *   holds `slot + 1`, which the holder has not seen. A reader treats both forms alike (its reads
- *   start at the item of `slot`, inclusive); a writer given the half form as `sinceCursor` must
- *   read the pair's second half before it may try a slot (../write/position.ts).
+ * - Events: `evc:<slot>`, the slot of the last returned event (an exclusive bound), so a cursor stays valid across
+ *   writes and a write's delta can hand one out. `evc:<slot>h` is the same bound at the first half of a pair item
+ *   (../records/event.ts): the log item at `slot` also holds `slot + 1`, which the holder has not seen. A reader treats
+ *   both forms alike (its reads start at the item of `slot`, inclusive); a writer given the half form as `sinceCursor`
+ *   must read the pair's second half before it may try a slot (../write/position.ts).
  * - Other lists: the DynamoDB key of the last returned item, base64url JSON.
  */
 import type { Attrs } from './codec.js';
@@ -31,13 +30,7 @@ const EVENT_CURSOR = /^evc:(\d{1,16})(h?)$/;
  */
 export const encodeEventCursor = (slot: number, midPair = false) => `evc:${slot}${midPair ? 'h' : ''}`;
 
-export interface EventCursor {
-  slot: number;
-  /** The slot is the first half of a pair: `slot + 1` exists, in the same item. */
-  midPair: boolean;
-}
-
-export function decodeEventCursor(cursor: string, field = 'cursor'): EventCursor {
+export function decodeEventCursor(cursor: string, field = 'cursor'): { slot: number; midPair: boolean } {
   const m = EVENT_CURSOR.exec(cursor);
   if (!m) throw invalidArgument(field, `Invalid events cursor "${cursor.slice(0, 40)}"`);
   return { slot: Number(m[1]), midPair: m[2] === 'h' };

@@ -13,8 +13,10 @@ import type { StorageCtx } from './storage-ctx.js';
 
 export type QueryInput = Omit<QueryCommandInput, 'TableName'>;
 
-export async function getItem(ctx: StorageCtx, key: { PK: string; SK: string }): Promise<Attrs | undefined> {
-  const res = await ctx.ddb.send(new GetItemCommand({ TableName: ctx.table, Key: keysOf(key), ConsistentRead: true }));
+/** One item, strongly consistent; `projection` (the attributes to return) leaves the others unread. */
+export async function getItem(ctx: StorageCtx, key: { PK: string; SK: string }, projection?: readonly Path[]) {
+  const read = { TableName: ctx.table, Key: keysOf(key), ConsistentRead: true };
+  const res = await ctx.ddb.send(new GetItemCommand({ ...read, ...(projection ? readInput({ projection }) : {}) }));
   return res.Item as Attrs | undefined;
 }
 
@@ -50,6 +52,11 @@ export async function getItems(
     }
   }
   return keys.map((k) => found.get(id(k)));
+}
+
+/** The items of one Query request (no paging). */
+export async function queryOnce(ctx: StorageCtx, input: QueryInput): Promise<Attrs[]> {
+  return ((await ctx.ddb.send(new QueryCommand({ TableName: ctx.table, ...input }))).Items ?? []) as Attrs[];
 }
 
 /** All items of one Query, following `LastEvaluatedKey`, up to `max` items. */
@@ -92,13 +99,14 @@ export async function keyedPage(
   const items: Attrs[] = [];
   let start: Attrs | undefined = cursor ? decodeKeyCursor(cursor, keyNames) : undefined; // '' = from the start
   do {
-    const req = {
-      TableName: ctx.table,
-      ...input,
-      Limit: Math.max(limit + 1 - items.length, 25),
-      ExclusiveStartKey: start,
-    };
-    const res = await ctx.ddb.send(new QueryCommand(req));
+    const res = await ctx.ddb.send(
+      new QueryCommand({
+        TableName: ctx.table,
+        ...input,
+        Limit: Math.max(limit + 1 - items.length, 25),
+        ExclusiveStartKey: start,
+      }),
+    );
     items.push(...((res.Items ?? []) as Attrs[]));
     start = res.LastEvaluatedKey as Attrs | undefined;
   } while (start && items.length <= limit);

@@ -5,14 +5,19 @@
  *   reporting the existing item on failure) and the slot claim of an event (`attribute_not_exists`
  *   on `EVT#<slot>`: a taken slot fails the transaction, see `commit.ts`).
  * - A cancelled transaction reports one reason per action, in action order, and with
- *   `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` a failed condition carries the item as it
- *   was. The create paths read those reasons to choose the exact `@workflow/errors` class without
- *   a second read: a slot claim that failed is a bump, a failed guard names the state it saw.
- *   (Recognising the AWS error itself is `aws/sdk-errors.ts`'s job.)
+ *   `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` a failed condition carries the item as it was. The create paths
+ *   read those reasons to choose the exact `@workflow/errors` class without a second read: a slot claim that failed is
+ *   a bump, a failed guard names the state it saw. (Recognising the AWS error itself is `aws/sdk-errors.ts`'s job.)
+ * - A single-item write that may lose a race: {@link ifConditionHolds}.
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { expression, when } from '../../aws/expression.js';
-import { cancellationReasonKind, cancellationReasons, isTransactionCanceled } from '../../aws/sdk-errors.js';
+import {
+  cancellationReasonKind,
+  cancellationReasons,
+  isConditionalCheckFailed,
+  isTransactionCanceled,
+} from '../../aws/sdk-errors.js';
 import type { Attrs } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 
@@ -39,6 +44,19 @@ export const failedCondition = (c: Cancellation, i: number): boolean =>
 
 /** The item a failed condition saw (`undefined` when the item did not exist). */
 export const oldItem = (c: Cancellation, i: number): Attrs | undefined => c.reasons[i]?.Item as Attrs | undefined;
+
+/**
+ * A single-item conditional write whose failed condition is no error (a lost race, an item gone
+ * meanwhile): its result, or undefined when the condition failed.
+ */
+export async function ifConditionHolds<T>(write: Promise<T>): Promise<T | undefined> {
+  try {
+    return await write;
+  } catch (err) {
+    if (isConditionalCheckFailed(err)) return undefined;
+    throw err;
+  }
+}
 
 /** Reasons that are worth retrying the same transaction for. */
 export function transientCancellation(c: Cancellation): boolean {

@@ -13,6 +13,9 @@ import { backoff } from '../table/contention-backoff.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import type { Position } from './position.js';
 
+/** An event request, or its `eventData`, as core sends it: opaque beyond the fields a handler reads. */
+export type EventData = Record<string, any>;
+
 export interface CreateCall {
   readonly ctx: StorageCtx;
   readonly hints: SlotHints;

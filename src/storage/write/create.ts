@@ -2,9 +2,8 @@
  * `events.create`: validate, route to the event's handler, and assemble the `EventResult`.
  *
  * Result assembly owns the three "delta" producers, which share `events/cursor/hasMore`:
- * - `sinceCursor`: everything after the cursor up to this write's own events, i.e. what
- *   `events.list({cursor})` returns right after the write (collected during the bump, so a
- *   write that did not race needs no read at all);
+ * - `sinceCursor`: everything after the cursor up to this write's own events, i.e. what `events.list({cursor})` returns
+ *   right after the write (collected during the bump, so a write that did not race needs no read at all);
  * - the run_started preload (and `preloadEvents` on hook_received): the whole log;
  * - bump and report: with `eventCount` only, the events on the slots the write skipped over.
  */
@@ -22,7 +21,7 @@ import { cursorAt, type EventRecord, toEvent } from '../records/event.js';
 import { dropUndefined } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { assertId, invalidArgument } from '../table/world-errors.js';
-import { type CreateCall, endedEarly, type Handled, type Outcome } from './create-call.js';
+import { type CreateCall, type EventData, endedEarly, type Handled, type Outcome } from './create-call.js';
 import { hookCreated, hookDisposed, hookReceived } from './hook-events.js';
 import { attrSet } from './run-attributes.js';
 import { runCreated } from './run-created.js';
@@ -32,8 +31,7 @@ import { stepFinished, stepRetrying } from './step-finished.js';
 import { stepCreated, stepStartedBare, stepStartedLazy } from './step-started.js';
 import { waitCompleted, waitCreated } from './wait-events.js';
 
-type Data = Record<string, any>;
-type Handler = (call: CreateCall, runId: string, data: Data) => Promise<Handled>;
+type Handler = (call: CreateCall, runId: string, data: EventData) => Promise<Handled>;
 
 /**
  * The writer of each event type a core creates (src/schema/event-kinds.ts: `writer: 'core'`), but
@@ -71,11 +69,10 @@ const NEEDS_CORRELATION = eventTypesWhere((k) => k.writer === 'core' && k.correl
 /**
  * Runs `fn` after every earlier create for the same run in this process has settled.
  *
- * Why: a fan-out runs its steps inline in one process, and their creates would all claim the
- * same next slot; every loser then pays a cancelled transaction (billed) plus a tail Query and
- * retries, so attempts grow with the square of the parallelism. Queued behind each other, each
- * create starts from the slot the previous one committed (the in-process hint) and lands first
- * time. Creates from other processes still race, which bump-and-report handles.
+ * Why: a fan-out runs its steps inline in one process, and their creates would all claim the same next slot; every
+ * loser then pays a cancelled transaction (billed) plus a tail Query and retries, so attempts grow with the square of
+ * the parallelism. Queued behind each other, each create starts from the slot the previous one committed (the
+ * in-process hint) and lands first time. Creates from other processes still race, which bump-and-report handles.
  */
 function perRunQueue() {
   const tails = new Map<string, Promise<unknown>>();
@@ -93,23 +90,23 @@ function perRunQueue() {
 
 export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs = new RunItemCache()) {
   const queue = perRunQueue();
-  const createOne = createUnqueued(ctx, hints, steps, runs);
-  return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
+  const create = createTraced(ctx, hints, steps, runs);
+  const createOne = (runId: string | null, data: EventData, params?: CreateEventParams): Promise<EventResult> =>
+    withStorageWriteSpan({ eventType: String(data?.eventType), runId: runId ?? undefined }, () =>
+      create(runId, data, params),
+    );
+  return (runId: string | null, data: EventData, params?: CreateEventParams): Promise<EventResult> =>
     typeof runId === 'string' && runId !== ''
       ? queue(runId, () => createOne(runId, data, params))
       : createOne(runId, data, params);
 }
 
-function createUnqueued(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs: RunItemCache) {
-  const create = createTraced(ctx, hints, steps, runs);
-  return (runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> =>
-    withStorageWriteSpan({ eventType: String(data?.eventType), runId: runId ?? undefined }, () =>
-      create(runId, data, params),
-    );
-}
-
 function createTraced(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs: RunItemCache) {
-  return async function create(runId: string | null, data: Data, params?: CreateEventParams): Promise<EventResult> {
+  return async function create(
+    runId: string | null,
+    data: EventData,
+    params?: CreateEventParams,
+  ): Promise<EventResult> {
     if (!data || typeof data !== 'object' || typeof data.eventType !== 'string') {
       throw invalidArgument('eventType', 'event request must have an eventType');
     }

@@ -2,13 +2,11 @@
  * Hook events: hook_created (global token claim, hook_conflict), hook_received (with
  * `(runId, resumeId)` dedupe), hook_disposed. Waits are wait-events.ts.
  *
- * The hook item `HOOK#<token>` *is* the token claim: created with `attribute_not_exists` in the
- * same transaction as the `hook_created` event, deleted (conditioned on its owner) by
- * `hook_disposed` and by the terminal run's release. A claim whose owning run is terminal or
- * gone is taken over by the next claimant (conditioned on the stale owner), so a release the
- * terminal path missed can never block a token forever.
+ * The hook item `HOOK#<token>` *is* the token claim: created with `attribute_not_exists` in the same transaction as the
+ * `hook_created` event, deleted (conditioned on its owner) by `hook_disposed` and by the terminal run's release. A
+ * claim whose owning run is terminal or gone is taken over by the next claimant (conditioned on the stale owner), so a
+ * release the terminal path missed can never block a token forever.
  */
-import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, HookNotFoundError, RunExpiredError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { type Expression, expression, readInput, when } from '../../aws/expression.js';
@@ -21,18 +19,16 @@ import { type EventRecord, eventItem, newEvent, toEvent } from '../records/event
 import { type HookRecord, hookItem, parseHook, resumeContextOf, toHook, tokenOfHookPk } from '../records/hook.js';
 import { isTerminalRun } from '../records/lifecycle.js';
 import { placeEventData, placePayloads, runPrefix } from '../records/payloads.js';
-import { parseRun, toRun } from '../records/run.js';
+import { parseRun, type RunRecord, toRun } from '../records/run.js';
 import { keysOf, num, str } from '../table/codec.js';
-import { getItem } from '../table/reads.js';
+import { getItem, queryOnce } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
 import { assertId } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
-import { type CreateCall, endedEarly, type Handled, type Outcome, resolved } from './create-call.js';
+import { type CreateCall, type EventData, endedEarly, type Handled, type Outcome, resolved } from './create-call.js';
 import { type Position, startPosition } from './position.js';
-import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError } from './run-guard.js';
-
-type Data = Record<string, any>;
+import { checkRunGuard, HOLDS, holdingRunGuard, runGuard, runGuardError, terminalRunConflict } from './run-guard.js';
 
 /** The hook item is still the claim of `runId`'s hook `hookId`. */
 const hookOwnedBy = (runId: string, hookId: string): Expression =>
@@ -40,14 +36,11 @@ const hookOwnedBy = (runId: string, hookId: string): Expression =>
 
 /** The token of a run's hook when the event did not carry it (GSI1 `RUNHOOKS#<runId>`). */
 async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<string | undefined> {
-  const res = await ctx.ddb.send(
-    new QueryCommand({
-      TableName: ctx.table,
-      IndexName: GSI1,
-      ...readInput({ key: [when.is(ATTR.gsi1pk, keys.runHooksGsi(runId)), when.is(ATTR.gsi1sk, hookId)] }),
-    }),
-  );
-  const pk = res.Items?.[0]?.PK?.S;
+  const [key] = await queryOnce(ctx, {
+    IndexName: GSI1,
+    ...readInput({ key: [when.is(ATTR.gsi1pk, keys.runHooksGsi(runId)), when.is(ATTR.gsi1sk, hookId)] }),
+  });
+  const pk = key?.PK?.S;
   return pk === undefined ? undefined : tokenOfHookPk(pk);
 }
 
@@ -67,20 +60,20 @@ async function claimReleasable(ctx: StorageCtx, holder: HookRecord, now: Date): 
 
 // ---------------------------------------------------------------- hook_created
 
-export async function hookCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function hookCreated(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
   const hookId: string = data.correlationId;
-  const eventData: Data = data.eventData ?? {};
+  const eventData: EventData = data.eventData ?? {};
   const token = eventData.token;
   assertId('token', token);
-  const terminal = (s: string) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
   const placed = await placePayloads(
     ctx,
     { metadata: eventData.metadata },
     `${runPrefix(runId)}/hooks/${hookId}`,
     4096,
-    () => checkRunGuard(ctx, runId, terminal),
+    () => checkRunGuard(ctx, runId, terminalRunConflict),
   );
+  const known = call.runs.known(runId);
   const rec: HookRecord = {
     runId,
     hookId,
@@ -93,7 +86,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     tokenRetentionUntil:
       eventData.tokenRetentionUntil === undefined ? undefined : new Date(eventData.tokenRetentionUntil),
     // From the run this process remembers (a delivery's run_started put it there); never read for it.
-    resumeContext: resumeContextOfKnownRun(call, runId),
+    resumeContext: known ? resumeContextOf(parseRun(known)) : undefined,
   };
   const created = newEvent(call.stamp, runId, data, 'hook_created', eventData);
   let takeover: HookRecord | undefined;
@@ -121,7 +114,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
     },
     onGuard: async (c) => {
       const runIdx = conflictWith !== undefined ? 0 : 1;
-      if (failedCondition(c, runIdx)) throw runGuardError(runId, oldItem(c, runIdx), terminal);
+      if (failedCondition(c, runIdx)) throw runGuardError(runId, oldItem(c, runIdx), terminalRunConflict);
       const old = oldItem(c, 0);
       if (!old) {
         takeover = undefined; // the stale claim went away meanwhile: claim it fresh
@@ -147,17 +140,12 @@ export async function hookCreated(call: CreateCall, runId: string, data: Data): 
   };
 }
 
-function resumeContextOfKnownRun(call: CreateCall, runId: string) {
-  const item = call.runs.known(runId);
-  return item ? resumeContextOf(parseRun(item)) : undefined;
-}
-
 // ---------------------------------------------------------------- hook_received
 
-export async function hookReceived(call: CreateCall, runId: string, data: Data): Promise<Handled> {
+export async function hookReceived(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
   const { ctx, params } = call;
   const hookId: string = data.correlationId;
-  const eventData: Data = data.eventData ?? {};
+  const eventData: EventData = data.eventData ?? {};
   const token = typeof eventData.token === 'string' ? eventData.token : await tokenOf(ctx, runId, hookId);
   if (!token) throw new HookNotFoundError(hookId);
   const resumeId = typeof params?.resumeId === 'string' && params.resumeId !== '' ? params.resumeId : undefined;
@@ -169,7 +157,7 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
 
   let pos: Position = startPosition(params);
   let preload: EventRecord[] | undefined;
-  let run: HookRunView | undefined;
+  let run: RunRecord | undefined;
   if (params?.preloadEvents === true) {
     // Read the whole log with the run; the write then lands right after it (or reports the bump).
     const read = await readRunTail(ctx, runId, 0);
@@ -219,31 +207,22 @@ export async function hookReceived(call: CreateCall, runId: string, data: Data):
         return resolved({ event: await toEvent(ctx, committed!, call.resolveData) });
       }
       if (failedCondition(c, 0)) throw new HookNotFoundError(hookId);
-      throw runGuardError(
-        runId,
-        oldItem(c, 1),
-        (s) => new RunExpiredError(`Workflow run "${runId}" is already in terminal state "${s}"`, runId, s),
-      );
+      throw runGuardError(runId, oldItem(c, 1), expired);
     },
   });
   if (endedEarly(done)) return done;
-  const out: Outcome = { own: [{ ...ev, slot: done.slot }], pos };
-  if (preload && run) {
-    out.run = await toRun(ctx, run, call.resolveData);
-    out.preload = preload;
-    out.fullLog = true;
-  }
-  return out;
+  const own = [{ ...ev, slot: done.slot }];
+  // `run` and `preload` are set together: the whole log with a started run, answered in full.
+  if (!run) return { own, pos };
+  return { own, pos, run: await toRun(ctx, run, call.resolveData), preload, fullLog: true };
 }
-
-type HookRunView = ReturnType<typeof parseRun>;
 
 // ---------------------------------------------------------------- hook_disposed
 
-export async function hookDisposed(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function hookDisposed(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
   const hookId: string = data.correlationId;
-  const eventData: Data | undefined = data.eventData;
+  const eventData: EventData | undefined = data.eventData;
   const token = typeof eventData?.token === 'string' ? eventData.token : await tokenOf(ctx, runId, hookId);
   const gone = async (): Promise<never> => {
     if (await hasEvent(ctx, runId, hookId, 'hook_disposed'))

@@ -15,7 +15,6 @@
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { getEventDataRefFields, readRunRetention } from '@workflow/world';
 import { expression, type Path, when } from '../../aws/expression.js';
-import { isConditionalCheckFailed } from '../../aws/sdk-errors.js';
 import { RETENTION_TAG } from '../../config/limits.js';
 import { ATTR, keys } from '../../schema/keys.js';
 import { consoleLogger } from '../../telemetry/log.js';
@@ -24,6 +23,7 @@ import { PAIR_ATTR } from '../records/event.js';
 import { runPrefix } from '../records/payloads.js';
 import { type Attrs, keysOf } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
+import { ifConditionHolds } from './conditions.js';
 import { readRunItems } from './run-items.js';
 
 /** How long the payload-free entities of a `$retention: '0'` run are kept without a World-wide retention. */
@@ -32,13 +32,6 @@ const PURGED_ENTITY_GRACE_SECONDS = 86_400;
 /** Whether a finished run asked for its user payloads to be purged at once (`$retention: '0'`). */
 export function purgesOnFinish(attributes: Record<string, string>): boolean {
   return readRunRetention(attributes).mode === 'none';
-}
-
-/** Seconds the items of a terminal run are kept, or undefined for "keep". */
-function retentionSeconds(ctx: StorageCtx, attributes: Record<string, string>): number | undefined {
-  const days = ctx.config.retentionDays;
-  if (days !== undefined) return days * 86_400;
-  return purgesOnFinish(attributes) ? PURGED_ENTITY_GRACE_SECONDS : undefined;
 }
 
 /** Top-level payload attributes of run, step and hook items. */
@@ -85,11 +78,12 @@ async function stamp(ctx: StorageCtx, items: Attrs[], ttl: number, purge: boolea
       .set({ [ATTR.ttl]: ttl })
       .when(when.present);
     if (purge) update.set(blockPurge(it)).remove(...payloadPaths(it));
-    await ctx.ddb
-      .send(new UpdateItemCommand(update.toUpdateItem(ctx.table, { PK: it.PK, SK: it.SK }, { returnOld: false })))
-      .catch((e) => {
-        if (!isConditionalCheckFailed(e)) throw e; // deleted meanwhile (a released wait): nothing to stamp
-      });
+    // A failed condition: deleted meanwhile (a released wait), nothing to stamp.
+    await ifConditionHolds(
+      ctx.ddb.send(
+        new UpdateItemCommand(update.toUpdateItem(ctx.table, { PK: it.PK, SK: it.SK }, { returnOld: false })),
+      ),
+    );
   });
 }
 
@@ -103,9 +97,10 @@ export async function applyRetention(
   attributes: Record<string, string>,
   now: Date,
 ): Promise<void> {
-  const seconds = retentionSeconds(ctx, attributes);
-  if (seconds === undefined) return;
   const purge = purgesOnFinish(attributes);
+  const days = ctx.config.retentionDays;
+  const seconds = days !== undefined ? days * 86_400 : purge ? PURGED_ENTITY_GRACE_SECONDS : undefined;
+  if (seconds === undefined) return; // keep
   const ttl = Math.floor(now.getTime() / 1000) + seconds;
   try {
     const { own, blocks } = await readRunItems(ctx, runId, { keysOnly: !purge });

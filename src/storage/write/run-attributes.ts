@@ -1,13 +1,12 @@
 /**
- * attr_set: the run's attributes change under an optimistic version (`attrVer`). Reads the run
- * and the tail, validates the changes against the attributes as read, and commits the merged
- * attributes conditioned on that version; a moved version is decided again ({@link restartable}).
- * A workflow's own change carries a claim item on its correlation id, so a replayed change is
- * refused (`EntityConflictError`) instead of applied twice.
+ * attr_set: the run's attributes change under an optimistic version (`attrVer`). Reads the run and the tail, validates
+ * the changes against the attributes as read, and commits the merged attributes conditioned on that version; a moved
+ * version is decided again ({@link restartable}). A workflow's own change carries a claim item on its correlation id,
+ * so a replayed change is refused (`EntityConflictError`) instead of applied twice.
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, WorkflowRunNotFoundError } from '@workflow/errors';
-import type { AttributeChange, WorkflowRun } from '@workflow/world';
+import type { AttributeChange } from '@workflow/world';
 import { applyAttributeChanges, validateAttributeChanges, validateAttributeEventDataSize } from '@workflow/world';
 import { expression, when } from '../../aws/expression.js';
 import { formatStamp } from '../../schema/formats.js';
@@ -21,6 +20,7 @@ import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
 import {
   type CreateCall,
+  type EventData,
   endedEarly,
   type Handled,
   type Outcome,
@@ -28,10 +28,11 @@ import {
   type Restart,
   restartable,
 } from './create-call.js';
-import type { Position } from './position.js';
-import { startPosition } from './position.js';
+import { type Position, startPosition } from './position.js';
 import { assertSpec, runGuardError } from './run-guard.js';
-import type { EventData } from './run-seed.js';
+
+const terminalConflict = (s: string) =>
+  new EntityConflictError(`Cannot set attributes on run in terminal state "${s}"`);
 
 export function attrSet(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
   const eventData: EventData = data.eventData ?? {};
@@ -56,8 +57,7 @@ async function attrSetOnce(
   if (!read.run) throw new WorkflowRunNotFoundError(runId);
   const record = parseRun(read.run);
   assertSpec(record);
-  if (isTerminalRun(record.status))
-    throw new EntityConflictError(`Cannot set attributes on run in terminal state "${record.status}"`);
+  if (isTerminalRun(record.status)) throw terminalConflict(record.status);
   // Post-merge key count, exact against the attributes this transaction is conditioned on.
   validateAttributeChanges(changes, { existingKeys: Object.keys(record.attributes), allowReservedAttributes });
   const merged = applyAttributeChanges(record.attributes, changes);
@@ -90,18 +90,13 @@ async function attrSetOnce(
       if (claim && failedCondition(c, 2)) throw new EntityConflictError(`Attribute event "${claim}" already exists`);
       const old = oldItem(c, 0);
       if (!old) throw new WorkflowRunNotFoundError(runId);
-      if (isTerminalRun(str(old, 'status')))
-        throw runGuardError(
-          runId,
-          old,
-          (s) => new EntityConflictError(`Cannot set attributes on run in terminal state "${s}"`),
-        );
+      if (isTerminalRun(str(old, 'status'))) throw runGuardError(runId, old, terminalConflict);
       return RESTART; // another attr_set moved the version: re-validate against it
     },
   });
   if (endedEarly(done)) return done;
   call.runs.forget(runId);
-  const run: WorkflowRun = await toRun(
+  const run = await toRun(
     ctx,
     { ...record, attributes: merged, attrVer: record.attrVer + 1, updatedAt: call.now },
     call.resolveData,

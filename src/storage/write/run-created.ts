@@ -1,7 +1,6 @@
 /**
- * run_created: the run item (`RUN#meta`, an exclusive create) and its first event at slot 1, in
- * one transaction. Either claim failing means the run exists (`EntityConflictError`); a
- * redelivered create uploads nothing.
+ * run_created: the run item (`RUN#meta`, an exclusive create) and its first event at slot 1, in one transaction. Either
+ * claim failing means the run exists (`EntityConflictError`); a redelivered create uploads nothing.
  */
 import { EntityConflictError, WorkflowWorldError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT, validateUlidTimestamp } from '@workflow/world';
@@ -15,8 +14,8 @@ import { valueSize } from '../table/codec.js';
 import { getItem } from '../table/reads.js';
 import { commit } from './commit.js';
 import { putEvent, putNew } from './conditions.js';
-import type { CreateCall, Outcome } from './create-call.js';
-import { type EventData, newRun, validateSeedAttributes } from './run-seed.js';
+import type { CreateCall, EventData, Outcome } from './create-call.js';
+import { newRun, validateSeedAttributes } from './run-seed.js';
 
 export async function runCreated(
   call: CreateCall,

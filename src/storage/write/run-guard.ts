@@ -1,15 +1,14 @@
 /**
- * The run guard most child events carry: a ConditionCheck on `RUN#meta` that the run exists, is
- * not terminal and has a spec this World serves. Both the guard and every terminal transition
- * touch `RUN#meta`, so an event is ordered against the run's end. A failed guard maps to the
- * exact contract error through {@link runGuardError}.
+ * The run guard most child events carry: a ConditionCheck on `RUN#meta` that the run exists, is not terminal and has a
+ * spec this World serves. Both the guard and every terminal transition touch `RUN#meta`, so an event is ordered against
+ * the run's end. A failed guard maps to the exact contract error through {@link runGuardError}.
  *
  * The orphan sweep (src/sweep/run-payloads.ts) relies on this: once `RUN#meta` is terminal, no create that
  * carries this guard can publish a pointer under `runs/<runId>/`. The creates that do not carry it
  * (a running step's completion, `step_retrying`, stream blocks) are listed there and protected.
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
-import { RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
+import { EntityConflictError, RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
 import { requiresNewerWorld, SPEC_VERSION_MAX_SUPPORTED } from '@workflow/world';
 import { type Expression, expression, when } from '../../aws/expression.js';
 import { keys } from '../../schema/keys.js';
@@ -33,11 +32,10 @@ export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
 }
 
 /**
- * {@link runGuard} for an event that leaves something for the run's end to release (a hook or a
- * wait): the same condition as an Update that sets the run's `holds` flag, in the same
- * transaction. A run whose flag is still `false` at its terminal transition skips the release
- * queries (run-release.ts); the terminal transaction is conditioned on that value, so a hold
- * that commits in between forces a re-read instead of being missed.
+ * {@link runGuard} for an event that leaves something for the run's end to release (a hook or a wait): the same
+ * condition as an Update that sets the run's `holds` flag, in the same transaction. A run whose flag is still `false`
+ * at its terminal transition skips the release queries (run-release.ts); the terminal transaction is conditioned on
+ * that value, so a hold that commits in between forces a re-read instead of being missed.
  */
 export function holdingRunGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
   return runServed()
@@ -52,6 +50,10 @@ export const HOLDS = 'holds';
 export function mayHold(run: Attrs): boolean {
   return run[HOLDS]?.BOOL !== false;
 }
+
+/** The error a create on a terminal run maps to. */
+export const terminalRunConflict = (s: string) =>
+  new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
 
 /** The error a failed {@link runGuard} stands for. */
 export function runGuardError(runId: string, old: Attrs | undefined, onTerminal: (status: string) => Error): Error {

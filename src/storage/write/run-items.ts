@@ -1,8 +1,7 @@
 /**
- * Every item of one run, for the two that act on all of them: retention (retention.ts: stamps
- * each with a TTL, purges its payloads) and the orphan sweep (src/sweep/run-payloads.ts: collects
- * every key an item points at). One implementation, so the two never disagree on what "a run's
- * items" are.
+ * Every item of one run, for the two that act on all of them: retention (retention.ts: stamps each with a TTL, purges
+ * its payloads) and the orphan sweep (src/sweep/run-payloads.ts: collects every key an item points at). One
+ * implementation, so the two never disagree on what "a run's items" are.
  *
  * A run's items: its partition `RUN#<runId>` (run view, events, steps, waits), its stream blocks
  * (GSI1 `RUNSTREAMS#<runId>` names each stream, then each stream's partition) and, when asked, its
@@ -32,7 +31,6 @@ export interface RunItemsOptions {
   readonly hooks?: boolean;
 }
 
-/** The items of `runId` (see the header). */
 export async function readRunItems(
   ctx: StorageCtx,
   runId: string,
@@ -51,10 +49,7 @@ export async function readRunItems(
     byIndex(keys.runStreamsGsi(runId)),
   ]);
   const [hookItems, blocks] = await Promise.all([
-    getItems(
-      ctx,
-      hookKeys.map((k) => ({ PK: k.PK, SK: k.SK })),
-    ),
+    getItems(ctx, hookKeys),
     Promise.all(streams.map((s) => partition(s.PK.S as string))),
   ]);
   return { own, blocks: blocks.flat(), hooks: hookItems.filter((h) => h !== undefined) };

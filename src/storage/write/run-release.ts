@@ -1,11 +1,10 @@
 /**
  * What a terminal run gives up: its hooks (releasing their tokens) and its pending waits.
  *
- * Runs after the terminal transaction committed, so no new hook or wait can appear (their creates
- * carry a run guard). Idempotent: each hook delete is conditioned on its owner, and a token missed
- * here (GSI lag) is taken over by the next claimant, which checks that the holder's run is
- * terminal. Hooks with a `tokenRetentionUntil` in the future are kept (the `hookRetention`
- * capability), readable and holding their token, with a TTL at the end of their retention.
+ * Runs after the terminal transaction committed, so no new hook or wait can appear (their creates carry a run guard).
+ * Idempotent: each hook delete is conditioned on its owner, and a token missed here (GSI lag) is taken over by the next
+ * claimant, which checks that the holder's run is terminal. Hooks with a `tokenRetentionUntil` in the future are kept
+ * (the `hookRetention` capability), readable and holding their token, with a TTL at the end of their retention.
  */
 import { BatchWriteItemCommand, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { expression, readInput, when } from '../../aws/expression.js';
@@ -15,6 +14,7 @@ import { type Attrs, num, str } from '../table/codec.js';
 import { backoff } from '../table/contention-backoff.js';
 import { queryAll } from '../table/reads.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
+import { ifConditionHolds } from './conditions.js';
 
 export async function releaseRun(ctx: StorageCtx, runId: string, purge = false): Promise<void> {
   const [hooks, waits] = await Promise.all([
@@ -67,8 +67,8 @@ async function releaseHook(ctx: StorageCtx, runId: string, h: Attrs, now: number
       .set({ [ATTR.ttl]: Math.ceil(until / 1000) })
       .when(...owned);
     if (purge) keep.remove('metadata');
-    await ctx.ddb.send(new UpdateItemCommand(keep.toUpdateItem(ctx.table, key, { returnOld: false }))).catch((err) => {
-      if (!isConditionalCheckFailed(err)) throw err;
-    });
+    await ifConditionHolds(
+      ctx.ddb.send(new UpdateItemCommand(keep.toUpdateItem(ctx.table, key, { returnOld: false }))),
+    );
   }
 }

@@ -1,24 +1,17 @@
 /**
- * A new run's record and the checks on the data it is created from: shared by run_created
- * (run-created.ts) and the resilient start, which creates a missing run from run_started's data
- * (run-started.ts).
+ * A new run's record and the checks on the data it is created from: shared by run_created (run-created.ts) and the
+ * resilient start, which creates a missing run from run_started's data (run-started.ts).
  */
-import type { AttributeChange } from '@workflow/world';
 import { AttributeValidationError, validateAttributeChanges } from '@workflow/world';
 import type { RunRecord } from '../records/run.js';
-import type { CreateCall } from './create-call.js';
-
-export type EventData = Record<string, any>;
+import type { CreateCall, EventData } from './create-call.js';
 
 /** The seed attributes a new run is created with are a record of valid attribute changes. */
 export function validateSeedAttributes(eventData: EventData): void {
   if (eventData.attributes === undefined || eventData.attributes === null) return;
   if (typeof eventData.attributes !== 'object')
     throw new AttributeValidationError('attributes must be a record of strings');
-  const changes: AttributeChange[] = Object.entries(eventData.attributes).map(([key, value]) => ({
-    key,
-    value: value as string,
-  }));
+  const changes = Object.entries(eventData.attributes).map(([key, value]) => ({ key, value: value as string }));
   validateAttributeChanges(changes, { allowReservedAttributes: eventData.allowReservedAttributes === true });
 }
 

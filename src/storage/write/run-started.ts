@@ -1,9 +1,8 @@
 /**
- * run_started, incl. the resilient start: reads the run view and the log tail in one Query
- * (`readRunTail`, or from memory when warm and no preload is asked for), decides from that
- * state, and commits one transaction whose `RUN#meta` condition restates the decision. If the
- * state moved in between, the ALL_OLD item names the new state and the start is decided again
- * ({@link restartable}).
+ * run_started, incl. the resilient start: reads the run view and the log tail in one Query (`readRunTail`, or from
+ * memory when warm and no preload is asked for), decides from that state, and commits one transaction whose `RUN#meta`
+ * condition restates the decision. If the state moved in between, the ALL_OLD item names the new state and the start is
+ * decided again ({@link restartable}).
  *
  * - pending: the run becomes running (`startedAt` kept if set), and the event is appended.
  * - running: idempotent, no event; the run (and the log, with a preload) is answered as is.
@@ -29,6 +28,7 @@ import { commit } from './commit.js';
 import { putEvent, putNew } from './conditions.js';
 import {
   type CreateCall,
+  type EventData,
   endedEarly,
   type Handled,
   type Outcome,
@@ -40,7 +40,7 @@ import {
 } from './create-call.js';
 import { type Position, startPosition } from './position.js';
 import { assertSpec, rereadRunOnGuard } from './run-guard.js';
-import { type EventData, newRun, validateSeedAttributes } from './run-seed.js';
+import { newRun, validateSeedAttributes } from './run-seed.js';
 
 export function runStarted(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
   return restartable('run_started', () => runStartedOnce(call, runId, data));
@@ -51,7 +51,7 @@ async function runStartedOnce(call: CreateCall, runId: string, data: EventData):
   const state = await readStartState(call, runId, preload);
   if ('answer' in state) return state.answer;
   const event = newEvent(call.stamp, runId, data, 'run_started', undefined); // eventData belongs on run_created only
-  if (!state.read.run) return startMissing(call, runId, data, state, event);
+  if (!state.read.run) return resilientStart(call, runId, data, state, event);
   const record = parseRun(state.read.run);
   assertSpec(record);
   if (isTerminalRun(record.status)) {
@@ -61,7 +61,12 @@ async function runStartedOnce(call: CreateCall, runId: string, data: EventData):
       record.status,
     );
   }
-  if (record.status === 'running') return alreadyRunning(call, record, state);
+  // Running: idempotent, no new event; the run (and the log, with a preload) as is.
+  if (record.status === 'running')
+    return resolved({
+      run: await toRun(call.ctx, record, call.resolveData),
+      ...(state.preload ? await logPage(call, state.read.events) : {}),
+    } as EventResult);
   return startPending(call, runId, record, state, event);
 }
 
@@ -76,10 +81,9 @@ interface StartState {
 }
 
 /**
- * The run and the log tail a start decides from: remembered (warm, without a preload: the run as
- * this process created it, the tail from memory, no read), or read with `readRunTail` (a preload
- * reads only what follows a prefix this process remembers). `answer`: a started run's preload
- * answered from memory alone ({@link preloadFromMemory}).
+ * The run and the log tail a start decides from: remembered (warm, without a preload: the run as this process created
+ * it, the tail from memory, no read), or read with `readRunTail` (a preload reads only what follows a prefix this
+ * process remembers). `answer`: a started run's preload answered from memory alone ({@link preloadFromMemory}).
  */
 async function readStartState(
   call: CreateCall,
@@ -117,34 +121,6 @@ async function readStartState(
       : { last: hint, collect: [] }
     : { last: read.tail, collect: preload || callerTail === undefined ? [] : [...read.events] };
   return { preload, remembered: remembered !== undefined, read, pos };
-}
-
-/** No run: the resilient start creates it when the event carries its creation data, else not found. */
-function startMissing(
-  call: CreateCall,
-  runId: string,
-  data: EventData,
-  state: StartState,
-  event: EventRecord,
-): Promise<Outcome | Restart> {
-  const eventData: EventData | undefined = data.eventData;
-  if (
-    !eventData ||
-    typeof eventData.deploymentId !== 'string' ||
-    typeof eventData.workflowName !== 'string' ||
-    eventData.input === undefined
-  ) {
-    throw new WorkflowRunNotFoundError(runId);
-  }
-  return resilientStart(call, runId, data, eventData, state.pos, state.preload ? state.read.events : undefined, event);
-}
-
-/** A running run: idempotent, no new event; the run (and the log, with a preload) as is. */
-async function alreadyRunning(call: CreateCall, record: RunRecord, state: StartState): Promise<Resolved> {
-  return resolved({
-    run: await toRun(call.ctx, record, call.resolveData),
-    ...(state.preload ? await logPage(call, state.read.events) : {}),
-  } as EventResult);
 }
 
 /**
@@ -205,16 +181,13 @@ async function startPending(
 const RUN_ITEM_EVENTS = eventTypesWhere((k) => k.changesRun);
 
 /**
- * The run, when a started run's preload can be answered from memory alone (no read): inside a
- * delivery whose sender had seen the log no further than `hint` (its `eve.tail`, the rule of
- * `events.list` in ../read/events.ts), with every event 1..`hint` remembered (`prefix`), and the
- * run item this process remembers is `running` with nothing in the prefix that changes a run item
- * after its start (an `attr_set`, an end). Why that is enough: the log is append-only and a slot is committed only after the one below it, so 1..hint
- * is the whole log as of the moment `hint` was committed, and the remembered item is the run as
- * of then: a consistent answer that includes what the message was sent for, as a read made at
- * that moment would have returned. What was appended since has its own message. Whatever core
- * then writes is conditioned on the run item as usual (the run guard), so a run ended meanwhile
- * fails that write, as after any read.
+ * The run, when a started run's preload can be answered from memory alone (no read): inside a delivery whose sender had
+ * seen the log no further than `hint` (its `eve.tail`), with every event 1..`hint` remembered (`prefix`), and the run
+ * item this process remembers is `running` with nothing in the prefix that changes a run item after its start (an
+ * `attr_set`, an end). Why that is enough is the argument of `events.list` from memory (../read/events.ts): 1..hint is
+ * the whole log as of the moment `hint` committed, and the remembered item is the run as of then. Whatever core then
+ * writes is conditioned on the run item as usual (the run guard), so a run ended meanwhile fails that write, as after
+ * any read.
  */
 function preloadFromMemory(
   call: CreateCall,
@@ -237,17 +210,26 @@ function preloadFromMemory(
   return rec;
 }
 
-/** Run missing but the start carries its creation data: create it, with a synthetic run_created. */
+/** No run: created when the start carries its creation data (with a synthetic run_created), else not found. */
 async function resilientStart(
   call: CreateCall,
   runId: string,
   data: EventData,
-  eventData: EventData,
-  pos: Position,
-  before: EventRecord[] | undefined,
+  state: StartState,
   started: EventRecord,
 ): Promise<Outcome | Restart> {
   const { ctx } = call;
+  const eventData: EventData | undefined = data.eventData;
+  if (
+    !eventData ||
+    typeof eventData.deploymentId !== 'string' ||
+    typeof eventData.workflowName !== 'string' ||
+    eventData.input === undefined
+  ) {
+    throw new WorkflowRunNotFoundError(runId);
+  }
+  const { pos } = state;
+  const before = state.preload ? state.read.events : undefined;
   validateSeedAttributes(eventData);
   const specVersion = data.specVersion ?? SPEC_VERSION_CURRENT;
   const placed = await placePayloads(
@@ -261,9 +243,7 @@ async function resilientStart(
     status: 'running',
     startedAt: call.now,
   };
-  const created: EventRecord = {
-    ...newEvent(call.stamp, runId, { specVersion: data.specVersion }, 'run_created', eventData),
-  };
+  const created = newEvent(call.stamp, runId, { specVersion: data.specVersion }, 'run_created', eventData);
   const done = await commit(ctx, call.hints, pos, {
     runId,
     what: 'run_started',

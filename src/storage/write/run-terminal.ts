@@ -1,17 +1,15 @@
 /**
- * The run's end: run_completed / run_failed / run_cancelled. Reads the run view and the log tail
- * (`readRunTail`, or the remembered view when warm), decides, and commits one transaction whose
- * `RUN#meta` condition restates the decision; if the state moved in between, the ALL_OLD item
- * names the new state and the end is decided again ({@link restartable}).
+ * The run's end: run_completed / run_failed / run_cancelled. Reads the run view and the log tail (`readRunTail`, or the
+ * remembered view when warm), decides, and commits one transaction whose `RUN#meta` condition restates the decision; if
+ * the state moved in between, the ALL_OLD item names the new state and the end is decided again ({@link restartable}).
  *
- * - Not terminal: the run item takes the terminal status, its output or error (offloaded like any
- *   payload), `completedAt`; then what the run held is released (run-release.ts) and retention
- *   applied (retention.ts).
+ * - Not terminal: the run item takes the terminal status, its output or error (offloaded like any payload),
+ *   `completedAt`; then what the run held is released (run-release.ts) and retention applied (retention.ts).
  * - Cancelled, and the event is another cancel: idempotent, the event is appended and the run
  *   returned unchanged. Any other terminal: `EntityConflictError`.
  */
 import { EntityConflictError, WorkflowRunNotFoundError } from '@workflow/errors';
-import { type Expression, expression, when } from '../../aws/expression.js';
+import { expression, when } from '../../aws/expression.js';
 import { keys } from '../../schema/keys.js';
 import { readRunTail } from '../read/log-tail.js';
 import { atSlot, type EventRecord, eventItem, newEvent } from '../records/event.js';
@@ -23,6 +21,7 @@ import { commit } from './commit.js';
 import { putEvent } from './conditions.js';
 import {
   type CreateCall,
+  type EventData,
   endedEarly,
   type Handled,
   type Outcome,
@@ -34,7 +33,6 @@ import { type Position, startPosition } from './position.js';
 import { applyRetention, purgesOnFinish } from './retention.js';
 import { assertSpec, HOLDS, mayHold, rereadRunOnGuard } from './run-guard.js';
 import { releaseRun } from './run-release.js';
-import type { EventData } from './run-seed.js';
 
 type TerminalType = 'run_completed' | 'run_failed' | 'run_cancelled';
 
@@ -110,19 +108,12 @@ async function cancelAgain(
   return { own: [atSlot(event, done.slot)], pos, run: await toRun(ctx, record, call.resolveData) };
 }
 
-/** The run as read: its item, parsed, and whether it came from memory instead of a read. */
-interface RunAsRead {
-  readonly item: Attrs;
-  readonly record: RunRecord;
-  readonly remembered: boolean;
-}
-
-/** A run that is not terminal takes its end. */
+/** A run that is not terminal takes its end; `run` as read: its item, parsed, and whether it came from memory. */
 async function finishRun(
   call: CreateCall,
   runId: string,
   data: EventData,
-  run: RunAsRead,
+  run: { readonly item: Attrs; readonly record: RunRecord; readonly remembered: boolean },
   pos: Position,
 ): Promise<Outcome | Restart> {
   const { ctx } = call;
@@ -156,14 +147,19 @@ async function finishRun(
   // A run that never held a hook or wait has nothing to release; the update's condition makes the
   // transition re-read if one was created since this read.
   const release = mayHold(run.item);
-  const endRun = terminalUpdate(call, {
-    status,
-    release,
-    rememberedVersion: run.remembered ? record.attrVer : undefined,
-    payload: field && stored !== undefined ? { field, stored } : undefined,
+  // SET the status and times (and the payload, the error code, `expiredAt`), REMOVE the payloads on
+  // a purge; conditioned on the run existing and not being terminal, on `holds` when nothing is to
+  // be released, and on the remembered version.
+  const now = call.now.getTime();
+  const endRun = expression().set({ status, completedAt: now, updatedAt: now }).when(when.present, runNotTerminal);
+  if (!release) endRun.when(when.is(HOLDS, false));
+  // The attributes decide retention and are returned: they must be the ones remembered.
+  if (run.remembered) endRun.when(when.is('attrVer', record.attrVer));
+  if (field && stored !== undefined) endRun.set({ [field]: stored });
+  endRun.set({
     errorCode: type === 'run_failed' && typeof eventData.errorCode === 'string' ? eventData.errorCode : undefined,
-    purge,
   });
+  if (purge) endRun.set({ expiredAt: now }).remove('input', 'output', 'error');
   const event = newEvent(call.stamp, runId, data, type, data.eventData);
   const storedEvent = !field
     ? event
@@ -192,39 +188,6 @@ async function finishRun(
     call.resolveData,
   );
   return { own: [atSlot(event, done.slot)], pos, run: answer };
-}
-
-/** What the terminal update of `RUN#meta` writes and is conditioned on. */
-interface TerminalWrite {
-  readonly status: 'completed' | 'failed' | 'cancelled';
-  /** The run may hold hooks or waits; false: conditioned on `holds` still being false. */
-  readonly release: boolean;
-  /** The attributes' version of a remembered view, which the update is conditioned on. */
-  readonly rememberedVersion?: number;
-  /** The output or error as stored (inline or a pointer). */
-  readonly payload?: { readonly field: 'output' | 'error'; readonly stored: unknown };
-  readonly errorCode?: string;
-  /** `$retention: '0'`: remove the payloads and set `expiredAt` now. */
-  readonly purge: boolean;
-}
-
-/**
- * The terminal update: SET the status, `completedAt`, `updatedAt` (and the payload, the error
- * code, `expiredAt`), REMOVE the payloads on a purge; conditioned on the run existing and not
- * being terminal, on `holds` when nothing is to be released, on the remembered version.
- */
-function terminalUpdate(call: CreateCall, w: TerminalWrite): Expression {
-  const now = call.now.getTime();
-  const update = expression()
-    .set({ status: w.status, completedAt: now, updatedAt: now })
-    .when(when.present, runNotTerminal);
-  if (!w.release) update.when(when.is(HOLDS, false));
-  // The attributes decide retention and are returned: they must be the ones remembered.
-  if (w.rememberedVersion !== undefined) update.when(when.is('attrVer', w.rememberedVersion));
-  if (w.payload) update.set({ [w.payload.field]: w.payload.stored });
-  update.set({ errorCode: w.errorCode });
-  if (w.purge) update.set({ expiredAt: now }).remove('input', 'output', 'error');
-  return update;
 }
 
 function omit(o: EventData, field: string): EventData {

@@ -2,17 +2,12 @@
  * Step creates and starts: step_created, and step_started, lazy (the step does not exist yet and
  * the start carries its input) or bare (on a created step).
  *
- * Creates are blind: the `STEP#` put with `attribute_not_exists` is the exactly-once claim, so a
- * duplicate (or the loser of two lazy starts) gets `EntityConflictError` from the ALL_OLD reason
- * without any read. A bare start is a transition (./step-transition.ts): read once, written back
- * conditioned on the step's `ver`.
+ * Creates are blind: the `STEP#` put with `attribute_not_exists` is the exactly-once claim, so a duplicate (or the
+ * loser of two lazy starts) gets `EntityConflictError` from the ALL_OLD reason without any read. A bare start is a
+ * transition (./step-transition.ts): read once, written back conditioned on the step's `ver`.
  *
- * Starts inside a delivery are leased (./step-lease.ts, where the invariants are stated): every
- * `step_started` stamps the step with the delivery's lease in the same transaction, and a start
- * that finds another delivery's lease, not seen to lapse by this process, is refused with
- * `TooEarlyError` (the lazy create needs no check: its `attribute_not_exists` claim already admits
- * one starter). Terminal transitions and
- * step_retrying (./step-finished.ts) clear the lease.
+ * Starts inside a delivery are leased (./step-lease.ts states the rules); the lazy create needs no lease check: its
+ * `attribute_not_exists` claim already admits one starter.
  */
 import { EntityConflictError, RunExpiredError, TooEarlyError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
@@ -22,16 +17,16 @@ import { type StepRecord, stepItem, toStep } from '../records/step.js';
 import { valueSize } from '../table/codec.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
-import type { CreateCall, Outcome } from './create-call.js';
+import type { CreateCall, EventData, Outcome } from './create-call.js';
 import { startPosition } from './position.js';
-import { checkRunGuard, runGuard, runGuardError } from './run-guard.js';
+import { checkRunGuard, runGuard, runGuardError, terminalRunConflict } from './run-guard.js';
 import { currentStepLease, leaseStamp, noteStarted, startFence } from './step-lease.js';
-import { assertLive, type Data, stepPrefix, terminalRunConflict, transition } from './step-transition.js';
+import { assertLive, stepPrefix, transition } from './step-transition.js';
 
-export async function stepCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function stepCreated(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
   const stepId: string = data.correlationId;
-  const eventData: Data = data.eventData ?? {};
+  const eventData: EventData = data.eventData ?? {};
   const placed = await placePayloads(
     ctx,
     { input: eventData.input },
@@ -84,10 +79,10 @@ export async function stepCreated(call: CreateCall, runId: string, data: Data): 
  * item (../records/event.ts) holding the synthetic step_created at the lower slot and the
  * step_started above it. Only the caller whose claim won gets `stepCreated: true`.
  */
-export async function stepStartedLazy(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function stepStartedLazy(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
   const stepId: string = data.correlationId;
-  const { input, ...startedData } = data.eventData as Data;
+  const { input, ...startedData } = data.eventData as EventData;
   const placed = await placePayloads(ctx, { input }, stepPrefix(runId, stepId), 1024 + valueSize(startedData), () =>
     checkRunGuard(ctx, runId, terminalRunConflict),
   );
@@ -106,7 +101,7 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
     ver: 1,
     ...leaseStamp(lease, call.now.getTime()),
   };
-  const createdData: Data = { stepName: startedData.stepName, input };
+  const createdData: EventData = { stepName: startedData.stepName, input };
   if (startedData.workflowName !== undefined) createdData.workflowName = startedData.workflowName;
   const created = newEvent(
     call.stamp,
@@ -153,12 +148,10 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Dat
 }
 
 /**
- * Bare start: attempt += 1, `startedAt ??= now`, retryAfter cleared; refused before retryAfter.
- * Inside a delivery with a lease: refused (TooEarlyError) unless the step has no lease, has this
- * delivery's, or has one this process watched lapse ({@link startFence}), and stamped with this
- * delivery's lease; outside one, the start is not leased.
+ * Bare start: attempt += 1, `startedAt ??= now`, retryAfter cleared; refused before retryAfter; leased as
+ * ./step-lease.ts says ({@link startFence}).
  */
-export async function stepStartedBare(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function stepStartedBare(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const now = call.now;
   const lease = currentStepLease();
   const out = await transition(

@@ -2,12 +2,11 @@
  * What the step writers share: a step's S3 prefix, and the transition of an existing step
  * (step_started on a created step, step_completed, step_failed, step_retrying).
  *
- * A transition reads the step once (the result must carry state the write cannot return; a step
- * this process remembers is used instead, and a refusal decided on it is decided again on a fresh
- * read) and writes it back conditioned on its `ver`, so the decision made on the read is exactly
- * the state the transaction replaces; a moved version re-decides from ALL_OLD. A leased start adds
- * the lease's fence to that condition (./step-lease.ts). A transition that hands the step back
- * clears its lease ({@link handedBack}).
+ * A transition reads the step once (the result must carry state the write cannot return; a step this process remembers
+ * is used instead, and a refusal decided on it is decided again on a fresh read) and writes it back conditioned on its
+ * `ver`, so the decision made on the read is exactly the state the transaction replaces; a moved version re-decides
+ * from ALL_OLD. A leased start adds the lease's fence to that condition (./step-lease.ts). A transition that hands the
+ * step back clears its lease ({@link handedBack}).
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError } from '@workflow/errors';
@@ -23,25 +22,18 @@ import { getItem } from '../table/reads.js';
 import { notFound } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent } from './conditions.js';
-import type { CreateCall, Outcome } from './create-call.js';
+import type { CreateCall, EventData, Outcome } from './create-call.js';
 import { advance, startPosition } from './position.js';
 import { runGuard, runGuardError } from './run-guard.js';
 import { type LeaseFence, noteFinished } from './step-lease.js';
 
-export type Data = Record<string, any>;
-
-/** Where a step's payloads live in S3. */
 export const stepPrefix = (runId: string, stepId: string) => `${runPrefix(runId)}/steps/${stepId}`;
-
-/** The error a create on a terminal run maps to. */
-export const terminalRunConflict = (s: string) =>
-  new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`);
 
 export interface Transition {
   /** The new step, in stored form. */
   next: StepRecord;
   /** The event's data in stored form (large fields as pointers). */
-  eventData: Data | undefined;
+  eventData: EventData | undefined;
   /** Include a run guard, and the error its terminal state maps to. */
   runTerminal?: (status: string) => Error;
   /** A condition the stored step must also meet, besides its `ver` (a leased start's fence). */
@@ -49,9 +41,8 @@ export interface Transition {
 }
 
 /**
- * Decides a transition from the step as read; `fresh`: read from the table by this call (a
- * remembered item is not, and a decision that needs a fresh sight, like a lease takeover, refuses
- * on it and is decided again on a fresh read).
+ * Decides a transition from the step as read; `fresh`: read from the table by this call (a remembered item is not, and
+ * a decision that needs a fresh sight, like a lease takeover, refuses on it and is decided again on a fresh read).
  */
 export type Decide = (s: StepRecord, raw: Attrs, fresh: boolean) => Transition | Promise<Transition>;
 
@@ -70,7 +61,7 @@ export function stepUnmoved(cur: StepRecord, t: Transition): Expression {
 export async function transition(
   call: CreateCall,
   runId: string,
-  data: Data,
+  data: EventData,
   decide: Decide,
   plain: (next: StepRecord) => StepRecord,
 ): Promise<Outcome> {

@@ -14,16 +14,14 @@ import { getItem } from '../table/reads.js';
 import { notFound } from '../table/world-errors.js';
 import { commit } from './commit.js';
 import { failedCondition, oldItem, putEvent, putNew } from './conditions.js';
-import type { CreateCall, Outcome } from './create-call.js';
+import type { CreateCall, EventData, Outcome } from './create-call.js';
 import { advance, startPosition } from './position.js';
-import { HOLDS, holdingRunGuard, runGuardError } from './run-guard.js';
+import { HOLDS, holdingRunGuard, runGuardError, terminalRunConflict } from './run-guard.js';
 
-type Data = Record<string, any>;
-
-export async function waitCreated(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function waitCreated(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
   const cid: string = data.correlationId;
-  const eventData: Data = data.eventData ?? {};
+  const eventData: EventData = data.eventData ?? {};
   const wait = {
     waitId: `${runId}-${cid}`,
     correlationId: cid,
@@ -44,12 +42,7 @@ export async function waitCreated(call: CreateCall, runId: string, data: Data): 
       eventIdx: 2,
     }),
     onGuard: (c) => {
-      if (failedCondition(c, 1))
-        throw runGuardError(
-          runId,
-          oldItem(c, 1),
-          (s) => new EntityConflictError(`Cannot create new entities on run in terminal state "${s}"`),
-        );
+      if (failedCondition(c, 1)) throw runGuardError(runId, oldItem(c, 1), terminalRunConflict);
       throw new EntityConflictError(`Wait "${cid}" already exists`);
     },
   });
@@ -58,7 +51,7 @@ export async function waitCreated(call: CreateCall, runId: string, data: Data): 
   return { own: [{ ...ev, slot: done.slot }], pos, wait: w };
 }
 
-export async function waitCompleted(call: CreateCall, runId: string, data: Data): Promise<Outcome> {
+export async function waitCompleted(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
   const cid: string = data.correlationId;
   const [item, pos] = await Promise.all([
