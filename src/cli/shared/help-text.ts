@@ -1,11 +1,10 @@
 /**
- * The text every `--help` ends with, built one way for every command: notes (prose paragraphs),
- * then "Examples:" and "Exit codes:", all within HELP_WIDTH columns.
+ * The text every `--help` ends with, built one way for every command: notes (prose paragraphs), then "Examples:" and
+ * "Exit codes:", all within HELP_WIDTH columns.
  *
  * Invariants (test/unit/cli/help.test.ts checks them for every command):
- * - Every command and subcommand declares its examples and exit codes here, so `--help` has both
- *   sections and fits HELP_WIDTH columns (commander wraps the options to the same width,
- *   src/cli/main.ts).
+ * - Every command and subcommand declares its examples and exit codes here, so `--help` has both sections and fits
+ *   HELP_WIDTH columns (commander wraps the options to the same width, src/cli/main.ts).
  * - The exit codes are the table docs/cli.md prints under "Exit codes", code by code, word for word.
  */
 import type { Command } from 'commander';

@@ -1,19 +1,18 @@
 /**
- * Tables for the CLI's reports (`runs`, `doctor`, `init`, `destroy`, `deployments`, `redrive`):
- * laid out to fit a terminal's width, or at their natural width when piped.
+ * Tables for the CLI's reports (`runs`, `doctor`, `init`, `destroy`, `deployments`, `redrive`): laid out to fit a
+ * terminal's width, or at their natural width when piped.
  *
  * On a terminal of `width` columns:
  * 1. `box`: bordered columns (the piped look), cells wrapped inside their column;
- * 2. `open`: the same columns without borders, two spaces apart (one when two do not fit), used
- *    when the box does not fit or when its wider columns take fewer lines;
+ * 2. `open`: the same columns without borders, two spaces apart (one when two do not fit), used when the box does not
+ *    fit or when its wider columns take fewer lines;
  * 3. `records`: one block per row, a `Heading  value` line per column, when neither fits.
- * A layout fits when every column can be as narrow as its widest word of up to UNBREAKABLE
- * columns (names, times, URLs), or, for `open` as a last resort, of up to ID_WIDTH (a run, step or
- * message id), and the first column (what a row is: a run, a message, a deployment) as its widest
- * word: an id is never split over lines. Columns wider than that give way, widest first.
- * Records fit any width that holds the headings and an id. Cells are wrapped and padded by
- * src/cli/shared/terminal-text.ts, so a colour code is never cut and text from a run cannot move the
- * cursor. Piped (no width), every cell keeps its lines as they are.
+ * A layout fits when every column can be as narrow as its widest word of up to UNBREAKABLE columns (names, times,
+ * URLs), or, for `open` as a last resort, of up to ID_WIDTH (a run, step or message id), and the first column (what a
+ * row is: a run, a message, a deployment) as its widest word: an id is never split over lines. Columns wider than that
+ * give way, widest first. Records fit any width that holds the headings and an id. Cells are wrapped and padded by
+ * src/cli/shared/terminal-text.ts, so a colour code is never cut and text from a run cannot move the cursor. Piped (no
+ * width), every cell keeps its lines as they are.
  */
 import { displayWidth, longestWord, padEnd, sanitize, wrapText } from './terminal-text.js';
 
