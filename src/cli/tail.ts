@@ -10,7 +10,7 @@
  */
 import { Command, Option } from 'commander';
 import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';
-import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './shared/format.js';
+import { formatClock, formatDuration, formatTime, parsePositiveInt } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './shared/output.js';
 import { getRunOrFail, withWorld } from './shared/world.js';
@@ -37,9 +37,10 @@ export interface TailSink {
   end(): Promise<void>;
 }
 
-function ndjsonSink(out: NodeJS.WritableStream = process.stdout): TailSink {
+/** Each record as text on stdout (NDJSON, or plain lines when stdout is not a terminal), notices on stderr. */
+function textSink(text: (rec: TailRow) => string): TailSink {
   return {
-    write: (rec) => void out.write(ndjson(rec)),
+    write: (rec) => void process.stdout.write(text(rec)),
     notice: (m) => void process.stderr.write(`note: ${m}\n`),
     end: async () => {},
   };
@@ -68,15 +69,6 @@ function plainLine(rec: TailRow, color = false): string[] {
     case 'chunk':
       return chunkLines(rec).map((l) => `[${rec.stream}#${rec.index}] ${l}`);
   }
-}
-
-function plainSink(out: NodeJS.WritableStream = process.stdout): TailSink {
-  const color = colorEnabled();
-  return {
-    write: (rec) => void out.write(`${plainLine(rec, color).join('\n')}\n`),
-    notice: (m) => void process.stderr.write(`note: ${m}\n`),
-    end: async () => {},
-  };
 }
 
 /**
@@ -161,11 +153,12 @@ async function runTail(runId: string, opts: TailOptions): Promise<void> {
       pipeClosed = true;
       ac.abort();
     });
+    const color = colorEnabled();
     const sink = opts.json
-      ? ndjsonSink()
+      ? textSink((rec) => `${JSON.stringify(rec)}\n`)
       : terminal && missing.length === 0
         ? await inkSink(runId, opts.follow)
-        : plainSink();
+        : textSink((rec) => `${plainLine(rec, color).join('\n')}\n`);
     let last: RunRow | undefined;
     try {
       for await (const rec of followRun(w.world, runId, {
@@ -192,10 +185,6 @@ async function runTail(runId: string, opts: TailOptions): Promise<void> {
   });
 }
 
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
-
 const TAIL_HELP: HelpSpec = {
   notes: ['On a terminal the view redraws in place; piped, it prints one line per record.'],
   examples: [
@@ -220,7 +209,7 @@ export function tailCommand(): Command {
     .option('--since <slot>', 'start the event log at this slot (1 = the first event)', parsePositiveInt)
     .addOption(
       new Option('--stream <name>', 'show only this stream (repeatable)')
-        .argParser(collect)
+        .argParser((value: string, previous: string[]) => [...previous, value])
         .default([] as string[], 'every stream of the run'),
     )
     .option('--data', 'resolve S3 pointers in event data (reads S3); without it large values show as <s3 key>')

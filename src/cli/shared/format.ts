@@ -64,13 +64,8 @@ export function parseDuration(value: string): number {
 
 /** `3600000` -> `1h`, `90000` -> `90s`: the largest unit that divides it (for `--help` defaults). */
 export function durationText(ms: number): string {
-  for (const [unit, size] of [
-    ['d', UNITS.d],
-    ['h', UNITS.h],
-    ['m', UNITS.m],
-    ['s', UNITS.s],
-  ] as const)
-    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  for (const unit of ['d', 'h', 'm', 's'])
+    if (ms >= UNITS[unit] && ms % UNITS[unit] === 0) return `${ms / UNITS[unit]}${unit}`;
   return `${ms}ms`;
 }
 
@@ -240,19 +235,19 @@ export function previewValue(v: unknown): string {
   if (typeof v === 'string') return v;
   if (typeof v !== 'object') return String(v);
   if (Array.isArray(v)) return `[${v.map(previewValue).join(', ')}]`;
-  const parts = Object.entries(v as Record<string, unknown>)
+  return Object.entries(v as Record<string, unknown>)
     .filter(([, x]) => x !== undefined)
-    .map(([k, x]) => `${k}=${previewValue(x)}`);
-  return parts.join(' ');
+    .map(([k, x]) => `${k}=${previewValue(x)}`)
+    .join(' ');
 }
 
-/** Collapse whitespace and cut to `max` characters. */
 /** `o[key]` when `o` is an object and that is a string. */
 export function stringField(o: unknown, key: string): string | undefined {
   const v = o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[key] : undefined;
   return typeof v === 'string' ? v : undefined;
 }
 
+/** Collapse whitespace and cut to `max` characters. */
 export function truncate(s: string, max: number): string {
   const one = s.replace(/\s+/g, ' ').trim();
   return one.length > max ? `${one.slice(0, Math.max(0, max - 1))}…` : one;
@@ -329,9 +324,4 @@ function findError(v: unknown, tag?: string, depth = 0): string | undefined {
 export function shortName(name: string): string {
   const i = name.lastIndexOf('//');
   return i >= 0 && i + 2 < name.length ? name.slice(i + 2) : name;
-}
-
-/** One NDJSON line. */
-export function ndjson(record: unknown): string {
-  return `${JSON.stringify(record)}\n`;
 }

@@ -113,9 +113,7 @@ function boxRule(widths: number[], [left, mid, right]: string): string {
 /** The lines of one row: each cell's lines, padded, side by side. */
 function rowLines(cells: string[][], widths: number[], join: (padded: string[]) => string): string[] {
   const height = Math.max(1, ...cells.map((c) => c.length));
-  const out: string[] = [];
-  for (let k = 0; k < height; k++) out.push(join(cells.map((c, i) => padEnd(c[k] ?? '', widths[i]))));
-  return out;
+  return Array.from({ length: height }, (_, k) => join(cells.map((c, i) => padEnd(c[k] ?? '', widths[i]))));
 }
 
 /**
@@ -126,31 +124,20 @@ export function layoutTable(head: string[], input: string[][], bold: Paint, widt
   const rows = input.map((r) => r.map(sanitize));
   if (width === undefined) {
     const widths = naturalWidths(head, rows);
-    const cells = (r: string[]) => widths.map((_w, i) => (r[i] ?? '').split('\n'));
+    const cells = rows.map((r) => widths.map((_w, i) => (r[i] ?? '').split('\n')));
     return box(
-      head.map((h) => bold(h)).map((h) => [h]),
-      rows.map(cells),
+      head.map((h) => [bold(h)]),
+      cells,
       widths,
     );
   }
   const plan = planTable(head, rows, width);
-  const wrap = (r: string[], widths: number[]) => widths.map((w, i) => wrapText(r[i] ?? '', w));
-  if (plan.layout === 'box')
-    return box(
-      wrap(head, plan.widths).map((lines) => lines.map((l) => bold(l))),
-      rows.map((r) => wrap(r, plan.widths)),
-      plan.widths,
-    );
+  const wrap = (r: string[]) => plan.widths.map((w, i) => wrapText(r[i] ?? '', w));
+  const headLines = wrap(head).map((lines) => lines.map((l) => bold(l)));
+  if (plan.layout === 'box') return box(headLines, rows.map(wrap), plan.widths);
   if (plan.layout === 'open') {
     const joinOpen = (padded: string[]) => padded.join(' '.repeat(plan.gap ?? 2)).trimEnd();
-    return [
-      ...rowLines(
-        wrap(head, plan.widths).map((lines) => lines.map((l) => bold(l))),
-        plan.widths,
-        joinOpen,
-      ),
-      ...rows.flatMap((r) => rowLines(wrap(r, plan.widths), plan.widths, joinOpen)),
-    ].join('\n');
+    return [headLines, ...rows.map(wrap)].flatMap((cells) => rowLines(cells, plan.widths, joinOpen)).join('\n');
   }
   const label = Math.max(...head.map(displayWidth));
   const blocks = rows.map((r) =>
