@@ -44,12 +44,7 @@ export async function checkEndpoints(config: WorldConfig): Promise<Check> {
   ).filter((x): x is string => !!x);
   if (down.length === 0)
     return { check, status: 'pass', details: `${eps.map(([k, v]) => `${k} ${v}`).join(', ')} reachable` };
-  return {
-    check,
-    status: 'fail',
-    details: `cannot connect to ${down.join(', ')}`,
-    fix: EMULATOR_FIX,
-  };
+  return { check, status: 'fail', details: `cannot connect to ${down.join(', ')}`, fix: EMULATOR_FIX };
 }
 
 export async function checkCredentials(clients: AwsClients, config: WorldConfig): Promise<Check> {

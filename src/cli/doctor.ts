@@ -1,17 +1,11 @@
 /**
- * `eve-world-aws doctor`: is this environment ready to run the World? Checks, in order: configuration, variables (every
- * set `EVE_WORLD_AWS_*` the World does not read, with the closest known name), endpoint reachability (custom endpoints
- * only), credentials (one cheap signed call), the table schema, the queue + DLQ and the redrive policy, the bucket,
- * with a scheduler role the schedule group (the same verifier `init` uses, in 'verify' mode: nothing is created), and
- * clock skew against the AWS (or emulator) server; with deployment affinity (or registered deployments), whether a
- * process with this environment could take part (failing where it would refuse to start) and the deployments with
- * active runs, warning on runs no live consumer serves (src/cli/fleet-checks.ts). Older builds writing to the table
- * (src/cli/doctor-builds.ts: 0.1.0 after a rollback, a missed process). Prints a pass/fail table with the fix for each
- * failure or warning; exit 1 on any failure (a warning is exit 0).
- *
- * This file runs the checks in order and prints them; the checks are in src/cli/doctor-checks.ts (variables, endpoints,
- * credentials, resources) and src/cli/doctor-clock.ts (clock skew), and what it says it checks, with the likelier cause
- * of missing resources, in src/cli/doctor-target.ts.
+ * `eve-world-aws doctor`: is this environment ready to run the World? Read-only (the resources are checked by `init`'s
+ * verifier in 'verify' mode). This file runs the checks in {@link CHECK_ORDER} (a failed one skips those after it),
+ * then the fleet's and the older builds' on a table that exists, and prints a pass/fail table with the fix for each
+ * failure or warning; exit 1 on any failure (a warning is exit 0). The checks: src/cli/doctor-checks.ts (variables,
+ * endpoints, credentials, resources), src/cli/doctor-clock.ts (clock skew), src/cli/fleet-checks.ts (deployment
+ * affinity), src/cli/doctor-builds.ts (older builds); what it says it checks, with the likelier cause of missing
+ * resources: src/cli/doctor-target.ts.
  */
 import { Command } from 'commander';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';

@@ -5,8 +5,7 @@
  */
 import { workflowRunIdSchema } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
-import type { SweepReport } from '../index.js';
-import { ORPHAN_GRACE_MS } from '../index.js';
+import { ORPHAN_GRACE_MS, type SweepReport } from '../index.js';
 import { durationOption, formatDuration } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, withProgress } from './shared/output.js';

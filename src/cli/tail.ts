@@ -4,9 +4,6 @@
  * - a terminal: the ink view (src/cli/tail-view.tsx), redrawn as records arrive;
  * - a pipe or file: one plain line per record;
  * - `--json`: one NDJSON record per line (`kind: run | event | step | stream | chunk`).
- *
- * Exit codes: 0 the run completed (or, with --no-follow, is not failed/cancelled); 1 the run failed or was cancelled,
- * or the run id is unknown; 2 usage or configuration error; 130 interrupted.
  */
 import { Command, Option } from 'commander';
 import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';

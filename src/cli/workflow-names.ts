@@ -28,16 +28,13 @@ export function nearWorkflows(query: string, workflowIds: Iterable<string>, max 
     if (workflowMatches(id, query)) continue;
     const name = shortName(id).toLowerCase();
     const distance = editDistance(q, name);
-    const rank =
-      name === q
-        ? 0
-        : q.length >= 2 && name.startsWith(q)
-          ? 1
-          : q.length >= 3 && name.includes(q)
-            ? 2
-            : distance <= limit
-              ? 3
-              : -1;
+    // The first of these tests it passes, in the order the doc comment gives (-1: none).
+    const rank = [
+      name === q,
+      q.length >= 2 && name.startsWith(q),
+      q.length >= 3 && name.includes(q),
+      distance <= limit,
+    ].indexOf(true);
     if (rank >= 0) ranked.push({ id, rank, distance });
   }
   return ranked

@@ -86,15 +86,10 @@ export async function redrivenCopy(
     !attributes?.[MSG_ATTR.queue] &&
     (env.logTail !== undefined || env.failures !== undefined || env.foreign !== undefined);
   if (tailInBody) env = { ...env, logTail: undefined, failures: undefined, foreign: undefined };
-  if (env.s3Key === undefined || !payloads) return { body: tailInBody ? encodeEnvelope(env) : body, attributes };
-  let moved = env;
-  try {
-    moved = await ensureBodyLifetime(payloads, env, bodyNeededUntil({ kind: 'now' }, now), now);
-  } catch {
-    return { body: tailInBody ? encodeEnvelope(env) : body, attributes };
-  }
-  if (moved.s3Key === env.s3Key || moved.s3Key === undefined)
-    return { body: tailInBody ? encodeEnvelope(env) : body, attributes };
+  const unmoved = { body: tailInBody ? encodeEnvelope(env) : body, attributes };
+  if (env.s3Key === undefined || !payloads) return unmoved;
+  const moved = await ensureBodyLifetime(payloads, env, bodyNeededUntil({ kind: 'now' }, now), now).catch(() => env);
+  if (moved.s3Key === env.s3Key || moved.s3Key === undefined) return unmoved;
   if (attributes?.[MSG_ATTR.s3]) {
     attributes[MSG_ATTR.s3] = { DataType: 'String', StringValue: moved.s3Key };
     return { body: s3PlaceholderBody(moved.s3Key), attributes };

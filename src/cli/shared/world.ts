@@ -3,15 +3,12 @@
  * under eve, but never `start()`ed, so no consumer competes with the real ones for queue messages, and as a client
  * (`createWorld({ client })`): on a table with deployment affinity it registers no deployment of its own. Beside it,
  * the same config's own context (clients, payload store) for what a command does outside the World contract (moving DLQ
- * messages, listing objects): built with the runtime's factories, never taken out of the World. Callers close it when
- * done.
+ * messages, listing objects): built with the runtime's factories, never taken out of the World. Callers close it
+ * when done.
  *
- * {@link withWorld} is the one seam every such command goes through: it runs the World's preflight
- * (src/preflight/resources.ts) before the command does anything, so a missing table, queue or bucket (or, for the
- * commands that read it, DLQ) is named with the fix and exits 2, a configuration error (docs/cli.md, "Exit codes": the
- * name or the region is wrong, or `init` never ran), whatever the command would have read first; it maps a "does not
- * exist" answer that comes later (a resource deleted meanwhile) to the same error. Its words for the AWS errors a user
- * can fix ({@link explainAwsError}) are the ones `init` and `destroy` print too.
+ * {@link withWorld} is the one seam every such command goes through: a missing table, queue or bucket (or, for the
+ * commands that read it, DLQ) exits 2, a configuration error (docs/cli.md, "Exit codes": the name or the region is
+ * wrong, or `init` never ran), whether the preflight finds it or a later answer (a resource deleted meanwhile) does.
  */
 import { WorkflowRunNotFoundError } from '@workflow/errors';
 import { type AwsClients, createClients, destroyClients } from '../../aws/clients.js';
