@@ -116,16 +116,12 @@ async function checkResources(
 ): Promise<Check[]> {
   const eps = await checkEndpoints(config);
   checks.push(eps);
-  if (eps.status !== 'pass') {
-    return [...checks, ...skipAfter('endpoints', 'needs reachable endpoints')];
-  }
+  if (eps.status !== 'pass') return [...checks, ...skipAfter('endpoints', 'needs reachable endpoints')];
 
   const samples = sampleClock(clients);
   const cred = await checkCredentials(clients, config);
   checks.push(cred);
-  if (cred.status !== 'pass') {
-    return [...checks, ...skipAfter('credentials', 'needs working credentials')];
-  }
+  if (cred.status !== 'pass') return [...checks, ...skipAfter('credentials', 'needs working credentials')];
   const account = await accountOf(config, clients);
   if (account) target.account = account;
   try {

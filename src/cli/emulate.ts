@@ -78,9 +78,7 @@ class Shutdown {
   private wake: (() => void) | undefined;
   private readonly signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
   private readonly onSignal = (sig: NodeJS.Signals) => {
-    if (this.requested) {
-      process.exit(0);
-    }
+    if (this.requested) process.exit(0);
     this.requested = true;
     if (process.stderr.isTTY) process.stderr.write(`\n${sig}: stopping the emulators...\n`);
     if (this.wake) this.wake();

@@ -27,13 +27,12 @@ async function resumeByToken(token: string, payload: unknown): Promise<ResumeRes
       const hook = await core.resumeHook(token, payload);
       return { token, runId: hook.runId, hookId: hook.hookId };
     } catch (err) {
-      if (HookNotFoundError.is(err) || (err as { name?: string })?.name === 'HookNotFoundError') {
+      if (HookNotFoundError.is(err) || (err as { name?: string })?.name === 'HookNotFoundError')
         throw new CliError(
           `no hook with token "${token}" waits in table ${w.config.tableName}: the token is wrong, the hook was disposed, or its run has ended ` +
             '(`eve-world-aws tail <runId>` shows what a run waits for; check EVE_WORLD_AWS_PREFIX / EVE_WORLD_AWS_TABLE)',
           EXIT_FAILURE,
         );
-      }
       throw err;
     }
   });

@@ -176,9 +176,8 @@ async function runTail(runId: string, opts: TailOptions): Promise<void> {
     }
     if (pipeClosed) return;
     if (ac.signal.aborted) throw new CliError('', EXIT_INTERRUPTED);
-    if (last && (last.status === 'failed' || last.status === 'cancelled')) {
+    if (last && (last.status === 'failed' || last.status === 'cancelled'))
       throw new CliError(`run ${runId} ${last.status}${last.error ? `: ${last.error}` : ''}`, EXIT_FAILURE);
-    }
   });
 }
 

@@ -79,9 +79,8 @@ function analyzeRun(
     continuations: [] as Continuation[],
   };
   if (opts.inDlq) return { ...base, verdict: 'in-dlq', reason: 'has a message in the DLQ: use `redrive --run` for it' };
-  if (lastAt !== undefined && opts.now - lastAt < opts.olderThanMs) {
+  if (lastAt !== undefined && opts.now - lastAt < opts.olderThanMs)
     return { ...base, verdict: 'active', reason: `last event ${formatDuration(opts.now - lastAt)} ago` };
-  }
 
   const steps = new Map<string, { name?: string; done: boolean; retryAt?: number }>();
   const waits = new Map<string, { resumeAt: number; done: boolean }>();
@@ -117,21 +116,19 @@ function analyzeRun(
   for (const s of steps.values())
     if (!s.done && s.retryAt !== undefined && s.retryAt > opts.now) timers.push(s.retryAt);
   for (const w of waits.values()) if (!w.done && w.resumeAt > opts.now) timers.push(w.resumeAt);
-  if (timers.length > 0) {
+  if (timers.length > 0)
     return { ...base, verdict: 'waiting', reason: `next timer due ${formatTime(Math.min(...timers))}` };
-  }
 
   const queueName = `${opts.queuePrefix}${run.workflowName}`;
   const pending = [...steps].filter(([, s]) => !s.done);
   if (pending.length > 0) {
     const unnamed = pending.filter(([, s]) => !s.name);
-    if (unnamed.length > 0) {
+    if (unnamed.length > 0)
       return {
         ...base,
         verdict: 'stranded',
         reason: `step ${unnamed[0][0]} has no recorded name; cannot re-dispatch it`,
       };
-    }
     return {
       ...base,
       verdict: 'stranded',
@@ -145,13 +142,12 @@ function analyzeRun(
   }
   const openHooks = [...hooks].filter(([, open]) => open).length;
   const lastLife = last ? eventKind(last.eventType)?.lifecycle : undefined;
-  if (openHooks > 0 && !(lastLife?.of === 'hook' && lastLife.phase === 'receives')) {
+  if (openHooks > 0 && !(lastLife?.of === 'hook' && lastLife.phase === 'receives'))
     return {
       ...base,
       verdict: 'waiting',
       reason: `waiting for ${openHooks} hook${openHooks === 1 ? '' : 's'} to be resumed`,
     };
-  }
   return {
     ...base,
     verdict: 'stranded',

@@ -44,11 +44,10 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000,
  */
 export function parseDuration(value: string): number {
   const v = value.trim();
-  if (/^\d+(?:\.\d+)?$/.test(v)) {
+  if (/^\d+(?:\.\d+)?$/.test(v))
     throw new InvalidArgumentError(
       `needs a unit: ${v}d (days), ${v}h (hours), ${v}m (minutes) or ${v}s (seconds); forms can be combined, e.g. 1h30m.`,
     );
-  }
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
   let total = 0;
   let consumed = 0;
@@ -56,9 +55,8 @@ export function parseDuration(value: string): number {
     total += Number(m[1]) * UNITS[m[2]];
     consumed += m[0].length;
   }
-  if (consumed === 0 || consumed !== v.length) {
+  if (consumed === 0 || consumed !== v.length)
     throw new InvalidArgumentError('must be a duration such as 30s, 15m, 1h or 2d.');
-  }
   return total;
 }
 

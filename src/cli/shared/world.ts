@@ -114,12 +114,11 @@ export async function getRunOrFail(w: CliWorld, runId: string) {
   try {
     return await w.world.runs.get(runId, { resolveData: 'none' });
   } catch (err) {
-    if (WorkflowRunNotFoundError.is(err) || (err as { name?: string })?.name === 'WorkflowRunNotFoundError') {
+    if (WorkflowRunNotFoundError.is(err) || (err as { name?: string })?.name === 'WorkflowRunNotFoundError')
       throw new CliError(
         `run ${runId} not found in table ${w.config.tableName} (check the id and EVE_WORLD_AWS_PREFIX / EVE_WORLD_AWS_TABLE)`,
         EXIT_FAILURE,
       );
-    }
     // An id the World rejects outright (e.g. bad characters) is also "no such run" for the user.
     const e = err as { status?: number; field?: string; message?: string };
     if (e?.status === 400 && e.field === 'runId')
