@@ -21,21 +21,14 @@ interface CancelOptions {
   json?: boolean;
 }
 
-export interface CancelResult {
-  runId: string;
-  /** The run's status after the command. */
-  status: string;
-  /** false: it was already cancelled. */
-  cancelled: boolean;
-}
-
 function parseReason(value: string): string {
   if (value.length > MAX_REASON)
     throw new InvalidArgumentError(`at most ${MAX_REASON} characters (got ${value.length}).`);
   return value;
 }
 
-async function cancelRunById(runId: string, opts: CancelOptions): Promise<CancelResult> {
+/** The run's status after the command; `cancelled: false` when it was already cancelled. */
+async function cancelRunById(runId: string, opts: CancelOptions) {
   return withWorld({}, async (w) => {
     const run = await getRunOrFail(w, runId);
     if (run.status === 'cancelled') return { runId, status: run.status, cancelled: false };

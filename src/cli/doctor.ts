@@ -169,11 +169,6 @@ function renderChecks(checks: Check[], color = colorEnabled()): string {
   return tableReport(out);
 }
 
-interface DoctorCliOptions {
-  json?: boolean;
-  maxSkew: number;
-}
-
 const DOCTOR_HELP: HelpSpec = {
   notes: [
     'Read-only: nothing is created or changed (`eve-world-aws init` does that). It first says what it checks: the region, the account, the endpoints and each resource name with the variable that chose it.',
@@ -195,7 +190,7 @@ export function doctorCommand(): Command {
     )
     .option('--json', 'print {ok, target, checks: [...]} as JSON (target: region, account, endpoints, resource names)')
     .option('--max-skew <seconds>', 'largest tolerated clock difference with the AWS server', parsePositiveInt, 5)
-    .action(async (opts: DoctorCliOptions) => {
+    .action(async (opts: { json?: boolean; maxSkew: number }) => {
       const { target, checks } = await withProgress('Checking...', (spin) =>
         runDoctorReport({
           maxSkewSeconds: opts.maxSkew,

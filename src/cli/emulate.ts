@@ -62,11 +62,8 @@ export function javaCommand(env: NodeJS.ProcessEnv = process.env): string {
 
 /** EVE_WORLD_AWS_* names the user set, so the other shell uses the same resources. */
 function worldVars(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) {
-    if (k.startsWith('EVE_WORLD_AWS_') && k !== 'EVE_WORLD_AWS_JAVA' && v !== undefined && v !== '') out[k] = v;
-  }
-  return out;
+  const set = Object.entries(env).filter(([k, v]) => k.startsWith('EVE_WORLD_AWS_') && k !== 'EVE_WORLD_AWS_JAVA' && v);
+  return Object.fromEntries(set) as Record<string, string>;
 }
 
 /**

@@ -11,17 +11,7 @@ import { requirePeers } from './peers.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { CliError, EXIT_FAILURE, printJson } from './shared/output.js';
 
-interface ResumeOptions {
-  json?: boolean;
-}
-
-export interface ResumeResult {
-  token: string;
-  runId: string;
-  hookId: string;
-}
-
-async function resumeByToken(token: string, payload: unknown): Promise<ResumeResult> {
+async function resumeByToken(token: string, payload: unknown) {
   return withCoreWorld(async (w, core) => {
     try {
       const hook = await core.resumeHook(token, payload);
@@ -59,7 +49,7 @@ export function resumeCommand(): Command {
     .argument('<token>', 'the hook token (the one the workflow passed to createHook, or tail shows)')
     .argument('[json]', 'the payload, one JSON value (default null)')
     .option('--json', 'print {token, runId, hookId} as JSON')
-    .action(async (token: string, json: string | undefined, opts: ResumeOptions) => {
+    .action(async (token: string, json: string | undefined, opts: { json?: boolean }) => {
       requirePeers('resume', ['workflow']);
       const payload = json === undefined ? null : parseJsonArg('the payload', json);
       const result = await resumeByToken(token, payload);

@@ -32,12 +32,6 @@ import { chooseDeployment } from './start-target.js';
 import { loadManifest, type WorkflowManifest } from './workflow-manifest.js';
 import { describeWorkflow, isFullWorkflowName, nearWorkflows } from './workflow-names.js';
 
-interface StartOptions {
-  json?: boolean;
-  manifest?: string;
-  deployment?: string;
-}
-
 /** Runs of a short name read to find the workflows it names. */
 const LOOKUP_RUNS = 100;
 
@@ -126,17 +120,19 @@ export function startCommand(): Command {
       'on a table with deployment affinity: the deployment to pin the run to (default: the newest with a live consumer)',
     )
     .option('--json', 'print {runId, workflowId} as JSON (and deploymentId with deployment affinity)')
-    .action(async (workflow: string, json: string[], opts: StartOptions) => {
-      requirePeers('start', ['workflow']);
-      const args = json.map((a, i) => parseJsonArg(`argument ${i + 1}`, a));
-      // A full id needs no manifest, but a named one is still checked.
-      const manifest =
-        opts.manifest !== undefined || !isFullWorkflowName(workflow) ? loadManifest(opts.manifest) : undefined;
-      const result = await startWorkflow(workflow, args, manifest, { deployment: opts.deployment });
-      if (opts.json) printJson(result);
-      else
-        process.stdout.write(
-          `started run ${result.runId} of ${result.workflowId}${result.deploymentId ? ` on deployment ${result.deploymentId}` : ''}\n`,
-        );
-    });
+    .action(
+      async (workflow: string, json: string[], opts: { json?: boolean; manifest?: string; deployment?: string }) => {
+        requirePeers('start', ['workflow']);
+        const args = json.map((a, i) => parseJsonArg(`argument ${i + 1}`, a));
+        // A full id needs no manifest, but a named one is still checked.
+        const manifest =
+          opts.manifest !== undefined || !isFullWorkflowName(workflow) ? loadManifest(opts.manifest) : undefined;
+        const result = await startWorkflow(workflow, args, manifest, { deployment: opts.deployment });
+        if (opts.json) printJson(result);
+        else
+          process.stdout.write(
+            `started run ${result.runId} of ${result.workflowId}${result.deploymentId ? ` on deployment ${result.deploymentId}` : ''}\n`,
+          );
+      },
+    );
 }

@@ -76,14 +76,7 @@ export function reduceTail(state: TailState, rec: TailRow): TailState {
  * full width when there is room; on a narrow terminal the id (cut from the left: its tail is the
  * unique part) and the step name give way first, so the data keeps at least DATA_MIN columns.
  */
-export function eventColumns(width: number): {
-  slot: number;
-  type: number;
-  corr: number;
-  step: number;
-  time: number;
-  data: number;
-} {
+export function eventColumns(width: number) {
   const fixed = { slot: 5, type: 14, time: 12 };
   const gaps = 5;
   const rest = width - fixed.slot - fixed.type - fixed.time - gaps;

@@ -188,8 +188,7 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
         };
         if (summary.messages.length < maxRecords) summary.messages.push(rec);
         else summary.unlisted++;
-        const matches = opts.runId === undefined || info.runId === opts.runId;
-        if (!matches) {
+        if (opts.runId !== undefined && info.runId !== opts.runId) {
           summary.skipped++;
           hold(m);
           opts.onMessage?.(rec);

@@ -21,10 +21,8 @@ const UNBREAKABLE = 40;
 /** The runtime's ids (`wrun_`/`step_`/`msg_` + a 26-character ULID): never split. */
 const ID_WIDTH = 31;
 
-export type TableLayout = 'box' | 'open' | 'records';
-
 export interface TablePlan {
-  layout: TableLayout;
+  layout: 'box' | 'open' | 'records';
   /** Content width of each column (without padding and borders); for `records`, the value width. */
   widths: number[];
   /** `open`: spaces between columns. */
