@@ -86,7 +86,7 @@ export function runRow(run: WorkflowRun | WorkflowRunWithoutData, now = Date.now
     : isTerminalWorkflowRunStatus(run.status)
       ? undefined
       : now;
-  const rec: RunRow = {
+  return dropUndefined({
     kind: 'run',
     runId: run.runId,
     workflowName: run.workflowName,
@@ -97,8 +97,7 @@ export function runRow(run: WorkflowRun | WorkflowRunWithoutData, now = Date.now
     completedAt: iso(run.completedAt),
     durationMs: started !== undefined && end !== undefined ? Math.max(0, end - started) : undefined,
     error: run.status === 'failed' ? errorText((run as { error?: unknown }).error) : undefined,
-  };
-  return dropUndefined(rec);
+  } satisfies RunRow);
 }
 
 export function stepRow(step: Step): StepRow {

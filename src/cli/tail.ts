@@ -17,6 +17,7 @@ import { chunkLines, type RunRow, type TailRow } from './tail-rows.js';
 export const EXIT_INTERRUPTED = 130;
 /** Shortest interval between two redraws of the live view. */
 const REDRAW_MS = 50;
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
 interface TailOptions {
   follow: boolean;
@@ -140,8 +141,7 @@ async function runTail(runId: string, opts: TailOptions): Promise<void> {
     await getRunOrFail(w, runId);
     const ac = new AbortController();
     const stop = () => ac.abort();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    for (const s of STOP_SIGNALS) process.once(s, stop);
     // `tail ... | head`: the reader went away; stop quietly instead of crashing on EPIPE. The
     // listener stays for the rest of the process (later writes would fail the same way).
     let pipeClosed = false;
@@ -170,8 +170,7 @@ async function runTail(runId: string, opts: TailOptions): Promise<void> {
         if (!pipeClosed) sink.write(rec);
       }
     } finally {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+      for (const s of STOP_SIGNALS) process.off(s, stop);
       await sink.end();
     }
     if (pipeClosed) return;

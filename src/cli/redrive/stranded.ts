@@ -35,8 +35,6 @@ export interface RunAnalysis {
   continuations: Continuation[];
 }
 
-const eventData = (e: Event) =>
-  ((e as { eventData?: Record<string, unknown> }).eventData ?? {}) as Record<string, unknown>;
 const timeOf = (v: unknown) =>
   v instanceof Date ? v.getTime() : typeof v === 'string' || typeof v === 'number' ? new Date(v).getTime() : Number.NaN;
 
@@ -89,7 +87,7 @@ function analyzeRun(
     // What the event does to a step, hook or wait (src/schema/event-kinds.ts, `lifecycle`).
     const life = eventKind(e.eventType)?.lifecycle;
     if (!life) continue;
-    const d = eventData(e);
+    const d = (e as { eventData?: Record<string, unknown> }).eventData ?? {};
     const id = e.correlationId ?? '';
     const step = steps.get(id);
     switch (life.of) {
