@@ -112,8 +112,7 @@ async function runDemoSteps(opts: DemoOptions, interrupt: Interrupt): Promise<nu
     );
 
     const flow = (await import(pathToFileURL(built.flowPath).href)) as { POST: (r: Request) => Promise<Response> };
-    const manifest = JSON.parse(readFileSync(built.manifestPath, 'utf8'));
-    const meta = manifest.workflows['workflows/demo.ts'].forecastDemo;
+    const meta = JSON.parse(readFileSync(built.manifestPath, 'utf8')).workflows['workflows/demo.ts'].forecastDemo;
 
     const { setWorld } = await import('workflow/runtime');
     const { start, resumeHook } = await import('workflow/api');
@@ -130,7 +129,6 @@ async function runDemoSteps(opts: DemoOptions, interrupt: Interrupt): Promise<nu
     // Progress: print events as they are committed.
     let seen = 0;
     let approved = false;
-    const printed: string[] = [];
     const poll = async () => {
       const page = await world!.events.list({
         runId: run.runId,
@@ -140,7 +138,6 @@ async function runDemoSteps(opts: DemoOptions, interrupt: Interrupt): Promise<nu
       for (const e of page.data.slice(seen)) {
         const name = (e as { eventData?: { stepName?: string } }).eventData?.stepName;
         const line = `${c.dim(stamp())} ${String(seen + 1).padStart(3)} ${e.eventType}${name ? ` ${c.dim(name.split('//').pop() ?? name)}` : ''}`;
-        printed.push(line);
         log(line);
         seen++;
         if (e.eventType === 'hook_created' && !approved) {

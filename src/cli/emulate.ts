@@ -122,9 +122,8 @@ interface Ready {
 
 async function initResources(env: Record<string, string>, enabled: boolean): Promise<ResourceReport[] | null> {
   if (!enabled) return null;
-  const config = loadConfig({ ...process.env, ...env });
   // createClients reads credentials from process.env when they are set there.
-  const reports = await runReconcile(config, 'apply');
+  const reports = await runReconcile(loadConfig({ ...process.env, ...env }), 'apply');
   if (hasProblems(reports)) {
     process.stderr.write(renderReports(reports, 'apply'));
     throw new CliError(

@@ -51,8 +51,7 @@ export function resumeCommand(): Command {
     .option('--json', 'print {token, runId, hookId} as JSON')
     .action(async (token: string, json: string | undefined, opts: { json?: boolean }) => {
       requirePeers('resume', ['workflow']);
-      const payload = json === undefined ? null : parseJsonArg('the payload', json);
-      const result = await resumeByToken(token, payload);
+      const result = await resumeByToken(token, json === undefined ? null : parseJsonArg('the payload', json));
       if (opts.json) printJson(result);
       else process.stdout.write(`resumed hook ${token} of run ${result.runId}\n`);
     });

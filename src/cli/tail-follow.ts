@@ -57,8 +57,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
   while (!opts.signal?.aborted) {
     let activity = false;
 
-    const run = await world.runs.get(runId, { resolveData: 'none' });
-    const rec = runRow(run);
+    const rec = runRow(await world.runs.get(runId, { resolveData: 'none' }));
 
     // Events since the cursor (all pages). resolveData 'all' shows inline payloads; whether S3
     // pointers are followed is decided by how the World was opened (--data).
@@ -121,8 +120,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
     }
 
     // Streams: discover new ones, then page each open one from its cursor.
-    const names = await world.streams.list(runId);
-    for (const name of names) {
+    for (const name of await world.streams.list(runId)) {
       if (streams.has(name) || (opts.streams && !opts.streams.includes(name))) continue;
       streams.set(name, { done: false });
       activity = true;

@@ -208,8 +208,7 @@ async function dlqRunIds(w: CliWorld): Promise<Set<string>> {
 
 export async function redriveStranded(w: CliWorld, opts: StrandedOptions): Promise<StrandedSummary> {
   const now = opts.now ?? Date.now();
-  const namespace = resolveQueueNamespace(opts.namespace);
-  const queuePrefix = getQueueTopicPrefix('workflow', namespace);
+  const queuePrefix = getQueueTopicPrefix('workflow', resolveQueueNamespace(opts.namespace));
   const inDlq = opts.skipDlq ? new Set<string>() : await dlqRunIds(w);
   const summary: StrandedSummary = {
     dryRun: opts.dryRun === true,

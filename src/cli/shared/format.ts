@@ -291,8 +291,7 @@ export function errorText(e: unknown): string | undefined {
     const payload = decompressed(e) ?? e;
     const text = payload.byteLength > 4 ? utf8(payload) : undefined;
     const decoded = text?.startsWith('devl') ? fromDevalue(text.slice(4)) : undefined;
-    const found = decoded && findError(decoded.value);
-    return found ?? previewBytes(e);
+    return (decoded && findError(decoded.value)) ?? previewBytes(e);
   }
   const o = e as { message?: unknown; code?: unknown };
   if (typeof o.message === 'string') return typeof o.code === 'string' ? `${o.code}: ${o.message}` : o.message;
