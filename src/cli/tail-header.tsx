@@ -21,14 +21,6 @@ export interface Style {
   color: boolean;
 }
 
-function Status({ status, color }: { status: string } & Style) {
-  return (
-    <Text bold color={color ? STATUS_COLOR[status] : undefined}>
-      {status}
-    </Text>
-  );
-}
-
 export function Label({ children, color }: { children: ReactNode } & Style) {
   return <Text dimColor={color}>{children}</Text>;
 }
@@ -98,7 +90,9 @@ export function Header({
       </Text>
       <Text wrap="truncate">
         <Label color={color}>status </Label>
-        <Status status={run.status} color={color} />
+        <Text bold color={color ? STATUS_COLOR[run.status] : undefined}>
+          {run.status}
+        </Text>
         <Label color={color}> · started </Label>
         <Text>{formatTime(run.startedAt ?? run.createdAt)}</Text>
         <Label color={color}> · duration </Label>

@@ -13,6 +13,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { PayloadStore } from '../../context/payload-store.js';
+import { mapLimited } from '../../util/concurrency.js';
 import { redrivenCopy, runIdOfMessage } from './redriven-copy.js';
 
 export type MoveResult = 'moved' | 'would-move' | 'skipped' | 'send-failed' | 'delete-failed';
@@ -240,15 +241,9 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
 /** Make held messages visible again at once (best effort: they reappear after the timeout anyway). */
 async function release(sqs: SQSClient, url: string, receipts: string[]): Promise<void> {
   // 10 at a time: a large pass must not open thousands of requests at once.
-  for (let i = 0; i < receipts.length; i += 10) {
-    await Promise.all(
-      receipts
-        .slice(i, i + 10)
-        .map((r) =>
-          sqs
-            .send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: r, VisibilityTimeout: 0 }))
-            .catch(() => undefined),
-        ),
-    );
-  }
+  await mapLimited(receipts, 10, (r) =>
+    sqs
+      .send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: r, VisibilityTimeout: 0 }))
+      .catch(() => undefined),
+  );
 }

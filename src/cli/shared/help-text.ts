@@ -38,16 +38,9 @@ export function helpSpecOf(cmd: Command): HelpSpec | undefined {
   return specs.get(cmd);
 }
 
-/** Exit codes a command shares with every other: 0 done, 2 usage or configuration. */
-export function exitCodes(
-  ok: string,
-  failure: string | undefined,
-  usage = USAGE_ERROR,
-  more: Record<number, string> = {},
-): Record<number, string> {
-  const codes: Record<number, string> = { [EXIT_OK]: ok, [EXIT_USAGE]: usage, ...more };
-  if (failure !== undefined) codes[EXIT_FAILURE] = failure;
-  return codes;
+/** Exit codes a command shares with every other: 0 done, 1 failure, 2 usage or configuration. */
+export function exitCodes(ok: string, failure: string, usage = USAGE_ERROR, more: Record<number, string> = {}) {
+  return { [EXIT_OK]: ok, [EXIT_USAGE]: usage, ...more, [EXIT_FAILURE]: failure };
 }
 
 function paragraph(text: string): string[] {
