@@ -122,12 +122,10 @@ async function olderBuildsCheck(ctx: WorldContext, table: TableFormat): Promise<
       details: `no older build wrote the ${runs.length} run${runs.length === 1 ? '' : 's'} read (the newest and the active)`,
     };
   const oldest = Math.min(...writes.map((w) => w.format));
-  const name = olderBuildName(oldest);
   const shown = writes.slice(0, 3).map(describeWrite);
   const more = writes.length > shown.length ? `\n(${writes.length - shown.length} more)` : '';
-  const details = `${name} is writing to this table:\n${shown.join('\n')}${more}`;
-  const refused = oldest === UNSTAMPED_FORMAT && table.minReader > UNSTAMPED_FORMAT;
-  if (refused)
+  const details = `${olderBuildName(oldest)} is writing to this table:\n${shown.join('\n')}${more}`;
+  if (oldest === UNSTAMPED_FORMAT && table.minReader > UNSTAMPED_FORMAT)
     return {
       check,
       status: 'fail',
