@@ -1,12 +1,11 @@
 /**
- * `eve-world-aws cancel <runId>`: cancel a run as core's `cancelRun` / `run.cancel()` / `wf cancel`
- * do: one `run_cancelled` event (with the run's own spec version and an optional reason) through
- * the World's `events.create`. The runtime sees it at the run's next replay: no step or wait
- * starts after it, and pending hooks stop accepting payloads. Live stream readers end once no
- * writer is left (src/streams/live.ts).
+ * `eve-world-aws cancel <runId>`: cancel a run as core's `cancelRun` / `run.cancel()` / `wf cancel` do: one
+ * `run_cancelled` event (with the run's own spec version and an optional reason) through the World's `events.create`.
+ * The runtime sees it at the run's next replay: no step or wait starts after it, and pending hooks stop accepting
+ * payloads. Live stream readers end once no writer is left (src/streams/live.ts).
  *
- * Safe twice: cancelling a cancelled run reports it and exits 0. A completed or failed run cannot
- * be cancelled (exit 1).
+ * Safe twice: cancelling a cancelled run reports it and exits 0. A completed or failed run cannot be cancelled (exit
+ * 1).
  */
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
@@ -22,21 +21,14 @@ interface CancelOptions {
   json?: boolean;
 }
 
-export interface CancelResult {
-  runId: string;
-  /** The run's status after the command. */
-  status: string;
-  /** false: it was already cancelled. */
-  cancelled: boolean;
-}
-
 function parseReason(value: string): string {
   if (value.length > MAX_REASON)
     throw new InvalidArgumentError(`at most ${MAX_REASON} characters (got ${value.length}).`);
   return value;
 }
 
-async function cancelRunById(runId: string, opts: CancelOptions): Promise<CancelResult> {
+/** The run's status after the command; `cancelled: false` when it was already cancelled. */
+async function cancelRunById(runId: string, opts: CancelOptions) {
   return withWorld({}, async (w) => {
     const run = await getRunOrFail(w, runId);
     if (run.status === 'cancelled') return { runId, status: run.status, cancelled: false };

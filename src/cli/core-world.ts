@@ -6,8 +6,7 @@
  * current directory), which knows nothing of this table. Needs the optional `workflow` peer.
  */
 import { CliError, EXIT_USAGE } from './shared/output.js';
-import type { CliWorld, OpenWorldOptions } from './shared/world.js';
-import { withWorld } from './shared/world.js';
+import { type CliWorld, type OpenWorldOptions, withWorld } from './shared/world.js';
 
 export interface CoreApi {
   start: typeof import('workflow/api').start;

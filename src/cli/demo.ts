@@ -1,11 +1,10 @@
 /**
- * `eve-world-aws demo`: the whole product in one command on a fresh machine. It starts the
- * embedded emulator, creates the resources, compiles and runs a sample workflow (parallel steps,
- * a sleep, a hook it approves itself, a stream) on this World through real SQS deliveries, prints
- * progress as events land, then stops everything and exits.
+ * `eve-world-aws demo`: the whole product in one command on a fresh machine. It starts the embedded emulator, creates
+ * the resources, compiles and runs a sample workflow (parallel steps, a sleep, a hook it approves itself, a stream) on
+ * this World through real SQS deliveries, prints progress as events land, then stops everything and exits.
  *
- * DynamoDB data is kept in `--data-dir` (default `.emulate/dynamodb`) so the run can be inspected
- * afterwards with `emulate --data-dir ...` and `tail <runId>`.
+ * DynamoDB data is kept in `--data-dir` (default `.emulate/dynamodb`) so the run can be inspected afterwards with
+ * `emulate --data-dir ...` and `tail <runId>`.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -37,11 +36,10 @@ const EXIT_INTERRUPTED = 130;
 const SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 /**
- * Ctrl-C during the demo: the first signal cancels the demo's run (a `run_cancelled` event, as
- * core's `run.cancel()` writes it) before the emulator stops, so the run kept in `--data-dir` is
- * `cancelled`, never left `running`; a second signal exits at once. DynamoDB Local runs in its
- * own process group (`ownProcessGroup`), so the terminal's Ctrl-C does not stop it before the
- * cancel is written.
+ * Ctrl-C during the demo: the first signal cancels the demo's run (a `run_cancelled` event, as core's `run.cancel()`
+ * writes it) before the emulator stops, so the run kept in `--data-dir` is `cancelled`, never left `running`; a second
+ * signal exits at once. DynamoDB Local runs in its own process group (`ownProcessGroup`), so the terminal's Ctrl-C does
+ * not stop it before the cancel is written.
  */
 class Interrupt {
   signal: NodeJS.Signals | undefined;
@@ -114,8 +112,7 @@ async function runDemoSteps(opts: DemoOptions, interrupt: Interrupt): Promise<nu
     );
 
     const flow = (await import(pathToFileURL(built.flowPath).href)) as { POST: (r: Request) => Promise<Response> };
-    const manifest = JSON.parse(readFileSync(built.manifestPath, 'utf8'));
-    const meta = manifest.workflows['workflows/demo.ts'].forecastDemo;
+    const meta = JSON.parse(readFileSync(built.manifestPath, 'utf8')).workflows['workflows/demo.ts'].forecastDemo;
 
     const { setWorld } = await import('workflow/runtime');
     const { start, resumeHook } = await import('workflow/api');
@@ -132,7 +129,6 @@ async function runDemoSteps(opts: DemoOptions, interrupt: Interrupt): Promise<nu
     // Progress: print events as they are committed.
     let seen = 0;
     let approved = false;
-    const printed: string[] = [];
     const poll = async () => {
       const page = await world!.events.list({
         runId: run.runId,
@@ -142,7 +138,6 @@ async function runDemoSteps(opts: DemoOptions, interrupt: Interrupt): Promise<nu
       for (const e of page.data.slice(seen)) {
         const name = (e as { eventData?: { stepName?: string } }).eventData?.stepName;
         const line = `${c.dim(stamp())} ${String(seen + 1).padStart(3)} ${e.eventType}${name ? ` ${c.dim(name.split('//').pop() ?? name)}` : ''}`;
-        printed.push(line);
         log(line);
         seen++;
         if (e.eventType === 'hook_created' && !approved) {

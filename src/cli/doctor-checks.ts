@@ -28,9 +28,8 @@ function endpointsText(config: WorldConfig): string {
 }
 
 /**
- * Custom endpoints (emulators, VPC endpoints) are probed with a plain TCP connect first: the SDK
- * retries a refused connection with backoff for many seconds before it gives up, and it would not
- * say which of the endpoints is down.
+ * Custom endpoints (emulators, VPC endpoints) are probed with a plain TCP connect first: the SDK retries a refused
+ * connection with backoff for many seconds before it gives up, and it would not say which of the endpoints is down.
  */
 export async function checkEndpoints(config: WorldConfig): Promise<Check> {
   const check = 'endpoints';
@@ -45,12 +44,7 @@ export async function checkEndpoints(config: WorldConfig): Promise<Check> {
   ).filter((x): x is string => !!x);
   if (down.length === 0)
     return { check, status: 'pass', details: `${eps.map(([k, v]) => `${k} ${v}`).join(', ')} reachable` };
-  return {
-    check,
-    status: 'fail',
-    details: `cannot connect to ${down.join(', ')}`,
-    fix: EMULATOR_FIX,
-  };
+  return { check, status: 'fail', details: `cannot connect to ${down.join(', ')}`, fix: EMULATOR_FIX };
 }
 
 export async function checkCredentials(clients: AwsClients, config: WorldConfig): Promise<Check> {

@@ -1,18 +1,11 @@
 /**
- * `eve-world-aws doctor`: is this environment ready to run the World? Checks, in order:
- * configuration, variables (every set `EVE_WORLD_AWS_*` the World does not read, with the closest
- * known name), endpoint reachability (custom endpoints only), credentials (one cheap signed call), the table schema, the queue + DLQ and the
- * redrive policy, the bucket, with a scheduler role the schedule group (the same verifier `init`
- * uses, in 'verify' mode: nothing is created), and clock skew against the AWS (or emulator) server; with deployment affinity
- * (or registered deployments), whether a process with this environment could take part (failing
- * where it would refuse to start) and the deployments with active runs, warning on runs no live
- * consumer serves (src/cli/fleet-checks.ts).
- * Older builds writing to the table (src/cli/doctor-builds.ts: 0.1.0 after a rollback, a missed process).
- * Prints a pass/fail table with the fix for each failure or warning; exit 1 on any failure (a warning is exit 0).
- *
- * This file runs the checks in order and prints them; the checks are in src/cli/doctor-checks.ts
- * (variables, endpoints, credentials, resources) and src/cli/doctor-clock.ts (clock skew), and what
- * it says it checks, with the likelier cause of missing resources, in src/cli/doctor-target.ts.
+ * `eve-world-aws doctor`: is this environment ready to run the World? Read-only (the resources are checked by `init`'s
+ * verifier in 'verify' mode). This file runs the checks in {@link CHECK_ORDER} (a failed one skips those after it),
+ * then the fleet's and the older builds' on a table that exists, and prints a pass/fail table with the fix for each
+ * failure or warning; exit 1 on any failure (a warning is exit 0). The checks: src/cli/doctor-checks.ts (variables,
+ * endpoints, credentials, resources), src/cli/doctor-clock.ts (clock skew), src/cli/fleet-checks.ts (deployment
+ * affinity), src/cli/doctor-builds.ts (older builds); what it says it checks, with the likelier cause of missing
+ * resources: src/cli/doctor-target.ts.
  */
 import { Command } from 'commander';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
@@ -123,16 +116,12 @@ async function checkResources(
 ): Promise<Check[]> {
   const eps = await checkEndpoints(config);
   checks.push(eps);
-  if (eps.status !== 'pass') {
-    return [...checks, ...skipAfter('endpoints', 'needs reachable endpoints')];
-  }
+  if (eps.status !== 'pass') return [...checks, ...skipAfter('endpoints', 'needs reachable endpoints')];
 
   const samples = sampleClock(clients);
   const cred = await checkCredentials(clients, config);
   checks.push(cred);
-  if (cred.status !== 'pass') {
-    return [...checks, ...skipAfter('credentials', 'needs working credentials')];
-  }
+  if (cred.status !== 'pass') return [...checks, ...skipAfter('credentials', 'needs working credentials')];
   const account = await accountOf(config, clients);
   if (account) target.account = account;
   try {
@@ -180,11 +169,6 @@ function renderChecks(checks: Check[], color = colorEnabled()): string {
   return tableReport(out);
 }
 
-interface DoctorCliOptions {
-  json?: boolean;
-  maxSkew: number;
-}
-
 const DOCTOR_HELP: HelpSpec = {
   notes: [
     'Read-only: nothing is created or changed (`eve-world-aws init` does that). It first says what it checks: the region, the account, the endpoints and each resource name with the variable that chose it.',
@@ -206,7 +190,7 @@ export function doctorCommand(): Command {
     )
     .option('--json', 'print {ok, target, checks: [...]} as JSON (target: region, account, endpoints, resource names)')
     .option('--max-skew <seconds>', 'largest tolerated clock difference with the AWS server', parsePositiveInt, 5)
-    .action(async (opts: DoctorCliOptions) => {
+    .action(async (opts: { json?: boolean; maxSkew: number }) => {
       const { target, checks } = await withProgress('Checking...', (spin) =>
         runDoctorReport({
           maxSkewSeconds: opts.maxSkew,

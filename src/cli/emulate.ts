@@ -1,18 +1,16 @@
 /**
  * `eve-world-aws emulate`: a local AWS stack in the foreground.
  *
- * Embedded (default, no Docker): DynamoDB Local (java child) + fauxqs (SQS + S3, in this process)
- * via emulator/stack.ts; both are optional peer dependencies (see ./peers.ts), checked first.
- * The stack adds KMS, Secrets Manager and EventBridge Scheduler endpoints of our own (in this
- * process, no dependency), whose `AWS_ENDPOINT_URL_*` lines are printed with the others.
- * `--docker`: docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) via emulator/docker.ts.
- * Either way it creates the resources like `init`, prints the env a shell needs, and on
- * SIGINT/SIGTERM/SIGHUP, or when its parent process goes away, stops everything it started,
- * removes the `--env-file` it wrote, and exits 0.
+ * Embedded (default, no Docker): DynamoDB Local (java child) + fauxqs (SQS + S3, in this process) via
+ * emulator/stack.ts; both are optional peer dependencies (see ./peers.ts), checked first. The stack adds KMS, Secrets
+ * Manager and EventBridge Scheduler endpoints of our own (in this process, no dependency), whose `AWS_ENDPOINT_URL_*`
+ * lines are printed with the others. `--docker`: docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) via
+ * emulator/docker.ts. Either way it creates the resources like `init`, prints the env a shell needs, and on
+ * SIGINT/SIGTERM/SIGHUP, or when its parent process goes away, stops everything it started, removes the `--env-file` it
+ * wrote, and exits 0.
  *
- * Child-process safety: the stack registers a synchronous process-exit hook that SIGKILLs the
- * java child, so even the "second Ctrl-C" path (immediate exit) and a signal during start-up
- * leave no JVM behind.
+ * Child-process safety: the stack registers a synchronous process-exit hook that SIGKILLs the java child, so even the
+ * "second Ctrl-C" path (immediate exit) and a signal during start-up leave no JVM behind.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -64,11 +62,8 @@ export function javaCommand(env: NodeJS.ProcessEnv = process.env): string {
 
 /** EVE_WORLD_AWS_* names the user set, so the other shell uses the same resources. */
 function worldVars(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) {
-    if (k.startsWith('EVE_WORLD_AWS_') && k !== 'EVE_WORLD_AWS_JAVA' && v !== undefined && v !== '') out[k] = v;
-  }
-  return out;
+  const set = Object.entries(env).filter(([k, v]) => k.startsWith('EVE_WORLD_AWS_') && k !== 'EVE_WORLD_AWS_JAVA' && v);
+  return Object.fromEntries(set) as Record<string, string>;
 }
 
 /**
@@ -80,9 +75,7 @@ class Shutdown {
   private wake: (() => void) | undefined;
   private readonly signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
   private readonly onSignal = (sig: NodeJS.Signals) => {
-    if (this.requested) {
-      process.exit(0);
-    }
+    if (this.requested) process.exit(0);
     this.requested = true;
     if (process.stderr.isTTY) process.stderr.write(`\n${sig}: stopping the emulators...\n`);
     if (this.wake) this.wake();
@@ -129,9 +122,8 @@ interface Ready {
 
 async function initResources(env: Record<string, string>, enabled: boolean): Promise<ResourceReport[] | null> {
   if (!enabled) return null;
-  const config = loadConfig({ ...process.env, ...env });
   // createClients reads credentials from process.env when they are set there.
-  const reports = await runReconcile(config, 'apply');
+  const reports = await runReconcile(loadConfig({ ...process.env, ...env }), 'apply');
   if (hasProblems(reports)) {
     process.stderr.write(renderReports(reports, 'apply'));
     throw new CliError(
@@ -143,11 +135,10 @@ async function initResources(env: Record<string, string>, enabled: boolean): Pro
 }
 
 /**
- * The `--env-file` this process wrote, which lives only as long as the emulator: its ports mean
- * nothing once it stops, so on stop (however it stops: a signal, a second Ctrl-C's immediate
- * exit, a crash) the file is removed, and a user who sources it gets "no such file" instead of
- * stale endpoints. Removed only while it still holds what this process wrote: another emulate may
- * have written its own since.
+ * The `--env-file` this process wrote, which lives only as long as the emulator: its ports mean nothing once it stops,
+ * so on stop (however it stops: a signal, a second Ctrl-C's immediate exit, a crash) the file is removed, and a user
+ * who sources it gets "no such file" instead of stale endpoints. Removed only while it still holds what this process
+ * wrote: another emulate may have written its own since.
  */
 class EnvFile {
   private written: { file: string; text: string } | undefined;

@@ -17,9 +17,8 @@ import type { Check } from './doctor-checks.js';
 const WINDOW_S = LIVENESS_WINDOW_MS / 1000;
 
 /**
- * The fleet's checks: `deployment affinity` (fail where a process would refuse; warn where a
- * variable disagrees with the table) and `deployments`; none on a table without affinity, with
- * no variable set and no deployment registered.
+ * The fleet's checks: `deployment affinity` (fail where a process would refuse; warn where a variable disagrees with
+ * the table) and `deployments`; none on a table without affinity, with no variable set and no deployment registered.
  */
 export async function fleetChecks(ctx: WorldContext, onPoll?: (ms: number) => void): Promise<Check[]> {
   const { config } = ctx;
@@ -74,12 +73,7 @@ function affinityCheck(config: WorldConfig, tf: Awaited<ReturnType<typeof readTa
 }
 
 /** A doctor check (src/cli/doctor.ts) over {@link deploymentRows}: a warning for runs no live consumer serves. */
-function deploymentsCheck(rows: DeploymentRow[]): {
-  check: 'deployments';
-  status: 'pass' | 'warn';
-  details: string;
-  fix?: string;
-} {
+function deploymentsCheck(rows: DeploymentRow[]): Check {
   const busy = rows.filter((d) => d.activeRuns > 0);
   const describe = (d: DeploymentRow) =>
     `${d.id}: ${d.activeRuns} active run${d.activeRuns === 1 ? '' : 's'}, ${
@@ -90,18 +84,15 @@ function deploymentsCheck(rows: DeploymentRow[]): {
   const details = busy.length === 0 ? `${head}; no active runs` : `${head}\n${busy.map(describe).join('\n')}`;
   const stranded = busy.filter((d) => d.status === 'active' && !d.live);
   const running = rows.filter((d) => d.status === 'retired' && d.consumer === 'live');
-  const fixes = [
-    ...(stranded.length > 0
-      ? [
-          `runs of ${stranded.map((d) => d.id).join(', ')} wait: no process of ${stranded.length === 1 ? 'that build' : 'those builds'} counted a heartbeat in ${WINDOW_S} s. Start one, or \`eve-world-aws deployments retire <id> --force\` to fail them with DEPLOYMENT_MISMATCH`,
-        ]
-      : []),
-    ...(running.length > 0
-      ? [
-          `a process of retired ${running.map((d) => d.id).join(', ')} still runs (it starts no runs and takes none of its deployment's messages): stop it`,
-        ]
-      : []),
-  ];
+  const fixes: string[] = [];
+  if (stranded.length > 0)
+    fixes.push(
+      `runs of ${stranded.map((d) => d.id).join(', ')} wait: no process of ${stranded.length === 1 ? 'that build' : 'those builds'} counted a heartbeat in ${WINDOW_S} s. Start one, or \`eve-world-aws deployments retire <id> --force\` to fail them with DEPLOYMENT_MISMATCH`,
+    );
+  if (running.length > 0)
+    fixes.push(
+      `a process of retired ${running.map((d) => d.id).join(', ')} still runs (it starts no runs and takes none of its deployment's messages): stop it`,
+    );
   if (fixes.length === 0) return { check: 'deployments', status: 'pass', details };
   return { check: 'deployments', status: 'warn', details, fix: fixes.join('; ') };
 }

@@ -1,8 +1,6 @@
 /**
- * The `eve-world-aws` program: registers the commands and turns errors into exit codes.
- *
- * Exit codes: 0 ok; 1 failure (drift, emulator failed, run failed); 2 usage or configuration
- * error. User errors print one line without a stack trace (EVE_WORLD_AWS_DEBUG=1 shows it).
+ * The `eve-world-aws` program: registers the commands and turns errors into exit codes (docs/cli.md, "Exit codes").
+ * User errors print one line without a stack trace (EVE_WORLD_AWS_DEBUG=1 shows it).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -92,20 +90,12 @@ function reportError(err: unknown): number {
     return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
   }
   const debug = process.env.EVE_WORLD_AWS_DEBUG === '1';
-  let code = EXIT_FAILURE;
-  let message: string;
-  if (err instanceof ConfigError) {
-    code = EXIT_USAGE;
-    message = err.message;
-  } else if (err instanceof CliError) {
-    code = err.exitCode;
-    message = err.message;
-  } else if (err instanceof EmulatorError) {
-    message = err.message;
-  } else {
-    const e = err as Error;
-    message = `${e?.message ?? String(err)}${debug ? '' : ' (set EVE_WORLD_AWS_DEBUG=1 for details)'}`;
-  }
+  const code = err instanceof ConfigError ? EXIT_USAGE : err instanceof CliError ? err.exitCode : EXIT_FAILURE;
+  // The errors a user can act on say so themselves; anything else points at the stack.
+  const message =
+    err instanceof ConfigError || err instanceof CliError || err instanceof EmulatorError
+      ? err.message
+      : `${(err as Error)?.message ?? String(err)}${debug ? '' : ' (set EVE_WORLD_AWS_DEBUG=1 for details)'}`;
   if (message) process.stderr.write(`error: ${message}\n`);
   if (debug && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
   return code;

@@ -44,11 +44,6 @@ function spec(pkg: OwnPackage, name: string): string {
   return version && /^\d/.test(version) ? `${name}@${version}` : name;
 }
 
-/** This package's root directory. */
-function ownRoot(): string {
-  return packageRoot();
-}
-
 /**
  * Where this copy of the package runs from, which decides the install command that helps:
  * - `npx`: npx's own cache (`.../_npx/<hash>/node_modules/...`), e.g. `npx @portfolio/eve-world-aws`
@@ -66,7 +61,7 @@ function globalNodeModules(env: NodeJS.ProcessEnv = process.env): string {
   return process.platform === 'win32' ? path.join(prefix, 'node_modules') : path.join(prefix, 'lib', 'node_modules');
 }
 
-export function installSite(root: string = ownRoot(), globalDir: string = globalNodeModules()): InstallSite {
+export function installSite(root: string = packageRoot(), globalDir: string = globalNodeModules()): InstallSite {
   const parts = root.split(path.sep);
   if (parts.includes('_npx')) return { kind: 'npx' };
   const nm = parts.indexOf('node_modules');
@@ -75,11 +70,13 @@ export function installSite(root: string = ownRoot(), globalDir: string = global
   return { kind: 'project', dir: parts.slice(0, nm).join(path.sep) || path.sep };
 }
 
-/** "Install them ... with `<command>`" for `specs`, as it works at `site` (no trailing period). */
-function howToInstall(pkgName: string, command: string, specs: string[], site: InstallSite): string {
+/** "Install them ... with `<command>`" for `missing` at their pinned versions, as it works at `site` (no period). */
+function howToInstall(command: string, missing: string[], site: InstallSite): string {
+  const pkg = ownPackage();
+  const specs = missing.map((n) => spec(pkg, n));
   switch (site.kind) {
     case 'npx': {
-      const npx = ['npx', '-p', pkgName, ...specs.flatMap((s) => ['-p', s]), 'eve-world-aws', command].join(' ');
+      const npx = ['npx', '-p', pkg.name, ...specs.flatMap((s) => ['-p', s]), 'eve-world-aws', command].join(' ');
       return `Run it with them: \`${npx}\``;
     }
     case 'global':
@@ -93,12 +90,9 @@ function howToInstall(pkgName: string, command: string, specs: string[], site: I
 
 /** The one-line install hint for `missing`, for `eve-world-aws <command>`, as it works at `site`. */
 export function installHint(command: string, missing: string[], site: InstallSite = installSite()): string {
-  const pkg = ownPackage();
-  const specs = missing.map((n) => spec(pkg, n));
-  const how = howToInstall(pkg.name, command, specs, site);
   return (
     `\`eve-world-aws ${command}\` needs ${missing.join(', ')} (optional peer dependencies, not installed). ` +
-    `${how}${site.kind === 'npx' ? '' : ', then run the command again'}.`
+    `${howToInstall(command, missing, site)}${site.kind === 'npx' ? '' : ', then run the command again'}.`
   );
 }
 
@@ -113,11 +107,9 @@ export function fallbackHint(
   fallback: string,
   site: InstallSite = installSite(),
 ): string {
-  const pkg = ownPackage();
-  const specs = missing.map((n) => spec(pkg, n));
   return (
     `${feature} needs ${missing.join(', ')} (optional peer dependencies, not installed), so ` +
-    `\`eve-world-aws ${command}\` ${fallback}. ${howToInstall(pkg.name, command, specs, site)} for it.`
+    `\`eve-world-aws ${command}\` ${fallback}. ${howToInstall(command, missing, site)} for it.`
   );
 }
 

@@ -11,29 +11,18 @@ import { requirePeers } from './peers.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { CliError, EXIT_FAILURE, printJson } from './shared/output.js';
 
-interface ResumeOptions {
-  json?: boolean;
-}
-
-export interface ResumeResult {
-  token: string;
-  runId: string;
-  hookId: string;
-}
-
-async function resumeByToken(token: string, payload: unknown): Promise<ResumeResult> {
+async function resumeByToken(token: string, payload: unknown) {
   return withCoreWorld(async (w, core) => {
     try {
       const hook = await core.resumeHook(token, payload);
       return { token, runId: hook.runId, hookId: hook.hookId };
     } catch (err) {
-      if (HookNotFoundError.is(err) || (err as { name?: string })?.name === 'HookNotFoundError') {
+      if (HookNotFoundError.is(err) || (err as { name?: string })?.name === 'HookNotFoundError')
         throw new CliError(
           `no hook with token "${token}" waits in table ${w.config.tableName}: the token is wrong, the hook was disposed, or its run has ended ` +
             '(`eve-world-aws tail <runId>` shows what a run waits for; check EVE_WORLD_AWS_PREFIX / EVE_WORLD_AWS_TABLE)',
           EXIT_FAILURE,
         );
-      }
       throw err;
     }
   });
@@ -60,10 +49,9 @@ export function resumeCommand(): Command {
     .argument('<token>', 'the hook token (the one the workflow passed to createHook, or tail shows)')
     .argument('[json]', 'the payload, one JSON value (default null)')
     .option('--json', 'print {token, runId, hookId} as JSON')
-    .action(async (token: string, json: string | undefined, opts: ResumeOptions) => {
+    .action(async (token: string, json: string | undefined, opts: { json?: boolean }) => {
       requirePeers('resume', ['workflow']);
-      const payload = json === undefined ? null : parseJsonArg('the payload', json);
-      const result = await resumeByToken(token, payload);
+      const result = await resumeByToken(token, json === undefined ? null : parseJsonArg('the payload', json));
       if (opts.json) printJson(result);
       else process.stdout.write(`resumed hook ${token} of run ${result.runId}\n`);
     });

@@ -1,13 +1,11 @@
 /**
- * `eve-world-aws sweep`: delete the S3 objects nothing can reference any more, through the World's
- * `sweepOrphans` (src/sweep/run-payloads.ts for run payloads, src/sweep/held-bodies.ts for
- * held queue bodies). Meant to run on a schedule (daily); safe to run at any time, repeatedly and
- * concurrently with the runtime.
+ * `eve-world-aws sweep`: delete the S3 objects nothing can reference any more, through the World's `sweepOrphans`
+ * (src/sweep/run-payloads.ts for run payloads, src/sweep/held-bodies.ts for held queue bodies). Meant to run on a
+ * schedule (daily); safe to run at any time, repeatedly and concurrently with the runtime.
  */
 import { workflowRunIdSchema } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
-import type { SweepReport } from '../index.js';
-import { ORPHAN_GRACE_MS } from '../index.js';
+import { ORPHAN_GRACE_MS, type SweepReport } from '../index.js';
 import { durationOption, formatDuration } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, withProgress } from './shared/output.js';

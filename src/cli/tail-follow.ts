@@ -33,11 +33,6 @@ export interface FollowOptions {
 
 export type TailWorld = Pick<World, 'runs' | 'events' | 'steps' | 'streams'>;
 
-interface StreamCursor {
-  cursor?: string;
-  done: boolean;
-}
-
 /**
  * Yield records for `runId` until the run is terminal and its streams are closed (follow), or
  * after one round (snapshot). The caller has checked that the run exists.
@@ -53,7 +48,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
   const stepNames = new Map<string, string>();
   /** Steps with events not yet reflected in a step record (insertion order). */
   const dirtySteps = new Set<string>();
-  const streams = new Map<string, StreamCursor>();
+  const streams = new Map<string, { cursor?: string; done: boolean }>();
   let terminalSince: number | undefined;
   const waits = new RunWaits();
   let sleepMs = fastMs;
@@ -62,18 +57,16 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
   while (!opts.signal?.aborted) {
     let activity = false;
 
-    const run = await world.runs.get(runId, { resolveData: 'none' });
-    const rec = runRow(run);
+    const rec = runRow(await world.runs.get(runId, { resolveData: 'none' }));
 
     // Events since the cursor (all pages). resolveData 'all' shows inline payloads; whether S3
     // pointers are followed is decided by how the World was opened (--data).
-    const fresh: Event[] = [];
     if (firstRound && eventCursor !== undefined) {
       // What the run waits for needs the events before --since too (read, not shown).
       for (const e of (await allEvents(world, runId, undefined, opts.since)).events) waits.apply(e);
     }
     const read = await allEvents(world, runId, eventCursor);
-    fresh.push(...read.events);
+    const fresh = read.events;
     eventCursor = read.cursor;
     for (const e of fresh) waits.apply(e);
     if (!isTerminalWorkflowRunStatus(rec.status)) rec.waiting = waits.describe();
@@ -83,9 +76,8 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
       activity = true;
       yield rec;
     }
-    // Steps: the first round lists them all; later rounds read only the steps whose events are
-    // new (at most MAX_STEP_READS per round, the rest next round), so a round costs what changed,
-    // never the size of the run.
+    // Steps: the first round lists them all; later rounds read only the steps whose events are new (at most
+    // MAX_STEP_READS per round, the rest next round), so a round costs what changed, never the size of the run.
     let changed: Step[] = [];
     if (firstRound) {
       let cursor: string | undefined;
@@ -128,8 +120,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
     }
 
     // Streams: discover new ones, then page each open one from its cursor.
-    const names = await world.streams.list(runId);
-    for (const name of names) {
+    for (const name of await world.streams.list(runId)) {
       if (streams.has(name) || (opts.streams && !opts.streams.includes(name))) continue;
       streams.set(name, { done: false });
       activity = true;

@@ -1,8 +1,7 @@
 /**
- * The header of the live `tail` view (src/cli/tail-view.tsx): the run and its workflow, its
- * status, start and duration, what a running run waits for (on lines of its own, so the hook
- * token `resume` needs is never cut while it fits a line), and a failed run's error. Every line
- * fits the terminal's width, so the view's line count (its layout) holds.
+ * The header of the live `tail` view (src/cli/tail-view.tsx): the run and its workflow, its status, start and duration,
+ * what a running run waits for (on lines of its own, so the hook token `resume` needs is never cut while it fits a
+ * line), and a failed run's error. Every line fits the terminal's width, so the view's line count (its layout) holds.
  */
 import { Box, Text } from 'ink';
 import type { ReactNode } from 'react';
@@ -20,14 +19,6 @@ export const STATUS_COLOR: Record<string, string> = {
 
 export interface Style {
   color: boolean;
-}
-
-function Status({ status, color }: { status: string } & Style) {
-  return (
-    <Text bold color={color ? STATUS_COLOR[status] : undefined}>
-      {status}
-    </Text>
-  );
 }
 
 export function Label({ children, color }: { children: ReactNode } & Style) {
@@ -99,7 +90,9 @@ export function Header({
       </Text>
       <Text wrap="truncate">
         <Label color={color}>status </Label>
-        <Status status={run.status} color={color} />
+        <Text bold color={color ? STATUS_COLOR[run.status] : undefined}>
+          {run.status}
+        </Text>
         <Label color={color}> · started </Label>
         <Text>{formatTime(run.startedAt ?? run.createdAt)}</Text>
         <Label color={color}> · duration </Label>

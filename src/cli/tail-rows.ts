@@ -1,8 +1,7 @@
 /**
- * The records `tail` produces (one NDJSON line each with --json): run status changes, new events,
- * step changes, stream chunks and streams opening or closing, each built from what the World
- * returns (a chunk written through the runtime's `getWritable()` shown as its text). The loop that
- * reads them from the World is src/cli/tail-follow.ts.
+ * The records `tail` produces (one NDJSON line each with --json): run status changes, new events, step changes, stream
+ * chunks and streams opening or closing, each built from what the World returns (a chunk written through the runtime's
+ * `getWritable()` shown as its text). The loop that reads them from the World is src/cli/tail-follow.ts.
  */
 
 import type { WorkflowRun, WorkflowRunWithoutData } from '@workflow/world';
@@ -87,7 +86,7 @@ export function runRow(run: WorkflowRun | WorkflowRunWithoutData, now = Date.now
     : isTerminalWorkflowRunStatus(run.status)
       ? undefined
       : now;
-  const rec: RunRow = {
+  return dropUndefined({
     kind: 'run',
     runId: run.runId,
     workflowName: run.workflowName,
@@ -98,8 +97,7 @@ export function runRow(run: WorkflowRun | WorkflowRunWithoutData, now = Date.now
     completedAt: iso(run.completedAt),
     durationMs: started !== undefined && end !== undefined ? Math.max(0, end - started) : undefined,
     error: run.status === 'failed' ? errorText((run as { error?: unknown }).error) : undefined,
-  };
-  return dropUndefined(rec);
+  } satisfies RunRow);
 }
 
 export function stepRow(step: Step): StepRow {

@@ -1,17 +1,13 @@
 /**
- * `eve-world-aws tail <runId>`: follow one run live until it is terminal and its streams are
- * closed. Three presentations of the same records (src/cli/tail-rows.ts, read by the loop of
- * src/cli/tail-follow.ts):
+ * `eve-world-aws tail <runId>`: follow one run live until it is terminal and its streams are closed. Three
+ * presentations of the same records (src/cli/tail-rows.ts, read by the loop of src/cli/tail-follow.ts):
  * - a terminal: the ink view (src/cli/tail-view.tsx), redrawn as records arrive;
  * - a pipe or file: one plain line per record;
  * - `--json`: one NDJSON record per line (`kind: run | event | step | stream | chunk`).
- *
- * Exit codes: 0 the run completed (or, with --no-follow, is not failed/cancelled); 1 the run failed
- * or was cancelled, or the run id is unknown; 2 usage or configuration error; 130 interrupted.
  */
 import { Command, Option } from 'commander';
 import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';
-import { formatClock, formatDuration, formatTime, ndjson, parsePositiveInt } from './shared/format.js';
+import { formatClock, formatDuration, formatTime, parsePositiveInt } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import { CliError, colorEnabled, EXIT_FAILURE, palette } from './shared/output.js';
 import { getRunOrFail, withWorld } from './shared/world.js';
@@ -21,6 +17,7 @@ import { chunkLines, type RunRow, type TailRow } from './tail-rows.js';
 export const EXIT_INTERRUPTED = 130;
 /** Shortest interval between two redraws of the live view. */
 const REDRAW_MS = 50;
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
 interface TailOptions {
   follow: boolean;
@@ -38,9 +35,10 @@ export interface TailSink {
   end(): Promise<void>;
 }
 
-function ndjsonSink(out: NodeJS.WritableStream = process.stdout): TailSink {
+/** Each record as text on stdout (NDJSON, or plain lines when stdout is not a terminal), notices on stderr. */
+function textSink(text: (rec: TailRow) => string): TailSink {
   return {
-    write: (rec) => void out.write(ndjson(rec)),
+    write: (rec) => void process.stdout.write(text(rec)),
     notice: (m) => void process.stderr.write(`note: ${m}\n`),
     end: async () => {},
   };
@@ -69,15 +67,6 @@ function plainLine(rec: TailRow, color = false): string[] {
     case 'chunk':
       return chunkLines(rec).map((l) => `[${rec.stream}#${rec.index}] ${l}`);
   }
-}
-
-function plainSink(out: NodeJS.WritableStream = process.stdout): TailSink {
-  const color = colorEnabled();
-  return {
-    write: (rec) => void out.write(`${plainLine(rec, color).join('\n')}\n`),
-    notice: (m) => void process.stderr.write(`note: ${m}\n`),
-    end: async () => {},
-  };
 }
 
 /**
@@ -152,8 +141,7 @@ async function runTail(runId: string, opts: TailOptions): Promise<void> {
     await getRunOrFail(w, runId);
     const ac = new AbortController();
     const stop = () => ac.abort();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    for (const s of STOP_SIGNALS) process.once(s, stop);
     // `tail ... | head`: the reader went away; stop quietly instead of crashing on EPIPE. The
     // listener stays for the rest of the process (later writes would fail the same way).
     let pipeClosed = false;
@@ -162,11 +150,12 @@ async function runTail(runId: string, opts: TailOptions): Promise<void> {
       pipeClosed = true;
       ac.abort();
     });
+    const color = colorEnabled();
     const sink = opts.json
-      ? ndjsonSink()
+      ? textSink((rec) => `${JSON.stringify(rec)}\n`)
       : terminal && missing.length === 0
         ? await inkSink(runId, opts.follow)
-        : plainSink();
+        : textSink((rec) => `${plainLine(rec, color).join('\n')}\n`);
     let last: RunRow | undefined;
     try {
       for await (const rec of followRun(w.world, runId, {
@@ -181,20 +170,14 @@ async function runTail(runId: string, opts: TailOptions): Promise<void> {
         if (!pipeClosed) sink.write(rec);
       }
     } finally {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+      for (const s of STOP_SIGNALS) process.off(s, stop);
       await sink.end();
     }
     if (pipeClosed) return;
     if (ac.signal.aborted) throw new CliError('', EXIT_INTERRUPTED);
-    if (last && (last.status === 'failed' || last.status === 'cancelled')) {
+    if (last && (last.status === 'failed' || last.status === 'cancelled'))
       throw new CliError(`run ${runId} ${last.status}${last.error ? `: ${last.error}` : ''}`, EXIT_FAILURE);
-    }
   });
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }
 
 const TAIL_HELP: HelpSpec = {
@@ -221,7 +204,7 @@ export function tailCommand(): Command {
     .option('--since <slot>', 'start the event log at this slot (1 = the first event)', parsePositiveInt)
     .addOption(
       new Option('--stream <name>', 'show only this stream (repeatable)')
-        .argParser(collect)
+        .argParser((value: string, previous: string[]) => [...previous, value])
         .default([] as string[], 'every stream of the run'),
     )
     .option('--data', 'resolve S3 pointers in event data (reads S3); without it large values show as <s3 key>')

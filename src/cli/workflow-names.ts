@@ -1,10 +1,8 @@
 /**
- * Workflow names as users type them. The runtime records a workflow by its full id,
- * `workflow//<file>//<export>` (e.g. `workflow//./workflows/order//order`); a user types `order`.
- * A name with `//` is taken as a full id (matched exactly, and the run listing has an index for
- * it); any other name matches the export name, the part after the last `//`. Matching is exact:
- * a name that matches nothing gets the near names as a hint ({@link nearWorkflows}), never a
- * guess.
+ * Workflow names as users type them. The runtime records a workflow by its full id, `workflow//<file>//<export>` (e.g.
+ * `workflow//./workflows/order//order`); a user types `order`. A name with `//` is taken as a full id (matched exactly,
+ * and the run listing has an index for it); any other name matches the export name, the part after the last `//`.
+ * Matching is exact: a name that matches nothing gets the near names as a hint ({@link nearWorkflows}), never a guess.
  */
 
 import { editDistance } from '../util/edit-distance.js';
@@ -18,10 +16,9 @@ export function workflowMatches(workflowName: string, query: string): boolean {
 }
 
 /**
- * The full ids among `workflowIds` whose export name is near the one `query` names, nearest first
- * (at most `max`): the same name in another case, then names it begins, then names holding it
- * (3 characters or more), then names at most a third of its length (at least 1) edits away. A
- * workflow `query` names exactly is not near, it is the answer.
+ * The full ids among `workflowIds` whose export name is near the one `query` names, nearest first (at most `max`): the
+ * same name in another case, then names it begins, then names holding it (3 characters or more), then names at most a
+ * third of its length (at least 1) edits away. A workflow `query` names exactly is not near, it is the answer.
  */
 export function nearWorkflows(query: string, workflowIds: Iterable<string>, max = 5): string[] {
   const q = shortName(query).toLowerCase();
@@ -31,16 +28,13 @@ export function nearWorkflows(query: string, workflowIds: Iterable<string>, max 
     if (workflowMatches(id, query)) continue;
     const name = shortName(id).toLowerCase();
     const distance = editDistance(q, name);
-    const rank =
-      name === q
-        ? 0
-        : q.length >= 2 && name.startsWith(q)
-          ? 1
-          : q.length >= 3 && name.includes(q)
-            ? 2
-            : distance <= limit
-              ? 3
-              : -1;
+    // The first of these tests it passes, in the order the doc comment gives (-1: none).
+    const rank = [
+      name === q,
+      q.length >= 2 && name.startsWith(q),
+      q.length >= 3 && name.includes(q),
+      distance <= limit,
+    ].indexOf(true);
     if (rank >= 0) ranked.push({ id, rank, distance });
   }
   return ranked

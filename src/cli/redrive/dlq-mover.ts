@@ -1,9 +1,8 @@
 /**
- * The DLQ mover of `eve-world-aws redrive`: moves dead-lettered messages back to the queue in the
- * order receive -> send -> delete. A crash (or error) between send and delete leaves the message in
- * both queues: the next redrive delivers it twice, which is harmless because every World write is
- * idempotent, whereas delete-before-send could lose it. What the copy carries: ./redriven-copy.ts;
- * what is printed: ./move-summary.ts.
+ * The DLQ mover of `eve-world-aws redrive`: moves dead-lettered messages back to the queue in the order receive -> send
+ * -> delete. A crash (or error) between send and delete leaves the message in both queues: the next redrive delivers it
+ * twice, which is harmless because every World write is idempotent, whereas delete-before-send could lose it. What the
+ * copy carries: ./redriven-copy.ts; what is printed: ./move-summary.ts.
  */
 import {
   ChangeMessageVisibilityCommand,
@@ -14,6 +13,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { PayloadStore } from '../../context/payload-store.js';
+import { mapLimited } from '../../util/concurrency.js';
 import { redrivenCopy, runIdOfMessage } from './redriven-copy.js';
 
 export type MoveResult = 'moved' | 'would-move' | 'skipped' | 'send-failed' | 'delete-failed';
@@ -93,17 +93,16 @@ function errText(err: unknown): string {
 }
 
 /**
- * Move messages from `sourceUrl` to `targetUrl` (receive -> send -> delete). Stops at the first
- * failure and reports it; every message it holds but did not move is released back to the
- * source at the end, so nothing is hidden for longer than the pass.
+ * Move messages from `sourceUrl` to `targetUrl` (receive -> send -> delete). Stops at the first failure and reports it;
+ * every message it holds but did not move is released back to the source at the end, so nothing is hidden for longer
+ * than the pass.
  *
  * Invariants (a DLQ larger than one visibility timeout's worth of work included):
- * - Each message is looked at, and moved, at most once per pass: the pass remembers the SQS
- *   message ids it has seen; a held (skipped / dry-run) message whose visibility ran out before the
- *   pass ended comes back as a repeat and is only re-held (its newest receipt kept), never counted
- *   or moved again.
- * - The pass ends: on an empty receive, or after {@link NOTHING_NEW_RECEIVES} receives in a row
- *   with no message new to the pass (only repeats left), or at `limit`, a failure or `maxMessages`.
+ * - Each message is looked at, and moved, at most once per pass: the pass remembers the SQS message ids it has seen; a
+ *   held (skipped / dry-run) message whose visibility ran out before the pass ended comes back as a repeat and is only
+ *   re-held (its newest receipt kept), never counted or moved again.
+ * - The pass ends: on an empty receive, or after {@link NOTHING_NEW_RECEIVES} receives in a row with no message new to
+ *   the pass (only repeats left), or at `limit`, a failure or `maxMessages`.
  * - Memory is bounded: at most `maxMessages` ids + receipt handles and `maxRecords` records.
  */
 export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
@@ -190,8 +189,7 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
         };
         if (summary.messages.length < maxRecords) summary.messages.push(rec);
         else summary.unlisted++;
-        const matches = opts.runId === undefined || info.runId === opts.runId;
-        if (!matches) {
+        if (opts.runId !== undefined && info.runId !== opts.runId) {
           summary.skipped++;
           hold(m);
           opts.onMessage?.(rec);
@@ -243,15 +241,9 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
 /** Make held messages visible again at once (best effort: they reappear after the timeout anyway). */
 async function release(sqs: SQSClient, url: string, receipts: string[]): Promise<void> {
   // 10 at a time: a large pass must not open thousands of requests at once.
-  for (let i = 0; i < receipts.length; i += 10) {
-    await Promise.all(
-      receipts
-        .slice(i, i + 10)
-        .map((r) =>
-          sqs
-            .send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: r, VisibilityTimeout: 0 }))
-            .catch(() => undefined),
-        ),
-    );
-  }
+  await mapLimited(receipts, 10, (r) =>
+    sqs
+      .send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: r, VisibilityTimeout: 0 }))
+      .catch(() => undefined),
+  );
 }

@@ -4,15 +4,15 @@
  */
 import { queueNameOf } from '../../aws/arn.js';
 import { formatTime } from '../shared/format.js';
-import { colorEnabled, palette, renderTable, tableReport } from '../shared/output.js';
+import { colorEnabled, type Label, paintLabel, palette, renderTable, tableReport } from '../shared/output.js';
 import type { MoveResult, MoveSummary } from './dlq-mover.js';
 
-const RESULT_LABEL: Record<MoveResult, string> = {
-  moved: 'moved',
-  'would-move': 'would move',
-  skipped: 'skipped (other run)',
-  'send-failed': 'FAILED to send (left in the DLQ)',
-  'delete-failed': 'sent, NOT deleted (duplicate)',
+const RESULT_LABEL: Record<MoveResult, Label> = {
+  moved: ['moved', 'green'],
+  'would-move': ['would move', 'yellow'],
+  skipped: ['skipped (other run)', 'dim'],
+  'send-failed': ['FAILED to send (left in the DLQ)', 'red'],
+  'delete-failed': ['sent, NOT deleted (duplicate)', 'red'],
 };
 
 export function renderMoveSummary(s: MoveSummary, color = colorEnabled()): string {
@@ -20,20 +20,12 @@ export function renderMoveSummary(s: MoveSummary, color = colorEnabled()): strin
   const from = queueNameOf(s.source);
   const to = queueNameOf(s.target);
   if (s.messages.length === 0 && s.unlisted === 0) return `The DLQ ${from} is empty; nothing to redrive.\n`;
-  const paint = (r: MoveResult) =>
-    r === 'moved'
-      ? p.green(RESULT_LABEL[r])
-      : r === 'would-move'
-        ? p.yellow(RESULT_LABEL[r])
-        : r === 'skipped'
-          ? p.dim(RESULT_LABEL[r])
-          : p.red(RESULT_LABEL[r]);
   const rows = s.messages.map((m) => [
     m.messageId ?? m.sqsMessageId,
     m.queueName ?? '?',
     m.runId ?? '?',
     formatTime(m.sentAt),
-    paint(m.result),
+    paintLabel(p, RESULT_LABEL[m.result]),
   ]);
   const out = [renderTable(['Message', 'Queue (logical)', 'Run', 'First sent', 'Result'], rows, color)];
   const filter = s.runId ? ` of run ${s.runId}` : '';

@@ -1,7 +1,6 @@
 /**
- * The stranded-run classifier of `eve-world-aws redrive --stranded`: runs that are not terminal,
- * have nothing scheduled and have not written an event for `--older-than` get their continuation
- * re-enqueued (see {@link analyzeRun}).
+ * The stranded-run classifier of `eve-world-aws redrive --stranded`: runs that are not terminal, have nothing scheduled
+ * and have not written an event for `--older-than` get their continuation re-enqueued (see {@link analyzeRun}).
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { Event, WorkflowRun } from '@workflow/world';
@@ -36,34 +35,30 @@ export interface RunAnalysis {
   continuations: Continuation[];
 }
 
-const eventData = (e: Event) =>
-  ((e as { eventData?: Record<string, unknown> }).eventData ?? {}) as Record<string, unknown>;
 const timeOf = (v: unknown) =>
   v instanceof Date ? v.getTime() : typeof v === 'string' || typeof v === 'number' ? new Date(v).getTime() : Number.NaN;
 
 /**
  * Decide whether a non-terminal run is stranded and what to enqueue for it.
  *
- * There is no cheap way to ask SQS "is there a message for run X" (a delayed or in-flight message
- * cannot be seen at all), so the event log stands in for it. A live run writes events: every
- * delivery that does work appends one, and every future delivery the runtime schedules is
- * recorded as a wait (`wait_created.resumeAt`) or a step retry (`step_retrying.retryAfter`). So:
+ * There is no cheap way to ask SQS "is there a message for run X" (a delayed or in-flight message cannot be seen at
+ * all), so the event log stands in for it. A live run writes events: every delivery that does work appends one, and
+ * every future delivery the runtime schedules is recorded as a wait (`wait_created.resumeAt`) or a step retry
+ * (`step_retrying.retryAfter`). So:
  * - last event newer than `olderThanMs` -> active (a delivery may be in flight);
  * - a wait or retry due in the future -> waiting (its message is delayed in SQS or a schedule);
- * - an open hook, and nothing received on it since the last replay -> waiting for an external
- *   resume (nothing is owed);
- * - otherwise the run is stranded: whatever message should drive it was lost (purged queue,
- *   deleted message, a consumer bug).
- * The default threshold (1 h) is above the runtime's inline-step lease (860 s) and the queue's
- * visibility timeout, so a healthy slow step is not mistaken for a lost one.
+ * - an open hook, and nothing received on it since the last replay -> waiting for an external resume (nothing is owed);
+ * - otherwise the run is stranded: whatever message should drive it was lost (purged queue, deleted message, a consumer
+ *   bug).
+ * The default threshold (1 h) is above the runtime's inline-step lease (860 s) and the queue's visibility timeout, so a
+ * healthy slow step is not mistaken for a lost one.
  *
- * What is enqueued: for each unfinished step, a step message `{runId, stepId, stepName}` (a
- * `{runId}` replay would not do: the runtime re-dispatches a step under the step's own
- * idempotency key, which the World's durable dedupe still holds from the lost message); with no
- * unfinished step, a `{runId}` continuation, which replays the run (completing elapsed waits,
- * processing received hook payloads, or starting a pending run). Keys are derived from
- * (runId, last slot[, stepId]), so running the command twice sends one message, and a run that
- * progresses and strands again later gets a fresh key.
+ * What is enqueued: for each unfinished step, a step message `{runId, stepId, stepName}` (a `{runId}` replay would not
+ * do: the runtime re-dispatches a step under the step's own idempotency key, which the World's durable dedupe still
+ * holds from the lost message); with no unfinished step, a `{runId}` continuation, which replays the run (completing
+ * elapsed waits, processing received hook payloads, or starting a pending run). Keys are derived from (runId, last
+ * slot[, stepId]), so running the command twice sends one message, and a run that progresses and strands again later
+ * gets a fresh key.
  */
 function analyzeRun(
   run: Pick<WorkflowRun, 'runId' | 'workflowName' | 'status'>,
@@ -82,9 +77,8 @@ function analyzeRun(
     continuations: [] as Continuation[],
   };
   if (opts.inDlq) return { ...base, verdict: 'in-dlq', reason: 'has a message in the DLQ: use `redrive --run` for it' };
-  if (lastAt !== undefined && opts.now - lastAt < opts.olderThanMs) {
+  if (lastAt !== undefined && opts.now - lastAt < opts.olderThanMs)
     return { ...base, verdict: 'active', reason: `last event ${formatDuration(opts.now - lastAt)} ago` };
-  }
 
   const steps = new Map<string, { name?: string; done: boolean; retryAt?: number }>();
   const waits = new Map<string, { resumeAt: number; done: boolean }>();
@@ -93,7 +87,7 @@ function analyzeRun(
     // What the event does to a step, hook or wait (src/schema/event-kinds.ts, `lifecycle`).
     const life = eventKind(e.eventType)?.lifecycle;
     if (!life) continue;
-    const d = eventData(e);
+    const d = (e as { eventData?: Record<string, unknown> }).eventData ?? {};
     const id = e.correlationId ?? '';
     const step = steps.get(id);
     switch (life.of) {
@@ -120,21 +114,19 @@ function analyzeRun(
   for (const s of steps.values())
     if (!s.done && s.retryAt !== undefined && s.retryAt > opts.now) timers.push(s.retryAt);
   for (const w of waits.values()) if (!w.done && w.resumeAt > opts.now) timers.push(w.resumeAt);
-  if (timers.length > 0) {
+  if (timers.length > 0)
     return { ...base, verdict: 'waiting', reason: `next timer due ${formatTime(Math.min(...timers))}` };
-  }
 
   const queueName = `${opts.queuePrefix}${run.workflowName}`;
   const pending = [...steps].filter(([, s]) => !s.done);
   if (pending.length > 0) {
     const unnamed = pending.filter(([, s]) => !s.name);
-    if (unnamed.length > 0) {
+    if (unnamed.length > 0)
       return {
         ...base,
         verdict: 'stranded',
         reason: `step ${unnamed[0][0]} has no recorded name; cannot re-dispatch it`,
       };
-    }
     return {
       ...base,
       verdict: 'stranded',
@@ -148,13 +140,12 @@ function analyzeRun(
   }
   const openHooks = [...hooks].filter(([, open]) => open).length;
   const lastLife = last ? eventKind(last.eventType)?.lifecycle : undefined;
-  if (openHooks > 0 && !(lastLife?.of === 'hook' && lastLife.phase === 'receives')) {
+  if (openHooks > 0 && !(lastLife?.of === 'hook' && lastLife.phase === 'receives'))
     return {
       ...base,
       verdict: 'waiting',
       reason: `waiting for ${openHooks} hook${openHooks === 1 ? '' : 's'} to be resumed`,
     };
-  }
   return {
     ...base,
     verdict: 'stranded',
@@ -217,8 +208,7 @@ async function dlqRunIds(w: CliWorld): Promise<Set<string>> {
 
 export async function redriveStranded(w: CliWorld, opts: StrandedOptions): Promise<StrandedSummary> {
   const now = opts.now ?? Date.now();
-  const namespace = resolveQueueNamespace(opts.namespace);
-  const queuePrefix = getQueueTopicPrefix('workflow', namespace);
+  const queuePrefix = getQueueTopicPrefix('workflow', resolveQueueNamespace(opts.namespace));
   const inDlq = opts.skipDlq ? new Set<string>() : await dlqRunIds(w);
   const summary: StrandedSummary = {
     dryRun: opts.dryRun === true,

@@ -1,7 +1,6 @@
 /**
- * Formatting shared by the operator commands (tail, runs, redrive, doctor): times, durations,
- * byte previews and JSON-safe values. Pure functions, so the ink view and the plain/NDJSON
- * writers show the same thing.
+ * Formatting shared by the operator commands (tail, runs, redrive, doctor): times, durations, byte previews and
+ * JSON-safe values. Pure functions, so the ink view and the plain/NDJSON writers show the same thing.
  */
 import * as zlib from 'node:zlib';
 import { InvalidArgumentError, Option } from 'commander';
@@ -45,11 +44,10 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000,
  */
 export function parseDuration(value: string): number {
   const v = value.trim();
-  if (/^\d+(?:\.\d+)?$/.test(v)) {
+  if (/^\d+(?:\.\d+)?$/.test(v))
     throw new InvalidArgumentError(
       `needs a unit: ${v}d (days), ${v}h (hours), ${v}m (minutes) or ${v}s (seconds); forms can be combined, e.g. 1h30m.`,
     );
-  }
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
   let total = 0;
   let consumed = 0;
@@ -57,21 +55,15 @@ export function parseDuration(value: string): number {
     total += Number(m[1]) * UNITS[m[2]];
     consumed += m[0].length;
   }
-  if (consumed === 0 || consumed !== v.length) {
+  if (consumed === 0 || consumed !== v.length)
     throw new InvalidArgumentError('must be a duration such as 30s, 15m, 1h or 2d.');
-  }
   return total;
 }
 
 /** `3600000` -> `1h`, `90000` -> `90s`: the largest unit that divides it (for `--help` defaults). */
 export function durationText(ms: number): string {
-  for (const [unit, size] of [
-    ['d', UNITS.d],
-    ['h', UNITS.h],
-    ['m', UNITS.m],
-    ['s', UNITS.s],
-  ] as const)
-    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  for (const unit of ['d', 'h', 'm', 's'])
+    if (ms >= UNITS[unit] && ms % UNITS[unit] === 0) return `${ms / UNITS[unit]}${unit}`;
   return `${ms}ms`;
 }
 
@@ -114,10 +106,9 @@ function formatPrefix(bytes: Uint8Array): string {
 const zstdDecompressSync = (zlib as { zstdDecompressSync?: (b: Uint8Array) => Buffer }).zstdDecompressSync;
 
 /**
- * The payload inside a compressed one, for display: the runtime writes `gzip` + gzip(`devl` ...)
- * or `zstd` + zstd(`devl` ...) for payloads of 1 KiB and more (errors with their stacks, large
- * results). Undefined when `bytes` is not compressed or cannot be decoded here (zstd on a Node
- * without it, corrupt data).
+ * The payload inside a compressed one, for display: the runtime writes `gzip` + gzip(`devl` ...) or `zstd` +
+ * zstd(`devl` ...) for payloads of 1 KiB and more (errors with their stacks, large results). Undefined when `bytes` is
+ * not compressed or cannot be decoded here (zstd on a Node without it, corrupt data).
  */
 export function decompressed(bytes: Uint8Array): Uint8Array | undefined {
   const prefix = formatPrefix(bytes);
@@ -242,19 +233,19 @@ export function previewValue(v: unknown): string {
   if (typeof v === 'string') return v;
   if (typeof v !== 'object') return String(v);
   if (Array.isArray(v)) return `[${v.map(previewValue).join(', ')}]`;
-  const parts = Object.entries(v as Record<string, unknown>)
+  return Object.entries(v as Record<string, unknown>)
     .filter(([, x]) => x !== undefined)
-    .map(([k, x]) => `${k}=${previewValue(x)}`);
-  return parts.join(' ');
+    .map(([k, x]) => `${k}=${previewValue(x)}`)
+    .join(' ');
 }
 
-/** Collapse whitespace and cut to `max` characters. */
 /** `o[key]` when `o` is an object and that is a string. */
 export function stringField(o: unknown, key: string): string | undefined {
   const v = o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[key] : undefined;
   return typeof v === 'string' ? v : undefined;
 }
 
+/** Collapse whitespace and cut to `max` characters. */
 export function truncate(s: string, max: number): string {
   const one = s.replace(/\s+/g, ' ').trim();
   return one.length > max ? `${one.slice(0, Math.max(0, max - 1))}…` : one;
@@ -300,8 +291,7 @@ export function errorText(e: unknown): string | undefined {
     const payload = decompressed(e) ?? e;
     const text = payload.byteLength > 4 ? utf8(payload) : undefined;
     const decoded = text?.startsWith('devl') ? fromDevalue(text.slice(4)) : undefined;
-    const found = decoded && findError(decoded.value);
-    return found ?? previewBytes(e);
+    return (decoded && findError(decoded.value)) ?? previewBytes(e);
   }
   const o = e as { message?: unknown; code?: unknown };
   if (typeof o.message === 'string') return typeof o.code === 'string' ? `${o.code}: ${o.message}` : o.message;
@@ -331,9 +321,4 @@ function findError(v: unknown, tag?: string, depth = 0): string | undefined {
 export function shortName(name: string): string {
   const i = name.lastIndexOf('//');
   return i >= 0 && i + 2 < name.length ? name.slice(i + 2) : name;
-}
-
-/** One NDJSON line. */
-export function ndjson(record: unknown): string {
-  return `${JSON.stringify(record)}\n`;
 }

@@ -1,11 +1,10 @@
 /**
- * The text every `--help` ends with, built one way for every command: notes (prose paragraphs),
- * then "Examples:" and "Exit codes:", all within HELP_WIDTH columns.
+ * The text every `--help` ends with, built one way for every command: notes (prose paragraphs), then "Examples:" and
+ * "Exit codes:", all within HELP_WIDTH columns.
  *
  * Invariants (test/unit/cli/help.test.ts checks them for every command):
- * - Every command and subcommand declares its examples and exit codes here, so `--help` has both
- *   sections and fits HELP_WIDTH columns (commander wraps the options to the same width,
- *   src/cli/main.ts).
+ * - Every command and subcommand declares its examples and exit codes here, so `--help` has both sections and fits
+ *   HELP_WIDTH columns (commander wraps the options to the same width, src/cli/main.ts).
  * - The exit codes are the table docs/cli.md prints under "Exit codes", code by code, word for word.
  */
 import type { Command } from 'commander';
@@ -39,16 +38,9 @@ export function helpSpecOf(cmd: Command): HelpSpec | undefined {
   return specs.get(cmd);
 }
 
-/** Exit codes a command shares with every other: 0 done, 2 usage or configuration. */
-export function exitCodes(
-  ok: string,
-  failure: string | undefined,
-  usage = USAGE_ERROR,
-  more: Record<number, string> = {},
-): Record<number, string> {
-  const codes: Record<number, string> = { [EXIT_OK]: ok, [EXIT_USAGE]: usage, ...more };
-  if (failure !== undefined) codes[EXIT_FAILURE] = failure;
-  return codes;
+/** Exit codes a command shares with every other: 0 done, 1 failure, 2 usage or configuration. */
+export function exitCodes(ok: string, failure: string, usage = USAGE_ERROR, more: Record<number, string> = {}) {
+  return { [EXIT_OK]: ok, [EXIT_USAGE]: usage, ...more, [EXIT_FAILURE]: failure };
 }
 
 function paragraph(text: string): string[] {

@@ -24,12 +24,11 @@ export class CliError extends Error {
   }
 }
 
-interface TtyLike {
-  isTTY?: boolean;
-}
-
 /** Colours only when the stream is a terminal and the user has not opted out. */
-export function colorEnabled(stream: TtyLike = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
+export function colorEnabled(
+  stream: { isTTY?: boolean } = process.stdout,
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
   if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
   return stream.isTTY === true && env.TERM !== 'dumb';
@@ -41,16 +40,7 @@ function sgr(open: number, close: number, on: boolean): Paint {
   return on ? (s) => `\u001b[${open}m${s}\u001b[${close}m` : (s) => s;
 }
 
-export interface Palette {
-  bold: Paint;
-  dim: Paint;
-  red: Paint;
-  green: Paint;
-  yellow: Paint;
-  cyan: Paint;
-}
-
-export function palette(on: boolean = colorEnabled()): Palette {
+export function palette(on: boolean = colorEnabled()) {
   return {
     bold: sgr(1, 22, on),
     dim: sgr(2, 22, on),
@@ -60,6 +50,8 @@ export function palette(on: boolean = colorEnabled()): Palette {
     cyan: sgr(36, 39, on),
   };
 }
+
+export type Palette = ReturnType<typeof palette>;
 
 /** A state's label and the colour it is shown in (none: plain). */
 export type Label = readonly [text: string, colour?: keyof Palette];

@@ -98,13 +98,10 @@ const CLOSES: Record<string, (open: number) => boolean> = {
 function openAfter(line: string, before: string[]): string[] {
   let open = [...before];
   for (const m of line.matchAll(ANY_SGR)) {
-    const param = m[0].slice(2, -1);
-    const first = param.split(';')[0] ?? '';
+    const first = m[0].slice(2, -1).split(';')[0];
     if (first === '' || first === '0') open = [];
-    else if (CLOSES[first]) {
-      const ends = CLOSES[first];
-      open = open.filter((o) => !ends(Number(o.slice(2, -1).split(';')[0])));
-    } else open.push(m[0]);
+    else if (CLOSES[first]) open = open.filter((o) => !CLOSES[first](Number(o.slice(2, -1).split(';')[0])));
+    else open.push(m[0]);
   }
   return open;
 }

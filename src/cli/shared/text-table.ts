@@ -1,19 +1,18 @@
 /**
- * Tables for the CLI's reports (`runs`, `doctor`, `init`, `destroy`, `deployments`, `redrive`):
- * laid out to fit a terminal's width, or at their natural width when piped.
+ * Tables for the CLI's reports (`runs`, `doctor`, `init`, `destroy`, `deployments`, `redrive`): laid out to fit a
+ * terminal's width, or at their natural width when piped.
  *
  * On a terminal of `width` columns:
  * 1. `box`: bordered columns (the piped look), cells wrapped inside their column;
- * 2. `open`: the same columns without borders, two spaces apart (one when two do not fit), used
- *    when the box does not fit or when its wider columns take fewer lines;
+ * 2. `open`: the same columns without borders, two spaces apart (one when two do not fit), used when the box does not
+ *    fit or when its wider columns take fewer lines;
  * 3. `records`: one block per row, a `Heading  value` line per column, when neither fits.
- * A layout fits when every column can be as narrow as its widest word of up to UNBREAKABLE
- * columns (names, times, URLs), or, for `open` as a last resort, of up to ID_WIDTH (a run, step or
- * message id), and the first column (what a row is: a run, a message, a deployment) as its widest
- * word: an id is never split over lines. Columns wider than that give way, widest first.
- * Records fit any width that holds the headings and an id. Cells are wrapped and padded by
- * src/cli/shared/terminal-text.ts, so a colour code is never cut and text from a run cannot move the
- * cursor. Piped (no width), every cell keeps its lines as they are.
+ * A layout fits when every column can be as narrow as its widest word of up to UNBREAKABLE columns (names, times,
+ * URLs), or, for `open` as a last resort, of up to ID_WIDTH (a run, step or message id), and the first column (what a
+ * row is: a run, a message, a deployment) as its widest word: an id is never split over lines. Columns wider than that
+ * give way, widest first. Records fit any width that holds the headings and an id. Cells are wrapped and padded by
+ * src/cli/shared/terminal-text.ts, so a colour code is never cut and text from a run cannot move the cursor. Piped (no
+ * width), every cell keeps its lines as they are.
  */
 import { displayWidth, longestWord, padEnd, sanitize, wrapText } from './terminal-text.js';
 
@@ -22,10 +21,8 @@ const UNBREAKABLE = 40;
 /** The runtime's ids (`wrun_`/`step_`/`msg_` + a 26-character ULID): never split. */
 const ID_WIDTH = 31;
 
-export type TableLayout = 'box' | 'open' | 'records';
-
 export interface TablePlan {
-  layout: TableLayout;
+  layout: 'box' | 'open' | 'records';
   /** Content width of each column (without padding and borders); for `records`, the value width. */
   widths: number[];
   /** `open`: spaces between columns. */
@@ -114,9 +111,7 @@ function boxRule(widths: number[], [left, mid, right]: string): string {
 /** The lines of one row: each cell's lines, padded, side by side. */
 function rowLines(cells: string[][], widths: number[], join: (padded: string[]) => string): string[] {
   const height = Math.max(1, ...cells.map((c) => c.length));
-  const out: string[] = [];
-  for (let k = 0; k < height; k++) out.push(join(cells.map((c, i) => padEnd(c[k] ?? '', widths[i]))));
-  return out;
+  return Array.from({ length: height }, (_, k) => join(cells.map((c, i) => padEnd(c[k] ?? '', widths[i]))));
 }
 
 /**
@@ -127,31 +122,20 @@ export function layoutTable(head: string[], input: string[][], bold: Paint, widt
   const rows = input.map((r) => r.map(sanitize));
   if (width === undefined) {
     const widths = naturalWidths(head, rows);
-    const cells = (r: string[]) => widths.map((_w, i) => (r[i] ?? '').split('\n'));
+    const cells = rows.map((r) => widths.map((_w, i) => (r[i] ?? '').split('\n')));
     return box(
-      head.map((h) => bold(h)).map((h) => [h]),
-      rows.map(cells),
+      head.map((h) => [bold(h)]),
+      cells,
       widths,
     );
   }
   const plan = planTable(head, rows, width);
-  const wrap = (r: string[], widths: number[]) => widths.map((w, i) => wrapText(r[i] ?? '', w));
-  if (plan.layout === 'box')
-    return box(
-      wrap(head, plan.widths).map((lines) => lines.map((l) => bold(l))),
-      rows.map((r) => wrap(r, plan.widths)),
-      plan.widths,
-    );
+  const wrap = (r: string[]) => plan.widths.map((w, i) => wrapText(r[i] ?? '', w));
+  const headLines = wrap(head).map((lines) => lines.map((l) => bold(l)));
+  if (plan.layout === 'box') return box(headLines, rows.map(wrap), plan.widths);
   if (plan.layout === 'open') {
     const joinOpen = (padded: string[]) => padded.join(' '.repeat(plan.gap ?? 2)).trimEnd();
-    return [
-      ...rowLines(
-        wrap(head, plan.widths).map((lines) => lines.map((l) => bold(l))),
-        plan.widths,
-        joinOpen,
-      ),
-      ...rows.flatMap((r) => rowLines(wrap(r, plan.widths), plan.widths, joinOpen)),
-    ].join('\n');
+    return [headLines, ...rows.map(wrap)].flatMap((cells) => rowLines(cells, plan.widths, joinOpen)).join('\n');
   }
   const label = Math.max(...head.map(displayWidth));
   const blocks = rows.map((r) =>
