@@ -1,7 +1,8 @@
 /**
- * Metrics of the World's own AWS calls, as SDK middleware on the clients `createClients` builds: `Throttles` (a call
- * that still failed throttled after the SDK's retries: the middleware sits at the `initialize` step, outside the retry
- * middleware) and `KmsCalls` (every KMS command sent). Clients passed in by an embedder are left as they are.
+ * Metrics of the World's own AWS calls, as SDK middleware on the clients `createClients` builds:
+ * `Throttles` (a call that still failed throttled after the SDK's retries: the middleware sits at
+ * the `initialize` step, outside the retry middleware) and `KmsCalls` (every KMS command sent).
+ * Clients passed in by an embedder are left as they are.
  */
 import { countMetric } from '../telemetry/metrics.js';
 import { isThrottling } from './sdk-errors.js';

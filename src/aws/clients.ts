@@ -25,9 +25,10 @@ export interface AwsClients {
   readonly ddb: DynamoDBClient;
   readonly sqs: SQSClient;
   /**
-   * S3 and EventBridge Scheduler are created (and their SDKs loaded) on first use: most runs never offload a value or
-   * wait longer than 15 minutes, and loading both SDKs up front adds about 40% to the import time a Lambda cold start
-   * pays (bench/, table 5). Memoized: every call returns the same client, so middleware added to it stays.
+   * S3 and EventBridge Scheduler are created (and their SDKs loaded) on first use: most runs never
+   * offload a value or wait longer than 15 minutes, and loading both SDKs up front adds about 40%
+   * to the import time a Lambda cold start pays (bench/, table 5). Memoized: every call returns the
+   * same client, so middleware added to it stays.
    */
   s3(): Promise<S3Client>;
   scheduler(): Promise<SchedulerClient>;
@@ -96,8 +97,8 @@ export function createClients(config: WorldConfig): AwsClients {
       return instrumentClient(
         new S3Client({
           ...at(s3),
-          // Emulators serve path-style only; checksum-on-demand avoids aws-chunked uploads that some
-          // emulators store verbatim (fauxqs and MinIO).
+          // Emulators serve path-style only; checksum-on-demand avoids aws-chunked uploads that
+          // some emulators store verbatim (fauxqs and MinIO).
           forcePathStyle: s3 !== undefined,
           requestChecksumCalculation: s3 !== undefined ? 'WHEN_REQUIRED' : undefined,
           responseChecksumValidation: s3 !== undefined ? 'WHEN_REQUIRED' : undefined,

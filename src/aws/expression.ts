@@ -1,24 +1,29 @@
 /**
- * The one language of DynamoDB expressions: every condition, update and read expression of the World (the owned record
- * ./owned-record.ts, storage's writers and reads, the queue's claims, the nonces, the run keys, the stream reads, the
- * preflight's probe, `destroy`'s scan) is built here, so no module writes expression text or placeholders by hand.
+ * The one language of DynamoDB expressions: every condition, update and read expression of the
+ * World (the owned record ./owned-record.ts, storage's writers and reads, the queue's claims, the
+ * nonces, the run keys, the stream reads, the preflight's probe, `destroy`'s scan) is built here,
+ * so no module writes expression text or placeholders by hand.
  *
- * A {@link Cond} is built from `when`'s blocks (`absent`, `present`, `has`, `lacks`, `is`, `above`, `below`, `atMost`,
- * `oneOf`, `all`, `any`, `not`, ...); values are plain JS values, stored as ./item-codec.ts stores them.
- * {@link Expression} collects SET, ADD, REMOVE and conditions and renders one action: an Update (or a single
- * UpdateItem), a ConditionCheck, a conditional Put or Delete (or a single DeleteItem); whether a failed condition
- * returns the item (`ALL_OLD`) is the caller's explicit choice for a Put or a Delete. {@link readInput} renders a
- * read's key condition, filter and projection. `when.readable` is the format guard every owned-record update and delete
+ * A {@link Cond} is built from `when`'s blocks (`absent`, `present`, `has`, `lacks`, `is`, `above`,
+ * `below`, `atMost`, `oneOf`, `all`, `any`, `not`, ...); values are plain JS values, stored as
+ * ./item-codec.ts stores them. {@link Expression} collects SET, ADD, REMOVE and conditions and
+ * renders one action: an Update (or a single UpdateItem), a ConditionCheck, a conditional Put or
+ * Delete (or a single DeleteItem); whether a failed condition returns the item (`ALL_OLD`) is the
+ * caller's explicit choice for a Put or a Delete. {@link readInput} renders a read's key condition,
+ * filter and projection. `when.readable` is the format guard every owned-record update and delete
  * carries (src/schema/formats.ts).
  *
- * Placeholders are named here only, while an action renders: `#n<i>` for attribute names (one per name), `:v<i>` for
- * values (one per use). Names stay out of the text, so reserved words (`status`, `ttl`...) need no care.
+ * Placeholders are named here only, while an action renders: `#n<i>` for attribute names (one per
+ * name), `:v<i>` for values (one per use). Names stay out of the text, so reserved words (`status`,
+ * `ttl`...) need no care.
  *
- * Invariants: one placeholder never stands for two things (it would silently compare against the wrong value): by
- * construction, as one {@link Placeholders} names a whole action or read. Checked when an action or a read is rendered:
- * every placeholder the text uses is defined, and every definition is used (DynamoDB would refuse either). A Put, a
- * Delete or a ConditionCheck carries conditions only: SET, ADD or REMOVE on it, or no condition, are refused; an Update
- * changes something. No text has redundant parentheses (DynamoDB refuses them): `all` or `any` of one is that one.
+ * Invariants: one placeholder never stands for two things (it would silently compare against the
+ * wrong value): by construction, as one {@link Placeholders} names a whole action or read. Checked
+ * when an action or a read is rendered: every placeholder the text uses is defined, and every
+ * definition is used (DynamoDB would refuse either). A Put, a Delete or a ConditionCheck carries
+ * conditions only: SET, ADD or REMOVE on it, or no condition, are refused; an Update changes
+ * something. No text has redundant parentheses (DynamoDB refuses them): `all` or `any` of one is
+ * that one.
  */
 import type {
   DeleteItemCommandInput,

@@ -1,34 +1,35 @@
 /**
- * The owned record: a DynamoDB item (or a few fields of a host item) that one owner at a time holds. The one primitive
- * behind the World's ownership protocols, each of which only says what its fields are and when it claims, moves or lets
- * go:
- * - the queue's idempotency claims (src/queue/idempotency.ts): claim while absent, past its TTL or still our pending
- *   one; take over a lapsed lease; mark sent; release;
+ * The owned record: a DynamoDB item (or a few fields of a host item) that one owner at a time
+ * holds. The one primitive behind the World's ownership protocols, each of which only says what its
+ * fields are and when it claims, moves or lets go:
+ * - the queue's idempotency claims (src/queue/idempotency.ts): claim while absent, past its TTL or
+ *   still our pending one; take over a lapsed lease; mark sent; release;
  * - the delivery nonces (src/consumer/route/nonces.ts): claim while absent or ours;
- * - the run keys (src/encryption/run-keys.ts): the wrapped key is its own owner token (unique per GenerateDataKey),
- *   claimed while absent or ours; a pending key is kept by anyone;
- * - the step lease on the step item (src/storage/write/step-lease.ts): the fence inside `step_started`'s transaction,
- *   renewed and released by its holder.
+ * - the run keys (src/encryption/run-keys.ts): the wrapped key is its own owner token (unique per
+ *   GenerateDataKey), claimed while absent or ours; a pending key is kept by anyone;
+ * - the step lease on the step item (src/storage/write/step-lease.ts): the fence inside
+ *   `step_started`'s transaction, renewed and released by its holder.
  *
- * A protocol names its fields ({@link OwnedFields}): the owner token, and optionally the state, the lease end (`until`,
- * epoch ms), a heartbeat count (`beat`) and the TTL (epoch s) past which a claim may replace the record. The operations
- * (claim, transition, renew, takeOver, release, update, remove, read; claimAction and fence for transactions) each say
- * what they condition on.
+ * A protocol names its fields ({@link OwnedFields}): the owner token, and optionally the state, the
+ * lease end (`until`, epoch ms), a heartbeat count (`beat`) and the TTL (epoch s) past which a
+ * claim may replace the record. The operations (claim, transition, renew, takeOver, release,
+ * update, remove, read; claimAction and fence for transactions) each say what they condition on.
  *
- * When a lease has lapsed is the protocol's judgement, not this module's: the fence and the takeover compare no clocks,
- * they only pin what the taker saw (a protocol that judged by a duration it measured itself takes over with a write the
- * holder's next renewal would have broken).
+ * When a lease has lapsed is the protocol's judgement, not this module's: the fence and the
+ * takeover compare no clocks, they only pin what the taker saw (a protocol that judged by a
+ * duration it measured itself takes over with a write the holder's next renewal would have broken).
  *
  * Invariants (enforced here, so no protocol writes a condition by hand):
- * - Every write is conditional, and the condition passes again for the same writer with the same values: an SDK retry
- *   after a lost response is the same write, with the same effect (a claim's retry finds the record its own; a
- *   transition's, its own owner; a takeover's, its own token).
- * - Every item a claim puts is format-stamped (src/schema/formats.ts). Every item read, or returned by a failed
- *   condition, is format-checked: a newer format is refused with a FormatError, never misread. Updates and deletes are
- *   also conditioned on a format this build writes or reads, so a newer record is never changed; when that is the only
- *   reason a change was refused, the refusal is the FormatError.
- * - The protocols' keys, field names and values are theirs: this module adds no attribute, so items stay
- *   byte-compatible with builds that wrote them by hand.
+ * - Every write is conditional, and the condition passes again for the same writer with the same
+ *   values: an SDK retry after a lost response is the same write, with the same effect (a claim's
+ *   retry finds the record its own; a transition's, its own owner; a takeover's, its own token).
+ * - Every item a claim puts is format-stamped (src/schema/formats.ts). Every item read, or returned
+ *   by a failed condition, is format-checked: a newer format is refused with a FormatError, never
+ *   misread. Updates and deletes are also conditioned on a format this build writes or reads, so a
+ *   newer record is never changed; when that is the only reason a change was refused, the refusal
+ *   is the FormatError.
+ * - The protocols' keys, field names and values are theirs: this module adds no attribute, so items
+ *   stay byte-compatible with builds that wrote them by hand.
  */
 import {
   type AttributeValue,
@@ -150,10 +151,11 @@ export class OwnedRecord {
   }
 
   /**
-   * A renewal that raises the heartbeat count (`beat`) to `beat`: applied only while `owner` holds the record and its
-   * count is below `beat` (absent counts as below), so counts only grow however renewals overlap or arrive late. True
-   * when applied, or when the record is still `owner`'s with a count at or above `beat` (a later renewal landed first,
-   * or this one's SDK retry): the lease is still held. False when the record is no longer `owner`'s.
+   * A renewal that raises the heartbeat count (`beat`) to `beat`: applied only while `owner` holds
+   * the record and its count is below `beat` (absent counts as below), so counts only grow however
+   * renewals overlap or arrive late. True when applied, or when the record is still `owner`'s with
+   * a count at or above `beat` (a later renewal landed first, or this one's SDK retry): the lease
+   * is still held. False when the record is no longer `owner`'s.
    */
   async renew(t: TableRef, key: Key, owner: Owner, beat: number, set: Fields): Promise<boolean> {
     const f = this.fields;
@@ -272,8 +274,9 @@ export class OwnedRecord {
   }
 
   /**
-   * A refused change: false, unless the record is of a format this build does not write and is held by one of `holders`
-   * (or `holders` is not given: an ownerless update), so that the format was what refused it: then the FormatError.
+   * A refused change: false, unless the record is of a format this build does not write and is held
+   * by one of `holders` (or `holders` is not given: an ownerless update), so that the format was
+   * what refused it: then the FormatError.
    */
   #refused(key: Key, err: unknown, holders: readonly Owner[] | undefined): false {
     if (!isConditionalCheckFailed(err)) throw err;

@@ -1,10 +1,11 @@
 /**
- * The one module that recognises AWS SDK errors. Every other module asks these predicates instead of comparing
- * `err.name` strings, so a renamed exception or an emulator's variant spelling is handled in one place.
+ * The one module that recognises AWS SDK errors. Every other module asks these predicates instead
+ * of comparing `err.name` strings, so a renamed exception or an emulator's variant spelling is
+ * handled in one place.
  *
- * SDK v3 errors are classes, but `instanceof` fails across duplicated SDK copies (and some emulators answer with names
- * the modelled classes do not know), so recognition goes by `name` (and `Code` / `__type` for query-protocol errors)
- * plus the HTTP status in `$metadata`.
+ * SDK v3 errors are classes, but `instanceof` fails across duplicated SDK copies (and some
+ * emulators answer with names the modelled classes do not know), so recognition goes by `name` (and
+ * `Code` / `__type` for query-protocol errors) plus the HTTP status in `$metadata`.
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { ThrottleError, WorkflowWorldError } from '@workflow/errors';
@@ -82,9 +83,10 @@ export function cancellationReasons(err: unknown): CancellationReason[] {
 }
 
 /**
- * What one cancellation reason's `Code` means (DynamoDB's documented reason codes): `condition` (a condition failed),
- * `transient` (a conflict with another transaction or a throttle: the same transaction may be retried), `validation`
- * (the action is invalid, e.g. an item over 400 KB), `other` (including `None` for actions that were fine).
+ * What one cancellation reason's `Code` means (DynamoDB's documented reason codes): `condition` (a
+ * condition failed), `transient` (a conflict with another transaction or a throttle: the same
+ * transaction may be retried), `validation` (the action is invalid, e.g. an item over 400 KB),
+ * `other` (including `None` for actions that were fine).
  */
 export function cancellationReasonKind(code: string | undefined): 'condition' | 'transient' | 'validation' | 'other' {
   if (code === 'ConditionalCheckFailed') return 'condition';
@@ -140,9 +142,10 @@ export async function unlessMissing<T>(call: Promise<T>): Promise<T | undefined>
 }
 
 /**
- * Reading an object failed through the object's own fault, not S3's: no object under the key (its lifetime ended, or it
- * was never written), a key S3 cannot hold, an object that cannot be read back (archived), or an object with no body.
- * Anything else (throttling, 5xx, the network, credentials, a missing bucket) is the service failing, an outage.
+ * Reading an object failed through the object's own fault, not S3's: no object under the key (its
+ * lifetime ended, or it was never written), a key S3 cannot hold, an object that cannot be read
+ * back (archived), or an object with no body. Anything else (throttling, 5xx, the network,
+ * credentials, a missing bucket) is the service failing, an outage.
  */
 export function isObjectFault(err: unknown): boolean {
   return (
@@ -265,9 +268,10 @@ export function isTransportError(err: unknown): boolean {
 }
 
 /**
- * The contract's error for an AWS call that failed after the SDK's own retries: throttling becomes `ThrottleError`
- * (core backs off and retries), a `ValidationException` becomes a 400 `WorkflowWorldError` naming `field` when the
- * caller knows it; anything else is returned as is. Use as `catch (err) { throw toWorldError(err, 'events.create') }`.
+ * The contract's error for an AWS call that failed after the SDK's own retries: throttling becomes
+ * `ThrottleError` (core backs off and retries), a `ValidationException` becomes a 400
+ * `WorkflowWorldError` naming `field` when the caller knows it; anything else is returned as is.
+ * Use as `catch (err) { throw toWorldError(err, 'events.create') }`.
  */
 export function toWorldError(err: unknown, what: string, field?: string): unknown {
   if (err instanceof ThrottleError || err instanceof WorkflowWorldError) return err;

@@ -1,21 +1,25 @@
 /**
- * The backstop never amplifies a backlog (docs/operations.md, "Liveness backstop", Backlog): a run whose message still
- * waits in the queue looks stranded to a check once it waits longer than B + T, and each wake makes core send again (a
- * continuation, and a re-queue of each stranded step). So a run is woken again only when the queue shows no backlog.
+ * The backstop never amplifies a backlog (docs/operations.md, "Liveness backstop", Backlog): a run
+ * whose message still waits in the queue looks stranded to a check once it waits longer than B + T,
+ * and each wake makes core send again (a continuation, and a re-queue of each stranded step). So a
+ * run is woken again only when the queue shows no backlog.
  *
- * The gate: a repeat wake (a run woken before whose log has not moved since, `wakes > 0`) is held while SQS shows
- * messages waiting for a consumer (`ApproximateNumberOfMessages` > 0, the visible ones: not those in flight, delayed or
- * hidden for a retry, which a consumer already has or which are not due). A held wake counts in the backoff as a sent
- * one (the DUE item's `wakes`), so a backlog costs no more checks than before. A first wake is never held: the bound
- * for a lost message, 2 (B + T), holds under any load.
+ * The gate: a repeat wake (a run woken before whose log has not moved since, `wakes > 0`) is held
+ * while SQS shows messages waiting for a consumer (`ApproximateNumberOfMessages` > 0, the visible
+ * ones: not those in flight, delayed or hidden for a retry, which a consumer already has or which
+ * are not due). A held wake counts in the backoff as a sent one (the DUE item's `wakes`), so a
+ * backlog costs no more checks than before. A first wake is never held: the bound for a lost
+ * message, 2 (B + T), holds under any load.
  *
- * Bound, by construction: while the queue shows a backlog, a run gets at most one wake, however long the backlog lasts,
- * and that wake makes core send at most one continuation and one re-queue per stranded step (the wake re-opens each
- * stranded step's dispatch key once, ./wake.ts). With N runs owing work behind a backlog: at most N wakes plus N · s
- * step re-queues (s stranded steps a run). Measured in bench/backstop-backlog.mjs.
+ * Bound, by construction: while the queue shows a backlog, a run gets at most one wake, however
+ * long the backlog lasts, and that wake makes core send at most one continuation and one re-queue
+ * per stranded step (the wake re-opens each stranded step's dispatch key once, ./wake.ts). With N
+ * runs owing work behind a backlog: at most N wakes plus N · s step re-queues (s stranded steps a
+ * run). Measured in bench/backstop-backlog.mjs.
  *
  * Clocks: none. The count is SQS's own (approximate: it may lag a minute, which only moves when a
- * repeat goes out). Reading it fails: the wake goes out, as before (liveness first), with a warning.
+ * repeat goes out). Reading it fails: the wake goes out, as before (liveness first), with a
+ * warning.
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { WorldContext } from '../context/world-context.js';

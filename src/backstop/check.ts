@@ -1,23 +1,27 @@
 /**
- * One backstop tick: find the runs whose check is due, and check each one (docs/operations.md, "Liveness backstop").
+ * One backstop tick: find the runs whose check is due, and check each one (docs/operations.md,
+ * "Liveness backstop").
  *
- * Finding: one Query per shard of GSI1 (`DUE#<s>`, sort key <= now, at most `limit` a shard). The index is eventually
- * consistent, so what it shows is only a candidate. Every read and write of the table is storage's
- * (src/storage/read/run-check.ts, src/storage/write/due-moves.ts), through src/storage/index.ts.
+ * Finding: one Query per shard of GSI1 (`DUE#<s>`, sort key <= now, at most `limit` a shard). The
+ * index is eventually consistent, so what it shows is only a candidate. Every read and write of the
+ * table is storage's (src/storage/read/run-check.ts, src/storage/write/due-moves.ts), through
+ * src/storage/index.ts.
  *
- * The fence first: a check starts with a conditional UpdateItem that moves the item's `dueAt` from the value the index
- * showed to `now + B`, conditional on `dueAt` still being that value. Of two sweepers (or a sweeper and a
- * `hook_received` that moved the item), one passes and the other does nothing; no clock decides who acts. A checker
- * that dies after the fence leaves the run to the check B later. Its last write (the decision's `dueAt`, or the delete)
- * is conditional on the `dueAt` it fenced, so it never overwrites a `hook_received` that came meanwhile.
+ * The fence first: a check starts with a conditional UpdateItem that moves the item's `dueAt` from
+ * the value the index showed to `now + B`, conditional on `dueAt` still being that value. Of two
+ * sweepers (or a sweeper and a `hook_received` that moved the item), one passes and the other does
+ * nothing; no clock decides who acts. A checker that dies after the fence leaves the run to the
+ * check B later. Its last write (the decision's `dueAt`, or the delete) is conditional on the
+ * `dueAt` it fenced, so it never overwrites a `hook_received` that came meanwhile.
  *
  * Reads (only for a run that has been quiet since the last check): the run view and the log's last
  * item (one Query), the events after `ackedSlot` (one Query, newest 50), the steps and the waits.
  *
- * A quiet run's open steps that hold a step lease are watched before the decision (src/storage/write/step-lease.ts,
- * `observeStepLeases`): on this process's monotonic clock, until the holder is seen to heartbeat or its lease has stood
- * still for the holder's ttl (then revoked, conditioned on what was seen). A watch longer than what the fence holds the
- * check for (B) first moves the fence that much further, so no other checker starts the same check meanwhile.
+ * A quiet run's open steps that hold a step lease are watched before the decision
+ * (src/storage/write/step-lease.ts, `observeStepLeases`): on this process's monotonic clock, until
+ * the holder is seen to heartbeat or its lease has stood still for the holder's ttl (then revoked,
+ * conditioned on what was seen). A watch longer than what the fence holds the check for (B) first
+ * moves the fence that much further, so no other checker starts the same check meanwhile.
  */
 import { LIST_SHARDS } from '../schema/keys.js';
 import {
@@ -159,7 +163,8 @@ export async function checkRun(
     return 'delete';
   }
   if (d.kind === 'wake' && input.workflowName) {
-    // A repeat wake waits while the queue shows a backlog: the last one may be in it (./backlog.ts).
+    // A repeat wake waits while the queue shows a backlog: the last one may be in it
+    // (./backlog.ts).
     const backlog = await gate(due.wakes);
     if (backlog !== undefined) {
       opts.logger?.info(

@@ -1,6 +1,7 @@
 /**
- * What a backstop check does with a run: pure, a table of cases (docs/operations.md, "Liveness backstop"). The check
- * has won the fence (./check.ts) and read the run, its log since the last acknowledged replay, its steps and its waits.
+ * What a backstop check does with a run: pure, a table of cases (docs/operations.md, "Liveness
+ * backstop"). The check has won the fence (./check.ts) and read the run, its log since the last
+ * acknowledged replay, its steps and its waits.
  *
  * 1. The run is gone or terminal: delete its DUE item.
  * 2. The log moved since the last check (`tail != seenSlot`): the run is active; look again in B.
@@ -9,17 +10,18 @@
  *    come, a waiting wait whose time has come, or an event after `ackedSlot` that a replay must see
  *    ({@link REPLAY_OWED}: a step or wait finished, a hook received, the run created or started).
  *    Wake it; repeats back off (B, 2B, 4B, ... at most 15 min) until the log moves.
- * 4. Otherwise it is idle: look again when its earliest wait or retry comes (+ B), in B while a step
- *    lease is live, else in 6 h.
+ * 4. Otherwise it is idle: look again when its earliest wait or retry comes (+ B), in B while a
+ *    step lease is live, else in 6 h.
  *
  * A step's lease is as the checker observed it (./check.ts, src/storage/write/step-lease.ts
- * `observeStepLeases`): `live` when its holder was seen to heartbeat, `lapsed` when the checker
- * saw its mark unchanged for the holder's ttl on its own monotonic clock and revoked it. No lease
- * end written by another process is compared with a clock, so skew never reopens a live step.
+ * `observeStepLeases`): `live` when its holder was seen to heartbeat, `lapsed` when the checker saw
+ * its mark unchanged for the holder's ttl on its own monotonic clock and revoked it. No lease end
+ * written by another process is compared with a clock, so skew never reopens a live step.
  *
- * Clocks: `now` is the checker's clock; retry and resume times are their writers'. They decide only when a wake goes
- * out (a retry time from a clock ahead looks due later), never whether a step with a live lease is stranded: every case
- * but 1 leads to another check, and every time compared is fixed while `now` grows.
+ * Clocks: `now` is the checker's clock; retry and resume times are their writers'. They decide only
+ * when a wake goes out (a retry time from a clock ahead looks due later), never whether a step with
+ * a live lease is stranded: every case but 1 leads to another check, and every time compared is
+ * fixed while `now` grows.
  */
 import { eventTypesWhere } from '../schema/event-kinds.js';
 import { isTerminalRun, isTerminalStep } from '../storage/index.js';

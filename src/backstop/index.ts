@@ -1,12 +1,14 @@
 /**
- * The liveness backstop (docs/operations.md, "Liveness backstop"): an active run that owes work and has no message that
- * will wake it is woken within a stated bound, whatever caused the gap. The run's `DUE` item (src/storage/records/due.ts)
- * says when to check it; a tick (./check.ts) finds the due checks, fences each, decides (./decide.ts) and wakes
- * (./wake.ts), a repeat wake only while the queue shows no backlog (./backlog.ts); the flow route acknowledges quiet
- * turns (`ackTurn`, src/storage/write/due-moves.ts).
+ * The liveness backstop (docs/operations.md, "Liveness backstop"): an active run that owes work and
+ * has no message that will wake it is woken within a stated bound, whatever caused the gap. The
+ * run's `DUE` item (src/storage/records/due.ts) says when to check it; a tick (./check.ts) finds
+ * the due checks, fences each, decides (./decide.ts) and wakes (./wake.ts), a repeat wake only
+ * while the queue shows no backlog (./backlog.ts); the flow route acknowledges quiet turns
+ * (`ackTurn`, src/storage/write/due-moves.ts).
  *
- * It sits above storage and the queue (it reads one and sends on the other) and below the sweep, whose scheduled Lambda
- * runs a tick a minute, and the consumer, whose in-process poller runs one every `backstopTickSeconds`.
+ * It sits above storage and the queue (it reads one and sends on the other) and below the sweep,
+ * whose scheduled Lambda runs a tick a minute, and the consumer, whose in-process poller runs one
+ * every `backstopTickSeconds`.
  */
 import type { WorldContext } from '../context/world-context.js';
 import { createQueue, type QueueSender } from '../queue/index.js';

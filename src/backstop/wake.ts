@@ -34,8 +34,8 @@ function fnv1a32Hex(value: string): string {
 const stepDispatchKey = (stepId: string, stepName: string) => `${stepId}:${fnv1a32Hex(stepName)}`;
 
 /**
- * The workflow queue of a run whose DUE item names none (no workflow delivery of it was acknowledged
- * yet): the configured namespace's (`WORKFLOW_QUEUE_NAMESPACE`), else core's default.
+ * The workflow queue of a run whose DUE item names none (no workflow delivery of it was
+ * acknowledged yet): the configured namespace's (`WORKFLOW_QUEUE_NAMESPACE`), else core's default.
  */
 function queueFor(ctx: WorldContext, workflowName: string): string {
   return `${getQueueTopicPrefix('workflow', resolveQueueNamespace(ctx.config.queueNamespace))}${workflowName}`;

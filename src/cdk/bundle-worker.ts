@@ -1,8 +1,9 @@
 /**
- * Build step (run by `npm run build` after `tsc`): bundles the package's `/lambda` export (the SQS worker handler) with
- * esbuild into one file, `dist/lambda-worker/index.mjs`, exported as `handler`. The CDK construct deploys exactly this
- * directory (`Code.fromAsset`), so `cdk synth` needs neither esbuild nor Docker at the user's site, and the Lambda-mode
- * end-to-end test invokes the same artifact.
+ * Build step (run by `npm run build` after `tsc`): bundles the package's `/lambda` export (the SQS
+ * worker handler) with esbuild into one file, `dist/lambda-worker/index.mjs`, exported as
+ * `handler`. The CDK construct deploys exactly this directory (`Code.fromAsset`), so `cdk synth`
+ * needs neither esbuild nor Docker at the user's site, and the Lambda-mode end-to-end test invokes
+ * the same artifact.
  *
  * Usage: `node dist/src/cdk/bundle-worker.js [outDir]`.
  */

@@ -1,8 +1,9 @@
 /**
- * The run data at rest: the table, the payload bucket and the optional customer-managed key both are encrypted under.
+ * The run data at rest: the table, the payload bucket and the optional customer-managed key both
+ * are encrypted under.
  *
- * - Table from the same schema `init` creates (src/schema/keys.ts TABLE_SCHEMA), on demand, PITR on,
- *   deletion protection on by default.
+ * - Table from the same schema `init` creates (src/schema/keys.ts TABLE_SCHEMA), on demand, PITR
+ *   on, deletion protection on by default.
  * - Payload bucket: public access blocked, SSE-S3, TLS only, the lifecycle rules of `init`.
  * - `kmsKey`: an existing key, or `'create'` for a new one with yearly rotation. The table and the
  *   bucket are encrypted under it here; the queues (./queue.ts) and the functions'

@@ -1,6 +1,6 @@
 /**
- * `EveWorldAws`: the whole stack for an eve agent on AWS Lambda, nothing always on. It composes the parts of this
- * folder, one file each (docs/layout.md lists them).
+ * `EveWorldAws`: the whole stack for an eve agent on AWS Lambda, nothing always on. It composes the
+ * parts of this folder, one file each (docs/layout.md lists them).
  *
  * The parts are functions that add their resources to this construct, not nested constructs: a
  * nested construct adds a segment to every construct path, and so changes every CloudFormation

@@ -1,6 +1,7 @@
 /**
- * Each function's log group and role: the role starts with nothing but writing to that log group; what the function may
- * do with the World's resources is granted from the command table (./grants.ts).
+ * Each function's log group and role: the role starts with nothing but writing to that log group;
+ * what the function may do with the World's resources is granted from the command table
+ * (./grants.ts).
  */
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';

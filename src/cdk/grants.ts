@@ -1,11 +1,12 @@
 /**
- * IAM grants for the construct, generated from the command table (src/provision/iam-actions.ts): the same rows
- * `init --print-iam-policy` prints, bound to the stack's resource ARNs. Host and worker get the `runtime` rows, the
- * sweeper the `sweeper` rows; the three wildcard resources this binds (the table's indexes, the bucket's objects, the
- * schedule group's schedules) are acknowledged to cdk-nag here, each with its reason. With deployment affinity the
- * queue's consumer alone (the worker, or the host when it consumes the queue itself) also gets the `hostVersions` row:
- * `lambda:InvokeFunction` on `<host function ARN>:*` (its published versions; the unqualified ARN, `$LATEST`, is not
- * matched), acknowledged the same way.
+ * IAM grants for the construct, generated from the command table (src/provision/iam-actions.ts):
+ * the same rows `init --print-iam-policy` prints, bound to the stack's resource ARNs. Host and
+ * worker get the `runtime` rows, the sweeper the `sweeper` rows; the three wildcard resources this
+ * binds (the table's indexes, the bucket's objects, the schedule group's schedules) are
+ * acknowledged to cdk-nag here, each with its reason. With deployment affinity the queue's consumer
+ * alone (the worker, or the host when it consumes the queue itself) also gets the `hostVersions`
+ * row: `lambda:InvokeFunction` on `<host function ARN>:*` (its published versions; the unqualified
+ * ARN, `$LATEST`, is not matched), acknowledged the same way.
  */
 import { ArnFormat, type Stack, Validations } from 'aws-cdk-lib';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';

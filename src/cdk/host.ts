@@ -3,19 +3,21 @@
  * (./dockerfile.ts), behind a Function URL in RESPONSE_STREAM mode on its `live` alias.
  *
  * Every deploy publishes a version (`currentVersion`) and points `live` at it. With
- * `deploymentAffinity` (the default) the versions are retained when replaced, so a run pinned to one
- * (`lambda:<function>:<version>`) is still delivered there by the worker's Invoke (docs/design.md,
- * "Deployment affinity on Lambda"); without it CloudFormation deletes the replaced version.
+ * `deploymentAffinity` (the default) the versions are retained when replaced, so a run pinned to
+ * one (`lambda:<function>:<version>`) is still delivered there by the worker's Invoke
+ * (docs/design.md, "Deployment affinity on Lambda"); without it CloudFormation deletes the replaced
+ * version.
  *
- * The URL is public: eve's routes are the product. The flow route on it refuses unsigned requests: the World's queue
- * handler verifies the HMAC signature with the secret EVE_WORLD_AWS_SIGNING_SECRET_ARN names, and answers 401 to
- * anything unsigned, forged, stale or replayed (docs/deploy.md, docs/security.md).
+ * The URL is public: eve's routes are the product. The flow route on it refuses unsigned requests:
+ * the World's queue handler verifies the HMAC signature with the secret
+ * EVE_WORLD_AWS_SIGNING_SECRET_ARN names, and answers 401 to anything unsigned, forged, stale or
+ * replayed (docs/deploy.md, docs/security.md).
  *
- * With `consumer: 'host'` the host is also the queue's consumer ({@link queueSource} on the `live` alias, the version
- * whose id a new run is pinned to; the event source's grants go to the host's role): the SQS event source invokes it,
- * and the Web Adapter passes the batch to the flow route (AWS_LWA_PASS_THROUGH_PATH), which takes it only when the
- * adapter's own `x-amzn-request-context` is `null`, never for a Function URL request
- * (src/consumer/delivery/pass-through.ts).
+ * With `consumer: 'host'` the host is also the queue's consumer ({@link queueSource} on the `live`
+ * alias, the version whose id a new run is pinned to; the event source's grants go to the host's
+ * role): the SQS event source invokes it, and the Web Adapter passes the batch to the flow route
+ * (AWS_LWA_PASS_THROUGH_PATH), which takes it only when the adapter's own `x-amzn-request-context`
+ * is `null`, never for a Function URL request (src/consumer/delivery/pass-through.ts).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -66,7 +68,8 @@ export function addHost(
     environment: {
       ...props.hostEnvironment,
       ...worldEnv,
-      // Asks a new table's first write to record affinity; the table decides (src/deployment/membership.ts).
+      // Asks a new table's first write to record affinity; the table decides
+      // (src/deployment/membership.ts).
       ...(settings.deploymentAffinity ? { EVE_WORLD_AWS_DEPLOYMENT_AFFINITY: 'on' } : {}),
       AWS_LWA_INVOKE_MODE: 'response_stream',
       // The consumer's batches go to the flow route (the adapter's default is /events).

@@ -1,9 +1,10 @@
 /**
- * What the `EveWorldAws` construct shows an operator: a CloudWatch dashboard over the World's own EMF metrics
- * (src/telemetry/metrics.ts: namespace `EveWorldAws`, dimension `Queue`) and the built-in SQS and Lambda metrics;
- * alarms on DLQ depth, oldest-message age, worker and sweeper errors, and on the World's own metrics (dead-letters,
- * breaker opens, sustained throttling), with the optional SNS topic as their action. Tracing (`tracing`) is set on the
- * functions themselves (./host.ts, ./worker.ts).
+ * What the `EveWorldAws` construct shows an operator: a CloudWatch dashboard over the World's own
+ * EMF metrics (src/telemetry/metrics.ts: namespace `EveWorldAws`, dimension `Queue`) and the
+ * built-in SQS and Lambda metrics; alarms on DLQ depth, oldest-message age, worker and sweeper
+ * errors, and on the World's own metrics (dead-letters, breaker opens, sustained throttling), with
+ * the optional SNS topic as their action. Tracing (`tracing`) is set on the functions themselves
+ * (./host.ts, ./worker.ts).
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -126,7 +127,8 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
 }
 
 /**
- * An alarm's props where they differ from the default: alarm at one or more in one period, missing data not breaching.
+ * An alarm's props where they differ from the default: alarm at one or more in one period, missing
+ * data not breaching.
  */
 type AlarmSpec = Omit<cloudwatch.AlarmProps, 'threshold' | 'evaluationPeriods'> &
   Partial<Pick<cloudwatch.AlarmProps, 'threshold' | 'evaluationPeriods'>>;
@@ -159,7 +161,8 @@ function worldAlarms(
 }
 
 /**
- * The alarms and, unless `dashboard: false`, the dashboard, in `scope` (ids `<Name>Alarm`, `Dashboard`).
+ * The alarms and, unless `dashboard: false`, the dashboard, in `scope` (ids `<Name>Alarm`,
+ * `Dashboard`).
  */
 export function addObservability(
   scope: Construct,
@@ -199,7 +202,8 @@ export function addObservability(
         : 'The host function failed invocations (it consumes the queue: a failed batch is retried whole; see the host log)',
       metric: (s.workerFunction ?? s.hostFunction).metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
     }),
-    // The World's own metrics (EMF from the worker and the host): dead-letters, breaker, throttling.
+    // The World's own metrics (EMF from the worker and the host): dead-letters, breaker,
+    // throttling.
     ...worldAlarms(s, alarm),
   ];
   if (s.sweeperFunction)

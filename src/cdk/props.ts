@@ -25,8 +25,9 @@ export interface EveWorldAwsProps {
   /** Replace the host image entirely (e.g. `DockerImageCode.fromEcr`). */
   readonly hostCode?: lambda.DockerImageCode;
   /**
-   * Replace the worker code (default: the package's pre-bundled `/lambda` handler). The sweeper function runs the same
-   * code with handler `index.sweepHandler`, so a replacement must export it too (or set `sweepSchedule: false`).
+   * Replace the worker code (default: the package's pre-bundled `/lambda` handler). The sweeper
+   * function runs the same code with handler `index.sweepHandler`, so a replacement must export it
+   * too (or set `sweepSchedule: false`).
    */
   readonly workerCode?: lambda.Code;
   /**
@@ -66,11 +67,12 @@ export interface EveWorldAwsProps {
   /** Alarm actions go to this topic when given. */
   readonly alarmTopic?: sns.ITopic;
   /**
-   * Tracing of the worker and the host (docs/observability.md). `xray`: X-Ray active tracing on both functions.
-   * `adotLayerArn`: an AWS Distro for OpenTelemetry Lambda layer for the worker, started by `AWS_LAMBDA_EXEC_WRAPPER`
-   * (`execWrapper`, default `/opt/otel-instrument`, the current ADOT JavaScript layers'; the legacy ones use
-   * `/opt/otel-handler`); it registers the SDK the World's and core's spans go to. The host is a container image, so
-   * ADOT goes into its Dockerfile instead. Default: neither (the spans cost nothing without an SDK).
+   * Tracing of the worker and the host (docs/observability.md). `xray`: X-Ray active tracing on
+   * both functions. `adotLayerArn`: an AWS Distro for OpenTelemetry Lambda layer for the worker,
+   * started by `AWS_LAMBDA_EXEC_WRAPPER` (`execWrapper`, default `/opt/otel-instrument`, the
+   * current ADOT JavaScript layers'; the legacy ones use `/opt/otel-handler`); it registers the SDK
+   * the World's and core's spans go to. The host is a container image, so ADOT goes into its
+   * Dockerfile instead. Default: neither (the spans cost nothing without an SDK).
    */
   readonly tracing?: { readonly xray?: boolean; readonly adotLayerArn?: string; readonly execWrapper?: string };
   /** The CloudWatch dashboard (World metrics, queues, functions). Default true. */
@@ -82,32 +84,36 @@ export interface EveWorldAwsProps {
   /** Log retention for the functions' log groups. Default one month. */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * Customer-managed KMS key for the run data (EVE_WORLD_AWS_KMS_KEY_ID on both functions): each run's payloads are
-   * envelope-encrypted under a data key it wraps, and the table, both queues and the bucket are encrypted at rest under
-   * it. `'create'` makes a symmetric key with yearly rotation (removed per `removalPolicy`); or pass a key
-   * (`kms.Key.fromKeyArn`, not an alias: IAM grants name the key). An imported key's policy must let IAM policies of
-   * this account grant its use (the default key policy does). Default: none (AWS-owned keys, no payload encryption).
+   * Customer-managed KMS key for the run data (EVE_WORLD_AWS_KMS_KEY_ID on both functions): each
+   * run's payloads are envelope-encrypted under a data key it wraps, and the table, both queues and
+   * the bucket are encrypted at rest under it. `'create'` makes a symmetric key with yearly
+   * rotation (removed per `removalPolicy`); or pass a key (`kms.Key.fromKeyArn`, not an alias: IAM
+   * grants name the key). An imported key's policy must let IAM policies of this account grant its
+   * use (the default key policy does). Default: none (AWS-owned keys, no payload encryption).
    */
   readonly kmsKey?: kms.IKey | 'create';
   /**
-   * Deployment affinity (docs/design.md, "Deployment affinity on Lambda"): a run finishes on the host version that
-   * started it. Each deploy's host version is kept (retained on replacement), the worker invokes each run's version
-   * (EVE_WORLD_AWS_HOST_FUNCTION, `lambda:InvokeFunction` on the host's qualified ARNs only), and the host asks for
-   * affinity on the table (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on): a new stack's table records it at the host's first
-   * write, since it holds no run yet. The table decides: an existing stack's table that already holds runs keeps what
-   * it has until `eve-world-aws init --deployment-affinity` (docs/operations.md, "Deployment affinity"). Default true.
-   * `false`: every message goes to the `live` alias and replaced versions are deleted; never on a table that records
-   * affinity (the runs of a deleted version fail).
+   * Deployment affinity (docs/design.md, "Deployment affinity on Lambda"): a run finishes on the
+   * host version that started it. Each deploy's host version is kept (retained on replacement), the
+   * worker invokes each run's version (EVE_WORLD_AWS_HOST_FUNCTION, `lambda:InvokeFunction` on the
+   * host's qualified ARNs only), and the host asks for affinity on the table
+   * (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on): a new stack's table records it at the host's first
+   * write, since it holds no run yet. The table decides: an existing stack's table that already
+   * holds runs keeps what it has until `eve-world-aws init --deployment-affinity`
+   * (docs/operations.md, "Deployment affinity"). Default true. `false`: every message goes to the
+   * `live` alias and replaced versions are deleted; never on a table that records affinity (the
+   * runs of a deleted version fail).
    */
   readonly deploymentAffinity?: boolean;
   /**
-   * Which function consumes the work queue (docs/deploy.md, "Who consumes the queue"). `'worker'` (the default): the
-   * SQS event source feeds the worker function, which delivers each message signed to the host's flow route (its
-   * Function URL, or by Invoke to a run's version). `'host'`: the event source feeds the host's `live` alias itself;
-   * the Lambda Web Adapter passes the batch to the flow route (AWS_LWA_PASS_THROUGH_PATH), which delivers each record
-   * in the same process: no worker function, no Invoke hop, one billed wait per delivery. `batchSize`,
-   * `maxBatchingWindow` and `maxConcurrency` then apply to the host's event source; the worker's props
-   * (`workerTimeout`, `workerMemorySize`, `tracing.adotLayerArn`) are refused.
+   * Which function consumes the work queue (docs/deploy.md, "Who consumes the queue"). `'worker'`
+   * (the default): the SQS event source feeds the worker function, which delivers each message
+   * signed to the host's flow route (its Function URL, or by Invoke to a run's version). `'host'`:
+   * the event source feeds the host's `live` alias itself; the Lambda Web Adapter passes the batch
+   * to the flow route (AWS_LWA_PASS_THROUGH_PATH), which delivers each record in the same process:
+   * no worker function, no Invoke hop, one billed wait per delivery. `batchSize`,
+   * `maxBatchingWindow` and `maxConcurrency` then apply to the host's event source; the worker's
+   * props (`workerTimeout`, `workerMemorySize`, `tracing.adotLayerArn`) are refused.
    */
   readonly consumer?: 'worker' | 'host';
 }

@@ -1,8 +1,9 @@
 /**
- * The orphan sweep (`eve-world-aws sweep`: orphaned run payloads and expired held queue bodies, which no lifecycle rule
- * removes), on a schedule: a second function from the worker's asset (handler `index.sweepHandler`), invoked by an
- * EventBridge rule, daily by default (`sweepSchedule`), with only the `sweeper` rows of the command table
- * (./grants.ts). The same function runs the liveness backstop's tick (src/backstop/) once a minute (`BackstopSchedule`,
+ * The orphan sweep (`eve-world-aws sweep`: orphaned run payloads and expired held queue bodies,
+ * which no lifecycle rule removes), on a schedule: a second function from the worker's asset
+ * (handler `index.sweepHandler`), invoked by an EventBridge rule, daily by default
+ * (`sweepSchedule`), with only the `sweeper` rows of the command table (./grants.ts). The same
+ * function runs the liveness backstop's tick (src/backstop/) once a minute (`BackstopSchedule`,
  * event `{"backstop": true}`).
  */
 import { Duration } from 'aws-cdk-lib';
@@ -42,10 +43,10 @@ export function addSweeper(
     memorySize: 256,
     // The handler stops starting runs a minute before this; what is left waits for tomorrow.
     timeout: Duration.minutes(15),
-    // No reserved concurrency: a new account at the default quota of 10 refuses any reservation. A daily rule and a
-    // 15-minute timeout do not overlap, and two sweeps that did would only repeat each other's reads (every delete is
-    // idempotent). A failed sweep is not repeated at once: it raises the alarm, and the next day's sweep (which retries
-    // everything it kept) is the retry.
+    // No reserved concurrency: a new account at the default quota of 10 refuses any reservation. A
+    // daily rule and a 15-minute timeout do not overlap, and two sweeps that did would only repeat
+    // each other's reads (every delete is idempotent). A failed sweep is not repeated at once: it
+    // raises the alarm, and the next day's sweep (which retries everything it kept) is the retry.
     retryAttempts: 0,
     role: base.role,
     logGroup: base.logGroup,

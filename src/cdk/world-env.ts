@@ -1,10 +1,11 @@
 /**
- * What the host and the worker both run the World with: the signing secret and the environment
- * that names the stack's resources (the variables of docs/configuration.md).
+ * What the host and the worker both run the World with: the signing secret and the environment that
+ * names the stack's resources (the variables of docs/configuration.md).
  *
- * The secret is generated in Secrets Manager; the functions get its ARN and `secretsmanager:GetSecretValue` on it
- * (./grants.ts), never the value: each reads it at its first delivery (src/consumer/shared/secret-source.ts), so no
- * function configuration holds it (docs/security.md). The worker signs with it, the host's flow route verifies.
+ * The secret is generated in Secrets Manager; the functions get its ARN and
+ * `secretsmanager:GetSecretValue` on it (./grants.ts), never the value: each reads it at its first
+ * delivery (src/consumer/shared/secret-source.ts), so no function configuration holds it
+ * (docs/security.md). The worker signs with it, the host's flow route verifies.
  */
 import { Validations } from 'aws-cdk-lib';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';

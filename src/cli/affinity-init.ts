@@ -1,9 +1,10 @@
 /**
- * What `eve-world-aws init --deployment-affinity` checks before it records affinity on a table that does not pin runs
- * yet (docs/operations.md, "Deployment affinity", step 2): no run is pending or running. Such runs are pinned to the id
- * every process reported without affinity, which no deployment has once every process takes part: each would fail with
- * DEPLOYMENT_MISMATCH at its next delivery. A table that does not exist yet, or already records affinity, has none to
- * lose; `--force` records it anyway.
+ * What `eve-world-aws init --deployment-affinity` checks before it records affinity on a table that
+ * does not pin runs yet (docs/operations.md, "Deployment affinity", step 2): no run is pending or
+ * running. Such runs are pinned to the id every process reported without affinity, which no
+ * deployment has once every process takes part: each would fail with DEPLOYMENT_MISMATCH at its
+ * next delivery. A table that does not exist yet, or already records affinity, has none to lose;
+ * `--force` records it anyway.
  */
 import { createClients, destroyClients } from '../aws/clients.js';
 import { unlessMissing } from '../aws/sdk-errors.js';

@@ -1,11 +1,12 @@
 /**
- * `eve-world-aws cancel <runId>`: cancel a run as core's `cancelRun` / `run.cancel()` / `wf cancel` do: one
- * `run_cancelled` event (with the run's own spec version and an optional reason) through the World's `events.create`.
- * The runtime sees it at the run's next replay: no step or wait starts after it, and pending hooks stop accepting
- * payloads. Live stream readers end once no writer is left (src/streams/live.ts).
+ * `eve-world-aws cancel <runId>`: cancel a run as core's `cancelRun` / `run.cancel()` / `wf cancel`
+ * do: one `run_cancelled` event (with the run's own spec version and an optional reason) through
+ * the World's `events.create`. The runtime sees it at the run's next replay: no step or wait starts
+ * after it, and pending hooks stop accepting payloads. Live stream readers end once no writer is
+ * left (src/streams/live.ts).
  *
- * Safe twice: cancelling a cancelled run reports it and exits 0. A completed or failed run cannot be cancelled (exit
- * 1).
+ * Safe twice: cancelling a cancelled run reports it and exits 0. A completed or failed run cannot
+ * be cancelled (exit 1).
  */
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';

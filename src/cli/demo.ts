@@ -1,10 +1,11 @@
 /**
- * `eve-world-aws demo`: the whole product in one command on a fresh machine. It starts the embedded emulator, creates
- * the resources, compiles and runs a sample workflow (parallel steps, a sleep, a hook it approves itself, a stream) on
- * this World through real SQS deliveries, prints progress as events land, then stops everything and exits.
+ * `eve-world-aws demo`: the whole product in one command on a fresh machine. It starts the embedded
+ * emulator, creates the resources, compiles and runs a sample workflow (parallel steps, a sleep, a
+ * hook it approves itself, a stream) on this World through real SQS deliveries, prints progress as
+ * events land, then stops everything and exits.
  *
- * DynamoDB data is kept in `--data-dir` (default `.emulate/dynamodb`) so the run can be inspected afterwards with
- * `emulate --data-dir ...` and `tail <runId>`.
+ * DynamoDB data is kept in `--data-dir` (default `.emulate/dynamodb`) so the run can be inspected
+ * afterwards with `emulate --data-dir ...` and `tail <runId>`.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -36,10 +37,11 @@ const EXIT_INTERRUPTED = 130;
 const SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 /**
- * Ctrl-C during the demo: the first signal cancels the demo's run (a `run_cancelled` event, as core's `run.cancel()`
- * writes it) before the emulator stops, so the run kept in `--data-dir` is `cancelled`, never left `running`; a second
- * signal exits at once. DynamoDB Local runs in its own process group (`ownProcessGroup`), so the terminal's Ctrl-C does
- * not stop it before the cancel is written.
+ * Ctrl-C during the demo: the first signal cancels the demo's run (a `run_cancelled` event, as
+ * core's `run.cancel()` writes it) before the emulator stops, so the run kept in `--data-dir` is
+ * `cancelled`, never left `running`; a second signal exits at once. DynamoDB Local runs in its own
+ * process group (`ownProcessGroup`), so the terminal's Ctrl-C does not stop it before the cancel is
+ * written.
  */
 class Interrupt {
   signal: NodeJS.Signals | undefined;

@@ -1,22 +1,25 @@
 /**
- * `eve-world-aws deployments`: the deployments of this table (src/deployment/registry.ts), with how many runs each
- * still has active and whether a live process serves it, and `retire <id>`, which marks one retired so that its runs'
- * next deliveries fail them with `DEPLOYMENT_MISMATCH` (docs/operations.md, "Deployment affinity").
+ * `eve-world-aws deployments`: the deployments of this table (src/deployment/registry.ts), with how
+ * many runs each still has active and whether a live process serves it, and `retire <id>`, which
+ * marks one retired so that its runs' next deliveries fail them with `DEPLOYMENT_MISMATCH`
+ * (docs/operations.md, "Deployment affinity").
  *
  * Invariants:
  * - "Live" is judged by watching each deployment's heartbeat counter on this command's own clock
- *   (src/deployment/liveness.ts): a process killed is shown without a live consumer by any listing that starts after it
- *   died, which takes at most LIVENESS_WINDOW_MS (12 s); a listing where every active deployment is live ends at the
- *   first beat of each (about 5 s).
- * - `retire` refuses a deployment that is not registered; without `--force` also one a process of which is running (its
- *   counter moves while watched), one with active runs (pending or running: a run of a retired deployment can never
- *   finish) and one heard of (heartbeat, a run of it ending) within the grace period (`--grace`, default the tuning
- *   option `deploymentGraceSeconds`): the decision of src/sweep/deployments.ts, which the daily sweep applies too.
- *   `--force` first says which runs it fails (before it writes anything).
+ *   (src/deployment/liveness.ts): a process killed is shown without a live consumer by any listing
+ *   that starts after it died, which takes at most LIVENESS_WINDOW_MS (12 s); a listing where every
+ *   active deployment is live ends at the first beat of each (about 5 s).
+ * - `retire` refuses a deployment that is not registered; without `--force` also one a process of
+ *   which is running (its counter moves while watched), one with active runs (pending or running: a
+ *   run of a retired deployment can never finish) and one heard of (heartbeat, a run of it ending)
+ *   within the grace period (`--grace`, default the tuning option `deploymentGraceSeconds`): the
+ *   decision of src/sweep/deployments.ts, which the daily sweep applies too. `--force` first says
+ *   which runs it fails (before it writes anything).
  * - Retiring is one conditional write; retiring again changes nothing.
- * - Retiring a Lambda deployment (`lambda:<function>:<version>`) then deletes that published version (unless
- *   `--keep-version`): the write comes first, so a message for it fails its run whether or not the delete has happened;
- *   a failed delete exits 1 with the command that finishes it.
+ * - Retiring a Lambda deployment (`lambda:<function>:<version>`) then deletes that published
+ *   version (unless `--keep-version`): the write comes first, so a message for it fails its run
+ *   whether or not the delete has happened; a failed delete exits 1 with the command that finishes
+ *   it.
  */
 import { Command, Option } from 'commander';
 import { describeError, errorName } from '../aws/sdk-errors.js';
@@ -43,8 +46,9 @@ export interface DeploymentRow extends DeploymentRecord {
   /** Runs pinned to it that are pending or running (of the newest 10 000 active runs). */
   activeRuns: number;
   /**
-   * Its consumer, by its heartbeat counter watched on this command's clock: `live` (it moved; a Lambda deployment while
-   * active), `silent` (unchanged for LIVENESS_WINDOW_MS), `unknown` (a retired one, not waited for).
+   * Its consumer, by its heartbeat counter watched on this command's clock: `live` (it moved; a
+   * Lambda deployment while active), `silent` (unchanged for LIVENESS_WINDOW_MS), `unknown` (a
+   * retired one, not waited for).
    */
   consumer: Liveness;
   /** `consumer` is live and it is active. */
@@ -85,10 +89,11 @@ export async function deploymentRows(
 }
 
 /**
- * Deletes the published Lambda version a retired deployment ran on (DeleteFunction with its qualifier): its messages
- * already fail their runs (the worker's Invoke finds it gone and the registry says retired), and a version kept costs
- * its code storage. A version already gone is not an error; any other refusal (e.g. an alias still points at it, or
- * AccessDenied) is, naming the version, after the retire, which stands.
+ * Deletes the published Lambda version a retired deployment ran on (DeleteFunction with its
+ * qualifier): its messages already fail their runs (the worker's Invoke finds it gone and the
+ * registry says retired), and a version kept costs its code storage. A version already gone is not
+ * an error; any other refusal (e.g. an alias still points at it, or AccessDenied) is, naming the
+ * version, after the retire, which stands.
  */
 async function deleteLambdaVersion(
   ctx: WorldContext,
@@ -118,8 +123,9 @@ export interface Retirement {
 }
 
 /**
- * Marks `id` retired after the checks above; throws a CliError (exit 1) saying why it did not.
- * With `force`, `onFailing` is told which active runs will fail, and awaited, before anything is written.
+ * Marks `id` retired after the checks above; throws a CliError (exit 1) saying why it did not. With
+ * `force`, `onFailing` is told which active runs will fail, and awaited, before anything is
+ * written.
  */
 export async function retireDeployment(
   ctx: WorldContext,

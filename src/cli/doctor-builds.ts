@@ -1,22 +1,24 @@
 /**
- * `doctor`'s "older builds" check: is a build older than the table's format writing to it? After a rollback to 0.1.0,
- * or a process an upgrade missed, such a build runs on a table its own code never checks (0.1.0 has no table check)
- * with core's 860 s inline-ownership lease and no step lease (docs/operations.md, "Rolling back to 0.1.0").
+ * `doctor`'s "older builds" check: is a build older than the table's format writing to it? After a
+ * rollback to 0.1.0, or a process an upgrade missed, such a build runs on a table its own code
+ * never checks (0.1.0 has no table check) with core's 860 s inline-ownership lease and no step
+ * lease (docs/operations.md, "Rolling back to 0.1.0").
  *
- * The signal is the format stamp every item carries (`fv`, src/schema/formats.ts; unstamped: format 1, 0.1.0 or older).
- * Read from the newest runs and the active ones (src/storage/read/writer-formats.ts: one Query each), it names an older
- * build two ways:
- * - **after a newer one, in one run's log** (no clock involved): a log item whose format is lower than an earlier
- *   item's of the same run, or than the format that created the run. A log item is put whole by its writer, so its
- *   stamp is its writer's.
- * - **creating a run after `init`**: a run view of a format below the table's recorded records format, created more
- *   than {@link SKEW_MARGIN_MS} after `init` wrote the format item. Two clocks meet there (the writer's `createdAt`,
- *   `init`'s `updatedAt`); AWS refuses requests signed more than 5 minutes off its time, so any two of them are within
- *   10 minutes of each other.
+ * The signal is the format stamp every item carries (`fv`, src/schema/formats.ts; unstamped: format
+ * 1, 0.1.0 or older). Read from the newest runs and the active ones
+ * (src/storage/read/writer-formats.ts: one Query each), it names an older build two ways:
+ * - **after a newer one, in one run's log** (no clock involved): a log item whose format is lower
+ *   than an earlier item's of the same run, or than the format that created the run. A log item is
+ *   put whole by its writer, so its stamp is its writer's.
+ * - **creating a run after `init`**: a run view of a format below the table's recorded records
+ *   format, created more than {@link SKEW_MARGIN_MS} after `init` wrote the format item. Two clocks
+ *   meet there (the writer's `createdAt`, `init`'s `updatedAt`); AWS refuses requests signed more
+ *   than 5 minutes off its time, so any two of them are within 10 minutes of each other.
  *
- * Fails where the table would refuse that build if it checked (format 1 writers read format 1 only: a table whose
- * `minReader` is above 1, e.g. after `init --deployment-affinity`, where 0.1.0 runs other deployments' messages on its
- * own code); warns otherwise (a rollback, or a rolling upgrade in progress, which the fix says how to finish).
+ * Fails where the table would refuse that build if it checked (format 1 writers read format 1 only:
+ * a table whose `minReader` is above 1, e.g. after `init --deployment-affinity`, where 0.1.0 runs
+ * other deployments' messages on its own code); warns otherwise (a rollback, or a rolling upgrade
+ * in progress, which the fix says how to finish).
  */
 import type { WorkflowRun, WorkflowRunStatus } from '@workflow/world';
 import type { AwsClients } from '../aws/clients.js';

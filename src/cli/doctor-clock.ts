@@ -16,10 +16,11 @@ export interface ClockSample {
 }
 
 /**
- * Skew = server time - local time. The Date header has whole seconds (truncated), so the server's time at the moment it
- * answered lies in [date, date + 1 s), and that moment lies in the local request window [sentAt, receivedAt]. That
- * bounds the skew to an interval; `skewMs` is the end of it nearest zero (0 when the interval contains zero: no skew
- * measurable at this resolution), so only skew that is certain counts against the limit.
+ * Skew = server time - local time. The Date header has whole seconds (truncated), so the server's
+ * time at the moment it answered lies in [date, date + 1 s), and that moment lies in the local
+ * request window [sentAt, receivedAt]. That bounds the skew to an interval; `skewMs` is the end of
+ * it nearest zero (0 when the interval contains zero: no skew measurable at this resolution), so
+ * only skew that is certain counts against the limit.
  */
 export function assessSkew(sample: ClockSample, maxSkewMs: number) {
   const date = Date.parse(sample.serverDate);

@@ -1,11 +1,12 @@
 /**
- * `eve-world-aws doctor`: is this environment ready to run the World? Read-only (the resources are checked by `init`'s
- * verifier in 'verify' mode). This file runs the checks in {@link CHECK_ORDER} (a failed one skips those after it),
- * then the fleet's and the older builds' on a table that exists, and prints a pass/fail table with the fix for each
- * failure or warning; exit 1 on any failure (a warning is exit 0). The checks: src/cli/doctor-checks.ts (variables,
- * endpoints, credentials, resources), src/cli/doctor-clock.ts (clock skew), src/cli/fleet-checks.ts (deployment
- * affinity), src/cli/doctor-builds.ts (older builds); what it says it checks, with the likelier cause of missing
- * resources: src/cli/doctor-target.ts.
+ * `eve-world-aws doctor`: is this environment ready to run the World? Read-only (the resources are
+ * checked by `init`'s verifier in 'verify' mode). This file runs the checks in {@link CHECK_ORDER}
+ * (a failed one skips those after it), then the fleet's and the older builds' on a table that
+ * exists, and prints a pass/fail table with the fix for each failure or warning; exit 1 on any
+ * failure (a warning is exit 0). The checks: src/cli/doctor-checks.ts (variables, endpoints,
+ * credentials, resources), src/cli/doctor-clock.ts (clock skew), src/cli/fleet-checks.ts
+ * (deployment affinity), src/cli/doctor-builds.ts (older builds); what it says it checks, with the
+ * likelier cause of missing resources: src/cli/doctor-target.ts.
  */
 import { Command } from 'commander';
 import { type AwsClients, createClients, destroyClients } from '../aws/clients.js';
@@ -137,7 +138,8 @@ async function checkResources(
   }
   checks.push(clockCheck(samples, (opts.maxSkewSeconds ?? 5) * 1000));
   if (checks.find((c) => c.check === 'table schema')?.status === 'pass') {
-    // The fleet (deployment affinity): where a process would refuse, and the deployments' consumers.
+    // The fleet (deployment affinity): where a process would refuse, and the deployments'
+    // consumers.
     checks.push(...(await fleetChecks(createContext(config, clients), opts.onPoll)));
     checks.push(await checkOlderBuilds(config, clients));
   }

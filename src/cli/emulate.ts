@@ -1,16 +1,18 @@
 /**
  * `eve-world-aws emulate`: a local AWS stack in the foreground.
  *
- * Embedded (default, no Docker): DynamoDB Local (java child) + fauxqs (SQS + S3, in this process) via
- * emulator/stack.ts; both are optional peer dependencies (see ./peers.ts), checked first. The stack adds KMS, Secrets
- * Manager and EventBridge Scheduler endpoints of our own (in this process, no dependency), whose `AWS_ENDPOINT_URL_*`
- * lines are printed with the others. `--docker`: docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) via
- * emulator/docker.ts. Either way it creates the resources like `init`, prints the env a shell needs, and on
- * SIGINT/SIGTERM/SIGHUP, or when its parent process goes away, stops everything it started, removes the `--env-file` it
+ * Embedded (default, no Docker): DynamoDB Local (java child) + fauxqs (SQS + S3, in this process)
+ * via emulator/stack.ts; both are optional peer dependencies (see ./peers.ts), checked first. The
+ * stack adds KMS, Secrets Manager and EventBridge Scheduler endpoints of our own (in this process,
+ * no dependency), whose `AWS_ENDPOINT_URL_*` lines are printed with the others. `--docker`:
+ * docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) via emulator/docker.ts. Either way it
+ * creates the resources like `init`, prints the env a shell needs, and on SIGINT/SIGTERM/SIGHUP, or
+ * when its parent process goes away, stops everything it started, removes the `--env-file` it
  * wrote, and exits 0.
  *
- * Child-process safety: the stack registers a synchronous process-exit hook that SIGKILLs the java child, so even the
- * "second Ctrl-C" path (immediate exit) and a signal during start-up leave no JVM behind.
+ * Child-process safety: the stack registers a synchronous process-exit hook that SIGKILLs the java
+ * child, so even the "second Ctrl-C" path (immediate exit) and a signal during start-up leave no
+ * JVM behind.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -135,10 +137,11 @@ async function initResources(env: Record<string, string>, enabled: boolean): Pro
 }
 
 /**
- * The `--env-file` this process wrote, which lives only as long as the emulator: its ports mean nothing once it stops,
- * so on stop (however it stops: a signal, a second Ctrl-C's immediate exit, a crash) the file is removed, and a user
- * who sources it gets "no such file" instead of stale endpoints. Removed only while it still holds what this process
- * wrote: another emulate may have written its own since.
+ * The `--env-file` this process wrote, which lives only as long as the emulator: its ports mean
+ * nothing once it stops, so on stop (however it stops: a signal, a second Ctrl-C's immediate exit,
+ * a crash) the file is removed, and a user who sources it gets "no such file" instead of stale
+ * endpoints. Removed only while it still holds what this process wrote: another emulate may have
+ * written its own since.
  */
 class EnvFile {
   private written: { file: string; text: string } | undefined;

@@ -17,8 +17,9 @@ import type { Check } from './doctor-checks.js';
 const WINDOW_S = LIVENESS_WINDOW_MS / 1000;
 
 /**
- * The fleet's checks: `deployment affinity` (fail where a process would refuse; warn where a variable disagrees with
- * the table) and `deployments`; none on a table without affinity, with no variable set and no deployment registered.
+ * The fleet's checks: `deployment affinity` (fail where a process would refuse; warn where a
+ * variable disagrees with the table) and `deployments`; none on a table without affinity, with no
+ * variable set and no deployment registered.
  */
 export async function fleetChecks(ctx: WorldContext, onPoll?: (ms: number) => void): Promise<Check[]> {
   const { config } = ctx;

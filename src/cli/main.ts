@@ -1,6 +1,7 @@
 /**
- * The `eve-world-aws` program: registers the commands and turns errors into exit codes (docs/cli.md, "Exit codes").
- * User errors print one line without a stack trace (EVE_WORLD_AWS_DEBUG=1 shows it).
+ * The `eve-world-aws` program: registers the commands and turns errors into exit codes
+ * (docs/cli.md, "Exit codes"). User errors print one line without a stack trace
+ * (EVE_WORLD_AWS_DEBUG=1 shows it).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

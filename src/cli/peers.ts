@@ -46,8 +46,9 @@ function spec(pkg: OwnPackage, name: string): string {
 
 /**
  * Where this copy of the package runs from, which decides the install command that helps:
- * - `npx`: npx's own cache (`.../_npx/<hash>/node_modules/...`), e.g. `npx @portfolio/eve-world-aws`
- *   outside a project. Only a new npx invocation that names the peers too can add them.
+ * - `npx`: npx's own cache (`.../_npx/<hash>/node_modules/...`), e.g. `npx
+ *   @portfolio/eve-world-aws` outside a project. Only a new npx invocation that names the peers too
+ *   can add them.
  * - `global`: npm's global node_modules (`npm i -g`); peers installed globally sit next to it.
  * - `project`: a project's node_modules, or a clone of this repository. `npm i -D` in that project
  *   works; an `npx -p ... eve-world-aws` there would run the project's copy, which cannot see

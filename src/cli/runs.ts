@@ -1,8 +1,9 @@
 /**
  * `eve-world-aws runs`: the most recent runs, newest first, as a table or JSON.
  *
- * Reads through `runs.list` with `resolveData: 'none'` (never touches S3): by workflow name it is one GSI partition,
- * otherwise the global by-time partition; a status filter is applied by the World (as `wf inspect runs --status` does).
+ * Reads through `runs.list` with `resolveData: 'none'` (never touches S3): by workflow name it is
+ * one GSI partition, otherwise the global by-time partition; a status filter is applied by the
+ * World (as `wf inspect runs --status` does).
  */
 import type { WorkflowRun } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';

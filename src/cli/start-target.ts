@@ -1,8 +1,9 @@
 /**
- * Where `eve-world-aws start` pins a run on a table with deployment affinity (the CLI is never a deployment of its own,
- * src/deployment/membership.ts): the deployment `--deployment` names, when it is registered and not retired, else the
- * newest deployment whose consumer counts heartbeats (watched on this command's clock, src/deployment/liveness.ts), so
- * no run waits for a consumer that does not exist. A CliError (exit 1) when there is none.
+ * Where `eve-world-aws start` pins a run on a table with deployment affinity (the CLI is never a
+ * deployment of its own, src/deployment/membership.ts): the deployment `--deployment` names, when
+ * it is registered and not retired, else the newest deployment whose consumer counts heartbeats
+ * (watched on this command's clock, src/deployment/liveness.ts), so no run waits for a consumer
+ * that does not exist. A CliError (exit 1) when there is none.
  */
 import type { WorldContext } from '../context/world-context.js';
 import { newestLiveDeployment } from '../deployment/liveness.js';

@@ -1,22 +1,24 @@
 /**
- * `eve-world-aws start <workflow> [json...]`: start a run of a workflow your app has deployed, as `wf start` does,
- * through core's `start()` on this World (src/cli/core-world.ts). Core needs only the workflow's id, not its code: it
- * writes `run_created` and sends the run's first message; the app's consumer (eve start, a Lambda), which has the
- * compiled workflow, runs it. So this command fits the DevKit's model as long as the id is known:
+ * `eve-world-aws start <workflow> [json...]`: start a run of a workflow your app has deployed, as
+ * `wf start` does, through core's `start()` on this World (src/cli/core-world.ts). Core needs only
+ * the workflow's id, not its code: it writes `run_created` and sends the run's first message; the
+ * app's consumer (eve start, a Lambda), which has the compiled workflow, runs it. So this command
+ * fits the DevKit's model as long as the id is known:
  *
- * - a full id (`workflow//./workflows/order//order`, from the app's manifest or `runs`) is used as is, even for a
- *   workflow that has never run;
- * - a name (`order`) is looked up in the app's workflow manifest (`--manifest <path>`, else the one its build wrote,
- *   searched from the current folder: src/cli/workflow-manifest.ts), so a workflow starts before it has ever run; a
- *   name the manifest does not have (or no manifest) is looked up among the newest runs (src/cli/runs.ts, `listRuns`).
- *   It must name exactly one workflow: several are listed (exit 2), none gets the near names as a hint (exit 1).
+ * - a full id (`workflow//./workflows/order//order`, from the app's manifest or `runs`) is used as
+ *   is, even for a workflow that has never run;
+ * - a name (`order`) is looked up in the app's workflow manifest (`--manifest <path>`, else the one
+ *   its build wrote, searched from the current folder: src/cli/workflow-manifest.ts), so a workflow
+ *   starts before it has ever run; a name the manifest does not have (or no manifest) is looked up
+ *   among the newest runs (src/cli/runs.ts, `listRuns`). It must name exactly one workflow: several
+ *   are listed (exit 2), none gets the near names as a hint (exit 1).
  *
- * Each argument is one JSON value, passed to the workflow in order (as `wf start` does). The CLI is no deployment
- * (src/cli/shared/world.ts opens a client World): on a table without deployment affinity the run carries the one id
- * every process reports and whichever consumer serves the queue runs it; on a table with affinity it is pinned to
- * `--deployment <id>` (registered, not retired), else to the newest deployment with a live consumer
- * (src/cli/start-target.ts): never to one without a consumer, never to a deployment of the CLI's own; exit 1 when there
- * is none.
+ * Each argument is one JSON value, passed to the workflow in order (as `wf start` does). The CLI is
+ * no deployment (src/cli/shared/world.ts opens a client World): on a table without deployment
+ * affinity the run carries the one id every process reports and whichever consumer serves the queue
+ * runs it; on a table with affinity it is pinned to `--deployment <id>` (registered, not retired),
+ * else to the newest deployment with a live consumer (src/cli/start-target.ts): never to one
+ * without a consumer, never to a deployment of the CLI's own; exit 1 when there is none.
  */
 import { Command } from 'commander';
 import type { WorldContext } from '../context/world-context.js';

@@ -1,7 +1,8 @@
 /**
- * `eve-world-aws sweep`: delete the S3 objects nothing can reference any more, through the World's `sweepOrphans`
- * (src/sweep/run-payloads.ts for run payloads, src/sweep/held-bodies.ts for held queue bodies). Meant to run on a
- * schedule (daily); safe to run at any time, repeatedly and concurrently with the runtime.
+ * `eve-world-aws sweep`: delete the S3 objects nothing can reference any more, through the World's
+ * `sweepOrphans` (src/sweep/run-payloads.ts for run payloads, src/sweep/held-bodies.ts for held
+ * queue bodies). Meant to run on a schedule (daily); safe to run at any time, repeatedly and
+ * concurrently with the runtime.
  */
 import { workflowRunIdSchema } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';

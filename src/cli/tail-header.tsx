@@ -1,7 +1,8 @@
 /**
- * The header of the live `tail` view (src/cli/tail-view.tsx): the run and its workflow, its status, start and duration,
- * what a running run waits for (on lines of its own, so the hook token `resume` needs is never cut while it fits a
- * line), and a failed run's error. Every line fits the terminal's width, so the view's line count (its layout) holds.
+ * The header of the live `tail` view (src/cli/tail-view.tsx): the run and its workflow, its status,
+ * start and duration, what a running run waits for (on lines of its own, so the hook token `resume`
+ * needs is never cut while it fits a line), and a failed run's error. Every line fits the
+ * terminal's width, so the view's line count (its layout) holds.
  */
 import { Box, Text } from 'ink';
 import type { ReactNode } from 'react';

@@ -1,7 +1,8 @@
 /**
- * The records `tail` produces (one NDJSON line each with --json): run status changes, new events, step changes, stream
- * chunks and streams opening or closing, each built from what the World returns (a chunk written through the runtime's
- * `getWritable()` shown as its text). The loop that reads them from the World is src/cli/tail-follow.ts.
+ * The records `tail` produces (one NDJSON line each with --json): run status changes, new events,
+ * step changes, stream chunks and streams opening or closing, each built from what the World
+ * returns (a chunk written through the runtime's `getWritable()` shown as its text). The loop that
+ * reads them from the World is src/cli/tail-follow.ts.
  */
 
 import type { WorkflowRun, WorkflowRunWithoutData } from '@workflow/world';

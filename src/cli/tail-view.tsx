@@ -41,9 +41,10 @@ function streamOf(state: TailState, name: string): StreamState {
 }
 
 /**
- * Fold one record into the state in O(1) (plus the chunk's own lines): the lists, maps and stream states are owned by
- * the state and appended in place, and a new top-level object is returned so React sees a change. Following a run of n
- * records is O(n), never O(n^2). The state passed in is consumed: keep only the returned one.
+ * Fold one record into the state in O(1) (plus the chunk's own lines): the lists, maps and stream
+ * states are owned by the state and appended in place, and a new top-level object is returned so
+ * React sees a change. Following a run of n records is O(n), never O(n^2). The state passed in is
+ * consumed: keep only the returned one.
  */
 export function reduceTail(state: TailState, rec: TailRow): TailState {
   switch (rec.kind) {
@@ -211,11 +212,12 @@ export interface TailLayout {
 const listLines = (n: number, shown: number) => shown + (shown < n ? 1 : 0);
 
 /**
- * Rows per part for a view at most `rows - 1` lines tall (the cursor's line stays free, so the terminal never scrolls
- * and ink can redraw in place), keeping the newest of everything: the last events, the last steps, each stream's last
- * lines. Every rendered line is one terminal line (they are cut, never wrapped), so counting lines is exact. While it
- * does not fit, the event log gives way down to 3 rows, then the steps down to 2, the streams down to 2 lines each,
- * then all down to 1. `rows: Infinity` shows everything.
+ * Rows per part for a view at most `rows - 1` lines tall (the cursor's line stays free, so the
+ * terminal never scrolls and ink can redraw in place), keeping the newest of everything: the last
+ * events, the last steps, each stream's last lines. Every rendered line is one terminal line (they
+ * are cut, never wrapped), so counting lines is exact. While it does not fit, the event log gives
+ * way down to 3 rows, then the steps down to 2, the streams down to 2 lines each, then all down to
+ * 1. `rows: Infinity` shows everything.
  */
 export function tailLayout(
   state: Pick<TailState, 'run' | 'events' | 'steps' | 'streams' | 'notice' | 'finished'>,

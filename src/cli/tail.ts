@@ -1,6 +1,7 @@
 /**
- * `eve-world-aws tail <runId>`: follow one run live until it is terminal and its streams are closed. Three
- * presentations of the same records (src/cli/tail-rows.ts, read by the loop of src/cli/tail-follow.ts):
+ * `eve-world-aws tail <runId>`: follow one run live until it is terminal and its streams are
+ * closed. Three presentations of the same records (src/cli/tail-rows.ts, read by the loop of
+ * src/cli/tail-follow.ts):
  * - a terminal: the ink view (src/cli/tail-view.tsx), redrawn as records arrive;
  * - a pipe or file: one plain line per record;
  * - `--json`: one NDJSON record per line (`kind: run | event | step | stream | chunk`).

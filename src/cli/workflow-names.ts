@@ -1,8 +1,9 @@
 /**
- * Workflow names as users type them. The runtime records a workflow by its full id, `workflow//<file>//<export>` (e.g.
- * `workflow//./workflows/order//order`); a user types `order`. A name with `//` is taken as a full id (matched exactly,
- * and the run listing has an index for it); any other name matches the export name, the part after the last `//`.
- * Matching is exact: a name that matches nothing gets the near names as a hint ({@link nearWorkflows}), never a guess.
+ * Workflow names as users type them. The runtime records a workflow by its full id,
+ * `workflow//<file>//<export>` (e.g. `workflow//./workflows/order//order`); a user types `order`. A
+ * name with `//` is taken as a full id (matched exactly, and the run listing has an index for it);
+ * any other name matches the export name, the part after the last `//`. Matching is exact: a name
+ * that matches nothing gets the near names as a hint ({@link nearWorkflows}), never a guess.
  */
 
 import { editDistance } from '../util/edit-distance.js';
@@ -16,9 +17,10 @@ export function workflowMatches(workflowName: string, query: string): boolean {
 }
 
 /**
- * The full ids among `workflowIds` whose export name is near the one `query` names, nearest first (at most `max`): the
- * same name in another case, then names it begins, then names holding it (3 characters or more), then names at most a
- * third of its length (at least 1) edits away. A workflow `query` names exactly is not near, it is the answer.
+ * The full ids among `workflowIds` whose export name is near the one `query` names, nearest first
+ * (at most `max`): the same name in another case, then names it begins, then names holding it (3
+ * characters or more), then names at most a third of its length (at least 1) edits away. A workflow
+ * `query` names exactly is not near, it is the answer.
  */
 export function nearWorkflows(query: string, workflowIds: Iterable<string>, max = 5): string[] {
   const q = shortName(query).toLowerCase();

@@ -1,18 +1,21 @@
 /**
- * The catalogue: every setting of the World in one place, {@link SETTINGS}, composed from the tables that hold the rows
- * (one file per channel a setting is given through):
+ * The catalogue: every setting of the World in one place, {@link SETTINGS}, composed from the
+ * tables that hold the rows (one file per channel a setting is given through):
  *
  * - `variables`: the environment ({@link VARIABLES}, variables.ts), parsed by load.ts;
- * - `tuning`: `createWorld({ tuning })` / `loadConfig(env, tuning)` ({@link TUNING}, tuning.ts), parsed by load.ts;
- * - `consumer`: `createWorld({ consumer })` ({@link CONSUMER_OPTIONS}, consumer.ts), read by src/consumer/;
+ * - `tuning`: `createWorld({ tuning })` / `loadConfig(env, tuning)` ({@link TUNING}, tuning.ts),
+ *   parsed by load.ts;
+ * - `consumer`: `createWorld({ consumer })` ({@link CONSUMER_OPTIONS}, consumer.ts), read by
+ *   src/consumer/;
  * - `world`: `createWorld()`'s own settings ({@link WORLD_OPTIONS}, world-options.ts), read by
  *   src/context/world-context.ts;
- * - `sweep`: the orphan sweep's options ({@link SWEEP_OPTIONS}, sweep-options.ts), read by src/sweep/.
+ * - `sweep`: the orphan sweep's options ({@link SWEEP_OPTIONS}, sweep-options.ts), read by
+ *   src/sweep/.
  *
- * Look a setting up here (`SETTINGS.<channel>.<key>`): the parser's defaults (load.ts), the code that takes an option,
- * the documentation (rows.ts, docs.ts: docs/configuration.md) and the uniqueness test
- * (test/unit/config/catalogue.test.ts: one name per row across the catalogue, every row documented) all read this
- * object or {@link SETTING_ROWS}, its rows in order.
+ * Look a setting up here (`SETTINGS.<channel>.<key>`): the parser's defaults (load.ts), the code
+ * that takes an option, the documentation (rows.ts, docs.ts: docs/configuration.md) and the
+ * uniqueness test (test/unit/config/catalogue.test.ts: one name per row across the catalogue, every
+ * row documented) all read this object or {@link SETTING_ROWS}, its rows in order.
  */
 import { CONSUMER_OPTIONS } from './consumer.js';
 import type { AnySetting } from './setting.js';

@@ -1,8 +1,9 @@
 /**
- * The configuration tables of docs/configuration.md, one per channel of the catalogue (`SETTINGS`, catalogue.ts),
- * rendered from its documentation rows (rows.ts), so names, defaults and ranges are written once. `npm run docs:config`
- * writes them between the markers; test/unit/config-docs.test.ts fails when the file is stale. Tooling only: the
- * runtime never imports this module (index.ts does not re-export it).
+ * The configuration tables of docs/configuration.md, one per channel of the catalogue (`SETTINGS`,
+ * catalogue.ts), rendered from its documentation rows (rows.ts), so names, defaults and ranges are
+ * written once. `npm run docs:config` writes them between the markers;
+ * test/unit/config-docs.test.ts fails when the file is stale. Tooling only: the runtime never
+ * imports this module (index.ts does not re-export it).
  */
 
 import { SETTINGS, type SettingChannel } from './catalogue.js';

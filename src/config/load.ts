@@ -1,7 +1,8 @@
 /**
- * Parsing: the environment and the tuning options -> one typed, frozen {@link WorldConfig}, validated once against
- * their rows in the catalogue (`SETTINGS.variables`, `SETTINGS.tuning`; catalogue.ts), whose defaults are the config's.
- * The folder's invariants it keeps (one error kind, the runtime's only reader of `process.env`) are in ./index.ts.
+ * Parsing: the environment and the tuning options -> one typed, frozen {@link WorldConfig},
+ * validated once against their rows in the catalogue (`SETTINGS.variables`, `SETTINGS.tuning`;
+ * catalogue.ts), whose defaults are the config's. The folder's invariants it keeps (one error kind,
+ * the runtime's only reader of `process.env`) are in ./index.ts.
  */
 import type { LogLevel } from '../telemetry/log.js';
 import { SETTINGS } from './catalogue.js';
@@ -202,7 +203,8 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     schedulerRoleArn: readText(src, V.schedulerRoleArn),
     schedulerGroup: readText(src, V.schedulerGroup, prefix) as string,
     kmsKeyId: readText(src, V.kmsKeyId),
-    // Unset: on inside Lambda, whose stdout CloudWatch Logs reads (a terminal would only print JSON).
+    // Unset: on inside Lambda, whose stdout CloudWatch Logs reads (a terminal would only print
+    // JSON).
     metrics: (readText(src, V.metrics) ?? (src.raw(V.lambda) !== undefined ? '1' : '0')) === '1',
     logLevel: readText(src, V.logLevel) as LogLevel,
     ignoredVariables: Object.freeze(ignoredVariables(env)),

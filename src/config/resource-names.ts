@@ -5,8 +5,9 @@ import type { WorldConfig } from './world-config.js';
 export type ResourceSetting = 'tableName' | 'queue' | 'deadLetterQueue' | 'bucket';
 
 /**
- * The variable that chose a resource's name, as `NAME=value`: its own variable, or EVE_WORLD_AWS_PREFIX when the name
- * is the one the prefix gives (then the variable of its own is unset, or set to that same name).
+ * The variable that chose a resource's name, as `NAME=value`: its own variable, or
+ * EVE_WORLD_AWS_PREFIX when the name is the one the prefix gives (then the variable of its own is
+ * unset, or set to that same name).
  */
 export function nameChosenBy(config: Pick<WorldConfig, 'prefix' | ResourceSetting>, setting: ResourceSetting): string {
   const own = VARIABLES[setting];

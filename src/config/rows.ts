@@ -1,7 +1,7 @@
 /**
  * The documentation rows of the settings, as docs/configuration.md prints them (docs.ts renders
- * them): derived from the catalogue's rows ({@link SETTING_ROWS}, catalogue.ts), the rows the parser
- * and the code that takes an option read, so names, defaults and ranges are written once.
+ * them): derived from the catalogue's rows ({@link SETTING_ROWS}, catalogue.ts), the rows the
+ * parser and the code that takes an option read, so names, defaults and ranges are written once.
  */
 
 import { SETTING_ROWS, type SettingChannel } from './catalogue.js';

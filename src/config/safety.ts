@@ -31,10 +31,11 @@ export function assertFlowUrlEncrypted(flowUrl: string, allowInsecure: boolean):
 }
 
 /**
- * Closed by default, checked before any client is built: deliveries to a flow route that is not on this machine must be
- * encrypted (https) and signed, or anyone who can see or reach the route could read bodies or forge deliveries. Throws
- * a {@link ConfigError} naming the setting to fix, unless the URL is loopback or the explicit opt-outs
- * (EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1, EVE_WORLD_AWS_ALLOW_UNSIGNED=1) are set.
+ * Closed by default, checked before any client is built: deliveries to a flow route that is not on
+ * this machine must be encrypted (https) and signed, or anyone who can see or reach the route could
+ * read bodies or forge deliveries. Throws a {@link ConfigError} naming the setting to fix, unless
+ * the URL is loopback or the explicit opt-outs (EVE_WORLD_AWS_ALLOW_INSECURE_FLOW_URL=1,
+ * EVE_WORLD_AWS_ALLOW_UNSIGNED=1) are set.
  */
 export function assertDeliveriesSafe(config: WorldConfig, flowUrl: string): void {
   assertFlowUrlEncrypted(flowUrl, config.allowInsecureFlowUrl);

@@ -1,7 +1,8 @@
 /**
- * The kinds of setting a table row can be (a whole number in a range, a `1`/`0` flag, a checked text, one read by
- * someone else, a programmatic option, with or without a range) and their constructors: what a row of the tables
- * catalogue.ts composes is written with, and what load.ts parses and rows.ts documents.
+ * The kinds of setting a table row can be (a whole number in a range, a `1`/`0` flag, a checked
+ * text, one read by someone else, a programmatic option, with or without a range) and their
+ * constructors: what a row of the tables catalogue.ts composes is written with, and what load.ts
+ * parses and rows.ts documents.
  */
 
 export type Env = Record<string, string | undefined>;

@@ -1,7 +1,8 @@
 /**
  * The tuning options: knobs only tests, benchmarks and embedders turn (`createWorld({ tuning })`,
- * `loadConfig(env, tuning)`), never variables. A new option is one row of {@link TUNING}, its field of
- * {@link WorldTuning} and its read in load.ts (`readTuning`); docs/configuration.md is generated from the rows.
+ * `loadConfig(env, tuning)`), never variables. A new option is one row of {@link TUNING}, its field
+ * of {@link WorldTuning} and its read in load.ts (`readTuning`); docs/configuration.md is generated
+ * from the rows.
  */
 import { SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from './limits.js';
 import { type AnySetting, int, text } from './setting.js';
@@ -120,8 +121,8 @@ export const TUNING = {
       'Visibility of copies the in-process consumer receives (never above the queue visibility), extended by heartbeat while a delivery runs; a crashed process delays its messages by at most this.',
   }),
   // The holds of a copy the consumer does not dispatch: each replaces the copy by one SQS shows
-  // after the hold. A jittered hold gets up to half of it again (src/util/jitter.ts), so at most 600 s
-  // keeps it within one SQS delay (900 s).
+  // after the hold. A jittered hold gets up to half of it again (src/util/jitter.ts), so at most
+  // 600 s keeps it within one SQS delay (900 s).
   copyRunningHoldSeconds: int({
     name: 'copyRunningHoldSeconds',
     default: 5,

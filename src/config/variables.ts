@@ -1,6 +1,7 @@
 /**
- * The variables table ({@link VARIABLES}) and the constants its rows name. A new variable is one row here, its field in
- * world-config.ts and its read in load.ts; `npm run docs:config` then prints it in docs/configuration.md.
+ * The variables table ({@link VARIABLES}) and the constants its rows name. A new variable is one
+ * row here, its field in world-config.ts and its read in load.ts; `npm run docs:config` then prints
+ * it in docs/configuration.md.
  */
 
 import { LOG_LEVELS, type LogLevel } from '../telemetry/log.js';

@@ -47,7 +47,8 @@ export function ignoredVariables(env: Env): string[] {
 
 /**
  * One line per ignored variable ({@link WorldConfig.ignoredVariables}): a former variable with the
- * option that replaced it, any other with the closest name this World reads ({@link closestVariable}).
+ * option that replaced it, any other with the closest name this World reads ({@link
+ * closestVariable}).
  */
 export function variableWarnings(config: Pick<WorldConfig, 'ignoredVariables'>): string[] {
   return config.ignoredVariables.map((name) => {
@@ -62,8 +63,9 @@ export function variableWarnings(config: Pick<WorldConfig, 'ignoredVariables'>):
 const warnedVariables = new Set<string>();
 
 /**
- * {@link variableWarnings} for the variables no earlier call in this process named: `createWorld()` and the Lambda
- * consumer log these, so each ignored variable is named once per process however many Worlds it builds.
+ * {@link variableWarnings} for the variables no earlier call in this process named: `createWorld()`
+ * and the Lambda consumer log these, so each ignored variable is named once per process however
+ * many Worlds it builds.
  */
 export function variableWarningsOnce(config: Pick<WorldConfig, 'ignoredVariables'>): string[] {
   const fresh = config.ignoredVariables.filter((name) => !warnedVariables.has(name));
@@ -72,8 +74,9 @@ export function variableWarningsOnce(config: Pick<WorldConfig, 'ignoredVariables
 }
 
 /**
- * The `EVE_WORLD_AWS_*` name this World (or its CLI) reads that is closest to `name` by edit distance (the first of the
- * table's order on a tie), e.g. EVE_WORLD_AWS_PREFIX for the prefix variable with a letter left out.
+ * The `EVE_WORLD_AWS_*` name this World (or its CLI) reads that is closest to `name` by edit
+ * distance (the first of the table's order on a tie), e.g. EVE_WORLD_AWS_PREFIX for the prefix
+ * variable with a letter left out.
  */
 export function closestVariable(name: string): string {
   const known = READ_VARIABLES.filter((n) => n.startsWith('EVE_WORLD_AWS_'));

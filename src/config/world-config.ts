@@ -1,7 +1,7 @@
 /**
- * The parsed configuration every World part is built from ({@link WorldConfig}): the variables (variables.ts) and the
- * tuning options (tuning.ts), validated once by load.ts. A field read from a variable means what its row there says;
- * the notes below say only how the code uses it.
+ * The parsed configuration every World part is built from ({@link WorldConfig}): the variables
+ * (variables.ts) and the tuning options (tuning.ts), validated once by load.ts. A field read from a
+ * variable means what its row there says; the notes below say only how the code uses it.
  */
 import type { LogLevel } from '../telemetry/log.js';
 import type { WorldTuning } from './tuning.js';

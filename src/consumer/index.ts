@@ -2,10 +2,11 @@
  * The consumer of the World, composed from its two sides:
  * - ./route/ receives: the flow-route handler (`createQueueHandler`: signature, replay store, step
  *   lease keeper), behind the World's write gate (./route/format-guard.ts);
- * - ./delivery/ sends to it: the one delivery pipeline (./delivery/pipeline.ts), composed once (./delivery/compose.ts)
- *   for the in-process SQS consumer that `start()` runs on plain Node hosts, the Lambda SQS handler
- *   (./delivery/sqs-event-handler.ts) and the host that consumes its own queue (./delivery/pass-through.ts, taken by
- *   the flow route); in-process handlers (`registerHandler`) and early delivery (./delivery/early/);
+ * - ./delivery/ sends to it: the one delivery pipeline (./delivery/pipeline.ts), composed once
+ *   (./delivery/compose.ts) for the in-process SQS consumer that `start()` runs on plain Node
+ *   hosts, the Lambda SQS handler (./delivery/sqs-event-handler.ts) and the host that consumes its
+ *   own queue (./delivery/pass-through.ts, taken by the flow route); in-process handlers
+ *   (`registerHandler`) and early delivery (./delivery/early/);
  * - ./shared/ holds what both sides use: signing, the secret source, error text.
  *
  * Where a delivery goes: a handler registered for the queue name's prefix (in process), else
@@ -115,8 +116,9 @@ export function createConsumer(
   let stopMetrics: (() => void) | undefined;
   let stopBackstop: (() => void) | undefined;
   let closed = false;
-  // EMF metrics (enabled by composeDelivery): the poller writes them every minute; inside Lambda (the host's flow
-  // route) the process may be frozen once a response is sent, so each flow-route request writes its own.
+  // EMF metrics (enabled by composeDelivery): the poller writes them every minute; inside Lambda
+  // (the host's flow route) the process may be frozen once a response is sent, so each flow-route
+  // request writes its own.
   const flushPerRequest = config.metrics && mode === 'none';
 
   let flowReachable = false;
@@ -212,9 +214,10 @@ export function createConsumer(
 }
 
 /**
- * What the flow route (`createQueueHandler`) checks and keeps alive: the configured secrets (or the Secrets Manager
- * source), the replay store, and the step lease, whose TTL is half the visibility a consumer hides a copy for (the
- * poller's, never longer than the queue's), so a crashed delivery's leases have expired before its copy is shown again.
+ * What the flow route (`createQueueHandler`) checks and keeps alive: the configured secrets (or the
+ * Secrets Manager source), the replay store, and the step lease, whose TTL is half the visibility a
+ * consumer hides a copy for (the poller's, never longer than the queue's), so a crashed delivery's
+ * leases have expired before its copy is shown again.
  */
 function flowRouteOptions(
   ctx: WorldContext,

@@ -5,11 +5,13 @@
  *
  * Invariants:
  * - Only the flow route opens a scope, and only for a request whose signature covered every field
- *   here that came from the wire (see src/consumer/shared/signing.ts); outside a delivery there is none.
+ *   here that came from the wire (see src/consumer/shared/signing.ts); outside a delivery there is
+ *   none.
  * - A scope only ever lets a part skip work it could have done anyway (a read it can answer from
  *   memory) or fence work against another copy of the same delivery (the step lease, see
- *   src/storage/write/step-lease.ts): nothing may depend on a scope being present for correctness of the
- *   event log. Lost async context = the plain path (a start without a lease, as before leases).
+ *   src/storage/write/step-lease.ts): nothing may depend on a scope being present for correctness
+ *   of the event log. Lost async context = the plain path (a start without a lease, as before
+ *   leases).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
@@ -19,25 +21,27 @@ export interface DeliveryScope {
   /** 1-based delivery attempt. */
   readonly attempt: number;
   /**
-   * The run log slot the message's sender had seen committed when it sent the message (its own writes included):
-   * `runId` → slot. A read of that run's log inside this delivery must see at least up to it; this process may answer
-   * from memory once it knows the log that far.
+   * The run log slot the message's sender had seen committed when it sent the message (its own
+   * writes included): `runId` → slot. A read of that run's log inside this delivery must see at
+   * least up to it; this process may answer from memory once it knows the log that far.
    *
-   * Present only on a message's first delivery (attempt 1). Why that is safe: every event is written by a delivery (or
-   * `start()`/a hook resume) that then sends the messages it causes, with a tail at or above it. A writer that dies in
-   * between sent nothing, and its own message comes back with attempt > 1, which reads the log and so finds what it
-   * wrote. A copy that comes back for any other reason (a deferral, a redrive) has attempt > 1 too, or carries no tail.
+   * Present only on a message's first delivery (attempt 1). Why that is safe: every event is
+   * written by a delivery (or `start()`/a hook resume) that then sends the messages it causes, with
+   * a tail at or above it. A writer that dies in between sent nothing, and its own message comes
+   * back with attempt > 1, which reads the log and so finds what it wrote. A copy that comes back
+   * for any other reason (a deferral, a redrive) has attempt > 1 too, or carries no tail.
    */
   readonly logTails: ReadonlyMap<string, number>;
   /**
-   * The step lease of this delivery (src/storage/write/step-lease.ts): every `step_started` inside the
-   * scope stamps the step with it, and the flow route keeps the leases of the steps it started
+   * The step lease of this delivery (src/storage/write/step-lease.ts): every `step_started` inside
+   * the scope stamps the step with it, and the flow route keeps the leases of the steps it started
    * alive while core's handler runs. Absent: starts are not leased (the plain path).
    */
   readonly stepLease?: StepLease;
   /**
    * The highest log slot this delivery read, per run (written by storage's `events.list`): what the
-   * flow route acknowledges to the liveness backstop when the delivery returns (src/storage/write/due-moves.ts).
+   * flow route acknowledges to the liveness backstop when the delivery returns
+   * (src/storage/write/due-moves.ts).
    */
   readonly readTails?: Map<string, number>;
 }

@@ -1,18 +1,19 @@
 /**
  * Large-value offload to S3.
  *
- * DynamoDB items are capped at 400 KB and SQS bodies at 1 MiB, while workflow payloads are opaque byte strings of any
- * size. A value larger than the threshold is written to S3 under a key that names its owner (`runs/<runId>/...`), and
- * the item keeps a pointer `{__s3: key}` instead.
+ * DynamoDB items are capped at 400 KB and SQS bodies at 1 MiB, while workflow payloads are opaque
+ * byte strings of any size. A value larger than the threshold is written to S3 under a key that
+ * names its owner (`runs/<runId>/...`), and the item keeps a pointer `{__s3: key}` instead.
  *
  * Invariants:
  * - Bytes round-trip exactly: a `Uint8Array` is stored as the raw object body, never re-encoded.
- * - Non-byte values (legacy spec < 2 payloads, arbitrary JSON) round-trip through JSON, flagged with `json: true` on
- *   the pointer so the reader knows which decoding to apply.
- * - The S3 put happens *before* the DynamoDB write that publishes the pointer, so a reader never sees a pointer to a
- *   missing object. An orphaned object (the write then lost a race, or the process died in between) costs storage only:
- *   `eve-world-aws sweep` deletes the ones under `runs/` that nothing can reference any more
- *   (src/sweep/run-payloads.ts); queue bodies (`queue/`) expire by the bucket's lifecycle rule.
+ * - Non-byte values (legacy spec < 2 payloads, arbitrary JSON) round-trip through JSON, flagged
+ *   with `json: true` on the pointer so the reader knows which decoding to apply.
+ * - The S3 put happens *before* the DynamoDB write that publishes the pointer, so a reader never
+ *   sees a pointer to a missing object. An orphaned object (the write then lost a race, or the
+ *   process died in between) costs storage only: `eve-world-aws sweep` deletes the ones under
+ *   `runs/` that nothing can reference any more (src/sweep/run-payloads.ts); queue bodies
+ *   (`queue/`) expire by the bucket's lifecycle rule.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { countMetric } from '../telemetry/metrics.js';

@@ -39,7 +39,8 @@ function demoSource(): string {
 
 /**
  * The directory of the `workflow` package that `import('workflow/...')` from here loads: the first
- * `node_modules/workflow` walking up, as Node resolves a bare name (its "exports" hide package.json).
+ * `node_modules/workflow` walking up, as Node resolves a bare name (its "exports" hide
+ * package.json).
  */
 function workflowPackageDir(): string {
   for (let dir = here; ; dir = path.dirname(dir)) {

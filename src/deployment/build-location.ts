@@ -4,8 +4,8 @@
  * loads, each recognised by a file its builder always writes:
  *
  * - a Workflow DevKit bundle: the folder `.well-known/workflow/v1/` holding `manifest.json`, with
- *   `flow.mjs` (core's flow route, the steps and the workflow code in one file), written by
- *   `wf build` under the folder it ran in;
+ *   `flow.mjs` (core's flow route, the steps and the workflow code in one file), written by `wf
+ *   build` under the folder it ran in;
  * - a Nitro server output (what `eve build` writes to `.output/`): the folder holding `nitro.json`,
  *   whose `server/` holds the compiled agent, eve's workflows and this World (eve bundles it).
  *
@@ -16,16 +16,17 @@
  *      of `.output` served from anywhere is found by the code itself, whatever the working folder);
  *   3. the build the entry script is inside of (`node .output/server/index.mjs`);
  *   4. a Workflow DevKit bundle at or above the entry script's folder (an app's own server, its
- *      entry script in a folder of its own, imports the bundle relative to itself, at the app's root);
+ *      entry script in a folder of its own, imports the bundle relative to itself, at the app's
+ *      root);
  *   5. one at or above the working folder (`wf build` writes it under the folder it ran in).
  *   None found: undefined, and the caller refuses with the fix (name the build).
  * - Never the entry script's folder as such, never a folder of logs or caches: only a folder its
- *   builder's own file marks is a build (a `buildDir` that is neither kind is hashed as given,
- *   code files only).
- * - A function handed to `registerHandler` does not say which file it came from (only the
- *   inspector could tell, by enabling the debugger in the process), and core asks this World for
- *   its flow handler only on the first delivery, after runs were already pinned: so the anchors
- *   are the files above, which exist before the first run.
+ *   builder's own file marks is a build (a `buildDir` that is neither kind is hashed as given, code
+ *   files only).
+ * - A function handed to `registerHandler` does not say which file it came from (only the inspector
+ *   could tell, by enabling the debugger in the process), and core asks this World for its flow
+ *   handler only on the first delivery, after runs were already pinned: so the anchors are the
+ *   files above, which exist before the first run.
  */
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';

@@ -4,27 +4,30 @@
  * by hand, so two builds under one id are told apart (src/deployment/registry.ts).
  *
  * Invariants:
- * - It covers the code core loads and nothing else: the code files of the build (`.mjs`, `.js`, `.cjs`, `.json`,
- *   `.wasm`, `.node`, and TypeScript in a plain folder), each as its path relative to the build and its bytes. Of a
- *   Workflow DevKit bundle, every such file of `.well-known/workflow/v1/` but the builder's `*.debug.json` listings
- *   (absolute paths, never loaded); of a Nitro output, every such file under `server/` (the bundle and its traced
- *   `node_modules`) and eve's compile files (`.eve/discovery/`, `.eve/compile/`), never `nitro.json` (its build date)
- *   nor `public/`. No log, cache or dot-folder (`.eve`, `.git`, `.swc`, ...) of a plain folder or of `server/` counts,
- *   so nothing a running app writes moves it.
- * - One source built twice, in two folders of the same layout (the app beside its own `node_modules`, as a checkout
- *   is), gets one fingerprint. `wf build` writes the same bytes there (its module comments are paths relative to the
- *   app; it orders modules by absolute path, so an app moved to another depth against a shared `node_modules` may
- *   bundle in another order and get another fingerprint: never one build's two). `eve build` (0.80.1) writes five
- *   things that differ between two builds of one source, rewritten before hashing and nothing else: its scratch
- *   folder's random name (`.eve/builds/<random>/` in module comments), Nitro's asset times (`"mtime": "<ISO date>"`),
- *   the app root it built from (the `appRoot` of its discovery manifest,
+ * - It covers the code core loads and nothing else: the code files of the build (`.mjs`, `.js`,
+ *   `.cjs`, `.json`, `.wasm`, `.node`, and TypeScript in a plain folder), each as its path relative
+ *   to the build and its bytes. Of a Workflow DevKit bundle, every such file of
+ *   `.well-known/workflow/v1/` but the builder's `*.debug.json` listings (absolute paths, never
+ *   loaded); of a Nitro output, every such file under `server/` (the bundle and its traced
+ *   `node_modules`) and eve's compile files (`.eve/discovery/`, `.eve/compile/`), never
+ *   `nitro.json` (its build date) nor `public/`. No log, cache or dot-folder (`.eve`, `.git`,
+ *   `.swc`, ...) of a plain folder or of `server/` counts, so nothing a running app writes moves
+ *   it.
+ * - One source built twice, in two folders of the same layout (the app beside its own
+ *   `node_modules`, as a checkout is), gets one fingerprint. `wf build` writes the same bytes there
+ *   (its module comments are paths relative to the app; it orders modules by absolute path, so an
+ *   app moved to another depth against a shared `node_modules` may bundle in another order and get
+ *   another fingerprint: never one build's two). `eve build` (0.80.1) writes five things that
+ *   differ between two builds of one source, rewritten before hashing and nothing else: its scratch
+ *   folder's random name (`.eve/builds/<random>/` in module comments), Nitro's asset times
+ *   (`"mtime": "<ISO date>"`), the app root it built from (the `appRoot` of its discovery manifest,
  *   `.output/.eve/discovery/agent-discovery-manifest.json`), the sandbox scope eve names after it
- *   (`"sandboxScope": "<16 hex of its SHA-256>"`), and the SHA-256s of its compile files (which name the app root) that
- *   it embeds in the bundle: each replaced by the name of its file, whose normalised content is hashed instead, only
- *   where the file found matches it. An eve that writes another such value gets two fingerprints for one source, never
- *   one for two builds.
- * - Two builds whose code differs anywhere else get different fingerprints (SHA-256 of every
- *   file's path, size and normalised bytes, in path order; the first 16 hex digits, 64 bits).
+ *   (`"sandboxScope": "<16 hex of its SHA-256>"`), and the SHA-256s of its compile files (which
+ *   name the app root) that it embeds in the bundle: each replaced by the name of its file, whose
+ *   normalised content is hashed instead, only where the file found matches it. An eve that writes
+ *   another such value gets two fingerprints for one source, never one for two builds.
+ * - Two builds whose code differs anywhere else get different fingerprints (SHA-256 of every file's
+ *   path, size and normalised bytes, in path order; the first 16 hex digits, 64 bits).
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -152,7 +155,8 @@ function normaliser(
   const literals: [string, string][] = [...facts.derived].map(([k, v]) => [k, v]);
   if (facts.appRoot) {
     literals.unshift([latin1(facts.appRoot), '<appRoot>']);
-    // eve names the sandbox's cache scope after the app root: the first 16 hex digits of its SHA-256.
+    // eve names the sandbox's cache scope after the app root: the first 16 hex digits of its
+    // SHA-256.
     const scope = createHash('sha256').update(facts.appRoot).digest('hex').slice(0, 16);
     literals.push([`"${scope}"`, '"<appRoot scope>"']);
   }

@@ -1,22 +1,25 @@
 /**
- * The deployment this process is: the id `getDeploymentId()` reports (what core pins each new run to) and whether the
- * World declares `capabilities.deploymentAffinity` (`@workflow/core`'s deployment guard).
+ * The deployment this process is: the id `getDeploymentId()` reports (what core pins each new run
+ * to) and whether the World declares `capabilities.deploymentAffinity` (`@workflow/core`'s
+ * deployment guard).
  *
  * Invariants:
- * - With affinity on, the id names one immutable build: core compares it with a run's pin by strict equality, so two
- *   builds never share an id and one build never reports two. In Lambda it is `lambda:<function>:<version>` (a
- *   published version is immutable, and the worker invokes that version for the run's messages:
- *   src/consumer/delivery/invoke.ts); affinity there is refused on `$LATEST` and with EVE_WORLD_AWS_DEPLOYMENT_ID set,
- *   where no worker could reach the build by its id. On a plain Node host it is `build:<fingerprint>` of the workflow
- *   code core loads (found by ./build-location.ts, hashed by ./fingerprint.ts), unless EVE_WORLD_AWS_DEPLOYMENT_ID
- *   names it; no build found and none named: refused, naming the fix.
- * - An id set by hand is registered with the fingerprint of the build this process runs
- *   ({@link DeploymentIdentity.fingerprint}); src/deployment/registry.ts refuses a second build under that id.
+ * - With affinity on, the id names one immutable build: core compares it with a run's pin by strict
+ *   equality, so two builds never share an id and one build never reports two. In Lambda it is
+ *   `lambda:<function>:<version>` (a published version is immutable, and the worker invokes that
+ *   version for the run's messages: src/consumer/delivery/invoke.ts); affinity there is refused on
+ *   `$LATEST` and with EVE_WORLD_AWS_DEPLOYMENT_ID set, where no worker could reach the build by
+ *   its id. On a plain Node host it is `build:<fingerprint>` of the workflow code core loads (found
+ *   by ./build-location.ts, hashed by ./fingerprint.ts), unless EVE_WORLD_AWS_DEPLOYMENT_ID names
+ *   it; no build found and none named: refused, naming the fix.
+ * - An id set by hand is registered with the fingerprint of the build this process runs ({@link
+ *   DeploymentIdentity.fingerprint}); src/deployment/registry.ts refuses a second build under that
+ *   id.
  * - With affinity off, nothing changes from before affinity existed: every process reports
  *   EVE_WORLD_AWS_DEPLOYMENT_ID, else {@link LEGACY_DEPLOYMENT_ID}, and core runs no guard.
  * - Whether affinity is on is the table's decision, not this module's: src/deployment/membership.ts
- *   reads it from the table's format item and passes it here as `config.deploymentAffinity`
- *   (`on` or `off`); the variable of that name only asks a new table's first process to record it.
+ *   reads it from the table's format item and passes it here as `config.deploymentAffinity` (`on`
+ *   or `off`); the variable of that name only asks a new table's first process to record it.
  */
 import { ConfigError, type WorldConfig } from '../config/index.js';
 import { buildDeploymentId, nodeBuild } from './fingerprint.js';
@@ -34,9 +37,10 @@ export interface DeploymentIdentity {
   id(): Promise<string>;
   /**
    * The fingerprint of the build this process runs, registered beside its id
-   * (src/deployment/registry.ts): on a plain Node host with affinity on; none in Lambda (a published
-   * version is immutable) or with affinity off. With an id set by hand and no build found, none,
-   * and `note` says why (the registry then cannot tell two builds under that id apart).
+   * (src/deployment/registry.ts): on a plain Node host with affinity on; none in Lambda (a
+   * published version is immutable) or with affinity off. With an id set by hand and no build
+   * found, none, and `note` says why (the registry then cannot tell two builds under that id
+   * apart).
    */
   fingerprint(): Promise<{ value?: string; note?: string }>;
 }
@@ -44,7 +48,8 @@ export interface DeploymentIdentity {
 /**
  * Whether affinity is on for this config (`deploymentAffinity`: the table's decision, passed by
  * src/deployment/membership.ts). Throws a ConfigError where this process cannot take part: inside
- * Lambda on `$LATEST` (not immutable) or under an id the worker cannot invoke (EVE_WORLD_AWS_DEPLOYMENT_ID).
+ * Lambda on `$LATEST` (not immutable) or under an id the worker cannot invoke
+ * (EVE_WORLD_AWS_DEPLOYMENT_ID).
  */
 export function affinityEnabled(
   config: Pick<WorldConfig, 'deploymentAffinity' | 'deploymentId' | 'lambdaFunction'>,

@@ -1,14 +1,16 @@
 /**
- * Whether a deployment has a live process, judged the one way that needs no two clocks to agree:
- * by watching its heartbeat counter (`beats`, src/deployment/registry.ts), which every running
- * process of it must keep changing, on this process's own monotonic clock.
+ * Whether a deployment has a live process, judged the one way that needs no two clocks to agree: by
+ * watching its heartbeat counter (`beats`, src/deployment/registry.ts), which every running process
+ * of it must keep changing, on this process's own monotonic clock.
  *
  * Invariants:
- * - `live`: its `beats` changed while watched, less than {@link LIVENESS_WINDOW_MS} ago; `silent`: watched for that
- *   long with no change (no process of it counted a beat: none runs, or every one is paused or cut off from DynamoDB);
- *   else `unknown` (not watched long enough). `lastSeen`, written on another host's clock, never decides it.
- * - A Lambda deployment is not judged by heartbeats (a frozen container counts none, yet its published version is
- *   reachable by Invoke): it is `live` while active (docs/design.md, "Deployment affinity on Lambda").
+ * - `live`: its `beats` changed while watched, less than {@link LIVENESS_WINDOW_MS} ago; `silent`:
+ *   watched for that long with no change (no process of it counted a beat: none runs, or every one
+ *   is paused or cut off from DynamoDB); else `unknown` (not watched long enough). `lastSeen`,
+ *   written on another host's clock, never decides it.
+ * - A Lambda deployment is not judged by heartbeats (a frozen container counts none, yet its
+ *   published version is reachable by Invoke): it is `live` while active (docs/design.md,
+ *   "Deployment affinity on Lambda").
  * - Watching costs one Query of the registry's partition per poll, for at most the window.
  */
 import type { WorldContext } from '../context/world-context.js';
@@ -74,8 +76,9 @@ export interface WatchOptions {
 }
 
 /**
- * Reads the registry until every deployment `decide` selects is `live` or `silent` (at most the window, a little more
- * for the last read), or `enough` holds. Returns the last records read and the watch that judged them.
+ * Reads the registry until every deployment `decide` selects is `live` or `silent` (at most the
+ * window, a little more for the last read), or `enough` holds. Returns the last records read and
+ * the watch that judged them.
  */
 export async function watchDeployments(
   ctx: WorldContext,
@@ -97,8 +100,9 @@ export async function watchDeployments(
 }
 
 /**
- * The newest of `order` (newest first) that is live, or undefined when every one is silent; `wait` while one newer than
- * every live one is still unknown. `self`, when met, is live (this process is of it). Pure.
+ * The newest of `order` (newest first) that is live, or undefined when every one is silent; `wait`
+ * while one newer than every live one is still unknown. `self`, when met, is live (this process is
+ * of it). Pure.
  */
 export function pickNewestLive(
   order: readonly Pick<DeploymentRecord, 'id' | 'shape' | 'status'>[],

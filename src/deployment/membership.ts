@@ -8,12 +8,14 @@
  * - Until `join()` has read the table, `affinity` is false, and nothing is written or sent: the
  *   World awaits `join()` before its first write or send and before a delivery reaches core
  *   (src/preflight/write-gate.ts), so core's guard never runs against an unread table.
- * - On a table with affinity a deployment process takes part (its id names its build, src/deployment/id.ts; it is
- *   registered before its first write; its consumer filters by `eve.dep`, src/consumer/delivery/affinity.ts), or
- *   `join()` rejects with one error naming the fix (a Lambda `$LATEST`, an id the worker cannot invoke, an id it cannot
- *   derive, a table that still admits readers older than affinity); then nothing is written or sent.
+ * - On a table with affinity a deployment process takes part (its id names its build,
+ *   src/deployment/id.ts; it is registered before its first write; its consumer filters by
+ *   `eve.dep`, src/consumer/delivery/affinity.ts), or `join()` rejects with one error naming the
+ *   fix (a Lambda `$LATEST`, an id the worker cannot invoke, an id it cannot derive, a table that
+ *   still admits readers older than affinity); then nothing is written or sent.
  * - A client (the CLI) never registers, heartbeats or consumes: on a table with affinity its new
- *   runs go to `target`, else to the newest deployment with a live consumer (src/deployment/liveness.ts).
+ *   runs go to `target`, else to the newest deployment with a live consumer
+ *   (src/deployment/liveness.ts).
  * - The heartbeat (started by `world.start()`, every DEPLOYMENT_HEARTBEAT_MS): with affinity it
  *   counts a beat on the deployment's item and reads its status in the answer; without, it reads
  *   the format item again, so a table that `init --deployment-affinity` turned while this process
@@ -22,9 +24,9 @@
  *   makes): no run starts here any more (`assertMayStart` throws {@link DeploymentRetiredError}
  *   before anything is written or sent), and the consumer stops dispatching this deployment's
  *   messages (a consumer of another deployment takes them, and core's guard fails their runs).
- * - EVE_WORLD_AWS_DEPLOYMENT_AFFINITY decides nothing here: `on` asks the first process on a
- *   table that no `init` recorded and that holds no run to record affinity (a new CDK stack);
- *   a value that disagrees with the table is named once per process and ignored.
+ * - EVE_WORLD_AWS_DEPLOYMENT_AFFINITY decides nothing here: `on` asks the first process on a table
+ *   that no `init` recorded and that holds no run to record affinity (a new CDK stack); a value
+ *   that disagrees with the table is named once per process and ignored.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { WorldConfig } from '../config/index.js';
@@ -71,8 +73,9 @@ export interface Membership extends DeploymentIdentity {
 }
 
 /**
- * `events.create` that first awaits `before` (the World's write gate), then refuses a new run on a retired deployment
- * before it is written (`assertMayStart`; its start message is refused the same way by the queue).
+ * `events.create` that first awaits `before` (the World's write gate), then refuses a new run on a
+ * retired deployment before it is written (`assertMayStart`; its start message is refused the same
+ * way by the queue).
  */
 export function refuseRetiredStarts<A extends unknown[], R>(
   membership: Pick<Membership, 'assertMayStart'>,

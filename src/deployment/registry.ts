@@ -1,23 +1,26 @@
 /**
  * The deployment registry: one item per deployment this table has seen (`DEPLOY#` / `DEP#<id>`,
- * src/schema/keys.ts `keys.deployment`), in one partition that one Query lists. What it answers: which
- * deployments exist, whether each is `active` or `retired`, when it was first and last seen.
+ * src/schema/keys.ts `keys.deployment`), in one partition that one Query lists. What it answers:
+ * which deployments exist, whether each is `active` or `retired`, when it was first and last seen.
  *
  * Invariants:
- * - Registering (before a process's first write or send: src/deployment/membership.ts) is one UpdateItem that keeps
- *   `firstSeen` and `status` and adds 1 to `beats`: it never revives a retired deployment, and applied twice it only
- *   counts one more beat. Each running process repeats it every {@link DEPLOYMENT_HEARTBEAT_MS} (its heartbeat) and
- *   reads the deployment's status in the answer.
+ * - Registering (before a process's first write or send: src/deployment/membership.ts) is one
+ *   UpdateItem that keeps `firstSeen` and `status` and adds 1 to `beats`: it never revives a
+ *   retired deployment, and applied twice it only counts one more beat. Each running process
+ *   repeats it every {@link DEPLOYMENT_HEARTBEAT_MS} (its heartbeat) and reads the deployment's
+ *   status in the answer.
  * - `beats` is the liveness signal: another process judges this deployment alive only by seeing
  *   `beats` change on its own monotonic clock (src/deployment/liveness.ts), never by comparing its
  *   clock with `lastSeen`, which is the writer's clock and kept for people.
- * - One id, one build: registering stores the build's fingerprint (`fp`, src/deployment/fingerprint.ts) beside the id,
- *   conditionally on the item having none or the same one, in that same UpdateItem. A process whose build differs from
- *   the one that registered its id (two builds given one EVE_WORLD_AWS_DEPLOYMENT_ID) is refused before its first write
- *   ({@link DeploymentClashError}): its runs would replay on the other build's code and the other's on its own. A
- *   process with no fingerprint (an id set by hand and no build found) registers without one, and is warned.
- * - `retired` is final (only `retire` writes it, conditionally on the item existing); what becomes of a retired
- *   deployment's messages: ./targets.ts.
+ * - One id, one build: registering stores the build's fingerprint (`fp`,
+ *   src/deployment/fingerprint.ts) beside the id, conditionally on the item having none or the same
+ *   one, in that same UpdateItem. A process whose build differs from the one that registered its id
+ *   (two builds given one EVE_WORLD_AWS_DEPLOYMENT_ID) is refused before its first write ({@link
+ *   DeploymentClashError}): its runs would replay on the other build's code and the other's on its
+ *   own. A process with no fingerprint (an id set by hand and no build found) registers without
+ *   one, and is warned.
+ * - `retired` is final (only `retire` writes it, conditionally on the item existing); what becomes
+ *   of a retired deployment's messages: ./targets.ts.
  * - Reads that decide a run's fate (`retired` before throwing) are strongly consistent; reads that
  *   only route (the consumer's hold) may be cached.
  */

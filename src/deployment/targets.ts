@@ -1,11 +1,12 @@
 /**
- * Whether a send may go to the deployment it names (`QueueOptions.deploymentId`), with affinity on. The throw rules of
- * `isDeploymentUnavailableError` (`@workflow/world`'s `Queue`: true only when the target definitively cannot receive):
+ * Whether a send may go to the deployment it names (`QueueOptions.deploymentId`), with affinity on.
+ * The throw rules of `isDeploymentUnavailableError` (`@workflow/world`'s `Queue`: true only when
+ * the target definitively cannot receive):
  *
  * - Only core's re-route of a misrouted delivery (a payload with `deploymentMismatchRetryCount`,
- *   core's deployment guard) and a start (`runInput`, core's `start()`) are refused, and only when the registry
- *   says, on a strongly consistent read, that the target is retired or was never registered. Core
- *   then fails the run with `DEPLOYMENT_MISMATCH` at once.
+ *   core's deployment guard) and a start (`runInput`, core's `start()`) are refused, and only when
+ *   the registry says, on a strongly consistent read, that the target is retired or was never
+ *   registered. Core then fails the run with `DEPLOYMENT_MISMATCH` at once.
  * - Every other send goes out (a hook wake for a run of a retired deployment, for one): its
  *   delivery reaches a consumer of another deployment, whose guard re-routes it, and that re-route
  *   is refused here; the run never hangs and never loops.

@@ -1,10 +1,12 @@
 /**
- * A bounded cache of unwrapped run data keys (plaintext key material, so it is kept small and short-lived).
+ * A bounded cache of unwrapped run data keys (plaintext key material, so it is kept small and
+ * short-lived).
  *
  * Invariants:
  * - At most `maxEntries` keys; inserting one more evicts the least recently used.
- * - An entry older than `maxAgeMs` is never returned (it is dropped on lookup), so a key is unwrapped with KMS again at
- *   least that often per process, and a revoked KMS grant takes effect within that time.
+ * - An entry older than `maxAgeMs` is never returned (it is dropped on lookup), so a key is
+ *   unwrapped with KMS again at least that often per process, and a revoked KMS grant takes effect
+ *   within that time.
  * - Callers get a copy: nothing outside can change the cached bytes.
  */
 

@@ -1,35 +1,39 @@
 /**
  * `World.getEncryptionKeyForRun` with KMS envelope encryption.
  *
- * Each run has its own 32-byte AES-256 data key. KMS generates it (`GenerateDataKey` under the customer-managed key
- * `EVE_WORLD_AWS_KMS_KEY_ID`) and only the wrapped form is stored, in the run's partition (`RUN#<runId>` / `RUNKEY`,
- * see src/schema/keys.ts). Core derives its payload keys from the plaintext and encrypts step inputs/outputs, run
- * input/output, hook payloads and stream chunks with AES-GCM before they reach the World, so the table, the bucket and
- * the queue only ever hold ciphertext of them.
+ * Each run has its own 32-byte AES-256 data key. KMS generates it (`GenerateDataKey` under the
+ * customer-managed key `EVE_WORLD_AWS_KMS_KEY_ID`) and only the wrapped form is stored, in the
+ * run's partition (`RUN#<runId>` / `RUNKEY`, see src/schema/keys.ts). Core derives its payload keys
+ * from the plaintext and encrypts step inputs/outputs, run input/output, hook payloads and stream
+ * chunks with AES-GCM before they reach the World, so the table, the bucket and the queue only ever
+ * hold ciphertext of them.
  *
  * Invariants:
- * - One key per run, whoever asks first: the key item is an owned record (src/aws/owned-record.ts) whose owner token is
- *   the wrapped key itself (unique per GenerateDataKey), claimed while absent or ours. Two processes that generate at
- *   once converge on the winner's key (the loser unwraps the key its refused claim returned), and an SDK retry of our
- *   own put after a lost response finds its own blob and wins. No payload is ever encrypted under a key that is not
- *   stored.
- * - The encryption context is `{ "eve-world-aws:runId": <runId> }`: a wrapped key copied to another run's item does not
- *   unwrap (KMS answers InvalidCiphertextException), and CloudTrail shows which run each Decrypt was for. It
- *   deliberately does not name the table, so a table restored under another name still decrypts.
- * - Unwrapped keys are cached in process ({@link KeyCache}: bounded in count and age), and concurrent requests for one
- *   run share one load, so a busy run costs one KMS call per process per cache lifetime.
- * - Reading never creates: a terminal run without a key item (created before encryption was turned on) gets `undefined`
- *   (its payloads are plaintext), not a fresh key.
- * - The KMS SDK is loaded on the first key that needs KMS (like `clients.kms()`), never at import: a cold start that
- *   needs no key does not pay for it.
- * - Only run ids are keyed: a string that is not `wrun_` + a ULID (core's run id, which `run_created` insists on) is
- *   refused before any KMS call or write.
- * - A key made before its run exists (core asks in `start()`, before `run_created`; a health check asks for a run that
- *   may never be created) is written with a TTL ({@link PENDING_KEY_SECONDS} after the later of now and the id's ULID
- *   time, past the 24 h in which core may still create the run) and `pendingTtl` = that TTL. The first request that
- *   finds the run created (the run was passed, or its view exists) removes both, in one conditional update that leaves
- *   a TTL retention set since alone; so keys of runs that never materialise expire, and keys of real runs live exactly
- *   as long as the run's other items.
+ * - One key per run, whoever asks first: the key item is an owned record (src/aws/owned-record.ts)
+ *   whose owner token is the wrapped key itself (unique per GenerateDataKey), claimed while absent
+ *   or ours. Two processes that generate at once converge on the winner's key (the loser unwraps
+ *   the key its refused claim returned), and an SDK retry of our own put after a lost response
+ *   finds its own blob and wins. No payload is ever encrypted under a key that is not stored.
+ * - The encryption context is `{ "eve-world-aws:runId": <runId> }`: a wrapped key copied to another
+ *   run's item does not unwrap (KMS answers InvalidCiphertextException), and CloudTrail shows which
+ *   run each Decrypt was for. It deliberately does not name the table, so a table restored under
+ *   another name still decrypts.
+ * - Unwrapped keys are cached in process ({@link KeyCache}: bounded in count and age), and
+ *   concurrent requests for one run share one load, so a busy run costs one KMS call per process
+ *   per cache lifetime.
+ * - Reading never creates: a terminal run without a key item (created before encryption was turned
+ *   on) gets `undefined` (its payloads are plaintext), not a fresh key.
+ * - The KMS SDK is loaded on the first key that needs KMS (like `clients.kms()`), never at import:
+ *   a cold start that needs no key does not pay for it.
+ * - Only run ids are keyed: a string that is not `wrun_` + a ULID (core's run id, which
+ *   `run_created` insists on) is refused before any KMS call or write.
+ * - A key made before its run exists (core asks in `start()`, before `run_created`; a health check
+ *   asks for a run that may never be created) is written with a TTL ({@link PENDING_KEY_SECONDS}
+ *   after the later of now and the id's ULID time, past the 24 h in which core may still create the
+ *   run) and `pendingTtl` = that TTL. The first request that finds the run created (the run was
+ *   passed, or its view exists) removes both, in one conditional update that leaves a TTL retention
+ *   set since alone; so keys of runs that never materialise expire, and keys of real runs live
+ *   exactly as long as the run's other items.
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { WorkflowWorldError } from '@workflow/errors';

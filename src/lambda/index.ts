@@ -1,6 +1,7 @@
 /**
- * `@portfolio/eve-world-aws/lambda`: the package's Lambda handlers, in one entry, so the one pre-bundled asset
- * (`dist/lambda-worker/index.mjs`, src/cdk/bundle-worker.ts) serves both functions the CDK construct deploys:
+ * `@portfolio/eve-world-aws/lambda`: the package's Lambda handlers, in one entry, so the one
+ * pre-bundled asset (`dist/lambda-worker/index.mjs`, src/cdk/bundle-worker.ts) serves both
+ * functions the CDK construct deploys:
  * - `handler` (handler `index.handler`): the worker, fed by the SQS event source mapping; it
  *   forwards each record to the flow route and reports partial batch failures
  *   (src/consumer/delivery/sqs-event-handler.ts; `createSqsHandler` builds one with other options);

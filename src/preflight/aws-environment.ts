@@ -2,24 +2,25 @@
  * The three mistakes of a process's environment that keep every AWS call from being made at all,
  * each turned into ONE error that names what is wrong and the fix ({@link AwsEnvironmentError}):
  *
- * - `unreachable`: nothing answers at an endpoint (the emulator is stopped, a wrong port, no DNS name for a misspelt
- *   region, no route). The SDK retries a refused connection 8 times (src/aws/clients.ts) with jittered exponential
- *   backoff from 50 ms (6.35 s of backoff at most), and the preflight's three probes run in parallel, so this error
- *   arrives 3 to 5 s after the first call (measured: 3.5 to 5.4 s for `world.start()` in a fresh process, at a load
- *   average of 6 on 2 cores); an endpoint that drops packets instead of refusing costs 8 connect timeouts (3 s each,
- *   `tuning.connectTimeoutMs`) plus the same backoff, about 30 s.
+ * - `unreachable`: nothing answers at an endpoint (the emulator is stopped, a wrong port, no DNS
+ *   name for a misspelt region, no route). The SDK retries a refused connection 8 times
+ *   (src/aws/clients.ts) with jittered exponential backoff from 50 ms (6.35 s of backoff at most),
+ *   and the preflight's three probes run in parallel, so this error arrives 3 to 5 s after the
+ *   first call (measured: 3.5 to 5.4 s for `world.start()` in a fresh process, at a load average of
+ *   6 on 2 cores); an endpoint that drops packets instead of refusing costs 8 connect timeouts (3 s
+ *   each, `tuning.connectTimeoutMs`) plus the same backoff, about 30 s.
  * - `region`: no region anywhere (the environment was not loaded): the SDK's `Region is missing`.
  * - `credentials`: the SDK's provider chain found none (against AWS; an emulator's loopback
  *   endpoint always gets placeholder credentials).
  *
  * The preflight (src/preflight/resources.ts) raises it, so `world.start()` and a process's first
  * write or send (core's `start()` in a script that never calls `world.start()`) fail with it; the
- * CLI prints the same text (src/cli/shared/world.ts, `explainAwsError`) and `doctor` its parts, so each
- * fact lives here. Recognition of the SDK's errors stays in src/aws/sdk-errors.ts.
+ * CLI prints the same text (src/cli/shared/world.ts, `explainAwsError`) and `doctor` its parts, so
+ * each fact lives here. Recognition of the SDK's errors stays in src/aws/sdk-errors.ts.
  *
- * Invariant: it is a plain Error, never a `WorkflowWorldError`: core treats a transport-coded
- * world error from `events.create` as retryable and would report a run as started that nothing
- * was ever written for; with this error core's `start()` throws it as it is.
+ * Invariant: it is a plain Error, never a `WorkflowWorldError`: core treats a transport-coded world
+ * error from `events.create` as retryable and would report a run as started that nothing was ever
+ * written for; with this error core's `start()` throws it as it is.
  */
 import { isCredentialsMissing, isRegionMissing, unreachableCode } from '../aws/sdk-errors.js';
 import type { Endpoints, WorldConfig } from '../config/index.js';
@@ -188,10 +189,11 @@ function unreachableError(
 }
 
 /**
- * `api` (a namespace of the World's storage: runs, steps, events, hooks) with the same methods, whose failures of the
- * three kinds above are {@link AwsEnvironmentError}s: a process's first call may be a read (a script's `resumeHook()`
- * looks its token up, `getRun()`), which the preflight never sees. Every other error passes as it is; core treats both
- * alike (neither is a world error it retries).
+ * `api` (a namespace of the World's storage: runs, steps, events, hooks) with the same methods,
+ * whose failures of the three kinds above are {@link AwsEnvironmentError}s: a process's first call
+ * may be a read (a script's `resumeHook()` looks its token up, `getRun()`), which the preflight
+ * never sees. Every other error passes as it is; core treats both alike (neither is a world error
+ * it retries).
  */
 export function explainEnvironmentErrors<T extends object>(config: WorldConfig, api: T): T {
   const out: Record<string, unknown> = {};

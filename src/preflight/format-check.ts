@@ -1,26 +1,30 @@
 /**
- * The table's format check: may this process touch this table? One GetItem of the format item (`FORMAT#` / `meta`,
- * src/schema/keys.ts) per process and table, cached; run by `start()`, by every CLI command before it reads or writes,
- * by `doctor` and `init` (through src/provision/table-format.ts) and by a process that never calls `start()` (the
- * Lambda worker, the flow route) before its first delivery.
+ * The table's format check: may this process touch this table? One GetItem of the format item
+ * (`FORMAT#` / `meta`, src/schema/keys.ts) per process and table, cached; run by `start()`, by
+ * every CLI command before it reads or writes, by `doctor` and `init` (through
+ * src/provision/table-format.ts) and by a process that never calls `start()` (the Lambda worker,
+ * the flow route) before its first delivery.
  *
  * Invariants, enforced by {@link tableFormatProblem}:
  * - A table whose `minReader` is above this build's {@link READER_FORMAT} is refused: one error
- *   ({@link TableFormatError}) naming both versions and the upgrade step. Nothing is read or written.
+ *   ({@link TableFormatError}) naming both versions and the upgrade step. Nothing is read or
+ *   written.
  * - A build whose writes need a newer reader ({@link MIN_READER_OF_WRITES}) than the table allows
  *   is refused until `init` with that build raised `minReader` (migrations run before the code).
  * - A table without a format item was written before versioning: format 1, `minReader` 1. It is
  *   accepted; `init` records its format.
  *
- * The format item is the one item whose shape never changes (every build must read it): the number attributes `log`,
- * `records`, `messages` (newest format of each family present) and `minReader`, plus `updatedAt` and `writtenBy` for
- * people. It carries no `fv` stamp. Additive since this release: `deploymentAffinity` (BOOL true), the table's decision
- * that runs finish on the deployment that started them (src/deployment/membership.ts); absent means no. An older build
+ * The format item is the one item whose shape never changes (every build must read it): the number
+ * attributes `log`, `records`, `messages` (newest format of each family present) and `minReader`,
+ * plus `updatedAt` and `writtenBy` for people. It carries no `fv` stamp. Additive since this
+ * release: `deploymentAffinity` (BOOL true), the table's decision that runs finish on the
+ * deployment that started them (src/deployment/membership.ts); absent means no. An older build
  * ignores it, and none reads such a table: affinity comes with `minReader` 3.
  *
- * A table no `init` recorded and that holds no run yet may be recorded by its first process, with affinity, when that
- * process is asked to (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, what the CDK construct sets on a new stack):
- * {@link recordNewTableAffinity}, one conditional put that loses to any format item already there.
+ * A table no `init` recorded and that holds no run yet may be recorded by its first process, with
+ * affinity, when that process is asked to (EVE_WORLD_AWS_DEPLOYMENT_AFFINITY=on, what the CDK
+ * construct sets on a new stack): {@link recordNewTableAffinity}, one conditional put that loses to
+ * any format item already there.
  */
 import { type AttributeValue, type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { expression, when } from '../aws/expression.js';
@@ -60,13 +64,13 @@ export class TableFormatError extends Error {
 
 export const FAMILIES: readonly FormatFamily[] = ['log', 'records', 'messages'];
 
-/** A table without a format item: written before versioning, everything on it format 1. */
-export const UNRECORDED: TableFormat = {
+/** A table without a format item: written before versioning, everything on it format 1 (shared, so frozen). */
+export const UNRECORDED: TableFormat = Object.freeze({
   recorded: false,
-  formats: { log: UNSTAMPED_FORMAT, records: UNSTAMPED_FORMAT, messages: UNSTAMPED_FORMAT },
+  formats: Object.freeze({ log: UNSTAMPED_FORMAT, records: UNSTAMPED_FORMAT, messages: UNSTAMPED_FORMAT }),
   minReader: UNSTAMPED_FORMAT,
   affinity: false,
-};
+});
 
 function numberAttr(item: Record<string, { N?: string } | undefined>, name: string): number {
   const n = Number(item[name]?.N);
@@ -105,10 +109,11 @@ export function formatItem(tf: TableFormat, writtenBy: string): Record<string, A
 }
 
 /**
- * Records this build's formats with deployment affinity on a table no `init` recorded (see the header): one put
- * conditional on there being no format item, so it never overwrites one and two first processes record it once. The
- * caller has checked that the table holds no run. Returns the table's format afterwards (re-read when another writer
- * got there first) and forgets the cached check, so the next {@link checkTableFormat} reads it.
+ * Records this build's formats with deployment affinity on a table no `init` recorded (see the
+ * header): one put conditional on there being no format item, so it never overwrites one and two
+ * first processes record it once. The caller has checked that the table holds no run. Returns the
+ * table's format afterwards (re-read when another writer got there first) and forgets the cached
+ * check, so the next {@link checkTableFormat} reads it.
  */
 export async function recordNewTableAffinity(ddb: DynamoDBClient, tableName: string): Promise<TableFormat> {
   const formats = Object.fromEntries(FAMILIES.map((f) => [f, FORMATS[f].current])) as Record<FormatFamily, number>;
@@ -154,9 +159,10 @@ export function tableFormatProblem(tableName: string, tf: TableFormat): string |
 
 /**
  * Why no process may take part in deployment affinity on a table of format `tf`, or undefined: the
- * table records affinity but still allows readers that ignore `eve.dep` ({@link AFFINITY_MIN_READER}),
- * which would run another deployment's messages on their own build (only a hand-edited item or
- * a failed `init` leaves it so: `init --deployment-affinity` raises both in one put).
+ * table records affinity but still allows readers that ignore `eve.dep` ({@link
+ * AFFINITY_MIN_READER}), which would run another deployment's messages on their own build (only a
+ * hand-edited item or a failed `init` leaves it so: `init --deployment-affinity` raises both in one
+ * put).
  */
 export function affinityFormatProblem(tableName: string, tf: TableFormat): string | undefined {
   if (!tf.affinity || tf.minReader >= AFFINITY_MIN_READER) return undefined;

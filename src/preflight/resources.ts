@@ -1,20 +1,22 @@
 /**
- * The preflight: before a process's first write or send (and at `start()`), prove once that the World's table, queue
- * and bucket exist and answer, so a misnamed resource fails with ONE error naming it (the resource, the variable that
- * chose its name, the region and endpoint, the fix) before anything is written anywhere. Without it, core's `start()`
- * writes `run_created` and sends the run's first message in parallel: a wrong queue left a run `running` that nothing
- * would ever deliver, and a wrong table left a message that a correctly configured worker later ran.
+ * The preflight: before a process's first write or send (and at `start()`), prove once that the
+ * World's table, queue and bucket exist and answer, so a misnamed resource fails with ONE error
+ * naming it (the resource, the variable that chose its name, the region and endpoint, the fix)
+ * before anything is written anywhere. Without it, core's `start()` writes `run_created` and sends
+ * the run's first message in parallel: a wrong queue left a run `running` that nothing would ever
+ * deliver, and a wrong table left a message that a correctly configured worker later ran.
  *
  * Cheap, and only with actions the runtime policy already has (src/provision/iam-actions.ts): one
- * GetItem of a key that is never written (`keys.preflight` in src/schema/keys.ts), the queue's URL (the
- * transport's own cached GetQueueUrl, which the first send then reuses) or, when the queue is
+ * GetItem of a key that is never written (`keys.preflight` in src/schema/keys.ts), the queue's URL
+ * (the transport's own cached GetQueueUrl, which the first send then reuses) or, when the queue is
  * configured as a URL, one GetQueueAttributes, and one HeadBucket; all three in parallel.
  *
  * Invariants:
- * - Only a "does not exist" answer is a missing resource ({@link MissingResourceError}). No region, no credentials or
- *   an endpoint where nothing answers is the environment's mistake, reported as one {@link AwsEnvironmentError} naming
- *   it and the fix (src/preflight/aws-environment.ts). Throttling or denied access is an outage or another problem and
- *   is rethrown as it is (throttling as the contract's ThrottleError, so core retries), never reported as missing.
+ * - Only a "does not exist" answer is a missing resource ({@link MissingResourceError}). No region,
+ *   no credentials or an endpoint where nothing answers is the environment's mistake, reported as
+ *   one {@link AwsEnvironmentError} naming it and the fix (src/preflight/aws-environment.ts).
+ *   Throttling or denied access is an outage or another problem and is rethrown as it is
+ *   (throttling as the contract's ThrottleError, so core retries), never reported as missing.
  * - Once per process per set of resources: concurrent callers share one check, a passed check is
  *   kept, a failed one is forgotten, so the next call asks again (the resource may exist by then).
  */
@@ -83,7 +85,8 @@ export class MissingResourceError extends Error {
   }
 
   /**
-   * The error for `err` when it is a "does not exist" answer about `resource` of `ctx`'s configuration, else undefined.
+   * The error for `err` when it is a "does not exist" answer about `resource` of `ctx`'s
+   * configuration, else undefined.
    */
   static async of(
     ctx: WorldContext,
@@ -200,7 +203,8 @@ async function run(ctx: WorldContext, queues: PreflightQueues, options: Prefligh
   });
   if (missing.length > 0) throw new MissingResourceError(missing, await regionOf(ctx), unknownOf(config));
   if (others.length === 0) return;
-  // No region, no credentials, nothing answering: one error with the fix (src/preflight/aws-environment.ts).
+  // No region, no credentials, nothing answering: one error with the fix
+  // (src/preflight/aws-environment.ts).
   throw (
     AwsEnvironmentError.of(config, others, await regionOf(ctx)) ??
     toWorldError(others[0].error, 'eve-world-aws preflight')

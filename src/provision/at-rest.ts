@@ -1,17 +1,18 @@
 /**
- * `init` / `doctor` for EVE_WORLD_AWS_KMS_KEY_ID: the key is usable, and the table, both queues
- * and the bucket are encrypted at rest under it (SSE-KMS) instead of AWS-owned keys.
+ * `init` / `doctor` for EVE_WORLD_AWS_KMS_KEY_ID: the key is usable, and the table, both queues and
+ * the bucket are encrypted at rest under it (SSE-KMS) instead of AWS-owned keys.
  *
- * One report (`kind: 'encryption'`) lists a line per resource. Modes as in ./settings.ts: `apply` sets what differs
- * (every change here is online and non-destructive: DynamoDB re-keys in the background, an SQS attribute, the bucket's
- * default for new objects), `dry-run` says what it would set, `verify` reports drift with the command that fixes it.
+ * One report (`kind: 'encryption'`) lists a line per resource. Modes as in ./settings.ts: `apply`
+ * sets what differs (every change here is online and non-destructive: DynamoDB re-keys in the
+ * background, an SQS attribute, the bucket's default for new objects), `dry-run` says what it would
+ * set, `verify` reports drift with the command that fixes it.
  *
- * Settings an emulator does not implement are reported `skipped` with the reason, never as
- * applied: DynamoDB Local accepts and ignores SSESpecification (its ARNs name the region
- * `ddblocal`), and fauxqs accepts PutBucketEncryption but does not report it back.
+ * Settings an emulator does not implement are reported `skipped` with the reason, never as applied:
+ * DynamoDB Local accepts and ignores SSESpecification (its ARNs name the region `ddblocal`), and
+ * fauxqs accepts PutBucketEncryption but does not report it back.
  *
- * The key itself is never created here: a customer-managed key carries a key policy and a monthly cost that are the
- * owner's decision. A missing key is reported with the command to make one.
+ * The key itself is never created here: a customer-managed key carries a key policy and a monthly
+ * cost that are the owner's decision. A missing key is reported with the command to make one.
  */
 import { DescribeTableCommand, UpdateTableCommand } from '@aws-sdk/client-dynamodb';
 import { DecryptCommand, DescribeKeyCommand, GenerateDataKeyCommand, type KMSClient } from '@aws-sdk/client-kms';
@@ -178,7 +179,8 @@ async function queueLine(
   const fix = `aws sqs set-queue-attributes --queue-url ${url} --attributes KmsMasterKeyId=${key.arn}`;
   if (mode === 'verify') return { text: `queue ${label}: ${was}, expected SSE-KMS under ${key.arn}`, problem: fix };
   if (mode === 'dry-run') return { text: `queue ${label}: would switch from ${was} to SSE-KMS under the key` };
-  // 300 s data-key reuse (the SQS default): one KMS call per 5 minutes per producer, not per message.
+  // 300 s data-key reuse (the SQS default): one KMS call per 5 minutes per producer, not per
+  // message.
   await clients.sqs.send(
     new SetQueueAttributesCommand({
       QueueUrl: url,

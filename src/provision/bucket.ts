@@ -1,8 +1,9 @@
 /**
- * The bucket: created when missing, and hardened on every run with four settings: all public access blocked, default
- * encryption (any server-side algorithm is kept; an operator's KMS key is never downgraded), a TLS-only bucket policy
- * statement ({@link TLS_ONLY_SID}) and the lifecycle rules that expire transient objects. Fixes merge: the operator's
- * own policy statements and lifecycle rules stay.
+ * The bucket: created when missing, and hardened on every run with four settings: all public access
+ * blocked, default encryption (any server-side algorithm is kept; an operator's KMS key is never
+ * downgraded), a TLS-only bucket policy statement ({@link TLS_ONLY_SID}) and the lifecycle rules
+ * that expire transient objects. Fixes merge: the operator's own policy statements and lifecycle
+ * rules stay.
  */
 import {
   CreateBucketCommand,
@@ -160,7 +161,8 @@ function bucketSettings(s3: S3Client, bucket: string, region: string | undefined
         }
         if (!rules || rules.length === 0) return notImplemented('default encryption configuration');
         const alg = rules.map((r) => r.ApplyServerSideEncryptionByDefault?.SSEAlgorithm).find(Boolean);
-        // Any server-side algorithm is kept (a KMS key configured by the operator is never downgraded).
+        // Any server-side algorithm is kept (a KMS key configured by the operator is never
+        // downgraded).
         return alg ? { ok: true, detail: `default ${alg}` } : { ok: false, problem: 'no default encryption algorithm' };
       },
       async apply() {

@@ -3,12 +3,13 @@
  * (with a scheduler role), the queue, its DLQ, the bucket and the table, in that order (the queue
  * names the DLQ in its redrive policy; the table goes last, as it holds the runs).
  *
- * Only the resources this config names are ever touched, by exact name: never the account's
- * shared `default` schedule group, never the KMS key (EVE_WORLD_AWS_KMS_KEY_ID is the operator's)
- * nor the Scheduler role (created outside `init`). A resource that holds data (a table with an
- * item besides its format item, a bucket with an object, a queue with a message, a group with a schedule) stops the whole
- * deletion unless `force`; without `apply` nothing is changed and the report is the plan. Safe twice: a resource
- * already gone is reported `absent`; one deleted by someone else meanwhile counts as deleted.
+ * Only the resources this config names are ever touched, by exact name: never the account's shared
+ * `default` schedule group, never the KMS key (EVE_WORLD_AWS_KMS_KEY_ID is the operator's) nor the
+ * Scheduler role (created outside `init`). A resource that holds data (a table with an item besides
+ * its format item, a bucket with an object, a queue with a message, a group with a schedule) stops
+ * the whole deletion unless `force`; without `apply` nothing is changed and the report is the plan.
+ * Safe twice: a resource already gone is reported `absent`; one deleted by someone else meanwhile
+ * counts as deleted.
  */
 import { DeleteTableCommand, DescribeTableCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import {
@@ -67,8 +68,8 @@ function tableTarget(clients: AwsClients, name: string): Target {
     name,
     async inspect() {
       if (!(await unlessMissing(ddb.send(new DescribeTableCommand({ TableName: name }))))) return undefined;
-      // The table's format item (src/preflight/format-check.ts) is the World's own, written by `init`: a
-      // table holding only it is empty. Two keys suffice: any second item is data.
+      // The table's format item (src/preflight/format-check.ts) is the World's own, written by
+      // `init`: a table holding only it is empty. Two keys suffice: any second item is data.
       const format = keys.tableFormat();
       const page = await ddb.send(
         new ScanCommand({ TableName: name, Limit: 2, ...readInput({ projection: [ATTR.pk, ATTR.sk] }) }),

@@ -1,24 +1,28 @@
 /**
- * The ONE table of AWS commands this package sends, mapped to the IAM actions they need and the resources they touch,
- * per principal. Both `eve-world-aws init --print-iam-policy` (see `iam-policy.ts`) and the CDK construct's grants
- * (`src/cdk/`) are generated from it, and test/e2e/iam-coverage.test.ts records every command sent during real workflow
- * runs and fails if one is missing here. Adding an SDK call without a row here is therefore a test failure, not an
+ * The ONE table of AWS commands this package sends, mapped to the IAM actions they need and the
+ * resources they touch, per principal. Both `eve-world-aws init --print-iam-policy` (see
+ * `iam-policy.ts`) and the CDK construct's grants (`src/cdk/`) are generated from it, and
+ * test/e2e/iam-coverage.test.ts records every command sent during real workflow runs and fails if
+ * one is missing here. Adding an SDK call without a row here is therefore a test failure, not an
  * AccessDenied in production.
  *
  * Principals and resources: ./iam-resources.ts; the actions per resource a principal gets, and the
  * conditions its statements carry: ./principal-actions.ts.
  *
- * KMS (EVE_WORLD_AWS_KMS_KEY_ID): rows on `kmsKey` land in a policy only when a key is configured; likewise the
- * `signingSecret` row only with EVE_WORLD_AWS_SIGNING_SECRET_ARN, the `hostVersions` row (the worker's Lambda Invoke of
- * a host version) only with EVE_WORLD_AWS_HOST_FUNCTION, and the Scheduler rows (`scheduleGroup`,
- * `scheduleGroupSchedules`, `schedulerRole`) only with EVE_WORLD_AWS_SCHEDULER_ROLE_ARN. The group itself is `init`'s
- * (create) and `doctor`'s (read), never the runtime's: the World only creates schedules in it. The runtime's
- * GenerateDataKey + Decrypt serve both the per-run data keys (src/encryption/run-keys.ts) and SSE-KMS on the queue
- * (send: GenerateDataKey, receive: Decrypt) and the bucket (PutObject: GenerateDataKey, GetObject: Decrypt). DynamoDB
- * SSE-KMS needs no caller permission at run time: the table's grant, created by `init` (kms:CreateGrant, limited to AWS
- * resources by `GRANT_CONDITION` in ./principal-actions.ts), lets DynamoDB use the key.
+ * KMS (EVE_WORLD_AWS_KMS_KEY_ID): rows on `kmsKey` land in a policy only when a key is configured;
+ * likewise the `signingSecret` row only with EVE_WORLD_AWS_SIGNING_SECRET_ARN, the `hostVersions`
+ * row (the worker's Lambda Invoke of a host version) only with EVE_WORLD_AWS_HOST_FUNCTION, and the
+ * Scheduler rows (`scheduleGroup`, `scheduleGroupSchedules`, `schedulerRole`) only with
+ * EVE_WORLD_AWS_SCHEDULER_ROLE_ARN. The group itself is `init`'s (create) and `doctor`'s (read),
+ * never the runtime's: the World only creates schedules in it. The runtime's GenerateDataKey +
+ * Decrypt serve both the per-run data keys (src/encryption/run-keys.ts) and SSE-KMS on the queue
+ * (send: GenerateDataKey, receive: Decrypt) and the bucket (PutObject: GenerateDataKey, GetObject:
+ * Decrypt). DynamoDB SSE-KMS needs no caller permission at run time: the table's grant, created by
+ * `init` (kms:CreateGrant, limited to AWS resources by `GRANT_CONDITION` in
+ * ./principal-actions.ts), lets DynamoDB use the key.
  *
- * Invariant: no row grants `*` actions, and every resource is one of the named resources (never `Resource: "*"`).
+ * Invariant: no row grants `*` actions, and every resource is one of the named resources (never
+ * `Resource: "*"`).
  */
 import type { AwsService, IamPrincipal, IamResource } from './iam-resources.js';
 

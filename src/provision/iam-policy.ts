@@ -1,9 +1,11 @@
 /**
- * IAM policy documents printed by `eve-world-aws init --print-iam-policy [--operator]`, generated from the command
- * table in `iam-actions.ts` through `principal-actions.ts` (the CDK construct's grants come from the same table).
+ * IAM policy documents printed by `eve-world-aws init --print-iam-policy [--operator]`, generated
+ * from the command table in `iam-actions.ts` through `principal-actions.ts` (the CDK construct's
+ * grants come from the same table).
  *
- * ARNs are partition-aware (derived from the region by src/aws/arn.ts unless given), `iam:PassRole` carries an
- * `iam:PassedToService` condition, and the Scheduler role's own policy and trust policy are printed alongside.
+ * ARNs are partition-aware (derived from the region by src/aws/arn.ts unless given), `iam:PassRole`
+ * carries an `iam:PassedToService` condition, and the Scheduler role's own policy and trust policy
+ * are printed alongside.
  *
  * The KMS key (EVE_WORLD_AWS_KMS_KEY_ID) is granted by ARN when the setting is a key id or key ARN.
  * An alias cannot be a policy resource (KMS authorizes on the key), so an alias becomes every key
@@ -114,9 +116,10 @@ const SCHEDULER_RESOURCES: ReadonlySet<IamResource> = new Set([
 ]);
 
 /**
- * The policy for a principal. Scheduler statements are included only when a scheduler role is configured (without one,
- * long waits use SQS hops and the World never calls the Scheduler), KMS statements only when a key is configured.
- * `kms:CreateGrant` (init) is its own statement, limited to grants for AWS resources.
+ * The policy for a principal. Scheduler statements are included only when a scheduler role is
+ * configured (without one, long waits use SQS hops and the World never calls the Scheduler), KMS
+ * statements only when a key is configured. `kms:CreateGrant` (init) is its own statement, limited
+ * to grants for AWS resources.
  */
 export function principalPolicy(principal: IamPrincipal, config: WorldConfig, t: PolicyTarget): PolicyDocument {
   const arns = resourceArns(config, t);
@@ -181,7 +184,8 @@ export function schedulerRolePolicies(
           Effect: 'Allow',
           Principal: { Service: 'scheduler.amazonaws.com' },
           Action: 'sts:AssumeRole',
-          // Only schedules of this World's group may use the role (not every schedule of the account).
+          // Only schedules of this World's group may use the role (not every schedule of the
+          // account).
           Condition: { StringEquals: { 'aws:SourceAccount': t.account, 'aws:SourceArn': arns.scheduleGroup[0] } },
         },
       ],

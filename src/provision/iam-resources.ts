@@ -1,6 +1,7 @@
 /**
- * The principals and the resources of the IAM command table (./iam-actions.ts): who sends AWS commands, and what they
- * may touch. Each resource maps to exactly one ARN pattern in ./iam-policy.ts (and one binding in src/cdk/grants.ts).
+ * The principals and the resources of the IAM command table (./iam-actions.ts): who sends AWS
+ * commands, and what they may touch. Each resource maps to exactly one ARN pattern in
+ * ./iam-policy.ts (and one binding in src/cdk/grants.ts).
  *
  * Principals:
  * - `runtime`: the World inside the host (eve) and the SQS worker: storage, queue send + receive,
@@ -13,15 +14,16 @@
  * - `destroy`: `eve-world-aws destroy` (src/provision/destroy.ts): reading whether each resource
  *   holds data, emptying the bucket, deleting the resources `init` created. Deploy-time only, and
  *   never part of a printed policy: an operator runs it with their own administrative role.
- * - `sweeper`: the scheduled orphan sweep (src/sweep/sweep-handler.ts, deployed by the CDK construct): exactly the
- *   commands `sweepOrphans` sends (reads of the run's items, the `orphansSweptAt` mark, listing and deleting objects,
- *   the deployment registry's Query and retired mark) and those of a liveness backstop tick (src/backstop/: the DUE
- *   items' Query, fence and delete, a run's reads, re-opening a step's dispatch key, the queue's backlog
- *   (GetQueueAttributes), the wake's SendMessage, with GenerateDataKey on a KMS-encrypted queue); nothing of the
- *   Scheduler, and no Decrypt (it never reads an object's or a message's content). Every one of them is also a
- *   `runtime` row, so the operator policy (which includes `runtime`) covers `eve-world-aws sweep`.
- *   test/integration/sweep/sweep-handler.test.ts records what a sweep sends and checks it against the table's `sweeper`
- *   rows.
+ * - `sweeper`: the scheduled orphan sweep (src/sweep/sweep-handler.ts, deployed by the CDK
+ *   construct): exactly the commands `sweepOrphans` sends (reads of the run's items, the
+ *   `orphansSweptAt` mark, listing and deleting objects, the deployment registry's Query and
+ *   retired mark) and those of a liveness backstop tick (src/backstop/: the DUE items' Query, fence
+ *   and delete, a run's reads, re-opening a step's dispatch key, the queue's backlog
+ *   (GetQueueAttributes), the wake's SendMessage, with GenerateDataKey on a KMS-encrypted queue);
+ *   nothing of the Scheduler, and no Decrypt (it never reads an object's or a message's content).
+ *   Every one of them is also a `runtime` row, so the operator policy (which includes `runtime`)
+ *   covers `eve-world-aws sweep`. test/integration/sweep/sweep-handler.test.ts records what a sweep
+ *   sends and checks it against the table's `sweeper` rows.
  */
 
 /** The resources of one deployment. */

@@ -1,11 +1,13 @@
 /**
- * Provisioning: the AWS resources the World needs (one table and its format item, one queue with its DLQ, one bucket,
- * with EVE_WORLD_AWS_SCHEDULER_ROLE_ARN its own schedule group, and with EVE_WORLD_AWS_KMS_KEY_ID their encryption at
- * rest) and {@link reconcile}, which creates what is missing and reports drift in what exists. Used by `init` (apply /
- * dry run), `emulate`, `doctor` (verify), the CDK construct (the IAM table) and the test harness.
+ * Provisioning: the AWS resources the World needs (one table and its format item, one queue with
+ * its DLQ, one bucket, with EVE_WORLD_AWS_SCHEDULER_ROLE_ARN its own schedule group, and with
+ * EVE_WORLD_AWS_KMS_KEY_ID their encryption at rest) and {@link reconcile}, which creates what is
+ * missing and reports drift in what exists. Used by `init` (apply / dry run), `emulate`, `doctor`
+ * (verify), the CDK construct (the IAM table) and the test harness.
  *
- * A layer of its own above the World's parts: no runtime module imports it (test/unit/layers.test.ts), so a Lambda cold
- * start never loads it. Only standard AWS APIs are used, so the same code runs against real AWS and the emulators.
+ * A layer of its own above the World's parts: no runtime module imports it
+ * (test/unit/layers.test.ts), so a Lambda cold start never loads it. Only standard AWS APIs are
+ * used, so the same code runs against real AWS and the emulators.
  */
 import type { AwsClients } from '../aws/clients.js';
 import type { WorldConfig } from '../config/index.js';
@@ -42,7 +44,8 @@ export async function reconcile(
   options: { minReader?: number; affinity?: boolean } = {},
 ): Promise<ResourceReport[]> {
   const schema = await reconcileTable(clients.ddb, config.tableName, mode);
-  // The table's format item (src/schema/formats.ts), reported with the table: recorded, upgraded (additive) or checked.
+  // The table's format item (src/schema/formats.ts), reported with the table: recorded, upgraded
+  // (additive) or checked.
   const table = withFormat(
     schema,
     await reconcileTableFormat(
@@ -56,7 +59,8 @@ export async function reconcile(
   );
   const { dlq, queue } = await reconcileQueues(clients.sqs, config, mode);
   const bucket = await reconcileBucket(await clients.s3(), config.bucket, mode, config.region, config.retentionDays);
-  // With a scheduler role: the World's own schedule group (without one the Scheduler is never called).
+  // With a scheduler role: the World's own schedule group (without one the Scheduler is never
+  // called).
   const group = config.schedulerRoleArn ? [await reconcileScheduleGroup(await clients.scheduler(), config, mode)] : [];
   // With EVE_WORLD_AWS_KMS_KEY_ID: the key and SSE-KMS on all of the above (./at-rest.ts).
   return [table, dlq, queue, bucket, ...group, ...(await reconcileEncryption(clients, config, mode))];

@@ -1,8 +1,8 @@
 /**
- * What each principal of the IAM command table (./iam-actions.ts) gets, as ./iam-policy.ts prints it and
- * src/cdk/grants.ts binds it: the actions per resource (only the actions of a resource's own service land on it), and
- * the conditions its statements carry: `iam:PassRole` only to EventBridge Scheduler, `kms:CreateGrant` only for an AWS
- * resource. And what the Scheduler role itself may do.
+ * What each principal of the IAM command table (./iam-actions.ts) gets, as ./iam-policy.ts prints
+ * it and src/cdk/grants.ts binds it: the actions per resource (only the actions of a resource's own
+ * service land on it), and the conditions its statements carry: `iam:PassRole` only to EventBridge
+ * Scheduler, `kms:CreateGrant` only for an AWS resource. And what the Scheduler role itself may do.
  */
 import { COMMAND_PERMISSIONS } from './iam-actions.js';
 import { type IamPrincipal, type IamResource, RESOURCE_SERVICE } from './iam-resources.js';

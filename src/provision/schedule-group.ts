@@ -4,10 +4,11 @@
  * whose schedules the Scheduler role trusts (`aws:SourceArn`). Reconciled only when a scheduler
  * role is configured; without one the World never calls the Scheduler.
  *
- * Modes as in ./settings.ts: `apply` creates a missing group (a group of that name that exists, or that another `init`
- * created a moment ago, is verified, never an error), `dry-run` says it would, `verify` reports it missing. The
- * account's shared `default` group is only ever used when configured explicitly; it always exists, and
- * {@link sharedScheduleGroupWarning} says what trusting it means.
+ * Modes as in ./settings.ts: `apply` creates a missing group (a group of that name that exists, or
+ * that another `init` created a moment ago, is verified, never an error), `dry-run` says it would,
+ * `verify` reports it missing. The account's shared `default` group is only ever used when
+ * configured explicitly; it always exists, and {@link sharedScheduleGroupWarning} says what
+ * trusting it means.
  */
 import {
   CreateScheduleGroupCommand,

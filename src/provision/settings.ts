@@ -2,13 +2,14 @@
  * The reconcile engine shared by every resource of `src/provision/`: the report a resource
  * produces, and the {@link Setting}s (hardening settings) each resource is checked against.
  *
- * Modes: `apply` (what `init` and `emulate` run) creates what is missing and fixes drift,
- * `dry-run` plans it, `verify` (what `doctor` runs) only reports.
+ * Modes: `apply` (what `init` and `emulate` run) creates what is missing and fixes drift, `dry-run`
+ * plans it, `verify` (what `doctor` runs) only reports.
  *
  * Invariants, enforced by {@link reconcileSettings}:
- * - Every setting is re-checked on every run, not only when its resource is created (an
- *   interrupted `init`, or a bucket that already existed, must not stay unhardened).
- * - One setting never stops the others: a failed read or fix is reported (`failed`) and the next `init` applies it.
+ * - Every setting is re-checked on every run, not only when its resource is created (an interrupted
+ *   `init`, or a bucket that already existed, must not stay unhardened).
+ * - One setting never stops the others: a failed read or fix is reported (`failed`) and the next
+ *   `init` applies it.
  * - A setting the endpoint does not implement (an emulator) is `skipped` with the reason, never
  *   reported as applied nor silently ignored.
  */

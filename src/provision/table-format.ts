@@ -49,8 +49,9 @@ const FORMAT_STEPS: readonly FormatStep[] = [
 
 /**
  * The formats the table records after this build's `init`: never lower than what is there.
- * `minReader`: the oldest reader to allow at most (`init --deployment-affinity`: AFFINITY_MIN_READER);
- * `affinity`: record deployment affinity (`init --deployment-affinity`; one recorded stays).
+ * `minReader`: the oldest reader to allow at most (`init --deployment-affinity`:
+ * AFFINITY_MIN_READER); `affinity`: record deployment affinity (`init --deployment-affinity`; one
+ * recorded stays).
  */
 function targetFormat(current: TableFormat, minReader = MIN_READER_OF_WRITES, affinity = false): TableFormat {
   const formats = Object.fromEntries(
@@ -100,8 +101,9 @@ export interface FormatReport {
 }
 
 /**
- * The table's report with its format's folded in: `format:` detail lines; a format drift makes the table drift (with
- * the fix), a recorded or planned format change an `updated` / `would-update` of a table that was present.
+ * The table's report with its format's folded in: `format:` detail lines; a format drift makes the
+ * table drift (with the fix), a recorded or planned format change an `updated` / `would-update` of
+ * a table that was present.
  */
 export function withFormat(table: ResourceReport, format: FormatReport): ResourceReport {
   const out: ResourceReport = { ...table, details: [...table.details, ...format.details.map((d) => `format: ${d}`)] };
@@ -144,7 +146,8 @@ export async function reconcileTableFormat(
   const current = await readTableFormat(ddb, tableName);
   const problem = tableFormatProblem(tableName, current);
   if (current.minReader > READER_FORMAT || FAMILIES.some((f) => current.formats[f] > FORMATS[f].current)) {
-    // A newer build upgraded the table: this build reads it only if minReader allows, and never lowers it.
+    // A newer build upgraded the table: this build reads it only if minReader allows, and never
+    // lowers it.
     return report(
       problem ? 'drift' : 'present',
       [`${describe(current)}; this build writes ${describeFormats(targetFormat(UNRECORDED).formats)}`],

@@ -1,22 +1,23 @@
 /**
- * How long an offloaded queue body lives, tied to the copies that point at it (why a key must say its lifetime:
- * docs/design.md, "Queue body lifetime").
+ * How long an offloaded queue body lives, tied to the copies that point at it (why a key must say
+ * its lifetime: docs/design.md, "Queue body lifetime").
  *
  * Keys:
- * - `queue/<messageId>/<createdSec>`: under the bucket's `queue/` lifecycle rule, alive until created +
- *   PAYLOAD_EXPIRY_DAYS.
- * - `queue-held/<messageId>/<untilSec>`: no lifecycle rule; alive until `untilSec`, after which the sweep deletes it
- *   (src/sweep/held-bodies.ts). Used only when a copy must outlive the lifecycle window from now (a schedule more than
- *   ~2 weeks out).
+ * - `queue/<messageId>/<createdSec>`: under the bucket's `queue/` lifecycle rule, alive until
+ *   created + PAYLOAD_EXPIRY_DAYS.
+ * - `queue-held/<messageId>/<untilSec>`: no lifecycle rule; alive until `untilSec`, after which the
+ *   sweep deletes it (src/sweep/held-bodies.ts). Used only when a copy must outlive the lifecycle
+ *   window from now (a schedule more than ~2 weeks out).
  * - `queue/<messageId>` (no time in the key): age unknown, treated as expiring now.
  *
- * Invariant, enforced by {@link ensureBodyLifetime} in `SqsTransport.sendPlanned` (the one place every copy is sent
- * from: first sends, hops, `timeoutSeconds` re-sends, parked outage copies) and by `eve-world-aws redrive` before each
- * send: a copy is sent only pointing at a body guaranteed to exist until the copy can no longer be received, i.e. its
- * send time + SQS retention + 1 day of margin, or for a schedule its time + the Scheduler's retry window + the same.
- * When the current key does not cover that, the body is copied to a fresh key first and the copy points there. Old keys
- * are never deleted here (other copies of the same message may still point at them); they expire by lifecycle or are
- * swept after `untilSec`.
+ * Invariant, enforced by {@link ensureBodyLifetime} in `SqsTransport.sendPlanned` (the one place
+ * every copy is sent from: first sends, hops, `timeoutSeconds` re-sends, parked outage copies) and
+ * by `eve-world-aws redrive` before each send: a copy is sent only pointing at a body guaranteed to
+ * exist until the copy can no longer be received, i.e. its send time + SQS retention + 1 day of
+ * margin, or for a schedule its time + the Scheduler's retry window + the same. When the current
+ * key does not cover that, the body is copied to a fresh key first and the copy points there. Old
+ * keys are never deleted here (other copies of the same message may still point at them); they
+ * expire by lifecycle or are swept after `untilSec`.
  */
 import {
   HELD_BODY_PREFIX,

@@ -1,19 +1,21 @@
 /**
  * Wire encoding of queue messages.
  *
- * Payload body: "typed JSON", the same tagged form the reference Worlds use, so a payload survives JSON while keeping
- * its `Uint8Array`s byte for byte: every `Uint8Array` (including `Buffer`) is written as
- * `{"__type":"Uint8Array","data":"<base64>"}` and revived as a plain `Uint8Array`.
+ * Payload body: "typed JSON", the same tagged form the reference Worlds use, so a payload survives
+ * JSON while keeping its `Uint8Array`s byte for byte: every `Uint8Array` (including `Buffer`) is
+ * written as `{"__type":"Uint8Array","data":"<base64>"}` and revived as a plain `Uint8Array`.
  *
- * Message metadata (logical queue name, stable message id, attempt offset, due time, S3 pointer, pass-through headers)
- * travels in SQS message attributes ({@link MSG_ATTR}). EventBridge Scheduler cannot set message attributes on its SQS
- * target, so a scheduled message instead carries the same fields in a JSON envelope body ({@link encodeEnvelope}). The
- * consumer accepts both forms and normalises them to one {@link Envelope}.
+ * Message metadata (logical queue name, stable message id, attempt offset, due time, S3 pointer,
+ * pass-through headers) travels in SQS message attributes ({@link MSG_ATTR}). EventBridge Scheduler
+ * cannot set message attributes on its SQS target, so a scheduled message instead carries the same
+ * fields in a JSON envelope body ({@link encodeEnvelope}). The consumer accepts both forms and
+ * normalises them to one {@link Envelope}.
  *
- * Every message carries its format (src/schema/formats.ts): `eve.fmt` in the attributes, `f` in the envelope body
- * (written after `tag`, which older readers match as a prefix). Unstamped = format 1; readers before 0.2.0 ignore both
- * (an unknown attribute or JSON field is skipped by them). The consumer parks a message of a newer format instead of
- * delivering it (src/consumer/delivery/replace.ts).
+ * Every message carries its format (src/schema/formats.ts): `eve.fmt` in the attributes, `f` in the
+ * envelope body (written after `tag`, which older readers match as a prefix). Unstamped = format 1;
+ * readers before 0.2.0 ignore both (an unknown attribute or JSON field is skipped by them). The
+ * consumer parks a message of a newer format instead of delivering it
+ * (src/consumer/delivery/replace.ts).
  */
 import { MESSAGE_FORMAT, MESSAGE_FORMAT_ATTR, parseFormat, UNSTAMPED_FORMAT } from '../schema/formats.js';
 
@@ -49,8 +51,8 @@ export const MSG_ATTR = {
   format: MESSAGE_FORMAT_ATTR,
   /**
    * The deployment the message is for (src/deployment/): with affinity on, only a consumer of that
-   * deployment dispatches it (src/consumer/delivery/affinity.ts). Absent: any consumer (affinity off, or a
-   * message from before it).
+   * deployment dispatches it (src/consumer/delivery/affinity.ts). Absent: any consumer (affinity
+   * off, or a message from before it).
    */
   deployment: 'eve.dep',
 } as const;
@@ -86,8 +88,9 @@ export interface Envelope {
   /** The deployment the message is for ({@link MSG_ATTR.deployment}); undefined: any. */
   deploymentId?: string;
   /**
-   * String message attributes outside the World's `eve.` names, as received (someone else's: an operator's tag, a
-   * producer's): carried unchanged by every copy the consumer sends in its place, as SQS's own redrive keeps them.
+   * String message attributes outside the World's `eve.` names, as received (someone else's: an
+   * operator's tag, a producer's): carried unchanged by every copy the consumer sends in its place,
+   * as SQS's own redrive keeps them.
    */
   foreign?: Record<string, string>;
 }
@@ -115,7 +118,8 @@ function reviver(_key: string, value: unknown): unknown {
 
 /**
  * U+FFFE / U+FFFF are valid in JSON strings but rejected by SQS, so JSON text is sent with them as
- * `\u` escapes (they can only occur inside string literals, where the escape means the same character).
+ * `\u` escapes (they can only occur inside string literals, where the escape means the same
+ * character).
  */
 function escapeForSqs(json: string): string {
   return json.replace(/[\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);

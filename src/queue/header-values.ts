@@ -1,12 +1,13 @@
 /**
  * HTTP header values of a delivery, lossless for any string.
  *
- * Logical queue names, message ids and `QueueOptions.headers` values are arbitrary strings (a workflow file named in
- * CJK gives `__wkf_workflow_workflow//./workflows/注文//注文する`), but an HTTP header value must be a byte string without
- * controls, and `Headers` trims surrounding white space. So a value travels as is only when it is printable ASCII with
- * no white space at either end and does not begin with the marker; any other value travels as
- * `UTF-8''<percent-encoded UTF-8>` (the RFC 8187 ext-value form). The mapping is injective, so the signature, computed
- * over the value on the wire, covers the decoded value too.
+ * Logical queue names, message ids and `QueueOptions.headers` values are arbitrary strings (a
+ * workflow file named in CJK gives `__wkf_workflow_workflow//./workflows/注文//注文する`), but an HTTP
+ * header value must be a byte string without controls, and `Headers` trims surrounding white space.
+ * So a value travels as is only when it is printable ASCII with no white space at either end and
+ * does not begin with the marker; any other value travels as `UTF-8''<percent-encoded UTF-8>` (the
+ * RFC 8187 ext-value form). The mapping is injective, so the signature, computed over the value on
+ * the wire, covers the decoded value too.
  *
  * Header names cannot be encoded this way (a proxy would not recognise them): `queue()` refuses a
  * `QueueOptions.headers` name that is not an HTTP token.

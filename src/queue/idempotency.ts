@@ -1,26 +1,29 @@
 /**
- * Durable idempotency-key dedupe for `queue()`, in two phases so that "claimed" always means "sent, or being sent by a
- * live owner".
+ * Durable idempotency-key dedupe for `queue()`, in two phases so that "claimed" always means "sent,
+ * or being sent by a live owner".
  *
  * `QKEY#<key>` item:
- * - `pending {owner, leaseUntil, messageId}`: written by {@link claimIdempotencyKey} before the send;
- * - `sent {messageId, sentAt}`: written by {@link markIdempotencyKeySent} after SQS (or the Scheduler) accepted the
- *   message.
+ * - `pending {owner, leaseUntil, messageId}`: written by {@link claimIdempotencyKey} before the
+ *   send;
+ * - `sent {messageId, sentAt}`: written by {@link markIdempotencyKeySent} after SQS (or the
+ *   Scheduler) accepted the message.
  * An item with neither state was not written here: the claim fails loudly rather than guess.
  *
- * The claim (src/aws/owned-record.ts, `claim`) succeeds while no claim exists, its TTL has passed, or it is this
- * sender's own (an SDK retry of a lost response must not report a duplicate). Otherwise the stored item decides:
+ * The claim (src/aws/owned-record.ts, `claim`) succeeds while no claim exists, its TTL has passed,
+ * or it is this sender's own (an SDK retry of a lost response must not report a duplicate).
+ * Otherwise the stored item decides:
  * - `sent` -> a duplicate: the first message's id is returned and nothing is sent;
  * - `pending` with a live lease -> wait (short polls) until it becomes `sent` or its lease ends;
- * - `pending` with an expired lease (its owner died between claim and send, or the send and the release both failed) ->
- *   taken over with a conditional update on the old owner and lease; the taker sends, under the same message id.
+ * - `pending` with an expired lease (its owner died between claim and send, or the send and the
+ *   release both failed) -> taken over with a conditional update on the old owner and lease; the
+ *   taker sends, under the same message id.
  *
  * Invariants:
- * - A key is reported as a duplicate only when its item is `sent`, i.e. after a message for it was accepted (a crash
- *   between the accepted send and `markIdempotencyKeySent` leaves `pending`: the key is taken over after the lease and
- *   sent again, a duplicate delivery, never a loss).
- * - A used key keeps deduping for `idempotencyTtlSeconds` (the runtime mints fresh keys for re-arms and relies on a
- *   used key staying used).
+ * - A key is reported as a duplicate only when its item is `sent`, i.e. after a message for it was
+ *   accepted (a crash between the accepted send and `markIdempotencyKeySent` leaves `pending`: the
+ *   key is taken over after the lease and sent again, a duplicate delivery, never a loss).
+ * - A used key keeps deduping for `idempotencyTtlSeconds` (the runtime mints fresh keys for re-arms
+ *   and relies on a used key staying used).
  * - A claim whose send failed is released (conditional on still owning it), so a retry can send.
  */
 import { randomUUID } from 'node:crypto';
@@ -123,9 +126,10 @@ export async function claimIdempotencyKey(
 }
 
 /**
- * Record that the message of a claim was accepted. Conditional on still owning the claim; a claim taken over meanwhile
- * (this owner was slower than its lease) is left to its new owner. Returns whether the claim was marked. `sent` by us
- * already (a retried update) also passes: the write is the same.
+ * Record that the message of a claim was accepted. Conditional on still owning the claim; a claim
+ * taken over meanwhile (this owner was slower than its lease) is left to its new owner. Returns
+ * whether the claim was marked. `sent` by us already (a retried update) also passes: the write is
+ * the same.
  */
 export function markIdempotencyKeySent(
   ctx: WorldContext,
@@ -145,12 +149,13 @@ export async function releaseIdempotencyKey(ctx: WorldContext, idempotencyKey: s
 }
 
 /**
- * Re-open a used key (the liveness backstop, src/backstop/wake.ts): delete its claim if it is `sent`, so the next
- * `queue()` under the key sends again. Core re-queues a stranded pending step under the key of its first dispatch,
- * which stays used for `idempotencyTtlSeconds`; when that message was lost, only a re-opened key lets the re-queue out.
- * Conditional on `sent` (a `pending` claim has a live or expiring owner, whom the lease takeover above serves);
- * applying it twice deletes nothing more. At worst the re-send is a duplicate, which the step lease makes safe. Returns
- * whether a claim was deleted.
+ * Re-open a used key (the liveness backstop, src/backstop/wake.ts): delete its claim if it is
+ * `sent`, so the next `queue()` under the key sends again. Core re-queues a stranded pending step
+ * under the key of its first dispatch, which stays used for `idempotencyTtlSeconds`; when that
+ * message was lost, only a re-opened key lets the re-queue out. Conditional on `sent` (a `pending`
+ * claim has a live or expiring owner, whom the lease takeover above serves); applying it twice
+ * deletes nothing more. At worst the re-send is a duplicate, which the step lease makes safe.
+ * Returns whether a claim was deleted.
  */
 export function reopenSentIdempotencyKey(ctx: WorldContext, idempotencyKey: string): Promise<boolean> {
   return claims.remove(tableOf(ctx), keys.qkey(idempotencyKey), when.is('state', 'sent'));

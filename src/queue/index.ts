@@ -1,28 +1,30 @@
 /**
- * The send side of the World's `Queue`: `queue()` / `queueBatch()` onto one standard SQS queue, with durable
- * idempotency keys (./idempotency.ts), long delays (./delays.ts: SQS, Scheduler or hops) and the wire encoding
- * (./encoding.ts). Receiving is the consumer's job (src/consumer/).
+ * The send side of the World's `Queue`: `queue()` / `queueBatch()` onto one standard SQS queue,
+ * with durable idempotency keys (./idempotency.ts), long delays (./delays.ts: SQS, Scheduler or
+ * hops) and the wire encoding (./encoding.ts). Receiving is the consumer's job (src/consumer/).
  *
  * Invariants:
- * - Logical queue names (any length, with `/`) travel in the `eve.queue` message attribute; the SQS queue is always
- *   `config.queue`.
- * - `queue()` resolves only after SQS (or the Scheduler) accepted the message, or after finding that its idempotency
- *   key was already used (then it returns the first message's id).
- * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message: `queue()` returns it
- *   (./delivery-id.ts says who uses it for what).
- * - Every message is offered for early delivery (`early`, src/consumer/delivery/early/offer.ts decides) before it is
- *   sent: before its claim the first time this process sends its key (or when it has none), after a successful claim
- *   otherwise. The offer changes nothing of the claim or what `queue()` returns. A taken offer is delivered under its
- *   own id E (`<M>.early.<ulid>`, minted here from the id M it is offered under, ./delivery-id.ts), which no SQS copy
- *   or schedule ever carries; the copy's offset counts that delivery, so the copy is never attempt 1 beside it
- *   (docs/design.md, "Early delivery"). M is what `queue()` returns, except when a key offered before its claim turns
- *   out sent or taken over: one log line then joins the two ids.
+ * - Logical queue names (any length, with `/`) travel in the `eve.queue` message attribute; the SQS
+ *   queue is always `config.queue`.
+ * - `queue()` resolves only after SQS (or the Scheduler) accepted the message, or after finding
+ *   that its idempotency key was already used (then it returns the first message's id).
+ * - Message ids are `msg_<ulid>`, stable across every redelivery and re-send of the message:
+ *   `queue()` returns it (./delivery-id.ts says who uses it for what).
+ * - Every message is offered for early delivery (`early`, src/consumer/delivery/early/offer.ts
+ *   decides) before it is sent: before its claim the first time this process sends its key (or when
+ *   it has none), after a successful claim otherwise. The offer changes nothing of the claim or
+ *   what `queue()` returns. A taken offer is delivered under its own id E (`<M>.early.<ulid>`,
+ *   minted here from the id M it is offered under, ./delivery-id.ts), which no SQS copy or schedule
+ *   ever carries; the copy's offset counts that delivery, so the copy is never attempt 1 beside it
+ *   (docs/design.md, "Early delivery"). M is what `queue()` returns, except when a key offered
+ *   before its claim turns out sent or taken over: one log line then joins the two ids.
  * - With deployment affinity on (src/deployment/), every message names its deployment (`eve.dep`):
- *   `QueueOptions.deploymentId`, else this process's own (sends from inside a delivery are for the run's own
- *   deployment: core's guard let the delivery run here). A client's send names none unless core gives one (the CLI is
- *   no deployment). Only a message for this process's deployment is offered for early delivery. A send core's guard
- *   makes to a retired or unknown deployment is refused (src/deployment/targets.ts), and so is a start on this
- *   process's own deployment once it is retired (src/deployment/membership.ts).
+ *   `QueueOptions.deploymentId`, else this process's own (sends from inside a delivery are for the
+ *   run's own deployment: core's guard let the delivery run here). A client's send names none
+ *   unless core gives one (the CLI is no deployment). Only a message for this process's deployment
+ *   is offered for early delivery. A send core's guard makes to a retired or unknown deployment is
+ *   refused (src/deployment/targets.ts), and so is a start on this process's own deployment once it
+ *   is retired (src/deployment/membership.ts).
  */
 import {
   type MessageId,
@@ -73,15 +75,15 @@ export interface CreateQueueOptions {
   transport?: SqsTransport;
   /**
    * Offered each message about to be sent (the in-process consumer's early delivery,
-   * src/consumer/delivery/early/offer.ts), before its send; see the invariants above for when relative to
-   * its claim. `producer`: the `traceparent` of the span the send runs in. True when it took the
-   * message. It must not throw or wait.
+   * src/consumer/delivery/early/offer.ts), before its send; see the invariants above for when
+   * relative to its claim. `producer`: the `traceparent` of the span the send runs in. True when it
+   * took the message. It must not throw or wait.
    */
   early?: (copy: Envelope, earlyId: string, payload: QueuePayload, delaySeconds?: number, producer?: string) => boolean;
   /**
    * Awaited by each `queue()` once its input is validated, before anything is offered, claimed or
-   * sent (the World's preflight, src/preflight/resources.ts): a rejection fails that `queue()` call (and is
-   * that entry's error in `queueBatch`).
+   * sent (the World's preflight, src/preflight/resources.ts): a rejection fails that `queue()` call
+   * (and is that entry's error in `queueBatch`).
    */
   beforeSend?: () => Promise<void>;
   /**
@@ -122,7 +124,8 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     // Encode first: a payload that cannot be encoded must not burn its idempotency key.
     const body = encodePayload(payload);
     await options.beforeSend?.();
-    // With affinity on: the deployment the message is for; a send core's guard must not make throws here.
+    // With affinity on: the deployment the message is for; a send core's guard must not make throws
+    // here.
     let deploymentId: string | undefined;
     let own = true;
     if (identity.affinity) {
@@ -148,7 +151,8 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     // When the offer comes relative to the claim: the header (a key this process sent before, core
     // republishing after an error, is offered only once claimed, so a retry never starts a second
     // early delivery). A key another process also sends, or a failed send, leaves it one more
-    // delivery of the message. A retired deployment's messages are left to other deployments' consumers.
+    // delivery of the message. A retired deployment's messages are left to other deployments'
+    // consumers.
     const early = options.early !== undefined && own && !identity.retired;
     // The early delivery's own id names the message (./delivery-id.ts), and its span links to the
     // span this send runs in (core's `queue.publish`).
@@ -181,7 +185,8 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     if (early && !offeredFirst) taken = offer(messageId);
     try {
       // The copy's offset counts its early delivery, a dispatch, even under a claim taken over
-      // (another id than the one offered): never attempt 1 beside it (src/consumer/delivery/pipeline.ts).
+      // (another id than the one offered): never attempt 1 beside it
+      // (src/consumer/delivery/pipeline.ts).
       const offset = taken ? { attemptOffset: envelope.attemptOffset + 1 } : {};
       await transport.send({ ...envelope, messageId, ...offset }, opts?.delaySeconds);
     } catch (err) {
@@ -193,7 +198,8 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
       throw toWorldError(err, 'queue: send');
     }
     if (key !== undefined && claim?.claimed) {
-      // The message is accepted; if this fails the claim stays pending and is re-sent after its lease (a duplicate, never a loss).
+      // The message is accepted; if this fails the claim stays pending and is re-sent after its
+      // lease (a duplicate, never a loss).
       await markIdempotencyKeySent(ctx, key, claim.owner).catch((e) =>
         logger.error(`[eve-world-aws] could not mark idempotency key ${key} as sent: ${String(e)}`),
       );

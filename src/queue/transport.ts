@@ -131,8 +131,9 @@ export class SqsTransport {
   }
 
   /**
-   * Send `envelope` to the dead-letter queue at `url` (the redrive policy's, {@link deadLetterTarget}),
-   * visible at once, in this build's format like any copy: `eve-world-aws redrive` replays it.
+   * Send `envelope` to the dead-letter queue at `url` (the redrive policy's, {@link
+   * deadLetterTarget}), visible at once, in this build's format like any copy: `eve-world-aws
+   * redrive` replays it.
    */
   sendDeadLetter(envelope: Envelope, url: string, now = Date.now()): Promise<SendResult> {
     return this.sendPlanned({ ...envelope, deliverAt: undefined }, { kind: 'now' }, now, url);
@@ -172,8 +173,8 @@ export class SqsTransport {
   }
 
   /**
-   * Send `envelope` so that it is delivered no earlier than `delaySeconds` from now (see delays.ts).
-   * `allowScheduler: false` forces SQS hops (the consumer's re-delays use that).
+   * Send `envelope` so that it is delivered no earlier than `delaySeconds` from now (see
+   * delays.ts). `allowScheduler: false` forces SQS hops (the consumer's re-delays use that).
    */
   async send(
     envelope: Envelope,

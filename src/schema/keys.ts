@@ -162,8 +162,9 @@ export const storageKeys = {
 } as const;
 
 /**
- * The run's wrapped data key lives in the run's partition, not on the run view, because core asks for the key in
- * `start()` before `run_created` exists, and a resilient `run_started` elsewhere must find the same key.
+ * The run's wrapped data key lives in the run's partition, not on the run view, because core asks
+ * for the key in `start()` before `run_created` exists, and a resilient `run_started` elsewhere
+ * must find the same key.
  */
 export const encryptionKeys = {
   runKey: (runId: string) => ({ PK: `RUN#${runId}`, SK: 'RUNKEY' }),

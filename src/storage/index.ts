@@ -74,11 +74,12 @@ export function createStorage(ctx: WorldContext): WorldStorage {
   };
 }
 
-// What the orphan sweep (src/sweep/run-payloads.ts) reads and writes the table with: a run's items, the run view's
-// sweep state and mark, item states, the run's payload prefix, the codec. What the liveness backstop (src/backstop/)
-// does: the due runs and a checked run's reads, the DUE item's moves and delete, the step leases' watch. Both import
-// these from here, never from inside, and send no DynamoDB request of their own (test/unit/layers.test.ts). (The CLI's
-// tail uses the event cursor; the consumer, the step lease's heartbeat and the turn's acknowledgement; doctor, the
+// What the orphan sweep (src/sweep/run-payloads.ts) reads and writes the table with: a run's items,
+// the run view's sweep state and mark, item states, the run's payload prefix, the codec. What the
+// liveness backstop (src/backstop/) does: the due runs and a checked run's reads, the DUE item's
+// moves and delete, the step leases' watch. Both import these from here, never from inside, and
+// send no DynamoDB request of their own (test/unit/layers.test.ts). (The CLI's tail uses the event
+// cursor; the consumer, the step lease's heartbeat and the turn's acknowledgement; doctor, the
 // formats that wrote a run.)
 export { expired, isTerminalRun, isTerminalStep } from './records/lifecycle.js';
 export { runPrefix } from './records/payloads.js';

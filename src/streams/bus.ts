@@ -1,11 +1,12 @@
 /**
- * The in-process bus: after a block is committed to DynamoDB, the writer publishes it here with its bytes, and live
- * readers in this process take it from memory instead of querying. Module level, so every World instance on the same
- * table in this process shares it.
+ * The in-process bus: after a block is committed to DynamoDB, the writer publishes it here with its
+ * bytes, and live readers in this process take it from memory instead of querying. Module level, so
+ * every World instance on the same table in this process shares it.
  *
- * A published block is always already durable, so a reader that delivers it never shows a chunk that could later
- * vanish. Readers use the bus only when the block starts exactly at their position; anything else (a missed message,
- * another process's writes) falls back to a Query, so a lost or spurious message costs latency, never correctness.
+ * A published block is always already durable, so a reader that delivers it never shows a chunk
+ * that could later vanish. Readers use the bus only when the block starts exactly at their
+ * position; anything else (a missed message, another process's writes) falls back to a Query, so a
+ * lost or spurious message costs latency, never correctness.
  */
 import { EventEmitter } from 'node:events';
 

@@ -1,34 +1,38 @@
 /**
  * The live reader behind `streams.get()`: a pull-based ReadableStream over the block items.
  *
- * Position: `i` is the next chunk index to deliver, `k` the key of the next block to read (the block holding `i`, or
- * the one after the tail). Blocks are dense (block-items.ts), so the next block is exactly the one keyed `k`; applying
- * it delivers its chunks from `i` on and moves `k` past it. Nothing is skipped, repeated or reordered, whichever source
- * the block came from.
+ * Position: `i` is the next chunk index to deliver, `k` the key of the next block to read (the
+ * block holding `i`, or the one after the tail). Blocks are dense (block-items.ts), so the next
+ * block is exactly the one keyed `k`; applying it delivers its chunks from `i` on and moves `k`
+ * past it. Nothing is skipped, repeated or reordered, whichever source the block came from.
  *
  * Sources, cheapest first:
- *  1. the in-process bus (bus.ts): blocks committed by a writer in this process, taken from memory when one starts
- *     exactly at `k` (no request);
+ *  1. the in-process bus (bus.ts): blocks committed by a writer in this process, taken from memory
+ *     when one starts exactly at `k` (no request);
  *  2. one consistent Query from `k` (returns every block written since, and the EOF).
- * Pacing of (2) (the argument: docs/design.md, "Live stream reads"): polls are spaced from the START of the previous
- * Query and never closer than `streamPollMs`; after ACTIVE_MS without data the interval grows by BACKOFF per empty poll
- * up to `streamIdlePollMs`; a block's `nextAt` hint (block-items.ts, pacing.ts) moves a poll to just after it, never
- * sooner than `streamPollMs` after the last Query. A hint only moves a poll: what is read, and in which order, is the
- * same. While the bus is feeding the reader, polls wait the idle interval. Polls happen only while the consumer wants
- * data (backpressure).
+ * Pacing of (2) (the argument: docs/design.md, "Live stream reads"): polls are spaced from the
+ * START of the previous Query and never closer than `streamPollMs`; after ACTIVE_MS without data
+ * the interval grows by BACKOFF per empty poll up to `streamIdlePollMs`; a block's `nextAt` hint
+ * (block-items.ts, pacing.ts) moves a poll to just after it, never sooner than `streamPollMs` after
+ * the last Query. A hint only moves a poll: what is read, and in which order, is the same. While
+ * the bus is feeding the reader, polls wait the idle interval. Polls happen only while the consumer
+ * wants data (backpressure).
  *
- * The end of a run ends its streams (`runEnd` given): a stream whose writer never wrote its EOF (the run was cancelled
- * mid-stream, failed, or completed without closing it) would otherwise be polled forever. Only while the reader is idle
- * (no data for ACTIVE_MS) it reads the run, at most once per RUN_CHECK_MS until the run is terminal. Once this reader
- * has known the run terminal for END_GRACE_MS (timed on its own monotonic clock from the read that first showed it
- * terminal, never from the run's end time, which another process's clock wrote) and a Query that started after that
- * found nothing new, no writer is taken to be left: the reader writes the stream's EOF (`seal`, the writer's idempotent
- * close; a late block that lands first is kept, the EOF goes after it by density), logs why, and ends at that EOF like
- * any reader. Sealing, not just closing this reader, is what lets core's `getReadable()` end: core trusts an end only
- * when `getInfo()` says `done` (else it reconnects), and every other reader and `getChunks()` then agree. Chunks a
- * writer sends after the seal are dropped, as for any closed stream.
+ * The end of a run ends its streams (`runEnd` given): a stream whose writer never wrote its EOF
+ * (the run was cancelled mid-stream, failed, or completed without closing it) would otherwise be
+ * polled forever. Only while the reader is idle (no data for ACTIVE_MS) it reads the run, at most
+ * once per RUN_CHECK_MS until the run is terminal. Once this reader has known the run terminal for
+ * END_GRACE_MS (timed on its own monotonic clock from the read that first showed it terminal, never
+ * from the run's end time, which another process's clock wrote) and a Query that started after that
+ * found nothing new, no writer is taken to be left: the reader writes the stream's EOF (`seal`, the
+ * writer's idempotent close; a late block that lands first is kept, the EOF goes after it by
+ * density), logs why, and ends at that EOF like any reader. Sealing, not just closing this reader,
+ * is what lets core's `getReadable()` end: core trusts an end only when `getInfo()` says `done`
+ * (else it reconnects), and every other reader and `getChunks()` then agree. Chunks a writer sends
+ * after the seal are dropped, as for any closed stream.
  *
- * Every exit path (EOF, cancel, error, World close) runs `finish()`, which clears the timer and the bus listener.
+ * Every exit path (EOF, cancel, error, World close) runs `finish()`, which clears the timer and the
+ * bus listener.
  */
 import type { WorkflowRunStatus } from '@workflow/world';
 import type { WorldConfig } from '../config/index.js';
@@ -54,8 +58,9 @@ const S3_CONCURRENCY = 8;
 /** An idle reader reads its run's status at most this often until the run is terminal. */
 const RUN_CHECK_MS = 5000;
 /**
- * How long after a reader saw its run ended a stream with no new data is taken to have no writer left (the reader sees
- * the end at or after it happened, so a write up to this long after the end is never lost, whatever the clocks).
+ * How long after a reader saw its run ended a stream with no new data is taken to have no writer
+ * left (the reader sees the end at or after it happened, so a write up to this long after the end
+ * is never lost, whatever the clocks).
  */
 export const END_GRACE_MS = 5000;
 
@@ -269,7 +274,8 @@ export function liveTail(
                 hint = b.nextAt;
                 if (eof) break;
               }
-              // Too early costs a fast interval, too late only the margin: grow fast, shrink slowly.
+              // Too early costs a fast interval, too late only the margin: grow fast, shrink
+              // slowly.
               if (hinted) settle = out.length > 0 ? Math.max(SETTLE_MIN_MS, settle - 0.5) : Math.min(settle + 5, fast);
               hinted = false;
             }

@@ -1,13 +1,14 @@
 /**
- * Appending blocks: one conditional PutItem per group of chunks (split only past BLOCK_BYTES / BLOCK_CHUNKS), and one
- * for the EOF. No counter, no reservation, no meta row.
+ * Appending blocks: one conditional PutItem per group of chunks (split only past BLOCK_BYTES /
+ * BLOCK_CHUNKS), and one for the EOF. No counter, no reservation, no meta row.
  *
- * Where a block goes: at the end of this writer's last block of the stream (remembered per stream, so a writer that
- * owns a stream pays one request per group), or at 0 for a stream this instance has not seen.
- * `attribute_not_exists(PK)` makes the put exclusive. On a condition failure the old item comes back (ALL_OLD):
+ * Where a block goes: at the end of this writer's last block of the stream (remembered per stream,
+ * so a writer that owns a stream pays one request per group), or at 0 for a stream this instance
+ * has not seen. `attribute_not_exists(PK)` makes the put exclusive. On a condition failure the old
+ * item comes back (ALL_OLD):
  *   - it carries our own token: an SDK retry of a put whose response was lost; the block is ours;
- *   - it is the EOF: the stream is closed; the chunks are dropped, as readers never see data past EOF (the reference
- *     Worlds do the same);
+ *   - it is the EOF: the stream is closed; the chunks are dropped, as readers never see data past
+ *     EOF (the reference Worlds do the same);
  *   - otherwise another writer got there first: read the tail (one Query) and put there.
  * So a retried put never writes a block twice and never leaves a gap (see block-items.ts, density).
  */
@@ -59,7 +60,8 @@ export class BlockWriter {
     if (chunks.length === 0) return;
     const token = this.nextToken();
     const stored = await Promise.all(chunks.map((c, i) => this.store(runId, name, token, i, c)));
-    // Split into items under the size caps; a single chunk always fits (payload threshold <= BLOCK_BYTES).
+    // Split into items under the size caps; a single chunk always fits (payload threshold <=
+    // BLOCK_BYTES).
     const parts: [number, number][] = [];
     let start = 0;
     let bytes = 0;

@@ -4,14 +4,16 @@
  * `eve-world-aws deployments retire` and the daily sweep share.
  *
  * Invariants:
- * - A deployment is retirable only when no process of it runs (its heartbeat counter watched unchanged for
- *   LIVENESS_WINDOW_MS on this process's clock: src/deployment/liveness.ts), it has no active run (pending or running),
- *   and it has been quiet for the grace period (no `lastSeen` and no run of it ended within it: a policy on timestamps
- *   other hosts wrote, hours long, never what keeps a live process from being retired). `force` (the CLI's `--force`)
- *   skips all three, after saying which runs it fails.
- * - When the active-run listing is cut short (more than {@link ACTIVE_SCAN_LIMIT} active runs),
- *   "no active run" is unknown: nothing is retirable without `force`.
- * - Retiring is markRetired's one conditional write (safe twice); the sweep's dry run writes nothing.
+ * - A deployment is retirable only when no process of it runs (its heartbeat counter watched
+ *   unchanged for LIVENESS_WINDOW_MS on this process's clock: src/deployment/liveness.ts), it has
+ *   no active run (pending or running), and it has been quiet for the grace period (no `lastSeen`
+ *   and no run of it ended within it: a policy on timestamps other hosts wrote, hours long, never
+ *   what keeps a live process from being retired). `force` (the CLI's `--force`) skips all three,
+ *   after saying which runs it fails.
+ * - When the active-run listing is cut short (more than {@link ACTIVE_SCAN_LIMIT} active runs), "no
+ *   active run" is unknown: nothing is retirable without `force`.
+ * - Retiring is markRetired's one conditional write (safe twice); the sweep's dry run writes
+ *   nothing.
  */
 import type { WorkflowRun } from '@workflow/world';
 import type { WorldContext } from '../context/world-context.js';
@@ -172,7 +174,8 @@ export async function sweepDeployments(
   const graceMs = opts.graceMs ?? ctx.config.deploymentGraceSeconds * 1000;
   const activity = await deploymentActivity(ctx);
   const drained = candidates.filter((d) => drainVerdict(d, activity, graceMs, now).retirable);
-  // The drained ones are watched (at most LIVENESS_WINDOW_MS): a process still running keeps its deployment.
+  // The drained ones are watched (at most LIVENESS_WINDOW_MS): a process still running keeps its
+  // deployment.
   const { watch } =
     drained.length > 0
       ? await watchDeployments(ctx, {

@@ -1,8 +1,9 @@
 /**
- * The sweep as one operation: orphaned run payloads under `runs/` (./run-payloads.ts), held queue bodies past their
- * time under `queue-held/` (./held-bodies.ts), and drained deployments past their grace period (./deployments.ts). It
- * reads what storage and the queue wrote, so it sits above both and below the consumer (whose `/lambda` entry
- * re-exports the scheduled handler, ./sweep-handler.ts) and the World (`world.sweepOrphans`, the CLI's `sweep`).
+ * The sweep as one operation: orphaned run payloads under `runs/` (./run-payloads.ts), held queue
+ * bodies past their time under `queue-held/` (./held-bodies.ts), and drained deployments past their
+ * grace period (./deployments.ts). It reads what storage and the queue wrote, so it sits above both
+ * and below the consumer (whose `/lambda` entry re-exports the scheduled handler,
+ * ./sweep-handler.ts) and the World (`world.sweepOrphans`, the CLI's `sweep`).
  */
 import type { WorldContext } from '../context/world-context.js';
 import { storageContext } from '../storage/index.js';
@@ -22,13 +23,13 @@ export interface SweepReport extends OrphanSweepReport {
 }
 
 /**
- * Delete the S3 objects nothing can reference any more: orphaned run payloads under `runs/` and held queue bodies past
- * their time; and retire deployments that drained (./deployments.ts). What `eve-world-aws sweep` and the scheduled
- * Lambda run; safe to run at any time and repeatedly.
+ * Delete the S3 objects nothing can reference any more: orphaned run payloads under `runs/` and
+ * held queue bodies past their time; and retire deployments that drained (./deployments.ts). What
+ * `eve-world-aws sweep` and the scheduled Lambda run; safe to run at any time and repeatedly.
  *
- * Held bodies go first: they are one listing of `queue-held/` and have no lifecycle rule, so a sweep stopped by `signal`
- * (a Lambda deadline) while working through a backlog of runs never starves them. `stopped` is true when either part
- * stopped early.
+ * Held bodies go first: they are one listing of `queue-held/` and have no lifecycle rule, so a
+ * sweep stopped by `signal` (a Lambda deadline) while working through a backlog of runs never
+ * starves them. `stopped` is true when either part stopped early.
  */
 export async function sweepOrphans(context: WorldContext, options: OrphanSweepOptions = {}): Promise<SweepReport> {
   const heldBodies =

@@ -1,19 +1,21 @@
 /**
- * The orphan sweep of run payloads: deletes offloaded payloads under `runs/<runId>/` that no stored item references and
- * that no future create can ever reference. Why objects are orphaned and why each rule below is safe (which writers can
- * still publish a pointer under which prefix): docs/design.md, "Orphan sweep".
+ * The orphan sweep of run payloads: deletes offloaded payloads under `runs/<runId>/` that no stored
+ * item references and that no future create can ever reference. Why objects are orphaned and why
+ * each rule below is safe (which writers can still publish a pointer under which prefix):
+ * docs/design.md, "Orphan sweep".
  *
  * Invariants:
  * - A terminal run (ended more than `graceMs` ago) loses only unreferenced objects older than
  *   `graceMs`, and nothing under a step that is not terminal; while any step is not terminal, no
  *   stream object either. Paths this World does not write are kept.
- * - A prefix with no run item loses its unreferenced objects older than `graceMs` only once its
- *   run id is older than the run-creation window plus `graceMs` ({@link RUN_CREATE_WINDOW_MS});
- *   objects a live hook references are kept; a prefix that is not a `wrun_<ULID>` is kept.
+ * - A prefix with no run item loses its unreferenced objects older than `graceMs` only once its run
+ *   id is older than the run-creation window plus `graceMs` ({@link RUN_CREATE_WINDOW_MS}); objects
+ *   a live hook references are kept; a prefix that is not a `wrun_<ULID>` is kept.
  * - A pending or running run is never touched.
  * - Items are read (strongly consistent) before objects are listed.
- * - A run whose sweep protected nothing and deleted every orphan is marked `orphansSweptAt` (conditional on the run
- *   being terminal: `markRunSwept`, src/storage/write/run-swept.ts); later sweeps skip it unless `recheck` is set.
+ * - A run whose sweep protected nothing and deleted every orphan is marked `orphansSweptAt`
+ *   (conditional on the run being terminal: `markRunSwept`, src/storage/write/run-swept.ts); later
+ *   sweeps skip it unless `recheck` is set.
  * - Once `signal` is aborted no further run prefix is started; the report says `stopped: true`.
  * - Every doubt keeps the object; every delete is idempotent.
  *
@@ -133,7 +135,8 @@ type RunState =
 export function runState(runId: string, run: Attrs | undefined, now: number): RunState {
   const minted = runId.startsWith('wrun_') ? ulidToDate(runId.slice(5)) : null;
   if (!minted) return { kind: 'foreign' };
-  // A run item past its TTL is purged for every reader (src/storage/records/lifecycle.ts), so for the sweep.
+  // A run item past its TTL is purged for every reader (src/storage/records/lifecycle.ts), so for
+  // the sweep.
   if (!run || expired(run, now)) return { kind: 'absent', mintedAt: minted.getTime() };
   const status = str(run, 'status');
   if (!isTerminalRun(status)) return { kind: 'active' };
@@ -166,9 +169,10 @@ function collectRefs(v: AttributeValue | undefined, prefix: string, out: Set<str
 }
 
 /**
- * Read everything that can point into `runs/<runId>/`: the run's items with its hooks (`readRunItems`: its partition,
- * its hooks, its stream blocks). `refs`: the keys they point at; `liveSteps`: the prefixes of the run's non-terminal
- * steps (`runs/<id>/steps/<stepId>/`). `liveOnly`: ignore items whose TTL passed.
+ * Read everything that can point into `runs/<runId>/`: the run's items with its hooks
+ * (`readRunItems`: its partition, its hooks, its stream blocks). `refs`: the keys they point at;
+ * `liveSteps`: the prefixes of the run's non-terminal steps (`runs/<id>/steps/<stepId>/`).
+ * `liveOnly`: ignore items whose TTL passed.
  */
 async function readRunRefs(ctx: StorageCtx, runId: string, now: number, liveOnly: boolean) {
   const prefix = `${runPrefix(runId)}/`;

@@ -1,20 +1,22 @@
 /**
- * The scheduled sweep as a Lambda handler: `sweepHandler`, re-exported by the package's `/lambda` entry, so the
- * pre-bundled worker (`dist/lambda-worker/index.mjs`) contains it and the CDK construct deploys it from the same asset
- * with handler `index.sweepHandler`, invoked once a day by an EventBridge rule.
+ * The scheduled sweep as a Lambda handler: `sweepHandler`, re-exported by the package's `/lambda`
+ * entry, so the pre-bundled worker (`dist/lambda-worker/index.mjs`) contains it and the CDK
+ * construct deploys it from the same asset with handler `index.sweepHandler`, invoked once a day by
+ * an EventBridge rule.
  *
- * Per invocation: the context is built from the environment (`loadConfig()`; its clients are destroyed afterwards),
- * {@link sweepOrphans} runs with a signal that aborts `marginMs` before the Lambda deadline
- * (`getRemainingTimeInMillis()`), so the sweep stops starting runs in time and returns normally instead of being killed
- * mid-run; the runs it finished are marked clean, so the next day's sweep continues with the rest. One JSON line
- * summarises the sweep. The invocation fails (throws) when the sweep reported failures (an object S3 refused to delete,
- * a run whose reads failed), so the function's Errors metric, and the construct's alarm on it, see them.
+ * Per invocation: the context is built from the environment (`loadConfig()`; its clients are
+ * destroyed afterwards), {@link sweepOrphans} runs with a signal that aborts `marginMs` before the
+ * Lambda deadline (`getRemainingTimeInMillis()`), so the sweep stops starting runs in time and
+ * returns normally instead of being killed mid-run; the runs it finished are marked clean, so the
+ * next day's sweep continues with the rest. One JSON line summarises the sweep. The invocation
+ * fails (throws) when the sweep reported failures (an object S3 refused to delete, a run whose
+ * reads failed), so the function's Errors metric, and the construct's alarm on it, see them.
  *
- * The event may carry the CLI's options (`{"graceMs": 0, "dryRun": true, "recheck": true}`, e.g. from
- * `aws lambda invoke`); the scheduled event from EventBridge has none of these fields, so the daily sweep uses the
- * defaults (1 h grace; deployments retire after `deploymentGraceSeconds`, src/sweep/deployments.ts).
- * `{"backstop": true}` (the construct's minute rule) runs one liveness backstop tick instead (src/backstop/); a tick
- * with failed checks fails the invocation.
+ * The event may carry the CLI's options (`{"graceMs": 0, "dryRun": true, "recheck": true}`, e.g.
+ * from `aws lambda invoke`); the scheduled event from EventBridge has none of these fields, so the
+ * daily sweep uses the defaults (1 h grace; deployments retire after `deploymentGraceSeconds`,
+ * src/sweep/deployments.ts). `{"backstop": true}` (the construct's minute rule) runs one liveness
+ * backstop tick instead (src/backstop/); a tick with failed checks fails the invocation.
  */
 import { destroyClients } from '../aws/clients.js';
 import { runBackstopTick, type TickReport } from '../backstop/index.js';
@@ -32,8 +34,9 @@ export interface SweepHandlerOptions {
   /** World context (config, clients). Default: built from `process.env` on each invocation. */
   context?: WorldContext;
   /**
-   * Stop starting run prefixes this long before the Lambda deadline (ms): the runs in progress must finish within it.
-   * Default: its row, `SETTINGS.sweep.marginMs` (60 s); at most a quarter of the time left at the start.
+   * Stop starting run prefixes this long before the Lambda deadline (ms): the runs in progress must
+   * finish within it. Default: its row, `SETTINGS.sweep.marginMs` (60 s); at most a quarter of the
+   * time left at the start.
    */
   marginMs?: number;
   /** Passed to the sweep (default 1 h, as the CLI's `--older-than`); an event's `graceMs` wins. */

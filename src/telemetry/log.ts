@@ -1,15 +1,17 @@
 /**
  * The logger every World part writes to. Two formats:
- * - `text` (a terminal, a plain Node host): the line as written, starting with `[eve-world-aws]` so operators can grep
- *   it;
- * - `json` (inside AWS Lambda): one JSON object per line, `{"level", "message", "logger", "timestamp"}` plus the
- *   delivery's fields (run id, message id, delivery id, queue, attempt, error name) from the call and from
- *   {@link withLogContext}, which CloudWatch Logs Insights can query.
+ * - `text` (a terminal, a plain Node host): the line as written, starting with `[eve-world-aws]` so
+ *   operators can grep it;
+ * - `json` (inside AWS Lambda): one JSON object per line, `{"level", "message", "logger",
+ *   "timestamp"}` plus the delivery's fields (run id, message id, delivery id, queue, attempt,
+ *   error name) from the call and from {@link withLogContext}, which CloudWatch Logs Insights can
+ *   query.
  *
  * Invariants:
- * - A JSON line carries the message and the {@link LogFields} whitelist only: never a payload, a header or an error's
- *   stack (messages name ids and error names, not contents).
- * - Below the level (EVE_WORLD_AWS_LOG_LEVEL, default `info`, see {@link configureLogging}) a call returns at once.
+ * - A JSON line carries the message and the {@link LogFields} whitelist only: never a payload, a
+ *   header or an error's stack (messages name ids and error names, not contents).
+ * - Below the level (EVE_WORLD_AWS_LOG_LEVEL, default `info`, see {@link configureLogging}) a call
+ *   returns at once.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 

@@ -5,12 +5,13 @@
  * in-process poller every minute when enabled (EVE_WORLD_AWS_METRICS=1, `config.metrics`).
  *
  * Invariants:
- * - Off (the default until {@link enableMetrics}): every record call returns after one boolean check.
+ * - Off (the default until {@link enableMetrics}): every record call returns after one boolean
+ *   check.
  * - Dimensions are fixed when metrics are enabled (the World's queue name, bounded by deployment):
  *   never a run id, message id, step name or any other per-run value.
  * - A count is written once: flushing takes what was counted and starts from zero.
- * - The state lives on `globalThis`, so two copies of this module in one process (ESM and CJS, or
- *   a framework bundling it twice) count into the same registry.
+ * - The state lives on `globalThis`, so two copies of this module in one process (ESM and CJS, or a
+ *   framework bundling it twice) count into the same registry.
  */
 import { type EmfDocument, type EmfUnit, emfDocuments } from './emf.js';
 

@@ -1,7 +1,8 @@
 /**
- * How far apart two names are, for "did you mean" suggestions (the closest configuration variable, the workflows near a
- * mistyped name): the optimal string alignment distance, i.e. insertions, deletions, substitutions and swaps of two
- * adjacent characters, each 1, so `ordr` → `order` and `ordre` → `order` are both 1.
+ * How far apart two names are, for "did you mean" suggestions (the closest configuration variable,
+ * the workflows near a mistyped name): the optimal string alignment distance, i.e. insertions,
+ * deletions, substitutions and swaps of two adjacent characters, each 1, so `ordr` → `order` and
+ * `ordre` → `order` are both 1.
  */
 export function editDistance(a: string, b: string): number {
   const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);

@@ -1,7 +1,8 @@
 /**
- * This package's root directory, found from a module of its own: the nearest folder above it whose package.json names
- * this package. A module runs from source (under `src/cli/`, `emulator/`) and compiled (under `dist/src/cli/`,
- * `dist/emulator/`), at different depths, so no module counts `..` steps to the root. Read once per process.
+ * This package's root directory, found from a module of its own: the nearest folder above it whose
+ * package.json names this package. A module runs from source (under `src/cli/`, `emulator/`) and
+ * compiled (under `dist/src/cli/`, `dist/emulator/`), at different depths, so no module counts `..`
+ * steps to the root. Read once per process.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -1,8 +1,9 @@
 /**
- * The DLQ mover of `eve-world-aws redrive`: moves dead-lettered messages back to the queue in the order receive -> send
- * -> delete. A crash (or error) between send and delete leaves the message in both queues: the next redrive delivers it
- * twice, which is harmless because every World write is idempotent, whereas delete-before-send could lose it. What the
- * copy carries: ./redriven-copy.ts; what is printed: ./move-summary.ts.
+ * The DLQ mover of `eve-world-aws redrive`: moves dead-lettered messages back to the queue in the
+ * order receive -> send -> delete. A crash (or error) between send and delete leaves the message in
+ * both queues: the next redrive delivers it twice, which is harmless because every World write is
+ * idempotent, whereas delete-before-send could lose it. What the copy carries: ./redriven-copy.ts;
+ * what is printed: ./move-summary.ts.
  */
 import {
   ChangeMessageVisibilityCommand,
@@ -93,16 +94,17 @@ function errText(err: unknown): string {
 }
 
 /**
- * Move messages from `sourceUrl` to `targetUrl` (receive -> send -> delete). Stops at the first failure and reports it;
- * every message it holds but did not move is released back to the source at the end, so nothing is hidden for longer
- * than the pass.
+ * Move messages from `sourceUrl` to `targetUrl` (receive -> send -> delete). Stops at the first
+ * failure and reports it; every message it holds but did not move is released back to the source at
+ * the end, so nothing is hidden for longer than the pass.
  *
  * Invariants (a DLQ larger than one visibility timeout's worth of work included):
- * - Each message is looked at, and moved, at most once per pass: the pass remembers the SQS message ids it has seen; a
- *   held (skipped / dry-run) message whose visibility ran out before the pass ended comes back as a repeat and is only
- *   re-held (its newest receipt kept), never counted or moved again.
- * - The pass ends: on an empty receive, or after {@link NOTHING_NEW_RECEIVES} receives in a row with no message new to
- *   the pass (only repeats left), or at `limit`, a failure or `maxMessages`.
+ * - Each message is looked at, and moved, at most once per pass: the pass remembers the SQS message
+ *   ids it has seen; a held (skipped / dry-run) message whose visibility ran out before the pass
+ *   ended comes back as a repeat and is only re-held (its newest receipt kept), never counted or
+ *   moved again.
+ * - The pass ends: on an empty receive, or after {@link NOTHING_NEW_RECEIVES} receives in a row
+ *   with no message new to the pass (only repeats left), or at `limit`, a failure or `maxMessages`.
  * - Memory is bounded: at most `maxMessages` ids + receipt handles and `maxRecords` records.
  */
 export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
@@ -220,7 +222,8 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
             rec.result = 'moved';
             summary.moved++;
           } catch (err) {
-            // The copy is on the queue and the original is still in the DLQ: a duplicate, never a loss.
+            // The copy is on the queue and the original is still in the DLQ: a duplicate, never a
+            // loss.
             fail(rec, m, 'delete-failed', err);
             continue;
           }

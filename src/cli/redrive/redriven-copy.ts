@@ -1,10 +1,11 @@
 /**
- * A dead letter as `eve-world-aws redrive` reads and re-sends it: the run it belongs to (from its payload, inline, in
- * an envelope or in S3), and the copy sent back to the queue. The copy carries the World's `eve.*` attributes unchanged
- * but the log tail (which vouches only for a first delivery) and the failure count (`eve.failures`,
- * src/consumer/delivery/failures.ts: a redriven message gets the queue's whole allowance of failures again, as SQS's
- * receive count starts over), and an S3-offloaded body that could expire under it (dead letters are up to 14 days old,
- * the bucket keeps `queue/` for 30) is first copied to a fresh key that the copy points to
+ * A dead letter as `eve-world-aws redrive` reads and re-sends it: the run it belongs to (from its
+ * payload, inline, in an envelope or in S3), and the copy sent back to the queue. The copy carries
+ * the World's `eve.*` attributes unchanged but the log tail (which vouches only for a first
+ * delivery) and the failure count (`eve.failures`, src/consumer/delivery/failures.ts: a redriven
+ * message gets the queue's whole allowance of failures again, as SQS's receive count starts over),
+ * and an S3-offloaded body that could expire under it (dead letters are up to 14 days old, the
+ * bucket keeps `queue/` for 30) is first copied to a fresh key that the copy points to
  * (src/queue/body-lifetime.ts).
  */
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
@@ -49,8 +50,9 @@ export async function runIdOfMessage(
 }
 
 /**
- * The World's own attributes, unchanged. Anything else on a dead-lettered message (e.g. the diagnostics EventBridge
- * Scheduler adds to the messages it dead-letters) describes the failure, not the message, and is not copied.
+ * The World's own attributes, unchanged. Anything else on a dead-lettered message (e.g. the
+ * diagnostics EventBridge Scheduler adds to the messages it dead-letters) describes the failure,
+ * not the message, and is not copied.
  */
 export function copiedAttributes(m: Message): Record<string, MessageAttributeValue> | undefined {
   const out: Record<string, MessageAttributeValue> = {};
@@ -81,7 +83,8 @@ export async function redrivenCopy(
   const attributes = copiedAttributes(m);
   let env = envelopeFromMessage(body, stringAttrs(m));
   if (typeof env === 'string') return { body, attributes };
-  // A Scheduler envelope carries its tail, failure count and other attributes in the body: drop them there too.
+  // A Scheduler envelope carries its tail, failure count and other attributes in the body: drop
+  // them there too.
   const tailInBody =
     !attributes?.[MSG_ATTR.queue] &&
     (env.logTail !== undefined || env.failures !== undefined || env.foreign !== undefined);

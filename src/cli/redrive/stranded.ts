@@ -1,6 +1,7 @@
 /**
- * The stranded-run classifier of `eve-world-aws redrive --stranded`: runs that are not terminal, have nothing scheduled
- * and have not written an event for `--older-than` get their continuation re-enqueued (see {@link analyzeRun}).
+ * The stranded-run classifier of `eve-world-aws redrive --stranded`: runs that are not terminal,
+ * have nothing scheduled and have not written an event for `--older-than` get their continuation
+ * re-enqueued (see {@link analyzeRun}).
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { Event, WorkflowRun } from '@workflow/world';
@@ -41,24 +42,26 @@ const timeOf = (v: unknown) =>
 /**
  * Decide whether a non-terminal run is stranded and what to enqueue for it.
  *
- * There is no cheap way to ask SQS "is there a message for run X" (a delayed or in-flight message cannot be seen at
- * all), so the event log stands in for it. A live run writes events: every delivery that does work appends one, and
- * every future delivery the runtime schedules is recorded as a wait (`wait_created.resumeAt`) or a step retry
- * (`step_retrying.retryAfter`). So:
+ * There is no cheap way to ask SQS "is there a message for run X" (a delayed or in-flight message
+ * cannot be seen at all), so the event log stands in for it. A live run writes events: every
+ * delivery that does work appends one, and every future delivery the runtime schedules is recorded
+ * as a wait (`wait_created.resumeAt`) or a step retry (`step_retrying.retryAfter`). So:
  * - last event newer than `olderThanMs` -> active (a delivery may be in flight);
  * - a wait or retry due in the future -> waiting (its message is delayed in SQS or a schedule);
- * - an open hook, and nothing received on it since the last replay -> waiting for an external resume (nothing is owed);
- * - otherwise the run is stranded: whatever message should drive it was lost (purged queue, deleted message, a consumer
- *   bug).
- * The default threshold (1 h) is above the runtime's inline-step lease (860 s) and the queue's visibility timeout, so a
- * healthy slow step is not mistaken for a lost one.
+ * - an open hook, and nothing received on it since the last replay -> waiting for an external
+ *   resume (nothing is owed);
+ * - otherwise the run is stranded: whatever message should drive it was lost (purged queue, deleted
+ *   message, a consumer bug).
+ * The default threshold (1 h) is above the runtime's inline-step lease (860 s) and the queue's
+ * visibility timeout, so a healthy slow step is not mistaken for a lost one.
  *
- * What is enqueued: for each unfinished step, a step message `{runId, stepId, stepName}` (a `{runId}` replay would not
- * do: the runtime re-dispatches a step under the step's own idempotency key, which the World's durable dedupe still
- * holds from the lost message); with no unfinished step, a `{runId}` continuation, which replays the run (completing
- * elapsed waits, processing received hook payloads, or starting a pending run). Keys are derived from (runId, last
- * slot[, stepId]), so running the command twice sends one message, and a run that progresses and strands again later
- * gets a fresh key.
+ * What is enqueued: for each unfinished step, a step message `{runId, stepId, stepName}` (a
+ * `{runId}` replay would not do: the runtime re-dispatches a step under the step's own idempotency
+ * key, which the World's durable dedupe still holds from the lost message); with no unfinished
+ * step, a `{runId}` continuation, which replays the run (completing elapsed waits, processing
+ * received hook payloads, or starting a pending run). Keys are derived from (runId, last slot[,
+ * stepId]), so running the command twice sends one message, and a run that progresses and strands
+ * again later gets a fresh key.
  */
 function analyzeRun(
   run: Pick<WorkflowRun, 'runId' | 'workflowName' | 'status'>,

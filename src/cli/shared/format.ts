@@ -1,6 +1,7 @@
 /**
- * Formatting shared by the operator commands (tail, runs, redrive, doctor): times, durations, byte previews and
- * JSON-safe values. Pure functions, so the ink view and the plain/NDJSON writers show the same thing.
+ * Formatting shared by the operator commands (tail, runs, redrive, doctor): times, durations, byte
+ * previews and JSON-safe values. Pure functions, so the ink view and the plain/NDJSON writers show
+ * the same thing.
  */
 import * as zlib from 'node:zlib';
 import { InvalidArgumentError, Option } from 'commander';
@@ -106,9 +107,10 @@ function formatPrefix(bytes: Uint8Array): string {
 const zstdDecompressSync = (zlib as { zstdDecompressSync?: (b: Uint8Array) => Buffer }).zstdDecompressSync;
 
 /**
- * The payload inside a compressed one, for display: the runtime writes `gzip` + gzip(`devl` ...) or `zstd` +
- * zstd(`devl` ...) for payloads of 1 KiB and more (errors with their stacks, large results). Undefined when `bytes` is
- * not compressed or cannot be decoded here (zstd on a Node without it, corrupt data).
+ * The payload inside a compressed one, for display: the runtime writes `gzip` + gzip(`devl` ...) or
+ * `zstd` + zstd(`devl` ...) for payloads of 1 KiB and more (errors with their stacks, large
+ * results). Undefined when `bytes` is not compressed or cannot be decoded here (zstd on a Node
+ * without it, corrupt data).
  */
 export function decompressed(bytes: Uint8Array): Uint8Array | undefined {
   const prefix = formatPrefix(bytes);

@@ -64,9 +64,9 @@ function terminalColumns(stream: NodeJS.WriteStream = process.stdout): number | 
 }
 
 /**
- * Render rows as a table (src/cli/shared/text-table.ts): headings bold when colours are on; on a terminal
- * (`width`, default: stdout's columns) fitted to its width, ids never split; piped, a box with every
- * cell on its own lines as they are.
+ * Render rows as a table (src/cli/shared/text-table.ts): headings bold when colours are on; on a
+ * terminal (`width`, default: stdout's columns) fitted to its width, ids never split; piped, a box
+ * with every cell on its own lines as they are.
  */
 export function renderTable(
   head: string[],

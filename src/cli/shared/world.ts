@@ -1,14 +1,16 @@
 /**
- * The World for read-mostly operator commands (tail, runs, redrive): built from the environment like `createWorld()`
- * under eve, but never `start()`ed, so no consumer competes with the real ones for queue messages, and as a client
- * (`createWorld({ client })`): on a table with deployment affinity it registers no deployment of its own. Beside it,
- * the same config's own context (clients, payload store) for what a command does outside the World contract (moving DLQ
- * messages, listing objects): built with the runtime's factories, never taken out of the World. Callers close it
- * when done.
+ * The World for read-mostly operator commands (tail, runs, redrive): built from the environment
+ * like `createWorld()` under eve, but never `start()`ed, so no consumer competes with the real ones
+ * for queue messages, and as a client (`createWorld({ client })`): on a table with deployment
+ * affinity it registers no deployment of its own. Beside it, the same config's own context
+ * (clients, payload store) for what a command does outside the World contract (moving DLQ messages,
+ * listing objects): built with the runtime's factories, never taken out of the World. Callers close
+ * it when done.
  *
- * {@link withWorld} is the one seam every such command goes through: a missing table, queue or bucket (or, for the
- * commands that read it, DLQ) exits 2, a configuration error (docs/cli.md, "Exit codes": the name or the region is
- * wrong, or `init` never ran), whether the preflight finds it or a later answer (a resource deleted meanwhile) does.
+ * {@link withWorld} is the one seam every such command goes through: a missing table, queue or
+ * bucket (or, for the commands that read it, DLQ) exits 2, a configuration error (docs/cli.md,
+ * "Exit codes": the name or the region is wrong, or `init` never ran), whether the preflight finds
+ * it or a later answer (a resource deleted meanwhile) does.
  */
 import { WorkflowRunNotFoundError } from '@workflow/errors';
 import { type AwsClients, createClients, destroyClients } from '../../aws/clients.js';
@@ -75,9 +77,10 @@ export function openWorld(options: OpenWorldOptions = {}): CliWorld {
 }
 
 /**
- * Run `fn` with a World once its resources are known to exist and the table's format is one this build may touch
- * (src/preflight/format-check.ts), and always close it; maps a missing resource, a table format this build may not
- * touch, unreachable endpoints and missing credentials to one line (exit 2 for a missing resource or region, else 1).
+ * Run `fn` with a World once its resources are known to exist and the table's format is one this
+ * build may touch (src/preflight/format-check.ts), and always close it; maps a missing resource, a
+ * table format this build may not touch, unreachable endpoints and missing credentials to one line
+ * (exit 2 for a missing resource or region, else 1).
  */
 export async function withWorld<T>(options: OpenWorldOptions, fn: (w: CliWorld) => Promise<T>): Promise<T> {
   const w = openWorld(options);

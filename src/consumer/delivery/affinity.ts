@@ -2,19 +2,22 @@
  * Deployment affinity on the receive side of a plain Node host (src/deployment/): whether this
  * consumer may dispatch a received message, by the deployment it names (`eve.dep`).
  *
- * Invariants (on a table with affinity, which this process joins before its consumer starts or
- * at a heartbeat: src/deployment/membership.ts; the filter asks at every message):
- * - A message for another deployment that is active is never dispatched here: the pipeline holds it (`hold` cause
- *   `other-deployment`), which replaces the copy without a dispatch, so it spends none of its receive budget and never
- *   reaches the DLQ here, however long its deployment's consumers take to receive it
- *   (src/consumer/delivery/replace.ts). While the target's consumers are alive (its heartbeat counter seen changing, on
- *   this process's clock: src/deployment/liveness.ts; or not yet watched long enough) the hold stays 1-2 s, so a
- *   message bounced here reaches them again at once; otherwise it doubles per message in this process, 1 s to
- *   `deploymentHoldMaxSeconds` (src/config/tuning.ts), with jitter (src/util/jitter.ts), so a silent deployment's
- *   messages cost little. Liveness only decides how soon a message is shown again, never where it is dispatched.
+ * Invariants (on a table with affinity, which this process joins before its consumer starts or at a
+ * heartbeat: src/deployment/membership.ts; the filter asks at every message):
+ * - A message for another deployment that is active is never dispatched here: the pipeline holds it
+ *   (`hold` cause `other-deployment`), which replaces the copy without a dispatch, so it spends
+ *   none of its receive budget and never reaches the DLQ here, however long its deployment's
+ *   consumers take to receive it (src/consumer/delivery/replace.ts). While the target's consumers
+ *   are alive (its heartbeat counter seen changing, on this process's clock:
+ *   src/deployment/liveness.ts; or not yet watched long enough) the hold stays 1-2 s, so a message
+ *   bounced here reaches them again at once; otherwise it doubles per message in this process, 1 s
+ *   to `deploymentHoldMaxSeconds` (src/config/tuning.ts), with jitter (src/util/jitter.ts), so a
+ *   silent deployment's messages cost little. Liveness only decides how soon a message is shown
+ *   again, never where it is dispatched.
  * - A message for this process's own deployment once it is retired is held the same way (up to
- *   `retiredHoldMaxSeconds`), never dispatched here: a consumer of another deployment dispatches it, and core's guard
- *   fails its run there (retired means no more work here, src/deployment/membership.ts).
+ *   `retiredHoldMaxSeconds`), never dispatched here: a consumer of another deployment dispatches
+ *   it, and core's guard fails its run there (retired means no more work here,
+ *   src/deployment/membership.ts).
  * - A message for a retired or never-registered deployment, for this one, or with no deployment
  *   (sent before affinity was on) is dispatched here: core's guard then runs before any workflow
  *   code; for a run of another deployment it re-routes the message and src/deployment/targets.ts

@@ -1,6 +1,7 @@
 /**
- * The failure backoff: how long a copy whose delivery failed waits before SQS shows it again, paced by its receive
- * count. The holds and the dependency park are tuning options (src/config/tuning.ts), their jitter src/util/jitter.ts.
+ * The failure backoff: how long a copy whose delivery failed waits before SQS shows it again, paced
+ * by its receive count. The holds and the dependency park are tuning options
+ * (src/config/tuning.ts), their jitter src/util/jitter.ts.
  */
 
 /** Backoff before SQS shows a failed delivery again: 2, 4, 8 … 64 s, never above visibility. */

@@ -1,15 +1,17 @@
 /**
- * Circuit breaker in front of the flow route. When the route is down (connection errors, 5xx,
- * 429, 408), delivering more messages only burns their receive counts toward the DLQ, so the
- * consumer stops receiving while the breaker is open and probes with one delivery after a
- * cool-down (doubling up to `maxCooldownMs`). One log line when it opens, one when it closes.
+ * Circuit breaker in front of the flow route. When the route is down (connection errors, 5xx, 429,
+ * 408), delivering more messages only burns their receive counts toward the DLQ, so the consumer
+ * stops receiving while the breaker is open and probes with one delivery after a cool-down
+ * (doubling up to `maxCooldownMs`). One log line when it opens, one when it closes.
  *
  * Invariants:
  * - Only failures that reached the network count (unreachable, 5xx, 429, 408: the pipeline never
  *   reports an error raised in this process, which is the message's fault, see pipeline.ts).
- * - Opening needs an unbroken streak of such failures spanning `threshold` DISTINCT messages: one message failing over
- *   and over (or a few copies of it) must reach the DLQ or its own backoff, never pause the whole consumer.
- * - At most one probe at a time while open; a probe that ends neither way (`neutral`) frees the slot at once.
+ * - Opening needs an unbroken streak of such failures spanning `threshold` DISTINCT messages: one
+ *   message failing over and over (or a few copies of it) must reach the DLQ or its own backoff,
+ *   never pause the whole consumer.
+ * - At most one probe at a time while open; a probe that ends neither way (`neutral`) frees the
+ *   slot at once.
  */
 import { CONSUMER_OPTIONS } from '../../config/index.js';
 import type { Logger } from '../../telemetry/log.js';

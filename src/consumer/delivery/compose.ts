@@ -1,20 +1,22 @@
 /**
  * The one composition of the delivery pipeline, used by both consumers: the in-process poller
- * (../index.ts, `start()`) and the Lambda SQS handler (./sqs-event-handler.ts). Each builds its parts here, so
- * signing, routing, receipts and the circuit breaker are wired the same way in
- * both shapes; only how copies arrive (long poll vs event source mapping) differs.
+ * (../index.ts, `start()`) and the Lambda SQS handler (./sqs-event-handler.ts). Each builds its
+ * parts here, so signing, routing, receipts and the circuit breaker are wired the same way in both
+ * shapes; only how copies arrive (long poll vs event source mapping) differs.
  *
  * Invariants:
  * - Every delivery is signed: with the AWSCURRENT value of EVE_WORLD_AWS_SIGNING_SECRET_ARN
- *   (../shared/secret-source.ts), else the first configured secret, else this process's random key, which
- *   only a flow route in this same process accepts (../shared/signing.ts).
- * - A message whose deployment is a published version of the host function (`versionsOf`: EVE_WORLD_AWS_HOST_FUNCTION
- *   on the worker, the host's own function when it consumes its queue itself, src/consumer/delivery/pass-through.ts)
- *   goes to that version by Lambda Invoke (./invoke.ts), unless that version is this process; else a queue whose prefix
- *   has an in-process handler goes to it; every other one goes over HTTP to the configured flow URL, else the local
+ *   (../shared/secret-source.ts), else the first configured secret, else this process's random key,
+ *   which only a flow route in this same process accepts (../shared/signing.ts).
+ * - A message whose deployment is a published version of the host function (`versionsOf`:
+ *   EVE_WORLD_AWS_HOST_FUNCTION on the worker, the host's own function when it consumes its queue
+ *   itself, src/consumer/delivery/pass-through.ts) goes to that version by Lambda Invoke
+ *   (./invoke.ts), unless that version is this process; else a queue whose prefix has an in-process
+ *   handler goes to it; every other one goes over HTTP to the configured flow URL, else the local
  *   `eve start` route (`defaultFlowUrl`).
- * - One breaker and one set of in-flight logical ids per consumer: a warm container or a process that saw the route
- *   fail stops burning receives, and two copies of one message never run at once in it.
+ * - One breaker and one set of in-flight logical ids per consumer: a warm container or a process
+ *   that saw the route fail stops burning receives, and two copies of one message never run at once
+ *   in it.
  */
 import { parseQueueName, type ValidQueueName } from '@workflow/world';
 import { queueNameOf } from '../../aws/arn.js';
@@ -87,7 +89,8 @@ export function composeDelivery(
   const http: FlowHandler = (req) => fetch(req);
   const source = options.secretSource ?? signingSecretSource(config, ctx.clients);
   const signingSecret = source ? () => source.signing() : (config.signingSecrets[0] ?? processSigningKey());
-  // One Invoke handler per host version a message names (./invoke.ts); this process's own version is served here.
+  // One Invoke handler per host version a message names (./invoke.ts); this process's own version
+  // is served here.
   const versionsOf = options.versionsOf ?? (() => config.hostFunction);
   const self = lambdaDeploymentId(config.lambdaFunction);
   const versions = new Map<string, { handler: FlowHandler; url: string }>();

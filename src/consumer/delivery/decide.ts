@@ -1,25 +1,28 @@
 /**
- * The decide step: whether a decoded copy is dispatched now, and under which id, or settled without a dispatch. In
- * order: not due yet (a long wait sends the next hop, a short one is waited out here); another deployment's (held,
- * ./affinity.ts); delivered early in this process (take that delivery's verdict, or dispatch as its redelivery); a copy
- * of it running here (held); its flow request (./flow-request.ts) cannot be built (poison or a dependency outage); the
- * circuit open where the caller did not gate on it (paused).
+ * The decide step: whether a decoded copy is dispatched now, and under which id, or settled without
+ * a dispatch. In order: not due yet (a long wait sends the next hop, a short one is waited out
+ * here); another deployment's (held, ./affinity.ts); delivered early in this process (take that
+ * delivery's verdict, or dispatch as its redelivery); a copy of it running here (held); its flow
+ * request (./flow-request.ts) cannot be built (poison or a dependency outage); the circuit open
+ * where the caller did not gate on it (paused).
  *
  * Invariants:
  * - The handler never sees a message before its `deliverAt` (by this process's clock).
- * - With `inFlight`, at most one copy of a logical message is dispatched at a time in this process. Across processes,
- *   copies are not serialised here: the step lease on the step item (src/storage/write/step-lease.ts, stamped by
- *   `step_started` inside the flow route's delivery scope) keeps a second copy from running a step body another live
- *   delivery is running; core defers that copy (`{timeoutSeconds}`, or a delayed step message) instead of running it.
- * - A copy of a message this process delivered early (./early/verdict-registry.ts) waits for that delivery's verdict (a
- *   promise: no clock) and is settled by it: an ack deletes it, a `timeoutSeconds` replaces it by a copy delayed that
- *   long; a delivery that ended without either is redelivered at once as itself (its own id E, so core recovers the
- *   steps it owns). Anywhere else, and when there is no verdict, the copy is dispatched as usual under its id M: for
- *   core another invocation of the run (docs/design.md, "Early delivery").
+ * - With `inFlight`, at most one copy of a logical message is dispatched at a time in this process.
+ *   Across processes, copies are not serialised here: the step lease on the step item
+ *   (src/storage/write/step-lease.ts, stamped by `step_started` inside the flow route's delivery
+ *   scope) keeps a second copy from running a step body another live delivery is running; core
+ *   defers that copy (`{timeoutSeconds}`, or a delayed step message) instead of running it.
+ * - A copy of a message this process delivered early (./early/verdict-registry.ts) waits for that
+ *   delivery's verdict (a promise: no clock) and is settled by it: an ack deletes it, a
+ *   `timeoutSeconds` replaces it by a copy delayed that long; a delivery that ended without either
+ *   is redelivered at once as itself (its own id E, so core recovers the steps it owns). Anywhere
+ *   else, and when there is no verdict, the copy is dispatched as usual under its id M: for core
+ *   another invocation of the run (docs/design.md, "Early delivery").
  * - `x-vqs-message-id` is the logical id, identical on every SQS copy. The one other id a copy is
  *   ever dispatched under is its early delivery's, in the process that ran it, after it ended.
- * - The early delivery was a dispatch (the copy's offset counts it, src/queue/index.ts): settling
- *   a copy by its verdict does not raise the attempt. The count may run over by one (an early
+ * - The early delivery was a dispatch (the copy's offset counts it, src/queue/index.ts): settling a
+ *   copy by its verdict does not raise the attempt. The count may run over by one (an early
  *   delivery whose request could not be built), never under.
  */
 import { sleep } from '../../aws/sleep.js';
@@ -58,8 +61,9 @@ export async function decide({ msg, envelope, attempt, deps, logger }: Copy): Pr
   let dispatchId = envelope.messageId;
   const early = deps.early?.take(envelope.messageId);
   if (early) {
-    // Delivered early in this process: wait for that delivery, this copy kept hidden, and take its verdict (see the
-    // invariants); one that reached the handler and ended without an ack or `timeoutSeconds` is redelivered as itself.
+    // Delivered early in this process: wait for that delivery, this copy kept hidden, and take its
+    // verdict (see the invariants); one that reached the handler and ended without an ack or
+    // `timeoutSeconds` is redelivered as itself.
     const stopHeartbeat = startHeartbeat(msg.receiptHandle, deps, logger);
     const verdict = await early.verdict.finally(stopHeartbeat);
     if (verdict?.kind === 'ack' || verdict?.kind === 'later') return undispatched(verdict);

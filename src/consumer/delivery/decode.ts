@@ -1,11 +1,12 @@
 /**
  * The decode step: one received SQS copy -> one {@link Envelope} (from its attributes or a
- * scheduler envelope) and the attempt a dispatch of this receive would be; or why it is not
- * decoded here (a newer format, parked for a newer consumer; or malformed, poison).
+ * scheduler envelope) and the attempt a dispatch of this receive would be; or why it is not decoded
+ * here (a newer format, parked for a newer consumer; or malformed, poison).
  *
- * Invariant: a message of a newer format than this build reads (src/schema/formats.ts) is never decoded.
- * The attempt is the copy's offset plus SQS's receive count: every earlier receive of this copy was a dispatch (a
- * receive that is not one replaces the copy, ./replace.ts), and the offset counts the dispatches before this copy.
+ * Invariant: a message of a newer format than this build reads (src/schema/formats.ts) is never
+ * decoded. The attempt is the copy's offset plus SQS's receive count: every earlier receive of this
+ * copy was a dispatch (a receive that is not one replaces the copy, ./replace.ts), and the offset
+ * counts the dispatches before this copy.
  */
 
 import { type Envelope, envelopeFromMessage, messageFormatOf } from '../../queue/encoding.js';

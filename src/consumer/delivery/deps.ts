@@ -69,15 +69,15 @@ export interface DeliveryDeps {
   gateOnBreaker?: boolean;
   /**
    * Logical message ids this consumer is handling right now. Core treats a delivery that carries
-   * the message id of a step's inline owner as that owner's crash-redelivery and re-runs the
-   * step, so two copies of one message (SQS standard queues occasionally deliver twice) are not
-   * handled at the same time here: the second copy is deferred and then replays what the first
-   * committed (without a request; across processes the step lease does the same, see ./pipeline.ts).
+   * the message id of a step's inline owner as that owner's crash-redelivery and re-runs the step,
+   * so two copies of one message (SQS standard queues occasionally deliver twice) are not handled
+   * at the same time here: the second copy is deferred and then replays what the first committed
+   * (without a request; across processes the step lease does the same, see ./pipeline.ts).
    */
   inFlight?: Set<string>;
   /**
-   * Messages this consumer delivered before their SQS copy arrived (./early/verdict-registry.ts): a copy
-   * of one takes that delivery's verdict instead of being dispatched again.
+   * Messages this consumer delivered before their SQS copy arrived (./early/verdict-registry.ts): a
+   * copy of one takes that delivery's verdict instead of being dispatched again.
    */
   early?: EarlyDeliveries<Verdict>;
   /** Deployment affinity (./affinity.ts): another deployment's message is held, never dispatched. */

@@ -1,17 +1,20 @@
 /**
- * Poison: a message's own failures (a failed dispatch: a handler that threw, a 4xx; a request that could not be built
- * because of the message), counted in the message and dead-lettered at the queue's limit.
+ * Poison: a message's own failures (a failed dispatch: a handler that threw, a 4xx; a request that
+ * could not be built because of the message), counted in the message and dead-lettered at the
+ * queue's limit.
  *
- * SQS counts receives, and a receive that does not dispatch replaces its copy (./replace.ts), so SQS's count starts
- * over at every hold, park or early verdict: a failing message whose receives alternate with holds would never reach
- * the redrive policy's `maxReceiveCount`. So the consumer counts failed dispatches itself, in the message
- * (`eve.failures`, src/queue/encoding.ts), and moves the message to the DLQ itself.
+ * SQS counts receives, and a receive that does not dispatch replaces its copy (./replace.ts), so
+ * SQS's count starts over at every hold, park or early verdict: a failing message whose receives
+ * alternate with holds would never reach the redrive policy's `maxReceiveCount`. So the consumer
+ * counts failed dispatches itself, in the message (`eve.failures`, src/queue/encoding.ts), and
+ * moves the message to the DLQ itself.
  *
  * Invariants:
- * - A failed dispatch of a decoded message replaces its copy by one counting it (`failures + 1`, visible after the
- *   failure backoff) or, when that count reaches the redrive policy's `maxReceiveCount`, moves it to the policy's DLQ:
- *   the same queue and limit SQS would use, read from the queue (src/queue/transport.ts, `deadLetterTarget`), so every
- *   consumer agrees whatever it was configured with. Every other replacement carries the count unchanged.
+ * - A failed dispatch of a decoded message replaces its copy by one counting it (`failures + 1`,
+ *   visible after the failure backoff) or, when that count reaches the redrive policy's
+ *   `maxReceiveCount`, moves it to the policy's DLQ: the same queue and limit SQS would use, read
+ *   from the queue (src/queue/transport.ts, `deadLetterTarget`), so every consumer agrees whatever
+ *   it was configured with. Every other replacement carries the count unchanged.
  * - A move loses nothing: the DLQ copy is sent before this one is deleted; a failed send keeps this
  *   copy (the failure backoff, SQS's count goes on). Applied twice (the delete failed, the copy
  *   fails once more) it leaves two DLQ copies of one message, which `redrive` delivers as an SQS

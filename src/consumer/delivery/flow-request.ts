@@ -1,7 +1,7 @@
 /**
  * The flow request of one delivery: the body (inline, or read from S3 when offloaded), the signing
- * secret, the headers the World sets and the signature over them (../shared/signing.ts). The one place a
- * request to the flow route is built, for a received copy and for an early delivery alike.
+ * secret, the headers the World sets and the signature over them (../shared/signing.ts). The one
+ * place a request to the flow route is built, for a received copy and for an early delivery alike.
  *
  * Invariants:
  * - A request that cannot be built is never sent. The message's own fault (its offloaded body gone,
@@ -10,8 +10,8 @@
  *   (`reached: false`), so the copy is parked and the receive is not a dispatch.
  * - A caller's `QueueOptions.headers` never pose as a header the World signs or reads itself
  *   (`x-eve-*`, `x-vqs-*` are dropped); the signature covers the values as sent on the wire.
- * - A delivery dispatched under another id than its message's (an early delivery, whose own id
- *   core must see: src/queue/delivery-id.ts) carries the message's, the id `queue()` returned, as
+ * - A delivery dispatched under another id than its message's (an early delivery, whose own id core
+ *   must see: src/queue/delivery-id.ts) carries the message's, the id `queue()` returned, as
  *   `x-eve-message-id`, signed. Only those carry it, and they never leave this process (an early
  *   delivery goes to an in-process route), so a flow route of an older build never meets it.
  */
@@ -56,7 +56,8 @@ export async function buildRequest(
         ? await deps.signingSecret()
         : (deps.signingSecret ?? processSigningKey());
   } catch (err) {
-    // Secrets Manager is unreachable or refuses: infrastructure, not this message; kept, not dead-lettered.
+    // Secrets Manager is unreachable or refuses: infrastructure, not this message; kept, not
+    // dead-lettered.
     return dependencyOutage(`cannot read the signing secret: ${String(err)}`);
   }
   try {
@@ -71,7 +72,8 @@ export async function buildRequest(
       'x-vqs-message-id': messageId,
       'x-vqs-message-attempt': String(attempt),
     };
-    // Dispatched under another id than the message's (an early delivery): the id `queue()` returned.
+    // Dispatched under another id than the message's (an early delivery): the id `queue()`
+    // returned.
     const queuedId = deliveryId !== envelope.messageId ? encodeHeaderValue(envelope.messageId) : undefined;
     if (queuedId) headers[MESSAGE_ID_HEADER] = queuedId;
     const logTail = decodeLogTail(envelope.logTail) ? envelope.logTail : undefined;

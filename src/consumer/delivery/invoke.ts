@@ -1,23 +1,25 @@
 /**
- * Delivery to one published version of the host by Lambda Invoke (deployment affinity in the
- * Lambda shape, docs/design.md "Deployment affinity on Lambda"): a {@link FlowHandler}, so the
- * delivery pipeline sends, signs and settles as for the flow URL.
+ * Delivery to one published version of the host by Lambda Invoke (deployment affinity in the Lambda
+ * shape, docs/design.md "Deployment affinity on Lambda"): a {@link FlowHandler}, so the delivery
+ * pipeline sends, signs and settles as for the flow URL.
  *
  * The request the pipeline built (URL `lambda:<function>:<version><flow path>`, signed for that
- * destination, src/consumer/shared/signing.ts) becomes a Function URL event (payload 2.0), which the
- * Lambda Web Adapter in the host turns into the same HTTP request; the answer (the Function URL
- * response shape, or the streamed HTTP-integration framing of a host in RESPONSE_STREAM mode:
- * a JSON prelude, 8 NUL bytes, the body) becomes the HTTP response the pipeline reads.
+ * destination, src/consumer/shared/signing.ts) becomes a Function URL event (payload 2.0), which
+ * the Lambda Web Adapter in the host turns into the same HTTP request; the answer (the Function URL
+ * response shape, or the streamed HTTP-integration framing of a host in RESPONSE_STREAM mode: a
+ * JSON prelude, 8 NUL bytes, the body) becomes the HTTP response the pipeline reads.
  *
  * Invariants:
- * - One Invoke per delivery (the client makes one attempt): the pipeline decides what a failure means. An Invoke that
- *   fails is never this message's fault: throttling answers 429, anything else (the function's own error, a service
- *   error, access denied) 502, so the copy is kept as for an outage of the flow URL and never reaches the DLQ.
- * - `ResourceNotFoundException` for the version is final (Lambda never reuses a version number): the deployment is
- *   marked retired in the registry (conditional, safe twice) before anything else, then the delivery is sent, signed
- *   again for its new destination, to the flow URL (the `live` alias), where core's deployment guard re-routes it, the
- *   World refuses that re-route and core fails the run with `DEPLOYMENT_MISMATCH` in that one delivery. A registry
- *   write that fails answers 503 (kept, retried), never a fall-through to the live URL.
+ * - One Invoke per delivery (the client makes one attempt): the pipeline decides what a failure
+ *   means. An Invoke that fails is never this message's fault: throttling answers 429, anything
+ *   else (the function's own error, a service error, access denied) 502, so the copy is kept as for
+ *   an outage of the flow URL and never reaches the DLQ.
+ * - `ResourceNotFoundException` for the version is final (Lambda never reuses a version number):
+ *   the deployment is marked retired in the registry (conditional, safe twice) before anything
+ *   else, then the delivery is sent, signed again for its new destination, to the flow URL (the
+ *   `live` alias), where core's deployment guard re-routes it, the World refuses that re-route and
+ *   core fails the run with `DEPLOYMENT_MISMATCH` in that one delivery. A registry write that fails
+ *   answers 503 (kept, retried), never a fall-through to the live URL.
  */
 import type { InvokeCommandOutput, LambdaClient } from '@aws-sdk/client-lambda';
 import { describeError, errorName, isThrottling } from '../../aws/sdk-errors.js';

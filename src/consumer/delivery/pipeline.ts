@@ -52,8 +52,9 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
 
   const decoded = decode(msg);
   if (decoded.kind === 'newer') return parkNewerFormat(received, decoded.reason);
-  // Poison found before the breaker was asked (never told), with no envelope to count the failure in: kept for SQS's
-  // receive count, retried with backoff, then dead-lettered with one DLQ line (./failures.ts).
+  // Poison found before the breaker was asked (never told), with no envelope to count the failure
+  // in: kept for SQS's receive count, retried with backoff, then dead-lettered with one DLQ line
+  // (./failures.ts).
   if (decoded.kind === 'malformed') return keepFailed(received, 'malformed', decoded.detail);
   const copy: Copy = { ...received, envelope: decoded.envelope, attempt: decoded.attempt, dispatched: false };
 
@@ -70,9 +71,10 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
 }
 
 /**
- * Delivers `envelope` early under its own id `earlyId` (./early/offer.ts), attempt 1, with no receipt to keep alive or
- * settle. The verdict is the copy's to settle (undefined: the handler was not reached, the copy is delivered as usual);
- * nothing here deletes, defers, dead-letters or touches the breaker.
+ * Delivers `envelope` early under its own id `earlyId` (./early/offer.ts), attempt 1, with no
+ * receipt to keep alive or settle. The verdict is the copy's to settle (undefined: the handler was
+ * not reached, the copy is delivered as usual); nothing here deletes, defers, dead-letters or
+ * touches the breaker.
  */
 export async function deliverEarly(
   envelope: Envelope,

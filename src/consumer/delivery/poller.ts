@@ -1,20 +1,22 @@
 /**
- * In-process SQS long-poll consumer for plain Node hosts (`eve start`), run by the World's `start()`.
+ * In-process SQS long-poll consumer for plain Node hosts (`eve start`), run by the World's
+ * `start()`.
  *
  * Invariants:
- * - At most `concurrency` deliveries run at once, early ones (./early/verdict-registry.ts) included; a
- *   receive asks only for free slots (<= 10), and an early delivery starts only in a free slot.
- * - Copies are received with the consumer's own short visibility (`visibilitySeconds`, default
- *   30 s) and the pipeline's heartbeat extends it while the handler runs, so a process killed
+ * - At most `concurrency` deliveries run at once, early ones (./early/verdict-registry.ts)
+ *   included; a receive asks only for free slots (<= 10), and an early delivery starts only in a
+ *   free slot.
+ * - Copies are received with the consumer's own short visibility (`visibilitySeconds`, default 30
+ *   s) and the pipeline's heartbeat extends it while the handler runs, so a process killed
  *   mid-delivery delays its messages by at most that visibility, not the queue's 900 s.
  * - A copy is deleted only when the pipeline says so (ack, or its replacement was sent).
  * - `close()` never strands a received copy: it lets the current long poll finish (it is not
  *   aborted: SQS may hand a message to an abandoned receive) and releases (visibility 0) whatever
  *   that poll returns; deliveries still running after `drainTimeoutMs` are aborted and released.
- * - `close()` also receives, for at most {@link EARLY_COPY_WAIT_MS}, the copies of early
- *   deliveries begun in that window that have not arrived yet, and settles them by their verdicts
- *   (anything else it receives then is released): an acked early delivery is not delivered again
- *   after a restart. A copy another process received is that process's to deliver.
+ * - `close()` also receives, for at most {@link EARLY_COPY_WAIT_MS}, the copies of early deliveries
+ *   begun in that window that have not arrived yet, and settles them by their verdicts (anything
+ *   else it receives then is released): an acked early delivery is not delivered again after a
+ *   restart. A copy another process received is that process's to deliver.
  * - The loop survives any error (receive, `ready()`, the pipeline): it logs, backs off, goes on.
  * - While the circuit breaker is open (the flow route is down) nothing is received.
  * - `close()` is idempotent; `start()` after `close()` is refused.
@@ -77,8 +79,9 @@ export class SqsPoller {
   /** Messages delivered early whose SQS copies have not been received here yet. */
   private readonly early = new EarlyDeliveries<Verdict>();
   /**
-   * Runs an early delivery in the async context the loop runs in (`start()`'s), not the sender's: it must not inherit
-   * the sender's span, log context or delivery scope, just as a received copy does not.
+   * Runs an early delivery in the async context the loop runs in (`start()`'s), not the sender's:
+   * it must not inherit the sender's span, log context or delivery scope, just as a received copy
+   * does not.
    */
   private inLoopContext: (fn: () => Promise<Verdict | undefined>) => Promise<Verdict | undefined> = (fn) => fn();
   /** Wakes sleeps of the loop at close; never aborts a receive. */
@@ -110,9 +113,10 @@ export class SqsPoller {
   }
 
   /**
-   * Delivers the message whose SQS copy is `copy`, being sent by this process right now, at once under its own id
-   * `earlyId` (attempt 1), which no SQS copy carries. Its verdict waits in the registry for the copy, if the copy comes
-   * here (./early/verdict-registry.ts). Eligibility is the offer's to decide (./early/offer.ts).
+   * Delivers the message whose SQS copy is `copy`, being sent by this process right now, at once
+   * under its own id `earlyId` (attempt 1), which no SQS copy carries. Its verdict waits in the
+   * registry for the copy, if the copy comes here (./early/verdict-registry.ts). Eligibility is the
+   * offer's to decide (./early/offer.ts).
    */
   deliverEarly(copy: Envelope, earlyId: string, producer?: string): void {
     const envelope: Envelope = { ...copy, attemptOffset: 0 };
@@ -262,7 +266,8 @@ export class SqsPoller {
       );
       outcome = { action: 'keep', reason: 'failed', detail: String(err) };
     }
-    // A probe that ended neither in success nor in failure (a hop, a poison message) frees the slot.
+    // A probe that ended neither in success nor in failure (a hop, a poison message) frees the
+    // slot.
     this.opts.breaker?.neutral();
     if (outcome.action === 'delete') {
       try {

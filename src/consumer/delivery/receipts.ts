@@ -1,7 +1,7 @@
 /**
  * The receive side's SQS calls: receive a batch, and per received copy (its receipt handle) extend
- * or release its visibility, or delete it. Addresses come from the send side's {@link SqsTransport},
- * which resolves the queue once per process.
+ * or release its visibility, or delete it. Addresses come from the send side's {@link
+ * SqsTransport}, which resolves the queue once per process.
  */
 import {
   ChangeMessageVisibilityBatchCommand,
@@ -85,8 +85,8 @@ export class SqsReceipts {
   }
 
   /**
-   * One batch request per ten receipt handles (the SQS batch limit), in turn. Answers the handles of the entries SQS
-   * failed (each entry's own failure); a request that fails throws.
+   * One batch request per ten receipt handles (the SQS batch limit), in turn. Answers the handles
+   * of the entries SQS failed (each entry's own failure); a request that fails throws.
    */
   private async inBatches(
     receiptHandles: readonly string[],

@@ -1,12 +1,14 @@
 /**
- * Copies that go back to the queue without counting toward the DLQ: a replacement (a fresh copy carrying the dispatches
- * so far, then this one deleted), a park (an outage: hidden for the cool-down, re-sent on its last allowed receive) and
- * a message of a newer format (parked verbatim for a newer consumer).
+ * Copies that go back to the queue without counting toward the DLQ: a replacement (a fresh copy
+ * carrying the dispatches so far, then this one deleted), a park (an outage: hidden for the
+ * cool-down, re-sent on its last allowed receive) and a message of a newer format (parked verbatim
+ * for a newer consumer).
  *
  * Invariants:
- * - The attempt core sees (`x-vqs-message-attempt`) counts dispatches only: a receive that does not dispatch never
- *   leaves its copy to be received again; it is replaced by a fresh copy whose offset is the dispatches so far
- *   (`replace`). The count may run over by one (a replacement SQS refused), never under (see docs/design.md).
+ * - The attempt core sees (`x-vqs-message-attempt`) counts dispatches only: a receive that does not
+ *   dispatch never leaves its copy to be received again; it is replaced by a fresh copy whose
+ *   offset is the dispatches so far (`replace`). The count may run over by one (a replacement SQS
+ *   refused), never under (see docs/design.md).
  * - A message of a newer format than this build reads (src/schema/formats.ts) is never decoded nor
  *   delivered: it is parked (hidden, or re-sent verbatim on its last allowed receive, so it never
  *   counts toward the DLQ) with a log line naming both versions, for a newer consumer to take.
@@ -20,14 +22,15 @@ import { quoted } from './quoted.js';
 import type { DeliveryOutcome, HoldCause, OutageReason } from './verdict.js';
 
 /**
- * A receive that did not dispatch, and the message is to be delivered again in `seconds`: the copy is replaced by a
- * fresh one (same logical id) that SQS shows after `seconds`, carrying the dispatches so far (`attempt - 1`) as its
- * offset, and this copy is deleted. When the send fails the copy is hidden for `seconds` instead (this receive then
- * counts as one more attempt: never fewer than the dispatches).
+ * A receive that did not dispatch, and the message is to be delivered again in `seconds`: the copy
+ * is replaced by a fresh one (same logical id) that SQS shows after `seconds`, carrying the
+ * dispatches so far (`attempt - 1`) as its offset, and this copy is deleted. When the send fails
+ * the copy is hidden for `seconds` instead (this receive then counts as one more attempt: never
+ * fewer than the dispatches).
  *
- * Two copies of one message can exist for a moment (the send succeeded, the delete failed): the
- * old one is received again after its visibility. That is an SQS duplicate like any other, which
- * the in-flight set and the step lease make safe (./decide.ts).
+ * Two copies of one message can exist for a moment (the send succeeded, the delete failed): the old
+ * one is received again after its visibility. That is an SQS duplicate like any other, which the
+ * in-flight set and the step lease make safe (./decide.ts).
  */
 export async function replace(
   { msg, envelope, attempt, deps, logger }: Copy,
@@ -57,11 +60,12 @@ export async function replace(
 }
 
 /**
- * An outage: the copy waits for the breaker's cool-down (or the failure backoff; at most `dependencyParkSeconds` when
- * S3 or the secret source failed), with jitter. When the route may have been reached (`reached`), the receive was a
- * dispatch: the copy is hidden, and on its last allowed receive replaced by a fresh one (same logical id, attempt
- * carried), so an outage of any length never moves a message to the DLQ. When nothing reached the route, the copy is
- * replaced at once (`replace`): the park does not raise the attempt.
+ * An outage: the copy waits for the breaker's cool-down (or the failure backoff; at most
+ * `dependencyParkSeconds` when S3 or the secret source failed), with jitter. When the route may
+ * have been reached (`reached`), the receive was a dispatch: the copy is hidden, and on its last
+ * allowed receive replaced by a fresh one (same logical id, attempt carried), so an outage of any
+ * length never moves a message to the DLQ. When nothing reached the route, the copy is replaced at
+ * once (`replace`): the park does not raise the attempt.
  */
 export async function park(
   copy: Copy,

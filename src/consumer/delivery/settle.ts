@@ -4,13 +4,15 @@
  * in ./replace.ts, the backoffs in ./backoff.ts.
  *
  * Invariants:
- * - A copy is deleted only after its handler acked it, or after its replacement (next hop, long `timeoutSeconds`, a
- *   copy held or parked without a dispatch) has been accepted by SQS or the Scheduler.
- * - Outages never push a message into the DLQ: of the flow route (unreachable, 502/503/504, 429, 408, or any 5xx while
- *   the circuit is open), of S3 reading an offloaded body, or of the signing-secret source. A copy the route may have
- *   received is parked (hidden for the cool-down) and, on its last allowed receive, replaced by a fresh copy; a copy
- *   the route never received is replaced at once. Only the message's own fault counts: malformed, 4xx, a handler that
- *   keeps failing, an offloaded body that is gone (src/aws/sdk-errors.ts, `isObjectFault`).
+ * - A copy is deleted only after its handler acked it, or after its replacement (next hop, long
+ *   `timeoutSeconds`, a copy held or parked without a dispatch) has been accepted by SQS or the
+ *   Scheduler.
+ * - Outages never push a message into the DLQ: of the flow route (unreachable, 502/503/504, 429,
+ *   408, or any 5xx while the circuit is open), of S3 reading an offloaded body, or of the
+ *   signing-secret source. A copy the route may have received is parked (hidden for the cool-down)
+ *   and, on its last allowed receive, replaced by a fresh copy; a copy the route never received is
+ *   replaced at once. Only the message's own fault counts: malformed, 4xx, a handler that keeps
+ *   failing, an offloaded body that is gone (src/aws/sdk-errors.ts, `isObjectFault`).
  * - A `timeoutSeconds` is not a failure and never pushes a message into the DLQ (`defer`).
  * - Poison (malformed, 4xx, a handler that keeps failing) is retried with backoff and dead-lettered
  *   after the redrive policy's `maxReceiveCount` failed dispatches, counted in the message across
@@ -24,12 +26,13 @@ import { park, replace } from './replace.js';
 import type { DeliveryOutcome, Verdict } from './verdict.js';
 
 /**
- * Turns a verdict on a decoded copy into SQS calls. `dispatched`: this receive handed the request to the flow route.
- * A receive that did not (a hold, a park before the route was reached, a copy settled by its early delivery's verdict)
- * and leaves the message to be delivered again replaces the copy (./replace.ts states the attempt count's rule).
- * Undispatched poison is always found before the breaker was asked (`early`: decode, build; an early delivery's failure
- * is not taken as this copy's verdict but dispatched again, see ./decide.ts), so it is kept like any failure and counts
- * toward the DLQ.
+ * Turns a verdict on a decoded copy into SQS calls. `dispatched`: this receive handed the request
+ * to the flow route. A receive that did not (a hold, a park before the route was reached, a copy
+ * settled by its early delivery's verdict) and leaves the message to be delivered again replaces
+ * the copy (./replace.ts states the attempt count's rule). Undispatched poison is always found
+ * before the breaker was asked (`early`: decode, build; an early delivery's failure is not taken as
+ * this copy's verdict but dispatched again, see ./decide.ts), so it is kept like any failure and
+ * counts toward the DLQ.
  */
 export async function settle(copy: Copy, verdict: Verdict): Promise<DeliveryOutcome> {
   const { msg, envelope, attempt, deps, logger, dispatched } = copy;
@@ -74,9 +77,10 @@ export async function settle(copy: Copy, verdict: Verdict): Promise<DeliveryOutc
       return { action: 'keep', reason: 'released', messageId };
 
     case 'outage': {
-      // Unreachable, 502-504, 429 and 408 are always an outage; a plain 500 only while the circuit is open (several
-      // messages failing in a row), otherwise it is the handler failing. S3 or the secret source failing is an outage
-      // of neither the route nor the message: the breaker is not told.
+      // Unreachable, 502-504, 429 and 408 are always an outage; a plain 500 only while the circuit
+      // is open (several messages failing in a row), otherwise it is the handler failing. S3 or the
+      // secret source failing is an outage of neither the route nor the message: the breaker is not
+      // told.
       let open = false;
       if (verdict.of === 'route') {
         open = deps.breaker?.failed(messageId, verdict.detail, verdict.ambiguous) ?? false;
@@ -112,10 +116,11 @@ export async function settle(copy: Copy, verdict: Verdict): Promise<DeliveryOutc
 }
 
 /**
- * Redeliver the same logical message after `seconds`. Preferred: keep the SQS copy and change its visibility (same
- * copy, receive count continues). A re-send (same logical id, attempt offset carried) is used when the wait exceeds
- * SQS's 12 h visibility cap, when SQS refuses the change, or when the receive count has reached maxReceiveCount: a
- * `timeoutSeconds` is not a failure and must never push the message into the DLQ.
+ * Redeliver the same logical message after `seconds`. Preferred: keep the SQS copy and change its
+ * visibility (same copy, receive count continues). A re-send (same logical id, attempt offset
+ * carried) is used when the wait exceeds SQS's 12 h visibility cap, when SQS refuses the change, or
+ * when the receive count has reached maxReceiveCount: a `timeoutSeconds` is not a failure and must
+ * never push the message into the DLQ.
  */
 async function defer({ msg, envelope, attempt, deps, logger }: Copy, timeoutSeconds: number): Promise<DeliveryOutcome> {
   const seconds = Math.ceil(timeoutSeconds);

@@ -111,7 +111,8 @@ export function createSqsHandler(
           `(https://<host>${FLOW_PATH}), or pass { flow } to createSqsHandler for in-process delivery`,
       );
     }
-    // Closed by default: refuse cleartext or unsigned deliveries over a network before any client is built.
+    // Closed by default: refuse cleartext or unsigned deliveries over a network before any client
+    // is built.
     if (!opts.flow) assertDeliveriesSafe(config, flowUrl as string);
     const unsigned = unsignedWarning(config);
     if (unsigned) logger.warn(unsigned);
@@ -135,8 +136,9 @@ export function createSqsHandler(
   return async (event, context) => {
     const { ctx, transport, delivery } = init();
     const { config } = ctx;
-    // Before this container's first send or write: the table, queue and bucket exist (once per process). A misnamed one
-    // fails the invocation with the error that names it; Lambda keeps the batch and retries it.
+    // Before this container's first send or write: the table, queue and bucket exist (once per
+    // process). A misnamed one fails the invocation with the error that names it; Lambda keeps the
+    // batch and retries it.
     await preflight(ctx, transport);
     // The visibility the event source mapping's copies really have (the queue's attribute).
     const visibilitySeconds = await delivery.receipts.visibilityInForce().catch(() => config.visibilityTimeoutSeconds);
@@ -182,7 +184,8 @@ export function createSqsHandler(
       ]);
     } finally {
       if (deadline) clearTimeout(deadline);
-      // EMF (on by default in Lambda): this invocation's deliveries, before Lambda freezes the process.
+      // EMF (on by default in Lambda): this invocation's deliveries, before Lambda freezes the
+      // process.
       flushMetrics();
     }
     if (abort.signal.aborted)

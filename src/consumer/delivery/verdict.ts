@@ -50,9 +50,10 @@ export type Verdict =
   | { kind: 'aborted' };
 
 /**
- * What became of a received copy. `delete`: the caller deletes it (acked, or replaced by a copy SQS accepted: `held`
- * and `parked` are replacements of a copy that was not dispatched, `retried` one of a failed dispatch counting it,
- * `dead-lettered` a copy moved to the DLQ after the limit). `keep`: it stays, hidden for the retry.
+ * What became of a received copy. `delete`: the caller deletes it (acked, or replaced by a copy SQS
+ * accepted: `held` and `parked` are replacements of a copy that was not dispatched, `retried` one
+ * of a failed dispatch counting it, `dead-lettered` a copy moved to the DLQ after the limit).
+ * `keep`: it stays, hidden for the retry.
  */
 export type DeliveryOutcome =
   | {

@@ -1,6 +1,7 @@
 /**
- * The flow route behind the World's write gate (src/preflight/write-gate.ts). The flow route is where a host that never
- * calls `start()` (Lambda) first writes: it checks the table's format and joins the fleet first (once).
+ * The flow route behind the World's write gate (src/preflight/write-gate.ts). The flow route is
+ * where a host that never calls `start()` (Lambda) first writes: it checks the table's format and
+ * joins the fleet first (once).
  *
  * Invariant: while the gate refuses, the route answers 503 (`Table format refused`, or
  * `Unavailable` when the format could not be read) and runs nothing; the consumers treat a 503 as

@@ -10,7 +10,8 @@
  * - secrets configured: requests signed with any of them, each signature once (durable nonce);
  * - no secret: only requests signed with this process's random key, i.e. from a consumer in the
  *   same process (loopback / in-process development); an unsigned request from anywhere is refused;
- * - `allowUnsigned` (EVE_WORLD_AWS_ALLOW_UNSIGNED=1, private networks only) and no secret: anything.
+ * - `allowUnsigned` (EVE_WORLD_AWS_ALLOW_UNSIGNED=1, private networks only) and no secret:
+ *   anything.
  *
  * Responses:
  * - 401 unsigned, forged, stale or replayed request; the handler never runs.
@@ -22,9 +23,10 @@
  * - 503 `{"error":"Service unavailable"}` when the signing-secret source or the replay guard could
  *   not answer: an outage, which the consumer parks without counting it against the message.
  *
- * The step lease (src/storage/write/step-lease.ts): with `stepLease`, each request gets a random token in its delivery
- * scope; every `step_started` core writes inside it stamps the step with it. While the handler runs, the leases are
- * kept, then released (./step-lease-keeper.ts). The body is read bounded in size and time (./request-body.ts).
+ * The step lease (src/storage/write/step-lease.ts): with `stepLease`, each request gets a random
+ * token in its delivery scope; every `step_started` core writes inside it stamps the step with it.
+ * While the handler runs, the leases are kept, then released (./step-lease-keeper.ts). The body is
+ * read bounded in size and time (./request-body.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { type MessageId, type Queue, type QueuePrefix, ValidQueueName } from '@workflow/world';
@@ -54,20 +56,23 @@ export interface HandlerOptions {
   /** Accepted secrets (rotation: any of them). Empty or absent: only this process's own key. */
   signingSecrets?: readonly string[];
   /**
-   * Secrets read from Secrets Manager (EVE_WORLD_AWS_SIGNING_SECRET_ARN, ../shared/secret-source.ts), used
-   * instead of `signingSecrets`; re-read once when a signature does not verify (rotation).
+   * Secrets read from Secrets Manager (EVE_WORLD_AWS_SIGNING_SECRET_ARN,
+   * ../shared/secret-source.ts), used instead of `signingSecrets`; re-read once when a signature
+   * does not verify (rotation).
    */
   secretSource?: SigningSecretSource;
   /** With no secret: accept unsigned requests too (EVE_WORLD_AWS_ALLOW_UNSIGNED=1). */
   allowUnsigned?: boolean;
   /**
-   * Also check a signature against the first `x-forwarded-host` (EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1,
-   * behind a proxy that sets it). Default: only `Host` and the request URL (../shared/signing.ts).
+   * Also check a signature against the first `x-forwarded-host`
+   * (EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1, behind a proxy that sets it). Default: only `Host` and
+   * the request URL (../shared/signing.ts).
    */
   trustForwardedHost?: boolean;
   /**
    * This process's published Lambda version, `lambda:<function>:<version>`: a delivery signed for
-   * it (by Lambda Invoke, ../delivery/invoke.ts) is accepted. Absent outside Lambda and on `$LATEST`.
+   * it (by Lambda Invoke, ../delivery/invoke.ts) is accepted. Absent outside Lambda and on
+   * `$LATEST`.
    */
   lambdaSelf?: string;
   /** Replay guard for configured secrets. Default: per process (use a durable one across instances). */
@@ -103,7 +108,8 @@ export function createQueueHandler(
   const acceptUnsigned = !shared && opts.allowUnsigned === true;
   const keys = secrets.length > 0 ? secrets : [processSigningKey()];
   // Configured secrets are shared by every instance, so their replays are refused durably. Requests
-  // signed with the process key are verified only by this process: an in-memory guard sees them all.
+  // signed with the process key are verified only by this process: an in-memory guard sees them
+  // all.
   const replay = shared && opts.nonces ? opts.nonces : new ReplayGuard();
   const logError = opts.logError ?? ((m: string, _fields?: LogFields) => console.error(m));
   const now = opts.now ?? Date.now;
@@ -217,7 +223,8 @@ export function createQueueHandler(
     try {
       let result: unknown;
       try {
-        // Core runs under the consumer's delivery span: its signed `traceparent` (ignored unsigned).
+        // Core runs under the consumer's delivery span: its signed `traceparent` (ignored
+        // unsigned).
         const parent = acceptUnsigned ? undefined : req.headers.get(TRACEPARENT_HEADER);
         const runId = (body as { runId?: unknown }).runId;
         result = await withRemoteParent(parent, () =>

@@ -1,12 +1,15 @@
 /**
- * The flow route's side of the step lease (src/storage/write/step-lease.ts): while a delivery's handler runs, the
- * leases of the steps it started are extended every ttl / 3; when it settles, those still held (it failed, or returned
- * before finishing them) are released so the redelivery need not wait for them.
+ * The flow route's side of the step lease (src/storage/write/step-lease.ts): while a delivery's
+ * handler runs, the leases of the steps it started are extended every ttl / 3; when it settles,
+ * those still held (it failed, or returned before finishing them) are released so the redelivery
+ * need not wait for them.
  *
  * Invariants:
- * - The heartbeat stops when the request is aborted, so an abandoned delivery's leases lapse like a crashed one's.
- * - A tick never waits for the previous heartbeat: one that hangs in its SDK retries must not silence the next (each
- *   writes a larger count, and a late one changes nothing: see `extendStepLeases`).
+ * - The heartbeat stops when the request is aborted, so an abandoned delivery's leases lapse like a
+ *   crashed one's.
+ * - A tick never waits for the previous heartbeat: one that hangs in its SDK retries must not
+ *   silence the next (each writes a larger count, and a late one changes nothing: see
+ *   `extendStepLeases`).
  */
 import type { StepLease } from '../../context/delivery-scope.js';
 import { describeWithStack } from '../shared/error-text.js';

@@ -4,16 +4,18 @@
  * value needs `secretsmanager:GetSecretValue` on that one secret.
  *
  * Invariants:
- * - Read on first use (a cold start that never delivers or verifies reads nothing), then cached
- *   for {@link SecretSourceOptions.ttlMs}; concurrent readers share one read. The SDK client is
- *   loaded only then (`clients.secretsManager()`), never by importing the World.
+ * - Read on first use (a cold start that never delivers or verifies reads nothing), then cached for
+ *   {@link SecretSourceOptions.ttlMs}; concurrent readers share one read. The SDK client is loaded
+ *   only then (`clients.secretsManager()`), never by importing the World.
  * - The AWSCURRENT value signs (its first entry when it is a comma-separated list, as in
- *   EVE_WORLD_AWS_SIGNING_SECRET, and held to the same strength); AWSCURRENT and AWSPREVIOUS verify, so during a rotation a
- *   sender with a stale cache and a receiver with a fresh one (or the reverse) still agree.
- * - After a signature did not verify, the receiver re-reads at most once per
- *   {@link SecretSourceOptions.minRefreshMs}: a rotation is picked up at the first delivery
- *   signed with the new value, while a stream of forged requests costs one read per interval.
- * - A failed re-read keeps serving the last good value (logged by the caller's 500 only when there is none yet).
+ *   EVE_WORLD_AWS_SIGNING_SECRET, and held to the same strength); AWSCURRENT and AWSPREVIOUS
+ *   verify, so during a rotation a sender with a stale cache and a receiver with a fresh one (or
+ *   the reverse) still agree.
+ * - After a signature did not verify, the receiver re-reads at most once per {@link
+ *   SecretSourceOptions.minRefreshMs}: a rotation is picked up at the first delivery signed with
+ *   the new value, while a stream of forged requests costs one read per interval.
+ * - A failed re-read keeps serving the last good value (logged by the caller's 500 only when there
+ *   is none yet).
  */
 import type { GetSecretValueCommandOutput } from '@aws-sdk/client-secrets-manager';
 import type { AwsClients } from '../../aws/clients.js';
@@ -121,8 +123,9 @@ class SecretsManagerSigningSecret implements SigningSecretSource {
     const get = (VersionStage: string) =>
       sm.send(new GetSecretValueCommand({ SecretId: this.arn, VersionStage })) as Promise<GetSecretValueCommandOutput>;
     const current = parseSecretString(this.arn, 'AWSCURRENT', (await get('AWSCURRENT')).SecretString);
-    // No previous version (never rotated, a not-found error), or one that is not a usable secret: current only. Any
-    // other failure of the read is thrown (told apart by the error's name, never its text).
+    // No previous version (never rotated, a not-found error), or one that is not a usable secret:
+    // current only. Any other failure of the read is thrown (told apart by the error's name, never
+    // its text).
     let previousText: string | undefined;
     try {
       previousText = (await get('AWSPREVIOUS')).SecretString;

@@ -1,38 +1,40 @@
 /**
  * HMAC-SHA256 signatures on queue deliveries.
  *
- * Scheme `v2`: the consumer sends
- *   x-eve-timestamp: <unix seconds>
- *   x-eve-nonce: <32 random hex digits>
- *   x-eve-signature: v2=<hex HMAC-SHA256(secret, canonical)>
- * where canonical is the newline-joined list
- *   "v2", timestamp, x-vqs-queue-name, x-vqs-message-id, x-vqs-message-attempt, hex(SHA-256(body)), nonce (when sent),
- *   "dest <host><path>", then "tail <x-eve-log-tail>" when the delivery carries one, then "trace <traceparent>" when it
- *   carries one (the W3C header of the delivery span, which the flow route parents core's work to:
- *   src/telemetry/tracing.ts), then "message <x-eve-message-id>" when it carries one (the id `queue()` returned, on a
- *   delivery dispatched under another id: src/queue/delivery-id.ts)
- * so the body, the three delivery headers (their wire values, src/queue/header-values.ts), the time, the destination
- * and the trace parent are all covered, and every signing is unique (two legitimate copies of one SQS message sent in
- * the same second are not "replays"). Removing the nonce, tail, trace or message header from a request signed with it
- * breaks the signature, so that is no downgrade; `v1` (no destination) is no longer accepted.
+ * Scheme `v2`: the consumer sends x-eve-timestamp: <unix seconds> x-eve-nonce: <32 random hex
+ * digits> x-eve-signature: v2=<hex HMAC-SHA256(secret, canonical)> where canonical is the
+ * newline-joined list "v2", timestamp, x-vqs-queue-name, x-vqs-message-id, x-vqs-message-attempt,
+ * hex(SHA-256(body)), nonce (when sent), "dest <host><path>", then "tail <x-eve-log-tail>" when the
+ * delivery carries one, then "trace <traceparent>" when it carries one (the W3C header of the
+ * delivery span, which the flow route parents core's work to: src/telemetry/tracing.ts), then
+ * "message <x-eve-message-id>" when it carries one (the id `queue()` returned, on a delivery
+ * dispatched under another id: src/queue/delivery-id.ts) so the body, the three delivery headers
+ * (their wire values, src/queue/header-values.ts), the time, the destination and the trace parent
+ * are all covered, and every signing is unique (two legitimate copies of one SQS message sent in
+ * the same second are not "replays"). Removing the nonce, tail, trace or message header from a
+ * request signed with it breaks the signature, so that is no downgrade; `v1` (no destination) is no
+ * longer accepted.
  *
- * The destination is the host (with a non-default port, lower case) and path of the URL the sender POSTed to; for a
- * delivery by Lambda Invoke to one published version of the host (../delivery/invoke.ts) it is
- * `lambda:<function>:<version>` and the path, which the host accepts only when it is that function's that version (its
- * own AWS_LAMBDA_FUNCTION_NAME and _VERSION). The receiver accepts the destination built from the `Host` header or the
- * host of the request URL (each with the request's path), and from the first `x-forwarded-host` only when the operator
- * opted in (`trustForwardedHost`, EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1), since a client can send that header with any
- * value. Behind a Lambda Function URL and the Web Adapter the app sees the Function URL host in `Host`, which is the
- * host the worker sent to. What the binding holds against is stated in docs/security.md: a delivery captured in one
- * environment is refused by another that shares the secret when the other is reached under its own host name (a
- * Function URL, a load balancer or CDN routing by host); a server reached directly accepts whatever `Host` its client
+ * The destination is the host (with a non-default port, lower case) and path of the URL the sender
+ * POSTed to; for a delivery by Lambda Invoke to one published version of the host
+ * (../delivery/invoke.ts) it is `lambda:<function>:<version>` and the path, which the host accepts
+ * only when it is that function's that version (its own AWS_LAMBDA_FUNCTION_NAME and _VERSION). The
+ * receiver accepts the destination built from the `Host` header or the host of the request URL
+ * (each with the request's path), and from the first `x-forwarded-host` only when the operator
+ * opted in (`trustForwardedHost`, EVE_WORLD_AWS_TRUST_FORWARDED_HOST=1), since a client can send
+ * that header with any value. Behind a Lambda Function URL and the Web Adapter the app sees the
+ * Function URL host in `Host`, which is the host the worker sent to. What the binding holds against
+ * is stated in docs/security.md: a delivery captured in one environment is refused by another that
+ * shares the secret when the other is reached under its own host name (a Function URL, a load
+ * balancer or CDN routing by host); a server reached directly accepts whatever `Host` its client
  * sends.
  *
- * The receiver refuses, before it reads the body ({@link checkSignatureHeaders}), a request with no signature or
- * timestamp, or a timestamp more than the tolerance (300 s) away from its own clock (stale or replayed later); after
- * reading, a signature that does not match, and one that was already accepted (an exact replay inside the window): by
- * any instance when a durable {@link NonceStore} is given (a DynamoDB conditional put, src/consumer/route/nonces.ts),
- * else within this process ({@link ReplayGuard}). Comparison is constant-time.
+ * The receiver refuses, before it reads the body ({@link checkSignatureHeaders}), a request with no
+ * signature or timestamp, or a timestamp more than the tolerance (300 s) away from its own clock
+ * (stale or replayed later); after reading, a signature that does not match, and one that was
+ * already accepted (an exact replay inside the window): by any instance when a durable {@link
+ * NonceStore} is given (a DynamoDB conditional put, src/consumer/route/nonces.ts), else within this
+ * process ({@link ReplayGuard}). Comparison is constant-time.
  *
  * Rotation: the receiver accepts a signature made with any of its secrets; senders sign with the
  * first. Without a configured secret, the consumer signs with {@link processSigningKey}, a random
@@ -121,8 +123,9 @@ export type SignatureRefusal =
 export type VerifyResult = { ok: true; signature: string; timestamp: number } | { ok: false; reason: SignatureRefusal };
 
 /**
- * The random signing key of this process (32 bytes, hex), created on first use. Kept on `globalThis` so that two copies
- * of this module in one process (ESM and CJS, or bundled twice by a framework) agree on it.
+ * The random signing key of this process (32 bytes, hex), created on first use. Kept on
+ * `globalThis` so that two copies of this module in one process (ESM and CJS, or bundled twice by a
+ * framework) agree on it.
  */
 export function processSigningKey(): string {
   const slot = Symbol.for('eve-world-aws.processSigningKey');
@@ -151,8 +154,9 @@ export function checkSignatureHeaders(
 }
 
 /**
- * The destinations a request may have been signed for: its path under the `Host` header and the request URL's host, and
- * under the first `x-forwarded-host` only with `trustForwardedHost` (see the header of this file).
+ * The destinations a request may have been signed for: its path under the `Host` header and the
+ * request URL's host, and under the first `x-forwarded-host` only with `trustForwardedHost` (see
+ * the header of this file).
  */
 export function requestDestinations(
   url: string,

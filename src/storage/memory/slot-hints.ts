@@ -1,17 +1,20 @@
 /**
  * What this process knows about a run's log: the highest slot known to exist, and the most recent
- * events it committed or read (small ones only). Writers take their deltas from here, a
- * delivery's `events.list` is answered from here when it covers the log (../read/events.ts), and
- * `run_started`'s preload reads only the events after a remembered prefix (../write/run-started.ts).
+ * events it committed or read (small ones only). Writers take their deltas from here, a delivery's
+ * `events.list` is answered from here when it covers the log (../read/events.ts), and
+ * `run_started`'s preload reads only the events after a remembered prefix
+ * (../write/run-started.ts).
  *
- * Invariant: a hint is the last slot of a log item committed or read (a pair item's second half, never its first:
- * ../records/event.ts), so it is never above the real tail and never inside a pair; trying `hint + 1` keeps the log's
- * items tiled, and a stale hint costs one lost slot race, not correctness. The log is append-only, so a remembered
- * event is exactly what a read of its slot would return: a writer's delta can come from here. Both events of a pair are
- * remembered, each under its own slot, with the first marked `pairedWithNext` (what a cursor on it must say).
+ * Invariant: a hint is the last slot of a log item committed or read (a pair item's second half,
+ * never its first: ../records/event.ts), so it is never above the real tail and never inside a
+ * pair; trying `hint + 1` keeps the log's items tiled, and a stale hint costs one lost slot race,
+ * not correctness. The log is append-only, so a remembered event is exactly what a read of its slot
+ * would return: a writer's delta can come from here. Both events of a pair are remembered, each
+ * under its own slot, with the first marked `pairedWithNext` (what a cursor on it must say).
  *
- * Bounded: 1,000 recent events per run (core reads the log in pages of 1,000), 32 KB per event, 16 MB in all and 2,000
- * runs; past those the least recently used runs are forgotten, which costs reads, never correctness.
+ * Bounded: 1,000 recent events per run (core reads the log in pages of 1,000), 32 KB per event, 16
+ * MB in all and 2,000 runs; past those the least recently used runs are forgotten, which costs
+ * reads, never correctness.
  */
 
 import { ByteLru } from '../../util/byte-lru.js';

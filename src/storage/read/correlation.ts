@@ -4,17 +4,18 @@
  * A read finds the slot of the correlation's first event and reads the rest from the run's log
  * (strongly consistent), filtered by correlation id: nothing before the first event can belong to
  * the correlation. Where the first slot is found:
- * - a step: its step item records the slot of its `step_created` (`firstSlot`, written in the
- *   same transaction), so a step costs no index write at all;
- * - a hook or wait: only its first event (`hook_created`, `hook_conflict`, `wait_created`)
- *   carries the correlation index key (GSI1), so it costs one index write however many events it
- *   has; so does the `step_created` of a step written before `firstSlot` was recorded.
+ * - a step: its step item records the slot of its `step_created` (`firstSlot`, written in the same
+ *   transaction), so a step costs no index write at all;
+ * - a hook or wait: only its first event (`hook_created`, `hook_conflict`, `wait_created`) carries
+ *   the correlation index key (GSI1), so it costs one index write however many events it has; so
+ *   does the `step_created` of a step written before `firstSlot` was recorded.
  * A correlation with neither (e.g. an `attr_set` id) is read from the start of the log.
  *
- * Pair items (../records/event.ts): a step's lazy start stores its `step_created` and `step_started` as one item at
- * `firstSlot`, so the read starts at that item; a correlation's first event is never a pair's second half (a pair opens
- * no correlation, and a step's first slot is its pair's key). The index filter matches an item when either of its
- * events belongs to the correlation, and each event is then checked on its own.
+ * Pair items (../records/event.ts): a step's lazy start stores its `step_created` and
+ * `step_started` as one item at `firstSlot`, so the read starts at that item; a correlation's first
+ * event is never a pair's second half (a pair opens no correlation, and a step's first slot is its
+ * pair's key). The index filter matches an item when either of its events belongs to the
+ * correlation, and each event is then checked on its own.
  */
 import { readInput, when } from '../../aws/expression.js';
 import { ATTR, GSI1, keys } from '../../schema/keys.js';

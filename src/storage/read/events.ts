@@ -40,8 +40,9 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
   }
 
   /**
-   * Ascending by default; no `limit` means every remaining event (capped at the per-run maximum). The returned cursor
-   * is the last event's slot even on the final page, so an incremental reader can resume from it.
+   * Ascending by default; no `limit` means every remaining event (capped at the per-run maximum).
+   * The returned cursor is the last event's slot even on the final page, so an incremental reader
+   * can resume from it.
    */
   async function list(params: ListEventsParams): Promise<PaginatedResponse<Event>> {
     assertId('runId', params.runId);
@@ -72,7 +73,8 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
 
   /**
    * An ascending page's events, noted as read by the current delivery (the liveness backstop's
-   * acknowledgement of its turn, src/storage/write/due-moves.ts): the log up to the page's last event.
+   * acknowledgement of its turn, src/storage/write/due-moves.ts): the log up to the page's last
+   * event.
    */
   function noteRead(recs: EventRecord[], limit: number): EventRecord[] {
     const page = recs.slice(0, limit);
@@ -82,14 +84,15 @@ export function createEventReads(ctx: StorageCtx, hints: SlotHints) {
 
   /**
    * The page after `after` from this process's memory of the log, or undefined when a read is
-   * needed. Only inside a delivery whose message says how far its sender had seen the log, and
-   * only once this process has seen at least that far with every event in between remembered.
+   * needed. Only inside a delivery whose message says how far its sender had seen the log, and only
+   * once this process has seen at least that far with every event in between remembered.
    *
-   * Why that is enough: a slot is claimed only after every lower one exists (../write/commit.ts), so the remembered
-   * events 1..tail are the log as it was when slot `tail` committed, a strongly consistent read taken then. The
-   * delivery's causes (the sender's writes) are all at or below the message's tail, so such a read shows them; anything
-   * committed since is a newer cause of its own message, whose delivery reads at least that far. The log is
-   * append-only, so a remembered event is exactly what a Query of its slot returns.
+   * Why that is enough: a slot is claimed only after every lower one exists (../write/commit.ts),
+   * so the remembered events 1..tail are the log as it was when slot `tail` committed, a strongly
+   * consistent read taken then. The delivery's causes (the sender's writes) are all at or below the
+   * message's tail, so such a read shows them; anything committed since is a newer cause of its own
+   * message, whose delivery reads at least that far. The log is append-only, so a remembered event
+   * is exactly what a Query of its slot returns.
    */
   function fromMemory(runId: string, after: number, limit: number): EventRecord[] | undefined {
     const need = currentDelivery()?.logTails.get(runId);

@@ -2,12 +2,13 @@
  * Reads of a run's log tail, all strongly consistent: the events after a slot, the last slot, one
  * event by slot, and the run view together with the tail in one Query.
  *
- * Invariants relied on: in a run's partition `EVT#<slot:20>` sorts right before `RUN#meta` and nothing sorts between
- * them (see `schema/keys.ts`), and log items tile the log (a pair item at N also covers N + 1, ../records/event.ts). So
- * the range `EVT#<after>` .. `RUN#meta` is exactly "the items covering the slots after `after`, then the run": it
- * starts at `after`'s own item, inclusive, because `after` may be a pair's first half, and the events at or below
- * `after` are dropped. Every tail these reads report is the last slot an item covers, so a writer that tries one above
- * it never lands inside a pair.
+ * Invariants relied on: in a run's partition `EVT#<slot:20>` sorts right before `RUN#meta` and
+ * nothing sorts between them (see `schema/keys.ts`), and log items tile the log (a pair item at N
+ * also covers N + 1, ../records/event.ts). So the range `EVT#<after>` .. `RUN#meta` is exactly "the
+ * items covering the slots after `after`, then the run": it starts at `after`'s own item,
+ * inclusive, because `after` may be a pair's first half, and the events at or below `after` are
+ * dropped. Every tail these reads report is the last slot an item covers, so a writer that tries
+ * one above it never lands inside a pair.
  */
 import { readInput, when } from '../../aws/expression.js';
 import { keys, storageKeys } from '../../schema/keys.js';
@@ -68,8 +69,9 @@ export interface RunTail {
 }
 
 /**
- * The run view and the log tail in one Query. Without `after`, a descending `Limit 2` returns the run and the last
- * item. With `after` inside a pair, the tail is the pair's second half even when nothing follows it.
+ * The run view and the log tail in one Query. Without `after`, a descending `Limit 2` returns the
+ * run and the last item. With `after` inside a pair, the tail is the pair's second half even when
+ * nothing follows it.
  */
 export async function readRunTail(ctx: StorageCtx, runId: string, after?: number): Promise<RunTail> {
   const upToView = (from: string) =>

@@ -1,6 +1,6 @@
 /**
- * What the liveness backstop (src/backstop/check.ts) reads of the table, one Query each; the DUE item's writes are
- * ../write/due-moves.ts.
+ * What the liveness backstop (src/backstop/check.ts) reads of the table, one Query each; the DUE
+ * item's writes are ../write/due-moves.ts.
  *
  * The index is eventually consistent, so what {@link dueRuns} returns is only a candidate (the
  * check's fence decides); every read of a run is strongly consistent.

@@ -1,13 +1,15 @@
 /**
  * One page of a sharded index listing: the shards' sorted Query pages merged into one order.
  *
- * A list key is spread over `LIST_SHARDS` partition-key values (see `schema/keys.ts`), each sorted by the same sort
- * key. The merge keeps a small buffer per shard and always takes the best head across all shards, refilling a shard
- * (from where its last Query stopped) before comparing whenever its buffer runs dry. Invariants:
+ * A list key is spread over `LIST_SHARDS` partition-key values (see `schema/keys.ts`), each sorted
+ * by the same sort key. The merge keeps a small buffer per shard and always takes the best head
+ * across all shards, refilling a shard (from where its last Query stopped) before comparing
+ * whenever its buffer runs dry. Invariants:
  *
- * - **Exact.** Sort keys are unique across shards (they end in the entity id), so the items returned so far are exactly
- *   those on the near side of the last one's sort key. The cursor is that sort key: every shard's position is "strictly
- *   past it", so the next page neither skips nor repeats an item.
+ * - **Exact.** Sort keys are unique across shards (they end in the entity id), so the items
+ *   returned so far are exactly those on the near side of the last one's sort key. The cursor is
+ *   that sort key: every shard's position is "strictly past it", so the next page neither skips nor
+ *   repeats an item.
  * - **Stable.** Items created after the first page sort on the near side (newer) in the default
  *   newest-first order, so they never shift later pages.
  * - **Bounded.** Each shard reads only as far as the page needs, plus its one look-ahead Query.

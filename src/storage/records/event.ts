@@ -5,24 +5,26 @@
  * (unknown top-level request fields ride in `extra`), with large fields replaced by S3 pointers.
  * `toEvent` strips ref fields for `'none'` (never reading S3) and follows pointers otherwise.
  *
- * **Pair items.** A log item holds one event, or two: a *pair* item at `EVT#<N>` holds the event at slot N in its
- * top-level attributes and the event at N + 1 in the map `e2` ({@link PAIR_ATTR}), both encoded by the same codec
- * (`eventFields`), so the second event is stored exactly like a single one. The lazy `step_started` (and the resilient
- * `run_started`) writes its synthetic create and itself as one pair: one action in its transaction instead of two.
- * Invariants, enforced here and relied on by every reader and writer of the log:
+ * **Pair items.** A log item holds one event, or two: a *pair* item at `EVT#<N>` holds the event at
+ * slot N in its top-level attributes and the event at N + 1 in the map `e2` ({@link PAIR_ATTR}),
+ * both encoded by the same codec (`eventFields`), so the second event is stored exactly like a
+ * single one. The lazy `step_started` (and the resilient `run_started`) writes its synthetic create
+ * and itself as one pair: one action in its transaction instead of two. Invariants, enforced here
+ * and relied on by every reader and writer of the log:
  * - **Items tile the log.** Each item covers its slot, a pair also the next; the covered ranges
- *   tile 1..last with no gap and no overlap, so no item `EVT#<N+1>` exists beside a pair at N.
- *   A writer claims a slot by putting the item key (../write/commit.ts) and must therefore start
- *   from the last slot an item *covers* ({@link lastSlotOf}), never from a pair's first half.
- * - **Readers expand.** {@link parseEvents} returns an item's events in slot order (1 or 2); a read starting or ending
- *   inside a pair reads the item of its bound and drops what is outside ({@link eventsOf}). The first half of a pair is
- *   marked `pairedWithNext`, so a cursor that ends on it says so ({@link cursorAt}).
+ *   tile 1..last with no gap and no overlap, so no item `EVT#<N+1>` exists beside a pair at N. A
+ *   writer claims a slot by putting the item key (../write/commit.ts) and must therefore start from
+ *   the last slot an item *covers* ({@link lastSlotOf}), never from a pair's first half.
+ * - **Readers expand.** {@link parseEvents} returns an item's events in slot order (1 or 2); a read
+ *   starting or ending inside a pair reads the item of its bound and drops what is outside ({@link
+ *   eventsOf}). The first half of a pair is marked `pairedWithNext`, so a cursor that ends on it
+ *   says so ({@link cursorAt}).
  * - **A pair opens no correlation.** Only the item of a hook/wait-opening event carries the
  *   correlation index key, pointing at the item's own slot; a pair holds step or run events, and
  *   {@link eventItem} refuses a pair with a correlation-opening event.
  *
- * **Formats.** Every log item this build writes carries its format (`fv`, src/schema/formats.ts; log
- * format 2); an unstamped item is format 1 (pair items included). A reader refuses an item of a
+ * **Formats.** Every log item this build writes carries its format (`fv`, src/schema/formats.ts;
+ * log format 2); an unstamped item is format 1 (pair items included). A reader refuses an item of a
  * format it does not know ({@link parseEvents}, {@link lastSlotOf}) instead of misreading it. A
  * process from before pair items reads a pair as its first event only: it is older than format 1
  * and must not share a table with this build (docs/operations.md, "Upgrading and versions").
@@ -66,8 +68,9 @@ export interface EventRecord {
   resumeId?: string;
   extra?: Record<string, unknown>;
   /**
-   * This event is the first half of a pair item: slot + 1 is stored in the same item. Set only by {@link pairEvents}
-   * (for a read pair and for a written one); never stored, never part of the `Event`.
+   * This event is the first half of a pair item: slot + 1 is stored in the same item. Set only by
+   * {@link pairEvents} (for a read pair and for a written one); never stored, never part of the
+   * `Event`.
    */
   pairedWithNext?: true;
 }
@@ -76,8 +79,9 @@ export interface EventRecord {
 export const PAIR_ATTR = 'e2';
 
 /**
- * Event types that open a correlation and so carry the correlation index key (src/schema/event-kinds.ts,
- * `opensCorrelation`): at most one index write per hook or wait (see `../read/correlation.ts`).
+ * Event types that open a correlation and so carry the correlation index key
+ * (src/schema/event-kinds.ts, `opensCorrelation`): at most one index write per hook or wait (see
+ * `../read/correlation.ts`).
  */
 const OPENS_CORRELATION = eventTypesWhere((k) => k.opensCorrelation);
 
@@ -122,7 +126,8 @@ function fromFields(runId: string, slot: number, it: Attrs): EventRecord {
 }
 
 /**
- * The log item of `first` at its slot, or, with `second` (which must be at the next slot), the pair item holding both.
+ * The log item of `first` at its slot, or, with `second` (which must be at the next slot), the pair
+ * item holding both.
  */
 export function eventItem(first: EventRecord, second?: EventRecord): Attrs {
   const item: Attrs = {
@@ -209,8 +214,9 @@ export interface EventStamp {
 }
 
 /**
- * The record of an event this create is about to write: the request's own fields (unknown ones kept in `extra`, so
- * newer cores' fields round-trip), `occurredAt` from the params, and the slot filled in at commit.
+ * The record of an event this create is about to write: the request's own fields (unknown ones kept
+ * in `extra`, so newer cores' fields round-trip), `occurredAt` from the params, and the slot filled
+ * in at commit.
  */
 export function newEvent(
   stamp: EventStamp,

@@ -1,6 +1,7 @@
 /**
- * The hook item `HOOK#<token> / HOOK#meta` (the token's global claim) <-> `HookRecord` <-> the contract's `Hook`. Its
- * index keys list a run's hooks (GSI1) and find a hook by id or list all hooks (GSI2, sharded by the hook id).
+ * The hook item `HOOK#<token> / HOOK#meta` (the token's global claim) <-> `HookRecord` <-> the
+ * contract's `Hook`. Its index keys list a run's hooks (GSI1) and find a hook by id or list all
+ * hooks (GSI2, sharded by the hook id).
  */
 import type { Hook, HookResumeContext, ResolveData } from '@workflow/world';
 import { isS3Pointer } from '../../context/payload-store.js';
@@ -84,10 +85,11 @@ export async function toHook(ctx: StorageCtx, h: HookRecord, resolveData: Resolv
 }
 
 /**
- * What core needs to resume a hook without reading its run (`Hook.resumeContext`: queue routing, serialization
- * capabilities, the key to seal the payload to, the trace link), taken from the run when the hook is created. Every
- * field is fixed when the run is created, so the copy on the hook item never goes stale. A run whose execution context
- * is not inline gets none: core then reads the run, as it does for hooks without one.
+ * What core needs to resume a hook without reading its run (`Hook.resumeContext`: queue routing,
+ * serialization capabilities, the key to seal the payload to, the trace link), taken from the run
+ * when the hook is created. Every field is fixed when the run is created, so the copy on the hook
+ * item never goes stale. A run whose execution context is not inline gets none: core then reads the
+ * run, as it does for hooks without one.
  */
 export function resumeContextOf(run: RunRecord): HookResumeContext | undefined {
   const executionContext = run.executionContext;

@@ -3,7 +3,8 @@
  * - Terminal statuses of runs and steps: `@workflow/world`'s predicates, and the run's as a
  *   DynamoDB condition built from the same list, so the two can never disagree.
  * - Past an item's `ttl`, reads treat it as gone even before DynamoDB's background TTL sweep
- *   (typically within a day or two) deletes it. The TTL is stamped by retention (../write/retention.ts).
+ *   (typically within a day or two) deletes it. The TTL is stamped by retention
+ *   (../write/retention.ts).
  */
 import { isTerminalStepStatus, isTerminalWorkflowRunStatus, TERMINAL_WORKFLOW_RUN_STATUSES } from '@workflow/world';
 import { type Cond, when } from '../../aws/expression.js';

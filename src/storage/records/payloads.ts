@@ -5,9 +5,10 @@
  * - Write side: a field above the configured threshold always goes to S3; then, while the item
  *   would exceed {@link ITEM_BUDGET}, the largest inline field goes too. The S3 put happens before
  *   the DynamoDB write that publishes the pointer, so a reader never sees a dangling pointer.
- * - Deterministic keys: `runs/<runId>/<entity>/<field>-<sha256 of the bytes>`. A redelivered create overwrites its own
- *   object instead of leaving a copy; the content hash keeps two *different* values for one field (e.g. two racing
- *   completions, only one of which commits) from overwriting the object the committed pointer names.
+ * - Deterministic keys: `runs/<runId>/<entity>/<field>-<sha256 of the bytes>`. A redelivered create
+ *   overwrites its own object instead of leaving a copy; the content hash keeps two *different*
+ *   values for one field (e.g. two racing completions, only one of which commits) from overwriting
+ *   the object the committed pointer names.
  * - Guard first: when something is about to be uploaded, `guard` runs before the upload (the
  *   create's run guard, read ahead), so a create the run guard will refuse uploads nothing.
  * - Read side: a pointer is followed only for `resolveData: 'all'`; `'none'` never reads S3.

@@ -1,9 +1,10 @@
 /**
  * The run view item `RUN#<runId> / RUN#meta` <-> `RunRecord` <-> the contract's `WorkflowRun`.
  *
- * A record is the *stored* form (payload fields may be S3 pointers); `toRun` is the only place a run's pointer is
- * followed, and it returns the contract's shape: `output` only when completed, `error` only when failed. The item's
- * index keys put it in the run listing by time and by workflow name, each sharded by the run id (see `schema/keys.ts`).
+ * A record is the *stored* form (payload fields may be S3 pointers); `toRun` is the only place a
+ * run's pointer is followed, and it returns the contract's shape: `output` only when completed,
+ * `error` only when failed. The item's index keys put it in the run listing by time and by workflow
+ * name, each sharded by the run id (see `schema/keys.ts`).
  */
 import type { ResolveData, WorkflowRun } from '@workflow/world';
 import { isS3Pointer } from '../../context/payload-store.js';

@@ -34,8 +34,8 @@ export interface StepRecord {
   leaseTtl?: number;
   /**
    * The log slot of the step's `step_created` (the first event of its correlation): where
-   * `listByCorrelationId` starts reading (../read/correlation.ts), so step events need no index copy.
-   * Absent on steps written before it was recorded; their `step_created` is indexed instead.
+   * `listByCorrelationId` starts reading (../read/correlation.ts), so step events need no index
+   * copy. Absent on steps written before it was recorded; their `step_created` is indexed instead.
    */
   firstSlot?: number;
 }

@@ -1,6 +1,7 @@
 /**
- * Storage's retry pacing for contention (cancelled transactions, moved versions): full-jitter exponential backoff, 10
- * ms, 20 ms, ... capped at 1 s per wait, so retries spread out instead of colliding again.
+ * Storage's retry pacing for contention (cancelled transactions, moved versions): full-jitter
+ * exponential backoff, 10 ms, 20 ms, ... capped at 1 s per wait, so retries spread out instead of
+ * colliding again.
  */
 import { sleep } from '../../aws/sleep.js';
 

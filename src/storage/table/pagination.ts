@@ -2,11 +2,12 @@
  * Cursor codecs and page limits for every storage list. Cursors are opaque to callers; a cursor
  * that does not decode is a 400 naming the field, never a plain `Error`.
  *
- * - Events: `evc:<slot>`, the slot of the last returned event (an exclusive bound), so a cursor stays valid across
- *   writes and a write's delta can hand one out. `evc:<slot>h` is the same bound at the first half of a pair item
- *   (../records/event.ts): the log item at `slot` also holds `slot + 1`, which the holder has not seen. A reader treats
- *   both forms alike (its reads start at the item of `slot`, inclusive); a writer given the half form as `sinceCursor`
- *   must read the pair's second half before it may try a slot (../write/position.ts).
+ * - Events: `evc:<slot>`, the slot of the last returned event (an exclusive bound), so a cursor
+ *   stays valid across writes and a write's delta can hand one out. `evc:<slot>h` is the same bound
+ *   at the first half of a pair item (../records/event.ts): the log item at `slot` also holds `slot
+ *   + 1`, which the holder has not seen. A reader treats both forms alike (its reads start at the
+ *   item of `slot`, inclusive); a writer given the half form as `sinceCursor` must read the pair's
+ *   second half before it may try a slot (../write/position.ts).
  * - Other lists: the DynamoDB key of the last returned item, base64url JSON.
  */
 import type { Attrs } from './codec.js';

@@ -1,22 +1,25 @@
 /**
  * The one commit path: every `events.create` writes through {@link commit}, which allocates the
- * event's slot at commit ("bump and report"), and every transaction goes through
- * {@link transact}, which turns AWS failures into the contract's errors.
+ * event's slot at commit ("bump and report"), and every transaction goes through {@link transact},
+ * which turns AWS failures into the contract's errors.
  *
- * An event id is its dense 1-based position (`slotToEventId`). There is no counter item: the claim on slot N *is* the
- * conditional put of the log item `EVT#N` (`attribute_not_exists`), inside the same `TransactWriteItems` as the view
- * writes and their guards. A transaction writes one log item: one event, or a pair (a synthetic event at N and its
- * cause at N + 1, one item covering both; ../records/event.ts). Invariants:
+ * An event id is its dense 1-based position (`slotToEventId`). There is no counter item: the claim
+ * on slot N *is* the conditional put of the log item `EVT#N` (`attribute_not_exists`), inside the
+ * same `TransactWriteItems` as the view writes and their guards. A transaction writes one log item:
+ * one event, or a pair (a synthetic event at N and its cause at N + 1, one item covering both;
+ * ../records/event.ts). Invariants:
  *
- * - **Dense, tiled.** The items' covered slot ranges tile 1..last with no gap and no overlap. A write only ever tries
- *   `last + 1` where `last` is the last slot an item is known to *cover* (see `position.ts`): then every slot up to
- *   `last` is covered and `last + 1` is no item's second half, so the claim of `EVT#<last+1>` fails exactly when that
- *   slot is taken. (From a pair's first half N the put of `EVT#<N+1>` would succeed over the pair's second half; no
- *   writer holds such a position.)
+ * - **Dense, tiled.** The items' covered slot ranges tile 1..last with no gap and no overlap. A
+ *   write only ever tries `last + 1` where `last` is the last slot an item is known to *cover* (see
+ *   `position.ts`): then every slot up to `last` is covered and `last + 1` is no item's second
+ *   half, so the claim of `EVT#<last+1>` fails exactly when that slot is taken. (From a pair's
+ *   first half N the put of `EVT#<N+1>` would succeed over the pair's second half; no writer holds
+ *   such a position.)
  * - **No burned slots.** A cancelled transaction writes nothing, so a lost race leaves no hole.
- * - **Bump, never fail.** When the slot put is the failed condition, the tail is re-read (with data when the caller is
- *   collecting a report/delta) and the write retries one above it. A read that shows nothing past `last` (the refusing
- *   item was deleted since, e.g. by TTL) retries the same slot: never a guess that could land inside a pair.
+ * - **Bump, never fail.** When the slot put is the failed condition, the tail is re-read (with data
+ *   when the caller is collecting a report/delta) and the write retries one above it. A read that
+ *   shows nothing past `last` (the refusing item was deleted since, e.g. by TTL) retries the same
+ *   slot: never a guess that could land inside a pair.
  * - **Guards first.** A failed guard (any other condition) is the handler's to map to the exact
  *   `@workflow/errors` class, whatever slot the event would have taken.
  * - **Idempotent attempts.** Each attempt carries its own `ClientRequestToken`, so an SDK-level
@@ -59,9 +62,10 @@ export interface CommitOptions<Stop = never> {
   what: string;
   build: (slot: number) => Attempt | Promise<Attempt>;
   /**
-   * Called when a guard (a non-event condition) failed. Throws the contract error, returns `'retry'` after refreshing
-   * the state `build` reads (e.g. an optimistic version moved), or returns a `Stop` value (a `Restart` or `Resolved`,
-   * create-call.ts), which {@link commit} returns instead of committing.
+   * Called when a guard (a non-event condition) failed. Throws the contract error, returns
+   * `'retry'` after refreshing the state `build` reads (e.g. an optimistic version moved), or
+   * returns a `Stop` value (a `Restart` or `Resolved`, create-call.ts), which {@link commit}
+   * returns instead of committing.
    */
   onGuard: (c: Cancellation) => 'retry' | Stop | Promise<'retry' | Stop>;
   /** Called instead of bumping when the slot is taken, for writes that must take a fixed slot. */
@@ -80,8 +84,9 @@ const MAX_ATTEMPTS = 200;
 const DYNAMODB_ITEM_LIMIT = 400 * 1024;
 
 /**
- * One `TransactWriteItems` with its own `ClientRequestToken`. A cancellation for conditions or contention is rethrown
- * as is (the caller decides); anything AWS refuses after the SDK's retries becomes the contract's error.
+ * One `TransactWriteItems` with its own `ClientRequestToken`. A cancellation for conditions or
+ * contention is rethrown as is (the caller decides); anything AWS refuses after the SDK's retries
+ * becomes the contract's error.
  */
 async function transact(ctx: StorageCtx, items: TransactWriteItem[], what: string): Promise<void> {
   try {

@@ -1,13 +1,14 @@
 /**
  * The conditions a create's transaction is built from, and how a cancelled one is read.
  *
- * - The two conditional puts: the create claim of a view item (`attribute_not_exists`,
- *   reporting the existing item on failure) and the slot claim of an event (`attribute_not_exists`
- *   on `EVT#<slot>`: a taken slot fails the transaction, see `commit.ts`).
+ * - The two conditional puts: the create claim of a view item (`attribute_not_exists`, reporting
+ *   the existing item on failure) and the slot claim of an event (`attribute_not_exists` on
+ *   `EVT#<slot>`: a taken slot fails the transaction, see `commit.ts`).
  * - A cancelled transaction reports one reason per action, in action order, and with
- *   `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` a failed condition carries the item as it was. The create paths
- *   read those reasons to choose the exact `@workflow/errors` class without a second read: a slot claim that failed is
- *   a bump, a failed guard names the state it saw. (Recognising the AWS error itself is `aws/sdk-errors.ts`'s job.)
+ *   `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'` a failed condition carries the item as it was.
+ *   The create paths read those reasons to choose the exact `@workflow/errors` class without a
+ *   second read: a slot claim that failed is a bump, a failed guard names the state it saw.
+ *   (Recognising the AWS error itself is `aws/sdk-errors.ts`'s job.)
  * - A single-item write that may lose a race: {@link ifConditionHolds}.
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';

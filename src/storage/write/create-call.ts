@@ -1,8 +1,8 @@
 /**
  * One `events.create` call as its handlers see it (`CreateCall`), what a handler reports back
  * (`Outcome`, assembled into the `EventResult` by `create.ts`), and the two ways a handler ends
- * early, as returned values: `Resolved` (answer without a further write) and `Restart` (the state it
- * decided on moved; decide again from a fresh read, {@link restartable}).
+ * early, as returned values: `Resolved` (answer without a further write) and `Restart` (the state
+ * it decided on moved; decide again from a fresh read, {@link restartable}).
  */
 import { ThrottleError } from '@workflow/errors';
 import type { CreateEventParams, EventResult, Hook, ResolveData, Step, Wait, WorkflowRun } from '@workflow/world';

@@ -2,8 +2,9 @@
  * `events.create`: validate, route to the event's handler, and assemble the `EventResult`.
  *
  * Result assembly owns the three "delta" producers, which share `events/cursor/hasMore`:
- * - `sinceCursor`: everything after the cursor up to this write's own events, i.e. what `events.list({cursor})` returns
- *   right after the write (collected during the bump, so a write that did not race needs no read at all);
+ * - `sinceCursor`: everything after the cursor up to this write's own events, i.e. what
+ *   `events.list({cursor})` returns right after the write (collected during the bump, so a write
+ *   that did not race needs no read at all);
  * - the run_started preload (and `preloadEvents` on hook_received): the whole log;
  * - bump and report: with `eventCount` only, the events on the slots the write skipped over.
  */
@@ -69,10 +70,11 @@ const NEEDS_CORRELATION = eventTypesWhere((k) => k.writer === 'core' && k.correl
 /**
  * Runs `fn` after every earlier create for the same run in this process has settled.
  *
- * Why: a fan-out runs its steps inline in one process, and their creates would all claim the same next slot; every
- * loser then pays a cancelled transaction (billed) plus a tail Query and retries, so attempts grow with the square of
- * the parallelism. Queued behind each other, each create starts from the slot the previous one committed (the
- * in-process hint) and lands first time. Creates from other processes still race, which bump-and-report handles.
+ * Why: a fan-out runs its steps inline in one process, and their creates would all claim the same
+ * next slot; every loser then pays a cancelled transaction (billed) plus a tail Query and retries,
+ * so attempts grow with the square of the parallelism. Queued behind each other, each create starts
+ * from the slot the previous one committed (the in-process hint) and lands first time. Creates from
+ * other processes still race, which bump-and-report handles.
  */
 function perRunQueue() {
   const tails = new Map<string, Promise<unknown>>();
@@ -176,8 +178,8 @@ async function assemble(call: CreateCall, runId: string, out: Outcome): Promise<
   }
   call.hints.note(runId, last.slot, [...(out.preload ?? []), ...collected, ...own]);
   // What the caller has now seen of the log, for the backstop's acknowledgement of its turn
-  // (src/storage/write/due-moves.ts): up to its own event when it got the log up to there, or when nothing it
-  // had not seen lay between this process's known tail and its write.
+  // (src/storage/write/due-moves.ts): up to its own event when it got the log up to there, or when
+  // nothing it had not seen lay between this process's known tail and its write.
   if (page?.cursor || collected.length === 0) noteReadTail(runId, last.slot);
   return withMaxEvents(page ? ({ ...result, ...page } as EventResult) : result);
 }

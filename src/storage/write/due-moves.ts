@@ -1,13 +1,14 @@
 /**
- * The single writes of a run's DUE item (../records/due.ts) outside the transactions that put it and
- * pull it forward: the backstop check's moves (its fence, the fence held over a lease watch, and its
- * decision's next check) and its delete of a terminal run's item (src/backstop/check.ts), and the
- * flow route's acknowledgement of a quiet turn ({@link ackTurn}).
+ * The single writes of a run's DUE item (../records/due.ts) outside the transactions that put it
+ * and pull it forward: the backstop check's moves (its fence, the fence held over a lease watch,
+ * and its decision's next check) and its delete of a terminal run's item (src/backstop/check.ts),
+ * and the flow route's acknowledgement of a quiet turn ({@link ackTurn}).
  *
  * Invariants: a move and the delete are conditional on `dueAt` being the value the caller last saw
- * (the index's, or its own fence), so of two checkers (or a checker and a `hook_received` that moved
- * the item) one passes and the other does nothing, and a checker's last write never overwrites a
- * `hook_received` that came meanwhile; a lost race is no error. Applying one twice is applying it once.
+ * (the index's, or its own fence), so of two checkers (or a checker and a `hook_received` that
+ * moved the item) one passes and the other does nothing, and a checker's last write never
+ * overwrites a `hook_received` that came meanwhile; a lost race is no error. Applying one twice is
+ * applying it once.
  */
 import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { expression, when } from '../../aws/expression.js';
@@ -46,10 +47,11 @@ export async function deleteDue(ctx: StorageCtx, runId: string, fencedAt: number
 }
 
 /**
- * The flow route's acknowledgement of a quiet turn: after a workflow delivery (a run continuation, not a step) returned
- * normally, the run's DUE item records the highest log slot that delivery read (`ackedSlot`), so the backstop does not
- * wake a run for an event its replay already saw (a run idling on a hook after a step finished), and the queue that
- * delivery came on (`wq`), where a wake of the run is sent. One UpdateItem of non-key attributes: no index write.
+ * The flow route's acknowledgement of a quiet turn: after a workflow delivery (a run continuation,
+ * not a step) returned normally, the run's DUE item records the highest log slot that delivery read
+ * (`ackedSlot`), so the backstop does not wake a run for an event its replay already saw (a run
+ * idling on a hook after a step finished), and the queue that delivery came on (`wq`), where a wake
+ * of the run is sent. One UpdateItem of non-key attributes: no index write.
  *
  * Conditional on the item existing and on raising `ackedSlot` (a late ack never lowers it), so
  * applying it twice is applying it once. Off the turn's critical path: the flow route does not wait

@@ -1,11 +1,12 @@
 /**
- * Hook events: hook_created (global token claim, hook_conflict), hook_received (with
- * `(runId, resumeId)` dedupe), hook_disposed. Waits are wait-events.ts.
+ * Hook events: hook_created (global token claim, hook_conflict), hook_received (with `(runId,
+ * resumeId)` dedupe), hook_disposed. Waits are wait-events.ts.
  *
- * The hook item `HOOK#<token>` *is* the token claim: created with `attribute_not_exists` in the same transaction as the
- * `hook_created` event, deleted (conditioned on its owner) by `hook_disposed` and by the terminal run's release. A
- * claim whose owning run is terminal or gone is taken over by the next claimant (conditioned on the stale owner), so a
- * release the terminal path missed can never block a token forever.
+ * The hook item `HOOK#<token>` *is* the token claim: created with `attribute_not_exists` in the
+ * same transaction as the `hook_created` event, deleted (conditioned on its owner) by
+ * `hook_disposed` and by the terminal run's release. A claim whose owning run is terminal or gone
+ * is taken over by the next claimant (conditioned on the stale owner), so a release the terminal
+ * path missed can never block a token forever.
  */
 import { EntityConflictError, HookNotFoundError, RunExpiredError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
@@ -85,7 +86,8 @@ export async function hookCreated(call: CreateCall, runId: string, data: EventDa
     isSystem: eventData.isSystem ?? false,
     tokenRetentionUntil:
       eventData.tokenRetentionUntil === undefined ? undefined : new Date(eventData.tokenRetentionUntil),
-    // From the run this process remembers (a delivery's run_started put it there); never read for it.
+    // From the run this process remembers (a delivery's run_started put it there); never read for
+    // it.
     resumeContext: known ? resumeContextOf(parseRun(known)) : undefined,
   };
   const created = newEvent(call.stamp, runId, data, 'hook_created', eventData);

@@ -1,15 +1,16 @@
 /**
- * A writer's position in a run's log: the last slot it knows an item to cover, and (when the
- * caller reports a delta) the events after its snapshot collected so far.
+ * A writer's position in a run's log: the last slot it knows an item to cover, and (when the caller
+ * reports a delta) the events after its snapshot collected so far.
  *
- * Invariant: once `advance` has run, `last` is the last slot of a log item (or 0), never the
- * first half of a pair (../records/event.ts), so a commit that tries `last + 1` keeps the log's
- * items tiled (./commit.ts). Where each source of `last` gets that from:
+ * Invariant: once `advance` has run, `last` is the last slot of a log item (or 0), never the first
+ * half of a pair (../records/event.ts), so a commit that tries `last + 1` keeps the log's items
+ * tiled (./commit.ts). Where each source of `last` gets that from:
  * - slot hints (../memory/slot-hints.ts) note only the last slot of items committed or read;
  * - tail reads (../read/log-tail.ts) report the last slot of the last item;
- * - `eventCount` is core's count over complete listings (the highest slot, or the length, of a log read page by page
- *   until `hasMore` is false, plus write deltas), and every listing ends at the end of the log, so at an item's last
- *   slot. It is trusted as it always was (a count above the tail would leave a hole, so core never sends one);
+ * - `eventCount` is core's count over complete listings (the highest slot, or the length, of a log
+ *   read page by page until `hasMore` is false, plus write deltas), and every listing ends at the
+ *   end of the log, so at an item's last slot. It is trusted as it always was (a count above the
+ *   tail would leave a hole, so core never sends one);
  * - `sinceCursor` is a cursor this World issued: a cursor on a pair's first half is the half form
  *   (`evc:<N>h`, ../table/pagination.ts), and `advance` moves such a position past the pair's
  *   second half (from memory, or one read) before the first attempt.
@@ -48,10 +49,11 @@ export function startPosition(params: CreateEventParams | undefined): Position {
 }
 
 /**
- * Move a position to the highest slot this process knows of. A collecting position takes the events in between from
- * memory, or reads them (one Query) when they are not all remembered; either way the write's first attempt then targets
- * a slot that is not known to be taken. A position inside a pair always moves: past its second half at least. Callers
- * may resolve it before the commit to overlap it with another read.
+ * Move a position to the highest slot this process knows of. A collecting position takes the events
+ * in between from memory, or reads them (one Query) when they are not all remembered; either way
+ * the write's first attempt then targets a slot that is not known to be taken. A position inside a
+ * pair always moves: past its second half at least. Callers may resolve it before the commit to
+ * overlap it with another read.
  */
 export async function advance(ctx: StorageCtx, hints: SlotHints, runId: string, pos: Position): Promise<Position> {
   const hint = hints.get(runId);

@@ -37,8 +37,8 @@ export function purgesOnFinish(attributes: Record<string, string>): boolean {
 /** Top-level payload attributes of run, step and hook items. */
 const ENTITY_PAYLOADS = ['input', 'output', 'error', 'metadata'];
 /**
- * A stream block item (streams/block-items.ts) holds its chunks in the list `c`. A purge keeps the list's
- * length (the block's chunk indices stay dense for readers) and empties every element.
+ * A stream block item (streams/block-items.ts) holds its chunks in the list `c`. A purge keeps the
+ * list's length (the block's chunk indices stay dense for readers) and empties every element.
  */
 const BLOCK_CHUNKS = 'c';
 

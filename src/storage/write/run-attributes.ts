@@ -1,8 +1,9 @@
 /**
- * attr_set: the run's attributes change under an optimistic version (`attrVer`). Reads the run and the tail, validates
- * the changes against the attributes as read, and commits the merged attributes conditioned on that version; a moved
- * version is decided again ({@link restartable}). A workflow's own change carries a claim item on its correlation id,
- * so a replayed change is refused (`EntityConflictError`) instead of applied twice.
+ * attr_set: the run's attributes change under an optimistic version (`attrVer`). Reads the run and
+ * the tail, validates the changes against the attributes as read, and commits the merged attributes
+ * conditioned on that version; a moved version is decided again ({@link restartable}). A workflow's
+ * own change carries a claim item on its correlation id, so a replayed change is refused
+ * (`EntityConflictError`) instead of applied twice.
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, WorkflowRunNotFoundError } from '@workflow/errors';

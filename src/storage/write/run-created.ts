@@ -1,6 +1,7 @@
 /**
- * run_created: the run item (`RUN#meta`, an exclusive create) and its first event at slot 1, in one transaction. Either
- * claim failing means the run exists (`EntityConflictError`); a redelivered create uploads nothing.
+ * run_created: the run item (`RUN#meta`, an exclusive create) and its first event at slot 1, in one
+ * transaction. Either claim failing means the run exists (`EntityConflictError`); a redelivered
+ * create uploads nothing.
  */
 import { EntityConflictError, WorkflowWorldError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT, validateUlidTimestamp } from '@workflow/world';

@@ -1,11 +1,13 @@
 /**
- * The run guard most child events carry: a ConditionCheck on `RUN#meta` that the run exists, is not terminal and has a
- * spec this World serves. Both the guard and every terminal transition touch `RUN#meta`, so an event is ordered against
- * the run's end. A failed guard maps to the exact contract error through {@link runGuardError}.
+ * The run guard most child events carry: a ConditionCheck on `RUN#meta` that the run exists, is not
+ * terminal and has a spec this World serves. Both the guard and every terminal transition touch
+ * `RUN#meta`, so an event is ordered against the run's end. A failed guard maps to the exact
+ * contract error through {@link runGuardError}.
  *
- * The orphan sweep (src/sweep/run-payloads.ts) relies on this: once `RUN#meta` is terminal, no create that
- * carries this guard can publish a pointer under `runs/<runId>/`. The creates that do not carry it
- * (a running step's completion, `step_retrying`, stream blocks) are listed there and protected.
+ * The orphan sweep (src/sweep/run-payloads.ts) relies on this: once `RUN#meta` is terminal, no
+ * create that carries this guard can publish a pointer under `runs/<runId>/`. The creates that do
+ * not carry it (a running step's completion, `step_retrying`, stream blocks) are listed there and
+ * protected.
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError, RunNotSupportedError, WorkflowRunNotFoundError } from '@workflow/errors';
@@ -32,10 +34,11 @@ export function runGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
 }
 
 /**
- * {@link runGuard} for an event that leaves something for the run's end to release (a hook or a wait): the same
- * condition as an Update that sets the run's `holds` flag, in the same transaction. A run whose flag is still `false`
- * at its terminal transition skips the release queries (run-release.ts); the terminal transaction is conditioned on
- * that value, so a hold that commits in between forces a re-read instead of being missed.
+ * {@link runGuard} for an event that leaves something for the run's end to release (a hook or a
+ * wait): the same condition as an Update that sets the run's `holds` flag, in the same transaction.
+ * A run whose flag is still `false` at its terminal transition skips the release queries
+ * (run-release.ts); the terminal transaction is conditioned on that value, so a hold that commits
+ * in between forces a re-read instead of being missed.
  */
 export function holdingRunGuard(ctx: StorageCtx, runId: string): TransactWriteItem {
   return runServed()

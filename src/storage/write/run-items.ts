@@ -1,7 +1,8 @@
 /**
- * Every item of one run, for the two that act on all of them: retention (retention.ts: stamps each with a TTL, purges
- * its payloads) and the orphan sweep (src/sweep/run-payloads.ts: collects every key an item points at). One
- * implementation, so the two never disagree on what "a run's items" are.
+ * Every item of one run, for the two that act on all of them: retention (retention.ts: stamps each
+ * with a TTL, purges its payloads) and the orphan sweep (src/sweep/run-payloads.ts: collects every
+ * key an item points at). One implementation, so the two never disagree on what "a run's items"
+ * are.
  *
  * A run's items: its partition `RUN#<runId>` (run view, events, steps, waits), its stream blocks
  * (GSI1 `RUNSTREAMS#<runId>` names each stream, then each stream's partition) and, when asked, its

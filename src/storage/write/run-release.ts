@@ -1,10 +1,11 @@
 /**
  * What a terminal run gives up: its hooks (releasing their tokens) and its pending waits.
  *
- * Runs after the terminal transaction committed, so no new hook or wait can appear (their creates carry a run guard).
- * Idempotent: each hook delete is conditioned on its owner, and a token missed here (GSI lag) is taken over by the next
- * claimant, which checks that the holder's run is terminal. Hooks with a `tokenRetentionUntil` in the future are kept
- * (the `hookRetention` capability), readable and holding their token, with a TTL at the end of their retention.
+ * Runs after the terminal transaction committed, so no new hook or wait can appear (their creates
+ * carry a run guard). Idempotent: each hook delete is conditioned on its owner, and a token missed
+ * here (GSI lag) is taken over by the next claimant, which checks that the holder's run is
+ * terminal. Hooks with a `tokenRetentionUntil` in the future are kept (the `hookRetention`
+ * capability), readable and holding their token, with a TTL at the end of their retention.
  */
 import { BatchWriteItemCommand, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { expression, readInput, when } from '../../aws/expression.js';

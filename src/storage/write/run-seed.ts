@@ -1,6 +1,7 @@
 /**
- * A new run's record and the checks on the data it is created from: shared by run_created (run-created.ts) and the
- * resilient start, which creates a missing run from run_started's data (run-started.ts).
+ * A new run's record and the checks on the data it is created from: shared by run_created
+ * (run-created.ts) and the resilient start, which creates a missing run from run_started's data
+ * (run-started.ts).
  */
 import { AttributeValidationError, validateAttributeChanges } from '@workflow/world';
 import type { RunRecord } from '../records/run.js';

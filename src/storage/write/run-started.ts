@@ -1,8 +1,9 @@
 /**
- * run_started, incl. the resilient start: reads the run view and the log tail in one Query (`readRunTail`, or from
- * memory when warm and no preload is asked for), decides from that state, and commits one transaction whose `RUN#meta`
- * condition restates the decision. If the state moved in between, the ALL_OLD item names the new state and the start is
- * decided again ({@link restartable}).
+ * run_started, incl. the resilient start: reads the run view and the log tail in one Query
+ * (`readRunTail`, or from memory when warm and no preload is asked for), decides from that state,
+ * and commits one transaction whose `RUN#meta` condition restates the decision. If the state moved
+ * in between, the ALL_OLD item names the new state and the start is decided again ({@link
+ * restartable}).
  *
  * - pending: the run becomes running (`startedAt` kept if set), and the event is appended.
  * - running: idempotent, no event; the run (and the log, with a preload) is answered as is.
@@ -81,9 +82,10 @@ interface StartState {
 }
 
 /**
- * The run and the log tail a start decides from: remembered (warm, without a preload: the run as this process created
- * it, the tail from memory, no read), or read with `readRunTail` (a preload reads only what follows a prefix this
- * process remembers). `answer`: a started run's preload answered from memory alone ({@link preloadFromMemory}).
+ * The run and the log tail a start decides from: remembered (warm, without a preload: the run as
+ * this process created it, the tail from memory, no read), or read with `readRunTail` (a preload
+ * reads only what follows a prefix this process remembers). `answer`: a started run's preload
+ * answered from memory alone ({@link preloadFromMemory}).
  */
 async function readStartState(
   call: CreateCall,
@@ -93,7 +95,8 @@ async function readStartState(
   const { ctx, params } = call;
   const start = startPosition(params);
   const callerTail = start.last;
-  // Warm, without a preload: the start is conditioned on what it relies on (pending, the attributes' version).
+  // Warm, without a preload: the start is conditioned on what it relies on (pending, the
+  // attributes' version).
   const hint = call.hints.get(runId);
   const remembered = !preload && (callerTail !== undefined || hint !== undefined) ? call.runs.known(runId) : undefined;
   // The log is append-only: a prefix this process remembers (it wrote or read those slots) is
@@ -175,19 +178,20 @@ async function startPending(
 }
 
 /**
- * Events that change the run item after its start (src/schema/event-kinds.ts, `changesRun`): one in a
- * remembered prefix means the remembered item may be older.
+ * Events that change the run item after its start (src/schema/event-kinds.ts, `changesRun`): one in
+ * a remembered prefix means the remembered item may be older.
  */
 const RUN_ITEM_EVENTS = eventTypesWhere((k) => k.changesRun);
 
 /**
- * The run, when a started run's preload can be answered from memory alone (no read): inside a delivery whose sender had
- * seen the log no further than `hint` (its `eve.tail`), with every event 1..`hint` remembered (`prefix`), and the run
- * item this process remembers is `running` with nothing in the prefix that changes a run item after its start (an
- * `attr_set`, an end). Why that is enough is the argument of `events.list` from memory (../read/events.ts): 1..hint is
- * the whole log as of the moment `hint` committed, and the remembered item is the run as of then. Whatever core then
- * writes is conditioned on the run item as usual (the run guard), so a run ended meanwhile fails that write, as after
- * any read.
+ * The run, when a started run's preload can be answered from memory alone (no read): inside a
+ * delivery whose sender had seen the log no further than `hint` (its `eve.tail`), with every event
+ * 1..`hint` remembered (`prefix`), and the run item this process remembers is `running` with
+ * nothing in the prefix that changes a run item after its start (an `attr_set`, an end). Why that
+ * is enough is the argument of `events.list` from memory (../read/events.ts): 1..hint is the whole
+ * log as of the moment `hint` committed, and the remembered item is the run as of then. Whatever
+ * core then writes is conditioned on the run item as usual (the run guard), so a run ended
+ * meanwhile fails that write, as after any read.
  */
 function preloadFromMemory(
   call: CreateCall,

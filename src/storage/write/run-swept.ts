@@ -3,8 +3,9 @@
  * set once a sweep cleaned the terminal run for good, and the run view's fields the sweep decides
  * on. The sweep reads and writes the table only through these (and run-items.ts).
  *
- * Invariants: the mark is conditioned on the run existing and being terminal, so it never lands on a live run nor
- * recreates an expired one, and setting it again is harmless (idempotent). The read never returns payloads.
+ * Invariants: the mark is conditioned on the run existing and being terminal, so it never lands on
+ * a live run nor recreates an expired one, and setting it again is harmless (idempotent). The read
+ * never returns payloads.
  */
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { expression, when } from '../../aws/expression.js';

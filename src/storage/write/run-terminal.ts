@@ -1,10 +1,12 @@
 /**
- * The run's end: run_completed / run_failed / run_cancelled. Reads the run view and the log tail (`readRunTail`, or the
- * remembered view when warm), decides, and commits one transaction whose `RUN#meta` condition restates the decision; if
- * the state moved in between, the ALL_OLD item names the new state and the end is decided again ({@link restartable}).
+ * The run's end: run_completed / run_failed / run_cancelled. Reads the run view and the log tail
+ * (`readRunTail`, or the remembered view when warm), decides, and commits one transaction whose
+ * `RUN#meta` condition restates the decision; if the state moved in between, the ALL_OLD item names
+ * the new state and the end is decided again ({@link restartable}).
  *
- * - Not terminal: the run item takes the terminal status, its output or error (offloaded like any payload),
- *   `completedAt`; then what the run held is released (run-release.ts) and retention applied (retention.ts).
+ * - Not terminal: the run item takes the terminal status, its output or error (offloaded like any
+ *   payload), `completedAt`; then what the run held is released (run-release.ts) and retention
+ *   applied (retention.ts).
  * - Cancelled, and the event is another cancel: idempotent, the event is appended and the run
  *   returned unchanged. Any other terminal: `EntityConflictError`.
  */

@@ -1,17 +1,19 @@
 /**
- * Step ends and retries: step_completed, step_failed (the step becomes terminal) and step_retrying (back to pending).
- * Each is a transition (./step-transition.ts): read once, written back conditioned on the step's `ver`, from a live
- * step only, handing the step back (its lease cleared). The new output or error is placed inline when the step item
- * still fits with it, else in S3 under the step's prefix.
+ * Step ends and retries: step_completed, step_failed (the step becomes terminal) and step_retrying
+ * (back to pending). Each is a transition (./step-transition.ts): read once, written back
+ * conditioned on the step's `ver`, from a live step only, handing the step back (its lease
+ * cleared). The new output or error is placed inline when the step item still fits with it, else in
+ * S3 under the step's prefix.
  */
 import { RunExpiredError } from '@workflow/errors';
 import type { CreateCall, EventData, Outcome } from './create-call.js';
 import { assertLive, handedBack, payloadPlacer, transition } from './step-transition.js';
 
 /**
- * step_completed / step_failed: only from a live step. The run is not checked for a running step (it may finish after
- * its run ended); a step that is not running needs a live run. So a terminal run's step prefix stays writable until the
- * step is terminal (assertLive): the orphan sweep keeps objects under non-terminal steps (src/sweep/run-payloads.ts).
+ * step_completed / step_failed: only from a live step. The run is not checked for a running step
+ * (it may finish after its run ended); a step that is not running needs a live run. So a terminal
+ * run's step prefix stays writable until the step is terminal (assertLive): the orphan sweep keeps
+ * objects under non-terminal steps (src/sweep/run-payloads.ts).
  */
 export function stepFinished(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const completed = data.eventType === 'step_completed';

@@ -3,38 +3,43 @@
  * `step_started` transaction that is written anyway (no extra request, no extra item). Why core
  * needs it, its cost, and the safety argument: docs/design.md, "Step lease".
  *
- * Step item fields (an owned record kept on the step item, src/aws/owned-record.ts, which builds every condition):
- * `leaseToken` (the delivery's random token), `leaseBeat` (the heartbeat count: 0 at the start, raised by every
- * heartbeat), `leaseTtl` (the holder's ttl, ms), and `leaseUntil` (the holder's clock + ttl, moved by every heartbeat:
- * what builds before 0.2 judge a lease by, so it is still written; this build never compares it with a clock).
+ * Step item fields (an owned record kept on the step item, src/aws/owned-record.ts, which builds
+ * every condition): `leaseToken` (the delivery's random token), `leaseBeat` (the heartbeat count: 0
+ * at the start, raised by every heartbeat), `leaseTtl` (the holder's ttl, ms), and `leaseUntil`
+ * (the holder's clock + ttl, moved by every heartbeat: what builds before 0.2 judge a lease by, so
+ * it is still written; this build never compares it with a clock).
  *
  * Invariants:
  * - Every `step_started` inside a delivery scope with a lease (the flow route's) stamps the step
  *   with the scope's token, beat 0, its ttl and `now + ttl`, in its own transaction (lazy create,
  *   bare start of a pending step, start of a running step).
- * - A start inside a scope succeeds only when the step carries no lease, this delivery's own token (an SDK retry after
- *   a lost response, or core's own restart of a step whose lazy claim it lost to itself), or a lease this process has
- *   watched lapse: the same mark (token, beat, end) seen unchanged for the holder's ttl on this process's monotonic
- *   clock (../memory/lease-watch.ts). Decided on a fresh read (a remembered item's refusal is decided again on one),
- *   and enforced by the write's condition together with `ver` ({@link startFence}: no lease, ours, or exactly the mark
- *   that was watched, so a heartbeat since breaks it). Any other start is refused with `TooEarlyError`, `retryAfter` =
- *   the seconds until this process could decide (the ttl, or what is left of its watch), which core maps to a retry
- *   without running the body.
+ * - A start inside a scope succeeds only when the step carries no lease, this delivery's own token
+ *   (an SDK retry after a lost response, or core's own restart of a step whose lazy claim it lost
+ *   to itself), or a lease this process has watched lapse: the same mark (token, beat, end) seen
+ *   unchanged for the holder's ttl on this process's monotonic clock (../memory/lease-watch.ts).
+ *   Decided on a fresh read (a remembered item's refusal is decided again on one), and enforced by
+ *   the write's condition together with `ver` ({@link startFence}: no lease, ours, or exactly the
+ *   mark that was watched, so a heartbeat since breaks it). Any other start is refused with
+ *   `TooEarlyError`, `retryAfter` = the seconds until this process could decide (the ttl, or what
+ *   is left of its watch), which core maps to a retry without running the body.
  * - No clock of another process is compared with anything: a skewed clock changes no decision.
- * - The holder (the flow route) heartbeats every ttl / 3 while core's handler runs, each heartbeat raising `leaseBeat`
- *   to its own larger count and moving `leaseUntil` (UpdateItem conditioned on the token and on a lower count: counts
- *   never go down, however heartbeats overlap), and releases what is left when the handler settles; both are no-ops on
- *   a lease that is no longer the delivery's.
+ * - The holder (the flow route) heartbeats every ttl / 3 while core's handler runs, each heartbeat
+ *   raising `leaseBeat` to its own larger count and moving `leaseUntil` (UpdateItem conditioned on
+ *   the token and on a lower count: counts never go down, however heartbeats overlap), and releases
+ *   what is left when the handler settles; both are no-ops on a lease that is no longer the
+ *   delivery's.
  * - step_completed / step_failed / step_retrying clear the lease (they rewrite the step item).
- * - The liveness backstop watches the leases of a quiet run's steps the same way and revokes one it saw lapse,
- *   conditioned on the mark ({@link observeStepLeases}), so the wake's replay starts the step at once.
+ * - The liveness backstop watches the leases of a quiet run's steps the same way and revokes one it
+ *   saw lapse, conditioned on the mark ({@link observeStepLeases}), so the wake's replay starts the
+ *   step at once.
  * - Outside a scope with a lease, starts are allowed and not stamped.
  * - The ttl is half the consumer's visibility, at most 60 s ({@link stepLeaseTtlMs}).
  *
- * What this lease cannot do (docs/design.md; test/e2e/early-pause-kill.test.ts pins it): stop a body whose holder
- * could not write for a ttl (paused, or every heartbeat stalled). A watcher takes the step over and the body runs a
- * second time; the resumed holder's heartbeat finds its token gone and drops the step. Completion is fenced by `ver`,
- * not by the token: the first completion to commit is the step's result, the other is refused (`EntityConflictError`).
+ * What this lease cannot do (docs/design.md; test/e2e/early-pause-kill.test.ts pins it): stop a
+ * body whose holder could not write for a ttl (paused, or every heartbeat stalled). A watcher takes
+ * the step over and the body runs a second time; the resumed holder's heartbeat finds its token
+ * gone and drops the step. Completion is fenced by `ver`, not by the token: the first completion to
+ * commit is the step's result, the other is refused (`EntityConflictError`).
  */
 import { TooEarlyError } from '@workflow/errors';
 import type { Cond } from '../../aws/expression.js';
@@ -75,8 +80,9 @@ export interface LeaseFields {
 }
 
 /**
- * How long a watcher must see a lease unchanged before it lapses: the ttl its holder wrote (it heartbeats every third
- * of it); a lease without one (an older build's, whose ttl is at most 60 s) the longest ttl.
+ * How long a watcher must see a lease unchanged before it lapses: the ttl its holder wrote (it
+ * heartbeats every third of it); a lease without one (an older build's, whose ttl is at most 60 s)
+ * the longest ttl.
  */
 export function watchPeriodMs(s: Pick<LeaseFields, 'leaseTtl'>): number {
   return s.leaseTtl !== undefined && s.leaseTtl > 0
@@ -143,10 +149,11 @@ export function startFence(
 }
 
 /**
- * One heartbeat: raise the heartbeat count of every step in `lease.started` by one and move its end to `now + ttlMs`.
- * Heartbeats may overlap (one may hang in its SDK retries while the next goes out): each takes its own larger count,
- * and the write only ever raises the count (`OwnedRecord.renew`), so a late one changes nothing and no mark a watcher
- * saw comes back. A step whose lease is no longer this delivery's (finished, released, taken over or revoked after a
+ * One heartbeat: raise the heartbeat count of every step in `lease.started` by one and move its end
+ * to `now + ttlMs`. Heartbeats may overlap (one may hang in its SDK retries while the next goes
+ * out): each takes its own larger count, and the write only ever raises the count
+ * (`OwnedRecord.renew`), so a late one changes nothing and no mark a watcher saw comes back. A step
+ * whose lease is no longer this delivery's (finished, released, taken over or revoked after a
  * lapse) is dropped from the set. Returns the ids of the steps whose lease was lost.
  */
 export async function extendStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, lease: StepLease): Promise<string[]> {
@@ -166,8 +173,9 @@ export async function extendStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, l
 }
 
 /**
- * Drop the leases of the steps this delivery started and did not finish (its handler failed or returned early), so a
- * redelivery need not wait for them to lapse. Another delivery's lease is left alone.
+ * Drop the leases of the steps this delivery started and did not finish (its handler failed or
+ * returned early), so a redelivery need not wait for them to lapse. Another delivery's lease is
+ * left alone.
  */
 export async function releaseStepLeases(ctx: Pick<StorageCtx, 'ddb' | 'table'>, lease: StepLease): Promise<void> {
   const refs = [...lease.started.values()];
@@ -198,16 +206,17 @@ export interface ObserveOptions {
 }
 
 /**
- * The liveness backstop's judgement of the leases on `steps` (leased, of one quiet run): each is watched, from this
- * process's earlier sights on, by re-reading it about six times per period, until its holder is seen to heartbeat (or
- * the lease to change in any way: `live`) or its mark has stayed the same for the period. A lapsed lease is then
- * revoked by an update conditioned on that mark, so the replay the backstop sends starts the step at once: `lapsed`
- * when the revoke passed, `live` when the holder renewed it meanwhile.
+ * The liveness backstop's judgement of the leases on `steps` (leased, of one quiet run): each is
+ * watched, from this process's earlier sights on, by re-reading it about six times per period,
+ * until its holder is seen to heartbeat (or the lease to change in any way: `live`) or its mark has
+ * stayed the same for the period. A lapsed lease is then revoked by an update conditioned on that
+ * mark, so the replay the backstop sends starts the step at once: `lapsed` when the revoke passed,
+ * `live` when the holder renewed it meanwhile.
  *
- * Only time in which the table answered this watcher promptly counts: a read slower than the read interval (the table,
- * or this process, stalled, and a holder's heartbeats may have stalled with it) starts the count again; a watch that
- * cannot finish within three periods ends `live` (the next check looks again). A healthy holder is seen within a third
- * of its ttl plus a read interval.
+ * Only time in which the table answered this watcher promptly counts: a read slower than the read
+ * interval (the table, or this process, stalled, and a holder's heartbeats may have stalled with
+ * it) starts the count again; a watch that cannot finish within three periods ends `live` (the next
+ * check looks again). A healthy holder is seen within a third of its ttl plus a read interval.
  */
 export async function observeStepLeases(
   ctx: Pick<StorageCtx, 'ddb' | 'table'>,

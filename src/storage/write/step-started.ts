@@ -2,12 +2,13 @@
  * Step creates and starts: step_created, and step_started, lazy (the step does not exist yet and
  * the start carries its input) or bare (on a created step).
  *
- * Creates are blind: the `STEP#` put with `attribute_not_exists` is the exactly-once claim, so a duplicate (or the
- * loser of two lazy starts) gets `EntityConflictError` from the ALL_OLD reason without any read. A bare start is a
- * transition (./step-transition.ts): read once, written back conditioned on the step's `ver`.
+ * Creates are blind: the `STEP#` put with `attribute_not_exists` is the exactly-once claim, so a
+ * duplicate (or the loser of two lazy starts) gets `EntityConflictError` from the ALL_OLD reason
+ * without any read. A bare start is a transition (./step-transition.ts): read once, written back
+ * conditioned on the step's `ver`.
  *
- * Starts inside a delivery are leased (./step-lease.ts states the rules); the lazy create needs no lease check: its
- * `attribute_not_exists` claim already admits one starter.
+ * Starts inside a delivery are leased (./step-lease.ts states the rules); the lazy create needs no
+ * lease check: its `attribute_not_exists` claim already admits one starter.
  */
 import { EntityConflictError, RunExpiredError, TooEarlyError } from '@workflow/errors';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
@@ -148,8 +149,8 @@ export async function stepStartedLazy(call: CreateCall, runId: string, data: Eve
 }
 
 /**
- * Bare start: attempt += 1, `startedAt ??= now`, retryAfter cleared; refused before retryAfter; leased as
- * ./step-lease.ts says ({@link startFence}).
+ * Bare start: attempt += 1, `startedAt ??= now`, retryAfter cleared; refused before retryAfter;
+ * leased as ./step-lease.ts says ({@link startFence}).
  */
 export async function stepStartedBare(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const now = call.now;

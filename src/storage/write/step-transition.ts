@@ -2,11 +2,12 @@
  * What the step writers share: a step's S3 prefix, and the transition of an existing step
  * (step_started on a created step, step_completed, step_failed, step_retrying).
  *
- * A transition reads the step once (the result must carry state the write cannot return; a step this process remembers
- * is used instead, and a refusal decided on it is decided again on a fresh read) and writes it back conditioned on its
- * `ver`, so the decision made on the read is exactly the state the transaction replaces; a moved version re-decides
- * from ALL_OLD. A leased start adds the lease's fence to that condition (./step-lease.ts). A transition that hands the
- * step back clears its lease ({@link handedBack}).
+ * A transition reads the step once (the result must carry state the write cannot return; a step
+ * this process remembers is used instead, and a refusal decided on it is decided again on a fresh
+ * read) and writes it back conditioned on its `ver`, so the decision made on the read is exactly
+ * the state the transaction replaces; a moved version re-decides from ALL_OLD. A leased start adds
+ * the lease's fence to that condition (./step-lease.ts). A transition that hands the step back
+ * clears its lease ({@link handedBack}).
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError } from '@workflow/errors';
@@ -41,8 +42,9 @@ export interface Transition {
 }
 
 /**
- * Decides a transition from the step as read; `fresh`: read from the table by this call (a remembered item is not, and
- * a decision that needs a fresh sight, like a lease takeover, refuses on it and is decided again on a fresh read).
+ * Decides a transition from the step as read; `fresh`: read from the table by this call (a
+ * remembered item is not, and a decision that needs a fresh sight, like a lease takeover, refuses
+ * on it and is decided again on a fresh read).
  */
 export type Decide = (s: StepRecord, raw: Attrs, fresh: boolean) => Transition | Promise<Transition>;
 

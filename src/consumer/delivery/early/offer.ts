@@ -1,6 +1,7 @@
 /**
- * Whether a message this World is sending is delivered early: the one place this is decided (docs/design.md, "Early
- * delivery"). The queue offers every send (src/queue/index.ts); the offer is taken when all of these hold:
+ * Whether a message this World is sending is delivered early: the one place this is decided
+ * (docs/design.md, "Early delivery"). The queue offers every send (src/queue/index.ts); the offer
+ * is taken when all of these hold:
  * - early delivery is on (`earlyDelivery`, default true) where the in-process consumer polls;
  * - the send has no delay;
  * - it is not a step execution (a payload with `stepId`): core publishes those together with its
@@ -17,9 +18,9 @@ import type { QueuePayload } from '@workflow/world';
 import type { Envelope } from '../../../queue/encoding.js';
 
 /**
- * Offered each message the World's queue is about to send: true when it was delivered early as `earlyId` (the copy
- * `copy` will take its verdict in this process). `producer`: the `traceparent` of the span the send runs in, which the
- * early delivery's span links to. Never throws nor waits.
+ * Offered each message the World's queue is about to send: true when it was delivered early as
+ * `earlyId` (the copy `copy` will take its verdict in this process). `producer`: the `traceparent`
+ * of the span the send runs in, which the early delivery's span links to. Never throws nor waits.
  */
 export type EarlyOffer = (
   copy: Envelope,

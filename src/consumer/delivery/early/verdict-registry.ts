@@ -11,10 +11,11 @@
  *   then settled by its verdict (./offer.ts says how: ack, `timeoutSeconds`, or dispatched as E).
  * - Each verdict is taken at most once: a second copy of the message (SQS delivered it twice) is
  *   delivered as usual, as M.
- * - An entry whose delivery still runs is never dropped (there are at most as many as the consumer's slots). A settled
- *   verdict waits for its copy at most {@link EARLY_RETAIN_MS} from when it came, and at most {@link EARLY_MAX_ENTRIES}
- *   are kept (oldest dropped first): a copy received later is delivered as M, one more invocation of the run, which
- *   core handles as any concurrent one.
+ * - An entry whose delivery still runs is never dropped (there are at most as many as the
+ *   consumer's slots). A settled verdict waits for its copy at most {@link EARLY_RETAIN_MS} from
+ *   when it came, and at most {@link EARLY_MAX_ENTRIES} are kept (oldest dropped first): a copy
+ *   received later is delivered as M, one more invocation of the run, which core handles as any
+ *   concurrent one.
  */
 
 /** How long a verdict waits for the SQS copy of its message (ms). */
