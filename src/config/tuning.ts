@@ -1,8 +1,8 @@
 /**
  * The tuning options: knobs only tests, benchmarks and embedders turn (`createWorld({ tuning })`,
- * `loadConfig(env, tuning)`), never variables. A new option is one row of {@link TUNING}, its field
- * of {@link WorldTuning} and its read in load.ts (`readTuning`); docs/configuration.md is generated
- * from the rows.
+ * `loadConfig(env, tuning)`), never variables. A new option is one row of {@link TUNING} and its
+ * field of {@link WorldTuning}; load.ts reads every row, and docs/configuration.md is generated from
+ * them.
  */
 import { SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from './limits.js';
 import { type AnySetting, int, text } from './setting.js';
