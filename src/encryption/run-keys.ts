@@ -41,6 +41,7 @@ import { isTerminalWorkflowRunStatus, type WorkflowRun, workflowRunIdSchema } fr
 import { decodeTime } from 'ulid';
 import { readInput, when } from '../aws/expression.js';
 import { type Fields, OwnedRecord, tableOf } from '../aws/owned-record.js';
+import { keysOf } from '../aws/item-codec.js';
 import { describeError, errorName } from '../aws/sdk-errors.js';
 import type { WorldContext } from '../context/world-context.js';
 import { ATTR, encryptionKeys, keys } from '../schema/keys.js';
@@ -74,8 +75,6 @@ export interface RunKeyStats {
   keysKept: number;
 }
 
-export interface RunKeysOptions extends KeyCacheOptions {}
-
 /** The `RUNKEY` item as an owned record: its owner token is the wrapped key. */
 const runKeys = new OwnedRecord('run key', { owner: 'wrappedKey' });
 
@@ -103,7 +102,7 @@ export class RunKeys {
     keysKept: 0,
   };
 
-  constructor(ctx: WorldContext, keyId: string, opts: RunKeysOptions = {}) {
+  constructor(ctx: WorldContext, keyId: string, opts: KeyCacheOptions = {}) {
     this.#ctx = ctx;
     this.#keyId = keyId;
     this.#cache = new KeyCache(opts);
@@ -198,7 +197,7 @@ export class RunKeys {
     const out = await this.#ctx.clients.ddb.send(
       new GetItemCommand({
         TableName: this.#ctx.config.tableName,
-        Key: { PK: { S: keys.runMeta(runId).PK }, SK: { S: keys.runMeta(runId).SK } },
+        Key: keysOf(keys.runMeta(runId)),
         ConsistentRead: true,
         ...readInput({ projection: [ATTR.pk] }),
       }),
