@@ -107,8 +107,7 @@ function readTuning(tuning: Partial<WorldTuning>): WorldTuning {
       String(Math.max(1000, streamPollMs)),
     );
   }
-  // Every row, in row order (the two above read again, to the same values): a new option needs no
-  // line here.
+  // Every row, in row order (the two above again, same values): a new option needs no line here.
   const entries = Object.entries(T).map(([k, row]) => [k, row.kind === 'int' ? readInt(src, row) : readText(src, row)]);
   return Object.fromEntries(entries) as unknown as WorldTuning;
 }
@@ -184,8 +183,7 @@ export function loadConfig(env: Env = process.env, tuning: Partial<WorldTuning> 
     schedulerRoleArn: readText(src, V.schedulerRoleArn),
     schedulerGroup: readText(src, V.schedulerGroup, prefix) as string,
     kmsKeyId: readText(src, V.kmsKeyId),
-    // Unset: on inside Lambda, whose stdout CloudWatch Logs reads (a terminal would only print
-    // JSON).
+    // Unset: on in Lambda, whose stdout CloudWatch Logs reads (a terminal would only print JSON).
     metrics: (readText(src, V.metrics) ?? (src.raw(V.lambda) !== undefined ? '1' : '0')) === '1',
     logLevel: readText(src, V.logLevel) as LogLevel,
     ignoredVariables: Object.freeze(ignoredVariables(env)),
