@@ -47,7 +47,8 @@ import type { WorldContext } from '../context/world-context.js';
 import { ATTR, encryptionKeys, keys } from '../schema/keys.js';
 import { KeyCache, type KeyCacheOptions } from './key-cache.js';
 
-const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
+/** The KMS encryption context of a run's key (see above). */
+const kmsContext = (runId: string) => ({ 'eve-world-aws:runId': runId });
 
 /** How long the key of a run that was never created is kept (s): two days past its id's time. */
 export const PENDING_KEY_SECONDS = 2 * 86_400;
@@ -223,7 +224,7 @@ export class RunKeys {
     this.#stats.generateDataKey++;
     const generated = await kms
       .send(
-        new GenerateDataKeyCommand({ KeyId: this.#keyId, KeySpec: 'AES_256', EncryptionContext: this.#context(runId) }),
+        new GenerateDataKeyCommand({ KeyId: this.#keyId, KeySpec: 'AES_256', EncryptionContext: kmsContext(runId) }),
       )
       .catch((err) => {
         throw this.#kmsError('generate a data key for', runId, err);
@@ -265,7 +266,7 @@ export class RunKeys {
     const { DecryptCommand } = await import('@aws-sdk/client-kms');
     this.#stats.decrypt++;
     const out = await kms
-      .send(new DecryptCommand({ CiphertextBlob: wrapped, EncryptionContext: this.#context(runId) }))
+      .send(new DecryptCommand({ CiphertextBlob: wrapped, EncryptionContext: kmsContext(runId) }))
       .catch((err) => {
         throw this.#kmsError('unwrap the data key of', runId, err);
       });
@@ -273,10 +274,6 @@ export class RunKeys {
       throw new WorkflowWorldError(`KMS Decrypt of run ${runId}'s data key did not return 32 bytes`, { status: 502 });
     }
     return out.Plaintext;
-  }
-
-  #context(runId: string): Record<string, string> {
-    return { [ENCRYPTION_CONTEXT_KEY]: runId };
   }
 
   /** A KMS failure as an error that says what failed and what to do about it. */
