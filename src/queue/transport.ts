@@ -62,7 +62,7 @@ export class SqsTransport {
     return this.scheduler !== undefined && this.ctx.config.schedulerRoleArn !== undefined;
   }
 
-  /** The URL of queue `ref` (a name or URL); in `account` for a queue the redrive policy names by ARN. */
+  /** The URL of queue `ref` (name or URL), in `account` if a redrive policy's ARN named it. */
   private resolveUrl(ref: string, account?: string): Promise<string> {
     if (isQueueUrl(ref)) return Promise.resolve(ref);
     return cached(this.urls, account === undefined ? ref : `${account}/${ref}`, async () => {
