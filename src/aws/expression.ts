@@ -79,11 +79,9 @@ const compare = (op: string) => (path: Path, v: unknown) => (x: Placeholders) =>
 const joined = (cs: readonly Cond[], op: 'AND' | 'OR') => (x: Placeholders) =>
   cs.length === 1 ? cs[0](x) : cs.map((c) => `(${c(x)})`).join(` ${op} `);
 
-/** The building blocks of conditions. */
 export const when = {
   /** The item does not exist (a create claim). */
   absent: (x: Placeholders) => `attribute_not_exists(${x.name(ATTR.pk)})`,
-  /** The item exists. */
   present: (x: Placeholders) => `attribute_exists(${x.name(ATTR.pk)})`,
   has: (path: Path) => (x: Placeholders) => `attribute_exists(${x.name(path)})`,
   lacks: (path: Path) => (x: Placeholders) => `attribute_not_exists(${x.name(path)})`,
@@ -175,7 +173,7 @@ export class Expression {
     if (this.removes.length > 0) sections.push(`REMOVE ${this.removes.map((p) => x.name(p)).join(', ')}`);
     const updateExpression = sections.join(' ');
     if (updateExpression === '') throw new Error('expression: an update without SET, ADD or REMOVE');
-    const condition = this.conditionText(x);
+    const condition = when.all(...this.conds)(x); // '' for none
     return {
       Update: {
         TableName: table,
@@ -221,18 +219,13 @@ export class Expression {
     return this.toDelete(table, key, options).Delete as DeleteItemCommandInput;
   }
 
-  /** The conditions joined with AND ('' for none). */
-  private conditionText(x: Placeholders): string {
-    return when.all(...this.conds)(x);
-  }
-
   /** The condition and its placeholders, for an action that has nothing else. */
   private conditionOnly(): { ConditionExpression: string } & Rendered {
     if (this.sets.length + this.adds.length + this.removes.length > 0)
       throw new Error('expression: SET, ADD or REMOVE on an action that takes a condition only');
     if (this.conds.length === 0) throw new Error('expression: a condition-only action without a condition');
     const x = new Placeholders();
-    const condition = this.conditionText(x);
+    const condition = when.all(...this.conds)(x);
     return { ConditionExpression: condition, ...checked(x, [condition]) };
   }
 }

@@ -1,19 +1,12 @@
 /**
  * The owned record: a DynamoDB item (or a few fields of a host item) that one owner at a time
- * holds. The one primitive behind the World's ownership protocols, each of which only says what its
- * fields are and when it claims, moves or lets go:
- * - the queue's idempotency claims (src/queue/idempotency.ts): claim while absent, past its TTL or
- *   still our pending one; take over a lapsed lease; mark sent; release;
- * - the delivery nonces (src/consumer/route/nonces.ts): claim while absent or ours;
- * - the run keys (src/encryption/run-keys.ts): the wrapped key is its own owner token (unique per
- *   GenerateDataKey), claimed while absent or ours; a pending key is kept by anyone;
- * - the step lease on the step item (src/storage/write/step-lease.ts): the fence inside
- *   `step_started`'s transaction, renewed and released by its holder.
- *
- * A protocol names its fields ({@link OwnedFields}): the owner token, and optionally the state, the
- * lease end (`until`, epoch ms), a heartbeat count (`beat`) and the TTL (epoch s) past which a
- * claim may replace the record. The operations (claim, transition, renew, takeOver, release,
- * update, remove, read; claimAction and fence for transactions) each say what they condition on.
+ * holds. The one primitive behind the World's ownership protocols: the queue's idempotency claims
+ * (src/queue/idempotency.ts), the delivery nonces (src/consumer/route/nonces.ts), the run keys
+ * (src/encryption/run-keys.ts) and the step lease on the step item
+ * (src/storage/write/step-lease.ts). Each only names its fields ({@link OwnedFields}) and says in
+ * its own header when it claims, moves or lets go. The operations (claim, transition, renew,
+ * takeOver, release, update, remove, read; claimAction and fence for transactions) each say what
+ * they condition on.
  *
  * When a lease has lapsed is the protocol's judgement, not this module's: the fence and the
  * takeover compare no clocks, they only pin what the taker saw (a protocol that judged by a
@@ -147,7 +140,7 @@ export class OwnedRecord {
     o: FromStates & { also?: Cond } = {},
   ): Promise<boolean> {
     const held = this.#held(owner, o.from);
-    return this.#update(t, key, change, o.also ? when.all(held, o.also) : held, [owner]);
+    return this.update(t, key, change, o.also ? when.all(held, o.also) : held, [owner]);
   }
 
   /**
@@ -177,7 +170,7 @@ export class OwnedRecord {
     const cond = f.state && o.from ? when.all(when.oneOf(f.state, o.from), who) : who;
     const seenOwner = seen[f.owner];
     const holders = typeof seenOwner === 'string' || seenOwner instanceof Uint8Array ? [owner, seenOwner] : [owner];
-    return this.#update(t, key, { ...change, set: { ...change.set, [f.owner]: owner } }, cond, holders);
+    return this.update(t, key, { ...change, set: { ...change.set, [f.owner]: owner } }, cond, holders);
   }
 
   /**
@@ -186,11 +179,6 @@ export class OwnedRecord {
    */
   release(t: TableRef, key: Key, owner: Owner, o: FromStates = {}): Promise<boolean> {
     return this.#delete(t, key, when.any(when.absent, when.all(when.readable, this.#held(owner, o.from))), [owner]);
-  }
-
-  /** Change the record under `cond` (and a readable format). False when the condition fails. */
-  update(t: TableRef, key: Key, change: Change, cond: Cond): Promise<boolean> {
-    return this.#update(t, key, change, cond);
   }
 
   /**
@@ -259,8 +247,11 @@ export class OwnedRecord {
     return f.state && from ? when.all(when.is(f.owner, owner), when.oneOf(f.state, from)) : when.is(f.owner, owner);
   }
 
-  /** `holders`: the owners for whom a refusal can only be the format's (none: anyone's). */
-  async #update(t: TableRef, key: Key, change: Change, cond: Cond, holders?: readonly Owner[]): Promise<boolean> {
+  /**
+   * Change the record under `cond` (and a readable format). False when the condition fails.
+   * `holders`: the owners for whom a refusal can only be the format's (none: anyone's).
+   */
+  async update(t: TableRef, key: Key, change: Change, cond: Cond, holders?: readonly Owner[]): Promise<boolean> {
     const update = expression()
       .set(change.set ?? {})
       .remove(...(change.remove ?? []))

@@ -5,23 +5,14 @@
 
 /** True for http(s) URLs on this machine: 127.0.0.0/8, ::1 or `localhost`. */
 export function isLoopbackUrl(raw: string): boolean {
-  let host: string;
-  try {
-    host = new URL(raw).hostname.toLowerCase();
-  } catch {
-    return false;
-  }
+  if (!URL.canParse(raw)) return false;
+  const host = new URL(raw).hostname.toLowerCase();
   return host === 'localhost' || host === '[::1]' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
 export function httpUrlProblem(raw: string): string | undefined {
-  try {
-    const u = new URL(raw);
-    if (u.protocol === 'http:' || u.protocol === 'https:') return undefined;
-  } catch {
-    // fall through
-  }
-  return `must be an http(s) URL, got "${raw}"`;
+  const protocol = URL.canParse(raw) ? new URL(raw).protocol : '';
+  return protocol === 'http:' || protocol === 'https:' ? undefined : `must be an http(s) URL, got "${raw}"`;
 }
 
 /** The minimum strength of a signing secret (each one, when it is a rotation list). */

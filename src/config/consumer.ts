@@ -1,9 +1,8 @@
 /**
  * The consumer's options (`createWorld({ consumer })`, `CreateConsumerOptions` in
- * src/consumer/index.ts): programmatic, not variables. One row per option with its default (and,
- * for `waitTimeSeconds`, its range), which the consumer reads from here; docs/configuration.md is
- * generated from these rows (through the catalogue, catalogue.ts). (The consumer's `logger` and
- * `onDeliveryOutcome` are callbacks, not settings.)
+ * src/consumer/index.ts), not variables: one row each, whose default (and, for `waitTimeSeconds`,
+ * range) the consumer reads (catalogue.ts). (Its `logger` and `onDeliveryOutcome` are callbacks,
+ * not settings.)
  */
 import { option, rangedOption } from './setting.js';
 

@@ -38,10 +38,6 @@ export function channelTable(channel: SettingChannel): string {
   return table(TABLES[channel].head, docsOf(channel));
 }
 
-export const variablesTable = (): string => channelTable('variables');
-export const tuningTable = (): string => channelTable('tuning');
-export const consumerTable = (): string => channelTable('consumer');
-
 function replaceBetween(text: string, begin: string, end: string, body: string): string {
   const a = text.indexOf(begin);
   const b = text.indexOf(end);

@@ -1,9 +1,8 @@
 /**
  * The orphan sweep's settings (src/sweep/): `OrphanSweepOptions.graceMs` (`sweepOrphans`,
  * `world.sweepOrphans`, the CLI's `sweep --older-than`) and `SweepHandlerOptions.marginMs` (the
- * scheduled Lambda handler, `createSweepHandler`). Programmatic, not variables. One row per option
- * with its default, which the sweep reads from here; docs/configuration.md is generated from these
- * rows.
+ * scheduled Lambda handler, `createSweepHandler`), not variables: one row each, whose default the
+ * sweep reads (catalogue.ts).
  */
 import { option } from './setting.js';
 

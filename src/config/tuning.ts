@@ -1,16 +1,13 @@
 /**
  * The tuning options: knobs only tests, benchmarks and embedders turn (`createWorld({ tuning })`,
- * `loadConfig(env, tuning)`), never variables. A new option is one row of {@link TUNING}, its field
- * of {@link WorldTuning} and its read in load.ts (`readTuning`); docs/configuration.md is generated
- * from the rows.
+ * `loadConfig(env, tuning)`), never variables. A new option is one row of {@link TUNING} and its
+ * field of {@link WorldTuning}; load.ts reads every row, and docs/configuration.md is generated
+ * from them.
  */
 import { SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from './limits.js';
 import { type AnySetting, int, text } from './setting.js';
 
-/**
- * The options of {@link TUNING}: for tests, benchmarks and embedders (`createWorld({ tuning })`).
- * Each field's meaning, default and range is its row there (and docs/configuration.md).
- */
+/** The options of {@link TUNING}: each field's meaning, default and range is its row there. */
 export interface WorldTuning {
   readonly payloadThresholdBytes: number;
   readonly storageInlineBytes: number;
@@ -35,7 +32,7 @@ export interface WorldTuning {
   readonly deploymentGraceSeconds: number;
 }
 
-/** Options, not variables: `createWorld({ tuning })` or `loadConfig(env, tuning)`. Names are the keys. */
+/** The rows; an option's name is its key. */
 export const TUNING = {
   payloadThresholdBytes: int({
     name: 'payloadThresholdBytes',

@@ -27,8 +27,9 @@ import { type AnySetting, external, flag, int, type TextSetting, text } from './
  */
 export const SHARED_SCHEDULE_GROUP = 'default';
 
-const endpoint = (name: string, service: string, example: string): TextSetting =>
-  text({ name, description: service, values: 'http(s) URL', example, check: httpUrlProblem });
+/** An endpoint variable; `port`: the local emulator's, for the example. */
+const endpoint = (name: string, description: string, port: number): TextSetting =>
+  text({ name, description, values: 'http(s) URL', example: `http://127.0.0.1:${port}`, check: httpUrlProblem });
 
 /**
  * The environment the World reads: the user-facing settings. Order is the documentation's.
@@ -49,37 +50,25 @@ export const VARIABLES = {
     values: 'profile name',
     description: 'Shared-config profile, read by the AWS SDK.',
   }),
-  endpoint: endpoint(
-    'AWS_ENDPOINT_URL',
-    'Endpoint for every service (emulators). Per-service variables win.',
-    'http://127.0.0.1:4566',
-  ),
-  endpointDynamodb: endpoint(
-    'AWS_ENDPOINT_URL_DYNAMODB',
-    'DynamoDB endpoint, e.g. DynamoDB Local.',
-    'http://127.0.0.1:8000',
-  ),
-  endpointSqs: endpoint('AWS_ENDPOINT_URL_SQS', 'SQS endpoint, e.g. fauxqs or ElasticMQ.', 'http://127.0.0.1:4566'),
-  endpointS3: endpoint(
-    'AWS_ENDPOINT_URL_S3',
-    'S3 endpoint (path-style is used whenever an endpoint is set).',
-    'http://127.0.0.1:4566',
-  ),
+  endpoint: endpoint('AWS_ENDPOINT_URL', 'Endpoint for every service (emulators). Per-service variables win.', 4566),
+  endpointDynamodb: endpoint('AWS_ENDPOINT_URL_DYNAMODB', 'DynamoDB endpoint, e.g. DynamoDB Local.', 8000),
+  endpointSqs: endpoint('AWS_ENDPOINT_URL_SQS', 'SQS endpoint, e.g. fauxqs or ElasticMQ.', 4566),
+  endpointS3: endpoint('AWS_ENDPOINT_URL_S3', 'S3 endpoint (path-style is used whenever an endpoint is set).', 4566),
   endpointScheduler: endpoint(
     'AWS_ENDPOINT_URL_SCHEDULER',
     "EventBridge Scheduler endpoint, e.g. the embedded emulator's.",
-    'http://127.0.0.1:4567',
+    4567,
   ),
-  endpointKms: endpoint('AWS_ENDPOINT_URL_KMS', "KMS endpoint, e.g. the embedded emulator's.", 'http://127.0.0.1:4568'),
+  endpointKms: endpoint('AWS_ENDPOINT_URL_KMS', "KMS endpoint, e.g. the embedded emulator's.", 4568),
   endpointSecretsManager: endpoint(
     'AWS_ENDPOINT_URL_SECRETS_MANAGER',
     "Secrets Manager endpoint (for EVE_WORLD_AWS_SIGNING_SECRET_ARN), e.g. the embedded emulator's.",
-    'http://127.0.0.1:4569',
+    4569,
   ),
   endpointLambda: endpoint(
     'AWS_ENDPOINT_URL_LAMBDA',
     "Lambda endpoint the worker invokes the host's versions on (deployment affinity in the Lambda shape), e.g. the embedded emulator's.",
-    'http://127.0.0.1:4570',
+    4570,
   ),
   port: int({
     name: 'PORT',

@@ -81,11 +81,5 @@ export function variableWarningsOnce(config: Pick<WorldConfig, 'ignoredVariables
 export function closestVariable(name: string): string {
   const known = READ_VARIABLES.filter((n) => n.startsWith('EVE_WORLD_AWS_'));
   const upper = name.toUpperCase();
-  let best = known[0];
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (const k of known) {
-    const d = editDistance(upper, k);
-    if (d < bestDistance) [best, bestDistance] = [k, d];
-  }
-  return best;
+  return known.reduce((best, k) => (editDistance(upper, k) < editDistance(upper, best) ? k : best));
 }

@@ -1,7 +1,6 @@
 /**
- * The settings among `createWorld()`'s own options (`CreateWorldOptions` in src/index.ts):
- * programmatic, not variables. One row per option with its default, which the code that takes the
- * option reads from here; docs/configuration.md is generated from these rows. (`config`,
+ * The settings among `createWorld()`'s own options (`CreateWorldOptions` in src/index.ts), not
+ * variables: one row each, whose default the code that takes it reads (catalogue.ts). (`config`,
  * `tuning`, `clients`, `consumer` and `runKeys` are objects or other tables, not settings.)
  */
 import { option } from './setting.js';

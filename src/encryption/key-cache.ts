@@ -56,11 +56,7 @@ export class KeyCache {
   set(runId: string, key: Uint8Array): void {
     this.#entries.delete(runId);
     this.#entries.set(runId, { key: key.slice(), at: this.#now() });
-    while (this.#entries.size > this.#max) {
-      const oldest = this.#entries.keys().next().value as string;
-      this.#entries.get(oldest)?.key.fill(0);
-      this.#entries.delete(oldest);
-    }
+    while (this.#entries.size > this.#max) this.delete(this.#entries.keys().next().value as string);
   }
 
   /** Forget one key (zeroed). */

@@ -41,12 +41,14 @@ import { isTerminalWorkflowRunStatus, type WorkflowRun, workflowRunIdSchema } fr
 import { decodeTime } from 'ulid';
 import { readInput, when } from '../aws/expression.js';
 import { type Fields, OwnedRecord, tableOf } from '../aws/owned-record.js';
+import { keysOf } from '../aws/item-codec.js';
 import { describeError, errorName } from '../aws/sdk-errors.js';
 import type { WorldContext } from '../context/world-context.js';
 import { ATTR, encryptionKeys, keys } from '../schema/keys.js';
 import { KeyCache, type KeyCacheOptions } from './key-cache.js';
 
-const ENCRYPTION_CONTEXT_KEY = 'eve-world-aws:runId';
+/** The KMS encryption context of a run's key (see above). */
+const kmsContext = (runId: string) => ({ 'eve-world-aws:runId': runId });
 
 /** How long the key of a run that was never created is kept (s): two days past its id's time. */
 export const PENDING_KEY_SECONDS = 2 * 86_400;
@@ -73,8 +75,6 @@ export interface RunKeyStats {
   /** Pending key items whose run was found created (their TTL removed). */
   keysKept: number;
 }
-
-export interface RunKeysOptions extends KeyCacheOptions {}
 
 /** The `RUNKEY` item as an owned record: its owner token is the wrapped key. */
 const runKeys = new OwnedRecord('run key', { owner: 'wrappedKey' });
@@ -103,7 +103,7 @@ export class RunKeys {
     keysKept: 0,
   };
 
-  constructor(ctx: WorldContext, keyId: string, opts: RunKeysOptions = {}) {
+  constructor(ctx: WorldContext, keyId: string, opts: KeyCacheOptions = {}) {
     this.#ctx = ctx;
     this.#keyId = keyId;
     this.#cache = new KeyCache(opts);
@@ -198,7 +198,7 @@ export class RunKeys {
     const out = await this.#ctx.clients.ddb.send(
       new GetItemCommand({
         TableName: this.#ctx.config.tableName,
-        Key: { PK: { S: keys.runMeta(runId).PK }, SK: { S: keys.runMeta(runId).SK } },
+        Key: keysOf(keys.runMeta(runId)),
         ConsistentRead: true,
         ...readInput({ projection: [ATTR.pk] }),
       }),
@@ -224,7 +224,7 @@ export class RunKeys {
     this.#stats.generateDataKey++;
     const generated = await kms
       .send(
-        new GenerateDataKeyCommand({ KeyId: this.#keyId, KeySpec: 'AES_256', EncryptionContext: this.#context(runId) }),
+        new GenerateDataKeyCommand({ KeyId: this.#keyId, KeySpec: 'AES_256', EncryptionContext: kmsContext(runId) }),
       )
       .catch((err) => {
         throw this.#kmsError('generate a data key for', runId, err);
@@ -266,7 +266,7 @@ export class RunKeys {
     const { DecryptCommand } = await import('@aws-sdk/client-kms');
     this.#stats.decrypt++;
     const out = await kms
-      .send(new DecryptCommand({ CiphertextBlob: wrapped, EncryptionContext: this.#context(runId) }))
+      .send(new DecryptCommand({ CiphertextBlob: wrapped, EncryptionContext: kmsContext(runId) }))
       .catch((err) => {
         throw this.#kmsError('unwrap the data key of', runId, err);
       });
@@ -274,10 +274,6 @@ export class RunKeys {
       throw new WorkflowWorldError(`KMS Decrypt of run ${runId}'s data key did not return 32 bytes`, { status: 502 });
     }
     return out.Plaintext;
-  }
-
-  #context(runId: string): Record<string, string> {
-    return { [ENCRYPTION_CONTEXT_KEY]: runId };
   }
 
   /** A KMS failure as an error that says what failed and what to do about it. */

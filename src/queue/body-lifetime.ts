@@ -44,11 +44,7 @@ export function bodyNeededUntil(plan: DelayPlan, now: number): number {
 
 /** Until when the object at `key` is guaranteed to exist (0: unknown, e.g. a key without a time). */
 export function bodyAliveUntil(key: string): number {
-  const prefix = key.startsWith(HELD_BODY_PREFIX)
-    ? HELD_BODY_PREFIX
-    : key.startsWith(QUEUE_BODY_PREFIX)
-      ? QUEUE_BODY_PREFIX
-      : undefined;
+  const prefix = [HELD_BODY_PREFIX, QUEUE_BODY_PREFIX].find((p) => key.startsWith(p));
   if (!prefix) return 0;
   const rest = key.slice(prefix.length);
   const slash = rest.lastIndexOf('/');

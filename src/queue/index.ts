@@ -124,8 +124,7 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     // Encode first: a payload that cannot be encoded must not burn its idempotency key.
     const body = encodePayload(payload);
     await options.beforeSend?.();
-    // With affinity on: the deployment the message is for; a send core's guard must not make throws
-    // here.
+    // With affinity on: the message's deployment; a send core's guard must not make throws here.
     let deploymentId: string | undefined;
     let own = true;
     if (identity.affinity) {
@@ -184,9 +183,8 @@ export function createQueue(ctx: WorldContext, options: CreateQueueOptions = {})
     if (taken && messageId !== minted) joinEarly(minted, messageId, 'its idempotency claim was taken over');
     if (early && !offeredFirst) taken = offer(messageId);
     try {
-      // The copy's offset counts its early delivery, a dispatch, even under a claim taken over
-      // (another id than the one offered): never attempt 1 beside it
-      // (src/consumer/delivery/pipeline.ts).
+      // The copy's offset counts its early delivery (a dispatch), even under a claim taken over
+      // (not the id offered): never attempt 1 beside it (src/consumer/delivery/pipeline.ts).
       const offset = taken ? { attemptOffset: envelope.attemptOffset + 1 } : {};
       await transport.send({ ...envelope, messageId, ...offset }, opts?.delaySeconds);
     } catch (err) {

@@ -62,10 +62,13 @@ export class SqsTransport {
     return this.scheduler !== undefined && this.ctx.config.schedulerRoleArn !== undefined;
   }
 
-  private resolveUrl(ref: string): Promise<string> {
-    return cached(this.urls, ref, async () => {
-      if (isQueueUrl(ref)) return ref;
-      const o = await this.ctx.clients.sqs.send(new GetQueueUrlCommand({ QueueName: ref }));
+  /** The URL of queue `ref` (name or URL), in `account` if a redrive policy's ARN named it. */
+  private resolveUrl(ref: string, account?: string): Promise<string> {
+    if (isQueueUrl(ref)) return Promise.resolve(ref);
+    return cached(this.urls, account === undefined ? ref : `${account}/${ref}`, async () => {
+      const o = await this.ctx.clients.sqs.send(
+        new GetQueueUrlCommand({ QueueName: ref, ...(account ? { QueueOwnerAWSAccountId: account } : {}) }),
+      );
       if (!o.QueueUrl) throw new Error(`GetQueueUrl returned no URL for queue ${ref}`);
       return o.QueueUrl;
     });
@@ -108,7 +111,7 @@ export class SqsTransport {
       const arn = typeof policy.deadLetterTargetArn === 'string' ? parseArn(policy.deadLetterTargetArn) : undefined;
       const max = Number(policy.maxReceiveCount);
       if (!arn || !Number.isInteger(max) || max < 1) throw new Error(`the queue's RedrivePolicy is unreadable: ${raw}`);
-      const url = await this.resolveUrlOf(arn.resource, arn.account);
+      const url = await this.resolveUrl(arn.resource, arn.account);
       return { url, maxReceiveCount: max };
     })();
     const entry = { at: now, target };
@@ -117,17 +120,6 @@ export class SqsTransport {
       if (this.redrive === entry) this.redrive = undefined;
     });
     return target;
-  }
-
-  /** The URL of queue `name` in `account` (a queue the redrive policy names by ARN). */
-  private resolveUrlOf(name: string, account: string): Promise<string> {
-    return cached(this.urls, `${account}/${name}`, async () => {
-      const o = await this.ctx.clients.sqs.send(
-        new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) }),
-      );
-      if (!o.QueueUrl) throw new Error(`GetQueueUrl returned no URL for queue ${name}`);
-      return o.QueueUrl;
-    });
   }
 
   /**

@@ -3,12 +3,9 @@
  * Composes the parts: the call-order queue (write-queue.ts), the block writer (writer.ts), the
  * reads (queries.ts, live.ts) and the in-process bus (bus.ts). Item format: block-items.ts.
  *
- * Cost at token rate: core groups a step's chunks (one group in flight; the chunks that arrive
- * while a group is in flight form the next), each group is ONE PutItem, and in a burst the write
- * session acknowledges at most one group per `streamBurstMs` (pacing.ts) so groups carry several
- * chunks; a chunk after quiet is written at once. A reader in the writer's process takes committed
- * blocks from memory (no request); a reader elsewhere pays one Query per poll, which returns every
- * block written since its last one.
+ * Cost at token rate: ONE PutItem per group of chunks core sends, at most one group per
+ * `streamBurstMs` in a burst (pacing.ts); no request for a reader in the writer's process (bus.ts),
+ * one Query per poll for a reader elsewhere (live.ts).
  */
 import { WorkflowWorldError } from '@workflow/errors';
 import type {
@@ -171,8 +168,7 @@ export function createStreamer(ctx: WorldContext, options: StreamerOptions = {})
       const runId = await runIdArg;
       const limit = Math.min(MAX_PAGE, Math.max(1, Math.trunc(opts.limit ?? DEFAULT_PAGE)));
       let { i, k } = decodeCursor(opts.cursor);
-      // limit + 1 items hold at least limit + 1 chunks from the cursor, or the end: enough for
-      // hasMore.
+      // limit + 1 items hold >= limit + 1 chunks from the cursor, or the end: enough for hasMore.
       const page = await queries.blocksFrom(runId, name, k, { limit: limit + 1 });
       const picked: { index: number; chunk: StoredChunk }[] = [];
       let done = false;

@@ -64,11 +64,6 @@ const RUN_CHECK_MS = 5000;
  */
 export const END_GRACE_MS = 5000;
 
-/** A terminal run: its status. */
-export interface RunEnd {
-  status: WorkflowRunStatus;
-}
-
 export interface LiveTailDeps {
   config: WorldConfig;
   table: string;
@@ -81,7 +76,7 @@ export interface LiveTailDeps {
    * The run's end, undefined while it is not terminal (or not found). Absent: a reader ends only
    * at an EOF some writer wrote.
    */
-  runEnd?(runId: string): Promise<RunEnd | undefined>;
+  runEnd?(runId: string): Promise<{ status: WorkflowRunStatus } | undefined>;
   /** Write the stream's EOF (idempotent). Needed with `runEnd`. */
   seal?(runId: string, name: string): Promise<void>;
   logger?: Logger;
@@ -118,7 +113,7 @@ export function liveTail(
   /** A block read by get() while resolving the start position, applied first. */
   let pending: Block | undefined = start.first;
   /** The run's end once seen terminal (it never changes after). */
-  let ended: RunEnd | undefined;
+  let ended: { status: WorkflowRunStatus } | undefined;
   /** When this reader's read of the run that showed it terminal returned (performance.now()). */
   let endSeenAt = 0;
   /** When the run may be read again (performance.now()). */

@@ -13,7 +13,7 @@
  * So a retried put never writes a block twice and never leaves a gap (see block-items.ts, density).
  */
 import { randomUUID } from 'node:crypto';
-import { type AttributeValue, type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { expression, when } from '../aws/expression.js';
 import { conditionFailureItem, isConditionalCheckFailed } from '../aws/sdk-errors.js';
 import type { WorldContext } from '../context/world-context.js';
@@ -36,8 +36,6 @@ import type { StreamQueries } from './queries.js';
 const MAX_REMEMBERED_TAILS = 10_000;
 
 export class BlockWriter {
-  private readonly ddb: DynamoDBClient;
-  private readonly table: string;
   private readonly instance = randomUUID();
   private puts = 0;
   /** Key of the next block, per stream, as this writer last saw it (a hint; the put checks it). */
@@ -47,10 +45,7 @@ export class BlockWriter {
     private readonly ctx: WorldContext,
     private readonly queries: StreamQueries,
     private readonly useBus: boolean,
-  ) {
-    this.ddb = ctx.clients.ddb;
-    this.table = ctx.config.tableName;
-  }
+  ) {}
 
   /**
    * Append `chunks` (already in call order). `nextAt`: when the writer expects its next block
@@ -146,9 +141,8 @@ export class BlockWriter {
       };
       let existing: Block | undefined;
       try {
-        await this.ddb.send(
-          new PutItemCommand(expression().when(when.absent).toPutItem(this.table, item, { returnOld: true })),
-        );
+        const put = expression().when(when.absent).toPutItem(this.ctx.config.tableName, item, { returnOld: true });
+        await this.ctx.clients.ddb.send(new PutItemCommand(put));
       } catch (err) {
         if (!isConditionalCheckFailed(err)) {
           this.tails.delete(tk); // unknown whether it landed; the next put finds out
@@ -170,7 +164,7 @@ export class BlockWriter {
       if (stored) this.remember(tk, at + count);
       if (this.useBus) {
         const block: CommittedBlock = { first: at, chunks: stored ? bytes.map((b) => b.slice()) : [], eof: !stored };
-        publish(busKey(this.table, runId, name), block);
+        publish(busKey(this.ctx.config.tableName, runId, name), block);
       }
       return false;
     }

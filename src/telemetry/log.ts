@@ -56,12 +56,7 @@ export interface LoggerOptions {
   now?: () => number;
 }
 
-const toConsole = (level: Exclude<LogLevel, 'silent'>, line: string) => {
-  if (level === 'error') console.error(line);
-  else if (level === 'warn') console.warn(line);
-  else if (level === 'debug') console.debug(line);
-  else console.info(line);
-};
+const toConsole = (level: Exclude<LogLevel, 'silent'>, line: string) => console[level](line);
 
 export function createLogger(opts: LoggerOptions): Logger {
   const min = RANK[opts.level];

@@ -45,20 +45,6 @@ export interface DeliverySpanResult {
   outcome?: string;
 }
 
-function deliveryAttributes(info: DeliverySpanInfo): SpanAttributes {
-  return {
-    'messaging.system': 'aws_sqs',
-    'messaging.operation.type': 'process',
-    'messaging.operation.name': 'process',
-    'messaging.destination.name': info.queue,
-    'messaging.message.id': info.sqsMessageId,
-    'eve_world_aws.receive_count': info.receiveCount,
-    'eve_world_aws.delivery.early': info.early || undefined,
-    'eve_world_aws.queue_age_ms':
-      info.sentAt !== undefined ? Math.max(0, (info.receivedAt ?? Date.now()) - info.sentAt) : undefined,
-  };
-}
-
 export function deliveryResultAttributes(r: DeliverySpanResult): SpanAttributes {
   return {
     'messaging.message.conversation_id': r.messageId,
@@ -72,7 +58,18 @@ export function deliveryResultAttributes(r: DeliverySpanResult): SpanAttributes 
 export function withDeliverySpan<T>(info: DeliverySpanInfo, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
   const { sentBy } = info;
   const attributes = sentBy && { 'messaging.message.id': sentBy.messageId, 'messaging.operation.type': 'send' };
-  return withSpan(`process ${info.queue}`, deliveryAttributes(info), fn, {
+  const attrs: SpanAttributes = {
+    'messaging.system': 'aws_sqs',
+    'messaging.operation.type': 'process',
+    'messaging.operation.name': 'process',
+    'messaging.destination.name': info.queue,
+    'messaging.message.id': info.sqsMessageId,
+    'eve_world_aws.receive_count': info.receiveCount,
+    'eve_world_aws.delivery.early': info.early || undefined,
+    'eve_world_aws.queue_age_ms':
+      info.sentAt !== undefined ? Math.max(0, (info.receivedAt ?? Date.now()) - info.sentAt) : undefined,
+  };
+  return withSpan(`process ${info.queue}`, attrs, fn, {
     kind: 'consumer',
     startTime: info.receivedAt,
     ...(sentBy ? { links: [{ traceparent: sentBy.traceparent, attributes }] } : {}),
@@ -115,7 +112,6 @@ export function withStorageWriteSpan<T>(
     'eve_world_aws.events.create',
     { 'db.system.name': 'aws.dynamodb', 'eve_world_aws.event.type': info.eventType, 'workflow.run.id': info.runId },
     fn,
-    { kind: 'internal' },
   );
 }
 
@@ -127,7 +123,6 @@ export function withStreamFlushSpan<T>(
     'eve_world_aws.stream.flush',
     { 'eve_world_aws.stream.chunks': info.chunks, 'eve_world_aws.stream.bytes': info.bytes },
     fn,
-    { kind: 'internal' },
   );
 }
 

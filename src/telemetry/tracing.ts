@@ -122,10 +122,6 @@ function open(
   return { span, ctx: otel.trace.setSpan(parent, span) };
 }
 
-function errorName(err: unknown): string {
-  return err instanceof Error ? err.name || 'Error' : typeof err;
-}
-
 /**
  * Run `fn` inside a new span, a child of the active context. `startTime` (epoch ms) back-dates
  * the span's start (a delivery that began before its span could be opened); `links` link it to
@@ -147,8 +143,9 @@ export async function withSpan<T>(
     span.setStatus({ code: otel.SpanStatusCode.OK });
     return out;
   } catch (err) {
-    span.setAttribute('error.type', errorName(err));
-    span.setStatus({ code: otel.SpanStatusCode.ERROR, message: errorName(err) });
+    const name = err instanceof Error ? err.name || 'Error' : typeof err;
+    span.setAttribute('error.type', name);
+    span.setStatus({ code: otel.SpanStatusCode.ERROR, message: name });
     throw err;
   } finally {
     span.end();

@@ -6,13 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  channelTable,
-  consumerTable,
-  renderConfigurationDoc,
-  tuningTable,
-  variablesTable,
-} from '../../src/config/docs.js';
+import { channelTable, renderConfigurationDoc } from '../../src/config/docs.js';
 import {
   CONSUMER_DOCS,
   ENV_DOCS,
@@ -36,12 +30,12 @@ describe('docs/configuration.md', () => {
   it('has one row per variable and per option, with its default and range from the table', () => {
     for (const d of [...ENV_DOCS, ...TUNING_DOCS, ...CONSUMER_DOCS, ...WORLD_DOCS, ...SWEEP_DOCS])
       expect(doc, d.name).toContain(`| \`${d.name}\` |`);
-    expect(variablesTable()).toContain('| `EVE_WORLD_AWS_CONCURRENCY` | `8` | 1-1000 |');
-    expect(variablesTable()).toContain('| `EVE_WORLD_AWS_RETENTION_DAYS` | — | 1-36500 |');
-    expect(tuningTable()).toContain('| `streamBurstMs` | `60` | 0-1000 |');
-    expect(consumerTable()).toContain('| `drainTimeoutMs` | `30000` | ms |');
-    expect(consumerTable()).toContain('| `consumer` | `none` inside AWS Lambda');
-    expect(consumerTable()).toContain('| `waitTimeSeconds` | `5` | 0-20 (s; outside, the nearest end) |');
+    expect(channelTable('variables')).toContain('| `EVE_WORLD_AWS_CONCURRENCY` | `8` | 1-1000 |');
+    expect(channelTable('variables')).toContain('| `EVE_WORLD_AWS_RETENTION_DAYS` | — | 1-36500 |');
+    expect(channelTable('tuning')).toContain('| `streamBurstMs` | `60` | 0-1000 |');
+    expect(channelTable('consumer')).toContain('| `drainTimeoutMs` | `30000` | ms |');
+    expect(channelTable('consumer')).toContain('| `consumer` | `none` inside AWS Lambda');
+    expect(channelTable('consumer')).toContain('| `waitTimeSeconds` | `5` | 0-20 (s; outside, the nearest end) |');
     expect(channelTable('world')).toContain('| `resolvePayloads` | `true` | `true` / `false` |');
     expect(channelTable('sweep')).toContain('| `graceMs` | `3600000` | ms, >= 0 |');
     expect(channelTable('sweep')).toContain('| `marginMs` | `60000` |');

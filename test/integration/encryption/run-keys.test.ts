@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_KMS_ALIAS } from '../../../emulator/stack.js';
 import { type AwsClients, createClients, destroyClients } from '../../../src/aws/clients.js';
 import { createContext } from '../../../src/context/world-context.js';
-import { KeyCache } from '../../../src/encryption/key-cache.js';
-import { PENDING_KEY_SECONDS, RunKeys, type RunKeysOptions } from '../../../src/encryption/run-keys.js';
+import { KeyCache, type KeyCacheOptions } from '../../../src/encryption/key-cache.js';
+import { PENDING_KEY_SECONDS, RunKeys } from '../../../src/encryption/run-keys.js';
 import { type AwsWorld, createWorld } from '../../../src/index.js';
 import { createFixture, type Fixture, stackEnv } from '../../helpers/aws.js';
 import { devl, sv } from '../../helpers/runs.js';
@@ -28,7 +28,7 @@ const keysOf = new Map<AwsWorld, RunKeys>();
 const runKeysOf = (w: AwsWorld) => keysOf.get(w) as RunKeys;
 
 /** A World with its own clients (like another process): own cache, own connections. */
-function world(extra: { clients?: AwsClients } = {}, bounds: RunKeysOptions = {}): AwsWorld {
+function world(extra: { clients?: AwsClients } = {}, bounds: KeyCacheOptions = {}): AwsWorld {
   const clients = extra.clients ?? createClients(f.config);
   if (!extra.clients) ownClients.push(clients);
   const runKeys = new RunKeys(createContext(f.config, clients), f.config.kmsKeyId as string, bounds);
