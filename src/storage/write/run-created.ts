@@ -36,7 +36,6 @@ export async function runCreated(
   const exists = (): never => {
     throw new EntityConflictError(`Workflow run "${runId}" already exists`);
   };
-  // Nothing is uploaded for a run that exists already (a redelivered create).
   const unclaimed = async () => {
     if (await getItem(ctx, keys.runMeta(runId))) exists();
   };
@@ -49,8 +48,6 @@ export async function runCreated(
   );
   const run = newRun(call, runId, eventData, specVersion, placed.input);
   const event = atSlot(newEvent(call.stamp, runId, data, 'run_created', eventData), 1);
-  // A new run's first event is slot 1 and the run put is the exclusive create: either claim
-  // failing means the run exists.
   await commit(
     ctx,
     call.hints,

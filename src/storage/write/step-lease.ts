@@ -54,9 +54,6 @@ import type { StorageCtx } from '../table/storage-ctx.js';
 const leases = new OwnedRecord('step lease', { owner: 'leaseToken', until: 'leaseUntil', beat: 'leaseBeat' });
 const LEASE_FIELDS = ['leaseToken', 'leaseUntil', 'leaseBeat', 'leaseTtl'] as const;
 
-/** A leased start's condition. */
-export type LeaseFence = Cond;
-
 /** Longest lease: a crashed holder blocks its step for at most this long (plus the watch). */
 export const MAX_STEP_LEASE_TTL_MS = 60_000;
 /** Shortest ttl a holder may claim (a watcher never waits less). */
@@ -138,7 +135,7 @@ export function startFence(
   s: LeaseFields,
   fresh: boolean,
   watch: LeaseWatch = leaseWatch,
-): LeaseFence {
+): Cond {
   const mark = leaseMark(s);
   if (!mark || s.leaseToken === lease.token) return leases.fence(lease.token);
   const period = watchPeriodMs(s);
