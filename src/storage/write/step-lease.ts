@@ -130,12 +130,7 @@ function tooEarly(stepId: string, waitMs: number): TooEarlyError {
  * delivery's lease has not been seen to lapse here (header). A remembered item is never taken as
  * a sight of a lease: its refusal is decided again on a fresh read.
  */
-export function startFence(
-  lease: StepLease,
-  s: LeaseFields,
-  fresh: boolean,
-  watch: LeaseWatch = leaseWatch,
-): Cond {
+export function startFence(lease: StepLease, s: LeaseFields, fresh: boolean, watch: LeaseWatch = leaseWatch): Cond {
   const mark = leaseMark(s);
   if (!mark || s.leaseToken === lease.token) return leases.fence(lease.token);
   const period = watchPeriodMs(s);
