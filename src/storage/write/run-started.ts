@@ -62,7 +62,6 @@ async function runStartedOnce(call: CreateCall, runId: string, data: EventData):
       record.status,
     );
   }
-  // Running: idempotent, no new event; the run (and the log, with a preload) as is.
   if (record.status === 'running')
     return resolved({
       run: await toRun(call.ctx, record, call.resolveData),
@@ -126,10 +125,7 @@ async function readStartState(
   return { preload, remembered: remembered !== undefined, read, pos };
 }
 
-/**
- * A pending run becomes running (`startedAt` kept if set), conditioned on still being pending (and
- * on the remembered attributes' version), and the event is appended.
- */
+/** Pending -> running (header), conditioned on still pending and on a remembered `attrVer`. */
 async function startPending(
   call: CreateCall,
   runId: string,
