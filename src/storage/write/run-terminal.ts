@@ -142,9 +142,6 @@ async function finishRun(
   // A run that never held a hook or wait has nothing to release; the update's condition makes the
   // transition re-read if one was created since this read.
   const release = mayHold(run.item);
-  // SET the status and times (and the payload, the error code, `expiredAt`), REMOVE the payloads on
-  // a purge; conditioned on the run existing and not being terminal, on `holds` when nothing is to
-  // be released, and on the remembered version.
   const now = call.now.getTime();
   const endRun = expression().set({ status, completedAt: now, updatedAt: now }).when(when.present, runNotTerminal);
   if (!release) endRun.when(when.is(HOLDS, false));
