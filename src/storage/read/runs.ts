@@ -24,10 +24,7 @@ import type { StorageCtx } from '../table/storage-ctx.js';
 import { assertId } from '../table/world-errors.js';
 import { shardedPage } from './sharded-page.js';
 
-/**
- * A run item without `input` and `output` (`resolveData: 'none'` returns neither). `error` stays:
- * 'none' keeps an inline error, as world-local does.
- */
+/** A run item without `input` and `output` (`resolveData: 'none'` returns neither; `errorFor`). */
 const RUN_FIELDS = [
   'runId',
   'status',
