@@ -24,7 +24,7 @@ import type { StorageCtx } from '../table/storage-ctx.js';
 import { assertId } from '../table/world-errors.js';
 import { shardedPage } from './sharded-page.js';
 
-/** A run item without `input` and `output`, which 'none' omits (`error` stays: records' `errorFor`). */
+/** A run item without `input` and `output`, which 'none' omits (`error` stays: `errorFor`). */
 const RUN_FIELDS = [
   'runId',
   'status',
