@@ -105,6 +105,6 @@ export async function loadPayload(ctx: StorageCtx, v: unknown): Promise<unknown>
 export const payloadFor = (ctx: StorageCtx, v: unknown, resolveData: ResolveData) =>
   resolveData === 'none' ? undefined : loadPayload(ctx, v);
 
-/** An error field as returned: 'none' keeps an inline error (as world-local does), not one in S3. */
+/** An error as returned: 'none' keeps an inline error (as world-local does), not one in S3. */
 export const errorFor = (ctx: StorageCtx, v: unknown, resolveData: ResolveData) =>
   resolveData === 'none' && isS3Pointer(v) ? undefined : loadPayload(ctx, v);

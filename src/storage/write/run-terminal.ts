@@ -36,7 +36,7 @@ import { applyRetention, purgesOnFinish } from './retention.js';
 import { assertSpec, HOLDS, mayHold, rereadRunOnGuard } from './run-guard.js';
 import { releaseRun } from './run-release.js';
 
-/** Each end's status, and the run field it stores its payload in: the output, the error, or none. */
+/** Each end's status, and the run field holding its payload: the output, the error, or none. */
 const ENDS = {
   run_completed: { status: 'completed', field: 'output' },
   run_failed: { status: 'failed', field: 'error' },
