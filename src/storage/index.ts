@@ -64,8 +64,7 @@ export function createStorage(ctx: WorldContext): WorldStorage {
     async runEnd(runId) {
       try {
         const run = await runs.get(runId, { resolveData: 'none' });
-        if (!isTerminalRun(run.status)) return undefined;
-        return { status: run.status };
+        return isTerminalRun(run.status) ? { status: run.status } : undefined;
       } catch (err) {
         if (WorkflowRunNotFoundError.is(err)) return undefined;
         throw err;

@@ -64,7 +64,7 @@ export async function correlationEvents(ctx: StorageCtx, q: CorrelationQuery): P
     if (q.after - 1 < first) return [];
     hi = keys.eventSk(q.after - 1);
   }
-  // The event is an item's own (`cid`, `t`) or its pair's second (`p.cid`, `p.t`).
+  // The event is an item's own (`cid`, `t`) or its pair's second (`e2.cid`, `e2.t`).
   const matches = (at: string[]) =>
     when.all(
       when.is([...at, 'cid'], q.correlationId),

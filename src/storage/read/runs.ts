@@ -24,10 +24,7 @@ import type { StorageCtx } from '../table/storage-ctx.js';
 import { assertId } from '../table/world-errors.js';
 import { shardedPage } from './sharded-page.js';
 
-/**
- * A run item without `input` and `output` (`resolveData: 'none'` returns neither). `error` stays:
- * 'none' keeps an inline error, as world-local does.
- */
+/** A run item without `input` and `output`, which 'none' omits (`error` stays: `errorFor`). */
 const RUN_FIELDS = [
   'runId',
   'status',
@@ -97,11 +94,10 @@ export function createRunReads(ctx: StorageCtx) {
     ids: readonly string[],
     params?: { resolveData?: ResolveData },
   ): Promise<(WorkflowRun | null)[]> {
-    const valid = ids.map((id) => (typeof id === 'string' && id.length > 0 ? id : undefined));
     const resolveData = params?.resolveData ?? 'all';
     const items = await getItems(
       ctx,
-      valid.filter((id): id is string => id !== undefined).map((id) => keysOf(keys.runMeta(id))),
+      ids.filter((id) => typeof id === 'string' && id.length > 0).map((id) => keysOf(keys.runMeta(id))),
       resolveData === 'none' ? WITHOUT_PAYLOADS : undefined,
     );
     const byId = new Map(items.filter((i): i is Attrs => i !== undefined && !expired(i)).map((i) => [i.runId.S!, i]));

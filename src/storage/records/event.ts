@@ -87,14 +87,6 @@ const OPENS_CORRELATION = eventTypesWhere((k) => k.opensCorrelation);
 
 const KNOWN_REQUEST_FIELDS = new Set(['eventType', 'correlationId', 'eventData', 'specVersion']);
 
-/** Unknown top-level fields of an event request (kept so newer cores round-trip). */
-function extraFields(data: Record<string, unknown>): Record<string, unknown> | undefined {
-  const extra = Object.fromEntries(
-    Object.entries(data).filter(([k, v]) => !KNOWN_REQUEST_FIELDS.has(k) && v !== undefined),
-  );
-  return Object.keys(extra).length > 0 ? extra : undefined;
-}
-
 /** An event's own fields (no key): the top level of a log item, or a pair item's `e2` map. */
 function eventFields(e: EventRecord): Attrs {
   const a = toItem({
@@ -224,18 +216,18 @@ export function newEvent(
   data: Record<string, any>,
   eventType: string,
   eventData: Record<string, any> | undefined,
-  slot = 0,
 ): EventRecord {
+  const extra = Object.entries(data).filter(([k, v]) => !KNOWN_REQUEST_FIELDS.has(k) && v !== undefined);
   return {
     runId,
-    slot,
+    slot: 0,
     eventType,
     correlationId: data.correlationId,
     eventData,
     createdAt: stamp.createdAt,
     occurredAt: stamp.occurredAt,
     specVersion: data.specVersion ?? SPEC_VERSION_CURRENT,
-    extra: extraFields(data),
+    extra: extra.length > 0 ? Object.fromEntries(extra) : undefined,
   };
 }
 

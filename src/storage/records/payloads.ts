@@ -104,3 +104,7 @@ export async function loadPayload(ctx: StorageCtx, v: unknown): Promise<unknown>
 /** A payload field as returned: resolved for 'all', omitted for 'none'. */
 export const payloadFor = (ctx: StorageCtx, v: unknown, resolveData: ResolveData) =>
   resolveData === 'none' ? undefined : loadPayload(ctx, v);
+
+/** An error as returned: 'none' keeps an inline error (as world-local does), not one in S3. */
+export const errorFor = (ctx: StorageCtx, v: unknown, resolveData: ResolveData) =>
+  resolveData === 'none' && isS3Pointer(v) ? undefined : loadPayload(ctx, v);

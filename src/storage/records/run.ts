@@ -7,12 +7,11 @@
  * name, each sharded by the run id (see `schema/keys.ts`).
  */
 import type { ResolveData, WorkflowRun } from '@workflow/world';
-import { isS3Pointer } from '../../context/payload-store.js';
 import { assertItemFormat, formatStamp } from '../../schema/formats.js';
 import { ATTR, keys, shardOf, storageKeys } from '../../schema/keys.js';
 import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
-import { loadPayload, payloadFor } from './payloads.js';
+import { errorFor, payloadFor } from './payloads.js';
 
 export interface RunRecord {
   runId: string;
@@ -106,17 +105,11 @@ export async function toRun(ctx: StorageCtx, stored: RunRecord, resolveData: Res
     stored.expiredAt !== undefined && stored.expiredAt.getTime() <= Date.now()
       ? { ...stored, input: undefined, output: undefined, error: undefined }
       : stored;
-  const [input, output] = await Promise.all([
+  const [input, output, error] = await Promise.all([
     payloadFor(ctx, r.input, resolveData),
     r.status === 'completed' ? payloadFor(ctx, r.output, resolveData) : undefined,
+    r.status === 'failed' ? errorFor(ctx, r.error, resolveData) : undefined,
   ]);
-  // 'none' keeps the error (as world-local does) unless it lives in S3.
-  const error =
-    r.status !== 'failed'
-      ? undefined
-      : resolveData === 'none' && isS3Pointer(r.error)
-        ? undefined
-        : await loadPayload(ctx, r.error);
   return dropUndefined({
     runId: r.runId,
     status: r.status,

@@ -3,12 +3,11 @@
  * `ver` is bumped by every write: the optimistic guard of the read-then-write transitions.
  */
 import type { ResolveData, Step } from '@workflow/world';
-import { isS3Pointer } from '../../context/payload-store.js';
 import { assertItemFormat, formatStamp } from '../../schema/formats.js';
 import { keys } from '../../schema/keys.js';
 import { type Attrs, date, dropUndefined, epochMs, keysOf, num, str, toItem, val } from '../table/codec.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
-import { loadPayload, payloadFor } from './payloads.js';
+import { errorFor, payloadFor } from './payloads.js';
 
 export interface StepRecord {
   runId: string;
@@ -96,11 +95,11 @@ export function parseStep(it: Attrs): StepRecord {
 }
 
 export async function toStep(ctx: StorageCtx, s: StepRecord, resolveData: ResolveData): Promise<Step> {
-  const [input, output] = await Promise.all([
+  const [input, output, error] = await Promise.all([
     payloadFor(ctx, s.input, resolveData),
     payloadFor(ctx, s.output, resolveData),
+    errorFor(ctx, s.error, resolveData),
   ]);
-  const error = resolveData === 'none' && isS3Pointer(s.error) ? undefined : await loadPayload(ctx, s.error);
   return dropUndefined({
     runId: s.runId,
     stepId: s.stepId,

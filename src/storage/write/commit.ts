@@ -41,13 +41,7 @@ import { lastSlotOf, PAIR_ATTR } from '../records/event.js';
 import { type Attrs, itemSize } from '../table/codec.js';
 import { backoff } from '../table/contention-backoff.js';
 import type { StorageCtx } from '../table/storage-ctx.js';
-import {
-  type Cancellation,
-  cancellationOf,
-  failedCondition,
-  transientCancellation,
-  validationCancellation,
-} from './conditions.js';
+import { type Cancellation, cancellationOf, cancelledFor, failedCondition } from './conditions.js';
 import { advance, type Position } from './position.js';
 
 export interface Attempt {
@@ -93,7 +87,7 @@ async function transact(ctx: StorageCtx, items: TransactWriteItem[], what: strin
     await ctx.ddb.send(new TransactWriteItemsCommand({ TransactItems: items, ClientRequestToken: randomUUID() }));
   } catch (err) {
     const c = cancellationOf(err);
-    if (c ? validationCancellation(c) : isValidation(err)) throw invalidWrite(what, items, err);
+    if (c ? cancelledFor(c, 'validation') : isValidation(err)) throw invalidWrite(what, items, err);
     if (!c && isThrottling(err)) throw toWorldError(err, what);
     throw err;
   }
@@ -144,7 +138,7 @@ export async function commit<Stop = never>(
         }
         continue;
       }
-      if (transientCancellation(c)) {
+      if (cancelledFor(c, 'transient')) {
         noteWriteRetry('transient');
         await backoff(transient++);
         continue;

@@ -59,12 +59,9 @@ export async function ifConditionHolds<T>(write: Promise<T>): Promise<T | undefi
   }
 }
 
-/** Reasons that are worth retrying the same transaction for. */
-export function transientCancellation(c: Cancellation): boolean {
-  return c.reasons.some((r) => cancellationReasonKind(r.Code) === 'transient');
-}
-
-/** A reason DynamoDB gives when an action is invalid (e.g. an item over 400 KB). */
-export function validationCancellation(c: Cancellation): boolean {
-  return c.reasons.some((r) => cancellationReasonKind(r.Code) === 'validation');
-}
+/**
+ * Whether a reason is of `kind`: `transient` is worth retrying the same transaction for,
+ * `validation` is DynamoDB's when an action is invalid (e.g. an item over 400 KB).
+ */
+export const cancelledFor = (c: Cancellation, kind: 'transient' | 'validation'): boolean =>
+  c.reasons.some((r) => cancellationReasonKind(r.Code) === kind);

@@ -60,10 +60,6 @@ const HANDLERS: { readonly [T in Exclude<CoreEventType, 'run_created'>]: Handler
   wait_completed: waitCompleted,
 };
 
-/** The writer of `type`, or undefined when a core may not create it (never an inherited property). */
-const handlerOf = (type: string): Handler | undefined =>
-  Object.hasOwn(HANDLERS, type) ? HANDLERS[type as keyof typeof HANDLERS] : undefined;
-
 /** Event types a core creates whose entity is named by `correlationId`. */
 const NEEDS_CORRELATION = eventTypesWhere((k) => k.writer === 'core' && k.correlated);
 
@@ -92,7 +88,6 @@ function perRunQueue() {
 
 export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs = new RunItemCache()) {
   const queue = perRunQueue();
-  const create = createTraced(ctx, hints, steps, runs);
   const createOne = (runId: string | null, data: EventData, params?: CreateEventParams): Promise<EventResult> =>
     withStorageWriteSpan({ eventType: String(data?.eventType), runId: runId ?? undefined }, () =>
       create(runId, data, params),
@@ -101,14 +96,8 @@ export function createEvents(ctx: StorageCtx, hints: SlotHints, steps: StepItemC
     typeof runId === 'string' && runId !== ''
       ? queue(runId, () => createOne(runId, data, params))
       : createOne(runId, data, params);
-}
 
-function createTraced(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, runs: RunItemCache) {
-  return async function create(
-    runId: string | null,
-    data: EventData,
-    params?: CreateEventParams,
-  ): Promise<EventResult> {
+  async function create(runId: string | null, data: EventData, params?: CreateEventParams): Promise<EventResult> {
     if (!data || typeof data !== 'object' || typeof data.eventType !== 'string') {
       throw invalidArgument('eventType', 'event request must have an eventType');
     }
@@ -131,7 +120,8 @@ function createTraced(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, r
       return assemble(call, out.runId, out);
     }
     assertId('runId', runId);
-    const handler = handlerOf(type);
+    // Own properties only: a core may not create an inherited one (`toString`).
+    const handler = Object.hasOwn(HANDLERS, type) ? HANDLERS[type as keyof typeof HANDLERS] : undefined;
     if (!handler) throw invalidArgument('eventType', `Unsupported event type "${type}"`);
     const handled = await handler(call, runId, data);
     // Resolved: answered from the state as it is, without a write (and without a metric).
@@ -141,7 +131,7 @@ function createTraced(ctx: StorageCtx, hints: SlotHints, steps: StepItemCache, r
     const metric = eventKind(type)?.metric;
     if (metric) countMetric(metric);
     return result;
-  };
+  }
 }
 
 function withMaxEvents(r: EventResult): EventResult {

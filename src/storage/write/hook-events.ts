@@ -45,21 +45,12 @@ async function tokenOf(ctx: StorageCtx, runId: string, hookId: string): Promise<
   return pk === undefined ? undefined : tokenOfHookPk(pk);
 }
 
-/** Whether the log of `runId` holds an event of `type` for `correlationId`. */
-async function hasEvent(ctx: StorageCtx, runId: string, correlationId: string, type: string): Promise<boolean> {
-  return (
-    (await correlationEvents(ctx, { runId, correlationId, ascending: true, limit: 1, eventType: type })).length > 0
-  );
-}
-
 /** A claim may be taken over once its run is terminal (or gone) and its retention has passed. */
 async function claimReleasable(ctx: StorageCtx, holder: HookRecord, now: Date): Promise<boolean> {
   if (holder.tokenRetentionUntil && holder.tokenRetentionUntil.getTime() > now.getTime()) return false;
   const run = await getItem(ctx, keys.runMeta(holder.runId));
   return !run || isTerminalRun(str(run, 'status'));
 }
-
-// ---------------------------------------------------------------- hook_created
 
 export async function hookCreated(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
@@ -86,8 +77,7 @@ export async function hookCreated(call: CreateCall, runId: string, data: EventDa
     isSystem: eventData.isSystem ?? false,
     tokenRetentionUntil:
       eventData.tokenRetentionUntil === undefined ? undefined : new Date(eventData.tokenRetentionUntil),
-    // From the run this process remembers (a delivery's run_started put it there); never read for
-    // it.
+    // From the run this process remembers (a delivery's run_started put it there), not a read.
     resumeContext: known ? resumeContextOf(parseRun(known)) : undefined,
   };
   const created = newEvent(call.stamp, runId, data, 'hook_created', eventData);
@@ -141,8 +131,6 @@ export async function hookCreated(call: CreateCall, runId: string, data: EventDa
     hook: await toHook(ctx, { ...rec, metadata: eventData.metadata }, call.resolveData),
   };
 }
-
-// ---------------------------------------------------------------- hook_received
 
 export async function hookReceived(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
   const { ctx, params } = call;
@@ -219,15 +207,14 @@ export async function hookReceived(call: CreateCall, runId: string, data: EventD
   return { own, pos, run: await toRun(ctx, run, call.resolveData), preload, fullLog: true };
 }
 
-// ---------------------------------------------------------------- hook_disposed
-
 export async function hookDisposed(call: CreateCall, runId: string, data: EventData): Promise<Outcome> {
   const { ctx } = call;
   const hookId: string = data.correlationId;
   const eventData: EventData | undefined = data.eventData;
   const token = typeof eventData?.token === 'string' ? eventData.token : await tokenOf(ctx, runId, hookId);
   const gone = async (): Promise<never> => {
-    if (await hasEvent(ctx, runId, hookId, 'hook_disposed'))
+    const q = { runId, correlationId: hookId, ascending: true, limit: 1, eventType: 'hook_disposed' };
+    if ((await correlationEvents(ctx, q)).length > 0)
       throw new EntityConflictError(`Hook "${hookId}" already disposed`);
     throw new HookNotFoundError(hookId);
   };

@@ -45,16 +45,15 @@ const BLOCK_CHUNKS = 'c';
 /** The document paths holding user payloads in one item (each as its segments), to REMOVE. */
 export function payloadPaths(item: Attrs): Path[] {
   const paths: Path[] = [];
-  const add = (path: string[]) => paths.push(path);
   const sk = item.SK?.S ?? '';
   if (sk.startsWith(keys.chunkSkPrefix)) return paths; // see blockPurge()
-  for (const a of ENTITY_PAYLOADS) if (item[a] !== undefined) add([a]);
+  for (const a of ENTITY_PAYLOADS) if (item[a] !== undefined) paths.push([a]);
   // An event's ref fields: the item's own event, and a pair item's second event in its map.
   const eventRefs = (ev: Attrs, at: string[]) => {
     const eventDataMap = ev.ed?.M;
     const type = ev.t?.S;
     if (eventDataMap && type)
-      for (const f of getEventDataRefFields(type)) if (eventDataMap[f] !== undefined) add([...at, 'ed', f]);
+      for (const f of getEventDataRefFields(type)) if (eventDataMap[f] !== undefined) paths.push([...at, 'ed', f]);
   };
   eventRefs(item, []);
   const second = item[PAIR_ATTR]?.M;

@@ -9,14 +9,12 @@ import { ulid } from 'ulid';
 import { keys } from '../../schema/keys.js';
 import { dueOnCreate } from '../records/due.js';
 import { atSlot, eventItem, newEvent } from '../records/event.js';
-import { placePayloads, runPrefix } from '../records/payloads.js';
 import { runItem, toRun } from '../records/run.js';
-import { valueSize } from '../table/codec.js';
 import { getItem } from '../table/reads.js';
 import { commit } from './commit.js';
 import { putEvent, putNew } from './conditions.js';
 import type { CreateCall, EventData, Outcome } from './create-call.js';
-import { newRun, validateSeedAttributes } from './run-seed.js';
+import { newRun, placeRunInput, validateSeedAttributes } from './run-seed.js';
 
 export async function runCreated(
   call: CreateCall,
@@ -36,21 +34,12 @@ export async function runCreated(
   const exists = (): never => {
     throw new EntityConflictError(`Workflow run "${runId}" already exists`);
   };
-  // Nothing is uploaded for a run that exists already (a redelivered create).
   const unclaimed = async () => {
     if (await getItem(ctx, keys.runMeta(runId))) exists();
   };
-  const placed = await placePayloads(
-    ctx,
-    { input: eventData.input },
-    `${runPrefix(runId)}/run`,
-    1024 + valueSize({ ...eventData, input: undefined }),
-    unclaimed,
-  );
-  const run = newRun(call, runId, eventData, specVersion, placed.input);
+  const input = await placeRunInput(call, runId, eventData, unclaimed);
+  const run = newRun(call, runId, eventData, specVersion, input);
   const event = atSlot(newEvent(call.stamp, runId, data, 'run_created', eventData), 1);
-  // A new run's first event is slot 1 and the run put is the exclusive create: either claim
-  // failing means the run exists.
   await commit(
     ctx,
     call.hints,
@@ -61,7 +50,7 @@ export async function runCreated(
       build: (slot) => ({
         items: [
           putNew(ctx, runItem(run)),
-          putEvent(ctx, eventItem({ ...atSlot(event, slot), eventData: { ...eventData, input: placed.input } })),
+          putEvent(ctx, eventItem({ ...atSlot(event, slot), eventData: { ...eventData, input } })),
           dueOnCreate(ctx, runId, Date.now() + ctx.config.backstopSeconds * 1000, slot),
         ],
         eventIdx: 1,

@@ -22,9 +22,8 @@ import { type RunTail, readRunTail } from '../read/log-tail.js';
 import { dueOnCreate } from '../records/due.js';
 import { atSlot, cursorAt, type EventRecord, eventItem, newEvent, pairEvents, toEvent } from '../records/event.js';
 import { isTerminalRun } from '../records/lifecycle.js';
-import { placePayloads, runPrefix } from '../records/payloads.js';
 import { parseRun, type RunRecord, runItem, toRun } from '../records/run.js';
-import { keysOf, valueSize } from '../table/codec.js';
+import { keysOf } from '../table/codec.js';
 import { commit } from './commit.js';
 import { putEvent, putNew } from './conditions.js';
 import {
@@ -41,7 +40,7 @@ import {
 } from './create-call.js';
 import { type Position, startPosition } from './position.js';
 import { assertSpec, rereadRunOnGuard } from './run-guard.js';
-import { newRun, validateSeedAttributes } from './run-seed.js';
+import { newRun, placeRunInput, validateSeedAttributes } from './run-seed.js';
 
 export function runStarted(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
   return restartable('run_started', () => runStartedOnce(call, runId, data));
@@ -62,7 +61,6 @@ async function runStartedOnce(call: CreateCall, runId: string, data: EventData):
       record.status,
     );
   }
-  // Running: idempotent, no new event; the run (and the log, with a preload) as is.
   if (record.status === 'running')
     return resolved({
       run: await toRun(call.ctx, record, call.resolveData),
@@ -126,10 +124,7 @@ async function readStartState(
   return { preload, remembered: remembered !== undefined, read, pos };
 }
 
-/**
- * A pending run becomes running (`startedAt` kept if set), conditioned on still being pending (and
- * on the remembered attributes' version), and the event is appended.
- */
+/** Pending -> running (header), conditioned on still pending and on a remembered `attrVer`. */
 async function startPending(
   call: CreateCall,
   runId: string,
@@ -236,14 +231,9 @@ async function resilientStart(
   const before = state.preload ? state.read.events : undefined;
   validateSeedAttributes(eventData);
   const specVersion = data.specVersion ?? SPEC_VERSION_CURRENT;
-  const placed = await placePayloads(
-    ctx,
-    { input: eventData.input },
-    `${runPrefix(runId)}/run`,
-    1024 + valueSize({ ...eventData, input: undefined }),
-  );
+  const input = await placeRunInput(call, runId, eventData);
   const run: RunRecord = {
-    ...newRun(call, runId, eventData, specVersion, placed.input),
+    ...newRun(call, runId, eventData, specVersion, input),
     status: 'running',
     startedAt: call.now,
   };
@@ -257,10 +247,7 @@ async function resilientStart(
         // One pair item: the synthetic run_created at `slot`, the start at `slot + 1`.
         putEvent(
           ctx,
-          eventItem(
-            { ...atSlot(created, slot), eventData: { ...eventData, input: placed.input } },
-            atSlot(started, slot + 1),
-          ),
+          eventItem({ ...atSlot(created, slot), eventData: { ...eventData, input } }, atSlot(started, slot + 1)),
         ),
         dueOnCreate(ctx, runId, Date.now() + ctx.config.backstopSeconds * 1000, slot + 1),
       ],

@@ -36,20 +36,14 @@ import { applyRetention, purgesOnFinish } from './retention.js';
 import { assertSpec, HOLDS, mayHold, rereadRunOnGuard } from './run-guard.js';
 import { releaseRun } from './run-release.js';
 
-type TerminalType = 'run_completed' | 'run_failed' | 'run_cancelled';
+/** Each end's status, and the run field holding its payload: the output, the error, or none. */
+const ENDS = {
+  run_completed: { status: 'completed', field: 'output' },
+  run_failed: { status: 'failed', field: 'error' },
+  run_cancelled: { status: 'cancelled', field: undefined },
+} as const;
 
-const STATUS_OF: Record<TerminalType, 'completed' | 'failed' | 'cancelled'> = {
-  run_completed: 'completed',
-  run_failed: 'failed',
-  run_cancelled: 'cancelled',
-};
-
-/** The run field an end stores its payload in: the output, the error, or none (a cancel). */
-const PAYLOAD_FIELD: Record<TerminalType, 'output' | 'error' | undefined> = {
-  run_completed: 'output',
-  run_failed: 'error',
-  run_cancelled: undefined,
-};
+type TerminalType = keyof typeof ENDS;
 
 export function runTerminal(call: CreateCall, runId: string, data: EventData): Promise<Handled> {
   return restartable(String(data.eventType), () => runTerminalOnce(call, runId, data));
@@ -122,7 +116,7 @@ async function finishRun(
   const type = data.eventType as TerminalType;
   const eventData: EventData = data.eventData ?? {};
   const { record } = run;
-  const field = PAYLOAD_FIELD[type];
+  const { status, field } = ENDS[type];
   const value = field === undefined ? undefined : eventData[field];
   // `$retention: '0'`: the run view loses its payloads and gains `expiredAt` in the terminal
   // write itself, and the terminal event is stored without its output/error (retention.ts).
@@ -134,7 +128,6 @@ async function finishRun(
     delete rest.error;
     stored = (await placePayloads(ctx, { [field]: value }, `${runPrefix(runId)}/run`, itemSize(rest) + 512))[field];
   }
-  const status = STATUS_OF[type];
   const next: RunRecord = {
     ...record,
     status,
@@ -149,9 +142,6 @@ async function finishRun(
   // A run that never held a hook or wait has nothing to release; the update's condition makes the
   // transition re-read if one was created since this read.
   const release = mayHold(run.item);
-  // SET the status and times (and the payload, the error code, `expiredAt`), REMOVE the payloads on
-  // a purge; conditioned on the run existing and not being terminal, on `holds` when nothing is to
-  // be released, and on the remembered version.
   const now = call.now.getTime();
   const endRun = expression().set({ status, completedAt: now, updatedAt: now }).when(when.present, runNotTerminal);
   if (!release) endRun.when(when.is(HOLDS, false));

@@ -1,9 +1,7 @@
 /**
  * Step ends and retries: step_completed, step_failed (the step becomes terminal) and step_retrying
- * (back to pending). Each is a transition (./step-transition.ts): read once, written back
- * conditioned on the step's `ver`, from a live step only, handing the step back (its lease
- * cleared). The new output or error is placed inline when the step item still fits with it, else in
- * S3 under the step's prefix.
+ * (back to pending), each a transition from a live step only that hands the step back, its new
+ * output or error placed by `payloadPlacer` (all three: ./step-transition.ts).
  */
 import { RunExpiredError } from '@workflow/errors';
 import type { CreateCall, EventData, Outcome } from './create-call.js';

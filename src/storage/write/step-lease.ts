@@ -43,7 +43,7 @@
  */
 import { TooEarlyError } from '@workflow/errors';
 import type { Cond } from '../../aws/expression.js';
-import { type Fields, OwnedRecord } from '../../aws/owned-record.js';
+import { OwnedRecord } from '../../aws/owned-record.js';
 import { sleep } from '../../aws/sleep.js';
 import { currentDelivery, type StepLease } from '../../context/delivery-scope.js';
 import { keys } from '../../schema/keys.js';
@@ -53,9 +53,6 @@ import type { StorageCtx } from '../table/storage-ctx.js';
 /** The lease's fields on the step item. */
 const leases = new OwnedRecord('step lease', { owner: 'leaseToken', until: 'leaseUntil', beat: 'leaseBeat' });
 const LEASE_FIELDS = ['leaseToken', 'leaseUntil', 'leaseBeat', 'leaseTtl'] as const;
-
-/** A leased start's condition. */
-export type LeaseFence = Cond;
 
 /** Longest lease: a crashed holder blocks its step for at most this long (plus the watch). */
 export const MAX_STEP_LEASE_TTL_MS = 60_000;
@@ -133,12 +130,7 @@ function tooEarly(stepId: string, waitMs: number): TooEarlyError {
  * delivery's lease has not been seen to lapse here (header). A remembered item is never taken as
  * a sight of a lease: its refusal is decided again on a fresh read.
  */
-export function startFence(
-  lease: StepLease,
-  s: LeaseFields,
-  fresh: boolean,
-  watch: LeaseWatch = leaseWatch,
-): LeaseFence {
+export function startFence(lease: StepLease, s: LeaseFields, fresh: boolean, watch: LeaseWatch = leaseWatch): Cond {
   const mark = leaseMark(s);
   if (!mark || s.leaseToken === lease.token) return leases.fence(lease.token);
   const period = watchPeriodMs(s);
@@ -197,14 +189,6 @@ export interface LeaseWatchReport {
   why?: 'heartbeat' | 'changed' | 'renewed' | 'slow store';
 }
 
-export interface ObserveOptions {
-  watch?: LeaseWatch;
-  /** Waits between reads (tests). */
-  sleep?: (ms: number) => Promise<void>;
-  /** The watcher's monotonic clock (tests). */
-  clock?: () => number;
-}
-
 /**
  * The liveness backstop's judgement of the leases on `steps` (leased, of one quiet run): each is
  * watched, from this process's earlier sights on, by re-reading it about six times per period,
@@ -221,7 +205,8 @@ export interface ObserveOptions {
 export async function observeStepLeases(
   ctx: Pick<StorageCtx, 'ddb' | 'table'>,
   steps: readonly LeaseFields[],
-  opts: ObserveOptions = {},
+  // Tests inject the table of sights, the waits between reads and the watcher's monotonic clock.
+  opts: { watch?: LeaseWatch; sleep?: (ms: number) => Promise<void>; clock?: () => number } = {},
 ): Promise<Map<string, LeaseWatchReport>> {
   const watch = opts.watch ?? leaseWatch;
   const pause = opts.sleep ?? sleep;
@@ -256,13 +241,8 @@ export async function observeStepLeases(
         if (clock() - sent > interval) watch.forget(key); // a stall: count again from this read
         quietMs = watch.observe(key, mark);
       }
-      const held: Fields = { leaseToken: s.leaseToken, leaseUntil: s.leaseUntil, leaseBeat: s.leaseBeat };
-      const revoked = await leases.update(
-        ctx,
-        keys.step(s.runId, s.stepId),
-        { remove: LEASE_FIELDS },
-        leases.heldAs(held),
-      );
+      const held = leases.heldAs({ leaseToken: s.leaseToken, leaseUntil: s.leaseUntil, leaseBeat: s.leaseBeat });
+      const revoked = await leases.update(ctx, keys.step(s.runId, s.stepId), { remove: LEASE_FIELDS }, held);
       if (revoked) watch.forget(key);
       reports.set(
         s.stepId,

@@ -11,7 +11,7 @@
  */
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { EntityConflictError } from '@workflow/errors';
-import { type Expression, expression, when } from '../../aws/expression.js';
+import { type Cond, type Expression, expression, when } from '../../aws/expression.js';
 import { isS3Pointer } from '../../context/payload-store.js';
 import { keys } from '../../schema/keys.js';
 import { eventItem, newEvent } from '../records/event.js';
@@ -26,7 +26,7 @@ import { failedCondition, oldItem, putEvent } from './conditions.js';
 import type { CreateCall, EventData, Outcome } from './create-call.js';
 import { advance, startPosition } from './position.js';
 import { runGuard, runGuardError } from './run-guard.js';
-import { type LeaseFence, noteFinished } from './step-lease.js';
+import { noteFinished } from './step-lease.js';
 
 export const stepPrefix = (runId: string, stepId: string) => `${runPrefix(runId)}/steps/${stepId}`;
 
@@ -38,7 +38,7 @@ export interface Transition {
   /** Include a run guard, and the error its terminal state maps to. */
   runTerminal?: (status: string) => Error;
   /** A condition the stored step must also meet, besides its `ver` (a leased start's fence). */
-  fence?: LeaseFence;
+  fence?: Cond;
 }
 
 /**
