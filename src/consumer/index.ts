@@ -117,8 +117,7 @@ export function createConsumer(
   let stopBackstop: (() => void) | undefined;
   let closed = false;
   // EMF metrics (enabled by composeDelivery): the poller writes them every minute; inside Lambda
-  // (the host's flow route) the process may be frozen once a response is sent, so each flow-route
-  // request writes its own.
+  // (the host's flow route) a process may freeze once it responds, so each request writes its own.
   const flushPerRequest = config.metrics && mode === 'none';
 
   let flowReachable = false;

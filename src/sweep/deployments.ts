@@ -174,8 +174,7 @@ export async function sweepDeployments(
   const graceMs = opts.graceMs ?? ctx.config.deploymentGraceSeconds * 1000;
   const activity = await deploymentActivity(ctx);
   const drained = candidates.filter((d) => drainVerdict(d, activity, graceMs, now).retirable);
-  // The drained ones are watched (at most LIVENESS_WINDOW_MS): a process still running keeps its
-  // deployment.
+  // The drained ones are watched (at most LIVENESS_WINDOW_MS): a running process keeps its own.
   const { watch } =
     drained.length > 0
       ? await watchDeployments(ctx, {

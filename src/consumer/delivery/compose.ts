@@ -89,8 +89,7 @@ export function composeDelivery(
   const http: FlowHandler = (req) => fetch(req);
   const source = options.secretSource ?? signingSecretSource(config, ctx.clients);
   const signingSecret = source ? () => source.signing() : (config.signingSecrets[0] ?? processSigningKey());
-  // One Invoke handler per host version a message names (./invoke.ts); this process's own version
-  // is served here.
+  // One Invoke handler per host version a message names (./invoke.ts); this process's own is local.
   const versionsOf = options.versionsOf ?? (() => config.hostFunction);
   const self = lambdaDeploymentId(config.lambdaFunction);
   const versions = new Map<string, { handler: FlowHandler; url: string }>();

@@ -52,9 +52,8 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
 
   const decoded = decode(msg);
   if (decoded.kind === 'newer') return parkNewerFormat(received, decoded.reason);
-  // Poison found before the breaker was asked (never told), with no envelope to count the failure
-  // in: kept for SQS's receive count, retried with backoff, then dead-lettered with one DLQ line
-  // (./failures.ts).
+  // Poison found before the breaker was asked (never told), with no envelope to count it in: kept
+  // for SQS's receive count, retried with backoff, then dead-lettered with a line (./failures.ts).
   if (decoded.kind === 'malformed') return keepFailed(received, 'malformed', decoded.detail);
   const copy: Copy = { ...received, envelope: decoded.envelope, attempt: decoded.attempt, dispatched: false };
 

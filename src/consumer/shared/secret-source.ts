@@ -123,9 +123,8 @@ class SecretsManagerSigningSecret implements SigningSecretSource {
     const get = (VersionStage: string) =>
       sm.send(new GetSecretValueCommand({ SecretId: this.arn, VersionStage })) as Promise<GetSecretValueCommandOutput>;
     const current = parseSecretString(this.arn, 'AWSCURRENT', (await get('AWSCURRENT')).SecretString);
-    // No previous version (never rotated, a not-found error), or one that is not a usable secret:
-    // current only. Any other failure of the read is thrown (told apart by the error's name, never
-    // its text).
+    // No previous version (never rotated, a not-found error), or not a usable secret: current only.
+    // Any other failure of the read is thrown (told apart by the error's name, never its text).
     let previousText: string | undefined;
     try {
       previousText = (await get('AWSPREVIOUS')).SecretString;
