@@ -43,14 +43,10 @@ const METRICS_FLUSH_MS = 60_000;
  * (src/config/consumer.ts), printed in docs/configuration.md, "Consumer options".
  */
 export interface CreateConsumerOptions {
-  /** `'poll'` (the in-process SQS consumer) or `'none'` (a Lambda). */
   consumer?: 'poll' | 'none';
   logger?: Logger;
-  /** Long-poll wait of the in-process consumer (s). */
   waitTimeSeconds?: number;
-  /** How long `close()` waits for running deliveries (ms). */
   drainTimeoutMs?: number;
-  /** Circuit breaker cool-down (ms). */
   breakerCooldownMs?: number;
   /** Observes every delivery outcome of the in-process consumer. */
   onDeliveryOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;

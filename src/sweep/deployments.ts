@@ -38,7 +38,6 @@ export interface DeploymentActivity {
   capped: boolean;
 }
 
-/** What this module reads of a run. */
 type RunSummary = Pick<WorkflowRun, 'runId' | 'deploymentId' | 'updatedAt'> & { completedAt?: Date };
 
 type RunPage = (params: {

@@ -23,7 +23,6 @@ import { isNotFound } from '../../aws/sdk-errors.js';
 import { SECRET_RULE, secretWeakness } from '../../config/index.js';
 
 export interface SigningSecretSource {
-  /** The secret to sign with. */
   signing(): Promise<string>;
   /** The secrets a signature may be made with. */
   accepted(): Promise<readonly string[]>;
