@@ -15,8 +15,7 @@
  *   handler goes to it; every other one goes over HTTP to the configured flow URL, else the local
  *   `eve start` route (`defaultFlowUrl`).
  * - One breaker and one set of in-flight logical ids per consumer: a warm container or a process
- *   that saw the route fail stops burning receives, and two copies of one message never run at once
- *   in it.
+ *   that saw the route fail stops burning receives, and never runs two copies of a message at once.
  */
 import { parseQueueName, type ValidQueueName } from '@workflow/world';
 import { queueNameOf } from '../../aws/arn.js';

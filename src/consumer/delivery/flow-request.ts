@@ -60,8 +60,7 @@ export async function buildRequest(
     return dependencyOutage(`cannot read the signing secret: ${String(err)}`);
   }
   try {
-    // Names and ids travel encoded when they are not plain ASCII (src/queue/header-values.ts); the
-    // signature covers the values on the wire.
+    // Names and ids travel encoded when they are not plain ASCII (src/queue/header-values.ts).
     const queueName = encodeHeaderValue(envelope.queueName);
     const messageId = encodeHeaderValue(deliveryId);
     const headers: Record<string, string> = {
