@@ -116,12 +116,10 @@ export interface CreateWorldOptions {
 export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
   const config = withTuning(options.config ?? getConfig(), options.tuning);
   applyCoreDefaults();
-  // Closed by default, before any client exists: cleartext and unsigned deliveries only to this
-  // machine.
+  // Closed by default, before any client: cleartext and unsigned deliveries only to this machine.
   assertDeliveriesSafe(config, defaultFlowUrl(config));
   const logger = options.consumer?.logger ?? consoleLogger;
-  // A variable that is set but not read is a setting the operator thinks holds: named once per
-  // process.
+  // A variable set but not read is a setting the operator thinks holds: named once per process.
   for (const warning of variableWarningsOnce(config)) logger.warn(warning);
   const ownsClients = options.clients === undefined;
   const context = createContext(config, options.clients, { resolvePayloads: options.resolvePayloads });
@@ -213,8 +211,7 @@ export function createWorld(options: CreateWorldOptions = {}): AwsWorld {
     streamFlushIntervalMs: streamer.streamFlushIntervalMs,
     sweepOrphans: (o?: OrphanSweepOptions) => sweepOrphans(context, o),
     async start() {
-      // Loud on every start: the unsigned opt-out is for private networks and must not go
-      // unnoticed.
+      // Loud on every start: the unsigned opt-out is for private networks, never to go unnoticed.
       const unsigned = unsignedWarning(config);
       if (unsigned) logger.warn(unsigned);
       await beforeFirstWrite();

@@ -18,8 +18,7 @@
  * run). Measured in bench/backstop-backlog.mjs.
  *
  * Clocks: none. The count is SQS's own (approximate: it may lag a minute, which only moves when a
- * repeat goes out). Reading it fails: the wake goes out, as before (liveness first), with a
- * warning.
+ * repeat goes out). If reading it fails, the wake goes out as before (liveness first), warned.
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { WorldContext } from '../context/world-context.js';

@@ -3,9 +3,8 @@
  * "Liveness backstop").
  *
  * Finding: one Query per shard of GSI1 (`DUE#<s>`, sort key <= now, at most `limit` a shard). The
- * index is eventually consistent, so what it shows is only a candidate. Every read and write of the
- * table is storage's (src/storage/read/run-check.ts, src/storage/write/due-moves.ts), through
- * src/storage/index.ts.
+ * index is eventually consistent, so what it shows is only a candidate. Every table read and write
+ * is storage's (src/storage/read/run-check.ts, write/due-moves.ts), through src/storage/index.ts.
  *
  * The fence first: a check starts with a conditional UpdateItem that moves the item's `dueAt` from
  * the value the index showed to `now + B`, conditional on `dueAt` still being that value. Of two
@@ -163,8 +162,7 @@ export async function checkRun(
     return 'delete';
   }
   if (d.kind === 'wake' && input.workflowName) {
-    // A repeat wake waits while the queue shows a backlog: the last one may be in it
-    // (./backlog.ts).
+    // A repeat wake waits while the queue shows a backlog, which may hold the last (./backlog.ts).
     const backlog = await gate(due.wakes);
     if (backlog !== undefined) {
       opts.logger?.info(

@@ -30,22 +30,12 @@ function fnv1a32Hex(value: string): string {
   return (hash >>> 0).toString(16).padStart(8, '0');
 }
 
-/** Core's idempotency key of a step's dispatch message. */
-const stepDispatchKey = (stepId: string, stepName: string) => `${stepId}:${fnv1a32Hex(stepName)}`;
-
-/**
- * The workflow queue of a run whose DUE item names none (no workflow delivery of it was
- * acknowledged yet): the configured namespace's (`WORKFLOW_QUEUE_NAMESPACE`), else core's default.
- */
-function queueFor(ctx: WorldContext, workflowName: string): string {
-  return `${getQueueTopicPrefix('workflow', resolveQueueNamespace(ctx.config.queueNamespace))}${workflowName}`;
-}
-
 export function createWake(ctx: WorldContext, sender: Pick<QueueSender, 'queue'>): WakeRun {
   return async (run, stranded) => {
-    for (const s of stranded) await reopenSentIdempotencyKey(ctx, stepDispatchKey(s.stepId, s.stepName));
-    const queueName = run.queueName ?? queueFor(ctx, run.workflowName);
-    // For the run's own deployment (affinity): a consumer of another build never runs it.
+    for (const s of stranded) await reopenSentIdempotencyKey(ctx, `${s.stepId}:${fnv1a32Hex(s.stepName)}`);
+    const queueName =
+      run.queueName ??
+      `${getQueueTopicPrefix('workflow', resolveQueueNamespace(ctx.config.queueNamespace))}${run.workflowName}`;
     await sender.queue(
       queueName as ValidQueueName,
       { runId: run.runId, requestedAt: new Date() },

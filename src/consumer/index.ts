@@ -43,14 +43,10 @@ const METRICS_FLUSH_MS = 60_000;
  * (src/config/consumer.ts), printed in docs/configuration.md, "Consumer options".
  */
 export interface CreateConsumerOptions {
-  /** `'poll'` (the in-process SQS consumer) or `'none'` (a Lambda). */
   consumer?: 'poll' | 'none';
   logger?: Logger;
-  /** Long-poll wait of the in-process consumer (s). */
   waitTimeSeconds?: number;
-  /** How long `close()` waits for running deliveries (ms). */
   drainTimeoutMs?: number;
-  /** Circuit breaker cool-down (ms). */
   breakerCooldownMs?: number;
   /** Observes every delivery outcome of the in-process consumer. */
   onDeliveryOutcome?: (outcome: DeliveryOutcome, msg: InboundMessage) => void;
@@ -117,8 +113,7 @@ export function createConsumer(
   let stopBackstop: (() => void) | undefined;
   let closed = false;
   // EMF metrics (enabled by composeDelivery): the poller writes them every minute; inside Lambda
-  // (the host's flow route) the process may be frozen once a response is sent, so each flow-route
-  // request writes its own.
+  // (the host's flow route) a process may freeze once it responds, so each request writes its own.
   const flushPerRequest = config.metrics && mode === 'none';
 
   let flowReachable = false;

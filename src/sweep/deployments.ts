@@ -38,7 +38,6 @@ export interface DeploymentActivity {
   capped: boolean;
 }
 
-/** What this module reads of a run. */
 type RunSummary = Pick<WorkflowRun, 'runId' | 'deploymentId' | 'updatedAt'> & { completedAt?: Date };
 
 type RunPage = (params: {
@@ -174,8 +173,7 @@ export async function sweepDeployments(
   const graceMs = opts.graceMs ?? ctx.config.deploymentGraceSeconds * 1000;
   const activity = await deploymentActivity(ctx);
   const drained = candidates.filter((d) => drainVerdict(d, activity, graceMs, now).retirable);
-  // The drained ones are watched (at most LIVENESS_WINDOW_MS): a process still running keeps its
-  // deployment.
+  // The drained ones are watched (at most LIVENESS_WINDOW_MS): a running process keeps its own.
   const { watch } =
     drained.length > 0
       ? await watchDeployments(ctx, {

@@ -135,8 +135,7 @@ type RunState =
 export function runState(runId: string, run: Attrs | undefined, now: number): RunState {
   const minted = runId.startsWith('wrun_') ? ulidToDate(runId.slice(5)) : null;
   if (!minted) return { kind: 'foreign' };
-  // A run item past its TTL is purged for every reader (src/storage/records/lifecycle.ts), so for
-  // the sweep.
+  // A run item past its TTL is purged for every reader (src/storage/records/lifecycle.ts).
   if (!run || expired(run, now)) return { kind: 'absent', mintedAt: minted.getTime() };
   const status = str(run, 'status');
   if (!isTerminalRun(status)) return { kind: 'active' };
@@ -267,8 +266,7 @@ async function sweepRun(
 }
 
 /**
- * Sweep `runs/` (or one run's prefix) for orphaned payloads; see the header for what is deleted
- * and why nothing else can be.
+ * Sweep `runs/` (or one run's prefix) for orphaned payloads; the header says what is deleted, why.
  */
 export async function sweepOrphanedPayloads(
   ctx: StorageCtx,

@@ -1,8 +1,7 @@
 /**
  * The scheduled sweep as a Lambda handler: `sweepHandler`, re-exported by the package's `/lambda`
  * entry, so the pre-bundled worker (`dist/lambda-worker/index.mjs`) contains it and the CDK
- * construct deploys it from the same asset with handler `index.sweepHandler`, invoked once a day by
- * an EventBridge rule.
+ * construct deploys it from that asset (`index.sweepHandler`), run daily by an EventBridge rule.
  *
  * Per invocation: the context is built from the environment (`loadConfig()`; its clients are
  * destroyed afterwards), {@link sweepOrphans} runs with a signal that aborts `marginMs` before the

@@ -5,15 +5,14 @@
  * Invariants (on a table with affinity, which this process joins before its consumer starts or at a
  * heartbeat: src/deployment/membership.ts; the filter asks at every message):
  * - A message for another deployment that is active is never dispatched here: the pipeline holds it
- *   (`hold` cause `other-deployment`), which replaces the copy without a dispatch, so it spends
- *   none of its receive budget and never reaches the DLQ here, however long its deployment's
- *   consumers take to receive it (src/consumer/delivery/replace.ts). While the target's consumers
- *   are alive (its heartbeat counter seen changing, on this process's clock:
- *   src/deployment/liveness.ts; or not yet watched long enough) the hold stays 1-2 s, so a message
- *   bounced here reaches them again at once; otherwise it doubles per message in this process, 1 s
- *   to `deploymentHoldMaxSeconds` (src/config/tuning.ts), with jitter (src/util/jitter.ts), so a
- *   silent deployment's messages cost little. Liveness only decides how soon a message is shown
- *   again, never where it is dispatched.
+ *   (`hold` cause `other-deployment`), replacing the copy without a dispatch, so it spends none of
+ *   its receive budget and never reaches the DLQ here, however long its deployment's consumers take
+ *   (./replace.ts). While the target's consumers are alive (its heartbeat counter seen changing, on
+ *   this process's clock: src/deployment/liveness.ts; or not yet watched long enough) the hold
+ *   stays 1-2 s, so a message bounced here reaches them again at once; otherwise it doubles per
+ *   message in this process, 1 s to `deploymentHoldMaxSeconds` (src/config/tuning.ts), with jitter
+ *   (src/util/jitter.ts), so a silent deployment's messages cost little. Liveness only decides how
+ *   soon a message is shown again, never where it is dispatched.
  * - A message for this process's own deployment once it is retired is held the same way (up to
  *   `retiredHoldMaxSeconds`), never dispatched here: a consumer of another deployment dispatches
  *   it, and core's guard fails its run there (retired means no more work here,
@@ -92,10 +91,7 @@ export function createDeploymentFilter(
     if (record) watch.observe([record]);
     return record;
   };
-  /**
-   * The hold of a message this process must not dispatch: 1-2 s while its consumers are (or may
-   * be) live, else backing off per message to `max` s.
-   */
+  // The hold of a message this process must not dispatch (see the header).
   const hold = (
     messageId: string,
     live: boolean,

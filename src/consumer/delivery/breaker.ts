@@ -17,17 +17,8 @@ import { CONSUMER_OPTIONS } from '../../config/index.js';
 import type { Logger } from '../../telemetry/log.js';
 import { countMetric } from '../../telemetry/metrics.js';
 
-export type BreakerState = 'closed' | 'open' | 'half-open';
-
-export interface BreakerOptions {
-  threshold?: number;
-  cooldownMs?: number;
-  maxCooldownMs?: number;
-  now?: () => number;
-}
-
 export class CircuitBreaker {
-  private state: BreakerState = 'closed';
+  private state: 'closed' | 'open' | 'half-open' = 'closed';
   private streak = 0;
   private streakMessages = new Set<string>();
   private cooldownMs: number;
@@ -41,7 +32,7 @@ export class CircuitBreaker {
   constructor(
     private readonly logger: Logger,
     private readonly what: string,
-    opts: BreakerOptions = {},
+    opts: { threshold?: number; cooldownMs?: number; maxCooldownMs?: number; now?: () => number } = {},
   ) {
     this.threshold = opts.threshold ?? 3;
     this.baseCooldownMs = opts.cooldownMs ?? CONSUMER_OPTIONS.breakerCooldownMs.default;

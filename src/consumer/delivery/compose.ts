@@ -15,8 +15,7 @@
  *   handler goes to it; every other one goes over HTTP to the configured flow URL, else the local
  *   `eve start` route (`defaultFlowUrl`).
  * - One breaker and one set of in-flight logical ids per consumer: a warm container or a process
- *   that saw the route fail stops burning receives, and two copies of one message never run at once
- *   in it.
+ *   that saw the route fail stops burning receives, and never runs two copies of a message at once.
  */
 import { parseQueueName, type ValidQueueName } from '@workflow/world';
 import { queueNameOf } from '../../aws/arn.js';
@@ -89,8 +88,7 @@ export function composeDelivery(
   const http: FlowHandler = (req) => fetch(req);
   const source = options.secretSource ?? signingSecretSource(config, ctx.clients);
   const signingSecret = source ? () => source.signing() : (config.signingSecrets[0] ?? processSigningKey());
-  // One Invoke handler per host version a message names (./invoke.ts); this process's own version
-  // is served here.
+  // One Invoke handler per host version a message names (./invoke.ts); this process's own is local.
   const versionsOf = options.versionsOf ?? (() => config.hostFunction);
   const self = lambdaDeploymentId(config.lambdaFunction);
   const versions = new Map<string, { handler: FlowHandler; url: string }>();

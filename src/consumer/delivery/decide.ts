@@ -62,8 +62,7 @@ export async function decide({ msg, envelope, attempt, deps, logger }: Copy): Pr
   const early = deps.early?.take(envelope.messageId);
   if (early) {
     // Delivered early in this process: wait for that delivery, this copy kept hidden, and take its
-    // verdict (see the invariants); one that reached the handler and ended without an ack or
-    // `timeoutSeconds` is redelivered as itself.
+    // verdict (see the invariants: one ending without an ack or `timeoutSeconds` is redelivered).
     const stopHeartbeat = startHeartbeat(msg.receiptHandle, deps, logger);
     const verdict = await early.verdict.finally(stopHeartbeat);
     if (verdict?.kind === 'ack' || verdict?.kind === 'later') return undispatched(verdict);

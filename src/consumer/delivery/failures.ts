@@ -1,7 +1,6 @@
 /**
- * Poison: a message's own failures (a failed dispatch: a handler that threw, a 4xx; a request that
- * could not be built because of the message), counted in the message and dead-lettered at the
- * queue's limit.
+ * Poison: a message's own failures (a failed dispatch: a handler that threw, a 4xx; a request the
+ * message made unbuildable), counted in the message and dead-lettered at the queue's limit.
  *
  * SQS counts receives, and a receive that does not dispatch replaces its copy (./replace.ts), so
  * SQS's count starts over at every hold, park or early verdict: a failing message whose receives

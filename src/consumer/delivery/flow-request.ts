@@ -56,13 +56,11 @@ export async function buildRequest(
         ? await deps.signingSecret()
         : (deps.signingSecret ?? processSigningKey());
   } catch (err) {
-    // Secrets Manager is unreachable or refuses: infrastructure, not this message; kept, not
-    // dead-lettered.
+    // Secrets Manager unreachable or refusing: infrastructure, not this message; kept, not DLQ'd.
     return dependencyOutage(`cannot read the signing secret: ${String(err)}`);
   }
   try {
-    // Names and ids travel encoded when they are not plain ASCII (src/queue/header-values.ts); the
-    // signature covers the values on the wire.
+    // Names and ids travel encoded when they are not plain ASCII (src/queue/header-values.ts).
     const queueName = encodeHeaderValue(envelope.queueName);
     const messageId = encodeHeaderValue(deliveryId);
     const headers: Record<string, string> = {
@@ -72,8 +70,7 @@ export async function buildRequest(
       'x-vqs-message-id': messageId,
       'x-vqs-message-attempt': String(attempt),
     };
-    // Dispatched under another id than the message's (an early delivery): the id `queue()`
-    // returned.
+    // Dispatched under another id than the message's (early delivery): the id `queue()` returned.
     const queuedId = deliveryId !== envelope.messageId ? encodeHeaderValue(envelope.messageId) : undefined;
     if (queuedId) headers[MESSAGE_ID_HEADER] = queuedId;
     const logTail = decodeLogTail(envelope.logTail) ? envelope.logTail : undefined;

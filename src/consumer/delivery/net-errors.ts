@@ -7,31 +7,6 @@
  * Invariant: only the error's `code` (and its causes' codes) is read, never its message text.
  */
 
-/** Error codes of a request that reached for the network and failed there (Node and undici). */
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'EHOSTDOWN',
-  'ENETUNREACH',
-  'ENETDOWN',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'UND_ERR_RESPONSE_STATUS_CODE',
-]);
-
-/** TLS, HTTP parser and undici failures are the network's too; undici's argument errors are not. */
-const NETWORK_CODE_PREFIX = /^(UND_ERR_|ERR_TLS_|ERR_SSL_|ERR_HTTP2_|HPE_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/;
-const LOCAL_CODES = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED', 'UND_ERR_ABORTED']);
-
 /** Network failures before a connection existed: the request was never sent. */
 const CONNECT_CODES = new Set([
   'ECONNREFUSED',
@@ -43,6 +18,13 @@ const CONNECT_CODES = new Set([
   'EAI_AGAIN',
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
+
+/** Error codes of a request that reached for the network and failed there (Node and undici). */
+const NETWORK_CODES = new Set([...CONNECT_CODES, 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT']);
+
+/** TLS, HTTP parser and undici failures are the network's too; undici's argument errors are not. */
+const NETWORK_CODE_PREFIX = /^(UND_ERR_|ERR_TLS_|ERR_SSL_|ERR_HTTP2_|HPE_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/;
+const LOCAL_CODES = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED', 'UND_ERR_ABORTED']);
 
 /** True when `err` (or a cause of it) failed before a connection was made: the route was not reached. */
 export function isConnectError(err: unknown): boolean {

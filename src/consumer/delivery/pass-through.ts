@@ -1,21 +1,19 @@
 /**
  * The host as its own SQS consumer (the CDK construct's `consumer: 'host'`, docs/deploy.md "Who
- * consumes the queue"): the event source mapping invokes the host function with an SQS batch, the
- * Lambda Web Adapter forwards that non-HTTP event to the app as a POST to
- * `AWS_LWA_PASS_THROUGH_PATH`, which the construct points at the flow route, and the World's flow
- * route hands the request here (../index.ts). Each record is delivered by the one delivery pipeline
- * (./sqs-event-handler.ts, ./pipeline.ts) to the flow route in this same process: no worker
- * function, no Invoke hop, one billed wait.
+ * consumes the queue"): the event source mapping invokes the host with an SQS batch, the Lambda Web
+ * Adapter POSTs that non-HTTP event to `AWS_LWA_PASS_THROUGH_PATH` (the construct points it at the
+ * flow route), and the World's flow route hands it here (../index.ts). Each record goes through the
+ * one delivery pipeline (./sqs-event-handler.ts, ./pipeline.ts) to the flow route in this process:
+ * no worker function, no Invoke hop, one billed wait.
  *
  * Invariants:
  * - A request is a pass-through only inside Lambda (AWS_LAMBDA_FUNCTION_NAME set) and only when its
  *   `x-amzn-request-context` header is exactly `null`. The adapter sets that header on every
- *   request it forwards, replacing any value the client sent: for a Function URL, API Gateway or
- *   ALB request it is that request's context (a JSON object), and only for an event that is none of
- *   these (the adapter's pass-through) is it `null`. So nothing sent to the Function URL is ever
- *   taken for a batch; it reaches the flow route as a delivery, which must be signed
- *   (../route/queue-handler.ts). Outside Lambda nothing stands in front of the route to overwrite
- *   the header: there it is never a pass-through.
+ *   request it forwards, replacing any value the client sent: a Function URL, API Gateway or ALB
+ *   request's context (a JSON object), `null` only for an event that is none of these (the
+ *   pass-through). So nothing sent to the Function URL is taken for a batch; it reaches the flow
+ *   route as a delivery, which must be signed (../route/queue-handler.ts). Outside Lambda nothing
+ *   in front of the route overwrites the header: there it is never a pass-through.
  * - Only an SQS batch whose every record names this World's queue (`eventSource` `aws:sqs`,
  *   `eventSourceARN` the configured queue) is taken; any other event runs nothing (400).
  * - A record runs only when it is a live receive of this queue: before anything runs, its receipt
@@ -26,16 +24,15 @@
  *   listed as failed; if SQS cannot be asked, nothing runs and every record is kept (500). Each
  *   record is then decoded and checked by the pipeline like any received copy.
  * - Every record is settled here, whatever the event source mapping makes of the answer. In
- *   `response_stream` mode (the host's, for its streaming Function URL) the adapter answers every
- *   invocation with the HTTP-integration framing (a JSON prelude, 8 NUL bytes, the body), which is
- *   no JSON a partial batch response can be read from, and Lambda treats an unreadable response as
- *   a failure of the whole batch. So the records the pipeline settled as done (acked, or replaced
- *   by a fresh copy) are deleted by this process before it answers, and every other record already
- *   has the visibility its retry needs (the pipeline sets it). The answer still lists the kept
- *   records in `batchItemFailures` (status 200), so an event source that can read it (a buffered
- *   host) keeps exactly those; if it reads nothing it keeps all, and the done ones are gone
- *   already. An answer never omits a record that is not done: a failure of the whole batch lists
- *   every record.
+ *   `response_stream` mode (the host's, for its streaming Function URL) the adapter frames every
+ *   answer for HTTP integration (a JSON prelude, 8 NUL bytes, the body): no partial batch response
+ *   can be read from it, and Lambda takes an unreadable response as a failure of the whole batch.
+ *   So records the pipeline settled as done (acked, or replaced by a fresh copy) are deleted here
+ *   before answering; every other record already has its retry's visibility (the pipeline sets
+ *   it). The answer still lists the kept records in `batchItemFailures` (status 200), so an event
+ *   source that reads it (a buffered host) keeps exactly those; one that reads nothing keeps all,
+ *   and the done ones are gone already. An answer never omits a record that is not done: a failure
+ *   of the whole batch lists every record.
  * - The deadline is the invocation's (`deadline` of the adapter's `x-amzn-lambda-context`), less
  *   the handler's margin: a record still running then is released, never deleted.
  */

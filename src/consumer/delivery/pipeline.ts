@@ -4,11 +4,8 @@
  *
  *   decode   ./decode.ts: the SQS copy -> one Envelope, or a newer format (parked for a
  *            newer consumer), or malformed
- *   decide   ./decide.ts: deliver now | hop (long wait not due: send the next hop) | take
- *            the verdict of an early delivery of it in this process (or dispatch it as that
- *            delivery's redelivery) | hold (another deployment's, or a copy of the same logical
- *            message is running in this process already); the flow request is built here
- *            (./flow-request.ts)
+ *   decide   ./decide.ts: dispatch now, or settle undispatched (a hop, a hold, an early
+ *            delivery's verdict: its header lists the cases in order); builds the flow request
  *   dispatch ./dispatch.ts: the signed `createQueueHandler` request to the flow route (in
  *            process or over HTTP), with a visibility heartbeat while it runs -> a Verdict
  *   settle   ./settle.ts: ack (caller deletes) | keep (visibility set for the retry) |
@@ -52,9 +49,8 @@ async function deliverOnce(msg: InboundMessage, deps: DeliveryDeps): Promise<Del
 
   const decoded = decode(msg);
   if (decoded.kind === 'newer') return parkNewerFormat(received, decoded.reason);
-  // Poison found before the breaker was asked (never told), with no envelope to count the failure
-  // in: kept for SQS's receive count, retried with backoff, then dead-lettered with one DLQ line
-  // (./failures.ts).
+  // Poison found before the breaker was asked (never told), with no envelope to count it in: kept
+  // for SQS's receive count, retried with backoff, then dead-lettered with a line (./failures.ts).
   if (decoded.kind === 'malformed') return keepFailed(received, 'malformed', decoded.detail);
   const copy: Copy = { ...received, envelope: decoded.envelope, attempt: decoded.attempt, dispatched: false };
 

@@ -1,6 +1,5 @@
 /**
- * In-process SQS long-poll consumer for plain Node hosts (`eve start`), run by the World's
- * `start()`.
+ * In-process SQS long-poll consumer for plain Node hosts (`eve start`), run by World `start()`.
  *
  * Invariants:
  * - At most `concurrency` deliveries run at once, early ones (./early/verdict-registry.ts)
@@ -79,9 +78,8 @@ export class SqsPoller {
   /** Messages delivered early whose SQS copies have not been received here yet. */
   private readonly early = new EarlyDeliveries<Verdict>();
   /**
-   * Runs an early delivery in the async context the loop runs in (`start()`'s), not the sender's:
-   * it must not inherit the sender's span, log context or delivery scope, just as a received copy
-   * does not.
+   * Runs an early delivery in the loop's async context (`start()`'s), not the sender's: like a
+   * received copy, it must not inherit the sender's span, log context or delivery scope.
    */
   private inLoopContext: (fn: () => Promise<Verdict | undefined>) => Promise<Verdict | undefined> = (fn) => fn();
   /** Wakes sleeps of the loop at close; never aborts a receive. */
@@ -266,8 +264,7 @@ export class SqsPoller {
       );
       outcome = { action: 'keep', reason: 'failed', detail: String(err) };
     }
-    // A probe that ended neither in success nor in failure (a hop, a poison message) frees the
-    // slot.
+    // A probe that ended in neither success nor failure (a hop, a poison message) frees the slot.
     this.opts.breaker?.neutral();
     if (outcome.action === 'delete') {
       try {

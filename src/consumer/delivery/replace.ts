@@ -1,8 +1,7 @@
 /**
  * Copies that go back to the queue without counting toward the DLQ: a replacement (a fresh copy
  * carrying the dispatches so far, then this one deleted), a park (an outage: hidden for the
- * cool-down, re-sent on its last allowed receive) and a message of a newer format (parked verbatim
- * for a newer consumer).
+ * cool-down, re-sent on its last allowed receive), a newer format (parked verbatim for its reader).
  *
  * Invariants:
  * - The attempt core sees (`x-vqs-message-attempt`) counts dispatches only: a receive that does not
@@ -24,9 +23,8 @@ import type { DeliveryOutcome, HoldCause, OutageReason } from './verdict.js';
 /**
  * A receive that did not dispatch, and the message is to be delivered again in `seconds`: the copy
  * is replaced by a fresh one (same logical id) that SQS shows after `seconds`, carrying the
- * dispatches so far (`attempt - 1`) as its offset, and this copy is deleted. When the send fails
- * the copy is hidden for `seconds` instead (this receive then counts as one more attempt: never
- * fewer than the dispatches).
+ * dispatches so far (`attempt - 1`) as its offset, and this copy is deleted. If the send fails the
+ * copy is hidden for `seconds` instead (this receive then counts: never fewer than the dispatches).
  *
  * Two copies of one message can exist for a moment (the send succeeded, the delete failed): the old
  * one is received again after its visibility. That is an SQS duplicate like any other, which the

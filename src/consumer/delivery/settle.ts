@@ -79,8 +79,7 @@ export async function settle(copy: Copy, verdict: Verdict): Promise<DeliveryOutc
     case 'outage': {
       // Unreachable, 502-504, 429 and 408 are always an outage; a plain 500 only while the circuit
       // is open (several messages failing in a row), otherwise it is the handler failing. S3 or the
-      // secret source failing is an outage of neither the route nor the message: the breaker is not
-      // told.
+      // secret source failing is an outage of neither route nor message: the breaker is not told.
       let open = false;
       if (verdict.of === 'route') {
         open = deps.breaker?.failed(messageId, verdict.detail, verdict.ambiguous) ?? false;

@@ -1,6 +1,7 @@
 /**
- * The worker's SQS-event Lambda handler (exported by `@portfolio/eve-world-aws/lambda`, src/lambda/index.ts): forwards
- * each record to the flow route and returns `batchItemFailures` (partial batch response) for the records to retry.
+ * The worker's SQS-event Lambda handler (exported by `@portfolio/eve-world-aws/lambda`,
+ * src/lambda/index.ts): forwards each record to the flow route and returns `batchItemFailures`
+ * (partial batch response) for the records to retry.
  *
  * Usage (event source mapping with `FunctionResponseTypes: ["ReportBatchItemFailures"]`):
  * ```ts
@@ -13,11 +14,11 @@
  * import { POST } from './.well-known/workflow/v1/flow.mjs';
  * export const handler = createSqsHandler({ flow: POST });
  * ```
- * The parts (signing, routing, receipts, breaker) are composed by ./compose.ts, as for the poller, and each record's
- * fate is the pipeline's (./pipeline.ts; outages and the DLQ: ./settle.ts, ./failures.ts). A record the pipeline acked
- * or replaced by a copy SQS accepted is reported a success, so Lambda deletes it; every other one (its visibility
- * changed for a `{timeoutSeconds}`, a failure or an outage kept, one unfinished at the deadline) a failure, so Lambda
- * leaves it.
+ * The parts (signing, routing, receipts, breaker) are composed by ./compose.ts, as for the poller,
+ * and each record's fate is the pipeline's (./pipeline.ts; outages and the DLQ: ./settle.ts,
+ * ./failures.ts). A record acked or replaced by a copy SQS accepted is reported a success, so
+ * Lambda deletes it; every other one (its visibility changed for a `{timeoutSeconds}`, a failure or
+ * an outage kept, one unfinished at the deadline) a failure, so Lambda leaves it.
  *
  * Visibility: the event source mapping receives with the queue's own VisibilityTimeout (it must
  * be >= the function timeout); the heartbeat reads that value from the queue (GetQueueAttributes,
@@ -111,8 +112,7 @@ export function createSqsHandler(
           `(https://<host>${FLOW_PATH}), or pass { flow } to createSqsHandler for in-process delivery`,
       );
     }
-    // Closed by default: refuse cleartext or unsigned deliveries over a network before any client
-    // is built.
+    // Closed by default: no cleartext or unsigned delivery over a network, before any client.
     if (!opts.flow) assertDeliveriesSafe(config, flowUrl as string);
     const unsigned = unsignedWarning(config);
     if (unsigned) logger.warn(unsigned);
@@ -137,8 +137,7 @@ export function createSqsHandler(
     const { ctx, transport, delivery } = init();
     const { config } = ctx;
     // Before this container's first send or write: the table, queue and bucket exist (once per
-    // process). A misnamed one fails the invocation with the error that names it; Lambda keeps the
-    // batch and retries it.
+    // process). A misnamed one fails the invocation, naming it; Lambda keeps the batch and retries.
     await preflight(ctx, transport);
     // The visibility the event source mapping's copies really have (the queue's attribute).
     const visibilitySeconds = await delivery.receipts.visibilityInForce().catch(() => config.visibilityTimeoutSeconds);
@@ -184,8 +183,7 @@ export function createSqsHandler(
       ]);
     } finally {
       if (deadline) clearTimeout(deadline);
-      // EMF (on by default in Lambda): this invocation's deliveries, before Lambda freezes the
-      // process.
+      // EMF (on by default in Lambda): this invocation's deliveries, before Lambda freezes us.
       flushMetrics();
     }
     if (abort.signal.aborted)

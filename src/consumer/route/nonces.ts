@@ -1,8 +1,7 @@
 /**
  * Durable replay guard of the flow route: every accepted delivery signature is claimed with one
  * conditional PutItem on `NONCE#<signature>` (src/schema/keys.ts), so a captured request replayed
- * to any instance inside the signature's 300 s window is refused, not just one replayed to the same
- * process.
+ * to any instance (not just the same process) inside the signature's 300 s window is refused.
  *
  * Invariants:
  * - A signature is accepted at most once across all instances sharing the table.

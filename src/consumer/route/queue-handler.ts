@@ -56,9 +56,8 @@ export interface HandlerOptions {
   /** Accepted secrets (rotation: any of them). Empty or absent: only this process's own key. */
   signingSecrets?: readonly string[];
   /**
-   * Secrets read from Secrets Manager (EVE_WORLD_AWS_SIGNING_SECRET_ARN,
-   * ../shared/secret-source.ts), used instead of `signingSecrets`; re-read once when a signature
-   * does not verify (rotation).
+   * Secrets from Secrets Manager (EVE_WORLD_AWS_SIGNING_SECRET_ARN, ../shared/secret-source.ts),
+   * used instead of `signingSecrets`; re-read once when a signature does not verify (rotation).
    */
   secretSource?: SigningSecretSource;
   /** With no secret: accept unsigned requests too (EVE_WORLD_AWS_ALLOW_UNSIGNED=1). */
@@ -71,8 +70,7 @@ export interface HandlerOptions {
   trustForwardedHost?: boolean;
   /**
    * This process's published Lambda version, `lambda:<function>:<version>`: a delivery signed for
-   * it (by Lambda Invoke, ../delivery/invoke.ts) is accepted. Absent outside Lambda and on
-   * `$LATEST`.
+   * it (by Invoke, ../delivery/invoke.ts) is accepted. Absent outside Lambda and on `$LATEST`.
    */
   lambdaSelf?: string;
   /** Replay guard for configured secrets. Default: per process (use a durable one across instances). */
@@ -108,8 +106,7 @@ export function createQueueHandler(
   const acceptUnsigned = !shared && opts.allowUnsigned === true;
   const keys = secrets.length > 0 ? secrets : [processSigningKey()];
   // Configured secrets are shared by every instance, so their replays are refused durably. Requests
-  // signed with the process key are verified only by this process: an in-memory guard sees them
-  // all.
+  // signed with the process key are verified only here: an in-memory guard sees them all.
   const replay = shared && opts.nonces ? opts.nonces : new ReplayGuard();
   const logError = opts.logError ?? ((m: string, _fields?: LogFields) => console.error(m));
   const now = opts.now ?? Date.now;
@@ -223,8 +220,7 @@ export function createQueueHandler(
     try {
       let result: unknown;
       try {
-        // Core runs under the consumer's delivery span: its signed `traceparent` (ignored
-        // unsigned).
+        // Core runs under the consumer's delivery span: its signed `traceparent` (unsigned: none).
         const parent = acceptUnsigned ? undefined : req.headers.get(TRACEPARENT_HEADER);
         const runId = (body as { runId?: unknown }).runId;
         result = await withRemoteParent(parent, () =>

@@ -1,8 +1,7 @@
 /**
  * The flow route's side of the step lease (src/storage/write/step-lease.ts): while a delivery's
  * handler runs, the leases of the steps it started are extended every ttl / 3; when it settles,
- * those still held (it failed, or returned before finishing them) are released so the redelivery
- * need not wait for them.
+ * those still held (it failed, or returned before finishing them) are released for the redelivery.
  *
  * Invariants:
  * - The heartbeat stops when the request is aborted, so an abandoned delivery's leases lapse like a

@@ -23,7 +23,6 @@ import { isNotFound } from '../../aws/sdk-errors.js';
 import { SECRET_RULE, secretWeakness } from '../../config/index.js';
 
 export interface SigningSecretSource {
-  /** The secret to sign with. */
   signing(): Promise<string>;
   /** The secrets a signature may be made with. */
   accepted(): Promise<readonly string[]>;
@@ -123,9 +122,8 @@ class SecretsManagerSigningSecret implements SigningSecretSource {
     const get = (VersionStage: string) =>
       sm.send(new GetSecretValueCommand({ SecretId: this.arn, VersionStage })) as Promise<GetSecretValueCommandOutput>;
     const current = parseSecretString(this.arn, 'AWSCURRENT', (await get('AWSCURRENT')).SecretString);
-    // No previous version (never rotated, a not-found error), or one that is not a usable secret:
-    // current only. Any other failure of the read is thrown (told apart by the error's name, never
-    // its text).
+    // No previous version (never rotated, a not-found error), or not a usable secret: current only.
+    // Any other failure of the read is thrown (told apart by the error's name, never its text).
     let previousText: string | undefined;
     try {
       previousText = (await get('AWSPREVIOUS')).SecretString;

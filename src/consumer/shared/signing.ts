@@ -12,8 +12,7 @@
  * (their wire values, src/queue/header-values.ts), the time, the destination and the trace parent
  * are all covered, and every signing is unique (two legitimate copies of one SQS message sent in
  * the same second are not "replays"). Removing the nonce, tail, trace or message header from a
- * request signed with it breaks the signature, so that is no downgrade; `v1` (no destination) is no
- * longer accepted.
+ * request signed with it breaks the signature (no downgrade); `v1` (no destination) is refused.
  *
  * The destination is the host (with a non-default port, lower case) and path of the URL the sender
  * POSTed to; for a delivery by Lambda Invoke to one published version of the host
@@ -26,8 +25,7 @@
  * Function URL host in `Host`, which is the host the worker sent to. What the binding holds against
  * is stated in docs/security.md: a delivery captured in one environment is refused by another that
  * shares the secret when the other is reached under its own host name (a Function URL, a load
- * balancer or CDN routing by host); a server reached directly accepts whatever `Host` its client
- * sends.
+ * balancer or CDN routing by host); a server reached directly accepts any `Host` its client sends.
  *
  * The receiver refuses, before it reads the body ({@link checkSignatureHeaders}), a request with no
  * signature or timestamp, or a timestamp more than the tolerance (300 s) away from its own clock
@@ -123,9 +121,8 @@ export type SignatureRefusal =
 export type VerifyResult = { ok: true; signature: string; timestamp: number } | { ok: false; reason: SignatureRefusal };
 
 /**
- * The random signing key of this process (32 bytes, hex), created on first use. Kept on
- * `globalThis` so that two copies of this module in one process (ESM and CJS, or bundled twice by a
- * framework) agree on it.
+ * This process's random signing key (32 bytes, hex), created on first use. Kept on `globalThis` so
+ * two copies of this module in one process (ESM and CJS, or bundled twice) agree on it.
  */
 export function processSigningKey(): string {
   const slot = Symbol.for('eve-world-aws.processSigningKey');
@@ -155,8 +152,7 @@ export function checkSignatureHeaders(
 
 /**
  * The destinations a request may have been signed for: its path under the `Host` header and the
- * request URL's host, and under the first `x-forwarded-host` only with `trustForwardedHost` (see
- * the header of this file).
+ * URL's host, and under the first `x-forwarded-host` only with `trustForwardedHost` (see above).
  */
 export function requestDestinations(
   url: string,
