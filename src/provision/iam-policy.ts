@@ -52,17 +52,11 @@ function kmsKeyResource(
   t: PolicyTarget,
 ): { arn: string; condition?: Record<string, Record<string, string>> } {
   const aliasArn = /^arn:([a-z-]+):kms:([a-z0-9-]+):(\d{12}):(alias\/.+)$/.exec(keyId);
-  if (aliasArn) {
-    const [, partition, region, account, alias] = aliasArn;
+  const [partition, region, account, alias] = aliasArn?.slice(1) ?? [t.partition, t.region, t.account, keyId];
+  if (alias.startsWith('alias/')) {
     return {
       arn: `arn:${partition}:kms:${region}:${account}:key/*`,
       condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': alias } },
-    };
-  }
-  if (keyId.startsWith('alias/')) {
-    return {
-      arn: `arn:${t.partition}:kms:${t.region}:${t.account}:key/*`,
-      condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': keyId } },
     };
   }
   if (keyId.startsWith('arn:')) return { arn: keyId };
@@ -194,19 +188,19 @@ export function schedulerRolePolicies(
       Version: '2012-10-17',
       Statement: [
         { Sid: 'SchedulerSendToQueue', Effect: 'Allow', Action: [...SCHEDULER_ROLE_ACTIONS], Resource: arns.queue },
-        ...(key ? [schedulerKeyStatement(key)] : []),
+        ...(key
+          ? [
+              {
+                Sid: 'SchedulerQueueKey',
+                Effect: 'Allow' as const,
+                Action: [...SCHEDULER_ROLE_KMS_ACTIONS],
+                Resource: [key.arn],
+                ...(key.condition ? { Condition: key.condition } : {}),
+              },
+            ]
+          : []),
       ],
     },
-  };
-}
-
-function schedulerKeyStatement(key: ReturnType<typeof kmsKeyResource>): PolicyStatement {
-  return {
-    Sid: 'SchedulerQueueKey',
-    Effect: 'Allow',
-    Action: [...SCHEDULER_ROLE_KMS_ACTIONS],
-    Resource: [key.arn],
-    ...(key.condition ? { Condition: key.condition } : {}),
   };
 }
 

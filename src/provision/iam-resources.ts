@@ -26,28 +26,15 @@
  *   sends and checks it against the table's `sweeper` rows.
  */
 
-/** The resources of one deployment. */
-export type IamResource =
-  | 'table'
-  | 'tableIndexes'
-  | 'queue'
-  | 'dlq'
-  | 'bucket'
-  | 'bucketObjects'
-  | 'scheduleGroup'
-  | 'scheduleGroupSchedules'
-  | 'schedulerRole'
-  | 'kmsKey'
-  | 'signingSecret'
-  /** The published versions of the host function (`<function ARN>:*`), which the worker invokes. */
-  | 'hostVersions';
-
 export type IamPrincipal = 'runtime' | 'operator' | 'init' | 'sweeper' | 'destroy';
 
 export type AwsService = 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms' | 'secretsmanager' | 'lambda';
 
-/** The IAM service prefix of the actions that may land on each resource (`kms:*` only on the key, `iam:*` only on the role). */
-export const RESOURCE_SERVICE: Record<IamResource, string> = {
+/**
+ * The resources of one deployment, each with the IAM service prefix of the actions that may land on
+ * it (`kms:*` only on the key, `iam:*` only on the role).
+ */
+export const RESOURCE_SERVICE = {
   table: 'dynamodb',
   tableIndexes: 'dynamodb',
   queue: 'sqs',
@@ -59,5 +46,8 @@ export const RESOURCE_SERVICE: Record<IamResource, string> = {
   schedulerRole: 'iam',
   kmsKey: 'kms',
   signingSecret: 'secretsmanager',
+  /** The published versions of the host function (`<function ARN>:*`), which the worker invokes. */
   hostVersions: 'lambda',
-};
+} as const;
+
+export type IamResource = keyof typeof RESOURCE_SERVICE;
