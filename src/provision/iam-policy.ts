@@ -43,9 +43,9 @@ export interface PolicyTarget {
 }
 
 /**
- * The policy resource for the configured key, and the alias condition when it is named by alias.
- * Key ARN: as is. Key id: an ARN in the target account and region. Alias name or alias ARN: every
- * key (`key/*`) of that account and region, with `kms:ResourceAliases` = the alias.
+ * The policy resource for the configured key (see the header; a key id becomes an ARN in the
+ * target account and region, an alias ARN every key of its own), and the `kms:ResourceAliases`
+ * condition when it is named by alias.
  */
 function kmsKeyResource(
   keyId: string,
