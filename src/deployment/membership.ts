@@ -39,7 +39,7 @@ import {
   TableFormatError,
 } from '../preflight/format-check.js';
 import type { Logger } from '../telemetry/log.js';
-import { affinityEnabled, type DeploymentIdentity, type DeploymentShape, deploymentIdentity } from './id.js';
+import { affinityEnabled, type DeploymentIdentity, deploymentIdentity } from './id.js';
 import { newestLiveDeployment } from './liveness.js';
 import { DEPLOYMENT_HEARTBEAT_MS, LIVENESS_WINDOW_MS, readDeployment, registerIdentity } from './registry.js';
 import { DeploymentRetiredError } from './retired-error.js';
@@ -133,8 +133,8 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
   const { config } = ctx;
   const role = opts.role ?? 'deployment';
   const logger = opts.logger;
-  const shape: DeploymentShape = config.lambdaFunction ? 'lambda' : 'node';
   let identity = deploymentIdentity({ ...config, deploymentAffinity: 'off' }, opts.entryScript);
+  const { shape } = identity;
   let affinity = false;
   let retired = false;
   let refusal: Error | undefined;
