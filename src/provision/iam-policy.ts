@@ -66,7 +66,6 @@ function kmsKeyResource(
 /** The ARN of each named resource of a deployment (`kmsKey` is empty without a configured key). */
 function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamResource, string[]> {
   const table = `arn:${t.partition}:dynamodb:${t.region}:${t.account}:table/${config.tableName}`;
-  const roleArn = config.schedulerRoleArn ?? `arn:${t.partition}:iam::${t.account}:role/<scheduler-role>`;
   return {
     table: [table],
     tableIndexes: [`${table}/index/*`],
@@ -78,7 +77,7 @@ function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamResource,
     scheduleGroupSchedules: [
       `arn:${t.partition}:scheduler:${t.region}:${t.account}:schedule/${config.schedulerGroup}/*`,
     ],
-    schedulerRole: [roleArn],
+    schedulerRole: [config.schedulerRoleArn ?? `arn:${t.partition}:iam::${t.account}:role/<scheduler-role>`],
     kmsKey: config.kmsKeyId ? [kmsKeyResource(config.kmsKeyId, t).arn] : [],
     signingSecret: config.signingSecretArn ? [config.signingSecretArn] : [],
     hostVersions: config.hostFunction
