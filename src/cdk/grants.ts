@@ -51,8 +51,7 @@ export function grantWorld(
     table: [table.tableArn],
     tableIndexes: [`${table.tableArn}/index/*`],
     queue: [queue.queueArn],
-    // The runtime only sends to it: a message whose failed dispatches reached the redrive
-    // policy's limit (src/consumer/delivery/failures.ts).
+    // The runtime only sends to it (src/provision/iam-resources.ts, `operator`).
     dlq: [deadLetterQueue.queueArn],
     bucket: [bucket.bucketArn],
     bucketObjects: [bucket.arnForObjects('*')],

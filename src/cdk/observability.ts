@@ -48,6 +48,7 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
   const w = (name: MetricName, statistic?: string, label?: string) =>
     worldMetric(s.queue, name, statistic, Duration.minutes(1), label);
   const oneMinute = { period: Duration.minutes(1) };
+  const maxOf = (label: string) => ({ ...oneMinute, statistic: 'Maximum', label });
   const perSecond = (id: string, name: MetricName, label: string) =>
     new cloudwatch.MathExpression({
       expression: `${id} / PERIOD(${id})`,
@@ -77,17 +78,13 @@ function worldDashboard(scope: Construct, id: string, s: ObservedStack): cloudwa
     graph(
       'Queue depth and oldest message (s)',
       [
-        s.queue.metricApproximateNumberOfMessagesVisible({ ...oneMinute, statistic: 'Maximum', label: 'visible' }),
-        s.queue.metricApproximateNumberOfMessagesNotVisible({ ...oneMinute, statistic: 'Maximum', label: 'in flight' }),
+        s.queue.metricApproximateNumberOfMessagesVisible(maxOf('visible')),
+        s.queue.metricApproximateNumberOfMessagesNotVisible(maxOf('in flight')),
       ],
-      [s.queue.metricApproximateAgeOfOldestMessage({ ...oneMinute, statistic: 'Maximum', label: 'oldest (s)' })],
+      [s.queue.metricApproximateAgeOfOldestMessage(maxOf('oldest (s)'))],
     ),
     graph('Dead-letter queue', [
-      s.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-        ...oneMinute,
-        statistic: 'Maximum',
-        label: 'DLQ depth',
-      }),
+      s.deadLetterQueue.metricApproximateNumberOfMessagesVisible(maxOf('DLQ depth')),
       w('DeliveriesDeadLettered', 'Sum', 'dead-lettered'),
     ]),
     graph('Deliveries by outcome', [

@@ -7,7 +7,7 @@
  * - The work queue redrives to the DLQ after `maxReceiveCount` receives; its visibility is the
  *   one ./props.ts derives from the worker timeout.
  * - The Scheduler role may only `sqs:SendMessage` to this queue (and use the key to do so), and
- *   only schedules of this stack's group may assume it (confused deputy).
+ *   only schedules of this stack's group may assume it, not any of the account (confused deputy).
  */
 import { Duration, Names, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -53,7 +53,6 @@ export function addQueues(scope: Construct, settings: Settings, key: kms.IKey | 
   });
   const schedulerRole = new iam.Role(scope, 'SchedulerRole', {
     description: 'EventBridge Scheduler delivers eve-world-aws long waits to the work queue',
-    // Only schedules of this stack's group may use it (confused deputy: not any schedule of the account).
     assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
       conditions: {
         StringEquals: { 'aws:SourceAccount': Stack.of(scope).account, 'aws:SourceArn': scheduleGroup.attrArn },

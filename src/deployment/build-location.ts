@@ -68,14 +68,6 @@ const isDir = (p: string) => {
   }
 };
 
-function ancestors(from: string): string[] {
-  const out: string[] = [];
-  for (let dir = path.resolve(from); ; dir = path.dirname(dir)) {
-    out.push(dir);
-    if (path.dirname(dir) === dir) return out;
-  }
-}
-
 /** `dir` itself as a build: a bundle folder or a Nitro output root, else undefined. */
 function buildAt(dir: string): Pick<LocatedBuild, 'kind' | 'dir'> | undefined {
   if (dir.endsWith(path.sep + WORKFLOW_BUNDLE_DIR) && existsSync(path.join(dir, BUNDLE_MARK)))
@@ -84,22 +76,18 @@ function buildAt(dir: string): Pick<LocatedBuild, 'kind' | 'dir'> | undefined {
   return undefined;
 }
 
-/** The build `from` is inside of (the nearest), else undefined. */
-function containingBuild(from: string): Pick<LocatedBuild, 'kind' | 'dir'> | undefined {
-  for (const dir of ancestors(from)) {
-    const build = buildAt(dir);
-    if (build) return build;
-  }
-  return undefined;
+/** The Workflow DevKit bundle of app root `dir`, else undefined. */
+function bundleOf(dir: string): Pick<LocatedBuild, 'kind' | 'dir'> | undefined {
+  const bundle = path.join(dir, WORKFLOW_BUNDLE_DIR);
+  return existsSync(path.join(bundle, BUNDLE_MARK)) ? { kind: 'workflow-bundle', dir: bundle } : undefined;
 }
 
-/** The Workflow DevKit bundle of the nearest app root at or above `from`, else undefined. */
-function bundleAbove(from: string): Pick<LocatedBuild, 'kind' | 'dir'> | undefined {
-  for (const dir of ancestors(from)) {
-    const bundle = path.join(dir, WORKFLOW_BUNDLE_DIR);
-    if (existsSync(path.join(bundle, BUNDLE_MARK))) return { kind: 'workflow-bundle', dir: bundle };
+/** What `find` finds at the nearest folder at or above `from`, else undefined. */
+function nearest(from: string, find: (dir: string) => Pick<LocatedBuild, 'kind' | 'dir'> | undefined) {
+  for (let dir = path.resolve(from); ; dir = path.dirname(dir)) {
+    const build = find(dir);
+    if (build || path.dirname(dir) === dir) return build;
   }
-  return undefined;
 }
 
 /**
@@ -109,10 +97,9 @@ function bundleAbove(from: string): Pick<LocatedBuild, 'kind' | 'dir'> | undefin
  */
 export function classifyBuildDir(dir: string): Pick<LocatedBuild, 'kind' | 'dir'> {
   const abs = path.resolve(dir);
-  const bundle = path.join(abs, WORKFLOW_BUNDLE_DIR);
   return (
     buildAt(abs) ??
-    (existsSync(path.join(bundle, BUNDLE_MARK)) ? { kind: 'workflow-bundle' as const, dir: bundle } : undefined) ??
+    bundleOf(abs) ??
     buildAt(path.join(abs, '.output')) ??
     (path.basename(abs) === 'server' ? buildAt(path.dirname(abs)) : undefined) ?? { kind: 'folder', dir: abs }
   );
@@ -133,10 +120,10 @@ export function locateBuild(search: BuildSearch): LocatedBuild | undefined {
   const moduleDir = search.moduleDir ?? ownDir();
   const entryDir = search.entryScript ? path.dirname(path.resolve(search.cwd, search.entryScript)) : undefined;
   const tries: [BuildAnchor, () => Pick<LocatedBuild, 'kind' | 'dir'> | undefined][] = [
-    ['this module', () => (moduleDir ? containingBuild(moduleDir) : undefined)],
-    ['entry script', () => (entryDir ? containingBuild(entryDir) : undefined)],
-    ['entry script', () => (entryDir ? bundleAbove(entryDir) : undefined)],
-    ['working folder', () => bundleAbove(search.cwd)],
+    ['this module', () => (moduleDir ? nearest(moduleDir, buildAt) : undefined)],
+    ['entry script', () => (entryDir ? nearest(entryDir, buildAt) : undefined)],
+    ['entry script', () => (entryDir ? nearest(entryDir, bundleOf) : undefined)],
+    ['working folder', () => nearest(search.cwd, bundleOf)],
   ];
   for (const [foundBy, find] of tries) {
     const build = find();

@@ -33,7 +33,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../config/index.js';
-import { type BuildKind, describeSearch, type LocatedBuild, locateBuild } from './build-location.js';
+import { describeSearch, type LocatedBuild, locateBuild } from './build-location.js';
 
 /** Files Node loads as code or data of a build. */
 const CODE = /\.(?:mjs|cjs|js|json|wasm|node)$/;
@@ -142,19 +142,14 @@ export async function eveFacts(dir: string): Promise<EveFacts> {
 }
 
 /**
- * The rewrites applied to a text file of a build of `kind` before hashing (see the invariants), or
- * undefined when its bytes are hashed as they are. Bytes map to characters one to one (latin1), so
+ * The rewrites applied to a text file of a Nitro output before hashing (see the invariants; the
+ * bytes of other builds are hashed as they are). Bytes map to characters one to one (latin1), so
  * no byte sequence is lost or merged with another by decoding.
  */
-function normaliser(
-  kind: BuildKind,
-  facts: EveFacts = { derived: new Map() },
-): ((bytes: Buffer) => Buffer) | undefined {
-  if (kind !== 'nitro-output') return undefined;
-  const latin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
-  const literals: [string, string][] = [...facts.derived].map(([k, v]) => [k, v]);
+function normaliser(facts: EveFacts): (bytes: Buffer) => Buffer {
+  const literals = [...facts.derived];
   if (facts.appRoot) {
-    literals.unshift([latin1(facts.appRoot), '<appRoot>']);
+    literals.unshift([Buffer.from(facts.appRoot, 'utf8').toString('latin1'), '<appRoot>']);
     // eve names the sandbox's cache scope after the app root: the first 16 hex digits of its
     // SHA-256.
     const scope = createHash('sha256').update(facts.appRoot).digest('hex').slice(0, 16);
@@ -176,7 +171,7 @@ export async function fingerprintBuild(build: Pick<LocatedBuild, 'kind' | 'dir'>
   // Path order (code point), never the directory's: readdir's order differs between file systems.
   const files = (await codeFiles(build)).sort();
   if (files.length === 0) throw new BuildFingerprintError(`the build folder ${build.dir} holds no code files`);
-  const normalise = normaliser(build.kind, build.kind === 'nitro-output' ? await eveFacts(build.dir) : undefined);
+  const normalise = build.kind === 'nitro-output' ? normaliser(await eveFacts(build.dir)) : undefined;
   const hash = createHash('sha256').update(`${build.kind}\0`);
   for (const rel of files) {
     const raw = await readFile(path.join(build.dir, rel));

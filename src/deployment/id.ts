@@ -18,8 +18,7 @@
  * - With affinity off, nothing changes from before affinity existed: every process reports
  *   EVE_WORLD_AWS_DEPLOYMENT_ID, else {@link LEGACY_DEPLOYMENT_ID}, and core runs no guard.
  * - Whether affinity is on is the table's decision, not this module's: src/deployment/membership.ts
- *   reads it from the table's format item and passes it here as `config.deploymentAffinity` (`on`
- *   or `off`); the variable of that name only asks a new table's first process to record it.
+ *   reads it from the table's format item and passes it here as `config.deploymentAffinity`.
  */
 import { ConfigError, type WorldConfig } from '../config/index.js';
 import { buildDeploymentId, nodeBuild } from './fingerprint.js';
@@ -46,10 +45,9 @@ export interface DeploymentIdentity {
 }
 
 /**
- * Whether affinity is on for this config (`deploymentAffinity`: the table's decision, passed by
- * src/deployment/membership.ts). Throws a ConfigError where this process cannot take part: inside
- * Lambda on `$LATEST` (not immutable) or under an id the worker cannot invoke
- * (EVE_WORLD_AWS_DEPLOYMENT_ID).
+ * Whether affinity is on for this config (the table's decision, see above). Throws a ConfigError
+ * where this process cannot take part: inside Lambda on `$LATEST` (not immutable) or under an id
+ * the worker cannot invoke (EVE_WORLD_AWS_DEPLOYMENT_ID).
  */
 export function affinityEnabled(
   config: Pick<WorldConfig, 'deploymentAffinity' | 'deploymentId' | 'lambdaFunction'>,

@@ -93,8 +93,8 @@ export async function watchDeployments(
     const records = await listDeployments(ctx);
     watch.observe(records);
     opts.onPoll?.(performance.now() - t0);
-    const open = records.filter((r) => decide(r) && judge(r, watch) === 'unknown');
-    if (open.length === 0 || opts.enough?.(records, watch)) return { records, watch };
+    const open = records.some((r) => decide(r) && judge(r, watch) === 'unknown');
+    if (!open || opts.enough?.(records, watch)) return { records, watch };
     await new Promise((r) => setTimeout(r, pollMs));
   }
 }

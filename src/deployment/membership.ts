@@ -39,7 +39,7 @@ import {
   TableFormatError,
 } from '../preflight/format-check.js';
 import type { Logger } from '../telemetry/log.js';
-import { affinityEnabled, type DeploymentIdentity, type DeploymentShape, deploymentIdentity } from './id.js';
+import { affinityEnabled, type DeploymentIdentity, deploymentIdentity } from './id.js';
 import { newestLiveDeployment } from './liveness.js';
 import { DEPLOYMENT_HEARTBEAT_MS, LIVENESS_WINDOW_MS, readDeployment, registerIdentity } from './registry.js';
 import { DeploymentRetiredError } from './retired-error.js';
@@ -133,8 +133,8 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
   const { config } = ctx;
   const role = opts.role ?? 'deployment';
   const logger = opts.logger;
-  const shape: DeploymentShape = config.lambdaFunction ? 'lambda' : 'node';
   let identity = deploymentIdentity({ ...config, deploymentAffinity: 'off' }, opts.entryScript);
+  const { shape } = identity;
   let affinity = false;
   let retired = false;
   let refusal: Error | undefined;
@@ -145,11 +145,11 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
   let chosen: Promise<string> | undefined;
   let ownRead: Promise<void> | undefined;
 
-  const learnRetired = (id: string) => {
-    if (retired) return;
+  const learnStatus = (record?: { id: string; status: string }) => {
+    if (record?.status !== 'retired' || retired) return;
     retired = true;
     logger.error(
-      `[eve-world-aws] deployment ${id} is retired: this process starts no more runs and no longer takes its deployment's messages (consumers of other deployments fail them). Stop it (docs/operations.md, "Deployment affinity").`,
+      `[eve-world-aws] deployment ${record.id} is retired: this process starts no more runs and no longer takes its deployment's messages (consumers of other deployments fail them). Stop it (docs/operations.md, "Deployment affinity").`,
     );
   };
 
@@ -164,10 +164,9 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
     const next = deploymentIdentity({ ...config, deploymentAffinity: 'on' }, opts.entryScript);
     // Registered, with its build's fingerprint, before the first run is pinned to it
     // (src/deployment/registry.ts: a second build under a hand-set id is refused here).
-    const record = await registerIdentity(ctx, next, (line) => logger.warn(line));
+    learnStatus(await registerIdentity(ctx, next, (line) => logger.warn(line)));
     identity = next;
     affinity = true;
-    if (record.status === 'retired') learnRetired(record.id);
   };
 
   const doJoin = async (given: TableFormat): Promise<void> => {
@@ -232,9 +231,7 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
       if (deploymentId !== self) return;
       if (!retired) {
         ownRead ??= readDeployment(ctx, self, true)
-          .then((r) => {
-            if (r?.status === 'retired') learnRetired(self);
-          })
+          .then(learnStatus)
           .finally(() => {
             ownRead = undefined;
           });
@@ -252,8 +249,7 @@ export function createMembership(ctx: WorldContext, opts: MembershipOptions): Me
       beating ??= (async () => {
         if (!joined || role === 'client') return;
         if (affinity) {
-          const record = await registerIdentity(ctx, identity, (line) => logger.warn(line));
-          if (record.status === 'retired') learnRetired(record.id);
+          learnStatus(await registerIdentity(ctx, identity, (line) => logger.warn(line)));
           return;
         }
         const tf = await readTableFormat(ctx.clients.ddb as DynamoDBClient, config.tableName);

@@ -109,8 +109,7 @@ export class AwsEnvironmentError extends Error {
         cause(anonymous),
       );
     const unreachable = failures.filter((f) => unreachableCode(f.error) !== undefined);
-    if (unreachable.length === 0) return undefined;
-    return unreachableError(config, unreachable, region);
+    return unreachable.length === 0 ? undefined : unreachableError(config, unreachable, region);
   }
 }
 

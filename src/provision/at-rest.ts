@@ -71,7 +71,7 @@ async function checkKey(kms: KMSClient, config: WorldConfig): Promise<{ key?: Ke
     };
   }
   const arn = String(meta?.Arn);
-  const id = String(meta?.KeyId);
+  const key = { arn, id: String(meta?.KeyId) };
   const problems: string[] = [];
   if (meta?.KeyState !== 'Enabled') problems.push(`key state is ${meta?.KeyState}, expected Enabled`);
   if (meta?.KeyUsage !== 'ENCRYPT_DECRYPT') problems.push(`key usage is ${meta?.KeyUsage}, expected ENCRYPT_DECRYPT`);
@@ -94,7 +94,7 @@ async function checkKey(kms: KMSClient, config: WorldConfig): Promise<{ key?: Ke
     const d = await kms.send(new DecryptCommand({ CiphertextBlob: g.CiphertextBlob, EncryptionContext: context }));
     if (!d.Plaintext || !g.Plaintext || Buffer.compare(Buffer.from(d.Plaintext), Buffer.from(g.Plaintext)) !== 0) {
       return {
-        key: { arn, id },
+        key,
         line: {
           text: `key ${arn}: a data key did not round-trip`,
           problem: 'the KMS endpoint returned a different key on Decrypt',
@@ -103,17 +103,14 @@ async function checkKey(kms: KMSClient, config: WorldConfig): Promise<{ key?: Ke
     }
   } catch (err) {
     return {
-      key: { arn, id },
+      key,
       line: {
         text: `key ${arn}: ${describeError(err)}`,
         problem: `allow this caller kms:GenerateDataKey and kms:Decrypt on ${arn}`,
       },
     };
   }
-  return {
-    key: { arn, id },
-    line: { text: `key ${arn}: enabled, symmetric, GenerateDataKey + Decrypt work for this caller` },
-  };
+  return { key, line: { text: `key ${arn}: enabled, symmetric, GenerateDataKey + Decrypt work for this caller` } };
 }
 
 async function tableLine(

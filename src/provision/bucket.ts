@@ -59,6 +59,13 @@ function lifecycleRules(retentionDays?: number): LifecycleRule[] {
   ];
 }
 
+/** What a Get answers, or undefined when the bucket has no such configuration. */
+const unlessUnconfigured = <T>(call: Promise<T>): Promise<T | undefined> =>
+  call.catch((err) => {
+    if (isNoSuchConfiguration(err)) return undefined;
+    throw err;
+  });
+
 /** A Get that answered 200 without the configuration: the endpoint does not implement the call. */
 const notImplemented = (what: string) => ({
   unsupported: `not implemented by this endpoint (its answer has no ${what})`,
@@ -99,41 +106,26 @@ function bucketSettings(s3: S3Client, bucket: string, region: string | undefined
   const tlsOnly = tlsOnlyStatement(bucket, region);
   /** The current policy document; undefined when there is none; a string when the endpoint answered nonsense. */
   const readPolicy = async (): Promise<PolicyDocument | undefined | string> => {
-    let text: string | undefined;
+    const out = await unlessUnconfigured(s3.send(new GetBucketPolicyCommand({ Bucket: bucket })));
+    if (!out) return undefined;
     try {
-      text = (await s3.send(new GetBucketPolicyCommand({ Bucket: bucket }))).Policy;
-    } catch (err) {
-      if (isNoSuchConfiguration(err)) return undefined;
-      throw err;
-    }
-    try {
-      return JSON.parse(text ?? '');
+      return JSON.parse(out.Policy ?? '');
     } catch {
-      return text ?? '';
+      return out.Policy ?? '';
     }
   };
   const readRules = async (): Promise<LifecycleRule[] | undefined | null> => {
-    try {
-      return (await s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }))).Rules ?? null;
-    } catch (err) {
-      if (isNoSuchConfiguration(err)) return undefined;
-      throw err;
-    }
+    const out = await unlessUnconfigured(s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket })));
+    return out && (out.Rules ?? null);
   };
   return [
     {
       name: 'public access block',
       want: 'block all public access',
       async check() {
-        let cfg: Record<string, boolean | undefined> | undefined;
-        try {
-          cfg = (await s3.send(new GetPublicAccessBlockCommand({ Bucket: bucket }))).PublicAccessBlockConfiguration as
-            | Record<string, boolean | undefined>
-            | undefined;
-        } catch (err) {
-          if (isNoSuchConfiguration(err)) return { ok: false, problem: 'no public access block' };
-          throw err;
-        }
+        const out = await unlessUnconfigured(s3.send(new GetPublicAccessBlockCommand({ Bucket: bucket })));
+        if (!out) return { ok: false, problem: 'no public access block' };
+        const cfg = out.PublicAccessBlockConfiguration as Record<string, boolean | undefined> | undefined;
         const keys = Object.keys(PUBLIC_ACCESS_BLOCK);
         if (!cfg || keys.every((k) => cfg?.[k] === undefined)) return notImplemented('public access block');
         const off = keys.filter((k) => cfg?.[k] !== true);
@@ -151,14 +143,9 @@ function bucketSettings(s3: S3Client, bucket: string, region: string | undefined
       name: 'encryption',
       want: 'set default encryption SSE-S3',
       async check() {
-        let rules: { ApplyServerSideEncryptionByDefault?: { SSEAlgorithm?: string } }[] | undefined;
-        try {
-          rules = (await s3.send(new GetBucketEncryptionCommand({ Bucket: bucket }))).ServerSideEncryptionConfiguration
-            ?.Rules;
-        } catch (err) {
-          if (isNoSuchConfiguration(err)) return { ok: false, problem: 'no default encryption' };
-          throw err;
-        }
+        const out = await unlessUnconfigured(s3.send(new GetBucketEncryptionCommand({ Bucket: bucket })));
+        if (!out) return { ok: false, problem: 'no default encryption' };
+        const rules = out.ServerSideEncryptionConfiguration?.Rules;
         if (!rules || rules.length === 0) return notImplemented('default encryption configuration');
         const alg = rules.map((r) => r.ApplyServerSideEncryptionByDefault?.SSEAlgorithm).find(Boolean);
         // Any server-side algorithm is kept (a KMS key configured by the operator is never

@@ -43,26 +43,20 @@ export interface PolicyTarget {
 }
 
 /**
- * The policy resource for the configured key, and the alias condition when it is named by alias.
- * Key ARN: as is. Key id: an ARN in the target account and region. Alias name or alias ARN: every
- * key (`key/*`) of that account and region, with `kms:ResourceAliases` = the alias.
+ * The policy resource for the configured key (see the header; a key id becomes an ARN in the
+ * target account and region, an alias ARN every key of its own), and the `kms:ResourceAliases`
+ * condition when it is named by alias.
  */
 function kmsKeyResource(
   keyId: string,
   t: PolicyTarget,
 ): { arn: string; condition?: Record<string, Record<string, string>> } {
   const aliasArn = /^arn:([a-z-]+):kms:([a-z0-9-]+):(\d{12}):(alias\/.+)$/.exec(keyId);
-  if (aliasArn) {
-    const [, partition, region, account, alias] = aliasArn;
+  const [partition, region, account, alias] = aliasArn?.slice(1) ?? [t.partition, t.region, t.account, keyId];
+  if (alias.startsWith('alias/')) {
     return {
       arn: `arn:${partition}:kms:${region}:${account}:key/*`,
       condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': alias } },
-    };
-  }
-  if (keyId.startsWith('alias/')) {
-    return {
-      arn: `arn:${t.partition}:kms:${t.region}:${t.account}:key/*`,
-      condition: { 'ForAnyValue:StringEquals': { 'kms:ResourceAliases': keyId } },
     };
   }
   if (keyId.startsWith('arn:')) return { arn: keyId };
@@ -72,7 +66,6 @@ function kmsKeyResource(
 /** The ARN of each named resource of a deployment (`kmsKey` is empty without a configured key). */
 function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamResource, string[]> {
   const table = `arn:${t.partition}:dynamodb:${t.region}:${t.account}:table/${config.tableName}`;
-  const roleArn = config.schedulerRoleArn ?? `arn:${t.partition}:iam::${t.account}:role/<scheduler-role>`;
   return {
     table: [table],
     tableIndexes: [`${table}/index/*`],
@@ -84,7 +77,7 @@ function resourceArns(config: WorldConfig, t: PolicyTarget): Record<IamResource,
     scheduleGroupSchedules: [
       `arn:${t.partition}:scheduler:${t.region}:${t.account}:schedule/${config.schedulerGroup}/*`,
     ],
-    schedulerRole: [roleArn],
+    schedulerRole: [config.schedulerRoleArn ?? `arn:${t.partition}:iam::${t.account}:role/<scheduler-role>`],
     kmsKey: config.kmsKeyId ? [kmsKeyResource(config.kmsKeyId, t).arn] : [],
     signingSecret: config.signingSecretArn ? [config.signingSecretArn] : [],
     hostVersions: config.hostFunction
@@ -194,19 +187,19 @@ export function schedulerRolePolicies(
       Version: '2012-10-17',
       Statement: [
         { Sid: 'SchedulerSendToQueue', Effect: 'Allow', Action: [...SCHEDULER_ROLE_ACTIONS], Resource: arns.queue },
-        ...(key ? [schedulerKeyStatement(key)] : []),
+        ...(key
+          ? [
+              {
+                Sid: 'SchedulerQueueKey',
+                Effect: 'Allow' as const,
+                Action: [...SCHEDULER_ROLE_KMS_ACTIONS],
+                Resource: [key.arn],
+                ...(key.condition ? { Condition: key.condition } : {}),
+              },
+            ]
+          : []),
       ],
     },
-  };
-}
-
-function schedulerKeyStatement(key: ReturnType<typeof kmsKeyResource>): PolicyStatement {
-  return {
-    Sid: 'SchedulerQueueKey',
-    Effect: 'Allow',
-    Action: [...SCHEDULER_ROLE_KMS_ACTIONS],
-    Resource: [key.arn],
-    ...(key.condition ? { Condition: key.condition } : {}),
   };
 }
 

@@ -15,39 +15,23 @@
  *   holds data, emptying the bucket, deleting the resources `init` created. Deploy-time only, and
  *   never part of a printed policy: an operator runs it with their own administrative role.
  * - `sweeper`: the scheduled orphan sweep (src/sweep/sweep-handler.ts, deployed by the CDK
- *   construct): exactly the commands `sweepOrphans` sends (reads of the run's items, the
- *   `orphansSweptAt` mark, listing and deleting objects, the deployment registry's Query and
- *   retired mark) and those of a liveness backstop tick (src/backstop/: the DUE items' Query, fence
- *   and delete, a run's reads, re-opening a step's dispatch key, the queue's backlog
- *   (GetQueueAttributes), the wake's SendMessage, with GenerateDataKey on a KMS-encrypted queue);
- *   nothing of the Scheduler, and no Decrypt (it never reads an object's or a message's content).
+ *   construct): exactly the commands `sweepOrphans` and a liveness backstop tick (src/backstop/)
+ *   send, each named in its row's `why` (`sweep:`, `backstop:`); nothing of the Scheduler, and no
+ *   Decrypt (it never reads an object's or a message's content).
  *   Every one of them is also a `runtime` row, so the operator policy (which includes `runtime`)
  *   covers `eve-world-aws sweep`. test/integration/sweep/sweep-handler.test.ts records what a sweep
  *   sends and checks it against the table's `sweeper` rows.
  */
 
-/** The resources of one deployment. */
-export type IamResource =
-  | 'table'
-  | 'tableIndexes'
-  | 'queue'
-  | 'dlq'
-  | 'bucket'
-  | 'bucketObjects'
-  | 'scheduleGroup'
-  | 'scheduleGroupSchedules'
-  | 'schedulerRole'
-  | 'kmsKey'
-  | 'signingSecret'
-  /** The published versions of the host function (`<function ARN>:*`), which the worker invokes. */
-  | 'hostVersions';
-
 export type IamPrincipal = 'runtime' | 'operator' | 'init' | 'sweeper' | 'destroy';
 
 export type AwsService = 'dynamodb' | 'sqs' | 's3' | 'scheduler' | 'kms' | 'secretsmanager' | 'lambda';
 
-/** The IAM service prefix of the actions that may land on each resource (`kms:*` only on the key, `iam:*` only on the role). */
-export const RESOURCE_SERVICE: Record<IamResource, string> = {
+/**
+ * The resources of one deployment, each with the IAM service prefix of the actions that may land on
+ * it (`kms:*` only on the key, `iam:*` only on the role).
+ */
+export const RESOURCE_SERVICE = {
   table: 'dynamodb',
   tableIndexes: 'dynamodb',
   queue: 'sqs',
@@ -59,5 +43,8 @@ export const RESOURCE_SERVICE: Record<IamResource, string> = {
   schedulerRole: 'iam',
   kmsKey: 'kms',
   signingSecret: 'secretsmanager',
+  /** The published versions of the host function (`<function ARN>:*`), which the worker invokes. */
   hostVersions: 'lambda',
-};
+} as const;
+
+export type IamResource = keyof typeof RESOURCE_SERVICE;

@@ -20,10 +20,9 @@ export function actionsByResource(principal: IamPrincipal): Map<IamResource, str
         // Only the IAM actions of the resource's service land on it: CreateSchedule needs
         // scheduler:CreateSchedule on the schedule and iam:PassRole on the role; UpdateTable needs
         // dynamodb:UpdateTable on the table and kms:CreateGrant + DescribeKey on the key.
-        const actions = p.actions.filter((a) => a.startsWith(`${RESOURCE_SERVICE[r]}:`));
         const set = out.get(r) ?? new Set<string>();
         out.set(r, set);
-        for (const a of actions) set.add(a);
+        for (const a of p.actions) if (a.startsWith(`${RESOURCE_SERVICE[r]}:`)) set.add(a);
       }
     }
   }

@@ -135,18 +135,17 @@ export async function reconcileTable(ddb: DynamoDBClient, table: string, mode: R
     }
     report.state = 'created';
     report.details.push('created (PAY_PER_REQUEST, 2 GSIs)');
-    applySettings(report, await reconcileSettings(tableSettings(ddb, table), mode), 'eve-world-aws init');
-    return report;
-  }
-  const problems = tableDrift(desc);
-  if (problems.length > 0) {
-    report.state = 'drift';
-    report.details.push(...problems);
-    report.fix =
-      `the table was not created by eve-world-aws or was changed. Use another table (EVE_WORLD_AWS_TABLE), ` +
-      `or fix it: ${problems.map((p) => p.replace(/ is missing$/, '')).join('; ')}`;
   } else {
-    report.details.push(`keys, ${GSI1} and ${GSI2} as expected`);
+    const problems = tableDrift(desc);
+    if (problems.length > 0) {
+      report.state = 'drift';
+      report.details.push(...problems);
+      report.fix =
+        `the table was not created by eve-world-aws or was changed. Use another table (EVE_WORLD_AWS_TABLE), ` +
+        `or fix it: ${problems.map((p) => p.replace(/ is missing$/, '')).join('; ')}`;
+    } else {
+      report.details.push(`keys, ${GSI1} and ${GSI2} as expected`);
+    }
   }
   applySettings(report, await reconcileSettings(tableSettings(ddb, table), mode), 'eve-world-aws init');
   return report;
