@@ -34,9 +34,9 @@ import {
   readDeployment,
 } from '../deployment/registry.js';
 import { deploymentActivity, drainVerdict } from '../sweep/deployments.js';
-import { formatTime, parseDuration } from './shared/format.js';
+import { formatTime, parseDuration, plural } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, EXIT_FAILURE, palette, printJson, progress, renderTable } from './shared/output.js';
+import { CliError, palette, printJson, progress, renderTable } from './shared/output.js';
 import { withWorld } from './shared/world.js';
 
 const WINDOW_S = LIVENESS_WINDOW_MS / 1000;
@@ -108,7 +108,6 @@ async function deleteLambdaVersion(
     if (errorName(err) === 'ResourceNotFoundException') return { ...v, deleted: false };
     throw new CliError(
       `The deployment is retired, but version ${v.version} of Lambda function ${v.functionName} could not be deleted: ${describeError(err)}. Delete it with \`aws lambda delete-function --function-name ${v.functionName} --qualifier ${v.version}\`, or rerun with --keep-version to leave it.`,
-      EXIT_FAILURE,
     );
   }
 }
@@ -143,7 +142,6 @@ export async function retireDeployment(
   if (!record)
     throw new CliError(
       `deployment ${id} is not registered on table ${ctx.config.tableName}; \`eve-world-aws deployments\` lists them`,
-      EXIT_FAILURE,
     );
   if (record.status === 'retired') return { record, failing: [], wasLive: false };
   // Is a process of it running? Its counter, watched on this command's clock (even for a Lambda
@@ -159,7 +157,7 @@ export async function retireDeployment(
   const live = watch.state(id) === 'live';
   const now = opts.now ?? Date.now();
   const verdict = drainVerdict(record, activity, opts.graceMs ?? ctx.config.deploymentGraceSeconds * 1000, now, live);
-  if (!verdict.retirable && !opts.force) throw new CliError(verdict.detail, EXIT_FAILURE);
+  if (!verdict.retirable && !opts.force) throw new CliError(verdict.detail);
   const failing = activity.activeRunIds.get(id) ?? [];
   if (opts.force) await opts.onFailing?.(failing, live);
   const reason = verdict.retirable
@@ -279,7 +277,7 @@ export function deploymentsCommand(): Command {
             process.stdout.write(
               runs.length === 0
                 ? `No active run is pinned to deployment ${id}: none fails.\n`
-                : `Retiring deployment ${id} fails ${runs.length} active run${runs.length === 1 ? '' : 's'} (DEPLOYMENT_MISMATCH at the next delivery):\n${runs.map((r) => `  ${r}\n`).join('')}`,
+                : `Retiring deployment ${id} fails ${plural(runs.length, 'active run')} (DEPLOYMENT_MISMATCH at the next delivery):\n${runs.map((r) => `  ${r}\n`).join('')}`,
             );
           },
         }).finally(spin.done);

@@ -32,7 +32,7 @@ import { hasProblems, type ResourceReport } from '../provision/index.js';
 import { renderReports, runReconcile } from './init.js';
 import { EMULATOR_PEERS, requirePeers } from './peers.js';
 import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, withProgress } from './shared/output.js';
+import { CliError, EXIT_USAGE, exportLines, printJson, withProgress } from './shared/output.js';
 
 export interface EmulateOptions {
   port: number;
@@ -128,10 +128,7 @@ async function initResources(env: Record<string, string>, enabled: boolean): Pro
   const reports = await runReconcile(loadConfig({ ...process.env, ...env }), 'apply');
   if (hasProblems(reports)) {
     process.stderr.write(renderReports(reports, 'apply'));
-    throw new CliError(
-      'The emulator holds resources that do not match what eve-world-aws needs (see the fix above).',
-      EXIT_FAILURE,
-    );
+    throw new CliError('The emulator holds resources that do not match what eve-world-aws needs (see the fix above).');
   }
   return reports;
 }
@@ -342,8 +339,6 @@ export function emulateCommand(): Command {
       .addOption(new Option('--env-file <path>').hideHelp())
       .option('--docker', 'run docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) instead of the embedded stack')
       .option('--json', 'print one JSON object (endpoints, env, resources) instead of export lines')
-      .action(async (opts: EmulateOptions) => {
-        await runEmulate(opts);
-      })
+      .action(runEmulate)
   );
 }

@@ -9,7 +9,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { ORPHAN_GRACE_MS, type SweepReport } from '../index.js';
 import { durationOption, formatDuration } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, withProgress } from './shared/output.js';
+import { CliError, colorEnabled, palette, printJson, withProgress } from './shared/output.js';
 import { withWorld } from './shared/world.js';
 
 interface SweepOptions {
@@ -102,8 +102,7 @@ export function sweepCommand(): Command {
         if (opts.json) printJson(report);
         else process.stdout.write(renderSweep(report));
         const failed = report.failures.length + (report.heldBodies?.failures.length ?? 0);
-        if (failed > 0)
-          throw new CliError(`${failed} objects or runs could not be swept (listed above); run it again`, EXIT_FAILURE);
+        if (failed > 0) throw new CliError(`${failed} objects or runs could not be swept (listed above); run it again`);
       });
     });
 }

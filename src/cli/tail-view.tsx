@@ -4,7 +4,7 @@
  * (state, now, size), so tests render it with ink-testing-library from real records.
  */
 import { Box, Text } from 'ink';
-import { formatClock, formatDuration, shortName, truncate } from './shared/format.js';
+import { formatClock, formatDuration, plural, shortName, truncate } from './shared/format.js';
 import { Header, Label, STATUS_COLOR, type Style, waitingLines } from './tail-header.js';
 import { type ChunkRow, chunkLines, type EventRow, type RunRow, type StepRow, type TailRow } from './tail-rows.js';
 
@@ -106,7 +106,7 @@ function EventLog({ events, max, width, color }: { events: EventRow[]; max: numb
         {'step'.padEnd(COL.step)} {'time'.padEnd(COL.time)} data
       </Text>
       {hidden > 0 ? (
-        <Label color={color}>{`${''.padStart(COL.slot)} … ${hidden} earlier event${hidden === 1 ? '' : 's'}`}</Label>
+        <Label color={color}>{`${''.padStart(COL.slot)} … ${plural(hidden, 'earlier event')}`}</Label>
       ) : null}
       {events.length === 0 ? <Label color={color}>{''.padStart(COL.slot)} (no events yet)</Label> : null}
       {shown.map((e) => (

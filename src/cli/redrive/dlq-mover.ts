@@ -13,6 +13,7 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { describeError } from '../../aws/sdk-errors.js';
 import type { PayloadStore } from '../../context/payload-store.js';
 import { mapLimited } from '../../util/concurrency.js';
 import { redrivenCopy, runIdOfMessage } from './redriven-copy.js';
@@ -88,11 +89,6 @@ export interface MoveOptions {
 /** Receives in a row that bring no message new to the pass before it ends (see moveDlqMessages). */
 const NOTHING_NEW_RECEIVES = 3;
 
-function errText(err: unknown): string {
-  const e = err as { name?: string; message?: string };
-  return `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`;
-}
-
 /**
  * Move messages from `sourceUrl` to `targetUrl` (receive -> send -> delete). Stops at the first
  * failure and reports it; every message it holds but did not move is released back to the source at
@@ -136,7 +132,7 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
   /** A send or delete failed: record it, hold the message and end the pass (the rest is held). */
   const fail = (rec: MovedMessage, m: Message, result: 'send-failed' | 'delete-failed', err: unknown) => {
     rec.result = result;
-    rec.error = errText(err);
+    rec.error = describeError(err);
     summary.failed++;
     hold(m);
     summary.ended = 'failure';

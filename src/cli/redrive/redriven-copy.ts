@@ -57,8 +57,7 @@ export async function runIdOfMessage(
 export function copiedAttributes(m: Message): Record<string, MessageAttributeValue> | undefined {
   const out: Record<string, MessageAttributeValue> = {};
   for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
-    // The log tail vouches only for a first delivery; a dead letter had earlier ones. The failure
-    // count starts over, as SQS's receive count does on a redriven copy.
+    // Not the log tail nor the failure count (see the header).
     if (!k.startsWith('eve.') || k === MSG_ATTR.logTail || k === MSG_ATTR.failures) continue;
     out[k] = {
       DataType: v.DataType,

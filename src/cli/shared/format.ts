@@ -247,6 +247,9 @@ export function stringField(o: unknown, key: string): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
+/** `1 run`, `2 runs`: `n` and `noun`, plural unless `n` is 1. */
+export const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 /** Collapse whitespace and cut to `max` characters. */
 export function truncate(s: string, max: number): string {
   const one = s.replace(/\s+/g, ' ').trim();

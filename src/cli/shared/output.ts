@@ -12,6 +12,8 @@ import { layoutTable } from './text-table.js';
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
+/** Stopped by Ctrl-C (SIGINT) or another stop signal (tail, demo). */
+export const EXIT_INTERRUPTED = 130;
 
 /** A user-facing failure: printed as one line (no stack trace) and mapped to `exitCode`. */
 export class CliError extends Error {
