@@ -19,13 +19,6 @@ import { describeWorkflow, isFullWorkflowName, nearWorkflows, workflowMatches } 
 const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
 type RunStatus = (typeof RUN_STATUSES)[number];
 
-interface RunsOptions {
-  status?: RunStatus[];
-  workflow?: string;
-  limit: number;
-  json?: boolean;
-}
-
 /** `--status failed,cancelled` (and repeatable) -> validated list. */
 function parseStatus(value: string, previous: RunStatus[] | undefined): RunStatus[] {
   const out = [...(previous ?? [])];
@@ -172,7 +165,7 @@ export function runsCommand(): Command {
     )
     .option('--limit <n>', 'how many runs to show', parsePositiveInt, 20)
     .option('--json', 'print {runs: [...], hasMore} as JSON')
-    .action(async (opts: RunsOptions) => {
+    .action(async (opts: { status?: RunStatus[]; workflow?: string; limit: number; json?: boolean }) => {
       await withWorld({}, async (w) => {
         const { runs, hasMore, scanCapped, scanned, names } = await listRuns(w.world.runs as never, opts);
         if (scanCapped)

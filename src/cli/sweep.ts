@@ -12,14 +12,6 @@ import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-
 import { CliError, colorEnabled, palette, printJson, withProgress } from './shared/output.js';
 import { withWorld } from './shared/world.js';
 
-interface SweepOptions {
-  dryRun?: boolean;
-  olderThan: number;
-  run?: string;
-  recheck?: boolean;
-  json?: boolean;
-}
-
 function parseRunId(v: string): string {
   if (!workflowRunIdSchema.safeParse(v).success)
     throw new InvalidArgumentError('must be a run id: wrun_ followed by a ULID (e.g. wrun_01JD...).');
@@ -87,7 +79,7 @@ export function sweepCommand(): Command {
     .option('--run <runId>', 'only this run’s objects (runs/<runId>/)', parseRunId)
     .option('--recheck', 'also re-read finished runs an earlier sweep already cleaned')
     .option('--json', 'print the report as JSON')
-    .action(async (opts: SweepOptions) => {
+    .action(async (opts: { dryRun?: boolean; olderThan: number; run?: string; recheck?: boolean; json?: boolean }) => {
       await withWorld({}, async (w) => {
         const report = await withProgress('sweeping runs/ …', (spin) =>
           w.world.sweepOrphans({

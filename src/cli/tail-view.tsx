@@ -170,10 +170,9 @@ export function Streams({ streams, maxLines, color }: { streams: StreamState[]; 
   return (
     <Box flexDirection="column">
       {streams.map((s, at) => {
-        const lines = s.lines;
         const max = maxLines[at] ?? Number.POSITIVE_INFINITY;
         // The newest lines: a stream's end is what is happening now.
-        const shown = lines.length > max ? lines.slice(lines.length - max) : lines;
+        const shown = s.lines.length > max ? s.lines.slice(s.lines.length - max) : s.lines;
         return (
           <Box key={s.name} flexDirection="column">
             <Text wrap="truncate">
@@ -183,8 +182,8 @@ export function Streams({ streams, maxLines, color }: { streams: StreamState[]; 
                 ({s.chunks.length} chunk{s.chunks.length === 1 ? '' : 's'}, {s.done ? 'closed' : 'open'})
               </Label>
             </Text>
-            {lines.length > shown.length ? (
-              <Label color={color}> … {lines.length - shown.length} earlier lines</Label>
+            {s.lines.length > shown.length ? (
+              <Label color={color}> … {s.lines.length - shown.length} earlier lines</Label>
             ) : null}
             {shown.map((l, i) => (
               // biome-ignore lint/suspicious/noArrayIndexKey: lines have no identity beyond their position

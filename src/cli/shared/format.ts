@@ -49,10 +49,9 @@ export function parseDuration(value: string): number {
     throw new InvalidArgumentError(
       `needs a unit: ${v}d (days), ${v}h (hours), ${v}m (minutes) or ${v}s (seconds); forms can be combined, e.g. 1h30m.`,
     );
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
   let total = 0;
   let consumed = 0;
-  for (const m of v.matchAll(re)) {
+  for (const m of v.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)) {
     total += Number(m[1]) * UNITS[m[2]];
     consumed += m[0].length;
   }
