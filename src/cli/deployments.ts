@@ -39,7 +39,7 @@ import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-
 import { CliError, palette, printJson, progress, renderTable } from './shared/output.js';
 import { withWorld } from './shared/world.js';
 
-const WINDOW_S = LIVENESS_WINDOW_MS / 1000;
+export const WINDOW_S = LIVENESS_WINDOW_MS / 1000;
 const HEARTBEAT_S = DEPLOYMENT_HEARTBEAT_MS / 1000;
 
 export interface DeploymentRow extends DeploymentRecord {

@@ -7,8 +7,8 @@
  */
 import type { WorldContext } from '../context/world-context.js';
 import { newestLiveDeployment } from '../deployment/liveness.js';
-import { LIVENESS_WINDOW_MS, readDeployment } from '../deployment/registry.js';
-import { watchProgress } from './deployments.js';
+import { readDeployment } from '../deployment/registry.js';
+import { WINDOW_S, watchProgress } from './deployments.js';
 import { CliError } from './shared/output.js';
 
 /** The deployment for a run the CLI starts (see the header). */
@@ -30,7 +30,7 @@ export async function chooseDeployment(ctx: WorldContext, explicit?: string): Pr
   const id = await newestLiveDeployment(ctx, { onPoll: spin.onPoll }).finally(spin.done);
   if (id === undefined)
     throw new CliError(
-      `no deployment on table ${table} has a live consumer (none counted a heartbeat within ${LIVENESS_WINDOW_MS / 1000} s): ` +
+      `no deployment on table ${table} has a live consumer (none counted a heartbeat within ${WINDOW_S} s): ` +
         'start your app, or pass --deployment <id> (`eve-world-aws deployments` lists them)',
     );
   return id;

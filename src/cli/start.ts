@@ -20,9 +20,9 @@
  */
 import { Command } from 'commander';
 import type { WorldContext } from '../context/world-context.js';
-import { LIVENESS_WINDOW_MS } from '../deployment/registry.js';
 import { checkTableFormat } from '../preflight/format-check.js';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
+import { WINDOW_S } from './deployments.js';
 import { requirePeers } from './peers.js';
 import { listRuns, SCAN_LIMIT } from './runs.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
@@ -92,7 +92,7 @@ async function startWorkflow(
 const START_HELP: HelpSpec = {
   notes: [
     "This command writes the run and sends its first message; the workflow runs in your app's consumer (eve start, a Lambda), which must be running and have the workflow compiled. A name is looked up in the app's workflow manifest (`--manifest`, else .well-known/workflow/v1/manifest.json from `wf build`, searched from this folder up to the project root), then among the newest runs; a full id always works. Needs the optional peer `workflow` (the app's own copy).",
-    `On a table with deployment affinity the run is pinned to a deployment of your app: --deployment <id> (\`eve-world-aws deployments\` lists them), else the newest one whose consumer counts heartbeats (watched for up to ${LIVENESS_WINDOW_MS / 1000} s). The CLI never registers a deployment of its own.`,
+    `On a table with deployment affinity the run is pinned to a deployment of your app: --deployment <id> (\`eve-world-aws deployments\` lists them), else the newest one whose consumer counts heartbeats (watched for up to ${WINDOW_S} s). The CLI never registers a deployment of its own.`,
   ],
   examples: [
     ['eve-world-aws start order \'{"id":42}\'', 'one argument'],

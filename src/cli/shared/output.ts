@@ -121,9 +121,7 @@ export function progress(initial: string, stream: NodeJS.WriteStream = process.s
   if (!stream.isTTY) return { update() {}, done() {} };
   let message = initial;
   let frame = 0;
-  const draw = () => {
-    stream.write(`\r\u001b[2K${FRAMES[frame++ % FRAMES.length]} ${message}`);
-  };
+  const draw = () => stream.write(`\r\u001b[2K${FRAMES[frame++ % FRAMES.length]} ${message}`);
   draw();
   const timer = setInterval(draw, 120);
   timer.unref();
