@@ -38,8 +38,7 @@ const SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
  * Ctrl-C during the demo: the first signal cancels the demo's run (a `run_cancelled` event, as
  * core's `run.cancel()` writes it) before the emulator stops, so the run kept in `--data-dir` is
  * `cancelled`, never left `running`; a second signal exits at once. DynamoDB Local runs in its own
- * process group (`ownProcessGroup`), so the terminal's Ctrl-C does not stop it before the cancel is
- * written.
+ * process group (`ownProcessGroup`): the terminal's Ctrl-C cannot stop it before the cancel.
  */
 class Interrupt {
   signal: NodeJS.Signals | undefined;

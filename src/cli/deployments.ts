@@ -18,8 +18,7 @@
  * - Retiring is one conditional write; retiring again changes nothing.
  * - Retiring a Lambda deployment (`lambda:<function>:<version>`) then deletes that published
  *   version (unless `--keep-version`): the write comes first, so a message for it fails its run
- *   whether or not the delete has happened; a failed delete exits 1 with the command that finishes
- *   it.
+ *   whether or not the delete happened; a failed delete exits 1 with the command that finishes it.
  */
 import { Command, Option } from 'commander';
 import { describeError, errorName } from '../aws/sdk-errors.js';
@@ -123,8 +122,7 @@ export interface Retirement {
 
 /**
  * Marks `id` retired after the checks above; throws a CliError (exit 1) saying why it did not. With
- * `force`, `onFailing` is told which active runs will fail, and awaited, before anything is
- * written.
+ * `force`, `onFailing` is told which active runs will fail, and awaited, before any write.
  */
 export async function retireDeployment(
   ctx: WorldContext,

@@ -138,8 +138,7 @@ async function checkResources(
   }
   checks.push(clockCheck(samples, (opts.maxSkewSeconds ?? 5) * 1000));
   if (checks.find((c) => c.check === 'table schema')?.status === 'pass') {
-    // The fleet (deployment affinity): where a process would refuse, and the deployments'
-    // consumers.
+    // The fleet (deployment affinity): where a process would refuse, the deployments' consumers.
     checks.push(...(await fleetChecks(createContext(config, clients), opts.onPoll)));
     checks.push(await checkOlderBuilds(config, clients));
   }

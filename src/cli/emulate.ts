@@ -10,9 +10,8 @@
  * when its parent process goes away, stops everything it started, removes the `--env-file` it
  * wrote, and exits 0.
  *
- * Child-process safety: the stack registers a synchronous process-exit hook that SIGKILLs the java
- * child, so even the "second Ctrl-C" path (immediate exit) and a signal during start-up leave no
- * JVM behind.
+ * Child-process safety: the stack's synchronous process-exit hook SIGKILLs the java child, so even
+ * the "second Ctrl-C" path (immediate exit) and a signal during start-up leave no JVM behind.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

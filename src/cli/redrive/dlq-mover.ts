@@ -218,8 +218,7 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
             rec.result = 'moved';
             summary.moved++;
           } catch (err) {
-            // The copy is on the queue and the original is still in the DLQ: a duplicate, never a
-            // loss.
+            // The copy is on the queue, the original still in the DLQ: a duplicate, never a loss.
             fail(rec, m, 'delete-failed', err);
             continue;
           }

@@ -82,8 +82,7 @@ export async function redrivenCopy(
   const attributes = copiedAttributes(m);
   let env = envelopeFromMessage(body, stringAttrs(m));
   if (typeof env === 'string') return { body, attributes };
-  // A Scheduler envelope carries its tail, failure count and other attributes in the body: drop
-  // them there too.
+  // A Scheduler envelope holds its tail, failure count and other attributes in the body: drop them.
   const tailInBody =
     !attributes?.[MSG_ATTR.queue] &&
     (env.logTail !== undefined || env.failures !== undefined || env.foreign !== undefined);

@@ -1,7 +1,6 @@
 /**
  * Formatting shared by the operator commands (tail, runs, redrive, doctor): times, durations, byte
- * previews and JSON-safe values. Pure functions, so the ink view and the plain/NDJSON writers show
- * the same thing.
+ * previews and JSON-safe values. Pure functions: the ink view and the plain/NDJSON writers agree.
  */
 import * as zlib from 'node:zlib';
 import { InvalidArgumentError, Option } from 'commander';
