@@ -5,8 +5,7 @@
  * after it, and pending hooks stop accepting payloads. Live stream readers end once no writer is
  * left (src/streams/live.ts).
  *
- * Safe twice: cancelling a cancelled run reports it and exits 0. A completed or failed run cannot
- * be cancelled (exit 1).
+ * Safe twice: cancelling a cancelled run reports it and exits 0; a completed or failed run exits 1.
  */
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';

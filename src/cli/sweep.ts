@@ -1,8 +1,7 @@
 /**
  * `eve-world-aws sweep`: delete the S3 objects nothing can reference any more, through the World's
  * `sweepOrphans` (src/sweep/run-payloads.ts for run payloads, src/sweep/held-bodies.ts for held
- * queue bodies). Meant to run on a schedule (daily); safe to run at any time, repeatedly and
- * concurrently with the runtime.
+ * queue bodies). Meant to run daily; safe at any time, repeatedly, concurrently with the runtime.
  */
 import { workflowRunIdSchema } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';

@@ -1,9 +1,8 @@
 /**
  * The DLQ mover of `eve-world-aws redrive`: moves dead-lettered messages back to the queue in the
  * order receive -> send -> delete. A crash (or error) between send and delete leaves the message in
- * both queues: the next redrive delivers it twice, which is harmless because every World write is
- * idempotent, whereas delete-before-send could lose it. What the copy carries: ./redriven-copy.ts;
- * what is printed: ./move-summary.ts.
+ * both queues: the next redrive delivers it twice, harmless as every World write is idempotent,
+ * whereas delete-before-send could lose it. Copy: ./redriven-copy.ts; report: ./move-summary.ts.
  */
 import {
   ChangeMessageVisibilityCommand,

@@ -1,7 +1,6 @@
 /**
- * The stranded-run classifier of `eve-world-aws redrive --stranded`: runs that are not terminal,
- * have nothing scheduled and have not written an event for `--older-than` get their continuation
- * re-enqueued (see {@link analyzeRun}).
+ * The stranded-run classifier of `eve-world-aws redrive --stranded`: runs not terminal, with
+ * nothing scheduled, no event for `--older-than`, get their continuation re-enqueued (analyzeRun).
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { Event, WorkflowRun } from '@workflow/world';
