@@ -135,9 +135,8 @@ async function initResources(env: Record<string, string>, enabled: boolean): Pro
 /**
  * The `--env-file` this process wrote, which lives only as long as the emulator: its ports mean
  * nothing once it stops, so on stop (however it stops: a signal, a second Ctrl-C's immediate exit,
- * a crash) the file is removed, and a user who sources it gets "no such file" instead of stale
- * endpoints. Removed only while it still holds what this process wrote: another emulate may have
- * written its own since.
+ * a crash) the file is removed, and a user who sources it gets "no such file", not stale endpoints.
+ * Removed only while it holds what this process wrote: another emulate may have written its own.
  */
 class EnvFile {
   private written: { file: string; text: string } | undefined;

@@ -1,9 +1,8 @@
 /**
  * `eve-world-aws runs`: the most recent runs, newest first, as a table or JSON.
  *
- * Reads through `runs.list` with `resolveData: 'none'` (never touches S3): by workflow name it is
- * one GSI partition, otherwise the global by-time partition; a status filter is applied by the
- * World (as `wf inspect runs --status` does).
+ * Reads `runs.list` with `resolveData: 'none'` (no S3): by workflow name one GSI partition, else
+ * the global by-time one; the World filters by status (as `wf inspect runs --status` does).
  */
 import type { WorkflowRun } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';

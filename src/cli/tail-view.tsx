@@ -43,8 +43,7 @@ function streamOf(state: TailState, name: string): StreamState {
 /**
  * Fold one record into the state in O(1) (plus the chunk's own lines): the lists, maps and stream
  * states are owned by the state and appended in place, and a new top-level object is returned so
- * React sees a change. Following a run of n records is O(n), never O(n^2). The state passed in is
- * consumed: keep only the returned one.
+ * React sees a change: following n records is O(n), never O(n^2). The state passed in is consumed.
  */
 export function reduceTail(state: TailState, rec: TailRow): TailState {
   switch (rec.kind) {

@@ -50,9 +50,8 @@ export async function runIdOfMessage(
 }
 
 /**
- * The World's own attributes, unchanged. Anything else on a dead-lettered message (e.g. the
- * diagnostics EventBridge Scheduler adds to the messages it dead-letters) describes the failure,
- * not the message, and is not copied.
+ * The World's own attributes, unchanged. Anything else on a dead letter (e.g. the diagnostics
+ * EventBridge Scheduler adds to what it dead-letters) describes the failure, not the message.
  */
 export function copiedAttributes(m: Message): Record<string, MessageAttributeValue> | undefined {
   const out: Record<string, MessageAttributeValue> = {};

@@ -107,8 +107,7 @@ const zstdDecompressSync = (zlib as { zstdDecompressSync?: (b: Uint8Array) => Bu
 /**
  * The payload inside a compressed one, for display: the runtime writes `gzip` + gzip(`devl` ...) or
  * `zstd` + zstd(`devl` ...) for payloads of 1 KiB and more (errors with their stacks, large
- * results). Undefined when `bytes` is not compressed or cannot be decoded here (zstd on a Node
- * without it, corrupt data).
+ * results). Undefined when not compressed or not decodable here (no zstd in this Node, corrupt).
  */
 export function decompressed(bytes: Uint8Array): Uint8Array | undefined {
   const prefix = formatPrefix(bytes);

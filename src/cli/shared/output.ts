@@ -113,10 +113,7 @@ export interface Progress {
 
 const FRAMES = ['|', '/', '-', '\\'];
 
-/**
- * A one-line spinner on stderr for slow steps. It draws only when stderr is a terminal, so logs,
- * pipes and tests see nothing from it.
- */
+/** A one-line spinner on stderr for slow steps, drawn only on a terminal (none in pipes, logs). */
 export function progress(initial: string, stream: NodeJS.WriteStream = process.stderr): Progress {
   if (!stream.isTTY) return { update() {}, done() {} };
   let message = initial;
