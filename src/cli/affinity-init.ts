@@ -12,7 +12,7 @@ import type { WorldConfig } from '../config/index.js';
 import { createContext } from '../context/world-context.js';
 import { readTableFormat } from '../preflight/format-check.js';
 import { createStorage } from '../storage/index.js';
-import { CliError, EXIT_FAILURE } from './shared/output.js';
+import { CliError } from './shared/output.js';
 
 /** Active runs named at most when it refuses. */
 const NAMED_RUNS = 10;
@@ -36,7 +36,6 @@ export async function assertNoRunToStrand(config: WorldConfig, force: boolean): 
       `table ${config.tableName} has ${count} (${data.map((r) => r.runId).join(', ')}${hasMore ? ', ...' : ''}), ` +
         'pinned to no deployment of a build: with deployment affinity each fails with DEPLOYMENT_MISMATCH at its next delivery. ' +
         'Wait until `eve-world-aws runs --status pending,running` lists none, or pass --force to fail them (docs/operations.md, "Deployment affinity").',
-      EXIT_FAILURE,
     );
   } finally {
     destroyClients(clients);

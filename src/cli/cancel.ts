@@ -5,13 +5,12 @@
  * after it, and pending hooks stop accepting payloads. Live stream readers end once no writer is
  * left (src/streams/live.ts).
  *
- * Safe twice: cancelling a cancelled run reports it and exits 0. A completed or failed run cannot
- * be cancelled (exit 1).
+ * Safe twice: cancelling a cancelled run reports it and exits 0; a completed or failed run exits 1.
  */
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, EXIT_FAILURE, printJson } from './shared/output.js';
+import { CliError, printJson } from './shared/output.js';
 import { getRunOrFail, withWorld } from './shared/world.js';
 
 /** Core's limit on a cancel reason (characters). */
@@ -34,10 +33,7 @@ async function cancelRunById(runId: string, opts: CancelOptions) {
     const run = await getRunOrFail(w, runId);
     if (run.status === 'cancelled') return { runId, status: run.status, cancelled: false };
     if (run.status === 'completed' || run.status === 'failed')
-      throw new CliError(
-        `run ${runId} is already ${run.status}; only a pending or running run can be cancelled`,
-        EXIT_FAILURE,
-      );
+      throw new CliError(`run ${runId} is already ${run.status}; only a pending or running run can be cancelled`);
     try {
       await w.world.events.create(runId, {
         eventType: 'run_cancelled',
@@ -49,7 +45,7 @@ async function cancelRunById(runId: string, opts: CancelOptions) {
       const now = await getRunOrFail(w, runId);
       if (now.status === 'cancelled') return { runId, status: now.status, cancelled: false };
       if (now.status === 'completed' || now.status === 'failed')
-        throw new CliError(`run ${runId} ${now.status} before it could be cancelled`, EXIT_FAILURE);
+        throw new CliError(`run ${runId} ${now.status} before it could be cancelled`);
       throw err;
     }
     return { runId, status: 'cancelled', cancelled: true };

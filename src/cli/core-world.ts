@@ -8,20 +8,15 @@
 import { CliError, EXIT_USAGE } from './shared/output.js';
 import { type CliWorld, type OpenWorldOptions, withWorld } from './shared/world.js';
 
-export interface CoreApi {
-  start: typeof import('workflow/api').start;
-  resumeHook: typeof import('workflow/api').resumeHook;
-}
-
 export async function withCoreWorld<T>(
-  fn: (w: CliWorld, core: CoreApi) => Promise<T>,
+  fn: (w: CliWorld, core: typeof import('workflow/api')) => Promise<T>,
   options: OpenWorldOptions = {},
 ): Promise<T> {
   const [{ setWorld }, api] = await Promise.all([import('workflow/runtime'), import('workflow/api')]);
   return withWorld(options, async (w) => {
     setWorld(w.world);
     try {
-      return await fn(w, { start: api.start, resumeHook: api.resumeHook });
+      return await fn(w, api);
     } finally {
       setWorld(undefined as never);
     }

@@ -22,7 +22,7 @@ import { reconcile } from '../provision/index.js';
 import { installPromiseWithResolvers } from '../util/polyfills.js';
 import { DEMO_PEERS, requirePeers } from './peers.js';
 import { exitCodes, type HelpSpec, USAGE_ERROR, withHelp } from './shared/help-text.js';
-import { CliError, EXIT_FAILURE, palette, printJson } from './shared/output.js';
+import { CliError, EXIT_FAILURE, EXIT_INTERRUPTED, palette, printJson } from './shared/output.js';
 
 interface DemoOptions {
   dataDir: string;
@@ -32,16 +32,13 @@ interface DemoOptions {
 /** The run `start()` returns (workflow is an optional peer: a type only, loaded when the demo runs). */
 type DemoRun = Awaited<ReturnType<typeof import('workflow/api')['start']>>;
 
-/** Exit code of a demo stopped by Ctrl-C (SIGINT), SIGTERM or SIGHUP, as `tail`'s. */
-const EXIT_INTERRUPTED = 130;
 const SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 /**
  * Ctrl-C during the demo: the first signal cancels the demo's run (a `run_cancelled` event, as
  * core's `run.cancel()` writes it) before the emulator stops, so the run kept in `--data-dir` is
  * `cancelled`, never left `running`; a second signal exits at once. DynamoDB Local runs in its own
- * process group (`ownProcessGroup`), so the terminal's Ctrl-C does not stop it before the cancel is
- * written.
+ * process group (`ownProcessGroup`): the terminal's Ctrl-C cannot stop it before the cancel.
  */
 class Interrupt {
   signal: NodeJS.Signals | undefined;
@@ -72,18 +69,7 @@ class Interrupt {
   }
 }
 
-async function runDemo(opts: DemoOptions): Promise<number> {
-  requirePeers('demo', DEMO_PEERS);
-  installPromiseWithResolvers();
-  const interrupt = new Interrupt();
-  try {
-    return await runDemoSteps(opts, interrupt);
-  } finally {
-    interrupt.uninstall();
-  }
-}
-
-async function runDemoSteps(opts: DemoOptions, interrupt: Interrupt): Promise<number> {
+async function runDemo(opts: DemoOptions, interrupt: Interrupt): Promise<number> {
   const c = palette();
   const log = (line: string) => {
     if (!opts.json) process.stdout.write(`${line}\n`);
@@ -234,7 +220,10 @@ export function demoCommand(): Command {
     .option('--data-dir <dir>', 'keep DynamoDB data here, to inspect the run afterwards', '.emulate/dynamodb')
     .option('--json', 'print one JSON summary instead of progress lines')
     .action(async (opts: DemoOptions) => {
-      const code = await runDemo(opts);
+      requirePeers('demo', DEMO_PEERS);
+      installPromiseWithResolvers();
+      const interrupt = new Interrupt();
+      const code = await runDemo(opts, interrupt).finally(() => interrupt.uninstall());
       if (code !== 0) throw new CliError('the demo run did not complete', code);
     });
 }

@@ -18,8 +18,7 @@
  * - Retiring is one conditional write; retiring again changes nothing.
  * - Retiring a Lambda deployment (`lambda:<function>:<version>`) then deletes that published
  *   version (unless `--keep-version`): the write comes first, so a message for it fails its run
- *   whether or not the delete has happened; a failed delete exits 1 with the command that finishes
- *   it.
+ *   whether or not the delete happened; a failed delete exits 1 with the command that finishes it.
  */
 import { Command, Option } from 'commander';
 import { describeError, errorName } from '../aws/sdk-errors.js';
@@ -34,12 +33,12 @@ import {
   readDeployment,
 } from '../deployment/registry.js';
 import { deploymentActivity, drainVerdict } from '../sweep/deployments.js';
-import { formatTime, parseDuration } from './shared/format.js';
+import { formatTime, parseDuration, plural } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, EXIT_FAILURE, palette, printJson, progress, renderTable } from './shared/output.js';
+import { CliError, palette, printJson, progress, renderTable } from './shared/output.js';
 import { withWorld } from './shared/world.js';
 
-const WINDOW_S = LIVENESS_WINDOW_MS / 1000;
+export const WINDOW_S = LIVENESS_WINDOW_MS / 1000;
 const HEARTBEAT_S = DEPLOYMENT_HEARTBEAT_MS / 1000;
 
 export interface DeploymentRow extends DeploymentRecord {
@@ -108,7 +107,6 @@ async function deleteLambdaVersion(
     if (errorName(err) === 'ResourceNotFoundException') return { ...v, deleted: false };
     throw new CliError(
       `The deployment is retired, but version ${v.version} of Lambda function ${v.functionName} could not be deleted: ${describeError(err)}. Delete it with \`aws lambda delete-function --function-name ${v.functionName} --qualifier ${v.version}\`, or rerun with --keep-version to leave it.`,
-      EXIT_FAILURE,
     );
   }
 }
@@ -124,8 +122,7 @@ export interface Retirement {
 
 /**
  * Marks `id` retired after the checks above; throws a CliError (exit 1) saying why it did not. With
- * `force`, `onFailing` is told which active runs will fail, and awaited, before anything is
- * written.
+ * `force`, `onFailing` is told which active runs will fail, and awaited, before any write.
  */
 export async function retireDeployment(
   ctx: WorldContext,
@@ -143,7 +140,6 @@ export async function retireDeployment(
   if (!record)
     throw new CliError(
       `deployment ${id} is not registered on table ${ctx.config.tableName}; \`eve-world-aws deployments\` lists them`,
-      EXIT_FAILURE,
     );
   if (record.status === 'retired') return { record, failing: [], wasLive: false };
   // Is a process of it running? Its counter, watched on this command's clock (even for a Lambda
@@ -159,7 +155,7 @@ export async function retireDeployment(
   const live = watch.state(id) === 'live';
   const now = opts.now ?? Date.now();
   const verdict = drainVerdict(record, activity, opts.graceMs ?? ctx.config.deploymentGraceSeconds * 1000, now, live);
-  if (!verdict.retirable && !opts.force) throw new CliError(verdict.detail, EXIT_FAILURE);
+  if (!verdict.retirable && !opts.force) throw new CliError(verdict.detail);
   const failing = activity.activeRunIds.get(id) ?? [];
   if (opts.force) await opts.onFailing?.(failing, live);
   const reason = verdict.retirable
@@ -279,7 +275,7 @@ export function deploymentsCommand(): Command {
             process.stdout.write(
               runs.length === 0
                 ? `No active run is pinned to deployment ${id}: none fails.\n`
-                : `Retiring deployment ${id} fails ${runs.length} active run${runs.length === 1 ? '' : 's'} (DEPLOYMENT_MISMATCH at the next delivery):\n${runs.map((r) => `  ${r}\n`).join('')}`,
+                : `Retiring deployment ${id} fails ${plural(runs.length, 'active run')} (DEPLOYMENT_MISMATCH at the next delivery):\n${runs.map((r) => `  ${r}\n`).join('')}`,
             );
           },
         }).finally(spin.done);

@@ -10,16 +10,7 @@ import { createClients, destroyClients } from '../aws/clients.js';
 import { loadConfig } from '../config/index.js';
 import { type DestroyReport, destroyResources } from '../provision/destroy.js';
 import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import {
-  CliError,
-  EXIT_FAILURE,
-  type Label,
-  paintLabel,
-  palette,
-  printJson,
-  renderTable,
-  tableReport,
-} from './shared/output.js';
+import { CliError, type Label, paintLabel, palette, printJson, renderTable, tableReport } from './shared/output.js';
 import { explainAwsError } from './shared/world.js';
 
 interface DestroyCliOptions {
@@ -96,9 +87,6 @@ export function destroyCommand(): Command {
       if (opts.json) printJson({ deleted: reports.some((r) => r.state === 'deleted'), resources: reports });
       else process.stdout.write(render(reports, opts, config.kmsKeyId));
       if (refused)
-        throw new CliError(
-          'nothing was deleted: a resource holds data (see above; add --force to delete it too)',
-          EXIT_FAILURE,
-        );
+        throw new CliError('nothing was deleted: a resource holds data (see above; add --force to delete it too)');
     });
 }

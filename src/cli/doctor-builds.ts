@@ -24,7 +24,7 @@ import type { WorkflowRun, WorkflowRunStatus } from '@workflow/world';
 import type { AwsClients } from '../aws/clients.js';
 import { describeError } from '../aws/sdk-errors.js';
 import type { WorldConfig } from '../config/index.js';
-import { createContext, type WorldContext } from '../context/world-context.js';
+import { createContext } from '../context/world-context.js';
 import { readTableFormat, type TableFormat } from '../preflight/format-check.js';
 import { UNSTAMPED_FORMAT } from '../schema/formats.js';
 import { createStorage, readWriterFormats, storageContext } from '../storage/index.js';
@@ -94,9 +94,16 @@ function describeWrite(w: OlderWrite): string {
     : `run ${w.runId}: created by format ${w.format} after \`init\` recorded the table's format`;
 }
 
-/** The check (see the module comment). */
-async function olderBuildsCheck(ctx: WorldContext, table: TableFormat): Promise<OlderBuildsCheck> {
+/** The check on `config`'s table (see the module comment): its format item read, then its runs. */
+export async function checkOlderBuilds(config: WorldConfig, clients: AwsClients): Promise<OlderBuildsCheck> {
   const check = 'older builds';
+  let table: TableFormat;
+  try {
+    table = await readTableFormat(clients.ddb, config.tableName);
+  } catch (err) {
+    return { check, status: 'warn', details: `could not read the table's format: ${describeError(err)}` };
+  }
+  const ctx = createContext(config, clients);
   const storage = createStorage(ctx);
   const sctx = storageContext(ctx);
   let runs: Pick<WorkflowRun, 'runId' | 'createdAt'>[];
@@ -144,19 +151,4 @@ async function olderBuildsCheck(ctx: WorldContext, table: TableFormat): Promise<
       ? 'upgrade it to this release; if you rolled back to it on purpose, set WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS=20 on every process of it (docs/operations.md, "Rolling back to 0.1.0")'
       : 'a rolling upgrade is in progress: deploy this release to every process, then run `eve-world-aws init` (docs/operations.md, "The upgrade procedure")',
   };
-}
-
-/** The check on `config`'s table: its format item read, then {@link olderBuildsCheck}. */
-export async function checkOlderBuilds(config: WorldConfig, clients: AwsClients): Promise<OlderBuildsCheck> {
-  let table: TableFormat;
-  try {
-    table = await readTableFormat(clients.ddb, config.tableName);
-  } catch (err) {
-    return {
-      check: 'older builds',
-      status: 'warn',
-      details: `could not read the table's format: ${describeError(err)}`,
-    };
-  }
-  return olderBuildsCheck(createContext(config, clients), table);
 }

@@ -29,8 +29,7 @@ function endpointsText(config: WorldConfig): string {
 
 /**
  * Custom endpoints (emulators, VPC endpoints) are probed with a plain TCP connect first: the SDK
- * retries a refused connection with backoff for many seconds before it gives up, and it would not
- * say which of the endpoints is down.
+ * retries a refused connection with backoff for many seconds, and would not say which is down.
  */
 export async function checkEndpoints(config: WorldConfig): Promise<Check> {
   const check = 'endpoints';

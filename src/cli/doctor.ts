@@ -26,7 +26,7 @@ import {
 import { clockCheck, sampleClock } from './doctor-clock.js';
 import { accountOf, type DoctorTarget, describeTarget, likelierCause, renderTarget } from './doctor-target.js';
 import { fleetChecks } from './fleet-checks.js';
-import { parsePositiveInt } from './shared/format.js';
+import { parsePositiveInt, plural } from './shared/format.js';
 import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
 import {
   CliError,
@@ -138,8 +138,7 @@ async function checkResources(
   }
   checks.push(clockCheck(samples, (opts.maxSkewSeconds ?? 5) * 1000));
   if (checks.find((c) => c.check === 'table schema')?.status === 'pass') {
-    // The fleet (deployment affinity): where a process would refuse, and the deployments'
-    // consumers.
+    // The fleet (deployment affinity): where a process would refuse, the deployments' consumers.
     checks.push(...(await fleetChecks(createContext(config, clients), opts.onPoll)));
     checks.push(await checkOlderBuilds(config, clients));
   }
@@ -165,8 +164,8 @@ function renderChecks(checks: Check[], color = colorEnabled()): string {
   const warned = checks.filter((c) => c.status === 'warn').length;
   out.push(
     failed === 0
-      ? `All ${checks.filter((c) => c.status === 'pass').length} checks passed${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'} above)` : ''}.`
-      : `${failed} check${failed === 1 ? '' : 's'} failed (see the fix above).`,
+      ? `All ${checks.filter((c) => c.status === 'pass').length} checks passed${warned > 0 ? ` (${plural(warned, 'warning')} above)` : ''}.`
+      : `${plural(failed, 'check')} failed (see the fix above).`,
   );
   return tableReport(out);
 }

@@ -10,9 +10,8 @@
  * when its parent process goes away, stops everything it started, removes the `--env-file` it
  * wrote, and exits 0.
  *
- * Child-process safety: the stack registers a synchronous process-exit hook that SIGKILLs the java
- * child, so even the "second Ctrl-C" path (immediate exit) and a signal during start-up leave no
- * JVM behind.
+ * Child-process safety: the stack's synchronous process-exit hook SIGKILLs the java child, so even
+ * the "second Ctrl-C" path (immediate exit) and a signal during start-up leave no JVM behind.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -32,7 +31,7 @@ import { hasProblems, type ResourceReport } from '../provision/index.js';
 import { renderReports, runReconcile } from './init.js';
 import { EMULATOR_PEERS, requirePeers } from './peers.js';
 import { exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, exportLines, printJson, withProgress } from './shared/output.js';
+import { CliError, EXIT_USAGE, exportLines, printJson, withProgress } from './shared/output.js';
 
 export interface EmulateOptions {
   port: number;
@@ -128,10 +127,7 @@ async function initResources(env: Record<string, string>, enabled: boolean): Pro
   const reports = await runReconcile(loadConfig({ ...process.env, ...env }), 'apply');
   if (hasProblems(reports)) {
     process.stderr.write(renderReports(reports, 'apply'));
-    throw new CliError(
-      'The emulator holds resources that do not match what eve-world-aws needs (see the fix above).',
-      EXIT_FAILURE,
-    );
+    throw new CliError('The emulator holds resources that do not match what eve-world-aws needs (see the fix above).');
   }
   return reports;
 }
@@ -139,9 +135,8 @@ async function initResources(env: Record<string, string>, enabled: boolean): Pro
 /**
  * The `--env-file` this process wrote, which lives only as long as the emulator: its ports mean
  * nothing once it stops, so on stop (however it stops: a signal, a second Ctrl-C's immediate exit,
- * a crash) the file is removed, and a user who sources it gets "no such file" instead of stale
- * endpoints. Removed only while it still holds what this process wrote: another emulate may have
- * written its own since.
+ * a crash) the file is removed, and a user who sources it gets "no such file", not stale endpoints.
+ * Removed only while it holds what this process wrote: another emulate may have written its own.
  */
 class EnvFile {
   private written: { file: string; text: string } | undefined;
@@ -342,8 +337,6 @@ export function emulateCommand(): Command {
       .addOption(new Option('--env-file <path>').hideHelp())
       .option('--docker', 'run docker-compose.yml (DynamoDB Local, ElasticMQ, MinIO) instead of the embedded stack')
       .option('--json', 'print one JSON object (endpoints, env, resources) instead of export lines')
-      .action(async (opts: EmulateOptions) => {
-        await runEmulate(opts);
-      })
+      .action(runEmulate)
   );
 }

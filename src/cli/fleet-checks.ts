@@ -9,12 +9,10 @@ import { describeError } from '../aws/sdk-errors.js';
 import type { WorldConfig } from '../config/index.js';
 import type { WorldContext } from '../context/world-context.js';
 import { fleetProblem, variableDisagreement } from '../deployment/membership.js';
-import { LIVENESS_WINDOW_MS, listDeployments } from '../deployment/registry.js';
+import { listDeployments } from '../deployment/registry.js';
 import { readTableFormat } from '../preflight/format-check.js';
-import { type DeploymentRow, deploymentRows } from './deployments.js';
+import { type DeploymentRow, deploymentRows, WINDOW_S } from './deployments.js';
 import type { Check } from './doctor-checks.js';
-
-const WINDOW_S = LIVENESS_WINDOW_MS / 1000;
 
 /**
  * The fleet's checks: `deployment affinity` (fail where a process would refuse; warn where a

@@ -2,8 +2,7 @@
  * `eve-world-aws init`: create or verify the table, the queue + DLQ and the bucket the World uses,
  * and with a scheduler role its own schedule group. Idempotent (a second run reports everything
  * present and changes nothing); drift is an error with the fix, never silently accepted. The
- * reconciler is src/provision/ (shared with `emulate` and `doctor`), so this file is only flags and
- * presentation.
+ * reconciler is src/provision/ (shared with `emulate` and `doctor`): this file is flags and output.
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { partitionOf } from '../aws/arn.js';

@@ -44,9 +44,7 @@ const COMMANDS: Array<() => Command> = [
 
 function version(): string {
   try {
-    const pkg = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as {
-      version?: string;
-    };
+    const pkg = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version?: string };
     return pkg.version ?? '0.0.0';
   } catch {
     return '0.0.0';

@@ -24,10 +24,6 @@ interface OwnPackage {
   peerDependencies?: Record<string, string>;
 }
 
-function ownPackage(): OwnPackage {
-  return JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as OwnPackage;
-}
-
 /** Whether `name` resolves from this package (a package that hides package.json still counts). */
 export function isInstalled(name: string): boolean {
   try {
@@ -36,12 +32,6 @@ export function isInstalled(name: string): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ERR_PACKAGE_PATH_NOT_EXPORTED';
   }
-}
-
-/** `name@version` with the version this package was tested with (its devDependency pin). */
-function spec(pkg: OwnPackage, name: string): string {
-  const version = pkg.devDependencies?.[name] ?? pkg.peerDependencies?.[name];
-  return version && /^\d/.test(version) ? `${name}@${version}` : name;
 }
 
 /**
@@ -73,8 +63,12 @@ export function installSite(root: string = packageRoot(), globalDir: string = gl
 
 /** "Install them ... with `<command>`" for `missing` at their pinned versions, as it works at `site` (no period). */
 function howToInstall(command: string, missing: string[], site: InstallSite): string {
-  const pkg = ownPackage();
-  const specs = missing.map((n) => spec(pkg, n));
+  const pkg = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as OwnPackage;
+  // `name@version` with the version this package was tested with (its devDependency pin).
+  const specs = missing.map((n) => {
+    const version = pkg.devDependencies?.[n] ?? pkg.peerDependencies?.[n];
+    return version && /^\d/.test(version) ? `${n}@${version}` : n;
+  });
   switch (site.kind) {
     case 'npx': {
       const npx = ['npx', '-p', pkg.name, ...specs.flatMap((s) => ['-p', s]), 'eve-world-aws', command].join(' ');

@@ -9,7 +9,7 @@ import { Command } from 'commander';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
 import { requirePeers } from './peers.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, EXIT_FAILURE, printJson } from './shared/output.js';
+import { CliError, printJson } from './shared/output.js';
 
 async function resumeByToken(token: string, payload: unknown) {
   return withCoreWorld(async (w, core) => {
@@ -21,7 +21,6 @@ async function resumeByToken(token: string, payload: unknown) {
         throw new CliError(
           `no hook with token "${token}" waits in table ${w.config.tableName}: the token is wrong, the hook was disposed, or its run has ended ` +
             '(`eve-world-aws tail <runId>` shows what a run waits for; check EVE_WORLD_AWS_PREFIX / EVE_WORLD_AWS_TABLE)',
-          EXIT_FAILURE,
         );
       throw err;
     }

@@ -1,9 +1,8 @@
 /**
  * `eve-world-aws runs`: the most recent runs, newest first, as a table or JSON.
  *
- * Reads through `runs.list` with `resolveData: 'none'` (never touches S3): by workflow name it is
- * one GSI partition, otherwise the global by-time partition; a status filter is applied by the
- * World (as `wf inspect runs --status` does).
+ * Reads `runs.list` with `resolveData: 'none'` (no S3): by workflow name one GSI partition, else
+ * the global by-time one; the World filters by status (as `wf inspect runs --status` does).
  */
 import type { WorkflowRun } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
@@ -18,13 +17,6 @@ import { describeWorkflow, isFullWorkflowName, nearWorkflows, workflowMatches } 
 
 const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
 type RunStatus = (typeof RUN_STATUSES)[number];
-
-interface RunsOptions {
-  status?: RunStatus[];
-  workflow?: string;
-  limit: number;
-  json?: boolean;
-}
 
 /** `--status failed,cancelled` (and repeatable) -> validated list. */
 function parseStatus(value: string, previous: RunStatus[] | undefined): RunStatus[] {
@@ -172,7 +164,7 @@ export function runsCommand(): Command {
     )
     .option('--limit <n>', 'how many runs to show', parsePositiveInt, 20)
     .option('--json', 'print {runs: [...], hasMore} as JSON')
-    .action(async (opts: RunsOptions) => {
+    .action(async (opts: { status?: RunStatus[]; workflow?: string; limit: number; json?: boolean }) => {
       await withWorld({}, async (w) => {
         const { runs, hasMore, scanCapped, scanned, names } = await listRuns(w.world.runs as never, opts);
         if (scanCapped)

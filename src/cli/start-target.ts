@@ -7,9 +7,9 @@
  */
 import type { WorldContext } from '../context/world-context.js';
 import { newestLiveDeployment } from '../deployment/liveness.js';
-import { LIVENESS_WINDOW_MS, readDeployment } from '../deployment/registry.js';
-import { watchProgress } from './deployments.js';
-import { CliError, EXIT_FAILURE } from './shared/output.js';
+import { readDeployment } from '../deployment/registry.js';
+import { WINDOW_S, watchProgress } from './deployments.js';
+import { CliError } from './shared/output.js';
 
 /** The deployment for a run the CLI starts (see the header). */
 export async function chooseDeployment(ctx: WorldContext, explicit?: string): Promise<string> {
@@ -19,12 +19,10 @@ export async function chooseDeployment(ctx: WorldContext, explicit?: string): Pr
     if (!record)
       throw new CliError(
         `deployment ${explicit} is not registered on table ${table}; \`eve-world-aws deployments\` lists them`,
-        EXIT_FAILURE,
       );
     if (record.status === 'retired')
       throw new CliError(
         `deployment ${explicit} is retired: a run started on it would fail; choose another (\`eve-world-aws deployments\`)`,
-        EXIT_FAILURE,
       );
     return explicit;
   }
@@ -32,9 +30,8 @@ export async function chooseDeployment(ctx: WorldContext, explicit?: string): Pr
   const id = await newestLiveDeployment(ctx, { onPoll: spin.onPoll }).finally(spin.done);
   if (id === undefined)
     throw new CliError(
-      `no deployment on table ${table} has a live consumer (none counted a heartbeat within ${LIVENESS_WINDOW_MS / 1000} s): ` +
+      `no deployment on table ${table} has a live consumer (none counted a heartbeat within ${WINDOW_S} s): ` +
         'start your app, or pass --deployment <id> (`eve-world-aws deployments` lists them)',
-      EXIT_FAILURE,
     );
   return id;
 }

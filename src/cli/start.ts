@@ -16,19 +16,17 @@
  * Each argument is one JSON value, passed to the workflow in order (as `wf start` does). The CLI is
  * no deployment (src/cli/shared/world.ts opens a client World): on a table without deployment
  * affinity the run carries the one id every process reports and whichever consumer serves the queue
- * runs it; on a table with affinity it is pinned to `--deployment <id>` (registered, not retired),
- * else to the newest deployment with a live consumer (src/cli/start-target.ts): never to one
- * without a consumer, never to a deployment of the CLI's own; exit 1 when there is none.
+ * runs it; on a table with affinity it is pinned where src/cli/start-target.ts chooses.
  */
 import { Command } from 'commander';
 import type { WorldContext } from '../context/world-context.js';
-import { LIVENESS_WINDOW_MS } from '../deployment/registry.js';
 import { checkTableFormat } from '../preflight/format-check.js';
 import { parseJsonArg, withCoreWorld } from './core-world.js';
+import { WINDOW_S } from './deployments.js';
 import { requirePeers } from './peers.js';
 import { listRuns, SCAN_LIMIT } from './runs.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, EXIT_FAILURE, EXIT_USAGE, printJson } from './shared/output.js';
+import { CliError, EXIT_USAGE, printJson } from './shared/output.js';
 import type { CliWorld } from './shared/world.js';
 import { chooseDeployment } from './start-target.js';
 import { loadManifest, type WorkflowManifest } from './workflow-manifest.js';
@@ -63,7 +61,6 @@ async function resolveWorkflowId(w: CliWorld, query: string, manifest?: Workflow
     `no workflow named "${query}" ${where} nor among the newest ${SCAN_LIMIT} runs in table ${w.config.tableName}` +
       `${near.length > 0 ? `; did you mean ${near.map(describeWorkflow).join(', ')}?` : ''} ` +
       "Names match exactly; else pass its full id (workflow//<file>//<export>, as in your app's .well-known/workflow/v1/manifest.json)",
-    EXIT_FAILURE,
   );
 }
 
@@ -95,7 +92,7 @@ async function startWorkflow(
 const START_HELP: HelpSpec = {
   notes: [
     "This command writes the run and sends its first message; the workflow runs in your app's consumer (eve start, a Lambda), which must be running and have the workflow compiled. A name is looked up in the app's workflow manifest (`--manifest`, else .well-known/workflow/v1/manifest.json from `wf build`, searched from this folder up to the project root), then among the newest runs; a full id always works. Needs the optional peer `workflow` (the app's own copy).",
-    `On a table with deployment affinity the run is pinned to a deployment of your app: --deployment <id> (\`eve-world-aws deployments\` lists them), else the newest one whose consumer counts heartbeats (watched for up to ${LIVENESS_WINDOW_MS / 1000} s). The CLI never registers a deployment of its own.`,
+    `On a table with deployment affinity the run is pinned to a deployment of your app: --deployment <id> (\`eve-world-aws deployments\` lists them), else the newest one whose consumer counts heartbeats (watched for up to ${WINDOW_S} s). The CLI never registers a deployment of its own.`,
   ],
   examples: [
     ['eve-world-aws start order \'{"id":42}\'', 'one argument'],

@@ -1,24 +1,15 @@
 /**
  * `eve-world-aws sweep`: delete the S3 objects nothing can reference any more, through the World's
  * `sweepOrphans` (src/sweep/run-payloads.ts for run payloads, src/sweep/held-bodies.ts for held
- * queue bodies). Meant to run on a schedule (daily); safe to run at any time, repeatedly and
- * concurrently with the runtime.
+ * queue bodies). Meant to run daily; safe at any time, repeatedly, concurrently with the runtime.
  */
 import { workflowRunIdSchema } from '@workflow/world';
 import { Command, InvalidArgumentError } from 'commander';
 import { ORPHAN_GRACE_MS, type SweepReport } from '../index.js';
 import { durationOption, formatDuration } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, colorEnabled, EXIT_FAILURE, palette, printJson, withProgress } from './shared/output.js';
+import { CliError, colorEnabled, palette, printJson, withProgress } from './shared/output.js';
 import { withWorld } from './shared/world.js';
-
-interface SweepOptions {
-  dryRun?: boolean;
-  olderThan: number;
-  run?: string;
-  recheck?: boolean;
-  json?: boolean;
-}
 
 function parseRunId(v: string): string {
   if (!workflowRunIdSchema.safeParse(v).success)
@@ -87,7 +78,7 @@ export function sweepCommand(): Command {
     .option('--run <runId>', 'only this run’s objects (runs/<runId>/)', parseRunId)
     .option('--recheck', 'also re-read finished runs an earlier sweep already cleaned')
     .option('--json', 'print the report as JSON')
-    .action(async (opts: SweepOptions) => {
+    .action(async (opts: { dryRun?: boolean; olderThan: number; run?: string; recheck?: boolean; json?: boolean }) => {
       await withWorld({}, async (w) => {
         const report = await withProgress('sweeping runs/ …', (spin) =>
           w.world.sweepOrphans({
@@ -102,8 +93,7 @@ export function sweepCommand(): Command {
         if (opts.json) printJson(report);
         else process.stdout.write(renderSweep(report));
         const failed = report.failures.length + (report.heldBodies?.failures.length ?? 0);
-        if (failed > 0)
-          throw new CliError(`${failed} objects or runs could not be swept (listed above); run it again`, EXIT_FAILURE);
+        if (failed > 0) throw new CliError(`${failed} objects or runs could not be swept (listed above); run it again`);
       });
     });
 }

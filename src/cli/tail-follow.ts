@@ -77,8 +77,7 @@ export async function* followRun(world: TailWorld, runId: string, opts: FollowOp
       yield rec;
     }
     // Steps: the first round lists them all; later rounds read only the steps whose events are new
-    // (at most MAX_STEP_READS per round, the rest next round), so a round costs what changed, never
-    // the size of the run.
+    // (at most MAX_STEP_READS per round, the rest next round): a round costs what changed.
     let changed: Step[] = [];
     if (firstRound) {
       let cursor: string | undefined;

@@ -4,7 +4,7 @@
  * (state, now, size), so tests render it with ink-testing-library from real records.
  */
 import { Box, Text } from 'ink';
-import { formatClock, formatDuration, shortName, truncate } from './shared/format.js';
+import { formatClock, formatDuration, plural, shortName, truncate } from './shared/format.js';
 import { Header, Label, STATUS_COLOR, type Style, waitingLines } from './tail-header.js';
 import { type ChunkRow, chunkLines, type EventRow, type RunRow, type StepRow, type TailRow } from './tail-rows.js';
 
@@ -43,8 +43,7 @@ function streamOf(state: TailState, name: string): StreamState {
 /**
  * Fold one record into the state in O(1) (plus the chunk's own lines): the lists, maps and stream
  * states are owned by the state and appended in place, and a new top-level object is returned so
- * React sees a change. Following a run of n records is O(n), never O(n^2). The state passed in is
- * consumed: keep only the returned one.
+ * React sees a change: following n records is O(n), never O(n^2). The state passed in is consumed.
  */
 export function reduceTail(state: TailState, rec: TailRow): TailState {
   switch (rec.kind) {
@@ -106,7 +105,7 @@ function EventLog({ events, max, width, color }: { events: EventRow[]; max: numb
         {'step'.padEnd(COL.step)} {'time'.padEnd(COL.time)} data
       </Text>
       {hidden > 0 ? (
-        <Label color={color}>{`${''.padStart(COL.slot)} … ${hidden} earlier event${hidden === 1 ? '' : 's'}`}</Label>
+        <Label color={color}>{`${''.padStart(COL.slot)} … ${plural(hidden, 'earlier event')}`}</Label>
       ) : null}
       {events.length === 0 ? <Label color={color}>{''.padStart(COL.slot)} (no events yet)</Label> : null}
       {shown.map((e) => (
@@ -170,10 +169,9 @@ export function Streams({ streams, maxLines, color }: { streams: StreamState[]; 
   return (
     <Box flexDirection="column">
       {streams.map((s, at) => {
-        const lines = s.lines;
         const max = maxLines[at] ?? Number.POSITIVE_INFINITY;
         // The newest lines: a stream's end is what is happening now.
-        const shown = lines.length > max ? lines.slice(lines.length - max) : lines;
+        const shown = s.lines.length > max ? s.lines.slice(s.lines.length - max) : s.lines;
         return (
           <Box key={s.name} flexDirection="column">
             <Text wrap="truncate">
@@ -183,8 +181,8 @@ export function Streams({ streams, maxLines, color }: { streams: StreamState[]; 
                 ({s.chunks.length} chunk{s.chunks.length === 1 ? '' : 's'}, {s.done ? 'closed' : 'open'})
               </Label>
             </Text>
-            {lines.length > shown.length ? (
-              <Label color={color}> … {lines.length - shown.length} earlier lines</Label>
+            {s.lines.length > shown.length ? (
+              <Label color={color}> … {s.lines.length - shown.length} earlier lines</Label>
             ) : null}
             {shown.map((l, i) => (
               // biome-ignore lint/suspicious/noArrayIndexKey: lines have no identity beyond their position

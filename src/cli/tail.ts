@@ -10,12 +10,11 @@ import { Command, Option } from 'commander';
 import { fallbackHint, isInstalled, TUI_PEERS } from './peers.js';
 import { formatClock, formatDuration, formatTime, parsePositiveInt } from './shared/format.js';
 import { CONFIG_ERROR, exitCodes, type HelpSpec, withHelp } from './shared/help-text.js';
-import { CliError, colorEnabled, EXIT_FAILURE, palette } from './shared/output.js';
+import { CliError, colorEnabled, EXIT_INTERRUPTED, palette } from './shared/output.js';
 import { getRunOrFail, withWorld } from './shared/world.js';
 import { followRun } from './tail-follow.js';
 import { chunkLines, type RunRow, type TailRow } from './tail-rows.js';
 
-export const EXIT_INTERRUPTED = 130;
 /** Shortest interval between two redraws of the live view. */
 const REDRAW_MS = 50;
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
@@ -177,7 +176,7 @@ async function runTail(runId: string, opts: TailOptions): Promise<void> {
     if (pipeClosed) return;
     if (ac.signal.aborted) throw new CliError('', EXIT_INTERRUPTED);
     if (last && (last.status === 'failed' || last.status === 'cancelled'))
-      throw new CliError(`run ${runId} ${last.status}${last.error ? `: ${last.error}` : ''}`, EXIT_FAILURE);
+      throw new CliError(`run ${runId} ${last.status}${last.error ? `: ${last.error}` : ''}`);
   });
 }
 
@@ -214,7 +213,5 @@ export function tailCommand(): Command {
       'fastest poll interval while data flows (idle polling backs off to 1 s)',
       parsePositiveInt,
     )
-    .action(async (runId: string, opts: TailOptions) => {
-      await runTail(runId, opts);
-    });
+    .action(runTail);
 }

@@ -1,9 +1,8 @@
 /**
  * The DLQ mover of `eve-world-aws redrive`: moves dead-lettered messages back to the queue in the
  * order receive -> send -> delete. A crash (or error) between send and delete leaves the message in
- * both queues: the next redrive delivers it twice, which is harmless because every World write is
- * idempotent, whereas delete-before-send could lose it. What the copy carries: ./redriven-copy.ts;
- * what is printed: ./move-summary.ts.
+ * both queues: the next redrive delivers it twice, harmless as every World write is idempotent,
+ * whereas delete-before-send could lose it. Copy: ./redriven-copy.ts; report: ./move-summary.ts.
  */
 import {
   ChangeMessageVisibilityCommand,
@@ -13,6 +12,7 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { describeError } from '../../aws/sdk-errors.js';
 import type { PayloadStore } from '../../context/payload-store.js';
 import { mapLimited } from '../../util/concurrency.js';
 import { redrivenCopy, runIdOfMessage } from './redriven-copy.js';
@@ -88,11 +88,6 @@ export interface MoveOptions {
 /** Receives in a row that bring no message new to the pass before it ends (see moveDlqMessages). */
 const NOTHING_NEW_RECEIVES = 3;
 
-function errText(err: unknown): string {
-  const e = err as { name?: string; message?: string };
-  return `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`;
-}
-
 /**
  * Move messages from `sourceUrl` to `targetUrl` (receive -> send -> delete). Stops at the first
  * failure and reports it; every message it holds but did not move is released back to the source at
@@ -136,7 +131,7 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
   /** A send or delete failed: record it, hold the message and end the pass (the rest is held). */
   const fail = (rec: MovedMessage, m: Message, result: 'send-failed' | 'delete-failed', err: unknown) => {
     rec.result = result;
-    rec.error = errText(err);
+    rec.error = describeError(err);
     summary.failed++;
     hold(m);
     summary.ended = 'failure';
@@ -222,8 +217,7 @@ export async function moveDlqMessages(opts: MoveOptions): Promise<MoveSummary> {
             rec.result = 'moved';
             summary.moved++;
           } catch (err) {
-            // The copy is on the queue and the original is still in the DLQ: a duplicate, never a
-            // loss.
+            // The copy is on the queue, the original still in the DLQ: a duplicate, never a loss.
             fail(rec, m, 'delete-failed', err);
             continue;
           }

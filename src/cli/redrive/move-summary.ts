@@ -3,7 +3,7 @@
  * message with its result, the counts, and for each failure what state it left and what to do.
  */
 import { queueNameOf } from '../../aws/arn.js';
-import { formatTime } from '../shared/format.js';
+import { formatTime, plural } from '../shared/format.js';
 import { colorEnabled, type Label, paintLabel, palette, renderTable, tableReport } from '../shared/output.js';
 import type { MoveResult, MoveSummary } from './dlq-mover.js';
 
@@ -31,11 +31,10 @@ export function renderMoveSummary(s: MoveSummary, color = colorEnabled()): strin
   const filter = s.runId ? ` of run ${s.runId}` : '';
   if (s.dryRun)
     out.push(
-      `Dry run: would move ${s.matched} message${s.matched === 1 ? '' : 's'}${filter} from ${from} to ${to}; nothing was changed.`,
+      `Dry run: would move ${plural(s.matched, 'message')}${filter} from ${from} to ${to}; nothing was changed.`,
     );
-  else out.push(`Moved ${s.moved} message${s.moved === 1 ? '' : 's'}${filter} from ${from} to ${to}.`);
-  if (s.unlisted > 0)
-    out.push(`(${s.unlisted} more message${s.unlisted === 1 ? '' : 's'} not listed; the counts include them.)`);
+  else out.push(`Moved ${plural(s.moved, 'message')}${filter} from ${from} to ${to}.`);
+  if (s.unlisted > 0) out.push(`(${plural(s.unlisted, 'more message')} not listed; the counts include them.)`);
   if (s.ended === 'max-messages')
     out.push(
       p.yellow(

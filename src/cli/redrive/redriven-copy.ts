@@ -50,15 +50,13 @@ export async function runIdOfMessage(
 }
 
 /**
- * The World's own attributes, unchanged. Anything else on a dead-lettered message (e.g. the
- * diagnostics EventBridge Scheduler adds to the messages it dead-letters) describes the failure,
- * not the message, and is not copied.
+ * The World's own attributes, unchanged. Anything else on a dead letter (e.g. the diagnostics
+ * EventBridge Scheduler adds to what it dead-letters) describes the failure, not the message.
  */
 export function copiedAttributes(m: Message): Record<string, MessageAttributeValue> | undefined {
   const out: Record<string, MessageAttributeValue> = {};
   for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
-    // The log tail vouches only for a first delivery; a dead letter had earlier ones. The failure
-    // count starts over, as SQS's receive count does on a redriven copy.
+    // Not the log tail nor the failure count (see the header).
     if (!k.startsWith('eve.') || k === MSG_ATTR.logTail || k === MSG_ATTR.failures) continue;
     out[k] = {
       DataType: v.DataType,
@@ -83,8 +81,7 @@ export async function redrivenCopy(
   const attributes = copiedAttributes(m);
   let env = envelopeFromMessage(body, stringAttrs(m));
   if (typeof env === 'string') return { body, attributes };
-  // A Scheduler envelope carries its tail, failure count and other attributes in the body: drop
-  // them there too.
+  // A Scheduler envelope holds its tail, failure count and other attributes in the body: drop them.
   const tailInBody =
     !attributes?.[MSG_ATTR.queue] &&
     (env.logTail !== undefined || env.failures !== undefined || env.foreign !== undefined);

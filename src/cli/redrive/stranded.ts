@@ -1,7 +1,6 @@
 /**
- * The stranded-run classifier of `eve-world-aws redrive --stranded`: runs that are not terminal,
- * have nothing scheduled and have not written an event for `--older-than` get their continuation
- * re-enqueued (see {@link analyzeRun}).
+ * The stranded-run classifier of `eve-world-aws redrive --stranded`: runs not terminal, with
+ * nothing scheduled, no event for `--older-than`, get their continuation re-enqueued (analyzeRun).
  */
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { Event, WorkflowRun } from '@workflow/world';
@@ -10,7 +9,7 @@ import { keysOf } from '../../aws/item-codec.js';
 import { createTransport } from '../../queue/transport.js';
 import { eventKind } from '../../schema/event-kinds.js';
 import { keys } from '../../schema/keys.js';
-import { formatDuration, formatTime, shortName } from '../shared/format.js';
+import { formatDuration, formatTime, plural, shortName } from '../shared/format.js';
 import { colorEnabled, palette, renderTable, tableReport } from '../shared/output.js';
 import type { CliWorld } from '../shared/world.js';
 import { moveDlqMessages } from './dlq-mover.js';
@@ -123,17 +122,13 @@ function analyzeRun(
   const queueName = `${opts.queuePrefix}${run.workflowName}`;
   const pending = [...steps].filter(([, s]) => !s.done);
   if (pending.length > 0) {
-    const unnamed = pending.filter(([, s]) => !s.name);
-    if (unnamed.length > 0)
-      return {
-        ...base,
-        verdict: 'stranded',
-        reason: `step ${unnamed[0][0]} has no recorded name; cannot re-dispatch it`,
-      };
+    const unnamed = pending.find(([, s]) => !s.name);
+    if (unnamed)
+      return { ...base, verdict: 'stranded', reason: `step ${unnamed[0]} has no recorded name; cannot re-dispatch it` };
     return {
       ...base,
       verdict: 'stranded',
-      reason: `${pending.length} unfinished step${pending.length === 1 ? '' : 's'} and no delivery since ${formatTime(lastAt)}`,
+      reason: `${plural(pending.length, 'unfinished step')} and no delivery since ${formatTime(lastAt)}`,
       continuations: pending.map(([stepId, s]) => ({
         queueName,
         payload: { runId: run.runId, stepId, stepName: s.name as string },
@@ -144,11 +139,7 @@ function analyzeRun(
   const openHooks = [...hooks].filter(([, open]) => open).length;
   const lastLife = last ? eventKind(last.eventType)?.lifecycle : undefined;
   if (openHooks > 0 && !(lastLife?.of === 'hook' && lastLife.phase === 'receives'))
-    return {
-      ...base,
-      verdict: 'waiting',
-      reason: `waiting for ${openHooks} hook${openHooks === 1 ? '' : 's'} to be resumed`,
-    };
+    return { ...base, verdict: 'waiting', reason: `waiting for ${plural(openHooks, 'hook')} to be resumed` };
   return {
     ...base,
     verdict: 'stranded',
@@ -297,7 +288,7 @@ export function renderStranded(s: StrandedSummary, color = colorEnabled()): stri
     out.push(`Dry run: ${s.stranded} of ${s.examined} active runs stranded (idle > ${older}); nothing was enqueued.`);
   else
     out.push(
-      `${s.stranded} of ${s.examined} active runs stranded (idle > ${older}); enqueued ${s.enqueued} message${s.enqueued === 1 ? '' : 's'}.`,
+      `${s.stranded} of ${s.examined} active runs stranded (idle > ${older}); enqueued ${plural(s.enqueued, 'message')}.`,
     );
   return tableReport(out);
 }

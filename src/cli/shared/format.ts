@@ -1,7 +1,6 @@
 /**
  * Formatting shared by the operator commands (tail, runs, redrive, doctor): times, durations, byte
- * previews and JSON-safe values. Pure functions, so the ink view and the plain/NDJSON writers show
- * the same thing.
+ * previews and JSON-safe values. Pure functions: the ink view and the plain/NDJSON writers agree.
  */
 import * as zlib from 'node:zlib';
 import { InvalidArgumentError, Option } from 'commander';
@@ -49,10 +48,9 @@ export function parseDuration(value: string): number {
     throw new InvalidArgumentError(
       `needs a unit: ${v}d (days), ${v}h (hours), ${v}m (minutes) or ${v}s (seconds); forms can be combined, e.g. 1h30m.`,
     );
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
   let total = 0;
   let consumed = 0;
-  for (const m of v.matchAll(re)) {
+  for (const m of v.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)) {
     total += Number(m[1]) * UNITS[m[2]];
     consumed += m[0].length;
   }
@@ -109,8 +107,7 @@ const zstdDecompressSync = (zlib as { zstdDecompressSync?: (b: Uint8Array) => Bu
 /**
  * The payload inside a compressed one, for display: the runtime writes `gzip` + gzip(`devl` ...) or
  * `zstd` + zstd(`devl` ...) for payloads of 1 KiB and more (errors with their stacks, large
- * results). Undefined when `bytes` is not compressed or cannot be decoded here (zstd on a Node
- * without it, corrupt data).
+ * results). Undefined when not compressed or not decodable here (no zstd in this Node, corrupt).
  */
 export function decompressed(bytes: Uint8Array): Uint8Array | undefined {
   const prefix = formatPrefix(bytes);
@@ -246,6 +243,9 @@ export function stringField(o: unknown, key: string): string | undefined {
   const v = o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[key] : undefined;
   return typeof v === 'string' ? v : undefined;
 }
+
+/** `1 run`, `2 runs`: `n` and `noun`, plural unless `n` is 1. */
+export const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
 
 /** Collapse whitespace and cut to `max` characters. */
 export function truncate(s: string, max: number): string {

@@ -6,8 +6,7 @@
  * - Every command and subcommand declares its examples and exit codes here, so `--help` has both
  *   sections and fits HELP_WIDTH columns (commander wraps the options to the same width,
  *   src/cli/main.ts).
- * - The exit codes are the table docs/cli.md prints under "Exit codes", code by code, word for
- *   word.
+ * - The exit codes are docs/cli.md's "Exit codes" table, code by code, word for word.
  */
 import type { Command } from 'commander';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './output.js';
@@ -59,8 +58,7 @@ function renderHelp(spec: HelpSpec): string {
   const out: string[] = [];
   for (const note of spec.notes ?? []) out.push('', ...paragraph(note));
   out.push('', 'Examples:');
-  // Comments line up two columns after the longest commented command; one that does not fit there
-  // goes above.
+  // Comments line up two columns after the longest commented command; one too wide goes above.
   const column = Math.max(0, ...spec.examples.filter(([, c]) => c).map(([c]) => displayWidth(c))) + 4;
   for (const [command, comment] of spec.examples) {
     if (!comment) out.push(`  ${command}`);

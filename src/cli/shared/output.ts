@@ -12,6 +12,8 @@ import { layoutTable } from './text-table.js';
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
+/** Stopped by Ctrl-C (SIGINT) or another stop signal (tail, demo). */
+export const EXIT_INTERRUPTED = 130;
 
 /** A user-facing failure: printed as one line (no stack trace) and mapped to `exitCode`. */
 export class CliError extends Error {
@@ -111,17 +113,12 @@ export interface Progress {
 
 const FRAMES = ['|', '/', '-', '\\'];
 
-/**
- * A one-line spinner on stderr for slow steps. It draws only when stderr is a terminal, so logs,
- * pipes and tests see nothing from it.
- */
+/** A one-line spinner on stderr for slow steps, drawn only on a terminal (none in pipes, logs). */
 export function progress(initial: string, stream: NodeJS.WriteStream = process.stderr): Progress {
   if (!stream.isTTY) return { update() {}, done() {} };
   let message = initial;
   let frame = 0;
-  const draw = () => {
-    stream.write(`\r\u001b[2K${FRAMES[frame++ % FRAMES.length]} ${message}`);
-  };
+  const draw = () => stream.write(`\r\u001b[2K${FRAMES[frame++ % FRAMES.length]} ${message}`);
   draw();
   const timer = setInterval(draw, 120);
   timer.unref();

@@ -89,7 +89,7 @@ export async function withWorld<T>(options: OpenWorldOptions, fn: (w: CliWorld) 
     await checkTableFormat(w.clients.ddb, w.config.tableName);
     return await fn(w);
   } catch (err) {
-    if (err instanceof TableFormatError) throw new CliError(err.message, EXIT_FAILURE);
+    if (err instanceof TableFormatError) throw new CliError(err.message);
     const resource = resourceOf(err);
     const missing =
       err instanceof MissingResourceError ? err : resource && (await MissingResourceError.of(w.context, resource, err));
@@ -120,12 +120,10 @@ export async function getRunOrFail(w: CliWorld, runId: string) {
     if (WorkflowRunNotFoundError.is(err) || (err as { name?: string })?.name === 'WorkflowRunNotFoundError')
       throw new CliError(
         `run ${runId} not found in table ${w.config.tableName} (check the id and EVE_WORLD_AWS_PREFIX / EVE_WORLD_AWS_TABLE)`,
-        EXIT_FAILURE,
       );
     // An id the World rejects outright (e.g. bad characters) is also "no such run" for the user.
     const e = err as { status?: number; field?: string; message?: string };
-    if (e?.status === 400 && e.field === 'runId')
-      throw new CliError(`run ${runId} not found: ${e.message}`, EXIT_FAILURE);
+    if (e?.status === 400 && e.field === 'runId') throw new CliError(`run ${runId} not found: ${e.message}`);
     throw err;
   }
 }
