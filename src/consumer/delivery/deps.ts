@@ -72,7 +72,7 @@ export interface DeliveryDeps {
    * the message id of a step's inline owner as that owner's crash-redelivery and re-runs the step,
    * so two copies of one message (SQS standard queues occasionally deliver twice) are not handled
    * at the same time here: the second copy is deferred and then replays what the first committed
-   * (without a request; across processes the step lease does the same, see ./pipeline.ts).
+   * (without a request; across processes the step lease does the same, see ./decide.ts).
    */
   inFlight?: Set<string>;
   /**

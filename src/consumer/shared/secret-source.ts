@@ -14,8 +14,8 @@
  * - After a signature did not verify, the receiver re-reads at most once per {@link
  *   SecretSourceOptions.minRefreshMs}: a rotation is picked up at the first delivery signed with
  *   the new value, while a stream of forged requests costs one read per interval.
- * - A failed re-read keeps serving the last good value (logged by the caller's 500 only when there
- *   is none yet).
+ * - A failed re-read keeps serving the last good value (the caller answers 503 only when there is
+ *   none yet: ../route/queue-handler.ts).
  */
 import type { GetSecretValueCommandOutput } from '@aws-sdk/client-secrets-manager';
 import type { AwsClients } from '../../aws/clients.js';
